@@ -1,0 +1,154 @@
+// Package audit records every change as an event written in the same transaction as the
+// change itself, and lets admins read them back.
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"nimbus/app/access"
+	"nimbus/app/problem"
+	"nimbus/db/dbgen"
+)
+
+// Event is one change to record. Diff holds what changed; fields whose names suggest a secret
+// are redacted before it is stored.
+type Event struct {
+	Tenant     uuid.UUID // uuid.Nil when the change belongs to no tenant
+	Action     string    // such as "tenant.create"
+	TargetType string
+	TargetID   string
+	Diff       map[string]any
+}
+
+// Record writes e on behalf of actor using q, which should be bound to the transaction that
+// makes the change.
+func Record(ctx context.Context, q *dbgen.Queries, actor access.Principal, e Event) error {
+	diff, err := json.Marshal(Redact(e.Diff))
+	if err != nil {
+		return fmt.Errorf("audit %s: %w", e.Action, err)
+	}
+	err = q.InsertAuditEvent(ctx, dbgen.InsertAuditEventParams{
+		ActorID:    uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil},
+		ActorEmail: actor.Email,
+		TenantID:   uuid.NullUUID{UUID: e.Tenant, Valid: e.Tenant != uuid.Nil},
+		Action:     e.Action,
+		TargetType: e.TargetType,
+		TargetID:   e.TargetID,
+		Diff:       diff,
+	})
+	if err != nil {
+		return fmt.Errorf("audit %s: %w", e.Action, err)
+	}
+	return nil
+}
+
+// System is the actor for changes Nimbus makes on its own, such as creating the first admin.
+var System = access.Principal{Email: "system"}
+
+var secretWords = []string{"password", "secret", "token", "passphrase", "private_key", "credential"}
+
+// Redact returns a copy of diff with the values of secret-looking keys replaced, at any depth.
+func Redact(diff map[string]any) map[string]any {
+	if diff == nil {
+		return map[string]any{}
+	}
+	out := make(map[string]any, len(diff))
+	for k, v := range diff {
+		if isSecretKey(k) {
+			out[k] = "[redacted]"
+			continue
+		}
+		if m, ok := v.(map[string]any); ok {
+			v = Redact(m)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func isSecretKey(k string) bool {
+	k = strings.ToLower(k)
+	for _, w := range secretWords {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// Filter narrows a listing; empty fields do not filter.
+type Filter struct {
+	Actor    string // part of the actor's email
+	Action   string // action prefix, such as "tenant." or "user.create"
+	Target   string // target ID or type
+	Since    *time.Time
+	Until    *time.Time
+	BeforeID int64 // keyset paging: events older than this ID
+	Limit    int
+}
+
+// Page is one page of events, newest first; NextBefore is the BeforeID for the next page or 0.
+type Page struct {
+	Events     []dbgen.AuditEvent
+	NextBefore int64
+}
+
+// Service reads the audit log for a principal.
+type Service struct {
+	pool *pgxpool.Pool
+}
+
+// NewService returns a Service reading from pool.
+func NewService(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
+
+// List returns the events the actor may read: all for provider admins, those of the tenants
+// they administer for tenant admins.
+func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (Page, error) {
+	if !actor.CanSomewhere("audit:read") {
+		return Page{}, problem.ErrForbidden
+	}
+	if f.Limit <= 0 || f.Limit > 200 {
+		f.Limit = 50
+	}
+	params := dbgen.ListAuditEventsParams{
+		AllTenants: actor.ProviderAdmin,
+		TenantIds:  actor.TenantsWith("audit:read"),
+		Actor:      optional(f.Actor),
+		Action:     optional(f.Action),
+		Target:     optional(f.Target),
+		Since:      f.Since,
+		Until:      f.Until,
+		MaxRows:    int32(f.Limit + 1),
+	}
+	if params.TenantIds == nil {
+		params.TenantIds = []uuid.UUID{}
+	}
+	if f.BeforeID > 0 {
+		params.BeforeID = &f.BeforeID
+	}
+	events, err := dbgen.New(s.pool).ListAuditEvents(ctx, params)
+	if err != nil {
+		return Page{}, fmt.Errorf("list audit events: %w", err)
+	}
+	page := Page{Events: events}
+	if len(events) > f.Limit {
+		page.Events = events[:f.Limit]
+		page.NextBefore = page.Events[f.Limit-1].ID
+	}
+	return page, nil
+}
+
+func optional(s string) *string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil
+	}
+	return &s
+}

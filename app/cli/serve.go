@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"nimbus/app/server"
+	"nimbus/app/system"
+	"nimbus/app/user"
+	"nimbus/db"
+	"nimbus/jobs"
+)
+
+func serve(ctx context.Context, args []string, env Env) error {
+	fs := flagSet("serve [flags]", "Run the web server and the job workers until SIGINT or SIGTERM.", env)
+	cfg, err := parseConfig(fs, args, env.Getenv,
+		"addr", "data-dir", "database-url", "log-format", "log-level", "admin-email", "session-ttl",
+		"secure-cookies", "pulumi-dir", "job-workers", "job-timeout")
+	if err != nil {
+		return err
+	}
+	log := cfg.logger(env.Stderr)
+	started := time.Now()
+
+	d, err := openDatabase(ctx, cfg, log, 20)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := d.Close(); err != nil {
+			log.Error("stop database", "err", err)
+		}
+	}()
+	if err := db.Migrate(ctx, d.Pool, log); err != nil {
+		return err
+	}
+	if err := bootstrapAdmin(ctx, cfg, d, env); err != nil {
+		return err
+	}
+
+	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, Timeout: cfg.JobTimeout})
+	if err != nil {
+		return err
+	}
+	if err := jobClient.Start(ctx); err != nil {
+		return fmt.Errorf("start jobs: %w", err)
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := jobClient.Stop(stopCtx); err != nil {
+			log.Error("stop jobs", "err", err)
+		}
+	}()
+
+	uiCtx, stopUI := context.WithCancel(context.Background())
+	defer stopUI()
+	handler, err := server.New(uiCtx, server.Deps{
+		Pool: d.Pool, Log: log, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SecureCookies: cfg.SecureCookies,
+		Info: system.Info{
+			Version: Version, Database: d.Where, PulumiDir: cfg.PulumiDir,
+			State: "file://" + filepath.Join(cfg.DataDir, "state"),
+		},
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: nil}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("nimbus is serving", "url", "http://"+ln.Addr().String(), "database", d.Where, "took", time.Since(started).Round(time.Millisecond))
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("shutdown http", "err", err)
+	}
+	return nil
+}
+
+// bootstrapAdmin creates the first provider admin on an empty database and tells the operator,
+// once, how to sign in.
+func bootstrapAdmin(ctx context.Context, cfg *config, d *database, env Env) error {
+	password, generated := cfg.AdminPassword, false
+	if password == "" {
+		password, generated = generatePassword(), true
+	}
+	created, err := user.Bootstrap(ctx, d.Pool, cfg.AdminEmail, password)
+	if err != nil {
+		return fmt.Errorf("create the first admin: %w", err)
+	}
+	if !created {
+		return nil
+	}
+	fmt.Fprintf(env.Stdout, "\nNimbus created its first provider admin. Sign in at http://%s/login with\n", cfg.Addr)
+	fmt.Fprintf(env.Stdout, "  email:    %s\n", cfg.AdminEmail)
+	if generated {
+		fmt.Fprintf(env.Stdout, "  password: %s\n(shown only this once; keep it somewhere safe)\n\n", password)
+	} else {
+		fmt.Fprintf(env.Stdout, "  password: the one in NIMBUS_ADMIN_PASSWORD\n\n")
+	}
+	return nil
+}

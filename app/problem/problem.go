@@ -1,0 +1,81 @@
+// Package problem holds the errors a user can cause or meet, as values that the HTTP layer maps
+// to a status and a message in one place.
+package problem
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel problems; wrap them with context, test with errors.Is.
+var (
+	// ErrNotFound is returned for a missing object and for one the actor may not see, so that a
+	// foreign ID reveals nothing.
+	ErrNotFound = errors.New("not found")
+	// ErrForbidden is returned when the actor may see the object but not do this to it.
+	ErrForbidden = errors.New("you do not have permission to do this")
+	// ErrUnauthenticated is returned when no valid session or token came with the request.
+	ErrUnauthenticated = errors.New("sign in required")
+)
+
+// FieldError says which input broke which rule.
+type FieldError struct {
+	Field   string `json:"field"`
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+}
+
+// ValidationError lists the inputs that broke a rule; nothing was written.
+type ValidationError struct {
+	Fields []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return "invalid input: " + strings.Join(parts, "; ")
+}
+
+// Add records that field broke rule, with a message in plain words.
+func (e *ValidationError) Add(field, rule, format string, args ...any) {
+	e.Fields = append(e.Fields, FieldError{Field: field, Rule: rule, Message: fmt.Sprintf(format, args...)})
+}
+
+// Err returns e when it holds a problem and nil otherwise, for `return v.Err()`.
+func (e *ValidationError) Err() error {
+	if e == nil || len(e.Fields) == 0 {
+		return nil
+	}
+	return e
+}
+
+// For returns the message for field, or "".
+func (e *ValidationError) For(field string) string {
+	if e == nil {
+		return ""
+	}
+	for _, f := range e.Fields {
+		if f.Field == field {
+			return f.Message
+		}
+	}
+	return ""
+}
+
+// Invalid is a one-field ValidationError.
+func Invalid(field, rule, format string, args ...any) error {
+	v := &ValidationError{}
+	v.Add(field, rule, format, args...)
+	return v
+}
+
+// TooManyRequests is returned when a rate limit holds; RetryAfter is in seconds.
+type TooManyRequests struct {
+	Message    string
+	RetryAfter int
+}
+
+func (e *TooManyRequests) Error() string { return e.Message }

@@ -1,0 +1,219 @@
+// Package server wires the domains into one HTTP handler: middleware, routes, static files,
+// metrics and the River UI.
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/riverqueue/river"
+	"riverqueue.com/riverui"
+
+	"nimbus/app/access"
+	"nimbus/app/audit"
+	"nimbus/app/auth"
+	"nimbus/app/problem"
+	"nimbus/app/system"
+	"nimbus/app/tenant"
+	"nimbus/app/user"
+	"nimbus/app/web"
+	"nimbus/db/dbgen"
+	"nimbus/static"
+	"nimbus/views"
+)
+
+// maxBody caps request bodies; larger ones are refused with 413.
+const maxBody = "1M"
+
+// Deps is what the server needs; the caller owns their lifecycles.
+type Deps struct {
+	Pool          *pgxpool.Pool
+	Log           *slog.Logger
+	Jobs          *river.Client[pgx.Tx]
+	Info          system.Info
+	SessionTTL    time.Duration
+	SecureCookies bool
+}
+
+// New builds the HTTP handler. ctx bounds the River UI's background work.
+func New(ctx context.Context, d Deps) (http.Handler, error) {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = web.ErrorHandler(d.Log)
+	e.IPExtractor = echo.ExtractIPDirect()
+
+	authSvc := auth.NewService(d.Pool, d.Log, d.SessionTTL)
+	authH := auth.NewHandlers(authSvc, d.SecureCookies)
+	tenantSvc := tenant.NewService(d.Pool)
+	tenantH := tenant.NewHandlers(tenantSvc)
+	userH := user.NewHandlers(user.NewService(d.Pool))
+	auditSvc := audit.NewService(d.Pool)
+	auditH := audit.NewHandlers(auditSvc)
+	sysH := system.NewHandlers(d.Pool, d.Info)
+	metrics := system.NewMetrics(d.Pool)
+
+	e.Use(middleware.Recover())
+	e.Use(metrics.Middleware)
+	e.Use(requestLog(d.Log))
+	e.Use(middleware.BodyLimit(maxBody))
+	e.Use(securityHeaders)
+
+	e.GET("/healthz", sysH.Healthz)
+	e.GET("/readyz", sysH.Readyz)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{})))
+	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheStatic(http.FileServer(http.FS(static.FS))))))
+
+	app := e.Group("", authSvc.Authenticate, auth.CheckCSRF)
+	app.GET("/login", authH.LoginForm)
+	app.POST("/login", authH.Login)
+
+	signed := app.Group("", auth.RequireSignIn)
+	signed.POST("/logout", authH.Logout)
+	signed.GET("/", dashboard(tenantSvc, auditSvc))
+	signed.GET("/tenants", tenantH.ListPage)
+	signed.POST("/tenants", tenantH.CreateForm)
+	signed.GET("/tenants/:id", tenantH.ShowPage)
+	signed.POST("/tenants/:id/members", tenantH.SetMemberForm)
+	signed.POST("/tenants/:id/members/:user_id/delete", tenantH.RemoveMemberForm)
+	signed.GET("/users", userH.ListPage)
+	signed.POST("/users", userH.CreateForm)
+	signed.GET("/tokens", authH.TokensPage)
+	signed.POST("/tokens", authH.CreateTokenForm)
+	signed.POST("/tokens/:id/revoke", authH.RevokeTokenForm)
+	signed.GET("/audit", auditH.Page)
+	signed.GET("/admin/system", sysH.StatusPage)
+
+	api := signed.Group("/api/v1")
+	api.GET("/tenants", tenantH.ListAPI)
+	api.POST("/tenants", tenantH.CreateAPI)
+	api.GET("/tenants/:id", tenantH.GetAPI)
+	api.GET("/tenants/:id/members", tenantH.MembersAPI)
+	api.POST("/tenants/:id/members", tenantH.SetMemberAPI)
+	api.DELETE("/tenants/:id/members", tenantH.RemoveMemberAPI)
+	api.DELETE("/tenants/:id/members/:user_id", tenantH.RemoveMemberAPI)
+	api.GET("/users", userH.ListAPI)
+	api.POST("/users", userH.CreateAPI)
+	api.GET("/users/:id", userH.GetAPI)
+	api.GET("/tokens", authH.ListTokensAPI)
+	api.POST("/tokens", authH.CreateTokenAPI)
+	api.DELETE("/tokens/:id", authH.RevokeTokenAPI)
+	api.GET("/audit-events", auditH.ListAPI)
+	api.GET("/me", me)
+	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
+
+	if d.Jobs != nil {
+		ui, err := riverui.NewHandler(&riverui.HandlerOpts{
+			Endpoints: riverui.NewEndpoints(d.Jobs, nil),
+			Logger:    d.Log.With("component", "jobs-ui"),
+			Prefix:    "/admin/jobs",
+		})
+		if err != nil {
+			return nil, fmt.Errorf("jobs UI: %w", err)
+		}
+		if err := ui.Start(ctx); err != nil {
+			return nil, fmt.Errorf("jobs UI: %w", err)
+		}
+		jobs := signed.Group("/admin/jobs", requireProviderAdmin)
+		jobs.Any("", echo.WrapHandler(ui))
+		jobs.Any("/*", echo.WrapHandler(ui))
+	}
+
+	// Cross-origin browser requests that change state are refused before any handler runs; the
+	// CSRF token check above covers old browsers that send neither Sec-Fetch-Site nor Origin.
+	return http.NewCrossOriginProtection().Handler(e), nil
+}
+
+func requireProviderAdmin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !web.Actor(c).ProviderAdmin {
+			return problem.ErrForbidden
+		}
+		return next(c)
+	}
+}
+
+// me answers GET /api/v1/me: who the token or session acts as.
+func me(c echo.Context) error {
+	p := web.Actor(c)
+	roles := map[string]access.Role{}
+	for t, r := range p.Roles {
+		roles[t.String()] = r
+	}
+	return c.JSON(http.StatusOK, map[string]any{"id": p.UserID, "email": p.Email, "provider_admin": p.ProviderAdmin, "roles": roles})
+}
+
+func dashboard(tenants *tenant.Service, auditSvc *audit.Service) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		actor := web.Actor(c)
+		list, err := tenants.List(web.Ctx(c), actor)
+		if err != nil {
+			return err
+		}
+		rows := make([]views.DashboardTenant, 0, len(list))
+		for _, t := range list {
+			role := actor.Roles[t.ID]
+			if role == "" {
+				role = access.ProviderAdmin
+			}
+			rows = append(rows, views.DashboardTenant{ID: t.ID.String(), Name: t.Name, Role: role.Label()})
+		}
+		var recent []dbgen.AuditEvent
+		if actor.CanSomewhere("audit:read") {
+			page, err := auditSvc.List(web.Ctx(c), actor, audit.Filter{Limit: 8})
+			if err != nil {
+				return err
+			}
+			recent = page.Events
+		}
+		return web.Render(c, http.StatusOK, views.Dashboard(web.Page(c, "Dashboard"), rows, recent))
+	}
+}
+
+func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		if !strings.HasPrefix(c.Request().URL.Path, "/admin/jobs") {
+			h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; worker-src 'self' blob:; font-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'self'")
+		}
+		return next(c)
+	}
+}
+
+func cacheStatic(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		h.ServeHTTP(w, r)
+	})
+}
+
+func requestLog(log *slog.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			if strings.HasPrefix(c.Request().URL.Path, "/static/") {
+				return err
+			}
+			status := c.Response().Status
+			if he, ok := err.(*echo.HTTPError); ok {
+				status = he.Code
+			}
+			log.LogAttrs(c.Request().Context(), slog.LevelDebug, "request",
+				slog.String("method", c.Request().Method), slog.String("path", c.Request().URL.Path),
+				slog.Int("status", status), slog.Duration("took", time.Since(start)))
+			return err
+		}
+	}
+}

@@ -1,0 +1,234 @@
+// Package tenant manages tenants and who belongs to them with which role.
+package tenant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"nimbus/app/access"
+	"nimbus/app/audit"
+	"nimbus/app/problem"
+	"nimbus/db"
+	"nimbus/db/dbgen"
+)
+
+// Tenant is a tenant as the API and pages show it.
+type Tenant struct {
+	ID          uuid.UUID `json:"id"`
+	Name        string    `json:"name"`
+	MemberCount int64     `json:"member_count"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// Member is one user's membership of a tenant.
+type Member struct {
+	UserID    uuid.UUID   `json:"user_id"`
+	Email     string      `json:"email"`
+	Role      access.Role `json:"role"`
+	CreatedAt time.Time   `json:"created_at"`
+}
+
+// Service reads and changes tenants on behalf of a principal.
+type Service struct {
+	pool *pgxpool.Pool
+}
+
+// NewService returns a Service on pool.
+func NewService(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
+
+// List returns the tenants the actor may see: all for provider admins, their own otherwise.
+func (s *Service) List(ctx context.Context, actor access.Principal) ([]Tenant, error) {
+	rows, err := dbgen.New(s.pool).ListTenants(ctx, dbgen.ListTenantsParams{AllTenants: actor.ProviderAdmin, UserID: actor.UserID})
+	if err != nil {
+		return nil, fmt.Errorf("list tenants: %w", err)
+	}
+	out := make([]Tenant, len(rows))
+	for i, r := range rows {
+		out[i] = Tenant{ID: r.ID, Name: r.Name, MemberCount: r.MemberCount, CreatedAt: r.CreatedAt}
+	}
+	return out, nil
+}
+
+// Get returns a tenant the actor may see; any other is not found.
+func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID) (Tenant, error) {
+	if !actor.Can("tenant:read", id) {
+		return Tenant{}, problem.ErrNotFound
+	}
+	t, err := dbgen.New(s.pool).GetTenant(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Tenant{}, problem.ErrNotFound
+	}
+	if err != nil {
+		return Tenant{}, fmt.Errorf("get tenant: %w", err)
+	}
+	return Tenant{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt}, nil
+}
+
+// Create adds a tenant; only provider admins may.
+func (s *Service) Create(ctx context.Context, actor access.Principal, name string) (Tenant, error) {
+	if !actor.ProviderAdmin {
+		return Tenant{}, problem.ErrForbidden
+	}
+	name = strings.TrimSpace(name)
+	if err := checkName(name); err != nil {
+		return Tenant{}, err
+	}
+	var out Tenant
+	err := db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+		taken, err := q.TenantNameTaken(ctx, name)
+		if err != nil {
+			return err
+		}
+		if taken {
+			return problem.Invalid("name", "unique", "a tenant named %q already exists", name)
+		}
+		t, err := q.CreateTenant(ctx, name)
+		if db.IsUniqueViolation(err) {
+			return problem.Invalid("name", "unique", "a tenant named %q already exists", name)
+		}
+		if err != nil {
+			return err
+		}
+		out = Tenant{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt}
+		return audit.Record(ctx, q, actor, audit.Event{
+			Tenant: t.ID, Action: "tenant.create", TargetType: "tenant", TargetID: t.ID.String(), Diff: map[string]any{"name": name},
+		})
+	})
+	if err != nil {
+		return Tenant{}, fmt.Errorf("create tenant: %w", err)
+	}
+	return out, nil
+}
+
+func checkName(name string) error {
+	switch n := utf8.RuneCountInString(name); {
+	case n == 0:
+		return problem.Invalid("name", "required", "enter a name")
+	case n > 100:
+		return problem.Invalid("name", "max_length", "must be at most 100 characters")
+	}
+	return nil
+}
+
+// Members lists a tenant's members; the actor must be able to see the tenant.
+func (s *Service) Members(ctx context.Context, actor access.Principal, tenantID uuid.UUID) ([]Member, error) {
+	if _, err := s.Get(ctx, actor, tenantID); err != nil {
+		return nil, err
+	}
+	rows, err := dbgen.New(s.pool).ListMembers(ctx, tenantID)
+	if err != nil {
+		return nil, fmt.Errorf("list members: %w", err)
+	}
+	out := make([]Member, len(rows))
+	for i, r := range rows {
+		out[i] = Member{UserID: r.UserID, Email: r.Email, Role: access.Role(r.Role), CreatedAt: r.CreatedAt}
+	}
+	return out, nil
+}
+
+// SetMember adds a user to a tenant with role, or changes the role of a member. Tenant admins
+// of that tenant and provider admins may.
+func (s *Service) SetMember(ctx context.Context, actor access.Principal, tenantID, userID uuid.UUID, role access.Role) (Member, error) {
+	if err := s.mayManage(ctx, actor, tenantID); err != nil {
+		return Member{}, err
+	}
+	if !role.Valid() {
+		return Member{}, problem.Invalid("role", "one_of", "must be one of read_only, user, tenant_admin")
+	}
+	var out Member
+	err := db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+		u, err := q.GetUser(ctx, userID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return problem.Invalid("user_id", "exists", "no user has this ID")
+		}
+		if err != nil {
+			return err
+		}
+		before, err := q.GetMembership(ctx, dbgen.GetMembershipParams{TenantID: tenantID, UserID: userID})
+		existed := err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		m, err := q.UpsertMembership(ctx, dbgen.UpsertMembershipParams{TenantID: tenantID, UserID: userID, Role: string(role)})
+		if err != nil {
+			return err
+		}
+		out = Member{UserID: u.ID, Email: u.Email, Role: role, CreatedAt: m.CreatedAt}
+		diff := map[string]any{"user": u.Email, "role": string(role)}
+		action := "membership.create"
+		if existed {
+			action = "membership.update"
+			diff["previous_role"] = before.Role
+		}
+		return audit.Record(ctx, q, actor, audit.Event{
+			Tenant: tenantID, Action: action, TargetType: "membership", TargetID: tenantID.String() + "/" + userID.String(), Diff: diff,
+		})
+	})
+	if err != nil {
+		return Member{}, fmt.Errorf("set member: %w", err)
+	}
+	return out, nil
+}
+
+// RemoveMember takes a user out of a tenant.
+func (s *Service) RemoveMember(ctx context.Context, actor access.Principal, tenantID, userID uuid.UUID) error {
+	if err := s.mayManage(ctx, actor, tenantID); err != nil {
+		return err
+	}
+	err := db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+		before, err := q.GetMembership(ctx, dbgen.GetMembershipParams{TenantID: tenantID, UserID: userID})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return problem.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := q.DeleteMembership(ctx, dbgen.DeleteMembershipParams{TenantID: tenantID, UserID: userID}); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Event{
+			Tenant: tenantID, Action: "membership.delete", TargetType: "membership",
+			TargetID: tenantID.String() + "/" + userID.String(), Diff: map[string]any{"role": before.Role},
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("remove member: %w", err)
+	}
+	return nil
+}
+
+// mayManage answers not found for a tenant the actor cannot see and forbidden for one they
+// see but may not change.
+func (s *Service) mayManage(ctx context.Context, actor access.Principal, tenantID uuid.UUID) error {
+	if _, err := s.Get(ctx, actor, tenantID); err != nil {
+		return err
+	}
+	if !actor.Can("tenant:member:manage", tenantID) {
+		return problem.ErrForbidden
+	}
+	return nil
+}
+
+// UserIDByEmail finds the user to add to tenantID by email, for the membership form; only
+// those who may manage the tenant's members may look.
+func (s *Service) UserIDByEmail(ctx context.Context, actor access.Principal, tenantID uuid.UUID, email string) (uuid.UUID, error) {
+	if err := s.mayManage(ctx, actor, tenantID); err != nil {
+		return uuid.Nil, err
+	}
+	u, err := dbgen.New(s.pool).GetUserByEmail(ctx, strings.TrimSpace(email))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, problem.Invalid("email", "exists", "no user has this email; a provider admin can create one on the Users page")
+	}
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("find user: %w", err)
+	}
+	return u.ID, nil
+}

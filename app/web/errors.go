@@ -1,0 +1,178 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"nimbus/app/problem"
+	"nimbus/views"
+)
+
+// BadRequest is input that could not be read at all, such as malformed JSON.
+type BadRequest struct{ Message string }
+
+func (e *BadRequest) Error() string { return e.Message }
+
+// DecodeJSON reads the request body into v, refusing unknown fields and trailing data, and
+// says in plain words what is wrong with a body it cannot read.
+func DecodeJSON(c echo.Context, v any) error {
+	ct := c.Request().Header.Get(echo.HeaderContentType)
+	if ct != "" && !strings.HasPrefix(ct, echo.MIMEApplicationJSON) {
+		return &BadRequest{Message: "the request body must be JSON (Content-Type: application/json)"}
+	}
+	dec := json.NewDecoder(c.Request().Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonProblem(err)
+	}
+	if dec.More() {
+		return &BadRequest{Message: "the request body must hold a single JSON object"}
+	}
+	return nil
+}
+
+func jsonProblem(err error) error {
+	var (
+		syntax   *json.SyntaxError
+		typeErr  *json.UnmarshalTypeError
+		maxBytes *http.MaxBytesError
+		tooLarge *echo.HTTPError
+	)
+	switch {
+	case errors.As(err, &maxBytes), errors.As(err, &tooLarge) && tooLarge.Code == http.StatusRequestEntityTooLarge:
+		return echo.NewHTTPError(http.StatusRequestEntityTooLarge, "the request body is too large")
+	case errors.Is(err, io.EOF):
+		return &BadRequest{Message: "the request body is empty; send a JSON object"}
+	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
+		return &BadRequest{Message: "the request body is not valid JSON"}
+	case errors.As(err, &typeErr):
+		return &BadRequest{Message: fmt.Sprintf("field %q must be a %s", typeErr.Field, jsonType(typeErr.Type.Kind().String()))}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return &BadRequest{Message: "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")}
+	}
+	return &BadRequest{Message: "the request body could not be read: " + err.Error()}
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "slice", "array":
+		return "list"
+	case "map", "struct":
+		return "object"
+	}
+	return "number"
+}
+
+// apiError is the JSON shape of every API error.
+type apiError struct {
+	Error  string               `json:"error"`
+	Errors []problem.FieldError `json:"errors,omitempty"`
+}
+
+// ErrorHandler turns any error a handler returns into the right status and a clear message:
+// JSON for the API, a friendly page otherwise. Unexpected errors are logged and shown as a
+// generic 500 without details.
+func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		status, body := classify(err)
+		if status == http.StatusInternalServerError {
+			log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+		}
+		var limited *problem.TooManyRequests
+		if errors.As(err, &limited) {
+			c.Response().Header().Set("Retry-After", strconv.Itoa(limited.RetryAfter))
+		}
+		if IsAPI(c) || strings.HasPrefix(c.Request().URL.Path, "/admin/jobs/api") {
+			_ = c.JSON(status, body)
+			return
+		}
+		if status == http.StatusUnauthorized {
+			_ = c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
+			return
+		}
+		if c.Request().Method == http.MethodHead {
+			_ = c.NoContent(status)
+			return
+		}
+		_ = Render(c, status, views.ErrorPage(Page(c, http.StatusText(status)), status, body.Error))
+	}
+}
+
+func classify(err error) (int, apiError) {
+	var (
+		validation *problem.ValidationError
+		bad        *BadRequest
+		limited    *problem.TooManyRequests
+		httpErr    *echo.HTTPError
+	)
+	switch {
+	case errors.As(err, &validation):
+		return http.StatusUnprocessableEntity, apiError{Error: validation.Error(), Errors: validation.Fields}
+	case errors.As(err, &bad):
+		return http.StatusBadRequest, apiError{Error: bad.Message}
+	case errors.As(err, &limited):
+		return http.StatusTooManyRequests, apiError{Error: limited.Message}
+	case errors.Is(err, problem.ErrNotFound):
+		return http.StatusNotFound, apiError{Error: "not found: it does not exist or you cannot see it"}
+	case errors.Is(err, problem.ErrForbidden):
+		return http.StatusForbidden, apiError{Error: problem.ErrForbidden.Error()}
+	case errors.Is(err, problem.ErrUnauthenticated):
+		return http.StatusUnauthorized, apiError{Error: "sign in, or send an API token as Authorization: Bearer <token>"}
+	case errors.As(err, &httpErr):
+		msg := http.StatusText(httpErr.Code)
+		switch httpErr.Code {
+		case http.StatusNotFound:
+			msg = "not found: there is no page at this address"
+		case http.StatusRequestEntityTooLarge:
+			msg = "the request body is too large"
+		case http.StatusMethodNotAllowed:
+			msg = "this address does not accept that method"
+		default:
+			if m, ok := httpErr.Message.(string); ok && httpErr.Code < 500 {
+				msg = m
+			}
+		}
+		return httpErr.Code, apiError{Error: msg}
+	}
+	return http.StatusInternalServerError, apiError{Error: "something went wrong on our side; it has been logged"}
+}
+
+// IDParam parses a UUID path parameter; a malformed one is simply not found.
+func IDParam(c echo.Context, name string) (uuid.UUID, error) {
+	id, err := uuid.Parse(c.Param(name))
+	if err != nil {
+		return uuid.Nil, problem.ErrNotFound
+	}
+	return id, nil
+}
+
+// FormErrors returns the field messages of a validation error for showing beside a form's
+// fields, or nil when err is not one (and should be returned as it is).
+func FormErrors(err error) views.Errors {
+	var v *problem.ValidationError
+	if !errors.As(err, &v) {
+		return nil
+	}
+	errs := views.Errors{}
+	for _, f := range v.Fields {
+		errs[f.Field] = f.Message
+	}
+	return errs
+}

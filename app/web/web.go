@@ -1,0 +1,135 @@
+// Package web holds what every handler shares: the acting principal on the request, rendering
+// pages and JSON, flash messages, decoding input, and the one place errors become responses.
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"nimbus/app/access"
+	"nimbus/views"
+)
+
+const (
+	principalKey = "nimbus.principal"
+	csrfKey      = "nimbus.csrf"
+)
+
+// SetPrincipal records who the request acts as, and the CSRF token of its session ("" for
+// bearer tokens, which carry no ambient credential).
+func SetPrincipal(c echo.Context, p access.Principal, csrf string) {
+	c.Set(principalKey, p)
+	c.Set(csrfKey, csrf)
+}
+
+// Principal returns who the request acts as, if anyone.
+func Principal(c echo.Context) (access.Principal, bool) {
+	p, ok := c.Get(principalKey).(access.Principal)
+	return p, ok
+}
+
+// Actor returns who the request acts as; only call it behind the sign-in requirement.
+func Actor(c echo.Context) access.Principal {
+	p, _ := Principal(c)
+	return p
+}
+
+// CSRF returns the token forms on this page must carry.
+func CSRF(c echo.Context) string {
+	s, _ := c.Get(csrfKey).(string)
+	return s
+}
+
+// IsAPI reports whether the request is for the JSON API rather than a page.
+func IsAPI(c echo.Context) bool {
+	return strings.HasPrefix(c.Request().URL.Path, "/api/")
+}
+
+// Page builds the frame every page shares: who is signed in, what they may see, the flash.
+func Page(c echo.Context, title string) views.Page {
+	page := views.Page{
+		Title: title,
+		Path:  c.Request().URL.Path,
+		CSRF:  CSRF(c),
+		Flash: takeFlash(c),
+	}
+	if p, ok := Principal(c); ok {
+		page.Viewer = &views.Viewer{
+			Email:         p.Email,
+			ProviderAdmin: p.ProviderAdmin,
+			SeeUsers:      p.CanSomewhere("user:read"),
+			SeeAudit:      p.CanSomewhere("audit:read"),
+			SeeSystem:     p.ProviderAdmin,
+			Tenants:       len(p.Roles),
+		}
+	}
+	return page
+}
+
+// Render writes a templ component as the response with the given status.
+func Render(c echo.Context, status int, component templ.Component) error {
+	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	c.Response().WriteHeader(status)
+	return component.Render(c.Request().Context(), c.Response())
+}
+
+// Redirect answers a form post: htmx requests get HX-Redirect, others a 303.
+func Redirect(c echo.Context, to string) error {
+	if c.Request().Header.Get("HX-Request") == "true" {
+		c.Response().Header().Set("HX-Redirect", to)
+		return c.NoContent(http.StatusNoContent)
+	}
+	return c.Redirect(http.StatusSeeOther, to)
+}
+
+// Flash kinds.
+const (
+	FlashSuccess = "success"
+	FlashError   = "error"
+	FlashInfo    = "info"
+)
+
+const flashCookie = "nimbus_flash"
+
+// SetFlash shows message on the next page the browser loads.
+func SetFlash(c echo.Context, kind, message string) {
+	c.SetCookie(&http.Cookie{
+		Name:     flashCookie,
+		Value:    url.QueryEscape(kind + "|" + message),
+		Path:     "/",
+		HttpOnly: true,
+		SameSite: http.SameSiteLaxMode,
+		Secure:   c.IsTLS(),
+		MaxAge:   60,
+	})
+}
+
+func takeFlash(c echo.Context) []views.Flash {
+	cookie, err := c.Cookie(flashCookie)
+	if err != nil || cookie.Value == "" {
+		return nil
+	}
+	c.SetCookie(&http.Cookie{Name: flashCookie, Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	raw, err := url.QueryUnescape(cookie.Value)
+	if err != nil {
+		return nil
+	}
+	kind, msg, ok := strings.Cut(raw, "|")
+	if !ok || msg == "" {
+		return nil
+	}
+	switch kind {
+	case FlashSuccess, FlashError, FlashInfo:
+	default:
+		kind = FlashInfo
+	}
+	return []views.Flash{{Kind: kind, Message: msg}}
+}
+
+// Ctx is the request's context.
+func Ctx(c echo.Context) context.Context { return c.Request().Context() }

@@ -1,0 +1,52 @@
+// Package db opens Nimbus's Postgres pool and runs its migrations and transactions. The
+// generated query code lives in db/dbgen, the embedded server launcher in db/localpg.
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"nimbus/db/dbgen"
+)
+
+// Open connects a pool to the database at url and checks that it answers.
+func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("database url: %w", err)
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "nimbus"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return pool, nil
+}
+
+// Tx runs fn in one transaction with queries bound to it: committed when fn returns nil,
+// rolled back otherwise. Every write that must not half-happen goes through here.
+func Tx(ctx context.Context, pool *pgxpool.Pool, fn func(q *dbgen.Queries) error) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		return fn(dbgen.New(tx))
+	})
+}
+
+// IsUniqueViolation reports whether err is Postgres refusing a duplicate key, which two
+// concurrent requests can reach even after a check found no duplicate.
+func IsUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation
+}

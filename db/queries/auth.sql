@@ -1,0 +1,54 @@
+-- name: CreateSession :one
+INSERT INTO sessions (token_hash, user_id, csrf_token, expires_at) VALUES ($1, $2, $3, $4) RETURNING *;
+
+-- name: GetSessionByHash :one
+SELECT s.id AS session_id, s.csrf_token, s.expires_at, s.last_seen_at, sqlc.embed(u)
+FROM sessions s JOIN users u ON u.id = s.user_id
+WHERE s.token_hash = $1 AND s.expires_at > now() AND u.deleted_at IS NULL;
+
+-- name: TouchSession :exec
+UPDATE sessions SET last_seen_at = now(), expires_at = $2 WHERE id = $1;
+
+-- name: DeleteSession :exec
+DELETE FROM sessions WHERE id = $1;
+
+-- name: DeleteExpiredSessions :execrows
+DELETE FROM sessions WHERE expires_at <= now();
+
+-- name: CreateAPIToken :one
+INSERT INTO api_tokens (user_id, name, token_hash, prefix, expires_at) VALUES ($1, $2, $3, $4, $5) RETURNING *;
+
+-- name: GetAPITokenByHash :one
+SELECT t.id AS token_id, t.last_used_at, sqlc.embed(u)
+FROM api_tokens t JOIN users u ON u.id = t.user_id
+WHERE t.token_hash = $1 AND t.revoked_at IS NULL
+  AND (t.expires_at IS NULL OR t.expires_at > now()) AND u.deleted_at IS NULL;
+
+-- name: TouchAPIToken :exec
+UPDATE api_tokens SET last_used_at = now() WHERE id = $1;
+
+-- name: ListAPITokens :many
+SELECT * FROM api_tokens WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC;
+
+-- name: GetAPIToken :one
+SELECT * FROM api_tokens WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL;
+
+-- name: RevokeAPIToken :execrows
+UPDATE api_tokens SET revoked_at = now(), updated_at = now() WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL;
+
+-- name: RecordLoginFailure :exec
+INSERT INTO login_failures (email, client_ip) VALUES ($1, $2);
+
+-- name: CountRecentLoginFailures :one
+SELECT
+    count(*) FILTER (WHERE lower(email) = lower(sqlc.arg(email)))::bigint AS by_email,
+    count(*) FILTER (WHERE client_ip = sqlc.arg(client_ip))::bigint AS by_ip
+FROM login_failures
+WHERE created_at > sqlc.arg(since)::timestamptz
+  AND (lower(email) = lower(sqlc.arg(email)) OR client_ip = sqlc.arg(client_ip));
+
+-- name: ClearLoginFailures :exec
+DELETE FROM login_failures WHERE lower(email) = lower($1);
+
+-- name: DeleteOldLoginFailures :execrows
+DELETE FROM login_failures WHERE created_at < $1;

@@ -1,0 +1,35 @@
+-- name: CreateTenant :one
+INSERT INTO tenants (name) VALUES ($1) RETURNING *;
+
+-- name: GetTenant :one
+SELECT * FROM tenants WHERE id = $1 AND deleted_at IS NULL;
+
+-- name: TenantNameTaken :one
+SELECT EXISTS (SELECT 1 FROM tenants WHERE lower(name) = lower($1) AND deleted_at IS NULL);
+
+-- name: ListTenants :many
+-- Every tenant for a provider admin (all_tenants), otherwise the tenants the user belongs to.
+SELECT t.*, (SELECT count(*) FROM memberships m WHERE m.tenant_id = t.id) AS member_count
+FROM tenants t
+WHERE t.deleted_at IS NULL
+  AND (sqlc.arg(all_tenants)::boolean
+       OR t.id IN (SELECT m.tenant_id FROM memberships m WHERE m.user_id = sqlc.arg(user_id)))
+ORDER BY lower(t.name);
+
+-- name: ListMembers :many
+SELECT m.tenant_id, m.user_id, m.role, m.created_at, u.email
+FROM memberships m
+JOIN users u ON u.id = m.user_id
+WHERE m.tenant_id = $1 AND u.deleted_at IS NULL
+ORDER BY lower(u.email);
+
+-- name: GetMembership :one
+SELECT * FROM memberships WHERE tenant_id = $1 AND user_id = $2;
+
+-- name: UpsertMembership :one
+INSERT INTO memberships (tenant_id, user_id, role) VALUES ($1, $2, $3)
+ON CONFLICT (tenant_id, user_id) DO UPDATE SET role = excluded.role, updated_at = now()
+RETURNING *;
+
+-- name: DeleteMembership :execrows
+DELETE FROM memberships WHERE tenant_id = $1 AND user_id = $2;

@@ -1,0 +1,41 @@
+-- name: CreateUser :one
+INSERT INTO users (email, password_hash, is_provider_admin) VALUES ($1, $2, $3) RETURNING *;
+
+-- name: GetUser :one
+SELECT * FROM users WHERE id = $1 AND deleted_at IS NULL;
+
+-- name: GetUserByEmail :one
+SELECT * FROM users WHERE lower(email) = lower($1) AND deleted_at IS NULL;
+
+-- name: CountUsers :one
+SELECT count(*) FROM users WHERE deleted_at IS NULL;
+
+-- name: ListUsers :many
+-- Every user for a provider admin (all_users), otherwise the users who belong to a tenant the
+-- given user administers.
+SELECT u.* FROM users u
+WHERE u.deleted_at IS NULL
+  AND (sqlc.arg(all_users)::boolean OR u.id IN (
+       SELECT m.user_id FROM memberships m
+       JOIN memberships a ON a.tenant_id = m.tenant_id
+       WHERE a.user_id = sqlc.arg(admin_id) AND a.role = 'tenant_admin'))
+ORDER BY lower(u.email);
+
+-- name: UserSharesAdminTenant :one
+SELECT EXISTS (
+    SELECT 1 FROM memberships m
+    JOIN memberships a ON a.tenant_id = m.tenant_id
+    WHERE m.user_id = $1 AND a.user_id = $2 AND a.role = 'tenant_admin'
+);
+
+-- name: UpdateUserPassword :exec
+UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1;
+
+-- name: ListMembershipsOfUser :many
+SELECT m.tenant_id, m.role, t.name AS tenant_name
+FROM memberships m JOIN tenants t ON t.id = m.tenant_id
+WHERE m.user_id = $1 AND t.deleted_at IS NULL
+ORDER BY lower(t.name);
+
+-- name: LockUsersForBootstrap :one
+SELECT pg_advisory_xact_lock(121399085790580)::text; -- the migration lock key plus one

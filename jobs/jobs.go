@@ -1,0 +1,81 @@
+// Package jobs runs Nimbus's background work as River jobs on the same Postgres: the client,
+// its workers, and the periodic housekeeping. Later features add their workers here.
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"nimbus/db/dbgen"
+)
+
+// Config tunes the job client.
+type Config struct {
+	// Workers is how many jobs run at once on this node.
+	Workers int
+	// Timeout bounds any one job; never unlimited.
+	Timeout time.Duration
+}
+
+// NewClient returns a River client with Nimbus's workers and periodic jobs registered. It
+// does not start working until Start.
+func NewClient(pool *pgxpool.Pool, log *slog.Logger, cfg Config) (*river.Client[pgx.Tx], error) {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 10
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = time.Hour
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &housekeepingWorker{pool: pool, log: log})
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Logger:     log.With("component", "jobs"),
+		JobTimeout: cfg.Timeout,
+		Queues:     map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}},
+		Workers:    workers,
+		PeriodicJobs: []*river.PeriodicJob{
+			river.NewPeriodicJob(river.PeriodicInterval(15*time.Minute),
+				func() (river.JobArgs, *river.InsertOpts) { return HousekeepingArgs{}, nil },
+				&river.PeriodicJobOpts{ID: "housekeeping", RunOnStart: true}),
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("job client: %w", err)
+	}
+	return client, nil
+}
+
+// HousekeepingArgs asks for expired sessions and old sign-in failures to be deleted.
+type HousekeepingArgs struct{}
+
+// Kind names the job in River.
+func (HousekeepingArgs) Kind() string { return "housekeeping" }
+
+type housekeepingWorker struct {
+	river.WorkerDefaults[HousekeepingArgs]
+	pool *pgxpool.Pool
+	log  *slog.Logger
+}
+
+func (w *housekeepingWorker) Timeout(*river.Job[HousekeepingArgs]) time.Duration { return time.Minute }
+
+func (w *housekeepingWorker) Work(ctx context.Context, _ *river.Job[HousekeepingArgs]) error {
+	q := dbgen.New(w.pool)
+	sessions, err := q.DeleteExpiredSessions(ctx)
+	if err != nil {
+		return fmt.Errorf("delete expired sessions: %w", err)
+	}
+	failures, err := q.DeleteOldLoginFailures(ctx, time.Now().Add(-24*time.Hour))
+	if err != nil {
+		return fmt.Errorf("delete old login failures: %w", err)
+	}
+	w.log.Info("housekeeping done", "expired_sessions", sessions, "old_login_failures", failures)
+	return nil
+}

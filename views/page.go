@@ -1,0 +1,54 @@
+// Package views holds Nimbus's HTML: the layout, shared widgets and the pages, as templ
+// components. Views take plain data and never reach into the database.
+package views
+
+import "fmt"
+
+// Page is the frame every page shares.
+type Page struct {
+	Title  string
+	Path   string
+	CSRF   string
+	Flash  []Flash
+	Viewer *Viewer
+}
+
+// Viewer is the signed-in user as the navigation needs to know them.
+type Viewer struct {
+	Email         string
+	ProviderAdmin bool
+	SeeUsers      bool
+	SeeAudit      bool
+	SeeSystem     bool
+	Tenants       int
+}
+
+// Flash is a one-time message shown at the top of the next page.
+type Flash struct {
+	Kind    string
+	Message string
+}
+
+// Errors maps form fields to the message shown beside each.
+type Errors map[string]string
+
+// Pager links to neighbouring pages of a listing; an empty URL hides the link.
+type Pager struct {
+	PrevURL string
+	NextURL string
+	Label   string
+}
+
+func active(page Page, prefix string) string {
+	if prefix == "/" && page.Path == "/" || prefix != "/" && len(page.Path) >= len(prefix) && page.Path[:len(prefix)] == prefix {
+		return "page"
+	}
+	return "false"
+}
+
+func title(page Page) string {
+	if page.Title == "" {
+		return "Nimbus"
+	}
+	return fmt.Sprintf("%s · Nimbus", page.Title)
+}
