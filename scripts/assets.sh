@@ -74,6 +74,8 @@ cp node_modules/htmx-ext-sse/LICENSE "$tmp/licenses/htmx-ext-sse.txt"
 cp node_modules/monaco-editor/LICENSE "$tmp/licenses/monaco-editor.txt"
 cp node_modules/monaco-editor/ThirdPartyNotices.txt "$tmp/licenses/monaco-editor-third-party.txt"
 
+# The committed README keeps the folder in git, so that go:embed finds it before assets exist.
+if [[ -f $vendor/README.md ]]; then cp "$vendor/README.md" "$tmp/README.md"; fi
 printf '%s' "$want" >"$tmp/.stamp"
 chmod 755 "$tmp"
 

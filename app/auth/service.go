@@ -170,10 +170,10 @@ func (s *Service) TokenPrincipal(ctx context.Context, token string) (access.Prin
 	return Principal(ctx, q, row.User)
 }
 
-// Logout ends a session.
+// Logout ends one of the actor's sessions.
 func (s *Service) Logout(ctx context.Context, actor access.Principal, sessionID uuid.UUID) error {
 	return db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
-		if err := q.DeleteSession(ctx, sessionID); err != nil {
+		if err := q.DeleteSession(ctx, dbgen.DeleteSessionParams{ID: sessionID, UserID: actor.UserID}); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Event{Action: "auth.logout", TargetType: "user", TargetID: actor.UserID.String()})

@@ -10,7 +10,7 @@ WHERE s.token_hash = $1 AND s.expires_at > now() AND u.deleted_at IS NULL;
 UPDATE sessions SET last_seen_at = now(), expires_at = $2 WHERE id = $1;
 
 -- name: DeleteSession :exec
-DELETE FROM sessions WHERE id = $1;
+DELETE FROM sessions WHERE id = $1 AND user_id = $2;
 
 -- name: DeleteExpiredSessions :execrows
 DELETE FROM sessions WHERE expires_at <= now();

@@ -1,0 +1,167 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"nimbus/app/cli"
+)
+
+// syncBuffer is an output a running command writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func env(vars map[string]string, stdin string) (cli.Env, *syncBuffer, *syncBuffer) {
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	return cli.Env{
+		Getenv: func(k string) string { return vars[k] },
+		Stdin:  strings.NewReader(stdin),
+		Stdout: out, Stderr: errOut,
+	}, out, errOut
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// running is `nimbus serve` started in-process; stop it as SIGTERM would.
+type running struct {
+	stop func()
+	done chan error
+	out  *syncBuffer
+	url  string
+}
+
+func serve(t *testing.T, dataDir string, vars map[string]string) *running {
+	t.Helper()
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	e, out, errOut := env(vars, "")
+	r := &running{stop: cancel, done: make(chan error, 1), out: out, url: "http://" + addr}
+	go func() { r.done <- cli.Run(ctx, []string{"nimbus", "serve", "--addr", addr, "--data-dir", dataDir}, e) }()
+	t.Cleanup(func() { cancel(); <-r.done })
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(r.url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return r
+			}
+		}
+		select {
+		case err := <-r.done:
+			t.Fatalf("serve exited: %v\n%s", err, errOut.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Fatalf("serve never became ready:\n%s", errOut.String())
+	return nil
+}
+
+func (r *running) shutdown(t *testing.T) {
+	t.Helper()
+	r.stop()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Fatalf("serve returned %v", err)
+		}
+		r.done <- nil // for the cleanup
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+func postgresRunning(dataDir string) bool {
+	_, err := os.Stat(filepath.Join(dataDir, "postgres", "pgdata", "postmaster.pid"))
+	return err == nil
+}
+
+func TestServe_EmbeddedPostgresStartsStopsAndIsReused(t *testing.T) {
+	dir := t.TempDir()
+	srv := serve(t, dir, nil)
+	if !strings.Contains(srv.out.String(), "password: ") || !strings.Contains(srv.out.String(), "admin@nimbus.local") {
+		t.Fatalf("first start did not print how to sign in:\n%s", srv.out.String())
+	}
+	srv.shutdown(t)
+	if postgresRunning(dir) {
+		t.Fatal("postgres still running after shutdown")
+	}
+
+	again := serve(t, dir, nil)
+	if strings.Contains(again.out.String(), "password") {
+		t.Fatal("second start created another admin")
+	}
+	again.shutdown(t)
+}
+
+func TestTokenCreate_BesideARunningServerAndWithout(t *testing.T) {
+	dir := t.TempDir()
+	srv := serve(t, dir, map[string]string{"NIMBUS_ADMIN_PASSWORD": "a fine admin password"})
+
+	e, out, errOut := env(nil, "")
+	if err := cli.Run(context.Background(), []string{"nimbus", "token", "create", "--email", "admin@nimbus.local", "--name", "ci", "--data-dir", dir}, e); err != nil {
+		t.Fatalf("token create: %v\n%s", err, errOut.String())
+	}
+	token := strings.TrimSpace(out.String())
+	req, _ := http.NewRequest("GET", srv.url+"/api/v1/me", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("token from the CLI refused: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	if !postgresRunning(dir) {
+		t.Fatal("the CLI stopped the server's postgres")
+	}
+	srv.shutdown(t)
+
+	// With no server, the command starts postgres for the moment and stops it again.
+	e, out, errOut = env(nil, "a piped password\n")
+	if err := cli.Run(context.Background(), []string{"nimbus", "user", "create", "--email", "ops@example.com", "--data-dir", dir}, e); err != nil {
+		t.Fatalf("user create: %v\n%s", err, errOut.String())
+	}
+	if strings.Contains(out.String(), "password:") {
+		t.Fatal("printed a password although one was piped in")
+	}
+	if postgresRunning(dir) {
+		t.Fatal("postgres left running by a CLI command")
+	}
+}
+
+func TestRun_BadInput(t *testing.T) {
+	cases := map[string][]string{
+		`unknown command "frobnicate"`: {"nimbus", "frobnicate"},
+		"--email is required":          {"nimbus", "user", "create", "--data-dir", t.TempDir()},
+		"--email and --name":           {"nimbus", "token", "create", "--email", "a@b.c"},
+		"log format must be":           {"nimbus", "serve", "--log-format", "xml"},
+		"unknown migrate command":      {"nimbus", "migrate", "sideways"},
+	}
+	for want, args := range cases {
+		e, _, _ := env(nil, "")
+		err := cli.Run(context.Background(), args, e)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: got %v, want an error mentioning %q", args, err, want)
+		}
+	}
+}

@@ -1,0 +1,398 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"nimbus/app/access"
+	"nimbus/app/server"
+	"nimbus/app/system"
+	"nimbus/jobs"
+)
+
+// site is a running server over a world, with helpers to call it.
+type site struct {
+	*world
+	url string
+}
+
+func newSite(t *testing.T) *site {
+	t.Helper()
+	w := newWorld(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	client, err := jobs.NewClient(w.pool, discardLog(), jobs.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := server.New(ctx, server.Deps{Pool: w.pool, Log: discardLog(), Jobs: client, SessionTTL: time.Hour, Info: system.Info{Version: "test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &site{world: w, url: srv.URL}
+}
+
+func (s *site) token(t *testing.T, p access.Principal) string {
+	t.Helper()
+	tok, err := s.auth.CreateToken(context.Background(), p, "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok.Secret
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r reply) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("reply is not JSON (%d): %s", r.status, r.body)
+	}
+	return m
+}
+
+func (s *site) call(t *testing.T, method, path, token string, body any) reply {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		data, _ := json.Marshal(b)
+		rd = bytes.NewReader(data)
+	}
+	req, _ := http.NewRequest(method, s.url+path, rd)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return reply{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+func wantStatus(t *testing.T, r reply, status int) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d: %s", r.status, status, r.body)
+	}
+}
+
+func TestAPI_TokenAuthentication(t *testing.T) {
+	s := newSite(t)
+	tok := s.token(t, s.adminA)
+
+	r := s.call(t, "GET", "/api/v1/me", tok, nil)
+	wantStatus(t, r, http.StatusOK)
+	if r.json(t)["email"] != "admin-a@example.com" {
+		t.Fatalf("me = %s", r.body)
+	}
+	wantStatus(t, s.call(t, "GET", "/api/v1/me", "", nil), http.StatusUnauthorized)
+	wantStatus(t, s.call(t, "GET", "/api/v1/me", "nmb_notatoken", nil), http.StatusUnauthorized)
+
+	// A revoked token stops working at once.
+	var list struct{ Tokens []struct{ ID string } }
+	_ = json.Unmarshal(s.call(t, "GET", "/api/v1/tokens", tok, nil).body, &list)
+	if len(list.Tokens) != 1 {
+		t.Fatalf("tokens = %+v", list)
+	}
+	wantStatus(t, s.call(t, "DELETE", "/api/v1/tokens/"+list.Tokens[0].ID, tok, nil), http.StatusNoContent)
+	wantStatus(t, s.call(t, "GET", "/api/v1/me", tok, nil), http.StatusUnauthorized)
+}
+
+func TestAPI_TenantsAndMembers(t *testing.T) {
+	s := newSite(t)
+	admin := s.token(t, s.admin)
+
+	r := s.call(t, "POST", "/api/v1/tenants", admin, map[string]any{"name": "Globex"})
+	wantStatus(t, r, http.StatusCreated)
+	id := r.json(t)["id"].(string)
+
+	r = s.call(t, "POST", "/api/v1/users", admin, map[string]any{"email": "hank@example.com", "password": "a long password"})
+	wantStatus(t, r, http.StatusCreated)
+	userID := r.json(t)["id"].(string)
+	if strings.Contains(string(r.body), "password") {
+		t.Fatalf("user reply mentions the password: %s", r.body)
+	}
+
+	r = s.call(t, "POST", "/api/v1/tenants/"+id+"/members", admin, map[string]any{"user_id": userID, "role": "tenant_admin"})
+	wantStatus(t, r, http.StatusCreated)
+	r = s.call(t, "GET", "/api/v1/tenants/"+id+"/members", admin, nil)
+	wantStatus(t, r, http.StatusOK)
+	if !strings.Contains(string(r.body), `"hank@example.com"`) || !strings.Contains(string(r.body), `"tenant_admin"`) {
+		t.Fatalf("members = %s", r.body)
+	}
+	wantStatus(t, s.call(t, "DELETE", "/api/v1/tenants/"+id+"/members", admin, map[string]any{"user_id": userID}), http.StatusNoContent)
+	wantStatus(t, s.call(t, "DELETE", "/api/v1/tenants/"+id+"/members/"+userID, admin, nil), http.StatusNotFound)
+}
+
+func TestAPI_BadInputGetsClearAnswers(t *testing.T) {
+	s := newSite(t)
+	admin := s.token(t, s.admin)
+	adminB := s.token(t, s.adminB)
+
+	cases := []struct {
+		name, method, path, token string
+		body                      any
+		status                    int
+		mention                   string
+	}{
+		{"malformed JSON", "POST", "/api/v1/tenants", admin, `{"name":`, 400, "not valid JSON"},
+		{"unknown field", "POST", "/api/v1/tenants", admin, `{"nome":"x"}`, 400, `unknown field \"nome\"`},
+		{"wrong type", "POST", "/api/v1/tenants", admin, `{"name":42}`, 400, `field \"name\" must be a string`},
+		{"empty body", "POST", "/api/v1/tenants", admin, ``, 400, "empty"},
+		{"blank name", "POST", "/api/v1/tenants", admin, map[string]any{"name": "  "}, 422, `"field":"name"`},
+		{"duplicate name", "POST", "/api/v1/tenants", admin, map[string]any{"name": "tenant a"}, 422, "already exists"},
+		{"not an admin", "POST", "/api/v1/tenants", adminB, map[string]any{"name": "Mine"}, 403, "permission"},
+		{"short password", "POST", "/api/v1/users", admin, map[string]any{"email": "a@example.com", "password": "short"}, 422, `"rule":"min_length"`},
+		{"bad email", "POST", "/api/v1/users", admin, map[string]any{"email": "nope", "password": "a long password"}, 422, `"field":"email"`},
+		{"bad role", "POST", "/api/v1/tenants/" + s.a.ID.String() + "/members", admin, map[string]any{"user_id": s.userA.UserID, "role": "owner"}, 422, `"field":"role"`},
+		{"unknown user", "POST", "/api/v1/tenants/" + s.a.ID.String() + "/members", admin, map[string]any{"user_id": "00000000-0000-0000-0000-000000000001", "role": "user"}, 422, `"field":"user_id"`},
+		{"another tenant's id", "GET", "/api/v1/tenants/" + s.a.ID.String(), adminB, nil, 404, "not found"},
+		{"another tenant's members", "POST", "/api/v1/tenants/" + s.a.ID.String() + "/members", adminB, map[string]any{"user_id": s.adminB.UserID, "role": "user"}, 404, "not found"},
+		{"malformed id", "GET", "/api/v1/tenants/not-a-uuid", admin, nil, 404, "not found"},
+		{"unknown route", "GET", "/api/v1/nothing-here", admin, nil, 404, "not found"},
+		{"oversized body", "POST", "/api/v1/tenants", admin, `{"name":"` + strings.Repeat("x", 2<<20) + `"}`, 413, "too large"},
+		{"bad audit time", "GET", "/api/v1/audit-events?since=yesterday", admin, nil, 422, `"field":"since"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := auditCount(t, s)
+			r := s.call(t, c.method, c.path, c.token, c.body)
+			wantStatus(t, r, c.status)
+			if !strings.Contains(string(r.body), c.mention) {
+				t.Fatalf("reply %s does not mention %q", r.body, c.mention)
+			}
+			if after := auditCount(t, s); after != before {
+				t.Fatalf("a refused request wrote %d audit events", after-before)
+			}
+		})
+	}
+}
+
+func auditCount(t *testing.T, s *site) int {
+	t.Helper()
+	var n int
+	if err := s.pool.QueryRow(context.Background(), "SELECT count(*) FROM audit_events").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestAPI_AuditEventsRedactAndFilter(t *testing.T) {
+	s := newSite(t)
+	admin := s.token(t, s.admin)
+	wantStatus(t, s.call(t, "POST", "/api/v1/users", admin, map[string]any{"email": "secretive@example.com", "password": "do not log me please"}), 201)
+
+	r := s.call(t, "GET", "/api/v1/audit-events?action=user.create&limit=2", admin, nil)
+	wantStatus(t, r, 200)
+	var page struct {
+		Events []struct {
+			Action string
+			Diff   map[string]any
+		}
+		NextBefore int64 `json:"next_before"`
+	}
+	if err := json.Unmarshal(r.body, &page); err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Events) != 2 || page.NextBefore == 0 {
+		t.Fatalf("want a full first page and a next page, got %d events, next %d", len(page.Events), page.NextBefore)
+	}
+	for _, e := range page.Events {
+		if e.Action != "user.create" {
+			t.Fatalf("filter let through %s", e.Action)
+		}
+	}
+	var dump string
+	_ = s.pool.QueryRow(context.Background(), "SELECT string_agg(diff::text, ' ') FROM audit_events").Scan(&dump)
+	if strings.Contains(dump, "do not log me please") {
+		t.Fatal("a password reached the audit log")
+	}
+}
+
+// browser is a cookie-keeping client that signs in through the login form.
+type browser struct {
+	*http.Client
+	base string
+	csrf string
+}
+
+var csrfField = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+
+func newBrowser(t *testing.T, base string) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{Client: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, base: base}
+}
+
+func (b *browser) get(t *testing.T, path string) reply {
+	t.Helper()
+	resp, err := b.Get(b.base + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if m := csrfField.FindSubmatch(data); m != nil {
+		b.csrf = string(m[1])
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+func (b *browser) post(t *testing.T, path string, form url.Values, headers ...string) reply {
+	t.Helper()
+	req, _ := http.NewRequest("POST", b.base+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := b.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return reply{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+func (b *browser) signIn(t *testing.T, email, password string) reply {
+	t.Helper()
+	b.get(t, "/login")
+	return b.post(t, "/login", url.Values{"_csrf": {b.csrf}, "email": {email}, "password": {password}})
+}
+
+func TestPages_SignInCSRFAndSignOut(t *testing.T) {
+	s := newSite(t)
+	b := newBrowser(t, s.url)
+
+	r := b.get(t, "/tenants")
+	if r.status != http.StatusSeeOther || !strings.HasPrefix(r.header.Get("Location"), "/login?next=") {
+		t.Fatalf("signed-out page: %d %s", r.status, r.header.Get("Location"))
+	}
+	// A sign-in form posted without the token the form carries is refused.
+	b.get(t, "/login")
+	wantStatus(t, b.post(t, "/login", url.Values{"email": {"admin-a@example.com"}, "password": {"long enough password"}}), http.StatusForbidden)
+
+	r = b.signIn(t, "admin-a@example.com", "long enough password")
+	if r.status != http.StatusSeeOther {
+		t.Fatalf("sign in: %d %s", r.status, r.body)
+	}
+	for _, c := range b.Jar.Cookies(mustURL(s.url)) {
+		if c.Name == "nimbus_session" && len(c.Value) < 40 {
+			t.Fatalf("session cookie too short: %q", c.Value)
+		}
+	}
+	r = b.get(t, "/tenants")
+	wantStatus(t, r, http.StatusOK)
+	if !strings.Contains(string(r.body), "Tenant A") || strings.Contains(string(r.body), "Tenant B") {
+		t.Fatal("tenant admin of A must see A and not B")
+	}
+
+	form := url.Values{"email": {"user-a@example.com"}, "role": {"read_only"}}
+	path := "/tenants/" + s.a.ID.String() + "/members"
+	wantStatus(t, b.post(t, path, form), http.StatusForbidden) // no token
+	form.Set("_csrf", "wrong")
+	wantStatus(t, b.post(t, path, form), http.StatusForbidden)
+	form.Set("_csrf", b.csrf)
+	wantStatus(t, b.post(t, path, form, "Sec-Fetch-Site", "cross-site"), http.StatusForbidden)
+	wantStatus(t, b.post(t, path, form), http.StatusSeeOther)
+
+	wantStatus(t, b.post(t, "/logout", url.Values{"_csrf": {b.csrf}}), http.StatusSeeOther)
+	if r := b.get(t, "/tenants"); r.status != http.StatusSeeOther {
+		t.Fatalf("after sign-out: %d", r.status)
+	}
+}
+
+func TestPages_ExpiredSessionSendsToSignIn(t *testing.T) {
+	s := newSite(t)
+	b := newBrowser(t, s.url)
+	b.signIn(t, "user-a@example.com", "long enough password")
+	if _, err := s.pool.Exec(context.Background(), "UPDATE sessions SET expires_at = now() - interval '1 second'"); err != nil {
+		t.Fatal(err)
+	}
+	if r := b.get(t, "/"); r.status != http.StatusSeeOther || !strings.HasPrefix(r.header.Get("Location"), "/login") {
+		t.Fatalf("expired session: %d %s", r.status, r.header.Get("Location"))
+	}
+}
+
+func TestPages_SignInIsRateLimited(t *testing.T) {
+	s := newSite(t)
+	b := newBrowser(t, s.url)
+	for i := 0; i < 5; i++ {
+		wantStatus(t, b.signIn(t, "user-a@example.com", "wrong password!"), http.StatusUnprocessableEntity)
+	}
+	r := b.signIn(t, "user-a@example.com", "long enough password")
+	wantStatus(t, r, http.StatusTooManyRequests)
+	if r.header.Get("Retry-After") == "" || !strings.Contains(string(r.body), "too many failed sign-ins") {
+		t.Fatalf("throttled reply lacks Retry-After or message: %v %s", r.header, r.body)
+	}
+}
+
+func TestPages_FriendlyErrors(t *testing.T) {
+	s := newSite(t)
+	b := newBrowser(t, s.url)
+	b.signIn(t, "admin-b@example.com", "long enough password")
+	for path, status := range map[string]int{
+		"/no-such-page":               404,
+		"/tenants/" + s.a.ID.String(): 404,
+		"/admin/system":               403,
+		"/admin/jobs/":                403,
+	} {
+		r := b.get(t, path)
+		wantStatus(t, r, status)
+		if !strings.Contains(string(r.body), `class="error-code"`) || strings.Contains(string(r.body), "Tenant A") {
+			t.Fatalf("%s: not the friendly error page, or it leaks: %s", path, r.body)
+		}
+	}
+}
+
+func TestOps_HealthReadinessMetrics(t *testing.T) {
+	s := newSite(t)
+	wantStatus(t, s.call(t, "GET", "/healthz", "", nil), 200)
+	r := s.call(t, "GET", "/readyz", "", nil)
+	wantStatus(t, r, 200)
+	if r.json(t)["ready"] != true {
+		t.Fatalf("readyz = %s", r.body)
+	}
+	s.call(t, "GET", "/api/v1/me", s.token(t, s.admin), nil)
+	r = s.call(t, "GET", "/metrics", "", nil)
+	for _, want := range []string{`nimbus_http_request_duration_seconds_bucket{code="2xx",method="GET",route="/api/v1/me"`, "nimbus_db_pool_max_connections", "go_goroutines"} {
+		if !strings.Contains(string(r.body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	// Readiness fails while a migration is pending.
+	if _, err := s.pool.Exec(context.Background(), "DELETE FROM schema_migrations"); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, s.call(t, "GET", "/readyz", "", nil), http.StatusServiceUnavailable)
+}
+
+func mustURL(s string) *url.URL {
+	u, _ := url.Parse(s)
+	return u
+}

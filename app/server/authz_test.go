@@ -1,0 +1,321 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"nimbus/app/access"
+	"nimbus/app/audit"
+	"nimbus/app/auth"
+	"nimbus/app/problem"
+	"nimbus/app/tenant"
+	"nimbus/app/user"
+	"nimbus/db/dbgen"
+	"nimbus/db/dbtest"
+)
+
+// world is two tenants with people of each role, used to check every data-access method
+// against an actor who may and one who may not.
+type world struct {
+	pool                   *pgxpool.Pool
+	tenants                *tenant.Service
+	users                  *user.Service
+	audit                  *audit.Service
+	auth                   *auth.Service
+	a, b                   tenant.Tenant
+	admin                  access.Principal // provider admin
+	adminA, userA, readerA access.Principal
+	adminB                 access.Principal
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	ctx := context.Background()
+	pool := dbtest.Pool(t)
+	w := &world{
+		pool: pool, tenants: tenant.NewService(pool), users: user.NewService(pool),
+		audit: audit.NewService(pool), auth: auth.NewService(pool, discardLog(), time.Hour),
+	}
+	if _, err := user.Bootstrap(ctx, pool, "root@example.com", "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	w.admin = w.principal(t, "root@example.com")
+	var err error
+	if w.a, err = w.tenants.Create(ctx, w.admin, "Tenant A"); err != nil {
+		t.Fatal(err)
+	}
+	if w.b, err = w.tenants.Create(ctx, w.admin, "Tenant B"); err != nil {
+		t.Fatal(err)
+	}
+	w.adminA = w.member(t, "admin-a@example.com", w.a.ID, access.TenantAdmin)
+	w.userA = w.member(t, "user-a@example.com", w.a.ID, access.User)
+	w.readerA = w.member(t, "reader-a@example.com", w.a.ID, access.ReadOnly)
+	w.adminB = w.member(t, "admin-b@example.com", w.b.ID, access.TenantAdmin)
+	return w
+}
+
+func (w *world) member(t *testing.T, email string, tenantID uuid.UUID, role access.Role) access.Principal {
+	t.Helper()
+	ctx := context.Background()
+	u, err := w.users.Create(ctx, w.admin, user.NewUser{Email: email, Password: "long enough password"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.tenants.SetMember(ctx, w.admin, tenantID, u.ID, role); err != nil {
+		t.Fatal(err)
+	}
+	return w.principal(t, email)
+}
+
+func (w *world) principal(t *testing.T, email string) access.Principal {
+	t.Helper()
+	q := dbgen.New(w.pool)
+	u, err := q.GetUserByEmail(context.Background(), email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := auth.Principal(context.Background(), q, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func wantErr(t *testing.T, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("got error %v, want %v", err, want)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// authzCases holds, for every data-access method, a test that an actor outside its reach is
+// refused and an actor within it is served.
+var authzCases = map[string]func(t *testing.T, w *world){
+	"tenant.Service.List": func(t *testing.T, w *world) {
+		got, err := w.tenants.List(context.Background(), w.adminB)
+		must(t, err)
+		if len(got) != 1 || got[0].ID != w.b.ID {
+			t.Fatalf("tenant admin of B lists %v, want only B", got)
+		}
+		all, err := w.tenants.List(context.Background(), w.admin)
+		must(t, err)
+		if len(all) != 2 {
+			t.Fatalf("provider admin lists %d tenants, want 2", len(all))
+		}
+	},
+	"tenant.Service.Get": func(t *testing.T, w *world) {
+		_, err := w.tenants.Get(context.Background(), w.adminB, w.a.ID)
+		wantErr(t, err, problem.ErrNotFound)
+		_, err = w.tenants.Get(context.Background(), w.readerA, w.a.ID)
+		must(t, err)
+	},
+	"tenant.Service.Create": func(t *testing.T, w *world) {
+		_, err := w.tenants.Create(context.Background(), w.adminA, "Sneaky")
+		wantErr(t, err, problem.ErrForbidden)
+		_, err = w.tenants.Create(context.Background(), w.admin, "Allowed")
+		must(t, err)
+	},
+	"tenant.Service.Members": func(t *testing.T, w *world) {
+		_, err := w.tenants.Members(context.Background(), w.adminB, w.a.ID)
+		wantErr(t, err, problem.ErrNotFound)
+		members, err := w.tenants.Members(context.Background(), w.readerA, w.a.ID)
+		must(t, err)
+		if len(members) != 3 {
+			t.Fatalf("tenant A has %d members, want 3", len(members))
+		}
+	},
+	"tenant.Service.SetMember": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		_, err := w.tenants.SetMember(ctx, w.adminB, w.a.ID, w.adminB.UserID, access.TenantAdmin)
+		wantErr(t, err, problem.ErrNotFound)
+		_, err = w.tenants.SetMember(ctx, w.userA, w.a.ID, w.userA.UserID, access.TenantAdmin)
+		wantErr(t, err, problem.ErrForbidden)
+		_, err = w.tenants.SetMember(ctx, w.adminA, w.a.ID, w.readerA.UserID, access.User)
+		must(t, err)
+	},
+	"tenant.Service.RemoveMember": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		wantErr(t, w.tenants.RemoveMember(ctx, w.adminB, w.a.ID, w.readerA.UserID), problem.ErrNotFound)
+		wantErr(t, w.tenants.RemoveMember(ctx, w.userA, w.a.ID, w.readerA.UserID), problem.ErrForbidden)
+		must(t, w.tenants.RemoveMember(ctx, w.adminA, w.a.ID, w.readerA.UserID))
+	},
+	"tenant.Service.UserIDByEmail": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		_, err := w.tenants.UserIDByEmail(ctx, w.adminB, w.a.ID, "user-a@example.com")
+		wantErr(t, err, problem.ErrNotFound)
+		_, err = w.tenants.UserIDByEmail(ctx, w.userA, w.a.ID, "user-a@example.com")
+		wantErr(t, err, problem.ErrForbidden)
+		id, err := w.tenants.UserIDByEmail(ctx, w.adminA, w.a.ID, "admin-b@example.com")
+		must(t, err)
+		if id != w.adminB.UserID {
+			t.Fatalf("found %s, want %s", id, w.adminB.UserID)
+		}
+	},
+	"user.Service.List": func(t *testing.T, w *world) {
+		_, err := w.users.List(context.Background(), w.userA)
+		wantErr(t, err, problem.ErrForbidden)
+		got, err := w.users.List(context.Background(), w.adminA)
+		must(t, err)
+		for _, u := range got {
+			if u.ID == w.adminB.UserID || u.ID == w.admin.UserID {
+				t.Fatalf("tenant admin of A sees %s, who is not in A", u.Email)
+			}
+		}
+		if len(got) != 3 {
+			t.Fatalf("tenant admin of A sees %d users, want A's 3", len(got))
+		}
+	},
+	"user.Service.Get": func(t *testing.T, w *world) {
+		_, err := w.users.Get(context.Background(), w.adminA, w.adminB.UserID)
+		wantErr(t, err, problem.ErrNotFound)
+		_, err = w.users.Get(context.Background(), w.adminA, w.userA.UserID)
+		must(t, err)
+	},
+	"user.Service.Create": func(t *testing.T, w *world) {
+		_, err := w.users.Create(context.Background(), w.adminA, user.NewUser{Email: "x@example.com", Password: "long enough password"})
+		wantErr(t, err, problem.ErrForbidden)
+	},
+	"audit.Service.List": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		_, err := w.audit.List(ctx, w.userA, audit.Filter{})
+		wantErr(t, err, problem.ErrForbidden)
+		page, err := w.audit.List(ctx, w.adminA, audit.Filter{Limit: 200})
+		must(t, err)
+		if len(page.Events) == 0 {
+			t.Fatal("tenant admin of A sees no events of A")
+		}
+		for _, e := range page.Events {
+			if e.TenantID.UUID != w.a.ID {
+				t.Fatalf("tenant admin of A sees event %s of tenant %v", e.Action, e.TenantID)
+			}
+		}
+	},
+	"auth.Service.ListTokens": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		_, err := w.auth.CreateToken(ctx, w.adminA, "a's token", 0)
+		must(t, err)
+		got, err := w.auth.ListTokens(ctx, w.adminB)
+		must(t, err)
+		if len(got) != 0 {
+			t.Fatalf("B lists A's tokens: %v", got)
+		}
+		mine, err := w.auth.ListTokens(ctx, w.adminA)
+		must(t, err)
+		if len(mine) != 1 {
+			t.Fatalf("A lists %d tokens, want 1", len(mine))
+		}
+	},
+	"auth.Service.CreateToken": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		tok, err := w.auth.CreateToken(ctx, w.readerA, "reader's token", 0)
+		must(t, err)
+		p, err := w.auth.TokenPrincipal(ctx, tok.Secret)
+		must(t, err)
+		if p.UserID != w.readerA.UserID || p.ProviderAdmin || p.Roles[w.a.ID] != access.ReadOnly {
+			t.Fatalf("token acts as %+v, want the read-only user who made it", p)
+		}
+	},
+	"auth.Service.RevokeToken": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		tok, err := w.auth.CreateToken(ctx, w.adminA, "a's token", 0)
+		must(t, err)
+		wantErr(t, w.auth.RevokeToken(ctx, w.adminB, tok.Token.ID), problem.ErrNotFound)
+		must(t, w.auth.RevokeToken(ctx, w.adminA, tok.Token.ID))
+		_, err = w.auth.TokenPrincipal(ctx, tok.Secret)
+		wantErr(t, err, problem.ErrUnauthenticated)
+	},
+	"auth.Service.Logout": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		sess, _, err := w.auth.Login(ctx, "admin-a@example.com", "long enough password", "192.0.2.1")
+		must(t, err)
+		must(t, w.auth.Logout(ctx, w.adminB, sess.ID))
+		_, _, err = w.auth.SessionPrincipal(ctx, sess.Secret)
+		must(t, err) // B cannot end A's session
+		must(t, w.auth.Logout(ctx, w.adminA, sess.ID))
+		_, _, err = w.auth.SessionPrincipal(ctx, sess.Secret)
+		wantErr(t, err, problem.ErrUnauthenticated)
+	},
+}
+
+// dataAccessMethods lists every exported method, on the services that hold tenant data, that
+// acts on behalf of a principal: (ctx, access.Principal, ...).
+func dataAccessMethods() []string {
+	services := map[string]any{
+		"tenant.Service": &tenant.Service{},
+		"user.Service":   &user.Service{},
+		"audit.Service":  &audit.Service{},
+		"auth.Service":   &auth.Service{},
+	}
+	principal := reflect.TypeOf(access.Principal{})
+	var out []string
+	for name, svc := range services {
+		typ := reflect.TypeOf(svc)
+		for i := 0; i < typ.NumMethod(); i++ {
+			m := typ.Method(i)
+			// In includes the receiver: (recv, ctx, principal, ...).
+			if m.Type.NumIn() >= 3 && m.Type.In(2) == principal {
+				out = append(out, name+"."+m.Name)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestAuthz_EveryDataAccessMethodHasATest(t *testing.T) {
+	methods := dataAccessMethods()
+	if len(methods) < 10 {
+		t.Fatalf("found only %d data-access methods; is the enumeration broken? %v", len(methods), methods)
+	}
+	var missing []string
+	for _, m := range methods {
+		if _, ok := authzCases[m]; !ok {
+			missing = append(missing, m)
+		}
+	}
+	if len(missing) > 0 {
+		t.Fatalf("data-access methods without an authorization test in authzCases:\n  %s", strings.Join(missing, "\n  "))
+	}
+	for name := range authzCases {
+		if !contains(methods, name) {
+			t.Errorf("authzCases has %s, which is not a data-access method (renamed?)", name)
+		}
+	}
+}
+
+func TestAuthz_Methods(t *testing.T) {
+	for _, name := range dataAccessMethods() {
+		check, ok := authzCases[name]
+		if !ok {
+			continue // reported by TestAuthz_EveryDataAccessMethodHasATest
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			check(t, newWorld(t))
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
