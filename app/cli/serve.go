@@ -26,6 +26,12 @@ func serve(ctx context.Context, args []string, env Env) error {
 	}
 	log := cfg.logger(env.Stderr)
 	started := time.Now()
+	// Bind first: a taken port should fail before any database work.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	defer ln.Close()
 
 	d, err := openDatabase(ctx, cfg, log, 20)
 	if err != nil {
@@ -71,11 +77,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: nil}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("nimbus is serving", "url", "http://"+ln.Addr().String(), "database", d.Where, "took", time.Since(started).Round(time.Millisecond))

@@ -26,7 +26,7 @@ type site struct {
 	url string
 }
 
-func newSite(t *testing.T) *site {
+func newSite(t testing.TB) *site {
 	t.Helper()
 	w := newWorld(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -44,7 +44,7 @@ func newSite(t *testing.T) *site {
 	return &site{world: w, url: srv.URL}
 }
 
-func (s *site) token(t *testing.T, p access.Principal) string {
+func (s *site) token(t testing.TB, p access.Principal) string {
 	t.Helper()
 	tok, err := s.auth.CreateToken(context.Background(), p, "test", 0)
 	if err != nil {
@@ -244,12 +244,12 @@ type browser struct {
 
 var csrfField = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
 
-func newBrowser(t *testing.T, base string) *browser {
+func newBrowser(t testing.TB, base string) *browser {
 	jar, _ := cookiejar.New(nil)
 	return &browser{Client: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, base: base}
 }
 
-func (b *browser) get(t *testing.T, path string) reply {
+func (b *browser) get(t testing.TB, path string) reply {
 	t.Helper()
 	resp, err := b.Get(b.base + path)
 	if err != nil {
@@ -263,7 +263,7 @@ func (b *browser) get(t *testing.T, path string) reply {
 	return reply{status: resp.StatusCode, header: resp.Header, body: data}
 }
 
-func (b *browser) post(t *testing.T, path string, form url.Values, headers ...string) reply {
+func (b *browser) post(t testing.TB, path string, form url.Values, headers ...string) reply {
 	t.Helper()
 	req, _ := http.NewRequest("POST", b.base+path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -279,7 +279,7 @@ func (b *browser) post(t *testing.T, path string, form url.Values, headers ...st
 	return reply{status: resp.StatusCode, header: resp.Header, body: data}
 }
 
-func (b *browser) signIn(t *testing.T, email, password string) reply {
+func (b *browser) signIn(t testing.TB, email, password string) reply {
 	t.Helper()
 	b.get(t, "/login")
 	return b.post(t, "/login", url.Values{"_csrf": {b.csrf}, "email": {email}, "password": {password}})

@@ -36,7 +36,7 @@ type world struct {
 	adminB                 access.Principal
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
@@ -62,7 +62,7 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-func (w *world) member(t *testing.T, email string, tenantID uuid.UUID, role access.Role) access.Principal {
+func (w *world) member(t testing.TB, email string, tenantID uuid.UUID, role access.Role) access.Principal {
 	t.Helper()
 	ctx := context.Background()
 	u, err := w.users.Create(ctx, w.admin, user.NewUser{Email: email, Password: "long enough password"})
@@ -75,7 +75,7 @@ func (w *world) member(t *testing.T, email string, tenantID uuid.UUID, role acce
 	return w.principal(t, email)
 }
 
-func (w *world) principal(t *testing.T, email string) access.Principal {
+func (w *world) principal(t testing.TB, email string) access.Principal {
 	t.Helper()
 	q := dbgen.New(w.pool)
 	u, err := q.GetUserByEmail(context.Background(), email)

@@ -1,0 +1,424 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"nimbus/app/access"
+	"nimbus/app/auth"
+	"nimbus/app/server"
+	"nimbus/app/system"
+	"nimbus/app/tenant"
+	"nimbus/app/user"
+	"nimbus/db/dbgen"
+	"nimbus/db/dbtest"
+	"nimbus/jobs"
+)
+
+const (
+	chromiumPath = "/usr/bin/chromium"
+	// testTimeout bounds each test's browser work, so a page that never shows what a test
+	// waits for fails the test instead of hanging the run.
+	testTimeout   = 60 * time.Second
+	adminEmail    = "admin@example.com"
+	adminPassword = "correct horse battery staple"
+	// userPassword is what the tests give every other user.
+	userPassword = "another long password"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// app is a Nimbus server running in the test process on its own database, with the first
+// provider admin already created.
+type app struct {
+	url  string
+	pool *pgxpool.Pool
+}
+
+func startApp(t *testing.T) *app {
+	t.Helper()
+	// Cancelled last (cleanups run in reverse), after the HTTP server and the job client stop.
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+
+	pool := dbtest.Pool(t)
+	if _, err := user.Bootstrap(ctx, pool, adminEmail, adminPassword); err != nil {
+		t.Fatalf("bootstrap admin: %v", err)
+	}
+	log := serverLog(t)
+	client, err := jobs.NewClient(pool, log, jobs.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Start(ctx); err != nil {
+		t.Fatalf("start jobs: %v", err)
+	}
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := client.Stop(stopCtx); err != nil {
+			t.Errorf("stop jobs: %v", err)
+		}
+	})
+	h, err := server.New(ctx, server.Deps{
+		Pool: pool, Log: log, Jobs: client, SessionTTL: time.Hour, Info: system.Info{Version: "test"},
+	})
+	if err != nil {
+		t.Fatalf("server: %v", err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &app{url: srv.URL, pool: pool}
+}
+
+// serverLog collects the server's log and shows it only when the test fails: a passing run
+// stays quiet, and lines logged by goroutines that outlive the test cannot reach t.
+func serverLog(t *testing.T) *slog.Logger {
+	buf := &lockedBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", buf)
+		}
+	})
+	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Seeding goes through the same services the handlers use, acting as the provider admin, so
+// tests about what others see need not click through the admin's pages first.
+
+func (a *app) principal(t *testing.T, email string) access.Principal {
+	t.Helper()
+	q := dbgen.New(a.pool)
+	u, err := q.GetUserByEmail(context.Background(), email)
+	if err != nil {
+		t.Fatalf("find %s: %v", email, err)
+	}
+	p, err := auth.Principal(context.Background(), q, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (a *app) createTenant(t *testing.T, name string) tenant.Tenant {
+	t.Helper()
+	tn, err := tenant.NewService(a.pool).Create(context.Background(), a.principal(t, adminEmail), name)
+	if err != nil {
+		t.Fatalf("create tenant %s: %v", name, err)
+	}
+	return tn
+}
+
+// addMember creates a user with userPassword and gives them role in tenantID.
+func (a *app) addMember(t *testing.T, email string, tenantID uuid.UUID, role access.Role) {
+	t.Helper()
+	ctx, admin := context.Background(), a.principal(t, adminEmail)
+	u, err := user.NewService(a.pool).Create(ctx, admin, user.NewUser{Email: email, Password: userPassword})
+	if err != nil {
+		t.Fatalf("create user %s: %v", email, err)
+	}
+	if _, err := tenant.NewService(a.pool).SetMember(ctx, admin, tenantID, u.ID, role); err != nil {
+		t.Fatalf("add %s to tenant: %v", email, err)
+	}
+}
+
+// newBrowser starts a headless Chromium that lives until the test ends or testTimeout passes,
+// whichever comes first, and returns its context for newSession.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("the browser tests need Chromium at %s; run `go tool task system-packages` (%v)", chromiumPath, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Headless,
+		chromedp.NoSandbox, // containers and CI runners rarely allow Chromium's sandbox
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		// Nothing but the server under test may be contacted: the UI must work offline.
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(t.TempDir()),
+		// A fixed window keeps screenshots comparable between runs and machines.
+		chromedp.WindowSize(1280, 800),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(cancelAlloc) // waits for Chromium to exit, before t.TempDir is removed
+	browser, cancelBrowser := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelBrowser)
+	if err := chromedp.Do(browser); err != nil {
+		t.Fatalf("start %s: %v", chromiumPath, err)
+	}
+	return browser
+}
+
+// session is one person's tab on the app, in a browser context of its own so that cookies
+// and storage never mix with another session's.
+type session struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+}
+
+func newSession(t *testing.T, browser context.Context, a *app) *session {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("open tab: %v", err)
+	}
+	return &session{t: t, ctx: ctx, base: a.url}
+}
+
+// open loads path and returns the HTTP status of the page it ends on.
+func (s *session) open(path string) int64 {
+	s.t.Helper()
+	resp, err := chromedp.Run(s.ctx, chromedp.NavigateResponse(s.base+path))
+	if err != nil {
+		s.t.Fatalf("open %s: %v", path, err)
+	}
+	return resp.Status
+}
+
+// fill types value into the field, as a person would.
+func (s *session) fill(sel, value string) {
+	s.t.Helper()
+	if err := chromedp.Do(s.ctx, chromedp.SendKeys(chromedp.CSS(sel), value)); err != nil {
+		s.t.Fatalf("type into %s: %v", sel, err)
+	}
+}
+
+func (s *session) choose(sel, value string) {
+	s.t.Helper()
+	if err := chromedp.Do(s.ctx, chromedp.SetValue(chromedp.CSS(sel), value)); err != nil {
+		s.t.Fatalf("choose %s in %s: %v", value, sel, err)
+	}
+}
+
+// submit clicks the form's submit button, waits for the page the server answers with (after
+// any redirect) and returns its HTTP status.
+func (s *session) submit(form string) int64 {
+	s.t.Helper()
+	resp, err := chromedp.RunResponse(s.ctx, chromedp.Click(chromedp.CSS(form+` [type="submit"]`)))
+	if err != nil {
+		s.t.Fatalf("submit %s: %v", form, err)
+	}
+	return resp.Status
+}
+
+func (s *session) click(sel string) {
+	s.t.Helper()
+	if err := chromedp.Do(s.ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
+		s.t.Fatalf("click %s: %v", sel, err)
+	}
+}
+
+// eval runs a JavaScript expression in the page and decodes its value into T.
+func eval[T any](s *session, js string) T {
+	s.t.Helper()
+	v, err := chromedp.Run(s.ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		s.t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+// text is the trimmed text of the first element matching sel. Pages are fully loaded when
+// open and submit return, so a missing element fails at once instead of being waited for.
+func (s *session) text(sel string) string {
+	s.t.Helper()
+	got := eval[*string](s, fmt.Sprintf(`document.querySelector(%q)?.textContent.trim() ?? null`, sel))
+	if got == nil {
+		s.t.Fatalf("no %s on %s", sel, s.path())
+	}
+	return *got
+}
+
+// rows is the trimmed text of each cell of each body row of the table with data-testid id.
+func (s *session) rows(id string) [][]string {
+	s.t.Helper()
+	return eval[[][]string](s, fmt.Sprintf(
+		`[...document.querySelectorAll('[data-testid=%q] tbody tr')].map(r => [...r.cells].map(c => c.textContent.trim()))`, id))
+}
+
+// fieldError is the error shown beside the field named name, or "" when there is none.
+func (s *session) fieldError(name string) string {
+	s.t.Helper()
+	return eval[string](s, fmt.Sprintf(
+		`document.getElementById(%q)?.closest('.field')?.querySelector('.field-error')?.textContent.trim() ?? ''`, "f-"+name))
+}
+
+// waitFor polls the JavaScript condition until it holds, for effects that scripts on the page
+// apply after an event rather than before the action returns.
+func (s *session) waitFor(js string) {
+	s.t.Helper()
+	if err := chromedp.Do(s.ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(5*time.Second))); err != nil {
+		s.t.Fatalf("waiting for %s: %v", js, err)
+	}
+}
+
+func (s *session) path() string {
+	s.t.Helper()
+	return eval[string](s, `location.pathname`)
+}
+
+// signIn signs in through the login form and checks that it lands on the dashboard.
+func (s *session) signIn(email, password string) {
+	s.t.Helper()
+	s.open("/login")
+	s.fill("#f-email", email)
+	s.fill("#f-password", password)
+	if status := s.submit(`form[action="/login"]`); status != 200 {
+		s.t.Fatalf("sign in as %s: status %d, want 200", email, status)
+	}
+	if path, who := s.path(), s.text(`[data-testid="whoami"]`); path != "/" || who != email {
+		s.t.Fatalf("after signing in as %s: on %s as %q, want the dashboard as %s", email, path, who, email)
+	}
+}
+
+// dialogs records every JavaScript dialog the page opens, and dismisses it so the page does
+// not stay blocked; the returned func lists the messages seen so far.
+func (s *session) dialogs() func() []string {
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	events := chromedp.Events(s.ctx, page.JavascriptDialogOpening)
+	go func() {
+		for ev, err := range events {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			seen = append(seen, string(ev.Type)+": "+ev.Message)
+			mu.Unlock()
+			// The page stays blocked until this returns, so anything the test checks after
+			// the dialog runs after it was recorded.
+			_, _ = chromedp.Call(s.ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
+// screenshot writes a full-page PNG of the current page when NIMBUS_SCREENSHOTS asks for it:
+// "1" for testdata/screenshots, anything else names the directory. Unset, nothing is written.
+func (s *session) screenshot(name string) {
+	s.t.Helper()
+	dir := os.Getenv("NIMBUS_SCREENSHOTS")
+	switch dir {
+	case "":
+		return
+	case "1":
+		dir = filepath.Join("testdata", "screenshots")
+	}
+	png, err := chromedp.Run(s.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		s.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		s.t.Fatal(err)
+	}
+	file := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(file, png, 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Logf("wrote %s", file)
+}
+
+// apiGet calls the JSON API with a bearer token, as a script would, and decodes the answer.
+func apiGet(t *testing.T, url, token string, into any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: status %d: %s", url, resp.StatusCode, body)
+	}
+	if err := json.Unmarshal(body, into); err != nil {
+		t.Fatalf("GET %s: %v in %s", url, err, body)
+	}
+}
+
+// rowWith returns the first row whose first cell is first, or nil.
+func rowWith(rows [][]string, first string) []string {
+	for _, r := range rows {
+		if len(r) > 0 && r[0] == first {
+			return r
+		}
+	}
+	return nil
+}
+
+// column returns cell i of every row.
+func column(rows [][]string, i int) []string {
+	out := make([]string, 0, len(rows))
+	for _, r := range rows {
+		if i < len(r) {
+			out = append(out, r[i])
+		}
+	}
+	return out
+}
+
+// containsText reports whether any entry of list has s in it.
+func containsText(list []string, s string) bool {
+	for _, v := range list {
+		if strings.Contains(v, s) {
+			return true
+		}
+	}
+	return false
+}

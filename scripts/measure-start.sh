@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Prints how long bin/nimbus takes to become ready on a fresh data directory (initdb included)
+# and on a warm one, and how much memory it holds when idle.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+bin=bin/nimbus
+[[ -x $bin ]] || { echo "measure-start: build $bin first (go tool task build)" >&2; exit 1; }
+dir=$(mktemp -d /tmp/nimbus-measure.XXXXXX)
+port=${MEASURE_PORT:-18080}
+pid=""
+cleanup() {
+	[[ -n $pid ]] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+# start_until_ready sets elapsed to the milliseconds from exec to /readyz answering 200.
+start_until_ready() {
+	local t0
+	t0=$(now_ms)
+	NIMBUS_ADMIN_PASSWORD="measure-start-password" "$bin" serve --addr "127.0.0.1:$port" --data-dir "$dir" \
+		>"$dir/out.log" 2>&1 &
+	pid=$!
+	for _ in $(seq 1 600); do
+		if curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null; then
+			elapsed=$(( $(now_ms) - t0 ))
+			return
+		fi
+		sleep 0.02
+	done
+	echo "measure-start: nimbus did not become ready; its log:" >&2
+	cat "$dir/out.log" >&2
+	exit 1
+}
+
+stop() {
+	kill -TERM "$pid"
+	wait "$pid" || true
+	pid=""
+}
+
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+
+start_until_ready
+cold=$elapsed
+stop
+start_until_ready
+warm=$elapsed
+sleep 5
+nimbus_rss=$(rss_kib "$pid")
+pg_rss=0
+postmaster=$(pgrep -f "postgres -D $dir" || true)
+for p in $postmaster $( [[ -n $postmaster ]] && pgrep -P "$postmaster" || true); do
+	pg_rss=$(( pg_rss + $(rss_kib "$p" || echo 0) ))
+done
+stop
+
+printf 'cold start (initdb, migrations, first admin) to /readyz: %d ms\n' "$cold"
+printf 'warm start to /readyz:                                  %d ms\n' "$warm"
+printf 'idle RSS: nimbus %d MiB, its postgres processes %d MiB (sum, shared pages counted per process)\n' \
+	$(( nimbus_rss / 1024 )) $(( pg_rss / 1024 ))
