@@ -85,6 +85,11 @@ func CheckCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 		if via, _ := c.Get(viaTokenKey).(bool); via {
 			return next(c)
 		}
+		// The jobs UI is a script of its own that cannot send our token; it posts JSON, which
+		// a cross-site form cannot, and cross-origin requests are refused before this point.
+		if strings.HasPrefix(c.Path(), "/admin/jobs") && strings.HasPrefix(c.Request().Header.Get(echo.HeaderContentType), echo.MIMEApplicationJSON) {
+			return next(c)
+		}
 		want := web.CSRF(c)
 		if want == "" {
 			return next(c) // signed out: handlers that accept anonymous posts check their own

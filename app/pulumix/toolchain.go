@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -23,9 +25,12 @@ type Toolchain struct {
 	Hosts map[string]string
 }
 
-// Detect looks for the toolchain in dir (the Taskfile's build cache, NIMBUS_PULUMI_DIR), then
-// on PATH.
+// Detect looks for the toolchain in dir (NIMBUS_PULUMI_DIR), else in the newest build in the
+// tool cache the Taskfile fills, then on PATH.
 func Detect(ctx context.Context, dir string) Toolchain {
+	if dir == "" {
+		dir = cachedBuild()
+	}
 	t := Toolchain{Hosts: map[string]string{}}
 	t.CLI = find(dir, "pulumi")
 	if t.CLI != "" {
@@ -57,4 +62,47 @@ func find(dir, name string) string {
 		return ""
 	}
 	return p
+}
+
+// cachedBuild returns the bin directory of the newest toolchain the Taskfile built into the
+// tool cache (NIMBUS_TOOLS_DIR, default ~/.cache/nimbus/tools), or "".
+func cachedBuild() string {
+	root := os.Getenv("NIMBUS_TOOLS_DIR")
+	if root == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		root = filepath.Join(cache, "nimbus", "tools")
+	}
+	builds, _ := filepath.Glob(filepath.Join(root, "pulumi-toolchain", "*", "bin"))
+	if len(builds) == 0 {
+		return ""
+	}
+	// Named vMAJOR.MINOR.PATCH+yaml-…: the newest sorts last once versions are compared.
+	sort.Slice(builds, func(i, j int) bool { return versionLess(builds[i], builds[j]) })
+	return builds[len(builds)-1]
+}
+
+func versionLess(a, b string) bool {
+	pa, pb := versionParts(a), versionParts(b)
+	for i := range pa {
+		if i >= len(pb) || pa[i] != pb[i] {
+			return i < len(pb) && pa[i] < pb[i]
+		}
+	}
+	return len(pa) < len(pb)
+}
+
+// versionParts reads the numbers of the CLI version in a build path such as
+// ".../pulumi-toolchain/v3.274.1+yaml-v1.25.0/bin".
+func versionParts(path string) []int {
+	name := filepath.Base(filepath.Dir(path))
+	name, _, _ = strings.Cut(strings.TrimPrefix(name, "v"), "+")
+	var out []int
+	for _, f := range strings.Split(name, ".") {
+		n, _ := strconv.Atoi(f)
+		out = append(out, n)
+	}
+	return out
 }

@@ -267,6 +267,7 @@ func (b *browser) post(t testing.TB, path string, form url.Values, headers ...st
 	t.Helper()
 	req, _ := http.NewRequest("POST", b.base+path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	// Headers given later win, such as another Content-Type.
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
@@ -395,4 +396,25 @@ func TestOps_HealthReadinessMetrics(t *testing.T) {
 func mustURL(s string) *url.URL {
 	u, _ := url.Parse(s)
 	return u
+}
+
+func TestPages_JobsUIForProviderAdminsOnly(t *testing.T) {
+	s := newSite(t)
+	admin := newBrowser(t, s.url)
+	admin.signIn(t, "root@example.com", "correct horse battery")
+	r := admin.get(t, "/admin/jobs/")
+	wantStatus(t, r, http.StatusOK)
+	if !strings.Contains(string(r.body), "<html") {
+		t.Fatalf("jobs UI did not serve its page: %.200s", r.body)
+	}
+	wantStatus(t, admin.get(t, "/admin/jobs/api/queues"), http.StatusOK)
+	// Its own script posts JSON without our form token; that must get through.
+	r = admin.post(t, "/admin/jobs/api/jobs/cancel", nil, "Content-Type", "application/json", "Sec-Fetch-Site", "same-origin")
+	if r.status == http.StatusForbidden {
+		t.Fatalf("jobs UI's own JSON post refused: %s", r.body)
+	}
+
+	user := newBrowser(t, s.url)
+	user.signIn(t, "admin-a@example.com", "long enough password")
+	wantStatus(t, user.get(t, "/admin/jobs/api/queues"), http.StatusForbidden)
 }

@@ -1,0 +1,52 @@
+package access
+
+import (
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+func TestGrants_HigherRolesHoldLowerRolesPermissions(t *testing.T) {
+	cases := []struct {
+		role Role
+		perm Permission
+		want bool
+	}{
+		{ReadOnly, "component:definition:read", true},
+		{ReadOnly, "component:deploy", false},
+		{User, "component:deploy", true},
+		{User, "component:destroy", false},
+		{TenantAdmin, "component:destroy", true},
+		{TenantAdmin, "tenant:member:manage", true},
+		{TenantAdmin, "component:definition:publish", false},
+		{ProviderAdmin, "component:definition:publish", true},
+	}
+	for _, c := range cases {
+		if got := c.role.Grants(c.perm); got != c.want {
+			t.Errorf("%s grants %s = %v, want %v", c.role, c.perm, got, c.want)
+		}
+	}
+}
+
+func TestPrincipal_CanIsPerTenant(t *testing.T) {
+	a, b := uuid.New(), uuid.New()
+	p := Principal{Roles: map[uuid.UUID]Role{a: TenantAdmin, b: ReadOnly}}
+	if !p.Can("tenant:member:manage", a) || p.Can("tenant:member:manage", b) {
+		t.Fatal("a role in one tenant must not carry to another")
+	}
+	if p.Can("tenant:read", uuid.New()) {
+		t.Fatal("no rights in a tenant the principal is not in")
+	}
+	if !(Principal{ProviderAdmin: true}).Can("tenant:member:manage", uuid.New()) {
+		t.Fatal("provider admins hold every permission everywhere")
+	}
+}
+
+func TestGrants_UnknownPermissionPanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a misspelt permission must not silently deny")
+		}
+	}()
+	User.Grants("component:deplyo")
+}

@@ -1,0 +1,18 @@
+package audit
+
+import "testing"
+
+func TestRedact_HidesSecretsAtAnyDepth(t *testing.T) {
+	got := Redact(map[string]any{
+		"name":     "prod",
+		"password": "hunter22",
+		"config":   map[string]any{"db_secret": "s3cr3t", "size": 3, "apiToken": "nmb_x"},
+	})
+	if got["name"] != "prod" || got["password"] != "[redacted]" {
+		t.Fatalf("top level: %v", got)
+	}
+	inner := got["config"].(map[string]any)
+	if inner["db_secret"] != "[redacted]" || inner["apiToken"] != "[redacted]" || inner["size"] != 3 {
+		t.Fatalf("nested: %v", inner)
+	}
+}
