@@ -81,6 +81,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("nimbus is serving", "url", "http://"+ln.Addr().String(), "database", d.Where, "took", time.Since(started).Round(time.Millisecond))
+	fmt.Fprintf(env.Stdout, "Nimbus is running: sign in at http://%s/login (Ctrl-C stops it)\n", ln.Addr())
 
 	select {
 	case err := <-served:
