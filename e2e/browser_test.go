@@ -84,10 +84,12 @@ func TestBrowser_AdminOnboardsTenant(t *testing.T) {
 		}
 	}
 
-	// The jobs UI needs the running job client the harness provides.
+	// The jobs UI is River's own single-page app, fed by the job client the harness starts; it
+	// has rendered once it lists the job states.
 	if status := admin.open("/admin/jobs"); status != 200 {
-		t.Errorf("/admin/jobs answers %d to the provider admin, want 200", status)
+		t.Fatalf("/admin/jobs answers %d to the provider admin, want 200", status)
 	}
+	admin.waitFor(`document.body.innerText.includes('Completed')`)
 }
 
 func TestBrowser_TenantAdminSeesOnlyOwnTenant(t *testing.T) {
@@ -231,7 +233,7 @@ func TestBrowser_ThemeToggleAndOfflineAssets(t *testing.T) {
 		t.Error("app.css did not load")
 	}
 	// Nimbus runs where there may be no internet: everything must come from the server itself.
-	if foreign := eval[[]string](s, `performance.getEntriesByType('resource').map(e => e.name).filter(u => !u.startsWith(location.origin + '/static/'))`); len(foreign) > 0 {
+	if foreign := eval[[]string](s, `performance.getEntriesByType('resource').map(e => e.name).filter(u => !u.startsWith(location.origin + '/'))`); len(foreign) > 0 {
 		t.Errorf("the dashboard loads resources from elsewhere: %q", foreign)
 	}
 
@@ -247,9 +249,11 @@ func TestBrowser_ThemeToggleAndOfflineAssets(t *testing.T) {
 	if dark := eval[string](s, background); dark == light {
 		t.Errorf("the dark theme left the background %s", dark)
 	}
-	s.screenshot("dashboard-dark")
 
-	// The choice is remembered on the next page.
+	// The choice is remembered on the next pages.
+	s.open("/")
+	s.waitFor(theme + ` === 'dark'`)
+	s.screenshot("dashboard-dark")
 	s.open("/tenants/" + acme.ID.String())
 	s.waitFor(theme + ` === 'dark'`)
 	s.screenshot("tenant-dark")
@@ -259,6 +263,8 @@ func TestBrowser_ThemeToggleAndOfflineAssets(t *testing.T) {
 	if got := eval[string](s, background); got != light {
 		t.Errorf("back in the light theme the background is %s, want %s", got, light)
 	}
+	s.open("/tenants/" + acme.ID.String())
+	s.waitFor(theme + ` === 'light'`)
 	s.screenshot("tenant-light")
 	s.open("/")
 	s.waitFor(theme + ` === 'light'`)

@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -62,8 +61,11 @@ func startApp(t *testing.T) *app {
 	if _, err := user.Bootstrap(ctx, pool, adminEmail, adminPassword); err != nil {
 		t.Fatalf("bootstrap admin: %v", err)
 	}
-	log := serverLog(t)
-	client, err := jobs.NewClient(pool, log, jobs.Config{})
+	logs := logBuffer(t)
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	// River's debug lines would bury the requests.
+	jobsLog := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	client, err := jobs.NewClient(pool, jobsLog, jobs.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,16 +90,16 @@ func startApp(t *testing.T) *app {
 	return &app{url: srv.URL, pool: pool}
 }
 
-// serverLog collects the server's log and shows it only when the test fails: a passing run
+// logBuffer collects the server's log and shows it only when the test fails: a passing run
 // stays quiet, and lines logged by goroutines that outlive the test cannot reach t.
-func serverLog(t *testing.T) *slog.Logger {
+func logBuffer(t *testing.T) io.Writer {
 	buf := &lockedBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("server log:\n%s", buf)
 		}
 	})
-	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return buf
 }
 
 type lockedBuffer struct {
@@ -165,6 +167,8 @@ func newBrowser(t *testing.T) context.Context {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	t.Cleanup(cancel)
+	// chromedp's defaults already hold some of these; they are repeated so the list says in
+	// one place how the tests run Chromium.
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath),
 		chromedp.Headless,
@@ -353,6 +357,8 @@ func (s *session) screenshot(name string) {
 	case "1":
 		dir = filepath.Join("testdata", "screenshots")
 	}
+	// Buttons fade between theme colours; capture the page once they have settled.
+	s.waitFor(`document.getAnimations().every(a => a.playState !== 'running')`)
 	png, err := chromedp.Run(s.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		s.t.Fatalf("screenshot %s: %v", name, err)
@@ -411,14 +417,4 @@ func column(rows [][]string, i int) []string {
 		}
 	}
 	return out
-}
-
-// containsText reports whether any entry of list has s in it.
-func containsText(list []string, s string) bool {
-	for _, v := range list {
-		if strings.Contains(v, s) {
-			return true
-		}
-	}
-	return false
 }

@@ -4,7 +4,7 @@ package static
 
 import "embed"
 
-// FS holds css/, js/ and vendor/ (the last filled from npm by the assets task).
+// FS holds css/, js/, vendor/ and the favicon (the last filled from npm by the assets task).
 //
-//go:embed all:css all:js all:vendor
+//go:embed all:css all:js all:vendor favicon.svg
 var FS embed.FS

@@ -49,8 +49,14 @@ func Record(ctx context.Context, q *dbgen.Queries, actor access.Principal, e Eve
 	return nil
 }
 
-// System is the actor for changes Nimbus makes on its own, such as creating the first admin.
-var System = access.Principal{Email: "system"}
+// Actors that are not signed-in users.
+var (
+	// System makes changes on its own or for an operator at the command line, such as
+	// creating the first admin.
+	System = access.Principal{Email: "system"}
+	// Anonymous is a visitor who is not signed in, such as one failing to sign in.
+	Anonymous = access.Principal{Email: "anonymous"}
+)
 
 var secretWords = []string{"password", "secret", "token", "passphrase", "private_key", "credential"}
 

@@ -91,7 +91,8 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 			if err := q.RecordLoginFailure(ctx, dbgen.RecordLoginFailureParams{Email: email, ClientIp: clientIP}); err != nil {
 				return err
 			}
-			return audit.Record(ctx, q, access.Principal{Email: email}, audit.Event{
+			// Whoever typed the email is not known to be its owner: the actor stays anonymous.
+			return audit.Record(ctx, q, audit.Anonymous, audit.Event{
 				Action: "auth.login_failed", TargetType: "user", TargetID: email, Diff: map[string]any{"client_ip": clientIP},
 			})
 		})

@@ -418,3 +418,19 @@ func TestPages_JobsUIForProviderAdminsOnly(t *testing.T) {
 	user.signIn(t, "admin-a@example.com", "long enough password")
 	wantStatus(t, user.get(t, "/admin/jobs/api/queues"), http.StatusForbidden)
 }
+
+func TestOps_MetricsCountErrorsUnderTheirStatus(t *testing.T) {
+	s := newSite(t)
+	tok := s.token(t, s.adminB)
+	s.call(t, "GET", "/api/v1/tenants/"+s.a.ID.String(), tok, nil)
+	s.call(t, "POST", "/api/v1/tenants", tok, map[string]any{"name": "x"})
+	body := string(s.call(t, "GET", "/metrics", "", nil).body)
+	for _, want := range []string{
+		`nimbus_http_request_duration_seconds_count{code="4xx",method="GET",route="/api/v1/tenants/:id"} 1`,
+		`nimbus_http_request_duration_seconds_count{code="4xx",method="POST",route="/api/v1/tenants"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}

@@ -207,8 +207,8 @@ func requestLog(log *slog.Logger) echo.MiddlewareFunc {
 				return err
 			}
 			status := c.Response().Status
-			if he, ok := err.(*echo.HTTPError); ok {
-				status = he.Code
+			if err != nil {
+				status = web.Status(err)
 			}
 			log.LogAttrs(c.Request().Context(), slog.LevelDebug, "request",
 				slog.String("method", c.Request().Method), slog.String("path", c.Request().URL.Path),

@@ -143,9 +143,7 @@ func (m *Metrics) Middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		code := c.Response().Status
 		if err != nil {
-			if he, ok := err.(*echo.HTTPError); ok {
-				code = he.Code
-			}
+			code = web.Status(err)
 		}
 		m.latency.WithLabelValues(c.Request().Method, route, fmt.Sprintf("%dxx", code/100)).Observe(time.Since(start).Seconds())
 		return err

@@ -115,6 +115,12 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 	}
 }
 
+// Status is the HTTP status ErrorHandler answers err with, for logs and metrics.
+func Status(err error) int {
+	status, _ := classify(err)
+	return status
+}
+
 func classify(err error) (int, apiError) {
 	var (
 		validation *problem.ValidationError
