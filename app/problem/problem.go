@@ -19,11 +19,13 @@ var (
 	ErrUnauthenticated = errors.New("sign in required")
 )
 
-// FieldError says which input broke which rule.
+// FieldError says which input broke which rule; for errors inside code, also where.
 type FieldError struct {
 	Field   string `json:"field"`
 	Rule    string `json:"rule"`
 	Message string `json:"message"`
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
 }
 
 // ValidationError lists the inputs that broke a rule; nothing was written.
@@ -50,6 +52,11 @@ func (e *ValidationError) Err() error {
 		return nil
 	}
 	return e
+}
+
+// AddAt records a problem at a line and column of field's text, such as a program.
+func (e *ValidationError) AddAt(field string, line, column int, rule, format string, args ...any) {
+	e.Fields = append(e.Fields, FieldError{Field: field, Rule: rule, Message: fmt.Sprintf(format, args...), Line: line, Column: column})
 }
 
 // For returns the message for field, or "".
@@ -79,3 +86,12 @@ type TooManyRequests struct {
 }
 
 func (e *TooManyRequests) Error() string { return e.Message }
+
+// FieldOf returns the first field a validation error names, or "" for any other error.
+func FieldOf(err error) string {
+	var v *ValidationError
+	if errors.As(err, &v) && len(v.Fields) > 0 {
+		return v.Fields[0].Field
+	}
+	return ""
+}

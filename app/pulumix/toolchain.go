@@ -50,6 +50,19 @@ func Detect(ctx context.Context, dir string) Toolchain {
 	return t
 }
 
+// LanguageHosts reports which languages' hosts are installed, looking where Detect looks but
+// running nothing, so it is cheap enough for every save.
+func LanguageHosts(dir string) map[string]bool {
+	if dir == "" {
+		dir = cachedBuild()
+	}
+	out := map[string]bool{}
+	for _, lang := range Languages {
+		out[lang] = find(dir, "pulumi-language-"+lang) != ""
+	}
+	return out
+}
+
 func find(dir, name string) string {
 	if dir != "" {
 		p := filepath.Join(dir, name)

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/audit"
 	"nimbus/app/auth"
+	"nimbus/app/component"
 	"nimbus/app/problem"
 	"nimbus/app/tenant"
 	"nimbus/app/user"
@@ -30,8 +32,10 @@ type world struct {
 	users                  *user.Service
 	audit                  *audit.Service
 	auth                   *auth.Service
+	components             *component.Service
 	a, b                   tenant.Tenant
-	admin                  access.Principal // provider admin
+	shared, ofA            component.Component // provider-level, and tenant A's
+	admin                  access.Principal    // provider admin
 	adminA, userA, readerA access.Principal
 	adminB                 access.Principal
 }
@@ -43,6 +47,7 @@ func newWorld(t testing.TB) *world {
 	w := &world{
 		pool: pool, tenants: tenant.NewService(pool), users: user.NewService(pool),
 		audit: audit.NewService(pool), auth: auth.NewService(pool, discardLog(), time.Hour),
+		components: component.NewService(pool, func(context.Context) map[string]bool { return map[string]bool{"yaml": true} }),
 	}
 	if _, err := user.Bootstrap(ctx, pool, "root@example.com", "correct horse battery"); err != nil {
 		t.Fatal(err)
@@ -59,7 +64,30 @@ func newWorld(t testing.TB) *world {
 	w.userA = w.member(t, "user-a@example.com", w.a.ID, access.User)
 	w.readerA = w.member(t, "reader-a@example.com", w.a.ID, access.ReadOnly)
 	w.adminB = w.member(t, "admin-b@example.com", w.b.ID, access.TenantAdmin)
+	if w.shared, err = w.components.Create(ctx, w.admin, machine(t, "shared-machine", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if w.ofA, err = w.components.Create(ctx, w.adminA, machine(t, "a-machine", &w.a.ID)); err != nil {
+		t.Fatal(err)
+	}
 	return w
+}
+
+// machine is the simulated-cloud machine component from the component package's test data.
+func machine(t testing.TB, name string, tenantID *uuid.UUID) component.New {
+	t.Helper()
+	read := func(f string) []byte {
+		b, err := os.ReadFile("../component/testdata/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	return component.New{
+		Draft: component.Draft{Name: name, Language: "yaml", Code: string(read("machine.yaml")),
+			InputSchema: read("machine.inputs.json"), OutputSchema: read("machine.outputs.json")},
+		TenantID: tenantID, Provider: "simcloud", SemanticType: "VirtualMachine",
+	}
 }
 
 func (w *world) member(t testing.TB, email string, tenantID uuid.UUID, role access.Role) access.Principal {
@@ -104,8 +132,20 @@ func must(t *testing.T, err error) {
 }
 
 // authzCases holds, for every data-access method, a test that an actor outside its reach is
-// refused and an actor within it is served.
-var authzCases = map[string]func(t *testing.T, w *world){
+// refused and an actor within it is served. Each domain keeps its cases in its own map.
+var authzCases = merge(accountCases, componentCases)
+
+func merge(maps ...map[string]func(*testing.T, *world)) map[string]func(*testing.T, *world) {
+	out := map[string]func(*testing.T, *world){}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+var accountCases = map[string]func(t *testing.T, w *world){
 	"tenant.Service.List": func(t *testing.T, w *world) {
 		got, err := w.tenants.List(context.Background(), w.adminB)
 		must(t, err)
@@ -256,10 +296,11 @@ var authzCases = map[string]func(t *testing.T, w *world){
 // acts on behalf of a principal: (ctx, access.Principal, ...).
 func dataAccessMethods() []string {
 	services := map[string]any{
-		"tenant.Service": &tenant.Service{},
-		"user.Service":   &user.Service{},
-		"audit.Service":  &audit.Service{},
-		"auth.Service":   &auth.Service{},
+		"tenant.Service":    &tenant.Service{},
+		"user.Service":      &user.Service{},
+		"audit.Service":     &audit.Service{},
+		"auth.Service":      &auth.Service{},
+		"component.Service": &component.Service{},
 	}
 	principal := reflect.TypeOf(access.Principal{})
 	var out []string

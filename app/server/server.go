@@ -21,7 +21,9 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/audit"
 	"nimbus/app/auth"
+	"nimbus/app/component"
 	"nimbus/app/problem"
+	"nimbus/app/pulumix"
 	"nimbus/app/system"
 	"nimbus/app/tenant"
 	"nimbus/app/user"
@@ -59,6 +61,8 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	auditSvc := audit.NewService(d.Pool)
 	auditH := audit.NewHandlers(auditSvc)
 	sysH := system.NewHandlers(d.Pool, d.Info)
+	hosts := func(context.Context) map[string]bool { return pulumix.LanguageHosts(d.Info.PulumiDir) }
+	componentH := component.NewHandlers(component.NewService(d.Pool, hosts))
 	metrics := system.NewMetrics(d.Pool)
 
 	e.Use(middleware.Recover())
@@ -108,6 +112,15 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	api.DELETE("/tokens/:id", authH.RevokeTokenAPI)
 	api.GET("/audit-events", auditH.ListAPI)
 	api.GET("/me", me)
+	api.GET("/components", componentH.ListAPI)
+	api.POST("/components", componentH.CreateAPI)
+	api.GET("/components/:id", componentH.GetAPI)
+	api.PATCH("/components/:id", componentH.UpdateAPI)
+	api.DELETE("/components/:id", componentH.DeleteAPI)
+	api.POST("/components/:id/publish", componentH.PublishAPI)
+	api.GET("/components/:id/versions", componentH.VersionsAPI)
+	api.GET("/components/:id/versions/:n", componentH.VersionAPI)
+	api.POST("/components/:id/versions/:n/archive", componentH.ArchiveVersionAPI)
 	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
 
 	if d.Jobs != nil {

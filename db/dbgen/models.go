@@ -36,6 +36,44 @@ type AuditEvent struct {
 	Diff       json.RawMessage `json:"diff"`
 }
 
+type Component struct {
+	ID               uuid.UUID       `json:"id"`
+	TenantID         uuid.NullUUID   `json:"tenant_id"`
+	ProviderID       uuid.UUID       `json:"provider_id"`
+	SemanticTypeID   uuid.UUID       `json:"semantic_type_id"`
+	Name             string          `json:"name"`
+	DisplayName      string          `json:"display_name"`
+	Description      string          `json:"description"`
+	Language         string          `json:"language"`
+	Code             string          `json:"code"`
+	InputSchema      json.RawMessage `json:"input_schema"`
+	OutputSchema     json.RawMessage `json:"output_schema"`
+	ResolverBindings json.RawMessage `json:"resolver_bindings"`
+	IsSystem         bool            `json:"is_system"`
+	LatestVersion    int32           `json:"latest_version"`
+	CreatedBy        uuid.NullUUID   `json:"created_by"`
+	CreatedAt        time.Time       `json:"created_at"`
+	UpdatedAt        time.Time       `json:"updated_at"`
+	DeletedAt        *time.Time      `json:"deleted_at"`
+}
+
+type ComponentVersion struct {
+	ID               uuid.UUID       `json:"id"`
+	ComponentID      uuid.UUID       `json:"component_id"`
+	Version          int32           `json:"version"`
+	Language         string          `json:"language"`
+	Code             string          `json:"code"`
+	InputSchema      json.RawMessage `json:"input_schema"`
+	OutputSchema     json.RawMessage `json:"output_schema"`
+	ResolverBindings json.RawMessage `json:"resolver_bindings"`
+	Changelog        string          `json:"changelog"`
+	PublishedBy      uuid.NullUUID   `json:"published_by"`
+	PublishedAt      time.Time       `json:"published_at"`
+	ArchivedAt       *time.Time      `json:"archived_at"`
+	CreatedAt        time.Time       `json:"created_at"`
+	UpdatedAt        time.Time       `json:"updated_at"`
+}
+
 type LoginFailure struct {
 	ID        int64     `json:"id"`
 	Email     string    `json:"email"`
@@ -49,6 +87,34 @@ type Membership struct {
 	Role      string    `json:"role"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+type ProviderResourceType struct {
+	ID             uuid.UUID `json:"id"`
+	ProviderID     uuid.UUID `json:"provider_id"`
+	SemanticTypeID uuid.UUID `json:"semantic_type_id"`
+	PulumiType     string    `json:"pulumi_type"`
+	Description    string    `json:"description"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+type SemanticProvider struct {
+	ID          uuid.UUID `json:"id"`
+	Name        string    `json:"name"`
+	DisplayName string    `json:"display_name"`
+	Description string    `json:"description"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+type SemanticResourceType struct {
+	ID          uuid.UUID `json:"id"`
+	Name        string    `json:"name"`
+	DisplayName string    `json:"display_name"`
+	Description string    `json:"description"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 }
 
 type Session struct {

@@ -1,0 +1,187 @@
+package component
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"nimbus/app/problem"
+	"nimbus/app/web"
+)
+
+// Handlers serves the component API and pages.
+type Handlers struct {
+	svc   *Service
+	hosts func(context.Context) map[string]bool
+}
+
+// NewHandlers returns the handlers for svc.
+func NewHandlers(svc *Service) *Handlers { return &Handlers{svc: svc, hosts: svc.hosts} }
+
+func filterFrom(c echo.Context) (Filter, error) {
+	f := Filter{
+		Search: c.QueryParam("search"), Provider: c.QueryParam("provider"),
+		SemanticType: c.QueryParam("semantic_type"), Scope: c.QueryParam("scope"),
+	}
+	v := &problem.ValidationError{}
+	if raw := c.QueryParam("published"); raw != "" {
+		b, err := strconv.ParseBool(raw)
+		if err != nil {
+			v.Add("published", "boolean", "must be true or false")
+		}
+		f.PublishedOnly = b
+	}
+	for name, dst := range map[string]*int{"page": &f.Page, "per_page": &f.PerPage} {
+		if raw := c.QueryParam(name); raw != "" {
+			n, err := strconv.Atoi(raw)
+			if err != nil || n < 1 {
+				v.Add(name, "integer", "must be a whole number from 1")
+			}
+			*dst = n
+		}
+	}
+	return f, v.Err()
+}
+
+// ListAPI answers GET /api/v1/components.
+func (h *Handlers) ListAPI(c echo.Context) error {
+	f, err := filterFrom(c)
+	if err != nil {
+		return err
+	}
+	cat, err := h.svc.List(web.Ctx(c), web.Actor(c), f)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, cat)
+}
+
+// CreateAPI answers POST /api/v1/components.
+func (h *Handlers) CreateAPI(c echo.Context) error {
+	var in New
+	if err := web.DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	comp, err := h.svc.Create(web.Ctx(c), web.Actor(c), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, comp)
+}
+
+// GetAPI answers GET /api/v1/components/{id}.
+func (h *Handlers) GetAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	comp, err := h.svc.Get(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, comp)
+}
+
+// UpdateAPI answers PATCH /api/v1/components/{id}: it edits the draft.
+func (h *Handlers) UpdateAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var p Patch
+	if err := web.DecodeJSON(c, &p); err != nil {
+		return err
+	}
+	comp, err := h.svc.Update(web.Ctx(c), web.Actor(c), id, p)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, comp)
+}
+
+// DeleteAPI answers DELETE /api/v1/components/{id}.
+func (h *Handlers) DeleteAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := h.svc.Delete(web.Ctx(c), web.Actor(c), id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// PublishAPI answers POST /api/v1/components/{id}/publish.
+func (h *Handlers) PublishAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Changelog string `json:"changelog"`
+	}
+	if err := web.DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	v, err := h.svc.Publish(web.Ctx(c), web.Actor(c), id, in.Changelog)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, v)
+}
+
+// VersionsAPI answers GET /api/v1/components/{id}/versions.
+func (h *Handlers) VersionsAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	vs, err := h.svc.Versions(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"versions": vs})
+}
+
+func versionParam(c echo.Context) (int, error) {
+	n, err := strconv.Atoi(c.Param("n"))
+	if err != nil || n < 1 {
+		return 0, problem.ErrNotFound
+	}
+	return n, nil
+}
+
+// VersionAPI answers GET /api/v1/components/{id}/versions/{n} with the version's code.
+func (h *Handlers) VersionAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	n, err := versionParam(c)
+	if err != nil {
+		return err
+	}
+	v, err := h.svc.Version(web.Ctx(c), web.Actor(c), id, n)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// ArchiveVersionAPI answers POST /api/v1/components/{id}/versions/{n}/archive.
+func (h *Handlers) ArchiveVersionAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	n, err := versionParam(c)
+	if err != nil {
+		return err
+	}
+	if err := h.svc.ArchiveVersion(web.Ctx(c), web.Actor(c), id, n); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

@@ -1,0 +1,264 @@
+package component
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"nimbus/app/problem"
+)
+
+// Schema is the subset of JSON Schema that Nimbus renders as a form: an object of named
+// properties. Property order is kept in x-order, since JSON objects (and Postgres jsonb) have
+// none.
+type Schema struct {
+	Type       string               `json:"type"`
+	Properties map[string]*Property `json:"properties"`
+	Required   []string             `json:"required,omitempty"`
+	Order      []string             `json:"x-order,omitempty"`
+}
+
+// Property is one input or output: a scalar, an enum, an array of scalars or an object of
+// scalars, with the constraints the form enforces.
+type Property struct {
+	Type        string               `json:"type"`
+	Title       string               `json:"title,omitempty"`
+	Description string               `json:"description,omitempty"`
+	Default     any                  `json:"default,omitempty"`
+	Enum        []any                `json:"enum,omitempty"`
+	Minimum     *float64             `json:"minimum,omitempty"`
+	Maximum     *float64             `json:"maximum,omitempty"`
+	MinLength   *int                 `json:"minLength,omitempty"`
+	MaxLength   *int                 `json:"maxLength,omitempty"`
+	Pattern     string               `json:"pattern,omitempty"`
+	Items       *Property            `json:"items,omitempty"`
+	Properties  map[string]*Property `json:"properties,omitempty"`
+	Secret      bool                 `json:"x-secret,omitempty"`
+}
+
+var (
+	scalarTypes  = map[string]bool{"string": true, "integer": true, "number": true, "boolean": true}
+	propertyName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,62}$`)
+)
+
+// Names returns the property names in display order: x-order first, then the rest sorted.
+func (s *Schema) Names() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range s.Order {
+		if _, ok := s.Properties[n]; ok && !seen[n] {
+			out, seen[n] = append(out, n), true
+		}
+	}
+	var rest []string
+	for n := range s.Properties {
+		if !seen[n] {
+			rest = append(rest, n)
+		}
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
+}
+
+// IsRequired reports whether name must be given.
+func (s *Schema) IsRequired(name string) bool {
+	for _, r := range s.Required {
+		if r == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseSchema reads raw as a Schema of the subset Nimbus renders, recording every problem
+// under field. An empty document is an empty schema.
+func ParseSchema(field string, raw []byte, v *problem.ValidationError) *Schema {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return &Schema{Type: "object", Properties: map[string]*Property{}}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var s Schema
+	if err := dec.Decode(&s); err != nil {
+		line, col := jsonPosition(raw, err)
+		v.AddAt(field, line, col, "json_schema", "%s", schemaDecodeMessage(err))
+		return nil
+	}
+	if s.Type != "object" {
+		v.Add(field, "json_schema", `the schema's "type" must be "object", with the inputs under "properties"`)
+	}
+	if s.Properties == nil {
+		s.Properties = map[string]*Property{}
+	}
+	for _, name := range s.Names() {
+		checkProperty(field, "properties."+name, name, s.Properties[name], false, v)
+	}
+	for _, r := range s.Required {
+		if _, ok := s.Properties[r]; !ok {
+			v.Add(field, "json_schema", "required names %q, which is not among the properties", r)
+		}
+	}
+	return &s
+}
+
+func checkProperty(field, path, name string, p *Property, nested bool, v *problem.ValidationError) {
+	if !propertyName.MatchString(name) {
+		v.Add(field, "json_schema", "%s: the name must start with a letter and hold only letters, digits and _ (at most 63)", path)
+	}
+	if p == nil {
+		v.Add(field, "json_schema", "%s: must be an object with a type", path)
+		return
+	}
+	switch {
+	case scalarTypes[p.Type]:
+	case p.Type == "array" && !nested:
+		if p.Items == nil || !scalarTypes[p.Items.Type] {
+			v.Add(field, "json_schema", `%s: an array needs "items" with a type of string, integer, number or boolean`, path)
+		}
+	case p.Type == "object" && !nested:
+		if len(p.Properties) == 0 {
+			v.Add(field, "json_schema", `%s: an object needs "properties"`, path)
+		}
+		for sub, sp := range p.Properties {
+			if sp == nil || !scalarTypes[sp.Type] {
+				v.Add(field, "json_schema", "%s.properties.%s: properties of an object must be string, integer, number or boolean", path, sub)
+			}
+		}
+	case nested:
+		v.Add(field, "json_schema", "%s: the type must be string, integer, number or boolean", path)
+		return
+	default:
+		v.Add(field, "json_schema", "%s: the type must be string, integer, number, boolean, array or object, not %q", path, p.Type)
+		return
+	}
+	if (p.Minimum != nil || p.Maximum != nil) && p.Type != "integer" && p.Type != "number" {
+		v.Add(field, "json_schema", "%s: minimum and maximum apply only to integer and number", path)
+	}
+	if p.Minimum != nil && p.Maximum != nil && *p.Minimum > *p.Maximum {
+		v.Add(field, "json_schema", "%s: minimum is greater than maximum", path)
+	}
+	if (p.MinLength != nil || p.MaxLength != nil || p.Pattern != "") && p.Type != "string" {
+		v.Add(field, "json_schema", "%s: minLength, maxLength and pattern apply only to strings", path)
+	}
+	if p.Pattern != "" {
+		if _, err := regexp.Compile(p.Pattern); err != nil {
+			v.Add(field, "json_schema", "%s: pattern is not a valid regular expression: %v", path, err)
+		}
+	}
+	for _, e := range p.Enum {
+		if msg := p.check(e, false); msg != "" {
+			v.Add(field, "json_schema", "%s: enum value %v %s", path, e, msg)
+		}
+	}
+	if p.Default != nil {
+		if msg := p.check(p.Default, true); msg != "" {
+			v.Add(field, "json_schema", "%s: the default %v %s", path, p.Default, msg)
+		}
+	}
+}
+
+// check says why value does not fit the property ("" when it does); withRules also applies
+// the enum, bounds, lengths and pattern.
+func (p *Property) check(value any, withRules bool) string {
+	switch p.Type {
+	case "string":
+		s, ok := value.(string)
+		if !ok {
+			return "is not a string"
+		}
+		if !withRules {
+			return ""
+		}
+		if p.MinLength != nil && len([]rune(s)) < *p.MinLength {
+			return fmt.Sprintf("is shorter than %d characters", *p.MinLength)
+		}
+		if p.MaxLength != nil && len([]rune(s)) > *p.MaxLength {
+			return fmt.Sprintf("is longer than %d characters", *p.MaxLength)
+		}
+		if p.Pattern != "" {
+			if re, err := regexp.Compile(p.Pattern); err == nil && !re.MatchString(s) {
+				return fmt.Sprintf("does not match the pattern %s", p.Pattern)
+			}
+		}
+	case "integer", "number":
+		f, ok := value.(float64)
+		if !ok {
+			return "is not a number"
+		}
+		if p.Type == "integer" && f != float64(int64(f)) {
+			return "is not a whole number"
+		}
+		if withRules && p.Minimum != nil && f < *p.Minimum {
+			return fmt.Sprintf("is below the minimum %v", *p.Minimum)
+		}
+		if withRules && p.Maximum != nil && f > *p.Maximum {
+			return fmt.Sprintf("is above the maximum %v", *p.Maximum)
+		}
+	case "boolean":
+		if _, ok := value.(bool); !ok {
+			return "is not true or false"
+		}
+	case "array":
+		items, ok := value.([]any)
+		if !ok {
+			return "is not a list"
+		}
+		if p.Items != nil {
+			for _, it := range items {
+				if msg := p.Items.check(it, withRules); msg != "" {
+					return "has an item that " + msg
+				}
+			}
+		}
+		return ""
+	case "object":
+		if _, ok := value.(map[string]any); !ok {
+			return "is not an object"
+		}
+		return ""
+	}
+	if withRules && len(p.Enum) > 0 {
+		for _, e := range p.Enum {
+			if e == value {
+				return ""
+			}
+		}
+		return "is not one of the allowed values"
+	}
+	return ""
+}
+
+func schemaDecodeMessage(err error) string {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return "unknown keyword " + rest + "; Nimbus understands type, title, description, default, enum, minimum, maximum, minLength, maxLength, pattern, items, properties, required, x-order and x-secret"
+	}
+	if strings.Contains(msg, "cannot unmarshal") {
+		return "a keyword has a value of the wrong kind: " + strings.TrimPrefix(msg, "json: ")
+	}
+	return "not valid JSON: " + strings.TrimPrefix(msg, "json: ")
+}
+
+// jsonPosition turns a decoding error's byte offset into a line and column.
+func jsonPosition(raw []byte, err error) (int, int) {
+	var offset int64 = -1
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		offset = syn.Offset
+	case errors.As(err, &typ):
+		offset = typ.Offset
+	}
+	if offset < 0 || offset > int64(len(raw)) {
+		return 0, 0
+	}
+	before := raw[:offset]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := int(offset) - bytes.LastIndexByte(before, '\n')
+	return line, col
+}

@@ -1,0 +1,100 @@
+package component
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"nimbus/app/problem"
+)
+
+func machineDraft(t *testing.T) Draft {
+	t.Helper()
+	read := func(name string) []byte {
+		b, err := os.ReadFile("testdata/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	return Draft{
+		Name: "simcloud-machine", Language: "yaml", Code: string(read("machine.yaml")),
+		InputSchema: read("machine.inputs.json"), OutputSchema: read("machine.outputs.json"),
+	}
+}
+
+var allHosts = map[string]bool{"yaml": true}
+
+func TestValidate_MachineIsValid(t *testing.T) {
+	d := machineDraft(t)
+	in, out, err := Validate(&d, allHosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(in.Names(), ","); got != "name,cores,memory_mb,image,ip_address,fail_on,delay_ms" {
+		t.Fatalf("input order %s", got)
+	}
+	if len(out.Names()) != 2 {
+		t.Fatalf("outputs %v", out.Names())
+	}
+}
+
+func TestValidate_ReportsWhereAndWhy(t *testing.T) {
+	cases := []struct {
+		name   string
+		edit   func(d *Draft)
+		field  string
+		line   int
+		column int
+		says   string
+	}{
+		{"typo in a top-level key", func(d *Draft) { d.Code = strings.Replace(d.Code, "resources:", "resorces:", 1) }, "code", 25, 1, `did you mean "resources"`},
+		{"YAML syntax", func(d *Draft) { d.Code = strings.Replace(d.Code, "  disk:\n", "  disk:\n   bad: [\n", 1) }, "code", 0, 0, "YAML syntax"},
+		{"resource without type", func(d *Draft) { d.Code = strings.Replace(d.Code, "    type: simcloud:index:Disk\n", "", 1) }, "code", 26, 3, "has no type"},
+		{"unknown resource key", func(d *Draft) { d.Code = strings.Replace(d.Code, "    properties:\n      name: ${name}-boot", "    propertes:\n      name: ${name}-boot", 1) }, "code", 28, 5, `did you mean "properties"`},
+		{"reference to nothing", func(d *Draft) { d.Code = strings.Replace(d.Code, "diskId: ${disk.id}", "diskId: ${dsk.id}", 1) }, "code", 38, 15, "${dsk}"},
+		{"input missing from config", func(d *Draft) {
+			d.InputSchema = []byte(strings.Replace(string(d.InputSchema), `"properties": {`, `"properties": {"zone": {"type": "string"},`, 1))
+		}, "input_schema", 0, 0, `input "zone" is not declared`},
+		{"config type disagrees", func(d *Draft) {
+			d.Code = strings.Replace(d.Code, "  cores:\n    type: integer", "  cores:\n    type: string", 1)
+		}, "code", 7, 3, `config "cores" is string, but the input schema says integer`},
+		{"config without input or default", func(d *Draft) { d.Code = strings.Replace(d.Code, "config:\n", "config:\n  zone:\n    type: string\n", 1) }, "code", 5, 3, "no default"},
+		{"missing output", func(d *Draft) { d.Code = strings.Replace(d.Code, "  ip_address: ${machine.ip}\n", "", 1) }, "output_schema", 0, 0, `output "ip_address"`},
+		{"unknown schema keyword", func(d *Draft) {
+			d.InputSchema = []byte(strings.Replace(string(d.InputSchema), `"minimum": 1,`, `"minimun": 1,`, 1))
+		}, "input_schema", 0, 0, `unknown keyword "minimun"`},
+		{"default outside bounds", func(d *Draft) {
+			d.InputSchema = []byte(strings.Replace(string(d.InputSchema), `"maximum": 64, "default": 2`, `"maximum": 64, "default": 65`, 1))
+		}, "input_schema", 0, 0, "above the maximum"},
+		{"nested object in array", func(d *Draft) {
+			d.InputSchema = []byte(strings.Replace(string(d.InputSchema), `"properties": {`, `"properties": {"tags": {"type": "array", "items": {"type": "object"}},`, 1))
+		}, "input_schema", 0, 0, `needs "items" with a type`},
+		{"bad name", func(d *Draft) { d.Name = "Machine!" }, "name", 0, 0, "lower-case"},
+		{"huge code", func(d *Draft) { d.Code = strings.Repeat("#", MaxCodeBytes+1) }, "code", 0, 0, "at most 256 KiB"},
+		{"missing language host", func(d *Draft) { d.Language = "python" }, "language", 0, 0, "pulumi-language-python host is not installed"},
+		{"binding to no input", func(d *Draft) { d.ResolverBindings = json.RawMessage(`{"hostname": "naming"}`) }, "resolver_bindings", 0, 0, `"hostname"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := machineDraft(t)
+			c.edit(&d)
+			_, _, err := Validate(&d, allHosts)
+			var v *problem.ValidationError
+			if !errors.As(err, &v) {
+				t.Fatalf("got %v, want a validation error", err)
+			}
+			for _, f := range v.Fields {
+				if f.Field == c.field && strings.Contains(f.Message, c.says) {
+					if c.line != 0 && (f.Line != c.line || f.Column != c.column) {
+						t.Fatalf("reported at %d:%d, want %d:%d (%s)", f.Line, f.Column, c.line, c.column, f.Message)
+					}
+					return
+				}
+			}
+			t.Fatalf("no %s error saying %q among %+v", c.field, c.says, v.Fields)
+		})
+	}
+}

@@ -1,0 +1,233 @@
+package component
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"nimbus/app/access"
+	"nimbus/app/audit"
+	"nimbus/app/problem"
+	"nimbus/db"
+	"nimbus/db/dbgen"
+)
+
+// Version is an immutable snapshot of a component's draft, made by publishing.
+type Version struct {
+	Version          int             `json:"version"`
+	Language         string          `json:"language"`
+	Code             string          `json:"code,omitempty"`
+	InputSchema      json.RawMessage `json:"input_schema,omitempty"`
+	OutputSchema     json.RawMessage `json:"output_schema,omitempty"`
+	ResolverBindings json.RawMessage `json:"resolver_bindings,omitempty"`
+	Changelog        string          `json:"changelog"`
+	PublishedBy      string          `json:"published_by"`
+	PublishedAt      time.Time       `json:"published_at"`
+	Archived         bool            `json:"archived"`
+}
+
+// Publish snapshots the draft as the next version. The draft is validated again, under a row
+// lock so two publishes cannot take the same number.
+func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.UUID, changelog string) (Version, error) {
+	var out Version
+	err := db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+		latest, err := q.LockComponent(ctx, id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return problem.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		c, err := s.get(ctx, q, actor, id)
+		if err != nil {
+			return err
+		}
+		if !can(actor, "component:definition:publish", c.TenantID) {
+			return problem.ErrForbidden
+		}
+		if err := ValidateChangelog(changelog); err != nil {
+			return err
+		}
+		d := Draft{Name: c.Name, DisplayName: c.DisplayName, Description: c.Description, Language: c.Language,
+			Code: c.Code, InputSchema: c.InputSchema, OutputSchema: c.OutputSchema, ResolverBindings: c.ResolverBindings}
+		if _, _, err := Validate(&d, s.hosts(ctx)); err != nil {
+			return err
+		}
+		v, err := q.InsertComponentVersion(ctx, dbgen.InsertComponentVersionParams{
+			ComponentID: id, Version: latest + 1, Language: c.Language, Code: c.Code, InputSchema: c.InputSchema,
+			OutputSchema: c.OutputSchema, ResolverBindings: c.ResolverBindings, Changelog: strings.TrimSpace(changelog),
+			PublishedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil},
+		})
+		if err != nil {
+			return err
+		}
+		if err := q.SetLatestVersion(ctx, dbgen.SetLatestVersionParams{ID: id, LatestVersion: v.Version}); err != nil {
+			return err
+		}
+		out = Version{Version: int(v.Version), Language: v.Language, Code: v.Code, InputSchema: v.InputSchema,
+			OutputSchema: v.OutputSchema, ResolverBindings: v.ResolverBindings, Changelog: v.Changelog,
+			PublishedBy: actor.Email, PublishedAt: v.PublishedAt}
+		return audit.Record(ctx, q, actor, audit.Event{
+			Tenant: tenantOf(c), Action: "component.publish", TargetType: "component", TargetID: id.String(),
+			Diff: map[string]any{"name": c.Name, "version": v.Version, "changelog": v.Changelog},
+		})
+	})
+	if err != nil {
+		return Version{}, fmt.Errorf("publish component: %w", err)
+	}
+	return out, nil
+}
+
+// Versions lists a component's versions, newest first, without their code.
+func (s *Service) Versions(ctx context.Context, actor access.Principal, id uuid.UUID) ([]Version, error) {
+	if _, err := s.Get(ctx, actor, id); err != nil {
+		return nil, err
+	}
+	rows, err := dbgen.New(s.pool).ListComponentVersions(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("list versions: %w", err)
+	}
+	out := make([]Version, len(rows))
+	for i, r := range rows {
+		out[i] = Version{Version: int(r.Version), Language: r.Language, Changelog: r.Changelog,
+			PublishedBy: deref(r.PublishedByEmail), PublishedAt: r.PublishedAt, Archived: r.ArchivedAt != nil}
+	}
+	return out, nil
+}
+
+// Version returns one version with its code and schemas.
+func (s *Service) Version(ctx context.Context, actor access.Principal, id uuid.UUID, n int) (Version, error) {
+	if _, err := s.Get(ctx, actor, id); err != nil {
+		return Version{}, err
+	}
+	r, err := dbgen.New(s.pool).GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: id, Version: int32(n)})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Version{}, problem.ErrNotFound
+	}
+	if err != nil {
+		return Version{}, fmt.Errorf("get version: %w", err)
+	}
+	return Version{Version: int(r.Version), Language: r.Language, Code: r.Code, InputSchema: r.InputSchema,
+		OutputSchema: r.OutputSchema, ResolverBindings: r.ResolverBindings, Changelog: r.Changelog,
+		PublishedBy: deref(r.PublishedByEmail), PublishedAt: r.PublishedAt, Archived: r.ArchivedAt != nil}, nil
+}
+
+// ArchiveVersion withdraws a version from new deployments. (Refusing while deployments use it
+// arrives with deployments.)
+func (s *Service) ArchiveVersion(ctx context.Context, actor access.Principal, id uuid.UUID, n int) error {
+	return db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+		c, err := s.get(ctx, q, actor, id)
+		if err != nil {
+			return err
+		}
+		if !can(actor, "component:definition:publish", c.TenantID) {
+			return problem.ErrForbidden
+		}
+		n64, err := q.ArchiveComponentVersion(ctx, dbgen.ArchiveComponentVersionParams{ComponentID: id, Version: int32(n)})
+		if err != nil {
+			return fmt.Errorf("archive version: %w", err)
+		}
+		if n64 == 0 {
+			return problem.ErrNotFound
+		}
+		return audit.Record(ctx, q, actor, audit.Event{
+			Tenant: tenantOf(c), Action: "component.archive_version", TargetType: "component", TargetID: id.String(),
+			Diff: map[string]any{"name": c.Name, "version": n},
+		})
+	})
+}
+
+// Filter narrows the catalog; empty fields do not filter.
+type Filter struct {
+	Search        string
+	Provider      string
+	SemanticType  string
+	Scope         string // "provider", "tenant" or ""
+	PublishedOnly bool
+	Page          int // from 1
+	PerPage       int
+}
+
+// Summary is a component as the catalog lists it.
+type Summary struct {
+	ID            uuid.UUID `json:"id"`
+	Name          string    `json:"name"`
+	DisplayName   string    `json:"display_name"`
+	Description   string    `json:"description"`
+	Provider      string    `json:"provider"`
+	SemanticType  string    `json:"semantic_type"`
+	Language      string    `json:"language"`
+	LatestVersion int       `json:"latest_version"`
+	TenantName    string    `json:"tenant_name,omitempty"`
+	System        bool      `json:"system"`
+	UpdatedAt     time.Time `json:"updated_at"`
+}
+
+// Catalog is one page of the catalog and how many match in all.
+type Catalog struct {
+	Components []Summary `json:"components"`
+	Total      int       `json:"total"`
+	Page       int       `json:"page"`
+	PerPage    int       `json:"per_page"`
+}
+
+// List returns the components the actor may see that match f.
+func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (Catalog, error) {
+	if !actor.CanSomewhere("component:definition:read") {
+		return Catalog{}, problem.ErrForbidden
+	}
+	v := &problem.ValidationError{}
+	if f.Scope != "" && f.Scope != "provider" && f.Scope != "tenant" {
+		v.Add("scope", "one_of", "must be provider or tenant")
+	}
+	if f.Page < 1 {
+		f.Page = 1
+	}
+	if f.PerPage < 1 || f.PerPage > 100 {
+		f.PerPage = 24
+	}
+	if err := v.Err(); err != nil {
+		return Catalog{}, err
+	}
+	tenants := actor.TenantsWith("component:definition:read")
+	if tenants == nil {
+		tenants = []uuid.UUID{}
+	}
+	rows, err := dbgen.New(s.pool).ListComponents(ctx, dbgen.ListComponentsParams{
+		AllTenants: actor.ProviderAdmin, TenantIds: tenants, Search: optional(f.Search), Provider: optional(f.Provider),
+		SemanticType: optional(f.SemanticType), Scope: optional(f.Scope), PublishedOnly: f.PublishedOnly,
+		MaxRows: int32(f.PerPage), Skip: int32((f.Page - 1) * f.PerPage),
+	})
+	if err != nil {
+		return Catalog{}, fmt.Errorf("list components: %w", err)
+	}
+	out := Catalog{Components: make([]Summary, len(rows)), Page: f.Page, PerPage: f.PerPage}
+	for i, r := range rows {
+		out.Components[i] = Summary{ID: r.ID, Name: r.Name, DisplayName: r.DisplayName, Description: r.Description,
+			Provider: r.Provider, SemanticType: r.SemanticType, Language: r.Language, LatestVersion: int(r.LatestVersion),
+			TenantName: deref(r.TenantName), System: r.IsSystem, UpdatedAt: r.UpdatedAt}
+		out.Total = int(r.Total)
+	}
+	return out, nil
+}
+
+func optional(s string) *string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

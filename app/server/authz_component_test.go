@@ -1,0 +1,115 @@
+package server_test
+
+import (
+	"context"
+	"testing"
+
+	"nimbus/app/component"
+	"nimbus/app/problem"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+var componentCases = map[string]func(t *testing.T, w *world){
+	"component.Service.Get": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		_, err := w.components.Get(ctx, w.adminB, w.ofA.ID)
+		wantErr(t, err, problem.ErrNotFound)
+		_, err = w.components.Get(ctx, w.readerA, w.ofA.ID)
+		must(t, err)
+		_, err = w.components.Get(ctx, w.adminB, w.shared.ID)
+		must(t, err) // provider-level components are for every tenant
+	},
+	"component.Service.List": func(t *testing.T, w *world) {
+		cat, err := w.components.List(context.Background(), w.adminB, component.Filter{})
+		must(t, err)
+		if cat.Total != 1 || cat.Components[0].ID != w.shared.ID {
+			t.Fatalf("tenant admin of B lists %+v, want only the provider-level component", cat.Components)
+		}
+		cat, err = w.components.List(context.Background(), w.admin, component.Filter{})
+		must(t, err)
+		if cat.Total != 2 {
+			t.Fatalf("provider admin lists %d components, want 2", cat.Total)
+		}
+	},
+	"component.Service.Create": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		_, err := w.components.Create(ctx, w.adminA, machine(t, "sneaky", nil))
+		wantErr(t, err, problem.ErrForbidden)
+		_, err = w.components.Create(ctx, w.userA, machine(t, "sneaky", &w.a.ID))
+		wantErr(t, err, problem.ErrForbidden)
+		_, err = w.components.Create(ctx, w.adminA, machine(t, "sneaky", &w.b.ID))
+		if problem.FieldOf(err) != "tenant_id" {
+			t.Fatalf("creating in another tenant: %v, want a tenant_id error", err)
+		}
+		_, err = w.components.Create(ctx, w.adminA, machine(t, "allowed", &w.a.ID))
+		must(t, err)
+	},
+	"component.Service.Update": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		p := component.Patch{Description: ptr("changed")}
+		_, err := w.components.Update(ctx, w.adminA, w.shared.ID, p)
+		wantErr(t, err, problem.ErrForbidden)
+		_, err = w.components.Update(ctx, w.adminB, w.ofA.ID, p)
+		wantErr(t, err, problem.ErrNotFound)
+		_, err = w.components.Update(ctx, w.userA, w.ofA.ID, p)
+		wantErr(t, err, problem.ErrForbidden)
+		c, err := w.components.Update(ctx, w.adminA, w.ofA.ID, p)
+		must(t, err)
+		if c.Description != "changed" {
+			t.Fatalf("description %q", c.Description)
+		}
+	},
+	"component.Service.Delete": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		wantErr(t, w.components.Delete(ctx, w.adminA, w.shared.ID), problem.ErrForbidden)
+		wantErr(t, w.components.Delete(ctx, w.adminB, w.ofA.ID), problem.ErrNotFound)
+		must(t, w.components.Delete(ctx, w.adminA, w.ofA.ID))
+		_, err := w.components.Get(ctx, w.adminA, w.ofA.ID)
+		wantErr(t, err, problem.ErrNotFound)
+	},
+	"component.Service.Publish": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		_, err := w.components.Publish(ctx, w.adminB, w.ofA.ID, "v1")
+		wantErr(t, err, problem.ErrNotFound)
+		_, err = w.components.Publish(ctx, w.adminA, w.ofA.ID, "v1")
+		wantErr(t, err, problem.ErrForbidden) // publishing is for provider admins
+		v, err := w.components.Publish(ctx, w.admin, w.ofA.ID, "v1")
+		must(t, err)
+		if v.Version != 1 {
+			t.Fatalf("version %d", v.Version)
+		}
+	},
+	"component.Service.Versions": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		_, err := w.components.Publish(ctx, w.admin, w.ofA.ID, "v1")
+		must(t, err)
+		_, err = w.components.Versions(ctx, w.adminB, w.ofA.ID)
+		wantErr(t, err, problem.ErrNotFound)
+		vs, err := w.components.Versions(ctx, w.readerA, w.ofA.ID)
+		must(t, err)
+		if len(vs) != 1 {
+			t.Fatalf("versions %v", vs)
+		}
+	},
+	"component.Service.Version": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		_, err := w.components.Publish(ctx, w.admin, w.ofA.ID, "v1")
+		must(t, err)
+		_, err = w.components.Version(ctx, w.adminB, w.ofA.ID, 1)
+		wantErr(t, err, problem.ErrNotFound)
+		v, err := w.components.Version(ctx, w.readerA, w.ofA.ID, 1)
+		must(t, err)
+		if v.Code == "" {
+			t.Fatal("a version comes with its code")
+		}
+	},
+	"component.Service.ArchiveVersion": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		_, err := w.components.Publish(ctx, w.admin, w.ofA.ID, "v1")
+		must(t, err)
+		wantErr(t, w.components.ArchiveVersion(ctx, w.adminB, w.ofA.ID, 1), problem.ErrNotFound)
+		wantErr(t, w.components.ArchiveVersion(ctx, w.adminA, w.ofA.ID, 1), problem.ErrForbidden)
+		must(t, w.components.ArchiveVersion(ctx, w.admin, w.ofA.ID, 1))
+	},
+}

@@ -1,0 +1,101 @@
+-- name: ListProviders :many
+SELECT * FROM semantic_providers ORDER BY name;
+
+-- name: ListSemanticTypes :many
+SELECT * FROM semantic_resource_types ORDER BY name;
+
+-- name: ListProviderResourceTypes :many
+SELECT prt.id, prt.pulumi_type, prt.description, p.name AS provider, t.name AS semantic_type
+FROM provider_resource_types prt
+JOIN semantic_providers p ON p.id = prt.provider_id
+JOIN semantic_resource_types t ON t.id = prt.semantic_type_id
+ORDER BY p.name, t.name, prt.pulumi_type;
+
+-- name: GetProviderByName :one
+SELECT * FROM semantic_providers WHERE name = $1;
+
+-- name: GetSemanticTypeByName :one
+SELECT * FROM semantic_resource_types WHERE name = $1;
+
+-- name: CreateComponent :one
+INSERT INTO components (tenant_id, provider_id, semantic_type_id, name, display_name, description,
+    language, code, input_schema, output_schema, resolver_bindings, is_system, created_by)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+RETURNING id;
+
+-- name: ComponentNameTaken :one
+SELECT EXISTS (
+    SELECT 1 FROM components
+    WHERE provider_id = sqlc.arg(provider_id) AND tenant_id IS NOT DISTINCT FROM sqlc.narg(tenant_id)::uuid
+      AND lower(name) = lower(sqlc.arg(name)) AND deleted_at IS NULL
+);
+
+-- name: GetComponent :one
+SELECT c.*, p.name AS provider, t.name AS semantic_type, tn.name AS tenant_name
+FROM components c
+JOIN semantic_providers p ON p.id = c.provider_id
+JOIN semantic_resource_types t ON t.id = c.semantic_type_id
+LEFT JOIN tenants tn ON tn.id = c.tenant_id
+WHERE c.id = $1 AND c.deleted_at IS NULL;
+
+-- name: LockComponent :one
+SELECT latest_version FROM components WHERE id = $1 AND deleted_at IS NULL FOR UPDATE;
+
+-- name: ListComponents :many
+-- The catalog: components the viewer may see, filtered, newest change first.
+SELECT c.id, c.tenant_id, c.name, c.display_name, c.description, c.language, c.latest_version,
+       c.is_system, c.updated_at, p.name AS provider, t.name AS semantic_type, tn.name AS tenant_name,
+       count(*) OVER () AS total
+FROM components c
+JOIN semantic_providers p ON p.id = c.provider_id
+JOIN semantic_resource_types t ON t.id = c.semantic_type_id
+LEFT JOIN tenants tn ON tn.id = c.tenant_id
+WHERE c.deleted_at IS NULL
+  AND (sqlc.arg(all_tenants)::boolean OR c.tenant_id IS NULL OR c.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+  AND (sqlc.narg(search)::text IS NULL
+       OR c.name ILIKE '%' || sqlc.narg(search) || '%'
+       OR c.display_name ILIKE '%' || sqlc.narg(search) || '%'
+       OR c.description ILIKE '%' || sqlc.narg(search) || '%')
+  AND (sqlc.narg(provider)::text IS NULL OR p.name = sqlc.narg(provider))
+  AND (sqlc.narg(semantic_type)::text IS NULL OR t.name = sqlc.narg(semantic_type))
+  AND (sqlc.narg(scope)::text IS NULL
+       OR (sqlc.narg(scope) = 'provider' AND c.tenant_id IS NULL)
+       OR (sqlc.narg(scope) = 'tenant' AND c.tenant_id IS NOT NULL))
+  AND (NOT sqlc.arg(published_only)::boolean OR c.latest_version > 0)
+ORDER BY lower(c.name), c.id
+LIMIT sqlc.arg(max_rows) OFFSET sqlc.arg(skip);
+
+-- name: UpdateComponentDraft :exec
+UPDATE components SET display_name = $2, description = $3, language = $4, code = $5,
+    input_schema = $6, output_schema = $7, resolver_bindings = $8, updated_at = now()
+WHERE id = $1;
+
+-- name: SoftDeleteComponent :exec
+UPDATE components SET deleted_at = now(), updated_at = now() WHERE id = $1;
+
+-- name: InsertComponentVersion :one
+INSERT INTO component_versions (component_id, version, language, code, input_schema, output_schema,
+    resolver_bindings, changelog, published_by)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+RETURNING *;
+
+-- name: SetLatestVersion :exec
+UPDATE components SET latest_version = $2, updated_at = now() WHERE id = $1;
+
+-- name: ListComponentVersions :many
+SELECT v.id, v.component_id, v.version, v.language, v.changelog, v.published_at, v.archived_at,
+       u.email AS published_by_email
+FROM component_versions v
+LEFT JOIN users u ON u.id = v.published_by
+WHERE v.component_id = $1
+ORDER BY v.version DESC;
+
+-- name: GetComponentVersion :one
+SELECT v.*, u.email AS published_by_email
+FROM component_versions v
+LEFT JOIN users u ON u.id = v.published_by
+WHERE v.component_id = $1 AND v.version = $2;
+
+-- name: ArchiveComponentVersion :execrows
+UPDATE component_versions SET archived_at = now(), updated_at = now()
+WHERE component_id = $1 AND version = $2 AND archived_at IS NULL;
