@@ -22,6 +22,8 @@ type Config struct {
 	Workers int
 	// Timeout bounds any one job; never unlimited.
 	Timeout time.Duration
+	// Register adds the domains' workers.
+	Register func(*river.Workers)
 }
 
 // NewClient returns a River client with Nimbus's workers and periodic jobs registered. It
@@ -35,6 +37,9 @@ func NewClient(pool *pgxpool.Pool, log *slog.Logger, cfg Config) (*river.Client[
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &housekeepingWorker{pool: pool, log: log})
+	if cfg.Register != nil {
+		cfg.Register(workers)
+	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger:     log.With("component", "jobs"),
 		JobTimeout: cfg.Timeout,

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"nimbus/app/pulumix"
 	"nimbus/app/server"
 	"nimbus/app/system"
 	"nimbus/app/user"
@@ -49,7 +50,13 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 
-	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, Timeout: cfg.JobTimeout})
+	runner, err := pulumix.NewRunner(cfg.PulumiDir, cfg.DataDir, map[string]string{"SIMCLOUD_DIR": filepath.Join(cfg.DataDir, "simcloud")})
+	if err != nil {
+		log.Warn("components cannot be checked until the Pulumi toolchain is installed", "err", err)
+		runner = nil
+	}
+	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, Timeout: cfg.JobTimeout,
+		Register: server.Workers(d.Pool, runner, log)})
 	if err != nil {
 		return err
 	}

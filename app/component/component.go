@@ -87,11 +87,13 @@ type Patch struct {
 type Service struct {
 	pool  *pgxpool.Pool
 	hosts func(context.Context) map[string]bool
+	jobs  JobInserter
 }
 
-// NewService returns a Service; hosts reports which Pulumi language hosts are installed.
-func NewService(pool *pgxpool.Pool, hosts func(context.Context) map[string]bool) *Service {
-	return &Service{pool: pool, hosts: hosts}
+// NewService returns a Service; hosts reports which Pulumi language hosts are installed, and
+// jobs queues checks.
+func NewService(pool *pgxpool.Pool, hosts func(context.Context) map[string]bool, jobs JobInserter) *Service {
+	return &Service{pool: pool, hosts: hosts, jobs: jobs}
 }
 
 func canRead(actor access.Principal, tenant *uuid.UUID) bool {
@@ -284,4 +286,60 @@ func tenantOf(c Component) uuid.UUID {
 		return uuid.Nil
 	}
 	return *c.TenantID
+}
+
+// Semantics is the semantic layer: providers, semantic types, and how providers realise them.
+type Semantics struct {
+	Providers     []string
+	SemanticTypes []string
+	ResourceTypes []dbgen.ListProviderResourceTypesRow
+}
+
+// Semantics returns the semantic layer to anyone who may read components.
+func (s *Service) Semantics(ctx context.Context, actor access.Principal) (Semantics, error) {
+	if !actor.CanSomewhere("component:definition:read") {
+		return Semantics{}, problem.ErrForbidden
+	}
+	q := dbgen.New(s.pool)
+	providers, err := q.ListProviders(ctx)
+	if err != nil {
+		return Semantics{}, fmt.Errorf("list providers: %w", err)
+	}
+	types, err := q.ListSemanticTypes(ctx)
+	if err != nil {
+		return Semantics{}, fmt.Errorf("list semantic types: %w", err)
+	}
+	rts, err := q.ListProviderResourceTypes(ctx)
+	if err != nil {
+		return Semantics{}, fmt.Errorf("list provider resource types: %w", err)
+	}
+	out := Semantics{ResourceTypes: rts}
+	for _, p := range providers {
+		out.Providers = append(out.Providers, p.Name)
+	}
+	for _, t := range types {
+		out.SemanticTypes = append(out.SemanticTypes, t.Name)
+	}
+	return out, nil
+}
+
+// Owner is a tenant a component can be created in.
+type Owner struct {
+	ID   uuid.UUID
+	Name string
+}
+
+// Owners lists the tenants in which the actor may create components.
+func (s *Service) Owners(ctx context.Context, actor access.Principal) ([]Owner, error) {
+	rows, err := dbgen.New(s.pool).ListTenants(ctx, dbgen.ListTenantsParams{AllTenants: actor.ProviderAdmin, UserID: actor.UserID})
+	if err != nil {
+		return nil, fmt.Errorf("list owners: %w", err)
+	}
+	var out []Owner
+	for _, r := range rows {
+		if actor.Can("component:definition:create", r.ID) {
+			out = append(out, Owner{ID: r.ID, Name: r.Name})
+		}
+	}
+	return out, nil
 }

@@ -185,3 +185,29 @@ func (h *Handlers) ArchiveVersionAPI(c echo.Context) error {
 	}
 	return c.NoContent(http.StatusNoContent)
 }
+
+// CheckAPI answers POST /api/v1/components/{id}/check with 202 and the queued check.
+func (h *Handlers) CheckAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	chk, err := h.svc.RequestCheck(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, chk)
+}
+
+// GetCheckAPI answers GET /api/v1/checks/{id}.
+func (h *Handlers) GetCheckAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	chk, err := h.svc.Check(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, chk)
+}

@@ -9,12 +9,14 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"nimbus/app/access"
+	"nimbus/app/pulumix"
 	"nimbus/app/server"
 	"nimbus/app/system"
 	"nimbus/jobs"
@@ -31,10 +33,16 @@ func newSite(t testing.TB) *site {
 	w := newWorld(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	client, err := jobs.NewClient(w.pool, discardLog(), jobs.Config{})
+	// Checks run for real when the toolchain is here; without it they fail saying so.
+	runner, _ := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), t.TempDir(), nil)
+	client, err := jobs.NewClient(w.pool, discardLog(), jobs.Config{Register: server.Workers(w.pool, runner, discardLog())})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Stop(context.Background()) })
 	h, err := server.New(ctx, server.Deps{Pool: w.pool, Log: discardLog(), Jobs: client, SessionTTL: time.Hour, Info: system.Info{Version: "test"}})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"nimbus/app/access"
 	"nimbus/app/component"
 	"nimbus/app/problem"
 )
@@ -111,5 +112,47 @@ var componentCases = map[string]func(t *testing.T, w *world){
 		wantErr(t, w.components.ArchiveVersion(ctx, w.adminB, w.ofA.ID, 1), problem.ErrNotFound)
 		wantErr(t, w.components.ArchiveVersion(ctx, w.adminA, w.ofA.ID, 1), problem.ErrForbidden)
 		must(t, w.components.ArchiveVersion(ctx, w.admin, w.ofA.ID, 1))
+	},
+	"component.Service.Semantics": func(t *testing.T, w *world) {
+		_, err := w.components.Semantics(context.Background(), access.Principal{UserID: w.admin.UserID})
+		wantErr(t, err, problem.ErrForbidden) // a user in no tenant reads nothing
+		sem, err := w.components.Semantics(context.Background(), w.readerA)
+		must(t, err)
+		if len(sem.Providers) != 5 || len(sem.SemanticTypes) != 8 {
+			t.Fatalf("semantic layer: %d providers, %d types", len(sem.Providers), len(sem.SemanticTypes))
+		}
+	},
+	"component.Service.Owners": func(t *testing.T, w *world) {
+		owners, err := w.components.Owners(context.Background(), w.userA)
+		must(t, err)
+		if len(owners) != 0 {
+			t.Fatalf("a plain user may create components in %v", owners)
+		}
+		owners, err = w.components.Owners(context.Background(), w.adminA)
+		must(t, err)
+		if len(owners) != 1 || owners[0].ID != w.a.ID {
+			t.Fatalf("tenant admin of A may create in %v, want only A", owners)
+		}
+	},
+	"component.Service.RequestCheck": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		_, err := w.components.RequestCheck(ctx, w.adminB, w.ofA.ID)
+		wantErr(t, err, problem.ErrNotFound)
+		_, err = w.components.RequestCheck(ctx, w.userA, w.ofA.ID)
+		wantErr(t, err, problem.ErrForbidden)
+		chk, err := w.components.RequestCheck(ctx, w.adminA, w.ofA.ID)
+		must(t, err)
+		if chk.Status != "queued" {
+			t.Fatalf("status %q", chk.Status)
+		}
+	},
+	"component.Service.Check": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		chk, err := w.components.RequestCheck(ctx, w.adminA, w.ofA.ID)
+		must(t, err)
+		_, err = w.components.Check(ctx, w.adminB, chk.ID)
+		wantErr(t, err, problem.ErrNotFound)
+		_, err = w.components.Check(ctx, w.readerA, chk.ID)
+		must(t, err)
 	},
 }

@@ -11,7 +11,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
@@ -47,7 +50,7 @@ func newWorld(t testing.TB) *world {
 	w := &world{
 		pool: pool, tenants: tenant.NewService(pool), users: user.NewService(pool),
 		audit: audit.NewService(pool), auth: auth.NewService(pool, discardLog(), time.Hour),
-		components: component.NewService(pool, func(context.Context) map[string]bool { return map[string]bool{"yaml": true} }),
+		components: component.NewService(pool, func(context.Context) map[string]bool { return map[string]bool{"yaml": true} }, insertOnly(t, pool)),
 	}
 	if _, err := user.Bootstrap(ctx, pool, "root@example.com", "correct horse battery"); err != nil {
 		t.Fatal(err)
@@ -71,6 +74,16 @@ func newWorld(t testing.TB) *world {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// insertOnly is a job client that queues jobs and works none, for tests of the services alone.
+func insertOnly(t testing.TB, pool *pgxpool.Pool) *river.Client[pgx.Tx] {
+	t.Helper()
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: discardLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
 }
 
 // machine is the simulated-cloud machine component from the component package's test data.

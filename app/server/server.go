@@ -62,7 +62,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	auditH := audit.NewHandlers(auditSvc)
 	sysH := system.NewHandlers(d.Pool, d.Info)
 	hosts := func(context.Context) map[string]bool { return pulumix.LanguageHosts(d.Info.PulumiDir) }
-	componentH := component.NewHandlers(component.NewService(d.Pool, hosts))
+	componentH := component.NewHandlers(component.NewService(d.Pool, hosts, d.Jobs))
 	metrics := system.NewMetrics(d.Pool)
 
 	e.Use(middleware.Recover())
@@ -95,6 +95,20 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	signed.POST("/tokens/:id/revoke", authH.RevokeTokenForm)
 	signed.GET("/audit", auditH.Page)
 	signed.GET("/admin/system", sysH.StatusPage)
+	signed.GET("/admin/providers", componentH.SemanticsPage)
+	signed.GET("/catalog", componentH.CatalogPage)
+	signed.GET("/components/new", componentH.NewPage)
+	signed.POST("/components", componentH.CreateForm)
+	signed.GET("/components/:id", componentH.ShowPage)
+	signed.GET("/components/:id/edit", componentH.EditPage)
+	signed.POST("/components/:id/draft", componentH.SaveDraftForm)
+	signed.POST("/components/:id/publish", componentH.PublishForm)
+	signed.POST("/components/:id/delete", componentH.DeleteForm)
+	signed.GET("/components/:id/versions/:n", componentH.VersionPage)
+	signed.POST("/components/:id/versions/:n/archive", componentH.ArchiveVersionForm)
+	signed.GET("/components/:id/diff", componentH.DiffPage)
+	signed.POST("/components/:id/check", componentH.CheckForm)
+	signed.GET("/checks/:id", componentH.CheckPanel)
 
 	api := signed.Group("/api/v1")
 	api.GET("/tenants", tenantH.ListAPI)
@@ -121,6 +135,8 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	api.GET("/components/:id/versions", componentH.VersionsAPI)
 	api.GET("/components/:id/versions/:n", componentH.VersionAPI)
 	api.POST("/components/:id/versions/:n/archive", componentH.ArchiveVersionAPI)
+	api.POST("/components/:id/check", componentH.CheckAPI)
+	api.GET("/checks/:id", componentH.GetCheckAPI)
 	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
 
 	if d.Jobs != nil {
@@ -143,6 +159,13 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	// Cross-origin browser requests that change state are refused before any handler runs; the
 	// CSRF token check above covers old browsers that send neither Sec-Fetch-Site nor Origin.
 	return http.NewCrossOriginProtection().Handler(e), nil
+}
+
+// Workers registers the job workers of every domain.
+func Workers(pool *pgxpool.Pool, runner *pulumix.Runner, log *slog.Logger) func(*river.Workers) {
+	return func(w *river.Workers) {
+		river.AddWorker(w, component.NewCheckWorker(pool, runner, log.With("component", "checks")))
+	}
 }
 
 func requireProviderAdmin(next echo.HandlerFunc) echo.HandlerFunc {

@@ -1,0 +1,401 @@
+package component
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"nimbus/app/access"
+	"nimbus/app/problem"
+	"nimbus/app/web"
+	"nimbus/views"
+)
+
+// CatalogPage shows the components the viewer may see, with filters and paging.
+func (h *Handlers) CatalogPage(c echo.Context) error {
+	f, err := filterFrom(c)
+	if err != nil {
+		return err
+	}
+	actor := web.Actor(c)
+	cat, err := h.svc.List(web.Ctx(c), actor, f)
+	if err != nil {
+		return err
+	}
+	sem, err := h.svc.Semantics(web.Ctx(c), actor)
+	if err != nil {
+		return err
+	}
+	cards := make([]views.CatalogCard, len(cat.Components))
+	for i, s := range cat.Components {
+		cards[i] = views.CatalogCard{ID: s.ID.String(), Name: s.Name, DisplayName: s.DisplayName, Description: s.Description,
+			Provider: s.Provider, SemanticType: s.SemanticType, Language: s.Language, Tenant: s.TenantName, LatestVersion: s.LatestVersion}
+	}
+	pager := views.Pager{Label: "page " + strconv.Itoa(cat.Page)}
+	link := func(page int) string {
+		q := c.QueryParams()
+		q.Set("page", strconv.Itoa(page))
+		return "/catalog?" + q.Encode()
+	}
+	if cat.Page > 1 {
+		pager.PrevURL = link(cat.Page - 1)
+	}
+	if cat.Page*cat.PerPage < cat.Total {
+		pager.NextURL = link(cat.Page + 1)
+	}
+	filter := views.CatalogFilter{Search: f.Search, Provider: f.Provider, SemanticType: f.SemanticType, Scope: f.Scope,
+		Published: f.PublishedOnly, Providers: sem.Providers, SemanticTypes: sem.SemanticTypes}
+	canCreate := actor.CanSomewhere("component:definition:create")
+	return web.Render(c, http.StatusOK, views.Catalog(web.Page(c, "Catalog"), filter, cards, cat.Total, pager, canCreate))
+}
+
+// ShowPage shows a component with its versions.
+func (h *Handlers) ShowPage(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	actor := web.Actor(c)
+	comp, err := h.svc.Get(web.Ctx(c), actor, id)
+	if err != nil {
+		return err
+	}
+	versions, err := h.svc.Versions(web.Ctx(c), actor, id)
+	if err != nil {
+		return err
+	}
+	view := views.ComponentView{
+		ID: comp.ID.String(), Name: comp.Name, DisplayName: comp.DisplayName, Description: comp.Description,
+		Provider: comp.Provider, SemanticType: comp.SemanticType, Language: comp.Language, Owner: owner(comp),
+		LatestVersion: comp.LatestVersion,
+		CanEdit:       can(actor, "component:definition:update", comp.TenantID),
+		CanPublish:    can(actor, "component:definition:publish", comp.TenantID),
+		CanDelete:     can(actor, "component:definition:delete", comp.TenantID),
+	}
+	for _, v := range versions {
+		view.Versions = append(view.Versions, views.VersionRow{Version: v.Version, Changelog: v.Changelog,
+			PublishedBy: v.PublishedBy, PublishedAt: v.PublishedAt, Archived: v.Archived})
+	}
+	return web.Render(c, http.StatusOK, views.ComponentPage(web.Page(c, comp.DisplayName), view))
+}
+
+func owner(c Component) string {
+	if c.ProviderLevel() {
+		return "the provider (every tenant sees it)"
+	}
+	return "tenant " + c.TenantName
+}
+
+// NewPage shows the editor for a new component, prefilled with a starting program.
+func (h *Handlers) NewPage(c echo.Context) error {
+	e := views.EditorView{Language: "yaml", Provider: "simcloud", SemanticType: "VirtualMachine",
+		Code: starterProgram, InputSchema: starterInputs, OutputSchema: starterOutputs, ResolverBindings: "{}"}
+	return h.renderEditor(c, http.StatusOK, e, nil)
+}
+
+// renderEditor fills in the choices and shows the editor with any problems from err.
+func (h *Handlers) renderEditor(c echo.Context, status int, e views.EditorView, err error) error {
+	actor := web.Actor(c)
+	sem, semErr := h.svc.Semantics(web.Ctx(c), actor)
+	if semErr != nil {
+		return semErr
+	}
+	e.Providers, e.SemanticTypes = sem.Providers, sem.SemanticTypes
+	hosts := h.hosts(web.Ctx(c))
+	for _, lang := range Languages {
+		opt := views.LanguageOption{Value: lang, Label: languageLabel[lang]}
+		if !hosts[languageHost(lang)] {
+			opt.Disabled = "the pulumi-language-" + languageHost(lang) + " host is not installed"
+		}
+		e.Languages = append(e.Languages, opt)
+	}
+	if actor.ProviderAdmin {
+		e.Tenants = append(e.Tenants, views.RoleOption{Value: "", Label: "Provider (every tenant)"})
+	}
+	owners, ownErr := h.svc.Owners(web.Ctx(c), actor)
+	if ownErr != nil {
+		return ownErr
+	}
+	for _, o := range owners {
+		e.Tenants = append(e.Tenants, views.RoleOption{Value: o.ID.String(), Label: "Tenant " + o.Name})
+	}
+	e.Errors = web.FormErrors(err)
+	e.ErrorsJSON = "[]"
+	var v *problem.ValidationError
+	if errors.As(err, &v) {
+		b, _ := json.Marshal(v.Fields)
+		e.ErrorsJSON = string(b)
+	}
+	title := "New component"
+	if e.ID != "" {
+		title = e.DisplayName
+	}
+	return web.Render(c, status, views.Editor(web.Page(c, title), e))
+}
+
+var languageLabel = map[string]string{"yaml": "YAML", "typescript": "TypeScript", "python": "Python"}
+
+func draftFromForm(c echo.Context) Draft {
+	return Draft{
+		Name: c.FormValue("name"), DisplayName: c.FormValue("display_name"), Description: c.FormValue("description"),
+		Language: c.FormValue("language"), Code: normaliseNewlines(c.FormValue("code")),
+		InputSchema: json.RawMessage(c.FormValue("input_schema")), OutputSchema: json.RawMessage(c.FormValue("output_schema")),
+		ResolverBindings: json.RawMessage(c.FormValue("resolver_bindings")),
+	}
+}
+
+// normaliseNewlines undoes the CRLF that browsers send for textarea content.
+func normaliseNewlines(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
+
+// CreateForm creates a component from the editor.
+func (h *Handlers) CreateForm(c echo.Context) error {
+	d := draftFromForm(c)
+	in := New{Draft: d, Provider: c.FormValue("provider"), SemanticType: c.FormValue("semantic_type")}
+	if raw := c.FormValue("tenant_id"); raw != "" {
+		id, err := uuid.Parse(raw)
+		if err != nil {
+			return problem.Invalid("tenant_id", "uuid", "choose an owner from the list")
+		}
+		in.TenantID = &id
+	}
+	comp, err := h.svc.Create(web.Ctx(c), web.Actor(c), in)
+	if web.FormErrors(err) != nil {
+		return h.formFailed(c, views.EditorView{Name: d.Name, DisplayName: d.DisplayName, Description: d.Description,
+			Language: d.Language, Provider: in.Provider, SemanticType: in.SemanticType, TenantID: c.FormValue("tenant_id"),
+			Code: d.Code, InputSchema: string(d.InputSchema), OutputSchema: string(d.OutputSchema),
+			ResolverBindings: string(d.ResolverBindings)}, err)
+	}
+	if err != nil {
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, "Component "+comp.Name+" created. Check it, then publish its first version.")
+	return web.Redirect(c, "/components/"+comp.ID.String()+"/edit")
+}
+
+// formFailed answers a refused save: htmx gets the problem list (and markers), a plain form
+// post gets the whole editor again with the author's text kept.
+func (h *Handlers) formFailed(c echo.Context, e views.EditorView, err error) error {
+	if c.Request().Header.Get("HX-Request") == "true" {
+		var v *problem.ValidationError
+		errors.As(err, &v) // a validation error: the caller checked
+		b, _ := json.Marshal(v.Fields)
+		return web.Render(c, http.StatusUnprocessableEntity, views.SaveResult(string(b), "", true))
+	}
+	return h.renderEditor(c, http.StatusUnprocessableEntity, e, err)
+}
+
+// EditPage shows the draft in the editor.
+func (h *Handlers) EditPage(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	actor := web.Actor(c)
+	comp, err := h.svc.Get(web.Ctx(c), actor, id)
+	if err != nil {
+		return err
+	}
+	if !can(actor, "component:definition:update", comp.TenantID) {
+		return problem.ErrForbidden
+	}
+	return h.renderEditor(c, http.StatusOK, editorView(comp, actor), nil)
+}
+
+func editorView(comp Component, actor access.Principal) views.EditorView {
+	return views.EditorView{ID: comp.ID.String(), Name: comp.Name, DisplayName: comp.DisplayName, Description: comp.Description,
+		Language: comp.Language, Provider: comp.Provider, SemanticType: comp.SemanticType, Code: comp.Code,
+		InputSchema: pretty(comp.InputSchema), OutputSchema: pretty(comp.OutputSchema), ResolverBindings: pretty(comp.ResolverBindings),
+		CanPublish: can(actor, "component:definition:publish", comp.TenantID)}
+}
+
+func pretty(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, _ := json.MarshalIndent(v, "", "  ")
+	return string(b)
+}
+
+// SaveDraftForm saves the draft from the editor: by htmx (Ctrl+S, the Save button) or as a
+// plain form post.
+func (h *Handlers) SaveDraftForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	d := draftFromForm(c)
+	p := Patch{DisplayName: &d.DisplayName, Description: &d.Description, Language: &d.Language, Code: &d.Code,
+		InputSchema: &d.InputSchema, OutputSchema: &d.OutputSchema, ResolverBindings: &d.ResolverBindings}
+	actor := web.Actor(c)
+	comp, err := h.svc.Update(web.Ctx(c), actor, id, p)
+	if web.FormErrors(err) != nil {
+		current, getErr := h.svc.Get(web.Ctx(c), actor, id)
+		if getErr != nil {
+			return getErr
+		}
+		e := editorView(current, actor)
+		e.DisplayName, e.Description, e.Language, e.Code = d.DisplayName, d.Description, d.Language, d.Code
+		e.InputSchema, e.OutputSchema, e.ResolverBindings = string(d.InputSchema), string(d.OutputSchema), string(d.ResolverBindings)
+		return h.formFailed(c, e, err)
+	}
+	if err != nil {
+		return err
+	}
+	if c.Request().Header.Get("HX-Request") == "true" {
+		return web.Render(c, http.StatusOK, views.SaveResult("[]", time.Now().UTC().Format("15:04:05 UTC"), false))
+	}
+	web.SetFlash(c, web.FlashSuccess, "Draft of "+comp.Name+" saved.")
+	return web.Redirect(c, "/components/"+id.String()+"/edit")
+}
+
+// PublishForm publishes the saved draft with the changelog from the editor.
+func (h *Handlers) PublishForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	actor := web.Actor(c)
+	v, err := h.svc.Publish(web.Ctx(c), actor, id, c.FormValue("changelog"))
+	if web.FormErrors(err) != nil {
+		comp, getErr := h.svc.Get(web.Ctx(c), actor, id)
+		if getErr != nil {
+			return getErr
+		}
+		return h.renderEditor(c, http.StatusUnprocessableEntity, editorView(comp, actor), err)
+	}
+	if err != nil {
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, "Published v"+strconv.Itoa(v.Version)+".")
+	return web.Redirect(c, "/components/"+id.String())
+}
+
+// VersionPage shows a published version read-only.
+func (h *Handlers) VersionPage(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	n, err := versionParam(c)
+	if err != nil {
+		return err
+	}
+	actor := web.Actor(c)
+	comp, err := h.svc.Get(web.Ctx(c), actor, id)
+	if err != nil {
+		return err
+	}
+	v, err := h.svc.Version(web.Ctx(c), actor, id, n)
+	if err != nil {
+		return err
+	}
+	e := editorView(comp, actor)
+	e.ReadOnly, e.Version, e.Language, e.Code = true, v.Version, v.Language, v.Code
+	e.InputSchema, e.OutputSchema, e.ResolverBindings = pretty(v.InputSchema), pretty(v.OutputSchema), pretty(v.ResolverBindings)
+	return h.renderEditor(c, http.StatusOK, e, nil)
+}
+
+// DiffPage shows two versions side by side.
+func (h *Handlers) DiffPage(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	from, err1 := strconv.Atoi(c.QueryParam("from"))
+	to, err2 := strconv.Atoi(c.QueryParam("to"))
+	if err1 != nil || err2 != nil {
+		return problem.Invalid("from", "integer", "choose two versions to compare")
+	}
+	actor := web.Actor(c)
+	comp, err := h.svc.Get(web.Ctx(c), actor, id)
+	if err != nil {
+		return err
+	}
+	a, err := h.svc.Version(web.Ctx(c), actor, id, from)
+	if err != nil {
+		return err
+	}
+	b, err := h.svc.Version(web.Ctx(c), actor, id, to)
+	if err != nil {
+		return err
+	}
+	return web.Render(c, http.StatusOK, views.Diff(web.Page(c, comp.DisplayName+" diff"), id.String(), comp.DisplayName, from, to, a.Code, b.Code, b.Language))
+}
+
+// ArchiveVersionForm archives a version from the component page.
+func (h *Handlers) ArchiveVersionForm(c echo.Context) error {
+	if err := h.ArchiveVersionAPI(c); err != nil {
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, "Version archived.")
+	return web.Redirect(c, "/components/"+url.PathEscape(c.Param("id")))
+}
+
+// DeleteForm deletes a component from its page.
+func (h *Handlers) DeleteForm(c echo.Context) error {
+	if err := h.DeleteAPI(c); err != nil {
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, "Component deleted.")
+	return web.Redirect(c, "/catalog")
+}
+
+// SemanticsPage shows the providers, semantic types and provider resource types.
+func (h *Handlers) SemanticsPage(c echo.Context) error {
+	sem, err := h.svc.Semantics(web.Ctx(c), web.Actor(c))
+	if err != nil {
+		return err
+	}
+	rows := make([]views.SemanticRow, len(sem.ResourceTypes))
+	for i, r := range sem.ResourceTypes {
+		rows[i] = views.SemanticRow{Provider: r.Provider, SemanticType: r.SemanticType, PulumiType: r.PulumiType}
+	}
+	return web.Render(c, http.StatusOK, views.Semantics(web.Page(c, "Providers and types"), sem.Providers, sem.SemanticTypes, rows))
+}
+
+// CheckForm starts a check from the editor and answers with its live panel.
+func (h *Handlers) CheckForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	chk, err := h.svc.RequestCheck(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return web.Render(c, http.StatusAccepted, checkPanel(chk))
+}
+
+// CheckPanel answers the editor's polling with the check's progress.
+func (h *Handlers) CheckPanel(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	chk, err := h.svc.Check(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return web.Render(c, http.StatusOK, checkPanel(chk))
+}
+
+func checkPanel(chk Check) templ.Component {
+	elapsed := ""
+	if chk.StartedAt != nil {
+		end := time.Now()
+		if chk.FinishedAt != nil {
+			end = *chk.FinishedAt
+		}
+		elapsed = end.Sub(*chk.StartedAt).Round(100 * time.Millisecond).String()
+	}
+	return views.CheckPanel(chk.ID.String(), chk.Status, chk.Output, elapsed, chk.Done())
+}

@@ -1,0 +1,170 @@
+package pulumix
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
+)
+
+// Runner drives the Pulumi CLI through the Automation API. One Runner, and one resolved CLI,
+// serves every operation; plugins are cached once under the data directory.
+type Runner struct {
+	cli  auto.PulumiCommand
+	bin  string // the toolchain directory, put first on PATH so language hosts and providers are found
+	home string // PULUMI_HOME: the shared plugin cache
+	work string // where scratch workspaces are made
+	env  map[string]string
+}
+
+// NewRunner finds the pinned toolchain (see Detect) and prepares the directories under dataDir.
+// extraEnv reaches every Pulumi process, such as SIMCLOUD_DIR for the simulated cloud.
+func NewRunner(toolchainDir, dataDir string, extraEnv map[string]string) (*Runner, error) {
+	if toolchainDir == "" {
+		toolchainDir = cachedBuild()
+	}
+	cliPath := find(toolchainDir, "pulumi")
+	if cliPath == "" {
+		return nil, fmt.Errorf("the pulumi CLI was not found in %q or on PATH: run go tool task toolchain, or set NIMBUS_PULUMI_DIR", toolchainDir)
+	}
+	bin := filepath.Dir(cliPath)
+	var root string
+	if filepath.Base(bin) == "bin" {
+		root = filepath.Dir(bin) // the Automation API looks for <root>/bin/pulumi
+	}
+	cli, err := auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: root, SkipVersionCheck: true})
+	if err != nil {
+		return nil, fmt.Errorf("pulumi CLI at %s: %w", cliPath, err)
+	}
+	r := &Runner{cli: cli, bin: bin, home: filepath.Join(dataDir, "pulumi-home"), work: filepath.Join(dataDir, "work"), env: extraEnv}
+	for _, d := range []string{r.home, r.work} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("prepare %s: %w", d, err)
+		}
+	}
+	return r, nil
+}
+
+// CheckResult is what a preview of a program found.
+type CheckResult struct {
+	Succeeded bool
+	Changes   map[string]int // planned operations by kind: create, update, delete, same…
+	Output    string         // the engine's own words, for the author
+}
+
+// Check previews a YAML program on a throwaway stack, with config set to the given values, so
+// that unknown resource types, bad properties and provider errors surface before anyone
+// deploys. Progress goes to progress as it happens. The workspace and its state are removed
+// afterwards.
+func (r *Runner) Check(ctx context.Context, code string, config map[string]string, progress io.Writer) (CheckResult, error) {
+	dir, err := os.MkdirTemp(r.work, "check-")
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("check workspace: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte(code), 0o600); err != nil {
+		return CheckResult{}, fmt.Errorf("write program: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, ".state"), 0o700); err != nil {
+		return CheckResult{}, err
+	}
+	env := map[string]string{
+		"PATH":                                     r.bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"PULUMI_BACKEND_URL":                       "file://" + filepath.Join(dir, ".state"),
+		"PULUMI_CONFIG_PASSPHRASE":                 randomHex(16), // the scratch stack holds no secret worth keeping
+		"PULUMI_SKIP_UPDATE_CHECK":                 "true",
+		"PULUMI_DIY_BACKEND_NO_LEGACY_WARNING":     "true",
+		"PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK": "true",
+		"SIMCLOUD_DIR":                             filepath.Join(dir, "cloud"),
+	}
+	for k, v := range r.env {
+		if k != "SIMCLOUD_DIR" {
+			env[k] = v
+		}
+	}
+	ws, err := auto.NewLocalWorkspace(ctx, auto.WorkDir(dir), auto.Pulumi(r.cli), auto.PulumiHome(r.home), auto.EnvVars(env))
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("check workspace: %w", err)
+	}
+	const stackName = "check"
+	project, err := ws.ProjectSettings(ctx)
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("read program: %w", err)
+	}
+	stack, err := auto.NewStack(ctx, stackName, ws)
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("create check stack: %w", err)
+	}
+	if err := saveConfig(ctx, ws, stackName, string(project.Name), config); err != nil {
+		return CheckResult{}, err
+	}
+	started := time.Now()
+	var said bytes.Buffer // the engine reports a failed preview's diagnostics in its progress
+	both := io.MultiWriter(progress, &said)
+	res, err := stack.Preview(ctx, optpreview.Parallel(8), optpreview.ProgressStreams(both), optpreview.ErrorProgressStreams(both))
+	out := CheckResult{Changes: map[string]int{}}
+	for op, n := range res.ChangeSummary {
+		out.Changes[string(op)] = n
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return out, fmt.Errorf("check: %w", ctx.Err())
+		}
+		out.Output = strings.TrimSpace(said.String())
+		if out.Output == "" {
+			out.Output = err.Error()
+		}
+		return out, nil
+	}
+	out.Succeeded = true
+	out.Output = fmt.Sprintf("preview succeeded in %s: %s", time.Since(started).Round(time.Millisecond), summarise(res.ChangeSummary))
+	return out, nil
+}
+
+// saveConfig writes config into the stack's settings file directly: no process per value,
+// and no value on a command line.
+func saveConfig(ctx context.Context, ws auto.Workspace, stack, project string, values map[string]string) error {
+	ps, err := ws.StackSettings(ctx, stack) // keeps the encryption salt stack init wrote
+	if err != nil {
+		return fmt.Errorf("read stack settings: %w", err)
+	}
+	if ps.Config == nil {
+		ps.Config = config.Map{}
+	}
+	for k, v := range values {
+		if err := ps.Config.Set(config.MustMakeKey(project, k), config.NewValue(v), false); err != nil {
+			return fmt.Errorf("config %s: %w", k, err)
+		}
+	}
+	return ws.SaveStackSettings(ctx, stack, ps)
+}
+
+func summarise(changes map[apitype.OpType]int) string {
+	var parts []string
+	for _, op := range []apitype.OpType{apitype.OpCreate, apitype.OpUpdate, apitype.OpReplace, apitype.OpDelete, apitype.OpSame} {
+		if n := changes[op]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d to %s", n, op))
+		}
+	}
+	if len(parts) == 0 {
+		return "no changes"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,91 @@
+package pulumix
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// toolchain returns the pinned toolchain directory with the simulated cloud's provider built
+// into a temporary directory beside it on PATH.
+func toolchain(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("NIMBUS_PULUMI_DIR")
+	if dir == "" {
+		out, err := exec.Command("../../scripts/pulumi-toolchain.sh").Output()
+		if err != nil {
+			t.Fatalf("the Pulumi toolchain is needed: go tool task toolchain (%v)", err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		dir = lines[len(lines)-1]
+	}
+	plugins := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(plugins, "pulumi-resource-simcloud"), "../../e2e/simcloud")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the simulated cloud: %v\n%s", err, out)
+	}
+	t.Setenv("PATH", plugins+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return dir
+}
+
+const network = `name: check-test
+runtime: yaml
+config:
+  name:
+    type: string
+resources:
+  net:
+    type: simcloud:index:Network
+    properties:
+      name: ${name}
+      cidr: 10.1.0.0/24
+outputs:
+  id: ${net.id}
+`
+
+func TestCheck_PreviewsAValidProgram(t *testing.T) {
+	r, err := NewRunner(toolchain(t), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	res, err := r.Check(ctx, network, map[string]string{"name": "probe"}, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Succeeded || res.Changes["create"] < 1 {
+		t.Fatalf("check failed or planned nothing: %+v\nprogress:\n%s", res, progress.String())
+	}
+	if entries, _ := os.ReadDir(r.work); len(entries) != 0 {
+		t.Fatalf("the scratch workspace was left behind: %v", entries)
+	}
+}
+
+func TestCheck_ReportsTheEnginesComplaint(t *testing.T) {
+	r, err := NewRunner(toolchain(t), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for name, code := range map[string]string{
+		"unknown property": strings.Replace(network, "cidr:", "cidrr:", 1),
+		"unknown type":     strings.Replace(network, "simcloud:index:Network", "simcloud:index:Netwrk", 1),
+	} {
+		res, err := r.Check(ctx, code, map[string]string{"name": "probe"}, &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Succeeded || res.Output == "" {
+			t.Fatalf("%s: check passed or said nothing: %+v", name, res)
+		}
+		t.Logf("%s: %s", name, res.Output)
+	}
+}

@@ -1,0 +1,120 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func machineJSON(t *testing.T, name string) map[string]any {
+	t.Helper()
+	read := func(f string) string {
+		b, err := os.ReadFile("../component/testdata/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	return map[string]any{
+		"name": name, "display_name": "Machine", "description": "A <b>machine</b>", "provider": "simcloud",
+		"semantic_type": "VirtualMachine", "language": "yaml", "code": read("machine.yaml"),
+		"input_schema": json.RawMessage(read("machine.inputs.json")), "output_schema": json.RawMessage(read("machine.outputs.json")),
+	}
+}
+
+func TestAPI_ComponentLifecycle(t *testing.T) {
+	s := newSite(t)
+	admin := s.token(t, s.admin)
+
+	r := s.call(t, "POST", "/api/v1/components", admin, machineJSON(t, "api-machine"))
+	wantStatus(t, r, http.StatusCreated)
+	id := r.json(t)["id"].(string)
+
+	// Invalid edits are refused with where and why; nothing changes.
+	r = s.call(t, "PATCH", "/api/v1/components/"+id, admin, map[string]any{"code": "name: x\nruntime: yaml\nresorces: {}\n"})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), `"line":3`) || !strings.Contains(string(r.body), "did you mean") {
+		t.Fatalf("no position or suggestion: %s", r.body)
+	}
+	wantStatus(t, s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": " "}), http.StatusUnprocessableEntity)
+
+	r = s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": "first"})
+	wantStatus(t, r, http.StatusCreated)
+	r = s.call(t, "PATCH", "/api/v1/components/"+id, admin, map[string]any{"description": "second draft"})
+	wantStatus(t, r, http.StatusOK)
+	wantStatus(t, s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": "second"}), http.StatusCreated)
+
+	r = s.call(t, "GET", "/api/v1/components/"+id+"/versions", admin, nil)
+	var vs struct{ Versions []struct{ Version int } }
+	_ = json.Unmarshal(r.body, &vs)
+	if len(vs.Versions) != 2 || vs.Versions[0].Version != 2 {
+		t.Fatalf("versions = %s", r.body)
+	}
+	r = s.call(t, "GET", "/api/v1/components/"+id+"/versions/1", admin, nil)
+	wantStatus(t, r, http.StatusOK)
+	if !strings.Contains(r.json(t)["code"].(string), "simcloud:index:Machine") {
+		t.Fatal("version 1 lacks its code")
+	}
+	wantStatus(t, s.call(t, "GET", "/api/v1/components/"+id+"/versions/9", admin, nil), http.StatusNotFound)
+
+	r = s.call(t, "GET", "/api/v1/components?search=api-mach&provider=simcloud&published=true", admin, nil)
+	if !strings.Contains(string(r.body), `"latest_version":2`) {
+		t.Fatalf("catalog search: %s", r.body)
+	}
+	r = s.call(t, "GET", "/api/v1/components?provider=aws", admin, nil)
+	if strings.Contains(string(r.body), "api-machine") {
+		t.Fatal("provider filter let simcloud through")
+	}
+
+	wantStatus(t, s.call(t, "POST", "/api/v1/components", admin, machineJSON(t, "api-machine")), http.StatusUnprocessableEntity)
+	bad := machineJSON(t, "other")
+	bad["provider"] = "nope"
+	r = s.call(t, "POST", "/api/v1/components", admin, bad)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), `"field":"provider"`) {
+		t.Fatalf("unknown provider: %s", r.body)
+	}
+
+	wantStatus(t, s.call(t, "DELETE", "/api/v1/components/"+id, admin, nil), http.StatusNoContent)
+	wantStatus(t, s.call(t, "GET", "/api/v1/components/"+id, admin, nil), http.StatusNotFound)
+}
+
+func TestAPI_CheckRunsTheEngine(t *testing.T) {
+	s := newSite(t)
+	admin := s.token(t, s.admin)
+	r := s.call(t, "POST", "/api/v1/components", admin, machineJSON(t, "checked-machine"))
+	wantStatus(t, r, http.StatusCreated)
+	id := r.json(t)["id"].(string)
+
+	check := func() map[string]any {
+		r := s.call(t, "POST", "/api/v1/components/"+id+"/check", admin, nil)
+		wantStatus(t, r, http.StatusAccepted)
+		checkID := r.json(t)["id"].(string)
+		deadline := time.Now().Add(2 * time.Minute)
+		for time.Now().Before(deadline) {
+			got := s.call(t, "GET", "/api/v1/checks/"+checkID, admin, nil).json(t)
+			if got["status"] == "succeeded" || got["status"] == "failed" {
+				return got
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Fatal("the check did not finish in 2 minutes")
+		return nil
+	}
+	got := check()
+	if got["status"] != "succeeded" {
+		t.Fatalf("check of a good program: %v\n%s", got["status"], got["output"])
+	}
+	// A property the provider does not know passes static validation; the engine catches it.
+	r = s.call(t, "PATCH", "/api/v1/components/"+id, admin, map[string]any{
+		"code": strings.Replace(machineJSON(t, "x")["code"].(string), "memoryMb:", "memoryMB:", 1),
+	})
+	wantStatus(t, r, http.StatusOK)
+	got = check()
+	if got["status"] != "failed" || !strings.Contains(got["output"].(string), "memoryMB") {
+		t.Fatalf("check of a bad property: %v\n%s", got["status"], got["output"])
+	}
+}
