@@ -22,6 +22,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/auth"
+	"nimbus/app/pulumix"
 	"nimbus/app/server"
 	"nimbus/app/system"
 	"nimbus/app/tenant"
@@ -65,7 +66,12 @@ func startApp(t *testing.T) *app {
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	// River's debug lines would bury the requests.
 	jobsLog := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	client, err := jobs.NewClient(pool, jobsLog, jobs.Config{})
+	pulumiDir := os.Getenv("NIMBUS_PULUMI_DIR") // empty: the runner finds the tool cache
+	runner, err := pulumix.NewRunner(pulumiDir, t.TempDir(), nil)
+	if err != nil {
+		t.Fatalf("the Pulumi toolchain is needed for checks: run go tool task toolchain (%v)", err)
+	}
+	client, err := jobs.NewClient(pool, jobsLog, jobs.Config{Register: server.Workers(pool, runner, jobsLog)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +86,7 @@ func startApp(t *testing.T) *app {
 		}
 	})
 	h, err := server.New(ctx, server.Deps{
-		Pool: pool, Log: log, Jobs: client, SessionTTL: time.Hour, Info: system.Info{Version: "test"},
+		Pool: pool, Log: log, Jobs: client, SessionTTL: time.Hour, Info: system.Info{Version: "test", PulumiDir: pulumiDir},
 	})
 	if err != nil {
 		t.Fatalf("server: %v", err)

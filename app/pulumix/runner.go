@@ -112,7 +112,8 @@ func (r *Runner) Check(ctx context.Context, code string, config map[string]strin
 	started := time.Now()
 	var said bytes.Buffer // the engine reports a failed preview's diagnostics in its progress
 	both := io.MultiWriter(progress, &said)
-	res, err := stack.Preview(ctx, optpreview.Parallel(8), optpreview.ProgressStreams(both), optpreview.ErrorProgressStreams(both))
+	res, err := stack.Preview(ctx, optpreview.Parallel(8), optpreview.Color("never"),
+		optpreview.ProgressStreams(both), optpreview.ErrorProgressStreams(both))
 	out := CheckResult{Changes: map[string]int{}}
 	for op, n := range res.ChangeSummary {
 		out.Changes[string(op)] = n
@@ -121,7 +122,7 @@ func (r *Runner) Check(ctx context.Context, code string, config map[string]strin
 		if ctx.Err() != nil {
 			return out, fmt.Errorf("check: %w", ctx.Err())
 		}
-		out.Output = strings.TrimSpace(said.String())
+		out.Output = quiet(said.String())
 		if out.Output == "" {
 			out.Output = err.Error()
 		}
@@ -148,6 +149,19 @@ func saveConfig(ctx context.Context, ws auto.Workspace, stack, project string, v
 		}
 	}
 	return ws.SaveStackSettings(ctx, stack, ps)
+}
+
+// quiet drops the engine's notice that a provider came from PATH, which it repeats for every
+// step and which says nothing about the program.
+func quiet(output string) string {
+	lines := strings.Split(output, "\n")
+	kept := lines[:0]
+	for _, l := range lines {
+		if !(strings.Contains(l, "warning: using pulumi-") && strings.Contains(l, "from $PATH")) {
+			kept = append(kept, l)
+		}
+	}
+	return strings.TrimSpace(strings.Join(kept, "\n"))
 }
 
 func summarise(changes map[apitype.OpType]int) string {

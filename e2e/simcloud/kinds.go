@@ -14,10 +14,10 @@ import (
 // so what Pulumi's type checker is told always matches what the provider enforces.
 type property struct {
 	name, typ, description string // typ is a schema type: "string" or "integer"
-	required                     bool
-	replaceOnChanges             bool
-	def                          any      // applied by Check when the input is absent
-	oneOf                        []string // allowed values of a string
+	required               bool
+	replaceOnChanges       bool
+	def                    any      // applied by Check when the input is absent
+	oneOf                  []string // allowed values of a string
 }
 
 type resourceKind struct {

@@ -3,7 +3,10 @@
 // It is a test fixture and demo target for Nimbus: deployments need no cloud account, their
 // effects can be checked by looking at files, and machines can be told to be slow or to fail.
 //
-// Pulumi finds it as an ambient plugin: any executable named pulumi-resource-simcloud on PATH.
+// Pulumi finds it as an ambient plugin: an executable named pulumi-resource-simcloud on PATH
+// (scripts/simcloud.sh puts one beside the pinned CLI). Pulumi warns "using
+// pulumi-resource-simcloud from $PATH" on every run; installing it into the plugin cache
+// instead (pulumi plugin install resource simcloud 0.1.0 --file <binary>) is silent.
 package main
 
 import (
@@ -17,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
@@ -43,10 +47,6 @@ type simcloud struct {
 	pulumirpc.UnimplementedResourceProviderServer
 
 	dir string
-
-	// mu makes picking a free address and writing the file that claims it one step: the
-	// engine creates independent resources in parallel through a single provider.
-	mu sync.Mutex
 
 	// cancelled is closed by Cancel. The engine calls providers with a context that is never
 	// cancelled and reports an interrupted deployment through Cancel instead.
@@ -181,8 +181,11 @@ func (p *simcloud) Create(ctx context.Context, req *pulumirpc.CreateRequest) (*p
 			return nil, err
 		}
 		id = k.idPrefix + "-" + randomHex()
-		p.mu.Lock()
-		defer p.mu.Unlock()
+		unlock, err := p.lock()
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
 	}
 	outs, err := p.apply(k, id, news, nil, req.GetPreview())
 	if err != nil {
@@ -208,14 +211,36 @@ func (p *simcloud) Update(ctx context.Context, req *pulumirpc.UpdateRequest) (*p
 		if err := p.simulate(ctx, news, "update"); err != nil {
 			return nil, err
 		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
+		unlock, err := p.lock()
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
 	}
 	outs, err := p.apply(k, req.GetId(), news, olds, req.GetPreview())
 	if err != nil {
 		return nil, err
 	}
 	return &pulumirpc.UpdateResponse{Properties: outs}, nil
+}
+
+// lock makes picking a free address and writing the file that claims it one step, among
+// the goroutines of one provider (the engine creates resources in parallel) and among
+// providers (each deployment starts its own, and several may share a directory). An flock
+// excludes other open files even within a process, so it covers both.
+func (p *simcloud) lock() (unlock func(), err error) {
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(p.dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil // closing releases the lock
 }
 
 // apply computes the outputs and, unless previewing, stores them.
@@ -241,11 +266,11 @@ func (p *simcloud) apply(k *resourceKind, id string, news, olds resource.Propert
 // not renumber it), else the lowest free one, so a fresh directory hands out the same
 // addresses in the same order every time.
 func (p *simcloud) machineIP(news, olds resource.PropertyMap, preview bool) (resource.PropertyValue, error) {
-	if ip, ok := news["ipAddress"]; ok {
+	if ip, ok := requestedIP(news); ok {
 		return ip, nil
 	}
-	if ip := olds["ip"]; ip.IsString() && !olds.HasValue("ipAddress") {
-		return ip, nil
+	if _, requested := requestedIP(olds); olds["ip"].IsString() && !requested {
+		return olds["ip"], nil
 	}
 	if preview {
 		return resource.MakeComputed(resource.NewProperty("")), nil
@@ -258,7 +283,9 @@ func (p *simcloud) machineIP(news, olds resource.PropertyMap, preview bool) (res
 	for _, f := range files {
 		var m struct{ IP string }
 		data, err := os.ReadFile(f)
-		if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted since the Glob: deletes do not wait for the lock
+		} else if err != nil {
 			return resource.PropertyValue{}, err
 		}
 		if err := json.Unmarshal(data, &m); err != nil {
@@ -272,6 +299,13 @@ func (p *simcloud) machineIP(news, olds resource.PropertyMap, preview bool) (res
 		}
 	}
 	return resource.PropertyValue{}, errors.New("simcloud: no free address left in 10.0.0.0/16")
+}
+
+// requestedIP reports the ipAddress input, treating "" as absent because programs that make
+// the address optional through a config value with a default pass "" rather than nothing.
+func requestedIP(props resource.PropertyMap) (resource.PropertyValue, bool) {
+	ip := props["ipAddress"]
+	return ip, ip.ContainsUnknowns() || ip.IsString() && ip.StringValue() != ""
 }
 
 func (p *simcloud) Read(_ context.Context, req *pulumirpc.ReadRequest) (*pulumirpc.ReadResponse, error) {
