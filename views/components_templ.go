@@ -2310,7 +2310,7 @@ func Semantics(page Page, providers, types []string, rows []SemanticRow) templ.C
 	})
 }
 
-// CheckPanel shows a check's progress; until it is done it asks again every second.
+// CheckPanel shows a check's progress; until it is done it asks again twice a second.
 func CheckPanel(id, status, output, elapsed string, done bool) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
@@ -2359,7 +2359,7 @@ func CheckPanel(id, status, output, elapsed string, done bool) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 216, "\" hx-trigger=\"every 1s\" hx-swap=\"outerHTML\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 216, "\" hx-trigger=\"every 500ms\" hx-swap=\"outerHTML\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -67,7 +67,7 @@ type reply struct {
 	body   []byte
 }
 
-func (r reply) json(t *testing.T) map[string]any {
+func (r reply) json(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(r.body, &m); err != nil {
@@ -76,7 +76,7 @@ func (r reply) json(t *testing.T) map[string]any {
 	return m
 }
 
-func (s *site) call(t *testing.T, method, path, token string, body any) reply {
+func (s *site) call(t testing.TB, method, path, token string, body any) reply {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -103,7 +103,7 @@ func (s *site) call(t *testing.T, method, path, token string, body any) reply {
 	return reply{status: resp.StatusCode, header: resp.Header, body: data}
 }
 
-func wantStatus(t *testing.T, r reply, status int) {
+func wantStatus(t testing.TB, r reply, status int) {
 	t.Helper()
 	if r.status != status {
 		t.Fatalf("status %d, want %d: %s", r.status, status, r.body)

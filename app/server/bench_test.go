@@ -82,3 +82,37 @@ func BenchmarkAPITenants(b *testing.B) {
 		return c.Do(req)
 	})
 }
+
+// BenchmarkCheckMachine measures what an author waits for: from asking for a check of the
+// simcloud-machine draft to reading its result, with the real engine.
+func BenchmarkCheckMachine(b *testing.B) {
+	s := newSite(b)
+	admin := s.token(b, s.admin)
+	r := s.call(b, "POST", "/api/v1/components", admin, machineJSON(b, "bench-machine"))
+	if r.status != http.StatusCreated {
+		b.Fatalf("create: %d %s", r.status, r.body)
+	}
+	id := r.json(b)["id"].(string)
+	var l latencies
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		checkID := s.call(b, "POST", "/api/v1/components/"+id+"/check", admin, nil).json(b)["id"].(string)
+		for {
+			got := s.call(b, "GET", "/api/v1/checks/"+checkID, admin, nil).json(b)
+			if got["status"] == "succeeded" {
+				break
+			}
+			if got["status"] == "failed" {
+				b.Fatalf("check failed: %s", got["output"])
+			}
+			if time.Since(start) > 2*time.Minute {
+				b.Fatal("check took over 2 minutes")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		l.add(time.Since(start))
+	}
+	b.StopTimer()
+	l.report(b)
+}

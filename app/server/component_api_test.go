@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-func machineJSON(t *testing.T, name string) map[string]any {
+func machineJSON(t testing.TB, name string) map[string]any {
 	t.Helper()
 	read := func(f string) string {
 		b, err := os.ReadFile("../component/testdata/" + f)
