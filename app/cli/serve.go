@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"nimbus/app/component"
 	"nimbus/app/pulumix"
 	"nimbus/app/server"
 	"nimbus/app/system"
@@ -48,6 +49,14 @@ func serve(ctx context.Context, args []string, env Env) error {
 	}
 	if err := bootstrapAdmin(ctx, cfg, d, env); err != nil {
 		return err
+	}
+	// The shipped components need neither language hosts nor jobs: they are validated statically.
+	created, err := component.EnsureBuiltins(ctx, component.NewService(d.Pool, nil, nil))
+	if err != nil {
+		return fmt.Errorf("ship the built-in components: %w", err)
+	}
+	if len(created) > 0 {
+		log.Info("built-in components published", "components", created)
 	}
 
 	runner, err := pulumix.NewRunner(cfg.PulumiDir, cfg.DataDir, map[string]string{"SIMCLOUD_DIR": filepath.Join(cfg.DataDir, "simcloud")})

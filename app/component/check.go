@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -170,8 +169,8 @@ func (w *CheckWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 }
 
 // placeholders gives every input a value for a check: its default, else something of its type.
-func placeholders(s *Schema) map[string]string {
-	out := map[string]string{}
+func placeholders(s *Schema) map[string]any {
+	out := map[string]any{}
 	for _, name := range s.Names() {
 		p := s.Properties[name]
 		v := p.Default
@@ -195,15 +194,7 @@ func placeholders(s *Schema) map[string]string {
 				v = map[string]any{}
 			}
 		}
-		switch x := v.(type) {
-		case string:
-			out[name] = x
-		case float64:
-			out[name] = strconv.FormatFloat(x, 'f', -1, 64)
-		default:
-			b, _ := json.Marshal(x)
-			out[name] = string(b)
-		}
+		out[name] = v
 	}
 	return out
 }

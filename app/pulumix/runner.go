@@ -3,12 +3,14 @@ package pulumix
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,7 +69,7 @@ type CheckResult struct {
 // that unknown resource types, bad properties and provider errors surface before anyone
 // deploys. Progress goes to progress as it happens. The workspace and its state are removed
 // afterwards.
-func (r *Runner) Check(ctx context.Context, code string, config map[string]string, progress io.Writer) (CheckResult, error) {
+func (r *Runner) Check(ctx context.Context, code string, config map[string]any, progress io.Writer) (CheckResult, error) {
 	dir, err := os.MkdirTemp(r.work, "check-")
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check workspace: %w", err)
@@ -135,7 +137,7 @@ func (r *Runner) Check(ctx context.Context, code string, config map[string]strin
 
 // saveConfig writes config into the stack's settings file directly: no process per value,
 // and no value on a command line.
-func saveConfig(ctx context.Context, ws auto.Workspace, stack, project string, values map[string]string) error {
+func saveConfig(ctx context.Context, ws auto.Workspace, stack, project string, values map[string]any) error {
 	ps, err := ws.StackSettings(ctx, stack) // keeps the encryption salt stack init wrote
 	if err != nil {
 		return fmt.Errorf("read stack settings: %w", err)
@@ -144,11 +146,33 @@ func saveConfig(ctx context.Context, ws auto.Workspace, stack, project string, v
 		ps.Config = config.Map{}
 	}
 	for k, v := range values {
-		if err := ps.Config.Set(config.MustMakeKey(project, k), config.NewValue(v), false); err != nil {
+		value, err := configValue(v)
+		if err != nil {
+			return fmt.Errorf("config %s: %w", k, err)
+		}
+		if err := ps.Config.Set(config.MustMakeKey(project, k), value, false); err != nil {
 			return fmt.Errorf("config %s: %w", k, err)
 		}
 	}
 	return ws.SaveStackSettings(ctx, stack, ps)
+}
+
+// configValue turns an input's JSON value into stack config: scalars as text, which Pulumi
+// converts to the declared type, lists and objects as structured values.
+func configValue(v any) (config.Value, error) {
+	switch x := v.(type) {
+	case string:
+		return config.NewValue(x), nil
+	case float64:
+		return config.NewValue(strconv.FormatFloat(x, 'f', -1, 64)), nil
+	case bool:
+		return config.NewValue(strconv.FormatBool(x)), nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return config.Value{}, err
+	}
+	return config.NewObjectValue(string(b)), nil
 }
 
 // quiet drops the engine's notice that a provider came from PATH, which it repeats for every
