@@ -136,7 +136,7 @@ func TestBuiltins_SimcloudProgramsPassARealCheck(t *testing.T) {
 func TestEnsureBuiltins(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
-	s := NewService(pool, func(context.Context) map[string]bool { return nil }, nil) // no hosts, no job queue
+	s := NewService(pool, nil, nil) // built-ins need no engine and no job queue
 	admin := access.Principal{Email: "admin@example.com", ProviderAdmin: true}
 
 	created, err := EnsureBuiltins(ctx, s)
@@ -259,7 +259,7 @@ func TestEnsureBuiltins_Concurrently(t *testing.T) {
 // A provider admin's own component of a built-in's name wins over the built-in.
 func TestEnsureBuiltins_LeavesAnAdminsComponentAlone(t *testing.T) {
 	ctx := context.Background()
-	s := NewService(dbtest.Pool(t), func(context.Context) map[string]bool { return allHosts }, nil)
+	s := NewService(dbtest.Pool(t), yamlEngine{}, nil)
 	admin := access.Principal{Email: "admin@example.com", ProviderAdmin: true}
 	mine := machineDraft(t)
 	mine.DisplayName = "Our machine"

@@ -83,17 +83,25 @@ type Patch struct {
 	ResolverBindings *json.RawMessage `json:"resolver_bindings"`
 }
 
-// Service reads and changes components on behalf of a principal.
-type Service struct {
-	pool  *pgxpool.Pool
-	hosts func(context.Context) map[string]bool
-	jobs  JobInserter
+// Engine is what the Pulumi toolchain on this server can run.
+type Engine interface {
+	// LanguageHosts reports, per language, whether its host is installed.
+	LanguageHosts() map[string]bool
+	// HasProvider reports whether the resource provider plugin is installed, so that programs
+	// using it can be checked here.
+	HasProvider(plugin string) bool
 }
 
-// NewService returns a Service; hosts reports which Pulumi language hosts are installed, and
-// jobs queues checks.
-func NewService(pool *pgxpool.Pool, hosts func(context.Context) map[string]bool, jobs JobInserter) *Service {
-	return &Service{pool: pool, hosts: hosts, jobs: jobs}
+// Service reads and changes components on behalf of a principal.
+type Service struct {
+	pool   *pgxpool.Pool
+	engine Engine
+	jobs   JobInserter
+}
+
+// NewService returns a Service; engine says what can run here, and jobs queues checks.
+func NewService(pool *pgxpool.Pool, engine Engine, jobs JobInserter) *Service {
+	return &Service{pool: pool, engine: engine, jobs: jobs}
 }
 
 func canRead(actor access.Principal, tenant *uuid.UUID) bool {
@@ -157,7 +165,7 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, in New) (C
 	} else if err != nil {
 		return Component{}, err
 	}
-	if _, _, err := Validate(&in.Draft, s.hosts(ctx)); err != nil {
+	if _, _, err := Validate(&in.Draft, s.engine.LanguageHosts()); err != nil {
 		var ve *problem.ValidationError
 		if !errors.As(err, &ve) {
 			return Component{}, err
@@ -241,7 +249,7 @@ func (s *Service) Update(ctx context.Context, actor access.Principal, id uuid.UU
 		if len(changed) == 0 {
 			return nil
 		}
-		if _, _, err := Validate(&d, s.hosts(ctx)); err != nil {
+		if _, _, err := Validate(&d, s.engine.LanguageHosts()); err != nil {
 			return err
 		}
 		err = q.UpdateComponentDraft(ctx, dbgen.UpdateComponentDraftParams{

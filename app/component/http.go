@@ -1,7 +1,6 @@
 package component
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 
@@ -12,13 +11,10 @@ import (
 )
 
 // Handlers serves the component API and pages.
-type Handlers struct {
-	svc   *Service
-	hosts func(context.Context) map[string]bool
-}
+type Handlers struct{ svc *Service }
 
 // NewHandlers returns the handlers for svc.
-func NewHandlers(svc *Service) *Handlers { return &Handlers{svc: svc, hosts: svc.hosts} }
+func NewHandlers(svc *Service) *Handlers { return &Handlers{svc: svc} }
 
 func filterFrom(c echo.Context) (Filter, error) {
 	f := Filter{

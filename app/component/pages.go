@@ -109,7 +109,7 @@ func (h *Handlers) renderEditor(c echo.Context, status int, e views.EditorView, 
 		return semErr
 	}
 	e.Providers, e.SemanticTypes = sem.Providers, sem.SemanticTypes
-	hosts := h.hosts(web.Ctx(c))
+	hosts := h.svc.engine.LanguageHosts()
 	for _, lang := range Languages {
 		opt := views.LanguageOption{Value: lang, Label: languageLabel[lang]}
 		if !hosts[languageHost(lang)] {

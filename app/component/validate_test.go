@@ -27,6 +27,12 @@ func machineDraft(t *testing.T) Draft {
 
 var allHosts = map[string]bool{"yaml": true}
 
+// yamlEngine runs YAML programs and knows no provider plugin.
+type yamlEngine struct{}
+
+func (yamlEngine) LanguageHosts() map[string]bool { return allHosts }
+func (yamlEngine) HasProvider(string) bool        { return false }
+
 func TestValidate_MachineIsValid(t *testing.T) {
 	d := machineDraft(t)
 	in, out, err := Validate(&d, allHosts)

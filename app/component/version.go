@@ -56,7 +56,10 @@ func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.U
 		}
 		d := Draft{Name: c.Name, DisplayName: c.DisplayName, Description: c.Description, Language: c.Language,
 			Code: c.Code, InputSchema: c.InputSchema, OutputSchema: c.OutputSchema, ResolverBindings: c.ResolverBindings}
-		if _, _, err := Validate(&d, s.hosts(ctx)); err != nil {
+		if _, _, err := Validate(&d, s.engine.LanguageHosts()); err != nil {
+			return err
+		}
+		if err := s.enginePassed(ctx, q, c); err != nil {
 			return err
 		}
 		v, err := q.InsertComponentVersion(ctx, dbgen.InsertComponentVersionParams{
@@ -82,6 +85,36 @@ func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.U
 		return Version{}, fmt.Errorf("publish component: %w", err)
 	}
 	return out, nil
+}
+
+// pluginOf names the Pulumi resource provider plugin behind a Nimbus provider.
+var pluginOf = map[string]string{"proxmox": "proxmoxve"}
+
+// enginePassed refuses to publish a draft the engine could check here but has not passed:
+// the latest check must be of exactly this program and input schema, and must have succeeded.
+// Providers whose plugin is not installed are validated statically only.
+func (s *Service) enginePassed(ctx context.Context, q *dbgen.Queries, c Component) error {
+	plugin := c.Provider
+	if p, ok := pluginOf[plugin]; ok {
+		plugin = p
+	}
+	if !s.engine.HasProvider(plugin) {
+		return nil
+	}
+	chk, err := q.LatestCheck(ctx, c.ID)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && (chk.Code != c.Code || string(chk.InputSchema) != string(c.InputSchema)) {
+		return problem.Invalid("check", "required", "check the saved draft with the engine before publishing it")
+	}
+	if err != nil {
+		return err
+	}
+	switch chk.Status {
+	case "succeeded":
+		return nil
+	case "failed":
+		return problem.Invalid("check", "passed", "the engine's check of this draft failed; fix the draft and check it again")
+	}
+	return problem.Invalid("check", "pending", "the engine is still checking this draft; publish once the check has passed")
 }
 
 // Versions lists a component's versions, newest first, without their code.

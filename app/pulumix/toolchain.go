@@ -50,17 +50,31 @@ func Detect(ctx context.Context, dir string) Toolchain {
 	return t
 }
 
-// LanguageHosts reports which languages' hosts are installed, looking where Detect looks but
-// running nothing, so it is cheap enough for every save.
-func LanguageHosts(dir string) map[string]bool {
-	if dir == "" {
-		dir = cachedBuild()
+// Local is the toolchain in a directory (or the tool cache, or PATH), looked up without running
+// anything, so it is cheap enough for every save.
+type Local struct{ Dir string }
+
+func (l Local) dir() string {
+	if l.Dir == "" {
+		return cachedBuild()
 	}
+	return l.Dir
+}
+
+// LanguageHosts reports which languages' hosts are installed.
+func (l Local) LanguageHosts() map[string]bool {
+	dir := l.dir()
 	out := map[string]bool{}
 	for _, lang := range Languages {
 		out[lang] = find(dir, "pulumi-language-"+lang) != ""
 	}
 	return out
+}
+
+// HasProvider reports whether the resource provider plugin is installed beside the CLI or on
+// PATH.
+func (l Local) HasProvider(plugin string) bool {
+	return find(l.dir(), "pulumi-resource-"+plugin) != ""
 }
 
 func find(dir, name string) string {

@@ -41,10 +41,22 @@ func TestAPI_ComponentLifecycle(t *testing.T) {
 	}
 	wantStatus(t, s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": " "}), http.StatusUnprocessableEntity)
 
+	// The engine can run simcloud programs here, so it must pass the draft before it is published.
+	r = s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": "first"})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), `"field":"check"`) {
+		t.Fatalf("publish without a check: %s", r.body)
+	}
+	if got := s.check(t, admin, id); got["status"] != "succeeded" {
+		t.Fatalf("check: %v %s", got["status"], got["output"])
+	}
 	r = s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": "first"})
 	wantStatus(t, r, http.StatusCreated)
-	r = s.call(t, "PATCH", "/api/v1/components/"+id, admin, map[string]any{"description": "second draft"})
+	r = s.call(t, "PATCH", "/api/v1/components/"+id, admin, map[string]any{"code": machineJSON(t, "x")["code"].(string) + "# second\n"})
 	wantStatus(t, r, http.StatusOK)
+	// The passed check was of the old program: the new one needs its own.
+	wantStatus(t, s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": "second"}), http.StatusUnprocessableEntity)
+	s.check(t, admin, id)
 	wantStatus(t, s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": "second"}), http.StatusCreated)
 
 	r = s.call(t, "GET", "/api/v1/components/"+id+"/versions", admin, nil)
@@ -89,22 +101,7 @@ func TestAPI_CheckRunsTheEngine(t *testing.T) {
 	wantStatus(t, r, http.StatusCreated)
 	id := r.json(t)["id"].(string)
 
-	check := func() map[string]any {
-		r := s.call(t, "POST", "/api/v1/components/"+id+"/check", admin, nil)
-		wantStatus(t, r, http.StatusAccepted)
-		checkID := r.json(t)["id"].(string)
-		deadline := time.Now().Add(2 * time.Minute)
-		for time.Now().Before(deadline) {
-			got := s.call(t, "GET", "/api/v1/checks/"+checkID, admin, nil).json(t)
-			if got["status"] == "succeeded" || got["status"] == "failed" {
-				return got
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		t.Fatal("the check did not finish in 2 minutes")
-		return nil
-	}
-	got := check()
+	got := s.check(t, admin, id)
 	if got["status"] != "succeeded" {
 		t.Fatalf("check of a good program: %v\n%s", got["status"], got["output"])
 	}
@@ -113,8 +110,26 @@ func TestAPI_CheckRunsTheEngine(t *testing.T) {
 		"code": strings.Replace(machineJSON(t, "x")["code"].(string), "memoryMb:", "memoryMB:", 1),
 	})
 	wantStatus(t, r, http.StatusOK)
-	got = check()
+	got = s.check(t, admin, id)
 	if got["status"] != "failed" || !strings.Contains(got["output"].(string), "memoryMB") {
 		t.Fatalf("check of a bad property: %v\n%s", got["status"], got["output"])
 	}
+}
+
+// check asks for a check of a component's draft and waits for its result.
+func (s *site) check(t testing.TB, token, id string) map[string]any {
+	t.Helper()
+	r := s.call(t, "POST", "/api/v1/components/"+id+"/check", token, nil)
+	wantStatus(t, r, http.StatusAccepted)
+	checkID := r.json(t)["id"].(string)
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		got := s.call(t, "GET", "/api/v1/checks/"+checkID, token, nil).json(t)
+		if got["status"] == "succeeded" || got["status"] == "failed" {
+			return got
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("the check did not finish in 2 minutes")
+	return nil
 }

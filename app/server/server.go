@@ -61,8 +61,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	auditSvc := audit.NewService(d.Pool)
 	auditH := audit.NewHandlers(auditSvc)
 	sysH := system.NewHandlers(d.Pool, d.Info)
-	hosts := func(context.Context) map[string]bool { return pulumix.LanguageHosts(d.Info.PulumiDir) }
-	componentH := component.NewHandlers(component.NewService(d.Pool, hosts, d.Jobs))
+	componentH := component.NewHandlers(component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir}, d.Jobs))
 	metrics := system.NewMetrics(d.Pool)
 
 	e.Use(middleware.Recover())
