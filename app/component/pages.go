@@ -128,11 +128,8 @@ func (h *Handlers) renderEditor(c echo.Context, status int, e views.EditorView, 
 		e.Tenants = append(e.Tenants, views.RoleOption{Value: o.ID.String(), Label: "Tenant " + o.Name})
 	}
 	e.Errors = web.FormErrors(err)
-	e.ErrorsJSON = "[]"
-	var v *problem.ValidationError
-	if errors.As(err, &v) {
-		b, _ := json.Marshal(v.Fields)
-		e.ErrorsJSON = string(b)
+	if e.Outcome.Refused == "" && e.Errors != nil {
+		e.Outcome = refused("The draft was not saved: fix the problems marked below.", err)
 	}
 	title := "New component"
 	if e.ID != "" {
@@ -184,10 +181,7 @@ func (h *Handlers) CreateForm(c echo.Context) error {
 // post gets the whole editor again with the author's text kept.
 func (h *Handlers) formFailed(c echo.Context, e views.EditorView, err error) error {
 	if c.Request().Header.Get("HX-Request") == "true" {
-		var v *problem.ValidationError
-		errors.As(err, &v) // a validation error: the caller checked
-		b, _ := json.Marshal(v.Fields)
-		return web.Render(c, http.StatusUnprocessableEntity, views.SaveResult(string(b), "", true))
+		return web.Render(c, http.StatusUnprocessableEntity, views.SaveResult(refused("The draft was not saved: fix the problems marked below.", err)))
 	}
 	return h.renderEditor(c, http.StatusUnprocessableEntity, e, err)
 }
@@ -251,7 +245,7 @@ func (h *Handlers) SaveDraftForm(c echo.Context) error {
 		return err
 	}
 	if c.Request().Header.Get("HX-Request") == "true" {
-		return web.Render(c, http.StatusOK, views.SaveResult("[]", time.Now().UTC().Format("15:04:05 UTC"), false))
+		return web.Render(c, http.StatusOK, views.SaveResult(views.Outcome{SavedAt: time.Now().UTC().Format("15:04:05 UTC"), JSON: "[]"}))
 	}
 	web.SetFlash(c, web.FlashSuccess, "Draft of "+comp.Name+" saved.")
 	return web.Redirect(c, "/components/"+id.String()+"/edit")
@@ -270,7 +264,9 @@ func (h *Handlers) PublishForm(c echo.Context) error {
 		if getErr != nil {
 			return getErr
 		}
-		return h.renderEditor(c, http.StatusUnprocessableEntity, editorView(comp, actor), err)
+		e := editorView(comp, actor)
+		e.Outcome = refused("Not published: the saved draft needs the fixes below first.", err)
+		return h.renderEditor(c, http.StatusUnprocessableEntity, e, err)
 	}
 	if err != nil {
 		return err
@@ -398,4 +394,19 @@ func checkPanel(chk Check) templ.Component {
 		elapsed = end.Sub(*chk.StartedAt).Round(100 * time.Millisecond).String()
 	}
 	return views.CheckPanel(chk.ID.String(), chk.Status, chk.Output, elapsed, chk.Done())
+}
+
+// refused lists a validation error's problems for the editor, with why nothing happened.
+func refused(why string, err error) views.Outcome {
+	o := views.Outcome{Refused: why, JSON: "[]"}
+	var v *problem.ValidationError
+	if !errors.As(err, &v) {
+		return o
+	}
+	for _, f := range v.Fields {
+		o.Problems = append(o.Problems, views.Problem{Field: f.Field, Message: f.Message, Line: f.Line, Column: f.Column})
+	}
+	b, _ := json.Marshal(v.Fields)
+	o.JSON = string(b)
+	return o
 }

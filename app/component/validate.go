@@ -127,4 +127,3 @@ func ValidateChangelog(changelog string) error {
 	}
 	return nil
 }
-

@@ -59,7 +59,9 @@ func TestValidate_ReportsWhereAndWhy(t *testing.T) {
 		{"typo in a top-level key", func(d *Draft) { d.Code = strings.Replace(d.Code, "resources:", "resorces:", 1) }, "code", 25, 1, `did you mean "resources"`},
 		{"YAML syntax", func(d *Draft) { d.Code = strings.Replace(d.Code, "  disk:\n", "  disk:\n   bad: [\n", 1) }, "code", 0, 0, "YAML syntax"},
 		{"resource without type", func(d *Draft) { d.Code = strings.Replace(d.Code, "    type: simcloud:index:Disk\n", "", 1) }, "code", 26, 3, "has no type"},
-		{"unknown resource key", func(d *Draft) { d.Code = strings.Replace(d.Code, "    properties:\n      name: ${name}-boot", "    propertes:\n      name: ${name}-boot", 1) }, "code", 28, 5, `did you mean "properties"`},
+		{"unknown resource key", func(d *Draft) {
+			d.Code = strings.Replace(d.Code, "    properties:\n      name: ${name}-boot", "    propertes:\n      name: ${name}-boot", 1)
+		}, "code", 28, 5, `did you mean "properties"`},
 		{"reference to nothing", func(d *Draft) { d.Code = strings.Replace(d.Code, "diskId: ${disk.id}", "diskId: ${dsk.id}", 1) }, "code", 38, 15, "${dsk}"},
 		{"input missing from config", func(d *Draft) {
 			d.InputSchema = []byte(strings.Replace(string(d.InputSchema), `"properties": {`, `"properties": {"zone": {"type": "string"},`, 1))
@@ -67,7 +69,9 @@ func TestValidate_ReportsWhereAndWhy(t *testing.T) {
 		{"config type disagrees", func(d *Draft) {
 			d.Code = strings.Replace(d.Code, "  cores:\n    type: integer", "  cores:\n    type: string", 1)
 		}, "code", 7, 3, `config "cores" is string, but the input schema says integer`},
-		{"config without input or default", func(d *Draft) { d.Code = strings.Replace(d.Code, "config:\n", "config:\n  zone:\n    type: string\n", 1) }, "code", 5, 3, "no default"},
+		{"config without input or default", func(d *Draft) {
+			d.Code = strings.Replace(d.Code, "config:\n", "config:\n  zone:\n    type: string\n", 1)
+		}, "code", 5, 3, "no default"},
 		{"missing output", func(d *Draft) { d.Code = strings.Replace(d.Code, "  ip_address: ${machine.ip}\n", "", 1) }, "output_schema", 0, 0, `output "ip_address"`},
 		{"unknown schema keyword", func(d *Draft) {
 			d.InputSchema = []byte(strings.Replace(string(d.InputSchema), `"minimum": 1,`, `"minimun": 1,`, 1))

@@ -3,9 +3,9 @@ package pulumix
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"

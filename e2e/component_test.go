@@ -1,0 +1,501 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// TestBrowser_ComponentEditorPublishDiffCatalog walks a component through its life in the
+// browser: written in Monaco, refused with a marker on the faulty line, fixed and created,
+// edited through the schema builder, published twice, compared, and found in the catalog.
+func TestBrowser_ComponentEditorPublishDiffCatalog(t *testing.T) {
+	t.Parallel()
+	program, inputs, outputs := testdata(t, "machine.yaml"), testdata(t, "machine.inputs.json"), testdata(t, "machine.outputs.json")
+	typo, typoLine := misspell(t, program, "resources:", "resorces:")
+
+	a := startApp(t)
+	s := newSession(t, newBrowser(t), a)
+	broken := s.consoleProblems()
+	s.signIn(adminEmail, adminPassword)
+
+	// A new component, written through Monaco's API as an author's typing would leave it.
+	s.open("/components/new")
+	s.waitForEditors()
+	s.fill("#f-name", "simcloud-machine")
+	s.setEditor("input_schema", inputs)
+	s.setEditor("output_schema", outputs)
+	s.setEditor("code", typo)
+	if got := eval[string](s, `document.getElementById('f-code').value`); got != typo {
+		t.Fatalf("the code textarea the form posts holds %q, want the editor's text", got)
+	}
+
+	// Ctrl+S inside the editor saves through htmx; the server refuses the typo.
+	s.pressSaveIn("code")
+	s.waitFor(`document.querySelectorAll('#save-result .problems li').length > 0`)
+	problems := eval[[]string](s, `[...document.querySelectorAll('#save-result .problems li')].map(li => li.textContent)`)
+	if !containsAny(problems, `did you mean "resources"`) {
+		t.Fatalf("problems after saving the typo: %q, want one saying did you mean \"resources\"", problems)
+	}
+	if want := fmt.Sprintf("code line %d, column 1: ", typoLine); !containsAny(problems, want) {
+		t.Errorf("problems %q: none starts with %q", problems, want)
+	}
+	if path := s.path(); path != "/components/new" {
+		t.Fatalf("a refused save left the editor for %s", path)
+	}
+	markers := s.markers("code")
+	if !slices.ContainsFunc(markers, func(m marker) bool {
+		return m.Line == typoLine && m.StartColumn == 1 && m.EndColumn == len("resorces")+1 && m.Severity == markerError &&
+			strings.Contains(m.Message, `did you mean "resources"`)
+	}) {
+		t.Fatalf("markers on the program: %+v, want one under resorces on line %d", markers, typoLine)
+	}
+	s.screenshot("component-editor-problems")
+
+	// Fixed, the Save button creates it, and htmx follows the server to the draft's editor.
+	s.setEditor("code", program)
+	if status := s.submitAndWait(`[data-testid="save"]`); status != 200 {
+		t.Fatalf("create: the editor answered %d, want 200; problems %q", status, s.problemTexts())
+	}
+	editPath := s.path()
+	if !strings.HasPrefix(editPath, "/components/") || !strings.HasSuffix(editPath, "/edit") {
+		t.Fatalf("after creating, the browser is on %s, want the draft's editor", editPath)
+	}
+	componentPath := strings.TrimSuffix(editPath, "/edit")
+	s.waitForEditors()
+	if n := len(s.markers("code")); n != 0 {
+		t.Errorf("the fresh editor shows %d markers, want none", n)
+	}
+	cores := builderRow("input_schema", "cores")
+	if got := eval[string](s, `document.querySelector(`+jsString(cores+` [data-key="name"]`)+`)?.value ?? ''`); got != "cores" {
+		t.Fatalf("the inputs builder has no cores row (name field %q)", got)
+	}
+	if got := eval[string](s, `document.querySelector(`+jsString(cores+` [data-key="default"]`)+`).value`); got != "2" {
+		t.Errorf("the builder shows cores defaulting to %q, want 2", got)
+	}
+	s.click(`[data-tab="input_schema"]`)
+	s.screenshot("component-editor-inputs")
+
+	s.publish(editPath, "First version")
+
+	// v2: the default of cores, changed in the builder, and a line of the program.
+	s.open(editPath)
+	s.waitForEditors()
+	s.click(`[data-tab="input_schema"]`)
+	s.retype(cores+` [data-key="default"]`, "4")
+	s.waitFor(`JSON.parse(nimbusEditors.input_schema.getValue()).properties.cores.default === 4`)
+	if got := eval[string](s, `document.getElementById('f-input_schema').value`); !strings.Contains(got, `"default": 4`) {
+		t.Fatalf("the input schema textarea holds %s, want cores' default 4 in it", got)
+	}
+	v2 := strings.Replace(program, "description: A virtual machine", "description: A sized virtual machine", 1)
+	s.setEditor("code", v2)
+	s.pressSave() // the focus is still in the builder's default field
+	s.waitFor(`document.querySelector('#save-result [data-testid="saved"]') !== null`)
+	s.publish(editPath, "Cores default to 4")
+
+	if path := s.path(); path != componentPath {
+		t.Fatalf("after publishing, the browser is on %s, want %s", path, componentPath)
+	}
+
+	// A published version is shown read-only: Monaco and the builder offer nothing to change.
+	s.open(componentPath + "/versions/1")
+	s.waitForEditors()
+	s.click(`[data-tab="input_schema"]`)
+	if n := eval[int](s, `document.querySelectorAll('.schema-builder input, .schema-builder select, .schema-builder button').length`); n != 0 {
+		t.Errorf("the read-only builder has %d controls, want none", n)
+	}
+	if cells := eval[[]string](s, `[...document.querySelectorAll(`+jsString(cores+" .sb-main td")+`)].map(td => td.textContent)`); !slices.Equal(cells, []string{"cores", "integer", "2", "", "—"}) {
+		t.Errorf("v1's cores row reads %q, want cores, integer, default 2, not required, no resolver", cells)
+	}
+	if !eval[bool](s, `nimbusEditors.code.getOption(monaco.editor.EditorOption.readOnly)`) {
+		t.Error("v1's program is editable")
+	}
+	s.screenshot("component-version-read-only")
+
+	// The two versions side by side in Monaco's diff editor.
+	s.open(componentPath)
+	s.choose("#f-from", "1")
+	s.choose("#f-to", "2")
+	if status := s.submit(`form[action$="/diff"]`); status != 200 {
+		t.Fatalf("diff: status %d", status)
+	}
+	s.waitLong(`document.querySelector('#diff-editor .monaco-diff-editor') !== null`, 20*time.Second)
+	s.waitFor(`(monaco.editor.getDiffEditors()[0]?.getLineChanges()?.length ?? 0) >= 1`)
+	if eval[bool](s, `getComputedStyle(document.querySelector('.diff-fallback')).display !== 'none'`) {
+		t.Error("the plain-text fallback is still shown beside the diff editor")
+	}
+	if got := eval[string](s, `monaco.editor.getDiffEditors()[0].getModel().modified.getValue()`); got != v2 {
+		t.Errorf("the diff's right side is %q, want v2's program", got)
+	}
+	s.screenshot("component-diff-light")
+	s.click(".theme-toggle")
+	s.waitFor(`document.querySelector('#diff-editor .monaco-editor.vs-dark') !== null`)
+	s.screenshot("component-diff-dark")
+
+	// The catalog finds it by name, hides it for another provider, and shows v2 when only
+	// published components are asked for.
+	s.open("/catalog")
+	s.fill("#f-search", "machine")
+	s.submit(`form[data-testid="catalog-filters"]`)
+	card := `[data-testid="catalog"] [data-component="simcloud-machine"]`
+	if !s.exists(card) {
+		t.Fatalf("searching the catalog for machine does not find simcloud-machine")
+	}
+	s.choose("#f-provider", "aws")
+	s.submit(`form[data-testid="catalog-filters"]`)
+	if s.exists(card) {
+		t.Errorf("with provider aws the catalog still shows simcloud-machine")
+	}
+	s.choose("#f-provider", "simcloud")
+	s.click(`input[name="published"]`)
+	s.submit(`form[data-testid="catalog-filters"]`)
+	if !s.exists(card) {
+		t.Fatalf("simcloud, published only: the catalog does not show simcloud-machine")
+	}
+	if badges := eval[[]string](s, `[...document.querySelectorAll(`+jsString(card+" .badge")+`)].map(b => b.textContent.trim())`); !slices.Contains(badges, "v2") {
+		t.Errorf("the catalog card shows %q, want v2 among them", badges)
+	}
+
+	if seen := unexpected(broken()); len(seen) > 0 {
+		t.Errorf("the pages reported errors:\n%s", strings.Join(seen, "\n"))
+	}
+}
+
+// TestBrowser_SchemaBuilderFollowsJSON edits an input schema through the builder and checks
+// the JSON after each step, then breaks the JSON by hand and fixes it.
+func TestBrowser_SchemaBuilderFollowsJSON(t *testing.T) {
+	t.Parallel()
+	a := startApp(t)
+	s := newSession(t, newBrowser(t), a)
+	broken := s.consoleProblems()
+	s.signIn(adminEmail, adminPassword)
+	s.open("/components/new")
+	s.waitForEditors()
+	s.click(`[data-tab="input_schema"]`)
+	s.waitFor(`document.querySelector(` + jsString(builderRow("input_schema", "name")) + `) !== null`)
+
+	// The JSON of the input schema and of the resolver bindings, as the form would post them.
+	type property struct {
+		Type    string `json:"type"`
+		Default any    `json:"default"`
+		Enum    []any  `json:"enum"`
+		Minimum *int   `json:"minimum"`
+		Secret  bool   `json:"x-secret"`
+	}
+	type schema struct {
+		Properties map[string]property `json:"properties"`
+		Required   []string            `json:"required"`
+		Order      []string            `json:"x-order"`
+	}
+	posted := func() (schema, map[string]string) {
+		t.Helper()
+		var sc schema
+		var bindings map[string]string
+		raw := eval[[]string](s, `[document.getElementById('f-input_schema').value, document.getElementById('f-resolver_bindings').value]`)
+		if err := json.Unmarshal([]byte(raw[0]), &sc); err != nil {
+			t.Fatalf("the input schema is not JSON: %v\n%s", err, raw[0])
+		}
+		if err := json.Unmarshal([]byte(raw[1]), &bindings); err != nil {
+			t.Fatalf("the resolver bindings are not JSON: %v\n%s", err, raw[1])
+		}
+		return sc, bindings
+	}
+
+	s.click(`.schema-builder[data-schema-for="input_schema"] [data-action="add"]`)
+	// The new row's name is selected: typing replaces it.
+	if err := chromedp.Do(s.ctx, chromedp.KeyEvent("size")); err != nil {
+		t.Fatal(err)
+	}
+	size := builderRow("input_schema", "size")
+	s.selectOption(size+` [data-key="type"]`, "integer")
+	s.retype(size+` [data-key="default"]`, "3")
+	s.retype(size+` [data-key="enum"]`, "1, 3, 5")
+	s.retype(size+` [data-key="minimum"]`, "1")
+	s.click(size + ` [data-key="required"]`)
+	s.click(size + ` [data-key="x-secret"]`)
+	s.selectOption(size+` [data-key="resolver"]`, "naming")
+	sc, bindings := posted()
+	got := sc.Properties["size"]
+	if got.Type != "integer" || got.Default != float64(3) || !slices.Equal(got.Enum, []any{float64(1), float64(3), float64(5)}) ||
+		got.Minimum == nil || *got.Minimum != 1 || !got.Secret {
+		t.Errorf("after the edits size is %+v, want an integer defaulting to 3 of 1, 3, 5, at least 1, secret", got)
+	}
+	if !slices.Equal(sc.Order, []string{"name", "size"}) || !slices.Equal(sc.Required, []string{"name", "size"}) || bindings["size"] != "naming" {
+		t.Errorf("after adding size: x-order %q, required %q, bindings %v", sc.Order, sc.Required, bindings)
+	}
+
+	// A rename carries the property's place, its requiredness and its binding along.
+	s.retype(size+` [data-key="name"]`, "count")
+	count := builderRow("input_schema", "count")
+	s.click(count + ` [data-action="up"]`)
+	sc, bindings = posted()
+	if _, ok := sc.Properties["size"]; ok || !slices.Equal(sc.Order, []string{"count", "name"}) || !slices.Equal(sc.Required, []string{"name", "count"}) || bindings["count"] != "naming" {
+		t.Errorf("after renaming size to count and moving it up: x-order %q, required %q, bindings %v", sc.Order, sc.Required, bindings)
+	}
+	if !eval[bool](s, `document.activeElement?.closest('tbody')?.dataset.name === 'count' && !!document.activeElement.dataset.action`) {
+		t.Errorf("after moving a row the focus is on %s, want it on the row's move buttons", eval[string](s, `document.activeElement?.outerHTML ?? 'nothing'`))
+	}
+	s.screenshot("schema-builder-edited")
+	s.click(count + ` [data-action="remove"]`)
+	sc, bindings = posted()
+	if _, ok := sc.Properties["count"]; ok || !slices.Equal(sc.Required, []string{"name"}) || len(bindings) != 0 {
+		t.Errorf("after removing count: properties %v, required %q, bindings %v", sc.Properties, sc.Required, bindings)
+	}
+
+	// JSON that does not parse greys the table out; fixed, the table follows it.
+	s.setEditor("input_schema", `{"type": "object", "properties": {`)
+	s.waitFor(`document.querySelector('.schema-builder[data-schema-for="input_schema"] fieldset')?.disabled === true`)
+	if msg := s.text(`.schema-builder[data-schema-for="input_schema"] .sb-broken`); msg != "Fix the JSON to use the form" {
+		t.Errorf("with broken JSON the builder says %q", msg)
+	}
+	s.screenshot("schema-builder-broken")
+	s.setEditor("input_schema", `{"type": "object", "properties": {"zone": {"type": "string", "enum": ["a", "b"]}}}`)
+	s.waitFor(`document.querySelector(` + jsString(builderRow("input_schema", "zone")+` [data-key="enum"]`) + `)?.value === 'a, b'`)
+
+	if seen := unexpected(broken()); len(seen) > 0 {
+		t.Errorf("the pages reported errors:\n%s", strings.Join(seen, "\n"))
+	}
+}
+
+// selectOption picks value in the select sel and fires the events a person's choice fires.
+func (s *session) selectOption(sel, value string) {
+	s.t.Helper()
+	ok := eval[bool](s, fmt.Sprintf(`(() => {
+		const el = document.querySelector(%s);
+		if (!el || ![...el.options].some(o => o.value === %s)) return false;
+		el.focus();
+		el.value = %s;
+		el.dispatchEvent(new Event('input', {bubbles: true}));
+		el.dispatchEvent(new Event('change', {bubbles: true}));
+		return true;
+	})()`, jsString(sel), jsString(value), jsString(value)))
+	if !ok {
+		s.t.Fatalf("no option %s in %s", value, sel)
+	}
+}
+
+// testdata reads a file of app/component/testdata.
+func testdata(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "app", "component", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// misspell replaces the line that is exactly want with typo and returns the program and the
+// line number it is on.
+func misspell(t *testing.T, program, want, typo string) (string, int) {
+	t.Helper()
+	lines := strings.Split(program, "\n")
+	i := slices.Index(lines, want)
+	if i < 0 {
+		t.Fatalf("no line %q in the program", want)
+	}
+	lines[i] = typo
+	return strings.Join(lines, "\n"), i + 1
+}
+
+func containsAny(list []string, part string) bool {
+	return slices.ContainsFunc(list, func(s string) bool { return strings.Contains(s, part) })
+}
+
+// builderRow selects the schema builder's rows of one property.
+func builderRow(schema, property string) string {
+	return fmt.Sprintf(`.schema-builder[data-schema-for=%q] tbody[data-name=%q]`, schema, property)
+}
+
+// waitForEditors waits until editor.js has put Monaco in place of the code textareas.
+func (s *session) waitForEditors() {
+	s.t.Helper()
+	s.waitLong(`!!window.nimbusEditors?.code && !!document.querySelector('.monaco-host .monaco-editor')`, 20*time.Second)
+}
+
+// setEditor replaces the text of the Monaco editor of the textarea named name.
+func (s *session) setEditor(name, text string) {
+	s.t.Helper()
+	eval[bool](s, fmt.Sprintf(`(nimbusEditors[%q].setValue(%s), true)`, name, jsString(text)))
+}
+
+// pressSaveIn presses Ctrl+S with the focus in the Monaco editor of name.
+func (s *session) pressSaveIn(name string) {
+	s.t.Helper()
+	if !eval[bool](s, fmt.Sprintf(`(nimbusEditors[%q].focus(), nimbusEditors[%q].hasTextFocus())`, name, name)) {
+		s.t.Fatalf("the %s editor does not take the focus", name)
+	}
+	s.pressSave()
+}
+
+// pressSave presses Ctrl+S wherever the focus is.
+func (s *session) pressSave() {
+	s.t.Helper()
+	if err := chromedp.Do(s.ctx, chromedp.KeyEvent("s", chromedp.KeyModifiers(chromedp.ModifierCtrl))); err != nil {
+		s.t.Fatalf("press Ctrl+S: %v", err)
+	}
+}
+
+// submitAndWait clicks sel, which saves through htmx, and waits for the page the server
+// sends the browser to; it fails when none comes.
+func (s *session) submitAndWait(sel string) int64 {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel)))
+	if err != nil {
+		s.t.Fatalf("click %s and wait for the next page: %v; problems %q", sel, err, s.problemTexts())
+	}
+	return resp.Status
+}
+
+func (s *session) problemTexts() []string {
+	return eval[[]string](s, `[...document.querySelectorAll('#save-result .problems li')].map(li => li.textContent)`)
+}
+
+// retype replaces the text of the input sel by typing text over it, as a person would.
+func (s *session) retype(sel, text string) {
+	s.t.Helper()
+	if !eval[bool](s, fmt.Sprintf(`(() => { const el = document.querySelector(%s); if (!el) return false; el.focus(); el.select(); return true })()`, jsString(sel))) {
+		s.t.Fatalf("no %s on %s", sel, s.path())
+	}
+	if err := chromedp.Do(s.ctx, chromedp.KeyEvent(text)); err != nil {
+		s.t.Fatalf("type into %s: %v", sel, err)
+	}
+}
+
+// publish has the engine check the saved draft from its editor, as publishing requires where
+// the engine can run the provider, then publishes it and checks it lands on the component.
+func (s *session) publish(editPath, changelog string) {
+	s.t.Helper()
+	if s.path() != editPath {
+		s.open(editPath)
+	}
+	s.checkDraft()
+	s.fill("#f-changelog", changelog)
+	if status := s.submit(`form[action$="/publish"]`); status != 200 {
+		s.t.Fatalf("publish %q: status %d; problems %q", changelog, status, s.problemTexts())
+	}
+	if rows := s.rows("versions"); !slices.ContainsFunc(rows, func(r []string) bool { return slices.Contains(r, changelog) }) {
+		s.t.Fatalf("after publishing %q the versions table is %q", changelog, rows)
+	}
+}
+
+// checkDraft clicks "Check with the engine" and waits for the panel, which polls the check,
+// to show that the engine passed the draft.
+func (s *session) checkDraft() {
+	s.t.Helper()
+	panel := `#check-result [data-testid="check"]`
+	s.click(`[data-testid="check-button"]`)
+	s.waitFor(`['succeeded', 'failed'].includes(document.querySelector(` + jsString(panel) + `)?.dataset.status)`)
+	if status := s.text(panel + ` .badge`); status != "Check passed" {
+		s.t.Fatalf("the engine's check: %s\n%s", status, s.text(panel))
+	}
+}
+
+func (s *session) exists(sel string) bool {
+	s.t.Helper()
+	return eval[bool](s, fmt.Sprintf(`document.querySelector(%s) !== null`, jsString(sel)))
+}
+
+// markerError is monaco.MarkerSeverity.Error.
+const markerError = 8
+
+type marker struct {
+	Line        int    `json:"line"`
+	StartColumn int    `json:"startColumn"`
+	EndColumn   int    `json:"endColumn"`
+	Severity    int    `json:"severity"`
+	Message     string `json:"message"`
+}
+
+// markers lists the markers Nimbus set on the model of the editor of name.
+func (s *session) markers(name string) []marker {
+	s.t.Helper()
+	return eval[[]marker](s, fmt.Sprintf(`monaco.editor.getModelMarkers({owner: 'nimbus', resource: nimbusEditors[%q].getModel().uri})
+		.map(m => ({line: m.startLineNumber, startColumn: m.startColumn, endColumn: m.endColumn, severity: m.severity, message: m.message}))`, name))
+}
+
+// knownErrors are what the pages are known to log: the browser reports a refused save's 422
+// answer as a failed load.
+var knownErrors = []string{"status of 422"}
+
+// unexpected drops the known errors from seen.
+func unexpected(seen []string) []string {
+	var out []string
+	for _, msg := range seen {
+		if !slices.ContainsFunc(knownErrors, func(known string) bool { return strings.Contains(msg, known) }) {
+			out = append(out, msg)
+		}
+	}
+	return out
+}
+
+// consoleProblems records what the page reports as broken: uncaught exceptions, console
+// errors, and browser log errors such as CSP refusals. The returned func lists them so far.
+func (s *session) consoleProblems() func() []string {
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	add := func(msg string) {
+		mu.Lock()
+		seen = append(seen, msg)
+		mu.Unlock()
+	}
+	err := chromedp.Listen(s.ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			msg := ev.ExceptionDetails.Text
+			if ev.ExceptionDetails.Exception != nil {
+				msg += " " + ev.ExceptionDetails.Exception.Description
+			}
+			add("exception: " + msg)
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
+				var parts []string
+				for _, arg := range ev.Args {
+					parts = append(parts, strings.Trim(string(arg.Value), `"`)+arg.Description)
+				}
+				add(fmt.Sprintf("console.%s: %s", ev.Type, strings.Join(parts, " ")))
+			}
+		case *cdplog.EventEntryAdded:
+			if ev.Entry.Level == cdplog.EntryLevelError || ev.Entry.Level == cdplog.EntryLevelWarning {
+				add(fmt.Sprintf("log %s (%s): %s %s", ev.Entry.Level, ev.Entry.Source, ev.Entry.Text, ev.Entry.URL))
+			}
+		}
+	})
+	if err != nil {
+		s.t.Fatalf("listen to the console: %v", err)
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
+// waitLong is waitFor with a deadline of its own, for Monaco, which loads its scripts after
+// the page.
+func (s *session) waitLong(js string, timeout time.Duration) {
+	s.t.Helper()
+	if err := chromedp.Do(s.ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(timeout))); err != nil {
+		s.t.Fatalf("waiting for %s: %v", js, err)
+	}
+}
+
+// jsString is s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
