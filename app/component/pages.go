@@ -324,7 +324,21 @@ func (h *Handlers) DiffPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return web.Render(c, http.StatusOK, views.Diff(web.Page(c, comp.DisplayName+" diff"), id.String(), comp.DisplayName, from, to, a.Code, b.Code, b.Language))
+	d := views.DiffView{ID: id.String(), Name: comp.DisplayName, From: from, To: to, Part: c.QueryParam("part")}
+	switch d.Part {
+	case "input_schema":
+		d.Old, d.New, d.Language = pretty(a.InputSchema), pretty(b.InputSchema), "json"
+	case "output_schema":
+		d.Old, d.New, d.Language = pretty(a.OutputSchema), pretty(b.OutputSchema), "json"
+	case "resolver_bindings":
+		d.Old, d.New, d.Language = pretty(a.ResolverBindings), pretty(b.ResolverBindings), "json"
+	default:
+		d.Part, d.Old, d.New, d.Language = "code", a.Code, b.Code, b.Language
+		if a.Language != b.Language {
+			d.Note = "The language changed from " + a.Language + " to " + b.Language + "."
+		}
+	}
+	return web.Render(c, http.StatusOK, views.Diff(web.Page(c, comp.DisplayName+" diff"), d))
 }
 
 // ArchiveVersionForm archives a version from the component page.

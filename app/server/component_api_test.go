@@ -133,3 +133,50 @@ func (s *site) check(t testing.TB, token, id string) map[string]any {
 	t.Fatal("the check did not finish in 2 minutes")
 	return nil
 }
+
+func TestPages_ComponentTextIsShownAsText(t *testing.T) {
+	s := newSite(t)
+	admin := s.token(t, s.admin)
+	in := machineJSON(t, "escaped-machine")
+	in["display_name"] = `<script>alert("name")</script>`
+	in["description"] = `<img src=x onerror=alert(1)>`
+	r := s.call(t, "POST", "/api/v1/components", admin, in)
+	wantStatus(t, r, http.StatusCreated)
+	id := r.json(t)["id"].(string)
+
+	b := newBrowser(t, s.url)
+	b.signIn(t, "root@example.com", "correct horse battery")
+	for _, path := range []string{"/catalog?search=escaped", "/components/" + id, "/components/" + id + "/edit"} {
+		body := string(b.get(t, path).body)
+		if strings.Contains(body, `<script>alert("name")`) || strings.Contains(body, `<img src=x`) {
+			t.Fatalf("%s renders author text as HTML", path)
+		}
+		if !strings.Contains(body, `&lt;script&gt;alert(`) {
+			t.Fatalf("%s does not show the display name as text", path)
+		}
+	}
+}
+
+func TestPages_DiffComparesEachPart(t *testing.T) {
+	s := newSite(t)
+	admin := s.token(t, s.admin)
+	r := s.call(t, "POST", "/api/v1/components", admin, machineJSON(t, "diffed-machine"))
+	id := r.json(t)["id"].(string)
+	s.check(t, admin, id)
+	wantStatus(t, s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": "one"}), http.StatusCreated)
+	schema := strings.Replace(string(machineJSON(t, "x")["input_schema"].(json.RawMessage)), `"maximum": 64, "default": 2`, `"maximum": 64, "default": 4`, 1)
+	wantStatus(t, s.call(t, "PATCH", "/api/v1/components/"+id, admin, map[string]any{"input_schema": json.RawMessage(schema)}), http.StatusOK)
+	s.check(t, admin, id)
+	wantStatus(t, s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": "two"}), http.StatusCreated)
+
+	b := newBrowser(t, s.url)
+	b.signIn(t, "root@example.com", "correct horse battery")
+	body := string(b.get(t, "/components/"+id+"/diff?from=1&to=2&part=input_schema").body)
+	if !strings.Contains(body, `&#34;default&#34;: 2`) && !strings.Contains(body, `"default": 2`) {
+		t.Fatalf("the inputs diff lacks v1's default: %.2000s", body)
+	}
+	if !strings.Contains(body, `: 4,`) {
+		t.Fatal("the inputs diff lacks v2's default")
+	}
+	wantStatus(t, b.get(t, "/components/"+id+"/diff?from=1&to=7"), http.StatusNotFound)
+}
