@@ -372,11 +372,23 @@ func (h *Handlers) SemanticsPage(c echo.Context) error {
 	return web.Render(c, http.StatusOK, views.Semantics(web.Page(c, "Providers and types"), sem.Providers, sem.SemanticTypes, rows))
 }
 
-// CheckForm starts a check from the editor and answers with its live panel.
+// CheckForm saves what the editor holds, so that the engine checks what the author sees, then
+// starts a check and answers with its live panel.
 func (h *Handlers) CheckForm(c echo.Context) error {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
 		return err
+	}
+	if c.FormValue("code") != "" {
+		d := draftFromForm(c)
+		_, err := h.svc.Update(web.Ctx(c), web.Actor(c), id, Patch{DisplayName: &d.DisplayName, Description: &d.Description,
+			Language: &d.Language, Code: &d.Code, InputSchema: &d.InputSchema, OutputSchema: &d.OutputSchema, ResolverBindings: &d.ResolverBindings})
+		if web.FormErrors(err) != nil {
+			return web.Render(c, http.StatusUnprocessableEntity, views.SaveResult(refused("Not checked: the draft has problems to fix first.", err)))
+		}
+		if err != nil {
+			return err
+		}
 	}
 	chk, err := h.svc.RequestCheck(web.Ctx(c), web.Actor(c), id)
 	if err != nil {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -179,4 +180,34 @@ func TestPages_DiffComparesEachPart(t *testing.T) {
 		t.Fatal("the inputs diff lacks v2's default")
 	}
 	wantStatus(t, b.get(t, "/components/"+id+"/diff?from=1&to=7"), http.StatusNotFound)
+}
+
+func TestPages_CheckSavesWhatTheEditorHolds(t *testing.T) {
+	s := newSite(t)
+	admin := s.token(t, s.admin)
+	in := machineJSON(t, "form-checked")
+	r := s.call(t, "POST", "/api/v1/components", admin, in)
+	id := r.json(t)["id"].(string)
+
+	b := newBrowser(t, s.url)
+	b.signIn(t, "root@example.com", "correct horse battery")
+	b.get(t, "/components/"+id+"/edit")
+	form := url.Values{
+		"_csrf": {b.csrf}, "display_name": {"Edited"}, "language": {"yaml"},
+		"code":         {strings.Replace(in["code"].(string), "memoryMb:", "memoryMB:", 1)},
+		"input_schema": {string(in["input_schema"].(json.RawMessage))}, "output_schema": {string(in["output_schema"].(json.RawMessage))},
+		"resolver_bindings": {"{}"},
+	}
+	r = b.post(t, "/components/"+id+"/check", form, "HX-Request", "true")
+	wantStatus(t, r, http.StatusAccepted)
+	got := s.call(t, "GET", "/api/v1/components/"+id, admin, nil).json(t)
+	if got["display_name"] != "Edited" || !strings.Contains(got["code"].(string), "memoryMB") {
+		t.Fatal("checking did not save what the editor held")
+	}
+	form.Set("code", "name: x\nruntime: yaml\nresorces: {}\n")
+	r = b.post(t, "/components/"+id+"/check", form, "HX-Request", "true")
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), "Not checked") || !strings.Contains(string(r.body), "did you mean") {
+		t.Fatalf("a draft with problems is checked or not explained: %s", r.body)
+	}
 }
