@@ -207,3 +207,57 @@ func (h *Handlers) GetCheckAPI(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, chk)
 }
+
+// SemanticsAPI answers GET /api/v1/providers with the whole semantic layer.
+func (h *Handlers) SemanticsAPI(c echo.Context) error {
+	sem, err := h.svc.Semantics(web.Ctx(c), web.Actor(c))
+	if err != nil {
+		return err
+	}
+	type resourceType struct {
+		Provider     string `json:"provider"`
+		SemanticType string `json:"semantic_type"`
+		PulumiType   string `json:"pulumi_type"`
+	}
+	rts := make([]resourceType, len(sem.ResourceTypes))
+	for i, r := range sem.ResourceTypes {
+		rts[i] = resourceType{Provider: r.Provider, SemanticType: r.SemanticType, PulumiType: r.PulumiType}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"providers": sem.Providers, "semantic_types": sem.SemanticTypes, "resource_types": rts})
+}
+
+// AddProviderAPI answers POST /api/v1/providers.
+func (h *Handlers) AddProviderAPI(c echo.Context) error {
+	var in NewTerm
+	if err := web.DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	if err := h.svc.AddProvider(web.Ctx(c), web.Actor(c), in); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusCreated)
+}
+
+// AddSemanticTypeAPI answers POST /api/v1/semantic-types.
+func (h *Handlers) AddSemanticTypeAPI(c echo.Context) error {
+	var in NewTerm
+	if err := web.DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	if err := h.svc.AddSemanticType(web.Ctx(c), web.Actor(c), in); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusCreated)
+}
+
+// AddResourceTypeAPI answers POST /api/v1/provider-resource-types.
+func (h *Handlers) AddResourceTypeAPI(c echo.Context) error {
+	var in NewResourceType
+	if err := web.DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	if err := h.svc.AddResourceType(web.Ctx(c), web.Actor(c), in); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusCreated)
+}

@@ -155,4 +155,30 @@ var componentCases = map[string]func(t *testing.T, w *world){
 		_, err = w.components.Check(ctx, w.readerA, chk.ID)
 		must(t, err)
 	},
+	"component.Service.AddProvider": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		wantErr(t, w.components.AddProvider(ctx, w.adminA, component.NewTerm{Name: "hetzner"}), problem.ErrForbidden)
+		must(t, w.components.AddProvider(ctx, w.admin, component.NewTerm{Name: "hetzner"}))
+		if problem.FieldOf(w.components.AddProvider(ctx, w.admin, component.NewTerm{Name: "hetzner"})) != "name" {
+			t.Fatal("a second provider of the same name was not refused on its name")
+		}
+	},
+	"component.Service.AddSemanticType": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		wantErr(t, w.components.AddSemanticType(ctx, w.adminA, component.NewTerm{Name: "LoadBalancer"}), problem.ErrForbidden)
+		must(t, w.components.AddSemanticType(ctx, w.admin, component.NewTerm{Name: "LoadBalancer"}))
+		if problem.FieldOf(w.components.AddSemanticType(ctx, w.admin, component.NewTerm{Name: "load balancer"})) != "name" {
+			t.Fatal("a badly formed type name was not refused on its name")
+		}
+	},
+	"component.Service.AddResourceType": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		in := component.NewResourceType{Provider: "aws", SemanticType: "Container", PulumiType: "aws:ecs/service:Service"}
+		wantErr(t, w.components.AddResourceType(ctx, w.adminA, in), problem.ErrForbidden)
+		must(t, w.components.AddResourceType(ctx, w.admin, in))
+		in.Provider = "nowhere"
+		if problem.FieldOf(w.components.AddResourceType(ctx, w.admin, in)) != "provider" {
+			t.Fatal("an unknown provider was not refused on its name")
+		}
+	},
 }

@@ -96,6 +96,86 @@ func (q *Queries) CreateComponent(ctx context.Context, arg CreateComponentParams
 	return id, err
 }
 
+const createProvider = `-- name: CreateProvider :one
+INSERT INTO semantic_providers (name, display_name, description) VALUES ($1, $2, $3) RETURNING id, name, display_name, description, created_at, updated_at
+`
+
+type CreateProviderParams struct {
+	Name        string `json:"name"`
+	DisplayName string `json:"display_name"`
+	Description string `json:"description"`
+}
+
+func (q *Queries) CreateProvider(ctx context.Context, arg CreateProviderParams) (SemanticProvider, error) {
+	row := q.db.QueryRow(ctx, createProvider, arg.Name, arg.DisplayName, arg.Description)
+	var i SemanticProvider
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.DisplayName,
+		&i.Description,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const createProviderResourceType = `-- name: CreateProviderResourceType :one
+INSERT INTO provider_resource_types (provider_id, semantic_type_id, pulumi_type, description)
+VALUES ($1, $2, $3, $4) RETURNING id, provider_id, semantic_type_id, pulumi_type, description, created_at, updated_at
+`
+
+type CreateProviderResourceTypeParams struct {
+	ProviderID     uuid.UUID `json:"provider_id"`
+	SemanticTypeID uuid.UUID `json:"semantic_type_id"`
+	PulumiType     string    `json:"pulumi_type"`
+	Description    string    `json:"description"`
+}
+
+func (q *Queries) CreateProviderResourceType(ctx context.Context, arg CreateProviderResourceTypeParams) (ProviderResourceType, error) {
+	row := q.db.QueryRow(ctx, createProviderResourceType,
+		arg.ProviderID,
+		arg.SemanticTypeID,
+		arg.PulumiType,
+		arg.Description,
+	)
+	var i ProviderResourceType
+	err := row.Scan(
+		&i.ID,
+		&i.ProviderID,
+		&i.SemanticTypeID,
+		&i.PulumiType,
+		&i.Description,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const createSemanticType = `-- name: CreateSemanticType :one
+INSERT INTO semantic_resource_types (name, display_name, description) VALUES ($1, $2, $3) RETURNING id, name, display_name, description, created_at, updated_at
+`
+
+type CreateSemanticTypeParams struct {
+	Name        string `json:"name"`
+	DisplayName string `json:"display_name"`
+	Description string `json:"description"`
+}
+
+func (q *Queries) CreateSemanticType(ctx context.Context, arg CreateSemanticTypeParams) (SemanticResourceType, error) {
+	row := q.db.QueryRow(ctx, createSemanticType, arg.Name, arg.DisplayName, arg.Description)
+	var i SemanticResourceType
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.DisplayName,
+		&i.Description,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const getComponent = `-- name: GetComponent :one
 SELECT c.id, c.tenant_id, c.provider_id, c.semantic_type_id, c.name, c.display_name, c.description, c.language, c.code, c.input_schema, c.output_schema, c.resolver_bindings, c.is_system, c.latest_version, c.created_by, c.created_at, c.updated_at, c.deleted_at, p.name AS provider, t.name AS semantic_type, tn.name AS tenant_name
 FROM components c

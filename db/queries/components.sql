@@ -99,3 +99,13 @@ WHERE v.component_id = $1 AND v.version = $2;
 -- name: ArchiveComponentVersion :execrows
 UPDATE component_versions SET archived_at = now(), updated_at = now()
 WHERE component_id = $1 AND version = $2 AND archived_at IS NULL;
+
+-- name: CreateProvider :one
+INSERT INTO semantic_providers (name, display_name, description) VALUES ($1, $2, $3) RETURNING *;
+
+-- name: CreateSemanticType :one
+INSERT INTO semantic_resource_types (name, display_name, description) VALUES ($1, $2, $3) RETURNING *;
+
+-- name: CreateProviderResourceType :one
+INSERT INTO provider_resource_types (provider_id, semantic_type_id, pulumi_type, description)
+VALUES ($1, $2, $3, $4) RETURNING *;
