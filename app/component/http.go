@@ -1,11 +1,13 @@
 package component
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
 
+	"nimbus/app/access"
 	"nimbus/app/problem"
 	"nimbus/app/web"
 )
@@ -227,36 +229,25 @@ func (h *Handlers) SemanticsAPI(c echo.Context) error {
 }
 
 // AddProviderAPI answers POST /api/v1/providers.
-func (h *Handlers) AddProviderAPI(c echo.Context) error {
-	var in NewTerm
-	if err := web.DecodeJSON(c, &in); err != nil {
-		return err
-	}
-	if err := h.svc.AddProvider(web.Ctx(c), web.Actor(c), in); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusCreated)
-}
+func (h *Handlers) AddProviderAPI(c echo.Context) error { return addFromJSON(c, h.svc.AddProvider) }
 
 // AddSemanticTypeAPI answers POST /api/v1/semantic-types.
 func (h *Handlers) AddSemanticTypeAPI(c echo.Context) error {
-	var in NewTerm
-	if err := web.DecodeJSON(c, &in); err != nil {
-		return err
-	}
-	if err := h.svc.AddSemanticType(web.Ctx(c), web.Actor(c), in); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusCreated)
+	return addFromJSON(c, h.svc.AddSemanticType)
 }
 
 // AddResourceTypeAPI answers POST /api/v1/provider-resource-types.
 func (h *Handlers) AddResourceTypeAPI(c echo.Context) error {
-	var in NewResourceType
+	return addFromJSON(c, h.svc.AddResourceType)
+}
+
+// addFromJSON decodes the body, hands it to add on behalf of the actor, and answers 201.
+func addFromJSON[T any](c echo.Context, add func(context.Context, access.Principal, T) error) error {
+	var in T
 	if err := web.DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	if err := h.svc.AddResourceType(web.Ctx(c), web.Actor(c), in); err != nil {
+	if err := add(web.Ctx(c), web.Actor(c), in); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusCreated)

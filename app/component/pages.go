@@ -149,6 +149,12 @@ func draftFromForm(c echo.Context) Draft {
 	}
 }
 
+// patch sets every editable part of the draft to d's.
+func (d Draft) patch() Patch {
+	return Patch{DisplayName: &d.DisplayName, Description: &d.Description, Language: &d.Language, Code: &d.Code,
+		InputSchema: &d.InputSchema, OutputSchema: &d.OutputSchema, ResolverBindings: &d.ResolverBindings}
+}
+
 // normaliseNewlines undoes the CRLF that browsers send for textarea content.
 func normaliseNewlines(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
 
@@ -227,10 +233,8 @@ func (h *Handlers) SaveDraftForm(c echo.Context) error {
 		return err
 	}
 	d := draftFromForm(c)
-	p := Patch{DisplayName: &d.DisplayName, Description: &d.Description, Language: &d.Language, Code: &d.Code,
-		InputSchema: &d.InputSchema, OutputSchema: &d.OutputSchema, ResolverBindings: &d.ResolverBindings}
 	actor := web.Actor(c)
-	comp, err := h.svc.Update(web.Ctx(c), actor, id, p)
+	comp, err := h.svc.Update(web.Ctx(c), actor, id, d.patch())
 	if web.FormErrors(err) != nil {
 		current, getErr := h.svc.Get(web.Ctx(c), actor, id)
 		if getErr != nil {
@@ -419,8 +423,7 @@ func (h *Handlers) CheckForm(c echo.Context) error {
 	}
 	if c.FormValue("code") != "" {
 		d := draftFromForm(c)
-		_, err := h.svc.Update(web.Ctx(c), web.Actor(c), id, Patch{DisplayName: &d.DisplayName, Description: &d.Description,
-			Language: &d.Language, Code: &d.Code, InputSchema: &d.InputSchema, OutputSchema: &d.OutputSchema, ResolverBindings: &d.ResolverBindings})
+		_, err := h.svc.Update(web.Ctx(c), web.Actor(c), id, d.patch())
 		if web.FormErrors(err) != nil {
 			return web.Render(c, http.StatusUnprocessableEntity, views.SaveResult(refused("Not checked: the draft has problems to fix first.", err)))
 		}
