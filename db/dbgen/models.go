@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type ApiToken struct {
@@ -89,6 +90,38 @@ type ComponentVersion struct {
 	UpdatedAt        time.Time       `json:"updated_at"`
 }
 
+type DeployedComponent struct {
+	ID               uuid.UUID       `json:"id"`
+	TenantID         uuid.UUID       `json:"tenant_id"`
+	EnvironmentID    uuid.UUID       `json:"environment_id"`
+	ComponentID      uuid.UUID       `json:"component_id"`
+	Version          int32           `json:"version"`
+	Name             string          `json:"name"`
+	Parameters       json.RawMessage `json:"parameters"`
+	SecretParameters []byte          `json:"secret_parameters"`
+	SecretKeyID      *string         `json:"secret_key_id"`
+	Outputs          json.RawMessage `json:"outputs"`
+	Status           string          `json:"status"`
+	Project          string          `json:"project"`
+	Stack            string          `json:"stack"`
+	StateLocation    string          `json:"state_location"`
+	CreatedBy        uuid.NullUUID   `json:"created_by"`
+	CreatedAt        time.Time       `json:"created_at"`
+	UpdatedAt        time.Time       `json:"updated_at"`
+}
+
+type Environment struct {
+	ID            uuid.UUID     `json:"id"`
+	TenantID      uuid.UUID     `json:"tenant_id"`
+	Name          string        `json:"name"`
+	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
+	Status        string        `json:"status"`
+	CreatedBy     uuid.NullUUID `json:"created_by"`
+	CreatedAt     time.Time     `json:"created_at"`
+	UpdatedAt     time.Time     `json:"updated_at"`
+	DeletedAt     *time.Time    `json:"deleted_at"`
+}
+
 type LoginFailure struct {
 	ID        int64     `json:"id"`
 	Email     string    `json:"email"`
@@ -102,6 +135,48 @@ type Membership struct {
 	Role      string    `json:"role"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+type Operation struct {
+	ID                uuid.UUID       `json:"id"`
+	DeploymentID      uuid.UUID       `json:"deployment_id"`
+	Kind              string          `json:"kind"`
+	Status            string          `json:"status"`
+	RequestedBy       uuid.NullUUID   `json:"requested_by"`
+	Parameters        json.RawMessage `json:"parameters"`
+	TargetVersion     pgtype.Int4     `json:"target_version"`
+	Error             string          `json:"error"`
+	ExitCode          pgtype.Int4     `json:"exit_code"`
+	Changes           json.RawMessage `json:"changes"`
+	Lease             uuid.NullUUID   `json:"lease"`
+	HeartbeatAt       *time.Time      `json:"heartbeat_at"`
+	CancelRequestedAt *time.Time      `json:"cancel_requested_at"`
+	LogTruncated      bool            `json:"log_truncated"`
+	StartedAt         *time.Time      `json:"started_at"`
+	FinishedAt        *time.Time      `json:"finished_at"`
+	CreatedAt         time.Time       `json:"created_at"`
+	UpdatedAt         time.Time       `json:"updated_at"`
+}
+
+type OperationLog struct {
+	ID          int64     `json:"id"`
+	OperationID uuid.UUID `json:"operation_id"`
+	CreatedAt   time.Time `json:"created_at"`
+	Line        string    `json:"line"`
+}
+
+type OperationStep struct {
+	OperationID uuid.UUID       `json:"operation_id"`
+	Position    int32           `json:"position"`
+	Name        string          `json:"name"`
+	Status      string          `json:"status"`
+	Result      json.RawMessage `json:"result"`
+	Error       string          `json:"error"`
+	Attempts    int32           `json:"attempts"`
+	StartedAt   *time.Time      `json:"started_at"`
+	FinishedAt  *time.Time      `json:"finished_at"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
 }
 
 type ProviderResourceType struct {

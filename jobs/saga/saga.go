@@ -1,0 +1,209 @@
+// Package saga runs an operation as a list of steps, checkpointing each transition so that a
+// crashed run resumes where it stopped and a failed one undoes what it did.
+//
+// A step's Do must be idempotent: a step found running after a crash is run again. When a step
+// fails for good, every step that began — the failed one included, since it may have half
+// happened — is undone in reverse order, each undo checkpointed too, and the run ends with the
+// first error kept. A run that crashed while undoing resumes the undoing.
+package saga
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Step is one stage of an operation.
+type Step struct {
+	Name string
+	// Do performs the step and returns what later steps or the record need.
+	Do func(ctx context.Context, run *Run) (json.RawMessage, error)
+	// Undo reverses Do's effects; nil for a step without effects.
+	Undo func(ctx context.Context, run *Run) error
+}
+
+// Status is where a step stands.
+type Status string
+
+// The statuses of a step, in the order a step may pass through them.
+const (
+	Pending    Status = "pending"
+	Running    Status = "running"
+	Done       Status = "done"
+	Failed     Status = "failed"
+	Undoing    Status = "undoing"
+	Undone     Status = "undone"
+	UndoFailed Status = "undo_failed"
+)
+
+// State is a step's checkpoint.
+type State struct {
+	Name   string
+	Status Status
+	Result json.RawMessage
+	Error  string
+}
+
+// Store keeps the checkpoints. Each method is one transaction.
+type Store interface {
+	// Load returns the checkpoints of the operation's steps, creating pending ones for names
+	// not yet recorded, in the given order.
+	Load(ctx context.Context, names []string) ([]State, error)
+	// Mark records a step's new status with its error; a nil result keeps the recorded one.
+	Mark(ctx context.Context, name string, status Status, result json.RawMessage, errMsg string) error
+}
+
+// Run is one execution of a step list; steps read earlier steps' results from it.
+type Run struct {
+	results map[string]json.RawMessage
+}
+
+// Result returns what the named step returned, decoded into v.
+func (r *Run) Result(step string, v any) error {
+	raw, ok := r.results[step]
+	if !ok {
+		return fmt.Errorf("step %s has no result", step)
+	}
+	return json.Unmarshal(raw, v)
+}
+
+// transient marks an error worth trying again later, such as a lost connection.
+type transient struct{ err error }
+
+func (t transient) Error() string { return t.err.Error() }
+func (t transient) Unwrap() error { return t.err }
+
+// Transient marks err as passing: Execute stops without undoing anything, leaving the step to
+// be run again by a later attempt.
+func Transient(err error) error { return transient{err} }
+
+// IsTransient reports whether err was marked as passing.
+func IsTransient(err error) bool {
+	var t transient
+	return errors.As(err, &t)
+}
+
+// Failure is the end of a run that did not succeed: the error that stopped it, and whether
+// everything it had done was undone.
+type Failure struct {
+	Step        string
+	Err         error
+	Compensated bool
+	UndoErrs    []error
+}
+
+func (f *Failure) Error() string {
+	msg := fmt.Sprintf("step %s: %v", f.Step, f.Err)
+	if !f.Compensated {
+		msg += fmt.Sprintf(" (and %d undo steps failed: %v)", len(f.UndoErrs), errors.Join(f.UndoErrs...))
+	}
+	return msg
+}
+
+func (f *Failure) Unwrap() error { return f.Err }
+
+// Execute runs steps to the end, resuming from the checkpoints in store. It returns nil when
+// every step is done, a *Failure when a step failed for good (after undoing), or a transient
+// error when the run should be tried again as it is. With lastAttempt, a transient error is
+// treated as final.
+func Execute(ctx context.Context, store Store, steps []Step, lastAttempt bool) error {
+	names := make([]string, len(steps))
+	for i, s := range steps {
+		names[i] = s.Name
+	}
+	states, err := store.Load(ctx, names)
+	if err != nil {
+		return Transient(fmt.Errorf("load checkpoints: %w", err))
+	}
+	run := &Run{results: map[string]json.RawMessage{}}
+	for _, st := range states {
+		if len(st.Result) > 0 && string(st.Result) != "null" {
+			run.results[st.Name] = st.Result // undo steps need them too
+		}
+	}
+	for _, st := range states {
+		if compensating(st.Status) {
+			// An earlier run failed and was interrupted while undoing: carry on with it.
+			return compensate(ctx, store, steps, states, run, &Failure{Step: st.Name, Err: errors.New(firstError(states))})
+		}
+	}
+	for i, step := range steps {
+		if states[i].Status == Done {
+			continue
+		}
+		if err := store.Mark(ctx, step.Name, Running, nil, ""); err != nil {
+			return Transient(fmt.Errorf("checkpoint %s: %w", step.Name, err))
+		}
+		states[i].Status = Running
+		result, err := step.Do(ctx, run)
+		if err != nil {
+			if IsTransient(err) && !lastAttempt && ctx.Err() == nil {
+				return err
+			}
+			if markErr := store.Mark(context.WithoutCancel(ctx), step.Name, Failed, nil, err.Error()); markErr != nil {
+				return Transient(fmt.Errorf("checkpoint %s: %w", step.Name, markErr))
+			}
+			states[i].Status, states[i].Error = Failed, err.Error()
+			return compensate(ctx, store, steps, states, run, &Failure{Step: step.Name, Err: err})
+		}
+		if result == nil {
+			result = json.RawMessage("null")
+		}
+		if err := store.Mark(ctx, step.Name, Done, result, ""); err != nil {
+			return Transient(fmt.Errorf("checkpoint %s: %w", step.Name, err))
+		}
+		states[i].Status = Done
+		run.results[step.Name] = result
+	}
+	return nil
+}
+
+func compensating(s Status) bool {
+	return s == Failed || s == Undoing || s == Undone || s == UndoFailed
+}
+
+func firstError(states []State) string {
+	for _, st := range states {
+		if st.Error != "" {
+			return st.Error
+		}
+	}
+	return "an earlier run failed"
+}
+
+// compensate undoes, newest first, every step that began. Undo runs even when the operation
+// was cancelled: cleaning up is what a cancel asks for.
+func compensate(ctx context.Context, store Store, steps []Step, states []State, run *Run, f *Failure) error {
+	ctx = context.WithoutCancel(ctx)
+	f.Compensated = true
+	for i := len(steps) - 1; i >= 0; i-- {
+		step, st := steps[i], states[i]
+		switch st.Status {
+		case Pending, Undone:
+			continue
+		case UndoFailed:
+			f.Compensated = false
+			f.UndoErrs = append(f.UndoErrs, fmt.Errorf("undo %s: %s", step.Name, st.Error))
+			continue
+		}
+		if step.Undo == nil {
+			continue
+		}
+		if err := store.Mark(ctx, step.Name, Undoing, nil, st.Error); err != nil {
+			return Transient(fmt.Errorf("checkpoint undo %s: %w", step.Name, err))
+		}
+		if err := step.Undo(ctx, run); err != nil {
+			f.Compensated = false
+			f.UndoErrs = append(f.UndoErrs, fmt.Errorf("undo %s: %w", step.Name, err))
+			if markErr := store.Mark(ctx, step.Name, UndoFailed, nil, err.Error()); markErr != nil {
+				return Transient(fmt.Errorf("checkpoint undo %s: %w", step.Name, markErr))
+			}
+			continue
+		}
+		if err := store.Mark(ctx, step.Name, Undone, nil, st.Error); err != nil {
+			return Transient(fmt.Errorf("checkpoint undo %s: %w", step.Name, err))
+		}
+	}
+	return f
+}
