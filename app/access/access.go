@@ -69,6 +69,8 @@ var permissions = map[Permission]Role{
 	"audit:read":           TenantAdmin,
 	"system:read":          ProviderAdmin,
 	"jobs:manage":          ProviderAdmin,
+	"environment:read":     ReadOnly,
+	"environment:manage":   TenantAdmin,
 
 	"component:definition:read":    ReadOnly,
 	"component:definition:create":  TenantAdmin,

@@ -22,6 +22,7 @@ import (
 	"nimbus/app/audit"
 	"nimbus/app/auth"
 	"nimbus/app/component"
+	"nimbus/app/environment"
 	"nimbus/app/problem"
 	"nimbus/app/pulumix"
 	"nimbus/app/system"
@@ -61,6 +62,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	auditSvc := audit.NewService(d.Pool)
 	auditH := audit.NewHandlers(auditSvc)
 	sysH := system.NewHandlers(d.Pool, d.Info)
+	envH := environment.NewHandlers(environment.NewService(d.Pool))
 	componentH := component.NewHandlers(component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir}, d.Jobs))
 	metrics := system.NewMetrics(d.Pool)
 
@@ -96,6 +98,8 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	signed.GET("/admin/system", sysH.StatusPage)
 	signed.GET("/admin/providers", componentH.SemanticsPage)
 	signed.POST("/admin/providers/:kind", componentH.AddSemanticForm)
+	signed.GET("/environments", envH.ListPage)
+	signed.POST("/environments", envH.CreateForm)
 	signed.GET("/catalog", componentH.CatalogPage)
 	signed.GET("/components/new", componentH.NewPage)
 	signed.POST("/components", componentH.CreateForm)
@@ -126,6 +130,9 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	api.DELETE("/tokens/:id", authH.RevokeTokenAPI)
 	api.GET("/audit-events", auditH.ListAPI)
 	api.GET("/me", me)
+	api.GET("/environments", envH.ListAPI)
+	api.POST("/environments", envH.CreateAPI)
+	api.GET("/environments/:id", envH.GetAPI)
 	api.GET("/providers", componentH.SemanticsAPI)
 	api.POST("/providers", componentH.AddProviderAPI)
 	api.POST("/semantic-types", componentH.AddSemanticTypeAPI)
