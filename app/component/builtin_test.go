@@ -49,7 +49,7 @@ func TestBuiltins_AreValid(t *testing.T) {
 			if !b.System || b.Language != "yaml" || b.DisplayName == "" || b.Description == "" {
 				t.Fatalf("system %v, language %q, display name %q, description %q", b.System, b.Language, b.DisplayName, b.Description)
 			}
-			in, out, err := Validate(&b.Draft, map[string]bool{"yaml": true})
+			in, out, err := Validate(&b.Draft, map[string]bool{"yaml": true}, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +112,7 @@ func TestBuiltins_SimcloudProgramsPassARealCheck(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := builtinByName(t, name)
-			in, _, err := Validate(&b.Draft, map[string]bool{"yaml": true})
+			in, _, err := Validate(&b.Draft, map[string]bool{"yaml": true}, true)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -38,9 +38,22 @@ var (
 	reference    = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_-]*)`)
 )
 
+// forbidden are the Pulumi YAML functions a program may not use: they read the server's files
+// or fetch from the network, with the server's rights, on behalf of whoever wrote the program.
+var forbidden = map[string]string{
+	"fn::readFile":      "reads files on the Nimbus server",
+	"fn::fileAsset":     "reads files on the Nimbus server",
+	"fn::fileArchive":   "reads files on the Nimbus server",
+	"fn::remoteAsset":   "fetches from the network through the Nimbus server",
+	"fn::remoteArchive": "fetches from the network through the Nimbus server",
+}
+
 // ParseYAML reads a Pulumi YAML program, recording under "code" every place it breaks the
-// structure Pulumi YAML accepts, with its line and column.
-func ParseYAML(code string, v *problem.ValidationError) *Program {
+// structure Pulumi YAML accepts, with its line and column. Programs run on the Nimbus server,
+// so what would let them act beyond their stack is refused: runtime options (which name a
+// command to run), functions that read files or fetch URLs, and, unless providerLevel (written
+// by provider admins), plugin download locations.
+func ParseYAML(code string, providerLevel bool, v *problem.ValidationError) *Program {
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(code), &doc); err != nil {
 		line, msg := yamlError(err)
@@ -71,9 +84,12 @@ func ParseYAML(code string, v *problem.ValidationError) *Program {
 	switch rt := seen["runtime"]; {
 	case rt == nil:
 		v.AddAt("code", 1, 1, "pulumi_yaml", "the program needs runtime: yaml")
-	case rt.Kind == yaml.ScalarNode && rt.Value != "yaml":
+	case rt.Kind != yaml.ScalarNode:
+		v.AddAt("code", rt.Line, rt.Column, "unsafe", "runtime must be just yaml: runtime options are not allowed")
+	case rt.Value != "yaml":
 		v.AddAt("code", rt.Line, rt.Column, "pulumi_yaml", "runtime must be yaml for a YAML program, not %q", rt.Value)
 	}
+	checkUnsafe(root, providerLevel, v)
 	for _, section := range []string{"config", "configuration"} {
 		if cfg := seen[section]; cfg != nil {
 			forEachEntry(cfg, section, v, func(key, val *yaml.Node) {
@@ -105,6 +121,25 @@ func ParseYAML(code string, v *problem.ValidationError) *Program {
 		checkReferences(n, names, v)
 	}
 	return p
+}
+
+// checkUnsafe marks every use of a forbidden function or, outside provider-level programs, of
+// a plugin download location.
+func checkUnsafe(n *yaml.Node, providerLevel bool, v *problem.ValidationError) {
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i]
+			if why, ok := forbidden[key.Value]; ok {
+				v.AddAt("code", key.Line, key.Column, "unsafe", "%s is not allowed: it %s", key.Value, why)
+			}
+			if key.Value == "pluginDownloadURL" && !providerLevel {
+				v.AddAt("code", key.Line, key.Column, "unsafe", "pluginDownloadURL is not allowed in tenant components: providers come from the provider admins")
+			}
+		}
+	}
+	for _, c := range n.Content {
+		checkUnsafe(c, providerLevel, v)
+	}
 }
 
 func forEachEntry(n *yaml.Node, section string, v *problem.ValidationError, fn func(key, val *yaml.Node)) {

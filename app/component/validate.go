@@ -39,9 +39,10 @@ func languageHost(lang string) string {
 }
 
 // Validate checks a draft completely: names, sizes, the program's structure, the schemas, and
-// that program and schemas agree. hosts says which language hosts exist. It returns the
-// parsed schemas for reuse.
-func Validate(d *Draft, hosts map[string]bool) (in, out *Schema, err error) {
+// that program and schemas agree. hosts says which language hosts exist; providerLevel
+// allows what only provider admins may write (see ParseYAML). It returns the parsed schemas
+// for reuse.
+func Validate(d *Draft, hosts map[string]bool, providerLevel bool) (in, out *Schema, err error) {
 	v := &problem.ValidationError{}
 	switch {
 	case !componentName.MatchString(d.Name):
@@ -80,7 +81,7 @@ func Validate(d *Draft, hosts map[string]bool) (in, out *Schema, err error) {
 		}
 	}
 	if d.Language == "yaml" && len(d.Code) <= MaxCodeBytes && strings.TrimSpace(d.Code) != "" {
-		if prog := ParseYAML(d.Code, v); prog != nil && in != nil && out != nil {
+		if prog := ParseYAML(d.Code, providerLevel, v); prog != nil && in != nil && out != nil {
 			agree(prog, in, out, v)
 		}
 	}

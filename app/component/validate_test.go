@@ -35,7 +35,7 @@ func (yamlEngine) HasProvider(string) bool        { return false }
 
 func TestValidate_MachineIsValid(t *testing.T) {
 	d := machineDraft(t)
-	in, out, err := Validate(&d, allHosts)
+	in, out, err := Validate(&d, allHosts, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,13 +85,22 @@ func TestValidate_ReportsWhereAndWhy(t *testing.T) {
 		{"bad name", func(d *Draft) { d.Name = "Machine!" }, "name", 0, 0, "lower-case"},
 		{"huge code", func(d *Draft) { d.Code = strings.Repeat("#", MaxCodeBytes+1) }, "code", 0, 0, "at most 256 KiB"},
 		{"missing language host", func(d *Draft) { d.Language = "python" }, "language", 0, 0, "pulumi-language-python host is not installed"},
+		{"runtime options", func(d *Draft) {
+			d.Code = strings.Replace(d.Code, "runtime: yaml", "runtime:\n  name: yaml\n  options:\n    compiler: sh -c id", 1)
+		}, "code", 3, 3, "runtime options are not allowed"},
+		{"reading a server file", func(d *Draft) {
+			d.Code = strings.Replace(d.Code, "image: ${image}\n      diskId", "image:\n        fn::readFile: /etc/hostname\n      diskId", 1)
+		}, "code", 0, 0, "fn::readFile is not allowed"},
+		{"plugin download in a tenant component", func(d *Draft) {
+			d.Code = strings.Replace(d.Code, "    type: simcloud:index:Disk\n", "    type: simcloud:index:Disk\n    options:\n      pluginDownloadURL: https://example.com/x\n", 1)
+		}, "code", 0, 0, "pluginDownloadURL is not allowed"},
 		{"binding to no input", func(d *Draft) { d.ResolverBindings = json.RawMessage(`{"hostname": "naming"}`) }, "resolver_bindings", 0, 0, `"hostname"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			d := machineDraft(t)
 			c.edit(&d)
-			_, _, err := Validate(&d, allHosts)
+			_, _, err := Validate(&d, allHosts, false)
 			var v *problem.ValidationError
 			if !errors.As(err, &v) {
 				t.Fatalf("got %v, want a validation error", err)

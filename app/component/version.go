@@ -56,7 +56,7 @@ func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.U
 		}
 		d := Draft{Name: c.Name, DisplayName: c.DisplayName, Description: c.Description, Language: c.Language,
 			Code: c.Code, InputSchema: c.InputSchema, OutputSchema: c.OutputSchema, ResolverBindings: c.ResolverBindings}
-		if _, _, err := Validate(&d, s.engine.LanguageHosts()); err != nil {
+		if _, _, err := Validate(&d, s.engine.LanguageHosts(), c.TenantID == nil); err != nil {
 			return err
 		}
 		if err := s.enginePassed(ctx, q, c); err != nil {

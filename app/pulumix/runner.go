@@ -41,13 +41,9 @@ func NewRunner(toolchainDir, dataDir string, extraEnv map[string]string) (*Runne
 		return nil, fmt.Errorf("the pulumi CLI was not found in %q or on PATH: run go tool task toolchain, or set NIMBUS_PULUMI_DIR", toolchainDir)
 	}
 	bin := filepath.Dir(cliPath)
-	var root string
-	if filepath.Base(bin) == "bin" {
-		root = filepath.Dir(bin) // the Automation API looks for <root>/bin/pulumi
-	}
-	cli, err := auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: root, SkipVersionCheck: true})
+	cli, err := newCommand(cliPath, time.Minute)
 	if err != nil {
-		return nil, fmt.Errorf("pulumi CLI at %s: %w", cliPath, err)
+		return nil, fmt.Errorf("pulumi CLI: %w", err)
 	}
 	r := &Runner{cli: cli, bin: bin, home: filepath.Join(dataDir, "pulumi-home"), work: filepath.Join(dataDir, "work"), env: extraEnv}
 	for _, d := range []string{r.home, r.work} {
@@ -88,6 +84,8 @@ func (r *Runner) Check(ctx context.Context, code string, config map[string]any, 
 		"PULUMI_SKIP_UPDATE_CHECK":                 "true",
 		"PULUMI_DIY_BACKEND_NO_LEGACY_WARNING":     "true",
 		"PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK": "true",
+		// Plugins come from the toolchain directory only: a program may not fetch and run one.
+		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
 		"SIMCLOUD_DIR":                             filepath.Join(dir, "cloud"),
 	}
 	for k, v := range r.env {

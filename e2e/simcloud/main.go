@@ -19,6 +19,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"syscall"
 	"time"
@@ -381,7 +382,15 @@ func (p *simcloud) simulate(ctx context.Context, props resource.PropertyMap, op 
 	return nil
 }
 
+// validID matches the IDs this provider makes. An ID from anywhere else — a program may
+// import or get a resource by any ID — must not reach a file path outside the cloud's folder.
+var validID = regexp.MustCompile(`^[a-z]+-[0-9a-f]{8,32}$`)
+
+// path is where the resource with id is kept; an ID the provider did not make has no file.
 func (p *simcloud) path(k *resourceKind, id string) string {
+	if !validID.MatchString(id) {
+		return filepath.Join(p.dir, k.dir, "invalid-id-has-no-file")
+	}
 	return filepath.Join(p.dir, k.dir, id+".json")
 }
 

@@ -300,6 +300,23 @@ func TestLifecycle(t *testing.T) {
 	if read, err := p.Read(ctx, &pulumirpc.ReadRequest{Id: idA, Urn: urn(machine)}); err != nil || read.GetId() != "" {
 		t.Errorf("read of a deleted machine = %v, %v; want an empty ID", read, err)
 	}
+
+	// A program may get or import by any ID; one that walks out of the cloud's folder finds
+	// nothing and deletes nothing.
+	outside := filepath.Join(filepath.Dir(dir), "secret.json")
+	if err := os.WriteFile(outside, []byte(`{"id":"x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	escape := "../../" + strings.TrimSuffix(filepath.Base(outside), ".json")
+	if read, err := p.Read(ctx, &pulumirpc.ReadRequest{Id: escape, Urn: urn(machine)}); err != nil || read.GetId() != "" {
+		t.Errorf("read of %s = %v, %v; want nothing", escape, read, err)
+	}
+	if _, err := p.Delete(ctx, &pulumirpc.DeleteRequest{Id: escape, Urn: urn(machine), Properties: pstruct(t, outA)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Errorf("a delete by a made-up ID removed a file outside the cloud: %v", err)
+	}
 }
 
 func TestFailOn(t *testing.T) {

@@ -1,0 +1,59 @@
+package pulumix
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeCLI writes a stand-in pulumi that prints its version, or its environment when run.
+func fakeCLI(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "pulumi")
+	script := "#!/bin/sh\nif [ \"$1\" = version ]; then echo v3.274.1; exit 0; fi\n" + body + "\n"
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestCommand_KeepsNimbusSecretsFromTheEngine(t *testing.T) {
+	t.Setenv("NIMBUS_SECRET_KEY", "canary-key")
+	t.Setenv("NIMBUS_DATABASE_URL", "postgres://canary")
+	cmd, err := newCommand(fakeCLI(t, "env"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd.Version().String() != "3.274.1" {
+		t.Fatalf("version %s", cmd.Version())
+	}
+	out, _, code, err := cmd.Run(context.Background(), t.TempDir(), nil, nil, nil, []string{"PULUMI_HOME=/x"}, "preview")
+	if err != nil || code != 0 {
+		t.Fatalf("run: %v %d", err, code)
+	}
+	if strings.Contains(out, "canary") {
+		t.Fatalf("Nimbus's secrets reached the engine:\n%s", out)
+	}
+	for _, want := range []string{"PULUMI_HOME=/x", "PATH=", "PULUMI_AUTOMATION_API=true"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the engine lacks %s", want)
+		}
+	}
+}
+
+func TestCommand_CancelInterruptsGracefully(t *testing.T) {
+	// The stand-in leaves cleanly on SIGINT, as the engine does after unlocking its stack.
+	cmd, err := newCommand(fakeCLI(t, `trap 'echo interrupted; exit 3' INT; while :; do sleep 0.05; done`), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	out, _, code, _ := cmd.Run(ctx, t.TempDir(), nil, nil, nil, nil, "up")
+	if code != 3 || !strings.Contains(out, "interrupted") {
+		t.Fatalf("exit %d, output %q: want a graceful stop on SIGINT", code, out)
+	}
+}
