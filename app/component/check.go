@@ -100,8 +100,13 @@ func (s *Service) Check(ctx context.Context, actor access.Principal, checkID uui
 	if err != nil {
 		return Check{}, fmt.Errorf("get check: %w", err)
 	}
-	if _, err := s.Get(ctx, actor, row.ComponentID); err != nil {
+	c, err := s.Get(ctx, actor, row.ComponentID)
+	if err != nil {
 		return Check{}, err
+	}
+	// A check shows the draft it ran on: it is for the component's authors only.
+	if !can(actor, "component:definition:update", c.TenantID) {
+		return Check{}, problem.ErrNotFound
 	}
 	return checkFromRow(row), nil
 }

@@ -135,6 +135,18 @@ func (s *Service) get(ctx context.Context, q *dbgen.Queries, actor access.Princi
 	if !canRead(actor, c.TenantID) {
 		return Component{}, problem.ErrNotFound
 	}
+	if can(actor, "component:definition:update", c.TenantID) {
+		return c, nil
+	}
+	// Those who may not edit a component see what was published, never the draft.
+	if c.LatestVersion == 0 {
+		return Component{}, problem.ErrNotFound
+	}
+	v, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: id, Version: int32(c.LatestVersion)})
+	if err != nil {
+		return Component{}, fmt.Errorf("get component: %w", err)
+	}
+	c.Language, c.Code, c.InputSchema, c.OutputSchema, c.ResolverBindings = v.Language, v.Code, v.InputSchema, v.OutputSchema, v.ResolverBindings
 	return c, nil
 }
 

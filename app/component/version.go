@@ -228,12 +228,11 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (C
 	if err := v.Err(); err != nil {
 		return Catalog{}, err
 	}
-	tenants := actor.TenantsWith("component:definition:read")
-	if tenants == nil {
-		tenants = []uuid.UUID{}
-	}
+	tenants := append([]uuid.UUID{}, actor.TenantsWith("component:definition:read")...)
+	editable := append([]uuid.UUID{}, actor.TenantsWith("component:definition:update")...)
 	rows, err := dbgen.New(s.pool).ListComponents(ctx, dbgen.ListComponentsParams{
-		AllTenants: actor.ProviderAdmin, TenantIds: tenants, Search: optional(f.Search), Provider: optional(f.Provider),
+		AllTenants: actor.ProviderAdmin, TenantIds: tenants, EditableTenantIds: editable,
+		Search: optional(f.Search), Provider: optional(f.Provider),
 		SemanticType: optional(f.SemanticType), Scope: optional(f.Scope), PublishedOnly: f.PublishedOnly,
 		MaxRows: int32(f.PerPage), Skip: int32((f.Page - 1) * f.PerPage),
 	})

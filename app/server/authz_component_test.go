@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"nimbus/app/access"
@@ -17,9 +18,20 @@ var componentCases = map[string]func(t *testing.T, w *world){
 		_, err := w.components.Get(ctx, w.adminB, w.ofA.ID)
 		wantErr(t, err, problem.ErrNotFound)
 		_, err = w.components.Get(ctx, w.readerA, w.ofA.ID)
+		wantErr(t, err, problem.ErrNotFound) // an unpublished draft is for its authors
+		_, err = w.components.Get(ctx, w.adminA, w.ofA.ID)
 		must(t, err)
+		_, err = w.components.Publish(ctx, w.admin, w.ofA.ID, "v1")
+		must(t, err)
+		_, err = w.components.Update(ctx, w.adminA, w.ofA.ID, component.Patch{Code: ptr(w.ofA.Code + "# draft only\n")})
+		must(t, err)
+		c, err := w.components.Get(ctx, w.readerA, w.ofA.ID)
+		must(t, err)
+		if strings.Contains(c.Code, "draft only") || c.Code == "" {
+			t.Fatal("a reader sees the draft instead of the published version")
+		}
 		_, err = w.components.Get(ctx, w.adminB, w.shared.ID)
-		must(t, err) // provider-level components are for every tenant
+		must(t, err) // published provider-level components are for every tenant
 	},
 	"component.Service.List": func(t *testing.T, w *world) {
 		cat, err := w.components.List(context.Background(), w.adminB, component.Filter{})
@@ -54,7 +66,7 @@ var componentCases = map[string]func(t *testing.T, w *world){
 		_, err = w.components.Update(ctx, w.adminB, w.ofA.ID, p)
 		wantErr(t, err, problem.ErrNotFound)
 		_, err = w.components.Update(ctx, w.userA, w.ofA.ID, p)
-		wantErr(t, err, problem.ErrForbidden)
+		wantErr(t, err, problem.ErrNotFound) // an unpublished draft is hidden from non-authors
 		c, err := w.components.Update(ctx, w.adminA, w.ofA.ID, p)
 		must(t, err)
 		if c.Description != "changed" {
@@ -139,7 +151,7 @@ var componentCases = map[string]func(t *testing.T, w *world){
 		_, err := w.components.RequestCheck(ctx, w.adminB, w.ofA.ID)
 		wantErr(t, err, problem.ErrNotFound)
 		_, err = w.components.RequestCheck(ctx, w.userA, w.ofA.ID)
-		wantErr(t, err, problem.ErrForbidden)
+		wantErr(t, err, problem.ErrNotFound)
 		chk, err := w.components.RequestCheck(ctx, w.adminA, w.ofA.ID)
 		must(t, err)
 		if chk.Status != "queued" {
@@ -153,6 +165,8 @@ var componentCases = map[string]func(t *testing.T, w *world){
 		_, err = w.components.Check(ctx, w.adminB, chk.ID)
 		wantErr(t, err, problem.ErrNotFound)
 		_, err = w.components.Check(ctx, w.readerA, chk.ID)
+		wantErr(t, err, problem.ErrNotFound) // checks show drafts: authors only
+		_, err = w.components.Check(ctx, w.adminA, chk.ID)
 		must(t, err)
 	},
 	"component.Service.AddProvider": func(t *testing.T, w *world) {

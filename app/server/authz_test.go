@@ -73,6 +73,10 @@ func newWorld(t testing.TB) *world {
 	if w.shared, err = w.components.Create(ctx, w.admin, machine(t, "shared-machine", nil)); err != nil {
 		t.Fatal(err)
 	}
+	// Tenants see provider-level components once published.
+	if _, err = w.components.Publish(ctx, w.admin, w.shared.ID, "first"); err != nil {
+		t.Fatal(err)
+	}
 	if w.ofA, err = w.components.Create(ctx, w.adminA, machine(t, "a-machine", &w.a.ID)); err != nil {
 		t.Fatal(err)
 	}

@@ -437,30 +437,33 @@ JOIN semantic_resource_types t ON t.id = c.semantic_type_id
 LEFT JOIN tenants tn ON tn.id = c.tenant_id
 WHERE c.deleted_at IS NULL
   AND ($1::boolean OR c.tenant_id IS NULL OR c.tenant_id = ANY($2::uuid[]))
-  AND ($3::text IS NULL
-       OR c.name ILIKE '%' || $3 || '%'
-       OR c.display_name ILIKE '%' || $3 || '%'
-       OR c.description ILIKE '%' || $3 || '%')
-  AND ($4::text IS NULL OR p.name = $4)
-  AND ($5::text IS NULL OR t.name = $5)
-  AND ($6::text IS NULL
-       OR ($6 = 'provider' AND c.tenant_id IS NULL)
-       OR ($6 = 'tenant' AND c.tenant_id IS NOT NULL))
-  AND (NOT $7::boolean OR c.latest_version > 0)
+  -- Unpublished drafts only for those who may edit them.
+  AND ($1::boolean OR c.latest_version > 0 OR c.tenant_id = ANY($3::uuid[]))
+  AND ($4::text IS NULL
+       OR c.name ILIKE '%' || $4 || '%'
+       OR c.display_name ILIKE '%' || $4 || '%'
+       OR c.description ILIKE '%' || $4 || '%')
+  AND ($5::text IS NULL OR p.name = $5)
+  AND ($6::text IS NULL OR t.name = $6)
+  AND ($7::text IS NULL
+       OR ($7 = 'provider' AND c.tenant_id IS NULL)
+       OR ($7 = 'tenant' AND c.tenant_id IS NOT NULL))
+  AND (NOT $8::boolean OR c.latest_version > 0)
 ORDER BY lower(c.name), c.id
-LIMIT $9 OFFSET $8
+LIMIT $10 OFFSET $9
 `
 
 type ListComponentsParams struct {
-	AllTenants    bool        `json:"all_tenants"`
-	TenantIds     []uuid.UUID `json:"tenant_ids"`
-	Search        *string     `json:"search"`
-	Provider      *string     `json:"provider"`
-	SemanticType  *string     `json:"semantic_type"`
-	Scope         *string     `json:"scope"`
-	PublishedOnly bool        `json:"published_only"`
-	Skip          int32       `json:"skip"`
-	MaxRows       int32       `json:"max_rows"`
+	AllTenants        bool        `json:"all_tenants"`
+	TenantIds         []uuid.UUID `json:"tenant_ids"`
+	EditableTenantIds []uuid.UUID `json:"editable_tenant_ids"`
+	Search            *string     `json:"search"`
+	Provider          *string     `json:"provider"`
+	SemanticType      *string     `json:"semantic_type"`
+	Scope             *string     `json:"scope"`
+	PublishedOnly     bool        `json:"published_only"`
+	Skip              int32       `json:"skip"`
+	MaxRows           int32       `json:"max_rows"`
 }
 
 type ListComponentsRow struct {
@@ -484,6 +487,7 @@ func (q *Queries) ListComponents(ctx context.Context, arg ListComponentsParams) 
 	rows, err := q.db.Query(ctx, listComponents,
 		arg.AllTenants,
 		arg.TenantIds,
+		arg.EditableTenantIds,
 		arg.Search,
 		arg.Provider,
 		arg.SemanticType,

@@ -52,6 +52,8 @@ JOIN semantic_resource_types t ON t.id = c.semantic_type_id
 LEFT JOIN tenants tn ON tn.id = c.tenant_id
 WHERE c.deleted_at IS NULL
   AND (sqlc.arg(all_tenants)::boolean OR c.tenant_id IS NULL OR c.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+  -- Unpublished drafts only for those who may edit them.
+  AND (sqlc.arg(all_tenants)::boolean OR c.latest_version > 0 OR c.tenant_id = ANY(sqlc.arg(editable_tenant_ids)::uuid[]))
   AND (sqlc.narg(search)::text IS NULL
        OR c.name ILIKE '%' || sqlc.narg(search) || '%'
        OR c.display_name ILIKE '%' || sqlc.narg(search) || '%'

@@ -1,0 +1,593 @@
+// Package localpg runs a PostgreSQL cluster that lives in Nimbus's data directory, from the
+// server binaries installed on the system.
+//
+// Several processes may share one cluster: the server and a CLI command run beside it, or the
+// test binaries of several packages. Each user holds a shared lock on users.lock while it uses
+// the cluster; the last one out (the one that can then take that lock exclusively) stops the
+// server. Starting and stopping both happen under start.lock, so a start never races a stop.
+package localpg
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// DatabaseName is the database Nimbus keeps its data in inside the cluster.
+const DatabaseName = "nimbus"
+
+const (
+	superuser = "nimbus"
+	port      = 5432
+	// Unix socket paths are limited to 107 bytes; beyond this the socket moves to the temp dir.
+	maxSocketDir = 80
+)
+
+// Options say where the cluster lives and how it runs.
+type Options struct {
+	// Dir holds the cluster: Dir/pgdata is PGDATA.
+	Dir string
+	// Logger receives the server's lifecycle events; the server's own log goes to Dir/postgres.log.
+	Logger *slog.Logger
+	// Settings are extra server settings (name → value), written to PGDATA/postgresql.nimbus.conf
+	// at every start; they override the defaults this package sets (listen only on the socket).
+	Settings map[string]string
+	// RunAs is the unprivileged account to run the server as when Nimbus runs as root.
+	// Empty means "postgres". A shared account such as nobody is refused: see unprivileged.
+	RunAs string
+}
+
+// Server is a running cluster this process uses. Close releases it and stops the server when
+// no other process uses it.
+type Server struct {
+	dir       string
+	pgdata    string
+	socketDir string
+	bin       string
+	cred      *syscall.Credential // set when Nimbus runs as root: the account the server runs as
+	account   string              // that account's name, for messages
+	users     *os.File
+	log       *slog.Logger
+}
+
+// Start makes sure the cluster in opts.Dir exists and runs, creating it on first use.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("postgres directory: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create postgres directory: %w", err)
+	}
+	bin, err := FindBinaries()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		dir:       dir,
+		pgdata:    filepath.Join(dir, "pgdata"),
+		socketDir: socketDir(dir),
+		bin:       bin,
+		log:       opts.Logger,
+	}
+	if os.Geteuid() == 0 {
+		if s.cred, s.account, err = unprivileged(opts.RunAs); err != nil {
+			return nil, err
+		}
+	}
+
+	users, err := os.OpenFile(filepath.Join(dir, "users.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres lock: %w", err)
+	}
+	s.users = users
+	err = s.withStartLock(ctx, func() error {
+		if err := s.ensureRunning(ctx, opts.Settings); err != nil {
+			return err
+		}
+		return flock(ctx, users, syscall.LOCK_SH)
+	})
+	if err != nil {
+		users.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// URL is a connection string for the given database of the cluster.
+func (s *Server) URL(database string) string {
+	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", connValue(s.socketDir), port, superuser, connValue(database))
+}
+
+// connValue quotes a keyword/value connection string value when it needs it: the socket
+// directory follows the data directory, whose path may hold spaces, quotes or backslashes.
+func connValue(v string) string {
+	if v != "" && !strings.ContainsAny(v, " \t\n\r\v\f'\\") {
+		return v
+	}
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
+}
+
+// Close releases this process's use of the cluster and stops the server if no other process
+// still uses it.
+func (s *Server) Close() error {
+	defer s.users.Close()
+	return s.withStartLock(context.Background(), func() error {
+		if err := syscall.Flock(int(s.users.Fd()), syscall.LOCK_UN); err != nil {
+			return fmt.Errorf("release postgres lock: %w", err)
+		}
+		if err := syscall.Flock(int(s.users.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			s.log.Info("postgres left running for its other users", "dir", s.dir)
+			return nil
+		}
+		return s.stop()
+	})
+}
+
+// withStartLock runs fn while holding the lock that serialises starting and stopping the
+// cluster, so no process starts it while another is deciding to stop it.
+func (s *Server) withStartLock(ctx context.Context, fn func() error) error {
+	f, err := os.OpenFile(filepath.Join(s.dir, "start.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("open postgres lock: %w", err)
+	}
+	defer f.Close()
+	if err := flock(ctx, f, syscall.LOCK_EX); err != nil {
+		return err
+	}
+	return fn()
+}
+
+func (s *Server) ensureRunning(ctx context.Context, settings map[string]string) error {
+	if _, err := os.Stat(filepath.Join(s.pgdata, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
+		if err := s.initdb(ctx); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return fmt.Errorf("inspect postgres data: %w", err)
+	}
+	if s.running() {
+		return nil
+	}
+	if err := s.removeStalePID(); err != nil {
+		return err
+	}
+	if err := s.prepareSocketDir(); err != nil {
+		return err
+	}
+	if err := s.writeSettings(settings); err != nil {
+		return err
+	}
+	// Settings go through a file, never pg_ctl -o: pg_ctl pastes its options into a /bin/sh
+	// command line. It pastes -D and -l there too, inside double quotes where $, ` and \ still
+	// act, so they are given relative to the command's working directory (s.dir) and the data
+	// directory's own path never reaches the shell.
+	args := []string{"start", "-w", "-t", "60", "-D", s.pgdata, "-l", filepath.Join(s.dir, "postgres.log"), "-s"}
+	started := time.Now()
+	if out, err := s.command(ctx, "pg_ctl", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("start postgres: %v: %s (see %s)", err, bytes.TrimSpace(out), filepath.Join(s.dir, "postgres.log"))
+	}
+	s.log.Info("postgres started", "dir", s.pgdata, "socket", s.socketDir, "took", time.Since(started).Round(time.Millisecond))
+	return s.ensureDatabase(ctx)
+}
+
+// settingsFile holds the server's settings inside PGDATA; postgresql.conf includes it.
+const settingsFile = "postgresql.nimbus.conf"
+
+// includeSettings is the line that makes postgresql.conf read settingsFile. A relative include
+// is resolved against postgresql.conf's directory. It is a plain include, not include_if_exists:
+// without the file the server would listen on localhost TCP with trust authentication, so a
+// missing file must stop it from starting.
+const includeSettings = "include = '" + settingsFile + "'"
+
+// settingName is what a setting's name may look like (custom settings have a dotted prefix);
+// anything else could break out of its line in the settings file.
+var settingName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
+
+// writeSettings writes the server's settings to settingsFile, replacing what an earlier start
+// wrote, and makes sure postgresql.conf includes it.
+func (s *Server) writeSettings(settings map[string]string) error {
+	conf, err := settingsConf(s.socketDir, settings)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(s.pgdata, settingsFile)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(conf), 0o600); err != nil {
+		return fmt.Errorf("write postgres settings: %w", err)
+	}
+	if err := s.chown(tmp); err != nil {
+		return err
+	}
+	// Renamed into place so a crash never leaves a half-written file for the next start.
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write postgres settings: %w", err)
+	}
+
+	main := filepath.Join(s.pgdata, "postgresql.conf")
+	data, err := os.ReadFile(main)
+	if err != nil {
+		return fmt.Errorf("read postgresql.conf: %w", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == includeSettings {
+			return nil
+		}
+	}
+	// Appended, so it comes after (and overrides) everything initdb wrote.
+	f, err := os.OpenFile(main, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return fmt.Errorf("update postgresql.conf: %w", err)
+	}
+	_, werr := fmt.Fprintf(f, "\n# Nimbus rewrites %s at every start: the socket and its Settings.\n%s\n", settingsFile, includeSettings)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return fmt.Errorf("update postgresql.conf: %w", err)
+	}
+	return nil
+}
+
+// settingsConf renders the server's settings in postgresql.conf syntax: the defaults that keep
+// it on the private socket, overridden by the caller's settings.
+func settingsConf(socketDir string, settings map[string]string) (string, error) {
+	opts := map[string]string{
+		"listen_addresses": "",
+		// A list of directories: quoted so a comma or space in the path stays part of it.
+		"unix_socket_directories": `"` + strings.ReplaceAll(socketDir, `"`, `""`) + `"`,
+		"unix_socket_permissions": "0700",
+		"port":                    strconv.Itoa(port),
+	}
+	for k, v := range settings {
+		if !settingName.MatchString(k) {
+			return "", fmt.Errorf("postgres setting %q: not a valid setting name", k)
+		}
+		if strings.ContainsRune(v, 0) {
+			return "", fmt.Errorf("postgres setting %s: value holds a NUL byte", k)
+		}
+		opts[k] = v
+	}
+	keys := make([]string, 0, len(opts))
+	for k := range opts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Written by Nimbus at every start of this cluster; changes here are lost.\n")
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s = %s\n", k, confQuote(opts[k]))
+	}
+	return b.String(), nil
+}
+
+// confQuote quotes a value for postgresql.conf. Every value may be quoted, whatever its type.
+// Inside quotes a quote is doubled and a backslash starts an escape, so backslashes are doubled
+// too; line breaks are escaped because a quoted value may not span lines.
+func confQuote(v string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `''`, "\n", `\n`, "\r", `\r`).Replace(v) + "'"
+}
+
+func (s *Server) initdb(ctx context.Context) error {
+	if err := s.makeReachable(); err != nil {
+		return err
+	}
+	tmp := s.pgdata + ".init"
+	if err := os.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("clear half-made postgres data: %w", err)
+	}
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return fmt.Errorf("create postgres data: %w", err)
+	}
+	if err := s.chown(tmp); err != nil {
+		return err
+	}
+	started := time.Now()
+	// Only the Unix socket is open, and its directory is private to the server's account.
+	// The data directory is relative to the command's working directory (s.dir), as for pg_ctl
+	// start, so its path never reaches a shell command line.
+	out, err := s.command(ctx, "initdb", "-D", filepath.Base(tmp), "-U", superuser, "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-instructions").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("initdb: %v: %s", err, bytes.TrimSpace(out))
+	}
+	// Renamed only when complete, so a crash during initdb never leaves a cluster that looks whole.
+	if err := os.Rename(tmp, s.pgdata); err != nil {
+		return fmt.Errorf("install postgres data: %w", err)
+	}
+	s.log.Info("postgres cluster created", "dir", s.pgdata, "took", time.Since(started).Round(time.Millisecond))
+	return nil
+}
+
+func (s *Server) ensureDatabase(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, s.URL("postgres"))
+	if err != nil {
+		return fmt.Errorf("connect to postgres: %w", err)
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", DatabaseName).Scan(&exists); err != nil {
+		return fmt.Errorf("look up database: %w", err)
+	}
+	if exists {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+DatabaseName); err != nil {
+		return fmt.Errorf("create database: %w", err)
+	}
+	return nil
+}
+
+// running reports whether the postmaster named in the pid file is alive and serves this cluster.
+func (s *Server) running() bool {
+	pid, ok := s.pidFromFile()
+	return ok && servesCluster("/proc", pid, s.pgdata)
+}
+
+// servesCluster decides whether process pid, as seen under the proc file system at proc, may be
+// the postmaster of the cluster in pgdata. A pid file naming no such process is stale and gets
+// deleted; deleting the pid file of a live server makes it shut itself down, so whenever the
+// answer cannot be known this says yes.
+func servesCluster(proc string, pid int, pgdata string) bool {
+	// Signal 0 only checks the process exists. EPERM means it exists under another account.
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	dir := filepath.Join(proc, strconv.Itoa(pid))
+	cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+	if errors.Is(err, os.ErrNotExist) {
+		return false // exited since
+	}
+	if err == nil {
+		// After a reboot the pid may belong to any process. The postmaster's argv[0] is the
+		// postgres binary (other arguments could name anything, such as a path).
+		argv0, _, _ := bytes.Cut(cmdline, []byte{0})
+		if !bytes.Contains(argv0, []byte("postgres")) {
+			return false
+		}
+	}
+	// A live postgres: it may serve another cluster. Postgres's working directory is its PGDATA;
+	// comparing files rather than paths copes with symlinks in either. Reading another
+	// process's cwd needs ptrace access, which containers often withhold even from root, so
+	// an unreadable cwd proves nothing and the process is taken to be ours.
+	cwd, err := os.Stat(filepath.Join(dir, "cwd"))
+	if err != nil {
+		return true
+	}
+	data, err := os.Stat(pgdata)
+	if err != nil {
+		return true
+	}
+	return os.SameFile(cwd, data)
+}
+
+func (s *Server) pidFromFile() (int, bool) {
+	data, err := os.ReadFile(filepath.Join(s.pgdata, "postmaster.pid"))
+	if err != nil {
+		return 0, false
+	}
+	first, _, _ := strings.Cut(string(data), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	return pid, err == nil && pid > 0
+}
+
+// removeStalePID deletes a pid file left by a server that died without cleaning up: postgres
+// refuses to start while it names a live process, which after a reboot may be any process.
+func (s *Server) removeStalePID() error {
+	path := filepath.Join(s.pgdata, "postmaster.pid")
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	s.log.Warn("removing stale postgres pid file", "path", path)
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("remove stale postgres pid file: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) stop() error {
+	if !s.running() {
+		return nil
+	}
+	out, err := s.command(context.Background(), "pg_ctl", "stop", "-w", "-t", "60", "-m", "fast", "-D", s.pgdata, "-s").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("stop postgres: %v: %s", err, bytes.TrimSpace(out))
+	}
+	s.log.Info("postgres stopped", "dir", s.pgdata)
+	return nil
+}
+
+// prepareSocketDir creates the socket directory and makes sure it is a directory private to the
+// server's account: whoever owns it controls the socket, through which connections are trusted.
+// The fallback in the temp dir has a predictable name, so another local user could have created
+// it (or a symlink by that name) first; MkdirAll accepts either without a word.
+func (s *Server) prepareSocketDir() error {
+	if err := os.MkdirAll(s.socketDir, 0o700); err != nil {
+		return fmt.Errorf("create postgres socket directory: %w", err)
+	}
+	info, err := os.Lstat(s.socketDir)
+	if err != nil {
+		return fmt.Errorf("inspect postgres socket directory: %w", err)
+	}
+	if info.Mode()&os.ModeSymlink != 0 || !info.IsDir() {
+		return fmt.Errorf("postgres socket directory %s is not a directory (a symlink or a file someone else put there?): remove it if that is safe", s.socketDir)
+	}
+	owner := int(info.Sys().(*syscall.Stat_t).Uid)
+	want, account := os.Geteuid(), "this user"
+	if s.cred != nil {
+		want, account = int(s.cred.Uid), "the "+s.account+" account"
+		if owner == 0 {
+			// Made by root, so by this process or another Nimbus as root: hand it over.
+			if err := s.chown(s.socketDir); err != nil {
+				return err
+			}
+			owner = want
+		}
+	}
+	if owner != want {
+		return fmt.Errorf("postgres socket directory %s belongs to uid %d, not to %s (uid %d) that runs postgres; another user may have created it to intercept database connections: remove it if that is safe", s.socketDir, owner, account, want)
+	}
+	if info.Mode().Perm() != 0o700 {
+		if err := os.Chmod(s.socketDir, 0o700); err != nil {
+			return fmt.Errorf("make postgres socket directory %s private: %w", s.socketDir, err)
+		}
+	}
+	return nil
+}
+
+// socketDir keeps the socket beside the cluster unless the path would be too long for a Unix
+// socket; then it goes to a private directory in the temp dir named after the cluster.
+func socketDir(dir string) string {
+	own := filepath.Join(dir, "run")
+	if len(own) <= maxSocketDir {
+		return own
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return filepath.Join(os.TempDir(), "nimbus-pg-"+hex.EncodeToString(sum[:6]))
+}
+
+// command runs one of the server binaries in the cluster directory. Its environment is minimal:
+// Nimbus's own holds secrets (NIMBUS_SECRET_KEY, NIMBUS_DATABASE_URL, …) that the server and
+// everything it runs would inherit, and PG* variables that would change what the tools do.
+func (s *Server) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, filepath.Join(s.bin, name), args...)
+	cmd.Env = []string{"PATH=" + s.bin + ":/usr/local/bin:/usr/bin:/bin", "LC_ALL=C.UTF-8", "TZ=UTC"}
+	cmd.Dir = s.dir
+	if s.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	}
+	return cmd
+}
+
+func (s *Server) chown(path string) error {
+	if s.cred == nil {
+		return nil
+	}
+	if err := os.Chown(path, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
+		return fmt.Errorf("hand %s to the postgres account: %w", path, err)
+	}
+	return nil
+}
+
+// makeReachable hands the cluster directory to the unprivileged account and makes sure that
+// account can reach it: each ancestor must be searchable, which a home directory often is not.
+func (s *Server) makeReachable() error {
+	if s.cred == nil {
+		return nil
+	}
+	if err := s.chown(s.dir); err != nil {
+		return err
+	}
+	for d := filepath.Dir(s.dir); ; d = filepath.Dir(d) {
+		info, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("inspect %s: %w", d, err)
+		}
+		if info.Mode().Perm()&0o001 == 0 {
+			// Every other user can then pass through it too, so say so, and how to avoid it.
+			s.log.Warn("making directory searchable by all users (chmod o+x) so postgres can reach its data; to avoid this, choose a --data-dir outside home directories",
+				"dir", d, "reason", fmt.Sprintf("postgres runs as the %s account, which must pass through %s to reach %s", s.account, d, s.dir))
+			if err := os.Chmod(d, info.Mode().Perm()|0o001); err != nil {
+				return fmt.Errorf("postgres runs as an unprivileged account that cannot reach %s: %w", s.dir, err)
+			}
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
+// FindBinaries returns the directory holding initdb, pg_ctl and postgres: the one on PATH, or
+// the newest under the Debian location.
+func FindBinaries() (string, error) {
+	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		resolved, err := filepath.EvalSymlinks(p)
+		if err == nil {
+			p = resolved
+		}
+		dir := filepath.Dir(p)
+		if _, err := os.Stat(filepath.Join(dir, "initdb")); err == nil {
+			return dir, nil
+		}
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
+	sort.Slice(matches, func(i, j int) bool { return pgMajor(matches[i]) > pgMajor(matches[j]) })
+	if len(matches) > 0 {
+		return filepath.Dir(matches[0]), nil
+	}
+	return "", errors.New("PostgreSQL server binaries (initdb, pg_ctl, postgres) not found on PATH or under /usr/lib/postgresql: install them (Debian: apt-get install postgresql) or set NIMBUS_DATABASE_URL to use an existing server")
+}
+
+func pgMajor(path string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(path))))
+	return n
+}
+
+// lookupUser finds an account; tests replace it to imitate systems without one.
+var lookupUser = user.Lookup
+
+// unprivileged returns the account the server runs as when Nimbus runs as root (postgres refuses
+// to run as root): the named one, else postgres. Connections on the socket are trusted, and any
+// process of the server's account can use the socket, so the account must be dedicated to it:
+// a shared one such as nobody would make every process running as nobody a database superuser.
+func unprivileged(name string) (*syscall.Credential, string, error) {
+	chosen := name != ""
+	if !chosen {
+		name = "postgres"
+	}
+	u, err := lookupUser(name)
+	if !chosen && errors.As(err, new(user.UnknownUserError)) {
+		return nil, "", errors.New(`Nimbus runs as root, postgres refuses to, and there is no "postgres" account to run it as: create that system account (useradd --system postgres) or run Nimbus as a normal user`)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("look up account %q to run postgres as: %w", name, err)
+	}
+	if u.Uid == "0" {
+		return nil, "", fmt.Errorf("account %q to run postgres as is root, which postgres refuses", name)
+	}
+	if u.Username == "nobody" {
+		return nil, "", errors.New(`postgres will not run as "nobody": other services run as that account and would be database superusers; create a dedicated account (useradd --system postgres)`)
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, "", fmt.Errorf("account %q: uid %q: %w", name, u.Uid, err)
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, "", fmt.Errorf("account %q: gid %q: %w", name, u.Gid, err)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, u.Username, nil
+}
+
+func flock(ctx context.Context, f *os.File, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("lock postgres directory: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for postgres lock: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
