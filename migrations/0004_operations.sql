@@ -12,14 +12,16 @@ CREATE TABLE environments (
     created_by      uuid REFERENCES users (id) ON DELETE SET NULL,
     created_at      timestamptz NOT NULL DEFAULT now(),
     updated_at      timestamptz NOT NULL DEFAULT now(),
-    deleted_at      timestamptz
+    deleted_at      timestamptz,
+    -- Lets deployments reference (environment, tenant) together, so they always agree.
+    UNIQUE (id, tenant_id)
 );
 CREATE UNIQUE INDEX environments_name_key ON environments (tenant_id, lower(name)) WHERE deleted_at IS NULL;
 
 CREATE TABLE deployed_components (
     id                uuid PRIMARY KEY DEFAULT gen_random_uuid(),
     tenant_id         uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
-    environment_id    uuid NOT NULL REFERENCES environments (id),
+    environment_id    uuid NOT NULL,
     component_id      uuid NOT NULL REFERENCES components (id),
     version           integer NOT NULL,
     name              text NOT NULL,
@@ -36,7 +38,8 @@ CREATE TABLE deployed_components (
     created_by        uuid REFERENCES users (id) ON DELETE SET NULL,
     created_at        timestamptz NOT NULL DEFAULT now(),
     updated_at        timestamptz NOT NULL DEFAULT now(),
-    FOREIGN KEY (component_id, version) REFERENCES component_versions (component_id, version)
+    FOREIGN KEY (component_id, version) REFERENCES component_versions (component_id, version),
+    FOREIGN KEY (environment_id, tenant_id) REFERENCES environments (id, tenant_id)
 );
 CREATE UNIQUE INDEX deployed_components_name_key ON deployed_components (environment_id, lower(name))
     WHERE status <> 'destroyed';

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -143,7 +145,8 @@ func (w *CheckWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	}
 	finish := func(status, output string, changes map[string]int) error {
 		if len(output) > maxCheckOutput {
-			output = output[len(output)-maxCheckOutput:]
+			// Postgres refuses text that starts inside a character.
+			output = strings.ToValidUTF8(output[len(output)-maxCheckOutput:], "")
 		}
 		ch, _ := json.Marshal(changes)
 		return dbgen.New(w.pool).FinishCheck(context.WithoutCancel(ctx), dbgen.FinishCheckParams{ID: row.ID, Status: status, Output: output, Changes: ch})
@@ -163,6 +166,9 @@ func (w *CheckWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	}}
 	res, err := w.runner.Check(ctx, row.Code, placeholders(in), live)
 	live.Close()
+	if err != nil && ctx.Err() != nil {
+		return err // stopped by a shutdown or the job's timeout: River runs it again
+	}
 	if err != nil {
 		return finish("failed", "the check could not run: "+err.Error(), nil)
 	}
@@ -229,10 +235,22 @@ func (l *liveOutput) Close() {
 	l.flushLocked()
 }
 
+// flushLocked sends what is buffered up to the last whole character; a character split
+// across writes waits for its remaining bytes.
 func (l *liveOutput) flushLocked() {
-	if l.buf.Len() > 0 {
-		l.flush(l.buf.String())
-		l.buf.Reset()
+	b := l.buf.Bytes()
+	n := len(b)
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				n = i
+			}
+			break
+		}
+	}
+	if n > 0 {
+		l.flush(strings.ToValidUTF8(string(b[:n]), ""))
+		l.buf.Next(n)
 	}
 	l.last = time.Now()
 }

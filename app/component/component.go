@@ -165,6 +165,14 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, in New) (C
 	}
 	v := &problem.ValidationError{}
 	q := dbgen.New(s.pool)
+	if in.TenantID != nil {
+		// Provider admins are members everywhere; the tenant must still exist.
+		if _, err := q.GetTenant(ctx, *in.TenantID); errors.Is(err, pgx.ErrNoRows) {
+			return Component{}, problem.Invalid("tenant_id", "exists", "no tenant with this ID that you can see")
+		} else if err != nil {
+			return Component{}, err
+		}
+	}
 	provider, err := q.GetProviderByName(ctx, in.Provider)
 	if errors.Is(err, pgx.ErrNoRows) {
 		v.Add("provider", "exists", "no provider named %q; see the providers page", in.Provider)

@@ -144,11 +144,11 @@ func (h *Handlers) VersionsAPI(c echo.Context) error {
 }
 
 func versionParam(c echo.Context) (int, error) {
-	n, err := strconv.Atoi(c.Param("n"))
+	n, err := strconv.ParseInt(c.Param("n"), 10, 32)
 	if err != nil || n < 1 {
 		return 0, problem.ErrNotFound
 	}
-	return n, nil
+	return int(n), nil
 }
 
 // VersionAPI answers GET /api/v1/components/{id}/versions/{n} with the version's code.

@@ -310,8 +310,8 @@ func (h *Handlers) DiffPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	from, err1 := strconv.Atoi(c.QueryParam("from"))
-	to, err2 := strconv.Atoi(c.QueryParam("to"))
+	from, err1 := strconv.ParseInt(c.QueryParam("from"), 10, 32)
+	to, err2 := strconv.ParseInt(c.QueryParam("to"), 10, 32)
 	if err1 != nil || err2 != nil {
 		return problem.Invalid("from", "integer", "choose two versions to compare")
 	}
@@ -320,15 +320,15 @@ func (h *Handlers) DiffPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	a, err := h.svc.Version(web.Ctx(c), actor, id, from)
+	a, err := h.svc.Version(web.Ctx(c), actor, id, int(from))
 	if err != nil {
 		return err
 	}
-	b, err := h.svc.Version(web.Ctx(c), actor, id, to)
+	b, err := h.svc.Version(web.Ctx(c), actor, id, int(to))
 	if err != nil {
 		return err
 	}
-	d := views.DiffView{ID: id.String(), Name: comp.DisplayName, From: from, To: to, Part: c.QueryParam("part")}
+	d := views.DiffView{ID: id.String(), Name: comp.DisplayName, From: int(from), To: int(to), Part: c.QueryParam("part")}
 	switch d.Part {
 	case "input_schema":
 		d.Old, d.New, d.Language = pretty(a.InputSchema), pretty(b.InputSchema), "json"

@@ -222,6 +222,9 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (C
 	if f.Page < 1 {
 		f.Page = 1
 	}
+	if f.Page > 10000 {
+		v.Add("page", "max", "must be at most 10000; narrow the search instead")
+	}
 	if f.PerPage < 1 || f.PerPage > 100 {
 		f.PerPage = 24
 	}

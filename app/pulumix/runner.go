@@ -86,7 +86,7 @@ func (r *Runner) Check(ctx context.Context, code string, config map[string]any, 
 		"PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK": "true",
 		// Plugins come from the toolchain directory only: a program may not fetch and run one.
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-		"SIMCLOUD_DIR":                             filepath.Join(dir, "cloud"),
+		"SIMCLOUD_DIR": filepath.Join(dir, "cloud"),
 	}
 	for k, v := range r.env {
 		if k != "SIMCLOUD_DIR" {
@@ -110,8 +110,8 @@ func (r *Runner) Check(ctx context.Context, code string, config map[string]any, 
 		return CheckResult{}, err
 	}
 	started := time.Now()
-	var said bytes.Buffer // the engine reports a failed preview's diagnostics in its progress
-	both := io.MultiWriter(progress, &said)
+	said := &tail{max: 256 << 10} // the engine reports a failed preview's diagnostics in its progress
+	both := io.MultiWriter(progress, said)
 	res, err := stack.Preview(ctx, optpreview.Parallel(8), optpreview.Color("never"),
 		optpreview.ProgressStreams(both), optpreview.ErrorProgressStreams(both))
 	out := CheckResult{Changes: map[string]int{}}
@@ -122,7 +122,7 @@ func (r *Runner) Check(ctx context.Context, code string, config map[string]any, 
 		if ctx.Err() != nil {
 			return out, fmt.Errorf("check: %w", ctx.Err())
 		}
-		out.Output = quiet(said.String())
+		out.Output = quiet(strings.ToValidUTF8(said.String(), ""))
 		if out.Output == "" {
 			out.Output = err.Error()
 		}
@@ -198,6 +198,23 @@ func summarise(changes map[apitype.OpType]int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// tail keeps the last max bytes written to it: the end of the engine's output says what went
+// wrong, and a runaway program must not fill memory.
+type tail struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.buf.Write(p)
+	if over := t.buf.Len() - t.max; over > 0 {
+		t.buf.Next(over)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string { return t.buf.String() }
 
 func randomHex(n int) string {
 	b := make([]byte, n)

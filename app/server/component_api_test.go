@@ -211,3 +211,20 @@ func TestPages_CheckSavesWhatTheEditorHolds(t *testing.T) {
 		t.Fatalf("a draft with problems is checked or not explained: %s", r.body)
 	}
 }
+
+func TestAPI_ComponentBadNumbersAndOwners(t *testing.T) {
+	s := newSite(t)
+	admin := s.token(t, s.admin)
+	in := machineJSON(t, "owned")
+	in["tenant_id"] = "00000000-0000-0000-0000-000000000009"
+	r := s.call(t, "POST", "/api/v1/components", admin, in)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), `"field":"tenant_id"`) {
+		t.Fatalf("unknown tenant: %s", r.body)
+	}
+	wantStatus(t, s.call(t, "GET", "/api/v1/components?page=2147483647", admin, nil), http.StatusUnprocessableEntity)
+	id := s.call(t, "POST", "/api/v1/components", admin, machineJSON(t, "numbered")).json(t)["id"].(string)
+	s.check(t, admin, id)
+	wantStatus(t, s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": "one"}), http.StatusCreated)
+	wantStatus(t, s.call(t, "GET", "/api/v1/components/"+id+"/versions/4294967297", admin, nil), http.StatusNotFound)
+}

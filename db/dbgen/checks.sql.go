@@ -13,7 +13,7 @@ import (
 )
 
 const appendCheckOutput = `-- name: AppendCheckOutput :exec
-UPDATE component_checks SET output = output || $2, updated_at = now() WHERE id = $1 AND status = 'running'
+UPDATE component_checks SET output = right(output || $2, 262144), updated_at = now() WHERE id = $1 AND status = 'running'
 `
 
 type AppendCheckOutputParams struct {
@@ -21,6 +21,7 @@ type AppendCheckOutputParams struct {
 	Output string    `json:"output"`
 }
 
+// Keeps the newest 256 KiB: the end of the engine's output says what went wrong.
 func (q *Queries) AppendCheckOutput(ctx context.Context, arg AppendCheckOutputParams) error {
 	_, err := q.db.Exec(ctx, appendCheckOutput, arg.ID, arg.Output)
 	return err

@@ -12,7 +12,8 @@ WHERE id = $1 AND status IN ('queued', 'running')
 RETURNING *;
 
 -- name: AppendCheckOutput :exec
-UPDATE component_checks SET output = output || $2, updated_at = now() WHERE id = $1 AND status = 'running';
+-- Keeps the newest 256 KiB: the end of the engine's output says what went wrong.
+UPDATE component_checks SET output = right(output || $2, 262144), updated_at = now() WHERE id = $1 AND status = 'running';
 
 -- name: FinishCheck :exec
 UPDATE component_checks SET status = $2, output = $3, changes = $4, finished_at = now(), updated_at = now()

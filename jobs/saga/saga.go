@@ -84,6 +84,11 @@ func IsTransient(err error) bool {
 	return errors.As(err, &t)
 }
 
+// ErrCancelled is the cause to cancel a run's context with when a user cancels the operation:
+// the run then undoes what it did. A context cancelled for any other reason, such as the
+// server shutting down, stops the run to be resumed later.
+var ErrCancelled = errors.New("cancelled by request")
+
 // Failure is the end of a run that did not succeed: the error that stopped it, and whether
 // everything it had done was undone.
 type Failure struct {
@@ -138,6 +143,9 @@ func Execute(ctx context.Context, store Store, steps []Step, lastAttempt bool) e
 		states[i].Status = Running
 		result, err := step.Do(ctx, run)
 		if err != nil {
+			if ctx.Err() != nil && !errors.Is(context.Cause(ctx), ErrCancelled) {
+				return Transient(fmt.Errorf("step %s stopped: %w", step.Name, context.Cause(ctx)))
+			}
 			if IsTransient(err) && !lastAttempt && ctx.Err() == nil {
 				return err
 			}

@@ -194,17 +194,33 @@ func TestExecute_UndoFailureIsReportedAndTheRestStillUndone(t *testing.T) {
 func TestExecute_CancelledRunUndoes(t *testing.T) {
 	w := &world{effects: map[string]bool{}}
 	store := newMemStore()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	s := steps(w, nil)
 	s[3].Do = func(ctx context.Context, r *Run) (json.RawMessage, error) {
 		w.effects["up"] = true
-		cancel()
+		cancel(ErrCancelled)
 		return nil, Transient(ctx.Err()) // even a passing error ends a cancelled run
 	}
 	err := Execute(ctx, store, s, false)
 	var f *Failure
 	if !errors.As(err, &f) || !errors.Is(err, context.Canceled) || len(w.effects) != 0 {
 		t.Fatalf("got %v, effects %v", err, w.effects)
+	}
+}
+
+func TestExecute_ShutdownStopsWithoutUndoing(t *testing.T) {
+	w := &world{effects: map[string]bool{}}
+	store := newMemStore()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := steps(w, nil)
+	s[3].Do = func(ctx context.Context, r *Run) (json.RawMessage, error) {
+		w.effects["up"] = true
+		cancel() // the server is stopping, not the user cancelling
+		return nil, ctx.Err()
+	}
+	err := Execute(ctx, store, s, false)
+	if !IsTransient(err) || !w.effects["up"] || store.states["up"].Status != Running {
+		t.Fatalf("got %v, effects %v, up %s: want a stop to resume later with nothing undone", err, w.effects, store.states["up"].Status)
 	}
 }
 
