@@ -107,15 +107,6 @@ func (r Role) Grants(p Permission) bool {
 	return r.rank() >= least.rank()
 }
 
-// Permissions lists every permission with the least role that holds it.
-func Permissions() map[Permission]Role {
-	out := make(map[Permission]Role, len(permissions))
-	for p, r := range permissions {
-		out[p] = r
-	}
-	return out
-}
-
 // Principal is who a request acts as: a signed-in user or the owner of an API token.
 type Principal struct {
 	UserID        uuid.UUID

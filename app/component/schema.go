@@ -64,16 +64,6 @@ func (s *Schema) Names() []string {
 	return append(out, rest...)
 }
 
-// IsRequired reports whether name must be given.
-func (s *Schema) IsRequired(name string) bool {
-	for _, r := range s.Required {
-		if r == name {
-			return true
-		}
-	}
-	return false
-}
-
 // ParseSchema reads raw as a Schema of the subset Nimbus renders, recording every problem
 // under field. An empty document is an empty schema.
 func ParseSchema(field string, raw []byte, v *problem.ValidationError) *Schema {

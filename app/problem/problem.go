@@ -59,19 +59,6 @@ func (e *ValidationError) AddAt(field string, line, column int, rule, format str
 	e.Fields = append(e.Fields, FieldError{Field: field, Rule: rule, Message: fmt.Sprintf(format, args...), Line: line, Column: column})
 }
 
-// For returns the message for field, or "".
-func (e *ValidationError) For(field string) string {
-	if e == nil {
-		return ""
-	}
-	for _, f := range e.Fields {
-		if f.Field == field {
-			return f.Message
-		}
-	}
-	return ""
-}
-
 // Invalid is a one-field ValidationError.
 func Invalid(field, rule, format string, args ...any) error {
 	v := &ValidationError{}
