@@ -3,6 +3,8 @@ package localpg_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
@@ -176,6 +178,9 @@ func TestStart_DataDirWithQuotesAndShellCharacters(t *testing.T) {
 	} {
 		t.Run(tc.what, func(t *testing.T) {
 			dir := filepath.Join(tc.parent, name)
+			// The temp-dir socket directory is named after the cluster's path and outlives it.
+			sum := sha256.Sum256([]byte(dir))
+			t.Cleanup(func() { os.Remove(filepath.Join(os.TempDir(), "nimbus-pg-"+hex.EncodeToString(sum[:6]))) })
 			s, err := localpg.Start(context.Background(), localpg.Options{Dir: dir, Settings: map[string]string{"application_name": `it's \ "quoted"`}})
 			if err != nil {
 				t.Fatal(err)
