@@ -1,8 +1,11 @@
 package auth
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPasswordHash_VerifiesOnlyTheRightPassword(t *testing.T) {
@@ -22,6 +25,27 @@ func TestPasswordHash_VerifiesOnlyTheRightPassword(t *testing.T) {
 	}
 	if VerifyPassword("$argon2id$garbage", "x") {
 		t.Fatal("a malformed hash must not verify")
+	}
+}
+
+func TestVerifyPassword_WaitsForASlotUntilTheRequestEnds(t *testing.T) {
+	s := &Service{hashing: make(chan struct{}, 1)}
+	h, err := HashPassword("correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.hashing <- struct{}{} // every slot taken
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := s.verifyPassword(ctx, h, "correct horse battery"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("with no slot free: %v, want the deadline", err)
+	}
+	<-s.hashing
+	if ok, err := s.verifyPassword(context.Background(), h, "correct horse battery"); !ok || err != nil {
+		t.Fatalf("with a slot free: %v %v", ok, err)
+	}
+	if len(s.hashing) != 0 {
+		t.Fatal("verification kept its slot")
 	}
 }
 

@@ -22,12 +22,23 @@ import (
 	"nimbus/db/dbgen"
 )
 
-// Sign-in throttling: after this many failures in the window, further attempts wait.
+// Sign-in throttling, counted per (email, client address) and per client address. Never per
+// email alone: that would let anyone lock an account's owner out by failing on purpose.
+//
+// An attempt is written to login_failures before its password is checked, then the limits are
+// counted including it, and the row is deleted again unless the password turns out wrong. So
+// the table holds failures plus the attempts still in flight, and parallel guesses cannot all
+// slip under a limit: each attempt counts every one written before it. The write commits on
+// its own, outside any transaction, so that the others see it at once.
 const (
-	failureWindow   = 15 * time.Minute
-	maxFailsByEmail = 5
-	maxFailsByIP    = 30
+	failureWindow  = 15 * time.Minute
+	maxFailsByPair = 5
+	maxFailsByIP   = 30
 )
+
+// maxHashing is how many argon2 computations may run at once. Each holds 19 MiB, so without a
+// cap a flood of unauthenticated sign-ins could exhaust memory; beyond it, sign-ins queue.
+const maxHashing = 4
 
 // Session is a signed-in browser: the secret goes in its cookie, only its hash is stored.
 type Session struct {
@@ -42,15 +53,17 @@ type Service struct {
 	pool       *pgxpool.Pool
 	log        *slog.Logger
 	sessionTTL time.Duration
+	hashing    chan struct{} // a semaphore of maxHashing slots
 }
 
 // NewService returns a Service; sessions expire after ttl without use.
 func NewService(pool *pgxpool.Pool, log *slog.Logger, ttl time.Duration) *Service {
-	return &Service{pool: pool, log: log, sessionTTL: ttl}
+	return &Service{pool: pool, log: log, sessionTTL: ttl, hashing: make(chan struct{}, maxHashing)}
 }
 
 // Login checks email and password and opens a session. Wrong credentials and unknown emails
-// get the same answer; repeated failures are throttled per email and per client address.
+// get the same answer; repeated failures are throttled per email and client address, and per
+// client address.
 func (s *Service) Login(ctx context.Context, email, password, clientIP string) (Session, access.Principal, error) {
 	email = strings.TrimSpace(email)
 	v := &problem.ValidationError{}
@@ -63,20 +76,11 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 	if err := v.Err(); err != nil {
 		return Session{}, access.Principal{}, err
 	}
-	q := dbgen.New(s.pool)
-	fails, err := q.CountRecentLoginFailures(ctx, dbgen.CountRecentLoginFailuresParams{
-		Email: email, ClientIp: clientIP, Since: time.Now().Add(-failureWindow),
-	})
-	if err != nil {
-		return Session{}, access.Principal{}, fmt.Errorf("login: %w", err)
-	}
-	if fails.ByEmail >= maxFailsByEmail || fails.ByIp >= maxFailsByIP {
-		return Session{}, access.Principal{}, &problem.TooManyRequests{
-			Message:    "too many failed sign-ins; wait a few minutes and try again",
-			RetryAfter: int(failureWindow.Seconds() / 3),
-		}
+	if err := s.startAttempt(ctx, email, clientIP); err != nil {
+		return Session{}, access.Principal{}, err
 	}
 
+	q := dbgen.New(s.pool)
 	user, err := q.GetUserByEmail(ctx, email)
 	found := err == nil
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -86,20 +90,23 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 	if !found {
 		hash = dummyHash()
 	}
-	if !VerifyPassword(hash, password) || !found {
-		err := db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
-			if err := q.RecordLoginFailure(ctx, dbgen.RecordLoginFailureParams{Email: email, ClientIp: clientIP}); err != nil {
-				return err
-			}
-			// Whoever typed the email is not known to be its owner: the actor stays anonymous.
-			return audit.Record(ctx, q, audit.Anonymous, audit.Event{
-				Action: "auth.login_failed", TargetType: "user", TargetID: email, Diff: map[string]any{"client_ip": clientIP},
-			})
+	ok, err := s.verifyPassword(ctx, hash, password)
+	if err != nil {
+		return Session{}, access.Principal{}, fmt.Errorf("login: %w", err)
+	}
+	if !ok || !found {
+		// The attempt stays recorded as a failure. Whoever typed the email is not known to be
+		// its owner: the actor stays anonymous.
+		err := audit.Record(ctx, q, audit.Anonymous, audit.Event{
+			Action: "auth.login_failed", TargetType: "user", TargetID: email, Diff: map[string]any{"client_ip": clientIP},
 		})
 		if err != nil {
 			return Session{}, access.Principal{}, fmt.Errorf("login: %w", err)
 		}
 		return Session{}, access.Principal{}, problem.Invalid("password", "credentials", "the email or password is wrong")
+	}
+	if err := q.ClearLoginAttempts(ctx, dbgen.ClearLoginAttemptsParams{Email: email, ClientIp: clientIP}); err != nil {
+		return Session{}, access.Principal{}, fmt.Errorf("login: %w", err)
 	}
 
 	p, err := Principal(ctx, q, user)
@@ -115,9 +122,6 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 			return err
 		}
 		sess.ID = row.ID
-		if err := q.ClearLoginFailures(ctx, email); err != nil {
-			return err
-		}
 		return audit.Record(ctx, q, p, audit.Event{
 			Action: "auth.login", TargetType: "user", TargetID: user.ID.String(), Diff: map[string]any{"client_ip": clientIP},
 		})
@@ -126,6 +130,44 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 		return Session{}, access.Principal{}, fmt.Errorf("login: %w", err)
 	}
 	return sess, p, nil
+}
+
+// startAttempt records a sign-in attempt and refuses it, forgetting it again, when the pair or
+// the address is over its limit.
+func (s *Service) startAttempt(ctx context.Context, email, clientIP string) error {
+	q := dbgen.New(s.pool)
+	id, err := q.RecordLoginAttempt(ctx, dbgen.RecordLoginAttemptParams{Email: email, ClientIp: clientIP})
+	if err != nil {
+		return fmt.Errorf("login: %w", err)
+	}
+	n, err := q.CountLoginAttempts(ctx, dbgen.CountLoginAttemptsParams{Email: email, ClientIp: clientIP, Since: time.Now().Add(-failureWindow)})
+	if err != nil {
+		return fmt.Errorf("login: %w", err)
+	}
+	if n.ByPair <= maxFailsByPair && n.ByIp <= maxFailsByIP {
+		return nil
+	}
+	// A refused attempt is not a failure: forgetting it keeps the block from outlasting the
+	// window for whoever keeps retrying.
+	if err := q.ForgetLoginAttempt(ctx, id); err != nil {
+		return fmt.Errorf("login: %w", err)
+	}
+	return &problem.TooManyRequests{
+		Message:    "too many failed sign-ins; wait a few minutes and try again",
+		RetryAfter: int(failureWindow.Seconds() / 3),
+	}
+}
+
+// verifyPassword is VerifyPassword once one of the maxHashing slots is free. A caller that
+// gives up waiting leaves its attempt counted as a failure, as an unchecked guess should be.
+func (s *Service) verifyPassword(ctx context.Context, hash, password string) (bool, error) {
+	select {
+	case s.hashing <- struct{}{}:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	defer func() { <-s.hashing }()
+	return VerifyPassword(hash, password), nil
 }
 
 // SessionPrincipal resolves a session cookie's secret. Use extends the session, written at

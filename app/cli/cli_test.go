@@ -160,6 +160,7 @@ func TestRun_BadInput(t *testing.T) {
 		"--email and --name":           {"nimbus", "token", "create", "--email", "a@b.c"},
 		"log format must be":           {"nimbus", "serve", "--log-format", "xml"},
 		"unknown migrate command":      {"nimbus", "migrate", "sideways"},
+		"is not a CIDR":                {"nimbus", "serve", "--trusted-proxies", "nope"},
 	}
 	for want, args := range cases {
 		e, _, _ := env(nil, "")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,6 +27,8 @@ type config struct {
 	PulumiDir     string
 	JobWorkers    int
 	JobTimeout    time.Duration
+	// TrustedProxies are the networks of the proxies whose X-Forwarded-For is believed.
+	TrustedProxies []*net.IPNet
 }
 
 // option is one setting: its flag, its variable, its default and what it does.
@@ -74,6 +77,19 @@ var options = []option{
 		return nil
 	}},
 	{"job-timeout", "NIMBUS_JOB_TIMEOUT", "2h", "longest any one job may run", durationSetter(func(c *config, d time.Duration) { c.JobTimeout = d })},
+	{"trusted-proxies", "NIMBUS_TRUSTED_PROXIES", "", "comma-separated CIDRs of the proxies in front of Nimbus, whose X-Forwarded-For gives the client address", func(c *config, v string) error {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				continue
+			}
+			_, ipNet, err := net.ParseCIDR(s)
+			if err != nil {
+				return fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8 or fd00::/8", s)
+			}
+			c.TrustedProxies = append(c.TrustedProxies, ipNet)
+		}
+		return nil
+	}},
 }
 
 func durationSetter(set func(*config, time.Duration)) func(*config, string) error {

@@ -22,7 +22,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	fs := flagSet("serve [flags]", "Run the web server and the job workers until SIGINT or SIGTERM.", env)
 	cfg, err := parseConfig(fs, args, env.Getenv,
 		"addr", "data-dir", "database-url", "log-format", "log-level", "admin-email", "session-ttl",
-		"secure-cookies", "pulumi-dir", "job-workers", "job-timeout")
+		"secure-cookies", "pulumi-dir", "job-workers", "job-timeout", "trusted-proxies")
 	if err != nil {
 		return err
 	}
@@ -69,14 +69,23 @@ func serve(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	if err := jobClient.Start(ctx); err != nil {
+	// Not the signal context: River would cancel running jobs the moment a signal came, where
+	// a stop should first let them finish (see below).
+	if err := jobClient.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start jobs: %w", err)
 	}
 	defer func() {
+		// Running jobs get a grace period; whatever is still running after it is cancelled
+		// and resumes on the next start.
 		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := jobClient.Stop(stopCtx); err != nil {
-			log.Error("stop jobs", "err", err)
+			log.Warn("jobs still running after the grace period; cancelling them", "err", err)
+			cancelCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := jobClient.StopAndCancel(cancelCtx); err != nil {
+				log.Error("stop jobs", "err", err)
+			}
 		}
 	}()
 
@@ -84,6 +93,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	defer stopUI()
 	handler, err := server.New(uiCtx, server.Deps{
 		Pool: d.Pool, Log: log, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SecureCookies: cfg.SecureCookies,
+		TrustedProxies: cfg.TrustedProxies,
 		Info: system.Info{
 			Version: Version, Database: d.Where, PulumiDir: cfg.PulumiDir,
 			State: "file://" + filepath.Join(cfg.DataDir, "state"),

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -28,7 +30,8 @@ type site struct {
 	url string
 }
 
-func newSite(t testing.TB) *site {
+// newSite starts a server; configure, if given, changes its dependencies first.
+func newSite(t testing.TB, configure ...func(*server.Deps)) *site {
 	t.Helper()
 	w := newWorld(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -43,7 +46,11 @@ func newSite(t testing.TB) *site {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = client.Stop(context.Background()) })
-	h, err := server.New(ctx, server.Deps{Pool: w.pool, Log: discardLog(), Jobs: client, SessionTTL: time.Hour, Info: system.Info{Version: "test"}})
+	deps := server.Deps{Pool: w.pool, Log: discardLog(), Jobs: client, SessionTTL: time.Hour, Info: system.Info{Version: "test"}}
+	for _, f := range configure {
+		f(&deps)
+	}
+	h, err := server.New(ctx, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,9 +264,13 @@ func newBrowser(t testing.TB, base string) *browser {
 	return &browser{Client: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, base: base}
 }
 
-func (b *browser) get(t testing.TB, path string) reply {
+func (b *browser) get(t testing.TB, path string, headers ...string) reply {
 	t.Helper()
-	resp, err := b.Get(b.base + path)
+	req, _ := http.NewRequest("GET", b.base+path, nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := b.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,10 +299,10 @@ func (b *browser) post(t testing.TB, path string, form url.Values, headers ...st
 	return reply{status: resp.StatusCode, header: resp.Header, body: data}
 }
 
-func (b *browser) signIn(t testing.TB, email, password string) reply {
+func (b *browser) signIn(t testing.TB, email, password string, headers ...string) reply {
 	t.Helper()
 	b.get(t, "/login")
-	return b.post(t, "/login", url.Values{"_csrf": {b.csrf}, "email": {email}, "password": {password}})
+	return b.post(t, "/login", url.Values{"_csrf": {b.csrf}, "email": {email}, "password": {password}}, headers...)
 }
 
 func TestPages_SignInCSRFAndSignOut(t *testing.T) {
@@ -352,12 +363,75 @@ func TestPages_SignInIsRateLimited(t *testing.T) {
 	s := newSite(t)
 	b := newBrowser(t, s.url)
 	for i := 0; i < 5; i++ {
-		wantStatus(t, b.signIn(t, "user-a@example.com", "wrong password!"), http.StatusUnprocessableEntity)
+		// With no trusted proxy, a forwarded address is the client's say-so and is ignored.
+		wantStatus(t, b.signIn(t, "user-a@example.com", "wrong password!", "X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i)), http.StatusUnprocessableEntity)
 	}
-	r := b.signIn(t, "user-a@example.com", "long enough password")
+	r := b.signIn(t, "user-a@example.com", "long enough password", "X-Forwarded-For", "203.0.113.99")
 	wantStatus(t, r, http.StatusTooManyRequests)
 	if r.header.Get("Retry-After") == "" || !strings.Contains(string(r.body), "too many failed sign-ins") {
 		t.Fatalf("throttled reply lacks Retry-After or message: %v %s", r.header, r.body)
+	}
+	// The limit is on the email from this address; the address may still sign in as others.
+	if r := b.signIn(t, "admin-a@example.com", "long enough password"); r.status != http.StatusSeeOther {
+		t.Fatalf("another email from the same address: %d", r.status)
+	}
+}
+
+func TestPages_SignInFailuresFromOneClientDoNotBlockAnother(t *testing.T) {
+	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
+	s := newSite(t, func(d *server.Deps) { d.TrustedProxies = []*net.IPNet{loopback} })
+	attacker, owner := newBrowser(t, s.url), newBrowser(t, s.url)
+	for i := 0; i < 5; i++ {
+		wantStatus(t, attacker.signIn(t, "user-a@example.com", "wrong password!", "X-Forwarded-For", "203.0.113.7"), http.StatusUnprocessableEntity)
+	}
+	wantStatus(t, attacker.signIn(t, "user-a@example.com", "long enough password", "X-Forwarded-For", "203.0.113.7"), http.StatusTooManyRequests)
+	// Behind the proxy the owner is another client, even though the proxy's address is shared.
+	wantStatus(t, owner.signIn(t, "user-a@example.com", "long enough password", "X-Forwarded-For", "198.51.100.4"), http.StatusSeeOther)
+}
+
+func TestPages_HtmxRequestWithoutSessionRedirectsTheWindow(t *testing.T) {
+	s := newSite(t)
+	b := newBrowser(t, s.url)
+	b.signIn(t, "user-a@example.com", "long enough password")
+	if _, err := s.pool.Exec(context.Background(), "UPDATE sessions SET expires_at = now() - interval '1 second'"); err != nil {
+		t.Fatal(err)
+	}
+	// A poll from the component editor: the sign-in page must not be swapped into its panel.
+	r := b.get(t, "/checks/"+s.ofA.ID.String(), "HX-Request", "true", "HX-Current-URL", s.url+"/components/"+s.ofA.ID.String()+"/edit?tab=code")
+	wantStatus(t, r, http.StatusUnauthorized)
+	if got, want := r.header.Get("HX-Redirect"), "/login?next="+url.QueryEscape("/components/"+s.ofA.ID.String()+"/edit?tab=code"); got != want {
+		t.Fatalf("HX-Redirect = %q, want %q", got, want)
+	}
+	if len(r.body) != 0 {
+		t.Fatalf("401 to htmx has a body: %s", r.body)
+	}
+	r = newBrowser(t, s.url).get(t, "/tenants", "HX-Request", "true")
+	wantStatus(t, r, http.StatusUnauthorized)
+	if got := r.header.Get("HX-Redirect"); got != "/login?next=%2F" {
+		t.Fatalf("HX-Redirect without HX-Current-URL = %q", got)
+	}
+}
+
+func TestPages_HtmxErrorsAreShortText(t *testing.T) {
+	s := newSite(t)
+	b := newBrowser(t, s.url)
+	b.signIn(t, "admin-b@example.com", "long enough password")
+	r := b.get(t, "/admin/system", "HX-Request", "true")
+	wantStatus(t, r, http.StatusForbidden)
+	if !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") || strings.Contains(string(r.body), "<") || !strings.Contains(string(r.body), "permission") {
+		t.Fatalf("htmx error is not its message in plain text: %s %s", r.header.Get("Content-Type"), r.body)
+	}
+}
+
+func TestStatic_FilesButNoListings(t *testing.T) {
+	s := newSite(t)
+	wantStatus(t, s.call(t, "GET", "/static/js/app.js", "", nil), http.StatusOK)
+	for _, dir := range []string{"/static/", "/static/js/", "/static/js", "/static/vendor/"} {
+		r := s.call(t, "GET", dir, "", nil)
+		wantStatus(t, r, http.StatusNotFound)
+		if strings.Contains(string(r.body), "app.js") {
+			t.Fatalf("%s lists its files: %s", dir, r.body)
+		}
 	}
 }
 

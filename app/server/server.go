@@ -5,7 +5,9 @@ package server
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -45,6 +47,9 @@ type Deps struct {
 	Info          system.Info
 	SessionTTL    time.Duration
 	SecureCookies bool
+	// TrustedProxies are the networks of the proxies in front of Nimbus, whose
+	// X-Forwarded-For names the client; empty when clients connect directly.
+	TrustedProxies []*net.IPNet
 }
 
 // New builds the HTTP handler. ctx bounds the River UI's background work.
@@ -52,7 +57,17 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = web.ErrorHandler(d.Log)
+	// The client address keys sign-in throttling, so it is read from X-Forwarded-For only when
+	// the hop that wrote it is a configured proxy: echo's default trust of every loopback and
+	// private address would let anyone on the network name any address they like.
 	e.IPExtractor = echo.ExtractIPDirect()
+	if len(d.TrustedProxies) > 0 {
+		trust := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+		for _, r := range d.TrustedProxies {
+			trust = append(trust, echo.TrustIPRange(r))
+		}
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(trust...)
+	}
 
 	authSvc := auth.NewService(d.Pool, d.Log, d.SessionTTL)
 	authH := auth.NewHandlers(authSvc, d.SecureCookies)
@@ -75,7 +90,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	e.GET("/healthz", sysH.Healthz)
 	e.GET("/readyz", sysH.Readyz)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{})))
-	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheStatic(http.FileServer(http.FS(static.FS))))))
+	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheStatic(http.FileServer(http.FS(noDirs{static.FS}))))))
 
 	app := e.Group("", authSvc.Authenticate, auth.CheckCSRF)
 	app.GET("/login", authH.LoginForm)
@@ -243,6 +258,22 @@ func cacheStatic(h http.Handler) http.Handler {
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		h.ServeHTTP(w, r)
 	})
+}
+
+// noDirs is a file system whose directories cannot be opened, so that the file server answers
+// 404 for them instead of listing what they hold. The static files have no index pages.
+type noDirs struct{ fs.FS }
+
+func (n noDirs) Open(name string) (fs.File, error) {
+	f, err := n.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if info, err := f.Stat(); err != nil || info.IsDir() {
+		f.Close()
+		return nil, fs.ErrNotExist
+	}
+	return f, nil
 }
 
 func requestLog(log *slog.Logger) echo.MiddlewareFunc {

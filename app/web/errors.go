@@ -103,6 +103,10 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			_ = c.JSON(status, body)
 			return
 		}
+		if c.Request().Header.Get("HX-Request") == "true" {
+			htmxError(c, status, body.Error)
+			return
+		}
 		if status == http.StatusUnauthorized {
 			_ = c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
 			return
@@ -113,6 +117,28 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		_ = Render(c, status, views.ErrorPage(Page(c, http.StatusText(status)), status, body.Error))
 	}
+}
+
+// htmxError answers a failed htmx request. A redirect would be followed inside the request and
+// the sign-in page swapped into whatever small target asked, so a lost session sends the whole
+// window there with HX-Redirect instead. Other errors get just their message as plain text,
+// for app.js to show as a flash rather than a whole error page.
+func htmxError(c echo.Context, status int, message string) {
+	if status == http.StatusUnauthorized {
+		c.Response().Header().Set("HX-Redirect", "/login?next="+url.QueryEscape(htmxCurrentPage(c)))
+		_ = c.NoContent(status)
+		return
+	}
+	_ = c.String(status, message)
+}
+
+// htmxCurrentPage is the page an htmx request was made from, to return to after signing in.
+func htmxCurrentPage(c echo.Context) string {
+	u, err := url.Parse(c.Request().Header.Get("HX-Current-URL"))
+	if err != nil || !strings.HasPrefix(u.Path, "/") {
+		return "/"
+	}
+	return u.RequestURI()
 }
 
 // Status is the HTTP status ErrorHandler answers err with, for logs and metrics.

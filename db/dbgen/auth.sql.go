@@ -12,39 +12,43 @@ import (
 	"github.com/google/uuid"
 )
 
-const clearLoginFailures = `-- name: ClearLoginFailures :exec
-DELETE FROM login_failures WHERE lower(email) = lower($1)
+const clearLoginAttempts = `-- name: ClearLoginAttempts :exec
+DELETE FROM login_failures WHERE lower(email) = lower($1) AND client_ip = $2
 `
 
-func (q *Queries) ClearLoginFailures(ctx context.Context, lower string) error {
-	_, err := q.db.Exec(ctx, clearLoginFailures, lower)
+type ClearLoginAttemptsParams struct {
+	Email    string `json:"email"`
+	ClientIp string `json:"client_ip"`
+}
+
+// Signing in clears the pair's earlier failures: whoever is at that address knows the password.
+func (q *Queries) ClearLoginAttempts(ctx context.Context, arg ClearLoginAttemptsParams) error {
+	_, err := q.db.Exec(ctx, clearLoginAttempts, arg.Email, arg.ClientIp)
 	return err
 }
 
-const countRecentLoginFailures = `-- name: CountRecentLoginFailures :one
-SELECT
-    count(*) FILTER (WHERE lower(email) = lower($1))::bigint AS by_email,
-    count(*) FILTER (WHERE client_ip = $2)::bigint AS by_ip
+const countLoginAttempts = `-- name: CountLoginAttempts :one
+SELECT count(*) FILTER (WHERE lower(email) = lower($1))::bigint AS by_pair,
+       count(*)::bigint AS by_ip
 FROM login_failures
-WHERE created_at > $3::timestamptz
-  AND (lower(email) = lower($1) OR client_ip = $2)
+WHERE client_ip = $2 AND created_at > $3::timestamptz
 `
 
-type CountRecentLoginFailuresParams struct {
+type CountLoginAttemptsParams struct {
 	Email    string    `json:"email"`
 	ClientIp string    `json:"client_ip"`
 	Since    time.Time `json:"since"`
 }
 
-type CountRecentLoginFailuresRow struct {
-	ByEmail int64 `json:"by_email"`
-	ByIp    int64 `json:"by_ip"`
+type CountLoginAttemptsRow struct {
+	ByPair int64 `json:"by_pair"`
+	ByIp   int64 `json:"by_ip"`
 }
 
-func (q *Queries) CountRecentLoginFailures(ctx context.Context, arg CountRecentLoginFailuresParams) (CountRecentLoginFailuresRow, error) {
-	row := q.db.QueryRow(ctx, countRecentLoginFailures, arg.Email, arg.ClientIp, arg.Since)
-	var i CountRecentLoginFailuresRow
-	err := row.Scan(&i.ByEmail, &i.ByIp)
+func (q *Queries) CountLoginAttempts(ctx context.Context, arg CountLoginAttemptsParams) (CountLoginAttemptsRow, error) {
+	row := q.db.QueryRow(ctx, countLoginAttempts, arg.Email, arg.ClientIp, arg.Since)
+	var i CountLoginAttemptsRow
+	err := row.Scan(&i.ByPair, &i.ByIp)
 	return i, err
 }
 
@@ -151,6 +155,15 @@ type DeleteSessionParams struct {
 
 func (q *Queries) DeleteSession(ctx context.Context, arg DeleteSessionParams) error {
 	_, err := q.db.Exec(ctx, deleteSession, arg.ID, arg.UserID)
+	return err
+}
+
+const forgetLoginAttempt = `-- name: ForgetLoginAttempt :exec
+DELETE FROM login_failures WHERE id = $1
+`
+
+func (q *Queries) ForgetLoginAttempt(ctx context.Context, id int64) error {
+	_, err := q.db.Exec(ctx, forgetLoginAttempt, id)
 	return err
 }
 
@@ -279,18 +292,21 @@ func (q *Queries) ListAPITokens(ctx context.Context, userID uuid.UUID) ([]ApiTok
 	return items, nil
 }
 
-const recordLoginFailure = `-- name: RecordLoginFailure :exec
-INSERT INTO login_failures (email, client_ip) VALUES ($1, $2)
+const recordLoginAttempt = `-- name: RecordLoginAttempt :one
+INSERT INTO login_failures (email, client_ip) VALUES ($1, $2) RETURNING id
 `
 
-type RecordLoginFailureParams struct {
+type RecordLoginAttemptParams struct {
 	Email    string `json:"email"`
 	ClientIp string `json:"client_ip"`
 }
 
-func (q *Queries) RecordLoginFailure(ctx context.Context, arg RecordLoginFailureParams) error {
-	_, err := q.db.Exec(ctx, recordLoginFailure, arg.Email, arg.ClientIp)
-	return err
+// Every attempt is recorded before the password is checked, so concurrent guesses count.
+func (q *Queries) RecordLoginAttempt(ctx context.Context, arg RecordLoginAttemptParams) (int64, error) {
+	row := q.db.QueryRow(ctx, recordLoginAttempt, arg.Email, arg.ClientIp)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
 }
 
 const revokeAPIToken = `-- name: RevokeAPIToken :execrows

@@ -36,19 +36,22 @@ SELECT * FROM api_tokens WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL;
 -- name: RevokeAPIToken :execrows
 UPDATE api_tokens SET revoked_at = now(), updated_at = now() WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL;
 
--- name: RecordLoginFailure :exec
-INSERT INTO login_failures (email, client_ip) VALUES ($1, $2);
+-- name: RecordLoginAttempt :one
+-- Every attempt is recorded before the password is checked, so concurrent guesses count.
+INSERT INTO login_failures (email, client_ip) VALUES ($1, $2) RETURNING id;
 
--- name: CountRecentLoginFailures :one
-SELECT
-    count(*) FILTER (WHERE lower(email) = lower(sqlc.arg(email)))::bigint AS by_email,
-    count(*) FILTER (WHERE client_ip = sqlc.arg(client_ip))::bigint AS by_ip
+-- name: CountLoginAttempts :one
+SELECT count(*) FILTER (WHERE lower(email) = lower(sqlc.arg(email)))::bigint AS by_pair,
+       count(*)::bigint AS by_ip
 FROM login_failures
-WHERE created_at > sqlc.arg(since)::timestamptz
-  AND (lower(email) = lower(sqlc.arg(email)) OR client_ip = sqlc.arg(client_ip));
+WHERE client_ip = sqlc.arg(client_ip) AND created_at > sqlc.arg(since)::timestamptz;
 
--- name: ClearLoginFailures :exec
-DELETE FROM login_failures WHERE lower(email) = lower($1);
+-- name: ForgetLoginAttempt :exec
+DELETE FROM login_failures WHERE id = $1;
+
+-- name: ClearLoginAttempts :exec
+-- Signing in clears the pair's earlier failures: whoever is at that address knows the password.
+DELETE FROM login_failures WHERE lower(email) = lower(sqlc.arg(email)) AND client_ip = sqlc.arg(client_ip);
 
 -- name: DeleteOldLoginFailures :execrows
 DELETE FROM login_failures WHERE created_at < $1;

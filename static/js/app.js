@@ -1,5 +1,5 @@
 // Nimbus portal behaviour: theme toggle, CSRF header for htmx, copy buttons,
-// dismissible flashes and confirmation prompts. Loaded with `defer` on every
+// dismissible flashes, confirmation prompts and flashes for failed htmx requests. Loaded with `defer` on every
 // page; all handlers are delegated from document so they keep working for
 // content that htmx swaps in later.
 (function () {
@@ -191,6 +191,60 @@
       e.stopPropagation();
     }
   }, true);
+
+  // ---- Failed htmx requests ----
+
+  // htmx swaps nothing for an error answer (see htmx-config in the layout), so without this a
+  // failed click or poll would show nothing at all. One flash at the top of the page says what
+  // went wrong; a poll that keeps failing updates it rather than stacking more.
+  var MAX_MESSAGE = 200;
+
+  function serverMessage(xhr) {
+    var type = xhr.getResponseHeader("Content-Type") || "";
+    var text = typeof xhr.responseText === "string" ? xhr.responseText.trim() : "";
+    if (type.indexOf("application/json") === 0) {
+      try {
+        var body = JSON.parse(text);
+        text = body && typeof body.error === "string" ? body.error : "";
+      } catch (err) {
+        text = "";
+      }
+    } else if (type.indexOf("text/plain") !== 0) {
+      text = ""; // an HTML page is no message
+    }
+    return text && text.length <= MAX_MESSAGE
+      ? text
+      : "The request failed (status " + xhr.status + ")";
+  }
+
+  function showError(message) {
+    var main = document.querySelector("main.content");
+    if (!main) return;
+    var flash = main.querySelector(".flash[data-htmx-error]");
+    if (!flash) {
+      flash = document.createElement("div");
+      flash.className = "flash flash-error";
+      flash.setAttribute("role", "alert");
+      flash.setAttribute("data-htmx-error", "");
+      flash.appendChild(document.createElement("p"));
+      var dismiss = document.createElement("button");
+      dismiss.type = "button";
+      dismiss.setAttribute("data-dismiss", "");
+      dismiss.setAttribute("aria-label", "Dismiss");
+      dismiss.textContent = "\u00d7";
+      flash.appendChild(dismiss);
+    }
+    flash.querySelector("p").textContent = message;
+    main.insertBefore(flash, main.firstChild);
+  }
+
+  document.addEventListener("htmx:responseError", function (e) {
+    if (e.detail && e.detail.xhr) showError(serverMessage(e.detail.xhr));
+  });
+
+  document.addEventListener("htmx:sendError", function () {
+    showError("Nimbus could not be reached; check your connection and try again.");
+  });
 
   // Toggles that arrive later (htmx swaps) still need their labels.
   document.addEventListener("htmx:afterSwap", labelToggles);
