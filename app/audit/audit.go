@@ -58,7 +58,7 @@ var (
 	Anonymous = access.Principal{Email: "anonymous"}
 )
 
-var secretWords = []string{"password", "secret", "token", "passphrase", "private_key", "credential"}
+var secretWords = []string{"password", "passwd", "pass", "secret", "token", "passphrase", "key", "credential"}
 
 // Redact returns a copy of diff with the values of secret-looking keys replaced, at any depth.
 func Redact(diff map[string]any) map[string]any {
@@ -71,12 +71,23 @@ func Redact(diff map[string]any) map[string]any {
 			out[k] = "[redacted]"
 			continue
 		}
-		if m, ok := v.(map[string]any); ok {
-			v = Redact(m)
-		}
-		out[k] = v
+		out[k] = redactValue(v)
 	}
 	return out
+}
+
+func redactValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return Redact(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = redactValue(e)
+		}
+		return out
+	}
+	return v
 }
 
 func isSecretKey(k string) bool {
