@@ -23,6 +23,7 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/auth"
 	"nimbus/app/pulumix"
+	"nimbus/app/secrets"
 	"nimbus/app/server"
 	"nimbus/app/system"
 	"nimbus/app/tenant"
@@ -66,12 +67,16 @@ func startApp(t *testing.T) *app {
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	// River's debug lines would bury the requests.
 	jobsLog := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	keys, err := secrets.Load(t.TempDir(), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
 	pulumiDir := os.Getenv("NIMBUS_PULUMI_DIR") // empty: the runner finds the tool cache
 	runner, err := pulumix.NewRunner(pulumiDir, t.TempDir(), nil)
 	if err != nil {
 		t.Fatalf("the Pulumi toolchain is needed for checks: run go tool task toolchain (%v)", err)
 	}
-	client, err := jobs.NewClient(pool, jobsLog, jobs.Config{Register: server.Workers(pool, runner, jobsLog)})
+	client, err := jobs.NewClient(pool, jobsLog, jobs.Config{Register: server.Workers(pool, server.Engine{Runner: runner, Keys: keys, OperationTimeout: time.Minute}, jobsLog), Periodic: server.Periodic()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +91,7 @@ func startApp(t *testing.T) *app {
 		}
 	})
 	h, err := server.New(ctx, server.Deps{
-		Pool: pool, Log: log, Jobs: client, SessionTTL: time.Hour, Info: system.Info{Version: "test", PulumiDir: pulumiDir},
+		Pool: pool, Log: log, Jobs: client, SessionTTL: time.Hour, Keys: keys, Info: system.Info{Version: "test", PulumiDir: pulumiDir},
 	})
 	if err != nil {
 		t.Fatalf("server: %v", err)

@@ -24,6 +24,8 @@ type Config struct {
 	Timeout time.Duration
 	// Register adds the domains' workers.
 	Register func(*river.Workers)
+	// Periodic are the domains' scheduled jobs.
+	Periodic []*river.PeriodicJob
 }
 
 // NewClient returns a River client with Nimbus's workers and periodic jobs registered. It
@@ -45,11 +47,11 @@ func NewClient(pool *pgxpool.Pool, log *slog.Logger, cfg Config) (*river.Client[
 		JobTimeout: cfg.Timeout,
 		Queues:     map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}},
 		Workers:    workers,
-		PeriodicJobs: []*river.PeriodicJob{
+		PeriodicJobs: append([]*river.PeriodicJob{
 			river.NewPeriodicJob(river.PeriodicInterval(15*time.Minute),
 				func() (river.JobArgs, *river.InsertOpts) { return HousekeepingArgs{}, nil },
 				&river.PeriodicJobOpts{ID: "housekeeping", RunOnStart: true}),
-		},
+		}, cfg.Periodic...),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("job client: %w", err)

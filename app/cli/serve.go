@@ -11,6 +11,7 @@ import (
 
 	"nimbus/app/component"
 	"nimbus/app/pulumix"
+	"nimbus/app/secrets"
 	"nimbus/app/server"
 	"nimbus/app/system"
 	"nimbus/app/user"
@@ -64,8 +65,14 @@ func serve(ctx context.Context, args []string, env Env) error {
 		log.Warn("components cannot be checked until the Pulumi toolchain is installed", "err", err)
 		runner = nil
 	}
+	keys, err := secrets.Load(cfg.DataDir, env.Getenv)
+	if err != nil {
+		return err
+	}
+	log.Info("secrets keyring loaded", "keyring", keys)
+	eng := server.Engine{Runner: runner, Keys: keys, OperationTimeout: cfg.JobTimeout}
 	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, Timeout: cfg.JobTimeout,
-		Register: server.Workers(d.Pool, runner, log)})
+		Register: server.Workers(d.Pool, eng, log), Periodic: server.Periodic()})
 	if err != nil {
 		return err
 	}
@@ -92,7 +99,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	uiCtx, stopUI := context.WithCancel(context.Background())
 	defer stopUI()
 	handler, err := server.New(uiCtx, server.Deps{
-		Pool: d.Pool, Log: log, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SecureCookies: cfg.SecureCookies,
+		Pool: d.Pool, Log: log, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SecureCookies: cfg.SecureCookies, Keys: keys,
 		TrustedProxies: cfg.TrustedProxies,
 		Info: system.Info{
 			Version: Version, Database: d.Where, PulumiDir: cfg.PulumiDir,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -251,4 +252,41 @@ func jsonPosition(raw []byte, err error) (int, int) {
 	line := bytes.Count(before, []byte("\n")) + 1
 	col := int(offset) - bytes.LastIndexByte(before, '\n')
 	return line, col
+}
+
+// Apply checks parameters against the schema and returns them completed with defaults: every
+// required input given, no unknown input, each value of its type and within its rules. Each
+// problem names the input under field ("parameters.cores").
+func (s *Schema) Apply(field string, params map[string]any, v *problem.ValidationError) map[string]any {
+	out := map[string]any{}
+	for name := range params {
+		if _, ok := s.Properties[name]; !ok {
+			v.Add(field+"."+name, "unknown", "is not an input of this component")
+		}
+	}
+	for _, name := range s.Names() {
+		p := s.Properties[name]
+		value, given := params[name]
+		if !given || value == nil {
+			switch {
+			case p.Default != nil:
+				out[name] = p.Default
+			case slices.Contains(s.Required, name):
+				v.Add(field+"."+name, "required", "is required")
+			}
+			continue
+		}
+		if msg := p.check(value, true); msg != "" {
+			v.Add(field+"."+name, "schema", "%v %s", value, msg)
+			continue
+		}
+		out[name] = value
+	}
+	return out
+}
+
+// Secret reports whether the input is marked x-secret.
+func (s *Schema) Secret(name string) bool {
+	p, ok := s.Properties[name]
+	return ok && p.Secret
 }

@@ -117,3 +117,27 @@ func TestValidate_ReportsWhereAndWhy(t *testing.T) {
 		})
 	}
 }
+
+func TestSchemaApply_DefaultsAndRules(t *testing.T) {
+	d := machineDraft(t)
+	in, _, err := Validate(&d, allHosts, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &problem.ValidationError{}
+	got := in.Apply("parameters", map[string]any{"name": "web-1", "cores": 4.0}, v)
+	if v.Err() != nil || got["cores"] != 4.0 || got["memory_mb"] != 2048.0 || got["image"] != "debian-12" {
+		t.Fatalf("got %v, %v", got, v.Err())
+	}
+	v = &problem.ValidationError{}
+	in.Apply("parameters", map[string]any{"cores": 65.0, "colour": "red", "fail_on": "sometimes"}, v)
+	want := map[string]string{"parameters.name": "required", "parameters.cores": "schema", "parameters.colour": "unknown", "parameters.fail_on": "schema"}
+	for _, f := range v.Fields {
+		if want[f.Field] == f.Rule {
+			delete(want, f.Field)
+		}
+	}
+	if len(want) != 0 {
+		t.Fatalf("missing problems %v among %+v", want, v.Fields)
+	}
+}

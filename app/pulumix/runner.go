@@ -77,22 +77,9 @@ func (r *Runner) Check(ctx context.Context, code string, config map[string]any, 
 	if err := os.MkdirAll(filepath.Join(dir, ".state"), 0o700); err != nil {
 		return CheckResult{}, err
 	}
-	env := map[string]string{
-		"PATH":                                     r.bin + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"PULUMI_BACKEND_URL":                       "file://" + filepath.Join(dir, ".state"),
-		"PULUMI_CONFIG_PASSPHRASE":                 randomHex(16), // the scratch stack holds no secret worth keeping
-		"PULUMI_SKIP_UPDATE_CHECK":                 "true",
-		"PULUMI_DIY_BACKEND_NO_LEGACY_WARNING":     "true",
-		"PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK": "true",
-		// Plugins come from the toolchain directory only: a program may not fetch and run one.
-		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-		"SIMCLOUD_DIR": filepath.Join(dir, "cloud"),
-	}
-	for k, v := range r.env {
-		if k != "SIMCLOUD_DIR" {
-			env[k] = v
-		}
-	}
+	// The scratch stack holds no secret worth keeping, and its cloud is thrown away with it.
+	env := r.engineEnv("file://"+filepath.Join(dir, ".state"), randomHex(16))
+	env["SIMCLOUD_DIR"] = filepath.Join(dir, "cloud")
 	ws, err := auto.NewLocalWorkspace(ctx, auto.WorkDir(dir), auto.Pulumi(r.cli), auto.PulumiHome(r.home), auto.EnvVars(env))
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check workspace: %w", err)

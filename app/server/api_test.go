@@ -19,6 +19,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/pulumix"
+	"nimbus/app/secrets"
 	"nimbus/app/server"
 	"nimbus/app/system"
 	"nimbus/jobs"
@@ -27,7 +28,8 @@ import (
 // site is a running server over a world, with helpers to call it.
 type site struct {
 	*world
-	url string
+	url   string
+	cloud string // the simulated cloud's folder
 }
 
 // newSite starts a server; configure, if given, changes its dependencies first.
@@ -37,8 +39,10 @@ func newSite(t testing.TB, configure ...func(*server.Deps)) *site {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	// Checks run for real when the toolchain is here; without it they fail saying so.
-	runner, _ := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), t.TempDir(), nil)
-	client, err := jobs.NewClient(w.pool, discardLog(), jobs.Config{Register: server.Workers(w.pool, runner, discardLog())})
+	keys := testKeys(t)
+	cloud := t.TempDir()
+	runner, _ := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), t.TempDir(), map[string]string{"SIMCLOUD_DIR": cloud})
+	client, err := jobs.NewClient(w.pool, discardLog(), jobs.Config{Register: server.Workers(w.pool, server.Engine{Runner: runner, Keys: keys, OperationTimeout: time.Minute}, discardLog()), Periodic: server.Periodic()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +50,7 @@ func newSite(t testing.TB, configure ...func(*server.Deps)) *site {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = client.Stop(context.Background()) })
-	deps := server.Deps{Pool: w.pool, Log: discardLog(), Jobs: client, SessionTTL: time.Hour, Info: system.Info{Version: "test"}}
+	deps := server.Deps{Pool: w.pool, Log: discardLog(), Jobs: client, SessionTTL: time.Hour, Keys: keys, Info: system.Info{Version: "test"}}
 	for _, f := range configure {
 		f(&deps)
 	}
@@ -56,7 +60,7 @@ func newSite(t testing.TB, configure ...func(*server.Deps)) *site {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &site{world: w, url: srv.URL}
+	return &site{world: w, url: srv.URL, cloud: cloud}
 }
 
 func (s *site) token(t testing.TB, p access.Principal) string {
@@ -515,4 +519,14 @@ func TestOps_MetricsCountErrorsUnderTheirStatus(t *testing.T) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
+}
+
+// testKeys is a keyring with a key of its own, in a file under the test's temp dir.
+func testKeys(t testing.TB) *secrets.Keyring {
+	t.Helper()
+	keys, err := secrets.Load(t.TempDir(), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
 }

@@ -24,9 +24,11 @@ import (
 	"nimbus/app/audit"
 	"nimbus/app/auth"
 	"nimbus/app/component"
+	"nimbus/app/deploy"
 	"nimbus/app/environment"
 	"nimbus/app/problem"
 	"nimbus/app/pulumix"
+	"nimbus/app/secrets"
 	"nimbus/app/system"
 	"nimbus/app/tenant"
 	"nimbus/app/user"
@@ -47,6 +49,8 @@ type Deps struct {
 	Info          system.Info
 	SessionTTL    time.Duration
 	SecureCookies bool
+	// Keys seals secret parameters of deployments.
+	Keys *secrets.Keyring
 	// TrustedProxies are the networks of the proxies in front of Nimbus, whose
 	// X-Forwarded-For names the client; empty when clients connect directly.
 	TrustedProxies []*net.IPNet
@@ -78,6 +82,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	auditH := audit.NewHandlers(auditSvc)
 	sysH := system.NewHandlers(d.Pool, d.Info)
 	envH := environment.NewHandlers(environment.NewService(d.Pool))
+	deployH := deploy.NewHandlers(deploy.NewService(d.Pool, d.Keys, d.Jobs))
 	componentH := component.NewHandlers(component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir}, d.Jobs))
 	metrics := system.NewMetrics(d.Pool)
 
@@ -145,6 +150,13 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	api.DELETE("/tokens/:id", authH.RevokeTokenAPI)
 	api.GET("/audit-events", auditH.ListAPI)
 	api.GET("/me", me)
+	api.GET("/deployments", deployH.ListAPI)
+	api.POST("/deployments", deployH.CreateAPI)
+	api.GET("/deployments/:id", deployH.GetAPI)
+	api.POST("/deployments/:id/destroy", deployH.DestroyAPI)
+	api.GET("/operations", deployH.OperationsAPI)
+	api.GET("/operations/:id", deployH.OperationAPI)
+	api.GET("/operations/:id/logs", deployH.LogsAPI)
 	api.GET("/environments", envH.ListAPI)
 	api.POST("/environments", envH.CreateAPI)
 	api.GET("/environments/:id", envH.GetAPI)
@@ -187,12 +199,25 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	return http.NewCrossOriginProtection().Handler(e), nil
 }
 
+// Engine is what background work needs to drive Pulumi: the runner (nil without a toolchain),
+// the keyring that opens secret parameters, and how long one operation may take.
+type Engine struct {
+	Runner           *pulumix.Runner
+	Keys             *secrets.Keyring
+	OperationTimeout time.Duration
+}
+
 // Workers registers the job workers of every domain.
-func Workers(pool *pgxpool.Pool, runner *pulumix.Runner, log *slog.Logger) func(*river.Workers) {
+func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Workers) {
 	return func(w *river.Workers) {
-		river.AddWorker(w, component.NewCheckWorker(pool, runner, log.With("component", "checks")))
+		river.AddWorker(w, component.NewCheckWorker(pool, eng.Runner, log.With("component", "checks")))
+		river.AddWorker(w, deploy.NewWorker(pool, eng.Runner, eng.Keys, log.With("component", "operations"), eng.OperationTimeout))
+		river.AddWorker(w, deploy.NewReaper(pool))
 	}
 }
+
+// Periodic lists the domains' scheduled jobs.
+func Periodic() []*river.PeriodicJob { return []*river.PeriodicJob{deploy.ReaperSchedule()} }
 
 func requireProviderAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {

@@ -1,0 +1,124 @@
+package server_test
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"nimbus/app/environment"
+)
+
+// waitOperation polls an operation until it ends and returns it.
+func (s *site) waitOperation(t *testing.T, token, id string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		op := s.call(t, "GET", "/api/v1/operations/"+id, token, nil).json(t)
+		switch op["status"] {
+		case "succeeded", "failed", "cancelled":
+			return op
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("operation %s did not end in 3 minutes", id)
+	return nil
+}
+
+// cloudFiles lists what the simulated cloud holds, by kind.
+func (s *site) cloudFiles(t *testing.T) []string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(s.cloud, "*", "*.json"))
+	for i, f := range files {
+		files[i] = filepath.Base(filepath.Dir(f))
+	}
+	return files
+}
+
+func TestAPI_DeployThenDestroyTheMachine(t *testing.T) {
+	s := newSite(t)
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	user, admin := s.token(t, s.userA), s.token(t, s.adminA)
+
+	r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
+		"component_id": s.shared.ID, "environment_id": env.ID, "name": "web", "parameters": map[string]any{"name": "web-1", "cores": 4},
+	})
+	wantStatus(t, r, http.StatusAccepted)
+	body := r.json(t)
+	depID := body["deployment"].(map[string]any)["id"].(string)
+	op := s.waitOperation(t, user, body["operation"].(map[string]any)["id"].(string))
+	if op["status"] != "succeeded" {
+		t.Fatalf("deploy: %v", op)
+	}
+	dep := s.call(t, "GET", "/api/v1/deployments/"+depID, user, nil).json(t)
+	outputs, _ := dep["outputs"].(map[string]any)
+	if dep["status"] != "deployed" || !strings.HasPrefix(outputs["machine_id"].(string), "m-") || outputs["ip_address"] == "" {
+		t.Fatalf("deployment %v", dep)
+	}
+	if got := strings.Join(s.cloudFiles(t), ","); got != "disk,machine" {
+		t.Fatalf("the cloud holds %s, want a disk and a machine", got)
+	}
+	logs := s.call(t, "GET", "/api/v1/operations/"+op["id"].(string)+"/logs", user, nil)
+	if !strings.Contains(string(logs.body), "simcloud:index:Machine") {
+		t.Fatalf("the log does not show the engine's progress: %.500s", logs.body)
+	}
+
+	r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/destroy", admin, nil)
+	wantStatus(t, r, http.StatusAccepted)
+	if op := s.waitOperation(t, admin, r.json(t)["id"].(string)); op["status"] != "succeeded" {
+		t.Fatalf("destroy: %v", op)
+	}
+	if files := s.cloudFiles(t); len(files) != 0 {
+		t.Fatalf("left in the cloud after destroy: %v", files)
+	}
+	if dep := s.call(t, "GET", "/api/v1/deployments/"+depID, user, nil).json(t); dep["status"] != "destroyed" {
+		t.Fatalf("deployment %v", dep)
+	}
+	wantStatus(t, s.call(t, "POST", "/api/v1/deployments/"+depID+"/destroy", admin, nil), http.StatusUnprocessableEntity)
+}
+
+func TestAPI_FailedDeployCompensates(t *testing.T) {
+	s := newSite(t)
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	user := s.token(t, s.userA)
+	r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
+		"component_id": s.shared.ID, "environment_id": env.ID, "name": "doomed", "parameters": map[string]any{"name": "doomed", "fail_on": "create"},
+	})
+	wantStatus(t, r, http.StatusAccepted)
+	body := r.json(t)
+	op := s.waitOperation(t, user, body["operation"].(map[string]any)["id"].(string))
+	if op["status"] != "failed" || !strings.Contains(op["error"].(string), "injected failure") {
+		t.Fatalf("operation %v: want failed with the provider's cause", op)
+	}
+	// The disk was created before the machine failed; compensation destroyed it.
+	if files := s.cloudFiles(t); len(files) != 0 {
+		t.Fatalf("left in the cloud: %v", files)
+	}
+	dep := s.call(t, "GET", "/api/v1/deployments/"+body["deployment"].(map[string]any)["id"].(string), user, nil).json(t)
+	if dep["status"] != "failed" {
+		t.Fatalf("deployment %v", dep)
+	}
+	if _, err := os.Stat(s.cloud); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAPI_DeployRefusesBadParameters(t *testing.T) {
+	s := newSite(t)
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	user := s.token(t, s.userA)
+	r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
+		"component_id": s.shared.ID, "environment_id": env.ID, "name": "web", "parameters": map[string]any{"cores": 65, "colour": "red"},
+	})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	for _, want := range []string{`"field":"parameters.name"`, `"field":"parameters.cores"`, `"field":"parameters.colour"`} {
+		if !strings.Contains(string(r.body), want) {
+			t.Errorf("reply lacks %s: %s", want, r.body)
+		}
+	}
+}
