@@ -315,3 +315,39 @@ func (s *Service) Logs(ctx context.Context, actor access.Principal, operationID 
 	}
 	return out, nil
 }
+
+// Cancel stops an operation: a queued one never starts; a running one is interrupted at its
+// next heartbeat and undoes what it did. Those who may deploy in the tenant may cancel.
+func (s *Service) Cancel(ctx context.Context, actor access.Principal, operationID uuid.UUID) (Operation, error) {
+	op, err := s.Operation(ctx, actor, operationID)
+	if err != nil {
+		return Operation{}, err
+	}
+	d, err := s.Get(ctx, actor, op.DeploymentID)
+	if err != nil {
+		return Operation{}, err
+	}
+	if !actor.Can("component:deploy", d.TenantID) {
+		return Operation{}, problem.ErrForbidden
+	}
+	err = db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+		n, err := q.CancelQueuedOperation(ctx, operationID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if n, err = q.RequestOperationCancel(ctx, operationID); err != nil {
+				return err
+			}
+		}
+		if n == 0 {
+			return problem.Invalid("operation", "state", "the operation has already ended (%s)", op.Status)
+		}
+		return audit.Record(ctx, q, actor, audit.Event{Tenant: d.TenantID, Action: "operation.cancel", TargetType: "operation",
+			TargetID: operationID.String(), Diff: map[string]any{"deployment": d.Name, "kind": op.Kind}})
+	})
+	if err != nil {
+		return Operation{}, fmt.Errorf("cancel operation: %w", err)
+	}
+	return s.Operation(ctx, actor, operationID)
+}

@@ -104,3 +104,16 @@ func (h *Handlers) LogsAPI(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, map[string]any{"lines": lines})
 }
+
+// CancelAPI answers POST /api/v1/operations/{id}/cancel with 202 and the operation.
+func (h *Handlers) CancelAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	op, err := h.svc.Cancel(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, op)
+}

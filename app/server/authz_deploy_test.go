@@ -103,4 +103,20 @@ var deployCases = map[string]func(t *testing.T, w *world){
 		_, err = svc.Logs(context.Background(), w.readerA, op.ID, 0)
 		must(t, err)
 	},
+	"deploy.Service.Cancel": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		svc, _, _, op := deployed(t, w)
+		_, err := svc.Cancel(ctx, w.adminB, op.ID)
+		wantErr(t, err, problem.ErrNotFound)
+		_, err = svc.Cancel(ctx, w.readerA, op.ID)
+		wantErr(t, err, problem.ErrForbidden)
+		got, err := svc.Cancel(ctx, w.userA, op.ID)
+		must(t, err)
+		if got.Status != "cancelled" {
+			t.Fatalf("a queued operation cancelled is %s", got.Status)
+		}
+		if _, err := svc.Cancel(ctx, w.userA, op.ID); problem.FieldOf(err) != "operation" {
+			t.Fatalf("cancelling twice: %v", err)
+		}
+	},
 }

@@ -122,3 +122,31 @@ func TestAPI_DeployRefusesBadParameters(t *testing.T) {
 		}
 	}
 }
+
+func TestAPI_CancelDuringUpUndoes(t *testing.T) {
+	s := newSite(t)
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	user := s.token(t, s.userA)
+	r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
+		"component_id": s.shared.ID, "environment_id": env.ID, "name": "slow", "parameters": map[string]any{"name": "slow", "delay_ms": 60000},
+	})
+	wantStatus(t, r, http.StatusAccepted)
+	opID := r.json(t)["operation"].(map[string]any)["id"].(string)
+	// Wait until up has begun: the disk exists while the machine waits out its delay.
+	deadline := time.Now().Add(time.Minute)
+	for len(s.cloudFiles(t)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("up never began")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	wantStatus(t, s.call(t, "POST", "/api/v1/operations/"+opID+"/cancel", user, nil), http.StatusAccepted)
+	op := s.waitOperation(t, user, opID)
+	if op["status"] != "cancelled" {
+		t.Fatalf("operation %v", op)
+	}
+	if files := s.cloudFiles(t); len(files) != 0 {
+		t.Fatalf("left in the cloud after a cancel: %v", files)
+	}
+}

@@ -157,6 +157,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	api.GET("/operations", deployH.OperationsAPI)
 	api.GET("/operations/:id", deployH.OperationAPI)
 	api.GET("/operations/:id/logs", deployH.LogsAPI)
+	api.POST("/operations/:id/cancel", deployH.CancelAPI)
 	api.GET("/environments", envH.ListAPI)
 	api.POST("/environments", envH.CreateAPI)
 	api.GET("/environments/:id", envH.GetAPI)

@@ -336,17 +336,6 @@ func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, er
 	return i, err
 }
 
-const hasActiveOperation = `-- name: HasActiveOperation :one
-SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status IN ('queued', 'running', 'awaiting_approval'))
-`
-
-func (q *Queries) HasActiveOperation(ctx context.Context, deploymentID uuid.UUID) (bool, error) {
-	row := q.db.QueryRow(ctx, hasActiveOperation, deploymentID)
-	var exists bool
-	err := row.Scan(&exists)
-	return exists, err
-}
-
 const heartbeatOperation = `-- name: HeartbeatOperation :one
 UPDATE operations SET heartbeat_at = now() WHERE id = $1 AND lease = $2 AND status = 'running'
 RETURNING cancel_requested_at IS NOT NULL AS cancel_requested

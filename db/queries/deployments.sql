@@ -37,9 +37,6 @@ SELECT * FROM operations WHERE id = $1;
 -- name: ListOperations :many
 SELECT * FROM operations WHERE deployment_id = $1 ORDER BY created_at DESC, id DESC;
 
--- name: HasActiveOperation :one
-SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status IN ('queued', 'running', 'awaiting_approval'));
-
 -- name: EarlierQueued :one
 -- Whether an older request on the same deployment is still waiting: operations run in order.
 SELECT EXISTS (

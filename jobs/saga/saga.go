@@ -153,6 +153,9 @@ func Execute(ctx context.Context, store Store, steps []Step, lastAttempt bool) e
 				return Transient(fmt.Errorf("checkpoint %s: %w", step.Name, markErr))
 			}
 			states[i].Status, states[i].Error = Failed, err.Error()
+			if errors.Is(context.Cause(ctx), ErrCancelled) {
+				err = fmt.Errorf("%w: %w", ErrCancelled, err) // so the caller tells a cancel from a failure
+			}
 			return compensate(ctx, store, steps, states, run, &Failure{Step: step.Name, Err: err})
 		}
 		if result == nil {

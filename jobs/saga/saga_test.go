@@ -203,7 +203,7 @@ func TestExecute_CancelledRunUndoes(t *testing.T) {
 	}
 	err := Execute(ctx, store, s, false)
 	var f *Failure
-	if !errors.As(err, &f) || !errors.Is(err, context.Canceled) || len(w.effects) != 0 {
+	if !errors.As(err, &f) || !errors.Is(err, context.Canceled) || !errors.Is(err, ErrCancelled) || len(w.effects) != 0 {
 		t.Fatalf("got %v, effects %v", err, w.effects)
 	}
 }
