@@ -1,12 +1,18 @@
 package server_test
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sort"
 	"sync"
 	"testing"
 	"time"
+
+	"nimbus/app/environment"
+	"nimbus/app/pulumix"
 )
 
 // latencies collects request times from parallel workers and reports their percentiles.
@@ -16,6 +22,12 @@ type latencies struct {
 }
 
 func (l *latencies) add(d time.Duration) { l.mu.Lock(); l.d = append(l.d, d); l.mu.Unlock() }
+
+// median is the middle latency in milliseconds.
+func (l *latencies) median() float64 {
+	sort.Slice(l.d, func(i, j int) bool { return l.d[i] < l.d[j] })
+	return float64(l.d[len(l.d)/2].Microseconds()) / 1000
+}
 
 func (l *latencies) report(b *testing.B) {
 	sort.Slice(l.d, func(i, j int) bool { return l.d[i] < l.d[j] })
@@ -115,4 +127,61 @@ func BenchmarkCheckMachine(b *testing.B) {
 	}
 	b.StopTimer()
 	l.report(b)
+}
+
+// BenchmarkDeployMachine compares a deploy of simcloud-machine through the whole pipeline (API
+// request to deployed) with a bare preview and up of the same program by the same runner.
+func BenchmarkDeployMachine(b *testing.B) {
+	s := newSite(b)
+	env, err := environment.NewService(s.pool).Create(context.Background(), s.adminA, s.a.ID, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	user := s.token(b, s.userA)
+	code, err := os.ReadFile("../component/testdata/machine.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	runner, err := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), b.TempDir(), map[string]string{"SIMCLOUD_DIR": b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var pipeline, bare latencies
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		r := s.call(b, "POST", "/api/v1/deployments", user, map[string]any{
+			"component_id": s.shared.ID, "environment_id": env.ID, "name": fmt.Sprintf("m%d", i), "parameters": map[string]any{"name": fmt.Sprintf("m%d", i)},
+		})
+		if r.status != http.StatusAccepted {
+			b.Fatalf("deploy: %d %s", r.status, r.body)
+		}
+		opID := r.json(b)["operation"].(map[string]any)["id"].(string)
+		for {
+			op := s.call(b, "GET", "/api/v1/operations/"+opID, user, nil).json(b)
+			if op["status"] == "succeeded" {
+				break
+			}
+			if op["status"] == "failed" {
+				b.Fatalf("deploy failed: %v", op["error"])
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		pipeline.add(time.Since(start))
+
+		start = time.Now()
+		st := pulumix.Stack{Name: fmt.Sprintf("bare-%d", i), Code: string(code), Config: map[string]any{"name": fmt.Sprintf("b%d", i)}, Passphrase: "bench"}
+		if _, err := runner.Preview(context.Background(), st, io.Discard); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := runner.Up(context.Background(), st, io.Discard); err != nil {
+			b.Fatal(err)
+		}
+		bare.add(time.Since(start))
+	}
+	b.StopTimer()
+	p, q := pipeline.median(), bare.median()
+	b.ReportMetric(p, "pipeline-p50-ms")
+	b.ReportMetric(q, "bare-p50-ms")
+	b.ReportMetric(p/q, "ratio")
 }
