@@ -52,7 +52,7 @@ warm=$elapsed
 sleep 5
 nimbus_rss=$(rss_kib "$pid")
 pg_rss=0
-postmaster=$(pgrep -f "postgres -D $dir" || true)
+postmaster=$(head -n1 "$dir/postgres/pgdata/postmaster.pid" 2>/dev/null || true)
 for p in $postmaster $( [[ -n $postmaster ]] && pgrep -P "$postmaster" || true); do
 	pg_rss=$(( pg_rss + $(rss_kib "$p" || echo 0) ))
 done
