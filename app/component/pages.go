@@ -37,7 +37,8 @@ func (h *Handlers) CatalogPage(c echo.Context) error {
 	cards := make([]views.CatalogCard, len(cat.Components))
 	for i, s := range cat.Components {
 		cards[i] = views.CatalogCard{ID: s.ID.String(), Name: s.Name, DisplayName: s.DisplayName, Description: s.Description,
-			Provider: s.Provider, SemanticType: s.SemanticType, Language: s.Language, Tenant: s.TenantName, LatestVersion: s.LatestVersion}
+			Provider: s.Provider, SemanticType: s.SemanticType, Language: s.Language, Tenant: s.TenantName, LatestVersion: s.LatestVersion,
+			Deployments: s.Deployments}
 	}
 	pager := views.Pager{Label: "page " + strconv.Itoa(cat.Page)}
 	link := func(page int) string {

@@ -151,8 +151,7 @@ func (s *Service) Version(ctx context.Context, actor access.Principal, id uuid.U
 		PublishedBy: deref(r.PublishedByEmail), PublishedAt: r.PublishedAt, Archived: r.ArchivedAt != nil}, nil
 }
 
-// ArchiveVersion withdraws a version from new deployments. (Refusing while deployments use it
-// arrives with deployments.)
+// ArchiveVersion withdraws a version from new deployments; refused while a deployment uses it.
 func (s *Service) ArchiveVersion(ctx context.Context, actor access.Principal, id uuid.UUID, n int) error {
 	return db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
 		c, err := s.get(ctx, q, actor, id)
@@ -161,6 +160,13 @@ func (s *Service) ArchiveVersion(ctx context.Context, actor access.Principal, id
 		}
 		if !can(actor, "component:definition:publish", c.TenantID) {
 			return problem.ErrForbidden
+		}
+		inUse, err := q.VersionInUse(ctx, dbgen.VersionInUseParams{ComponentID: id, Version: int32(n)})
+		if err != nil {
+			return fmt.Errorf("archive version: %w", err)
+		}
+		if inUse {
+			return problem.Invalid("version", "in_use", "v%d is deployed; destroy or upgrade those deployments before archiving it", n)
 		}
 		n64, err := q.ArchiveComponentVersion(ctx, dbgen.ArchiveComponentVersionParams{ComponentID: id, Version: int32(n)})
 		if err != nil {
@@ -198,6 +204,7 @@ type Summary struct {
 	Language      string    `json:"language"`
 	LatestVersion int       `json:"latest_version"`
 	TenantName    string    `json:"tenant_name,omitempty"`
+	Deployments   int       `json:"deployments"` // live deployments of any version
 	System        bool      `json:"system"`
 	UpdatedAt     time.Time `json:"updated_at"`
 }
@@ -246,7 +253,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (C
 	for i, r := range rows {
 		out.Components[i] = Summary{ID: r.ID, Name: r.Name, DisplayName: r.DisplayName, Description: r.Description,
 			Provider: r.Provider, SemanticType: r.SemanticType, Language: r.Language, LatestVersion: int(r.LatestVersion),
-			TenantName: deref(r.TenantName), System: r.IsSystem, UpdatedAt: r.UpdatedAt}
+			TenantName: deref(r.TenantName), Deployments: int(r.Deployments), System: r.IsSystem, UpdatedAt: r.UpdatedAt}
 		out.Total = int(r.Total)
 	}
 	return out, nil

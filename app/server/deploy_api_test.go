@@ -150,3 +150,25 @@ func TestAPI_CancelDuringUpUndoes(t *testing.T) {
 		t.Fatalf("left in the cloud after a cancel: %v", files)
 	}
 }
+
+func TestAPI_DeployedVersionCannotBeArchivedAndCounts(t *testing.T) {
+	s := newSite(t)
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	user, root := s.token(t, s.userA), s.token(t, s.admin)
+	r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
+		"component_id": s.shared.ID, "environment_id": env.ID, "name": "kept", "parameters": map[string]any{"name": "kept"},
+	})
+	wantStatus(t, r, http.StatusAccepted)
+	s.waitOperation(t, user, r.json(t)["operation"].(map[string]any)["id"].(string))
+
+	r = s.call(t, "POST", "/api/v1/components/"+s.shared.ID.String()+"/versions/1/archive", root, nil)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), "is deployed") {
+		t.Fatalf("archive of a deployed version: %s", r.body)
+	}
+	cat := s.call(t, "GET", "/api/v1/components?search=shared-machine", user, nil)
+	if !strings.Contains(string(cat.body), `"deployments":1`) {
+		t.Fatalf("catalog does not count the deployment: %s", cat.body)
+	}
+}

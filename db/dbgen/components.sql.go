@@ -430,6 +430,7 @@ func (q *Queries) ListComponentVersions(ctx context.Context, componentID uuid.UU
 const listComponents = `-- name: ListComponents :many
 SELECT c.id, c.tenant_id, c.name, c.display_name, c.description, c.language, c.latest_version,
        c.is_system, c.updated_at, p.name AS provider, t.name AS semantic_type, tn.name AS tenant_name,
+       (SELECT count(*) FROM deployed_components d WHERE d.component_id = c.id AND d.status <> 'destroyed') AS deployments,
        count(*) OVER () AS total
 FROM components c
 JOIN semantic_providers p ON p.id = c.provider_id
@@ -479,6 +480,7 @@ type ListComponentsRow struct {
 	Provider      string        `json:"provider"`
 	SemanticType  string        `json:"semantic_type"`
 	TenantName    *string       `json:"tenant_name"`
+	Deployments   int64         `json:"deployments"`
 	Total         int64         `json:"total"`
 }
 
@@ -516,6 +518,7 @@ func (q *Queries) ListComponents(ctx context.Context, arg ListComponentsParams) 
 			&i.Provider,
 			&i.SemanticType,
 			&i.TenantName,
+			&i.Deployments,
 			&i.Total,
 		); err != nil {
 			return nil, err
@@ -695,4 +698,23 @@ func (q *Queries) UpdateComponentDraft(ctx context.Context, arg UpdateComponentD
 		arg.ResolverBindings,
 	)
 	return err
+}
+
+const versionInUse = `-- name: VersionInUse :one
+SELECT EXISTS (
+    SELECT 1 FROM deployed_components
+    WHERE component_id = $1 AND version = $2 AND status <> 'destroyed'
+)
+`
+
+type VersionInUseParams struct {
+	ComponentID uuid.UUID `json:"component_id"`
+	Version     int32     `json:"version"`
+}
+
+func (q *Queries) VersionInUse(ctx context.Context, arg VersionInUseParams) (bool, error) {
+	row := q.db.QueryRow(ctx, versionInUse, arg.ComponentID, arg.Version)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
 }

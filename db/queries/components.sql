@@ -45,6 +45,7 @@ SELECT latest_version FROM components WHERE id = $1 AND deleted_at IS NULL FOR U
 -- The catalog: components the viewer may see, filtered, newest change first.
 SELECT c.id, c.tenant_id, c.name, c.display_name, c.description, c.language, c.latest_version,
        c.is_system, c.updated_at, p.name AS provider, t.name AS semantic_type, tn.name AS tenant_name,
+       (SELECT count(*) FROM deployed_components d WHERE d.component_id = c.id AND d.status <> 'destroyed') AS deployments,
        count(*) OVER () AS total
 FROM components c
 JOIN semantic_providers p ON p.id = c.provider_id
@@ -97,6 +98,12 @@ SELECT v.*, u.email AS published_by_email
 FROM component_versions v
 LEFT JOIN users u ON u.id = v.published_by
 WHERE v.component_id = $1 AND v.version = $2;
+
+-- name: VersionInUse :one
+SELECT EXISTS (
+    SELECT 1 FROM deployed_components
+    WHERE component_id = $1 AND version = $2 AND status <> 'destroyed'
+);
 
 -- name: ArchiveComponentVersion :execrows
 UPDATE component_versions SET archived_at = now(), updated_at = now()
