@@ -1,6 +1,7 @@
 package pulumix
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
@@ -190,12 +192,47 @@ func (r *Runner) ClearLock(st Stack) error {
 	if err != nil {
 		return err
 	}
+	host, _ := os.Hostname()
 	for _, l := range locks {
+		if held(l, host) {
+			// The engine that took it still runs — a crashed server leaves its engine behind —
+			// and two engines on one stack would corrupt it: wait for it to finish.
+			return fmt.Errorf("clear lock of %s: %w", st.Name, ErrLocked)
+		}
 		if err := os.Remove(l); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("clear lock of %s: %w", st.Name, err)
 		}
 	}
 	return nil
+}
+
+// held reports whether the lock file names a process on this host that is still alive. A
+// lock from another host cannot be checked; the operation's lease has already established
+// that its server is gone.
+func held(lockFile, host string) bool {
+	data, err := os.ReadFile(lockFile)
+	if err != nil {
+		return false
+	}
+	var lock struct {
+		PID      int    `json:"pid"`
+		Hostname string `json:"hostname"`
+	}
+	if json.Unmarshal(data, &lock) != nil || lock.PID <= 0 || lock.Hostname != host {
+		return false
+	}
+	if err := syscall.Kill(lock.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	// A killed engine its parent has not reaped yet still answers signals; it holds nothing.
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", lock.PID))
+	if err != nil {
+		return true
+	}
+	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+		return false
+	}
+	return true
 }
 
 // Export returns the stack's state as the JSON `pulumi stack export` writes. Secrets in it stay

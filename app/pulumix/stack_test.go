@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -422,5 +423,33 @@ func TestStack_CancelStopsTheEngineAndUnlocks(t *testing.T) {
 	}
 	if _, err := r.Destroy(ctx, st, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestClearLock_WaitsForALiveEngine(t *testing.T) {
+	r, err := NewRunner(toolchain(t), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := Stack{Name: "d-held", Code: "name: held\nruntime: yaml\n"}
+	dir := filepath.Join(r.stateDir(), ".pulumi", "locks", "organization", "held", st.Name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	// This test process stands for an engine a crashed server left running.
+	lock := fmt.Sprintf(`{"pid":%d,"hostname":%q}`, os.Getpid(), host)
+	if err := os.WriteFile(filepath.Join(dir, "l.json"), []byte(lock), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ClearLock(st); !errors.Is(err, ErrLocked) {
+		t.Fatalf("cleared a lock its live engine holds: %v", err)
+	}
+	dead := fmt.Sprintf(`{"pid":%d,"hostname":%q}`, 1<<22+7, host)
+	if err := os.WriteFile(filepath.Join(dir, "l.json"), []byte(dead), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ClearLock(st); err != nil {
+		t.Fatalf("kept a dead engine's lock: %v", err)
 	}
 }
