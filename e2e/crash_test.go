@@ -1,0 +1,158 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// process is a nimbus process of the built binary, so that the test can kill it outright.
+type process struct {
+	cmd *exec.Cmd
+	url string
+	out *bytes.Buffer
+}
+
+func startServer(t *testing.T, bin, dataDir, addr string) *process {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "--addr", addr, "--data-dir", dataDir)
+	cmd.Env = append(os.Environ(), "NIMBUS_ADMIN_PASSWORD="+adminPassword, "NIMBUS_ADMIN_EMAIL="+adminEmail)
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &process{cmd: cmd, url: "http://" + addr, out: out}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(s.url + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("nimbus did not become ready:\n%s", out)
+	return nil
+}
+
+func (s *process) api(t *testing.T, token, method, path string, body any) map[string]any {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, s.url+path, rd)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 || json.Unmarshal(data, &out) != nil {
+		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, data)
+	}
+	return out
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestCrash_ServerKilledDuringUpResumes kills the server with SIGKILL while a deploy's up is
+// running, starts another on the same data directory, and expects the operation to resume and
+// finish with every resource existing once.
+func TestCrash_ServerKilledDuringUpResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes about two minutes: a dead worker's operation is taken over after a minute of silence")
+	}
+	bin := filepath.Join(t.TempDir(), "nimbus")
+	if out, err := exec.Command("go", "build", "-o", bin, "nimbus").CombinedOutput(); err != nil {
+		t.Fatalf("build nimbus: %v\n%s", err, out)
+	}
+	data := t.TempDir()
+	first := startServer(t, bin, data, freePort(t))
+
+	tokenOut, err := exec.Command(bin, "token", "create", "--email", adminEmail, "--name", "crash", "--data-dir", data).Output()
+	if err != nil {
+		t.Fatalf("token create: %v", err)
+	}
+	token := strings.TrimSpace(string(tokenOut))
+	tenant := first.api(t, token, "POST", "/api/v1/tenants", map[string]any{"name": "Crash"})
+	env := first.api(t, token, "POST", "/api/v1/environments", map[string]any{"tenant_id": tenant["id"], "name": "dev"})
+	cat := first.api(t, token, "GET", "/api/v1/components?search=simcloud-machine", nil)
+	comp := cat["components"].([]any)[0].(map[string]any)
+	dep := first.api(t, token, "POST", "/api/v1/deployments", map[string]any{
+		"component_id": comp["id"], "environment_id": env["id"], "name": "survivor",
+		"parameters": map[string]any{"name": "survivor", "delay_ms": 8000},
+	})
+	opID := dep["operation"].(map[string]any)["id"].(string)
+
+	// Up has begun once the disk exists: the machine is waiting out its delay.
+	cloud := filepath.Join(data, "simcloud")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if disks, _ := filepath.Glob(filepath.Join(cloud, "disk", "*.json")); len(disks) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("up never began:\n%s", first.out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.cmd.Wait()
+
+	second := startServer(t, bin, data, freePort(t))
+	t.Cleanup(func() {
+		_ = second.cmd.Process.Signal(syscall.SIGTERM)
+		_ = second.cmd.Wait()
+	})
+	var op map[string]any
+	deadline = time.Now().Add(4 * time.Minute)
+	for {
+		op = second.api(t, token, "GET", "/api/v1/operations/"+opID, nil)
+		if op["status"] == "succeeded" || op["status"] == "failed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the operation did not resume: %v\n%s", op, second.out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if op["status"] != "succeeded" {
+		t.Fatalf("resumed operation: %v\n%s", op, second.out)
+	}
+	machines, _ := filepath.Glob(filepath.Join(cloud, "machine", "*.json"))
+	disks, _ := filepath.Glob(filepath.Join(cloud, "disk", "*.json"))
+	if len(machines) != 1 || len(disks) != 1 {
+		t.Fatalf("after the crash: %d machines and %d disks, want one of each", len(machines), len(disks))
+	}
+	got := second.api(t, token, "GET", "/api/v1/deployments/"+dep["deployment"].(map[string]any)["id"].(string), nil)
+	if got["status"] != "deployed" {
+		t.Fatalf("deployment %v", got)
+	}
+	t.Logf("resumed and finished at %v", op["finished_at"])
+}
