@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -67,8 +69,24 @@ func (c command) Run(ctx context.Context, workdir string, stdin io.Reader, out, 
 	cmd.Stdout = io.MultiWriter(append(out, &stdout)...)
 	cmd.Stderr = io.MultiWriter(append(errOut, &stderr)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
-	cmd.WaitDelay = c.grace
+	exited := make(chan struct{})
+	defer close(exited)
+	cmd.Cancel = func() error {
+		pid := cmd.Process.Pid
+		go func() {
+			select {
+			case <-exited:
+			case <-time.After(c.grace):
+				// Plugins lead process groups of their own: find them before the CLI dies and
+				// they are handed to init, so none is left running.
+				for _, p := range append(descendants(pid), pid) {
+					_ = syscall.Kill(p, syscall.SIGKILL)
+				}
+			}
+		}()
+		return syscall.Kill(-pid, syscall.SIGINT)
+	}
+	cmd.WaitDelay = c.grace + 5*time.Second
 	err := cmd.Run()
 	code := -2
 	var exit *exec.ExitError
@@ -79,4 +97,33 @@ func (c command) Run(ctx context.Context, workdir string, stdin io.Reader, out, 
 		code = exit.ExitCode()
 	}
 	return stdout.String(), stderr.String(), code, err
+}
+
+// descendants lists pid's children, theirs, and so on: the language host starts providers too.
+func descendants(pid int) []int {
+	var out []int
+	for _, c := range children(pid) {
+		out = append(append(out, c), descendants(c)...)
+	}
+	return out
+}
+
+// children lists the processes whose parent is pid.
+func children(pid int) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []int
+	for _, path := range stats {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		// After the command, which is in parentheses: the state, then the parent's pid.
+		i := bytes.LastIndexByte(data, ')')
+		fields := strings.Fields(string(data[i+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+			out = append(out, child)
+		}
+	}
+	return out
 }

@@ -2,9 +2,12 @@ package pulumix
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -55,5 +58,38 @@ func TestCommand_CancelInterruptsGracefully(t *testing.T) {
 	out, _, code, _ := cmd.Run(ctx, t.TempDir(), nil, nil, nil, nil, "up")
 	if code != 3 || !strings.Contains(out, "interrupted") {
 		t.Fatalf("exit %d, output %q: want a graceful stop on SIGINT", code, out)
+	}
+}
+
+func TestCommand_StubbornEngineIsKilledWithItsChildren(t *testing.T) {
+	// Ignores SIGINT, and starts a child in a process group of its own, as plugins are.
+	body := `trap '' INT; setsid sleep 300 & echo $! > "$PWD/child"; while :; do sleep 0.05; done`
+	cmd, err := newCommand(fakeCLI(t, body), 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, _, _, _ = cmd.Run(ctx, dir, nil, nil, nil, nil, "up")
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("a stubborn engine ran on for %s", took)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "child"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); strings.Contains(string(stat), ") Z ") {
+			break // dead, waiting for init to reap it
+		}
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatal("the engine's child outlived it")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -327,10 +327,14 @@ func TestStack_CrashedEngineLeavesALockThatClearLockRemoves(t *testing.T) {
 	if err := json.Unmarshal(content, &holder); err != nil || holder.Pid <= 0 {
 		t.Fatalf("lock content %s: %v", content, err)
 	}
-	// The CLI leads its own process group (see command.Run): kill it with its plugins, as a
-	// crash of the machine would, so that nothing gets to unlock.
+	// Kill the CLI and its plugins, as a crash of the machine would, so that nothing gets to
+	// unlock. Plugins lead process groups of their own, so they are found as its children.
+	plugins := descendants(holder.Pid)
 	if err := syscall.Kill(-holder.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
+	}
+	for _, pid := range plugins {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	err = <-done
 	var engine *EngineError
