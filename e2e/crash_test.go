@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -124,6 +125,9 @@ func TestCrash_ServerKilledDuringUpResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = first.cmd.Wait()
+	// The killed server's engine loses its output pipe and dies too, leaving its plugins to
+	// init (they lead process groups of their own): stop them when the test is done.
+	t.Cleanup(func() { killStrays(data) })
 
 	second := startServer(t, bin, data, freePort(t))
 	t.Cleanup(func() {
@@ -155,4 +159,20 @@ func TestCrash_ServerKilledDuringUpResumes(t *testing.T) {
 		t.Fatalf("deployment %v", got)
 	}
 	t.Logf("resumed and finished at %v", op["finished_at"])
+}
+
+// killStrays kills the processes whose environment names dir: plugins of an engine that died
+// with the killed server.
+func killStrays(dir string) {
+	environs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, path := range environs {
+		env, err := os.ReadFile(path)
+		if err != nil || !bytes.Contains(env, []byte(dir)) {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		if err == nil && pid != os.Getpid() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
