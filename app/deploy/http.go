@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -9,6 +10,7 @@ import (
 
 	"nimbus/app/problem"
 	"nimbus/app/web"
+	"nimbus/views"
 )
 
 // Handlers serves the deployment API.
@@ -116,4 +118,19 @@ func (h *Handlers) CancelAPI(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, op)
+}
+
+// ListPage shows the deployments the viewer may see.
+func (h *Handlers) ListPage(c echo.Context) error {
+	ds, err := h.svc.List(web.Ctx(c), web.Actor(c))
+	if err != nil {
+		return err
+	}
+	rows := make([]views.DeploymentRow, len(ds))
+	for i, d := range ds {
+		outputs, _ := json.Marshal(d.Outputs)
+		rows[i] = views.DeploymentRow{Environment: d.Environment, Name: d.Name, Component: d.Component, Version: d.Version,
+			Status: d.Status, Outputs: string(outputs), Created: d.CreatedAt}
+	}
+	return web.Render(c, http.StatusOK, views.Deployments(web.Page(c, "Deployments"), rows))
 }

@@ -61,6 +61,11 @@ func TestAPI_DeployThenDestroyTheMachine(t *testing.T) {
 	if got := strings.Join(s.cloudFiles(t), ","); got != "disk,machine" {
 		t.Fatalf("the cloud holds %s, want a disk and a machine", got)
 	}
+	b := newBrowser(t, s.url)
+	b.signIn(t, "reader-a@example.com", "long enough password")
+	if page := string(b.get(t, "/deployments").body); !strings.Contains(page, ">web<") || !strings.Contains(page, "deployed") {
+		t.Fatalf("the deployments page does not list web as deployed: %.1500s", page)
+	}
 	logs := s.call(t, "GET", "/api/v1/operations/"+op["id"].(string)+"/logs", user, nil)
 	if !strings.Contains(string(logs.body), "simcloud:index:Machine") {
 		t.Fatalf("the log does not show the engine's progress: %.500s", logs.body)

@@ -118,6 +118,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	signed.GET("/admin/system", sysH.StatusPage)
 	signed.GET("/admin/providers", componentH.SemanticsPage)
 	signed.POST("/admin/providers/:kind", componentH.AddSemanticForm)
+	signed.GET("/deployments", deployH.ListPage)
 	signed.GET("/environments", envH.ListPage)
 	signed.POST("/environments", envH.CreateForm)
 	signed.GET("/catalog", componentH.CatalogPage)
