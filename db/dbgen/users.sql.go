@@ -174,20 +174,6 @@ func (q *Queries) LockUsersForBootstrap(ctx context.Context) (string, error) {
 	return column_1, err
 }
 
-const updateUserPassword = `-- name: UpdateUserPassword :exec
-UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1
-`
-
-type UpdateUserPasswordParams struct {
-	ID           uuid.UUID `json:"id"`
-	PasswordHash string    `json:"password_hash"`
-}
-
-func (q *Queries) UpdateUserPassword(ctx context.Context, arg UpdateUserPasswordParams) error {
-	_, err := q.db.Exec(ctx, updateUserPassword, arg.ID, arg.PasswordHash)
-	return err
-}
-
 const userSharesAdminTenant = `-- name: UserSharesAdminTenant :one
 SELECT EXISTS (
     SELECT 1 FROM memberships m

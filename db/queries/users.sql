@@ -28,9 +28,6 @@ SELECT EXISTS (
     WHERE m.user_id = $1 AND a.user_id = $2 AND a.role = 'tenant_admin'
 );
 
--- name: UpdateUserPassword :exec
-UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1;
-
 -- name: ListMembershipsOfUser :many
 SELECT m.tenant_id, m.role, t.name AS tenant_name
 FROM memberships m JOIN tenants t ON t.id = m.tenant_id
