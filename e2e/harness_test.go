@@ -18,7 +18,9 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 
 	"nimbus/app/access"
 	"nimbus/app/auth"
@@ -49,8 +51,11 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 // app is a Nimbus server running in the test process on its own database, with the first
 // provider admin already created.
 type app struct {
-	url  string
-	pool *pgxpool.Pool
+	url       string
+	pool      *pgxpool.Pool
+	cloud     string // the simulated cloud's directory, where deployed resources appear as files
+	jobs      *river.Client[pgx.Tx]
+	pulumiDir string
 }
 
 func startApp(t *testing.T) *app {
@@ -72,7 +77,8 @@ func startApp(t *testing.T) *app {
 		t.Fatal(err)
 	}
 	pulumiDir := os.Getenv("NIMBUS_PULUMI_DIR") // empty: the runner finds the tool cache
-	runner, err := pulumix.NewRunner(pulumiDir, t.TempDir(), nil)
+	cloud := t.TempDir()
+	runner, err := pulumix.NewRunner(pulumiDir, t.TempDir(), map[string]string{"SIMCLOUD_DIR": cloud})
 	if err != nil {
 		t.Fatalf("the Pulumi toolchain is needed for checks: run go tool task toolchain (%v)", err)
 	}
@@ -91,14 +97,14 @@ func startApp(t *testing.T) *app {
 		}
 	})
 	h, err := server.New(ctx, server.Deps{
-		Pool: pool, Log: log, Jobs: client, SessionTTL: time.Hour, Keys: keys, Info: system.Info{Version: "test", PulumiDir: pulumiDir},
+		Pool: pool, Log: log, Jobs: client, SessionTTL: time.Hour, Keys: keys, Runner: runner, Info: system.Info{Version: "test", PulumiDir: pulumiDir},
 	})
 	if err != nil {
 		t.Fatalf("server: %v", err)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &app{url: srv.URL, pool: pool}
+	return &app{url: srv.URL, pool: pool, cloud: cloud, jobs: client, pulumiDir: pulumiDir}
 }
 
 // logBuffer collects the server's log and shows it only when the test fails: a passing run

@@ -3,6 +3,8 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -12,7 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
 	"nimbus/app/cli"
+	"nimbus/app/objstore/s3test"
 )
 
 // syncBuffer is an output a running command writes while the test reads.
@@ -52,6 +58,7 @@ type running struct {
 	stop func()
 	done chan error
 	out  *syncBuffer
+	log  *syncBuffer
 	url  string
 }
 
@@ -60,7 +67,7 @@ func serve(t *testing.T, dataDir string, vars map[string]string) *running {
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	e, out, errOut := env(vars, "")
-	r := &running{stop: cancel, done: make(chan error, 1), out: out, url: "http://" + addr}
+	r := &running{stop: cancel, done: make(chan error, 1), out: out, log: errOut, url: "http://" + addr}
 	go func() { r.done <- cli.Run(ctx, []string{"nimbus", "serve", "--addr", addr, "--data-dir", dataDir}, e) }()
 	t.Cleanup(func() { cancel(); <-r.done })
 	deadline := time.Now().Add(60 * time.Second)
@@ -169,4 +176,112 @@ func TestRun_BadInput(t *testing.T) {
 			t.Errorf("%v: got %v, want an error mentioning %q", args, err, want)
 		}
 	}
+}
+
+func TestServe_RefusesIncompleteOrUnreachableObjectStorage(t *testing.T) {
+	full := map[string]string{
+		"NIMBUS_S3_ENDPOINT": "http://" + freeAddr(t), // nothing listens there
+		"NIMBUS_S3_BUCKET":   "nimbus", "NIMBUS_S3_ACCESS_KEY": "access", "NIMBUS_S3_SECRET_KEY": "the-secret-key",
+	}
+	without := func(names ...string) map[string]string {
+		vars := maps.Clone(full)
+		for _, n := range names {
+			delete(vars, n)
+		}
+		return vars
+	}
+	with := func(k, v string) map[string]string {
+		vars := maps.Clone(full)
+		vars[k] = v
+		return vars
+	}
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte("the-secret-key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		vars map[string]string
+		args []string
+		want []string
+	}{
+		{"endpoint alone", map[string]string{"NIMBUS_S3_ENDPOINT": full["NIMBUS_S3_ENDPOINT"]}, nil,
+			[]string{"NIMBUS_S3_BUCKET", "NIMBUS_S3_ACCESS_KEY", "NIMBUS_S3_SECRET_KEY"}},
+		{"no secret key", without("NIMBUS_S3_SECRET_KEY"), nil, []string{"partly configured", "but NIMBUS_S3_SECRET_KEY not"}},
+		{"no endpoint", without("NIMBUS_S3_ENDPOINT"), nil, []string{"but NIMBUS_S3_ENDPOINT not"}},
+		{"endpoint without scheme", with("NIMBUS_S3_ENDPOINT", "127.0.0.1:8333"), nil, []string{"NIMBUS_S3_ENDPOINT", "http://127.0.0.1:8333"}},
+		{"unreachable", full, nil, []string{"NIMBUS_S3_ENDPOINT=" + full["NIMBUS_S3_ENDPOINT"], "connection refused"}},
+		{"secret key twice", with("NIMBUS_S3_SECRET_KEY_FILE", keyFile), nil, []string{"NIMBUS_S3_SECRET_KEY_FILE", "set one of them"}},
+		{"secret key file missing", without("NIMBUS_S3_SECRET_KEY"), []string{"--s3-secret-key-file", keyFile + ".gone"}, []string{"NIMBUS_S3_SECRET_KEY_FILE", "no such file"}},
+		// A flag would put the secret in the process list.
+		{"secret key as a flag", without("NIMBUS_S3_SECRET_KEY"), []string{"--s3-secret-key", "the-secret-key"}, []string{"flag provided but not defined"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e, _, _ := env(c.vars, "")
+			args := append([]string{"nimbus", "serve", "--addr", freeAddr(t), "--data-dir", t.TempDir()}, c.args...)
+			err := cli.Run(context.Background(), args, e)
+			if err == nil {
+				t.Fatal("serve started")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "the-secret-key") {
+				t.Errorf("the error shows the secret key: %v", err)
+			}
+		})
+	}
+}
+
+func TestServe_ObjectStorageInS3(t *testing.T) {
+	cfg := s3test.Start(t)
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte(cfg.SecretKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := serve(t, t.TempDir(), map[string]string{
+		"NIMBUS_S3_ENDPOINT": cfg.Endpoint, "NIMBUS_S3_BUCKET": cfg.Bucket,
+		"NIMBUS_S3_ACCESS_KEY": cfg.AccessKey, "NIMBUS_S3_SECRET_KEY_FILE": keyFile,
+	})
+	readyz := func() (int, map[string]string) {
+		t.Helper()
+		resp, err := http.Get(srv.url + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct{ Checks map[string]string }
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, body.Checks
+	}
+	if code, checks := readyz(); code != http.StatusOK || checks["objects"] != "ok" {
+		t.Fatalf("readyz %d %v: want ready with the bucket checked", code, checks)
+	}
+	if strings.Contains(srv.log.String(), cfg.SecretKey) {
+		t.Fatal("the log shows the secret key")
+	}
+	if !strings.Contains(srv.log.String(), cfg.Bucket) {
+		t.Fatalf("the log does not say where objects go:\n%s", srv.log.String())
+	}
+
+	// Serve created the bucket; without it Nimbus is not ready.
+	admin, err := minio.New(strings.TrimPrefix(cfg.Endpoint, "http://"), &minio.Options{
+		Creds: credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""), Region: cfg.Region, BucketLookup: minio.BucketLookupPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.RemoveBucket(context.Background(), cfg.Bucket); err != nil {
+		t.Fatalf("remove the bucket serve created: %v", err)
+	}
+	code, checks := readyz()
+	if code != http.StatusServiceUnavailable || !strings.Contains(checks["objects"], cfg.Bucket) {
+		t.Fatalf("readyz %d %v: want not ready, naming the bucket", code, checks)
+	}
+	t.Logf("readyz without the bucket: %v", checks)
+	srv.shutdown(t)
 }

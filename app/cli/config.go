@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"nimbus/app/objstore"
 )
 
 // config is everything Nimbus can be told, by flag or by NIMBUS_* variable; a flag wins.
@@ -29,6 +32,8 @@ type config struct {
 	JobTimeout    time.Duration
 	// TrustedProxies are the networks of the proxies whose X-Forwarded-For is believed.
 	TrustedProxies []*net.IPNet
+	// S3 is the object storage shared by every replica; unused while S3.Endpoint is empty.
+	S3 objstore.S3Config
 }
 
 // option is one setting: its flag, its variable, its default and what it does.
@@ -90,6 +95,67 @@ var options = []option{
 		}
 		return nil
 	}},
+	{"s3-endpoint", "NIMBUS_S3_ENDPOINT", "", "URL of an S3-compatible server (http://127.0.0.1:8333) for Pulumi state and full logs; unset keeps both in the data dir", func(c *config, v string) error {
+		if v == "" {
+			return nil
+		}
+		if _, err := objstore.ParseEndpoint(v); err != nil {
+			return err
+		}
+		c.S3.Endpoint = v
+		return nil
+	}},
+	{"s3-bucket", "NIMBUS_S3_BUCKET", "", "bucket on that server, created when missing", func(c *config, v string) error { c.S3.Bucket = v; return nil }},
+	{"s3-access-key", "NIMBUS_S3_ACCESS_KEY", "", "access key for that server", func(c *config, v string) error { c.S3.AccessKey = v; return nil }},
+	// A flag would show the secret to every user of the machine in the process list.
+	{"", "NIMBUS_S3_SECRET_KEY", "", "secret key for that server (environment only; or NIMBUS_S3_SECRET_KEY_FILE)", func(c *config, v string) error {
+		if v != "" {
+			c.S3.SecretKey = v
+		}
+		return nil
+	}},
+	// After NIMBUS_S3_SECRET_KEY, so that it can refuse the two at once.
+	{"s3-secret-key-file", "NIMBUS_S3_SECRET_KEY_FILE", "", "file holding the secret key, such as a mounted container secret", func(c *config, v string) error {
+		if v == "" {
+			return nil
+		}
+		if c.S3.SecretKey != "" {
+			return errors.New("NIMBUS_S3_SECRET_KEY is set too: set one of them")
+		}
+		b, err := os.ReadFile(v)
+		if err != nil {
+			return fmt.Errorf("read the secret key: %w", err)
+		}
+		if c.S3.SecretKey = strings.TrimRight(string(b), "\r\n"); c.S3.SecretKey == "" {
+			return fmt.Errorf("%s is empty", v)
+		}
+		return nil
+	}},
+	{"s3-region", "NIMBUS_S3_REGION", objstore.DefaultRegion, "region to sign S3 requests for", func(c *config, v string) error { c.S3.Region = v; return nil }},
+}
+
+// checkS3 refuses object storage that is only partly configured, naming what is missing: a
+// server without a bucket or keys would otherwise fail at the first deployment.
+func (c *config) checkS3() error {
+	set := map[string]bool{
+		"NIMBUS_S3_ENDPOINT":   c.S3.Endpoint != "",
+		"NIMBUS_S3_BUCKET":     c.S3.Bucket != "",
+		"NIMBUS_S3_ACCESS_KEY": c.S3.AccessKey != "",
+		"NIMBUS_S3_SECRET_KEY": c.S3.SecretKey != "",
+	}
+	var given, missing []string
+	for _, name := range []string{"NIMBUS_S3_ENDPOINT", "NIMBUS_S3_BUCKET", "NIMBUS_S3_ACCESS_KEY", "NIMBUS_S3_SECRET_KEY"} {
+		if set[name] {
+			given = append(given, name)
+		} else {
+			missing = append(missing, name)
+		}
+	}
+	if len(given) == 0 || len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("object storage is partly configured: %s set, but %s not (set all four, or none to keep everything in the data dir)",
+		strings.Join(given, ", "), strings.Join(missing, ", "))
 }
 
 func durationSetter(set func(*config, time.Duration)) func(*config, string) error {
@@ -162,7 +228,7 @@ func envHelp() string {
 		if def == "" {
 			def = "unset"
 		}
-		fmt.Fprintf(&b, "  %-24s %s (default: %s)\n", o.env, o.help, def)
+		fmt.Fprintf(&b, "  %-26s %s (default: %s)\n", o.env, o.help, def)
 	}
 	return b.String()
 }

@@ -23,7 +23,8 @@ func serve(ctx context.Context, args []string, env Env) error {
 	fs := flagSet("serve [flags]", "Run the web server and the job workers until SIGINT or SIGTERM.", env)
 	cfg, err := parseConfig(fs, args, env.Getenv,
 		"addr", "data-dir", "database-url", "log-format", "log-level", "admin-email", "session-ttl",
-		"secure-cookies", "pulumi-dir", "job-workers", "job-timeout", "trusted-proxies")
+		"secure-cookies", "pulumi-dir", "job-workers", "job-timeout", "trusted-proxies",
+		"s3-endpoint", "s3-bucket", "s3-access-key", "s3-secret-key-file", "s3-region")
 	if err != nil {
 		return err
 	}
@@ -35,6 +36,11 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	defer ln.Close()
+	// So should storage that cannot be reached.
+	objs, err := openObjects(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
 
 	d, err := openDatabase(ctx, cfg, log, 20)
 	if err != nil {
@@ -60,7 +66,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 		log.Info("built-in components published", "components", created)
 	}
 
-	runner, err := pulumix.NewRunner(cfg.PulumiDir, cfg.DataDir, map[string]string{"SIMCLOUD_DIR": filepath.Join(cfg.DataDir, "simcloud")})
+	runner, err := pulumix.NewRunner(cfg.PulumiDir, cfg.DataDir, map[string]string{"SIMCLOUD_DIR": filepath.Join(cfg.DataDir, "simcloud")}, objs.backend...)
 	if err != nil {
 		log.Warn("components cannot be checked until the Pulumi toolchain is installed", "err", err)
 		runner = nil
@@ -70,7 +76,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	log.Info("secrets keyring loaded", "keyring", keys)
-	eng := server.Engine{Runner: runner, Keys: keys, OperationTimeout: cfg.JobTimeout}
+	eng := server.Engine{Runner: runner, Keys: keys, Objects: objs.store, OperationTimeout: cfg.JobTimeout}
 	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, Timeout: cfg.JobTimeout,
 		Register: server.Workers(d.Pool, eng, log), Periodic: server.Periodic()})
 	if err != nil {
@@ -99,11 +105,11 @@ func serve(ctx context.Context, args []string, env Env) error {
 	uiCtx, stopUI := context.WithCancel(context.Background())
 	defer stopUI()
 	handler, err := server.New(uiCtx, server.Deps{
-		Pool: d.Pool, Log: log, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SecureCookies: cfg.SecureCookies, Keys: keys,
-		TrustedProxies: cfg.TrustedProxies,
+		Pool: d.Pool, Log: log, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SecureCookies: cfg.SecureCookies, Keys: keys, Runner: runner,
+		TrustedProxies: cfg.TrustedProxies, Objects: objs.store,
 		Info: system.Info{
 			Version: Version, Database: d.Where, PulumiDir: cfg.PulumiDir,
-			State: "file://" + filepath.Join(cfg.DataDir, "state"),
+			State: objs.state, Objects: objs.where,
 		},
 	})
 	if err != nil {
@@ -111,6 +117,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	}
 
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv.RegisterOnShutdown(stopUI) // ends the live streams, which would otherwise hold the shutdown up
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("nimbus is serving", "url", "http://"+ln.Addr().String(), "database", d.Where, "took", time.Since(started).Round(time.Millisecond))

@@ -7,18 +7,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
 	"nimbus/app/component"
+	"nimbus/app/objstore"
 	"nimbus/app/problem"
+	"nimbus/app/pulumix"
 	"nimbus/app/secrets"
 	"nimbus/db"
 	"nimbus/db/dbgen"
@@ -34,38 +40,91 @@ type Deployment struct {
 	Component     string         `json:"component"`
 	Version       int            `json:"version"`
 	Name          string         `json:"name"`
-	Parameters    map[string]any `json:"parameters"` // secret ones are left out
+	Parameters    map[string]any `json:"parameters"`     // secret ones are left out
+	SecretNames   []string       `json:"secret_names"`   // the secret parameters set, never their values
 	Outputs       map[string]any `json:"outputs"`
 	Status        string         `json:"status"`
 	CreatedAt     time.Time      `json:"created_at"`
+	UpdatedAt     time.Time      `json:"updated_at"`
 }
 
 // Operation is one requested action on a deployment.
 type Operation struct {
 	ID           uuid.UUID      `json:"id"`
 	DeploymentID uuid.UUID      `json:"deployment_id"`
+	Deployment   string         `json:"deployment,omitempty"`
 	Kind         string         `json:"kind"`
 	Status       string         `json:"status"`
+	Version      int            `json:"version,omitempty"` // the component version it brings, when it brings one
+	Parameters   map[string]any `json:"parameters"`        // the plain parameters it applies
+	RequestedBy  string         `json:"requested_by,omitempty"`
 	Error        string         `json:"error,omitempty"`
+	ExitCode     *int           `json:"exit_code,omitempty"`
 	Changes      map[string]int `json:"changes"`
-	CreatedAt    time.Time      `json:"created_at"`
-	StartedAt    *time.Time     `json:"started_at"`
-	FinishedAt   *time.Time     `json:"finished_at"`
+	// Position is how many operations on the same deployment come first, while it waits.
+	Position     int        `json:"position,omitempty"`
+	LogTruncated bool       `json:"log_truncated,omitempty"`
+	CreatedAt    time.Time  `json:"created_at"`
+	StartedAt    *time.Time `json:"started_at"`
+	FinishedAt   *time.Time `json:"finished_at"`
 }
 
-func operationFromRow(r dbgen.Operation) Operation {
-	o := Operation{ID: r.ID, DeploymentID: r.DeploymentID, Kind: r.Kind, Status: r.Status, Error: r.Error,
-		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Changes: map[string]int{}}
+// Step is one checkpointed step of an operation.
+type Step struct {
+	Name       string     `json:"name"`
+	Status     string     `json:"status"`
+	Error      string     `json:"error,omitempty"`
+	Attempts   int        `json:"attempts"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+}
+
+// Resource is what an operation plans or does to one resource of the stack.
+type Resource struct {
+	URN         string           `json:"urn"`
+	Type        string           `json:"type"`
+	Name        string           `json:"name"`
+	Op          string           `json:"op"`
+	Status      string           `json:"status"`
+	Changes     []pulumix.Change `json:"changes"`
+	Diagnostics string           `json:"diagnostics,omitempty"`
+	StartedAt   *time.Time       `json:"started_at"`
+	FinishedAt  *time.Time       `json:"finished_at"`
+}
+
+// Detail is an operation with its steps and resources.
+type Detail struct {
+	Operation
+	Steps     []Step     `json:"steps"`
+	Resources []Resource `json:"resources"`
+}
+
+func operationFromRow(r dbgen.ListOperationsRow) Operation {
+	o := Operation{ID: r.ID, DeploymentID: r.DeploymentID, Deployment: r.DeploymentName, Kind: r.Kind, Status: r.Status,
+		RequestedBy: r.RequestedByEmail, Error: r.Error, LogTruncated: r.LogTruncated, CreatedAt: r.CreatedAt,
+		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Changes: map[string]int{}, Parameters: map[string]any{}}
+	if r.TargetVersion.Valid {
+		o.Version = int(r.TargetVersion.Int32)
+	}
+	if r.ExitCode.Valid {
+		code := int(r.ExitCode.Int32)
+		o.ExitCode = &code
+	}
 	_ = json.Unmarshal(r.Changes, &o.Changes)
+	_ = json.Unmarshal(r.Parameters, &o.Parameters)
 	return o
 }
 
-func deploymentFromRow(r dbgen.GetDeploymentRow) Deployment {
+func deploymentFromRow(r dbgen.GetDeploymentRow, secretNames []string) Deployment {
 	d := Deployment{ID: r.ID, TenantID: r.TenantID, EnvironmentID: r.EnvironmentID, Environment: r.EnvironmentName,
 		ComponentID: r.ComponentID, Component: r.ComponentName, Version: int(r.Version), Name: r.Name,
-		Status: r.Status, CreatedAt: r.CreatedAt, Parameters: map[string]any{}, Outputs: map[string]any{}}
+		Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Parameters: map[string]any{}, Outputs: map[string]any{},
+		SecretNames: secretNames}
 	_ = json.Unmarshal(r.Parameters, &d.Parameters)
 	_ = json.Unmarshal(r.Outputs, &d.Outputs)
+	if d.SecretNames == nil {
+		d.SecretNames = []string{}
+	}
 	return d
 }
 
@@ -76,6 +135,16 @@ type Request struct {
 	EnvironmentID uuid.UUID      `json:"environment_id"`
 	Name          string         `json:"name"`
 	Parameters    map[string]any `json:"parameters"`
+	// PreviewOnly records the deployment as pending and previews it; Start deploys it after.
+	PreviewOnly bool `json:"preview_only"`
+}
+
+// Change is what an operation on an existing deployment brings: parameters laid over the
+// current ones (null resets one to its default) and, for an upgrade or a preview of one, a
+// version.
+type Change struct {
+	Parameters map[string]any `json:"parameters"`
+	Version    int            `json:"version"`
 }
 
 // OperationArgs asks a worker to run an operation.
@@ -88,14 +157,17 @@ func (OperationArgs) Kind() string { return "operation" }
 
 // Service requests operations on behalf of a principal.
 type Service struct {
-	pool *pgxpool.Pool
-	keys *secrets.Keyring
-	jobs component.JobInserter
+	pool   *pgxpool.Pool
+	keys   *secrets.Keyring
+	jobs   component.JobInserter
+	runner  *pulumix.Runner // for state exports and restores; nil without a toolchain
+	objects objstore.Store  // whole logs of long operations; may be nil
 }
 
-// NewService returns a Service; keys seals secret parameters, jobs queues the operations.
-func NewService(pool *pgxpool.Pool, keys *secrets.Keyring, jobs component.JobInserter) *Service {
-	return &Service{pool: pool, keys: keys, jobs: jobs}
+// NewService returns a Service; keys seals secret parameters, jobs queues the operations,
+// runner reads and writes stack states, objects holds the whole logs of long operations.
+func NewService(pool *pgxpool.Pool, keys *secrets.Keyring, jobs component.JobInserter, runner *pulumix.Runner, objects objstore.Store) *Service {
+	return &Service{pool: pool, keys: keys, jobs: jobs, runner: runner, objects: objects}
 }
 
 var deploymentName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
@@ -114,6 +186,9 @@ func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Reques
 	if !actor.Can("component:deploy", env.TenantID) {
 		return Deployment{}, Operation{}, problem.ErrForbidden
 	}
+	if env.Status != "active" {
+		return Deployment{}, Operation{}, problem.Invalid("environment_id", "state", "%s is %s: deploy into an active environment", env.Name, env.Status)
+	}
 	comp, err := q.GetComponent(ctx, req.ComponentID)
 	visible := err == nil && (!comp.TenantID.Valid || comp.TenantID.UUID == env.TenantID)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && !visible {
@@ -122,57 +197,31 @@ func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Reques
 	if err != nil {
 		return Deployment{}, Operation{}, err
 	}
-	version := int32(req.Version)
-	if version == 0 {
-		version = comp.LatestVersion
-	}
-	ver, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: comp.ID, Version: version})
-	switch {
-	case errors.Is(err, pgx.ErrNoRows) || version == 0:
-		return Deployment{}, Operation{}, problem.Invalid("version", "exists", "%s has no published version %d", comp.Name, version)
-	case err != nil:
+	ver, err := version(ctx, q, comp, int32(req.Version))
+	if err != nil {
 		return Deployment{}, Operation{}, err
-	case ver.ArchivedAt != nil:
-		return Deployment{}, Operation{}, problem.Invalid("version", "archived", "version %d of %s is archived; choose another", version, comp.Name)
 	}
 	v := &problem.ValidationError{}
 	req.Name = strings.TrimSpace(req.Name)
 	if !deploymentName.MatchString(req.Name) {
 		v.Add("name", "pattern", "must be 1–40 lower-case letters, digits and -, starting with a letter")
 	}
-	schema := component.ParseSchema("input_schema", ver.InputSchema, v)
-	params := map[string]any{}
-	if schema != nil {
-		params = schema.Apply("parameters", req.Parameters, v)
-	}
-	if err := v.Err(); err != nil {
+	id := uuid.New()
+	in, err := s.resolve(ver, id, req.Parameters, v)
+	if err != nil {
 		return Deployment{}, Operation{}, err
 	}
-	plain, secret := map[string]any{}, map[string]any{}
-	for k, val := range params {
-		if schema.Secret(k) {
-			secret[k] = val
-		} else {
-			plain[k] = val
-		}
+	kind := "deploy"
+	if req.PreviewOnly {
+		kind = "preview"
 	}
-	id := uuid.New()
-	plainJSON, _ := json.Marshal(plain)
-	var sealed []byte
-	keyID := s.keys.CurrentKeyID()
-	if len(secret) > 0 {
-		raw, _ := json.Marshal(secret)
-		// Bound to the deployment, so a sealed value cannot be moved to another.
-		if keyID, sealed, err = s.keys.Seal(raw, id[:]); err != nil {
-			return Deployment{}, Operation{}, fmt.Errorf("seal secret parameters: %w", err)
-		}
-	}
+	plainJSON, _ := json.Marshal(in.Plain)
 	var op dbgen.Operation
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := dbgen.New(tx)
 		_, err := q.CreateDeployment(ctx, dbgen.CreateDeploymentParams{
-			ID: id, TenantID: env.TenantID, EnvironmentID: env.ID, ComponentID: comp.ID, Version: version, Name: req.Name,
-			Parameters: plainJSON, SecretParameters: sealed, SecretKeyID: &keyID, Project: comp.Name,
+			ID: id, TenantID: env.TenantID, EnvironmentID: env.ID, ComponentID: comp.ID, Version: in.Version, Name: req.Name,
+			Parameters: plainJSON, SecretParameters: in.Sealed, SecretKeyID: &in.KeyID, Project: comp.Name,
 			Stack: "d-" + strings.ReplaceAll(id.String(), "-", ""), StateLocation: "",
 			CreatedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil},
 		})
@@ -182,107 +231,160 @@ func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Reques
 		if err != nil {
 			return err
 		}
-		op, err = q.CreateOperation(ctx, dbgen.CreateOperationParams{DeploymentID: id, Kind: "deploy",
-			RequestedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}, Parameters: plainJSON})
-		if err != nil {
-			return err
-		}
-		if _, err := s.jobs.InsertTx(ctx, tx, OperationArgs{OperationID: op.ID}, nil); err != nil {
+		if op, err = s.queue(ctx, tx, actor, id, kind, in); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Event{Tenant: env.TenantID, Action: "deployment.create", TargetType: "deployment",
-			TargetID: id.String(), Diff: map[string]any{"name": req.Name, "component": comp.Name, "version": version, "parameters": plain}})
+			TargetID: id.String(), Diff: map[string]any{"name": req.Name, "component": comp.Name, "version": in.Version,
+				"parameters": in.Plain, "operation": kind}})
 	})
 	if err != nil {
 		return Deployment{}, Operation{}, fmt.Errorf("deploy: %w", err)
 	}
 	d, err := s.Get(ctx, actor, id)
-	return d, operationFromRow(op), err
+	if err != nil {
+		return Deployment{}, Operation{}, err
+	}
+	o, err := s.Operation(ctx, actor, op.ID)
+	return d, o, err
 }
 
-// Destroy queues the destruction of a deployment; tenant admins may.
-func (s *Service) Destroy(ctx context.Context, actor access.Principal, id uuid.UUID) (Operation, error) {
-	d, err := s.Get(ctx, actor, id)
+// queue records an operation bringing in and hands it to the workers, in the caller's
+// transaction.
+func (s *Service) queue(ctx context.Context, tx pgx.Tx, actor access.Principal, deploymentID uuid.UUID, kind string, in inputs) (dbgen.Operation, error) {
+	q := dbgen.New(tx)
+	plain, _ := json.Marshal(in.Plain)
+	params := dbgen.CreateOperationParams{DeploymentID: deploymentID, Kind: kind,
+		RequestedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}, Parameters: plain}
+	if in.Version != 0 {
+		params.TargetVersion = pgtype.Int4{Int32: in.Version, Valid: true}
+		params.SecretParameters, params.SecretKeyID = in.Sealed, &in.KeyID
+	}
+	op, err := q.CreateOperation(ctx, params)
 	if err != nil {
-		return Operation{}, err
+		return op, err
 	}
-	if !actor.Can("component:destroy", d.TenantID) {
-		return Operation{}, problem.ErrForbidden
-	}
-	if d.Status == "destroyed" {
-		return Operation{}, problem.Invalid("deployment", "state", "%s is already destroyed", d.Name)
-	}
-	var op dbgen.Operation
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
-		var err error
-		op, err = q.CreateOperation(ctx, dbgen.CreateOperationParams{DeploymentID: id, Kind: "destroy",
-			RequestedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}, Parameters: []byte("{}")})
-		if err != nil {
-			return err
-		}
-		if _, err := s.jobs.InsertTx(ctx, tx, OperationArgs{OperationID: op.ID}, nil); err != nil {
-			return err
-		}
-		return audit.Record(ctx, q, actor, audit.Event{Tenant: d.TenantID, Action: "deployment.destroy", TargetType: "deployment",
-			TargetID: id.String(), Diff: map[string]any{"name": d.Name}})
-	})
-	if err != nil {
-		return Operation{}, fmt.Errorf("destroy: %w", err)
-	}
-	return operationFromRow(op), nil
+	_, err = s.jobs.InsertTx(ctx, tx, OperationArgs{OperationID: op.ID}, nil)
+	return op, err
 }
 
 // Get returns a deployment the actor may see; any other is not found.
 func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID) (Deployment, error) {
+	r, err := s.get(ctx, actor, id)
+	if err != nil {
+		return Deployment{}, err
+	}
+	secret, err := openSecrets(s.keys, r.ID, r.SecretKeyID, r.SecretParameters)
+	if err != nil {
+		return Deployment{}, err
+	}
+	return deploymentFromRow(r, slices.Sorted(maps.Keys(secret))), nil
+}
+
+func (s *Service) get(ctx context.Context, actor access.Principal, id uuid.UUID) (dbgen.GetDeploymentRow, error) {
 	r, err := dbgen.New(s.pool).GetDeployment(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Deployment{}, problem.ErrNotFound
+		return r, problem.ErrNotFound
 	}
 	if err != nil {
-		return Deployment{}, fmt.Errorf("get deployment: %w", err)
+		return r, fmt.Errorf("get deployment: %w", err)
 	}
 	if !actor.Can("environment:read", r.TenantID) {
-		return Deployment{}, problem.ErrNotFound
+		return r, problem.ErrNotFound
 	}
-	return deploymentFromRow(r), nil
+	return r, nil
+}
+
+// Filter narrows a list of deployments or operations; zero fields do not.
+type Filter struct {
+	EnvironmentID uuid.UUID
+	ComponentID   uuid.UUID
+	DeploymentID  uuid.UUID
+	Status        string
+	Kind          string
+}
+
+func nullID(id uuid.UUID) uuid.NullUUID { return uuid.NullUUID{UUID: id, Valid: id != uuid.Nil} }
+
+func nullText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // List returns the newest deployments of the tenants the actor may see.
-func (s *Service) List(ctx context.Context, actor access.Principal) ([]Deployment, error) {
+func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([]Deployment, error) {
 	tenants := append([]uuid.UUID{}, actor.TenantsWith("environment:read")...)
-	rows, err := dbgen.New(s.pool).ListDeployments(ctx, dbgen.ListDeploymentsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants})
+	rows, err := dbgen.New(s.pool).ListDeployments(ctx, dbgen.ListDeploymentsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
+		EnvironmentID: nullID(f.EnvironmentID), ComponentID: nullID(f.ComponentID), Status: nullText(f.Status)})
 	if err != nil {
 		return nil, fmt.Errorf("list deployments: %w", err)
 	}
 	out := make([]Deployment, len(rows))
 	for i, r := range rows {
-		out[i] = deploymentFromRow(dbgen.GetDeploymentRow(r))
+		out[i] = deploymentFromRow(dbgen.GetDeploymentRow(r), nil)
 	}
 	return out, nil
 }
 
-// Operation returns an operation of a deployment the actor may see.
+// Operation returns an operation of a deployment the actor may see, with its place in the
+// queue while it waits.
 func (s *Service) Operation(ctx context.Context, actor access.Principal, id uuid.UUID) (Operation, error) {
-	r, err := dbgen.New(s.pool).GetOperation(ctx, id)
+	q := dbgen.New(s.pool)
+	r, err := q.OperationView(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Operation{}, problem.ErrNotFound
 	}
 	if err != nil {
 		return Operation{}, fmt.Errorf("get operation: %w", err)
 	}
-	if _, err := s.Get(ctx, actor, r.DeploymentID); err != nil {
-		return Operation{}, err
+	if !actor.Can("environment:read", r.TenantID) {
+		return Operation{}, problem.ErrNotFound
 	}
-	return operationFromRow(r), nil
+	op := operationFromRow(dbgen.ListOperationsRow(r))
+	if op.Status == "queued" {
+		n, err := q.QueuePosition(ctx, dbgen.QueuePositionParams{DeploymentID: r.DeploymentID, CreatedAt: r.CreatedAt, ID: r.ID})
+		if err != nil {
+			return Operation{}, fmt.Errorf("queue position: %w", err)
+		}
+		op.Position = int(n)
+	}
+	return op, nil
 }
 
-// Operations lists a deployment's operations, newest first.
-func (s *Service) Operations(ctx context.Context, actor access.Principal, deploymentID uuid.UUID) ([]Operation, error) {
-	if _, err := s.Get(ctx, actor, deploymentID); err != nil {
-		return nil, err
+// Detail returns an operation with its steps and what it did to each resource.
+func (s *Service) Detail(ctx context.Context, actor access.Principal, id uuid.UUID) (Detail, error) {
+	op, err := s.Operation(ctx, actor, id)
+	if err != nil {
+		return Detail{}, err
 	}
-	rows, err := dbgen.New(s.pool).ListOperations(ctx, deploymentID)
+	q := dbgen.New(s.pool)
+	steps, err := q.ListOperationSteps(ctx, id)
+	if err != nil {
+		return Detail{}, fmt.Errorf("operation steps: %w", err)
+	}
+	resources, err := q.OperationResources(ctx, id)
+	if err != nil {
+		return Detail{}, fmt.Errorf("operation resources: %w", err)
+	}
+	d := Detail{Operation: op, Steps: make([]Step, len(steps)), Resources: make([]Resource, len(resources))}
+	for i, st := range steps {
+		d.Steps[i] = Step{Name: st.Name, Status: st.Status, Error: st.Error, Attempts: int(st.Attempts), StartedAt: st.StartedAt, FinishedAt: st.FinishedAt}
+	}
+	for i, r := range resources {
+		d.Resources[i] = Resource{URN: r.Urn, Type: r.Type, Name: r.Name, Op: r.Op, Status: r.Status, Diagnostics: r.Diagnostics,
+			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Changes: []pulumix.Change{}}
+		_ = json.Unmarshal(r.Changes, &d.Resources[i].Changes)
+	}
+	return d, nil
+}
+
+// Operations lists operations the actor may see, newest first.
+func (s *Service) Operations(ctx context.Context, actor access.Principal, f Filter) ([]Operation, error) {
+	tenants := append([]uuid.UUID{}, actor.TenantsWith("environment:read")...)
+	rows, err := dbgen.New(s.pool).ListOperations(ctx, dbgen.ListOperationsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
+		DeploymentID: nullID(f.DeploymentID), Status: nullText(f.Status), Kind: nullText(f.Kind)})
 	if err != nil {
 		return nil, fmt.Errorf("list operations: %w", err)
 	}
@@ -323,7 +425,7 @@ func (s *Service) Cancel(ctx context.Context, actor access.Principal, operationI
 	if err != nil {
 		return Operation{}, err
 	}
-	d, err := s.Get(ctx, actor, op.DeploymentID)
+	d, err := s.get(ctx, actor, op.DeploymentID)
 	if err != nil {
 		return Operation{}, err
 	}
@@ -350,4 +452,39 @@ func (s *Service) Cancel(ctx context.Context, actor access.Principal, operationI
 		return Operation{}, fmt.Errorf("cancel operation: %w", err)
 	}
 	return s.Operation(ctx, actor, operationID)
+}
+
+// FullLog returns an operation's whole log as text: from the object store when it outgrew the
+// database, else from the database.
+func (s *Service) FullLog(ctx context.Context, actor access.Principal, operationID uuid.UUID) (io.ReadCloser, error) {
+	op, err := s.Operation(ctx, actor, operationID)
+	if err != nil {
+		return nil, err
+	}
+	if op.LogTruncated && s.objects != nil {
+		r, err := s.objects.Get(ctx, logKey(operationID))
+		if err == nil {
+			return r, nil
+		}
+		if !errors.Is(err, objstore.ErrNotFound) {
+			return nil, fmt.Errorf("whole log: %w", err)
+		}
+		// Not stored (the operation has not ended, or its server died): what the database has.
+	}
+	var b strings.Builder
+	for after := int64(0); ; {
+		lines, err := s.Logs(ctx, actor, operationID, after)
+		if err != nil {
+			return nil, err
+		}
+		if len(lines) == 0 {
+			break
+		}
+		for _, l := range lines {
+			b.WriteString(l.Line)
+			b.WriteByte('\n')
+		}
+		after = lines[len(lines)-1].ID
+	}
+	return io.NopCloser(strings.NewReader(b.String())), nil
 }

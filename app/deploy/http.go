@@ -1,23 +1,33 @@
 package deploy
 
 import (
-	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/problem"
 	"nimbus/app/web"
-	"nimbus/views"
+	"nimbus/db/listen"
 )
 
-// Handlers serves the deployment API.
-type Handlers struct{ svc *Service }
+// Handlers serves the deployment pages and API.
+type Handlers struct {
+	svc  *Service
+	hub  *listen.Hub
+	done <-chan struct{} // closed when the server stops, ending the event streams
+}
 
-// NewHandlers returns the handlers for svc.
-func NewHandlers(svc *Service) *Handlers { return &Handlers{svc: svc} }
+// NewHandlers returns the handlers for svc; hub wakes the operation streams, which end when
+// done is closed.
+func NewHandlers(svc *Service, hub *listen.Hub, done <-chan struct{}) *Handlers {
+	return &Handlers{svc: svc, hub: hub, done: done}
+}
 
 // CreateAPI answers POST /api/v1/deployments with 202, the deployment and its operation.
 func (h *Handlers) CreateAPI(c echo.Context) error {
@@ -32,14 +42,47 @@ func (h *Handlers) CreateAPI(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, map[string]any{"deployment": d, "operation": op})
 }
 
-// ListAPI answers GET /api/v1/deployments.
+// ListAPI answers GET /api/v1/deployments?environment_id=&component_id=&status=.
 func (h *Handlers) ListAPI(c echo.Context) error {
-	ds, err := h.svc.List(web.Ctx(c), web.Actor(c))
+	f, err := filter(c, deploymentStatuses)
+	if err != nil {
+		return err
+	}
+	ds, err := h.svc.List(web.Ctx(c), web.Actor(c), f)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"deployments": ds})
 }
+
+// filter reads the list filters of a query string, refusing malformed ones by name.
+func filter(c echo.Context, statuses []string) (Filter, error) {
+	var f Filter
+	v := &problem.ValidationError{}
+	for name, into := range map[string]*uuid.UUID{"environment_id": &f.EnvironmentID, "component_id": &f.ComponentID, "deployment_id": &f.DeploymentID} {
+		if s := c.QueryParam(name); s != "" {
+			id, err := uuid.Parse(s)
+			if err != nil {
+				v.Add(name, "uuid", "is not an ID")
+			}
+			*into = id
+		}
+	}
+	f.Status, f.Kind = c.QueryParam("status"), c.QueryParam("kind")
+	if f.Status != "" && !slices.Contains(statuses, f.Status) {
+		v.Add("status", "enum", "must be one of %s", strings.Join(statuses, ", "))
+	}
+	if f.Kind != "" && !slices.Contains(kinds, f.Kind) {
+		v.Add("kind", "enum", "must be one of %s", strings.Join(kinds, ", "))
+	}
+	return f, v.Err()
+}
+
+var (
+	kinds              = []string{"preview", "deploy", "update", "upgrade", "refresh", "destroy"}
+	deploymentStatuses = []string{"pending", "deploying", "deployed", "failed", "destroying", "destroyed", "upgrading"}
+	operationStatuses  = []string{"queued", "running", "awaiting_approval", "succeeded", "failed", "cancelled", "rejected"}
+)
 
 // GetAPI answers GET /api/v1/deployments/{id}.
 func (h *Handlers) GetAPI(c echo.Context) error {
@@ -54,39 +97,65 @@ func (h *Handlers) GetAPI(c echo.Context) error {
 	return c.JSON(http.StatusOK, d)
 }
 
-// DestroyAPI answers POST /api/v1/deployments/{id}/destroy with 202 and the operation.
-func (h *Handlers) DestroyAPI(c echo.Context) error {
-	id, err := web.IDParam(c, "id")
-	if err != nil {
-		return err
+// ActionAPI answers POST /api/v1/deployments/{id}/{preview|deploy|update|upgrade|refresh|destroy}
+// with 202 and the queued operation. The body, where the action takes one, is a Change.
+func (h *Handlers) ActionAPI(kind string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, err := web.IDParam(c, "id")
+		if err != nil {
+			return err
+		}
+		var ch Change
+		if c.Request().ContentLength != 0 {
+			if err := web.DecodeJSON(c, &ch); err != nil {
+				return err
+			}
+		}
+		op, err := h.act(c, kind, id, ch)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusAccepted, op)
 	}
-	op, err := h.svc.Destroy(web.Ctx(c), web.Actor(c), id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusAccepted, op)
 }
 
-// OperationsAPI answers GET /api/v1/operations?deployment_id=.
-func (h *Handlers) OperationsAPI(c echo.Context) error {
-	id, err := uuid.Parse(c.QueryParam("deployment_id"))
-	if err != nil {
-		return problem.Invalid("deployment_id", "uuid", "give the ID of the deployment whose operations to list")
+func (h *Handlers) act(c echo.Context, kind string, id uuid.UUID, ch Change) (Operation, error) {
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	switch kind {
+	case "preview":
+		return h.svc.Preview(ctx, actor, id, ch)
+	case "deploy":
+		return h.svc.Start(ctx, actor, id, ch)
+	case "update":
+		return h.svc.Update(ctx, actor, id, ch)
+	case "upgrade":
+		return h.svc.Upgrade(ctx, actor, id, ch)
+	case "refresh":
+		return h.svc.Refresh(ctx, actor, id)
 	}
-	ops, err := h.svc.Operations(web.Ctx(c), web.Actor(c), id)
+	return h.svc.Destroy(ctx, actor, id)
+}
+
+// OperationsAPI answers GET /api/v1/operations?deployment_id=&status=&kind=.
+func (h *Handlers) OperationsAPI(c echo.Context) error {
+	f, err := filter(c, operationStatuses)
+	if err != nil {
+		return err
+	}
+	ops, err := h.svc.Operations(web.Ctx(c), web.Actor(c), f)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"operations": ops})
 }
 
-// OperationAPI answers GET /api/v1/operations/{id}.
+// OperationAPI answers GET /api/v1/operations/{id} with its steps and resources.
 func (h *Handlers) OperationAPI(c echo.Context) error {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
 		return err
 	}
-	op, err := h.svc.Operation(web.Ctx(c), web.Actor(c), id)
+	op, err := h.svc.Detail(web.Ctx(c), web.Actor(c), id)
 	if err != nil {
 		return err
 	}
@@ -107,6 +176,21 @@ func (h *Handlers) LogsAPI(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"lines": lines})
 }
 
+// FullLogAPI answers GET /api/v1/operations/{id}/log with the whole log as text.
+func (h *Handlers) FullLogAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	r, err := h.svc.FullLog(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	c.Response().Header().Set("Content-Disposition", `attachment; filename="`+id.String()+`.log"`)
+	return c.Stream(http.StatusOK, "text/plain; charset=utf-8", r)
+}
+
 // CancelAPI answers POST /api/v1/operations/{id}/cancel with 202 and the operation.
 func (h *Handlers) CancelAPI(c echo.Context) error {
 	id, err := web.IDParam(c, "id")
@@ -120,17 +204,40 @@ func (h *Handlers) CancelAPI(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, op)
 }
 
-// ListPage shows the deployments the viewer may see.
-func (h *Handlers) ListPage(c echo.Context) error {
-	ds, err := h.svc.List(web.Ctx(c), web.Actor(c))
+// StateAPI answers GET /api/v1/deployments/{id}/state with the stack's state export.
+func (h *Handlers) StateAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
 	if err != nil {
 		return err
 	}
-	rows := make([]views.DeploymentRow, len(ds))
-	for i, d := range ds {
-		outputs, _ := json.Marshal(d.Outputs)
-		rows[i] = views.DeploymentRow{Environment: d.Environment, Name: d.Name, Component: d.Component, Version: d.Version,
-			Status: d.Status, Outputs: string(outputs), Created: d.CreatedAt}
+	state, err := h.svc.State(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
 	}
-	return web.Render(c, http.StatusOK, views.Deployments(web.Page(c, "Deployments"), rows))
+	c.Response().Header().Set("Content-Disposition", `attachment; filename="`+id.String()+`.state.json"`)
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, state)
+}
+
+// maxState caps a restored state.
+const maxState = 64 << 20
+
+// RestoreStateAPI answers PUT /api/v1/deployments/{id}/state, whose body is a state export,
+// with 204.
+func (h *Handlers) RestoreStateAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	state, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, maxState))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return problem.Invalid("state", "size", "is larger than %d MiB", maxState>>20)
+	}
+	if err != nil {
+		return problem.Invalid("state", "body", "the body could not be read: %v", err)
+	}
+	if err := h.svc.RestoreState(web.Ctx(c), web.Actor(c), id, state); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
 }

@@ -1,12 +1,10 @@
 package deploy
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -14,9 +12,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"nimbus/app/objstore"
 	"nimbus/app/pulumix"
 	"nimbus/app/secrets"
 	"nimbus/db"
@@ -31,6 +31,7 @@ type Worker struct {
 	pool    *pgxpool.Pool
 	runner  *pulumix.Runner
 	keys    *secrets.Keyring
+	objects objstore.Store // keeps the whole log of an operation whose log outgrew the database
 	log     *slog.Logger
 	timeout time.Duration
 	// beat is how often a running operation says it is alive; a minute of silence lets
@@ -39,8 +40,8 @@ type Worker struct {
 }
 
 // NewWorker returns the operation worker; timeout bounds one operation.
-func NewWorker(pool *pgxpool.Pool, runner *pulumix.Runner, keys *secrets.Keyring, log *slog.Logger, timeout time.Duration) *Worker {
-	return &Worker{pool: pool, runner: runner, keys: keys, log: log, timeout: timeout, beat: 5 * time.Second}
+func NewWorker(pool *pgxpool.Pool, runner *pulumix.Runner, keys *secrets.Keyring, objects objstore.Store, log *slog.Logger, timeout time.Duration) *Worker {
+	return &Worker{pool: pool, runner: runner, keys: keys, objects: objects, log: log, timeout: timeout, beat: 5 * time.Second}
 }
 
 // Timeout bounds one operation; never unlimited.
@@ -122,6 +123,7 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 type outcome struct {
 	err     error
 	changes map[string]int
+	exit    *int // the engine's exit code, when it refused
 }
 
 func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttempt bool) outcome {
@@ -133,86 +135,121 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttem
 	if err != nil {
 		return outcome{err: saga.Transient(err)}
 	}
-	ver, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: dep.ComponentID, Version: dep.Version})
+	current, err := stackOf(ctx, q, w.keys, dep, dep.Version, dep.Parameters, dep.SecretKeyID, dep.SecretParameters)
 	if err != nil {
-		return outcome{err: saga.Transient(err)}
+		return outcome{err: err}
 	}
-	stack, err := w.stack(dep, ver.Code)
-	if err != nil {
-		return outcome{err: &saga.Failure{Step: "start", Err: err, Compensated: true}}
-	}
-	log := w.logWriter(ctx, op.ID)
-	defer log.Close()
-	changes := map[string]int{}
-	var steps []saga.Step
-	switch op.Kind {
-	case "deploy":
-		if err := q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: dep.ID, Status: "deploying"}); err != nil {
-			return outcome{err: saga.Transient(err)}
+	target := current
+	if op.TargetVersion.Valid {
+		if target, err = stackOf(ctx, q, w.keys, dep, op.TargetVersion.Int32, op.Parameters, op.SecretKeyID, op.SecretParameters); err != nil {
+			return outcome{err: err}
 		}
-		steps = []saga.Step{
-			{Name: "preview", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
-				res, err := w.runner.Preview(ctx, stack, log)
-				return changesOf(res, changes), engine(err)
-			}},
-			{Name: "up",
-				Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
-					if err := w.runner.ClearLock(stack); err != nil {
-						return nil, saga.Transient(err)
-					}
-					if resumed {
-						// A worker died during up: learn what exists before converging on it.
-						if _, err := w.runner.Refresh(ctx, stack, log); err != nil {
-							return nil, engine(err)
-						}
-					}
-					res, err := w.runner.Up(ctx, stack, log)
-					if err != nil {
-						return nil, engine(err)
-					}
-					changesOf(res, changes)
-					return json.Marshal(res.Outputs)
-				},
-				Undo: func(ctx context.Context, _ *saga.Run) error {
-					if err := w.runner.ClearLock(stack); err != nil {
-						return err
-					}
-					_, err := w.runner.Destroy(ctx, stack, log)
-					return err
-				}},
-			{Name: "record", Do: func(ctx context.Context, r *saga.Run) (json.RawMessage, error) {
-				var outputs json.RawMessage
+	}
+	progress := newProgress(ctx, w.pool, w.objects, op.ID, w.log)
+	defer progress.Close()
+	changes := map[string]int{}
+	var exit *int
+	engine := func(err error) error {
+		var ee *pulumix.EngineError
+		if errors.As(err, &ee) {
+			exit = &ee.ExitCode
+		}
+		return engineErr(err)
+	}
+	preview := saga.Step{Name: "preview", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+		res, err := w.runner.Preview(ctx, target, progress)
+		return changesOf(res, changes), engine(err)
+	}}
+	up := func(st pulumix.Stack) func(context.Context, *saga.Run) (json.RawMessage, error) {
+		return func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+			if err := w.runner.ClearLock(st); err != nil {
+				return nil, saga.Transient(err)
+			}
+			if resumed {
+				// A worker died during up: learn what exists before converging on it.
+				if _, err := w.runner.Refresh(ctx, st, progress); err != nil {
+					return nil, engine(err)
+				}
+			}
+			res, err := w.runner.Up(ctx, st, progress)
+			if err != nil {
+				return nil, engine(err)
+			}
+			changesOf(res, changes)
+			return json.Marshal(res.Outputs)
+		}
+	}
+	destroy := func(ctx context.Context) (json.RawMessage, error) {
+		if err := w.runner.ClearLock(current); err != nil {
+			return nil, saga.Transient(err)
+		}
+		res, err := w.runner.Destroy(ctx, current, progress)
+		return changesOf(res, changes), engine(err)
+	}
+	record := func(status string, inputs bool) saga.Step {
+		return saga.Step{Name: "record", Do: func(ctx context.Context, r *saga.Run) (json.RawMessage, error) {
+			outputs := json.RawMessage("{}")
+			if status != "destroyed" {
 				if err := r.Result("up", &outputs); err != nil {
 					return nil, err
 				}
-				return nil, q.RecordDeploymentOutputs(ctx, dbgen.RecordDeploymentOutputsParams{ID: dep.ID, Status: "deployed", Outputs: outputs})
-			}},
-		}
+			}
+			return nil, db.Tx(ctx, w.pool, func(q *dbgen.Queries) error {
+				if inputs {
+					if err := q.UpdateDeploymentInputs(ctx, dbgen.UpdateDeploymentInputsParams{ID: dep.ID, Version: op.TargetVersion.Int32,
+						Parameters: op.Parameters, SecretParameters: op.SecretParameters, SecretKeyID: op.SecretKeyID}); err != nil {
+						return err
+					}
+				}
+				return q.RecordDeploymentOutputs(ctx, dbgen.RecordDeploymentOutputsParams{ID: dep.ID, Status: status, Outputs: outputs})
+			})
+		}}
+	}
+
+	var steps []saga.Step
+	switch op.Kind {
+	case "preview":
+		steps = []saga.Step{preview}
+	case "deploy":
+		// Nothing existed before: undoing it is destroying what it made.
+		steps = []saga.Step{preview,
+			{Name: "up", Do: up(target), Undo: func(ctx context.Context, _ *saga.Run) error { _, err := destroy(ctx); return err }},
+			record("deployed", true)}
+	case "update", "upgrade":
+		// The deployment worked before: undoing is going back to how it was.
+		steps = []saga.Step{preview,
+			{Name: "up", Do: up(target), Undo: func(ctx context.Context, r *saga.Run) error { _, err := up(current)(ctx, r); return err }},
+			record("deployed", true)}
+	case "refresh":
+		steps = []saga.Step{{Name: "refresh", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+			if err := w.runner.ClearLock(current); err != nil {
+				return nil, saga.Transient(err)
+			}
+			res, err := w.runner.Refresh(ctx, current, progress)
+			return changesOf(res, changes), engine(err)
+		}}}
 	case "destroy":
-		if err := q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: dep.ID, Status: "destroying"}); err != nil {
+		steps = []saga.Step{{Name: "destroy", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) { return destroy(ctx) }},
+			record("destroyed", false)}
+	default:
+		return outcome{err: &saga.Failure{Step: "start", Err: fmt.Errorf("operations of kind %s are not supported", op.Kind), Compensated: true}}
+	}
+	if status := runningStatus[op.Kind]; status != "" {
+		if err := q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: dep.ID, Status: status}); err != nil {
 			return outcome{err: saga.Transient(err)}
 		}
-		steps = []saga.Step{
-			{Name: "destroy", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
-				if err := w.runner.ClearLock(stack); err != nil {
-					return nil, saga.Transient(err)
-				}
-				res, err := w.runner.Destroy(ctx, stack, log)
-				return changesOf(res, changes), engine(err)
-			}},
-			{Name: "record", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
-				return nil, q.RecordDeploymentOutputs(ctx, dbgen.RecordDeploymentOutputsParams{ID: dep.ID, Status: "destroyed", Outputs: []byte("{}")})
-			}},
-		}
-	default:
-		return outcome{err: &saga.Failure{Step: "start", Err: fmt.Errorf("operations of kind %s are not supported yet", op.Kind), Compensated: true}}
 	}
-	return outcome{err: saga.Execute(ctx, saga.NewPGStore(w.pool, op.ID), steps, lastAttempt), changes: changes}
+	err = saga.Execute(ctx, saga.NewPGStore(w.pool, op.ID), steps, lastAttempt)
+	return outcome{err: err, changes: changes, exit: exit}
 }
 
-// engine marks engine refusals as final and anything else (the state backend out of reach, a
+// runningStatus is what a deployment shows while an operation of each kind runs on it; a
+// preview and a refresh change nothing, so they leave it as it is.
+var runningStatus = map[string]string{"deploy": "deploying", "update": "deploying", "upgrade": "upgrading", "destroy": "destroying"}
+
+// engineErr marks engine refusals as final and anything else (the state backend out of reach, a
 // process that could not start) as passing.
-func engine(err error) error {
+func engineErr(err error) error {
 	var ee *pulumix.EngineError
 	if err == nil || errors.As(err, &ee) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
@@ -228,42 +265,43 @@ func changesOf(res pulumix.Result, into map[string]int) json.RawMessage {
 	return b
 }
 
-// stack is the Pulumi stack of a deployment with its parameters, secrets opened.
-func (w *Worker) stack(dep dbgen.GetDeploymentRow, code string) (pulumix.Stack, error) {
-	st := pulumix.Stack{Name: dep.Stack, Code: code, Config: map[string]any{}, Secrets: map[string]string{}}
-	if err := json.Unmarshal(dep.Parameters, &st.Config); err != nil {
-		return st, fmt.Errorf("parameters: %w", err)
+// stackOf is the Pulumi stack of a deployment at a version with the given inputs, secrets
+// opened. What cannot be read now will not be readable on a retry either: the failure is final.
+func stackOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyring, dep dbgen.GetDeploymentRow, version int32, plain []byte, keyID *string, sealed []byte) (pulumix.Stack, error) {
+	fail := func(err error) (pulumix.Stack, error) {
+		return pulumix.Stack{}, &saga.Failure{Step: "start", Err: err, Compensated: true}
 	}
-	keyID := ""
-	if dep.SecretKeyID != nil {
-		keyID = *dep.SecretKeyID
-	}
-	if len(dep.SecretParameters) > 0 {
-		raw, err := w.keys.Open(keyID, dep.SecretParameters, dep.ID[:])
-		if err != nil {
-			return st, fmt.Errorf("secret parameters: %w", err)
-		}
-		var values map[string]any
-		if err := json.Unmarshal(raw, &values); err != nil {
-			return st, fmt.Errorf("secret parameters: %w", err)
-		}
-		for k, v := range values {
-			switch x := v.(type) {
-			case string:
-				st.Secrets[k] = x
-			case float64:
-				st.Secrets[k] = strconv.FormatFloat(x, 'f', -1, 64)
-			default:
-				b, _ := json.Marshal(x)
-				st.Secrets[k] = string(b)
-			}
-		}
-	}
-	pass, err := w.keys.StackPassphraseWith(keyID, dep.ID.String())
+	ver, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: dep.ComponentID, Version: version})
 	if err != nil {
-		return st, fmt.Errorf("stack passphrase: %w", err)
+		return pulumix.Stack{}, saga.Transient(err)
 	}
-	st.Passphrase = pass
+	st := pulumix.Stack{Name: dep.Stack, Code: ver.Code, Config: map[string]any{}, Secrets: map[string]string{}}
+	if err := json.Unmarshal(plain, &st.Config); err != nil {
+		return fail(fmt.Errorf("parameters: %w", err))
+	}
+	values, err := openSecrets(keys, dep.ID, keyID, sealed)
+	if err != nil {
+		return fail(err)
+	}
+	for k, v := range values {
+		switch x := v.(type) {
+		case string:
+			st.Secrets[k] = x
+		case float64:
+			st.Secrets[k] = strconv.FormatFloat(x, 'f', -1, 64)
+		default:
+			b, _ := json.Marshal(x)
+			st.Secrets[k] = string(b)
+		}
+	}
+	kid := ""
+	if dep.SecretKeyID != nil {
+		kid = *dep.SecretKeyID
+	}
+	// The passphrase stays the one the stack was made with, whatever key seals the inputs.
+	if st.Passphrase, err = keys.StackPassphraseWith(kid, dep.ID.String()); err != nil {
+		return fail(fmt.Errorf("stack passphrase: %w", err))
+	}
 	return st, nil
 }
 
@@ -281,69 +319,45 @@ func (w *Worker) finish(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 	status, msg, depStatus := "succeeded", "", ""
 	var f *saga.Failure
 	if errors.As(res.err, &f) {
-		status, msg, depStatus = "failed", f.Error(), "failed"
+		status, msg = "failed", f.Error()
 		if errors.Is(res.err, saga.ErrCancelled) {
 			status = "cancelled"
 		}
-		if f.Compensated && op.Kind == "deploy" {
+		switch {
+		case op.Kind == "preview" || op.Kind == "refresh":
+			// Nothing changed, so the deployment is as it was.
+		case !f.Compensated:
+			depStatus = "failed"
+		case op.Kind == "deploy":
 			msg += " (everything it created was removed)"
+			depStatus = "failed"
+		case op.Kind == "update" || op.Kind == "upgrade":
+			msg += " (rolled back to the previous version and parameters)"
+			depStatus = "deployed"
+		default:
+			depStatus = "failed"
 		}
 	} else if res.err != nil {
 		status, msg, depStatus = "failed", res.err.Error(), "failed"
 	}
 	changes, _ := json.Marshal(res.changes)
-	if _, err := q.FinishOperation(ctx, dbgen.FinishOperationParams{ID: op.ID, Lease: leaseID, Status: status, Error: msg, Changes: changes}); err != nil {
-		return err
+	var exit pgtype.Int4
+	if res.exit != nil {
+		exit = pgtype.Int4{Int32: int32(*res.exit), Valid: true}
 	}
-	if depStatus != "" {
-		if err := q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: op.DeploymentID, Status: depStatus}); err != nil {
+	err := db.Tx(ctx, w.pool, func(q *dbgen.Queries) error {
+		if _, err := q.FinishOperation(ctx, dbgen.FinishOperationParams{ID: op.ID, Lease: leaseID, Status: status, Error: msg,
+			Changes: changes, ExitCode: exit}); err != nil {
 			return err
 		}
+		if depStatus == "" {
+			return nil
+		}
+		return q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: op.DeploymentID, Status: depStatus})
+	})
+	if err != nil {
+		return err
 	}
 	w.log.Info("operation finished", "operation", op.ID, "kind", op.Kind, "status", status)
 	return nil
-}
-
-// maxLogLines caps what is kept of an operation's log in the database.
-const maxLogLines = 10000
-
-// logWriter stores the engine's output line by line, so readers can follow it.
-func (w *Worker) logWriter(ctx context.Context, op uuid.UUID) io.WriteCloser {
-	pr, pw := io.Pipe()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		q := dbgen.New(w.pool)
-		n, _ := q.CountOperationLogs(ctx, op)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			if n >= maxLogLines {
-				if n == maxLogLines {
-					_ = q.MarkLogTruncated(context.WithoutCancel(ctx), op)
-					n++
-				}
-				continue
-			}
-			if err := q.AppendOperationLog(context.WithoutCancel(ctx), dbgen.AppendOperationLogParams{OperationID: op, Line: sc.Text()}); err != nil {
-				w.log.Warn("operation log line lost", "operation", op, "err", err)
-			}
-			n++
-		}
-		_, _ = io.Copy(io.Discard, pr)
-	}()
-	return &pipeCloser{pw: pw, done: done}
-}
-
-type pipeCloser struct {
-	pw   *io.PipeWriter
-	done chan struct{}
-}
-
-func (p *pipeCloser) Write(b []byte) (int, error) { return p.pw.Write(b) }
-
-func (p *pipeCloser) Close() error {
-	err := p.pw.Close()
-	<-p.done
-	return err
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
+
+	"nimbus/app/objstore"
 )
 
 // Runner drives the Pulumi CLI through the Automation API. One Runner, and one resolved CLI,
@@ -28,11 +30,13 @@ type Runner struct {
 	home string // PULUMI_HOME: the shared plugin cache
 	work string // where scratch workspaces are made
 	env  map[string]string
+	// backend keeps the stacks' state: by default file://<data dir>/state.
+	backend Backend
 }
 
 // NewRunner finds the pinned toolchain (see Detect) and prepares the directories under dataDir.
 // extraEnv reaches every Pulumi process, such as SIMCLOUD_DIR for the simulated cloud.
-func NewRunner(toolchainDir, dataDir string, extraEnv map[string]string) (*Runner, error) {
+func NewRunner(toolchainDir, dataDir string, extraEnv map[string]string, opts ...Option) (*Runner, error) {
 	if toolchainDir == "" {
 		toolchainDir = cachedBuild()
 	}
@@ -46,10 +50,20 @@ func NewRunner(toolchainDir, dataDir string, extraEnv map[string]string) (*Runne
 		return nil, fmt.Errorf("pulumi CLI: %w", err)
 	}
 	r := &Runner{cli: cli, bin: bin, home: filepath.Join(dataDir, "pulumi-home"), work: filepath.Join(dataDir, "work"), env: extraEnv}
+	for _, o := range opts {
+		o(r)
+	}
 	for _, d := range []string{r.home, r.work} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("prepare %s: %w", d, err)
 		}
+	}
+	if r.backend.URL == "" {
+		state, err := objstore.NewDir(r.stateDir())
+		if err != nil {
+			return nil, err
+		}
+		r.backend = Backend{URL: "file://" + state.Root(), Bucket: state}
 	}
 	return r, nil
 }
@@ -78,7 +92,8 @@ func (r *Runner) Check(ctx context.Context, code string, config map[string]any, 
 		return CheckResult{}, err
 	}
 	// The scratch stack holds no secret worth keeping, and its cloud is thrown away with it.
-	env := r.engineEnv("file://"+filepath.Join(dir, ".state"), randomHex(16))
+	// A backend of its own, whatever the Runner's: a check must leave nothing in shared state.
+	env := r.engineEnv(Backend{URL: "file://" + filepath.Join(dir, ".state")}, randomHex(16))
 	env["SIMCLOUD_DIR"] = filepath.Join(dir, "cloud")
 	ws, err := auto.NewLocalWorkspace(ctx, auto.WorkDir(dir), auto.Pulumi(r.cli), auto.PulumiHome(r.home), auto.EnvVars(env))
 	if err != nil {
@@ -160,17 +175,23 @@ func configValue(v any) (config.Value, error) {
 	return config.NewObjectValue(string(b)), nil
 }
 
-// quiet drops the engine's notice that a provider came from PATH, which it repeats for every
-// step and which says nothing about the program.
+// quiet drops the engine's noise (see Noise) from its output.
 func quiet(output string) string {
 	lines := strings.Split(output, "\n")
 	kept := lines[:0]
 	for _, l := range lines {
-		if !(strings.Contains(l, "warning: using pulumi-") && strings.Contains(l, "from $PATH")) {
+		if !Noise(l) {
 			kept = append(kept, l)
 		}
 	}
 	return strings.TrimSpace(strings.Join(kept, "\n"))
+}
+
+// Noise reports whether a line of the engine's output is its notice that a provider came from
+// PATH, which it repeats for every step, which says nothing about the program, and which would
+// show a user where the server keeps its tools.
+func Noise(line string) bool {
+	return strings.Contains(line, "warning: using pulumi-") && strings.Contains(line, "from $PATH")
 }
 
 func summarise(changes map[apitype.OpType]int) string {

@@ -92,3 +92,21 @@ func TestCheck_ReportsTheEnginesComplaint(t *testing.T) {
 		t.Logf("%s: %s", name, res.Output)
 	}
 }
+
+func TestCheck_LeavesTheSharedBackendAlone(t *testing.T) {
+	r, _, _ := stackRunner(t, "s3")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := r.Check(ctx, network, map[string]any{"name": "probe"}, &bytes.Buffer{})
+	if err != nil || !res.Succeeded {
+		t.Fatalf("check: %+v %v", res, err)
+	}
+	// Every replica shares the bucket: a throwaway stack there would be seen by all of them.
+	keys, err := r.backend.Bucket.List(ctx, ".pulumi/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 0 {
+		t.Fatalf("the check wrote into the shared backend: %v", keys)
+	}
+}

@@ -10,12 +10,14 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
@@ -25,6 +27,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 	"go.yaml.in/yaml/v3"
+
+	"nimbus/app/objstore"
 )
 
 // Stack says which deployment's stack to act on and with what.
@@ -82,8 +86,14 @@ func (r *Runner) Preview(ctx context.Context, st Stack, progress io.Writer) (Res
 		return Result{}, err
 	}
 	said, w := r.streams(progress)
-	res, err := s.Preview(ctx, optpreview.Parallel(parallel), optpreview.Color("never"),
-		optpreview.ProgressStreams(w), optpreview.ErrorProgressStreams(w))
+	opts := []optpreview.Option{optpreview.Parallel(parallel), optpreview.Color("never"),
+		optpreview.ProgressStreams(w), optpreview.ErrorProgressStreams(w)}
+	events, delivered := watch(progress)
+	if events != nil {
+		opts = append(opts, optpreview.EventStreams(events))
+	}
+	res, err := s.Preview(ctx, opts...)
+	delivered()
 	out := Result{Changes: map[string]int{}, Output: said.text()}
 	for op, n := range res.ChangeSummary {
 		out.Changes[string(op)] = n
@@ -102,8 +112,14 @@ func (r *Runner) Up(ctx context.Context, st Stack, progress io.Writer) (Result, 
 	}
 	said, w := r.streams(progress)
 	// ShowSecrets(false) keeps the summary Up fetches afterwards from decrypting the config.
-	res, err := s.Up(ctx, optup.Parallel(parallel), optup.Color("never"),
-		optup.ProgressStreams(w), optup.ErrorProgressStreams(w), optup.ShowSecrets(false))
+	opts := []optup.Option{optup.Parallel(parallel), optup.Color("never"),
+		optup.ProgressStreams(w), optup.ErrorProgressStreams(w), optup.ShowSecrets(false)}
+	events, delivered := watch(progress)
+	if events != nil {
+		opts = append(opts, optup.EventStreams(events))
+	}
+	res, err := s.Up(ctx, opts...)
+	delivered()
 	out := Result{Outputs: map[string]any{}, Changes: changes(res.Summary.ResourceChanges), Output: said.text()}
 	for k, v := range res.Outputs {
 		out.Outputs[k] = v.Value
@@ -125,8 +141,14 @@ func (r *Runner) Refresh(ctx context.Context, st Stack, progress io.Writer) (Res
 		return Result{}, err
 	}
 	said, w := r.streams(progress)
-	res, err := s.Refresh(ctx, optrefresh.Parallel(parallel), optrefresh.Color("never"),
-		optrefresh.ProgressStreams(w), optrefresh.ErrorProgressStreams(w), optrefresh.ShowSecrets(false))
+	opts := []optrefresh.Option{optrefresh.Parallel(parallel), optrefresh.Color("never"),
+		optrefresh.ProgressStreams(w), optrefresh.ErrorProgressStreams(w), optrefresh.ShowSecrets(false)}
+	events, delivered := watch(progress)
+	if events != nil {
+		opts = append(opts, optrefresh.EventStreams(events))
+	}
+	res, err := s.Refresh(ctx, opts...)
+	delivered()
 	out := Result{Changes: changes(res.Summary.ResourceChanges), Output: said.text()}
 	if err != nil {
 		return out, failure(ctx, "refresh", st.Name, err, out.Output)
@@ -148,8 +170,14 @@ func (r *Runner) Destroy(ctx context.Context, st Stack, progress io.Writer) (Res
 		return Result{}, err
 	}
 	said, w := r.streams(progress)
-	res, err := s.Destroy(ctx, optdestroy.Parallel(parallel), optdestroy.Color("never"),
-		optdestroy.ProgressStreams(w), optdestroy.ErrorProgressStreams(w), optdestroy.ShowSecrets(false))
+	opts := []optdestroy.Option{optdestroy.Parallel(parallel), optdestroy.Color("never"),
+		optdestroy.ProgressStreams(w), optdestroy.ErrorProgressStreams(w), optdestroy.ShowSecrets(false)}
+	events, delivered := watch(progress)
+	if events != nil {
+		opts = append(opts, optdestroy.EventStreams(events))
+	}
+	res, err := s.Destroy(ctx, opts...)
+	delivered()
 	out := Result{Changes: changes(res.Summary.ResourceChanges), Output: said.text()}
 	if err != nil {
 		return out, failure(ctx, "destroy", st.Name, err, out.Output)
@@ -168,12 +196,12 @@ func (r *Runner) Destroy(ctx context.Context, st Stack, progress io.Writer) (Res
 	return out, nil
 }
 
-// ClearLock removes the lock a crashed engine left on the stack in the file backend, which
-// otherwise refuses every later operation. The caller guarantees that no engine runs the stack:
-// removing a live engine's lock lets two engines write one state.
+// ClearLock removes the lock a crashed engine left on the stack, which otherwise refuses every
+// later operation. The caller guarantees that no engine runs the stack: removing a live engine's
+// lock lets two engines write one state.
 //
-// The DIY backend keeps one file per lock holder at
-// <state>/.pulumi/locks/organization/<project>/<stack>/<lock id>.json.
+// A DIY backend, on disk or in a bucket, keeps one file per lock holder at
+// .pulumi/locks/organization/<project>/<stack>/<lock id>.json.
 func (r *Runner) ClearLock(st Stack) error {
 	if err := checkStack(st, false); err != nil {
 		return err
@@ -187,38 +215,61 @@ func (r *Runner) ClearLock(st Stack) error {
 	if !validProjectName.MatchString(p.Name) || p.Name == "." || p.Name == ".." {
 		return fmt.Errorf("read program: invalid project name %q", p.Name)
 	}
-	dir := filepath.Join(r.stateDir(), ".pulumi", "locks", "organization", p.Name, st.Name)
-	locks, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	// Its callers have no context to give: a bucket that does not answer must not hold the
+	// operation forever.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := lockDir(p.Name, st.Name)
+	locks, err := r.backend.Bucket.List(ctx, dir)
 	if err != nil {
-		return err
+		return fmt.Errorf("clear lock of %s: %w", st.Name, err)
 	}
 	host, _ := os.Hostname()
-	for _, l := range locks {
-		if held(l, host) {
+	for _, key := range locks {
+		if name := strings.TrimPrefix(key, dir); strings.Contains(name, "/") || !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		content, err := readLock(ctx, r.backend.Bucket, key)
+		if errors.Is(err, objstore.ErrNotFound) {
+			continue // its engine finished meanwhile
+		} else if err != nil {
+			return fmt.Errorf("clear lock of %s: %w", st.Name, err)
+		}
+		if held(content, host) {
 			// The engine that took it still runs — a crashed server leaves its engine behind —
 			// and two engines on one stack would corrupt it: wait for it to finish.
 			return fmt.Errorf("clear lock of %s: %w", st.Name, ErrLocked)
 		}
-		if err := os.Remove(l); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := r.backend.Bucket.Delete(ctx, key); err != nil {
 			return fmt.Errorf("clear lock of %s: %w", st.Name, err)
 		}
 	}
 	return nil
 }
 
-// held reports whether the lock file names a process on this host that is still alive. A
-// lock from another host cannot be checked; the operation's lease has already established
-// that its server is gone.
-func held(lockFile, host string) bool {
-	data, err := os.ReadFile(lockFile)
+// lockDir is the prefix of a stack's lock files in a DIY backend.
+func lockDir(project, stack string) string {
+	return path.Join(".pulumi", "locks", "organization", project, stack) + "/"
+}
+
+func readLock(ctx context.Context, b Bucket, key string) ([]byte, error) {
+	rc, err := b.Get(ctx, key)
 	if err != nil {
-		return false
+		return nil, err
 	}
+	defer rc.Close()
+	return io.ReadAll(io.LimitReader(rc, 64<<10)) // a lock is a line of JSON
+}
+
+// held reports whether the lock names a process on this host that is still alive. A lock from
+// another host cannot be checked; the operation's lease has already established that its
+// server is gone.
+func held(content []byte, host string) bool {
 	var lock struct {
 		PID      int    `json:"pid"`
 		Hostname string `json:"hostname"`
 	}
-	if json.Unmarshal(data, &lock) != nil || lock.PID <= 0 || lock.Hostname != host {
+	if json.Unmarshal(content, &lock) != nil || lock.PID <= 0 || lock.Hostname != host {
 		return false
 	}
 	if err := syscall.Kill(lock.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
@@ -260,7 +311,7 @@ func (r *Runner) Export(ctx context.Context, st Stack) ([]byte, error) {
 	return json.Marshal(dep)
 }
 
-// stateDir is the file backend every stack shares.
+// stateDir is the file backend every stack shares, unless NewRunner was given another.
 func (r *Runner) stateDir() string { return filepath.Join(filepath.Dir(r.home), "state") }
 
 // stackDir is the stack's working directory. NewRunner puts home directly under the data
@@ -270,10 +321,11 @@ func (r *Runner) stackDir(name string) string {
 }
 
 // engineEnv is the environment of every engine process: the toolchain first on PATH, no
-// network look-ups, the extra entries NewRunner was given, then the state backend and the
-// secrets passphrase, which no extra entry may replace. The passphrase travels in the
-// environment only: a command line is visible to every user of the machine.
-func (r *Runner) engineEnv(backendURL, passphrase string) map[string]string {
+// network look-ups, the extra entries NewRunner was given, then the state backend with what
+// reaching it takes and the secrets passphrase, which no extra entry may replace. Credentials
+// and the passphrase travel in the environment only: a command line is visible to every user
+// of the machine.
+func (r *Runner) engineEnv(backend Backend, passphrase string) map[string]string {
 	env := map[string]string{
 		"PATH":                                     r.bin + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"PULUMI_SKIP_UPDATE_CHECK":                 "true",
@@ -285,7 +337,10 @@ func (r *Runner) engineEnv(backendURL, passphrase string) map[string]string {
 	for k, v := range r.env {
 		env[k] = v
 	}
-	env["PULUMI_BACKEND_URL"] = backendURL
+	for k, v := range backend.Env {
+		env[k] = v
+	}
+	env["PULUMI_BACKEND_URL"] = backend.URL
 	env["PULUMI_CONFIG_PASSPHRASE"] = passphrase
 	return env
 }
@@ -296,16 +351,14 @@ func (r *Runner) workspace(ctx context.Context, st Stack) (auto.Workspace, error
 		return nil, err
 	}
 	dir := r.stackDir(st.Name)
-	for _, d := range []string{r.stateDir(), dir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("prepare %s: %w", d, err)
-		}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("prepare %s: %w", dir, err)
 	}
 	// Written every time: the deployment may have moved to a new version of its program.
 	if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte(st.Code), 0o600); err != nil {
 		return nil, fmt.Errorf("write program: %w", err)
 	}
-	env := r.engineEnv("file://"+r.stateDir(), st.Passphrase)
+	env := r.engineEnv(r.backend, st.Passphrase)
 	ws, err := auto.NewLocalWorkspace(ctx, auto.WorkDir(dir), auto.Pulumi(r.cli), auto.PulumiHome(r.home), auto.EnvVars(env))
 	if err != nil {
 		return nil, fmt.Errorf("workspace of %s: %w", st.Name, err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,14 +14,38 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"nimbus/app/objstore"
+	"nimbus/app/objstore/s3test"
 )
 
-// stackRunner makes a Runner over a fresh data directory, with its simulated cloud in a
-// directory of its own so that tests can look at what the engine created.
-func stackRunner(t *testing.T) (r *Runner, data, cloud string) {
+// eachBackend runs a test against each kind of state backend: files under the data directory,
+// and a bucket on a real S3-compatible server.
+func eachBackend(t *testing.T, test func(t *testing.T, backend string)) {
+	for _, b := range []string{"file", "s3"} {
+		t.Run(b, func(t *testing.T) { test(t, b) })
+	}
+}
+
+// stackRunner makes a Runner over a fresh data directory and backend, with its simulated cloud
+// in a directory of its own so that tests can look at what the engine created.
+func stackRunner(t *testing.T, backend string) (r *Runner, data, cloud string) {
 	t.Helper()
 	data, cloud = t.TempDir(), t.TempDir()
-	r, err := NewRunner(toolchain(t), data, map[string]string{"SIMCLOUD_DIR": cloud})
+	var opts []Option
+	if backend == "s3" {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		store, err := objstore.NewS3(ctx, s3test.Shared(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, WithBackend(S3Backend(store)))
+	}
+	r, err := NewRunner(toolchain(t), data, map[string]string{"SIMCLOUD_DIR": cloud}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +93,10 @@ func timed(t *testing.T, what string, f func() (Result, error)) (Result, error) 
 	return res, err
 }
 
-func TestStack_UpUpdatePreviewDestroy(t *testing.T) {
-	r, data, cloud := stackRunner(t)
+func TestStack_UpUpdatePreviewDestroy(t *testing.T) { eachBackend(t, testUpUpdatePreviewDestroy) }
+
+func testUpUpdatePreviewDestroy(t *testing.T, backend string) {
+	r, data, cloud := stackRunner(t, backend)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	st := machineStack(t, "d-1", map[string]any{"name": "web", "cores": float64(2)})
@@ -161,8 +188,10 @@ func TestStack_UpUpdatePreviewDestroy(t *testing.T) {
 	}
 }
 
-func TestStack_EngineFailure(t *testing.T) {
-	r, _, cloud := stackRunner(t)
+func TestStack_EngineFailure(t *testing.T) { eachBackend(t, testEngineFailure) }
+
+func testEngineFailure(t *testing.T, backend string) {
+	r, _, cloud := stackRunner(t, backend)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	st := machineStack(t, "d-fail", map[string]any{"name": "web", "fail_on": "create"})
@@ -205,8 +234,10 @@ outputs:
   token: ${token}
 `
 
-func TestStack_SecretsStayEncrypted(t *testing.T) {
-	r, data, cloud := stackRunner(t)
+func TestStack_SecretsStayEncrypted(t *testing.T) { eachBackend(t, testSecretsStayEncrypted) }
+
+func testSecretsStayEncrypted(t *testing.T, backend string) {
+	r, data, cloud := stackRunner(t, backend)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	canary := "canary-" + randomHex(8)
@@ -275,16 +306,85 @@ func TestStack_SecretsStayEncrypted(t *testing.T) {
 	if files == 0 {
 		t.Fatal("found no files to search")
 	}
-}
-
-// lockFiles lists the DIY backend's lock files for a stack of project.
-func lockFiles(t *testing.T, data, project, stack string) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(data, "state", ".pulumi", "locks", "organization", project, stack, "*.json"))
+	// Nor does anything the backend keeps, wherever it keeps it.
+	keys, err := r.backend.Bucket.List(ctx, ".pulumi/")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return files
+	stacks := 0
+	for _, k := range keys {
+		if bytes.Contains(readBackendFile(t, r, k), []byte(canary)) {
+			t.Errorf("the backend's %s holds the secret in plain text", k)
+		}
+		if strings.HasPrefix(k, ".pulumi/stacks/") {
+			stacks++
+		}
+	}
+	t.Logf("searched %d files of the %s backend", len(keys), backend)
+	if stacks == 0 {
+		t.Fatalf("the backend holds no stack state: %v", keys)
+	}
+}
+
+// lockFiles lists the keys of the DIY backend's lock files for a stack of project. On disk,
+// each has a sidecar of attributes (<lock>.json.attrs) that is not a lock.
+func lockFiles(t *testing.T, r *Runner, project, stack string) []string {
+	t.Helper()
+	keys, err := r.backend.Bucket.List(context.Background(), lockDir(project, stack))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var locks []string
+	for _, k := range keys {
+		if strings.HasSuffix(k, ".json") {
+			locks = append(locks, k)
+		}
+	}
+	return locks
+}
+
+// readBackendFile reads a file of the backend's by key.
+func readBackendFile(t *testing.T, r *Runner, key string) []byte {
+	t.Helper()
+	rc, err := r.backend.Bucket.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// writeBackendFile writes a file into the backend as the engine would, where Nimbus's own
+// stores refuse to.
+func writeBackendFile(t *testing.T, r *Runner, key string, content []byte) {
+	t.Helper()
+	switch b := r.backend.Bucket.(type) {
+	case *objstore.Dir:
+		path := filepath.Join(b.Root(), filepath.FromSlash(key))
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	case *objstore.S3:
+		cfg := b.Config()
+		client, err := minio.New(strings.TrimPrefix(cfg.Endpoint, "http://"), &minio.Options{
+			Creds: credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""), Region: cfg.Region, BucketLookup: minio.BucketLookupPath})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = client.PutObject(context.Background(), cfg.Bucket, key, bytes.NewReader(content), int64(len(content)), minio.PutObjectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatalf("no way to write into a %T", b)
+	}
 }
 
 // waitFor polls cond until it holds or the deadline passes.
@@ -300,7 +400,11 @@ func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) 
 }
 
 func TestStack_CrashedEngineLeavesALockThatClearLockRemoves(t *testing.T) {
-	r, data, cloud := stackRunner(t)
+	eachBackend(t, testCrashedEngineLeavesALockThatClearLockRemoves)
+}
+
+func testCrashedEngineLeavesALockThatClearLockRemoves(t *testing.T, backend string) {
+	r, _, cloud := stackRunner(t, backend)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	st := machineStack(t, "d-crash", map[string]any{"name": "web", "delay_ms": float64(20000)})
@@ -314,18 +418,28 @@ func TestStack_CrashedEngineLeavesALockThatClearLockRemoves(t *testing.T) {
 	// has begun.
 	var lock []string
 	waitFor(t, "the lock and the disk", time.Minute, func() bool {
-		lock = lockFiles(t, data, "simcloud-machine", st.Name)
+		lock = lockFiles(t, r, "simcloud-machine", st.Name)
 		return len(lock) == 1 && len(cloudFiles(t, cloud, "disk")) == 1
 	})
-	rel, _ := filepath.Rel(data, lock[0])
-	content, err := os.ReadFile(lock[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("lock file: <data>/%s: %s", rel, content)
+	content := readBackendFile(t, r, lock[0])
+	t.Logf("lock file: %s: %s", lock[0], content)
 	var holder struct{ Pid int }
 	if err := json.Unmarshal(content, &holder); err != nil || holder.Pid <= 0 {
 		t.Fatalf("lock content %s: %v", content, err)
+	}
+	// The engine holds the stack's passphrase and, with S3, the bucket's secret key, but none
+	// of its processes shows them in the process list.
+	secrets := []string{st.Passphrase}
+	if s3, ok := r.backend.Bucket.(*objstore.S3); ok {
+		secrets = append(secrets, s3.Config().SecretKey)
+	}
+	for _, pid := range append(descendants(holder.Pid), holder.Pid) {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		for _, secret := range secrets {
+			if bytes.Contains(cmdline, []byte(secret)) {
+				t.Errorf("process %d shows a secret in its command line: %q", pid, cmdline)
+			}
+		}
 	}
 	// Kill the CLI and its plugins, as a crash of the machine would, so that nothing gets to
 	// unlock. Plugins lead process groups of their own, so they are found as its children.
@@ -336,13 +450,13 @@ func TestStack_CrashedEngineLeavesALockThatClearLockRemoves(t *testing.T) {
 	for _, pid := range plugins {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	err = <-done
+	err := <-done
 	var engine *EngineError
 	if err == nil || errors.As(err, &engine) {
 		t.Fatalf("killed up: %v: want a plain error", err)
 	}
 	t.Logf("killed up: %.200s", err)
-	if len(lockFiles(t, data, "simcloud-machine", st.Name)) != 1 {
+	if len(lockFiles(t, r, "simcloud-machine", st.Name)) != 1 {
 		t.Fatal("the killed engine's lock is gone")
 	}
 
@@ -356,7 +470,7 @@ func TestStack_CrashedEngineLeavesALockThatClearLockRemoves(t *testing.T) {
 	if err := r.ClearLock(st); err != nil {
 		t.Fatal(err)
 	}
-	if l := lockFiles(t, data, "simcloud-machine", st.Name); len(l) != 0 {
+	if l := lockFiles(t, r, "simcloud-machine", st.Name); len(l) != 0 {
 		t.Fatalf("ClearLock left %v", l)
 	}
 	if _, err := timed(t, "refresh", func() (Result, error) { return r.Refresh(ctx, st, nil) }); err != nil {
@@ -378,7 +492,11 @@ func TestStack_CrashedEngineLeavesALockThatClearLockRemoves(t *testing.T) {
 }
 
 func TestStack_CancelStopsTheEngineAndUnlocks(t *testing.T) {
-	r, data, cloud := stackRunner(t)
+	eachBackend(t, testCancelStopsTheEngineAndUnlocks)
+}
+
+func testCancelStopsTheEngineAndUnlocks(t *testing.T, backend string) {
+	r, _, cloud := stackRunner(t, backend)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	st := machineStack(t, "d-cancel", map[string]any{"name": "web", "delay_ms": float64(5000)})
@@ -410,7 +528,7 @@ func TestStack_CancelStopsTheEngineAndUnlocks(t *testing.T) {
 	if took > 15*time.Second {
 		t.Errorf("cancelled up took %s to return", took)
 	}
-	if l := lockFiles(t, data, "simcloud-machine", st.Name); len(l) != 0 {
+	if l := lockFiles(t, r, "simcloud-machine", st.Name); len(l) != 0 {
 		t.Fatalf("the cancelled engine left its lock: %v", l)
 	}
 
@@ -431,29 +549,33 @@ func TestStack_CancelStopsTheEngineAndUnlocks(t *testing.T) {
 }
 
 func TestClearLock_WaitsForALiveEngine(t *testing.T) {
-	r, err := NewRunner(toolchain(t), t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	eachBackend(t, testClearLockWaitsForALiveEngine)
+}
+
+func testClearLockWaitsForALiveEngine(t *testing.T, backend string) {
+	r, _, _ := stackRunner(t, backend)
 	st := Stack{Name: "d-held", Code: "name: held\nruntime: yaml\n"}
-	dir := filepath.Join(r.stateDir(), ".pulumi", "locks", "organization", "held", st.Name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	key := lockDir("held", st.Name) + "l.json"
 	host, _ := os.Hostname()
 	// This test process stands for an engine a crashed server left running.
-	lock := fmt.Sprintf(`{"pid":%d,"hostname":%q}`, os.Getpid(), host)
-	if err := os.WriteFile(filepath.Join(dir, "l.json"), []byte(lock), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeBackendFile(t, r, key, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, os.Getpid(), host))
 	if err := r.ClearLock(st); !errors.Is(err, ErrLocked) {
 		t.Fatalf("cleared a lock its live engine holds: %v", err)
 	}
-	dead := fmt.Sprintf(`{"pid":%d,"hostname":%q}`, 1<<22+7, host)
-	if err := os.WriteFile(filepath.Join(dir, "l.json"), []byte(dead), 0o600); err != nil {
-		t.Fatal(err)
+	if l := lockFiles(t, r, "held", st.Name); len(l) != 1 {
+		t.Fatalf("locks %v: want the live engine's kept", l)
 	}
+	// A lock of another stack whose name starts the same is not this stack's.
+	other := lockDir("held", st.Name+"-2") + "l.json"
+	writeBackendFile(t, r, other, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, 1<<22+7, host))
+	writeBackendFile(t, r, key, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, 1<<22+7, host))
 	if err := r.ClearLock(st); err != nil {
 		t.Fatalf("kept a dead engine's lock: %v", err)
+	}
+	if l := lockFiles(t, r, "held", st.Name); len(l) != 0 {
+		t.Fatalf("ClearLock left %v", l)
+	}
+	if l := lockFiles(t, r, "held", st.Name+"-2"); len(l) != 1 {
+		t.Fatalf("ClearLock of %s removed another stack's lock", st.Name)
 	}
 }

@@ -6,18 +6,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"nimbus/app/access"
+	"nimbus/app/objstore"
+	"nimbus/app/objstore/s3test"
 	"nimbus/app/pulumix"
 	"nimbus/app/secrets"
 	"nimbus/app/server"
@@ -29,20 +34,81 @@ import (
 type site struct {
 	*world
 	url   string
-	cloud string // the simulated cloud's folder
+	cloud string      // the simulated cloud's folder
+	data    string      // the runner's data directory: stack states, work directories
+	logs    *syncBuffer // everything the server and its workers logged
+	objects objstore.Store
+	bucket  *objstore.S3 // where the state is, on the S3 backend; nil on the file backend
 }
 
-// newSite starts a server; configure, if given, changes its dependencies first.
+// syncBuffer is a bytes.Buffer many goroutines may write.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// newSite starts a server keeping stack state on the file backend; configure, if given,
+// changes its dependencies first.
 func newSite(t testing.TB, configure ...func(*server.Deps)) *site {
+	t.Helper()
+	return newSiteOn(t, "file", configure...)
+}
+
+// backends are the state backends the deploy tests run on.
+var backends = []string{"file", "s3"}
+
+// onBackends runs f once per state backend.
+func onBackends(t *testing.T, f func(t *testing.T, s *site)) {
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) { f(t, newSiteOn(t, b)) })
+	}
+}
+
+// newSiteOn starts a server keeping stack state and blobs on backend: "file" (the data
+// directory) or "s3" (a bucket of its own on the package's SeaweedFS).
+func newSiteOn(t testing.TB, backend string, configure ...func(*server.Deps)) *site {
 	t.Helper()
 	w := newWorld(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	// Checks run for real when the toolchain is here; without it they fail saying so.
 	keys := testKeys(t)
-	cloud := t.TempDir()
-	runner, _ := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), t.TempDir(), map[string]string{"SIMCLOUD_DIR": cloud})
-	client, err := jobs.NewClient(w.pool, discardLog(), jobs.Config{Register: server.Workers(w.pool, server.Engine{Runner: runner, Keys: keys, OperationTimeout: time.Minute}, discardLog()), Periodic: server.Periodic()})
+	cloud, data, logs := t.TempDir(), t.TempDir(), &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var (
+		objects objstore.Store
+		bucket  *objstore.S3
+		opts    []pulumix.Option
+		err     error
+	)
+	switch backend {
+	case "file":
+		objects, err = objstore.NewDir(filepath.Join(data, "objects"))
+	case "s3":
+		if bucket, err = objstore.NewS3(ctx, s3test.Shared(t)); err == nil {
+			objects, opts = bucket, []pulumix.Option{pulumix.WithBackend(pulumix.S3Backend(bucket))}
+		}
+	default:
+		t.Fatalf("no backend %q", backend)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner, _ := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), data, map[string]string{"SIMCLOUD_DIR": cloud}, opts...)
+	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: time.Minute}
+	client, err := jobs.NewClient(w.pool, log, jobs.Config{Register: server.Workers(w.pool, eng, log), Periodic: server.Periodic()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +116,8 @@ func newSite(t testing.TB, configure ...func(*server.Deps)) *site {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = client.Stop(context.Background()) })
-	deps := server.Deps{Pool: w.pool, Log: discardLog(), Jobs: client, SessionTTL: time.Hour, Keys: keys, Info: system.Info{Version: "test"}}
+	deps := server.Deps{Pool: w.pool, Log: log, Jobs: client, SessionTTL: time.Hour, Keys: keys, Runner: runner, Objects: objects,
+		Info: system.Info{Version: "test"}}
 	for _, f := range configure {
 		f(&deps)
 	}
@@ -60,7 +127,7 @@ func newSite(t testing.TB, configure ...func(*server.Deps)) *site {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &site{world: w, url: srv.URL, cloud: cloud}
+	return &site{world: w, url: srv.URL, cloud: cloud, data: data, logs: logs, objects: objects, bucket: bucket}
 }
 
 func (s *site) token(t testing.TB, p access.Principal) string {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"nimbus/app/access"
 	"nimbus/app/deploy"
 	"nimbus/app/environment"
 	"nimbus/app/problem"
@@ -17,7 +18,7 @@ func deployed(t *testing.T, w *world) (*deploy.Service, environment.Environment,
 	ctx := context.Background()
 	env, err := environment.NewService(w.pool).Create(ctx, w.adminA, w.a.ID, "dev")
 	must(t, err)
-	svc := deploy.NewService(w.pool, testKeys(t), insertOnly(t, w.pool))
+	svc := deploy.NewService(w.pool, testKeys(t), insertOnly(t, w.pool), nil, nil)
 	d, op, err := svc.Deploy(ctx, w.userA, deploy.Request{ComponentID: w.shared.ID, EnvironmentID: env.ID, Name: "web",
 		Parameters: map[string]any{"name": "web-1"}})
 	must(t, err)
@@ -63,12 +64,12 @@ var deployCases = map[string]func(t *testing.T, w *world){
 	},
 	"deploy.Service.List": func(t *testing.T, w *world) {
 		svc, _, _, _ := deployed(t, w)
-		got, err := svc.List(context.Background(), w.adminB)
+		got, err := svc.List(context.Background(), w.adminB, deploy.Filter{})
 		must(t, err)
 		if len(got) != 0 {
 			t.Fatalf("B lists A's deployments: %v", got)
 		}
-		got, err = svc.List(context.Background(), w.readerA)
+		got, err = svc.List(context.Background(), w.readerA, deploy.Filter{})
 		must(t, err)
 		if len(got) != 1 {
 			t.Fatalf("reader of A lists %d deployments", len(got))
@@ -86,13 +87,107 @@ var deployCases = map[string]func(t *testing.T, w *world){
 	},
 	"deploy.Service.Operations": func(t *testing.T, w *world) {
 		svc, _, d, _ := deployed(t, w)
-		_, err := svc.Operations(context.Background(), w.adminB, d.ID)
-		wantErr(t, err, problem.ErrNotFound)
-		ops, err := svc.Operations(context.Background(), w.readerA, d.ID)
+		ops, err := svc.Operations(context.Background(), w.adminB, deploy.Filter{DeploymentID: d.ID})
+		must(t, err)
+		if len(ops) != 0 {
+			t.Fatalf("B lists A's operations: %v", ops)
+		}
+		ops, err = svc.Operations(context.Background(), w.readerA, deploy.Filter{DeploymentID: d.ID, Kind: "deploy", Status: "queued"})
 		must(t, err)
 		if len(ops) != 1 {
 			t.Fatalf("operations %v", ops)
 		}
+	},
+	"deploy.Service.Detail": func(t *testing.T, w *world) {
+		svc, _, _, op := deployed(t, w)
+		_, err := svc.Detail(context.Background(), w.adminB, op.ID)
+		wantErr(t, err, problem.ErrNotFound)
+		got, err := svc.Detail(context.Background(), w.readerA, op.ID)
+		must(t, err)
+		if got.ID != op.ID || got.Steps == nil || got.Resources == nil {
+			t.Fatalf("detail %+v", got)
+		}
+	},
+	"deploy.Service.Preview": func(t *testing.T, w *world) {
+		actionCase(t, w, "preview", func(svc *deploy.Service, actor access.Principal, id uuid.UUID) (deploy.Operation, error) {
+			return svc.Preview(context.Background(), actor, id, deploy.Change{Parameters: map[string]any{"cores": 3.0}})
+		}, "")
+	},
+	"deploy.Service.Start": func(t *testing.T, w *world) {
+		actionCase(t, w, "deploy", func(svc *deploy.Service, actor access.Principal, id uuid.UUID) (deploy.Operation, error) {
+			return svc.Start(context.Background(), actor, id, deploy.Change{})
+		}, "")
+	},
+	"deploy.Service.Update": func(t *testing.T, w *world) {
+		actionCase(t, w, "update", func(svc *deploy.Service, actor access.Principal, id uuid.UUID) (deploy.Operation, error) {
+			return svc.Update(context.Background(), actor, id, deploy.Change{Parameters: map[string]any{"cores": 3.0}})
+		}, "deployment") // not deployed yet
+	},
+	"deploy.Service.Upgrade": func(t *testing.T, w *world) {
+		upgrade := func(svc *deploy.Service, actor access.Principal, id uuid.UUID) (deploy.Operation, error) {
+			return svc.Upgrade(context.Background(), actor, id, deploy.Change{})
+		}
+		svc, _, d, _ := deployed(t, w)
+		_, err := upgrade(svc, w.userA, d.ID)
+		wantErr(t, err, problem.ErrForbidden) // upgrading is for tenant admins
+		_, err = upgrade(svc, w.adminB, d.ID)
+		wantErr(t, err, problem.ErrNotFound)
+		if _, err := upgrade(svc, w.adminA, d.ID); problem.FieldOf(err) != "deployment" {
+			t.Fatalf("upgrade of a deployment not deployed yet: %v", err)
+		}
+	},
+	"deploy.Service.Refresh": func(t *testing.T, w *world) {
+		actionCase(t, w, "refresh", func(svc *deploy.Service, actor access.Principal, id uuid.UUID) (deploy.Operation, error) {
+			return svc.Refresh(context.Background(), actor, id)
+		}, "deployment")
+	},
+	"deploy.Service.State": func(t *testing.T, w *world) {
+		svc, _, d, _ := deployed(t, w)
+		_, err := svc.State(context.Background(), w.adminB, d.ID)
+		wantErr(t, err, problem.ErrNotFound)
+		_, err = svc.State(context.Background(), w.userA, d.ID)
+		wantErr(t, err, problem.ErrForbidden) // the state holds every property: tenant admins only
+	},
+	"deploy.Service.RestoreState": func(t *testing.T, w *world) {
+		svc, _, d, _ := deployed(t, w)
+		err := svc.RestoreState(context.Background(), w.adminB, d.ID, []byte("{}"))
+		wantErr(t, err, problem.ErrNotFound)
+		err = svc.RestoreState(context.Background(), w.adminA, d.ID, []byte("{}"))
+		wantErr(t, err, problem.ErrForbidden) // provider admins only
+	},
+	"deploy.Service.Deployable": func(t *testing.T, w *world) {
+		svc, _, _, _ := deployed(t, w)
+		_, err := svc.Deployable(context.Background(), w.adminB, w.ofA.ID)
+		wantErr(t, err, problem.ErrNotFound)
+		got, err := svc.Deployable(context.Background(), w.userA, w.shared.ID)
+		must(t, err)
+		if len(got.Environments) != 1 || got.Component != w.shared.Name {
+			t.Fatalf("deployable %+v", got)
+		}
+		got, err = svc.Deployable(context.Background(), w.adminB, w.shared.ID)
+		must(t, err)
+		if len(got.Environments) != 0 {
+			t.Fatalf("B is offered A's environments: %+v", got.Environments)
+		}
+	},
+	"deploy.Service.Apply": func(t *testing.T, w *world) {
+		svc, _, d, _ := deployed(t, w)
+		preview, err := svc.Preview(context.Background(), w.userA, d.ID, deploy.Change{})
+		must(t, err)
+		_, err = svc.Apply(context.Background(), w.adminB, preview.ID)
+		wantErr(t, err, problem.ErrNotFound)
+		_, err = svc.Apply(context.Background(), w.userA, preview.ID)
+		if problem.FieldOf(err) != "operation" {
+			t.Fatalf("applying a preview that has not run: %v", err)
+		}
+	},
+	"deploy.Service.FullLog": func(t *testing.T, w *world) {
+		svc, _, _, op := deployed(t, w)
+		_, err := svc.FullLog(context.Background(), w.adminB, op.ID)
+		wantErr(t, err, problem.ErrNotFound)
+		r, err := svc.FullLog(context.Background(), w.readerA, op.ID)
+		must(t, err)
+		r.Close()
 	},
 	"deploy.Service.Logs": func(t *testing.T, w *world) {
 		svc, _, _, op := deployed(t, w)
@@ -119,4 +214,27 @@ var deployCases = map[string]func(t *testing.T, w *world){
 			t.Fatalf("cancelling twice: %v", err)
 		}
 	},
+}
+
+// actionCase checks an action on a deployment of tenant A: hidden from B, refused to A's
+// reader, and for A's user queued, or refused naming refusedField when the deployment's state
+// rules it out.
+func actionCase(t *testing.T, w *world, kind string, act func(*deploy.Service, access.Principal, uuid.UUID) (deploy.Operation, error), refusedField string) {
+	t.Helper()
+	svc, _, d, _ := deployed(t, w)
+	_, err := act(svc, w.adminB, d.ID)
+	wantErr(t, err, problem.ErrNotFound)
+	_, err = act(svc, w.readerA, d.ID)
+	wantErr(t, err, problem.ErrForbidden)
+	op, err := act(svc, w.userA, d.ID)
+	if refusedField != "" {
+		if problem.FieldOf(err) != refusedField {
+			t.Fatalf("%s of a deployment not deployed yet: %v", kind, err)
+		}
+		return
+	}
+	must(t, err)
+	if op.Kind != kind || op.Status != "queued" || op.Position != 1 {
+		t.Fatalf("%s: %+v, want it queued behind the deploy", kind, op)
+	}
 }

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -38,78 +39,80 @@ func (s *site) cloudFiles(t *testing.T) []string {
 }
 
 func TestAPI_DeployThenDestroyTheMachine(t *testing.T) {
-	s := newSite(t)
-	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
-	must(t, err)
-	user, admin := s.token(t, s.userA), s.token(t, s.adminA)
+	onBackends(t, func(t *testing.T, s *site) {
+		env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+		must(t, err)
+		user, admin := s.token(t, s.userA), s.token(t, s.adminA)
 
-	r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
-		"component_id": s.shared.ID, "environment_id": env.ID, "name": "web", "parameters": map[string]any{"name": "web-1", "cores": 4},
+		r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
+			"component_id": s.shared.ID, "environment_id": env.ID, "name": "web", "parameters": map[string]any{"name": "web-1", "cores": 4},
+		})
+		wantStatus(t, r, http.StatusAccepted)
+		body := r.json(t)
+		depID := body["deployment"].(map[string]any)["id"].(string)
+		op := s.waitOperation(t, user, body["operation"].(map[string]any)["id"].(string))
+		if op["status"] != "succeeded" {
+			t.Fatalf("deploy: %v", op)
+		}
+		dep := s.call(t, "GET", "/api/v1/deployments/"+depID, user, nil).json(t)
+		outputs, _ := dep["outputs"].(map[string]any)
+		if dep["status"] != "deployed" || !strings.HasPrefix(outputs["machine_id"].(string), "m-") || outputs["ip_address"] == "" {
+			t.Fatalf("deployment %v", dep)
+		}
+		if got := strings.Join(s.cloudFiles(t), ","); got != "disk,machine" {
+			t.Fatalf("the cloud holds %s, want a disk and a machine", got)
+		}
+		b := newBrowser(t, s.url)
+		b.signIn(t, "reader-a@example.com", "long enough password")
+		if page := string(b.get(t, "/deployments").body); !strings.Contains(page, ">web<") || !strings.Contains(page, "deployed") {
+			t.Fatalf("the deployments page does not list web as deployed: %.1500s", page)
+		}
+		logs := s.call(t, "GET", "/api/v1/operations/"+op["id"].(string)+"/logs", user, nil)
+		if !strings.Contains(string(logs.body), "simcloud:index:Machine") {
+			t.Fatalf("the log does not show the engine's progress: %.500s", logs.body)
+		}
+
+		r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/destroy", admin, nil)
+		wantStatus(t, r, http.StatusAccepted)
+		if op := s.waitOperation(t, admin, r.json(t)["id"].(string)); op["status"] != "succeeded" {
+			t.Fatalf("destroy: %v", op)
+		}
+		if files := s.cloudFiles(t); len(files) != 0 {
+			t.Fatalf("left in the cloud after destroy: %v", files)
+		}
+		if dep := s.call(t, "GET", "/api/v1/deployments/"+depID, user, nil).json(t); dep["status"] != "destroyed" {
+			t.Fatalf("deployment %v", dep)
+		}
+		wantStatus(t, s.call(t, "POST", "/api/v1/deployments/"+depID+"/destroy", admin, nil), http.StatusUnprocessableEntity)
 	})
-	wantStatus(t, r, http.StatusAccepted)
-	body := r.json(t)
-	depID := body["deployment"].(map[string]any)["id"].(string)
-	op := s.waitOperation(t, user, body["operation"].(map[string]any)["id"].(string))
-	if op["status"] != "succeeded" {
-		t.Fatalf("deploy: %v", op)
-	}
-	dep := s.call(t, "GET", "/api/v1/deployments/"+depID, user, nil).json(t)
-	outputs, _ := dep["outputs"].(map[string]any)
-	if dep["status"] != "deployed" || !strings.HasPrefix(outputs["machine_id"].(string), "m-") || outputs["ip_address"] == "" {
-		t.Fatalf("deployment %v", dep)
-	}
-	if got := strings.Join(s.cloudFiles(t), ","); got != "disk,machine" {
-		t.Fatalf("the cloud holds %s, want a disk and a machine", got)
-	}
-	b := newBrowser(t, s.url)
-	b.signIn(t, "reader-a@example.com", "long enough password")
-	if page := string(b.get(t, "/deployments").body); !strings.Contains(page, ">web<") || !strings.Contains(page, "deployed") {
-		t.Fatalf("the deployments page does not list web as deployed: %.1500s", page)
-	}
-	logs := s.call(t, "GET", "/api/v1/operations/"+op["id"].(string)+"/logs", user, nil)
-	if !strings.Contains(string(logs.body), "simcloud:index:Machine") {
-		t.Fatalf("the log does not show the engine's progress: %.500s", logs.body)
-	}
-
-	r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/destroy", admin, nil)
-	wantStatus(t, r, http.StatusAccepted)
-	if op := s.waitOperation(t, admin, r.json(t)["id"].(string)); op["status"] != "succeeded" {
-		t.Fatalf("destroy: %v", op)
-	}
-	if files := s.cloudFiles(t); len(files) != 0 {
-		t.Fatalf("left in the cloud after destroy: %v", files)
-	}
-	if dep := s.call(t, "GET", "/api/v1/deployments/"+depID, user, nil).json(t); dep["status"] != "destroyed" {
-		t.Fatalf("deployment %v", dep)
-	}
-	wantStatus(t, s.call(t, "POST", "/api/v1/deployments/"+depID+"/destroy", admin, nil), http.StatusUnprocessableEntity)
 }
 
 func TestAPI_FailedDeployCompensates(t *testing.T) {
-	s := newSite(t)
-	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
-	must(t, err)
-	user := s.token(t, s.userA)
-	r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
-		"component_id": s.shared.ID, "environment_id": env.ID, "name": "doomed", "parameters": map[string]any{"name": "doomed", "fail_on": "create"},
+	onBackends(t, func(t *testing.T, s *site) {
+		env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+		must(t, err)
+		user := s.token(t, s.userA)
+		r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
+			"component_id": s.shared.ID, "environment_id": env.ID, "name": "doomed", "parameters": map[string]any{"name": "doomed", "fail_on": "create"},
+		})
+		wantStatus(t, r, http.StatusAccepted)
+		body := r.json(t)
+		op := s.waitOperation(t, user, body["operation"].(map[string]any)["id"].(string))
+		if op["status"] != "failed" || !strings.Contains(op["error"].(string), "injected failure") {
+			t.Fatalf("operation %v: want failed with the provider's cause", op)
+		}
+		// The disk was created before the machine failed; compensation destroyed it.
+		if files := s.cloudFiles(t); len(files) != 0 {
+			t.Fatalf("left in the cloud: %v", files)
+		}
+		dep := s.call(t, "GET", "/api/v1/deployments/"+body["deployment"].(map[string]any)["id"].(string), user, nil).json(t)
+		if dep["status"] != "failed" {
+			t.Fatalf("deployment %v", dep)
+		}
+		if _, err := os.Stat(s.cloud); err != nil {
+			t.Fatal(err)
+		}
 	})
-	wantStatus(t, r, http.StatusAccepted)
-	body := r.json(t)
-	op := s.waitOperation(t, user, body["operation"].(map[string]any)["id"].(string))
-	if op["status"] != "failed" || !strings.Contains(op["error"].(string), "injected failure") {
-		t.Fatalf("operation %v: want failed with the provider's cause", op)
-	}
-	// The disk was created before the machine failed; compensation destroyed it.
-	if files := s.cloudFiles(t); len(files) != 0 {
-		t.Fatalf("left in the cloud: %v", files)
-	}
-	dep := s.call(t, "GET", "/api/v1/deployments/"+body["deployment"].(map[string]any)["id"].(string), user, nil).json(t)
-	if dep["status"] != "failed" {
-		t.Fatalf("deployment %v", dep)
-	}
-	if _, err := os.Stat(s.cloud); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestAPI_DeployRefusesBadParameters(t *testing.T) {
@@ -129,31 +132,32 @@ func TestAPI_DeployRefusesBadParameters(t *testing.T) {
 }
 
 func TestAPI_CancelDuringUpUndoes(t *testing.T) {
-	s := newSite(t)
-	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
-	must(t, err)
-	user := s.token(t, s.userA)
-	r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
-		"component_id": s.shared.ID, "environment_id": env.ID, "name": "slow", "parameters": map[string]any{"name": "slow", "delay_ms": 60000},
-	})
-	wantStatus(t, r, http.StatusAccepted)
-	opID := r.json(t)["operation"].(map[string]any)["id"].(string)
-	// Wait until up has begun: the disk exists while the machine waits out its delay.
-	deadline := time.Now().Add(time.Minute)
-	for len(s.cloudFiles(t)) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("up never began")
+	onBackends(t, func(t *testing.T, s *site) {
+		env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+		must(t, err)
+		user := s.token(t, s.userA)
+		r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
+			"component_id": s.shared.ID, "environment_id": env.ID, "name": "slow", "parameters": map[string]any{"name": "slow", "delay_ms": 60000},
+		})
+		wantStatus(t, r, http.StatusAccepted)
+		opID := r.json(t)["operation"].(map[string]any)["id"].(string)
+		// Wait until up has begun: the disk exists while the machine waits out its delay.
+		deadline := time.Now().Add(time.Minute)
+		for len(s.cloudFiles(t)) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("up never began")
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	wantStatus(t, s.call(t, "POST", "/api/v1/operations/"+opID+"/cancel", user, nil), http.StatusAccepted)
-	op := s.waitOperation(t, user, opID)
-	if op["status"] != "cancelled" {
-		t.Fatalf("operation %v", op)
-	}
-	if files := s.cloudFiles(t); len(files) != 0 {
-		t.Fatalf("left in the cloud after a cancel: %v", files)
-	}
+		wantStatus(t, s.call(t, "POST", "/api/v1/operations/"+opID+"/cancel", user, nil), http.StatusAccepted)
+		op := s.waitOperation(t, user, opID)
+		if op["status"] != "cancelled" {
+			t.Fatalf("operation %v", op)
+		}
+		if files := s.cloudFiles(t); len(files) != 0 {
+			t.Fatalf("left in the cloud after a cancel: %v", files)
+		}
+	})
 }
 
 func TestAPI_DeployedVersionCannotBeArchivedAndCounts(t *testing.T) {
@@ -176,4 +180,107 @@ func TestAPI_DeployedVersionCannotBeArchivedAndCounts(t *testing.T) {
 	if !strings.Contains(string(cat.body), `"deployments":1`) {
 		t.Fatalf("catalog does not count the deployment: %s", cat.body)
 	}
+}
+
+func TestAPI_UpdateUpgradeStateAndFilters(t *testing.T) {
+	onBackends(t, func(t *testing.T, s *site) {
+		env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+		must(t, err)
+		user, admin := s.token(t, s.userA), s.token(t, s.adminA)
+		r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
+			"component_id": s.shared.ID, "environment_id": env.ID, "name": "web", "parameters": map[string]any{"name": "web-1"},
+		})
+		wantStatus(t, r, http.StatusAccepted)
+		body := r.json(t)
+		depID := body["deployment"].(map[string]any)["id"].(string)
+
+		// An update asked for while the deploy runs waits behind it, and says so.
+		r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/update", user, map[string]any{"parameters": map[string]any{"cores": 3}})
+		wantStatus(t, r, http.StatusUnprocessableEntity) // not deployed yet: an update needs something to update
+		if op := s.waitOperation(t, user, body["operation"].(map[string]any)["id"].(string)); op["status"] != "succeeded" {
+			t.Fatalf("deploy: %v", op)
+		}
+
+		// A preview of new parameters changes nothing; applying it updates with exactly them.
+		r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/preview", user, map[string]any{"parameters": map[string]any{"cores": 3}})
+		wantStatus(t, r, http.StatusAccepted)
+		preview := s.waitOperation(t, user, r.json(t)["id"].(string))
+		resources, _ := preview["resources"].([]any)
+		var machineChange map[string]any
+		for _, res := range resources {
+			if m := res.(map[string]any); m["name"] == "machine" {
+				machineChange = m
+			}
+		}
+		if machineChange == nil || machineChange["op"] != "update" || !strings.Contains(fmt.Sprint(machineChange["changes"]), "cores") {
+			t.Fatalf("the preview's machine: %v", machineChange)
+		}
+		if dep := s.call(t, "GET", "/api/v1/deployments/"+depID, user, nil).json(t); dep["parameters"].(map[string]any)["cores"] != 2.0 {
+			t.Fatalf("a preview changed the parameters: %v", dep["parameters"])
+		}
+		r = s.call(t, "POST", "/api/v1/operations/"+preview["id"].(string)+"/apply", user, nil)
+		wantStatus(t, r, http.StatusAccepted)
+		if op := s.waitOperation(t, user, r.json(t)["id"].(string)); op["status"] != "succeeded" || op["kind"] != "update" {
+			t.Fatalf("applying the preview: %v", op)
+		}
+		if dep := s.call(t, "GET", "/api/v1/deployments/"+depID, user, nil).json(t); dep["parameters"].(map[string]any)["cores"] != 3.0 {
+			t.Fatalf("after the update: %v", dep["parameters"])
+		}
+
+		// An update the provider refuses rolls back to what ran before.
+		r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/update", user, map[string]any{"parameters": map[string]any{"cores": 5, "fail_on": "update"}})
+		wantStatus(t, r, http.StatusAccepted)
+		failed := s.waitOperation(t, user, r.json(t)["id"].(string))
+		if failed["status"] != "failed" || !strings.Contains(failed["error"].(string), "rolled back") {
+			t.Fatalf("a failing update: %v", failed)
+		}
+		dep := s.call(t, "GET", "/api/v1/deployments/"+depID, user, nil).json(t)
+		if dep["status"] != "deployed" || dep["parameters"].(map[string]any)["cores"] != 3.0 {
+			t.Fatalf("after the rolled back update: %v", dep)
+		}
+
+		// No newer version: an upgrade is refused by name; upgrading is for tenant admins.
+		r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/upgrade", user, nil)
+		wantStatus(t, r, http.StatusForbidden)
+		r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/upgrade", admin, nil)
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		if !strings.Contains(string(r.body), `"version"`) {
+			t.Fatalf("refused upgrade: %s", r.body)
+		}
+
+		// History filters.
+		list := s.call(t, "GET", "/api/v1/operations?deployment_id="+depID+"&kind=update&status=failed", user, nil).json(t)
+		if ops := list["operations"].([]any); len(ops) != 1 {
+			t.Fatalf("failed updates: %v", ops)
+		}
+		wantStatus(t, s.call(t, "GET", "/api/v1/operations?kind=explode", user, nil), http.StatusUnprocessableEntity)
+		deps := s.call(t, "GET", "/api/v1/deployments?status=deployed&environment_id="+env.ID.String(), user, nil).json(t)
+		if len(deps["deployments"].([]any)) != 1 {
+			t.Fatalf("deployed in dev: %v", deps)
+		}
+
+		// The state: exported by tenant admins, restored by provider admins only.
+		wantStatus(t, s.call(t, "GET", "/api/v1/deployments/"+depID+"/state", user, nil), http.StatusForbidden)
+		r = s.call(t, "GET", "/api/v1/deployments/"+depID+"/state", admin, nil)
+		wantStatus(t, r, http.StatusOK)
+		state := r.body
+		if !strings.Contains(string(state), "simcloud:index:Machine") {
+			t.Fatalf("the export holds no machine: %.300s", state)
+		}
+		provider := s.token(t, s.admin)
+		wantStatus(t, s.call(t, "PUT", "/api/v1/deployments/"+depID+"/state", admin, string(state)), http.StatusForbidden)
+		r = s.call(t, "PUT", "/api/v1/deployments/"+depID+"/state", provider, `{"nonsense": true}`)
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		wantStatus(t, s.call(t, "PUT", "/api/v1/deployments/"+depID+"/state", provider, string(state)), http.StatusNoContent)
+
+		r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/destroy", admin, nil)
+		wantStatus(t, r, http.StatusAccepted)
+		if op := s.waitOperation(t, admin, r.json(t)["id"].(string)); op["status"] != "succeeded" {
+			t.Fatalf("destroy after a restore: %v", op)
+		}
+		if files := s.cloudFiles(t); len(files) != 0 {
+			t.Fatalf("left in the cloud: %v", files)
+		}
+		wantStatus(t, s.call(t, "POST", "/api/v1/deployments/"+depID+"/destroy", admin, nil), http.StatusUnprocessableEntity)
+	})
 }

@@ -26,6 +26,7 @@ import (
 	"nimbus/app/component"
 	"nimbus/app/deploy"
 	"nimbus/app/environment"
+	"nimbus/app/objstore"
 	"nimbus/app/problem"
 	"nimbus/app/pulumix"
 	"nimbus/app/secrets"
@@ -34,6 +35,7 @@ import (
 	"nimbus/app/user"
 	"nimbus/app/web"
 	"nimbus/db/dbgen"
+	"nimbus/db/listen"
 	"nimbus/static"
 	"nimbus/views"
 )
@@ -51,6 +53,10 @@ type Deps struct {
 	SecureCookies bool
 	// Keys seals secret parameters of deployments.
 	Keys *secrets.Keyring
+	// Runner exports and restores the states of deployments; nil without a toolchain.
+	Runner *pulumix.Runner
+	// Objects keeps blobs (full operation logs, state exports); /readyz checks it. May be nil.
+	Objects objstore.Store
 	// TrustedProxies are the networks of the proxies in front of Nimbus, whose
 	// X-Forwarded-For names the client; empty when clients connect directly.
 	TrustedProxies []*net.IPNet
@@ -80,16 +86,22 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	userH := user.NewHandlers(user.NewService(d.Pool))
 	auditSvc := audit.NewService(d.Pool)
 	auditH := audit.NewHandlers(auditSvc)
-	sysH := system.NewHandlers(d.Pool, d.Info)
+	sysH := system.NewHandlers(d.Pool, d.Objects, d.Info)
 	envH := environment.NewHandlers(environment.NewService(d.Pool))
-	deployH := deploy.NewHandlers(deploy.NewService(d.Pool, d.Keys, d.Jobs))
+	operations := listen.New(d.Pool, "nimbus_operation", d.Log)
+	go operations.Run(ctx)
+	deployH := deploy.NewHandlers(deploy.NewService(d.Pool, d.Keys, d.Jobs, d.Runner, d.Objects), operations, ctx.Done())
 	componentH := component.NewHandlers(component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir}, d.Jobs))
 	metrics := system.NewMetrics(d.Pool)
 
 	e.Use(middleware.Recover())
 	e.Use(metrics.Middleware)
 	e.Use(requestLog(d.Log))
-	e.Use(middleware.BodyLimit(maxBody))
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: maxBody,
+		// A stack's state can be far larger than any form; its handler sets a limit of its own.
+		Skipper: func(c echo.Context) bool {
+			return c.Request().Method == http.MethodPut && strings.HasSuffix(c.Request().URL.Path, "/state")
+		}}))
 	e.Use(securityHeaders)
 
 	e.GET("/healthz", sysH.Healthz)
@@ -119,6 +131,17 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	signed.GET("/admin/providers", componentH.SemanticsPage)
 	signed.POST("/admin/providers/:kind", componentH.AddSemanticForm)
 	signed.GET("/deployments", deployH.ListPage)
+	signed.GET("/deployments/:id", deployH.ShowPage)
+	signed.POST("/deployments/:id/apply", deployH.ApplyForm)
+	signed.POST("/deployments/:id/upgrade", deployH.UpgradeForm)
+	signed.POST("/deployments/:id/refresh", deployH.RefreshForm)
+	signed.POST("/deployments/:id/destroy", deployH.DestroyForm)
+	signed.GET("/operations/:id", deployH.OperationPage)
+	signed.GET("/operations/:id/stream", deployH.Stream)
+	signed.POST("/operations/:id/cancel", deployH.CancelForm)
+	signed.POST("/operations/:id/apply", deployH.ApplyPreviewForm)
+	signed.GET("/components/:id/deploy", deployH.DeployDialog)
+	signed.POST("/components/:id/deploy", deployH.DeployDialogForm)
 	signed.GET("/environments", envH.ListPage)
 	signed.POST("/environments", envH.CreateForm)
 	signed.GET("/catalog", componentH.CatalogPage)
@@ -154,11 +177,17 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	api.GET("/deployments", deployH.ListAPI)
 	api.POST("/deployments", deployH.CreateAPI)
 	api.GET("/deployments/:id", deployH.GetAPI)
-	api.POST("/deployments/:id/destroy", deployH.DestroyAPI)
+	for _, kind := range []string{"preview", "deploy", "update", "upgrade", "refresh", "destroy"} {
+		api.POST("/deployments/:id/"+kind, deployH.ActionAPI(kind))
+	}
 	api.GET("/operations", deployH.OperationsAPI)
 	api.GET("/operations/:id", deployH.OperationAPI)
 	api.GET("/operations/:id/logs", deployH.LogsAPI)
+	api.GET("/operations/:id/log", deployH.FullLogAPI)
 	api.POST("/operations/:id/cancel", deployH.CancelAPI)
+	api.POST("/operations/:id/apply", deployH.ApplyPreviewAPI)
+	api.GET("/deployments/:id/state", deployH.StateAPI)
+	api.PUT("/deployments/:id/state", deployH.RestoreStateAPI)
 	api.GET("/environments", envH.ListAPI)
 	api.POST("/environments", envH.CreateAPI)
 	api.GET("/environments/:id", envH.GetAPI)
@@ -202,10 +231,12 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 }
 
 // Engine is what background work needs to drive Pulumi: the runner (nil without a toolchain),
-// the keyring that opens secret parameters, and how long one operation may take.
+// the keyring that opens secret parameters, where blobs such as full operation logs go, and how
+// long one operation may take.
 type Engine struct {
 	Runner           *pulumix.Runner
 	Keys             *secrets.Keyring
+	Objects          objstore.Store
 	OperationTimeout time.Duration
 }
 
@@ -213,7 +244,7 @@ type Engine struct {
 func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Workers) {
 	return func(w *river.Workers) {
 		river.AddWorker(w, component.NewCheckWorker(pool, eng.Runner, log.With("component", "checks")))
-		river.AddWorker(w, deploy.NewWorker(pool, eng.Runner, eng.Keys, log.With("component", "operations"), eng.OperationTimeout))
+		river.AddWorker(w, deploy.NewWorker(pool, eng.Runner, eng.Keys, eng.Objects, log.With("component", "operations"), eng.OperationTimeout))
 		river.AddWorker(w, deploy.NewReaper(pool))
 	}
 }

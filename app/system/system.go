@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"nimbus/app/objstore"
 	"nimbus/app/problem"
 	"nimbus/app/pulumix"
 	"nimbus/app/web"
@@ -24,24 +25,29 @@ type Info struct {
 	Version   string
 	Database  string // "embedded (dir)" or "external"
 	State     string // where Pulumi state is kept
+	Objects   string // where blobs (full logs, state exports) are kept
 	PulumiDir string
 }
 
 // Handlers serves health, readiness and the status page.
 type Handlers struct {
-	pool *pgxpool.Pool
-	info Info
+	pool    *pgxpool.Pool
+	objects objstore.Store // nil when the caller has none to check
+	info    Info
 }
 
-// NewHandlers returns the handlers.
-func NewHandlers(pool *pgxpool.Pool, info Info) *Handlers { return &Handlers{pool: pool, info: info} }
+// NewHandlers returns the handlers. objects may be nil.
+func NewHandlers(pool *pgxpool.Pool, objects objstore.Store, info Info) *Handlers {
+	return &Handlers{pool: pool, objects: objects, info: info}
+}
 
 // Healthz answers 200 while the process serves requests.
 func (h *Handlers) Healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// Readyz answers 200 when the database answers and every migration is applied, 503 otherwise.
+// Readyz answers 200 when the database answers, every migration is applied and the object store
+// can be used, 503 otherwise.
 func (h *Handlers) Readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 3*time.Second)
 	defer cancel()
@@ -61,6 +67,16 @@ func (h *Handlers) Readyz(c echo.Context) error {
 			ready = false
 		default:
 			checks["migrations"] = "current"
+		}
+	}
+	if h.objects != nil {
+		// Operation logs and, with S3, every stack's state live there: without it no
+		// deployment can run.
+		if err := h.objects.Ping(ctx); err != nil {
+			checks["objects"] = "unreachable: " + err.Error()
+			ready = false
+		} else {
+			checks["objects"] = "ok"
 		}
 	}
 	status := http.StatusOK
@@ -91,6 +107,13 @@ func (h *Handlers) StatusPage(c echo.Context) error {
 		checks = append(checks, views.Check{Name: "Migrations", Value: "current", Status: "ok"})
 	}
 	checks = append(checks, views.Check{Name: "State backend", Value: h.info.State, Status: "ok"})
+	if h.objects != nil {
+		if err := h.objects.Ping(ctx); err != nil {
+			checks = append(checks, views.Check{Name: "Object storage", Value: h.info.Objects + ": " + err.Error(), Status: "err"})
+		} else {
+			checks = append(checks, views.Check{Name: "Object storage", Value: h.info.Objects, Status: "ok"})
+		}
+	}
 
 	tc := pulumix.Detect(ctx, h.info.PulumiDir)
 	if tc.CLI == "" {

@@ -14,17 +14,18 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const appendOperationLog = `-- name: AppendOperationLog :exec
-INSERT INTO operation_logs (operation_id, line) VALUES ($1, $2)
+const appendOperationLogs = `-- name: AppendOperationLogs :exec
+INSERT INTO operation_logs (operation_id, line)
+SELECT $1, l.line FROM unnest($2::text[]) WITH ORDINALITY AS l(line, n) ORDER BY l.n
 `
 
-type AppendOperationLogParams struct {
+type AppendOperationLogsParams struct {
 	OperationID uuid.UUID `json:"operation_id"`
-	Line        string    `json:"line"`
+	Lines       []string  `json:"lines"`
 }
 
-func (q *Queries) AppendOperationLog(ctx context.Context, arg AppendOperationLogParams) error {
-	_, err := q.db.Exec(ctx, appendOperationLog, arg.OperationID, arg.Line)
+func (q *Queries) AppendOperationLogs(ctx context.Context, arg AppendOperationLogsParams) error {
+	_, err := q.db.Exec(ctx, appendOperationLogs, arg.OperationID, arg.Lines)
 	return err
 }
 
@@ -46,7 +47,7 @@ UPDATE operations SET status = 'running', lease = $1, heartbeat_at = now(),
     started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = $2
   AND (status = 'queued' OR (status = 'running' AND heartbeat_at < now() - interval '1 minute'))
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id
 `
 
 type ClaimOperationParams struct {
@@ -77,6 +78,8 @@ func (q *Queries) ClaimOperation(ctx context.Context, arg ClaimOperationParams) 
 		&i.FinishedAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.SecretParameters,
+		&i.SecretKeyID,
 	)
 	return i, err
 }
@@ -155,17 +158,19 @@ func (q *Queries) CreateDeployment(ctx context.Context, arg CreateDeploymentPara
 }
 
 const createOperation = `-- name: CreateOperation :one
-INSERT INTO operations (deployment_id, kind, requested_by, parameters, target_version)
-VALUES ($1, $2, $3, $4, $5)
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at
+INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id
 `
 
 type CreateOperationParams struct {
-	DeploymentID  uuid.UUID       `json:"deployment_id"`
-	Kind          string          `json:"kind"`
-	RequestedBy   uuid.NullUUID   `json:"requested_by"`
-	Parameters    json.RawMessage `json:"parameters"`
-	TargetVersion pgtype.Int4     `json:"target_version"`
+	DeploymentID     uuid.UUID       `json:"deployment_id"`
+	Kind             string          `json:"kind"`
+	RequestedBy      uuid.NullUUID   `json:"requested_by"`
+	Parameters       json.RawMessage `json:"parameters"`
+	SecretParameters []byte          `json:"secret_parameters"`
+	SecretKeyID      *string         `json:"secret_key_id"`
+	TargetVersion    pgtype.Int4     `json:"target_version"`
 }
 
 func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams) (Operation, error) {
@@ -174,6 +179,8 @@ func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams
 		arg.Kind,
 		arg.RequestedBy,
 		arg.Parameters,
+		arg.SecretParameters,
+		arg.SecretKeyID,
 		arg.TargetVersion,
 	)
 	var i Operation
@@ -196,6 +203,8 @@ func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams
 		&i.FinishedAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.SecretParameters,
+		&i.SecretKeyID,
 	)
 	return i, err
 }
@@ -223,16 +232,17 @@ func (q *Queries) EarlierQueued(ctx context.Context, arg EarlierQueuedParams) (b
 }
 
 const finishOperation = `-- name: FinishOperation :execrows
-UPDATE operations SET status = $3, error = $4, changes = $5, finished_at = now(), lease = NULL, updated_at = now()
+UPDATE operations SET status = $3, error = $4, changes = $5, exit_code = $6, finished_at = now(), lease = NULL, updated_at = now()
 WHERE id = $1 AND lease = $2
 `
 
 type FinishOperationParams struct {
-	ID      uuid.UUID       `json:"id"`
-	Lease   uuid.NullUUID   `json:"lease"`
-	Status  string          `json:"status"`
-	Error   string          `json:"error"`
-	Changes json.RawMessage `json:"changes"`
+	ID       uuid.UUID       `json:"id"`
+	Lease    uuid.NullUUID   `json:"lease"`
+	Status   string          `json:"status"`
+	Error    string          `json:"error"`
+	Changes  json.RawMessage `json:"changes"`
+	ExitCode pgtype.Int4     `json:"exit_code"`
 }
 
 func (q *Queries) FinishOperation(ctx context.Context, arg FinishOperationParams) (int64, error) {
@@ -242,6 +252,7 @@ func (q *Queries) FinishOperation(ctx context.Context, arg FinishOperationParams
 		arg.Status,
 		arg.Error,
 		arg.Changes,
+		arg.ExitCode,
 	)
 	if err != nil {
 		return 0, err
@@ -307,7 +318,7 @@ func (q *Queries) GetDeployment(ctx context.Context, id uuid.UUID) (GetDeploymen
 }
 
 const getOperation = `-- name: GetOperation :one
-SELECT id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at FROM operations WHERE id = $1
+SELECT id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id FROM operations WHERE id = $1
 `
 
 func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, error) {
@@ -332,6 +343,8 @@ func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, er
 		&i.FinishedAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.SecretParameters,
+		&i.SecretKeyID,
 	)
 	return i, err
 }
@@ -359,14 +372,20 @@ SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
-WHERE $1::boolean OR d.tenant_id = ANY($2::uuid[])
+WHERE ($1::boolean OR d.tenant_id = ANY($2::uuid[]))
+  AND ($3::uuid IS NULL OR d.environment_id = $3)
+  AND ($4::uuid IS NULL OR d.component_id = $4)
+  AND ($5::text IS NULL OR d.status = $5)
 ORDER BY d.created_at DESC
 LIMIT 200
 `
 
 type ListDeploymentsParams struct {
-	AllTenants bool        `json:"all_tenants"`
-	TenantIds  []uuid.UUID `json:"tenant_ids"`
+	AllTenants    bool          `json:"all_tenants"`
+	TenantIds     []uuid.UUID   `json:"tenant_ids"`
+	EnvironmentID uuid.NullUUID `json:"environment_id"`
+	ComponentID   uuid.NullUUID `json:"component_id"`
+	Status        *string       `json:"status"`
 }
 
 type ListDeploymentsRow struct {
@@ -392,7 +411,13 @@ type ListDeploymentsRow struct {
 }
 
 func (q *Queries) ListDeployments(ctx context.Context, arg ListDeploymentsParams) ([]ListDeploymentsRow, error) {
-	rows, err := q.db.Query(ctx, listDeployments, arg.AllTenants, arg.TenantIds)
+	rows, err := q.db.Query(ctx, listDeployments,
+		arg.AllTenants,
+		arg.TenantIds,
+		arg.EnvironmentID,
+		arg.ComponentID,
+		arg.Status,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -432,18 +457,67 @@ func (q *Queries) ListDeployments(ctx context.Context, arg ListDeploymentsParams
 }
 
 const listOperations = `-- name: ListOperations :many
-SELECT id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at FROM operations WHERE deployment_id = $1 ORDER BY created_at DESC, id DESC
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+FROM operations o
+JOIN deployed_components d ON d.id = o.deployment_id
+LEFT JOIN users u ON u.id = o.requested_by
+WHERE ($1::boolean OR d.tenant_id = ANY($2::uuid[]))
+  AND ($3::uuid IS NULL OR o.deployment_id = $3)
+  AND ($4::text IS NULL OR o.status = $4)
+  AND ($5::text IS NULL OR o.kind = $5)
+ORDER BY o.created_at DESC, o.id DESC
+LIMIT 200
 `
 
-func (q *Queries) ListOperations(ctx context.Context, deploymentID uuid.UUID) ([]Operation, error) {
-	rows, err := q.db.Query(ctx, listOperations, deploymentID)
+type ListOperationsParams struct {
+	AllTenants   bool          `json:"all_tenants"`
+	TenantIds    []uuid.UUID   `json:"tenant_ids"`
+	DeploymentID uuid.NullUUID `json:"deployment_id"`
+	Status       *string       `json:"status"`
+	Kind         *string       `json:"kind"`
+}
+
+type ListOperationsRow struct {
+	ID                uuid.UUID       `json:"id"`
+	DeploymentID      uuid.UUID       `json:"deployment_id"`
+	Kind              string          `json:"kind"`
+	Status            string          `json:"status"`
+	RequestedBy       uuid.NullUUID   `json:"requested_by"`
+	Parameters        json.RawMessage `json:"parameters"`
+	TargetVersion     pgtype.Int4     `json:"target_version"`
+	Error             string          `json:"error"`
+	ExitCode          pgtype.Int4     `json:"exit_code"`
+	Changes           json.RawMessage `json:"changes"`
+	Lease             uuid.NullUUID   `json:"lease"`
+	HeartbeatAt       *time.Time      `json:"heartbeat_at"`
+	CancelRequestedAt *time.Time      `json:"cancel_requested_at"`
+	LogTruncated      bool            `json:"log_truncated"`
+	StartedAt         *time.Time      `json:"started_at"`
+	FinishedAt        *time.Time      `json:"finished_at"`
+	CreatedAt         time.Time       `json:"created_at"`
+	UpdatedAt         time.Time       `json:"updated_at"`
+	SecretParameters  []byte          `json:"secret_parameters"`
+	SecretKeyID       *string         `json:"secret_key_id"`
+	DeploymentName    string          `json:"deployment_name"`
+	TenantID          uuid.UUID       `json:"tenant_id"`
+	RequestedByEmail  string          `json:"requested_by_email"`
+}
+
+func (q *Queries) ListOperations(ctx context.Context, arg ListOperationsParams) ([]ListOperationsRow, error) {
+	rows, err := q.db.Query(ctx, listOperations,
+		arg.AllTenants,
+		arg.TenantIds,
+		arg.DeploymentID,
+		arg.Status,
+		arg.Kind,
+	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []Operation{}
+	items := []ListOperationsRow{}
 	for rows.Next() {
-		var i Operation
+		var i ListOperationsRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.DeploymentID,
@@ -463,6 +537,11 @@ func (q *Queries) ListOperations(ctx context.Context, deploymentID uuid.UUID) ([
 			&i.FinishedAt,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.SecretParameters,
+			&i.SecretKeyID,
+			&i.DeploymentName,
+			&i.TenantID,
+			&i.RequestedByEmail,
 		); err != nil {
 			return nil, err
 		}
@@ -518,6 +597,140 @@ func (q *Queries) OperationLogs(ctx context.Context, arg OperationLogsParams) ([
 	return items, nil
 }
 
+const operationResources = `-- name: OperationResources :many
+SELECT operation_id, urn, type, name, op, status, changes, diagnostics, seq, started_at, finished_at, updated_at FROM operation_resources WHERE operation_id = $1 ORDER BY seq
+`
+
+func (q *Queries) OperationResources(ctx context.Context, operationID uuid.UUID) ([]OperationResource, error) {
+	rows, err := q.db.Query(ctx, operationResources, operationID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OperationResource{}
+	for rows.Next() {
+		var i OperationResource
+		if err := rows.Scan(
+			&i.OperationID,
+			&i.Urn,
+			&i.Type,
+			&i.Name,
+			&i.Op,
+			&i.Status,
+			&i.Changes,
+			&i.Diagnostics,
+			&i.Seq,
+			&i.StartedAt,
+			&i.FinishedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const operationView = `-- name: OperationView :one
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+FROM operations o
+JOIN deployed_components d ON d.id = o.deployment_id
+LEFT JOIN users u ON u.id = o.requested_by
+WHERE o.id = $1
+`
+
+type OperationViewRow struct {
+	ID                uuid.UUID       `json:"id"`
+	DeploymentID      uuid.UUID       `json:"deployment_id"`
+	Kind              string          `json:"kind"`
+	Status            string          `json:"status"`
+	RequestedBy       uuid.NullUUID   `json:"requested_by"`
+	Parameters        json.RawMessage `json:"parameters"`
+	TargetVersion     pgtype.Int4     `json:"target_version"`
+	Error             string          `json:"error"`
+	ExitCode          pgtype.Int4     `json:"exit_code"`
+	Changes           json.RawMessage `json:"changes"`
+	Lease             uuid.NullUUID   `json:"lease"`
+	HeartbeatAt       *time.Time      `json:"heartbeat_at"`
+	CancelRequestedAt *time.Time      `json:"cancel_requested_at"`
+	LogTruncated      bool            `json:"log_truncated"`
+	StartedAt         *time.Time      `json:"started_at"`
+	FinishedAt        *time.Time      `json:"finished_at"`
+	CreatedAt         time.Time       `json:"created_at"`
+	UpdatedAt         time.Time       `json:"updated_at"`
+	SecretParameters  []byte          `json:"secret_parameters"`
+	SecretKeyID       *string         `json:"secret_key_id"`
+	DeploymentName    string          `json:"deployment_name"`
+	TenantID          uuid.UUID       `json:"tenant_id"`
+	RequestedByEmail  string          `json:"requested_by_email"`
+}
+
+func (q *Queries) OperationView(ctx context.Context, id uuid.UUID) (OperationViewRow, error) {
+	row := q.db.QueryRow(ctx, operationView, id)
+	var i OperationViewRow
+	err := row.Scan(
+		&i.ID,
+		&i.DeploymentID,
+		&i.Kind,
+		&i.Status,
+		&i.RequestedBy,
+		&i.Parameters,
+		&i.TargetVersion,
+		&i.Error,
+		&i.ExitCode,
+		&i.Changes,
+		&i.Lease,
+		&i.HeartbeatAt,
+		&i.CancelRequestedAt,
+		&i.LogTruncated,
+		&i.StartedAt,
+		&i.FinishedAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.SecretParameters,
+		&i.SecretKeyID,
+		&i.DeploymentName,
+		&i.TenantID,
+		&i.RequestedByEmail,
+	)
+	return i, err
+}
+
+const pendingDestroy = `-- name: PendingDestroy :one
+SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind = 'destroy' AND status IN ('queued', 'running', 'awaiting_approval'))
+`
+
+// Whether a destroy of the deployment is already waiting or running.
+func (q *Queries) PendingDestroy(ctx context.Context, deploymentID uuid.UUID) (bool, error) {
+	row := q.db.QueryRow(ctx, pendingDestroy, deploymentID)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
+const queuePosition = `-- name: QueuePosition :one
+SELECT count(*) FROM operations o
+WHERE o.deployment_id = $1 AND o.status IN ('queued', 'running', 'awaiting_approval')
+  AND (o.created_at, o.id) < ($2::timestamptz, $3::uuid)
+`
+
+type QueuePositionParams struct {
+	DeploymentID uuid.UUID `json:"deployment_id"`
+	CreatedAt    time.Time `json:"created_at"`
+	ID           uuid.UUID `json:"id"`
+}
+
+// How many operations on the same deployment come before this one.
+func (q *Queries) QueuePosition(ctx context.Context, arg QueuePositionParams) (int64, error) {
+	row := q.db.QueryRow(ctx, queuePosition, arg.DeploymentID, arg.CreatedAt, arg.ID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const recordDeploymentOutputs = `-- name: RecordDeploymentOutputs :exec
 UPDATE deployed_components SET status = $2, outputs = $3, updated_at = now() WHERE id = $1
 `
@@ -530,6 +743,67 @@ type RecordDeploymentOutputsParams struct {
 
 func (q *Queries) RecordDeploymentOutputs(ctx context.Context, arg RecordDeploymentOutputsParams) error {
 	_, err := q.db.Exec(ctx, recordDeploymentOutputs, arg.ID, arg.Status, arg.Outputs)
+	return err
+}
+
+const recordResourceDiagnostic = `-- name: RecordResourceDiagnostic :exec
+INSERT INTO operation_resources (operation_id, urn, name, status, diagnostics)
+VALUES ($1, $2, $3, 'running', $4)
+ON CONFLICT (operation_id, urn) DO UPDATE SET
+    diagnostics = left(operation_resources.diagnostics || EXCLUDED.diagnostics, 16384), updated_at = now()
+`
+
+type RecordResourceDiagnosticParams struct {
+	OperationID uuid.UUID `json:"operation_id"`
+	Urn         string    `json:"urn"`
+	Name        string    `json:"name"`
+	Line        string    `json:"line"`
+}
+
+func (q *Queries) RecordResourceDiagnostic(ctx context.Context, arg RecordResourceDiagnosticParams) error {
+	_, err := q.db.Exec(ctx, recordResourceDiagnostic,
+		arg.OperationID,
+		arg.Urn,
+		arg.Name,
+		arg.Line,
+	)
+	return err
+}
+
+const recordResourceStep = `-- name: RecordResourceStep :exec
+INSERT INTO operation_resources (operation_id, urn, type, name, op, status, changes, started_at, finished_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7,
+    CASE WHEN $6::text = 'running' THEN now() END,
+    CASE WHEN $6::text IN ('done', 'failed') THEN now() END)
+ON CONFLICT (operation_id, urn) DO UPDATE SET
+    type = EXCLUDED.type, op = EXCLUDED.op, status = EXCLUDED.status,
+    -- The end of a step repeats nothing of what it changes: keep what its start said.
+    changes = CASE WHEN EXCLUDED.changes = '[]'::jsonb THEN operation_resources.changes ELSE EXCLUDED.changes END,
+    started_at = CASE EXCLUDED.status WHEN 'running' THEN now() WHEN 'planned' THEN NULL ELSE operation_resources.started_at END,
+    finished_at = CASE WHEN EXCLUDED.status IN ('done', 'failed') THEN now() END,
+    updated_at = now()
+`
+
+type RecordResourceStepParams struct {
+	OperationID uuid.UUID       `json:"operation_id"`
+	Urn         string          `json:"urn"`
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Op          string          `json:"op"`
+	Status      string          `json:"status"`
+	Changes     json.RawMessage `json:"changes"`
+}
+
+func (q *Queries) RecordResourceStep(ctx context.Context, arg RecordResourceStepParams) error {
+	_, err := q.db.Exec(ctx, recordResourceStep,
+		arg.OperationID,
+		arg.Urn,
+		arg.Type,
+		arg.Name,
+		arg.Op,
+		arg.Status,
+		arg.Changes,
+	)
 	return err
 }
 
@@ -596,4 +870,29 @@ func (q *Queries) StaleOperations(ctx context.Context) ([]uuid.UUID, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+const updateDeploymentInputs = `-- name: UpdateDeploymentInputs :exec
+UPDATE deployed_components SET version = $2, parameters = $3, secret_parameters = $4, secret_key_id = $5, updated_at = now()
+WHERE id = $1
+`
+
+type UpdateDeploymentInputsParams struct {
+	ID               uuid.UUID       `json:"id"`
+	Version          int32           `json:"version"`
+	Parameters       json.RawMessage `json:"parameters"`
+	SecretParameters []byte          `json:"secret_parameters"`
+	SecretKeyID      *string         `json:"secret_key_id"`
+}
+
+// What an update or upgrade leaves behind once it succeeded.
+func (q *Queries) UpdateDeploymentInputs(ctx context.Context, arg UpdateDeploymentInputsParams) error {
+	_, err := q.db.Exec(ctx, updateDeploymentInputs,
+		arg.ID,
+		arg.Version,
+		arg.Parameters,
+		arg.SecretParameters,
+		arg.SecretKeyID,
+	)
+	return err
 }

@@ -156,6 +156,8 @@ type Operation struct {
 	FinishedAt        *time.Time      `json:"finished_at"`
 	CreatedAt         time.Time       `json:"created_at"`
 	UpdatedAt         time.Time       `json:"updated_at"`
+	SecretParameters  []byte          `json:"secret_parameters"`
+	SecretKeyID       *string         `json:"secret_key_id"`
 }
 
 type OperationLog struct {
@@ -163,6 +165,21 @@ type OperationLog struct {
 	OperationID uuid.UUID `json:"operation_id"`
 	CreatedAt   time.Time `json:"created_at"`
 	Line        string    `json:"line"`
+}
+
+type OperationResource struct {
+	OperationID uuid.UUID       `json:"operation_id"`
+	Urn         string          `json:"urn"`
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Op          string          `json:"op"`
+	Status      string          `json:"status"`
+	Changes     json.RawMessage `json:"changes"`
+	Diagnostics string          `json:"diagnostics"`
+	Seq         pgtype.Int8     `json:"seq"`
+	StartedAt   *time.Time      `json:"started_at"`
+	FinishedAt  *time.Time      `json:"finished_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
 }
 
 type OperationStep struct {

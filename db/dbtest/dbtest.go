@@ -35,8 +35,9 @@ var (
 	setupErr error
 )
 
-// Main runs a package's tests and then releases the shared cluster; call it from TestMain.
-func Main(m *testing.M) {
+// Main runs a package's tests and then releases the shared cluster; call it from TestMain with
+// the package's *testing.M, or with something that runs it (s3test.Around, say).
+func Main(m interface{ Run() int }) {
 	code := m.Run()
 	if server != nil {
 		if err := server.Close(); err != nil {

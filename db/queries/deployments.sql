@@ -16,7 +16,10 @@ SELECT d.*, c.name AS component_name, e.name AS environment_name
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
-WHERE sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[])
+WHERE (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+  AND (sqlc.narg(environment_id)::uuid IS NULL OR d.environment_id = sqlc.narg(environment_id))
+  AND (sqlc.narg(component_id)::uuid IS NULL OR d.component_id = sqlc.narg(component_id))
+  AND (sqlc.narg(status)::text IS NULL OR d.status = sqlc.narg(status))
 ORDER BY d.created_at DESC
 LIMIT 200;
 
@@ -27,15 +30,62 @@ UPDATE deployed_components SET status = $2, updated_at = now() WHERE id = $1;
 UPDATE deployed_components SET status = $2, outputs = $3, updated_at = now() WHERE id = $1;
 
 -- name: CreateOperation :one
-INSERT INTO operations (deployment_id, kind, requested_by, parameters, target_version)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 RETURNING *;
+
+-- name: UpdateDeploymentInputs :exec
+-- What an update or upgrade leaves behind once it succeeded.
+UPDATE deployed_components SET version = $2, parameters = $3, secret_parameters = $4, secret_key_id = $5, updated_at = now()
+WHERE id = $1;
 
 -- name: GetOperation :one
 SELECT * FROM operations WHERE id = $1;
 
 -- name: ListOperations :many
-SELECT * FROM operations WHERE deployment_id = $1 ORDER BY created_at DESC, id DESC;
+SELECT o.*, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+FROM operations o
+JOIN deployed_components d ON d.id = o.deployment_id
+LEFT JOIN users u ON u.id = o.requested_by
+WHERE (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+  AND (sqlc.narg(deployment_id)::uuid IS NULL OR o.deployment_id = sqlc.narg(deployment_id))
+  AND (sqlc.narg(status)::text IS NULL OR o.status = sqlc.narg(status))
+  AND (sqlc.narg(kind)::text IS NULL OR o.kind = sqlc.narg(kind))
+ORDER BY o.created_at DESC, o.id DESC
+LIMIT 200;
+
+-- name: QueuePosition :one
+-- How many operations on the same deployment come before this one.
+SELECT count(*) FROM operations o
+WHERE o.deployment_id = sqlc.arg(deployment_id) AND o.status IN ('queued', 'running', 'awaiting_approval')
+  AND (o.created_at, o.id) < (sqlc.arg(created_at)::timestamptz, sqlc.arg(id)::uuid);
+
+-- name: PendingDestroy :one
+-- Whether a destroy of the deployment is already waiting or running.
+SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind = 'destroy' AND status IN ('queued', 'running', 'awaiting_approval'));
+
+-- name: RecordResourceStep :exec
+INSERT INTO operation_resources (operation_id, urn, type, name, op, status, changes, started_at, finished_at)
+VALUES (sqlc.arg(operation_id), sqlc.arg(urn), sqlc.arg(type), sqlc.arg(name), sqlc.arg(op), sqlc.arg(status), sqlc.arg(changes),
+    CASE WHEN sqlc.arg(status)::text = 'running' THEN now() END,
+    CASE WHEN sqlc.arg(status)::text IN ('done', 'failed') THEN now() END)
+ON CONFLICT (operation_id, urn) DO UPDATE SET
+    type = EXCLUDED.type, op = EXCLUDED.op, status = EXCLUDED.status,
+    -- The end of a step repeats nothing of what it changes: keep what its start said.
+    changes = CASE WHEN EXCLUDED.changes = '[]'::jsonb THEN operation_resources.changes ELSE EXCLUDED.changes END,
+    started_at = CASE EXCLUDED.status WHEN 'running' THEN now() WHEN 'planned' THEN NULL ELSE operation_resources.started_at END,
+    finished_at = CASE WHEN EXCLUDED.status IN ('done', 'failed') THEN now() END,
+    updated_at = now();
+
+-- name: RecordResourceDiagnostic :exec
+INSERT INTO operation_resources (operation_id, urn, name, status, diagnostics)
+VALUES (sqlc.arg(operation_id), sqlc.arg(urn), sqlc.arg(name), 'running', sqlc.arg(line))
+ON CONFLICT (operation_id, urn) DO UPDATE SET
+    diagnostics = left(operation_resources.diagnostics || EXCLUDED.diagnostics, 16384), updated_at = now();
+
+-- name: OperationResources :many
+SELECT * FROM operation_resources WHERE operation_id = $1 ORDER BY seq;
+
 
 -- name: EarlierQueued :one
 -- Whether an older request on the same deployment is still waiting: operations run in order.
@@ -59,7 +109,7 @@ UPDATE operations SET heartbeat_at = now() WHERE id = $1 AND lease = $2 AND stat
 RETURNING cancel_requested_at IS NOT NULL AS cancel_requested;
 
 -- name: FinishOperation :execrows
-UPDATE operations SET status = $3, error = $4, changes = $5, finished_at = now(), lease = NULL, updated_at = now()
+UPDATE operations SET status = $3, error = $4, changes = $5, exit_code = $6, finished_at = now(), lease = NULL, updated_at = now()
 WHERE id = $1 AND lease = $2;
 
 -- name: CancelQueuedOperation :execrows
@@ -72,8 +122,9 @@ UPDATE operations SET cancel_requested_at = now(), updated_at = now() WHERE id =
 -- name: StaleOperations :many
 SELECT id FROM operations WHERE status = 'running' AND heartbeat_at < now() - interval '1 minute';
 
--- name: AppendOperationLog :exec
-INSERT INTO operation_logs (operation_id, line) VALUES ($1, $2);
+-- name: AppendOperationLogs :exec
+INSERT INTO operation_logs (operation_id, line)
+SELECT sqlc.arg(operation_id), l.line FROM unnest(sqlc.arg(lines)::text[]) WITH ORDINALITY AS l(line, n) ORDER BY l.n;
 
 -- name: OperationLogs :many
 SELECT id, created_at, line FROM operation_logs WHERE operation_id = $1 AND id > $2 ORDER BY id LIMIT 1000;
@@ -87,3 +138,10 @@ SELECT count(*) FROM operation_logs WHERE operation_id = $1;
 
 -- name: MarkLogTruncated :exec
 UPDATE operations SET log_truncated = true WHERE id = $1;
+
+-- name: OperationView :one
+SELECT o.*, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+FROM operations o
+JOIN deployed_components d ON d.id = o.deployment_id
+LEFT JOIN users u ON u.id = o.requested_by
+WHERE o.id = $1;

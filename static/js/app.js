@@ -166,6 +166,12 @@
       return;
     }
 
+    if (el.closest("[data-close-dialog]")) {
+      var dialog = el.closest("dialog");
+      if (dialog) dialog.close();
+      return;
+    }
+
     var dismiss = el.closest(".flash [data-dismiss]");
     if (dismiss) {
       e.preventDefault();
@@ -248,6 +254,25 @@
 
   // Toggles that arrive later (htmx swaps) still need their labels.
   document.addEventListener("htmx:afterSwap", labelToggles);
+
+  // ---- Dialogs ----
+
+  // Content loaded into the dialog's body opens the dialog; closing it empties the body, so a
+  // form left half-filled does not come back stale.
+  document.addEventListener("htmx:afterSwap", function (e) {
+    var target = e.detail && e.detail.target;
+    if (!target || target.id !== "dialog-body") return;
+    var dialog = target.closest("dialog");
+    if (dialog && !dialog.open) dialog.showModal();
+    var first = target.querySelector("input:not([type=hidden]), select, textarea");
+    if (first) first.focus();
+  });
+  document.addEventListener("close", function (e) {
+    if (e.target instanceof HTMLDialogElement) {
+      var body = e.target.querySelector("#dialog-body");
+      if (body) body.innerHTML = "";
+    }
+  }, true);
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", labelToggles);
   }

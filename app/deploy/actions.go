@@ -1,0 +1,240 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"nimbus/app/access"
+	"nimbus/app/audit"
+	"nimbus/app/problem"
+	"nimbus/db/dbgen"
+)
+
+// Preview queues a preview of what the change would do to the deployment, without doing it:
+// its parameters, and its version when one is given (the deployed one otherwise).
+func (s *Service) Preview(ctx context.Context, actor access.Principal, id uuid.UUID, c Change) (Operation, error) {
+	return s.request(ctx, actor, id, "preview", c)
+}
+
+// Start deploys a deployment that was only previewed, or whose deploy failed, with the change
+// laid over its parameters.
+func (s *Service) Start(ctx context.Context, actor access.Principal, id uuid.UUID, c Change) (Operation, error) {
+	return s.request(ctx, actor, id, "deploy", c)
+}
+
+// Update applies new parameters to a deployment; a failed update rolls back to the previous ones.
+func (s *Service) Update(ctx context.Context, actor access.Principal, id uuid.UUID, c Change) (Operation, error) {
+	return s.request(ctx, actor, id, "update", c)
+}
+
+// Upgrade moves a deployment to a newer published version (the latest when none is given),
+// its parameters checked again against that version's inputs; a failed upgrade rolls back.
+func (s *Service) Upgrade(ctx context.Context, actor access.Principal, id uuid.UUID, c Change) (Operation, error) {
+	return s.request(ctx, actor, id, "upgrade", c)
+}
+
+// Refresh reads back what the deployment's resources look like now, for drift.
+func (s *Service) Refresh(ctx context.Context, actor access.Principal, id uuid.UUID) (Operation, error) {
+	return s.request(ctx, actor, id, "refresh", Change{})
+}
+
+// Destroy queues the destruction of a deployment; tenant admins may.
+func (s *Service) Destroy(ctx context.Context, actor access.Principal, id uuid.UUID) (Operation, error) {
+	return s.request(ctx, actor, id, "destroy", Change{})
+}
+
+// permission is what each kind of operation asks of the actor in the deployment's tenant.
+var permission = map[string]access.Permission{
+	"preview": "component:preview", "deploy": "component:deploy", "update": "component:deploy",
+	"refresh": "component:deploy", "upgrade": "component:upgrade", "destroy": "component:destroy",
+}
+
+// request checks that the actor may ask for kind and that the deployment is in a state to
+// take it, works out the inputs it brings, and queues it behind any operation already there.
+func (s *Service) request(ctx context.Context, actor access.Principal, id uuid.UUID, kind string, c Change) (Operation, error) {
+	d, err := s.get(ctx, actor, id)
+	if err != nil {
+		return Operation{}, err
+	}
+	if !actor.Can(permission[kind], d.TenantID) {
+		return Operation{}, problem.ErrForbidden
+	}
+	q := dbgen.New(s.pool)
+	if err := s.allowed(ctx, q, d, kind, c); err != nil {
+		return Operation{}, err
+	}
+	in := inputs{Plain: map[string]any{}}
+	if kind != "refresh" && kind != "destroy" {
+		if in, err = s.target(ctx, q, d, kind, c); err != nil {
+			return Operation{}, err
+		}
+	}
+	return s.enqueue(ctx, actor, d, kind, in)
+}
+
+// Apply carries out what a succeeded preview showed, with exactly its version and parameters:
+// the deploy of a deployment not deployed yet, else its upgrade or its update.
+func (s *Service) Apply(ctx context.Context, actor access.Principal, previewID uuid.UUID) (Operation, error) {
+	q := dbgen.New(s.pool)
+	p, err := q.OperationView(ctx, previewID)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can("environment:read", p.TenantID) {
+		return Operation{}, problem.ErrNotFound
+	}
+	if err != nil {
+		return Operation{}, err
+	}
+	if p.Kind != "preview" || p.Status != "succeeded" {
+		return Operation{}, problem.Invalid("operation", "preview", "only a succeeded preview can be applied; this is a %s that %s", p.Kind, p.Status)
+	}
+	d, err := s.get(ctx, actor, p.DeploymentID)
+	if err != nil {
+		return Operation{}, err
+	}
+	kind := "update"
+	switch {
+	case d.Status == "pending" || d.Status == "failed":
+		kind = "deploy"
+	case p.TargetVersion.Int32 > d.Version:
+		kind = "upgrade"
+	case p.TargetVersion.Int32 < d.Version:
+		return Operation{}, problem.Invalid("operation", "stale", "the preview was of v%d; %s is at v%d now: preview again", p.TargetVersion.Int32, d.Name, d.Version)
+	}
+	if !actor.Can(permission[kind], d.TenantID) {
+		return Operation{}, problem.ErrForbidden
+	}
+	if err := s.allowed(ctx, q, d, kind, Change{}); err != nil {
+		return Operation{}, err
+	}
+	in := inputs{Version: p.TargetVersion.Int32, Plain: map[string]any{}, Sealed: p.SecretParameters}
+	if p.SecretKeyID != nil {
+		in.KeyID = *p.SecretKeyID
+	}
+	if err := json.Unmarshal(p.Parameters, &in.Plain); err != nil {
+		return Operation{}, fmt.Errorf("parameters of the preview: %w", err)
+	}
+	return s.enqueue(ctx, actor, d, kind, in)
+}
+
+// enqueue records the operation, audited, in one transaction.
+func (s *Service) enqueue(ctx context.Context, actor access.Principal, d dbgen.GetDeploymentRow, kind string, in inputs) (Operation, error) {
+	id := d.ID
+	var op dbgen.Operation
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if op, err = s.queue(ctx, tx, actor, id, kind, in); err != nil {
+			return err
+		}
+		diff := map[string]any{"name": d.Name, "kind": kind}
+		if in.Version != 0 {
+			diff["version"], diff["parameters"] = in.Version, in.Plain
+		}
+		return audit.Record(ctx, dbgen.New(tx), actor, audit.Event{Tenant: d.TenantID, Action: "deployment." + kind,
+			TargetType: "deployment", TargetID: id.String(), Diff: diff})
+	})
+	if err != nil {
+		return Operation{}, fmt.Errorf("%s: %w", kind, err)
+	}
+	return s.Operation(ctx, actor, op.ID)
+}
+
+// allowed refuses an operation the deployment's state rules out, saying why.
+func (s *Service) allowed(ctx context.Context, q *dbgen.Queries, d dbgen.GetDeploymentRow, kind string, c Change) error {
+	if d.Status == "destroyed" {
+		return problem.Invalid("deployment", "state", "%s is destroyed", d.Name)
+	}
+	destroying, err := q.PendingDestroy(ctx, d.ID)
+	if err != nil {
+		return err
+	}
+	if destroying {
+		return problem.Invalid("deployment", "state", "%s is being destroyed", d.Name)
+	}
+	switch kind {
+	case "deploy":
+		if d.Status != "pending" && d.Status != "failed" {
+			return problem.Invalid("deployment", "state", "%s is %s: change it with an update or an upgrade", d.Name, d.Status)
+		}
+	case "update", "upgrade", "refresh":
+		if d.Status == "pending" {
+			return problem.Invalid("deployment", "state", "%s has not been deployed yet: deploy it first", d.Name)
+		}
+	}
+	if kind == "upgrade" && c.Version != 0 && int32(c.Version) <= d.Version {
+		return problem.Invalid("version", "newer", "version %d is not newer than the deployed version %d", c.Version, d.Version)
+	}
+	if (kind == "update" || kind == "deploy") && c.Version != 0 && int32(c.Version) != d.Version {
+		return problem.Invalid("version", "same", "an %s keeps version %d: upgrade to change it", kind, d.Version)
+	}
+	return nil
+}
+
+// target is the version and parameters the operation brings, checked against that version's
+// inputs.
+func (s *Service) target(ctx context.Context, q *dbgen.Queries, d dbgen.GetDeploymentRow, kind string, c Change) (inputs, error) {
+	comp, err := q.GetComponent(ctx, d.ComponentID)
+	if err != nil {
+		return inputs{}, err
+	}
+	n := d.Version
+	switch {
+	case kind == "upgrade" && c.Version == 0:
+		n = comp.LatestVersion
+		if n <= d.Version {
+			return inputs{}, problem.Invalid("version", "newer", "%s has no version newer than %d", comp.Name, d.Version)
+		}
+	case c.Version != 0:
+		n = int32(c.Version)
+	}
+	ver, err := version(ctx, q, comp, n)
+	if err != nil {
+		return inputs{}, err
+	}
+	current, err := s.current(d)
+	if err != nil {
+		return inputs{}, err
+	}
+	v := &problem.ValidationError{}
+	return s.resolve(ver, d.ID, changed(current, c.Parameters, ver.InputSchema, n != d.Version), v)
+}
+
+// Deployable is what the deploy dialog of a component offers: its latest published version
+// with its inputs, and the environments the actor may deploy it into.
+type Deployable struct {
+	ComponentID  uuid.UUID
+	Component    string
+	Version      int
+	InputSchema  []byte
+	Environments []dbgen.ListEnvironmentsRow
+}
+
+// Deployable returns the deploy dialog's choices for a component the actor may see.
+func (s *Service) Deployable(ctx context.Context, actor access.Principal, componentID uuid.UUID) (Deployable, error) {
+	q := dbgen.New(s.pool)
+	comp, err := q.GetComponent(ctx, componentID)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && comp.TenantID.Valid && !actor.Can("component:definition:read", comp.TenantID.UUID) {
+		return Deployable{}, problem.ErrNotFound
+	}
+	if err != nil {
+		return Deployable{}, err
+	}
+	ver, err := version(ctx, q, comp, 0)
+	if err != nil {
+		return Deployable{}, err
+	}
+	envs, err := q.ListEnvironments(ctx, dbgen.ListEnvironmentsParams{TenantIds: actor.TenantsWith("component:deploy")})
+	if err != nil {
+		return Deployable{}, err
+	}
+	out := Deployable{ComponentID: comp.ID, Component: comp.Name, Version: int(ver.Version), InputSchema: ver.InputSchema}
+	for _, e := range envs {
+		if e.Status == "active" && (!comp.TenantID.Valid || comp.TenantID.UUID == e.TenantID) {
+			out.Environments = append(out.Environments, e)
+		}
+	}
+	return out, nil
+}

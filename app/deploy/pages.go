@@ -1,0 +1,598 @@
+package deploy
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"nimbus/app/component"
+	"nimbus/app/problem"
+	"nimbus/app/web"
+	"nimbus/db/dbgen"
+	"nimbus/views"
+)
+
+// ListPage shows the deployments the viewer may see, filtered by environment, component and
+// status.
+func (h *Handlers) ListPage(c echo.Context) error {
+	f, err := filter(c, deploymentStatuses)
+	if err != nil {
+		return err
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	all, err := h.svc.List(ctx, actor, Filter{})
+	if err != nil {
+		return err
+	}
+	ds := all
+	if f != (Filter{}) {
+		if ds, err = h.svc.List(ctx, actor, f); err != nil {
+			return err
+		}
+	}
+	vf := views.DeploymentFilter{Status: f.Status, Statuses: deploymentStatuses}
+	if f.EnvironmentID != uuid.Nil {
+		vf.Environment = f.EnvironmentID.String()
+	}
+	if f.ComponentID != uuid.Nil {
+		vf.Component = f.ComponentID.String()
+	}
+	seen := map[string]bool{}
+	for _, d := range all {
+		if !seen[d.EnvironmentID.String()] {
+			seen[d.EnvironmentID.String()] = true
+			vf.Environments = append(vf.Environments, views.RoleOption{Value: d.EnvironmentID.String(), Label: d.Environment})
+		}
+		if !seen[d.ComponentID.String()] {
+			seen[d.ComponentID.String()] = true
+			vf.Components = append(vf.Components, views.RoleOption{Value: d.ComponentID.String(), Label: d.Component})
+		}
+	}
+	rows := make([]views.DeploymentRow, len(ds))
+	for i, d := range ds {
+		outputs, _ := json.Marshal(d.Outputs)
+		rows[i] = views.DeploymentRow{ID: d.ID.String(), Environment: d.Environment, Name: d.Name, Component: d.Component,
+			Version: d.Version, Status: d.Status, Outputs: string(outputs), Created: d.CreatedAt}
+	}
+	return web.Render(c, http.StatusOK, views.Deployments(web.Page(c, "Deployments"), vf, rows))
+}
+
+// ShowPage shows a deployment: its parameters and outputs, the forms that change it, and its
+// history.
+func (h *Handlers) ShowPage(c echo.Context) error {
+	return h.showPage(c, nil, http.StatusOK)
+}
+
+// showPage renders the deployment page, with the update form's problems when formErr is one.
+func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	d, err := h.svc.Get(ctx, actor, id)
+	if err != nil {
+		return err
+	}
+	ops, err := h.svc.Operations(ctx, actor, Filter{DeploymentID: id})
+	if err != nil {
+		return err
+	}
+	q := dbgen.New(h.svc.pool)
+	ver, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: d.ComponentID, Version: int32(d.Version)})
+	if err != nil {
+		return err
+	}
+	newer, err := q.ListComponentVersions(ctx, d.ComponentID)
+	if err != nil {
+		return err
+	}
+	v := views.DeploymentView{ID: d.ID.String(), Name: d.Name, Environment: d.Environment, EnvironmentID: d.EnvironmentID.String(),
+		Component: d.Component, ComponentID: d.ComponentID.String(), Status: d.Status, Version: d.Version,
+		Created: d.CreatedAt, Updated: d.UpdatedAt, Destroyed: d.Status == "destroyed",
+		CanDeploy: actor.Can("component:deploy", d.TenantID), CanDestroy: actor.Can("component:destroy", d.TenantID),
+		Outputs: keyValues(d.Outputs, nil)}
+	v.Parameters = keyValues(d.Parameters, d.SecretNames)
+	for _, o := range ops {
+		row := operationRow(o)
+		v.Operations = append(v.Operations, row)
+		if v.Active == nil && (o.Status == "running" || o.Status == "awaiting_approval") {
+			v.Active = &row
+		}
+	}
+	if actor.Can("component:upgrade", d.TenantID) {
+		for _, nv := range newer {
+			if int(nv.Version) > d.Version && nv.ArchivedAt == nil {
+				v.Upgrades = append(v.Upgrades, views.UpgradeOption{Version: int(nv.Version), Changelog: nv.Changelog})
+			}
+		}
+		slices.SortFunc(v.Upgrades, func(a, b views.UpgradeOption) int { return b.Version - a.Version })
+	}
+	values := map[string]any{}
+	for k, val := range d.Parameters {
+		values[k] = val
+	}
+	buttons := []views.FormButton{{Value: "preview", Label: "Preview"}, {Value: "update", Label: "Update", Primary: true}}
+	if d.Status == "pending" || d.Status == "failed" {
+		buttons = []views.FormButton{{Value: "preview", Label: "Preview"}, {Value: "deploy", Label: "Deploy", Primary: true}}
+	}
+	v.Update = paramForm(ver.InputSchema, values, d.SecretNames, formErr)
+	v.Update.Action, v.Update.Buttons = "/deployments/"+d.ID.String()+"/apply", buttons
+	return web.Render(c, status, views.DeploymentPage(web.Page(c, d.Name), v))
+}
+
+func keyValues(m map[string]any, secret []string) []views.KeyValue {
+	keys := make([]string, 0, len(m)+len(secret))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	keys = append(keys, secret...)
+	slices.Sort(keys)
+	out := make([]views.KeyValue, len(keys))
+	for i, k := range keys {
+		out[i] = views.KeyValue{Key: k, Value: display(m[k]), Secret: slices.Contains(secret, k) || m[k] == "[secret]"}
+	}
+	return out
+}
+
+func display(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func operationRow(o Operation) views.OperationRow {
+	r := views.OperationRow{ID: o.ID.String(), Kind: o.Kind, Status: o.Status, RequestedBy: o.RequestedBy, Error: o.Error,
+		Version: o.Version, Position: o.Position, Created: o.CreatedAt}
+	if o.StartedAt != nil && o.FinishedAt != nil {
+		r.Took = o.FinishedAt.Sub(*o.StartedAt).Round(100 * time.Millisecond).String()
+	}
+	if o.RequestedBy == "" {
+		r.RequestedBy = "Nimbus"
+	}
+	return r
+}
+
+// ApplyForm answers the deployment page's parameter form: preview the change, or carry it out
+// (deploy a pending deployment, update a deployed one). It goes on to the operation's page.
+func (h *Handlers) ApplyForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	d, err := h.svc.get(ctx, actor, id)
+	if err != nil {
+		return err
+	}
+	ver, err := dbgen.New(h.svc.pool).GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: d.ComponentID, Version: d.Version})
+	if err != nil {
+		return err
+	}
+	params, err := formParams(c, ver.InputSchema)
+	if err != nil {
+		return h.showPage(c, err, http.StatusUnprocessableEntity)
+	}
+	var op Operation
+	switch action := c.FormValue("action"); action {
+	case "preview":
+		op, err = h.svc.Preview(ctx, actor, id, Change{Parameters: params})
+	case "deploy":
+		op, err = h.svc.Start(ctx, actor, id, Change{Parameters: params})
+	case "update":
+		op, err = h.svc.Update(ctx, actor, id, Change{Parameters: params})
+	default:
+		err = problem.Invalid("action", "enum", "must be preview, deploy or update")
+	}
+	if problem.FieldOf(err) != "" && strings.HasPrefix(problem.FieldOf(err), "parameters") {
+		return h.showPage(c, err, http.StatusUnprocessableEntity)
+	}
+	if err != nil {
+		return err
+	}
+	return web.Redirect(c, "/operations/"+op.ID.String())
+}
+
+// UpgradeForm previews or carries out an upgrade to the chosen version.
+func (h *Handlers) UpgradeForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(c.FormValue("version"))
+	if err != nil || n <= 0 {
+		return problem.Invalid("version", "integer", "choose a version to upgrade to")
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	var op Operation
+	if c.FormValue("action") == "preview" {
+		op, err = h.svc.Preview(ctx, actor, id, Change{Version: n})
+	} else {
+		op, err = h.svc.Upgrade(ctx, actor, id, Change{Version: n})
+	}
+	if err != nil {
+		return err
+	}
+	return web.Redirect(c, "/operations/"+op.ID.String())
+}
+
+// DestroyForm destroys the deployment once its name was typed to confirm.
+func (h *Handlers) DestroyForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	d, err := h.svc.Get(ctx, actor, id)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(c.FormValue("confirm")) != d.Name {
+		return problem.Invalid("confirm", "match", "type %s to confirm", d.Name)
+	}
+	op, err := h.svc.Destroy(ctx, actor, id)
+	if err != nil {
+		return err
+	}
+	return web.Redirect(c, "/operations/"+op.ID.String())
+}
+
+// RefreshForm queues a refresh.
+func (h *Handlers) RefreshForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	op, err := h.svc.Refresh(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return web.Redirect(c, "/operations/"+op.ID.String())
+}
+
+// CancelForm cancels an operation from its page.
+func (h *Handlers) CancelForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if _, err := h.svc.Cancel(web.Ctx(c), web.Actor(c), id); err != nil {
+		return err
+	}
+	return web.Redirect(c, "/operations/"+id.String())
+}
+
+// ApplyPreviewForm carries out a succeeded preview, from the preview's page.
+func (h *Handlers) ApplyPreviewForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	op, err := h.svc.Apply(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return web.Redirect(c, "/operations/"+op.ID.String())
+}
+
+// ApplyPreviewAPI answers POST /api/v1/operations/{id}/apply with 202 and the operation that
+// carries out the preview.
+func (h *Handlers) ApplyPreviewAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	op, err := h.svc.Apply(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, op)
+}
+
+// OperationPage shows an operation; while it runs, the page follows it over server-sent events.
+func (h *Handlers) OperationPage(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	d, err := h.svc.Detail(ctx, actor, id)
+	if err != nil {
+		return err
+	}
+	lines, err := h.svc.Logs(ctx, actor, id, 0)
+	if err != nil {
+		return err
+	}
+	page := web.Page(c, d.Kind+" of "+d.Deployment)
+	live, err := h.live(c, d, page.CSRF)
+	if err != nil {
+		return err
+	}
+	v := views.OperationView{ID: d.ID.String(), Kind: d.Kind, DeploymentID: d.DeploymentID.String(), Deployment: d.Deployment,
+		Live: live, LogTruncated: d.LogTruncated}
+	var last int64
+	for _, l := range lines {
+		v.Log = append(v.Log, views.LogRow{ID: l.ID, Line: l.Line})
+		last = l.ID
+	}
+	if !ended(d.Status) {
+		v.StreamURL = fmt.Sprintf("/operations/%s/stream?after=%d", id, last)
+	}
+	return web.Render(c, http.StatusOK, views.OperationPage(page, v))
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
+func ended(status string) bool {
+	switch status {
+	case "succeeded", "failed", "cancelled", "rejected":
+		return true
+	}
+	return false
+}
+
+// live is the changing part of an operation's page: status, times, progress, resources,
+// outputs, steps, and what can be done next.
+func (h *Handlers) live(c echo.Context, d Detail, csrf string) (views.LiveView, error) {
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	dep, err := h.svc.Get(ctx, actor, d.DeploymentID)
+	if err != nil {
+		return views.LiveView{}, err
+	}
+	v := views.LiveView{OperationRow: operationRow(d.Operation), Started: "—", Finished: "—", CSRF: csrf,
+		CanCancel: !ended(d.Status) && actor.Can("component:deploy", dep.TenantID)}
+	if d.ExitCode != nil {
+		v.ExitCode = strconv.Itoa(*d.ExitCode)
+	}
+	if d.StartedAt != nil {
+		v.Started = stamp(*d.StartedAt)
+	}
+	if d.FinishedAt != nil {
+		v.Finished = stamp(*d.FinishedAt)
+	}
+	for _, s := range d.Steps {
+		row := views.StepRow{Name: s.Name, Status: s.Status, Error: s.Error, Attempts: s.Attempts}
+		if s.StartedAt != nil && s.FinishedAt != nil {
+			row.Took = s.FinishedAt.Sub(*s.StartedAt).Round(10 * time.Millisecond).String()
+		}
+		v.Steps = append(v.Steps, row)
+	}
+	for _, r := range d.Resources {
+		// The stack and its providers are bookkeeping, not resources anyone waits for: shown
+		// only when they have something to say.
+		bookkeeping := strings.HasPrefix(r.Type, "pulumi:")
+		if bookkeeping && r.Diagnostics == "" && r.Status != "failed" {
+			continue
+		}
+		row := views.ResourceRow{Name: r.Name, Type: r.Type, Op: r.Op, Status: r.Status, Diagnostics: r.Diagnostics}
+		if r.StartedAt != nil && r.FinishedAt != nil {
+			row.Took = r.FinishedAt.Sub(*r.StartedAt).Round(10 * time.Millisecond).String()
+		}
+		for _, ch := range r.Changes {
+			row.Changes = append(row.Changes, views.ChangeRow{Path: ch.Path, Kind: ch.Kind, Old: shown(ch.Old), New: shown(ch.New)})
+		}
+		v.Resources = append(v.Resources, row)
+		if bookkeeping {
+			continue
+		}
+		v.Planned++
+		if r.Status == "done" || r.Status == "failed" {
+			v.Done++
+		}
+	}
+	if d.Status == "succeeded" && d.Kind != "preview" && d.Kind != "destroy" {
+		v.Outputs = keyValues(dep.Outputs, nil)
+	}
+	if d.Kind == "preview" && d.Status == "succeeded" && dep.Status != "destroyed" {
+		label := "Update"
+		switch {
+		case dep.Status == "pending" || dep.Status == "failed":
+			label = "Deploy"
+		case d.Version > dep.Version:
+			label = fmt.Sprintf("Upgrade to v%d", d.Version)
+		}
+		v.Next = views.NextAction{Label: label, URL: "/operations/" + d.ID.String() + "/apply"}
+	}
+	return v, nil
+}
+
+// shown is a property value as the diff shows it: absent values as a dash.
+func shown(v any) string {
+	if v == nil {
+		return "—"
+	}
+	return display(v)
+}
+
+// DeployDialog answers the catalog's and the component page's Deploy button with the dialog's
+// form, generated from the latest version's inputs.
+func (h *Handlers) DeployDialog(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	dd, err := h.svc.Deployable(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	v := dialogView(dd)
+	v.Form = paramForm(dd.InputSchema, nil, nil, nil)
+	return web.Render(c, http.StatusOK, views.DeployDialog(web.Page(c, ""), v))
+}
+
+func dialogView(dd Deployable) views.DeployDialogView {
+	v := views.DeployDialogView{ComponentID: dd.ComponentID.String(), Component: dd.Component, Version: dd.Version}
+	for _, e := range dd.Environments {
+		v.Environments = append(v.Environments, views.RoleOption{Value: e.ID.String(), Label: e.TenantName + " / " + e.Name})
+	}
+	return v
+}
+
+// DeployDialogForm creates the deployment from the dialog: previewed first (it stays pending
+// until deployed from the preview's page) or deployed at once. Problems come back into the
+// dialog beside their fields.
+func (h *Handlers) DeployDialogForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	dd, err := h.svc.Deployable(ctx, actor, id)
+	if err != nil {
+		return err
+	}
+	v := dialogView(dd)
+	v.Environment, v.Name = c.FormValue("environment_id"), c.FormValue("name")
+	params, err := formParams(c, dd.InputSchema)
+	if err == nil {
+		envID, perr := uuid.Parse(v.Environment)
+		if perr != nil {
+			err = problem.Invalid("environment_id", "uuid", "choose an environment")
+		} else {
+			var op Operation
+			_, op, err = h.svc.Deploy(ctx, actor, Request{ComponentID: id, Version: dd.Version, EnvironmentID: envID, Name: v.Name,
+				Parameters: params, PreviewOnly: c.FormValue("action") != "deploy"})
+			if err == nil {
+				return web.Redirect(c, "/operations/"+op.ID.String())
+			}
+		}
+	}
+	errs := web.FormErrors(err)
+	if errs == nil {
+		return err
+	}
+	v.NameError, v.EnvError = errs["name"], errs["environment_id"]
+	values := map[string]any{}
+	for k := range c.Request().PostForm {
+		if name, ok := strings.CutPrefix(k, "p."); ok {
+			values[name] = c.Request().PostForm.Get(k)
+		}
+	}
+	v.Form = paramForm(dd.InputSchema, values, nil, err)
+	return web.Render(c, http.StatusUnprocessableEntity, views.DeployDialog(web.Page(c, ""), v))
+}
+
+// paramForm lays a version's input schema out as form fields, filled with values (the
+// schema's defaults where a value is missing) and the problems of err beside each field.
+// Secret inputs already set show as blank password fields that keep their value when left so.
+func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err error) views.ParamForm {
+	var f views.ParamForm
+	schema := component.ParseSchema("input_schema", rawSchema, &problem.ValidationError{})
+	if schema == nil {
+		f.Error = "this version's input schema cannot be read"
+		return f
+	}
+	errs := web.FormErrors(err)
+	for _, name := range schema.Names() {
+		p := schema.Properties[name]
+		field := views.ParamField{Name: name, Label: p.Title, Description: p.Description, Kind: "text",
+			Required: slices.Contains(schema.Required, name) && p.Default == nil, Error: errs["parameters."+name], Pattern: p.Pattern}
+		if field.Label == "" {
+			field.Label = name
+		}
+		value, given := values[name]
+		if !given {
+			value = p.Default
+		}
+		if value != nil {
+			field.Value = display(value)
+		}
+		if p.MinLength != nil {
+			field.MinLength = strconv.Itoa(*p.MinLength)
+		}
+		if p.MaxLength != nil {
+			field.MaxLength = strconv.Itoa(*p.MaxLength)
+		}
+		switch {
+		case p.Secret:
+			field.Kind, field.Value = "password", ""
+			if slices.Contains(secretSet, name) {
+				field.Required, field.Placeholder = false, "unchanged"
+			}
+		case len(p.Enum) > 0:
+			field.Kind = "select"
+			for _, e := range p.Enum {
+				field.Options = append(field.Options, display(e))
+			}
+		case p.Type == "boolean":
+			field.Kind, field.Checked = "checkbox", value == true || value == "true"
+		case p.Type == "integer" || p.Type == "number":
+			field.Kind, field.Step = "number", "1"
+			if p.Type == "number" {
+				field.Step = "any"
+			}
+			if p.Minimum != nil {
+				field.Min = strconv.FormatFloat(*p.Minimum, 'f', -1, 64)
+			}
+			if p.Maximum != nil {
+				field.Max = strconv.FormatFloat(*p.Maximum, 'f', -1, 64)
+			}
+		case p.Type == "array" || p.Type == "object":
+			field.Kind = "json"
+		}
+		f.Fields = append(f.Fields, field)
+	}
+	if err != nil && errs == nil {
+		f.Error = err.Error()
+	}
+	return f
+}
+
+// formParams reads the "p.<name>" fields of a parameter form into typed values by the schema.
+// Values that do not parse are refused by name.
+func formParams(c echo.Context, rawSchema []byte) (map[string]any, error) {
+	schema := component.ParseSchema("input_schema", rawSchema, &problem.ValidationError{})
+	if schema == nil {
+		return nil, problem.Invalid("version", "schema", "this version's input schema cannot be read")
+	}
+	form, err := c.FormParams()
+	if err != nil {
+		return nil, problem.Invalid("form", "encoding", "the form could not be read")
+	}
+	out := map[string]any{}
+	v := &problem.ValidationError{}
+	for _, name := range schema.Names() {
+		p := schema.Properties[name]
+		raw := strings.TrimSpace(form.Get("p." + name))
+		if p.Secret {
+			raw = form.Get("p." + name) // a secret is exactly what was typed
+		}
+		field := "parameters." + name
+		switch {
+		case p.Type == "boolean":
+			if _, sent := form["p."+name]; sent {
+				out[name] = raw == "true"
+			}
+		case raw == "":
+			// Not sent: the input keeps its current value (a secret left blank stays as it
+			// was), or its default.
+		case p.Type == "integer" || p.Type == "number":
+			n, err := strconv.ParseFloat(raw, 64)
+			if err != nil {
+				v.Add(field, "number", "%q is not a number", raw)
+				continue
+			}
+			out[name] = n
+		case p.Type == "array" || p.Type == "object":
+			var val any
+			if err := json.Unmarshal([]byte(raw), &val); err != nil {
+				v.Add(field, "json", "is not valid JSON: %v", err)
+				continue
+			}
+			out[name] = val
+		default:
+			out[name] = raw
+		}
+	}
+	return out, v.Err()
+}

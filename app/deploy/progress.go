@@ -1,0 +1,207 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"nimbus/app/objstore"
+	"nimbus/app/pulumix"
+	"nimbus/db/dbgen"
+)
+
+// maxLogLines caps what is kept of an operation's log in the database.
+const maxLogLines = 10000
+
+// progress records what the engine says during an operation: its output line by line, in
+// batches so that a chatty engine costs few round trips, and its resource events as rows
+// updated in place. Every write wakes the operation's readers (see the triggers of
+// operation_logs and operation_resources). The database keeps the first maxLogLines lines;
+// when there are more, the whole log goes to the object store as the operation ends.
+type progress struct {
+	q       *dbgen.Queries
+	ctx     context.Context // outlives a cancelled operation, so its last words are kept
+	op      uuid.UUID
+	log     *slog.Logger
+	objects objstore.Store
+	// overflow holds the lines past the cap until Close stores the whole log.
+	overflow *os.File
+
+	mu      sync.Mutex
+	partial []byte
+	pending   []string
+	stored    int64
+	max       int64 // lines the database keeps: maxLogLines
+	truncated bool
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newProgress(ctx context.Context, pool *pgxpool.Pool, objects objstore.Store, op uuid.UUID, log *slog.Logger) *progress {
+	p := &progress{q: dbgen.New(pool), ctx: context.WithoutCancel(ctx), op: op, log: log, objects: objects, max: maxLogLines,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	p.stored, _ = p.q.CountOperationLogs(p.ctx, op) // a resumed operation goes on where it was
+	go p.flushEvery(250 * time.Millisecond)
+	return p
+}
+
+func (p *progress) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.partial = append(p.partial, b...)
+	for {
+		i := bytes.IndexByte(p.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := strings.ToValidUTF8(string(bytes.TrimRight(p.partial[:i], "\r")), "\uFFFD")
+		p.partial = p.partial[i+1:]
+		if !pulumix.Noise(line) {
+			p.pending = append(p.pending, line)
+		}
+	}
+	if len(p.pending) >= 200 {
+		p.flushLocked()
+	}
+	return len(b), nil
+}
+
+// Event records what the engine did to a resource.
+func (p *progress) Event(e pulumix.Event) {
+	var err error
+	if e.Status == "" {
+		err = p.q.RecordResourceDiagnostic(p.ctx, dbgen.RecordResourceDiagnosticParams{OperationID: p.op, Urn: e.URN, Name: e.Name,
+			Line: e.Severity + ": " + e.Message + "\n"})
+	} else {
+		changes, _ := json.Marshal(e.Changes)
+		if e.Changes == nil {
+			changes = []byte("[]")
+		}
+		err = p.q.RecordResourceStep(p.ctx, dbgen.RecordResourceStepParams{OperationID: p.op, Urn: e.URN, Type: e.Type, Name: e.Name,
+			Op: e.Op, Status: e.Status, Changes: changes})
+	}
+	if err != nil {
+		p.log.Warn("resource event lost", "operation", p.op, "resource", e.URN, "err", err)
+	}
+}
+
+func (p *progress) flushEvery(d time.Duration) {
+	defer close(p.done)
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+			p.mu.Lock()
+			p.flushLocked()
+			p.mu.Unlock()
+		}
+	}
+}
+
+func (p *progress) flushLocked() {
+	if len(p.pending) == 0 {
+		return
+	}
+	lines := p.pending
+	p.pending = nil
+	if room := p.max - p.stored; int64(len(lines)) > room {
+		p.spill(lines[max(room, 0):])
+		lines = lines[:max(room, 0)]
+		if !p.truncated {
+			p.truncated = true
+			if err := p.q.MarkLogTruncated(p.ctx, p.op); err != nil {
+				p.log.Warn("operation log truncation not marked", "operation", p.op, "err", err)
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	if err := p.q.AppendOperationLogs(p.ctx, dbgen.AppendOperationLogsParams{OperationID: p.op, Lines: lines}); err != nil {
+		p.log.Warn("operation log lines lost", "operation", p.op, "lines", len(lines), "err", err)
+		return
+	}
+	p.stored += int64(len(lines))
+}
+
+// spill keeps lines past the database's cap in a temporary file.
+func (p *progress) spill(lines []string) {
+	if p.objects == nil {
+		return
+	}
+	if p.overflow == nil {
+		f, err := os.CreateTemp("", "nimbus-log-*")
+		if err != nil {
+			p.log.Warn("the end of a long operation log is lost", "operation", p.op, "err", err)
+			p.objects = nil
+			return
+		}
+		p.overflow = f
+	}
+	for _, l := range lines {
+		fmt.Fprintln(p.overflow, l)
+	}
+}
+
+// Close stores what is left, an unfinished last line included, and the whole log when it
+// outgrew the database.
+func (p *progress) Close() error {
+	close(p.stop)
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.partial) > 0 {
+		p.pending = append(p.pending, strings.ToValidUTF8(string(p.partial), "\uFFFD"))
+		p.partial = nil
+	}
+	p.flushLocked()
+	if p.overflow == nil {
+		return nil
+	}
+	defer os.Remove(p.overflow.Name())
+	defer p.overflow.Close()
+	if err := p.archive(); err != nil {
+		p.log.Warn("the whole log of an operation was not stored", "operation", p.op, "err", err)
+	}
+	return nil
+}
+
+// archive stores the lines the database holds followed by the overflow as one object.
+func (p *progress) archive() error {
+	var head strings.Builder
+	for after := int64(0); ; {
+		rows, err := p.q.OperationLogs(p.ctx, dbgen.OperationLogsParams{OperationID: p.op, ID: after})
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			break
+		}
+		for _, r := range rows {
+			head.WriteString(r.Line)
+			head.WriteByte('\n')
+		}
+		after = rows[len(rows)-1].ID
+	}
+	if _, err := p.overflow.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	return p.objects.Put(p.ctx, logKey(p.op), io.MultiReader(strings.NewReader(head.String()), p.overflow), -1)
+}
+
+// logKey is where the whole log of an operation is kept in the object store.
+func logKey(op uuid.UUID) string { return "logs/" + op.String() + ".log" }

@@ -1,0 +1,110 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"nimbus/app/web"
+	"nimbus/views"
+)
+
+// Stream follows an operation over server-sent events: "state" carries the status, progress
+// and resource table whenever they change, "log" the new log lines, and "end" closes the
+// stream once the operation has ended. It subscribes before it reads, so no change is lost
+// between the page's first render and the stream.
+func (h *Handlers) Stream(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	if _, err := h.svc.Operation(ctx, actor, id); err != nil {
+		return err
+	}
+	after, _ := strconv.ParseInt(c.QueryParam("after"), 10, 64)
+	wake, stop := h.hub.Subscribe(id.String())
+	defer stop()
+
+	w := c.Response()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no") // a buffering proxy would hold the events back
+	w.WriteHeader(http.StatusOK)
+	csrf := web.Page(c, "").CSRF
+	var sent string
+	for {
+		d, err := h.svc.Detail(ctx, actor, id)
+		if err != nil {
+			return nil // the headers are out; the client reconnects
+		}
+		live, err := h.live(c, d, csrf)
+		if err != nil {
+			return nil
+		}
+		var buf bytes.Buffer
+		if err := views.OperationLive(live).Render(ctx, &buf); err != nil {
+			return nil
+		}
+		if state := buf.String(); state != sent {
+			event(w, "state", state)
+			sent = state
+		}
+		for {
+			lines, err := h.svc.Logs(ctx, actor, id, after)
+			if err != nil || len(lines) == 0 {
+				break
+			}
+			buf.Reset()
+			rows := make([]views.LogRow, len(lines))
+			for i, l := range lines {
+				rows[i] = views.LogRow{ID: l.ID, Line: l.Line}
+			}
+			if err := views.LogLines(rows).Render(ctx, &buf); err != nil {
+				return nil
+			}
+			event(w, "log", buf.String())
+			after = lines[len(lines)-1].ID
+		}
+		if ended(d.Status) {
+			event(w, "end", "")
+			return nil
+		}
+		w.Flush()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-h.done:
+			return nil // the server is stopping: the browser reconnects to another
+		case <-wake:
+			// Changes come in bursts (a step and its log lines): one read for the burst.
+			sleep(ctx, 100*time.Millisecond)
+		case <-time.After(15 * time.Second):
+			// Read again now and then: a notification lost while the listener reconnected,
+			// and a proxy that closes idle streams, both cost no more than this.
+		}
+	}
+}
+
+// event writes one server-sent event; every line of data goes on a data: line of its own.
+func event(w *echo.Response, name, data string) {
+	fmt.Fprintf(w, "event: %s\n", name)
+	for _, l := range strings.Split(data, "\n") {
+		fmt.Fprintf(w, "data: %s\n", l)
+	}
+	fmt.Fprint(w, "\n")
+	w.Flush()
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}

@@ -1,0 +1,137 @@
+package pulumix
+
+import (
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+)
+
+// Event is one thing the engine said about a resource: a step planned, begun, finished or
+// failed, or a diagnostic about it.
+type Event struct {
+	At     time.Time
+	URN    string
+	Type   string // the resource type token, e.g. simcloud:index:Machine
+	Name   string // the resource's name in the program
+	Op     string // create, update, replace, delete, same, read, refresh…
+	Status string // planned, running, done, failed; empty for a diagnostic
+	// Changes are the properties the step changes, with their values before and after where
+	// the engine showed them; secret values arrive as "[secret]".
+	Changes  []Change
+	Message  string // a diagnostic's text
+	Severity string // info, warning or error, for a diagnostic
+}
+
+// Change is one property a step changes.
+type Change struct {
+	Path string `json:"path"`
+	Kind string `json:"kind"` // add, update, delete, and their -replace forms
+	Old  any    `json:"old,omitempty"`
+	New  any    `json:"new,omitempty"`
+}
+
+// EventSink receives the engine's resource events as they happen. A progress writer handed to
+// Preview, Up, Refresh or Destroy that also implements EventSink gets them, in order.
+type EventSink interface {
+	Event(Event)
+}
+
+// watch returns the channel to hand to the engine when progress wants events, and a function
+// that waits until every event has been delivered. The engine closes the channel when its
+// process ends; if the process never reported at all, nothing closes it, so the wait is
+// bounded.
+func watch(progress io.Writer) (chan events.EngineEvent, func()) {
+	sink, ok := progress.(EventSink)
+	if !ok {
+		return nil, func() {}
+	}
+	ch := make(chan events.EngineEvent)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case ev, ok := <-ch:
+				if !ok {
+					return
+				}
+				if e, ok := convert(ev); ok {
+					sink.Event(e)
+				}
+			}
+		}
+	}()
+	return ch, func() {
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			close(stop)
+			<-done
+		}
+	}
+}
+
+// convert keeps the events about resources; the rest (prelude, summary, plain output) the
+// progress text already carries.
+func convert(ev events.EngineEvent) (Event, bool) {
+	at := time.Now() // the engine's own stamp counts whole seconds
+	step := func(m apitype.StepEventMetadata, status string) Event {
+		e := Event{At: at, URN: m.URN, Type: m.Type, Name: nameOf(m.URN), Op: string(m.Op), Status: status}
+		paths := make([]string, 0, len(m.DetailedDiff))
+		for p := range m.DetailedDiff {
+			paths = append(paths, p)
+		}
+		if len(paths) == 0 {
+			paths = m.Diffs
+		}
+		slices.Sort(paths)
+		for _, p := range paths {
+			c := Change{Path: p, Kind: string(m.DetailedDiff[p].Kind)}
+			if c.Kind == "" {
+				c.Kind = "update"
+			}
+			if m.Old != nil {
+				c.Old = m.Old.Inputs[p]
+			}
+			if m.New != nil {
+				c.New = m.New.Inputs[p]
+			}
+			e.Changes = append(e.Changes, c)
+		}
+		return e
+	}
+	switch {
+	case ev.ResourcePreEvent != nil:
+		status := "running"
+		if ev.ResourcePreEvent.Planning {
+			status = "planned"
+		}
+		return step(ev.ResourcePreEvent.Metadata, status), true
+	case ev.ResOutputsEvent != nil:
+		if ev.ResOutputsEvent.Planning {
+			return Event{}, false // the pre event of a preview said it all
+		}
+		return step(ev.ResOutputsEvent.Metadata, "done"), true
+	case ev.ResOpFailedEvent != nil:
+		return step(ev.ResOpFailedEvent.Metadata, "failed"), true
+	case ev.DiagnosticEvent != nil && ev.DiagnosticEvent.URN != "" && !ev.DiagnosticEvent.Ephemeral:
+		d := ev.DiagnosticEvent
+		severity, _, _ := strings.Cut(d.Severity, "#")
+		return Event{At: at, URN: d.URN, Name: nameOf(d.URN), Message: strings.TrimSpace(d.Message), Severity: severity}, true
+	}
+	return Event{}, false
+}
+
+// nameOf is the last part of a URN: urn:pulumi:stack::project::type::name.
+func nameOf(urn string) string {
+	if i := strings.LastIndex(urn, "::"); i >= 0 {
+		return urn[i+2:]
+	}
+	return urn
+}

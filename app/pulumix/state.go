@@ -1,0 +1,38 @@
+package pulumix
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+)
+
+// Import replaces the stack's state with an export of it (see Export), for when something
+// outside Nimbus changed the stack or its state must be put back. The export's secrets must
+// be encrypted with the stack's own passphrase, as an export of the same stack's are. The
+// stack is created when it does not exist.
+func (r *Runner) Import(ctx context.Context, st Stack, state []byte) error {
+	var dep apitype.UntypedDeployment
+	if err := json.Unmarshal(state, &dep); err != nil {
+		return fmt.Errorf("%w: not a stack export: %v", ErrBadState, err)
+	}
+	if dep.Version == 0 || len(dep.Deployment) == 0 {
+		return fmt.Errorf("%w: not a stack export: no version or deployment", ErrBadState)
+	}
+	s, err := r.prepare(ctx, st, true)
+	if err != nil {
+		return err
+	}
+	if err := s.Import(ctx, dep); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("import %s: %w", st.Name, ctx.Err())
+		}
+		return fmt.Errorf("%w: %v", ErrBadState, brief{err})
+	}
+	return nil
+}
+
+// ErrBadState means a state given to Import was refused.
+var ErrBadState = errors.New("the state was refused")

@@ -1,0 +1,257 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"nimbus/app/access"
+	"nimbus/app/component"
+	"nimbus/app/environment"
+	"nimbus/app/pulumix"
+)
+
+// TestBrowser_DeployWatchUpdateUpgradeDestroy is the life of a deployment as a tenant admin
+// lives it in the browser: deployed from the catalog's dialog after a preview, followed live,
+// updated after seeing the diff, upgraded to a new version, and destroyed.
+func TestBrowser_DeployWatchUpdateUpgradeDestroy(t *testing.T) {
+	t.Parallel()
+	a := startApp(t)
+	ctx := context.Background()
+	components := component.NewService(a.pool, pulumix.Local{Dir: a.pulumiDir}, a.jobs)
+	if _, err := component.EnsureBuiltins(ctx, components); err != nil {
+		t.Fatal(err)
+	}
+	acme := a.createTenant(t, "acme")
+	a.addMember(t, "ops@acme.test", acme.ID, access.TenantAdmin)
+	if _, err := environment.NewService(a.pool).Create(ctx, a.principal(t, adminEmail), acme.ID, "dev"); err != nil {
+		t.Fatal(err)
+	}
+
+	s := newSession(t, newBrowser(t), a)
+	s.signIn("ops@acme.test", userPassword)
+
+	// The catalog's Deploy button opens the dialog, its form made from the inputs.
+	s.open("/catalog")
+	s.click(`[data-deploy="simcloud-machine"]`)
+	s.waitFor(`document.getElementById('dialog').open && document.querySelector('[data-testid="deploy-form"]') !== null`)
+	if got := eval[string](s, `document.getElementById('f-p.fail_on').tagName`); got != "SELECT" {
+		t.Errorf("an enum input is a %s, want a select", got)
+	}
+	if got := eval[string](s, `document.getElementById('f-p.cores').getAttribute('max')`); got != "64" {
+		t.Errorf("the cores field's max is %q, want the schema's 64", got)
+	}
+	// A bad value the browser lets through comes back beside its field.
+	s.fill("#f-name", "web")
+	s.fill(`#f-p\.name`, "Web_1")
+	eval[bool](s, `(document.getElementById('f-p.name').removeAttribute('pattern'), true)`)
+	s.click(`[data-testid="deploy-form"] button[value="preview"]`)
+	s.waitFor(`document.querySelector('[data-field-error="parameters.name"]') !== null`)
+	if msg := s.text(`[data-field-error="parameters.name"]`); !strings.Contains(msg, "pattern") {
+		t.Errorf("the name's error says %q, want it to name the pattern", msg)
+	}
+	s.screenshot("deploy-dialog")
+
+	s.retype(`#f-p\.name`, "web-1")
+	s.retype(`#f-p\.delay_ms`, "1500") // slow enough to watch
+	s.click(`[data-testid="deploy-form"] button[value="preview"]`)
+	s.across(`location.pathname.startsWith('/operations/') && document.readyState === 'complete'`, 10*time.Second)
+	s.waitOperation("succeeded")
+	if got := s.resourceOp("machine"); got != "create" {
+		t.Fatalf("the preview plans %q for the machine, want create", got)
+	}
+	if files := cloudFiles(t, a); len(files) != 0 {
+		t.Fatalf("a preview made %v", files)
+	}
+	s.screenshot("deploy-preview")
+
+	// Deploy from the preview, and watch it without reloading the page.
+	s.submitButton(`[data-testid="next-action"]`)
+	eval[bool](s, `(window.sameLoad = true)`)
+	s.waitLong(`/of 2 resources/.test(document.querySelector('[data-testid="progress"]')?.textContent ?? '')`, 60*time.Second)
+	s.waitOperation("succeeded")
+	if !eval[bool](s, `window.sameLoad === true`) {
+		t.Fatal("the operation page reloaded instead of following the operation live")
+	}
+	s.screenshot("deploy-done")
+	if p := s.text(`[data-testid="progress"]`); !strings.HasPrefix(p, "2 of 2") {
+		t.Errorf("progress at the end: %q", p)
+	}
+	if ip := s.text(`[data-testid="operation-outputs"] [data-key="ip_address"]`); !strings.HasPrefix(ip, "10.0.") {
+		t.Errorf("the ip_address output is %q", ip)
+	}
+	if !strings.Contains(s.text(`[data-testid="log"]`), "simcloud:index:Machine") {
+		t.Error("the log does not show the engine's progress")
+	}
+	if got := strings.Join(cloudFiles(t, a), ","); got != "disk,machine" {
+		t.Fatalf("the cloud holds %s, want a disk and a machine", got)
+	}
+
+	// Update cores: the preview shows 2 → 4, then Update applies it.
+	s.submitButton(`h1 a[href^="/deployments/"]`)
+	if got := s.text(`[data-testid="deployment-status"]`); got != "deployed" {
+		t.Fatalf("the deployment is %s", got)
+	}
+	deploymentPath := s.path()
+	s.retype(`#f-p\.cores`, "4")
+	s.submitButton(`[data-testid="param-form"] button[value="preview"]`)
+	s.waitOperation("succeeded")
+	s.screenshot("update-preview")
+	if change := s.text(`[data-resource="machine"] [data-path="cores"]`); change != "cores: 2 → 4" {
+		t.Errorf("the update's diff shows %q, want cores: 2 → 4", change)
+	}
+	if label := s.text(`[data-testid="next-action"]`); label != "Update" {
+		t.Errorf("the preview offers %q, want Update", label)
+	}
+	s.submitButton(`[data-testid="next-action"]`)
+	s.waitOperation("succeeded")
+	if cores := machine(t, a)["cores"]; cores != 4.0 {
+		t.Fatalf("after the update the machine has %v cores", cores)
+	}
+
+	// A second version: its changelog is offered, the preview shows what changes.
+	publishV2(t, a, components)
+	s.open(deploymentPath)
+	s.screenshot("deployment")
+	if got := s.text(`[data-testid="upgrade-form"]`); !strings.Contains(got, "v2") || !strings.Contains(got, "bigger boot disk") {
+		t.Fatalf("the upgrade form shows %q, want v2 with its changelog", got)
+	}
+	s.submitButton(`[data-testid="upgrade-form"] button[value="preview"]`)
+	s.waitOperation("succeeded")
+	if change := s.text(`[data-resource="disk"] [data-path="sizeGb"]`); !strings.Contains(change, "20") {
+		t.Errorf("the upgrade's diff for the disk shows %q, want the new size", change)
+	}
+	s.submitButton(`[data-testid="next-action"]`)
+	s.waitOperation("succeeded")
+	s.open(deploymentPath)
+	if got := s.text(`h1`); !strings.Contains(got, "deployed") {
+		t.Fatalf("after the upgrade: %q", got)
+	}
+	if got := s.rows("operations"); len(got) != 6 || !strings.HasPrefix(got[0][0], "upgrade") {
+		t.Fatalf("history after the upgrade: %q", got)
+	}
+
+	// Destroy asks for the name first.
+	s.fill(`[data-testid="destroy-form"] input[name="confirm"]`, "web")
+	s.submitButton(`[data-testid="destroy-form"] button`)
+	s.waitOperation("succeeded")
+	if files := cloudFiles(t, a); len(files) != 0 {
+		t.Fatalf("left in the cloud after destroy: %v", files)
+	}
+	s.open(deploymentPath)
+	if got := s.text(`[data-testid="deployment-status"]`); got != "destroyed" {
+		t.Fatalf("after destroy the deployment is %s", got)
+	}
+}
+
+// waitOperation waits until the operation page shows the status, and fails on any other end.
+func (s *session) waitOperation(want string) {
+	s.t.Helper()
+	s.waitLong(`['succeeded', 'failed', 'cancelled'].includes(document.querySelector('[data-testid="operation-live"]')?.dataset.status)`, 90*time.Second)
+	if got := eval[string](s, `document.querySelector('[data-testid="operation-live"]').dataset.status`); got != want {
+		s.t.Fatalf("the operation ended %s, want %s: %s", got, want, s.text(`[data-testid="operation-live"]`))
+	}
+}
+
+// across waits for a condition that holds on the page a navigation leads to: a poll cut short
+// by the navigation is started again on the new page.
+func (s *session) across(js string, timeout time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := chromedp.Do(s.ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(time.Until(deadline))))
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) || !strings.Contains(err.Error(), "navigated") && !strings.Contains(err.Error(), "context") {
+			s.t.Fatalf("waiting for %s: %v", js, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// resourceOp is the change the operation page shows for the named resource.
+func (s *session) resourceOp(name string) string {
+	s.t.Helper()
+	return s.text(`[data-resource="` + name + `"] .badge`)
+}
+
+// submitButton clicks a submit button whose form leads to another page, and waits for it.
+func (s *session) submitButton(sel string) {
+	s.t.Helper()
+	from := s.path()
+	s.click(sel)
+	s.across(`location.pathname !== `+jsString(from)+` && document.readyState === 'complete'`, 10*time.Second)
+}
+
+func cloudFiles(t *testing.T, a *app) []string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(a.cloud, "*", "*.json"))
+	for i, f := range files {
+		files[i] = filepath.Base(filepath.Dir(f))
+	}
+	return files
+}
+
+func machine(t *testing.T, a *app) map[string]any {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(a.cloud, "machine", "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("%d machines in the cloud, want 1", len(files))
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// publishV2 publishes a second version of the built-in machine whose boot disk is bigger, as
+// a provider admin would: draft, check with the engine, publish.
+func publishV2(t *testing.T, a *app, components *component.Service) {
+	t.Helper()
+	ctx, admin := context.Background(), a.principal(t, adminEmail)
+	catalog, err := components.List(ctx, admin, component.Filter{Search: "simcloud-machine"})
+	if err != nil || len(catalog.Components) == 0 {
+		t.Fatalf("find simcloud-machine: %v", err)
+	}
+	id := catalog.Components[0].ID
+	c, err := components.Get(ctx, admin, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := strings.Replace(c.Code, "      image: ${image}\n\n  machine:", "      image: ${image}\n      sizeGb: 20\n\n  machine:", 1)
+	if code == c.Code {
+		t.Fatal("the built-in machine's program changed: adjust the v2 edit")
+	}
+	if _, err := components.Update(ctx, admin, id, component.Patch{Code: &code}); err != nil {
+		t.Fatal(err)
+	}
+	check, err := components.RequestCheck(ctx, admin, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for check.Status != "succeeded" && check.Status != "failed" && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		if check, err = components.Check(ctx, admin, check.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if check.Status != "succeeded" {
+		t.Fatalf("the engine's check of v2: %s\n%s", check.Status, check.Output)
+	}
+	if _, err := components.Publish(ctx, admin, id, "bigger boot disk"); err != nil {
+		t.Fatal(err)
+	}
+}
