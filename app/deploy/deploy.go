@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
@@ -154,6 +155,10 @@ type OperationArgs struct {
 
 // Kind names the job in River.
 func (OperationArgs) Kind() string { return "operation" }
+
+// InsertOpts bounds the retries of passing errors (a database that went away, a stack locked
+// by an engine still finishing); the errors that stay fail the operation at once.
+func (OperationArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 5} }
 
 // Service requests operations on behalf of a principal.
 type Service struct {

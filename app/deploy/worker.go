@@ -44,8 +44,9 @@ func NewWorker(pool *pgxpool.Pool, runner *pulumix.Runner, keys *secrets.Keyring
 	return &Worker{pool: pool, runner: runner, keys: keys, objects: objects, log: log, timeout: timeout, beat: 5 * time.Second}
 }
 
-// Timeout bounds one operation; never unlimited.
-func (w *Worker) Timeout(*river.Job[OperationArgs]) time.Duration { return w.timeout }
+// Timeout bounds one run of the job: the operation's own time, then as long again to undo
+// what it did when it ran out (see run). Never unlimited.
+func (w *Worker) Timeout(*river.Job[OperationArgs]) time.Duration { return 2*w.timeout + time.Minute }
 
 var errLeaseLost = errors.New("another worker took the operation over")
 
@@ -81,7 +82,11 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error 
 	}
 	w.log.Info("operation started", "operation", op.ID, "kind", op.Kind, "resumed", resumed)
 
-	runCtx, cancel := context.WithCancelCause(ctx)
+	// An operation that runs out of time fails and undoes what it did: a provider that hangs
+	// would hang again on a retry.
+	timed, stop := context.WithTimeoutCause(ctx, w.timeout, saga.ErrTimedOut)
+	defer stop()
+	runCtx, cancel := context.WithCancelCause(timed)
 	defer cancel(nil)
 	var beats sync.WaitGroup
 	beats.Add(1)
@@ -213,12 +218,22 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttem
 	case "deploy":
 		// Nothing existed before: undoing it is destroying what it made.
 		steps = []saga.Step{preview,
-			{Name: "up", Do: up(target), Undo: func(ctx context.Context, _ *saga.Run) error { _, err := destroy(ctx); return err }},
+			{Name: "up", Do: up(target), Undo: func(ctx context.Context, _ *saga.Run) error {
+				ctx, cancel := context.WithTimeout(ctx, w.timeout) // undo is not cancelled, but must end
+				defer cancel()
+				_, err := destroy(ctx)
+				return err
+			}},
 			record("deployed", true)}
 	case "update", "upgrade":
 		// The deployment worked before: undoing is going back to how it was.
 		steps = []saga.Step{preview,
-			{Name: "up", Do: up(target), Undo: func(ctx context.Context, r *saga.Run) error { _, err := up(current)(ctx, r); return err }},
+			{Name: "up", Do: up(target), Undo: func(ctx context.Context, r *saga.Run) error {
+				ctx, cancel := context.WithTimeout(ctx, w.timeout)
+				defer cancel()
+				_, err := up(current)(ctx, r)
+				return err
+			}},
 			record("deployed", true)}
 	case "refresh":
 		steps = []saga.Step{{Name: "refresh", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
@@ -307,6 +322,7 @@ func stackOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyring, dep d
 
 // finish records how the operation ended, or hands it back for River's next attempt.
 func (w *Worker) finish(ctx context.Context, op dbgen.Operation, lease uuid.UUID, res outcome) error {
+	stopping := ctx.Err() != nil
 	ctx = context.WithoutCancel(ctx)
 	q := dbgen.New(w.pool)
 	leaseID := uuid.NullUUID{UUID: lease, Valid: true}
@@ -314,12 +330,19 @@ func (w *Worker) finish(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 		if err := q.ReleaseOperation(ctx, dbgen.ReleaseOperationParams{ID: op.ID, Lease: leaseID}); err != nil {
 			return err
 		}
+		if stopping {
+			// The server is stopping: that costs the operation none of its attempts.
+			return river.JobSnooze(time.Second)
+		}
 		return res.err
 	}
 	status, msg, depStatus := "succeeded", "", ""
 	var f *saga.Failure
 	if errors.As(res.err, &f) {
 		status, msg = "failed", f.Error()
+		if errors.Is(res.err, saga.ErrTimedOut) {
+			msg = fmt.Sprintf("ran out of its %s: %s", w.timeout, msg)
+		}
 		if errors.Is(res.err, saga.ErrCancelled) {
 			status = "cancelled"
 		}

@@ -63,7 +63,7 @@ func (b *syncBuffer) String() string {
 // changes its dependencies first.
 func newSite(t testing.TB, configure ...func(*server.Deps)) *site {
 	t.Helper()
-	return newSiteOn(t, "file", configure...)
+	return newSiteWith(t, siteConfig{backend: "file"}, configure...)
 }
 
 // backends are the state backends the deploy tests run on.
@@ -72,14 +72,25 @@ var backends = []string{"file", "s3"}
 // onBackends runs f once per state backend.
 func onBackends(t *testing.T, f func(t *testing.T, s *site)) {
 	for _, b := range backends {
-		t.Run(b, func(t *testing.T) { f(t, newSiteOn(t, b)) })
+		t.Run(b, func(t *testing.T) { f(t, newSiteWith(t, siteConfig{backend: b})) })
 	}
 }
 
-// newSiteOn starts a server keeping stack state and blobs on backend: "file" (the data
-// directory) or "s3" (a bucket of its own on the package's SeaweedFS).
-func newSiteOn(t testing.TB, backend string, configure ...func(*server.Deps)) *site {
+// siteConfig is how a test's server differs from the usual one.
+type siteConfig struct {
+	// backend keeps stack state and blobs in "file" (the data directory) or "s3" (a bucket of
+	// its own on the package's SeaweedFS).
+	backend string
+	// operationTimeout bounds each operation; a minute when zero.
+	operationTimeout time.Duration
+}
+
+// newSiteWith starts a server as cfg says.
+func newSiteWith(t testing.TB, cfg siteConfig, configure ...func(*server.Deps)) *site {
 	t.Helper()
+	if cfg.operationTimeout == 0 {
+		cfg.operationTimeout = time.Minute
+	}
 	w := newWorld(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -93,7 +104,7 @@ func newSiteOn(t testing.TB, backend string, configure ...func(*server.Deps)) *s
 		opts    []pulumix.Option
 		err     error
 	)
-	switch backend {
+	switch cfg.backend {
 	case "file":
 		objects, err = objstore.NewDir(filepath.Join(data, "objects"))
 	case "s3":
@@ -101,13 +112,13 @@ func newSiteOn(t testing.TB, backend string, configure ...func(*server.Deps)) *s
 			objects, opts = bucket, []pulumix.Option{pulumix.WithBackend(pulumix.S3Backend(bucket))}
 		}
 	default:
-		t.Fatalf("no backend %q", backend)
+		t.Fatalf("no backend %q", cfg.backend)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	runner, _ := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), data, map[string]string{"SIMCLOUD_DIR": cloud}, opts...)
-	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: time.Minute}
+	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.operationTimeout}
 	client, err := jobs.NewClient(w.pool, log, jobs.Config{Register: server.Workers(w.pool, eng, log), Periodic: server.Periodic()})
 	if err != nil {
 		t.Fatal(err)

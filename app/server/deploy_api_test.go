@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -239,6 +240,26 @@ func TestAPI_UpdateUpgradeStateAndFilters(t *testing.T) {
 			t.Fatalf("after the rolled back update: %v", dep)
 		}
 
+		// A machine changed behind Nimbus's back: a refresh reads it back, and changes nothing
+		// in the deployment itself.
+		machines, _ := filepath.Glob(filepath.Join(s.cloud, "machine", "*.json"))
+		if len(machines) != 1 {
+			t.Fatalf("machines: %v", machines)
+		}
+		raw, err := os.ReadFile(machines[0])
+		must(t, err)
+		var m map[string]any
+		must(t, json.Unmarshal(raw, &m))
+		m["cores"] = 7
+		raw, _ = json.Marshal(m)
+		must(t, os.WriteFile(machines[0], raw, 0o600))
+		r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/refresh", user, nil)
+		wantStatus(t, r, http.StatusAccepted)
+		refresh := s.waitOperation(t, user, r.json(t)["id"].(string))
+		if refresh["status"] != "succeeded" || refresh["changes"].(map[string]any)["update"] != 1.0 {
+			t.Fatalf("refresh: %v, want the drifted machine read back", refresh)
+		}
+
 		// No newer version: an upgrade is refused by name; upgrading is for tenant admins.
 		r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/upgrade", user, nil)
 		wantStatus(t, r, http.StatusForbidden)
@@ -283,4 +304,31 @@ func TestAPI_UpdateUpgradeStateAndFilters(t *testing.T) {
 		}
 		wantStatus(t, s.call(t, "POST", "/api/v1/deployments/"+depID+"/destroy", admin, nil), http.StatusUnprocessableEntity)
 	})
+}
+
+// A provider that hangs runs the operation out of its time: it fails saying so, and what it
+// had created is destroyed.
+func TestAPI_HangingProviderTimesOutAndCompensates(t *testing.T) {
+	s := newSiteWith(t, siteConfig{backend: "file", operationTimeout: 6 * time.Second})
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	user := s.token(t, s.userA)
+	r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
+		"component_id": s.shared.ID, "environment_id": env.ID, "name": "stuck", "parameters": map[string]any{"name": "stuck", "delay_ms": 600000},
+	})
+	wantStatus(t, r, http.StatusAccepted)
+	body := r.json(t)
+	started := time.Now()
+	op := s.waitOperation(t, user, body["operation"].(map[string]any)["id"].(string))
+	t.Logf("the operation ended %s after it was asked for", time.Since(started).Round(time.Second))
+	if op["status"] != "failed" || !strings.Contains(op["error"].(string), "ran out of its 6s") {
+		t.Fatalf("operation %v: want failed, saying it ran out of time", op)
+	}
+	if files := s.cloudFiles(t); len(files) != 0 {
+		t.Fatalf("left in the cloud: %v", files)
+	}
+	dep := s.call(t, "GET", "/api/v1/deployments/"+body["deployment"].(map[string]any)["id"].(string), user, nil).json(t)
+	if dep["status"] != "failed" {
+		t.Fatalf("deployment %v", dep)
+	}
 }

@@ -89,6 +89,16 @@ func IsTransient(err error) bool {
 // server shutting down, stops the run to be resumed later.
 var ErrCancelled = errors.New("cancelled by request")
 
+// ErrTimedOut is the cause to cancel a run's context with when it ran out of time: like a
+// cancel, the run undoes what it did, since running it again would hang the same way.
+var ErrTimedOut = errors.New("timed out")
+
+// final reports whether ctx was cancelled for a reason that ends the run for good.
+func final(ctx context.Context) bool {
+	cause := context.Cause(ctx)
+	return errors.Is(cause, ErrCancelled) || errors.Is(cause, ErrTimedOut)
+}
+
 // Failure is the end of a run that did not succeed: the error that stopped it, and whether
 // everything it had done was undone.
 type Failure struct {
@@ -143,7 +153,7 @@ func Execute(ctx context.Context, store Store, steps []Step, lastAttempt bool) e
 		states[i].Status = Running
 		result, err := step.Do(ctx, run)
 		if err != nil {
-			if ctx.Err() != nil && !errors.Is(context.Cause(ctx), ErrCancelled) {
+			if ctx.Err() != nil && !final(ctx) {
 				return Transient(fmt.Errorf("step %s stopped: %w", step.Name, context.Cause(ctx)))
 			}
 			if IsTransient(err) && !lastAttempt && ctx.Err() == nil {
@@ -153,8 +163,9 @@ func Execute(ctx context.Context, store Store, steps []Step, lastAttempt bool) e
 				return Transient(fmt.Errorf("checkpoint %s: %w", step.Name, markErr))
 			}
 			states[i].Status, states[i].Error = Failed, err.Error()
-			if errors.Is(context.Cause(ctx), ErrCancelled) {
-				err = fmt.Errorf("%w: %w", ErrCancelled, err) // so the caller tells a cancel from a failure
+			if final(ctx) {
+				// So the caller tells a cancel or a timeout from a failure.
+				err = fmt.Errorf("%w: %w", context.Cause(ctx), err)
 			}
 			return compensate(ctx, store, steps, states, run, &Failure{Step: step.Name, Err: err})
 		}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // memStore keeps checkpoints in memory and records every transition.
@@ -205,6 +206,24 @@ func TestExecute_CancelledRunUndoes(t *testing.T) {
 	var f *Failure
 	if !errors.As(err, &f) || !errors.Is(err, context.Canceled) || !errors.Is(err, ErrCancelled) || len(w.effects) != 0 {
 		t.Fatalf("got %v, effects %v", err, w.effects)
+	}
+}
+
+func TestExecute_TimedOutRunUndoes(t *testing.T) {
+	w := &world{effects: map[string]bool{}}
+	store := newMemStore()
+	ctx, cancel := context.WithTimeoutCause(context.Background(), time.Millisecond, ErrTimedOut)
+	defer cancel()
+	s := steps(w, nil)
+	s[3].Do = func(ctx context.Context, r *Run) (json.RawMessage, error) {
+		w.effects["up"] = true
+		<-ctx.Done() // a provider that hangs
+		return nil, ctx.Err()
+	}
+	err := Execute(ctx, store, s, false)
+	var f *Failure
+	if !errors.As(err, &f) || !errors.Is(err, ErrTimedOut) || errors.Is(err, ErrCancelled) || len(w.effects) != 0 {
+		t.Fatalf("got %v, effects %v: want a failure that undid everything", err, w.effects)
 	}
 }
 
