@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"slices"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,8 +41,8 @@ type Deployment struct {
 	Component     string         `json:"component"`
 	Version       int            `json:"version"`
 	Name          string         `json:"name"`
-	Parameters    map[string]any `json:"parameters"`     // secret ones are left out
-	SecretNames   []string       `json:"secret_names"`   // the secret parameters set, never their values
+	Parameters    map[string]any `json:"parameters"`   // secret ones are left out
+	SecretNames   []string       `json:"secret_names"` // the secret parameters set, never their values
 	Outputs       map[string]any `json:"outputs"`
 	Status        string         `json:"status"`
 	CreatedAt     time.Time      `json:"created_at"`
@@ -162,9 +162,9 @@ func (OperationArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Max
 
 // Service requests operations on behalf of a principal.
 type Service struct {
-	pool   *pgxpool.Pool
-	keys   *secrets.Keyring
-	jobs   component.JobInserter
+	pool    *pgxpool.Pool
+	keys    *secrets.Keyring
+	jobs    component.JobInserter
 	runner  *pulumix.Runner // for state exports and restores; nil without a toolchain
 	objects objstore.Store  // whole logs of long operations; may be nil
 }

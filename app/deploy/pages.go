@@ -94,7 +94,7 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 	if err != nil {
 		return err
 	}
-	v := views.DeploymentView{ID: d.ID.String(), Name: d.Name, Environment: d.Environment, EnvironmentID: d.EnvironmentID.String(),
+	v := views.DeploymentView{ID: d.ID.String(), Name: d.Name, Environment: d.Environment,
 		Component: d.Component, ComponentID: d.ComponentID.String(), Status: d.Status, Version: d.Version,
 		Created: d.CreatedAt, Updated: d.UpdatedAt, Destroyed: d.Status == "destroyed",
 		CanDeploy: actor.Can("component:deploy", d.TenantID), CanDestroy: actor.Can("component:destroy", d.TenantID),
@@ -115,15 +115,11 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 		}
 		slices.SortFunc(v.Upgrades, func(a, b views.UpgradeOption) int { return b.Version - a.Version })
 	}
-	values := map[string]any{}
-	for k, val := range d.Parameters {
-		values[k] = val
-	}
 	buttons := []views.FormButton{{Value: "preview", Label: "Preview"}, {Value: "update", Label: "Update", Primary: true}}
 	if d.Status == "pending" || d.Status == "failed" {
 		buttons = []views.FormButton{{Value: "preview", Label: "Preview"}, {Value: "deploy", Label: "Deploy", Primary: true}}
 	}
-	v.Update = paramForm(ver.InputSchema, values, d.SecretNames, formErr)
+	v.Update = paramForm(ver.InputSchema, d.Parameters, d.SecretNames, formErr)
 	v.Update.Action, v.Update.Buttons = "/deployments/"+d.ID.String()+"/apply", buttons
 	return web.Render(c, status, views.DeploymentPage(web.Page(c, d.Name), v))
 }

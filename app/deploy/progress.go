@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -37,8 +37,8 @@ type progress struct {
 	// overflow holds the lines past the cap until Close stores the whole log.
 	overflow *os.File
 
-	mu      sync.Mutex
-	partial []byte
+	mu        sync.Mutex
+	partial   []byte
 	pending   []string
 	stored    int64
 	max       int64 // lines the database keeps: maxLogLines

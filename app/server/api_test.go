@@ -33,8 +33,8 @@ import (
 // site is a running server over a world, with helpers to call it.
 type site struct {
 	*world
-	url   string
-	cloud string      // the simulated cloud's folder
+	url     string
+	cloud   string      // the simulated cloud's folder
 	data    string      // the runner's data directory: stack states, work directories
 	logs    *syncBuffer // everything the server and its workers logged
 	objects objstore.Store
