@@ -153,7 +153,7 @@ func TestBrowser_DeployWatchUpdateUpgradeDestroy(t *testing.T) {
 // waitOperation waits until the operation page shows the status, and fails on any other end.
 func (s *session) waitOperation(want string) {
 	s.t.Helper()
-	s.waitLong(`['succeeded', 'failed', 'cancelled'].includes(document.querySelector('[data-testid="operation-live"]')?.dataset.status)`, 90*time.Second)
+	s.across(`['succeeded', 'failed', 'cancelled'].includes(document.querySelector('[data-testid="operation-live"]')?.dataset.status)`, 90*time.Second)
 	if got := eval[string](s, `document.querySelector('[data-testid="operation-live"]').dataset.status`); got != want {
 		s.t.Fatalf("the operation ended %s, want %s: %s", got, want, s.text(`[data-testid="operation-live"]`))
 	}
@@ -253,5 +253,45 @@ func publishV2(t *testing.T, a *app, components *component.Service) {
 	}
 	if _, err := components.Publish(ctx, admin, id, "bigger boot disk"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBrowser_CancelARunningDeploy cancels a deploy from its page while the machine is being
+// created: the page follows it to cancelled, and the disk made before is gone.
+func TestBrowser_CancelARunningDeploy(t *testing.T) {
+	t.Parallel()
+	a := startApp(t)
+	ctx := context.Background()
+	if _, err := component.EnsureBuiltins(ctx, component.NewService(a.pool, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	acme := a.createTenant(t, "acme")
+	a.addMember(t, "dev@acme.test", acme.ID, access.User)
+	if _, err := environment.NewService(a.pool).Create(ctx, a.principal(t, adminEmail), acme.ID, "dev"); err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(t, newBrowser(t), a)
+	s.signIn("dev@acme.test", userPassword)
+	s.open("/catalog")
+	s.click(`[data-deploy="simcloud-machine"]`)
+	s.waitFor(`document.querySelector('[data-testid="deploy-form"]') !== null`)
+	s.fill("#f-name", "slow")
+	s.fill(`#f-p\.name`, "slow-1")
+	s.retype(`#f-p\.delay_ms`, "600000")
+	s.click(`[data-testid="deploy-form"] button[value="deploy"]`)
+	s.across(`location.pathname.startsWith('/operations/') && document.readyState === 'complete'`, 10*time.Second)
+	s.waitLong(`document.querySelector('[data-resource="machine"]')?.textContent.includes('running')`, 60*time.Second)
+	if got := strings.Join(cloudFiles(t, a), ","); got != "disk" {
+		t.Fatalf("while the machine is being made the cloud holds %q, want its disk", got)
+	}
+
+	eval[bool](s, `(window.confirm = () => true, true)`)
+	s.click(`[data-testid="cancel"]`) // the page reloads itself, then follows the undo
+	s.waitOperation("cancelled")
+	if files := cloudFiles(t, a); len(files) != 0 {
+		t.Fatalf("left in the cloud after the cancel: %v", files)
+	}
+	if got := s.text(`[data-testid="operation-error"]`); !strings.Contains(got, "cancelled") {
+		t.Errorf("the cancelled operation says %q", got)
 	}
 }

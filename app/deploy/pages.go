@@ -423,7 +423,7 @@ func (h *Handlers) DeployDialog(c echo.Context) error {
 	}
 	v := dialogView(dd)
 	v.Form = paramForm(dd.InputSchema, nil, nil, nil)
-	return web.Render(c, http.StatusOK, views.DeployDialog(web.Page(c, ""), v))
+	return web.Render(c, http.StatusOK, views.DeployDialog(views.Page{CSRF: web.CSRF(c)}, v))
 }
 
 func dialogView(dd Deployable) views.DeployDialogView {
@@ -475,7 +475,7 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 		}
 	}
 	v.Form = paramForm(dd.InputSchema, values, nil, err)
-	return web.Render(c, http.StatusUnprocessableEntity, views.DeployDialog(web.Page(c, ""), v))
+	return web.Render(c, http.StatusUnprocessableEntity, views.DeployDialog(views.Page{CSRF: web.CSRF(c)}, v))
 }
 
 // paramForm lays a version's input schema out as form fields, filled with values (the

@@ -37,7 +37,7 @@ func (h *Handlers) Stream(c echo.Context) error {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no") // a buffering proxy would hold the events back
 	w.WriteHeader(http.StatusOK)
-	csrf := web.Page(c, "").CSRF
+	csrf := web.CSRF(c)
 	var sent string
 	for {
 		d, err := h.svc.Detail(ctx, actor, id)
