@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -65,6 +66,8 @@ func (s *Service) request(ctx context.Context, actor access.Principal, id uuid.U
 		return Operation{}, problem.ErrForbidden
 	}
 	q := dbgen.New(s.pool)
+	// Checked first so that a deployment that cannot take the operation says so before its
+	// parameters are judged; enqueue checks again under the deployment's lock.
 	if err := s.allowed(ctx, q, d, kind, c); err != nil {
 		return Operation{}, err
 	}
@@ -74,11 +77,12 @@ func (s *Service) request(ctx context.Context, actor access.Principal, id uuid.U
 			return Operation{}, err
 		}
 	}
-	return s.enqueue(ctx, actor, d, kind, in)
+	return s.enqueue(ctx, actor, d, kind, c, in, nil)
 }
 
 // Apply carries out what a succeeded preview showed, with exactly its version and parameters:
-// the deploy of a deployment not deployed yet, else its upgrade or its update.
+// the deploy of a deployment not deployed yet, else its upgrade or its update. A preview made
+// before the deployment last changed shows a diff that no longer holds, and is refused.
 func (s *Service) Apply(ctx context.Context, actor access.Principal, previewID uuid.UUID) (Operation, error) {
 	q := dbgen.New(s.pool)
 	p, err := q.OperationView(ctx, previewID)
@@ -95,20 +99,19 @@ func (s *Service) Apply(ctx context.Context, actor access.Principal, previewID u
 	if err != nil {
 		return Operation{}, err
 	}
+	fresh, err := neverDeployed(ctx, q, d.ID, d.Status)
+	if err != nil {
+		return Operation{}, err
+	}
 	kind := "update"
 	switch {
-	case d.Status == "pending" || d.Status == "failed":
+	case fresh:
 		kind = "deploy"
 	case p.TargetVersion.Int32 > d.Version:
 		kind = "upgrade"
-	case p.TargetVersion.Int32 < d.Version:
-		return Operation{}, problem.Invalid("operation", "stale", "the preview was of v%d; %s is at v%d now: preview again", p.TargetVersion.Int32, d.Name, d.Version)
 	}
 	if !actor.Can(permission[kind], d.TenantID) {
 		return Operation{}, problem.ErrForbidden
-	}
-	if err := s.allowed(ctx, q, d, kind, Change{}); err != nil {
-		return Operation{}, err
 	}
 	in := inputs{Version: p.TargetVersion.Int32, Plain: map[string]any{}, Sealed: p.SecretParameters}
 	if p.SecretKeyID != nil {
@@ -117,24 +120,44 @@ func (s *Service) Apply(ctx context.Context, actor access.Principal, previewID u
 	if err := json.Unmarshal(p.Parameters, &in.Plain); err != nil {
 		return Operation{}, fmt.Errorf("parameters of the preview: %w", err)
 	}
-	return s.enqueue(ctx, actor, d, kind, in)
+	return s.enqueue(ctx, actor, d, kind, Change{Version: int(in.Version)}, in, &p.CreatedAt)
 }
 
-// enqueue records the operation, audited, in one transaction.
-func (s *Service) enqueue(ctx context.Context, actor access.Principal, d dbgen.GetDeploymentRow, kind string, in inputs) (Operation, error) {
-	id := d.ID
+// enqueue records the operation, audited, in one transaction that holds the deployment's row,
+// so that what allowed saw stays true until the operation is queued. previewedAt, for an
+// applied preview, refuses it when the deployment changed since.
+func (s *Service) enqueue(ctx context.Context, actor access.Principal, d dbgen.GetDeploymentRow, kind string, c Change, in inputs, previewedAt *time.Time) (Operation, error) {
 	var op dbgen.Operation
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		if op, err = s.queue(ctx, tx, actor, id, kind, in); err != nil {
+		q := dbgen.New(tx)
+		if err := q.LockDeployment(ctx, d.ID); err != nil {
+			return err
+		}
+		d, err := q.GetDeployment(ctx, d.ID)
+		if err != nil {
+			return err
+		}
+		if err := s.allowed(ctx, q, d, kind, c); err != nil {
+			return err
+		}
+		if previewedAt != nil {
+			changed, err := q.ChangedSince(ctx, dbgen.ChangedSinceParams{DeploymentID: d.ID, Since: *previewedAt})
+			if err != nil {
+				return err
+			}
+			if changed {
+				return problem.Invalid("operation", "stale", "%s changed after this preview: preview it again", d.Name)
+			}
+		}
+		if op, err = s.queue(ctx, tx, actor, d.ID, kind, in); err != nil {
 			return err
 		}
 		diff := map[string]any{"name": d.Name, "kind": kind}
 		if in.Version != 0 {
 			diff["version"], diff["parameters"] = in.Version, in.Plain
 		}
-		return audit.Record(ctx, dbgen.New(tx), actor, audit.Event{Tenant: d.TenantID, Action: "deployment." + kind,
-			TargetType: "deployment", TargetID: id.String(), Diff: diff})
+		return audit.Record(ctx, q, actor, audit.Event{Tenant: d.TenantID, Action: "deployment." + kind,
+			TargetType: "deployment", TargetID: d.ID.String(), Diff: diff})
 	})
 	if err != nil {
 		return Operation{}, fmt.Errorf("%s: %w", kind, err)
@@ -142,25 +165,45 @@ func (s *Service) enqueue(ctx context.Context, actor access.Principal, d dbgen.G
 	return s.Operation(ctx, actor, op.ID)
 }
 
+// neverDeployed reports whether the deployment has no resources of its own yet: pending, or
+// failed without ever having been deployed (a failed first deploy removes what it made).
+func neverDeployed(ctx context.Context, q *dbgen.Queries, id uuid.UUID, status string) (bool, error) {
+	switch status {
+	case "pending":
+		return true, nil
+	case "failed":
+		deployed, err := q.HasBeenDeployed(ctx, id)
+		return !deployed, err
+	}
+	return false, nil
+}
+
 // allowed refuses an operation the deployment's state rules out, saying why.
 func (s *Service) allowed(ctx context.Context, q *dbgen.Queries, d dbgen.GetDeploymentRow, kind string, c Change) error {
 	if d.Status == "destroyed" {
 		return problem.Invalid("deployment", "state", "%s is destroyed", d.Name)
 	}
-	destroying, err := q.PendingDestroy(ctx, d.ID)
+	if destroying, err := q.PendingOperation(ctx, dbgen.PendingOperationParams{DeploymentID: d.ID, Kind: "destroy"}); err != nil {
+		return err
+	} else if destroying {
+		return problem.Invalid("deployment", "state", "%s is being destroyed", d.Name)
+	}
+	fresh, err := neverDeployed(ctx, q, d.ID, d.Status)
 	if err != nil {
 		return err
 	}
-	if destroying {
-		return problem.Invalid("deployment", "state", "%s is being destroyed", d.Name)
-	}
 	switch kind {
 	case "deploy":
-		if d.Status != "pending" && d.Status != "failed" {
-			return problem.Invalid("deployment", "state", "%s is %s: change it with an update or an upgrade", d.Name, d.Status)
+		if !fresh {
+			return problem.Invalid("deployment", "state", "%s has been deployed: change it with an update or an upgrade", d.Name)
+		}
+		if deploying, err := q.PendingOperation(ctx, dbgen.PendingOperationParams{DeploymentID: d.ID, Kind: "deploy"}); err != nil {
+			return err
+		} else if deploying {
+			return problem.Invalid("deployment", "state", "%s is being deployed already", d.Name)
 		}
 	case "update", "upgrade", "refresh":
-		if d.Status == "pending" {
+		if fresh {
 			return problem.Invalid("deployment", "state", "%s has not been deployed yet: deploy it first", d.Name)
 		}
 	}
@@ -226,7 +269,7 @@ func (s *Service) Deployable(ctx context.Context, actor access.Principal, compon
 	if err != nil {
 		return Deployable{}, err
 	}
-	envs, err := q.ListEnvironments(ctx, dbgen.ListEnvironmentsParams{TenantIds: actor.TenantsWith("component:deploy")})
+	envs, err := q.ListEnvironments(ctx, dbgen.ListEnvironmentsParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWith("component:deploy")})
 	if err != nil {
 		return Deployable{}, err
 	}

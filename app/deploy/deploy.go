@@ -412,6 +412,11 @@ func (s *Service) Logs(ctx context.Context, actor access.Principal, operationID 
 	if _, err := s.Operation(ctx, actor, operationID); err != nil {
 		return nil, err
 	}
+	return s.logs(ctx, operationID, after)
+}
+
+// logs reads log lines for a caller that has authorized the reader already.
+func (s *Service) logs(ctx context.Context, operationID uuid.UUID, after int64) ([]LogLine, error) {
 	rows, err := dbgen.New(s.pool).OperationLogs(ctx, dbgen.OperationLogsParams{OperationID: operationID, ID: after})
 	if err != nil {
 		return nil, fmt.Errorf("operation logs: %w", err)

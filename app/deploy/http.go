@@ -79,7 +79,7 @@ func filter(c echo.Context, statuses []string) (Filter, error) {
 }
 
 var (
-	kinds              = []string{"preview", "deploy", "update", "upgrade", "refresh", "destroy"}
+	kinds              = []string{"preview", "deploy", "update", "upgrade", "refresh", "destroy", "restore"}
 	deploymentStatuses = []string{"pending", "deploying", "deployed", "failed", "destroying", "destroyed", "upgrading"}
 	operationStatuses  = []string{"queued", "running", "awaiting_approval", "succeeded", "failed", "cancelled", "rejected"}
 )

@@ -115,8 +115,13 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 		}
 		slices.SortFunc(v.Upgrades, func(a, b views.UpgradeOption) int { return b.Version - a.Version })
 	}
+	fresh, err := neverDeployed(ctx, q, d.ID, d.Status)
+	if err != nil {
+		return err
+	}
+	v.Fresh = fresh
 	buttons := []views.FormButton{{Value: "preview", Label: "Preview"}, {Value: "update", Label: "Update", Primary: true}}
-	if d.Status == "pending" || d.Status == "failed" {
+	if fresh {
 		buttons = []views.FormButton{{Value: "preview", Label: "Preview"}, {Value: "deploy", Label: "Deploy", Primary: true}}
 	}
 	v.Update = paramForm(ver.InputSchema, d.Parameters, d.SecretNames, formErr)
@@ -341,7 +346,7 @@ func ended(status string) bool {
 // outputs, steps, and what can be done next.
 func (h *Handlers) live(c echo.Context, d Detail, csrf string) (views.LiveView, error) {
 	ctx, actor := web.Ctx(c), web.Actor(c)
-	dep, err := h.svc.Get(ctx, actor, d.DeploymentID)
+	dep, err := h.svc.get(ctx, actor, d.DeploymentID) // the row: no secret needs opening here
 	if err != nil {
 		return views.LiveView{}, err
 	}
@@ -387,14 +392,20 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (views.LiveView, 
 		}
 	}
 	if d.Status == "succeeded" && d.Kind != "preview" && d.Kind != "destroy" {
-		v.Outputs = keyValues(dep.Outputs, nil)
+		outputs := map[string]any{}
+		_ = json.Unmarshal(dep.Outputs, &outputs)
+		v.Outputs = keyValues(outputs, nil)
 	}
 	if d.Kind == "preview" && d.Status == "succeeded" && dep.Status != "destroyed" {
+		fresh, err := neverDeployed(ctx, dbgen.New(h.svc.pool), dep.ID, dep.Status)
+		if err != nil {
+			return views.LiveView{}, err
+		}
 		label := "Update"
 		switch {
-		case dep.Status == "pending" || dep.Status == "failed":
+		case fresh:
 			label = "Deploy"
-		case d.Version > dep.Version:
+		case int32(d.Version) > dep.Version:
 			label = fmt.Sprintf("Upgrade to v%d", d.Version)
 		}
 		v.Next = views.NextAction{Label: label, URL: "/operations/" + d.ID.String() + "/apply"}
@@ -456,7 +467,10 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 			err = problem.Invalid("environment_id", "uuid", "choose an environment")
 		} else {
 			var op Operation
-			_, op, err = h.svc.Deploy(ctx, actor, Request{ComponentID: id, Version: dd.Version, EnvironmentID: envID, Name: v.Name,
+			// The version the form was made for: a newer one published meanwhile may have
+			// other inputs.
+			version, _ := strconv.Atoi(c.FormValue("version"))
+			_, op, err = h.svc.Deploy(ctx, actor, Request{ComponentID: id, Version: version, EnvironmentID: envID, Name: v.Name,
 				Parameters: params, PreviewOnly: c.FormValue("action") != "deploy"})
 			if err == nil {
 				return web.Redirect(c, "/operations/"+op.ID.String())

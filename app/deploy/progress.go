@@ -132,7 +132,12 @@ func (p *progress) flushLocked() {
 		return
 	}
 	if err := p.q.AppendOperationLogs(p.ctx, dbgen.AppendOperationLogsParams{OperationID: p.op, Lines: lines}); err != nil {
-		p.log.Warn("operation log lines lost", "operation", p.op, "lines", len(lines), "err", err)
+		// Kept for the next flush, within reason: the database may be back by then.
+		if len(p.pending)+len(lines) <= 5000 {
+			p.pending = append(lines, p.pending...)
+		} else {
+			p.log.Warn("operation log lines lost", "operation", p.op, "lines", len(lines), "err", err)
+		}
 		return
 	}
 	p.stored += int64(len(lines))
@@ -200,7 +205,13 @@ func (p *progress) archive() error {
 	if _, err := p.overflow.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	return p.objects.Put(p.ctx, logKey(p.op), io.MultiReader(strings.NewReader(head.String()), p.overflow), -1)
+	info, err := p.overflow.Stat()
+	if err != nil {
+		return err
+	}
+	// The size given: an S3 client that does not know it buffers a huge part in memory.
+	size := int64(head.Len()) + info.Size()
+	return p.objects.Put(p.ctx, logKey(p.op), io.MultiReader(strings.NewReader(head.String()), p.overflow), size)
 }
 
 // logKey is where the whole log of an operation is kept in the object store.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
@@ -31,11 +32,34 @@ func NewReaper(pool *pgxpool.Pool) *Reaper { return &Reaper{pool: pool} }
 // Timeout bounds one sweep.
 func (r *Reaper) Timeout(*river.Job[ReaperArgs]) time.Duration { return time.Minute }
 
-// Work queues every stale operation once more.
+// orphans are queued operations that no job will ever run: their job gave up on an error that
+// kept passing (an unreachable database, say) after handing the operation back. Left alone,
+// they would hold up every later operation on their deployment.
+const orphans = `
+SELECT o.id FROM operations o
+WHERE o.status = 'queued' AND o.created_at < now() - interval '1 minute'
+  AND NOT EXISTS (
+    SELECT 1 FROM river_job j
+    WHERE j.kind = 'operation' AND j.args->>'operation_id' = o.id::text
+      AND j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled'))`
+
+// Work queues every stale operation, and every orphaned one, once more.
 func (r *Reaper) Work(ctx context.Context, _ *river.Job[ReaperArgs]) error {
 	ids, err := dbgen.New(r.pool).StaleOperations(ctx)
-	if err != nil || len(ids) == 0 {
+	if err != nil {
 		return err
+	}
+	rows, err := r.pool.Query(ctx, orphans)
+	if err != nil {
+		return err
+	}
+	orphaned, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return err
+	}
+	ids = append(ids, orphaned...)
+	if len(ids) == 0 {
+		return nil
 	}
 	client := river.ClientFromContext[pgx.Tx](ctx)
 	params := make([]river.InsertManyParams, len(ids))

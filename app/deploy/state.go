@@ -1,11 +1,14 @@
 package deploy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
@@ -16,11 +19,17 @@ import (
 )
 
 // State exports a deployment's Pulumi state (secrets in it stay encrypted). Tenant admins may:
-// the state holds every property of every resource.
+// the state holds every property of every resource. Refused while an operation runs, since the
+// export reads the stack's working directory, which the operation may be changing.
 func (s *Service) State(ctx context.Context, actor access.Principal, id uuid.UUID) ([]byte, error) {
 	d, st, err := s.stateStack(ctx, actor, id, "component:destroy")
 	if err != nil {
 		return nil, err
+	}
+	if running, err := dbgen.New(s.pool).Running(ctx, id); err != nil {
+		return nil, err
+	} else if running {
+		return nil, problem.Invalid("deployment", "state", "an operation is running on %s: export its state when it has ended", d.Name)
 	}
 	data, err := s.runner.Export(ctx, st)
 	if errors.Is(err, pulumix.ErrNoStack) {
@@ -37,8 +46,9 @@ func (s *Service) State(ctx context.Context, actor access.Principal, id uuid.UUI
 }
 
 // RestoreState replaces a deployment's Pulumi state with an export of it, for when something
-// outside Nimbus changed the stack. Provider admins only; refused while an operation runs on
-// the deployment. The state it replaces is kept in the object store first.
+// outside Nimbus changed the stack. Provider admins only. The restore is an operation of its
+// own, holding the deployment's one active slot so that nothing runs on the stack meanwhile
+// (later operations wait for it); the state it replaces is kept in the object store first.
 func (s *Service) RestoreState(ctx context.Context, actor access.Principal, id uuid.UUID, state []byte) error {
 	if !actor.ProviderAdmin {
 		if _, err := s.get(ctx, actor, id); err != nil {
@@ -50,24 +60,75 @@ func (s *Service) RestoreState(ctx context.Context, actor access.Principal, id u
 	if err != nil {
 		return err
 	}
-	active, err := dbgen.New(s.pool).ListOperations(ctx, dbgen.ListOperationsParams{AllTenants: true, DeploymentID: nullID(id), Status: nullText("running")})
-	if err != nil {
-		return err
-	}
-	if len(active) > 0 {
-		return problem.Invalid("deployment", "state", "an operation is running on %s: restore its state when it has ended", d.Name)
-	}
-	err = s.runner.Import(ctx, st, state)
-	if errors.Is(err, pulumix.ErrBadState) {
-		return problem.Invalid("state", "export", "%v", err)
-	}
-	if err != nil {
-		return fmt.Errorf("restore the state of %s: %w", d.Name, err)
-	}
-	return db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+	lease := uuid.New()
+	var op dbgen.Operation
+	err = db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+		if err := q.LockDeployment(ctx, id); err != nil {
+			return err
+		}
+		if d.Status == "destroyed" {
+			return problem.Invalid("deployment", "state", "%s is destroyed", d.Name)
+		}
+		op, err = q.StartRestore(ctx, dbgen.StartRestoreParams{DeploymentID: id,
+			RequestedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}, Lease: uuid.NullUUID{UUID: lease, Valid: true}})
+		if db.IsUniqueViolation(err) {
+			return problem.Invalid("deployment", "state", "an operation is running on %s: restore its state when it has ended", d.Name)
+		}
+		if err != nil {
+			return err
+		}
 		return audit.Record(ctx, q, actor, audit.Event{Tenant: d.TenantID, Action: "deployment.state_restore", TargetType: "deployment",
 			TargetID: id.String(), Diff: map[string]any{"name": d.Name, "bytes": len(state)}})
 	})
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	restoreErr := s.restore(ctx, op.ID, lease, st, state)
+	status, msg := "succeeded", ""
+	if restoreErr != nil {
+		status, msg = "failed", restoreErr.Error()
+	}
+	if _, err := dbgen.New(s.pool).FinishOperation(context.WithoutCancel(ctx), dbgen.FinishOperationParams{ID: op.ID,
+		Lease: uuid.NullUUID{UUID: lease, Valid: true}, Status: status, Error: msg, Changes: []byte("{}"), ExitCode: pgtype.Int4{}}); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	if errors.Is(restoreErr, pulumix.ErrBadState) {
+		return problem.Invalid("state", "export", "%v", restoreErr)
+	}
+	return restoreErr
+}
+
+// restore keeps the current state in the object store, then imports state, beating the
+// operation's heartbeat meanwhile so that no worker takes it for dead.
+func (s *Service) restore(ctx context.Context, opID, lease uuid.UUID, st pulumix.Stack, state []byte) error {
+	beatCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-beatCtx.Done():
+				return
+			case <-t.C:
+				_, _ = dbgen.New(s.pool).HeartbeatOperation(beatCtx, dbgen.HeartbeatOperationParams{ID: opID, Lease: uuid.NullUUID{UUID: lease, Valid: true}})
+			}
+		}
+	}()
+	if s.objects != nil {
+		old, err := s.runner.Export(ctx, st)
+		switch {
+		case errors.Is(err, pulumix.ErrNoStack):
+			// Nothing to keep.
+		case err != nil:
+			return fmt.Errorf("keep the current state: %w", err)
+		default:
+			if err := s.objects.Put(ctx, "state-backups/"+st.Name+"/"+opID.String()+".json", bytes.NewReader(old), int64(len(old))); err != nil {
+				return fmt.Errorf("keep the current state: %w", err)
+			}
+		}
+	}
+	return s.runner.Import(ctx, st, state)
 }
 
 // stateStack returns the deployment the actor may reach with perm ("" for provider admins,

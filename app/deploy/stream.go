@@ -28,7 +28,12 @@ func (h *Handlers) Stream(c echo.Context) error {
 	if _, err := h.svc.Operation(ctx, actor, id); err != nil {
 		return err
 	}
+	// A browser that reconnects says which line it saw last; the page's URL says which lines
+	// the page came with.
 	after, _ := strconv.ParseInt(c.QueryParam("after"), 10, 64)
+	if last, err := strconv.ParseInt(c.Request().Header.Get("Last-Event-ID"), 10, 64); err == nil {
+		after = last
+	}
 	wake, stop := h.hub.Subscribe(id.String())
 	defer stop()
 
@@ -53,11 +58,11 @@ func (h *Handlers) Stream(c echo.Context) error {
 			return nil
 		}
 		if state := buf.String(); state != sent {
-			event(w, "state", state)
+			event(w, "state", after, state)
 			sent = state
 		}
 		for {
-			lines, err := h.svc.Logs(ctx, actor, id, after)
+			lines, err := h.svc.logs(ctx, id, after)
 			if err != nil || len(lines) == 0 {
 				break
 			}
@@ -69,11 +74,11 @@ func (h *Handlers) Stream(c echo.Context) error {
 			if err := views.LogLines(rows).Render(ctx, &buf); err != nil {
 				return nil
 			}
-			event(w, "log", buf.String())
 			after = lines[len(lines)-1].ID
+			event(w, "log", after, buf.String())
 		}
 		if ended(d.Status) {
-			event(w, "end", "")
+			event(w, "end", after, "")
 			return nil
 		}
 		w.Flush()
@@ -92,9 +97,12 @@ func (h *Handlers) Stream(c echo.Context) error {
 	}
 }
 
-// event writes one server-sent event; every line of data goes on a data: line of its own.
-func event(w *echo.Response, name, data string) {
-	fmt.Fprintf(w, "event: %s\n", name)
+// event writes one server-sent event with the id of the last log line sent, which a
+// reconnecting browser sends back. Every line of data goes on a data: line of its own; a
+// carriage return ends a line in this format too, so it becomes a line break.
+func event(w *echo.Response, name string, lastLog int64, data string) {
+	fmt.Fprintf(w, "event: %s\nid: %d\n", name, lastLog)
+	data = strings.ReplaceAll(strings.ReplaceAll(data, "\r\n", "\n"), "\r", "\n")
 	for _, l := range strings.Split(data, "\n") {
 		fmt.Fprintf(w, "data: %s\n", l)
 	}

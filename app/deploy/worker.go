@@ -64,12 +64,13 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error 
 	case "succeeded", "failed", "cancelled", "rejected", "awaiting_approval":
 		return nil
 	}
-	if earlier, err := q.EarlierQueued(ctx, dbgen.EarlierQueuedParams{DeploymentID: op.DeploymentID, CreatedAt: op.CreatedAt, ID: op.ID}); err != nil {
+	if ahead, err := q.QueuePosition(ctx, dbgen.QueuePositionParams{DeploymentID: op.DeploymentID, CreatedAt: op.CreatedAt, ID: op.ID}); err != nil {
 		return err
-	} else if earlier {
+	} else if ahead > 0 {
 		return river.JobSnooze(2 * time.Second) // operations on a deployment run in order
 	}
-	resumed := op.Status == "running"
+	// An earlier attempt began it: its engine may have made resources the state does not show.
+	resumed := op.StartedAt != nil
 	lease := uuid.New()
 	op, err = q.ClaimOperation(ctx, dbgen.ClaimOperationParams{ID: op.ID, Lease: uuid.NullUUID{UUID: lease, Valid: true}})
 	switch {
@@ -88,19 +89,23 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error 
 	defer stop()
 	runCtx, cancel := context.WithCancelCause(timed)
 	defer cancel(nil)
+	// The heartbeat goes on until the run returns, undo included: a silent operation would be
+	// taken over by another worker while this one still undoes it.
+	beatCtx, stopBeats := context.WithCancel(ctx)
 	var beats sync.WaitGroup
 	beats.Add(1)
 	go func() {
 		defer beats.Done()
-		w.heartbeat(runCtx, cancel, op.ID, lease)
+		w.heartbeat(beatCtx, cancel, op.ID, lease)
 	}()
-	result := w.run(runCtx, op, resumed, job.Attempt >= job.MaxAttempts)
-	cancel(nil)
+	lastAttempt := job.Attempt >= job.MaxAttempts
+	result := w.run(runCtx, op, resumed, lastAttempt)
+	stopBeats()
 	beats.Wait()
-	return w.finish(ctx, op, lease, result)
+	return w.finish(ctx, op, lease, result, lastAttempt)
 }
 
-// heartbeat keeps the lease alive and notices a requested cancel.
+// heartbeat keeps the lease alive and passes a requested cancel on to the run.
 func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, id uuid.UUID, lease uuid.UUID) {
 	t := time.NewTicker(w.beat)
 	defer t.Stop()
@@ -116,10 +121,11 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 			cancel(errLeaseLost)
 			return
 		case err != nil:
-			w.log.Warn("heartbeat failed", "operation", id, "err", err)
+			if ctx.Err() == nil {
+				w.log.Warn("heartbeat failed", "operation", id, "err", err)
+			}
 		case cancelRequested:
-			cancel(saga.ErrCancelled)
-			return
+			cancel(saga.ErrCancelled) // once is enough; later calls change nothing
 		}
 	}
 }
@@ -129,6 +135,9 @@ type outcome struct {
 	err     error
 	changes map[string]int
 	exit    *int // the engine's exit code, when it refused
+	// refused is an operation that no longer fits the deployment, found before it did
+	// anything: it fails and leaves the deployment as it is.
+	refused error
 }
 
 func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttempt bool) outcome {
@@ -139,6 +148,22 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttem
 	dep, err := q.GetDeployment(ctx, op.DeploymentID)
 	if err != nil {
 		return outcome{err: saga.Transient(err)}
+	}
+	if op.Kind == "restore" {
+		// Restores run in the request that asks for them; a worker finds one only when the
+		// server died during it.
+		return outcome{refused: errors.New("the server stopped while it restored the state: export it to check it, and restore it again if needed")}
+	}
+	if op.Kind == "deploy" {
+		// Requests are checked when made, but two deploys of one pending deployment may both
+		// have been accepted: the second must not treat the first's resources as its own.
+		deployed, err := q.HasBeenDeployed(ctx, dep.ID)
+		if err != nil {
+			return outcome{err: saga.Transient(err)}
+		}
+		if deployed {
+			return outcome{refused: fmt.Errorf("%s is deployed already: change it with an update or an upgrade", dep.Name)}
+		}
 	}
 	current, err := stackOf(ctx, q, w.keys, dep, dep.Version, dep.Parameters, dep.SecretKeyID, dep.SecretParameters)
 	if err != nil {
@@ -321,12 +346,12 @@ func stackOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyring, dep d
 }
 
 // finish records how the operation ended, or hands it back for River's next attempt.
-func (w *Worker) finish(ctx context.Context, op dbgen.Operation, lease uuid.UUID, res outcome) error {
+func (w *Worker) finish(ctx context.Context, op dbgen.Operation, lease uuid.UUID, res outcome, lastAttempt bool) error {
 	stopping := ctx.Err() != nil
 	ctx = context.WithoutCancel(ctx)
 	q := dbgen.New(w.pool)
 	leaseID := uuid.NullUUID{UUID: lease, Valid: true}
-	if res.err != nil && saga.IsTransient(res.err) {
+	if res.err != nil && saga.IsTransient(res.err) && (stopping || !lastAttempt) {
 		if err := q.ReleaseOperation(ctx, dbgen.ReleaseOperationParams{ID: op.ID, Lease: leaseID}); err != nil {
 			return err
 		}
@@ -361,7 +386,13 @@ func (w *Worker) finish(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 			depStatus = "failed"
 		}
 	} else if res.err != nil {
-		status, msg, depStatus = "failed", res.err.Error(), "failed"
+		// Out of attempts on an error that kept passing: what it did may be half done.
+		status, msg = "failed", fmt.Sprintf("gave up after its last attempt: %v", res.err)
+		if op.Kind != "preview" && op.Kind != "refresh" {
+			depStatus = "failed"
+		}
+	} else if res.refused != nil {
+		status, msg = "failed", res.refused.Error()
 	}
 	changes, _ := json.Marshal(res.changes)
 	var exit pgtype.Int4
@@ -369,9 +400,15 @@ func (w *Worker) finish(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 		exit = pgtype.Int4{Int32: int32(*res.exit), Valid: true}
 	}
 	err := db.Tx(ctx, w.pool, func(q *dbgen.Queries) error {
-		if _, err := q.FinishOperation(ctx, dbgen.FinishOperationParams{ID: op.ID, Lease: leaseID, Status: status, Error: msg,
-			Changes: changes, ExitCode: exit}); err != nil {
+		n, err := q.FinishOperation(ctx, dbgen.FinishOperationParams{ID: op.ID, Lease: leaseID, Status: status, Error: msg,
+			Changes: changes, ExitCode: exit})
+		if err != nil {
 			return err
+		}
+		if n == 0 {
+			// Another worker took the operation over: what it finds is what counts.
+			w.log.Warn("operation taken over before it finished here", "operation", op.ID)
+			return nil
 		}
 		if depStatus == "" {
 			return nil

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 	"io"
 	"log/slog"
 	"net"
@@ -39,6 +41,7 @@ type site struct {
 	logs    *syncBuffer // everything the server and its workers logged
 	objects objstore.Store
 	bucket  *objstore.S3 // where the state is, on the S3 backend; nil on the file backend
+	jobs    *river.Client[pgx.Tx]
 }
 
 // syncBuffer is a bytes.Buffer many goroutines may write.
@@ -138,7 +141,7 @@ func newSiteWith(t testing.TB, cfg siteConfig, configure ...func(*server.Deps)) 
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &site{world: w, url: srv.URL, cloud: cloud, data: data, logs: logs, objects: objects, bucket: bucket}
+	return &site{world: w, url: srv.URL, cloud: cloud, data: data, logs: logs, objects: objects, bucket: bucket, jobs: client}
 }
 
 func (s *site) token(t testing.TB, p access.Principal) string {

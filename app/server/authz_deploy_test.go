@@ -116,7 +116,7 @@ var deployCases = map[string]func(t *testing.T, w *world){
 	"deploy.Service.Start": func(t *testing.T, w *world) {
 		actionCase(t, w, "deploy", func(svc *deploy.Service, actor access.Principal, id uuid.UUID) (deploy.Operation, error) {
 			return svc.Start(context.Background(), actor, id, deploy.Change{})
-		}, "")
+		}, "deployment") // its first deploy is queued already
 	},
 	"deploy.Service.Update": func(t *testing.T, w *world) {
 		actionCase(t, w, "update", func(svc *deploy.Service, actor access.Principal, id uuid.UUID) (deploy.Operation, error) {

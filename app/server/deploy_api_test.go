@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"nimbus/app/deploy"
 	"nimbus/app/environment"
 )
 
@@ -227,6 +228,12 @@ func TestAPI_UpdateUpgradeStateAndFilters(t *testing.T) {
 		if dep := s.call(t, "GET", "/api/v1/deployments/"+depID, user, nil).json(t); dep["parameters"].(map[string]any)["cores"] != 3.0 {
 			t.Fatalf("after the update: %v", dep["parameters"])
 		}
+		// The deployment changed since the preview: applying it again is refused.
+		r = s.call(t, "POST", "/api/v1/operations/"+preview["id"].(string)+"/apply", user, nil)
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		if !strings.Contains(string(r.body), "preview it again") {
+			t.Fatalf("a stale preview applied: %s", r.body)
+		}
 
 		// An update the provider refuses rolls back to what ran before.
 		r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/update", user, map[string]any{"parameters": map[string]any{"cores": 5, "fail_on": "update"}})
@@ -293,6 +300,12 @@ func TestAPI_UpdateUpgradeStateAndFilters(t *testing.T) {
 		r = s.call(t, "PUT", "/api/v1/deployments/"+depID+"/state", provider, `{"nonsense": true}`)
 		wantStatus(t, r, http.StatusUnprocessableEntity)
 		wantStatus(t, s.call(t, "PUT", "/api/v1/deployments/"+depID+"/state", provider, string(state)), http.StatusNoContent)
+		restoresReply := s.call(t, "GET", "/api/v1/operations?deployment_id="+depID+"&kind=restore", admin, nil)
+		wantStatus(t, restoresReply, http.StatusOK)
+		restores, _ := restoresReply.json(t)["operations"].([]any)
+		if len(restores) != 2 || restores[0].(map[string]any)["status"] != "succeeded" || restores[1].(map[string]any)["status"] != "failed" {
+			t.Fatalf("the restores in the history: %v, want the refused one failed and the good one succeeded", restores)
+		}
 
 		r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/destroy", admin, nil)
 		wantStatus(t, r, http.StatusAccepted)
@@ -330,5 +343,31 @@ func TestAPI_HangingProviderTimesOutAndCompensates(t *testing.T) {
 	dep := s.call(t, "GET", "/api/v1/deployments/"+body["deployment"].(map[string]any)["id"].(string), user, nil).json(t)
 	if dep["status"] != "failed" {
 		t.Fatalf("deployment %v", dep)
+	}
+}
+
+// An operation whose job gave up is found by the reaper and run, instead of holding up its
+// deployment for ever.
+func TestReaper_RunsAnOrphanedOperation(t *testing.T) {
+	s := newSite(t)
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	user := s.token(t, s.userA)
+	r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
+		"component_id": s.shared.ID, "environment_id": env.ID, "name": "web", "parameters": map[string]any{"name": "web-1"},
+	})
+	wantStatus(t, r, http.StatusAccepted)
+	body := r.json(t)
+	if op := s.waitOperation(t, user, body["operation"].(map[string]any)["id"].(string)); op["status"] != "succeeded" {
+		t.Fatalf("deploy: %v", op)
+	}
+	var orphan string
+	must(t, s.pool.QueryRow(t.Context(), `INSERT INTO operations (deployment_id, kind, created_at) VALUES ($1, 'refresh', now() - interval '2 minutes')
+		RETURNING id::text`, body["deployment"].(map[string]any)["id"]).Scan(&orphan))
+	if _, err := s.jobs.Insert(t.Context(), deploy.ReaperArgs{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if op := s.waitOperation(t, user, orphan); op["status"] != "succeeded" {
+		t.Fatalf("the orphan: %v", op)
 	}
 }

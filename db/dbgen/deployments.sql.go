@@ -42,6 +42,24 @@ func (q *Queries) CancelQueuedOperation(ctx context.Context, id uuid.UUID) (int6
 	return result.RowsAffected(), nil
 }
 
+const changedSince = `-- name: ChangedSince :one
+SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status = 'succeeded'
+    AND kind IN ('deploy', 'update', 'upgrade', 'destroy', 'restore') AND finished_at > $2::timestamptz)
+`
+
+type ChangedSinceParams struct {
+	DeploymentID uuid.UUID `json:"deployment_id"`
+	Since        time.Time `json:"since"`
+}
+
+// Whether an operation that changes a deployment's inputs or state ended after the given time.
+func (q *Queries) ChangedSince(ctx context.Context, arg ChangedSinceParams) (bool, error) {
+	row := q.db.QueryRow(ctx, changedSince, arg.DeploymentID, arg.Since)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const claimOperation = `-- name: ClaimOperation :one
 UPDATE operations SET status = 'running', lease = $1, heartbeat_at = now(),
     started_at = coalesce(started_at, now()), updated_at = now()
@@ -209,28 +227,6 @@ func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams
 	return i, err
 }
 
-const earlierQueued = `-- name: EarlierQueued :one
-SELECT EXISTS (
-    SELECT 1 FROM operations o
-    WHERE o.deployment_id = $1 AND o.status = 'queued'
-      AND (o.created_at, o.id) < ($2::timestamptz, $3::uuid)
-)
-`
-
-type EarlierQueuedParams struct {
-	DeploymentID uuid.UUID `json:"deployment_id"`
-	CreatedAt    time.Time `json:"created_at"`
-	ID           uuid.UUID `json:"id"`
-}
-
-// Whether an older request on the same deployment is still waiting: operations run in order.
-func (q *Queries) EarlierQueued(ctx context.Context, arg EarlierQueuedParams) (bool, error) {
-	row := q.db.QueryRow(ctx, earlierQueued, arg.DeploymentID, arg.CreatedAt, arg.ID)
-	var exists bool
-	err := row.Scan(&exists)
-	return exists, err
-}
-
 const finishOperation = `-- name: FinishOperation :execrows
 UPDATE operations SET status = $3, error = $4, changes = $5, exit_code = $6, finished_at = now(), lease = NULL, updated_at = now()
 WHERE id = $1 AND lease = $2
@@ -347,6 +343,19 @@ func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, er
 		&i.SecretKeyID,
 	)
 	return i, err
+}
+
+const hasBeenDeployed = `-- name: HasBeenDeployed :one
+SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status = 'succeeded' AND kind IN ('deploy', 'update', 'upgrade'))
+`
+
+// Whether the deployment's resources were ever made: then a failure left something behind, and
+// what it needs is an update, never a fresh deploy whose undo would destroy them.
+func (q *Queries) HasBeenDeployed(ctx context.Context, deploymentID uuid.UUID) (bool, error) {
+	row := q.db.QueryRow(ctx, hasBeenDeployed, deploymentID)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
 }
 
 const heartbeatOperation = `-- name: HeartbeatOperation :one
@@ -553,6 +562,16 @@ func (q *Queries) ListOperations(ctx context.Context, arg ListOperationsParams) 
 	return items, nil
 }
 
+const lockDeployment = `-- name: LockDeployment :exec
+SELECT id FROM deployed_components WHERE id = $1 FOR UPDATE
+`
+
+// Serialises the requests on one deployment, so each sees the ones before it.
+func (q *Queries) LockDeployment(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, lockDeployment, id)
+	return err
+}
+
 const markLogTruncated = `-- name: MarkLogTruncated :exec
 UPDATE operations SET log_truncated = true WHERE id = $1
 `
@@ -699,13 +718,18 @@ func (q *Queries) OperationView(ctx context.Context, id uuid.UUID) (OperationVie
 	return i, err
 }
 
-const pendingDestroy = `-- name: PendingDestroy :one
-SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind = 'destroy' AND status IN ('queued', 'running', 'awaiting_approval'))
+const pendingOperation = `-- name: PendingOperation :one
+SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind = $2 AND status IN ('queued', 'running', 'awaiting_approval'))
 `
 
-// Whether a destroy of the deployment is already waiting or running.
-func (q *Queries) PendingDestroy(ctx context.Context, deploymentID uuid.UUID) (bool, error) {
-	row := q.db.QueryRow(ctx, pendingDestroy, deploymentID)
+type PendingOperationParams struct {
+	DeploymentID uuid.UUID `json:"deployment_id"`
+	Kind         string    `json:"kind"`
+}
+
+// Whether an operation of the kind is already waiting or running on the deployment.
+func (q *Queries) PendingOperation(ctx context.Context, arg PendingOperationParams) (bool, error) {
+	row := q.db.QueryRow(ctx, pendingOperation, arg.DeploymentID, arg.Kind)
 	var exists bool
 	err := row.Scan(&exists)
 	return exists, err
@@ -834,6 +858,17 @@ func (q *Queries) RequestOperationCancel(ctx context.Context, id uuid.UUID) (int
 	return result.RowsAffected(), nil
 }
 
+const running = `-- name: Running :one
+SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status = 'running')
+`
+
+func (q *Queries) Running(ctx context.Context, deploymentID uuid.UUID) (bool, error) {
+	row := q.db.QueryRow(ctx, running, deploymentID)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const setDeploymentStatus = `-- name: SetDeploymentStatus :exec
 UPDATE deployed_components SET status = $2, updated_at = now() WHERE id = $1
 `
@@ -870,6 +905,47 @@ func (q *Queries) StaleOperations(ctx context.Context) ([]uuid.UUID, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+const startRestore = `-- name: StartRestore :one
+INSERT INTO operations (deployment_id, kind, status, requested_by, lease, heartbeat_at, started_at)
+VALUES ($1, 'restore', 'running', $2, $3, now(), now())
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id
+`
+
+type StartRestoreParams struct {
+	DeploymentID uuid.UUID     `json:"deployment_id"`
+	RequestedBy  uuid.NullUUID `json:"requested_by"`
+	Lease        uuid.NullUUID `json:"lease"`
+}
+
+// A restore runs in the request that asks for it, holding the deployment's active slot.
+func (q *Queries) StartRestore(ctx context.Context, arg StartRestoreParams) (Operation, error) {
+	row := q.db.QueryRow(ctx, startRestore, arg.DeploymentID, arg.RequestedBy, arg.Lease)
+	var i Operation
+	err := row.Scan(
+		&i.ID,
+		&i.DeploymentID,
+		&i.Kind,
+		&i.Status,
+		&i.RequestedBy,
+		&i.Parameters,
+		&i.TargetVersion,
+		&i.Error,
+		&i.ExitCode,
+		&i.Changes,
+		&i.Lease,
+		&i.HeartbeatAt,
+		&i.CancelRequestedAt,
+		&i.LogTruncated,
+		&i.StartedAt,
+		&i.FinishedAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.SecretParameters,
+		&i.SecretKeyID,
+	)
+	return i, err
 }
 
 const updateDeploymentInputs = `-- name: UpdateDeploymentInputs :exec

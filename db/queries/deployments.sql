@@ -60,9 +60,9 @@ SELECT count(*) FROM operations o
 WHERE o.deployment_id = sqlc.arg(deployment_id) AND o.status IN ('queued', 'running', 'awaiting_approval')
   AND (o.created_at, o.id) < (sqlc.arg(created_at)::timestamptz, sqlc.arg(id)::uuid);
 
--- name: PendingDestroy :one
--- Whether a destroy of the deployment is already waiting or running.
-SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind = 'destroy' AND status IN ('queued', 'running', 'awaiting_approval'));
+-- name: PendingOperation :one
+-- Whether an operation of the kind is already waiting or running on the deployment.
+SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind = $2 AND status IN ('queued', 'running', 'awaiting_approval'));
 
 -- name: RecordResourceStep :exec
 INSERT INTO operation_resources (operation_id, urn, type, name, op, status, changes, started_at, finished_at)
@@ -86,14 +86,6 @@ ON CONFLICT (operation_id, urn) DO UPDATE SET
 -- name: OperationResources :many
 SELECT * FROM operation_resources WHERE operation_id = $1 ORDER BY seq;
 
-
--- name: EarlierQueued :one
--- Whether an older request on the same deployment is still waiting: operations run in order.
-SELECT EXISTS (
-    SELECT 1 FROM operations o
-    WHERE o.deployment_id = sqlc.arg(deployment_id) AND o.status = 'queued'
-      AND (o.created_at, o.id) < (sqlc.arg(created_at)::timestamptz, sqlc.arg(id)::uuid)
-);
 
 -- name: ClaimOperation :one
 -- Takes a queued operation, or a running one whose worker stopped beating.
@@ -145,3 +137,26 @@ FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
 WHERE o.id = $1;
+
+-- name: LockDeployment :exec
+-- Serialises the requests on one deployment, so each sees the ones before it.
+SELECT id FROM deployed_components WHERE id = $1 FOR UPDATE;
+
+-- name: HasBeenDeployed :one
+-- Whether the deployment's resources were ever made: then a failure left something behind, and
+-- what it needs is an update, never a fresh deploy whose undo would destroy them.
+SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status = 'succeeded' AND kind IN ('deploy', 'update', 'upgrade'));
+
+-- name: ChangedSince :one
+-- Whether an operation that changes a deployment's inputs or state ended after the given time.
+SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status = 'succeeded'
+    AND kind IN ('deploy', 'update', 'upgrade', 'destroy', 'restore') AND finished_at > sqlc.arg(since)::timestamptz);
+
+-- name: StartRestore :one
+-- A restore runs in the request that asks for it, holding the deployment's active slot.
+INSERT INTO operations (deployment_id, kind, status, requested_by, lease, heartbeat_at, started_at)
+VALUES ($1, 'restore', 'running', $2, $3, now(), now())
+RETURNING *;
+
+-- name: Running :one
+SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status = 'running');
