@@ -1,0 +1,539 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"nimbus/app/pulumix"
+)
+
+// The engine's benchmarks run the built binary as an operator does: `nimbus serve` on a fresh
+// data directory with its embedded Postgres, the real Pulumi CLI and the simulated cloud. Each
+// b.N is one whole round, minutes long: run them with -benchtime 1x, as `go tool task bench` does.
+
+// BenchmarkRequestToEngine measures how long an operation waits before the engine runs it: from
+// just before the API request that queues a preview to the start of its first pulumi process,
+// over 100 previews of one deployed machine, one after the other.
+//
+// The start is seen in /proc rather than taken from the operation's first step: the step's
+// started_at is written before the runner prepares the stack's workspace, so it would leave out
+// part of the wait, and /proc/<pid>/stat counts start times in 10 ms ticks. A poll every
+// millisecond for new processes sees the pulumi exec within about a millisecond, for the cost
+// of a /proc listing per poll.
+func BenchmarkRequestToEngine(b *testing.B) {
+	const previews = 100
+	s := startBench(b)
+	comp := s.machine(b)
+	env := s.environment(b, "probe")
+	dep, err := s.deploy(comp["id"].(string), env, "probe")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.mustSucceed(b, dep.op)
+	stackDir, err := filepath.EvalSymlinks(filepath.Join(s.data, "stacks", "d-"+strings.ReplaceAll(dep.id, "-", "")))
+	if err != nil {
+		b.Fatalf("the deployment's stack directory: %v", err)
+	}
+	var waits []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		for range previews {
+			ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
+			started := watchEngine(ctx, stackDir)
+			start := time.Now()
+			op := s.call(b, "POST", "/api/v1/deployments/"+dep.id+"/preview", nil)["id"].(string)
+			select {
+			case t := <-started:
+				waits = append(waits, t.Sub(start))
+			case <-ctx.Done():
+				b.Fatalf("preview %s: no pulumi process started in a minute\n%s", op, s.logTail())
+			}
+			cancel()
+			s.mustSucceed(b, op)
+		}
+	}
+	b.StopTimer()
+	p50, p99 := percentile(waits, 0.50), percentile(waits, 0.99)
+	b.ReportMetric(p50, "p50-ms")
+	b.ReportMetric(p99, "p99-ms")
+	b.Logf("request to pulumi process started, %d previews one after another: p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+		len(waits), p50, p99, percentile(waits, 1))
+}
+
+// BenchmarkConcurrentDeploys asks for 50 machines at once, in one environment, and measures
+// the wall time until every one is deployed or failed, against the same program previewed and
+// brought up by a bare pulumix.Runner 50 times in sequence. It samples the server's resident
+// memory every 100 ms meanwhile: its own process only, as the engines are processes of their own.
+func BenchmarkConcurrentDeploys(b *testing.B) {
+	const (
+		deploys = 50
+		// Bare runs take a few seconds each: 10 of them, scaled to 50, say what 50 would.
+		bareRuns = 10
+	)
+	s := startBench(b)
+	comp := s.machine(b)
+	version := s.call(b, "GET", fmt.Sprintf("/api/v1/components/%s/versions/%v", comp["id"], comp["latest_version"]), nil)
+	runner, err := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), b.TempDir(), map[string]string{"SIMCLOUD_DIR": b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	idle := s.memory()
+	var (
+		peak       memory
+		wall, bare time.Duration
+		failures   int
+		failedWhy  []string
+	)
+	b.ResetTimer()
+	for round := range b.N {
+		b.StopTimer()
+		env := s.environment(b, fmt.Sprintf("burst-%d", round))
+		b.StartTimer()
+
+		stop := s.sampleMemory()
+		start := time.Now()
+		errs := make([]error, deploys)
+		var wg sync.WaitGroup
+		for i := range deploys {
+			wg.Go(func() { _, errs[i] = s.deploy(comp["id"].(string), env, fmt.Sprintf("m%d", i)) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			b.Fatal(err)
+		}
+		failed := s.waitDeployments(b, env, deploys)
+		wall += time.Since(start)
+		m := stop()
+		peak.server, peak.postgres = max(peak.server, m.server), max(peak.postgres, m.postgres)
+		failures += len(failed)
+		for _, d := range failed {
+			failedWhy = append(failedWhy, s.failure(b, d))
+		}
+
+		start = time.Now()
+		for i := range bareRuns {
+			name := fmt.Sprintf("bare-%d-%d", round, i)
+			st := pulumix.Stack{Name: name, Code: version["code"].(string), Config: map[string]any{"name": name}, Passphrase: "bench"}
+			if _, err := runner.Preview(context.Background(), st, io.Discard); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := runner.Up(context.Background(), st, io.Discard); err != nil {
+				b.Fatal(err)
+			}
+		}
+		bare += time.Since(start) * deploys / bareRuns
+	}
+	b.StopTimer()
+	n := time.Duration(b.N)
+	wallS, bareS := (wall / n).Seconds(), (bare / n).Seconds()
+	b.Logf("%d deploys at once through nimbus serve (%s job workers, its default): all done in %.1f s, %d failed; "+
+		"%d bare preview+up in sequence: %.1f s (measured %d, scaled to %d); ratio %.2f",
+		deploys, s.workers, wallS, failures/b.N, deploys, bareS, bareRuns, deploys, wallS/bareS)
+	b.Logf("server RSS: idle %.1f MiB, peak %.1f MiB; its Postgres, PSS summed over its processes: idle %.1f MiB, peak %.1f MiB",
+		mib(idle.server), mib(peak.server), mib(idle.postgres), mib(peak.postgres))
+	if issues := s.logIssues(); issues != "" {
+		b.Logf("server log warnings and errors: %s", issues)
+	}
+	b.ReportMetric(wallS, "wall-s")
+	b.ReportMetric(float64(failures)/float64(b.N), "failures")
+	b.ReportMetric(bareS, "bare-seq-s")
+	b.ReportMetric(wallS/bareS, "ratio")
+	b.ReportMetric(mib(idle.server), "idle-rss-MiB")
+	b.ReportMetric(mib(peak.server), "peak-rss-MiB")
+	b.ReportMetric(mib(idle.postgres), "pg-idle-pss-MiB")
+	b.ReportMetric(mib(peak.postgres), "pg-peak-pss-MiB")
+	if failures > 0 {
+		// Nothing in these deploys asks for a failure: one that fails is a fault.
+		b.Fatalf("%d deploys failed:\n%s", failures, strings.Join(failedWhy, "\n"))
+	}
+}
+
+// benchServer is `nimbus serve` in a process of its own, with an API token of the first admin.
+type benchServer struct {
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	url     string
+	data    string
+	logPath string
+	token   string
+	workers string // how many jobs it runs at once
+	http    *http.Client
+}
+
+// startBench builds nimbus and serves it on a fresh data directory, with the number of job
+// workers it has by default. Everything it starts is stopped when the benchmark ends.
+func startBench(b *testing.B) *benchServer {
+	b.Helper()
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "nimbus")
+	if out, err := exec.Command("go", "build", "-o", bin, "nimbus").CombinedOutput(); err != nil {
+		b.Fatalf("build nimbus: %v\n%s", err, out)
+	}
+	help, _ := exec.Command(bin, "serve", "-h").CombinedOutput()
+	workers := regexp.MustCompile(`NIMBUS_JOB_WORKERS, default "(\d+)"`).FindSubmatch(help)
+	if workers == nil {
+		b.Fatalf("serve -h does not say how many job workers it runs:\n%s", help)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	s := &benchServer{exited: make(chan struct{}), url: "http://" + addr, data: filepath.Join(dir, "data"),
+		logPath: filepath.Join(dir, "server.log"), workers: string(workers[1]), http: &http.Client{Timeout: time.Minute}}
+	logFile, err := os.Create(s.logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer logFile.Close() // the server holds its own descriptor
+	s.cmd = exec.Command(bin, "serve", "--addr", addr, "--data-dir", s.data)
+	s.cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "NIMBUS_JOB_WORKERS=") }),
+		"NIMBUS_ADMIN_PASSWORD="+adminPassword, "NIMBUS_ADMIN_EMAIL="+adminEmail)
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	if err := s.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = s.cmd.Wait(); close(s.exited) }()
+	b.Cleanup(s.stop)
+
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err := s.http.Get(s.url + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case <-s.exited:
+			b.Fatalf("nimbus serve exited:\n%s", s.logTail())
+		default:
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("nimbus did not become ready in a minute:\n%s", s.logTail())
+		}
+	}
+	out, err := exec.Command(bin, "token", "create", "--email", adminEmail, "--name", "bench", "--data-dir", s.data).Output()
+	if err != nil {
+		b.Fatalf("token create: %v", err)
+	}
+	s.token = strings.TrimSpace(string(out))
+	return s
+}
+
+// stop asks the server to shut down as an operator would, then removes whatever a server that
+// did not stop cleanly leaves behind: its engines' plugins and its Postgres.
+func (s *benchServer) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(time.Minute): // the jobs' grace period is 30 s
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+	killStrays(s.data)
+	pidFile := filepath.Join(s.data, "postgres", "pgdata", "postmaster.pid")
+	if pid := postmaster(pidFile); pid > 0 {
+		_ = syscall.Kill(pid, syscall.SIGINT) // Postgres's fast shutdown
+		for deadline := time.Now().Add(30 * time.Second); postmaster(pidFile) > 0 && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// postmaster is the pid of the live Postgres that pidFile names, or 0.
+func postmaster(pidFile string) int {
+	content, err := os.ReadFile(pidFile)
+	if err != nil {
+		return 0
+	}
+	line, _, _ := bytes.Cut(content, []byte("\n"))
+	pid, err := strconv.Atoi(string(line))
+	if err != nil {
+		return 0
+	}
+	// A file left by a crash may name a pid taken since by another process.
+	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err != nil || !bytes.Contains(cmdline, []byte("postgres")) {
+		return 0
+	}
+	return pid
+}
+
+func (s *benchServer) do(method, path string, body any) (map[string]any, error) {
+	var rd io.Reader
+	if body != nil {
+		data, _ := json.Marshal(body)
+		rd = bytes.NewReader(data)
+	}
+	req, _ := http.NewRequest(method, s.url+path, rd)
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if resp.StatusCode >= 300 || json.Unmarshal(data, &out) != nil {
+		return nil, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, data)
+	}
+	return out, nil
+}
+
+func (s *benchServer) call(b *testing.B, method, path string, body any) map[string]any {
+	b.Helper()
+	out, err := s.do(method, path, body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+// machine is the shipped simcloud-machine component.
+func (s *benchServer) machine(b *testing.B) map[string]any {
+	b.Helper()
+	found := s.call(b, "GET", "/api/v1/components?search=simcloud-machine", nil)["components"].([]any)
+	if len(found) != 1 {
+		b.Fatalf("%d components named simcloud-machine", len(found))
+	}
+	return found[0].(map[string]any)
+}
+
+// environment creates a tenant and an environment in it, and returns the environment's id.
+func (s *benchServer) environment(b *testing.B, name string) string {
+	b.Helper()
+	tenant := s.call(b, "POST", "/api/v1/tenants", map[string]any{"name": name})
+	return s.call(b, "POST", "/api/v1/environments", map[string]any{"tenant_id": tenant["id"], "name": name})["id"].(string)
+}
+
+type deployment struct{ id, op string }
+
+func (s *benchServer) deploy(component, env, name string) (deployment, error) {
+	r, err := s.do("POST", "/api/v1/deployments", map[string]any{
+		"component_id": component, "environment_id": env, "name": name, "parameters": map[string]any{"name": name},
+	})
+	if err != nil {
+		return deployment{}, err
+	}
+	return deployment{id: r["deployment"].(map[string]any)["id"].(string), op: r["operation"].(map[string]any)["id"].(string)}, nil
+}
+
+func (s *benchServer) mustSucceed(b *testing.B, op string) {
+	b.Helper()
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		got := s.call(b, "GET", "/api/v1/operations/"+op, nil)
+		switch got["status"] {
+		case "succeeded":
+			return
+		case "failed", "cancelled":
+			b.Fatalf("operation %s %s: %v", op, got["status"], got["error"])
+		}
+	}
+	b.Fatalf("operation %s did not end in 3 minutes", op)
+}
+
+// waitDeployments polls the environment's deployments until n of them are deployed or failed,
+// and returns the failed ones. One listing per poll: the benchmark should not load the server
+// it measures with a request per deployment.
+func (s *benchServer) waitDeployments(b *testing.B, env string, n int) []string {
+	b.Helper()
+	for deadline := time.Now().Add(20 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var done int
+		var failed []string
+		for _, d := range s.call(b, "GET", "/api/v1/deployments?environment_id="+env, nil)["deployments"].([]any) {
+			d := d.(map[string]any)
+			switch d["status"] {
+			case "deployed":
+				done++
+			case "failed":
+				done++
+				failed = append(failed, d["id"].(string))
+			}
+		}
+		if done == n {
+			return failed
+		}
+	}
+	b.Fatalf("the deployments did not all end in 20 minutes:\n%s", s.logTail())
+	return nil
+}
+
+// failure says why the deployment's last operation failed.
+func (s *benchServer) failure(b *testing.B, dep string) string {
+	ops := s.call(b, "GET", "/api/v1/operations?deployment_id="+dep, nil)["operations"].([]any)
+	if len(ops) == 0 {
+		return dep + ": no operation"
+	}
+	return fmt.Sprintf("%s: %v", dep, ops[0].(map[string]any)["error"])
+}
+
+// memory is resident memory in KiB.
+type memory struct{ server, postgres int }
+
+func mib(kib int) float64 { return float64(kib) / 1024 }
+
+// memory reads the server's resident memory, and the proportional memory of its Postgres:
+// its processes share their buffers, which a sum of their RSS would count once per process.
+func (s *benchServer) memory() memory {
+	m := memory{server: procKiB(s.cmd.Process.Pid, "status", "VmRSS:")}
+	pm := postmaster(filepath.Join(s.data, "postgres", "pgdata", "postmaster.pid"))
+	if pm == 0 {
+		return m
+	}
+	m.postgres = procKiB(pm, "smaps_rollup", "Pss:")
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, path := range stats {
+		stat, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		// The fields after the parenthesised command are the state, then the parent's pid.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pm) {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+			m.postgres += procKiB(pid, "smaps_rollup", "Pss:")
+		}
+	}
+	return m
+}
+
+// procKiB reads a field in kB from /proc/<pid>/<file>, or 0 once the process is gone.
+func procKiB(pid int, file, field string) int {
+	content, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(content)) {
+		if v, ok := strings.CutPrefix(line, field); ok {
+			kib, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return kib
+		}
+	}
+	return 0
+}
+
+// sampleMemory samples memory every 100 ms until the returned func is called, which returns
+// the highest readings.
+func (s *benchServer) sampleMemory() func() memory {
+	done, peak := make(chan struct{}), make(chan memory)
+	go func() {
+		var p memory
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			m := s.memory()
+			p.server, p.postgres = max(p.server, m.server), max(p.postgres, m.postgres)
+			select {
+			case <-done:
+				peak <- p
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() memory { close(done); return <-peak }
+}
+
+// logIssues counts the server's warnings and errors by message.
+func (s *benchServer) logIssues() string {
+	f, err := os.Open(s.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	issue := regexp.MustCompile(`level=(WARN|ERROR) msg=("(?:[^"\\]|\\.)*"|\S+)`)
+	counts := map[string]int{}
+	lines := bufio.NewScanner(f)
+	lines.Buffer(nil, 1<<20)
+	for lines.Scan() {
+		if m := issue.FindStringSubmatch(lines.Text()); m != nil {
+			counts[m[1]+" "+m[2]]++
+		}
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		out = append(out, fmt.Sprintf("%s ×%d", k, counts[k]))
+	}
+	return strings.Join(out, "; ")
+}
+
+// logTail is the end of the server's log, for a failure's message.
+func (s *benchServer) logTail() string {
+	data, _ := os.ReadFile(s.logPath)
+	return string(data[max(0, len(data)-8000):])
+}
+
+// watchEngine takes note of the processes running now, then polls for new ones until ctx
+// ends, and sends the time it first sees a pulumi process working in dir.
+func watchEngine(ctx context.Context, dir string) <-chan time.Time {
+	found := make(chan time.Time, 1)
+	seen := map[string]bool{}
+	for _, pid := range pids() {
+		seen[pid] = true
+	}
+	go func() {
+		for {
+			for _, pid := range pids() {
+				if seen[pid] {
+					continue
+				}
+				cmdline, err := os.ReadFile("/proc/" + pid + "/cmdline")
+				argv0, _, _ := bytes.Cut(cmdline, []byte{0})
+				switch name := filepath.Base(string(argv0)); {
+				case err == nil && (len(cmdline) == 0 || name == "nimbus"):
+					// A child of the server shows the server's command line until it execs, and
+					// none while it does: look again.
+					continue
+				case name == "pulumi":
+					if cwd, _ := os.Readlink("/proc/" + pid + "/cwd"); cwd == dir {
+						found <- time.Now()
+						return
+					}
+				}
+				seen[pid] = true
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	return found
+}
+
+func pids() []string {
+	proc, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer proc.Close()
+	names, _ := proc.Readdirnames(-1)
+	return slices.DeleteFunc(names, func(n string) bool { return n[0] < '0' || n[0] > '9' })
+}
+
+// percentile is the p-th of the durations in milliseconds, p from 0 to 1.
+func percentile(d []time.Duration, p float64) float64 {
+	d = slices.Sorted(slices.Values(d))
+	return float64(d[int(p*float64(len(d)-1))].Microseconds()) / 1000
+}
