@@ -131,6 +131,15 @@ func TestAPI_DeployRefusesBadParameters(t *testing.T) {
 			t.Errorf("reply lacks %s: %s", want, r.body)
 		}
 	}
+	r = s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
+		"component_id": s.shared.ID, "version": 9, "environment_id": env.ID, "name": "web", "parameters": map[string]any{"name": "web"},
+	})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), `"field":"version"`) || !strings.Contains(string(r.body), "no published version 9") {
+		t.Errorf("a version that does not exist: %s", r.body)
+	}
+	wantStatus(t, s.call(t, "POST", "/api/v1/deployments", user, `{"component_id": "not an id"}`), http.StatusBadRequest)
+	wantStatus(t, s.call(t, "POST", "/api/v1/deployments/"+env.ID.String()+"/update", user, `{}`), http.StatusNotFound)
 }
 
 func TestAPI_CancelDuringUpUndoes(t *testing.T) {
