@@ -50,3 +50,10 @@ func IsUniqueViolation(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation
 }
+
+// IsExclusionViolation reports whether err is Postgres refusing a row that an exclusion
+// constraint rules out, such as an address range overlapping one already taken.
+func IsExclusionViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.ExclusionViolation
+}

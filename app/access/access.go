@@ -78,6 +78,7 @@ var permissions = map[Permission]Role{
 	"component:definition:delete":  TenantAdmin,
 	"component:definition:publish": ProviderAdmin,
 	"component:governance:manage":  ProviderAdmin,
+	"component:governance:narrow":  TenantAdmin, // a tenant's own rule, within the provider's
 	"component:deploy":             User,
 	"component:preview":            User,
 	"component:destroy":            TenantAdmin,

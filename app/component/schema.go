@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -283,6 +284,27 @@ func (s *Schema) Apply(field string, params map[string]any, v *problem.Validatio
 		out[name] = value
 	}
 	return out
+}
+
+// Check reports what is wrong with value for the named input, or "" when nothing is.
+func (s *Schema) Check(name string, value any) string {
+	p, ok := s.Properties[name]
+	if !ok {
+		return "is not an input of this component"
+	}
+	if value == nil {
+		return "is empty"
+	}
+	return p.check(value, true)
+}
+
+// Without returns the schema without the named input, such as one a resolver fills.
+func (s *Schema) Without(name string) *Schema {
+	out := *s
+	out.Properties = maps.Clone(s.Properties)
+	delete(out.Properties, name)
+	out.Required = slices.DeleteFunc(slices.Clone(s.Required), func(r string) bool { return r == name })
+	return &out
 }
 
 // Secret reports whether the input is marked x-secret.

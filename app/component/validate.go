@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"nimbus/app/problem"
+	"nimbus/app/resolver"
 )
 
 // Draft is everything an author writes: the program and its contract.
@@ -75,9 +76,11 @@ func Validate(d *Draft, hosts map[string]bool, providerLevel bool) (in, out *Sch
 			v.Add("resolver_bindings", "json", "must be an object mapping input names to resolver types, such as {\"ip_address\": \"ipam\"}")
 		}
 	}
-	for input := range bindings {
+	for input, target := range bindings {
 		if in != nil && in.Properties[input] == nil {
 			v.Add("resolver_bindings", "input", "binds %q, which is not an input", input)
+		} else if err := resolver.CheckBinding(input, target); err != nil {
+			v.Add("resolver_bindings", "resolver", "%v", err)
 		}
 	}
 	if d.Language == "yaml" && len(d.Code) <= MaxCodeBytes && strings.TrimSpace(d.Code) != "" {

@@ -13,6 +13,7 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/audit"
 	"nimbus/app/problem"
+	"nimbus/app/resolver"
 	"nimbus/db/dbgen"
 )
 
@@ -241,8 +242,22 @@ func (s *Service) target(ctx context.Context, q *dbgen.Queries, d dbgen.GetDeplo
 	if err != nil {
 		return inputs{}, err
 	}
-	v := &problem.ValidationError{}
-	return s.resolve(ver, d.ID, changed(current, c.Parameters, ver.InputSchema, n != d.Version), v)
+	params := changed(current, c.Parameters, ver.InputSchema, n != d.Version)
+	// What resolvers filled in before is filled in again by the operation's own resolve step.
+	bindings, err := resolver.ParseBindings(ver.ResolverBindings)
+	if err != nil {
+		return inputs{}, problem.Invalid("version", "bindings", "version %d cannot be deployed: %v", ver.Version, err)
+	}
+	configured, err := resolver.Configured(ctx, q, d.EnvironmentID)
+	if err != nil {
+		return inputs{}, err
+	}
+	for _, b := range resolver.Active(bindings, configured) {
+		if _, given := c.Parameters[b.Input]; !given {
+			delete(params, b.Input)
+		}
+	}
+	return s.resolve(ver, d.ID, configured, params, &problem.ValidationError{})
 }
 
 // Deployable is what the deploy dialog of a component offers: its latest published version
@@ -252,6 +267,7 @@ type Deployable struct {
 	Component    string
 	Version      int
 	InputSchema  []byte
+	Bindings     []byte
 	Environments []dbgen.ListEnvironmentsRow
 }
 
@@ -273,7 +289,7 @@ func (s *Service) Deployable(ctx context.Context, actor access.Principal, compon
 	if err != nil {
 		return Deployable{}, err
 	}
-	out := Deployable{ComponentID: comp.ID, Component: comp.Name, Version: int(ver.Version), InputSchema: ver.InputSchema}
+	out := Deployable{ComponentID: comp.ID, Component: comp.Name, Version: int(ver.Version), InputSchema: ver.InputSchema, Bindings: ver.ResolverBindings}
 	for _, e := range envs {
 		if e.Status == "active" && (!comp.TenantID.Valid || comp.TenantID.UUID == e.TenantID) {
 			out.Environments = append(out.Environments, e)

@@ -26,6 +26,7 @@ import (
 	"nimbus/app/objstore"
 	"nimbus/app/problem"
 	"nimbus/app/pulumix"
+	"nimbus/app/resolver"
 	"nimbus/app/secrets"
 	"nimbus/db"
 	"nimbus/db/dbgen"
@@ -212,7 +213,11 @@ func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Reques
 		v.Add("name", "pattern", "must be 1–40 lower-case letters, digits and -, starting with a letter")
 	}
 	id := uuid.New()
-	in, err := s.resolve(ver, id, req.Parameters, v)
+	configured, err := resolver.Configured(ctx, q, env.ID)
+	if err != nil {
+		return Deployment{}, Operation{}, err
+	}
+	in, err := s.resolve(ver, id, configured, req.Parameters, v)
 	if err != nil {
 		return Deployment{}, Operation{}, err
 	}

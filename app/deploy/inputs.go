@@ -12,6 +12,7 @@ import (
 
 	"nimbus/app/component"
 	"nimbus/app/problem"
+	"nimbus/app/resolver"
 	"nimbus/app/secrets"
 	"nimbus/db/dbgen"
 )
@@ -45,11 +46,24 @@ func version(ctx context.Context, q *dbgen.Queries, comp dbgen.GetComponentRow, 
 // resolve checks params against the version's input schema, completes them with defaults and
 // seals the secret ones for the deployment id. Every problem is reported at once, each under
 // "parameters.<name>".
-func (s *Service) resolve(ver dbgen.GetComponentVersionRow, id uuid.UUID, params map[string]any, v *problem.ValidationError) (inputs, error) {
+//
+// Inputs bound to a resolver the environment configures are left out: the deploy's resolve
+// step fills them, and a value given for one is refused.
+func (s *Service) resolve(ver dbgen.GetComponentVersionRow, id uuid.UUID, configured map[string]bool, params map[string]any, v *problem.ValidationError) (inputs, error) {
 	in := inputs{Version: ver.Version, Plain: map[string]any{}, KeyID: s.keys.CurrentKeyID()}
 	schema := component.ParseSchema("input_schema", ver.InputSchema, v)
 	if schema == nil || v.Err() != nil {
 		return in, v.Err()
+	}
+	bindings, err := resolver.ParseBindings(ver.ResolverBindings)
+	if err != nil {
+		return in, problem.Invalid("version", "bindings", "version %d cannot be deployed: %v", ver.Version, err)
+	}
+	for _, b := range resolver.Active(bindings, configured) {
+		if _, given := params[b.Input]; given {
+			v.Add("parameters."+b.Input, "resolved", "is set when the deployment is deployed, by the %s resolver", b.Type)
+		}
+		schema = schema.Without(b.Input)
 	}
 	all := schema.Apply("parameters", params, v)
 	if err := v.Err(); err != nil {

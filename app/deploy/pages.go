@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"nimbus/app/component"
 	"nimbus/app/problem"
+	"nimbus/app/resolver"
 	"nimbus/app/web"
 	"nimbus/db/dbgen"
 	"nimbus/views"
@@ -124,7 +126,11 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 	if fresh {
 		buttons = []views.FormButton{{Value: "preview", Label: "Preview"}, {Value: "deploy", Label: "Deploy", Primary: true}}
 	}
-	v.Update = paramForm(ver.InputSchema, d.Parameters, d.SecretNames, formErr)
+	bound, resolved, err := h.bindings(ctx, ver.ResolverBindings, d.EnvironmentID)
+	if err != nil {
+		return err
+	}
+	v.Update = paramForm(ver.InputSchema, d.Parameters, d.SecretNames, formErr, bound, resolved)
 	v.Update.Action, v.Update.Buttons = "/deployments/"+d.ID.String()+"/apply", buttons
 	return web.Render(c, status, views.DeploymentPage(web.Page(c, d.Name), v))
 }
@@ -433,7 +439,11 @@ func (h *Handlers) DeployDialog(c echo.Context) error {
 		return err
 	}
 	v := dialogView(dd)
-	v.Form = paramForm(dd.InputSchema, nil, nil, nil)
+	bound, _, err := h.bindings(web.Ctx(c), dd.Bindings, uuid.Nil)
+	if err != nil {
+		return err
+	}
+	v.Form = paramForm(dd.InputSchema, nil, nil, nil, bound, false)
 	return web.Render(c, http.StatusOK, views.DeployDialog(views.Page{CSRF: web.CSRF(c)}, v))
 }
 
@@ -488,14 +498,22 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 			values[name] = c.Request().PostForm.Get(k)
 		}
 	}
-	v.Form = paramForm(dd.InputSchema, values, nil, err)
+	bound, _, berr := h.bindings(ctx, dd.Bindings, uuid.Nil)
+	if berr != nil {
+		return berr
+	}
+	v.Form = paramForm(dd.InputSchema, values, nil, err, bound, false)
 	return web.Render(c, http.StatusUnprocessableEntity, views.DeployDialog(views.Page{CSRF: web.CSRF(c)}, v))
 }
 
 // paramForm lays a version's input schema out as form fields, filled with values (the
 // schema's defaults where a value is missing) and the problems of err beside each field.
 // Secret inputs already set show as blank password fields that keep their value when left so.
-func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err error) views.ParamForm {
+//
+// bound maps inputs bound to a resolver onto its type; resolved says whether the form's
+// environment resolves them: then they are shown, not asked for. Where it is not known (the
+// deploy dialog, before an environment is chosen) they stay fields, saying what happens.
+func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err error, bound map[string]string, resolved bool) views.ParamForm {
 	var f views.ParamForm
 	schema := component.ParseSchema("input_schema", rawSchema, &problem.ValidationError{})
 	if schema == nil {
@@ -516,6 +534,15 @@ func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err 
 		}
 		if value != nil {
 			field.Value = display(value)
+		}
+		if typ, ok := bound[name]; ok {
+			if resolved {
+				field.Kind, field.Resolver, field.Required = "resolved", typ, false
+				f.Fields = append(f.Fields, field)
+				continue
+			}
+			field.Required = false
+			field.Description = strings.TrimSpace(field.Description + " Filled in by the " + typ + " resolver in environments that configure it; leave it empty there.")
 		}
 		if p.MinLength != nil {
 			field.MinLength = strconv.Itoa(*p.MinLength)
@@ -605,4 +632,29 @@ func formParams(c echo.Context, rawSchema []byte) (map[string]any, error) {
 		}
 	}
 	return out, v.Err()
+}
+
+// bindings maps a version's bound inputs onto their resolver types, keeping those the
+// environment resolves when one is given (and saying it resolves some); with no environment,
+// all of them.
+func (h *Handlers) bindings(ctx context.Context, raw []byte, environmentID uuid.UUID) (map[string]string, bool, error) {
+	all, err := resolver.ParseBindings(raw)
+	if err != nil {
+		return nil, false, nil // the deploy itself reports it
+	}
+	out := map[string]string{}
+	if environmentID == uuid.Nil {
+		for _, b := range all {
+			out[b.Input] = b.Type
+		}
+		return out, false, nil
+	}
+	configured, err := resolver.Configured(ctx, dbgen.New(h.svc.pool), environmentID)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, b := range resolver.Active(all, configured) {
+		out[b.Input] = b.Type
+	}
+	return out, len(out) > 0, nil
 }

@@ -8,9 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"nimbus/app/objstore"
 	"nimbus/app/pulumix"
 	"nimbus/db/dbgen"
@@ -19,31 +16,10 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-// operation makes the rows an operation hangs from and returns the operation's id.
-func operation(t *testing.T, pool *pgxpool.Pool) uuid.UUID {
-	t.Helper()
-	var id uuid.UUID
-	err := pool.QueryRow(context.Background(), `
-		WITH t AS (INSERT INTO tenants (name) VALUES ('t') RETURNING id),
-		e AS (INSERT INTO environments (tenant_id, name) SELECT id, 'dev' FROM t RETURNING id, tenant_id),
-		c AS (INSERT INTO components (provider_id, semantic_type_id, name, display_name, language, code, input_schema, output_schema, latest_version)
-			SELECT p.id, s.id, 'c', 'c', 'yaml', 'name: c', '{}', '{}', 1
-			FROM semantic_providers p, semantic_resource_types s WHERE p.name = 'simcloud' AND s.name = 'VirtualMachine' RETURNING id),
-		v AS (INSERT INTO component_versions (component_id, version, language, code, input_schema, output_schema, resolver_bindings, changelog)
-			SELECT id, 1, 'yaml', 'name: c', '{}', '{}', '{}', 'first' FROM c RETURNING component_id),
-		d AS (INSERT INTO deployed_components (tenant_id, environment_id, component_id, version, name, project, stack)
-			SELECT e.tenant_id, e.id, v.component_id, 1, 'web', 'c', 'd-1' FROM e, v RETURNING id)
-		INSERT INTO operations (deployment_id, kind) SELECT id, 'deploy' FROM d RETURNING id`).Scan(&id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
 func TestProgress_LogCappedInTheDatabaseWholeInTheStore(t *testing.T) {
 	pool := dbtest.Pool(t)
 	ctx := context.Background()
-	op := operation(t, pool)
+	op := dbtest.NewDeployment(t, pool).OperationID
 	store, err := objstore.NewDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,8 +17,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"nimbus/app/component"
+	"nimbus/app/ipam"
 	"nimbus/app/objstore"
+	"nimbus/app/problem"
 	"nimbus/app/pulumix"
+	"nimbus/app/resolver"
 	"nimbus/app/secrets"
 	"nimbus/db"
 	"nimbus/db/dbgen"
@@ -169,11 +174,17 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttem
 	if err != nil {
 		return outcome{err: err}
 	}
-	target := current
-	if op.TargetVersion.Valid {
-		if target, err = stackOf(ctx, q, w.keys, dep, op.TargetVersion.Int32, op.Parameters, op.SecretKeyID, op.SecretParameters); err != nil {
-			return outcome{err: err}
+	// target is the stack the operation brings, read when a step needs it: the resolve step
+	// completes the operation's parameters first.
+	target := func(ctx context.Context) (pulumix.Stack, error) {
+		if !op.TargetVersion.Valid {
+			return current, nil
 		}
+		now, err := q.GetOperation(ctx, op.ID)
+		if err != nil {
+			return pulumix.Stack{}, saga.Transient(err)
+		}
+		return stackOf(ctx, q, w.keys, dep, now.TargetVersion.Int32, now.Parameters, now.SecretKeyID, now.SecretParameters)
 	}
 	progress := newProgress(ctx, w.pool, w.objects, op.ID, w.log)
 	defer progress.Close()
@@ -186,12 +197,28 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttem
 		}
 		return engineErr(err)
 	}
+	resolve := saga.Step{Name: "resolve",
+		Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+			return w.resolve(ctx, dep, op)
+		},
+		// What this operation was handed goes back; what the deployment held before stays.
+		Undo: func(ctx context.Context, _ *saga.Run) error {
+			return db.Tx(ctx, w.pool, func(q *dbgen.Queries) error { return resolver.ReleaseOperation(ctx, q, op.ID) })
+		}}
 	preview := saga.Step{Name: "preview", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
-		res, err := w.runner.Preview(ctx, target, progress)
+		st, err := target(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res, err := w.runner.Preview(ctx, st, progress)
 		return changesOf(res, changes), engine(err)
 	}}
-	up := func(st pulumix.Stack) func(context.Context, *saga.Run) (json.RawMessage, error) {
+	up := func(stack func(context.Context) (pulumix.Stack, error)) func(context.Context, *saga.Run) (json.RawMessage, error) {
 		return func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+			st, err := stack(ctx)
+			if err != nil {
+				return nil, err
+			}
 			if err := w.runner.ClearLock(st); err != nil {
 				return nil, saga.Transient(err)
 			}
@@ -209,6 +236,7 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttem
 			return json.Marshal(res.Outputs)
 		}
 	}
+	currentStack := func(context.Context) (pulumix.Stack, error) { return current, nil }
 	destroy := func(ctx context.Context) (json.RawMessage, error) {
 		if err := w.runner.ClearLock(current); err != nil {
 			return nil, saga.Transient(err)
@@ -216,7 +244,7 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttem
 		res, err := w.runner.Destroy(ctx, current, progress)
 		return changesOf(res, changes), engine(err)
 	}
-	record := func(status string, inputs bool) saga.Step {
+	record := func(status string) saga.Step {
 		return saga.Step{Name: "record", Do: func(ctx context.Context, r *saga.Run) (json.RawMessage, error) {
 			outputs := json.RawMessage("{}")
 			if status != "destroyed" {
@@ -225,9 +253,17 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttem
 				}
 			}
 			return nil, db.Tx(ctx, w.pool, func(q *dbgen.Queries) error {
-				if inputs {
-					if err := q.UpdateDeploymentInputs(ctx, dbgen.UpdateDeploymentInputsParams{ID: dep.ID, Version: op.TargetVersion.Int32,
-						Parameters: op.Parameters, SecretParameters: op.SecretParameters, SecretKeyID: op.SecretKeyID}); err != nil {
+				if status == "destroyed" {
+					if err := resolver.ReleaseDeployment(ctx, q, dep.ID); err != nil {
+						return err
+					}
+				} else {
+					now, err := q.GetOperation(ctx, op.ID) // with what its resolvers filled in
+					if err != nil {
+						return err
+					}
+					if err := q.UpdateDeploymentInputs(ctx, dbgen.UpdateDeploymentInputsParams{ID: dep.ID, Version: now.TargetVersion.Int32,
+						Parameters: now.Parameters, SecretParameters: now.SecretParameters, SecretKeyID: now.SecretKeyID}); err != nil {
 						return err
 					}
 				}
@@ -239,27 +275,27 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttem
 	var steps []saga.Step
 	switch op.Kind {
 	case "preview":
-		steps = []saga.Step{preview}
+		steps = []saga.Step{resolve, preview}
 	case "deploy":
 		// Nothing existed before: undoing it is destroying what it made.
-		steps = []saga.Step{preview,
+		steps = []saga.Step{resolve, preview,
 			{Name: "up", Do: up(target), Undo: func(ctx context.Context, _ *saga.Run) error {
 				ctx, cancel := context.WithTimeout(ctx, w.timeout) // undo is not cancelled, but must end
 				defer cancel()
 				_, err := destroy(ctx)
 				return err
 			}},
-			record("deployed", true)}
+			record("deployed")}
 	case "update", "upgrade":
 		// The deployment worked before: undoing is going back to how it was.
-		steps = []saga.Step{preview,
+		steps = []saga.Step{resolve, preview,
 			{Name: "up", Do: up(target), Undo: func(ctx context.Context, r *saga.Run) error {
 				ctx, cancel := context.WithTimeout(ctx, w.timeout)
 				defer cancel()
-				_, err := up(current)(ctx, r)
+				_, err := up(currentStack)(ctx, r)
 				return err
 			}},
-			record("deployed", true)}
+			record("deployed")}
 	case "refresh":
 		steps = []saga.Step{{Name: "refresh", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
 			if err := w.runner.ClearLock(current); err != nil {
@@ -270,7 +306,7 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttem
 		}}}
 	case "destroy":
 		steps = []saga.Step{{Name: "destroy", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) { return destroy(ctx) }},
-			record("destroyed", false)}
+			record("destroyed")}
 	default:
 		return outcome{err: &saga.Failure{Step: "start", Err: fmt.Errorf("operations of kind %s are not supported", op.Kind), Compensated: true}}
 	}
@@ -420,4 +456,101 @@ func (w *Worker) finish(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 	}
 	w.log.Info("operation finished", "operation", op.ID, "kind", op.Kind, "status", status)
 	return nil
+}
+
+// resolve fills the operation's bound inputs with what its version's resolvers hand out, checks
+// them against the version's inputs, and stores the completed parameters on the operation,
+// all in one transaction: a crash leaves either nothing or everything, and a second run gets
+// what the first was handed.
+func (w *Worker) resolve(ctx context.Context, dep dbgen.GetDeploymentRow, op dbgen.Operation) (json.RawMessage, error) {
+	if !op.TargetVersion.Valid {
+		return nil, nil
+	}
+	q := dbgen.New(w.pool)
+	ver, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: dep.ComponentID, Version: op.TargetVersion.Int32})
+	if err != nil {
+		return nil, saga.Transient(err)
+	}
+	bindings, err := resolver.ParseBindings(ver.ResolverBindings)
+	if err != nil {
+		return nil, err
+	}
+	if len(bindings) == 0 {
+		return nil, nil
+	}
+	v := &problem.ValidationError{}
+	schema := component.ParseSchema("input_schema", ver.InputSchema, v)
+	if schema == nil {
+		return nil, v.Err()
+	}
+	var values map[string]any
+	err = db.Tx(ctx, w.pool, func(q *dbgen.Queries) error {
+		rc, err := q.ResolverContext(ctx, dep.ID)
+		if err != nil {
+			return err
+		}
+		configured, err := resolver.Configured(ctx, q, dep.EnvironmentID)
+		if err != nil {
+			return err
+		}
+		params := map[string]any{}
+		if err := json.Unmarshal(op.Parameters, &params); err != nil {
+			return err
+		}
+		secrets, err := openSecrets(w.keys, dep.ID, op.SecretKeyID, op.SecretParameters)
+		if err != nil {
+			return err
+		}
+		held, err := openSecrets(w.keys, dep.ID, dep.SecretKeyID, dep.SecretParameters)
+		if err != nil {
+			return err
+		}
+		// A secret made for the deployment before is kept: making a new one is a rotation.
+		var ask []resolver.Binding
+		for _, b := range resolver.Active(bindings, configured) {
+			if resolver.Secret(b.Type) && (secrets[b.Input] != nil || held[b.Input] != nil) {
+				if secrets[b.Input] == nil {
+					secrets[b.Input] = held[b.Input]
+				}
+				continue
+			}
+			ask = append(ask, b)
+		}
+		d := resolver.Deployment{ID: dep.ID, Name: dep.Name, Tenant: rc.TenantName, Environment: rc.EnvironmentName,
+			EnvID: dep.EnvironmentID, Component: rc.ComponentName, SemanticType: strings.ToLower(rc.SemanticType), Provider: rc.Provider}
+		if values, err = resolver.Resolve(ctx, q, ask, d, op.ID, params); err != nil {
+			return err
+		}
+		for _, b := range ask {
+			if msg := schema.Check(b.Input, values[b.Input]); msg != "" {
+				return fmt.Errorf("%w %s: the %s resolver gave a value that %s", resolver.ErrUnresolved, b.Input, b.Type, msg)
+			}
+			if resolver.Secret(b.Type) || schema.Secret(b.Input) {
+				secrets[b.Input] = values[b.Input]
+				values[b.Input] = "[secret]" // what the step's checkpoint keeps
+			} else {
+				params[b.Input] = values[b.Input]
+			}
+		}
+		completed, _ := json.Marshal(params)
+		if err := q.SetOperationParameters(ctx, dbgen.SetOperationParametersParams{ID: op.ID, Parameters: completed}); err != nil {
+			return err
+		}
+		if len(secrets) == 0 {
+			return nil
+		}
+		raw, _ := json.Marshal(secrets)
+		keyID, sealed, err := w.keys.Seal(raw, dep.ID[:])
+		if err != nil {
+			return err
+		}
+		return q.SetOperationSecrets(ctx, dbgen.SetOperationSecretsParams{ID: op.ID, SecretParameters: sealed, SecretKeyID: &keyID})
+	})
+	if errors.Is(err, resolver.ErrUnresolved) || errors.Is(err, ipam.ErrFull) {
+		return nil, err // the same next time: final
+	}
+	if err != nil {
+		return nil, saga.Transient(err)
+	}
+	return json.Marshal(values)
 }

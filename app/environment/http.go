@@ -66,7 +66,7 @@ func (h *Handlers) render(c echo.Context, status int, tenant, name string, err e
 	}
 	rows := make([]views.EnvironmentRow, len(envs))
 	for i, e := range envs {
-		rows[i] = views.EnvironmentRow{Tenant: e.TenantName, Name: e.Name, Status: e.Status, Created: e.CreatedAt}
+		rows[i] = views.EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: e.Status, Created: e.CreatedAt}
 	}
 	return web.Render(c, status, views.Environments(web.Page(c, "Environments"), rows, h.tenantChoices(c), tenant, name, web.FormErrors(err)))
 }

@@ -66,6 +66,16 @@ func Invalid(field, rule, format string, args ...any) error {
 	return v
 }
 
+// Denied is returned when a rule forbids the action outright, such as deploying a component
+// that governance denies to the tenant. Unlike ErrForbidden it carries its reason, which names
+// the rule and who set it; errors.Is(err, ErrForbidden) still holds.
+type Denied struct{ Message string }
+
+func (e *Denied) Error() string { return e.Message }
+
+// Is makes a Denied count as ErrForbidden for callers that only ask whether it was forbidden.
+func (e *Denied) Is(target error) bool { return target == ErrForbidden }
+
 // TooManyRequests is returned when a rate limit holds; RetryAfter is in seconds.
 type TooManyRequests struct {
 	Message    string

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"nimbus/app/environment"
 )
 
 // The form pages that only the API tests reached: each saves on good input and shows the
@@ -45,4 +47,65 @@ func TestPages_EnvironmentAndSemanticForms(t *testing.T) {
 		t.Fatal("the new mapping is not listed")
 	}
 	wantStatus(t, root.post(t, "/admin/providers/nonsense", url.Values{"_csrf": {root.csrf}}), http.StatusNotFound)
+}
+
+// The resolver pages: a pool, each resolver's form, the next-name preview, and the image
+// catalog, each saving on good input and naming the problem beside the field on bad.
+func TestPages_PoolsResolversAndImages(t *testing.T) {
+	s := newSite(t)
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	root := newBrowser(t, s.url)
+	root.signIn(t, "root@example.com", "correct horse battery")
+
+	root.get(t, "/ipam")
+	form := url.Values{"_csrf": {root.csrf}, "environment_id": {env.ID.String()}, "name": {"dev-net"}, "prefix": {"10.40.0.5/24"}}
+	r := root.post(t, "/ipam/pools", form)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), "did you mean 10.40.0.0/24") {
+		t.Fatalf("no help with the prefix: %.1500s", r.body)
+	}
+	form.Set("prefix", "10.40.0.0/24")
+	form.Set("reserved", "10.40.0.240/28, 10.40.0.10/32")
+	r = root.post(t, "/ipam/pools", form)
+	wantStatus(t, r, http.StatusSeeOther)
+	pool := r.header.Get("Location")
+	if page := string(root.get(t, pool).body); !strings.Contains(page, "10.40.0.240/28") || !strings.Contains(page, `data-testid="utilisation"`) {
+		t.Fatalf("the pool page: %.2000s", page)
+	}
+
+	path := "/environments/" + env.ID.String() + "/resolvers"
+	root.get(t, path)
+	r = root.post(t, path+"/naming", url.Values{"_csrf": {root.csrf}, "pattern": {"{tenant}-{colour}-{seq}"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), "{colour} is not a variable") {
+		t.Fatalf("no word on the unknown variable: %.1500s", r.body)
+	}
+	wantStatus(t, root.post(t, path+"/naming", url.Values{"_csrf": {root.csrf}, "pattern": {"{env}-{seq:03d}"}, "domain": {"dev.example.com"}}), http.StatusSeeOther)
+	poolID := strings.TrimPrefix(pool, "/ipam/pools/")
+	wantStatus(t, root.post(t, path+"/ipam", url.Values{"_csrf": {root.csrf}, "pool_id": {poolID}}), http.StatusSeeOther)
+	r = root.post(t, path+"/secret_provisioner", url.Values{"_csrf": {root.csrf}, "length": {"8"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	page := string(root.get(t, path).body)
+	if !strings.Contains(page, `data-testid="next-name">dev-001<`) || strings.Count(page, ">configured<") != 2 {
+		t.Fatalf("the resolvers page: %.3000s", page)
+	}
+	if got := string(root.get(t, path+"/naming/next?pattern=%7Benv%7D").body); !strings.Contains(got, "needs {seq}") {
+		t.Fatalf("the preview of a pattern without a number: %q", got)
+	}
+
+	// Tenant admins read it all and change nothing.
+	admin := newBrowser(t, s.url)
+	admin.signIn(t, "admin-a@example.com", "long enough password")
+	admin.get(t, path)
+	wantStatus(t, admin.post(t, path+"/naming", url.Values{"_csrf": {admin.csrf}, "pattern": {"{env}-{seq}"}}), http.StatusForbidden)
+
+	root.get(t, "/images")
+	r = root.post(t, "/images", url.Values{"_csrf": {root.csrf}, "provider": {"simcloud"}, "os_family": {"debian"}, "os_version": {"12"}, "image_id": {"x"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity) // seeded already
+	wantStatus(t, root.post(t, "/images", url.Values{"_csrf": {root.csrf}, "provider": {"simcloud"}, "os_family": {"alpine"},
+		"os_version": {"3.20"}, "image_id": {"alpine-3.20"}}), http.StatusSeeOther)
+	if page := string(admin.get(t, "/images").body); !strings.Contains(page, "alpine-3.20") || strings.Contains(page, `data-testid="image-form"`) {
+		t.Fatal("the catalog as a tenant admin sees it: the new image, and no form")
+	}
 }

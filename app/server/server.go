@@ -26,9 +26,12 @@ import (
 	"nimbus/app/component"
 	"nimbus/app/deploy"
 	"nimbus/app/environment"
+	"nimbus/app/governance"
+	"nimbus/app/ipam"
 	"nimbus/app/objstore"
 	"nimbus/app/problem"
 	"nimbus/app/pulumix"
+	"nimbus/app/resolver"
 	"nimbus/app/secrets"
 	"nimbus/app/system"
 	"nimbus/app/tenant"
@@ -91,7 +94,10 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	operations := listen.New(d.Pool, "nimbus_operation", d.Log)
 	go operations.Run(ctx)
 	deployH := deploy.NewHandlers(deploy.NewService(d.Pool, d.Keys, d.Jobs, d.Runner, d.Objects), operations, ctx.Done())
+	ipamH := ipam.NewHandlers(ipam.NewService(d.Pool))
+	resolverH := resolver.NewHandlers(resolver.NewService(d.Pool))
 	componentH := component.NewHandlers(component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir}, d.Jobs))
+	governH := governance.NewHandlers(governance.NewService(d.Pool))
 	metrics := system.NewMetrics(d.Pool)
 
 	e.Use(middleware.Recover())
@@ -119,6 +125,9 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	signed.GET("/tenants", tenantH.ListPage)
 	signed.POST("/tenants", tenantH.CreateForm)
 	signed.GET("/tenants/:id", tenantH.ShowPage)
+	signed.GET("/tenants/:id/governance", governH.ListPage)
+	signed.GET("/tenants/:id/governance/:component_id", governH.EditPage)
+	signed.POST("/tenants/:id/governance/:component_id", governH.SetForm)
 	signed.POST("/tenants/:id/members", tenantH.SetMemberForm)
 	signed.POST("/tenants/:id/members/:user_id/delete", tenantH.RemoveMemberForm)
 	signed.GET("/users", userH.ListPage)
@@ -130,6 +139,15 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	signed.GET("/admin/system", sysH.StatusPage)
 	signed.GET("/admin/providers", componentH.SemanticsPage)
 	signed.POST("/admin/providers/:kind", componentH.AddSemanticForm)
+	signed.GET("/ipam", ipamH.ListPage)
+	signed.POST("/ipam/pools", ipamH.CreateForm)
+	signed.GET("/ipam/pools/:id", ipamH.ShowPage)
+	signed.GET("/environments/:id/resolvers", resolverH.EnvironmentPage)
+	signed.GET("/environments/:id/resolvers/naming/next", resolverH.NextNameFragment)
+	signed.POST("/environments/:id/resolvers/:type", resolverH.SetForm)
+	signed.GET("/images", resolverH.ImagesPage)
+	signed.POST("/images", resolverH.AddImageForm)
+	signed.POST("/images/:id/delete", resolverH.DeleteImageForm)
 	signed.GET("/deployments", deployH.ListPage)
 	signed.GET("/deployments/:id", deployH.ShowPage)
 	signed.POST("/deployments/:id/apply", deployH.ApplyForm)
@@ -163,6 +181,9 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	api.POST("/tenants", tenantH.CreateAPI)
 	api.GET("/tenants/:id", tenantH.GetAPI)
 	api.GET("/tenants/:id/members", tenantH.MembersAPI)
+	api.GET("/tenants/:id/governance", governH.ListAPI)
+	api.GET("/tenants/:id/governance/:component_id", governH.GetAPI)
+	api.PUT("/tenants/:id/governance/:component_id", governH.SetAPI)
 	api.POST("/tenants/:id/members", tenantH.SetMemberAPI)
 	api.DELETE("/tenants/:id/members", tenantH.RemoveMemberAPI)
 	api.DELETE("/tenants/:id/members/:user_id", tenantH.RemoveMemberAPI)
@@ -180,6 +201,15 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	for _, kind := range []string{"preview", "deploy", "update", "upgrade", "refresh", "destroy"} {
 		api.POST("/deployments/:id/"+kind, deployH.ActionAPI(kind))
 	}
+	api.GET("/images", resolverH.ImagesAPI)
+	api.POST("/images", resolverH.AddImageAPI)
+	api.DELETE("/images/:id", resolverH.DeleteImageAPI)
+	api.POST("/ipam/pools", ipamH.CreateAPI)
+	api.GET("/ipam/pools", ipamH.ListAPI)
+	api.GET("/ipam/pools/:id", ipamH.GetAPI)
+	api.GET("/environments/:id/resolvers", resolverH.ListAPI)
+	api.GET("/environments/:id/resolvers/naming/next", resolverH.NextNameAPI)
+	api.PUT("/environments/:id/resolvers/:type", resolverH.SetAPI)
 	api.GET("/operations", deployH.OperationsAPI)
 	api.GET("/operations/:id", deployH.OperationAPI)
 	api.GET("/operations/:id/logs", deployH.LogsAPI)

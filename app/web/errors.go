@@ -152,6 +152,7 @@ func classify(err error) (int, apiError) {
 		validation *problem.ValidationError
 		bad        *BadRequest
 		limited    *problem.TooManyRequests
+		denied     *problem.Denied
 		httpErr    *echo.HTTPError
 	)
 	switch {
@@ -163,6 +164,8 @@ func classify(err error) (int, apiError) {
 		return http.StatusTooManyRequests, apiError{Error: limited.Message}
 	case errors.Is(err, problem.ErrNotFound):
 		return http.StatusNotFound, apiError{Error: "not found: it does not exist or you cannot see it"}
+	case errors.As(err, &denied):
+		return http.StatusForbidden, apiError{Error: denied.Message}
 	case errors.Is(err, problem.ErrForbidden):
 		return http.StatusForbidden, apiError{Error: problem.ErrForbidden.Error()}
 	case errors.Is(err, problem.ErrUnauthenticated):

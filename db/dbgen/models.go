@@ -6,6 +6,7 @@ package dbgen
 
 import (
 	"encoding/json"
+	"net/netip"
 	"time"
 
 	"github.com/google/uuid"
@@ -73,6 +74,19 @@ type ComponentCheck struct {
 	FinishedAt  *time.Time      `json:"finished_at"`
 }
 
+type ComponentGovernance struct {
+	ID                   uuid.UUID       `json:"id"`
+	ComponentID          uuid.UUID       `json:"component_id"`
+	TenantID             uuid.UUID       `json:"tenant_id"`
+	SetBy                string          `json:"set_by"`
+	IsAllowed            bool            `json:"is_allowed"`
+	ParameterConstraints json.RawMessage `json:"parameter_constraints"`
+	MaxInstances         pgtype.Int4     `json:"max_instances"`
+	UpdatedBy            uuid.NullUUID   `json:"updated_by"`
+	CreatedAt            time.Time       `json:"created_at"`
+	UpdatedAt            time.Time       `json:"updated_at"`
+}
+
 type ComponentVersion struct {
 	ID               uuid.UUID       `json:"id"`
 	ComponentID      uuid.UUID       `json:"component_id"`
@@ -122,6 +136,51 @@ type Environment struct {
 	DeletedAt     *time.Time    `json:"deleted_at"`
 }
 
+type ImageCatalog struct {
+	ID           uuid.UUID `json:"id"`
+	Provider     string    `json:"provider"`
+	OsFamily     string    `json:"os_family"`
+	OsVersion    string    `json:"os_version"`
+	Architecture string    `json:"architecture"`
+	ImageID      string    `json:"image_id"`
+	ImageName    string    `json:"image_name"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+type IpamAllocation struct {
+	ID           uuid.UUID     `json:"id"`
+	PoolID       uuid.UUID     `json:"pool_id"`
+	Prefix       netip.Prefix  `json:"prefix"`
+	Kind         string        `json:"kind"`
+	DeploymentID uuid.NullUUID `json:"deployment_id"`
+	OperationID  uuid.NullUUID `json:"operation_id"`
+	Input        string        `json:"input"`
+	CreatedAt    time.Time     `json:"created_at"`
+}
+
+type IpamPool struct {
+	ID            uuid.UUID      `json:"id"`
+	TenantID      uuid.UUID      `json:"tenant_id"`
+	EnvironmentID uuid.UUID      `json:"environment_id"`
+	Name          string         `json:"name"`
+	Prefix        netip.Prefix   `json:"prefix"`
+	Reserved      []netip.Prefix `json:"reserved"`
+	CreatedBy     uuid.NullUUID  `json:"created_by"`
+	CreatedAt     time.Time      `json:"created_at"`
+}
+
+type IssuedName struct {
+	ID            uuid.UUID     `json:"id"`
+	EnvironmentID uuid.UUID     `json:"environment_id"`
+	Name          string        `json:"name"`
+	Fqdn          string        `json:"fqdn"`
+	DeploymentID  uuid.NullUUID `json:"deployment_id"`
+	OperationID   uuid.NullUUID `json:"operation_id"`
+	Input         string        `json:"input"`
+	CreatedAt     time.Time     `json:"created_at"`
+}
+
 type LoginFailure struct {
 	ID        int64     `json:"id"`
 	Email     string    `json:"email"`
@@ -134,6 +193,12 @@ type Membership struct {
 	UserID    uuid.UUID `json:"user_id"`
 	Role      string    `json:"role"`
 	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+type NamingSequence struct {
+	Scope     string    `json:"scope"`
+	Last      int64     `json:"last"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
@@ -204,6 +269,16 @@ type ProviderResourceType struct {
 	Description    string    `json:"description"`
 	CreatedAt      time.Time `json:"created_at"`
 	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+type ResolverConfiguration struct {
+	ID            uuid.UUID       `json:"id"`
+	EnvironmentID uuid.UUID       `json:"environment_id"`
+	Type          string          `json:"type"`
+	Config        json.RawMessage `json:"config"`
+	UpdatedBy     uuid.NullUUID   `json:"updated_by"`
+	CreatedAt     time.Time       `json:"created_at"`
+	UpdatedAt     time.Time       `json:"updated_at"`
 }
 
 type SemanticProvider struct {

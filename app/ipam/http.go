@@ -1,0 +1,62 @@
+package ipam
+
+import (
+	"net/http"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"nimbus/app/problem"
+	"nimbus/app/web"
+)
+
+// Handlers serves the IPAM pages and API.
+type Handlers struct{ svc *Service }
+
+// NewHandlers returns the handlers for svc.
+func NewHandlers(svc *Service) *Handlers { return &Handlers{svc: svc} }
+
+// CreateAPI answers POST /api/v1/ipam/pools with 201 and the pool.
+func (h *Handlers) CreateAPI(c echo.Context) error {
+	var in NewPool
+	if err := web.DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	p, err := h.svc.CreatePool(web.Ctx(c), web.Actor(c), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, p)
+}
+
+// ListAPI answers GET /api/v1/ipam/pools?environment_id=.
+func (h *Handlers) ListAPI(c echo.Context) error {
+	var env uuid.UUID
+	if s := c.QueryParam("environment_id"); s != "" {
+		var err error
+		if env, err = uuid.Parse(s); err != nil {
+			return problem.Invalid("environment_id", "uuid", "is not an ID")
+		}
+	}
+	pools, err := h.svc.List(web.Ctx(c), web.Actor(c), env)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"pools": pools})
+}
+
+// GetAPI answers GET /api/v1/ipam/pools/{id} with the pool and its allocations.
+func (h *Handlers) GetAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	p, err := h.svc.Get(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	if p.Allocations == nil {
+		p.Allocations = []Allocation{}
+	}
+	return c.JSON(http.StatusOK, p)
+}

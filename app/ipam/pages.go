@@ -1,0 +1,107 @@
+package ipam
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"nimbus/app/problem"
+	"nimbus/app/web"
+	"nimbus/db/dbgen"
+	"nimbus/views"
+)
+
+// ListPage shows the pools the viewer may see, and the new-pool form to provider admins.
+func (h *Handlers) ListPage(c echo.Context) error {
+	return h.renderList(c, http.StatusOK, nil, nil)
+}
+
+func (h *Handlers) renderList(c echo.Context, status int, in *NewPool, err error) error {
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	pools, lerr := h.svc.List(ctx, actor, uuid.Nil)
+	if lerr != nil {
+		return lerr
+	}
+	rows := make([]views.PoolRow, len(pools))
+	for i, p := range pools {
+		rows[i] = rowOf(p)
+	}
+	var form *views.PoolForm
+	if actor.ProviderAdmin {
+		envs, err2 := dbgen.New(h.svc.pool).ListEnvironments(ctx, dbgen.ListEnvironmentsParams{AllTenants: true})
+		if err2 != nil {
+			return err2
+		}
+		form = &views.PoolForm{Errors: web.FormErrors(err)}
+		for _, e := range envs {
+			form.Environments = append(form.Environments, views.RoleOption{Value: e.ID.String(), Label: e.TenantName + " / " + e.Name})
+		}
+		if in != nil {
+			form.Environment, form.Name, form.Prefix, form.Reserved = in.EnvironmentID.String(), in.Name, in.Prefix, strings.Join(in.Reserved, ", ")
+			for field, msg := range form.Errors {
+				if strings.HasPrefix(field, "reserved[") {
+					form.Errors["reserved"] = msg
+				}
+			}
+		}
+	}
+	return web.Render(c, status, views.Pools(web.Page(c, "IP pools"), rows, form))
+}
+
+func rowOf(p Pool) views.PoolRow {
+	return views.PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Environment: p.Environment,
+		Gateway: p.Gateway.String(), Used: p.Used, Utilisation: p.Utilisation}
+}
+
+// CreateForm adds a pool from the form; reserved ranges are separated by commas.
+func (h *Handlers) CreateForm(c echo.Context) error {
+	in := NewPool{Name: c.FormValue("name"), Prefix: c.FormValue("prefix")}
+	for _, r := range strings.Split(c.FormValue("reserved"), ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			in.Reserved = append(in.Reserved, r)
+		}
+	}
+	env, err := uuid.Parse(c.FormValue("environment_id"))
+	if err != nil {
+		return h.renderList(c, http.StatusUnprocessableEntity, &in, problem.Invalid("environment_id", "required", "choose an environment"))
+	}
+	in.EnvironmentID = env
+	p, err := h.svc.CreatePool(web.Ctx(c), web.Actor(c), in)
+	if web.FormErrors(err) != nil {
+		return h.renderList(c, http.StatusUnprocessableEntity, &in, err)
+	}
+	if err != nil {
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, "Pool "+p.Name+" ("+p.Prefix.String()+") added.")
+	return web.Redirect(c, "/ipam/pools/"+p.ID.String())
+}
+
+// ShowPage shows a pool: how full it is, and who holds what.
+func (h *Handlers) ShowPage(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	p, err := h.svc.Get(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	v := views.PoolView{PoolRow: rowOf(p)}
+	for _, r := range p.Reserved {
+		v.Reserved = append(v.Reserved, r.String())
+	}
+	for _, a := range p.Allocations {
+		row := views.AllocationRow{Prefix: a.Prefix.String(), Kind: a.Kind, Deployment: a.Deployment, Input: a.Input, Created: a.CreatedAt}
+		if a.Kind == "address" {
+			row.Prefix = a.Prefix.Addr().String()
+		}
+		if a.DeploymentID != nil {
+			row.DeploymentID = a.DeploymentID.String()
+		}
+		v.Allocations = append(v.Allocations, row)
+	}
+	return web.Render(c, http.StatusOK, views.PoolPage(web.Page(c, p.Name), v))
+}

@@ -1,0 +1,63 @@
+package resolver
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"nimbus/app/problem"
+	"nimbus/app/web"
+)
+
+// Handlers serves the resolver configuration pages and API.
+type Handlers struct{ svc *Service }
+
+// NewHandlers returns the handlers for svc.
+func NewHandlers(svc *Service) *Handlers { return &Handlers{svc: svc} }
+
+// ListAPI answers GET /api/v1/environments/{id}/resolvers.
+func (h *Handlers) ListAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	configs, err := h.svc.Configs(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"resolvers": configs})
+}
+
+// SetAPI answers PUT /api/v1/environments/{id}/resolvers/{type}, whose body is the resolver's
+// configuration, with the stored configuration.
+func (h *Handlers) SetAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil || !json.Valid(body) {
+		return problem.Invalid("config", "json", "the body must be the resolver's configuration as a JSON object")
+	}
+	cfg, err := h.svc.SetConfig(web.Ctx(c), web.Actor(c), id, c.Param("type"), body)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, cfg)
+}
+
+// NextNameAPI answers GET /api/v1/environments/{id}/resolvers/naming/next?pattern= with the
+// name the pattern would give next.
+func (h *Handlers) NextNameAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	name, err := h.svc.NextName(web.Ctx(c), web.Actor(c), id, c.QueryParam("pattern"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"name": name})
+}

@@ -1,0 +1,279 @@
+package resolver
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"nimbus/app/problem"
+	"nimbus/app/web"
+	"nimbus/db/dbgen"
+	"nimbus/views"
+)
+
+// EnvironmentPage shows an environment's resolver configurations, with forms for provider
+// admins.
+func (h *Handlers) EnvironmentPage(c echo.Context) error {
+	return h.renderEnvironment(c, http.StatusOK, "", nil, nil)
+}
+
+// renderEnvironment renders the page; a form of typ that failed with err comes back with what
+// was typed (form) and its problems.
+func (h *Handlers) renderEnvironment(c echo.Context, status int, typ string, form map[string]string, err error) error {
+	id, ierr := web.IDParam(c, "id")
+	if ierr != nil {
+		return ierr
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	env, eerr := h.svc.environment(ctx, actor, id)
+	if eerr != nil {
+		return eerr
+	}
+	configs, cerr := h.svc.Configs(ctx, actor, id)
+	if cerr != nil {
+		return cerr
+	}
+	q := dbgen.New(h.svc.pool)
+	v := views.EnvironmentResolversView{ID: env.ID.String(), Name: env.Name, Tenant: env.TenantName,
+		CanManage: actor.Can("resolver:config:manage", env.TenantID), Configured: map[string]bool{}, Errors: map[string]views.Errors{},
+		SecretLength: "24"}
+	for _, k := range NamingVariables {
+		v.Variables = append(v.Variables, views.RoleOption{Value: k.Name, Label: k.Meaning})
+	}
+	pools, perr := q.ListPools(ctx, dbgen.ListPoolsParams{AllTenants: true, EnvironmentID: nullUUID(env.ID)})
+	if perr != nil {
+		return perr
+	}
+	for _, p := range pools {
+		v.Pools = append(v.Pools, views.RoleOption{Value: p.ID.String(), Label: p.Name + " (" + p.Prefix.String() + ")"})
+	}
+	for _, cfg := range configs {
+		v.Configured[cfg.Type] = true
+		var m map[string]any
+		_ = json.Unmarshal(cfg.Config, &m)
+		text := func(k string) string {
+			switch x := m[k].(type) {
+			case string:
+				return x
+			case float64:
+				return strconv.FormatFloat(x, 'f', -1, 64)
+			}
+			return ""
+		}
+		switch cfg.Type {
+		case "ipam":
+			v.PoolID, v.Bits = text("pool_id"), text("bits")
+		case "naming":
+			v.Pattern, v.Domain = text("pattern"), text("domain")
+		case "image_catalog":
+			v.OSFamily, v.OSVersion, v.Architecture = text("os_family"), text("os_version"), text("architecture")
+		case "secret_provisioner":
+			v.SecretLength = text("length")
+		}
+	}
+	if form != nil {
+		v.Errors[typ] = web.FormErrors(err)
+		for k, val := range form {
+			switch k {
+			case "pool_id":
+				v.PoolID = val
+			case "bits":
+				v.Bits = val
+			case "pattern":
+				v.Pattern = val
+			case "domain":
+				v.Domain = val
+			case "os_family":
+				v.OSFamily = val
+			case "os_version":
+				v.OSVersion = val
+			case "architecture":
+				v.Architecture = val
+			case "length":
+				v.SecretLength = val
+			}
+		}
+	}
+	if v.Pattern != "" {
+		v.NextName, _ = h.svc.NextName(ctx, actor, env.ID, v.Pattern)
+	}
+	names, nerr := q.IssuedNames(ctx, env.ID)
+	if nerr != nil {
+		return nerr
+	}
+	for _, n := range names {
+		row := views.IssuedNameRow{Name: n.Name, FQDN: n.Fqdn, Deployment: n.DeploymentName, Created: n.CreatedAt}
+		if n.DeploymentID.Valid {
+			row.DeploymentID = n.DeploymentID.UUID.String()
+		}
+		v.Names = append(v.Names, row)
+	}
+	return web.Render(c, status, views.EnvironmentResolvers(web.Page(c, "Resolvers of "+env.Name), v))
+}
+
+// formFields are the fields of each resolver's form and how each goes into its configuration.
+var formFields = map[string][]struct {
+	name    string
+	integer bool
+}{
+	"ipam":               {{"pool_id", false}, {"bits", true}},
+	"naming":             {{"pattern", false}, {"domain", false}},
+	"image_catalog":      {{"os_family", false}, {"os_version", false}, {"architecture", false}},
+	"secret_provisioner": {{"length", true}},
+}
+
+// SetForm stores a resolver's configuration from its form.
+func (h *Handlers) SetForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	typ := c.Param("type")
+	fields, ok := formFields[typ]
+	if !ok {
+		return problem.ErrNotFound
+	}
+	config, typed := map[string]any{}, map[string]string{}
+	for _, f := range fields {
+		val := strings.TrimSpace(c.FormValue(f.name))
+		typed[f.name] = val
+		switch {
+		case val == "":
+		case f.integer:
+			n, err := strconv.Atoi(val)
+			if err != nil {
+				return h.renderEnvironment(c, http.StatusUnprocessableEntity, typ, typed, problem.Invalid("config."+f.name, "integer", "%q is not a whole number", val))
+			}
+			config[f.name] = n
+		default:
+			config[f.name] = val
+		}
+	}
+	raw, _ := json.Marshal(config)
+	if _, err := h.svc.SetConfig(web.Ctx(c), web.Actor(c), id, typ, raw); err != nil {
+		if web.FormErrors(err) != nil {
+			return h.renderEnvironment(c, http.StatusUnprocessableEntity, typ, typed, err)
+		}
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, "The "+typ+" resolver is configured.")
+	return web.Redirect(c, "/environments/"+id.String()+"/resolvers")
+}
+
+// NextNameFragment answers the naming form's pattern field as it is typed with the name it
+// would give next, or what is wrong with it.
+func (h *Handlers) NextNameFragment(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	name, err := h.svc.NextName(web.Ctx(c), web.Actor(c), id, c.QueryParam("pattern"))
+	if err != nil {
+		errs := web.FormErrors(err)
+		if len(errs) == 0 {
+			return err
+		}
+		msgs := make([]string, 0, len(errs))
+		for _, msg := range errs {
+			msgs = append(msgs, msg)
+		}
+		slices.Sort(msgs)
+		return c.String(http.StatusOK, "— "+strings.Join(msgs, "; "))
+	}
+	return c.String(http.StatusOK, name)
+}
+
+// ImagesPage shows the image catalog, and the form that adds to it to provider admins.
+func (h *Handlers) ImagesPage(c echo.Context) error {
+	return h.renderImages(c, http.StatusOK, Image{}, nil)
+}
+
+func (h *Handlers) renderImages(c echo.Context, status int, in Image, err error) error {
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	images, ierr := h.svc.Images(ctx, actor)
+	if ierr != nil {
+		return ierr
+	}
+	rows := make([]views.ImageRow, len(images))
+	for i, img := range images {
+		rows[i] = views.ImageRow{ID: img.ID.String(), Provider: img.Provider, OSFamily: img.OSFamily, OSVersion: img.OSVersion,
+			Architecture: img.Architecture, ImageID: img.ImageID, ImageName: img.ImageName}
+	}
+	providers, perr := dbgen.New(h.svc.pool).ListProviders(ctx)
+	if perr != nil {
+		return perr
+	}
+	names := make([]string, len(providers))
+	for i, p := range providers {
+		names[i] = p.Name
+	}
+	form := views.ImageRow{Provider: in.Provider, OSFamily: in.OSFamily, OSVersion: in.OSVersion, Architecture: in.Architecture,
+		ImageID: in.ImageID, ImageName: in.ImageName}
+	return web.Render(c, status, views.Images(web.Page(c, "Image catalog"), rows, actor.ProviderAdmin, names, form, web.FormErrors(err)))
+}
+
+// AddImageForm adds an image from the form.
+func (h *Handlers) AddImageForm(c echo.Context) error {
+	in := Image{Provider: c.FormValue("provider"), OSFamily: c.FormValue("os_family"), OSVersion: c.FormValue("os_version"),
+		Architecture: c.FormValue("architecture"), ImageID: c.FormValue("image_id"), ImageName: c.FormValue("image_name")}
+	img, err := h.svc.AddImage(web.Ctx(c), web.Actor(c), in)
+	if web.FormErrors(err) != nil {
+		return h.renderImages(c, http.StatusUnprocessableEntity, in, err)
+	}
+	if err != nil {
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, img.ImageName+" added to the catalog.")
+	return web.Redirect(c, "/images")
+}
+
+// DeleteImageForm removes an image.
+func (h *Handlers) DeleteImageForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := h.svc.DeleteImage(web.Ctx(c), web.Actor(c), id); err != nil {
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, "Image removed from the catalog.")
+	return web.Redirect(c, "/images")
+}
+
+// ImagesAPI answers GET /api/v1/images.
+func (h *Handlers) ImagesAPI(c echo.Context) error {
+	images, err := h.svc.Images(web.Ctx(c), web.Actor(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"images": images})
+}
+
+// AddImageAPI answers POST /api/v1/images with 201 and the entry.
+func (h *Handlers) AddImageAPI(c echo.Context) error {
+	var in Image
+	if err := web.DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	img, err := h.svc.AddImage(web.Ctx(c), web.Actor(c), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, img)
+}
+
+// DeleteImageAPI answers DELETE /api/v1/images/{id} with 204.
+func (h *Handlers) DeleteImageAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := h.svc.DeleteImage(web.Ctx(c), web.Actor(c), id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

@@ -1,0 +1,167 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"nimbus/app/environment"
+)
+
+// boundMachine publishes a machine whose name and address come from resolvers, and a secret
+// made up for it.
+func (s *site) boundMachine(t *testing.T) string {
+	t.Helper()
+	m := machine(t, "bound-machine", nil)
+	m.Draft.ResolverBindings = json.RawMessage(`{"ip_address": "ipam", "name": "naming"}`)
+	c, err := s.components.Create(t.Context(), s.admin, m)
+	must(t, err)
+	_, err = s.components.Publish(t.Context(), s.admin, c.ID, "first")
+	must(t, err)
+	return c.ID.String()
+}
+
+func TestResolvers_AddressesAndNamesFromTheEnvironment(t *testing.T) {
+	s := newSite(t)
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	other, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "prod")
+	must(t, err)
+	provider, admin, user := s.token(t, s.admin), s.token(t, s.adminA), s.token(t, s.userA)
+	component := s.boundMachine(t)
+
+	// Pools: refused with the field and the rule, then made.
+	for body, field := range map[string]string{
+		`{"name": "p", "prefix": "10.20.0.1/29", "environment_id": "` + env.ID.String() + `"}`:                               "prefix",
+		`{"name": "p", "prefix": "banana", "environment_id": "` + env.ID.String() + `"}`:                                     "prefix",
+		`{"name": "p", "prefix": "10.20.0.0/29", "reserved": ["10.30.0.0/32"], "environment_id": "` + env.ID.String() + `"}`: "reserved[0]",
+	} {
+		r := s.call(t, "POST", "/api/v1/ipam/pools", provider, body)
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		if !strings.Contains(string(r.body), `"field":"`+field+`"`) {
+			t.Errorf("%s: %s, want the field %s named", body, r.body, field)
+		}
+	}
+	wantStatus(t, s.call(t, "POST", "/api/v1/ipam/pools", admin, map[string]any{"name": "p", "prefix": "10.20.0.0/29", "environment_id": env.ID}), http.StatusForbidden)
+	r := s.call(t, "POST", "/api/v1/ipam/pools", provider, map[string]any{"name": "dev-net", "prefix": "10.20.0.0/29",
+		"environment_id": env.ID, "reserved": []string{"10.20.0.6/32"}})
+	wantStatus(t, r, http.StatusCreated)
+	poolID := r.json(t)["id"].(string)
+	r = s.call(t, "POST", "/api/v1/ipam/pools", provider, map[string]any{"name": "again", "prefix": "10.20.0.0/28", "environment_id": env.ID})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), "overlaps") {
+		t.Fatalf("an overlapping pool: %s", r.body)
+	}
+	r = s.call(t, "POST", "/api/v1/ipam/pools", provider, map[string]any{"name": "prod-net", "prefix": "10.20.0.0/29", "environment_id": other.ID})
+	wantStatus(t, r, http.StatusCreated) // another environment may use the same range
+	otherPool := r.json(t)["id"].(string)
+
+	// Configurations: refused by field, then set.
+	for typ, body := range map[string]string{
+		"ipam":   `{"pool_id": "` + otherPool + `"}`,
+		"naming": `{"pattern": "{tenant}-{planet}-{seq}", "domain": "dev.example.com"}`,
+	} {
+		r := s.call(t, "PUT", "/api/v1/environments/"+env.ID.String()+"/resolvers/"+typ, provider, body)
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		if !strings.Contains(string(r.body), `"field":"config.`) {
+			t.Errorf("%s %s: %s, want a config field named", typ, body, r.body)
+		}
+	}
+	wantStatus(t, s.call(t, "PUT", "/api/v1/environments/"+env.ID.String()+"/resolvers/dns", provider, `{}`), http.StatusUnprocessableEntity)
+	wantStatus(t, s.call(t, "PUT", "/api/v1/environments/"+env.ID.String()+"/resolvers/ipam", provider, `{"pool_id": "`+poolID+`"}`), http.StatusOK)
+	wantStatus(t, s.call(t, "PUT", "/api/v1/environments/"+env.ID.String()+"/resolvers/naming", provider,
+		`{"pattern": "{env}-{type}-{seq:02d}", "domain": "dev.example.com"}`), http.StatusOK)
+	if next := s.call(t, "GET", "/api/v1/environments/"+env.ID.String()+"/resolvers/naming/next?pattern=%7Benv%7D-%7Bseq:02d%7D", admin, nil).json(t); next["name"] != "dev-01" {
+		t.Fatalf("the next name: %v", next)
+	}
+
+	// A value for a resolved input is refused; two deploys get their own name and address.
+	r = s.call(t, "POST", "/api/v1/deployments", user, map[string]any{"component_id": component, "environment_id": env.ID, "name": "one",
+		"parameters": map[string]any{"name": "mine", "ip_address": "10.20.0.2"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), `"field":"parameters.ip_address"`) || !strings.Contains(string(r.body), `"field":"parameters.name"`) {
+		t.Fatalf("values for resolved inputs: %s", r.body)
+	}
+	deploy := func(name string, params map[string]any) (string, map[string]any) {
+		t.Helper()
+		r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{"component_id": component, "environment_id": env.ID, "name": name, "parameters": params})
+		wantStatus(t, r, http.StatusAccepted)
+		body := r.json(t)
+		op := s.waitOperation(t, user, body["operation"].(map[string]any)["id"].(string))
+		return body["deployment"].(map[string]any)["id"].(string), op
+	}
+	one, op := deploy("one", map[string]any{})
+	if op["status"] != "succeeded" {
+		t.Fatalf("first deploy: %v", op)
+	}
+	two, op := deploy("two", map[string]any{"cores": 3})
+	if op["status"] != "succeeded" {
+		t.Fatalf("second deploy: %v", op)
+	}
+	params := func(id string) map[string]any {
+		return s.call(t, "GET", "/api/v1/deployments/"+id, user, nil).json(t)["parameters"].(map[string]any)
+	}
+	p1, p2 := params(one), params(two)
+	if p1["name"] != "dev-virtualmachine-01" || p2["name"] != "dev-virtualmachine-02" || p1["ip_address"] != "10.20.0.2" || p2["ip_address"] != "10.20.0.3" {
+		t.Fatalf("resolved: %v and %v", p1, p2)
+	}
+	machines, _ := filepath.Glob(filepath.Join(s.cloud, "machine", "*.json"))
+	seen := map[string]bool{}
+	for _, m := range machines {
+		data, _ := os.ReadFile(m)
+		var v map[string]any
+		_ = json.Unmarshal(data, &v)
+		seen[v["name"].(string)+" "+v["ipAddress"].(string)] = true
+	}
+	if !seen["dev-virtualmachine-01 10.20.0.2"] || !seen["dev-virtualmachine-02 10.20.0.3"] {
+		t.Fatalf("the cloud's machines: %v", seen)
+	}
+
+	// A deploy that fails gives its address and name back.
+	_, op = deploy("three", map[string]any{"fail_on": "create"})
+	if op["status"] != "failed" {
+		t.Fatalf("the failing deploy: %v", op)
+	}
+	pool := s.call(t, "GET", "/api/v1/ipam/pools/"+poolID, admin, nil).json(t)
+	if allocations := pool["allocations"].([]any); len(allocations) != 2 {
+		t.Fatalf("after a failed deploy the pool holds %v", allocations)
+	}
+	// An update keeps what was handed out.
+	r = s.call(t, "POST", "/api/v1/deployments/"+one+"/update", user, map[string]any{"parameters": map[string]any{"cores": 4}})
+	wantStatus(t, r, http.StatusAccepted)
+	if op := s.waitOperation(t, user, r.json(t)["id"].(string)); op["status"] != "succeeded" {
+		t.Fatalf("update: %v", op)
+	}
+	if p := params(one); p["ip_address"] != "10.20.0.2" || p["name"] != "dev-virtualmachine-01" || p["cores"] != 4.0 {
+		t.Fatalf("after the update: %v", p)
+	}
+	// .4 (given back by the failed deploy) and .5 are left; .6 is reserved, .7 the broadcast.
+	four, op := deploy("four", map[string]any{})
+	_, op5 := deploy("five", map[string]any{})
+	_, op6 := deploy("six", map[string]any{})
+	if op["status"] != "succeeded" || op5["status"] != "succeeded" || op6["status"] != "failed" || !strings.Contains(op6["error"].(string), "no free address") {
+		t.Fatalf("filling the pool: %v / %v / %v", op["status"], op5["status"], op6)
+	}
+	if p := params(four); p["ip_address"] != "10.20.0.4" || p["name"] != "dev-virtualmachine-04" {
+		t.Fatalf("a name is never handed out twice, an address is once given back: %v", p)
+	}
+
+	// A destroy gives everything back.
+	r = s.call(t, "POST", "/api/v1/deployments/"+one+"/destroy", admin, nil)
+	wantStatus(t, r, http.StatusAccepted)
+	if op := s.waitOperation(t, admin, r.json(t)["id"].(string)); op["status"] != "succeeded" {
+		t.Fatalf("destroy: %v", op)
+	}
+	pool = s.call(t, "GET", "/api/v1/ipam/pools/"+poolID, admin, nil).json(t)
+	for _, a := range pool["allocations"].([]any) {
+		if a.(map[string]any)["prefix"] == "10.20.0.2/32" {
+			t.Fatalf("the destroyed deployment's address is still allocated: %v", pool["allocations"])
+		}
+	}
+	if u := pool["utilisation"].(float64); u <= 0 || u >= 1 {
+		t.Errorf("utilisation %v", u)
+	}
+}

@@ -1,0 +1,117 @@
+-- name: CreatePool :one
+INSERT INTO ipam_pools (tenant_id, environment_id, name, prefix, reserved, created_by)
+VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING *;
+
+-- name: GetPool :one
+SELECT p.*, e.name AS environment_name FROM ipam_pools p JOIN environments e ON e.id = p.environment_id WHERE p.id = $1;
+
+-- name: LockPool :one
+-- Allocations from one pool take turns, so each sees the ones before it.
+SELECT * FROM ipam_pools WHERE id = $1 FOR UPDATE;
+
+-- name: ListPools :many
+SELECT p.*, e.name AS environment_name,
+    (SELECT count(*) FROM ipam_allocations a WHERE a.pool_id = p.id) AS allocations
+FROM ipam_pools p JOIN environments e ON e.id = p.environment_id
+WHERE (sqlc.arg(all_tenants)::boolean OR p.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+  AND (sqlc.narg(environment_id)::uuid IS NULL OR p.environment_id = sqlc.narg(environment_id))
+ORDER BY lower(e.name), lower(p.name);
+
+-- name: PoolAllocations :many
+SELECT a.*, coalesce(d.name, '') AS deployment_name
+FROM ipam_allocations a LEFT JOIN deployed_components d ON d.id = a.deployment_id
+WHERE a.pool_id = $1
+ORDER BY a.prefix;
+
+-- name: AllocatedPrefixes :many
+SELECT prefix FROM ipam_allocations WHERE pool_id = $1 ORDER BY prefix;
+
+-- name: CreateAllocation :one
+INSERT INTO ipam_allocations (pool_id, prefix, kind, deployment_id, operation_id, input)
+VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING *;
+
+-- name: DeploymentAllocation :one
+SELECT * FROM ipam_allocations WHERE deployment_id = $1 AND input = $2;
+
+-- name: ReleaseOperationAllocations :execrows
+-- What one operation allocated, given back when it is undone.
+DELETE FROM ipam_allocations WHERE operation_id = $1;
+
+-- name: ReleaseDeploymentAllocations :execrows
+DELETE FROM ipam_allocations WHERE deployment_id = $1;
+
+-- name: SetResolverConfig :one
+INSERT INTO resolver_configurations (environment_id, type, config, updated_by)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (environment_id, type) DO UPDATE SET config = EXCLUDED.config, updated_by = EXCLUDED.updated_by, updated_at = now()
+RETURNING *;
+
+-- name: ResolverConfigs :many
+SELECT * FROM resolver_configurations WHERE environment_id = $1 ORDER BY type;
+
+-- name: NextInSequence :one
+INSERT INTO naming_sequences (scope, last) VALUES ($1, 1)
+ON CONFLICT (scope) DO UPDATE SET last = naming_sequences.last + 1, updated_at = now()
+RETURNING last;
+
+-- name: IssueName :one
+INSERT INTO issued_names (environment_id, name, fqdn, deployment_id, operation_id, input)
+VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING *;
+
+-- name: DeploymentName :one
+SELECT * FROM issued_names WHERE deployment_id = $1 AND input = $2;
+
+-- name: ReleaseOperationNames :execrows
+DELETE FROM issued_names WHERE operation_id = $1;
+
+-- name: ReleaseDeploymentNames :execrows
+DELETE FROM issued_names WHERE deployment_id = $1;
+
+-- name: IssuedNames :many
+SELECT n.*, coalesce(d.name, '') AS deployment_name
+FROM issued_names n LEFT JOIN deployed_components d ON d.id = n.deployment_id
+WHERE n.environment_id = $1 ORDER BY n.created_at DESC LIMIT 500;
+
+-- name: NameTaken :one
+SELECT EXISTS (SELECT 1 FROM issued_names WHERE environment_id = $1 AND lower(name) = lower(sqlc.arg(name)));
+
+-- name: LastInSequence :one
+SELECT coalesce((SELECT last FROM naming_sequences WHERE scope = $1), 0)::bigint;
+
+-- name: ResolverContext :one
+-- What the resolvers of a deployment may know of it.
+SELECT t.name AS tenant_name, e.name AS environment_name, c.name AS component_name, st.name AS semantic_type,
+    sp.name AS provider
+FROM deployed_components d
+JOIN tenants t ON t.id = d.tenant_id
+JOIN environments e ON e.id = d.environment_id
+JOIN components c ON c.id = d.component_id
+JOIN semantic_resource_types st ON st.id = c.semantic_type_id
+JOIN semantic_providers sp ON sp.id = c.provider_id
+WHERE d.id = $1;
+
+-- name: SetOperationParameters :exec
+-- The parameters an operation applies, once its resolvers filled them.
+UPDATE operations SET parameters = $2 WHERE id = $1;
+
+-- name: FindImage :one
+SELECT * FROM image_catalog
+WHERE provider = $1 AND lower(os_family) = lower(sqlc.arg(os_family)) AND lower(os_version) = lower(sqlc.arg(os_version))
+  AND lower(architecture) = lower(sqlc.arg(architecture));
+
+-- name: ListImages :many
+SELECT * FROM image_catalog ORDER BY provider, lower(os_family), os_version, architecture;
+
+-- name: CreateImage :one
+INSERT INTO image_catalog (provider, os_family, os_version, architecture, image_id, image_name)
+VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING *;
+
+-- name: DeleteImage :execrows
+DELETE FROM image_catalog WHERE id = $1;
+
+-- name: SetOperationSecrets :exec
+UPDATE operations SET secret_parameters = $2, secret_key_id = $3 WHERE id = $1;
