@@ -38,7 +38,7 @@ func (h *Handlers) CatalogPage(c echo.Context) error {
 	for i, s := range cat.Components {
 		cards[i] = views.CatalogCard{ID: s.ID.String(), Name: s.Name, DisplayName: s.DisplayName, Description: s.Description,
 			Provider: s.Provider, SemanticType: s.SemanticType, Language: s.Language, Tenant: s.TenantName, LatestVersion: s.LatestVersion,
-			Deployments: s.Deployments}
+			Deployments: s.Deployments, Denied: s.Denied}
 	}
 	pager := views.Pager{Label: "page " + strconv.Itoa(cat.Page)}
 	link := func(page int) string {

@@ -13,6 +13,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
+	"nimbus/app/governance"
 	"nimbus/app/problem"
 	"nimbus/db"
 	"nimbus/db/dbgen"
@@ -206,7 +207,9 @@ type Summary struct {
 	TenantName    string    `json:"tenant_name,omitempty"`
 	Deployments   int       `json:"deployments"` // live deployments of any version
 	System        bool      `json:"system"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	// Denied is set for admins when governance denies the component to the viewer's tenants.
+	Denied    bool      `json:"denied,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Catalog is one page of the catalog and how many match in all.
@@ -240,8 +243,23 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (C
 	}
 	tenants := append([]uuid.UUID{}, actor.TenantsWith("component:definition:read")...)
 	editable := append([]uuid.UUID{}, actor.TenantsWith("component:definition:update")...)
-	rows, err := dbgen.New(s.pool).ListComponents(ctx, dbgen.ListComponentsParams{
-		AllTenants: actor.ProviderAdmin, TenantIds: tenants, EditableTenantIds: editable,
+	q := dbgen.New(s.pool)
+	denied, err := governance.Denied(ctx, q, tenants)
+	if err != nil {
+		return Catalog{}, fmt.Errorf("governance: %w", err)
+	}
+	// Admins see what is denied, marked, so they can allow it again; users do not.
+	seeDenied := actor.ProviderAdmin || len(editable) > 0
+	hidden := []uuid.UUID{}
+	if !seeDenied {
+		for id, d := range denied {
+			if d {
+				hidden = append(hidden, id)
+			}
+		}
+	}
+	rows, err := q.ListComponents(ctx, dbgen.ListComponentsParams{
+		AllTenants: actor.ProviderAdmin, TenantIds: tenants, EditableTenantIds: editable, HiddenIds: hidden,
 		Search: optional(f.Search), Provider: optional(f.Provider),
 		SemanticType: optional(f.SemanticType), Scope: optional(f.Scope), PublishedOnly: f.PublishedOnly,
 		MaxRows: int32(f.PerPage), Skip: int32((f.Page - 1) * f.PerPage),
@@ -253,7 +271,8 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (C
 	for i, r := range rows {
 		out.Components[i] = Summary{ID: r.ID, Name: r.Name, DisplayName: r.DisplayName, Description: r.Description,
 			Provider: r.Provider, SemanticType: r.SemanticType, Language: r.Language, LatestVersion: int(r.LatestVersion),
-			TenantName: deref(r.TenantName), Deployments: int(r.Deployments), System: r.IsSystem, UpdatedAt: r.UpdatedAt}
+			TenantName: deref(r.TenantName), Deployments: int(r.Deployments), System: r.IsSystem, UpdatedAt: r.UpdatedAt,
+			Denied: denied[r.ID]}
 		out.Total = int(r.Total)
 	}
 	return out, nil

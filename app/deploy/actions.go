@@ -12,6 +12,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
+	"nimbus/app/governance"
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
 	"nimbus/db/dbgen"
@@ -257,7 +258,11 @@ func (s *Service) target(ctx context.Context, q *dbgen.Queries, d dbgen.GetDeplo
 			delete(params, b.Input)
 		}
 	}
-	return s.resolve(ver, d.ID, configured, params, &problem.ValidationError{})
+	in, err := s.resolve(ver, d.ID, configured, params, &problem.ValidationError{})
+	if err != nil {
+		return in, err
+	}
+	return in, governance.Check(ctx, q, d.TenantID, d.ComponentID, in.Plain)
 }
 
 // Deployable is what the deploy dialog of a component offers: its latest published version
@@ -269,6 +274,12 @@ type Deployable struct {
 	InputSchema  []byte
 	Bindings     []byte
 	Environments []dbgen.ListEnvironmentsRow
+	// Rule is the tenant's effective governance when every environment offered is one
+	// tenant's (the usual case); the server checks it anyway.
+	Rule *governance.EffectiveRule
+	// Left is how many more deployments the tenant may make of it, when that is limited.
+	Left    int
+	Limited bool
 }
 
 // Deployable returns the deploy dialog's choices for a component the actor may see.
@@ -290,9 +301,22 @@ func (s *Service) Deployable(ctx context.Context, actor access.Principal, compon
 		return Deployable{}, err
 	}
 	out := Deployable{ComponentID: comp.ID, Component: comp.Name, Version: int(ver.Version), InputSchema: ver.InputSchema, Bindings: ver.ResolverBindings}
+	tenants := map[uuid.UUID]bool{}
 	for _, e := range envs {
 		if e.Status == "active" && (!comp.TenantID.Valid || comp.TenantID.UUID == e.TenantID) {
 			out.Environments = append(out.Environments, e)
+			tenants[e.TenantID] = true
+		}
+	}
+	if len(tenants) == 1 {
+		tenant := out.Environments[0].TenantID
+		rule, err := governance.Effective(ctx, q, tenant, comp.ID)
+		if err != nil {
+			return Deployable{}, err
+		}
+		out.Rule = &rule
+		if out.Left, out.Limited, err = governance.Remaining(ctx, q, tenant, comp.ID); err != nil {
+			return Deployable{}, err
 		}
 	}
 	return out, nil

@@ -23,6 +23,7 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/audit"
 	"nimbus/app/component"
+	"nimbus/app/governance"
 	"nimbus/app/objstore"
 	"nimbus/app/problem"
 	"nimbus/app/pulumix"
@@ -221,6 +222,11 @@ func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Reques
 	if err != nil {
 		return Deployment{}, Operation{}, err
 	}
+	// The tenant's rules, on what is known now; the govern step checks again once resolvers
+	// have filled the rest.
+	if err := governance.Check(ctx, q, env.TenantID, comp.ID, in.Plain); err != nil {
+		return Deployment{}, Operation{}, err
+	}
 	kind := "deploy"
 	if req.PreviewOnly {
 		kind = "preview"
@@ -229,6 +235,10 @@ func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Reques
 	var op dbgen.Operation
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := dbgen.New(tx)
+		// Under the tenant's lock, so that concurrent deploys cannot pass the limit together.
+		if err := governance.CheckInstances(ctx, q, env.TenantID, comp.ID); err != nil {
+			return err
+		}
 		_, err := q.CreateDeployment(ctx, dbgen.CreateDeploymentParams{
 			ID: id, TenantID: env.TenantID, EnvironmentID: env.ID, ComponentID: comp.ID, Version: in.Version, Name: req.Name,
 			Parameters: plainJSON, SecretParameters: in.Sealed, SecretKeyID: &in.KeyID, Project: comp.Name,

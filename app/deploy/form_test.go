@@ -59,7 +59,7 @@ func TestFormParams_EmptyFieldsKeepTheirValueAndBadOnesAreNamed(t *testing.T) {
 }
 
 func TestParamForm_FieldsFollowTheSchema(t *testing.T) {
-	f := paramForm([]byte(formSchema), map[string]any{"cores": 6.0}, []string{"password"}, problem.Invalid("parameters.name", "required", "is required"), nil, false)
+	f := paramForm([]byte(formSchema), map[string]any{"cores": 6.0}, []string{"password"}, problem.Invalid("parameters.name", "required", "is required"), nil, false, nil)
 	byName := map[string]int{}
 	for i, p := range f.Fields {
 		byName[p.Name] = i

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/component"
+	"nimbus/app/governance"
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
 	"nimbus/app/web"
@@ -130,7 +131,11 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 	if err != nil {
 		return err
 	}
-	v.Update = paramForm(ver.InputSchema, d.Parameters, d.SecretNames, formErr, bound, resolved)
+	rule, err := governance.Effective(ctx, q, d.TenantID, d.ComponentID)
+	if err != nil {
+		return err
+	}
+	v.Update = paramForm(ver.InputSchema, d.Parameters, d.SecretNames, formErr, bound, resolved, rule.Parameters)
 	v.Update.Action, v.Update.Buttons = "/deployments/"+d.ID.String()+"/apply", buttons
 	return web.Render(c, status, views.DeploymentPage(web.Page(c, d.Name), v))
 }
@@ -443,12 +448,25 @@ func (h *Handlers) DeployDialog(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v.Form = paramForm(dd.InputSchema, nil, nil, nil, bound, false)
+	v.Form = paramForm(dd.InputSchema, nil, nil, nil, bound, false, limitsOf(dd))
 	return web.Render(c, http.StatusOK, views.DeployDialog(views.Page{CSRF: web.CSRF(c)}, v))
+}
+
+func limitsOf(dd Deployable) map[string]governance.Limits {
+	if dd.Rule == nil {
+		return nil
+	}
+	return dd.Rule.Parameters
 }
 
 func dialogView(dd Deployable) views.DeployDialogView {
 	v := views.DeployDialogView{ComponentID: dd.ComponentID.String(), Component: dd.Component, Version: dd.Version}
+	if dd.Rule != nil {
+		v.Rules = dd.Rule.Describe()
+	}
+	if dd.Limited {
+		v.Left = fmt.Sprintf("%d more may be deployed in this tenant", dd.Left)
+	}
 	for _, e := range dd.Environments {
 		v.Environments = append(v.Environments, views.RoleOption{Value: e.ID.String(), Label: e.TenantName + " / " + e.Name})
 	}
@@ -502,7 +520,7 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 	if berr != nil {
 		return berr
 	}
-	v.Form = paramForm(dd.InputSchema, values, nil, err, bound, false)
+	v.Form = paramForm(dd.InputSchema, values, nil, err, bound, false, limitsOf(dd))
 	return web.Render(c, http.StatusUnprocessableEntity, views.DeployDialog(views.Page{CSRF: web.CSRF(c)}, v))
 }
 
@@ -513,7 +531,9 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 // bound maps inputs bound to a resolver onto its type; resolved says whether the form's
 // environment resolves them: then they are shown, not asked for. Where it is not known (the
 // deploy dialog, before an environment is chosen) they stay fields, saying what happens.
-func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err error, bound map[string]string, resolved bool) views.ParamForm {
+//
+// limits are the tenant's governance, which narrow the schema's bounds and choices.
+func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err error, bound map[string]string, resolved bool, limits map[string]governance.Limits) views.ParamForm {
 	var f views.ParamForm
 	schema := component.ParseSchema("input_schema", rawSchema, &problem.ValidationError{})
 	if schema == nil {
@@ -577,6 +597,7 @@ func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err 
 		case p.Type == "array" || p.Type == "object":
 			field.Kind = "json"
 		}
+		narrow(&field, limits[name])
 		f.Fields = append(f.Fields, field)
 	}
 	if err != nil && errs == nil {
@@ -657,4 +678,28 @@ func (h *Handlers) bindings(ctx context.Context, raw []byte, environmentID uuid.
 		out[b.Input] = b.Type
 	}
 	return out, len(out) > 0, nil
+}
+
+// narrow applies the tenant's rule to a field: tighter bounds, and its allowed values as the
+// only choices. The browser then refuses what the server would.
+func narrow(f *views.ParamField, l governance.Limits) {
+	bound := func(current string, b *governance.Bound, tighter func(a, b float64) bool) string {
+		if b == nil {
+			return current
+		}
+		if c, err := strconv.ParseFloat(current, 64); err == nil && !tighter(b.Value, c) {
+			return current
+		}
+		return strconv.FormatFloat(b.Value, 'f', -1, 64)
+	}
+	if f.Kind == "number" {
+		f.Min = bound(f.Min, l.Minimum, func(a, b float64) bool { return a > b })
+		f.Max = bound(f.Max, l.Maximum, func(a, b float64) bool { return a < b })
+	}
+	if l.Allowed != nil && f.Kind != "checkbox" && f.Kind != "resolved" {
+		f.Kind, f.Options = "select", nil
+		for _, v := range l.Allowed.Values {
+			f.Options = append(f.Options, display(v))
+		}
+	}
 }

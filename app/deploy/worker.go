@@ -18,6 +18,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"nimbus/app/component"
+	"nimbus/app/governance"
 	"nimbus/app/ipam"
 	"nimbus/app/objstore"
 	"nimbus/app/problem"
@@ -205,6 +206,26 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttem
 		Undo: func(ctx context.Context, _ *saga.Run) error {
 			return db.Tx(ctx, w.pool, func(q *dbgen.Queries) error { return resolver.ReleaseOperation(ctx, q, op.ID) })
 		}}
+	// The tenant's rules on the whole parameter set, resolved values included; a rule changed
+	// since the request counts.
+	govern := saga.Step{Name: "govern", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+		now, err := q.GetOperation(ctx, op.ID)
+		if err != nil {
+			return nil, saga.Transient(err)
+		}
+		params := map[string]any{}
+		if err := json.Unmarshal(now.Parameters, &params); err != nil {
+			return nil, err
+		}
+		err = governance.Check(ctx, q, dep.TenantID, dep.ComponentID, params)
+		if err != nil && (errors.Is(err, problem.ErrForbidden) || problem.FieldOf(err) != "") {
+			return nil, err // refused: the same next time
+		}
+		if err != nil {
+			return nil, saga.Transient(err)
+		}
+		return nil, nil
+	}}
 	preview := saga.Step{Name: "preview", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
 		st, err := target(ctx)
 		if err != nil {
@@ -275,10 +296,10 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttem
 	var steps []saga.Step
 	switch op.Kind {
 	case "preview":
-		steps = []saga.Step{resolve, preview}
+		steps = []saga.Step{resolve, govern, preview}
 	case "deploy":
 		// Nothing existed before: undoing it is destroying what it made.
-		steps = []saga.Step{resolve, preview,
+		steps = []saga.Step{resolve, govern, preview,
 			{Name: "up", Do: up(target), Undo: func(ctx context.Context, _ *saga.Run) error {
 				ctx, cancel := context.WithTimeout(ctx, w.timeout) // undo is not cancelled, but must end
 				defer cancel()
@@ -288,7 +309,7 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttem
 			record("deployed")}
 	case "update", "upgrade":
 		// The deployment worked before: undoing is going back to how it was.
-		steps = []saga.Step{resolve, preview,
+		steps = []saga.Step{resolve, govern, preview,
 			{Name: "up", Do: up(target), Undo: func(ctx context.Context, r *saga.Run) error {
 				ctx, cancel := context.WithTimeout(ctx, w.timeout)
 				defer cancel()

@@ -450,8 +450,11 @@ WHERE c.deleted_at IS NULL
        OR ($7 = 'provider' AND c.tenant_id IS NULL)
        OR ($7 = 'tenant' AND c.tenant_id IS NOT NULL))
   AND (NOT $8::boolean OR c.latest_version > 0)
+  -- Components governance denies to all the viewer's tenants are hidden from those who may not
+  -- change that.
+  AND NOT c.id = ANY($9::uuid[])
 ORDER BY lower(c.name), c.id
-LIMIT $10 OFFSET $9
+LIMIT $11 OFFSET $10
 `
 
 type ListComponentsParams struct {
@@ -463,6 +466,7 @@ type ListComponentsParams struct {
 	SemanticType      *string     `json:"semantic_type"`
 	Scope             *string     `json:"scope"`
 	PublishedOnly     bool        `json:"published_only"`
+	HiddenIds         []uuid.UUID `json:"hidden_ids"`
 	Skip              int32       `json:"skip"`
 	MaxRows           int32       `json:"max_rows"`
 }
@@ -495,6 +499,7 @@ func (q *Queries) ListComponents(ctx context.Context, arg ListComponentsParams) 
 		arg.SemanticType,
 		arg.Scope,
 		arg.PublishedOnly,
+		arg.HiddenIds,
 		arg.Skip,
 		arg.MaxRows,
 	)

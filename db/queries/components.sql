@@ -65,6 +65,9 @@ WHERE c.deleted_at IS NULL
        OR (sqlc.narg(scope) = 'provider' AND c.tenant_id IS NULL)
        OR (sqlc.narg(scope) = 'tenant' AND c.tenant_id IS NOT NULL))
   AND (NOT sqlc.arg(published_only)::boolean OR c.latest_version > 0)
+  -- Components governance denies to all the viewer's tenants are hidden from those who may not
+  -- change that.
+  AND NOT c.id = ANY(sqlc.arg(hidden_ids)::uuid[])
 ORDER BY lower(c.name), c.id
 LIMIT sqlc.arg(max_rows) OFFSET sqlc.arg(skip);
 
