@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -253,15 +254,26 @@ func (s *Service) target(ctx context.Context, q *dbgen.Queries, d dbgen.GetDeplo
 	if err != nil {
 		return inputs{}, err
 	}
-	for _, b := range resolver.Active(bindings, configured) {
+	active := resolver.Active(bindings, configured)
+	for _, b := range active {
 		if _, given := c.Parameters[b.Input]; !given {
 			delete(params, b.Input)
 		}
 	}
-	in, err := s.resolve(ver, d.ID, configured, params, &problem.ValidationError{})
+	v := &problem.ValidationError{}
+	for i, name := range c.Rotate {
+		if !slices.ContainsFunc(active, func(b resolver.Binding) bool { return b.Input == name && resolver.Secret(b.Type) }) {
+			v.Add(fmt.Sprintf("rotate[%d]", i), "secret", "%s is not an input the secret provisioner fills here", name)
+		}
+	}
+	if kind != "update" && len(c.Rotate) > 0 {
+		v.Add("rotate", "kind", "secrets are rotated by an update")
+	}
+	in, err := s.resolve(ver, d.ID, configured, params, v)
 	if err != nil {
 		return in, err
 	}
+	in.Rotate = c.Rotate
 	return in, governance.Check(ctx, q, d.TenantID, d.ComponentID, in.Plain)
 }
 

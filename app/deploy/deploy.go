@@ -148,6 +148,8 @@ type Request struct {
 type Change struct {
 	Parameters map[string]any `json:"parameters"`
 	Version    int            `json:"version"`
+	// Rotate names secret inputs filled by the secret provisioner that get a new value.
+	Rotate []string `json:"rotate"`
 }
 
 // OperationArgs asks a worker to run an operation.
@@ -275,7 +277,10 @@ func (s *Service) queue(ctx context.Context, tx pgx.Tx, actor access.Principal, 
 	q := dbgen.New(tx)
 	plain, _ := json.Marshal(in.Plain)
 	params := dbgen.CreateOperationParams{DeploymentID: deploymentID, Kind: kind,
-		RequestedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}, Parameters: plain}
+		RequestedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}, Parameters: plain, Rotate: []string{}}
+	if in.Rotate != nil {
+		params.Rotate = in.Rotate
+	}
 	if in.Version != 0 {
 		params.TargetVersion = pgtype.Int4{Int32: in.Version, Valid: true}
 		params.SecretParameters, params.SecretKeyID = in.Sealed, &in.KeyID

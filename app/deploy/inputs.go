@@ -24,6 +24,7 @@ type inputs struct {
 	Plain   map[string]any
 	Sealed  []byte
 	KeyID   string
+	Rotate  []string // secret inputs to make up anew
 }
 
 // version reads a published, unarchived version of the component; 0 asks for the latest.

@@ -366,6 +366,9 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (views.LiveView, 
 	if d.ExitCode != nil {
 		v.ExitCode = strconv.Itoa(*d.ExitCode)
 	}
+	if d.Version > 0 {
+		v.Parameters = keyValues(d.Parameters, nil)
+	}
 	if d.StartedAt != nil {
 		v.Started = stamp(*d.StartedAt)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -278,6 +279,11 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttem
 					if err := resolver.ReleaseDeployment(ctx, q, dep.ID); err != nil {
 						return err
 					}
+					// Its secrets go with it; the plain parameters stay, for the history.
+					if err := q.UpdateDeploymentInputs(ctx, dbgen.UpdateDeploymentInputsParams{ID: dep.ID, Version: dep.Version,
+						Parameters: dep.Parameters}); err != nil {
+						return err
+					}
 				} else {
 					now, err := q.GetOperation(ctx, op.ID) // with what its resolvers filled in
 					if err != nil {
@@ -529,7 +535,8 @@ func (w *Worker) resolve(ctx context.Context, dep dbgen.GetDeploymentRow, op dbg
 		// A secret made for the deployment before is kept: making a new one is a rotation.
 		var ask []resolver.Binding
 		for _, b := range resolver.Active(bindings, configured) {
-			if resolver.Secret(b.Type) && (secrets[b.Input] != nil || held[b.Input] != nil) {
+			rotate := slices.Contains(op.Rotate, b.Input)
+			if resolver.Secret(b.Type) && !rotate && (secrets[b.Input] != nil || held[b.Input] != nil) {
 				if secrets[b.Input] == nil {
 					secrets[b.Input] = held[b.Input]
 				}

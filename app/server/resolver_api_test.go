@@ -2,12 +2,14 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"nimbus/app/component"
 	"nimbus/app/environment"
 )
 
@@ -163,5 +165,75 @@ func TestResolvers_AddressesAndNamesFromTheEnvironment(t *testing.T) {
 	}
 	if u := pool["utilisation"].(float64); u <= 0 || u >= 1 {
 		t.Errorf("utilisation %v", u)
+	}
+}
+
+// The secret provisioner makes a secret once per deployment, keeps it through updates, makes
+// a new one when asked to rotate it, and forgets it when the deployment is destroyed.
+func TestResolvers_SecretMadeKeptRotatedForgotten(t *testing.T) {
+	s := newSite(t)
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	c, err := s.components.Create(t.Context(), s.admin, component.New{
+		Draft: component.Draft{Name: "secret-disk", Language: "yaml", Code: secretProgram,
+			InputSchema: []byte(`{"type": "object", "required": ["name", "token"], "properties": {
+				"name": {"type": "string"}, "token": {"type": "string", "x-secret": true}}}`),
+			OutputSchema:     []byte(`{"type": "object", "properties": {"disk_id": {"type": "string"}, "token": {"type": "string"}}}`),
+			ResolverBindings: json.RawMessage(`{"token": "secret_provisioner"}`)},
+		Provider: "simcloud", SemanticType: "VirtualMachine",
+	})
+	must(t, err)
+	_, err = s.components.Publish(t.Context(), s.admin, c.ID, "first")
+	must(t, err)
+	provider, user, admin := s.token(t, s.admin), s.token(t, s.userA), s.token(t, s.adminA)
+	wantStatus(t, s.call(t, "PUT", "/api/v1/environments/"+env.ID.String()+"/resolvers/secret_provisioner", provider, `{"length": 20}`), http.StatusOK)
+
+	r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{"component_id": c.ID, "environment_id": env.ID, "name": "vault",
+		"parameters": map[string]any{"name": "vault"}})
+	wantStatus(t, r, http.StatusAccepted)
+	body := r.json(t)
+	id := body["deployment"].(map[string]any)["id"].(string)
+	if op := s.waitOperation(t, user, body["operation"].(map[string]any)["id"].(string)); op["status"] != "succeeded" {
+		t.Fatalf("deploy: %v", op)
+	}
+	disk := func() string {
+		t.Helper()
+		files, _ := filepath.Glob(filepath.Join(s.cloud, "disk", "*.json"))
+		if len(files) != 1 {
+			t.Fatalf("disks: %v", files)
+		}
+		data, _ := os.ReadFile(files[0])
+		var m map[string]any
+		must(t, json.Unmarshal(data, &m))
+		return m["image"].(string)
+	}
+	first := disk()
+	if len(first) != 20 {
+		t.Fatalf("the made-up secret %q is not 20 characters", first)
+	}
+	update := func(body map[string]any) map[string]any {
+		t.Helper()
+		r := s.call(t, "POST", "/api/v1/deployments/"+id+"/update", user, body)
+		wantStatus(t, r, http.StatusAccepted)
+		return s.waitOperation(t, user, r.json(t)["id"].(string))
+	}
+	if op := update(map[string]any{"parameters": map[string]any{}}); op["status"] != "succeeded" || disk() != first {
+		t.Fatalf("an update made a new secret: %v", op["status"])
+	}
+	wantStatus(t, s.call(t, "POST", "/api/v1/deployments/"+id+"/update", user, map[string]any{"rotate": []string{"name"}}), http.StatusUnprocessableEntity)
+	if op := update(map[string]any{"rotate": []string{"token"}}); op["status"] != "succeeded" || disk() == first || len(disk()) != 20 {
+		t.Fatalf("rotation: %v, %q then %q", op["status"], first, disk())
+	}
+	dep := s.call(t, "GET", "/api/v1/deployments/"+id, user, nil).json(t)
+	if names := dep["secret_names"].([]any); len(names) != 1 || strings.Contains(fmt.Sprint(dep), disk()) {
+		t.Fatalf("the deployment shows %v", dep)
+	}
+	r = s.call(t, "POST", "/api/v1/deployments/"+id+"/destroy", admin, nil)
+	wantStatus(t, r, http.StatusAccepted)
+	if op := s.waitOperation(t, admin, r.json(t)["id"].(string)); op["status"] != "succeeded" {
+		t.Fatalf("destroy: %v", op)
+	}
+	if dep := s.call(t, "GET", "/api/v1/deployments/"+id, user, nil).json(t); len(dep["secret_names"].([]any)) != 0 {
+		t.Fatalf("a destroyed deployment keeps its secrets: %v", dep["secret_names"])
 	}
 }

@@ -65,7 +65,7 @@ UPDATE operations SET status = 'running', lease = $1, heartbeat_at = now(),
     started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = $2
   AND (status = 'queued' OR (status = 'running' AND heartbeat_at < now() - interval '1 minute'))
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate
 `
 
 type ClaimOperationParams struct {
@@ -98,6 +98,7 @@ func (q *Queries) ClaimOperation(ctx context.Context, arg ClaimOperationParams) 
 		&i.UpdatedAt,
 		&i.SecretParameters,
 		&i.SecretKeyID,
+		&i.Rotate,
 	)
 	return i, err
 }
@@ -176,9 +177,9 @@ func (q *Queries) CreateDeployment(ctx context.Context, arg CreateDeploymentPara
 }
 
 const createOperation = `-- name: CreateOperation :one
-INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id
+INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text[])
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate
 `
 
 type CreateOperationParams struct {
@@ -189,6 +190,7 @@ type CreateOperationParams struct {
 	SecretParameters []byte          `json:"secret_parameters"`
 	SecretKeyID      *string         `json:"secret_key_id"`
 	TargetVersion    pgtype.Int4     `json:"target_version"`
+	Rotate           []string        `json:"rotate"`
 }
 
 func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams) (Operation, error) {
@@ -200,6 +202,7 @@ func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams
 		arg.SecretParameters,
 		arg.SecretKeyID,
 		arg.TargetVersion,
+		arg.Rotate,
 	)
 	var i Operation
 	err := row.Scan(
@@ -223,6 +226,7 @@ func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams
 		&i.UpdatedAt,
 		&i.SecretParameters,
 		&i.SecretKeyID,
+		&i.Rotate,
 	)
 	return i, err
 }
@@ -314,7 +318,7 @@ func (q *Queries) GetDeployment(ctx context.Context, id uuid.UUID) (GetDeploymen
 }
 
 const getOperation = `-- name: GetOperation :one
-SELECT id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id FROM operations WHERE id = $1
+SELECT id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate FROM operations WHERE id = $1
 `
 
 func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, error) {
@@ -341,6 +345,7 @@ func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, er
 		&i.UpdatedAt,
 		&i.SecretParameters,
 		&i.SecretKeyID,
+		&i.Rotate,
 	)
 	return i, err
 }
@@ -466,7 +471,7 @@ func (q *Queries) ListDeployments(ctx context.Context, arg ListDeploymentsParams
 }
 
 const listOperations = `-- name: ListOperations :many
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -507,6 +512,7 @@ type ListOperationsRow struct {
 	UpdatedAt         time.Time       `json:"updated_at"`
 	SecretParameters  []byte          `json:"secret_parameters"`
 	SecretKeyID       *string         `json:"secret_key_id"`
+	Rotate            []string        `json:"rotate"`
 	DeploymentName    string          `json:"deployment_name"`
 	TenantID          uuid.UUID       `json:"tenant_id"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -548,6 +554,7 @@ func (q *Queries) ListOperations(ctx context.Context, arg ListOperationsParams) 
 			&i.UpdatedAt,
 			&i.SecretParameters,
 			&i.SecretKeyID,
+			&i.Rotate,
 			&i.DeploymentName,
 			&i.TenantID,
 			&i.RequestedByEmail,
@@ -654,7 +661,7 @@ func (q *Queries) OperationResources(ctx context.Context, operationID uuid.UUID)
 }
 
 const operationView = `-- name: OperationView :one
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -682,6 +689,7 @@ type OperationViewRow struct {
 	UpdatedAt         time.Time       `json:"updated_at"`
 	SecretParameters  []byte          `json:"secret_parameters"`
 	SecretKeyID       *string         `json:"secret_key_id"`
+	Rotate            []string        `json:"rotate"`
 	DeploymentName    string          `json:"deployment_name"`
 	TenantID          uuid.UUID       `json:"tenant_id"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -711,6 +719,7 @@ func (q *Queries) OperationView(ctx context.Context, id uuid.UUID) (OperationVie
 		&i.UpdatedAt,
 		&i.SecretParameters,
 		&i.SecretKeyID,
+		&i.Rotate,
 		&i.DeploymentName,
 		&i.TenantID,
 		&i.RequestedByEmail,
@@ -910,7 +919,7 @@ func (q *Queries) StaleOperations(ctx context.Context) ([]uuid.UUID, error) {
 const startRestore = `-- name: StartRestore :one
 INSERT INTO operations (deployment_id, kind, status, requested_by, lease, heartbeat_at, started_at)
 VALUES ($1, 'restore', 'running', $2, $3, now(), now())
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate
 `
 
 type StartRestoreParams struct {
@@ -944,6 +953,7 @@ func (q *Queries) StartRestore(ctx context.Context, arg StartRestoreParams) (Ope
 		&i.UpdatedAt,
 		&i.SecretParameters,
 		&i.SecretKeyID,
+		&i.Rotate,
 	)
 	return i, err
 }

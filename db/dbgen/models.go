@@ -223,6 +223,7 @@ type Operation struct {
 	UpdatedAt         time.Time       `json:"updated_at"`
 	SecretParameters  []byte          `json:"secret_parameters"`
 	SecretKeyID       *string         `json:"secret_key_id"`
+	Rotate            []string        `json:"rotate"`
 }
 
 type OperationLog struct {

@@ -30,8 +30,8 @@ UPDATE deployed_components SET status = $2, updated_at = now() WHERE id = $1;
 UPDATE deployed_components SET status = $2, outputs = $3, updated_at = now() WHERE id = $1;
 
 -- name: CreateOperation :one
-INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate)
+VALUES ($1, $2, $3, $4, $5, $6, $7, sqlc.arg(rotate)::text[])
 RETURNING *;
 
 -- name: UpdateDeploymentInputs :exec
