@@ -524,6 +524,15 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 		return berr
 	}
 	v.Form = paramForm(dd.InputSchema, values, nil, err, bound, false, limitsOf(dd))
+	// Problems with no field of their own here (an instance limit, say) go above the form.
+	var general []string
+	for field, msg := range errs {
+		if field != "name" && field != "environment_id" && !strings.HasPrefix(field, "parameters.") {
+			general = append(general, msg)
+		}
+	}
+	slices.Sort(general)
+	v.Form.Error = strings.Join(general, "; ")
 	return web.Render(c, http.StatusUnprocessableEntity, views.DeployDialog(views.Page{CSRF: web.CSRF(c)}, v))
 }
 

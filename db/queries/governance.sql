@@ -34,13 +34,19 @@ HAVING count(DISTINCT tenant_id) = cardinality(sqlc.arg(tenant_ids)::uuid[]);
 SELECT pg_advisory_xact_lock(hashtextextended('nimbus.governance.instances:' || sqlc.arg(tenant_id)::uuid::text, 0));
 
 -- name: CountLiveDeployments :one
-SELECT count(*) FROM deployed_components
-WHERE tenant_id = $1 AND component_id = $2 AND status <> 'destroyed';
+-- A deployment counts until it is destroyed, except one whose first deploy failed: what it
+-- made was removed, and it holds nothing.
+SELECT count(*) FROM deployed_components d
+WHERE d.tenant_id = $1 AND d.component_id = $2 AND d.status <> 'destroyed'
+  AND NOT (d.status = 'failed' AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id
+      AND o.status = 'succeeded' AND o.kind IN ('deploy', 'update', 'upgrade')));
 
 -- name: CountTenantLiveDeployments :many
-SELECT component_id, count(*) AS live FROM deployed_components
-WHERE tenant_id = $1 AND status <> 'destroyed'
-GROUP BY component_id;
+SELECT d.component_id, count(*) AS live FROM deployed_components d
+WHERE d.tenant_id = $1 AND d.status <> 'destroyed'
+  AND NOT (d.status = 'failed' AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id
+      AND o.status = 'succeeded' AND o.kind IN ('deploy', 'update', 'upgrade')))
+GROUP BY d.component_id;
 
 -- name: GovernableComponents :many
 -- The published components a tenant can use, with the inputs of their latest version.
