@@ -134,4 +134,3 @@ func allocations(t *testing.T, a *app, pool string) int {
 	}
 	return n
 }
-
