@@ -501,20 +501,28 @@ func (s *Service) FullLog(ctx context.Context, actor access.Principal, operation
 		}
 		// Not stored (the operation has not ended, or its server died): what the database has.
 	}
+	text, err := storedLog(ctx, dbgen.New(s.pool), operationID)
+	if err != nil {
+		return nil, fmt.Errorf("operation log: %w", err)
+	}
+	return io.NopCloser(strings.NewReader(text)), nil
+}
+
+// storedLog is every line of an operation's log the database holds, one per line.
+func storedLog(ctx context.Context, q *dbgen.Queries, operationID uuid.UUID) (string, error) {
 	var b strings.Builder
 	for after := int64(0); ; {
-		lines, err := s.Logs(ctx, actor, operationID, after)
+		rows, err := q.OperationLogs(ctx, dbgen.OperationLogsParams{OperationID: operationID, ID: after})
 		if err != nil {
-			return nil, err
+			return "", err
 		}
-		if len(lines) == 0 {
-			break
+		if len(rows) == 0 {
+			return b.String(), nil
 		}
-		for _, l := range lines {
-			b.WriteString(l.Line)
+		for _, r := range rows {
+			b.WriteString(r.Line)
 			b.WriteByte('\n')
 		}
-		after = lines[len(lines)-1].ID
+		after = rows[len(rows)-1].ID
 	}
-	return io.NopCloser(strings.NewReader(b.String())), nil
 }

@@ -193,15 +193,7 @@ func (h *Handlers) FullLogAPI(c echo.Context) error {
 
 // CancelAPI answers POST /api/v1/operations/{id}/cancel with 202 and the operation.
 func (h *Handlers) CancelAPI(c echo.Context) error {
-	id, err := web.IDParam(c, "id")
-	if err != nil {
-		return err
-	}
-	op, err := h.svc.Cancel(web.Ctx(c), web.Actor(c), id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusAccepted, op)
+	return onID(c, h.svc.Cancel, accepted(c))
 }
 
 // StateAPI answers GET /api/v1/deployments/{id}/state with the stack's state export.

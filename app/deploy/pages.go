@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"nimbus/app/access"
 	"nimbus/app/component"
 	"nimbus/app/governance"
 	"nimbus/app/problem"
@@ -258,56 +259,48 @@ func (h *Handlers) DestroyForm(c echo.Context) error {
 	return web.Redirect(c, "/operations/"+op.ID.String())
 }
 
-// RefreshForm queues a refresh.
+// RefreshForm queues a refresh and follows it.
 func (h *Handlers) RefreshForm(c echo.Context) error {
-	id, err := web.IDParam(c, "id")
-	if err != nil {
-		return err
-	}
-	op, err := h.svc.Refresh(web.Ctx(c), web.Actor(c), id)
-	if err != nil {
-		return err
-	}
-	return web.Redirect(c, "/operations/"+op.ID.String())
+	return onID(c, h.svc.Refresh, follow(c))
 }
 
-// CancelForm cancels an operation from its page.
+// CancelForm cancels an operation from its page, and stays there.
 func (h *Handlers) CancelForm(c echo.Context) error {
-	id, err := web.IDParam(c, "id")
-	if err != nil {
-		return err
-	}
-	if _, err := h.svc.Cancel(web.Ctx(c), web.Actor(c), id); err != nil {
-		return err
-	}
-	return web.Redirect(c, "/operations/"+id.String())
+	return onID(c, h.svc.Cancel, follow(c))
 }
 
 // ApplyPreviewForm carries out a succeeded preview, from the preview's page.
 func (h *Handlers) ApplyPreviewForm(c echo.Context) error {
-	id, err := web.IDParam(c, "id")
-	if err != nil {
-		return err
-	}
-	op, err := h.svc.Apply(web.Ctx(c), web.Actor(c), id)
-	if err != nil {
-		return err
-	}
-	return web.Redirect(c, "/operations/"+op.ID.String())
+	return onID(c, h.svc.Apply, follow(c))
 }
 
 // ApplyPreviewAPI answers POST /api/v1/operations/{id}/apply with 202 and the operation that
 // carries out the preview.
 func (h *Handlers) ApplyPreviewAPI(c echo.Context) error {
+	return onID(c, h.svc.Apply, accepted(c))
+}
+
+// onID acts on the request's :id and answers with what respond makes of the operation.
+func onID(c echo.Context, act func(context.Context, access.Principal, uuid.UUID) (Operation, error), respond func(Operation) error) error {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
 		return err
 	}
-	op, err := h.svc.Apply(web.Ctx(c), web.Actor(c), id)
+	op, err := act(web.Ctx(c), web.Actor(c), id)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusAccepted, op)
+	return respond(op)
+}
+
+// follow goes on to the operation's page.
+func follow(c echo.Context) func(Operation) error {
+	return func(op Operation) error { return web.Redirect(c, "/operations/"+op.ID.String()) }
+}
+
+// accepted answers 202 with the operation.
+func accepted(c echo.Context) func(Operation) error {
+	return func(op Operation) error { return c.JSON(http.StatusAccepted, op) }
 }
 
 // OperationPage shows an operation; while it runs, the page follows it over server-sent events.

@@ -187,20 +187,9 @@ func (p *progress) Close() error {
 
 // archive stores the lines the database holds followed by the overflow as one object.
 func (p *progress) archive() error {
-	var head strings.Builder
-	for after := int64(0); ; {
-		rows, err := p.q.OperationLogs(p.ctx, dbgen.OperationLogsParams{OperationID: p.op, ID: after})
-		if err != nil {
-			return err
-		}
-		if len(rows) == 0 {
-			break
-		}
-		for _, r := range rows {
-			head.WriteString(r.Line)
-			head.WriteByte('\n')
-		}
-		after = rows[len(rows)-1].ID
+	head, err := storedLog(p.ctx, p.q, p.op)
+	if err != nil {
+		return err
 	}
 	if _, err := p.overflow.Seek(0, io.SeekStart); err != nil {
 		return err
@@ -210,8 +199,8 @@ func (p *progress) archive() error {
 		return err
 	}
 	// The size given: an S3 client that does not know it buffers a huge part in memory.
-	size := int64(head.Len()) + info.Size()
-	return p.objects.Put(p.ctx, logKey(p.op), io.MultiReader(strings.NewReader(head.String()), p.overflow), size)
+	size := int64(len(head)) + info.Size()
+	return p.objects.Put(p.ctx, logKey(p.op), io.MultiReader(strings.NewReader(head), p.overflow), size)
 }
 
 // logKey is where the whole log of an operation is kept in the object store.
