@@ -109,3 +109,47 @@ func TestPages_PoolsResolversAndImages(t *testing.T) {
 		t.Fatal("the catalog as a tenant admin sees it: the new image, and no form")
 	}
 }
+
+// The deployment page's forms: parameters updated through the page, a bad value shown beside
+// its field, a destroy refused until the name is typed, an upgrade with no version named.
+func TestPages_DeploymentForms(t *testing.T) {
+	s := newSite(t)
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	admin := s.token(t, s.adminA)
+	r := s.call(t, "POST", "/api/v1/deployments", admin, map[string]any{"component_id": s.shared.ID, "environment_id": env.ID,
+		"name": "web", "parameters": map[string]any{"name": "web-1"}})
+	wantStatus(t, r, http.StatusAccepted)
+	body := r.json(t)
+	id := body["deployment"].(map[string]any)["id"].(string)
+	if op := s.waitOperation(t, admin, body["operation"].(map[string]any)["id"].(string)); op["status"] != "succeeded" {
+		t.Fatalf("deploy: %v", op)
+	}
+
+	b := newBrowser(t, s.url)
+	b.signIn(t, "admin-a@example.com", "long enough password")
+	page := "/deployments/" + id
+	if got := string(b.get(t, page).body); !strings.Contains(got, `data-testid="param-form"`) || !strings.Contains(got, `value="web-1"`) {
+		t.Fatalf("the deployment page: %.2000s", got)
+	}
+	form := url.Values{"_csrf": {b.csrf}, "action": {"update"}, "p.name": {"web-1"}, "p.cores": {"many"}}
+	r = b.post(t, page+"/apply", form)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), `data-field-error="parameters.cores"`) {
+		t.Fatalf("no error beside cores: %.2000s", r.body)
+	}
+	form.Set("p.cores", "3")
+	r = b.post(t, page+"/apply", form)
+	wantStatus(t, r, http.StatusSeeOther)
+	if op := s.waitOperation(t, admin, strings.TrimPrefix(r.header.Get("Location"), "/operations/")); op["status"] != "succeeded" || op["kind"] != "update" {
+		t.Fatalf("the update from the page: %v", op)
+	}
+
+	wantStatus(t, b.post(t, page+"/upgrade", url.Values{"_csrf": {b.csrf}, "action": {"upgrade"}}), http.StatusUnprocessableEntity)
+	wantStatus(t, b.post(t, page+"/destroy", url.Values{"_csrf": {b.csrf}, "confirm": {"wbe"}}), http.StatusUnprocessableEntity)
+	r = b.post(t, page+"/destroy", url.Values{"_csrf": {b.csrf}, "confirm": {"web"}})
+	wantStatus(t, r, http.StatusSeeOther)
+	if op := s.waitOperation(t, admin, strings.TrimPrefix(r.header.Get("Location"), "/operations/")); op["status"] != "succeeded" {
+		t.Fatalf("the destroy from the page: %v", op)
+	}
+}
