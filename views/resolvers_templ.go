@@ -823,13 +823,13 @@ func EnvironmentResolvers(page Page, e EnvironmentResolversView) templ.Component
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = Field("bits", "Subnet prefix length", "number", e.Bits, e.Errors["ipam"]["config.bits"], templ.Attributes{"min": "1", "max": "128", "placeholder": "empty: one address"}).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = Field("subnet_bits", "Subnet prefix length", "number", e.Bits, e.Errors["ipam"]["config.subnet_bits"], templ.Attributes{"min": "1", "max": "128", "placeholder": "such as 26"}).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				return nil
 			})
-			templ_7745c5c3_Err = resolverCard(page, e, "ipam", "IPAM", "Addresses come from this pool; a component may ask for a subnet instead by giving its prefix length.").Render(templ.WithChildren(ctx, templ_7745c5c3_Var42), templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = resolverCard(page, e, "ipam", "IPAM", "Addresses come from this pool; an input bound to ipam.subnet (a network's range, say) gets a subnet of the size below.").Render(templ.WithChildren(ctx, templ_7745c5c3_Var42), templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -77,10 +77,10 @@ func TestBuiltins_AreValid(t *testing.T) {
 func TestBuiltins_Bindings(t *testing.T) {
 	want := map[string]map[string]string{
 		"simcloud-machine": {"ip_address": "ipam", "name": "naming"},
-		"simcloud-network": {"cidr": "ipam"},
+		"simcloud-network": {"cidr": "ipam.subnet"},
 		"proxmox-vm":       {"ip_address": "ipam", "name": "naming", "os_template": "image_catalog"},
 		"proxmox-lxc":      {"ip_address": "ipam", "name": "naming"},
-		"proxmox-network":  {"cidr": "ipam"},
+		"proxmox-network":  {"cidr": "ipam.subnet"},
 	}
 	for _, name := range builtinNames {
 		var got map[string]string

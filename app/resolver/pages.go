@@ -66,7 +66,7 @@ func (h *Handlers) renderEnvironment(c echo.Context, status int, typ string, for
 		}
 		switch cfg.Type {
 		case "ipam":
-			v.PoolID, v.Bits = text("pool_id"), text("bits")
+			v.PoolID, v.Bits = text("pool_id"), text("subnet_bits")
 		case "naming":
 			v.Pattern, v.Domain = text("pattern"), text("domain")
 		case "image_catalog":
@@ -81,7 +81,7 @@ func (h *Handlers) renderEnvironment(c echo.Context, status int, typ string, for
 			switch k {
 			case "pool_id":
 				v.PoolID = val
-			case "bits":
+			case "subnet_bits":
 				v.Bits = val
 			case "pattern":
 				v.Pattern = val
@@ -120,7 +120,7 @@ var formFields = map[string][]struct {
 	name    string
 	integer bool
 }{
-	"ipam":               {{"pool_id", false}, {"bits", true}},
+	"ipam":               {{"pool_id", false}, {"subnet_bits", true}},
 	"naming":             {{"pattern", false}, {"domain", false}},
 	"image_catalog":      {{"os_family", false}, {"os_version", false}, {"architecture", false}},
 	"secret_provisioner": {{"length", true}},

@@ -81,6 +81,15 @@ type Binding struct {
 	Input, Type, Output string
 }
 
+// key names what a binding is handed: per resolver type, except that an IPAM subnet is a
+// thing of its own beside the deployment's address.
+func (b Binding) key() string {
+	if b.Type == "ipam" && b.Output == "subnet" {
+		return subnetKey
+	}
+	return b.Type
+}
+
 // ParseBindings reads a component version's resolver_bindings, in input order. Each value is
 // a resolver type, or type.output for another of its outputs.
 func ParseBindings(raw json.RawMessage) ([]Binding, error) {
@@ -169,18 +178,20 @@ func Resolve(ctx context.Context, q *dbgen.Queries, bindings []Binding, d Deploy
 		byType[c.Type] = c.Config
 	}
 	bindings = Active(bindings, byType)
-	// One call per resolver type and bound input group: ipam's address and gateway come from
-	// one allocation, keyed by the type.
+	// One call per thing handed out: an address and its gateway come from one allocation, a
+	// subnet from another. The key also tells a resolver, across operations, what the
+	// deployment holds already.
 	outputs := map[string]map[string]any{}
 	values := map[string]any{}
 	for _, b := range bindings {
-		got, ok := outputs[b.Type]
+		key := b.key()
+		got, ok := outputs[key]
 		if !ok {
-			got, err = registry[b.Type].Resolve(ctx, q, Call{Config: byType[b.Type], Deployment: d, Operation: operation, Input: b.Type, Params: params})
+			got, err = registry[b.Type].Resolve(ctx, q, Call{Config: byType[b.Type], Deployment: d, Operation: operation, Input: key, Params: params})
 			if err != nil {
 				return nil, fmt.Errorf("%w %s with %s: %w", ErrUnresolved, b.Input, b.Type, err)
 			}
-			outputs[b.Type] = got
+			outputs[key] = got
 		}
 		values[b.Input] = got[b.Output]
 	}

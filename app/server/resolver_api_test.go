@@ -237,3 +237,46 @@ func TestResolvers_SecretMadeKeptRotatedForgotten(t *testing.T) {
 		t.Fatalf("a destroyed deployment keeps its secrets: %v", dep["secret_names"])
 	}
 }
+
+// A machine and a network in one environment: the machine binds an address, the network a
+// subnet of the configured size, from one pool, without overlapping.
+func TestResolvers_AddressAndSubnetFromOnePool(t *testing.T) {
+	s := newSite(t)
+	if _, err := component.EnsureBuiltins(t.Context(), s.components); err != nil {
+		t.Fatal(err)
+	}
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	provider, user := s.token(t, s.admin), s.token(t, s.userA)
+	r := s.call(t, "POST", "/api/v1/ipam/pools", provider, map[string]any{"name": "net", "prefix": "10.60.0.0/24", "environment_id": env.ID})
+	wantStatus(t, r, http.StatusCreated)
+	poolID := r.json(t)["id"].(string)
+	wantStatus(t, s.call(t, "PUT", "/api/v1/environments/"+env.ID.String()+"/resolvers/ipam", provider,
+		`{"pool_id": "`+poolID+`", "subnet_bits": 33}`), http.StatusUnprocessableEntity)
+	wantStatus(t, s.call(t, "PUT", "/api/v1/environments/"+env.ID.String()+"/resolvers/ipam", provider,
+		`{"pool_id": "`+poolID+`", "subnet_bits": 28}`), http.StatusOK)
+	ids := map[string]string{}
+	for _, c := range s.call(t, "GET", "/api/v1/components?search=simcloud", user, nil).json(t)["components"].([]any) {
+		ids[c.(map[string]any)["name"].(string)] = c.(map[string]any)["id"].(string)
+	}
+	deploy := func(component, name string, params map[string]any) map[string]any {
+		t.Helper()
+		r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{"component_id": ids[component], "environment_id": env.ID,
+			"name": name, "parameters": params})
+		wantStatus(t, r, http.StatusAccepted)
+		body := r.json(t)
+		if op := s.waitOperation(t, user, body["operation"].(map[string]any)["id"].(string)); op["status"] != "succeeded" {
+			t.Fatalf("%s: %v", name, op)
+		}
+		return s.call(t, "GET", "/api/v1/deployments/"+body["deployment"].(map[string]any)["id"].(string), user, nil).json(t)["parameters"].(map[string]any)
+	}
+	vm := deploy("simcloud-machine", "vm", map[string]any{"name": "vm-1"})
+	network := deploy("simcloud-network", "net", map[string]any{"name": "net-1"})
+	if vm["ip_address"] != "10.60.0.2" || network["cidr"] != "10.60.0.16/28" {
+		t.Fatalf("the machine got %v, the network %v", vm["ip_address"], network["cidr"])
+	}
+	pool := s.call(t, "GET", "/api/v1/ipam/pools/"+poolID, user, nil).json(t)
+	if kinds := fmt.Sprint(pool["allocations"]); !strings.Contains(kinds, "kind:address") || !strings.Contains(kinds, "kind:subnet") {
+		t.Fatalf("allocations: %v", pool["allocations"])
+	}
+}
