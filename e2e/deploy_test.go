@@ -41,6 +41,7 @@ func TestBrowser_DeployWatchUpdateUpgradeDestroy(t *testing.T) {
 	s.open("/catalog")
 	s.click(`[data-deploy="simcloud-machine"]`)
 	s.waitFor(`document.getElementById('dialog').open && document.querySelector('[data-testid="deploy-form"]') !== null`)
+	s.settled()
 	if got := eval[string](s, `document.getElementById('f-p.fail_on').tagName`); got != "SELECT" {
 		t.Errorf("an enum input is a %s, want a select", got)
 	}
@@ -53,6 +54,7 @@ func TestBrowser_DeployWatchUpdateUpgradeDestroy(t *testing.T) {
 	eval[bool](s, `(document.getElementById('f-p.name').removeAttribute('pattern'), true)`)
 	s.click(`[data-testid="deploy-form"] button[value="preview"]`)
 	s.waitFor(`document.querySelector('[data-field-error="parameters.name"]') !== null`)
+	s.settled()
 	if msg := s.text(`[data-field-error="parameters.name"]`); !strings.Contains(msg, "pattern") {
 		t.Errorf("the name's error says %q, want it to name the pattern", msg)
 	}
@@ -176,6 +178,13 @@ func (s *session) across(js string, timeout time.Duration) {
 	}
 }
 
+// settled waits until htmx has finished swapping and settling new content, so that what it
+// brought is wired up before it is clicked.
+func (s *session) settled() {
+	s.t.Helper()
+	s.waitFor(`!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')`)
+}
+
 // resourceOp is the change the operation page shows for the named resource.
 func (s *session) resourceOp(name string) string {
 	s.t.Helper()
@@ -274,7 +283,8 @@ func TestBrowser_CancelARunningDeploy(t *testing.T) {
 	s.signIn("dev@acme.test", userPassword)
 	s.open("/catalog")
 	s.click(`[data-deploy="simcloud-machine"]`)
-	s.waitFor(`document.querySelector('[data-testid="deploy-form"]') !== null`)
+	s.waitFor(`document.getElementById('dialog').open && document.querySelector('[data-testid="deploy-form"]') !== null`)
+	s.settled()
 	s.fill("#f-name", "slow")
 	s.fill(`#f-p\.name`, "slow-1")
 	s.retype(`#f-p\.delay_ms`, "600000")

@@ -80,7 +80,8 @@ func TestBrowser_ResolversAndGovernance(t *testing.T) {
 		t.Helper()
 		user.open("/catalog")
 		user.click(`[data-deploy="simcloud-machine"]`)
-		user.waitFor(`document.querySelector('[data-testid="deploy-form"]') !== null`)
+		user.waitFor(`document.getElementById('dialog').open && document.querySelector('[data-testid="deploy-form"]') !== null`)
+		user.settled()
 		user.fill("#f-name", name)
 		if failOn != "" {
 			user.choose(`#f-p\.fail_on`, failOn)
@@ -111,6 +112,7 @@ func TestBrowser_ResolversAndGovernance(t *testing.T) {
 		t.Fatalf("the dialog's rules: %q", got)
 	}
 	user.waitFor(`document.querySelector('[data-testid="form-error"]') !== null`)
+	user.settled()
 	if got := user.text(`[data-testid="form-error"]`); !strings.Contains(got, "at most 2 are allowed") {
 		t.Fatalf("a third deploy: %q", got)
 	}
