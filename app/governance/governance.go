@@ -50,7 +50,8 @@ func Check(ctx context.Context, q *dbgen.Queries, tenantID, componentID uuid.UUI
 }
 
 // CheckInstances refuses one more deployment of componentID in tenantID when the tenant's live
-// deployments of it (any not destroyed) have reached the effective max_instances, with a
+// deployments of it (any not destroyed, but for those whose first deploy failed and holds
+// nothing) have reached the effective max_instances, with a
 // *problem.ValidationError on the field "max_instances" naming the limit and who set it.
 //
 // q must be bound to the READ COMMITTED transaction (pgx's default) that inserts the new
