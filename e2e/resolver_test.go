@@ -88,6 +88,17 @@ func TestBrowser_ResolversAndGovernance(t *testing.T) {
 		}
 		user.click(`[data-testid="deploy-form"] button[value="deploy"]`)
 	}
+	// The environment fills the name and the address: the dialog does not ask for them.
+	user.open("/catalog")
+	user.click(`[data-deploy="simcloud-machine"]`)
+	user.waitFor(`document.getElementById('dialog').open && document.querySelector('[data-testid="deploy-form"]') !== null`)
+	user.settled()
+	if !eval[bool](user, `document.getElementById('f-p.name').disabled && document.getElementById('f-p.ip_address').disabled && !document.getElementById('f-p.cores').disabled`) {
+		t.Fatal("the dialog asks for inputs the environment's resolvers fill")
+	}
+	if note := user.text(`[data-resolver="naming"] .resolved-note`); !strings.Contains(note, "naming resolver") {
+		t.Fatalf("the name's note: %q", note)
+	}
 	// A deploy that fails gives its address back.
 	deploy("broken", "create")
 	user.across(`location.pathname.startsWith('/operations/') && document.readyState === 'complete'`, 10*time.Second)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -292,6 +293,9 @@ type Deployable struct {
 	// Left is how many more deployments the tenant may make of it, when that is limited.
 	Left    int
 	Limited bool
+	// Resolves lists, per environment, the resolver types it configures: there, inputs bound
+	// to them are filled in rather than asked for.
+	Resolves map[uuid.UUID][]string
 }
 
 // Deployable returns the deploy dialog's choices for a component the actor may see.
@@ -314,10 +318,16 @@ func (s *Service) Deployable(ctx context.Context, actor access.Principal, compon
 	}
 	out := Deployable{ComponentID: comp.ID, Component: comp.Name, Version: int(ver.Version), InputSchema: ver.InputSchema, Bindings: ver.ResolverBindings}
 	tenants := map[uuid.UUID]bool{}
+	out.Resolves = map[uuid.UUID][]string{}
 	for _, e := range envs {
 		if e.Status == "active" && (!comp.TenantID.Valid || comp.TenantID.UUID == e.TenantID) {
 			out.Environments = append(out.Environments, e)
 			tenants[e.TenantID] = true
+			configured, err := resolver.Configured(ctx, q, e.ID)
+			if err != nil {
+				return Deployable{}, err
+			}
+			out.Resolves[e.ID] = slices.Sorted(maps.Keys(configured))
 		}
 	}
 	if len(tenants) == 1 {

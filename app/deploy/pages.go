@@ -466,6 +466,8 @@ func dialogView(dd Deployable) views.DeployDialogView {
 	for _, e := range dd.Environments {
 		v.Environments = append(v.Environments, views.RoleOption{Value: e.ID.String(), Label: e.TenantName + " / " + e.Name})
 	}
+	resolves, _ := json.Marshal(dd.Resolves)
+	v.Resolves = string(resolves)
 	return v
 }
 
@@ -566,8 +568,9 @@ func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err 
 				f.Fields = append(f.Fields, field)
 				continue
 			}
-			field.Required = false
-			field.Description = strings.TrimSpace(field.Description + " Filled in by the " + typ + " resolver in environments that configure it; leave it empty there.")
+			// Which environment is not known yet: the page's script disables the field when
+			// the one chosen resolves it.
+			field.Required, field.BoundTo = false, typ
 		}
 		if p.MinLength != nil {
 			field.MinLength = strconv.Itoa(*p.MinLength)

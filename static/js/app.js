@@ -267,6 +267,30 @@
     var first = target.querySelector("input:not([type=hidden]), select, textarea");
     if (first) first.focus();
   });
+  // A deploy form's inputs that the chosen environment's resolvers fill are not asked for: the
+  // field is disabled (so not sent) and says who fills it.
+  function markResolved(form) {
+    var resolves;
+    try { resolves = JSON.parse(form.getAttribute("data-resolves") || "{}"); } catch (err) { return; }
+    var env = form.querySelector("[name=environment_id]");
+    var types = (env && resolves[env.value]) || [];
+    form.querySelectorAll("[data-resolver]").forEach(function (field) {
+      var resolved = types.indexOf(field.getAttribute("data-resolver")) >= 0;
+      field.classList.toggle("is-resolved", resolved);
+      field.querySelectorAll("input, select, textarea").forEach(function (el) { el.disabled = resolved; });
+      var note = field.querySelector(".resolved-note");
+      if (note) note.hidden = !resolved;
+    });
+  }
+  document.addEventListener("change", function (e) {
+    var form = e.target instanceof Element && e.target.closest("form[data-resolves]");
+    if (form && e.target.name === "environment_id") markResolved(form);
+  });
+  document.addEventListener("htmx:afterSwap", function (e) {
+    var target = e.detail && e.detail.target;
+    if (target) target.querySelectorAll("form[data-resolves]").forEach(markResolved);
+  });
+
   document.addEventListener("close", function (e) {
     if (e.target instanceof HTMLDialogElement) {
       var body = e.target.querySelector("#dialog-body");
