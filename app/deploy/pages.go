@@ -137,6 +137,12 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 		return err
 	}
 	v.Update = paramForm(ver.InputSchema, d.Parameters, d.SecretNames, formErr, bound, resolved, rule.Parameters)
+	for input, typ := range bound {
+		if resolver.Secret(typ) && slices.Contains(d.SecretNames, input) {
+			v.Rotatable = append(v.Rotatable, input)
+		}
+	}
+	slices.Sort(v.Rotatable)
 	v.Update.Action, v.Update.Buttons = "/deployments/"+d.ID.String()+"/apply", buttons
 	return web.Render(c, status, views.DeploymentPage(web.Page(c, d.Name), v))
 }
@@ -202,7 +208,7 @@ func (h *Handlers) ApplyForm(c echo.Context) error {
 	case "deploy":
 		op, err = h.svc.Start(ctx, actor, id, Change{Parameters: params})
 	case "update":
-		op, err = h.svc.Update(ctx, actor, id, Change{Parameters: params})
+		op, err = h.svc.Update(ctx, actor, id, Change{Parameters: params, Rotate: c.Request().PostForm["rotate"]})
 	default:
 		err = problem.Invalid("action", "enum", "must be preview, deploy or update")
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -223,6 +224,18 @@ func TestResolvers_SecretMadeKeptRotatedForgotten(t *testing.T) {
 	wantStatus(t, s.call(t, "POST", "/api/v1/deployments/"+id+"/update", user, map[string]any{"rotate": []string{"name"}}), http.StatusUnprocessableEntity)
 	if op := update(map[string]any{"rotate": []string{"token"}}); op["status"] != "succeeded" || disk() == first || len(disk()) != 20 {
 		t.Fatalf("rotation: %v, %q then %q", op["status"], first, disk())
+	}
+	// The deployment page offers the same, one button per made-up secret.
+	b := newBrowser(t, s.url)
+	b.signIn(t, "user-a@example.com", "long enough password")
+	if page := string(b.get(t, "/deployments/"+id).body); !strings.Contains(page, `data-rotate="token"`) {
+		t.Fatalf("no rotate button: %.2000s", page)
+	}
+	second := disk()
+	r = b.post(t, "/deployments/"+id+"/apply", url.Values{"_csrf": {b.csrf}, "action": {"update"}, "rotate": {"token"}})
+	wantStatus(t, r, http.StatusSeeOther)
+	if op := s.waitOperation(t, user, strings.TrimPrefix(r.header.Get("Location"), "/operations/")); op["status"] != "succeeded" || disk() == second {
+		t.Fatalf("rotation from the page: %v", op["status"])
 	}
 	dep := s.call(t, "GET", "/api/v1/deployments/"+id, user, nil).json(t)
 	if names := dep["secret_names"].([]any); len(names) != 1 || strings.Contains(fmt.Sprint(dep), disk()) {
