@@ -224,14 +224,14 @@ func TestBrowser_SchemaBuilderFollowsJSON(t *testing.T) {
 	s.retype(size+` [data-key="minimum"]`, "1")
 	s.click(size + ` [data-key="required"]`)
 	s.click(size + ` [data-key="x-secret"]`)
-	s.selectOption(size+` [data-key="resolver"]`, "naming")
+	s.selectOption(size+` [data-key="resolver"]`, "ipam.prefix_length")
 	sc, bindings := posted()
 	got := sc.Properties["size"]
 	if got.Type != "integer" || got.Default != float64(3) || !slices.Equal(got.Enum, []any{float64(1), float64(3), float64(5)}) ||
 		got.Minimum == nil || *got.Minimum != 1 || !got.Secret {
 		t.Errorf("after the edits size is %+v, want an integer defaulting to 3 of 1, 3, 5, at least 1, secret", got)
 	}
-	if !slices.Equal(sc.Order, []string{"name", "size"}) || !slices.Equal(sc.Required, []string{"name", "size"}) || bindings["size"] != "naming" {
+	if !slices.Equal(sc.Order, []string{"name", "size"}) || !slices.Equal(sc.Required, []string{"name", "size"}) || bindings["size"] != "ipam.prefix_length" {
 		t.Errorf("after adding size: x-order %q, required %q, bindings %v", sc.Order, sc.Required, bindings)
 	}
 
@@ -240,7 +240,7 @@ func TestBrowser_SchemaBuilderFollowsJSON(t *testing.T) {
 	count := builderRow("input_schema", "count")
 	s.click(count + ` [data-action="up"]`)
 	sc, bindings = posted()
-	if _, ok := sc.Properties["size"]; ok || !slices.Equal(sc.Order, []string{"count", "name"}) || !slices.Equal(sc.Required, []string{"name", "count"}) || bindings["count"] != "naming" {
+	if _, ok := sc.Properties["size"]; ok || !slices.Equal(sc.Order, []string{"count", "name"}) || !slices.Equal(sc.Required, []string{"name", "count"}) || bindings["count"] != "ipam.prefix_length" {
 		t.Errorf("after renaming size to count and moving it up: x-order %q, required %q, bindings %v", sc.Order, sc.Required, bindings)
 	}
 	if !eval[bool](s, `document.activeElement?.closest('tbody')?.dataset.name === 'count' && !!document.activeElement.dataset.action`) {

@@ -15,6 +15,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/problem"
+	"nimbus/app/resolver"
 	"nimbus/app/web"
 	"nimbus/views"
 )
@@ -110,6 +111,8 @@ func (h *Handlers) renderEditor(c echo.Context, status int, e views.EditorView, 
 		return semErr
 	}
 	e.Providers, e.SemanticTypes = sem.Providers, sem.SemanticTypes
+	targets, _ := json.Marshal(resolver.Targets())
+	e.ResolverTargets = string(targets)
 	hosts := h.svc.engine.LanguageHosts()
 	for _, lang := range Languages {
 		opt := views.LanguageOption{Value: lang, Label: languageLabel[lang]}

@@ -345,6 +345,47 @@ func (s *Service) Set(ctx context.Context, actor access.Principal, tenantID, com
 	return out, nil
 }
 
+// Clear removes one scope's rule for a component in a tenant, with the same permissions as Set,
+// and returns the governance it leaves. Clearing a rule that is not set changes nothing.
+func (s *Service) Clear(ctx context.Context, actor access.Principal, tenantID, componentID uuid.UUID, scope string) (View, error) {
+	if !canRead(actor, tenantID) {
+		return View{}, problem.ErrNotFound
+	}
+	if scope != Provider && scope != Tenant {
+		return View{}, problem.Invalid("scope", "one_of", "must be provider or tenant")
+	}
+	if !CanSet(actor, tenantID, scope) {
+		return View{}, problem.ErrForbidden
+	}
+	var out View
+	err := db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+		if _, _, _, err := governable(ctx, q, tenantID, componentID); err != nil {
+			return err
+		}
+		gone, err := q.DeleteGovernanceRule(ctx, dbgen.DeleteGovernanceRuleParams{TenantID: tenantID, ComponentID: componentID, SetBy: scope})
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return err
+		default:
+			before, err := fromRow(gone, nil)
+			if err != nil {
+				return err
+			}
+			if err := audit.Record(ctx, q, actor, audit.Event{Tenant: tenantID, Action: "governance.clear", TargetType: "component",
+				TargetID: componentID.String(), Diff: map[string]any{"scope": scope, "before": auditRule(&before), "after": nil}}); err != nil {
+				return err
+			}
+		}
+		out, err = view(ctx, q, tenantID, componentID)
+		return err
+	})
+	if err != nil {
+		return View{}, fmt.Errorf("clear governance: %w", err)
+	}
+	return out, nil
+}
+
 // auditRule is a rule as the audit diff records it; nil for one not set before.
 func auditRule(r *Rule) any {
 	if r == nil {

@@ -351,3 +351,37 @@ func TestGovernanceList_EveryPublishedComponentWithItsEffectiveRule(t *testing.T
 		t.Fatalf("another tenant's admin: %v", err)
 	}
 }
+
+func TestGovernanceClear_RemovesOneScopeAndAuditsIt(t *testing.T) {
+	fx := newFixture(t)
+	ctx := context.Background()
+	four := 4.0
+	if _, err := fx.svc.Set(ctx, fx.admin, fx.tenant, fx.comp, governance.Change{Scope: governance.Provider, IsAllowed: yes(),
+		ParameterConstraints: map[string]governance.Constraint{"cores": {Maximum: &four}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.svc.Set(ctx, fx.tenantAdmin, fx.tenant, fx.comp, governance.Change{IsAllowed: no()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.svc.Clear(ctx, fx.tenantAdmin, fx.tenant, fx.comp, "everyone"); problem.FieldOf(err) != "scope" {
+		t.Fatalf("an unknown scope: %v", err)
+	}
+	v, err := fx.svc.Clear(ctx, fx.tenantAdmin, fx.tenant, fx.comp, governance.Tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Tenant != nil || v.Provider == nil || !v.Effective.IsAllowed || v.Effective.Parameters["cores"].Maximum == nil {
+		t.Fatalf("after clearing the tenant's rule: %+v", v)
+	}
+	// Clearing again is no change, and no second audit event.
+	if _, err := fx.svc.Clear(ctx, fx.tenantAdmin, fx.tenant, fx.comp, governance.Tenant); err != nil {
+		t.Fatal(err)
+	}
+	var events int
+	if err := fx.pool.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE action = 'governance.clear' AND diff->>'scope' = 'tenant'`).Scan(&events); err != nil {
+		t.Fatal(err)
+	}
+	if events != 1 {
+		t.Fatalf("%d audit events for one removal", events)
+	}
+}

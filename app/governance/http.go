@@ -69,3 +69,17 @@ func (h *Handlers) SetAPI(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, v)
 }
+
+// ClearAPI answers DELETE /api/v1/tenants/{id}/governance/{component_id}?scope=provider|tenant:
+// it removes that scope's rule and answers the governance that results.
+func (h *Handlers) ClearAPI(c echo.Context) error {
+	tenantID, componentID, err := pathIDs(c)
+	if err != nil {
+		return err
+	}
+	v, err := h.svc.Clear(web.Ctx(c), web.Actor(c), tenantID, componentID, c.QueryParam("scope"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}

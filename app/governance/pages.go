@@ -1,6 +1,8 @@
 package governance
 
 import (
+	"encoding/csv"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -85,8 +87,27 @@ func (h *Handlers) SetForm(c echo.Context) error {
 	return web.Redirect(c, "/tenants/"+tenantID.String()+"/governance/"+componentID.String())
 }
 
+// ClearForm removes the rule of the scope the form names.
+func (h *Handlers) ClearForm(c echo.Context) error {
+	tenantID, componentID, err := pathIDs(c)
+	if err != nil {
+		return err
+	}
+	scope := c.FormValue("scope")
+	v, err := h.svc.Clear(web.Ctx(c), web.Actor(c), tenantID, componentID, scope)
+	if err != nil {
+		return err
+	}
+	who := "the tenant's rule"
+	if scope == Provider {
+		who = "the provider's ceiling"
+	}
+	web.SetFlash(c, web.FlashSuccess, "Removed "+who+" for "+v.Component.Name+".")
+	return web.Redirect(c, "/tenants/"+tenantID.String()+"/governance/"+componentID.String())
+}
+
 // changeFromForm reads a rule form. Inputs left empty set nothing; allowed values are
-// comma-separated and read as the input's type.
+// comma-separated, double-quoted where one holds a comma, and read as the input's type.
 func changeFromForm(scope string, typed map[string]string, params []Param) (Change, error) {
 	v := &problem.ValidationError{}
 	ch := Change{Scope: scope, ParameterConstraints: map[string]Constraint{}}
@@ -119,7 +140,11 @@ func changeFromForm(scope string, typed map[string]string, params []Param) (Chan
 		name := views.ConstraintField(p.Name, "allowed")
 		if raw := strings.TrimSpace(typed[name]); raw != "" {
 			c.Allowed = []any{}
-			for _, item := range strings.Split(raw, ",") {
+			items, err := splitList(raw)
+			if err != nil {
+				v.Add(name, "list", "%v; put a value holding a comma in double quotes", err)
+			}
+			for _, item := range items {
 				value, err := typedValue(p.Type, strings.TrimSpace(item))
 				if err != nil {
 					v.Add(name, "type", "%q %v", strings.TrimSpace(item), err)
@@ -134,6 +159,33 @@ func changeFromForm(scope string, typed map[string]string, params []Param) (Chan
 		}
 	}
 	return ch, v.Err()
+}
+
+// splitList reads a comma-separated list as a CSV record, so "a, b" is one value.
+func splitList(raw string) ([]string, error) {
+	r := csv.NewReader(strings.NewReader(raw))
+	r.TrimLeadingSpace = true
+	items, err := r.Read()
+	if err != nil {
+		var parseErr *csv.ParseError
+		if errors.As(err, &parseErr) {
+			err = parseErr.Err
+		}
+		return nil, err
+	}
+	return items, nil
+}
+
+// joinList writes values as splitList reads them.
+func joinList(items []string) string {
+	quoted := make([]string, len(items))
+	for i, item := range items {
+		quoted[i] = item
+		if strings.ContainsAny(item, ",\"\r\n") || strings.TrimLeft(item, " \t") != item {
+			quoted[i] = `"` + strings.ReplaceAll(item, `"`, `""`) + `"`
+		}
+	}
+	return strings.Join(quoted, ", ")
 }
 
 // typedValue reads one allowed value typed into a form as the input's JSON type.
@@ -180,11 +232,11 @@ func (h *Handlers) renderEdit(c echo.Context, status int, v View, failed string,
 	// Provider admins may write either rule through the API; the page gives each admin their own.
 	switch {
 	case CanSet(actor, v.TenantID, Provider):
-		page.Form = &views.RuleForm{Scope: Provider, Title: "Provider's ceiling", Values: formValues(v.Provider),
+		page.Form = &views.RuleForm{Scope: Provider, Title: "Provider's ceiling", Values: formValues(v.Provider), Set: v.Provider != nil,
 			Note: "The most this tenant may do with this component. The tenant's admins can narrow it, never widen it."}
 		page.Beside = page.Own
 	case CanSet(actor, v.TenantID, Tenant):
-		page.Form = &views.RuleForm{Scope: Tenant, Title: "Tenant's own rule", Values: formValues(v.Tenant),
+		page.Form = &views.RuleForm{Scope: Tenant, Title: "Tenant's own rule", Values: formValues(v.Tenant), Set: v.Tenant != nil,
 			Note: "Narrows the provider's ceiling, shown beside each field, for this tenant. Leave a field empty to keep the provider's limit."}
 		page.Beside = page.Ceiling
 	}
@@ -254,7 +306,7 @@ func formValues(r *Rule) map[string]string {
 			for i, a := range c.Allowed {
 				parts[i] = fmt.Sprint(a)
 			}
-			values[views.ConstraintField(name, "allowed")] = strings.Join(parts, ", ")
+			values[views.ConstraintField(name, "allowed")] = joinList(parts)
 		}
 		values[views.ConstraintField(name, "pattern")] = c.Pattern
 	}

@@ -46,3 +46,26 @@ func TestGovernanceChangeFromForm_ReadsValuesAsTheInputsTypes(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestGovernanceAllowedList_QuotesKeepCommas(t *testing.T) {
+	params := []Param{{Name: "tags", Type: "string", Listed: true}}
+	ch, err := changeFromForm("tenant", map[string]string{"is_allowed": "true",
+		"parameter_constraints.tags.allowed": `plain, "a, b", "say ""hi"""`}, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []any{"plain", "a, b", `say "hi"`}
+	if got := ch.ParameterConstraints["tags"].Allowed; !reflect.DeepEqual(got, want) {
+		t.Fatalf("read %q, want %q", got, want)
+	}
+	// What the form shows of a saved rule reads back as the same values.
+	shown := formValues(&Rule{IsAllowed: true, Constraints: map[string]Constraint{"tags": {Allowed: want}}})["parameter_constraints.tags.allowed"]
+	again, err := changeFromForm("tenant", map[string]string{"is_allowed": "true", "parameter_constraints.tags.allowed": shown}, params)
+	if err != nil || !reflect.DeepEqual(again.ParameterConstraints["tags"].Allowed, want) {
+		t.Fatalf("shown as %s, read back as %v (%v)", shown, again.ParameterConstraints["tags"].Allowed, err)
+	}
+	_, err = changeFromForm("tenant", map[string]string{"is_allowed": "true", "parameter_constraints.tags.allowed": `"open`}, params)
+	if problem.FieldOf(err) != "parameter_constraints.tags.allowed" {
+		t.Fatalf("an unclosed quote: %v", err)
+	}
+}

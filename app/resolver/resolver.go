@@ -76,6 +76,19 @@ func Types() []string {
 	return out
 }
 
+// Targets lists what an input may be bound to: each type, then type.output for each output
+// besides the one the bare type means.
+func Targets() []string {
+	var out []string
+	for _, t := range Types() {
+		out = append(out, t)
+		for _, o := range registry[t].Outputs()[1:] {
+			out = append(out, t+"."+o)
+		}
+	}
+	return out
+}
+
 // Binding is one input bound to a resolver's output.
 type Binding struct {
 	Input, Type, Output string

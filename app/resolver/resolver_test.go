@@ -3,6 +3,7 @@ package resolver
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,5 +81,22 @@ func TestSecret_LengthAndAlphabet(t *testing.T) {
 	secretResolver{}.Check(context.Background(), nil, [16]byte{}, json.RawMessage(`{"length": 4}`), v)
 	if problem.FieldOf(v.Err()) != "config.length" {
 		t.Fatalf("a short secret: %v", v.Err())
+	}
+}
+
+func TestTargetsAreAllBindable(t *testing.T) {
+	targets := Targets()
+	for _, want := range []string{"ipam", "ipam.subnet", "naming.fqdn", "image_catalog.image_name", "secret_provisioner"} {
+		if !slices.Contains(targets, want) {
+			t.Errorf("Targets() = %v, lacks %s", targets, want)
+		}
+	}
+	for _, target := range targets {
+		if err := CheckBinding("x", target); err != nil {
+			t.Errorf("%s is offered but refused: %v", target, err)
+		}
+	}
+	if slices.Contains(targets, "naming.name") {
+		t.Error("naming.name is offered beside naming, which means the same")
 	}
 }

@@ -44,6 +44,24 @@ var governanceCases = map[string]func(t *testing.T, w *world){
 			t.Fatal("the provider admin's rule is not the provider's")
 		}
 	},
+	"governance.Service.Clear": func(t *testing.T, w *world) {
+		ctx := context.Background()
+		svc := governance.NewService(w.pool)
+		allow := true
+		_, err := svc.Set(ctx, w.admin, w.a.ID, w.shared.ID, governance.Change{Scope: governance.Provider, IsAllowed: &allow})
+		must(t, err)
+		_, err = svc.Clear(ctx, w.adminB, w.a.ID, w.shared.ID, governance.Provider)
+		wantErr(t, err, problem.ErrNotFound)
+		_, err = svc.Clear(ctx, w.adminA, w.a.ID, w.shared.ID, governance.Provider)
+		wantErr(t, err, problem.ErrForbidden)
+		_, err = svc.Clear(ctx, w.userA, w.a.ID, w.shared.ID, governance.Tenant)
+		wantErr(t, err, problem.ErrForbidden)
+		v, err := svc.Clear(ctx, w.admin, w.a.ID, w.shared.ID, governance.Provider)
+		must(t, err)
+		if v.Provider != nil {
+			t.Fatalf("the provider's ceiling is still there: %+v", v.Provider)
+		}
+	},
 	"governance.Service.List": func(t *testing.T, w *world) {
 		ctx := context.Background()
 		svc := governance.NewService(w.pool)

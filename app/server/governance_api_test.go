@@ -127,6 +127,19 @@ func TestGovernanceAPI_ProviderCeilingTenantNarrowsNeverWidens(t *testing.T) {
 	if n := strings.Count(string(audit.body), `"governance.set"`); n != 2 {
 		t.Fatalf("%d governance.set events in tenant A's audit log, want 2: %s", n, audit.body)
 	}
+
+	// The tenant admin removes their own rule; the provider's ceiling is left alone.
+	wantStatus(t, s.call(t, "DELETE", path+"?scope=provider", adminA, nil), http.StatusForbidden)
+	wantStatus(t, s.call(t, "DELETE", path+"?scope=all", adminA, nil), http.StatusUnprocessableEntity)
+	r = s.call(t, "DELETE", path+"?scope=tenant", adminA, nil)
+	wantStatus(t, r, http.StatusOK)
+	v.Provider, v.Tenant = nil, nil
+	if err := json.Unmarshal(r.body, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Tenant != nil || v.Provider == nil || v.Effective.MaxInstances == nil || v.Effective.MaxInstances.SetBy != "provider" {
+		t.Fatalf("after removing the tenant's rule: %s", r.body)
+	}
 }
 
 func TestGovernancePages_EachAdminEditsTheirOwnRule(t *testing.T) {

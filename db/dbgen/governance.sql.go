@@ -68,6 +68,35 @@ func (q *Queries) CountTenantLiveDeployments(ctx context.Context, tenantID uuid.
 	return items, nil
 }
 
+const deleteGovernanceRule = `-- name: DeleteGovernanceRule :one
+DELETE FROM component_governance WHERE tenant_id = $1 AND component_id = $2 AND set_by = $3
+RETURNING id, component_id, tenant_id, set_by, is_allowed, parameter_constraints, max_instances, updated_by, created_at, updated_at
+`
+
+type DeleteGovernanceRuleParams struct {
+	TenantID    uuid.UUID `json:"tenant_id"`
+	ComponentID uuid.UUID `json:"component_id"`
+	SetBy       string    `json:"set_by"`
+}
+
+func (q *Queries) DeleteGovernanceRule(ctx context.Context, arg DeleteGovernanceRuleParams) (ComponentGovernance, error) {
+	row := q.db.QueryRow(ctx, deleteGovernanceRule, arg.TenantID, arg.ComponentID, arg.SetBy)
+	var i ComponentGovernance
+	err := row.Scan(
+		&i.ID,
+		&i.ComponentID,
+		&i.TenantID,
+		&i.SetBy,
+		&i.IsAllowed,
+		&i.ParameterConstraints,
+		&i.MaxInstances,
+		&i.UpdatedBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const deniedComponents = `-- name: DeniedComponents :many
 SELECT component_id
 FROM component_governance

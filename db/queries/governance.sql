@@ -64,3 +64,7 @@ JOIN semantic_providers p ON p.id = c.provider_id
 JOIN component_versions v ON v.component_id = c.id AND v.version = c.latest_version
 WHERE c.id = sqlc.arg(component_id) AND c.deleted_at IS NULL
   AND (c.tenant_id IS NULL OR c.tenant_id = sqlc.arg(tenant_id)::uuid);
+
+-- name: DeleteGovernanceRule :one
+DELETE FROM component_governance WHERE tenant_id = $1 AND component_id = $2 AND set_by = $3
+RETURNING *;

@@ -281,7 +281,6 @@
   // ---- Schema builder ----
 
   const TYPES = ["string", "integer", "number", "boolean", "array", "object"];
-  const RESOLVERS = ["ipam", "naming", "image_catalog", "secret_provisioner"];
   // The order keys take in a property the builder rewrites; others follow as they were.
   const KEY_ORDER = ["type", "title", "description", "default", "enum", "minimum", "maximum",
     "minLength", "maxLength", "pattern", "items", "properties", "x-secret"];
@@ -351,6 +350,7 @@
       bindings: host.dataset.bindingsFor ? docs[host.dataset.bindingsFor] || null : null,
       inputs: host.dataset.schemaFor === "input_schema" || "bindingsFor" in host.dataset,
       readOnly: host.hasAttribute("data-readonly"),
+      resolvers: JSON.parse(host.dataset.resolvers || "[]"), // every type, and type.output
       label: host.dataset.schemaFor === "input_schema" ? "Inputs" : "Outputs",
       schema: null, // what the table shows; null while the JSON does not parse
       names: [],
@@ -490,7 +490,8 @@
   function resolverControl(b, name, bindings) {
     const current = bindings?.[name] || "";
     if (b.readOnly) return current || "—";
-    const choices = current && !RESOLVERS.includes(current) ? [current, ...RESOLVERS] : RESOLVERS;
+    const known = b.resolvers;
+    const choices = current && !known.includes(current) ? [current, ...known] : known;
     return h("select", { "data-key": "resolver", "aria-label": labelFor("resolver", name), disabled: !bindings,
       title: bindings ? null : "Fix the resolver bindings JSON to choose here" },
       h("option", { value: "" }, "none"),
