@@ -83,7 +83,10 @@ func freePort(t *testing.T) string {
 // TestCrash_ServerKilledDuringUpResumes kills the server with SIGKILL while a deploy's up is
 // running, starts another on the same data directory, and expects the operation to resume and
 // finish with every resource existing once.
-func TestCrash_ServerKilledDuringUpResumes(t *testing.T) {
+// A server killed while an environment provisions, in the middle of its first machine's up:
+// the restarted server resumes that up, then deploys the second machine, and the environment
+// ends active with exactly one of each.
+func TestCrash_ServerKilledWhileProvisioningResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("takes about two minutes: a dead worker's operation is taken over after a minute of silence")
 	}
@@ -100,14 +103,16 @@ func TestCrash_ServerKilledDuringUpResumes(t *testing.T) {
 	}
 	token := strings.TrimSpace(string(tokenOut))
 	tenant := first.api(t, token, "POST", "/api/v1/tenants", map[string]any{"name": "Crash"})
-	env := first.api(t, token, "POST", "/api/v1/environments", map[string]any{"tenant_id": tenant["id"], "name": "dev"})
 	cat := first.api(t, token, "GET", "/api/v1/components?search=simcloud-machine", nil)
 	comp := cat["components"].([]any)[0].(map[string]any)
-	dep := first.api(t, token, "POST", "/api/v1/deployments", map[string]any{
-		"component_id": comp["id"], "environment_id": env["id"], "name": "survivor",
-		"parameters": map[string]any{"name": "survivor", "delay_ms": 8000},
-	})
-	opID := dep["operation"].(map[string]any)["id"].(string)
+	zone := first.api(t, token, "POST", "/api/v1/landing-zones", map[string]any{"name": "crash", "provider": "simcloud"})
+	template := first.api(t, token, "POST", "/api/v1/landing-zones/"+zone["id"].(string)+"/templates", map[string]any{
+		"name": "pair", "mandatory_components": []map[string]any{
+			{"component_id": comp["id"], "name": "slow", "parameters": map[string]any{"name": "slow", "delay_ms": 8000}},
+			{"component_id": comp["id"], "name": "quick", "parameters": map[string]any{"name": "quick"}},
+		}})
+	first.api(t, token, "POST", "/api/v1/landing-zones/"+zone["id"].(string)+"/publish", nil)
+	env := first.api(t, token, "POST", "/api/v1/environments", map[string]any{"tenant_id": tenant["id"], "name": "dev", "template_id": template["id"]})
 
 	// Up has begun once the disk exists: the machine is waiting out its delay.
 	cloud := filepath.Join(data, "simcloud")
@@ -134,31 +139,30 @@ func TestCrash_ServerKilledDuringUpResumes(t *testing.T) {
 		_ = second.cmd.Process.Signal(syscall.SIGTERM)
 		_ = second.cmd.Wait()
 	})
-	var op map[string]any
+	var got map[string]any
 	deadline = time.Now().Add(4 * time.Minute)
 	for {
-		op = second.api(t, token, "GET", "/api/v1/operations/"+opID, nil)
-		if op["status"] == "succeeded" || op["status"] == "failed" {
+		got = second.api(t, token, "GET", "/api/v1/environments/"+env["id"].(string), nil)
+		if got["status"] == "active" || got["status"] == "failed" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the operation did not resume: %v\n%s", op, second.out)
+			t.Fatalf("the provisioning did not resume: %v\n%s", got, second.out)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	if op["status"] != "succeeded" {
-		t.Fatalf("resumed operation: %v\n%s", op, second.out)
+	if got["status"] != "active" {
+		t.Fatalf("after the crash the environment is %v\n%s", got, second.out)
 	}
 	machines, _ := filepath.Glob(filepath.Join(cloud, "machine", "*.json"))
 	disks, _ := filepath.Glob(filepath.Join(cloud, "disk", "*.json"))
-	if len(machines) != 1 || len(disks) != 1 {
-		t.Fatalf("after the crash: %d machines and %d disks, want one of each", len(machines), len(disks))
+	if len(machines) != 2 || len(disks) != 2 {
+		t.Fatalf("after the crash: %d machines and %d disks, want two of each", len(machines), len(disks))
 	}
-	got := second.api(t, token, "GET", "/api/v1/deployments/"+dep["deployment"].(map[string]any)["id"].(string), nil)
-	if got["status"] != "deployed" {
-		t.Fatalf("deployment %v", got)
+	ops := second.api(t, token, "GET", "/api/v1/operations?kind=deploy&status=succeeded", nil)
+	if n := len(ops["operations"].([]any)); n != 2 {
+		t.Fatalf("%d succeeded deploys, want one per machine: %v", n, ops)
 	}
-	t.Logf("resumed and finished at %v", op["finished_at"])
 }
 
 // killStrays kills the processes whose environment names dir: plugins of an engine that died

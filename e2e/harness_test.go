@@ -179,10 +179,17 @@ func (a *app) addMember(t *testing.T, email string, tenantID uuid.UUID, role acc
 // whichever comes first, and returns its context for newSession.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
+	return newBrowserFor(t, testTimeout)
+}
+
+// newBrowserFor is newBrowser for a test whose story takes longer, such as one that waits for
+// several deploys.
+func newBrowserFor(t *testing.T, timeout time.Duration) context.Context {
+	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Fatalf("the browser tests need Chromium at %s; run `go tool task system-packages` (%v)", chromiumPath, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	// chromedp's defaults already hold some of these; they are repeated so the list says in
 	// one place how the tests run Chromium.

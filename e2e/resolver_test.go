@@ -36,7 +36,7 @@ func TestBrowser_ResolversAndGovernance(t *testing.T) {
 	admin := newSession(t, browser, a)
 	admin.signIn(adminEmail, adminPassword)
 	admin.open("/ipam")
-	admin.choose(`#f-environment_id`, env.ID.String())
+	admin.choose(`#f-scope`, "environment:"+env.ID.String())
 	admin.fill(`#f-name`, "dev-net")
 	admin.fill(`#f-prefix`, "10.50.0.0/29")
 	if status := admin.submit(`[data-testid="pool-form"]`); status != 200 || !strings.HasPrefix(admin.path(), "/ipam/pools/") {

@@ -21,6 +21,8 @@ type Viewer struct {
 	SeeAudit      bool
 	SeeSystem     bool
 	Tenants       int
+	// Approvals is how many requests for approval wait for the viewer's decision.
+	Approvals int
 }
 
 // Flash is a one-time message shown at the top of the next page.

@@ -36,6 +36,9 @@ func (r Role) rank() int {
 	return 0
 }
 
+// Outranks reports whether r is a more privileged role than other.
+func (r Role) Outranks(other Role) bool { return r.rank() > other.rank() }
+
 // Valid reports whether r is a role a membership may have.
 func (r Role) Valid() bool { return r == ReadOnly || r == User || r == TenantAdmin }
 
@@ -85,7 +88,7 @@ var permissions = map[Permission]Role{
 	"component:upgrade":            TenantAdmin,
 	"resolver:config:read":         ReadOnly,
 	"resolver:config:manage":       ProviderAdmin,
-	"landingzone:bootstrap:manage": ProviderAdmin,
+	"landingzone:manage":           ProviderAdmin,
 	"stack:definition:read":        ReadOnly,
 	"stack:definition:create":      TenantAdmin,
 	"stack:definition:update":      TenantAdmin,
@@ -97,6 +100,9 @@ var permissions = map[Permission]Role{
 	"events:source:manage":         ProviderAdmin,
 	"events:rules:manage":          TenantAdmin,
 	"events:log:read":              ReadOnly,
+	"approval:read":                ReadOnly,
+	"approval:decide":              User, // and the role the request asks for
+	"approval:policy:manage":       ProviderAdmin,
 }
 
 // Grants reports whether role r holds permission p.
@@ -124,6 +130,27 @@ func (p Principal) Can(perm Permission, tenant uuid.UUID) bool {
 	}
 	r, ok := p.Roles[tenant]
 	return ok && r.Grants(perm)
+}
+
+// HasRole reports whether the principal holds role r, or a higher one, within tenant. Only
+// provider admins hold ProviderAdmin.
+func (p Principal) HasRole(r Role, tenant uuid.UUID) bool {
+	if p.ProviderAdmin {
+		return true
+	}
+	held, ok := p.Roles[tenant]
+	return ok && held.rank() >= r.rank()
+}
+
+// TenantsWithRole lists the tenants in which the principal holds role r or a higher one.
+func (p Principal) TenantsWithRole(r Role) []uuid.UUID {
+	var out []uuid.UUID
+	for t, held := range p.Roles {
+		if held.rank() >= r.rank() {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // CanSomewhere reports whether the principal holds perm in at least one tenant.

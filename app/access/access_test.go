@@ -50,3 +50,28 @@ func TestGrants_UnknownPermissionPanics(t *testing.T) {
 	}()
 	User.Grants("component:deplyo")
 }
+
+func TestPrincipal_HasRoleRanksWithinOneTenant(t *testing.T) {
+	a, b := uuid.New(), uuid.New()
+	p := Principal{Roles: map[uuid.UUID]Role{a: TenantAdmin, b: User}}
+	cases := []struct {
+		role   Role
+		tenant uuid.UUID
+		want   bool
+	}{
+		{User, a, true}, {TenantAdmin, a, true}, {ProviderAdmin, a, false},
+		{User, b, true}, {TenantAdmin, b, false},
+		{User, uuid.New(), false},
+	}
+	for _, c := range cases {
+		if got := p.HasRole(c.role, c.tenant); got != c.want {
+			t.Errorf("HasRole(%s) = %v, want %v", c.role, got, c.want)
+		}
+	}
+	if got := p.TenantsWithRole(TenantAdmin); len(got) != 1 || got[0] != a {
+		t.Errorf("TenantsWithRole(tenant_admin) = %v, want only %s", got, a)
+	}
+	if !(Principal{ProviderAdmin: true}).HasRole(ProviderAdmin, uuid.New()) {
+		t.Error("a provider admin holds the provider admin role everywhere")
+	}
+}

@@ -30,6 +30,8 @@ type config struct {
 	PulumiDir     string
 	JobWorkers    int
 	JobTimeout    time.Duration
+	// ApprovalTTL is how long an operation waits for approval before its request expires.
+	ApprovalTTL time.Duration
 	// TrustedProxies are the networks of the proxies whose X-Forwarded-For is believed.
 	TrustedProxies []*net.IPNet
 	// S3 is the object storage shared by every replica; unused while S3.Endpoint is empty.
@@ -82,6 +84,7 @@ var options = []option{
 		return nil
 	}},
 	{"job-timeout", "NIMBUS_JOB_TIMEOUT", "2h", "longest any one job may run", durationSetter(func(c *config, d time.Duration) { c.JobTimeout = d })},
+	{"approval-ttl", "NIMBUS_APPROVAL_TTL", "72h", "how long an operation waits for approval before its request expires and it ends", durationSetter(func(c *config, d time.Duration) { c.ApprovalTTL = d })},
 	{"trusted-proxies", "NIMBUS_TRUSTED_PROXIES", "", "comma-separated CIDRs of the proxies in front of Nimbus, whose X-Forwarded-For gives the client address", func(c *config, v string) error {
 		for _, s := range strings.Split(v, ",") {
 			if s = strings.TrimSpace(s); s == "" {

@@ -23,7 +23,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	fs := flagSet("serve [flags]", "Run the web server and the job workers until SIGINT or SIGTERM.", env)
 	cfg, err := parseConfig(fs, args, env.Getenv,
 		"addr", "data-dir", "database-url", "log-format", "log-level", "admin-email", "session-ttl",
-		"secure-cookies", "pulumi-dir", "job-workers", "job-timeout", "trusted-proxies",
+		"secure-cookies", "pulumi-dir", "job-workers", "job-timeout", "approval-ttl", "trusted-proxies",
 		"s3-endpoint", "s3-bucket", "s3-access-key", "s3-secret-key-file", "s3-region")
 	if err != nil {
 		return err
@@ -76,7 +76,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	log.Info("secrets keyring loaded", "keyring", keys)
-	eng := server.Engine{Runner: runner, Keys: keys, Objects: objs.store, OperationTimeout: cfg.JobTimeout}
+	eng := server.Engine{Runner: runner, Keys: keys, Objects: objs.store, OperationTimeout: cfg.JobTimeout, ApprovalTTL: cfg.ApprovalTTL}
 	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, Timeout: cfg.JobTimeout,
 		Register: server.Workers(d.Pool, eng, log), Periodic: server.Periodic()})
 	if err != nil {

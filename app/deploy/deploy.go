@@ -140,6 +140,8 @@ type Request struct {
 	Parameters    map[string]any `json:"parameters"`
 	// PreviewOnly records the deployment as pending and previews it; Start deploys it after.
 	PreviewOnly bool `json:"preview_only"`
+	// templateComponent is the template component a provisioning deploys, set by Plan.
+	templateComponent uuid.UUID
 }
 
 // Change is what an operation on an existing deployment brings: parameters laid over the
@@ -184,31 +186,80 @@ var deploymentName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
 // Deploy validates the request completely, records the deployment and its first operation, and
 // queues the operation, all in one transaction.
 func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Request) (Deployment, Operation, error) {
-	q := dbgen.New(s.pool)
-	env, err := q.GetEnvironment(ctx, req.EnvironmentID)
-	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can("environment:read", env.TenantID) {
-		return Deployment{}, Operation{}, problem.Invalid("environment_id", "exists", "no environment with this ID that you can see")
-	}
+	p, err := s.prepare(ctx, dbgen.New(s.pool), actor, req)
 	if err != nil {
 		return Deployment{}, Operation{}, err
 	}
-	if !actor.Can("component:deploy", env.TenantID) {
-		return Deployment{}, Operation{}, problem.ErrForbidden
+	var op dbgen.Operation
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		op, err = s.record(ctx, tx, actor, p, true)
+		return err
+	})
+	if err != nil {
+		return Deployment{}, Operation{}, fmt.Errorf("deploy: %w", err)
 	}
-	if env.Status != "active" {
-		return Deployment{}, Operation{}, problem.Invalid("environment_id", "state", "%s is %s: deploy into an active environment", env.Name, env.Status)
+	d, err := s.Get(ctx, actor, p.id)
+	if err != nil {
+		return Deployment{}, Operation{}, err
+	}
+	o, err := s.Operation(ctx, actor, op.ID)
+	return d, o, err
+}
+
+// Plan records a deployment of a template component in the caller's transaction, checked as
+// Deploy checks it, without deploying it: an environment's provisioning deploys its mandatory
+// components one after another with StartTx.
+func (s *Service) Plan(ctx context.Context, tx pgx.Tx, actor access.Principal, req Request, templateComponent uuid.UUID) (uuid.UUID, error) {
+	req.templateComponent = templateComponent
+	p, err := s.prepare(ctx, dbgen.New(tx), actor, req)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	_, err = s.record(ctx, tx, actor, p, false)
+	return p.id, err
+}
+
+// prepared is a deploy request checked against everything known before it is recorded.
+type prepared struct {
+	env  dbgen.GetEnvironmentRow
+	comp dbgen.GetComponentRow
+	id   uuid.UUID
+	name string
+	kind string
+	in   inputs
+	req  Request
+}
+
+// prepare checks a deploy request: the environment, the component and its version, the name,
+// the parameters against the version's inputs, and the tenant's governance.
+func (s *Service) prepare(ctx context.Context, q *dbgen.Queries, actor access.Principal, req Request) (prepared, error) {
+	env, err := q.GetEnvironment(ctx, req.EnvironmentID)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can("environment:read", env.TenantID) {
+		return prepared{}, problem.Invalid("environment_id", "exists", "no environment with this ID that you can see")
+	}
+	if err != nil {
+		return prepared{}, err
+	}
+	if !actor.Can("component:deploy", env.TenantID) {
+		return prepared{}, problem.ErrForbidden
+	}
+	// An environment being made gets its mandatory components, and nothing else, before it is
+	// active.
+	provisioning := req.templateComponent != uuid.Nil && (env.Status == "planned" || env.Status == "provisioning")
+	if env.Status != "active" && !provisioning {
+		return prepared{}, problem.Invalid("environment_id", "state", "%s is %s: deploy into an active environment", env.Name, env.Status)
 	}
 	comp, err := q.GetComponent(ctx, req.ComponentID)
 	visible := err == nil && (!comp.TenantID.Valid || comp.TenantID.UUID == env.TenantID)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && !visible {
-		return Deployment{}, Operation{}, problem.Invalid("component_id", "exists", "no component with this ID that this environment's tenant can use")
+		return prepared{}, problem.Invalid("component_id", "exists", "no component with this ID that this environment's tenant can use")
 	}
 	if err != nil {
-		return Deployment{}, Operation{}, err
+		return prepared{}, err
 	}
 	ver, err := version(ctx, q, comp, int32(req.Version))
 	if err != nil {
-		return Deployment{}, Operation{}, err
+		return prepared{}, err
 	}
 	v := &problem.ValidationError{}
 	req.Name = strings.TrimSpace(req.Name)
@@ -218,57 +269,84 @@ func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Reques
 	id := uuid.New()
 	configured, err := resolver.Configured(ctx, q, env.ID)
 	if err != nil {
-		return Deployment{}, Operation{}, err
+		return prepared{}, err
 	}
 	in, err := s.resolve(ver, id, configured, req.Parameters, v)
 	if err != nil {
-		return Deployment{}, Operation{}, err
+		return prepared{}, err
 	}
 	// The tenant's rules, on what is known now; the govern step checks again once resolvers
 	// have filled the rest.
 	if err := governance.Check(ctx, q, env.TenantID, comp.ID, in.Plain); err != nil {
-		return Deployment{}, Operation{}, err
+		return prepared{}, err
 	}
 	kind := "deploy"
 	if req.PreviewOnly {
 		kind = "preview"
 	}
-	plainJSON, _ := json.Marshal(in.Plain)
-	var op dbgen.Operation
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
-		// Under the tenant's lock, so that concurrent deploys cannot pass the limit together.
-		if err := governance.CheckInstances(ctx, q, env.TenantID, comp.ID); err != nil {
-			return err
-		}
-		_, err := q.CreateDeployment(ctx, dbgen.CreateDeploymentParams{
-			ID: id, TenantID: env.TenantID, EnvironmentID: env.ID, ComponentID: comp.ID, Version: in.Version, Name: req.Name,
-			Parameters: plainJSON, SecretParameters: in.Sealed, SecretKeyID: &in.KeyID, Project: comp.Name,
-			Stack: "d-" + strings.ReplaceAll(id.String(), "-", ""), StateLocation: "",
-			CreatedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil},
-		})
-		if db.IsUniqueViolation(err) {
-			return problem.Invalid("name", "unique", "%s already has a deployment named %q", env.Name, req.Name)
-		}
-		if err != nil {
-			return err
-		}
-		if op, err = s.queue(ctx, tx, actor, id, kind, in); err != nil {
-			return err
-		}
-		return audit.Record(ctx, q, actor, audit.Event{Tenant: env.TenantID, Action: "deployment.create", TargetType: "deployment",
-			TargetID: id.String(), Diff: map[string]any{"name": req.Name, "component": comp.Name, "version": in.Version,
-				"parameters": in.Plain, "operation": kind}})
+	return prepared{env: env, comp: comp, id: id, name: req.Name, kind: kind, in: in, req: req}, nil
+}
+
+// record writes a prepared deployment, audited, in the caller's transaction, and queues its
+// first operation when queue is set.
+func (s *Service) record(ctx context.Context, tx pgx.Tx, actor access.Principal, p prepared, queue bool) (dbgen.Operation, error) {
+	q := dbgen.New(tx)
+	// Under the tenant's lock, so that concurrent deploys cannot pass the limit together.
+	if err := governance.CheckInstances(ctx, q, p.env.TenantID, p.comp.ID); err != nil {
+		return dbgen.Operation{}, err
+	}
+	plainJSON, _ := json.Marshal(p.in.Plain)
+	_, err := q.CreateDeployment(ctx, dbgen.CreateDeploymentParams{
+		ID: p.id, TenantID: p.env.TenantID, EnvironmentID: p.env.ID, ComponentID: p.comp.ID, Version: p.in.Version, Name: p.name,
+		Parameters: plainJSON, SecretParameters: p.in.Sealed, SecretKeyID: &p.in.KeyID, Project: p.comp.Name,
+		Stack: "d-" + strings.ReplaceAll(p.id.String(), "-", ""), StateLocation: "",
+		CreatedBy:           uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil},
+		TemplateComponentID: nullID(p.req.templateComponent),
 	})
-	if err != nil {
-		return Deployment{}, Operation{}, fmt.Errorf("deploy: %w", err)
+	if db.IsUniqueViolation(err) {
+		return dbgen.Operation{}, problem.Invalid("name", "unique", "%s already has a deployment named %q", p.env.Name, p.name)
 	}
-	d, err := s.Get(ctx, actor, id)
 	if err != nil {
-		return Deployment{}, Operation{}, err
+		return dbgen.Operation{}, err
 	}
-	o, err := s.Operation(ctx, actor, op.ID)
-	return d, o, err
+	var op dbgen.Operation
+	diff := map[string]any{"name": p.name, "component": p.comp.Name, "version": p.in.Version, "parameters": p.in.Plain}
+	if queue {
+		if op, err = s.queue(ctx, tx, actor, p.id, p.kind, p.in); err != nil {
+			return op, err
+		}
+		diff["operation"] = p.kind
+	}
+	return op, audit.Record(ctx, q, actor, audit.Event{Tenant: p.env.TenantID, Action: "deployment.create", TargetType: "deployment",
+		TargetID: p.id.String(), Diff: diff})
+}
+
+// StartTx queues, in the caller's transaction, the deploy of a deployment recorded by Plan, or
+// the destroy of one, on behalf of the user whose request led to it.
+func (s *Service) StartTx(ctx context.Context, tx pgx.Tx, actor access.Principal, deploymentID uuid.UUID, kind string) (uuid.UUID, error) {
+	q := dbgen.New(tx)
+	if err := q.LockDeployment(ctx, deploymentID); err != nil {
+		return uuid.Nil, err
+	}
+	d, err := q.GetDeployment(ctx, deploymentID)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	if err := s.allowed(ctx, q, d, kind, Change{}); err != nil {
+		return uuid.Nil, err
+	}
+	in := inputs{Plain: map[string]any{}}
+	if kind == "deploy" {
+		if in, err = s.target(ctx, q, d, kind, Change{}); err != nil {
+			return uuid.Nil, err
+		}
+	}
+	op, err := s.queue(ctx, tx, actor, d.ID, kind, in)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return op.ID, audit.Record(ctx, q, actor, audit.Event{Tenant: d.TenantID, Action: "deployment." + kind,
+		TargetType: "deployment", TargetID: d.ID.String(), Diff: map[string]any{"name": d.Name, "kind": kind}})
 }
 
 // queue records an operation bringing in and hands it to the workers, in the caller's
@@ -292,6 +370,8 @@ func (s *Service) queue(ctx context.Context, tx pgx.Tx, actor access.Principal, 
 	_, err = s.jobs.InsertTx(ctx, tx, OperationArgs{OperationID: op.ID}, nil)
 	return op, err
 }
+
+func (s *Service) inserter() (component.JobInserter, error) { return s.jobs, nil }
 
 // Get returns a deployment the actor may see; any other is not found.
 func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID) (Deployment, error) {
@@ -449,7 +529,8 @@ func (s *Service) logs(ctx context.Context, operationID uuid.UUID, after int64) 
 }
 
 // Cancel stops an operation: a queued one never starts; a running one is interrupted at its
-// next heartbeat and undoes what it did. Those who may deploy in the tenant may cancel.
+// next heartbeat and undoes what it did; one awaiting approval ends at once, its request with
+// it. Those who may deploy in the tenant may cancel.
 func (s *Service) Cancel(ctx context.Context, actor access.Principal, operationID uuid.UUID) (Operation, error) {
 	op, err := s.Operation(ctx, actor, operationID)
 	if err != nil {
@@ -462,13 +543,25 @@ func (s *Service) Cancel(ctx context.Context, actor access.Principal, operationI
 	if !actor.Can("component:deploy", d.TenantID) {
 		return Operation{}, problem.ErrForbidden
 	}
-	err = db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := dbgen.New(tx)
 		n, err := q.CancelQueuedOperation(ctx, operationID)
 		if err != nil {
 			return err
 		}
+		if n > 0 {
+			// It ended here, not in a worker.
+			if err := advance(ctx, tx, s.inserter, op.DeploymentID); err != nil {
+				return err
+			}
+		}
 		if n == 0 {
 			if n, err = q.RequestOperationCancel(ctx, operationID); err != nil {
+				return err
+			}
+		}
+		if n == 0 && op.Status == "awaiting_approval" {
+			if n, err = s.cancelWaiting(ctx, tx, actor, operationID); err != nil {
 				return err
 			}
 		}
@@ -482,6 +575,19 @@ func (s *Service) Cancel(ctx context.Context, actor access.Principal, operationI
 		return Operation{}, fmt.Errorf("cancel operation: %w", err)
 	}
 	return s.Operation(ctx, actor, operationID)
+}
+
+// cancelWaiting ends an operation that awaits approval, and its request with it; it reports 0
+// when the operation moved on meanwhile.
+func (s *Service) cancelWaiting(ctx context.Context, tx pgx.Tx, actor access.Principal, id uuid.UUID) (int64, error) {
+	err := EndWaiting(ctx, tx, s.jobs, id, "cancelled", fmt.Sprintf("cancelled by %s while it awaited approval", actor.Email))
+	if errors.Is(err, ErrNotWaiting) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return 1, dbgen.New(tx).CancelApprovalRequestOf(ctx, id)
 }
 
 // FullLog returns an operation's whole log as text: from the object store when it outgrew the

@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/access"
@@ -381,27 +383,15 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (views.LiveView, 
 		}
 		v.Steps = append(v.Steps, row)
 	}
-	for _, r := range d.Resources {
-		// The stack and its providers are bookkeeping, not resources anyone waits for: shown
-		// only when they have something to say.
-		bookkeeping := strings.HasPrefix(r.Type, "pulumi:")
-		if bookkeeping && r.Diagnostics == "" && r.Status != "failed" {
-			continue
+	v.Resources, v.Planned, v.Done = ResourceRows(d.Resources)
+	if d.Status == "awaiting_approval" {
+		a, err := dbgen.New(h.svc.pool).ApprovalOfOperation(ctx, d.ID)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return views.LiveView{}, err
 		}
-		row := views.ResourceRow{Name: r.Name, Type: r.Type, Op: r.Op, Status: r.Status, Diagnostics: r.Diagnostics}
-		if r.StartedAt != nil && r.FinishedAt != nil {
-			row.Took = r.FinishedAt.Sub(*r.StartedAt).Round(10 * time.Millisecond).String()
-		}
-		for _, ch := range r.Changes {
-			row.Changes = append(row.Changes, views.ChangeRow{Path: ch.Path, Kind: ch.Kind, Old: shown(ch.Old), New: shown(ch.New)})
-		}
-		v.Resources = append(v.Resources, row)
-		if bookkeeping {
-			continue
-		}
-		v.Planned++
-		if r.Status == "done" || r.Status == "failed" {
-			v.Done++
+		v.Approval = views.ApprovalProgress{Approvals: int(a.Approvals), Required: int(a.ApprovalsRequired)}
+		if err == nil {
+			v.Approval.ID = a.ID.String()
 		}
 	}
 	if d.Status == "succeeded" && d.Kind != "preview" && d.Kind != "destroy" {
@@ -424,6 +414,35 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (views.LiveView, 
 		v.Next = views.NextAction{Label: label, URL: "/operations/" + d.ID.String() + "/apply"}
 	}
 	return v, nil
+}
+
+// ResourceRows is an operation's resources as its page shows them, with how many real
+// resources it plans and how many of them are done.
+func ResourceRows(resources []Resource) (rows []views.ResourceRow, planned, done int) {
+	for _, r := range resources {
+		// The stack and its providers are bookkeeping, not resources anyone waits for: shown
+		// only when they have something to say.
+		bookkeeping := strings.HasPrefix(r.Type, "pulumi:")
+		if bookkeeping && r.Diagnostics == "" && r.Status != "failed" {
+			continue
+		}
+		row := views.ResourceRow{Name: r.Name, Type: r.Type, Op: r.Op, Status: r.Status, Diagnostics: r.Diagnostics}
+		if r.StartedAt != nil && r.FinishedAt != nil {
+			row.Took = r.FinishedAt.Sub(*r.StartedAt).Round(10 * time.Millisecond).String()
+		}
+		for _, ch := range r.Changes {
+			row.Changes = append(row.Changes, views.ChangeRow{Path: ch.Path, Kind: ch.Kind, Old: shown(ch.Old), New: shown(ch.New)})
+		}
+		rows = append(rows, row)
+		if bookkeeping {
+			continue
+		}
+		planned++
+		if r.Status == "done" || r.Status == "failed" {
+			done++
+		}
+	}
+	return rows, planned, done
 }
 
 // shown is a property value as the diff shows it: absent values as a dash.

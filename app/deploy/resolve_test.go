@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"nimbus/app/resolver"
 	"nimbus/app/secrets"
 	"nimbus/db"
@@ -30,12 +32,13 @@ func TestResolve_RunTwiceHandsOutOnceAndUndoGivesBack(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE operations SET target_version = 1, parameters = '{"cores": 2}' WHERE id = $1`, d.OperationID); err != nil {
 		t.Fatal(err)
 	}
-	p, err := q.CreatePool(ctx, dbgen.CreatePoolParams{TenantID: d.TenantID, EnvironmentID: d.EnvironmentID, Name: "p",
+	p, err := q.CreatePool(ctx, dbgen.CreatePoolParams{TenantID: uuid.NullUUID{UUID: d.TenantID, Valid: true},
+		EnvironmentID: uuid.NullUUID{UUID: d.EnvironmentID, Valid: true}, Name: "p",
 		Prefix: netip.MustParsePrefix("10.3.0.0/24"), Reserved: []netip.Prefix{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.SetResolverConfig(ctx, dbgen.SetResolverConfigParams{EnvironmentID: d.EnvironmentID, Type: "ipam",
+	if _, err := q.SetEnvironmentResolverConfig(ctx, dbgen.SetEnvironmentResolverConfigParams{EnvironmentID: uuid.NullUUID{UUID: d.EnvironmentID, Valid: true}, Type: "ipam",
 		Config: []byte(`{"pool_id": "` + p.ID.String() + `"}`)}); err != nil {
 		t.Fatal(err)
 	}

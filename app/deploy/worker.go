@@ -44,6 +44,8 @@ type Worker struct {
 	// beat is how often a running operation says it is alive; a minute of silence lets
 	// another worker take it over.
 	beat time.Duration
+	// gate holds operations that need approval; nil lets every one through.
+	gate Gate
 }
 
 // NewWorker returns the operation worker; timeout bounds one operation.
@@ -106,7 +108,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error 
 		w.heartbeat(beatCtx, cancel, op.ID, lease)
 	}()
 	lastAttempt := job.Attempt >= job.MaxAttempts
-	result := w.run(runCtx, op, resumed, lastAttempt)
+	result := w.run(runCtx, op, lease, resumed, lastAttempt)
 	stopBeats()
 	beats.Wait()
 	return w.finish(ctx, op, lease, result, lastAttempt)
@@ -147,7 +149,7 @@ type outcome struct {
 	refused error
 }
 
-func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttempt bool) outcome {
+func (w *Worker) run(ctx context.Context, op dbgen.Operation, lease uuid.UUID, resumed, lastAttempt bool) outcome {
 	q := dbgen.New(w.pool)
 	if w.runner == nil {
 		return outcome{err: &saga.Failure{Step: "start", Err: errors.New("the Pulumi toolchain is not installed on this server"), Compensated: true}}
@@ -175,6 +177,10 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttem
 	current, err := stackOf(ctx, q, w.keys, dep, dep.Version, dep.Parameters, dep.SecretKeyID, dep.SecretParameters)
 	if err != nil {
 		return outcome{err: err}
+	}
+	before, err := resting(ctx, q, dep) // read before the run marks the deployment
+	if err != nil {
+		return outcome{err: saga.Transient(err)}
 	}
 	// target is the stack the operation brings, read when a step needs it: the resolve step
 	// completes the operation's parameters first.
@@ -258,7 +264,18 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttem
 			return json.Marshal(res.Outputs)
 		}
 	}
+	approve := saga.Step{Name: "approve", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+		return nil, w.approve(ctx, op, lease, before)
+	}}
 	currentStack := func(context.Context) (pulumix.Stack, error) { return current, nil }
+	// What a destroy would delete, for its approvers to see.
+	previewDestroy := saga.Step{Name: "preview", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+		if err := w.runner.ClearLock(current); err != nil {
+			return nil, saga.Transient(err)
+		}
+		res, err := w.runner.PreviewDestroy(ctx, current, progress)
+		return changesOf(res, changes), engine(err)
+	}}
 	destroy := func(ctx context.Context) (json.RawMessage, error) {
 		if err := w.runner.ClearLock(current); err != nil {
 			return nil, saga.Transient(err)
@@ -305,7 +322,7 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttem
 		steps = []saga.Step{resolve, govern, preview}
 	case "deploy":
 		// Nothing existed before: undoing it is destroying what it made.
-		steps = []saga.Step{resolve, govern, preview,
+		steps = []saga.Step{resolve, govern, preview, approve,
 			{Name: "up", Do: up(target), Undo: func(ctx context.Context, _ *saga.Run) error {
 				ctx, cancel := context.WithTimeout(ctx, w.timeout) // undo is not cancelled, but must end
 				defer cancel()
@@ -315,7 +332,7 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttem
 			record("deployed")}
 	case "update", "upgrade":
 		// The deployment worked before: undoing is going back to how it was.
-		steps = []saga.Step{resolve, govern, preview,
+		steps = []saga.Step{resolve, govern, preview, approve,
 			{Name: "up", Do: up(target), Undo: func(ctx context.Context, r *saga.Run) error {
 				ctx, cancel := context.WithTimeout(ctx, w.timeout)
 				defer cancel()
@@ -332,7 +349,8 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, resumed, lastAttem
 			return changesOf(res, changes), engine(err)
 		}}}
 	case "destroy":
-		steps = []saga.Step{{Name: "destroy", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) { return destroy(ctx) }},
+		steps = []saga.Step{previewDestroy, approve,
+			{Name: "destroy", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) { return destroy(ctx) }},
 			record("destroyed")}
 	default:
 		return outcome{err: &saga.Failure{Step: "start", Err: fmt.Errorf("operations of kind %s are not supported", op.Kind), Compensated: true}}
@@ -410,6 +428,11 @@ func stackOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyring, dep d
 
 // finish records how the operation ended, or hands it back for River's next attempt.
 func (w *Worker) finish(ctx context.Context, op dbgen.Operation, lease uuid.UUID, res outcome, lastAttempt bool) error {
+	if errors.Is(res.err, saga.ErrParked) {
+		// The approve step parked it, lease and all, in the transaction that asked for approval.
+		w.log.Info("operation awaits approval", "operation", op.ID, "kind", op.Kind)
+		return nil
+	}
 	stopping := ctx.Err() != nil
 	ctx = context.WithoutCancel(ctx)
 	q := dbgen.New(w.pool)
@@ -462,7 +485,8 @@ func (w *Worker) finish(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 	if res.exit != nil {
 		exit = pgtype.Int4{Int32: int32(*res.exit), Valid: true}
 	}
-	err := db.Tx(ctx, w.pool, func(q *dbgen.Queries) error {
+	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		q := dbgen.New(tx)
 		n, err := q.FinishOperation(ctx, dbgen.FinishOperationParams{ID: op.ID, Lease: leaseID, Status: status, Error: msg,
 			Changes: changes, ExitCode: exit})
 		if err != nil {
@@ -473,10 +497,12 @@ func (w *Worker) finish(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 			w.log.Warn("operation taken over before it finished here", "operation", op.ID)
 			return nil
 		}
-		if depStatus == "" {
-			return nil
+		if depStatus != "" {
+			if err := q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: op.DeploymentID, Status: depStatus}); err != nil {
+				return err
+			}
 		}
-		return q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: op.DeploymentID, Status: depStatus})
+		return advance(ctx, tx, riverJobs(ctx), op.DeploymentID)
 	})
 	if err != nil {
 		return err

@@ -1,5 +1,6 @@
-// Package environment manages environments: where a tenant's deployments land. Landing zones,
-// templates and provisioning come later; for now an environment is a named place in a tenant.
+// Package environment manages environments: where a tenant's deployments land. An environment
+// opened from a landing zone's template is provisioned by the landing zone package, which this
+// one reaches through Lifecycle; one made without a template is a bare, active place to deploy.
 package environment
 
 import (
@@ -27,8 +28,48 @@ type Environment struct {
 	TenantID   uuid.UUID `json:"tenant_id"`
 	TenantName string    `json:"tenant_name"`
 	Name       string    `json:"name"`
-	Status     string    `json:"status"`
-	CreatedAt  time.Time `json:"created_at"`
+	// Status is planned, provisioning, active, failed, decommissioning or decommissioned;
+	// StatusReason says what failed, and what was kept.
+	Status        string     `json:"status"`
+	StatusReason  string     `json:"status_reason"`
+	LandingZoneID *uuid.UUID `json:"landing_zone_id"`
+	LandingZone   string     `json:"landing_zone"`
+	TemplateID    *uuid.UUID `json:"template_id"`
+	Template      string     `json:"template"`
+	CreatedAt     time.Time  `json:"created_at"`
+}
+
+// New is an environment to make: from a landing zone's template when TemplateID is set.
+type New struct {
+	TenantID   uuid.UUID `json:"tenant_id"`
+	Name       string    `json:"name"`
+	TemplateID uuid.UUID `json:"template_id"`
+}
+
+// TemplateChoice is a template an environment can be opened from.
+type TemplateChoice struct {
+	ID                uuid.UUID
+	Name, LandingZone string
+}
+
+// Lifecycle opens environments from templates and takes them down again.
+type Lifecycle interface {
+	Open(ctx context.Context, actor access.Principal, in New) (uuid.UUID, error)
+	Decommission(ctx context.Context, actor access.Principal, id uuid.UUID) error
+	Retry(ctx context.Context, actor access.Principal, id uuid.UUID) error
+	Templates(ctx context.Context) ([]TemplateChoice, error)
+}
+
+func environmentOf(r dbgen.GetEnvironmentRow) Environment {
+	e := Environment{ID: r.ID, TenantID: r.TenantID, TenantName: r.TenantName, Name: r.Name, Status: r.Status, StatusReason: r.StatusReason,
+		LandingZone: r.LandingZoneName, Template: r.TemplateName, CreatedAt: r.CreatedAt}
+	if r.LandingZoneID.Valid {
+		e.LandingZoneID = &r.LandingZoneID.UUID
+	}
+	if r.TemplateID.Valid {
+		e.TemplateID = &r.TemplateID.UUID
+	}
+	return e
 }
 
 // Service reads and creates environments on behalf of a principal.
@@ -51,7 +92,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal) ([]Environme
 	}
 	out := make([]Environment, len(rows))
 	for i, r := range rows {
-		out[i] = Environment{ID: r.ID, TenantID: r.TenantID, TenantName: r.TenantName, Name: r.Name, Status: r.Status, CreatedAt: r.CreatedAt}
+		out[i] = environmentOf(dbgen.GetEnvironmentRow(r))
 	}
 	return out, nil
 }
@@ -68,7 +109,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	if !actor.Can("environment:read", r.TenantID) {
 		return Environment{}, problem.ErrNotFound
 	}
-	return Environment{ID: r.ID, TenantID: r.TenantID, TenantName: r.TenantName, Name: r.Name, Status: r.Status, CreatedAt: r.CreatedAt}, nil
+	return environmentOf(r), nil
 }
 
 // Create adds an environment to a tenant; its tenant admins and provider admins may.
@@ -85,7 +126,7 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, tenantID u
 	}
 	var id uuid.UUID
 	err := db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
-		e, err := q.CreateEnvironment(ctx, dbgen.CreateEnvironmentParams{TenantID: tenantID, Name: envName,
+		e, err := q.CreateEnvironment(ctx, dbgen.CreateEnvironmentParams{TenantID: tenantID, Name: envName, Status: "active",
 			CreatedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}})
 		if db.IsUniqueViolation(err) {
 			return problem.Invalid("name", "unique", "this tenant already has an environment named %q", envName)
@@ -101,6 +142,35 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, tenantID u
 		return Environment{}, fmt.Errorf("create environment: %w", err)
 	}
 	return s.Get(ctx, actor, id)
+}
+
+// Detail is an environment with its deployments and what they hold from resolvers.
+type Detail struct {
+	Environment
+	Deployments []dbgen.EnvironmentDeploymentsRow
+	Addresses   []dbgen.EnvironmentAllocationsRow
+	Names       []dbgen.IssuedNamesRow
+}
+
+// Detail returns an environment the actor may see, with its deployments, the addresses they
+// hold and the names they were given.
+func (s *Service) Detail(ctx context.Context, actor access.Principal, id uuid.UUID) (Detail, error) {
+	env, err := s.Get(ctx, actor, id)
+	if err != nil {
+		return Detail{}, err
+	}
+	q := dbgen.New(s.pool)
+	d := Detail{Environment: env}
+	if d.Deployments, err = q.EnvironmentDeployments(ctx, id); err != nil {
+		return Detail{}, fmt.Errorf("environment deployments: %w", err)
+	}
+	if d.Addresses, err = q.EnvironmentAllocations(ctx, id); err != nil {
+		return Detail{}, fmt.Errorf("environment addresses: %w", err)
+	}
+	if d.Names, err = q.IssuedNames(ctx, id); err != nil {
+		return Detail{}, fmt.Errorf("environment names: %w", err)
+	}
+	return d, nil
 }
 
 // manageable lists the tenants the actor may add environments to; a failed read lists none,

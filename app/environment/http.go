@@ -1,21 +1,31 @@
 package environment
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"nimbus/app/access"
 	"nimbus/app/problem"
 	"nimbus/app/web"
 	"nimbus/views"
 )
 
 // Handlers serves the environment pages and API.
-type Handlers struct{ svc *Service }
+type Handlers struct {
+	svc       *Service
+	lifecycle Lifecycle
+}
 
-// NewHandlers returns the handlers for svc.
-func NewHandlers(svc *Service) *Handlers { return &Handlers{svc: svc} }
+// NewHandlers returns the handlers for svc; lifecycle opens environments from templates and
+// decommissions them.
+func NewHandlers(svc *Service, lifecycle Lifecycle) *Handlers {
+	return &Handlers{svc: svc, lifecycle: lifecycle}
+}
 
 // ListAPI answers GET /api/v1/environments.
 func (h *Handlers) ListAPI(c echo.Context) error {
@@ -39,61 +49,202 @@ func (h *Handlers) GetAPI(c echo.Context) error {
 	return c.JSON(http.StatusOK, env)
 }
 
-// CreateAPI answers POST /api/v1/environments.
+// CreateAPI answers POST /api/v1/environments: with a template_id it opens the environment and
+// starts provisioning it (202, the environment planned or provisioning); without, it makes a
+// bare active environment (201).
 func (h *Handlers) CreateAPI(c echo.Context) error {
-	var in struct {
-		TenantID uuid.UUID `json:"tenant_id"`
-		Name     string    `json:"name"`
-	}
+	var in New
 	if err := web.DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	env, err := h.svc.Create(web.Ctx(c), web.Actor(c), in.TenantID, in.Name)
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	if in.TemplateID == uuid.Nil {
+		env, err := h.svc.Create(ctx, actor, in.TenantID, in.Name)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusCreated, env)
+	}
+	id, err := h.lifecycle.Open(ctx, actor, in)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, env)
+	env, err := h.svc.Get(ctx, actor, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, env)
+}
+
+// DecommissionAPI answers POST /api/v1/environments/{id}/decommission with 202: the
+// environment's deployments are destroyed one after another.
+func (h *Handlers) DecommissionAPI(c echo.Context) error {
+	return h.lifecycleAPI(c, h.lifecycle.Decommission)
+}
+
+// RetryAPI answers POST /api/v1/environments/{id}/retry with 202: a failed provisioning or
+// decommissioning goes on from where it stopped.
+func (h *Handlers) RetryAPI(c echo.Context) error { return h.lifecycleAPI(c, h.lifecycle.Retry) }
+
+// step is a lifecycle change to one environment.
+type step func(ctx context.Context, actor access.Principal, id uuid.UUID) error
+
+func (h *Handlers) lifecycleAPI(c echo.Context, do step) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	if err := do(ctx, actor, id); err != nil {
+		return err
+	}
+	env, err := h.svc.Get(ctx, actor, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, env)
+}
+
+func (h *Handlers) lifecycleForm(c echo.Context, do step, done string) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	err = do(web.Ctx(c), web.Actor(c), id)
+	if web.FormErrors(err) != nil {
+		return h.renderShow(c, http.StatusUnprocessableEntity, err)
+	}
+	if err != nil {
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, done)
+	return web.Redirect(c, "/environments/"+id.String())
 }
 
 // ListPage shows the environments with a form to add one.
-func (h *Handlers) ListPage(c echo.Context) error { return h.render(c, http.StatusOK, "", "", nil) }
+func (h *Handlers) ListPage(c echo.Context) error {
+	return h.render(c, http.StatusOK, views.EnvironmentForm{}, nil)
+}
 
-func (h *Handlers) render(c echo.Context, status int, tenant, name string, err error) error {
-	actor := web.Actor(c)
-	envs, listErr := h.svc.List(web.Ctx(c), actor)
+func (h *Handlers) render(c echo.Context, status int, form views.EnvironmentForm, err error) error {
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	envs, listErr := h.svc.List(ctx, actor)
 	if listErr != nil {
 		return listErr
 	}
 	rows := make([]views.EnvironmentRow, len(envs))
 	for i, e := range envs {
-		rows[i] = views.EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: e.Status, Created: e.CreatedAt}
+		rows[i] = views.EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: e.Status, LandingZone: e.LandingZone,
+			Template: e.Template, Created: e.CreatedAt}
 	}
-	return web.Render(c, status, views.Environments(web.Page(c, "Environments"), rows, h.tenantChoices(c), tenant, name, web.FormErrors(err)))
+	for _, t := range h.svc.manageable(ctx, actor) {
+		form.Tenants = append(form.Tenants, views.RoleOption{Value: t.ID.String(), Label: t.Name})
+	}
+	templates, terr := h.lifecycle.Templates(ctx)
+	if terr != nil {
+		return terr
+	}
+	form.Templates = []views.RoleOption{{Value: "", Label: "none: a bare environment outside any landing zone"}}
+	for _, t := range templates {
+		form.Templates = append(form.Templates, views.RoleOption{Value: t.ID.String(), Label: t.LandingZone + " / " + t.Name})
+	}
+	form.Errors = web.FormErrors(err)
+	return web.Render(c, status, views.Environments(web.Page(c, "Environments"), rows, form))
 }
 
-// tenantChoices names the tenants the actor may add environments to.
-func (h *Handlers) tenantChoices(c echo.Context) []views.RoleOption {
-	var out []views.RoleOption
-	for _, t := range h.svc.manageable(web.Ctx(c), web.Actor(c)) {
-		out = append(out, views.RoleOption{Value: t.ID.String(), Label: t.Name})
-	}
-	return out
-}
-
-// CreateForm adds an environment from the page.
+// CreateForm adds an environment from the page: from a template, it goes to the new
+// environment's page to watch it provision.
 func (h *Handlers) CreateForm(c echo.Context) error {
-	tenant, name := c.FormValue("tenant_id"), c.FormValue("name")
-	id, err := uuid.Parse(tenant)
-	if err != nil {
-		return h.render(c, http.StatusUnprocessableEntity, tenant, name, problem.Invalid("tenant_id", "required", "choose a tenant"))
+	form := views.EnvironmentForm{Tenant: c.FormValue("tenant_id"), Name: c.FormValue("name"), Template: c.FormValue("template_id")}
+	in := New{Name: form.Name}
+	var err error
+	if in.TenantID, err = uuid.Parse(form.Tenant); err != nil {
+		return h.render(c, http.StatusUnprocessableEntity, form, problem.Invalid("tenant_id", "required", "choose a tenant"))
 	}
-	env, err := h.svc.Create(web.Ctx(c), web.Actor(c), id, name)
+	if form.Template != "" {
+		if in.TemplateID, err = uuid.Parse(form.Template); err != nil {
+			return h.render(c, http.StatusUnprocessableEntity, form, problem.Invalid("template_id", "uuid", "choose a template from the list"))
+		}
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	var id uuid.UUID
+	if in.TemplateID == uuid.Nil {
+		var env Environment
+		env, err = h.svc.Create(ctx, actor, in.TenantID, in.Name)
+		id = env.ID
+	} else {
+		id, err = h.lifecycle.Open(ctx, actor, in)
+	}
 	if web.FormErrors(err) != nil {
-		return h.render(c, http.StatusUnprocessableEntity, tenant, name, err)
+		return h.render(c, http.StatusUnprocessableEntity, form, err)
 	}
 	if err != nil {
 		return err
 	}
-	web.SetFlash(c, web.FlashSuccess, "Environment "+env.Name+" added to "+env.TenantName+".")
-	return web.Redirect(c, "/environments")
+	web.SetFlash(c, web.FlashSuccess, "Environment "+in.Name+" added.")
+	return web.Redirect(c, "/environments/"+id.String())
+}
+
+// ShowPage shows an environment: how it stands, its deployments, and what they hold.
+func (h *Handlers) ShowPage(c echo.Context) error { return h.renderShow(c, http.StatusOK, nil) }
+
+func (h *Handlers) renderShow(c echo.Context, status int, err error) error {
+	id, ierr := web.IDParam(c, "id")
+	if ierr != nil {
+		return ierr
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	d, derr := h.svc.Detail(ctx, actor, id)
+	if derr != nil {
+		return derr
+	}
+	v := views.EnvironmentView{ID: d.ID.String(), Tenant: d.TenantName, Name: d.Name, Status: d.Status, Reason: d.StatusReason,
+		LandingZone: d.LandingZone, Template: d.Template, CanManage: actor.Can("environment:manage", d.TenantID), Errors: web.FormErrors(err)}
+	for _, dep := range d.Deployments {
+		v.Deployments = append(v.Deployments, views.EnvDeploymentRow{ID: dep.ID.String(), Name: dep.Name, Component: dep.ComponentName,
+			Status: dep.Status, Outputs: compact(dep.Outputs), Mandatory: dep.TemplateComponentID.Valid})
+	}
+	for _, a := range d.Addresses {
+		prefix := a.Prefix.String()
+		if a.Kind == "address" {
+			prefix = a.Prefix.Addr().String()
+		}
+		v.Addresses = append(v.Addresses, views.EnvAddressRow{Prefix: prefix, Kind: a.Kind, Pool: a.PoolName, Deployment: a.DeploymentName,
+			DeploymentID: a.DeploymentID.String(), Input: a.Input})
+	}
+	for _, n := range d.Names {
+		v.Names = append(v.Names, views.IssuedNameRow{Name: n.Name, FQDN: n.Fqdn, Deployment: n.DeploymentName, Created: n.CreatedAt})
+	}
+	return web.Render(c, status, views.EnvironmentPage(web.Page(c, d.Name), v))
+}
+
+// compact shows outputs on one line; an empty object shows as nothing.
+func compact(raw json.RawMessage) string {
+	s := strings.TrimSpace(string(raw))
+	if s == "{}" || s == "null" {
+		return ""
+	}
+	return s
+}
+
+// DecommissionForm decommissions an environment once its name is typed to confirm.
+func (h *Handlers) DecommissionForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	env, err := h.svc.Get(ctx, actor, id)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(c.FormValue("confirm")) != env.Name {
+		return h.renderShow(c, http.StatusUnprocessableEntity, problem.Invalid("confirm", "match", "type %s to confirm", env.Name))
+	}
+	return h.lifecycleForm(c, h.lifecycle.Decommission, "Decommissioning "+env.Name+".")
+}
+
+// RetryForm takes up a failed provisioning or decommissioning again.
+func (h *Handlers) RetryForm(c echo.Context) error {
+	return h.lifecycleForm(c, h.lifecycle.Retry, "Trying again.")
 }

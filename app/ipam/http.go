@@ -29,16 +29,18 @@ func (h *Handlers) CreateAPI(c echo.Context) error {
 	return c.JSON(http.StatusCreated, p)
 }
 
-// ListAPI answers GET /api/v1/ipam/pools?environment_id=.
+// ListAPI answers GET /api/v1/ipam/pools?environment_id=&landing_zone_id=.
 func (h *Handlers) ListAPI(c echo.Context) error {
-	var env uuid.UUID
-	if s := c.QueryParam("environment_id"); s != "" {
-		var err error
-		if env, err = uuid.Parse(s); err != nil {
-			return problem.Invalid("environment_id", "uuid", "is not an ID")
+	var f Filter
+	for field, dst := range map[string]*uuid.UUID{"environment_id": &f.EnvironmentID, "landing_zone_id": &f.LandingZoneID} {
+		if s := c.QueryParam(field); s != "" {
+			var err error
+			if *dst, err = uuid.Parse(s); err != nil {
+				return problem.Invalid(field, "uuid", "is not an ID")
+			}
 		}
 	}
-	pools, err := h.svc.List(web.Ctx(c), web.Actor(c), env)
+	pools, err := h.svc.List(web.Ctx(c), web.Actor(c), f)
 	if err != nil {
 		return err
 	}

@@ -23,12 +23,15 @@ import (
 	"nimbus/db/dbgen"
 )
 
-// Pool is a prefix addresses are handed out from.
+// Pool is a prefix addresses are handed out from. It belongs to one environment of a tenant,
+// or to a landing zone whose environments share it.
 type Pool struct {
 	ID            uuid.UUID      `json:"id"`
-	TenantID      uuid.UUID      `json:"tenant_id"`
-	EnvironmentID uuid.UUID      `json:"environment_id"`
+	TenantID      *uuid.UUID     `json:"tenant_id"`
+	EnvironmentID *uuid.UUID     `json:"environment_id"`
 	Environment   string         `json:"environment"`
+	LandingZoneID *uuid.UUID     `json:"landing_zone_id"`
+	LandingZone   string         `json:"landing_zone"`
 	Name          string         `json:"name"`
 	Prefix        netip.Prefix   `json:"prefix"`
 	Gateway       netip.Addr     `json:"gateway"`
@@ -51,12 +54,50 @@ type Allocation struct {
 	CreatedAt    time.Time    `json:"created_at"`
 }
 
-// NewPool is a pool to create.
+// NewPool is a pool to create, in an environment or a landing zone.
 type NewPool struct {
 	Name          string    `json:"name"`
 	Prefix        string    `json:"prefix"`
 	EnvironmentID uuid.UUID `json:"environment_id"`
+	LandingZoneID uuid.UUID `json:"landing_zone_id"`
 	Reserved      []string  `json:"reserved"`
+}
+
+// scope is where a new pool goes, as the database and the messages name it.
+type scope struct {
+	tenant, environment, zone uuid.NullUUID
+	name                      string
+}
+
+// scopeOf finds the environment or landing zone a new pool names; exactly one must be named.
+func scopeOf(ctx context.Context, q *dbgen.Queries, actor access.Principal, in NewPool) (scope, error) {
+	switch {
+	case in.EnvironmentID != uuid.Nil && in.LandingZoneID != uuid.Nil:
+		return scope{}, problem.Invalid("landing_zone_id", "one_of", "give environment_id or landing_zone_id, not both")
+	case in.LandingZoneID != uuid.Nil:
+		z, err := q.GetLandingZone(ctx, in.LandingZoneID)
+		if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.ProviderAdmin {
+			return scope{}, problem.Invalid("landing_zone_id", "exists", "no landing zone with this ID that you can see")
+		}
+		if err != nil {
+			return scope{}, err
+		}
+		return scope{zone: uuid.NullUUID{UUID: z.ID, Valid: true}, name: "landing zone " + z.Name}, nil
+	case in.EnvironmentID != uuid.Nil:
+		env, err := q.GetEnvironment(ctx, in.EnvironmentID)
+		if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can("resolver:config:read", env.TenantID) {
+			return scope{}, problem.Invalid("environment_id", "exists", "no environment with this ID that you can see")
+		}
+		if err != nil {
+			return scope{}, err
+		}
+		if !actor.Can("resolver:config:manage", env.TenantID) {
+			return scope{}, problem.ErrForbidden
+		}
+		return scope{tenant: uuid.NullUUID{UUID: env.TenantID, Valid: true}, environment: uuid.NullUUID{UUID: env.ID, Valid: true},
+			name: env.Name}, nil
+	}
+	return scope{}, problem.Invalid("environment_id", "required", "give the environment or the landing zone (landing_zone_id) the pool belongs to")
 }
 
 // Service manages pools on behalf of a principal.
@@ -65,17 +106,12 @@ type Service struct{ pool *pgxpool.Pool }
 // NewService returns a Service.
 func NewService(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
 
-// CreatePool adds a pool to an environment. Provider admins configure resolvers.
+// CreatePool adds a pool to an environment or a landing zone. Provider admins configure
+// resolvers.
 func (s *Service) CreatePool(ctx context.Context, actor access.Principal, in NewPool) (Pool, error) {
-	env, err := dbgen.New(s.pool).GetEnvironment(ctx, in.EnvironmentID)
-	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can("resolver:config:read", env.TenantID) {
-		return Pool{}, problem.Invalid("environment_id", "exists", "no environment with this ID that you can see")
-	}
+	where, err := scopeOf(ctx, dbgen.New(s.pool), actor, in)
 	if err != nil {
 		return Pool{}, err
-	}
-	if !actor.Can("resolver:config:manage", env.TenantID) {
-		return Pool{}, problem.ErrForbidden
 	}
 	v := &problem.ValidationError{}
 	in.Name = strings.TrimSpace(in.Name)
@@ -100,18 +136,18 @@ func (s *Service) CreatePool(ctx context.Context, actor access.Principal, in New
 	}
 	var row dbgen.IpamPool
 	err = db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
-		row, err = q.CreatePool(ctx, dbgen.CreatePoolParams{TenantID: env.TenantID, EnvironmentID: env.ID, Name: in.Name, Prefix: prefix,
-			Reserved: reserved, CreatedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}})
+		row, err = q.CreatePool(ctx, dbgen.CreatePoolParams{TenantID: where.tenant, EnvironmentID: where.environment, LandingZoneID: where.zone,
+			Name: in.Name, Prefix: prefix, Reserved: reserved, CreatedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}})
 		switch {
 		case db.IsExclusionViolation(err):
-			return problem.Invalid("prefix", "overlap", "%s overlaps another pool of %s", prefix, env.Name)
+			return problem.Invalid("prefix", "overlap", "%s overlaps another pool of %s", prefix, where.name)
 		case db.IsUniqueViolation(err):
-			return problem.Invalid("name", "unique", "%s already has a pool named %q", env.Name, in.Name)
+			return problem.Invalid("name", "unique", "%s already has a pool named %q", where.name, in.Name)
 		case err != nil:
 			return err
 		}
-		return audit.Record(ctx, q, actor, audit.Event{Tenant: env.TenantID, Action: "ipam_pool.create", TargetType: "ipam_pool",
-			TargetID: row.ID.String(), Diff: map[string]any{"name": in.Name, "prefix": prefix.String(), "environment": env.Name}})
+		return audit.Record(ctx, q, actor, audit.Event{Tenant: where.tenant.UUID, Action: "ipam_pool.create", TargetType: "ipam_pool",
+			TargetID: row.ID.String(), Diff: map[string]any{"name": in.Name, "prefix": prefix.String(), "scope": where.name}})
 	})
 	if err != nil {
 		return Pool{}, fmt.Errorf("create pool: %w", err)
@@ -138,7 +174,7 @@ func parsePrefix(field, text string, v *problem.ValidationError) netip.Prefix {
 func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID) (Pool, error) {
 	q := dbgen.New(s.pool)
 	r, err := q.GetPool(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can("resolver:config:read", r.TenantID) {
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && !canRead(actor, r.TenantID) {
 		return Pool{}, problem.ErrNotFound
 	}
 	if err != nil {
@@ -148,8 +184,8 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	if err != nil {
 		return Pool{}, fmt.Errorf("pool allocations: %w", err)
 	}
-	p := poolOf(dbgen.IpamPool{ID: r.ID, TenantID: r.TenantID, EnvironmentID: r.EnvironmentID, Name: r.Name, Prefix: r.Prefix,
-		Reserved: r.Reserved, CreatedAt: r.CreatedAt}, r.EnvironmentName)
+	p := poolOf(dbgen.IpamPool{ID: r.ID, TenantID: r.TenantID, EnvironmentID: r.EnvironmentID, LandingZoneID: r.LandingZoneID,
+		Name: r.Name, Prefix: r.Prefix, Reserved: r.Reserved, CreatedAt: r.CreatedAt}, r.EnvironmentName, r.LandingZoneName)
 	p.Allocations = make([]Allocation, len(rows))
 	taken := append([]netip.Prefix{}, r.Reserved...)
 	for i, a := range rows {
@@ -163,9 +199,26 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	return p, nil
 }
 
-func poolOf(r dbgen.IpamPool, env string) Pool {
-	return Pool{ID: r.ID, TenantID: r.TenantID, EnvironmentID: r.EnvironmentID, Environment: env, Name: r.Name, Prefix: r.Prefix,
+// canRead reports whether the actor may see a pool of tenantID; a landing zone's pool (no
+// tenant) is shared by many tenants, and only provider admins see it whole.
+func canRead(actor access.Principal, tenantID uuid.NullUUID) bool {
+	if !tenantID.Valid {
+		return actor.ProviderAdmin
+	}
+	return actor.Can("resolver:config:read", tenantID.UUID)
+}
+
+func poolOf(r dbgen.IpamPool, env, zone string) Pool {
+	return Pool{ID: r.ID, TenantID: idOf(r.TenantID), EnvironmentID: idOf(r.EnvironmentID), Environment: env,
+		LandingZoneID: idOf(r.LandingZoneID), LandingZone: zone, Name: r.Name, Prefix: r.Prefix,
 		Gateway: gateway(r.Prefix), Reserved: r.Reserved, CreatedAt: r.CreatedAt}
+}
+
+func idOf(id uuid.NullUUID) *uuid.UUID {
+	if !id.Valid {
+		return nil
+	}
+	return &id.UUID
 }
 
 // utilisation is the share of the pool's addresses taken, counting overlapping ranges once.
@@ -196,17 +249,22 @@ func count(first, last netip.Addr) float64 {
 	return d + 1
 }
 
-// List returns the pools the actor may see, of one environment when environmentID is set.
-func (s *Service) List(ctx context.Context, actor access.Principal, environmentID uuid.UUID) ([]Pool, error) {
+// Filter narrows a list of pools to one environment's or one landing zone's.
+type Filter struct{ EnvironmentID, LandingZoneID uuid.UUID }
+
+// List returns the pools the actor may see.
+func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([]Pool, error) {
 	rows, err := dbgen.New(s.pool).ListPools(ctx, dbgen.ListPoolsParams{AllTenants: actor.ProviderAdmin,
-		TenantIds: actor.TenantsWith("resolver:config:read"), EnvironmentID: uuid.NullUUID{UUID: environmentID, Valid: environmentID != uuid.Nil}})
+		TenantIds:     actor.TenantsWith("resolver:config:read"),
+		EnvironmentID: uuid.NullUUID{UUID: f.EnvironmentID, Valid: f.EnvironmentID != uuid.Nil},
+		LandingZoneID: uuid.NullUUID{UUID: f.LandingZoneID, Valid: f.LandingZoneID != uuid.Nil}})
 	if err != nil {
 		return nil, fmt.Errorf("list pools: %w", err)
 	}
 	out := make([]Pool, len(rows))
 	for i, r := range rows {
-		out[i] = poolOf(dbgen.IpamPool{ID: r.ID, TenantID: r.TenantID, EnvironmentID: r.EnvironmentID, Name: r.Name, Prefix: r.Prefix,
-			Reserved: r.Reserved, CreatedAt: r.CreatedAt}, r.EnvironmentName)
+		out[i] = poolOf(dbgen.IpamPool{ID: r.ID, TenantID: r.TenantID, EnvironmentID: r.EnvironmentID, LandingZoneID: r.LandingZoneID,
+			Name: r.Name, Prefix: r.Prefix, Reserved: r.Reserved, CreatedAt: r.CreatedAt}, r.EnvironmentName, r.LandingZoneName)
 		out[i].Used = int(r.Allocations)
 	}
 	return out, nil

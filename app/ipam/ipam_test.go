@@ -24,7 +24,7 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 func pool(tb testing.TB, pg *pgxpool.Pool, prefix string) (uuid.UUID, dbtest.Deployment) {
 	tb.Helper()
 	d := dbtest.NewDeployment(tb, pg)
-	p, err := dbgen.New(pg).CreatePool(context.Background(), dbgen.CreatePoolParams{TenantID: d.TenantID, EnvironmentID: d.EnvironmentID,
+	p, err := dbgen.New(pg).CreatePool(context.Background(), dbgen.CreatePoolParams{TenantID: uuid.NullUUID{UUID: d.TenantID, Valid: true}, EnvironmentID: uuid.NullUUID{UUID: d.EnvironmentID, Valid: true},
 		Name: "p", Prefix: netip.MustParsePrefix(prefix), Reserved: []netip.Prefix{}})
 	if err != nil {
 		tb.Fatal(err)

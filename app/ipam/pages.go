@@ -20,7 +20,7 @@ func (h *Handlers) ListPage(c echo.Context) error {
 
 func (h *Handlers) renderList(c echo.Context, status int, in *NewPool, err error) error {
 	ctx, actor := web.Ctx(c), web.Actor(c)
-	pools, lerr := h.svc.List(ctx, actor, uuid.Nil)
+	pools, lerr := h.svc.List(ctx, actor, Filter{})
 	if lerr != nil {
 		return lerr
 	}
@@ -30,16 +30,29 @@ func (h *Handlers) renderList(c echo.Context, status int, in *NewPool, err error
 	}
 	var form *views.PoolForm
 	if actor.ProviderAdmin {
-		envs, err2 := dbgen.New(h.svc.pool).ListEnvironments(ctx, dbgen.ListEnvironmentsParams{AllTenants: true})
+		q := dbgen.New(h.svc.pool)
+		zones, err2 := q.ListLandingZones(ctx, nil)
+		if err2 != nil {
+			return err2
+		}
+		envs, err2 := q.ListEnvironments(ctx, dbgen.ListEnvironmentsParams{AllTenants: true})
 		if err2 != nil {
 			return err2
 		}
 		form = &views.PoolForm{Errors: web.FormErrors(err)}
+		for _, z := range zones {
+			form.Zones = append(form.Zones, views.RoleOption{Value: "landing_zone:" + z.ID.String(), Label: z.Name})
+		}
 		for _, e := range envs {
-			form.Environments = append(form.Environments, views.RoleOption{Value: e.ID.String(), Label: e.TenantName + " / " + e.Name})
+			form.Environments = append(form.Environments, views.RoleOption{Value: "environment:" + e.ID.String(), Label: e.TenantName + " / " + e.Name})
 		}
 		if in != nil {
-			form.Environment, form.Name, form.Prefix, form.Reserved = in.EnvironmentID.String(), in.Name, in.Prefix, strings.Join(in.Reserved, ", ")
+			form.Scope, form.Name, form.Prefix, form.Reserved = scopeValue(*in), in.Name, in.Prefix, strings.Join(in.Reserved, ", ")
+			for _, field := range []string{"environment_id", "landing_zone_id"} {
+				if msg := form.Errors[field]; msg != "" {
+					form.Errors["scope"] = msg
+				}
+			}
 			for field, msg := range form.Errors {
 				if strings.HasPrefix(field, "reserved[") {
 					form.Errors["reserved"] = msg
@@ -51,7 +64,11 @@ func (h *Handlers) renderList(c echo.Context, status int, in *NewPool, err error
 }
 
 func rowOf(p Pool) views.PoolRow {
-	return views.PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Environment: p.Environment,
+	where := "landing zone " + p.LandingZone
+	if p.EnvironmentID != nil {
+		where = p.Environment
+	}
+	return views.PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Scope: where,
 		Gateway: p.Gateway.String(), Used: p.Used, Utilisation: p.Utilisation}
 }
 
@@ -63,11 +80,16 @@ func (h *Handlers) CreateForm(c echo.Context) error {
 			in.Reserved = append(in.Reserved, r)
 		}
 	}
-	env, err := uuid.Parse(c.FormValue("environment_id"))
-	if err != nil {
-		return h.renderList(c, http.StatusUnprocessableEntity, &in, problem.Invalid("environment_id", "required", "choose an environment"))
+	kind, raw, _ := strings.Cut(c.FormValue("scope"), ":")
+	id, err := uuid.Parse(raw)
+	switch {
+	case err != nil:
+		return h.renderList(c, http.StatusUnprocessableEntity, &in, problem.Invalid("scope", "required", "choose a landing zone or an environment"))
+	case kind == "landing_zone":
+		in.LandingZoneID = id
+	default:
+		in.EnvironmentID = id
 	}
-	in.EnvironmentID = env
 	p, err := h.svc.CreatePool(web.Ctx(c), web.Actor(c), in)
 	if web.FormErrors(err) != nil {
 		return h.renderList(c, http.StatusUnprocessableEntity, &in, err)
@@ -77,6 +99,14 @@ func (h *Handlers) CreateForm(c echo.Context) error {
 	}
 	web.SetFlash(c, web.FlashSuccess, "Pool "+p.Name+" ("+p.Prefix.String()+") added.")
 	return web.Redirect(c, "/ipam/pools/"+p.ID.String())
+}
+
+// scopeValue is the scope select's value for a pool's landing zone or environment.
+func scopeValue(in NewPool) string {
+	if in.LandingZoneID != uuid.Nil {
+		return "landing_zone:" + in.LandingZoneID.String()
+	}
+	return "environment:" + in.EnvironmentID.String()
 }
 
 // ShowPage shows a pool: how full it is, and who holds what.

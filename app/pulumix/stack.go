@@ -196,6 +196,38 @@ func (r *Runner) Destroy(ctx context.Context, st Stack, progress io.Writer) (Res
 	return out, nil
 }
 
+// PreviewDestroy shows what Destroy would delete, deleting nothing: its events plan a delete of
+// each resource. A stack that does not exist has nothing to delete.
+func (r *Runner) PreviewDestroy(ctx context.Context, st Stack, progress io.Writer) (Result, error) {
+	_, statErr := os.Stat(r.stackDir(st.Name))
+	s, err := r.prepare(ctx, st, false)
+	if errors.Is(err, ErrNoStack) {
+		if errors.Is(statErr, fs.ErrNotExist) {
+			_ = os.RemoveAll(r.stackDir(st.Name)) // looking must not leave a directory behind
+		}
+		return Result{Changes: map[string]int{}, Output: fmt.Sprintf("no stack named %s: nothing to destroy", st.Name)}, nil
+	} else if err != nil {
+		return Result{}, err
+	}
+	said, w := r.streams(progress)
+	opts := []optdestroy.Option{optdestroy.Parallel(parallel), optdestroy.Color("never"),
+		optdestroy.ProgressStreams(w), optdestroy.ErrorProgressStreams(w), optdestroy.ShowSecrets(false)}
+	events, delivered := watch(progress)
+	if events != nil {
+		opts = append(opts, optdestroy.EventStreams(events))
+	}
+	res, err := s.PreviewDestroy(ctx, opts...)
+	delivered()
+	out := Result{Changes: map[string]int{}, Output: said.text()}
+	for op, n := range res.ChangeSummary {
+		out.Changes[string(op)] = n
+	}
+	if err != nil {
+		return out, failure(ctx, "preview", st.Name, err, out.Output)
+	}
+	return out, nil
+}
+
 // ClearLock removes the lock a crashed engine left on the stack, which otherwise refuses every
 // later operation. The caller guarantees that no engine runs the stack: removing a live engine's
 // lock lets two engines write one state.

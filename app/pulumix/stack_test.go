@@ -159,6 +159,17 @@ func testUpUpdatePreviewDestroy(t *testing.T, backend string) {
 		t.Fatalf("export is not the stack's state:\n%s", state)
 	}
 
+	res, err = timed(t, "preview destroy", func() (Result, error) { return r.PreviewDestroy(ctx, st, nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Changes["delete"] != 3 {
+		t.Errorf("preview destroy changes %v: want the stack, the disk and the machine to be deleted", res.Changes)
+	}
+	if m := machineFile(t, cloud, id); m["cores"] != float64(4) {
+		t.Fatalf("the preview of the destroy changed the machine: %v", m)
+	}
+
 	res, err = timed(t, "destroy", func() (Result, error) { return r.Destroy(ctx, st, nil) })
 	if err != nil {
 		t.Fatal(err)
@@ -179,6 +190,9 @@ func testUpUpdatePreviewDestroy(t *testing.T, backend string) {
 	t.Logf("destroy again: %s", res.Output)
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("the second destroy left a working directory: %v", err)
+	}
+	if res, err := r.PreviewDestroy(ctx, st, nil); err != nil || len(res.Changes) != 0 {
+		t.Fatalf("preview of destroying a destroyed stack: %v %v, want nothing to delete", res.Changes, err)
 	}
 	if _, err := r.Export(ctx, st); !errors.Is(err, ErrNoStack) {
 		t.Fatalf("export of a removed stack: %v", err)

@@ -61,3 +61,47 @@ func (h *Handlers) NextNameAPI(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, map[string]any{"name": name})
 }
+
+// ZoneListAPI answers GET /api/v1/landing-zones/{id}/resolvers.
+func (h *Handlers) ZoneListAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	configs, err := h.svc.ZoneConfigs(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"resolvers": configs})
+}
+
+// ZoneSetAPI answers PUT /api/v1/landing-zones/{id}/resolvers/{type}, whose body is the
+// resolver's configuration for every environment of the zone that does not override it.
+func (h *Handlers) ZoneSetAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil || !json.Valid(body) {
+		return problem.Invalid("config", "json", "the body must be the resolver's configuration as a JSON object")
+	}
+	cfg, err := h.svc.SetZoneConfig(web.Ctx(c), web.Actor(c), id, c.Param("type"), body)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, cfg)
+}
+
+// ClearAPI answers DELETE /api/v1/environments/{id}/resolvers/{type}: the environment's own
+// configuration goes, and its landing zone's applies again.
+func (h *Handlers) ClearAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := h.svc.ClearConfig(web.Ctx(c), web.Actor(c), id, c.Param("type")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/problem"
@@ -29,7 +28,7 @@ type imageConfig struct {
 func (imageResolver) Type() string      { return "image_catalog" }
 func (imageResolver) Outputs() []string { return []string{"image_id", "image_name"} }
 
-func (imageResolver) Check(_ context.Context, _ *dbgen.Queries, _ uuid.UUID, raw json.RawMessage, v *problem.ValidationError) {
+func (imageResolver) Check(_ context.Context, _ *dbgen.Queries, _ Scope, raw json.RawMessage, v *problem.ValidationError) {
 	var c imageConfig
 	if err := strictJSON(raw, &c); err != nil {
 		v.Add("config", "json", "must be {\"os_family\": …, \"os_version\": …, \"architecture\": optional, \"provider\": optional}: %v", err)

@@ -34,7 +34,7 @@ func (ipamResolver) Outputs() []string {
 // subnetKey is the key under which a deployment holds its subnet, beside its address.
 const subnetKey = "ipam.subnet"
 
-func (ipamResolver) Check(ctx context.Context, q *dbgen.Queries, environmentID uuid.UUID, raw json.RawMessage, v *problem.ValidationError) {
+func (ipamResolver) Check(ctx context.Context, q *dbgen.Queries, scope Scope, raw json.RawMessage, v *problem.ValidationError) {
 	var c ipamConfig
 	if err := strictJSON(raw, &c); err != nil {
 		v.Add("config", "json", "must be {\"pool_id\": …, \"subnet_bits\": optional prefix length of subnets}: %v", err)
@@ -42,8 +42,8 @@ func (ipamResolver) Check(ctx context.Context, q *dbgen.Queries, environmentID u
 	}
 	pool, err := q.GetPool(ctx, c.PoolID)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows) || err == nil && pool.EnvironmentID != environmentID:
-		v.Add("config.pool_id", "exists", "no pool with this ID in this environment")
+	case errors.Is(err, pgx.ErrNoRows) || err == nil && !inScope(pool, scope):
+		v.Add("config.pool_id", "exists", "no pool with this ID in this %s", scope.noun())
 	case err != nil:
 		v.Add("config.pool_id", "exists", "the pool could not be read: %v", err)
 	case c.SubnetBits != 0 && (c.SubnetBits < pool.Prefix.Bits() || c.SubnetBits > pool.Prefix.Addr().BitLen()):
@@ -70,4 +70,13 @@ func (ipamResolver) Resolve(ctx context.Context, q *dbgen.Queries, c Call) (map[
 	}
 	return map[string]any{"address": lease.Address.String(), "prefix_length": float64(lease.Prefix.Bits()),
 		"gateway": lease.Gateway.String(), "cidr": lease.Prefix.String(), "subnet": lease.Prefix.String()}, nil
+}
+
+// inScope reports whether a configuration of scope may hand out from pool: an environment
+// uses its own pools and its landing zone's, a landing zone its own.
+func inScope(pool dbgen.GetPoolRow, scope Scope) bool {
+	if scope.Environment != uuid.Nil && pool.EnvironmentID.Valid {
+		return pool.EnvironmentID.UUID == scope.Environment
+	}
+	return pool.LandingZoneID.Valid && pool.LandingZoneID.UUID == scope.Zone
 }

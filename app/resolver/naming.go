@@ -43,7 +43,7 @@ var (
 func (namingResolver) Type() string      { return "naming" }
 func (namingResolver) Outputs() []string { return []string{"name", "fqdn"} }
 
-func (namingResolver) Check(_ context.Context, _ *dbgen.Queries, _ uuid.UUID, raw json.RawMessage, v *problem.ValidationError) {
+func (namingResolver) Check(_ context.Context, _ *dbgen.Queries, _ Scope, raw json.RawMessage, v *problem.ValidationError) {
 	var c namingConfig
 	if err := strictJSON(raw, &c); err != nil {
 		v.Add("config", "json", "must be {\"pattern\": …, \"domain\": …}: %v", err)
@@ -136,7 +136,7 @@ func (namingResolver) Resolve(ctx context.Context, q *dbgen.Queries, c Call) (ma
 	if err == nil {
 		return map[string]any{"name": held.Name, "fqdn": held.Fqdn}, nil
 	}
-	scope := c.Deployment.EnvID.String() + ":" + render(cfg.Pattern, c.Deployment, -1)
+	scope := sequenceKey(c.Owner, cfg.Pattern, c.Deployment)
 	// A name someone took by other means is skipped, never handed out twice.
 	for range 1000 {
 		n, err := q.NextInSequence(ctx, scope)
@@ -165,15 +165,22 @@ func (namingResolver) Resolve(ctx context.Context, q *dbgen.Queries, c Call) (ma
 	return nil, fmt.Errorf("no free name after 1000 tries of %s", cfg.Pattern)
 }
 
-// PreviewName is the name the pattern would give next in an environment, for the
+// sequenceKey names the sequence a name takes its number from: one per configuration's owner
+// and pattern as rendered without the number, so acme-dev-{seq} and acme-prod-{seq} count
+// apart.
+func sequenceKey(owner uuid.UUID, pattern string, d Deployment) string {
+	return owner.String() + ":" + render(pattern, d, -1)
+}
+
+// PreviewName is the name the pattern configured on owner would give d next, for the
 // configuration form; it takes no number.
-func PreviewName(ctx context.Context, q *dbgen.Queries, pattern string, d Deployment) (string, error) {
+func PreviewName(ctx context.Context, q *dbgen.Queries, owner uuid.UUID, pattern string, d Deployment) (string, error) {
 	v := &problem.ValidationError{}
 	checkPattern(pattern, v)
 	if err := v.Err(); err != nil {
 		return "", err
 	}
-	last, err := q.LastInSequence(ctx, d.EnvID.String()+":"+render(pattern, d, -1))
+	last, err := q.LastInSequence(ctx, sequenceKey(owner, pattern, d))
 	if err != nil {
 		return "", err
 	}

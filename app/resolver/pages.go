@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/problem"
@@ -15,43 +16,116 @@ import (
 	"nimbus/views"
 )
 
-// EnvironmentPage shows an environment's resolver configurations, with forms for provider
-// admins.
+// EnvironmentPage shows an environment's resolver configurations, its own and its landing
+// zone's, with forms for provider admins.
 func (h *Handlers) EnvironmentPage(c echo.Context) error {
-	return h.renderEnvironment(c, http.StatusOK, "", nil, nil)
+	return h.renderPage(c, http.StatusOK, "", nil, nil)
 }
 
-// renderEnvironment renders the page; a form of typ that failed with err comes back with what
-// was typed (form) and its problems.
-func (h *Handlers) renderEnvironment(c echo.Context, status int, typ string, form map[string]string, err error) error {
-	id, ierr := web.IDParam(c, "id")
-	if ierr != nil {
-		return ierr
+// ZonePage shows a landing zone's resolver configurations.
+func (h *Handlers) ZonePage(c echo.Context) error {
+	return h.renderPage(c, http.StatusOK, "", nil, nil)
+}
+
+// page is what the resolver page of an environment or a landing zone is made from.
+type page struct {
+	view    views.ResolversView
+	configs []Config
+	pools   dbgen.ListPoolsParams
+	names   uuid.UUID // the environment whose issued names are listed; none for a zone
+	preview func(pattern string) (string, error)
+}
+
+// pageOf reads the scope the request's path names: /landing-zones/:id/… or /environments/:id/….
+func (h *Handlers) pageOf(c echo.Context) (page, error) {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return page{}, err
 	}
 	ctx, actor := web.Ctx(c), web.Actor(c)
-	env, eerr := h.svc.environment(ctx, actor, id)
-	if eerr != nil {
-		return eerr
+	if strings.HasPrefix(c.Path(), "/landing-zones/") {
+		z, err := h.svc.zone(ctx, actor, id)
+		if err != nil {
+			return page{}, err
+		}
+		configs, err := h.svc.ZoneConfigs(ctx, actor, id)
+		if err != nil {
+			return page{}, err
+		}
+		return page{
+			view: views.ResolversView{Base: "/landing-zones/" + id.String() + "/resolvers", Heading: "Resolvers of landing zone " + z.Name,
+				Intro:     "Every environment of this landing zone resolves with these, unless it overrides one. The name preview stands in tenant and env for an environment's own.",
+				CanManage: actor.ProviderAdmin && z.Status != "retired"},
+			configs: configs,
+			pools:   dbgen.ListPoolsParams{AllTenants: true, LandingZoneID: nullUUID(id)},
+			preview: func(p string) (string, error) { return h.svc.NextZoneName(ctx, actor, id, p) },
+		}, nil
 	}
-	configs, cerr := h.svc.Configs(ctx, actor, id)
-	if cerr != nil {
-		return cerr
+	env, err := h.svc.environment(ctx, actor, id)
+	if err != nil {
+		return page{}, err
 	}
-	q := dbgen.New(h.svc.pool)
-	v := views.EnvironmentResolversView{ID: env.ID.String(), Name: env.Name, Tenant: env.TenantName,
-		CanManage: actor.Can("resolver:config:manage", env.TenantID), Configured: map[string]bool{}, Errors: map[string]views.Errors{},
-		SecretLength: "24"}
-	for _, k := range NamingVariables {
-		v.Variables = append(v.Variables, views.RoleOption{Value: k.Name, Label: k.Meaning})
+	configs, err := h.svc.Configs(ctx, actor, id)
+	if err != nil {
+		return page{}, err
 	}
-	pools, perr := q.ListPools(ctx, dbgen.ListPoolsParams{AllTenants: true, EnvironmentID: nullUUID(env.ID)})
+	pg := page{
+		view: views.ResolversView{Base: "/environments/" + id.String() + "/resolvers", Heading: "Resolvers of " + env.TenantName + " / " + env.Name,
+			Intro:     "A component input bound to a resolver is filled when it is deployed here, if this environment or its landing zone configures that resolver; elsewhere it is an ordinary input.",
+			CanManage: actor.Can("resolver:config:manage", env.TenantID), Inherited: map[string]string{}},
+		configs: configs,
+		pools:   dbgen.ListPoolsParams{AllTenants: true, EnvironmentID: nullUUID(id)},
+		names:   id,
+		preview: func(p string) (string, error) { return h.svc.NextName(ctx, actor, id, p) },
+	}
+	for _, cfg := range configs {
+		if cfg.Inherited {
+			pg.view.Inherited[cfg.Type] = env.LandingZoneName
+		}
+	}
+	return pg, nil
+}
+
+// renderPage renders the resolver page; a form of typ that failed with err comes back with
+// what was typed (form) and its problems.
+func (h *Handlers) renderPage(c echo.Context, status int, typ string, form map[string]string, err error) error {
+	pg, perr := h.pageOf(c)
 	if perr != nil {
 		return perr
 	}
-	for _, p := range pools {
-		v.Pools = append(v.Pools, views.RoleOption{Value: p.ID.String(), Label: p.Name + " (" + p.Prefix.String() + ")"})
+	ctx := web.Ctx(c)
+	q := dbgen.New(h.svc.pool)
+	v := pg.view
+	v.Configured, v.Errors, v.SecretLength = map[string]bool{}, map[string]views.Errors{}, "24"
+	for _, k := range NamingVariables {
+		v.Variables = append(v.Variables, views.RoleOption{Value: k.Name, Label: k.Meaning})
 	}
-	for _, cfg := range configs {
+	pools, perr := q.ListPools(ctx, pg.pools)
+	if perr != nil {
+		return perr
+	}
+	if pg.pools.EnvironmentID.Valid {
+		// An environment may also hand out from its landing zone's pools.
+		env, err := q.GetEnvironment(ctx, pg.pools.EnvironmentID.UUID)
+		if err != nil {
+			return err
+		}
+		if env.LandingZoneID.Valid {
+			shared, err := q.ListPools(ctx, dbgen.ListPoolsParams{AllTenants: true, LandingZoneID: env.LandingZoneID})
+			if err != nil {
+				return err
+			}
+			pools = append(pools, shared...)
+		}
+	}
+	for _, p := range pools {
+		label := p.Name + " (" + p.Prefix.String() + ")"
+		if p.LandingZoneID.Valid && pg.pools.EnvironmentID.Valid {
+			label += ", shared by the landing zone"
+		}
+		v.Pools = append(v.Pools, views.RoleOption{Value: p.ID.String(), Label: label})
+	}
+	for _, cfg := range pg.configs {
 		v.Configured[cfg.Type] = true
 		var m map[string]any
 		_ = json.Unmarshal(cfg.Config, &m)
@@ -99,20 +173,22 @@ func (h *Handlers) renderEnvironment(c echo.Context, status int, typ string, for
 		}
 	}
 	if v.Pattern != "" {
-		v.NextName, _ = h.svc.NextName(ctx, actor, env.ID, v.Pattern)
+		v.NextName, _ = pg.preview(v.Pattern)
 	}
-	names, nerr := q.IssuedNames(ctx, env.ID)
-	if nerr != nil {
-		return nerr
-	}
-	for _, n := range names {
-		row := views.IssuedNameRow{Name: n.Name, FQDN: n.Fqdn, Deployment: n.DeploymentName, Created: n.CreatedAt}
-		if n.DeploymentID.Valid {
-			row.DeploymentID = n.DeploymentID.UUID.String()
+	if pg.names != uuid.Nil {
+		names, nerr := q.IssuedNames(ctx, pg.names)
+		if nerr != nil {
+			return nerr
 		}
-		v.Names = append(v.Names, row)
+		for _, n := range names {
+			row := views.IssuedNameRow{Name: n.Name, FQDN: n.Fqdn, Deployment: n.DeploymentName, Created: n.CreatedAt}
+			if n.DeploymentID.Valid {
+				row.DeploymentID = n.DeploymentID.UUID.String()
+			}
+			v.Names = append(v.Names, row)
+		}
 	}
-	return web.Render(c, status, views.EnvironmentResolvers(web.Page(c, "Resolvers of "+env.Name), v))
+	return web.Render(c, status, views.Resolvers(web.Page(c, v.Heading), v))
 }
 
 // formFields are the fields of each resolver's form and how each goes into its configuration.
@@ -146,7 +222,7 @@ func (h *Handlers) SetForm(c echo.Context) error {
 		case f.integer:
 			n, err := strconv.Atoi(val)
 			if err != nil {
-				return h.renderEnvironment(c, http.StatusUnprocessableEntity, typ, typed, problem.Invalid("config."+f.name, "integer", "%q is not a whole number", val))
+				return h.renderPage(c, http.StatusUnprocessableEntity, typ, typed, problem.Invalid("config."+f.name, "integer", "%q is not a whole number", val))
 			}
 			config[f.name] = n
 		default:
@@ -154,14 +230,18 @@ func (h *Handlers) SetForm(c echo.Context) error {
 		}
 	}
 	raw, _ := json.Marshal(config)
-	if _, err := h.svc.SetConfig(web.Ctx(c), web.Actor(c), id, typ, raw); err != nil {
+	set, back := h.svc.SetConfig, "/environments/"+id.String()+"/resolvers"
+	if strings.HasPrefix(c.Path(), "/landing-zones/") {
+		set, back = h.svc.SetZoneConfig, "/landing-zones/"+id.String()+"/resolvers"
+	}
+	if _, err := set(web.Ctx(c), web.Actor(c), id, typ, raw); err != nil {
 		if web.FormErrors(err) != nil {
-			return h.renderEnvironment(c, http.StatusUnprocessableEntity, typ, typed, err)
+			return h.renderPage(c, http.StatusUnprocessableEntity, typ, typed, err)
 		}
 		return err
 	}
 	web.SetFlash(c, web.FlashSuccess, "The "+typ+" resolver is configured.")
-	return web.Redirect(c, "/environments/"+id.String()+"/resolvers")
+	return web.Redirect(c, back)
 }
 
 // NextNameFragment answers the naming form's pattern field as it is typed with the name it
@@ -171,7 +251,11 @@ func (h *Handlers) NextNameFragment(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	name, err := h.svc.NextName(web.Ctx(c), web.Actor(c), id, c.QueryParam("pattern"))
+	next := h.svc.NextName
+	if strings.HasPrefix(c.Path(), "/landing-zones/") {
+		next = h.svc.NextZoneName
+	}
+	name, err := next(web.Ctx(c), web.Actor(c), id, c.QueryParam("pattern"))
 	if err != nil {
 		errs := web.FormErrors(err)
 		if len(errs) == 0 {

@@ -27,7 +27,7 @@ type Resolver interface {
 	// Outputs are the values it produces; the first is what a binding without a field means.
 	Outputs() []string
 	// Check validates a configuration for an environment, naming each problem's field.
-	Check(ctx context.Context, q *dbgen.Queries, environmentID uuid.UUID, config json.RawMessage, v *problem.ValidationError)
+	Check(ctx context.Context, q *dbgen.Queries, scope Scope, config json.RawMessage, v *problem.ValidationError)
 	// Resolve produces the outputs for one input of a deployment, idempotently: asked again
 	// for the same deployment and input, it returns what it handed out before.
 	Resolve(ctx context.Context, q *dbgen.Queries, c Call) (map[string]any, error)
@@ -35,7 +35,10 @@ type Resolver interface {
 
 // Call is what a resolver is asked to resolve.
 type Call struct {
-	Config     json.RawMessage
+	Config json.RawMessage
+	// Owner is what the configuration belongs to, the environment or its landing zone: a
+	// naming sequence is shared by everything that shares the configuration.
+	Owner      uuid.UUID
 	Deployment Deployment
 	Operation  uuid.UUID
 	Input      string
@@ -87,6 +90,19 @@ func Targets() []string {
 		}
 	}
 	return out
+}
+
+// Scope is what a configuration is set on: a landing zone, or an environment overriding its
+// zone's. Zone is the environment's landing zone when Environment is set, and may be nil.
+type Scope struct {
+	Environment, Zone uuid.UUID
+}
+
+func (s Scope) noun() string {
+	if s.Environment != uuid.Nil {
+		return "environment or its landing zone"
+	}
+	return "landing zone"
 }
 
 // Binding is one input bound to a resolver's output.
@@ -162,9 +178,10 @@ func Active[T any](bindings []Binding, configured map[string]T) []Binding {
 	return out
 }
 
-// Configured returns the resolver types an environment configures.
+// Configured returns the resolver types that resolve in an environment: its own, and its
+// landing zone's.
 func Configured(ctx context.Context, q *dbgen.Queries, environmentID uuid.UUID) (map[string]bool, error) {
-	configs, err := q.ResolverConfigs(ctx, environmentID)
+	configs, err := q.EffectiveResolverConfigs(ctx, environmentID)
 	if err != nil {
 		return nil, err
 	}
@@ -182,13 +199,13 @@ func Resolve(ctx context.Context, q *dbgen.Queries, bindings []Binding, d Deploy
 	if len(bindings) == 0 {
 		return map[string]any{}, nil
 	}
-	configs, err := q.ResolverConfigs(ctx, d.EnvID)
+	configs, err := q.EffectiveResolverConfigs(ctx, d.EnvID)
 	if err != nil {
 		return nil, err
 	}
-	byType := map[string]json.RawMessage{}
+	byType := map[string]dbgen.ResolverConfiguration{}
 	for _, c := range configs {
-		byType[c.Type] = c.Config
+		byType[c.Type] = c
 	}
 	bindings = Active(bindings, byType)
 	// One call per thing handed out: an address and its gateway come from one allocation, a
@@ -200,7 +217,9 @@ func Resolve(ctx context.Context, q *dbgen.Queries, bindings []Binding, d Deploy
 		key := b.key()
 		got, ok := outputs[key]
 		if !ok {
-			got, err = registry[b.Type].Resolve(ctx, q, Call{Config: byType[b.Type], Deployment: d, Operation: operation, Input: key, Params: params})
+			cfg := byType[b.Type]
+			got, err = registry[b.Type].Resolve(ctx, q, Call{Config: cfg.Config, Owner: ownerOf(cfg), Deployment: d, Operation: operation,
+				Input: key, Params: params})
 			if err != nil {
 				return nil, fmt.Errorf("%w %s with %s: %w", ErrUnresolved, b.Input, b.Type, err)
 			}
@@ -209,6 +228,13 @@ func Resolve(ctx context.Context, q *dbgen.Queries, bindings []Binding, d Deploy
 		values[b.Input] = got[b.Output]
 	}
 	return values, nil
+}
+
+func ownerOf(c dbgen.ResolverConfiguration) uuid.UUID {
+	if c.EnvironmentID.Valid {
+		return c.EnvironmentID.UUID
+	}
+	return c.LandingZoneID.UUID
 }
 
 // ReleaseOperation gives back what one operation was handed, when it is undone.

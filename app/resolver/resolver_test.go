@@ -78,7 +78,7 @@ func TestSecret_LengthAndAlphabet(t *testing.T) {
 		t.Fatalf("secret %q", s)
 	}
 	v := &problem.ValidationError{}
-	secretResolver{}.Check(context.Background(), nil, [16]byte{}, json.RawMessage(`{"length": 4}`), v)
+	secretResolver{}.Check(context.Background(), nil, Scope{}, json.RawMessage(`{"length": 4}`), v)
 	if problem.FieldOf(v.Err()) != "config.length" {
 		t.Fatalf("a short secret: %v", v.Err())
 	}

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"math/big"
 
-	"github.com/google/uuid"
-
 	"nimbus/app/problem"
 	"nimbus/db/dbgen"
 )
@@ -28,7 +26,7 @@ const alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 func (secretResolver) Type() string      { return "secret_provisioner" }
 func (secretResolver) Outputs() []string { return []string{"value"} }
 
-func (secretResolver) Check(_ context.Context, _ *dbgen.Queries, _ uuid.UUID, raw json.RawMessage, v *problem.ValidationError) {
+func (secretResolver) Check(_ context.Context, _ *dbgen.Queries, _ Scope, raw json.RawMessage, v *problem.ValidationError) {
 	var c secretConfig
 	if err := strictJSON(raw, &c); err != nil {
 		v.Add("config", "json", "must be {\"length\": …, \"alphabet\": optional}: %v", err)

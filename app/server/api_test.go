@@ -86,6 +86,8 @@ type siteConfig struct {
 	backend string
 	// operationTimeout bounds each operation; a minute when zero.
 	operationTimeout time.Duration
+	// approvalTTL is how long an operation waits for approval; the default when zero.
+	approvalTTL time.Duration
 }
 
 // newSiteWith starts a server as cfg says.
@@ -121,7 +123,7 @@ func newSiteWith(t testing.TB, cfg siteConfig, configure ...func(*server.Deps)) 
 		t.Fatal(err)
 	}
 	runner, _ := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), data, map[string]string{"SIMCLOUD_DIR": cloud}, opts...)
-	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.operationTimeout}
+	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.operationTimeout, ApprovalTTL: cfg.approvalTTL}
 	client, err := jobs.NewClient(w.pool, log, jobs.Config{Register: server.Workers(w.pool, eng, log), Periodic: server.Periodic()})
 	if err != nil {
 		t.Fatal(err)

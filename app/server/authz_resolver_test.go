@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/google/uuid"
-
 	"nimbus/app/environment"
 	"nimbus/app/ipam"
 	"nimbus/app/problem"
@@ -47,12 +45,12 @@ var resolverCases = map[string]func(t *testing.T, w *world){
 	},
 	"ipam.Service.List": func(t *testing.T, w *world) {
 		devPool(t, w)
-		got, err := ipam.NewService(w.pool).List(context.Background(), w.adminB, uuid.Nil)
+		got, err := ipam.NewService(w.pool).List(context.Background(), w.adminB, ipam.Filter{})
 		must(t, err)
 		if len(got) != 0 {
 			t.Fatalf("B lists A's pools: %v", got)
 		}
-		if got, err = ipam.NewService(w.pool).List(context.Background(), w.readerA, uuid.Nil); err != nil || len(got) != 1 {
+		if got, err = ipam.NewService(w.pool).List(context.Background(), w.readerA, ipam.Filter{}); err != nil || len(got) != 1 {
 			t.Fatalf("A's reader lists %v (%v)", got, err)
 		}
 	},

@@ -160,7 +160,7 @@ func must(t *testing.T, err error) {
 
 // authzCases holds, for every data-access method, a test that an actor outside its reach is
 // refused and an actor within it is served. Each domain keeps its cases in its own map.
-var authzCases = merge(accountCases, componentCases, environmentCases, deployCases, governanceCases, resolverCases)
+var authzCases = merge(accountCases, componentCases, environmentCases, deployCases, governanceCases, resolverCases, approvalCases, zoneCases)
 
 func merge(maps ...map[string]func(*testing.T, *world)) map[string]func(*testing.T, *world) {
 	out := map[string]func(*testing.T, *world){}

@@ -59,7 +59,7 @@ func TestPages_PoolsResolversAndImages(t *testing.T) {
 	root.signIn(t, "root@example.com", "correct horse battery")
 
 	root.get(t, "/ipam")
-	form := url.Values{"_csrf": {root.csrf}, "environment_id": {env.ID.String()}, "name": {"dev-net"}, "prefix": {"10.40.0.5/24"}}
+	form := url.Values{"_csrf": {root.csrf}, "scope": {"environment:" + env.ID.String()}, "name": {"dev-net"}, "prefix": {"10.40.0.5/24"}}
 	r := root.post(t, "/ipam/pools", form)
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 	if !strings.Contains(string(r.body), "did you mean 10.40.0.0/24") {

@@ -21,13 +21,16 @@ import (
 	"riverqueue.com/riverui"
 
 	"nimbus/app/access"
+	"nimbus/app/approval"
 	"nimbus/app/audit"
 	"nimbus/app/auth"
 	"nimbus/app/component"
+	"nimbus/app/dashboard"
 	"nimbus/app/deploy"
 	"nimbus/app/environment"
 	"nimbus/app/governance"
 	"nimbus/app/ipam"
+	"nimbus/app/landingzone"
 	"nimbus/app/objstore"
 	"nimbus/app/problem"
 	"nimbus/app/pulumix"
@@ -37,10 +40,8 @@ import (
 	"nimbus/app/tenant"
 	"nimbus/app/user"
 	"nimbus/app/web"
-	"nimbus/db/dbgen"
 	"nimbus/db/listen"
 	"nimbus/static"
-	"nimbus/views"
 )
 
 // maxBody caps request bodies; larger ones are refused with 413.
@@ -90,7 +91,9 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	auditSvc := audit.NewService(d.Pool)
 	auditH := audit.NewHandlers(auditSvc)
 	sysH := system.NewHandlers(d.Pool, d.Objects, d.Info)
-	envH := environment.NewHandlers(environment.NewService(d.Pool))
+	zones := landingzone.NewService(d.Pool, d.Keys, d.Jobs)
+	zoneH := landingzone.NewHandlers(zones)
+	envH := environment.NewHandlers(environment.NewService(d.Pool), zones)
 	operations := listen.New(d.Pool, "nimbus_operation", d.Log)
 	go operations.Run(ctx)
 	deployH := deploy.NewHandlers(deploy.NewService(d.Pool, d.Keys, d.Jobs, d.Runner, d.Objects), operations, ctx.Done())
@@ -121,7 +124,6 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 
 	signed := app.Group("", auth.RequireSignIn)
 	signed.POST("/logout", authH.Logout)
-	signed.GET("/", dashboard(tenantSvc, auditSvc))
 	signed.GET("/tenants", tenantH.ListPage)
 	signed.POST("/tenants", tenantH.CreateForm)
 	signed.GET("/tenants/:id", tenantH.ShowPage)
@@ -163,6 +165,19 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	signed.POST("/components/:id/deploy", deployH.DeployDialogForm)
 	signed.GET("/environments", envH.ListPage)
 	signed.POST("/environments", envH.CreateForm)
+	signed.GET("/environments/:id", envH.ShowPage)
+	signed.POST("/environments/:id/decommission", envH.DecommissionForm)
+	signed.POST("/environments/:id/retry", envH.RetryForm)
+	signed.GET("/landing-zones", zoneH.ListPage)
+	signed.POST("/landing-zones", zoneH.CreateForm)
+	signed.GET("/landing-zones/:id", zoneH.ShowPage)
+	signed.POST("/landing-zones/:id/system-services", zoneH.AddSystemServiceForm)
+	signed.POST("/landing-zones/:id/templates", zoneH.AddTemplateForm)
+	signed.POST("/landing-zones/:id/publish", zoneH.PublishForm)
+	signed.POST("/landing-zones/:id/retire", zoneH.RetireForm)
+	signed.GET("/landing-zones/:id/resolvers", resolverH.ZonePage)
+	signed.GET("/landing-zones/:id/resolvers/naming/next", resolverH.NextNameFragment)
+	signed.POST("/landing-zones/:id/resolvers/:type", resolverH.SetForm)
 	signed.GET("/catalog", componentH.CatalogPage)
 	signed.GET("/components/new", componentH.NewPage)
 	signed.POST("/components", componentH.CreateForm)
@@ -212,6 +227,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	api.GET("/environments/:id/resolvers", resolverH.ListAPI)
 	api.GET("/environments/:id/resolvers/naming/next", resolverH.NextNameAPI)
 	api.PUT("/environments/:id/resolvers/:type", resolverH.SetAPI)
+	api.DELETE("/environments/:id/resolvers/:type", resolverH.ClearAPI)
 	api.GET("/operations", deployH.OperationsAPI)
 	api.GET("/operations/:id", deployH.OperationAPI)
 	api.GET("/operations/:id/logs", deployH.LogsAPI)
@@ -223,6 +239,17 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	api.GET("/environments", envH.ListAPI)
 	api.POST("/environments", envH.CreateAPI)
 	api.GET("/environments/:id", envH.GetAPI)
+	api.POST("/environments/:id/decommission", envH.DecommissionAPI)
+	api.POST("/environments/:id/retry", envH.RetryAPI)
+	api.GET("/landing-zones", zoneH.ListAPI)
+	api.POST("/landing-zones", zoneH.CreateAPI)
+	api.GET("/landing-zones/:id", zoneH.GetAPI)
+	api.GET("/landing-zones/:id/resolvers", resolverH.ZoneListAPI)
+	api.PUT("/landing-zones/:id/resolvers/:type", resolverH.ZoneSetAPI)
+	api.POST("/landing-zones/:id/system-services", zoneH.AddSystemServiceAPI)
+	api.POST("/landing-zones/:id/templates", zoneH.AddTemplateAPI)
+	api.POST("/landing-zones/:id/publish", zoneH.PublishAPI)
+	api.POST("/landing-zones/:id/retire", zoneH.RetireAPI)
 	api.GET("/providers", componentH.SemanticsAPI)
 	api.POST("/providers", componentH.AddProviderAPI)
 	api.POST("/semantic-types", componentH.AddSemanticTypeAPI)
@@ -238,6 +265,28 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	api.POST("/components/:id/versions/:n/archive", componentH.ArchiveVersionAPI)
 	api.POST("/components/:id/check", componentH.CheckAPI)
 	api.GET("/checks/:id", componentH.GetCheckAPI)
+
+	// Approvals: the queue and its decisions, the policies, and the count of requests waiting
+	// for the viewer in every page's navigation.
+	approvals := approval.NewService(d.Pool, d.Jobs)
+	approvalH := approval.NewHandlers(approvals, deploy.NewService(d.Pool, d.Keys, d.Jobs, d.Runner, d.Objects))
+	e.Use(web.CountApprovals(approvals.Waiting))
+	signed.GET("/approvals", approvalH.QueuePage)
+	signed.GET("/approvals/:id", approvalH.ShowPage)
+	signed.POST("/approvals/:id/approve", approvalH.ApproveForm)
+	signed.POST("/approvals/:id/reject", approvalH.RejectForm)
+	signed.GET("/approval-policies", approvalH.PoliciesPage)
+	signed.POST("/approval-policies", approvalH.CreatePolicyForm)
+	signed.POST("/approval-policies/:id/delete", approvalH.DeletePolicyForm)
+	api.GET("/approvals", approvalH.ListAPI)
+	api.GET("/approvals/:id", approvalH.GetAPI)
+	api.POST("/approvals/:id/approve", approvalH.ApproveAPI)
+	api.POST("/approvals/:id/reject", approvalH.RejectAPI)
+	api.GET("/approval-policies", approvalH.PoliciesAPI)
+	api.POST("/approval-policies", approvalH.CreatePolicyAPI)
+	api.DELETE("/approval-policies/:id", approvalH.DeletePolicyAPI)
+	signed.GET("/", dashboard.NewHandlers(dashboard.NewService(d.Pool, approvals)).Page)
+
 	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
 
 	if d.Jobs != nil {
@@ -263,26 +312,33 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 }
 
 // Engine is what background work needs to drive Pulumi: the runner (nil without a toolchain),
-// the keyring that opens secret parameters, where blobs such as full operation logs go, and how
-// long one operation may take.
+// the keyring that opens secret parameters, where blobs such as full operation logs go, how
+// long one operation may take, and how long one may wait for approval (approval.DefaultTTL
+// when zero).
 type Engine struct {
 	Runner           *pulumix.Runner
 	Keys             *secrets.Keyring
 	Objects          objstore.Store
 	OperationTimeout time.Duration
+	ApprovalTTL      time.Duration
 }
 
 // Workers registers the job workers of every domain.
 func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Workers) {
 	return func(w *river.Workers) {
 		river.AddWorker(w, component.NewCheckWorker(pool, eng.Runner, log.With("component", "checks")))
-		river.AddWorker(w, deploy.NewWorker(pool, eng.Runner, eng.Keys, eng.Objects, log.With("component", "operations"), eng.OperationTimeout))
+		river.AddWorker(w, deploy.NewWorker(pool, eng.Runner, eng.Keys, eng.Objects, log.With("component", "operations"), eng.OperationTimeout).
+			Gated(approval.NewGate(eng.ApprovalTTL)))
+		river.AddWorker(w, approval.NewExpirer(pool, log.With("component", "approvals")))
 		river.AddWorker(w, deploy.NewReaper(pool))
+		river.AddWorker(w, landingzone.NewAdvancer(pool, eng.Keys))
 	}
 }
 
 // Periodic lists the domains' scheduled jobs.
-func Periodic() []*river.PeriodicJob { return []*river.PeriodicJob{deploy.ReaperSchedule()} }
+func Periodic() []*river.PeriodicJob {
+	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule()}
+}
 
 func requireProviderAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -301,33 +357,6 @@ func me(c echo.Context) error {
 		roles[t.String()] = r
 	}
 	return c.JSON(http.StatusOK, map[string]any{"id": p.UserID, "email": p.Email, "provider_admin": p.ProviderAdmin, "roles": roles})
-}
-
-func dashboard(tenants *tenant.Service, auditSvc *audit.Service) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		actor := web.Actor(c)
-		list, err := tenants.List(web.Ctx(c), actor)
-		if err != nil {
-			return err
-		}
-		rows := make([]views.DashboardTenant, 0, len(list))
-		for _, t := range list {
-			role := actor.Roles[t.ID]
-			if role == "" {
-				role = access.ProviderAdmin
-			}
-			rows = append(rows, views.DashboardTenant{ID: t.ID.String(), Name: t.Name, Role: role.Label()})
-		}
-		var recent []dbgen.AuditEvent
-		if actor.CanSomewhere("audit:read") {
-			page, err := auditSvc.List(web.Ctx(c), actor, audit.Filter{Limit: 8})
-			if err != nil {
-				return err
-			}
-			recent = page.Events
-		}
-		return web.Render(c, http.StatusOK, views.Dashboard(web.Page(c, "Dashboard"), rows, recent))
-	}
 }
 
 func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {

@@ -18,6 +18,7 @@ import (
 const (
 	principalKey = "nimbus.principal"
 	csrfKey      = "nimbus.csrf"
+	approvalsKey = "nimbus.approvals"
 )
 
 // SetPrincipal records who the request acts as, and the CSRF token of its session ("" for
@@ -67,8 +68,27 @@ func Page(c echo.Context, title string) views.Page {
 			SeeSystem:     p.ProviderAdmin,
 			Tenants:       len(p.Roles),
 		}
+		if count, ok := c.Get(approvalsKey).(Counter); ok {
+			// The navigation goes without the figure rather than the page failing over it.
+			page.Viewer.Approvals, _ = count(Ctx(c), p)
+		}
 	}
 	return page
+}
+
+// Counter counts something the navigation shows its viewer, such as the approvals waiting for
+// them.
+type Counter func(ctx context.Context, viewer access.Principal) (int, error)
+
+// CountApprovals makes every page show in its navigation how many approvals wait for its
+// viewer; the count runs only when a page is rendered.
+func CountApprovals(count Counter) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			c.Set(approvalsKey, count)
+			return next(c)
+		}
+	}
 }
 
 // Render writes a templ component as the response with the given status.

@@ -116,25 +116,26 @@ func (q *Queries) CountOperationLogs(ctx context.Context, operationID uuid.UUID)
 
 const createDeployment = `-- name: CreateDeployment :one
 INSERT INTO deployed_components (id, tenant_id, environment_id, component_id, version, name, parameters,
-    secret_parameters, secret_key_id, project, stack, state_location, created_by)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-RETURNING id, tenant_id, environment_id, component_id, version, name, parameters, secret_parameters, secret_key_id, outputs, status, project, stack, state_location, created_by, created_at, updated_at
+    secret_parameters, secret_key_id, project, stack, state_location, created_by, template_component_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+RETURNING id, tenant_id, environment_id, component_id, version, name, parameters, secret_parameters, secret_key_id, outputs, status, project, stack, state_location, created_by, created_at, updated_at, template_component_id
 `
 
 type CreateDeploymentParams struct {
-	ID               uuid.UUID       `json:"id"`
-	TenantID         uuid.UUID       `json:"tenant_id"`
-	EnvironmentID    uuid.UUID       `json:"environment_id"`
-	ComponentID      uuid.UUID       `json:"component_id"`
-	Version          int32           `json:"version"`
-	Name             string          `json:"name"`
-	Parameters       json.RawMessage `json:"parameters"`
-	SecretParameters []byte          `json:"secret_parameters"`
-	SecretKeyID      *string         `json:"secret_key_id"`
-	Project          string          `json:"project"`
-	Stack            string          `json:"stack"`
-	StateLocation    string          `json:"state_location"`
-	CreatedBy        uuid.NullUUID   `json:"created_by"`
+	ID                  uuid.UUID       `json:"id"`
+	TenantID            uuid.UUID       `json:"tenant_id"`
+	EnvironmentID       uuid.UUID       `json:"environment_id"`
+	ComponentID         uuid.UUID       `json:"component_id"`
+	Version             int32           `json:"version"`
+	Name                string          `json:"name"`
+	Parameters          json.RawMessage `json:"parameters"`
+	SecretParameters    []byte          `json:"secret_parameters"`
+	SecretKeyID         *string         `json:"secret_key_id"`
+	Project             string          `json:"project"`
+	Stack               string          `json:"stack"`
+	StateLocation       string          `json:"state_location"`
+	CreatedBy           uuid.NullUUID   `json:"created_by"`
+	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
 }
 
 func (q *Queries) CreateDeployment(ctx context.Context, arg CreateDeploymentParams) (DeployedComponent, error) {
@@ -152,6 +153,7 @@ func (q *Queries) CreateDeployment(ctx context.Context, arg CreateDeploymentPara
 		arg.Stack,
 		arg.StateLocation,
 		arg.CreatedBy,
+		arg.TemplateComponentID,
 	)
 	var i DeployedComponent
 	err := row.Scan(
@@ -172,6 +174,7 @@ func (q *Queries) CreateDeployment(ctx context.Context, arg CreateDeploymentPara
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.TemplateComponentID,
 	)
 	return i, err
 }
@@ -261,7 +264,7 @@ func (q *Queries) FinishOperation(ctx context.Context, arg FinishOperationParams
 }
 
 const getDeployment = `-- name: GetDeployment :one
-SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, c.name AS component_name, e.name AS environment_name
+SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, c.name AS component_name, e.name AS environment_name
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
@@ -269,25 +272,26 @@ WHERE d.id = $1
 `
 
 type GetDeploymentRow struct {
-	ID               uuid.UUID       `json:"id"`
-	TenantID         uuid.UUID       `json:"tenant_id"`
-	EnvironmentID    uuid.UUID       `json:"environment_id"`
-	ComponentID      uuid.UUID       `json:"component_id"`
-	Version          int32           `json:"version"`
-	Name             string          `json:"name"`
-	Parameters       json.RawMessage `json:"parameters"`
-	SecretParameters []byte          `json:"secret_parameters"`
-	SecretKeyID      *string         `json:"secret_key_id"`
-	Outputs          json.RawMessage `json:"outputs"`
-	Status           string          `json:"status"`
-	Project          string          `json:"project"`
-	Stack            string          `json:"stack"`
-	StateLocation    string          `json:"state_location"`
-	CreatedBy        uuid.NullUUID   `json:"created_by"`
-	CreatedAt        time.Time       `json:"created_at"`
-	UpdatedAt        time.Time       `json:"updated_at"`
-	ComponentName    string          `json:"component_name"`
-	EnvironmentName  string          `json:"environment_name"`
+	ID                  uuid.UUID       `json:"id"`
+	TenantID            uuid.UUID       `json:"tenant_id"`
+	EnvironmentID       uuid.UUID       `json:"environment_id"`
+	ComponentID         uuid.UUID       `json:"component_id"`
+	Version             int32           `json:"version"`
+	Name                string          `json:"name"`
+	Parameters          json.RawMessage `json:"parameters"`
+	SecretParameters    []byte          `json:"secret_parameters"`
+	SecretKeyID         *string         `json:"secret_key_id"`
+	Outputs             json.RawMessage `json:"outputs"`
+	Status              string          `json:"status"`
+	Project             string          `json:"project"`
+	Stack               string          `json:"stack"`
+	StateLocation       string          `json:"state_location"`
+	CreatedBy           uuid.NullUUID   `json:"created_by"`
+	CreatedAt           time.Time       `json:"created_at"`
+	UpdatedAt           time.Time       `json:"updated_at"`
+	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
+	ComponentName       string          `json:"component_name"`
+	EnvironmentName     string          `json:"environment_name"`
 }
 
 func (q *Queries) GetDeployment(ctx context.Context, id uuid.UUID) (GetDeploymentRow, error) {
@@ -311,6 +315,7 @@ func (q *Queries) GetDeployment(ctx context.Context, id uuid.UUID) (GetDeploymen
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.TemplateComponentID,
 		&i.ComponentName,
 		&i.EnvironmentName,
 	)
@@ -382,7 +387,7 @@ func (q *Queries) HeartbeatOperation(ctx context.Context, arg HeartbeatOperation
 }
 
 const listDeployments = `-- name: ListDeployments :many
-SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, c.name AS component_name, e.name AS environment_name
+SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, c.name AS component_name, e.name AS environment_name
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
@@ -403,25 +408,26 @@ type ListDeploymentsParams struct {
 }
 
 type ListDeploymentsRow struct {
-	ID               uuid.UUID       `json:"id"`
-	TenantID         uuid.UUID       `json:"tenant_id"`
-	EnvironmentID    uuid.UUID       `json:"environment_id"`
-	ComponentID      uuid.UUID       `json:"component_id"`
-	Version          int32           `json:"version"`
-	Name             string          `json:"name"`
-	Parameters       json.RawMessage `json:"parameters"`
-	SecretParameters []byte          `json:"secret_parameters"`
-	SecretKeyID      *string         `json:"secret_key_id"`
-	Outputs          json.RawMessage `json:"outputs"`
-	Status           string          `json:"status"`
-	Project          string          `json:"project"`
-	Stack            string          `json:"stack"`
-	StateLocation    string          `json:"state_location"`
-	CreatedBy        uuid.NullUUID   `json:"created_by"`
-	CreatedAt        time.Time       `json:"created_at"`
-	UpdatedAt        time.Time       `json:"updated_at"`
-	ComponentName    string          `json:"component_name"`
-	EnvironmentName  string          `json:"environment_name"`
+	ID                  uuid.UUID       `json:"id"`
+	TenantID            uuid.UUID       `json:"tenant_id"`
+	EnvironmentID       uuid.UUID       `json:"environment_id"`
+	ComponentID         uuid.UUID       `json:"component_id"`
+	Version             int32           `json:"version"`
+	Name                string          `json:"name"`
+	Parameters          json.RawMessage `json:"parameters"`
+	SecretParameters    []byte          `json:"secret_parameters"`
+	SecretKeyID         *string         `json:"secret_key_id"`
+	Outputs             json.RawMessage `json:"outputs"`
+	Status              string          `json:"status"`
+	Project             string          `json:"project"`
+	Stack               string          `json:"stack"`
+	StateLocation       string          `json:"state_location"`
+	CreatedBy           uuid.NullUUID   `json:"created_by"`
+	CreatedAt           time.Time       `json:"created_at"`
+	UpdatedAt           time.Time       `json:"updated_at"`
+	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
+	ComponentName       string          `json:"component_name"`
+	EnvironmentName     string          `json:"environment_name"`
 }
 
 func (q *Queries) ListDeployments(ctx context.Context, arg ListDeploymentsParams) ([]ListDeploymentsRow, error) {
@@ -457,6 +463,7 @@ func (q *Queries) ListDeployments(ctx context.Context, arg ListDeploymentsParams
 			&i.CreatedBy,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.TemplateComponentID,
 			&i.ComponentName,
 			&i.EnvironmentName,
 		); err != nil {

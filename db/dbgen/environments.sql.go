@@ -7,23 +7,36 @@ package dbgen
 
 import (
 	"context"
+	"encoding/json"
+	"net/netip"
 	"time"
 
 	"github.com/google/uuid"
 )
 
 const createEnvironment = `-- name: CreateEnvironment :one
-INSERT INTO environments (tenant_id, name, created_by) VALUES ($1, $2, $3) RETURNING id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at
+INSERT INTO environments (tenant_id, name, created_by, landing_zone_id, template_id, status)
+VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at, template_id, status_reason
 `
 
 type CreateEnvironmentParams struct {
-	TenantID  uuid.UUID     `json:"tenant_id"`
-	Name      string        `json:"name"`
-	CreatedBy uuid.NullUUID `json:"created_by"`
+	TenantID      uuid.UUID     `json:"tenant_id"`
+	Name          string        `json:"name"`
+	CreatedBy     uuid.NullUUID `json:"created_by"`
+	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
+	TemplateID    uuid.NullUUID `json:"template_id"`
+	Status        string        `json:"status"`
 }
 
 func (q *Queries) CreateEnvironment(ctx context.Context, arg CreateEnvironmentParams) (Environment, error) {
-	row := q.db.QueryRow(ctx, createEnvironment, arg.TenantID, arg.Name, arg.CreatedBy)
+	row := q.db.QueryRow(ctx, createEnvironment,
+		arg.TenantID,
+		arg.Name,
+		arg.CreatedBy,
+		arg.LandingZoneID,
+		arg.TemplateID,
+		arg.Status,
+	)
 	var i Environment
 	err := row.Scan(
 		&i.ID,
@@ -35,26 +48,160 @@ func (q *Queries) CreateEnvironment(ctx context.Context, arg CreateEnvironmentPa
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.DeletedAt,
+		&i.TemplateID,
+		&i.StatusReason,
 	)
 	return i, err
 }
 
+const environmentAllocations = `-- name: EnvironmentAllocations :many
+SELECT a.prefix, a.kind, a.input, d.name AS deployment_name, d.id AS deployment_id, p.name AS pool_name
+FROM ipam_allocations a
+JOIN deployed_components d ON d.id = a.deployment_id
+JOIN ipam_pools p ON p.id = a.pool_id
+WHERE d.environment_id = $1
+ORDER BY a.prefix
+`
+
+type EnvironmentAllocationsRow struct {
+	Prefix         netip.Prefix `json:"prefix"`
+	Kind           string       `json:"kind"`
+	Input          string       `json:"input"`
+	DeploymentName string       `json:"deployment_name"`
+	DeploymentID   uuid.UUID    `json:"deployment_id"`
+	PoolName       string       `json:"pool_name"`
+}
+
+// The addresses and subnets the environment's deployments hold, from any pool.
+func (q *Queries) EnvironmentAllocations(ctx context.Context, environmentID uuid.UUID) ([]EnvironmentAllocationsRow, error) {
+	rows, err := q.db.Query(ctx, environmentAllocations, environmentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EnvironmentAllocationsRow{}
+	for rows.Next() {
+		var i EnvironmentAllocationsRow
+		if err := rows.Scan(
+			&i.Prefix,
+			&i.Kind,
+			&i.Input,
+			&i.DeploymentName,
+			&i.DeploymentID,
+			&i.PoolName,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const environmentDeployments = `-- name: EnvironmentDeployments :many
+SELECT d.id, d.name, d.status, d.outputs, d.created_at, d.template_component_id, c.name AS component_name, d.version,
+    coalesce(tc.position, 0)::integer AS position,
+    coalesce(o.kind, '')::text AS last_kind, coalesce(o.status, '')::text AS last_status,
+    coalesce(o.error, '')::text AS last_error, coalesce(o.created_at, 'epoch')::timestamptz AS last_at
+FROM deployed_components d
+JOIN components c ON c.id = d.component_id
+LEFT JOIN template_components tc ON tc.id = d.template_component_id
+LEFT JOIN LATERAL (SELECT kind, status, error, created_at FROM operations
+    WHERE deployment_id = d.id ORDER BY created_at DESC, id DESC LIMIT 1) o ON true
+WHERE d.environment_id = $1
+ORDER BY d.created_at, d.id
+`
+
+type EnvironmentDeploymentsRow struct {
+	ID                  uuid.UUID       `json:"id"`
+	Name                string          `json:"name"`
+	Status              string          `json:"status"`
+	Outputs             json.RawMessage `json:"outputs"`
+	CreatedAt           time.Time       `json:"created_at"`
+	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
+	ComponentName       string          `json:"component_name"`
+	Version             int32           `json:"version"`
+	Position            int32           `json:"position"`
+	LastKind            string          `json:"last_kind"`
+	LastStatus          string          `json:"last_status"`
+	LastError           string          `json:"last_error"`
+	LastAt              time.Time       `json:"last_at"`
+}
+
+// An environment's deployments, with the template component each was made for and the last
+// operation on each.
+func (q *Queries) EnvironmentDeployments(ctx context.Context, environmentID uuid.UUID) ([]EnvironmentDeploymentsRow, error) {
+	rows, err := q.db.Query(ctx, environmentDeployments, environmentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EnvironmentDeploymentsRow{}
+	for rows.Next() {
+		var i EnvironmentDeploymentsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Status,
+			&i.Outputs,
+			&i.CreatedAt,
+			&i.TemplateComponentID,
+			&i.ComponentName,
+			&i.Version,
+			&i.Position,
+			&i.LastKind,
+			&i.LastStatus,
+			&i.LastError,
+			&i.LastAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const environmentInTransition = `-- name: EnvironmentInTransition :one
+SELECT e.id FROM environments e JOIN deployed_components d ON d.environment_id = e.id
+WHERE d.id = $1 AND e.status IN ('provisioning', 'decommissioning')
+`
+
+// The deployment's environment, when it is being provisioned or decommissioned.
+func (q *Queries) EnvironmentInTransition(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, environmentInTransition, id)
+	var id_2 uuid.UUID
+	err := row.Scan(&id_2)
+	return id_2, err
+}
+
 const getEnvironment = `-- name: GetEnvironment :one
-SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, t.name AS tenant_name FROM environments e JOIN tenants t ON t.id = e.tenant_id
+SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
+FROM environments e JOIN tenants t ON t.id = e.tenant_id
+LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
+LEFT JOIN environment_templates tp ON tp.id = e.template_id
 WHERE e.id = $1 AND e.deleted_at IS NULL
 `
 
 type GetEnvironmentRow struct {
-	ID            uuid.UUID     `json:"id"`
-	TenantID      uuid.UUID     `json:"tenant_id"`
-	Name          string        `json:"name"`
-	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
-	Status        string        `json:"status"`
-	CreatedBy     uuid.NullUUID `json:"created_by"`
-	CreatedAt     time.Time     `json:"created_at"`
-	UpdatedAt     time.Time     `json:"updated_at"`
-	DeletedAt     *time.Time    `json:"deleted_at"`
-	TenantName    string        `json:"tenant_name"`
+	ID              uuid.UUID     `json:"id"`
+	TenantID        uuid.UUID     `json:"tenant_id"`
+	Name            string        `json:"name"`
+	LandingZoneID   uuid.NullUUID `json:"landing_zone_id"`
+	Status          string        `json:"status"`
+	CreatedBy       uuid.NullUUID `json:"created_by"`
+	CreatedAt       time.Time     `json:"created_at"`
+	UpdatedAt       time.Time     `json:"updated_at"`
+	DeletedAt       *time.Time    `json:"deleted_at"`
+	TemplateID      uuid.NullUUID `json:"template_id"`
+	StatusReason    string        `json:"status_reason"`
+	TenantName      string        `json:"tenant_name"`
+	LandingZoneName string        `json:"landing_zone_name"`
+	TemplateName    string        `json:"template_name"`
 }
 
 func (q *Queries) GetEnvironment(ctx context.Context, id uuid.UUID) (GetEnvironmentRow, error) {
@@ -70,14 +217,21 @@ func (q *Queries) GetEnvironment(ctx context.Context, id uuid.UUID) (GetEnvironm
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.DeletedAt,
+		&i.TemplateID,
+		&i.StatusReason,
 		&i.TenantName,
+		&i.LandingZoneName,
+		&i.TemplateName,
 	)
 	return i, err
 }
 
 const listEnvironments = `-- name: ListEnvironments :many
-SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, t.name AS tenant_name FROM environments e JOIN tenants t ON t.id = e.tenant_id
-WHERE e.deleted_at IS NULL AND t.deleted_at IS NULL
+SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
+FROM environments e JOIN tenants t ON t.id = e.tenant_id
+LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
+LEFT JOIN environment_templates tp ON tp.id = e.template_id
+WHERE e.deleted_at IS NULL AND t.deleted_at IS NULL AND NOT t.system
   AND ($1::boolean OR e.tenant_id = ANY($2::uuid[]))
 ORDER BY lower(t.name), lower(e.name)
 `
@@ -88,19 +242,24 @@ type ListEnvironmentsParams struct {
 }
 
 type ListEnvironmentsRow struct {
-	ID            uuid.UUID     `json:"id"`
-	TenantID      uuid.UUID     `json:"tenant_id"`
-	Name          string        `json:"name"`
-	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
-	Status        string        `json:"status"`
-	CreatedBy     uuid.NullUUID `json:"created_by"`
-	CreatedAt     time.Time     `json:"created_at"`
-	UpdatedAt     time.Time     `json:"updated_at"`
-	DeletedAt     *time.Time    `json:"deleted_at"`
-	TenantName    string        `json:"tenant_name"`
+	ID              uuid.UUID     `json:"id"`
+	TenantID        uuid.UUID     `json:"tenant_id"`
+	Name            string        `json:"name"`
+	LandingZoneID   uuid.NullUUID `json:"landing_zone_id"`
+	Status          string        `json:"status"`
+	CreatedBy       uuid.NullUUID `json:"created_by"`
+	CreatedAt       time.Time     `json:"created_at"`
+	UpdatedAt       time.Time     `json:"updated_at"`
+	DeletedAt       *time.Time    `json:"deleted_at"`
+	TemplateID      uuid.NullUUID `json:"template_id"`
+	StatusReason    string        `json:"status_reason"`
+	TenantName      string        `json:"tenant_name"`
+	LandingZoneName string        `json:"landing_zone_name"`
+	TemplateName    string        `json:"template_name"`
 }
 
-// Environments of the tenants the viewer may see (all for provider admins), by tenant and name.
+// Environments of the tenants the viewer may see (all for provider admins), by tenant and name;
+// the system tenant's, which hold landing zones' system services, only when asked for.
 func (q *Queries) ListEnvironments(ctx context.Context, arg ListEnvironmentsParams) ([]ListEnvironmentsRow, error) {
 	rows, err := q.db.Query(ctx, listEnvironments, arg.AllTenants, arg.TenantIds)
 	if err != nil {
@@ -120,7 +279,88 @@ func (q *Queries) ListEnvironments(ctx context.Context, arg ListEnvironmentsPara
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.DeletedAt,
+			&i.TemplateID,
+			&i.StatusReason,
 			&i.TenantName,
+			&i.LandingZoneName,
+			&i.TemplateName,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const lockEnvironment = `-- name: LockEnvironment :one
+SELECT id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at, template_id, status_reason FROM environments WHERE id = $1 FOR UPDATE
+`
+
+func (q *Queries) LockEnvironment(ctx context.Context, id uuid.UUID) (Environment, error) {
+	row := q.db.QueryRow(ctx, lockEnvironment, id)
+	var i Environment
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.Name,
+		&i.LandingZoneID,
+		&i.Status,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.DeletedAt,
+		&i.TemplateID,
+		&i.StatusReason,
+	)
+	return i, err
+}
+
+const setEnvironmentStatus = `-- name: SetEnvironmentStatus :exec
+UPDATE environments SET status = $2, status_reason = $3, updated_at = now() WHERE id = $1
+`
+
+type SetEnvironmentStatusParams struct {
+	ID           uuid.UUID `json:"id"`
+	Status       string    `json:"status"`
+	StatusReason string    `json:"status_reason"`
+}
+
+func (q *Queries) SetEnvironmentStatus(ctx context.Context, arg SetEnvironmentStatusParams) error {
+	_, err := q.db.Exec(ctx, setEnvironmentStatus, arg.ID, arg.Status, arg.StatusReason)
+	return err
+}
+
+const zoneLiveEnvironments = `-- name: ZoneLiveEnvironments :many
+SELECT e.id, e.name, t.name AS tenant_name, e.status FROM environments e JOIN tenants t ON t.id = e.tenant_id
+WHERE e.landing_zone_id = $1 AND NOT t.system AND e.status <> 'decommissioned' AND e.deleted_at IS NULL
+ORDER BY lower(t.name), lower(e.name)
+`
+
+type ZoneLiveEnvironmentsRow struct {
+	ID         uuid.UUID `json:"id"`
+	Name       string    `json:"name"`
+	TenantName string    `json:"tenant_name"`
+	Status     string    `json:"status"`
+}
+
+// A zone's tenant environments that are not decommissioned.
+func (q *Queries) ZoneLiveEnvironments(ctx context.Context, landingZoneID uuid.NullUUID) ([]ZoneLiveEnvironmentsRow, error) {
+	rows, err := q.db.Query(ctx, zoneLiveEnvironments, landingZoneID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ZoneLiveEnvironmentsRow{}
+	for rows.Next() {
+		var i ZoneLiveEnvironmentsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.TenantName,
+			&i.Status,
 		); err != nil {
 			return nil, err
 		}

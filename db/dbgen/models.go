@@ -26,6 +26,41 @@ type ApiToken struct {
 	RevokedAt  *time.Time `json:"revoked_at"`
 }
 
+type ApprovalDecision struct {
+	ID        uuid.UUID `json:"id"`
+	RequestID uuid.UUID `json:"request_id"`
+	UserID    uuid.UUID `json:"user_id"`
+	Decision  string    `json:"decision"`
+	Comment   string    `json:"comment"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type ApprovalPolicy struct {
+	ID                uuid.UUID     `json:"id"`
+	Scope             string        `json:"scope"`
+	ScopeID           uuid.UUID     `json:"scope_id"`
+	Operations        []string      `json:"operations"`
+	ApprovalsRequired int32         `json:"approvals_required"`
+	ApproverRole      string        `json:"approver_role"`
+	CreatedBy         uuid.NullUUID `json:"created_by"`
+	CreatedAt         time.Time     `json:"created_at"`
+	UpdatedAt         time.Time     `json:"updated_at"`
+}
+
+type ApprovalRequest struct {
+	ID                uuid.UUID     `json:"id"`
+	OperationID       uuid.UUID     `json:"operation_id"`
+	TenantID          uuid.UUID     `json:"tenant_id"`
+	RequestedBy       uuid.NullUUID `json:"requested_by"`
+	ApprovalsRequired int32         `json:"approvals_required"`
+	ApproverRole      string        `json:"approver_role"`
+	Status            string        `json:"status"`
+	PreviewedAt       time.Time     `json:"previewed_at"`
+	ExpiresAt         time.Time     `json:"expires_at"`
+	DecidedAt         *time.Time    `json:"decided_at"`
+	CreatedAt         time.Time     `json:"created_at"`
+}
+
 type AuditEvent struct {
 	ID         int64           `json:"id"`
 	CreatedAt  time.Time       `json:"created_at"`
@@ -105,23 +140,24 @@ type ComponentVersion struct {
 }
 
 type DeployedComponent struct {
-	ID               uuid.UUID       `json:"id"`
-	TenantID         uuid.UUID       `json:"tenant_id"`
-	EnvironmentID    uuid.UUID       `json:"environment_id"`
-	ComponentID      uuid.UUID       `json:"component_id"`
-	Version          int32           `json:"version"`
-	Name             string          `json:"name"`
-	Parameters       json.RawMessage `json:"parameters"`
-	SecretParameters []byte          `json:"secret_parameters"`
-	SecretKeyID      *string         `json:"secret_key_id"`
-	Outputs          json.RawMessage `json:"outputs"`
-	Status           string          `json:"status"`
-	Project          string          `json:"project"`
-	Stack            string          `json:"stack"`
-	StateLocation    string          `json:"state_location"`
-	CreatedBy        uuid.NullUUID   `json:"created_by"`
-	CreatedAt        time.Time       `json:"created_at"`
-	UpdatedAt        time.Time       `json:"updated_at"`
+	ID                  uuid.UUID       `json:"id"`
+	TenantID            uuid.UUID       `json:"tenant_id"`
+	EnvironmentID       uuid.UUID       `json:"environment_id"`
+	ComponentID         uuid.UUID       `json:"component_id"`
+	Version             int32           `json:"version"`
+	Name                string          `json:"name"`
+	Parameters          json.RawMessage `json:"parameters"`
+	SecretParameters    []byte          `json:"secret_parameters"`
+	SecretKeyID         *string         `json:"secret_key_id"`
+	Outputs             json.RawMessage `json:"outputs"`
+	Status              string          `json:"status"`
+	Project             string          `json:"project"`
+	Stack               string          `json:"stack"`
+	StateLocation       string          `json:"state_location"`
+	CreatedBy           uuid.NullUUID   `json:"created_by"`
+	CreatedAt           time.Time       `json:"created_at"`
+	UpdatedAt           time.Time       `json:"updated_at"`
+	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
 }
 
 type Environment struct {
@@ -134,6 +170,19 @@ type Environment struct {
 	CreatedAt     time.Time     `json:"created_at"`
 	UpdatedAt     time.Time     `json:"updated_at"`
 	DeletedAt     *time.Time    `json:"deleted_at"`
+	TemplateID    uuid.NullUUID `json:"template_id"`
+	StatusReason  string        `json:"status_reason"`
+}
+
+type EnvironmentTemplate struct {
+	ID            uuid.UUID     `json:"id"`
+	LandingZoneID uuid.UUID     `json:"landing_zone_id"`
+	Name          string        `json:"name"`
+	Description   string        `json:"description"`
+	System        bool          `json:"system"`
+	CreatedBy     uuid.NullUUID `json:"created_by"`
+	CreatedAt     time.Time     `json:"created_at"`
+	UpdatedAt     time.Time     `json:"updated_at"`
 }
 
 type ImageCatalog struct {
@@ -161,13 +210,14 @@ type IpamAllocation struct {
 
 type IpamPool struct {
 	ID            uuid.UUID      `json:"id"`
-	TenantID      uuid.UUID      `json:"tenant_id"`
-	EnvironmentID uuid.UUID      `json:"environment_id"`
+	TenantID      uuid.NullUUID  `json:"tenant_id"`
+	EnvironmentID uuid.NullUUID  `json:"environment_id"`
 	Name          string         `json:"name"`
 	Prefix        netip.Prefix   `json:"prefix"`
 	Reserved      []netip.Prefix `json:"reserved"`
 	CreatedBy     uuid.NullUUID  `json:"created_by"`
 	CreatedAt     time.Time      `json:"created_at"`
+	LandingZoneID uuid.NullUUID  `json:"landing_zone_id"`
 }
 
 type IssuedName struct {
@@ -179,6 +229,20 @@ type IssuedName struct {
 	OperationID   uuid.NullUUID `json:"operation_id"`
 	Input         string        `json:"input"`
 	CreatedAt     time.Time     `json:"created_at"`
+}
+
+type LandingZone struct {
+	ID                  uuid.UUID     `json:"id"`
+	Name                string        `json:"name"`
+	Description         string        `json:"description"`
+	Provider            string        `json:"provider"`
+	Status              string        `json:"status"`
+	SystemEnvironmentID uuid.NullUUID `json:"system_environment_id"`
+	CreatedBy           uuid.NullUUID `json:"created_by"`
+	CreatedAt           time.Time     `json:"created_at"`
+	UpdatedAt           time.Time     `json:"updated_at"`
+	PublishedAt         *time.Time    `json:"published_at"`
+	RetiredAt           *time.Time    `json:"retired_at"`
 }
 
 type LoginFailure struct {
@@ -274,12 +338,13 @@ type ProviderResourceType struct {
 
 type ResolverConfiguration struct {
 	ID            uuid.UUID       `json:"id"`
-	EnvironmentID uuid.UUID       `json:"environment_id"`
+	EnvironmentID uuid.NullUUID   `json:"environment_id"`
 	Type          string          `json:"type"`
 	Config        json.RawMessage `json:"config"`
 	UpdatedBy     uuid.NullUUID   `json:"updated_by"`
 	CreatedAt     time.Time       `json:"created_at"`
 	UpdatedAt     time.Time       `json:"updated_at"`
+	LandingZoneID uuid.NullUUID   `json:"landing_zone_id"`
 }
 
 type SemanticProvider struct {
@@ -311,12 +376,22 @@ type Session struct {
 	ExpiresAt  time.Time `json:"expires_at"`
 }
 
+type TemplateComponent struct {
+	ID          uuid.UUID       `json:"id"`
+	TemplateID  uuid.UUID       `json:"template_id"`
+	ComponentID uuid.UUID       `json:"component_id"`
+	Name        string          `json:"name"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Position    int32           `json:"position"`
+}
+
 type Tenant struct {
 	ID        uuid.UUID  `json:"id"`
 	Name      string     `json:"name"`
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`
 	DeletedAt *time.Time `json:"deleted_at"`
+	System    bool       `json:"system"`
 }
 
 type User struct {

@@ -116,14 +116,15 @@ func (q *Queries) CreateImage(ctx context.Context, arg CreateImageParams) (Image
 }
 
 const createPool = `-- name: CreatePool :one
-INSERT INTO ipam_pools (tenant_id, environment_id, name, prefix, reserved, created_by)
-VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING id, tenant_id, environment_id, name, prefix, reserved, created_by, created_at
+INSERT INTO ipam_pools (tenant_id, environment_id, landing_zone_id, name, prefix, reserved, created_by)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+RETURNING id, tenant_id, environment_id, name, prefix, reserved, created_by, created_at, landing_zone_id
 `
 
 type CreatePoolParams struct {
-	TenantID      uuid.UUID      `json:"tenant_id"`
-	EnvironmentID uuid.UUID      `json:"environment_id"`
+	TenantID      uuid.NullUUID  `json:"tenant_id"`
+	EnvironmentID uuid.NullUUID  `json:"environment_id"`
+	LandingZoneID uuid.NullUUID  `json:"landing_zone_id"`
 	Name          string         `json:"name"`
 	Prefix        netip.Prefix   `json:"prefix"`
 	Reserved      []netip.Prefix `json:"reserved"`
@@ -134,6 +135,7 @@ func (q *Queries) CreatePool(ctx context.Context, arg CreatePoolParams) (IpamPoo
 	row := q.db.QueryRow(ctx, createPool,
 		arg.TenantID,
 		arg.EnvironmentID,
+		arg.LandingZoneID,
 		arg.Name,
 		arg.Prefix,
 		arg.Reserved,
@@ -149,8 +151,27 @@ func (q *Queries) CreatePool(ctx context.Context, arg CreatePoolParams) (IpamPoo
 		&i.Reserved,
 		&i.CreatedBy,
 		&i.CreatedAt,
+		&i.LandingZoneID,
 	)
 	return i, err
+}
+
+const deleteEnvironmentResolverConfig = `-- name: DeleteEnvironmentResolverConfig :execrows
+DELETE FROM resolver_configurations WHERE environment_id = $1 AND type = $2
+`
+
+type DeleteEnvironmentResolverConfigParams struct {
+	EnvironmentID uuid.NullUUID `json:"environment_id"`
+	Type          string        `json:"type"`
+}
+
+// Removes an environment's override, so the landing zone's configuration applies again.
+func (q *Queries) DeleteEnvironmentResolverConfig(ctx context.Context, arg DeleteEnvironmentResolverConfigParams) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteEnvironmentResolverConfig, arg.EnvironmentID, arg.Type)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const deleteImage = `-- name: DeleteImage :execrows
@@ -215,6 +236,44 @@ func (q *Queries) DeploymentName(ctx context.Context, arg DeploymentNameParams) 
 	return i, err
 }
 
+const effectiveResolverConfigs = `-- name: EffectiveResolverConfigs :many
+SELECT DISTINCT ON (c.type) c.id, c.environment_id, c.type, c.config, c.updated_by, c.created_at, c.updated_at, c.landing_zone_id
+FROM resolver_configurations c
+JOIN environments e ON e.id = $1::uuid
+WHERE c.environment_id = e.id OR c.landing_zone_id = e.landing_zone_id
+ORDER BY c.type, c.environment_id IS NULL
+`
+
+// What resolves in an environment: per type, its own override, else its landing zone's.
+func (q *Queries) EffectiveResolverConfigs(ctx context.Context, environmentID uuid.UUID) ([]ResolverConfiguration, error) {
+	rows, err := q.db.Query(ctx, effectiveResolverConfigs, environmentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ResolverConfiguration{}
+	for rows.Next() {
+		var i ResolverConfiguration
+		if err := rows.Scan(
+			&i.ID,
+			&i.EnvironmentID,
+			&i.Type,
+			&i.Config,
+			&i.UpdatedBy,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.LandingZoneID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const findImage = `-- name: FindImage :one
 SELECT id, provider, os_family, os_version, architecture, image_id, image_name, created_at, updated_at FROM image_catalog
 WHERE provider = $1 AND lower(os_family) = lower($2) AND lower(os_version) = lower($3)
@@ -251,19 +310,25 @@ func (q *Queries) FindImage(ctx context.Context, arg FindImageParams) (ImageCata
 }
 
 const getPool = `-- name: GetPool :one
-SELECT p.id, p.tenant_id, p.environment_id, p.name, p.prefix, p.reserved, p.created_by, p.created_at, e.name AS environment_name FROM ipam_pools p JOIN environments e ON e.id = p.environment_id WHERE p.id = $1
+SELECT p.id, p.tenant_id, p.environment_id, p.name, p.prefix, p.reserved, p.created_by, p.created_at, p.landing_zone_id, coalesce(e.name, '')::text AS environment_name, coalesce(z.name, '')::text AS landing_zone_name
+FROM ipam_pools p
+LEFT JOIN environments e ON e.id = p.environment_id
+LEFT JOIN landing_zones z ON z.id = p.landing_zone_id
+WHERE p.id = $1
 `
 
 type GetPoolRow struct {
 	ID              uuid.UUID      `json:"id"`
-	TenantID        uuid.UUID      `json:"tenant_id"`
-	EnvironmentID   uuid.UUID      `json:"environment_id"`
+	TenantID        uuid.NullUUID  `json:"tenant_id"`
+	EnvironmentID   uuid.NullUUID  `json:"environment_id"`
 	Name            string         `json:"name"`
 	Prefix          netip.Prefix   `json:"prefix"`
 	Reserved        []netip.Prefix `json:"reserved"`
 	CreatedBy       uuid.NullUUID  `json:"created_by"`
 	CreatedAt       time.Time      `json:"created_at"`
+	LandingZoneID   uuid.NullUUID  `json:"landing_zone_id"`
 	EnvironmentName string         `json:"environment_name"`
+	LandingZoneName string         `json:"landing_zone_name"`
 }
 
 func (q *Queries) GetPool(ctx context.Context, id uuid.UUID) (GetPoolRow, error) {
@@ -278,7 +343,9 @@ func (q *Queries) GetPool(ctx context.Context, id uuid.UUID) (GetPoolRow, error)
 		&i.Reserved,
 		&i.CreatedBy,
 		&i.CreatedAt,
+		&i.LandingZoneID,
 		&i.EnvironmentName,
+		&i.LandingZoneName,
 	)
 	return i, err
 }
@@ -415,35 +482,47 @@ func (q *Queries) ListImages(ctx context.Context) ([]ImageCatalog, error) {
 }
 
 const listPools = `-- name: ListPools :many
-SELECT p.id, p.tenant_id, p.environment_id, p.name, p.prefix, p.reserved, p.created_by, p.created_at, e.name AS environment_name,
+SELECT p.id, p.tenant_id, p.environment_id, p.name, p.prefix, p.reserved, p.created_by, p.created_at, p.landing_zone_id, coalesce(e.name, '')::text AS environment_name, coalesce(z.name, '')::text AS landing_zone_name,
     (SELECT count(*) FROM ipam_allocations a WHERE a.pool_id = p.id) AS allocations
-FROM ipam_pools p JOIN environments e ON e.id = p.environment_id
+FROM ipam_pools p
+LEFT JOIN environments e ON e.id = p.environment_id
+LEFT JOIN landing_zones z ON z.id = p.landing_zone_id
 WHERE ($1::boolean OR p.tenant_id = ANY($2::uuid[]))
   AND ($3::uuid IS NULL OR p.environment_id = $3)
-ORDER BY lower(e.name), lower(p.name)
+  AND ($4::uuid IS NULL OR p.landing_zone_id = $4)
+ORDER BY p.landing_zone_id IS NULL, lower(coalesce(z.name, e.name)), lower(p.name)
 `
 
 type ListPoolsParams struct {
 	AllTenants    bool          `json:"all_tenants"`
 	TenantIds     []uuid.UUID   `json:"tenant_ids"`
 	EnvironmentID uuid.NullUUID `json:"environment_id"`
+	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
 }
 
 type ListPoolsRow struct {
 	ID              uuid.UUID      `json:"id"`
-	TenantID        uuid.UUID      `json:"tenant_id"`
-	EnvironmentID   uuid.UUID      `json:"environment_id"`
+	TenantID        uuid.NullUUID  `json:"tenant_id"`
+	EnvironmentID   uuid.NullUUID  `json:"environment_id"`
 	Name            string         `json:"name"`
 	Prefix          netip.Prefix   `json:"prefix"`
 	Reserved        []netip.Prefix `json:"reserved"`
 	CreatedBy       uuid.NullUUID  `json:"created_by"`
 	CreatedAt       time.Time      `json:"created_at"`
+	LandingZoneID   uuid.NullUUID  `json:"landing_zone_id"`
 	EnvironmentName string         `json:"environment_name"`
+	LandingZoneName string         `json:"landing_zone_name"`
 	Allocations     int64          `json:"allocations"`
 }
 
+// Pools of the given tenants' environments; a landing zone's pools only with all_tenants.
 func (q *Queries) ListPools(ctx context.Context, arg ListPoolsParams) ([]ListPoolsRow, error) {
-	rows, err := q.db.Query(ctx, listPools, arg.AllTenants, arg.TenantIds, arg.EnvironmentID)
+	rows, err := q.db.Query(ctx, listPools,
+		arg.AllTenants,
+		arg.TenantIds,
+		arg.EnvironmentID,
+		arg.LandingZoneID,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -460,7 +539,9 @@ func (q *Queries) ListPools(ctx context.Context, arg ListPoolsParams) ([]ListPoo
 			&i.Reserved,
 			&i.CreatedBy,
 			&i.CreatedAt,
+			&i.LandingZoneID,
 			&i.EnvironmentName,
+			&i.LandingZoneName,
 			&i.Allocations,
 		); err != nil {
 			return nil, err
@@ -474,7 +555,7 @@ func (q *Queries) ListPools(ctx context.Context, arg ListPoolsParams) ([]ListPoo
 }
 
 const lockPool = `-- name: LockPool :one
-SELECT id, tenant_id, environment_id, name, prefix, reserved, created_by, created_at FROM ipam_pools WHERE id = $1 FOR UPDATE
+SELECT id, tenant_id, environment_id, name, prefix, reserved, created_by, created_at, landing_zone_id FROM ipam_pools WHERE id = $1 FOR UPDATE
 `
 
 // Allocations from one pool take turns, so each sees the ones before it.
@@ -490,6 +571,7 @@ func (q *Queries) LockPool(ctx context.Context, id uuid.UUID) (IpamPool, error) 
 		&i.Reserved,
 		&i.CreatedBy,
 		&i.CreatedAt,
+		&i.LandingZoneID,
 	)
 	return i, err
 }
@@ -521,6 +603,47 @@ func (q *Queries) NextInSequence(ctx context.Context, scope string) (int64, erro
 	var last int64
 	err := row.Scan(&last)
 	return last, err
+}
+
+const ownResolverConfigs = `-- name: OwnResolverConfigs :many
+SELECT id, environment_id, type, config, updated_by, created_at, updated_at, landing_zone_id FROM resolver_configurations
+WHERE environment_id = $1 OR landing_zone_id = $2
+ORDER BY type
+`
+
+type OwnResolverConfigsParams struct {
+	EnvironmentID uuid.NullUUID `json:"environment_id"`
+	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
+}
+
+// The configurations set on one environment or one landing zone itself.
+func (q *Queries) OwnResolverConfigs(ctx context.Context, arg OwnResolverConfigsParams) ([]ResolverConfiguration, error) {
+	rows, err := q.db.Query(ctx, ownResolverConfigs, arg.EnvironmentID, arg.LandingZoneID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ResolverConfiguration{}
+	for rows.Next() {
+		var i ResolverConfiguration
+		if err := rows.Scan(
+			&i.ID,
+			&i.EnvironmentID,
+			&i.Type,
+			&i.Config,
+			&i.UpdatedBy,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.LandingZoneID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const poolAllocations = `-- name: PoolAllocations :many
@@ -621,38 +744,6 @@ func (q *Queries) ReleaseOperationNames(ctx context.Context, operationID uuid.Nu
 	return result.RowsAffected(), nil
 }
 
-const resolverConfigs = `-- name: ResolverConfigs :many
-SELECT id, environment_id, type, config, updated_by, created_at, updated_at FROM resolver_configurations WHERE environment_id = $1 ORDER BY type
-`
-
-func (q *Queries) ResolverConfigs(ctx context.Context, environmentID uuid.UUID) ([]ResolverConfiguration, error) {
-	rows, err := q.db.Query(ctx, resolverConfigs, environmentID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []ResolverConfiguration{}
-	for rows.Next() {
-		var i ResolverConfiguration
-		if err := rows.Scan(
-			&i.ID,
-			&i.EnvironmentID,
-			&i.Type,
-			&i.Config,
-			&i.UpdatedBy,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const resolverContext = `-- name: ResolverContext :one
 SELECT t.name AS tenant_name, e.name AS environment_name, c.name AS component_name, st.name AS semantic_type,
     sp.name AS provider
@@ -687,6 +778,42 @@ func (q *Queries) ResolverContext(ctx context.Context, id uuid.UUID) (ResolverCo
 	return i, err
 }
 
+const setEnvironmentResolverConfig = `-- name: SetEnvironmentResolverConfig :one
+INSERT INTO resolver_configurations (environment_id, type, config, updated_by)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (environment_id, type) WHERE environment_id IS NOT NULL
+DO UPDATE SET config = EXCLUDED.config, updated_by = EXCLUDED.updated_by, updated_at = now()
+RETURNING id, environment_id, type, config, updated_by, created_at, updated_at, landing_zone_id
+`
+
+type SetEnvironmentResolverConfigParams struct {
+	EnvironmentID uuid.NullUUID   `json:"environment_id"`
+	Type          string          `json:"type"`
+	Config        json.RawMessage `json:"config"`
+	UpdatedBy     uuid.NullUUID   `json:"updated_by"`
+}
+
+func (q *Queries) SetEnvironmentResolverConfig(ctx context.Context, arg SetEnvironmentResolverConfigParams) (ResolverConfiguration, error) {
+	row := q.db.QueryRow(ctx, setEnvironmentResolverConfig,
+		arg.EnvironmentID,
+		arg.Type,
+		arg.Config,
+		arg.UpdatedBy,
+	)
+	var i ResolverConfiguration
+	err := row.Scan(
+		&i.ID,
+		&i.EnvironmentID,
+		&i.Type,
+		&i.Config,
+		&i.UpdatedBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.LandingZoneID,
+	)
+	return i, err
+}
+
 const setOperationParameters = `-- name: SetOperationParameters :exec
 UPDATE operations SET parameters = $2 WHERE id = $1
 `
@@ -717,23 +844,24 @@ func (q *Queries) SetOperationSecrets(ctx context.Context, arg SetOperationSecre
 	return err
 }
 
-const setResolverConfig = `-- name: SetResolverConfig :one
-INSERT INTO resolver_configurations (environment_id, type, config, updated_by)
+const setZoneResolverConfig = `-- name: SetZoneResolverConfig :one
+INSERT INTO resolver_configurations (landing_zone_id, type, config, updated_by)
 VALUES ($1, $2, $3, $4)
-ON CONFLICT (environment_id, type) DO UPDATE SET config = EXCLUDED.config, updated_by = EXCLUDED.updated_by, updated_at = now()
-RETURNING id, environment_id, type, config, updated_by, created_at, updated_at
+ON CONFLICT (landing_zone_id, type) WHERE landing_zone_id IS NOT NULL
+DO UPDATE SET config = EXCLUDED.config, updated_by = EXCLUDED.updated_by, updated_at = now()
+RETURNING id, environment_id, type, config, updated_by, created_at, updated_at, landing_zone_id
 `
 
-type SetResolverConfigParams struct {
-	EnvironmentID uuid.UUID       `json:"environment_id"`
+type SetZoneResolverConfigParams struct {
+	LandingZoneID uuid.NullUUID   `json:"landing_zone_id"`
 	Type          string          `json:"type"`
 	Config        json.RawMessage `json:"config"`
 	UpdatedBy     uuid.NullUUID   `json:"updated_by"`
 }
 
-func (q *Queries) SetResolverConfig(ctx context.Context, arg SetResolverConfigParams) (ResolverConfiguration, error) {
-	row := q.db.QueryRow(ctx, setResolverConfig,
-		arg.EnvironmentID,
+func (q *Queries) SetZoneResolverConfig(ctx context.Context, arg SetZoneResolverConfigParams) (ResolverConfiguration, error) {
+	row := q.db.QueryRow(ctx, setZoneResolverConfig,
+		arg.LandingZoneID,
 		arg.Type,
 		arg.Config,
 		arg.UpdatedBy,
@@ -747,6 +875,7 @@ func (q *Queries) SetResolverConfig(ctx context.Context, arg SetResolverConfigPa
 		&i.UpdatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.LandingZoneID,
 	)
 	return i, err
 }

@@ -13,7 +13,7 @@ import (
 )
 
 const createTenant = `-- name: CreateTenant :one
-INSERT INTO tenants (name) VALUES ($1) RETURNING id, name, created_at, updated_at, deleted_at
+INSERT INTO tenants (name) VALUES ($1) RETURNING id, name, created_at, updated_at, deleted_at, system
 `
 
 func (q *Queries) CreateTenant(ctx context.Context, name string) (Tenant, error) {
@@ -25,6 +25,7 @@ func (q *Queries) CreateTenant(ctx context.Context, name string) (Tenant, error)
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.DeletedAt,
+		&i.System,
 	)
 	return i, err
 }
@@ -69,7 +70,7 @@ func (q *Queries) GetMembership(ctx context.Context, arg GetMembershipParams) (M
 }
 
 const getTenant = `-- name: GetTenant :one
-SELECT id, name, created_at, updated_at, deleted_at FROM tenants WHERE id = $1 AND deleted_at IS NULL
+SELECT id, name, created_at, updated_at, deleted_at, system FROM tenants WHERE id = $1 AND deleted_at IS NULL
 `
 
 func (q *Queries) GetTenant(ctx context.Context, id uuid.UUID) (Tenant, error) {
@@ -81,6 +82,7 @@ func (q *Queries) GetTenant(ctx context.Context, id uuid.UUID) (Tenant, error) {
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.DeletedAt,
+		&i.System,
 	)
 	return i, err
 }
@@ -128,9 +130,9 @@ func (q *Queries) ListMembers(ctx context.Context, tenantID uuid.UUID) ([]ListMe
 }
 
 const listTenants = `-- name: ListTenants :many
-SELECT t.id, t.name, t.created_at, t.updated_at, t.deleted_at, (SELECT count(*) FROM memberships m WHERE m.tenant_id = t.id) AS member_count
+SELECT t.id, t.name, t.created_at, t.updated_at, t.deleted_at, t.system, (SELECT count(*) FROM memberships m WHERE m.tenant_id = t.id) AS member_count
 FROM tenants t
-WHERE t.deleted_at IS NULL
+WHERE t.deleted_at IS NULL AND NOT t.system
   AND ($1::boolean
        OR t.id IN (SELECT m.tenant_id FROM memberships m WHERE m.user_id = $2))
 ORDER BY lower(t.name)
@@ -147,10 +149,12 @@ type ListTenantsRow struct {
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
 	DeletedAt   *time.Time `json:"deleted_at"`
+	System      bool       `json:"system"`
 	MemberCount int64      `json:"member_count"`
 }
 
-// Every tenant for a provider admin (all_tenants), otherwise the tenants the user belongs to.
+// Every tenant for a provider admin (all_tenants), otherwise the tenants the user belongs to;
+// never the system tenant, which holds landing zones' system services and has no members.
 func (q *Queries) ListTenants(ctx context.Context, arg ListTenantsParams) ([]ListTenantsRow, error) {
 	rows, err := q.db.Query(ctx, listTenants, arg.AllTenants, arg.UserID)
 	if err != nil {
@@ -166,6 +170,7 @@ func (q *Queries) ListTenants(ctx context.Context, arg ListTenantsParams) ([]Lis
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.DeletedAt,
+			&i.System,
 			&i.MemberCount,
 		); err != nil {
 			return nil, err
@@ -179,7 +184,7 @@ func (q *Queries) ListTenants(ctx context.Context, arg ListTenantsParams) ([]Lis
 }
 
 const tenantNameTaken = `-- name: TenantNameTaken :one
-SELECT EXISTS (SELECT 1 FROM tenants WHERE lower(name) = lower($1) AND deleted_at IS NULL)
+SELECT EXISTS (SELECT 1 FROM tenants WHERE lower(name) = lower($1) AND deleted_at IS NULL AND NOT system)
 `
 
 func (q *Queries) TenantNameTaken(ctx context.Context, lower string) (bool, error) {

@@ -1,13 +1,62 @@
 -- name: CreateEnvironment :one
-INSERT INTO environments (tenant_id, name, created_by) VALUES ($1, $2, $3) RETURNING *;
+INSERT INTO environments (tenant_id, name, created_by, landing_zone_id, template_id, status)
+VALUES ($1, $2, $3, $4, $5, $6) RETURNING *;
 
 -- name: GetEnvironment :one
-SELECT e.*, t.name AS tenant_name FROM environments e JOIN tenants t ON t.id = e.tenant_id
+SELECT e.*, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
+FROM environments e JOIN tenants t ON t.id = e.tenant_id
+LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
+LEFT JOIN environment_templates tp ON tp.id = e.template_id
 WHERE e.id = $1 AND e.deleted_at IS NULL;
 
 -- name: ListEnvironments :many
--- Environments of the tenants the viewer may see (all for provider admins), by tenant and name.
-SELECT e.*, t.name AS tenant_name FROM environments e JOIN tenants t ON t.id = e.tenant_id
-WHERE e.deleted_at IS NULL AND t.deleted_at IS NULL
+-- Environments of the tenants the viewer may see (all for provider admins), by tenant and name;
+-- the system tenant's, which hold landing zones' system services, only when asked for.
+SELECT e.*, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
+FROM environments e JOIN tenants t ON t.id = e.tenant_id
+LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
+LEFT JOIN environment_templates tp ON tp.id = e.template_id
+WHERE e.deleted_at IS NULL AND t.deleted_at IS NULL AND NOT t.system
   AND (sqlc.arg(all_tenants)::boolean OR e.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
 ORDER BY lower(t.name), lower(e.name);
+
+-- name: EnvironmentInTransition :one
+-- The deployment's environment, when it is being provisioned or decommissioned.
+SELECT e.id FROM environments e JOIN deployed_components d ON d.environment_id = e.id
+WHERE d.id = $1 AND e.status IN ('provisioning', 'decommissioning');
+
+-- name: LockEnvironment :one
+SELECT * FROM environments WHERE id = $1 FOR UPDATE;
+
+-- name: SetEnvironmentStatus :exec
+UPDATE environments SET status = $2, status_reason = $3, updated_at = now() WHERE id = $1;
+
+-- name: EnvironmentDeployments :many
+-- An environment's deployments, with the template component each was made for and the last
+-- operation on each.
+SELECT d.id, d.name, d.status, d.outputs, d.created_at, d.template_component_id, c.name AS component_name, d.version,
+    coalesce(tc.position, 0)::integer AS position,
+    coalesce(o.kind, '')::text AS last_kind, coalesce(o.status, '')::text AS last_status,
+    coalesce(o.error, '')::text AS last_error, coalesce(o.created_at, 'epoch')::timestamptz AS last_at
+FROM deployed_components d
+JOIN components c ON c.id = d.component_id
+LEFT JOIN template_components tc ON tc.id = d.template_component_id
+LEFT JOIN LATERAL (SELECT kind, status, error, created_at FROM operations
+    WHERE deployment_id = d.id ORDER BY created_at DESC, id DESC LIMIT 1) o ON true
+WHERE d.environment_id = $1
+ORDER BY d.created_at, d.id;
+
+-- name: ZoneLiveEnvironments :many
+-- A zone's tenant environments that are not decommissioned.
+SELECT e.id, e.name, t.name AS tenant_name, e.status FROM environments e JOIN tenants t ON t.id = e.tenant_id
+WHERE e.landing_zone_id = $1 AND NOT t.system AND e.status <> 'decommissioned' AND e.deleted_at IS NULL
+ORDER BY lower(t.name), lower(e.name);
+
+-- name: EnvironmentAllocations :many
+-- The addresses and subnets the environment's deployments hold, from any pool.
+SELECT a.prefix, a.kind, a.input, d.name AS deployment_name, d.id AS deployment_id, p.name AS pool_name
+FROM ipam_allocations a
+JOIN deployed_components d ON d.id = a.deployment_id
+JOIN ipam_pools p ON p.id = a.pool_id
+WHERE d.environment_id = $1
+ORDER BY a.prefix;

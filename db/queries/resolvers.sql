@@ -1,22 +1,30 @@
 -- name: CreatePool :one
-INSERT INTO ipam_pools (tenant_id, environment_id, name, prefix, reserved, created_by)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO ipam_pools (tenant_id, environment_id, landing_zone_id, name, prefix, reserved, created_by)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 RETURNING *;
 
 -- name: GetPool :one
-SELECT p.*, e.name AS environment_name FROM ipam_pools p JOIN environments e ON e.id = p.environment_id WHERE p.id = $1;
+SELECT p.*, coalesce(e.name, '')::text AS environment_name, coalesce(z.name, '')::text AS landing_zone_name
+FROM ipam_pools p
+LEFT JOIN environments e ON e.id = p.environment_id
+LEFT JOIN landing_zones z ON z.id = p.landing_zone_id
+WHERE p.id = $1;
 
 -- name: LockPool :one
 -- Allocations from one pool take turns, so each sees the ones before it.
 SELECT * FROM ipam_pools WHERE id = $1 FOR UPDATE;
 
 -- name: ListPools :many
-SELECT p.*, e.name AS environment_name,
+-- Pools of the given tenants' environments; a landing zone's pools only with all_tenants.
+SELECT p.*, coalesce(e.name, '')::text AS environment_name, coalesce(z.name, '')::text AS landing_zone_name,
     (SELECT count(*) FROM ipam_allocations a WHERE a.pool_id = p.id) AS allocations
-FROM ipam_pools p JOIN environments e ON e.id = p.environment_id
+FROM ipam_pools p
+LEFT JOIN environments e ON e.id = p.environment_id
+LEFT JOIN landing_zones z ON z.id = p.landing_zone_id
 WHERE (sqlc.arg(all_tenants)::boolean OR p.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
   AND (sqlc.narg(environment_id)::uuid IS NULL OR p.environment_id = sqlc.narg(environment_id))
-ORDER BY lower(e.name), lower(p.name);
+  AND (sqlc.narg(landing_zone_id)::uuid IS NULL OR p.landing_zone_id = sqlc.narg(landing_zone_id))
+ORDER BY p.landing_zone_id IS NULL, lower(coalesce(z.name, e.name)), lower(p.name);
 
 -- name: PoolAllocations :many
 SELECT a.*, coalesce(d.name, '') AS deployment_name
@@ -42,14 +50,37 @@ DELETE FROM ipam_allocations WHERE operation_id = $1;
 -- name: ReleaseDeploymentAllocations :execrows
 DELETE FROM ipam_allocations WHERE deployment_id = $1;
 
--- name: SetResolverConfig :one
+-- name: SetEnvironmentResolverConfig :one
 INSERT INTO resolver_configurations (environment_id, type, config, updated_by)
 VALUES ($1, $2, $3, $4)
-ON CONFLICT (environment_id, type) DO UPDATE SET config = EXCLUDED.config, updated_by = EXCLUDED.updated_by, updated_at = now()
+ON CONFLICT (environment_id, type) WHERE environment_id IS NOT NULL
+DO UPDATE SET config = EXCLUDED.config, updated_by = EXCLUDED.updated_by, updated_at = now()
 RETURNING *;
 
--- name: ResolverConfigs :many
-SELECT * FROM resolver_configurations WHERE environment_id = $1 ORDER BY type;
+-- name: SetZoneResolverConfig :one
+INSERT INTO resolver_configurations (landing_zone_id, type, config, updated_by)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (landing_zone_id, type) WHERE landing_zone_id IS NOT NULL
+DO UPDATE SET config = EXCLUDED.config, updated_by = EXCLUDED.updated_by, updated_at = now()
+RETURNING *;
+
+-- name: DeleteEnvironmentResolverConfig :execrows
+-- Removes an environment's override, so the landing zone's configuration applies again.
+DELETE FROM resolver_configurations WHERE environment_id = $1 AND type = $2;
+
+-- name: OwnResolverConfigs :many
+-- The configurations set on one environment or one landing zone itself.
+SELECT * FROM resolver_configurations
+WHERE environment_id = sqlc.narg(environment_id) OR landing_zone_id = sqlc.narg(landing_zone_id)
+ORDER BY type;
+
+-- name: EffectiveResolverConfigs :many
+-- What resolves in an environment: per type, its own override, else its landing zone's.
+SELECT DISTINCT ON (c.type) c.*
+FROM resolver_configurations c
+JOIN environments e ON e.id = sqlc.arg(environment_id)::uuid
+WHERE c.environment_id = e.id OR c.landing_zone_id = e.landing_zone_id
+ORDER BY c.type, c.environment_id IS NULL;
 
 -- name: NextInSequence :one
 INSERT INTO naming_sequences (scope, last) VALUES ($1, 1)

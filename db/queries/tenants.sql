@@ -5,13 +5,14 @@ INSERT INTO tenants (name) VALUES ($1) RETURNING *;
 SELECT * FROM tenants WHERE id = $1 AND deleted_at IS NULL;
 
 -- name: TenantNameTaken :one
-SELECT EXISTS (SELECT 1 FROM tenants WHERE lower(name) = lower($1) AND deleted_at IS NULL);
+SELECT EXISTS (SELECT 1 FROM tenants WHERE lower(name) = lower($1) AND deleted_at IS NULL AND NOT system);
 
 -- name: ListTenants :many
--- Every tenant for a provider admin (all_tenants), otherwise the tenants the user belongs to.
+-- Every tenant for a provider admin (all_tenants), otherwise the tenants the user belongs to;
+-- never the system tenant, which holds landing zones' system services and has no members.
 SELECT t.*, (SELECT count(*) FROM memberships m WHERE m.tenant_id = t.id) AS member_count
 FROM tenants t
-WHERE t.deleted_at IS NULL
+WHERE t.deleted_at IS NULL AND NOT t.system
   AND (sqlc.arg(all_tenants)::boolean
        OR t.id IN (SELECT m.tenant_id FROM memberships m WHERE m.user_id = sqlc.arg(user_id)))
 ORDER BY lower(t.name);

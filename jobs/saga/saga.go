@@ -89,6 +89,11 @@ func IsTransient(err error) bool {
 // server shutting down, stops the run to be resumed later.
 var ErrCancelled = errors.New("cancelled by request")
 
+// ErrParked is what a step returns, wrapped or not, when the operation must wait for something
+// outside it, such as a person's approval: Execute stops without failing or undoing anything,
+// leaving the step pending to be run again when the operation is resumed.
+var ErrParked = errors.New("waiting")
+
 // ErrTimedOut is the cause to cancel a run's context with when it ran out of time: like a
 // cancel, the run undoes what it did, since running it again would hang the same way.
 var ErrTimedOut = errors.New("timed out")
@@ -119,8 +124,8 @@ func (f *Failure) Error() string {
 func (f *Failure) Unwrap() error { return f.Err }
 
 // Execute runs steps to the end, resuming from the checkpoints in store. It returns nil when
-// every step is done, a *Failure when a step failed for good (after undoing), or a transient
-// error when the run should be tried again as it is. With lastAttempt, a transient error is
+// every step is done, a *Failure when a step failed for good (after undoing), ErrParked when a
+// step parked the run, or a transient error when the run should be tried again as it is. With lastAttempt, a transient error is
 // treated as final.
 func Execute(ctx context.Context, store Store, steps []Step, lastAttempt bool) error {
 	names := make([]string, len(steps))
@@ -152,6 +157,14 @@ func Execute(ctx context.Context, store Store, steps []Step, lastAttempt bool) e
 		}
 		states[i].Status = Running
 		result, err := step.Do(ctx, run)
+		if errors.Is(err, ErrParked) {
+			// Before looking at ctx: a parked operation's lease is gone, which may have
+			// cancelled the run since.
+			if markErr := store.Mark(context.WithoutCancel(ctx), step.Name, Pending, nil, ""); markErr != nil {
+				return Transient(fmt.Errorf("checkpoint %s: %w", step.Name, markErr))
+			}
+			return err
+		}
 		if err != nil {
 			if ctx.Err() != nil && !final(ctx) {
 				return Transient(fmt.Errorf("step %s stopped: %w", step.Name, context.Cause(ctx)))

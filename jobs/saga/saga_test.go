@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -273,5 +274,45 @@ func TestRun_ResultOfEarlierStep(t *testing.T) {
 	}
 	if err := Execute(context.Background(), store, s, false); err != nil || got != "10.0.0.2" {
 		t.Fatalf("err %v, got %q", err, got)
+	}
+}
+
+func TestExecute_ParkedStepWaitsAndResumesWhereItStopped(t *testing.T) {
+	w := &world{effects: map[string]bool{}}
+	store := newMemStore()
+	approved := false
+	withGate := func() []Step {
+		s := steps(w, nil)
+		gate := Step{Name: "approve", Do: func(ctx context.Context, r *Run) (json.RawMessage, error) {
+			w.calls = append(w.calls, "do approve")
+			if !approved {
+				return nil, fmt.Errorf("approval: %w", ErrParked)
+			}
+			return nil, nil
+		}}
+		return append(s[:3:3], append([]Step{gate}, s[3:]...)...)
+	}
+	// A cancelled context (the lease went with the park) must not turn the park into a stop.
+	ctx, cancel := context.WithCancel(context.Background())
+	s := withGate()
+	park := s[3].Do
+	s[3].Do = func(ctx context.Context, r *Run) (json.RawMessage, error) {
+		defer cancel()
+		return park(ctx, r)
+	}
+	err := Execute(ctx, store, s, false)
+	if !errors.Is(err, ErrParked) || IsTransient(err) {
+		t.Fatalf("got %v, want the run parked", err)
+	}
+	if store.states["approve"].Status != Pending || store.states["up"].Status != Pending || !w.effects["resolve"] {
+		t.Fatalf("approve %s, up %s, effects %v: want it waiting with nothing undone",
+			store.states["approve"].Status, store.states["up"].Status, w.effects)
+	}
+	approved, w.calls = true, nil
+	if err := Execute(context.Background(), store, withGate(), false); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"do approve", "do up", "do record"}; !reflect.DeepEqual(w.calls, want) {
+		t.Fatalf("calls %v, want %v: the steps before the park are not run again", w.calls, want)
 	}
 }

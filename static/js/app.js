@@ -291,6 +291,27 @@
     if (target) target.querySelectorAll("form[data-resolves]").forEach(markResolved);
   });
 
+  // A select whose options each belong to a value of another select (named by data-scoped-by)
+  // offers only the chosen value's; the server checks the pair anyway.
+  function scopeOptions(select) {
+    var by = document.getElementById(select.getAttribute("data-scoped-by"));
+    if (!by) return;
+    var first = null;
+    select.querySelectorAll("option[data-scope]").forEach(function (o) {
+      var match = o.getAttribute("data-scope") === by.value;
+      o.hidden = !match;
+      o.disabled = !match;
+      if (match && !first) first = o;
+    });
+    var chosen = select.selectedOptions[0];
+    if (!chosen || chosen.disabled) select.value = first ? first.value : "";
+  }
+  document.addEventListener("change", function (e) {
+    if (!(e.target instanceof Element) || !e.target.id) return;
+    document.querySelectorAll('select[data-scoped-by="' + e.target.id + '"]').forEach(scopeOptions);
+  });
+  document.querySelectorAll("select[data-scoped-by]").forEach(scopeOptions);
+
   document.addEventListener("close", function (e) {
     if (e.target instanceof HTMLDialogElement) {
       var body = e.target.querySelector("#dialog-body");

@@ -1,0 +1,148 @@
+// Package dashboard is the home page: for the signed-in user's tenants, their environments,
+// what runs now, what waits for their approval, what failed lately, and for provider admins
+// how full the IP pools are.
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+
+	"nimbus/app/access"
+	"nimbus/app/environment"
+	"nimbus/app/ipam"
+	"nimbus/app/web"
+	"nimbus/db/dbgen"
+	"nimbus/views"
+)
+
+// Approvals counts the approval requests an actor may decide.
+type Approvals interface {
+	Waiting(ctx context.Context, actor access.Principal) (int, error)
+}
+
+// Service gathers the dashboard.
+type Service struct {
+	pool      *pgxpool.Pool
+	envs      *environment.Service
+	pools     *ipam.Service
+	approvals Approvals
+}
+
+// NewService returns a Service; approvals counts what waits for the viewer.
+func NewService(pool *pgxpool.Pool, approvals Approvals) *Service {
+	return &Service{pool: pool, envs: environment.NewService(pool), pools: ipam.NewService(pool), approvals: approvals}
+}
+
+// Overview is what the dashboard shows one viewer.
+type Overview struct {
+	Environments []environment.Environment
+	Active       []dbgen.ActiveOperationsRow
+	Failures     []dbgen.RecentFailuresRow
+	Waiting      int
+	Pools        []ipam.Pool // for provider admins
+}
+
+// failureWindow is how far back the dashboard looks for failures.
+const failureWindow = 7 * 24 * time.Hour
+
+// Overview reads the dashboard of the tenants the actor may see.
+func (s *Service) Overview(ctx context.Context, actor access.Principal) (Overview, error) {
+	var o Overview
+	envs, err := s.envs.List(ctx, actor)
+	if err != nil {
+		return o, err
+	}
+	for _, e := range envs {
+		if e.Status != "decommissioned" {
+			o.Environments = append(o.Environments, e)
+		}
+	}
+	// What needs a look first: failed, then moving, then settled.
+	rank := map[string]int{"failed": 0, "provisioning": 1, "decommissioning": 1, "planned": 1, "active": 2}
+	slices.SortStableFunc(o.Environments, func(a, b environment.Environment) int { return rank[a.Status] - rank[b.Status] })
+	tenants := actor.TenantsWith("environment:read")
+	q := dbgen.New(s.pool)
+	if o.Active, err = q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants}); err != nil {
+		return o, fmt.Errorf("active operations: %w", err)
+	}
+	if o.Failures, err = q.RecentFailures(ctx, dbgen.RecentFailuresParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
+		Since: time.Now().Add(-failureWindow)}); err != nil {
+		return o, fmt.Errorf("recent failures: %w", err)
+	}
+	if o.Waiting, err = s.approvals.Waiting(ctx, actor); err != nil {
+		return o, err
+	}
+	if actor.ProviderAdmin {
+		list, err := s.pools.List(ctx, actor, ipam.Filter{})
+		if err != nil {
+			return o, err
+		}
+		for _, p := range list {
+			full, err := s.pools.Get(ctx, actor, p.ID)
+			if err != nil {
+				return o, err
+			}
+			o.Pools = append(o.Pools, full)
+		}
+		// The fullest first: they are the ones to act on.
+		slices.SortStableFunc(o.Pools, func(a, b ipam.Pool) int { return cmpDesc(a.Utilisation, b.Utilisation) })
+	}
+	return o, nil
+}
+
+func cmpDesc(a, b float64) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
+	}
+	return 0
+}
+
+// Handlers serves the dashboard.
+type Handlers struct{ svc *Service }
+
+// NewHandlers returns the handlers for svc.
+func NewHandlers(svc *Service) *Handlers { return &Handlers{svc: svc} }
+
+// Page shows the dashboard; while anything runs it refreshes its list of running operations.
+func (h *Handlers) Page(c echo.Context) error {
+	o, err := h.svc.Overview(web.Ctx(c), web.Actor(c))
+	if err != nil {
+		return err
+	}
+	v := views.DashboardView{Waiting: o.Waiting}
+	for _, e := range o.Environments {
+		v.Environments = append(v.Environments, views.EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: e.Status,
+			LandingZone: e.LandingZone, Template: e.Template, Created: e.CreatedAt})
+	}
+	for _, a := range o.Active {
+		v.Active = append(v.Active, views.DashboardOperation{ID: a.ID.String(), Kind: a.Kind, Status: a.Status, Deployment: a.DeploymentName,
+			DeploymentID: a.DeploymentID.String(), Where: a.TenantName + " / " + a.EnvironmentName, Since: a.CreatedAt})
+	}
+	for _, f := range o.Failures {
+		row := views.DashboardOperation{ID: f.ID.String(), Kind: f.Kind, Status: "failed", Deployment: f.DeploymentName,
+			DeploymentID: f.DeploymentID.String(), Where: f.TenantName + " / " + f.EnvironmentName, Error: f.Error}
+		if f.FinishedAt != nil {
+			row.Since = *f.FinishedAt
+		}
+		v.Failures = append(v.Failures, row)
+	}
+	for _, p := range o.Pools {
+		where := "landing zone " + p.LandingZone
+		if p.EnvironmentID != nil {
+			where = p.Environment
+		}
+		v.Pools = append(v.Pools, views.PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Scope: where, Used: p.Used,
+			Utilisation: p.Utilisation})
+	}
+	v.ShowPools = web.Actor(c).ProviderAdmin
+	return web.Render(c, http.StatusOK, views.Dashboard(web.Page(c, "Dashboard"), v))
+}

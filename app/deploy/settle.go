@@ -1,0 +1,69 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"nimbus/app/component"
+	"nimbus/app/resolver"
+	"nimbus/db/dbgen"
+)
+
+// EnvironmentArgs asks for an environment's next step while it is provisioned or
+// decommissioned: its deployments are deployed, or destroyed, one after another, and each
+// operation that ends in it asks for the step after.
+type EnvironmentArgs struct {
+	EnvironmentID uuid.UUID `json:"environment_id"`
+}
+
+// Kind names the job in River.
+func (EnvironmentArgs) Kind() string { return "environment" }
+
+// advance asks for the next step of the deployment's environment, when it is being provisioned
+// or decommissioned, in the transaction that ends an operation in it: the step is asked for
+// exactly when the operation's end is recorded.
+func advance(ctx context.Context, tx pgx.Tx, jobs func() (component.JobInserter, error), deploymentID uuid.UUID) error {
+	env, err := dbgen.New(tx).EnvironmentInTransition(ctx, deploymentID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	inserter, err := jobs()
+	if err != nil {
+		return err
+	}
+	_, err = inserter.InsertTx(ctx, tx, EnvironmentArgs{EnvironmentID: env}, nil)
+	return err
+}
+
+// riverJobs is the River client running the worker's job, to queue jobs in its transactions.
+func riverJobs(ctx context.Context) func() (component.JobInserter, error) {
+	return func() (component.JobInserter, error) { return river.ClientFromContextSafely[pgx.Tx](ctx) }
+}
+
+// Discard lets go of a deployment that never had resources of its own (recorded and never
+// deployed, or whose first deploy failed and removed what it made): it is marked destroyed,
+// without running the engine, and what resolvers handed it and its secrets go with it. Any
+// other deployment is left alone, and Discard reports false.
+func Discard(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (bool, error) {
+	d, err := q.GetDeployment(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	if fresh, err := neverDeployed(ctx, q, d.ID, d.Status); err != nil || !fresh {
+		return false, err
+	}
+	if err := resolver.ReleaseDeployment(ctx, q, d.ID); err != nil {
+		return false, err
+	}
+	if err := q.UpdateDeploymentInputs(ctx, dbgen.UpdateDeploymentInputsParams{ID: d.ID, Version: d.Version, Parameters: d.Parameters}); err != nil {
+		return false, err
+	}
+	return true, q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: d.ID, Status: "destroyed"})
+}

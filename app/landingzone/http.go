@@ -1,0 +1,112 @@
+package landingzone
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"nimbus/app/web"
+)
+
+// Handlers serves the landing zone pages and API.
+type Handlers struct{ svc *Service }
+
+// NewHandlers returns the handlers for svc.
+func NewHandlers(svc *Service) *Handlers { return &Handlers{svc: svc} }
+
+// ListAPI answers GET /api/v1/landing-zones.
+func (h *Handlers) ListAPI(c echo.Context) error {
+	zones, err := h.svc.List(web.Ctx(c), web.Actor(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"landing_zones": zones})
+}
+
+// CreateAPI answers POST /api/v1/landing-zones with the new draft zone.
+func (h *Handlers) CreateAPI(c echo.Context) error {
+	var in NewZone
+	if err := web.DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	z, err := h.svc.Create(web.Ctx(c), web.Actor(c), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, z)
+}
+
+// GetAPI answers GET /api/v1/landing-zones/{id}.
+func (h *Handlers) GetAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	z, err := h.svc.Get(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, z)
+}
+
+// AddSystemServiceAPI answers POST /api/v1/landing-zones/{id}/system-services.
+func (h *Handlers) AddSystemServiceAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var in MemberIn
+	if err := web.DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	m, err := h.svc.AddSystemService(web.Ctx(c), web.Actor(c), id, in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, m)
+}
+
+// AddTemplateAPI answers POST /api/v1/landing-zones/{id}/templates.
+func (h *Handlers) AddTemplateAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var in NewTemplate
+	if err := web.DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	t, err := h.svc.AddTemplate(web.Ctx(c), web.Actor(c), id, in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, t)
+}
+
+// PublishAPI answers POST /api/v1/landing-zones/{id}/publish with 202: the zone is published
+// and its system services are being deployed.
+func (h *Handlers) PublishAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	z, err := h.svc.Publish(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, z)
+}
+
+// RetireAPI answers POST /api/v1/landing-zones/{id}/retire with 202: the zone is retired and
+// its system services are being destroyed.
+func (h *Handlers) RetireAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	z, err := h.svc.Retire(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, z)
+}

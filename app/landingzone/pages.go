@@ -1,0 +1,268 @@
+package landingzone
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"nimbus/app/access"
+	"nimbus/app/ipam"
+	"nimbus/app/problem"
+	"nimbus/app/resolver"
+	"nimbus/app/web"
+	"nimbus/db/dbgen"
+	"nimbus/views"
+)
+
+// templateRows is how many component rows the new-template form offers.
+const templateRows = 3
+
+// ListPage shows the landing zones and the form that adds one.
+func (h *Handlers) ListPage(c echo.Context) error {
+	return h.renderList(c, http.StatusOK, views.ZoneForm{}, nil)
+}
+
+func (h *Handlers) renderList(c echo.Context, status int, form views.ZoneForm, err error) error {
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	zones, lerr := h.svc.List(ctx, actor)
+	if lerr != nil {
+		return lerr
+	}
+	rows := make([]views.ZoneRow, len(zones))
+	for i, z := range zones {
+		rows[i] = views.ZoneRow{ID: z.ID.String(), Name: z.Name, Provider: z.Provider, Status: z.Status, Description: z.Description,
+			Environments: z.EnvironmentCount, Created: z.CreatedAt}
+	}
+	providers, perr := dbgen.New(h.svc.pool).ListProviders(ctx)
+	if perr != nil {
+		return perr
+	}
+	for _, p := range providers {
+		form.Providers = append(form.Providers, views.RoleOption{Value: p.Name, Label: p.DisplayName})
+	}
+	form.Errors = web.FormErrors(err)
+	return web.Render(c, status, views.LandingZones(web.Page(c, "Landing zones"), rows, form))
+}
+
+// CreateForm adds a landing zone from the list page.
+func (h *Handlers) CreateForm(c echo.Context) error {
+	form := views.ZoneForm{Name: c.FormValue("name"), Provider: c.FormValue("provider"), Description: c.FormValue("description")}
+	z, err := h.svc.Create(web.Ctx(c), web.Actor(c), NewZone{Name: form.Name, Provider: form.Provider, Description: form.Description})
+	if web.FormErrors(err) != nil {
+		return h.renderList(c, http.StatusUnprocessableEntity, form, err)
+	}
+	if err != nil {
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, "Landing zone "+z.Name+" created as a draft. Configure its resolvers, add its system services and templates, then publish it.")
+	return web.Redirect(c, "/landing-zones/"+z.ID.String())
+}
+
+// ShowPage shows a zone with its system services, resolvers, pools, templates and
+// environments, and the forms that shape it.
+func (h *Handlers) ShowPage(c echo.Context) error {
+	return h.renderShow(c, http.StatusOK, pageForms{}, nil)
+}
+
+// pageForms carries what was typed into a refused form back to the page.
+type pageForms struct {
+	service  views.MemberForm
+	template views.TemplateForm
+	zone     bool // the refusal is of publish or retire
+}
+
+func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err error) error {
+	id, ierr := web.IDParam(c, "id")
+	if ierr != nil {
+		return ierr
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	z, zerr := h.svc.Get(ctx, actor, id)
+	if zerr != nil {
+		return zerr
+	}
+	v := views.ZoneView{ID: z.ID.String(), Name: z.Name, Provider: z.Provider, Status: z.Status, Description: z.Description,
+		SystemStatus: z.SystemStatus, SystemReason: z.SystemReason, ServiceForm: forms.service, TemplateForm: forms.template}
+	if forms.zone {
+		v.Errors = web.FormErrors(err)
+	}
+	for len(v.TemplateForm.Rows) < templateRows {
+		v.TemplateForm.Rows = append(v.TemplateForm.Rows, views.MemberForm{})
+	}
+	v.Services = componentRows(z.SystemServices)
+	for _, t := range z.Templates {
+		v.Templates = append(v.Templates, views.TemplateView{ID: t.ID.String(), Name: t.Name, Description: t.Description, Components: componentRows(t.Components)})
+	}
+	configured := map[string]bool{}
+	for _, r := range z.Resolvers {
+		configured[r] = true
+	}
+	for _, t := range resolver.Types() {
+		v.Resolvers = append(v.Resolvers, views.ResolverState{Type: t, Configured: configured[t]})
+	}
+	pools := ipam.NewService(h.svc.pool)
+	list, perr := pools.List(ctx, actor, ipam.Filter{LandingZoneID: z.ID})
+	if perr != nil {
+		return perr
+	}
+	for _, p := range list {
+		full, perr := pools.Get(ctx, actor, p.ID)
+		if perr != nil {
+			return perr
+		}
+		v.Pools = append(v.Pools, views.PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Used: full.Used, Utilisation: full.Utilisation})
+	}
+	for _, e := range z.Environments {
+		v.Environments = append(v.Environments, views.ZoneEnvRow{ID: e.ID.String(), Tenant: e.Tenant, Name: e.Name, Status: e.Status})
+	}
+	choices, cerr := dbgen.New(h.svc.pool).ZoneComponentChoices(ctx, z.Provider)
+	if cerr != nil {
+		return cerr
+	}
+	for _, ch := range choices {
+		v.Components = append(v.Components, views.RoleOption{Value: ch.ID.String(), Label: ch.Name})
+	}
+	return web.Render(c, status, views.LandingZonePage(web.Page(c, z.Name), v))
+}
+
+func componentRows(ms []Member) []views.ComponentRow {
+	out := make([]views.ComponentRow, len(ms))
+	for i, m := range ms {
+		params, _ := json.Marshal(m.Parameters)
+		out[i] = views.ComponentRow{Name: m.Name, Component: m.Component, Parameters: string(params), Status: m.Status}
+		if m.DeploymentID != nil {
+			out[i].DeploymentID = m.DeploymentID.String()
+		}
+	}
+	return out
+}
+
+// memberFrom reads a component row of a form: the component, its name, its parameters as JSON.
+func memberFrom(component, name, params, field string) (MemberIn, error) {
+	in := MemberIn{Name: strings.TrimSpace(name)}
+	var err error
+	if in.ComponentID, err = uuid.Parse(component); err != nil {
+		return in, problem.Invalid(field+"component_id", "required", "choose a component")
+	}
+	if strings.TrimSpace(params) != "" {
+		if err := json.Unmarshal([]byte(params), &in.Parameters); err != nil {
+			return in, problem.Invalid(field+"parameters", "json", "must be a JSON object such as {\"cores\": 2}: %v", err)
+		}
+	}
+	return in, nil
+}
+
+// AddSystemServiceForm adds a system service from the zone page.
+func (h *Handlers) AddSystemServiceForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	form := views.MemberForm{Component: c.FormValue("component_id"), Name: c.FormValue("name"), Parameters: c.FormValue("parameters")}
+	in, err := memberFrom(form.Component, form.Name, form.Parameters, "")
+	if err == nil {
+		_, err = h.svc.AddSystemService(web.Ctx(c), web.Actor(c), id, in)
+	}
+	if errs := web.FormErrors(err); errs != nil {
+		form.Errors = errs
+		return h.renderShow(c, http.StatusUnprocessableEntity, pageForms{service: form}, err)
+	}
+	if err != nil {
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, "System service "+in.Name+" added.")
+	return web.Redirect(c, "/landing-zones/"+id.String())
+}
+
+// AddTemplateForm adds a template from the zone page; component rows left empty are skipped.
+func (h *Handlers) AddTemplateForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	form := views.TemplateForm{Name: c.FormValue("name"), Description: c.FormValue("description")}
+	in := NewTemplate{Name: form.Name, Description: form.Description, MandatoryComponents: []MemberIn{}}
+	// Rows keep their place in the form, so each error lands beside its row.
+	index := map[int]int{}
+	for i := range templateRows {
+		at := fmt.Sprintf("mandatory_components[%d].", i)
+		row := views.MemberForm{Component: c.FormValue(at + "component_id"), Name: c.FormValue(at + "name"), Parameters: c.FormValue(at + "parameters")}
+		form.Rows = append(form.Rows, row)
+		if row.Component == "" && row.Name == "" && row.Parameters == "" {
+			continue
+		}
+		m, merr := memberFrom(row.Component, row.Name, row.Parameters, fmt.Sprintf("mandatory_components[%d].", len(in.MandatoryComponents)))
+		if merr != nil && err == nil {
+			err = merr
+		}
+		index[len(in.MandatoryComponents)] = i
+		in.MandatoryComponents = append(in.MandatoryComponents, m)
+	}
+	if err == nil {
+		_, err = h.svc.AddTemplate(web.Ctx(c), web.Actor(c), id, in)
+	}
+	if errs := web.FormErrors(err); errs != nil {
+		form.Errors = views.Errors{}
+		for field, msg := range errs {
+			var n int
+			var rest string
+			if _, serr := fmt.Sscanf(field, "mandatory_components[%d].%s", &n, &rest); serr == nil {
+				row := &form.Rows[index[n]]
+				if row.Errors == nil {
+					row.Errors = views.Errors{}
+				}
+				row.Errors[strings.SplitN(rest, ".", 2)[0]] = msg
+				continue
+			}
+			form.Errors[field] = msg
+		}
+		return h.renderShow(c, http.StatusUnprocessableEntity, pageForms{template: form}, err)
+	}
+	if err != nil {
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, "Template "+in.Name+" added.")
+	return web.Redirect(c, "/landing-zones/"+id.String())
+}
+
+// PublishForm publishes the zone from its page.
+func (h *Handlers) PublishForm(c echo.Context) error {
+	return h.zoneForm(c, h.svc.Publish, "Published: its system services are being deployed.")
+}
+
+// RetireForm retires the zone from its page once its name is typed to confirm.
+func (h *Handlers) RetireForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	z, err := h.svc.Get(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(c.FormValue("confirm")) != z.Name {
+		return h.renderShow(c, http.StatusUnprocessableEntity, pageForms{zone: true}, problem.Invalid("confirm", "match", "type %s to confirm", z.Name))
+	}
+	return h.zoneForm(c, h.svc.Retire, "Retired: its system services are being destroyed.")
+}
+
+func (h *Handlers) zoneForm(c echo.Context, do func(context.Context, access.Principal, uuid.UUID) (Zone, error), done string) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	_, err = do(web.Ctx(c), web.Actor(c), id)
+	if web.FormErrors(err) != nil {
+		return h.renderShow(c, http.StatusUnprocessableEntity, pageForms{zone: true}, err)
+	}
+	if err != nil {
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, done)
+	return web.Redirect(c, "/landing-zones/"+id.String())
+}

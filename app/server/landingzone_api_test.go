@@ -1,0 +1,240 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"nimbus/app/component"
+)
+
+// builtinIDs makes sure the built-in components exist and returns their IDs by name.
+func builtinIDs(t *testing.T, s *site) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := component.EnsureBuiltins(ctx, component.NewService(s.pool, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT name, id::text FROM components WHERE is_system`)
+	must(t, err)
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var name, id string
+		must(t, rows.Scan(&name, &id))
+		out[name] = id
+	}
+	return out
+}
+
+// waitEnvironment polls an environment until it leaves the passing states and returns it.
+func (s *site) waitEnvironment(t *testing.T, token, id string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(4 * time.Minute)
+	for time.Now().Before(deadline) {
+		env := s.call(t, "GET", "/api/v1/environments/"+id, token, nil).json(t)
+		switch env["status"] {
+		case "active", "failed", "decommissioned":
+			return env
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("environment %s did not settle in 4 minutes", id)
+	return nil
+}
+
+// waitZoneServices polls a landing zone until its system services settle.
+func (s *site) waitZoneServices(t *testing.T, token, id string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(4 * time.Minute)
+	for time.Now().Before(deadline) {
+		z := s.call(t, "GET", "/api/v1/landing-zones/"+id, token, nil).json(t)
+		switch z["system_status"] {
+		case "active", "failed", "decommissioned":
+			return z
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("landing zone %s's system services did not settle in 4 minutes", id)
+	return nil
+}
+
+func poolAllocations(t *testing.T, s *site, pool string) int {
+	t.Helper()
+	var n int
+	must(t, s.pool.QueryRow(context.Background(), `SELECT count(*) FROM ipam_allocations WHERE pool_id = $1`, pool).Scan(&n))
+	return n
+}
+
+// A landing zone from draft to retired: resolvers configured on the zone, a system service
+// deployed when it is published, an environment opened from a template provisioned with its
+// two mandatory components and decommissioned, the zone retired, and nothing left behind.
+func TestAPI_LandingZoneLifecycle(t *testing.T) {
+	s := newSite(t)
+	ids := builtinIDs(t, s)
+	root, admin := s.token(t, s.admin), s.token(t, s.adminA)
+
+	// Bad input names the field and the rule.
+	for _, body := range []map[string]any{{"name": "Bad Name", "provider": "simcloud"}, {"name": "ok", "provider": "nowhere"}} {
+		wantStatus(t, s.call(t, "POST", "/api/v1/landing-zones", root, body), http.StatusUnprocessableEntity)
+	}
+	wantStatus(t, s.call(t, "POST", "/api/v1/landing-zones", admin, map[string]any{"name": "mine", "provider": "simcloud"}), http.StatusForbidden)
+
+	r := s.call(t, "POST", "/api/v1/landing-zones", root, map[string]any{"name": "sim-eu", "provider": "simcloud", "description": "test zone"})
+	wantStatus(t, r, http.StatusCreated)
+	zone := r.json(t)["id"].(string)
+
+	r = s.call(t, "POST", "/api/v1/ipam/pools", root, map[string]any{"name": "eu-net", "prefix": "10.60.0.0/24", "landing_zone_id": zone})
+	wantStatus(t, r, http.StatusCreated)
+	pool := r.json(t)["id"].(string)
+	wantStatus(t, s.call(t, "PUT", "/api/v1/landing-zones/"+zone+"/resolvers/ipam", root, map[string]any{"pool_id": pool, "subnet_bits": 28}), http.StatusOK)
+
+	r = s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/system-services", root, map[string]any{
+		"component_id": ids["simcloud-network"], "name": "core", "parameters": map[string]any{"name": "core-net"}})
+	wantStatus(t, r, http.StatusCreated)
+	// A template may not keep values that are not the component's inputs.
+	r = s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/templates", root, map[string]any{"name": "bad",
+		"mandatory_components": []map[string]any{{"component_id": ids["simcloud-machine"], "name": "web", "parameters": map[string]any{"gpus": 1}}}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), "mandatory_components[0].parameters.gpus") {
+		t.Fatalf("the refusal does not name the parameter: %s", r.body)
+	}
+	r = s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/templates", root, map[string]any{"name": "standard",
+		"mandatory_components": []map[string]any{
+			{"component_id": ids["simcloud-machine"], "name": "web", "parameters": map[string]any{"cores": 1}},
+			{"component_id": ids["simcloud-machine"], "name": "db", "parameters": map[string]any{"cores": 2}},
+		}})
+	wantStatus(t, r, http.StatusCreated)
+	template := r.json(t)["id"].(string)
+
+	// An environment cannot be opened in a draft zone.
+	r = s.call(t, "POST", "/api/v1/environments", admin, map[string]any{"tenant_id": s.a.ID, "name": "early", "template_id": template})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), "draft") {
+		t.Fatalf("opening in a draft zone: %s", r.body)
+	}
+	// The machines need their names from naming, which the zone does not configure yet.
+	r = s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/publish", root, nil)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), "resolvers.naming") || !strings.Contains(string(r.body), "needs name from naming") {
+		t.Fatalf("publishing without naming: %s", r.body)
+	}
+	wantStatus(t, s.call(t, "PUT", "/api/v1/landing-zones/"+zone+"/resolvers/naming", root,
+		map[string]any{"pattern": "{tenant}-{env}-{seq:02d}", "domain": "eu.example.com"}), http.StatusOK)
+
+	wantStatus(t, s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/publish", root, nil), http.StatusAccepted)
+	z := s.waitZoneServices(t, root, zone)
+	services := z["system_services"].([]any)
+	if z["status"] != "published" || z["system_status"] != "active" || len(services) != 1 || services[0].(map[string]any)["status"] != "deployed" {
+		t.Fatalf("after publishing: %v", z)
+	}
+	if n := poolAllocations(t, s, pool); n != 1 {
+		t.Fatalf("the system network holds %d allocations of the zone's pool, want its subnet", n)
+	}
+	// The system services go with the zone, not on their own.
+	r = s.call(t, "POST", "/api/v1/environments/"+z["system_environment_id"].(string)+"/decommission", root, nil)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), "retire the zone instead") {
+		t.Fatalf("decommissioning the system environment: %s", r.body)
+	}
+
+	r = s.call(t, "POST", "/api/v1/environments", admin, map[string]any{"tenant_id": s.a.ID, "name": "dev", "template_id": template})
+	wantStatus(t, r, http.StatusAccepted)
+	env := r.json(t)["id"].(string)
+	got := s.waitEnvironment(t, admin, env)
+	if got["status"] != "active" || got["landing_zone"] != "sim-eu" || got["template"] != "standard" {
+		t.Fatalf("the environment: %v", got)
+	}
+	var names []string
+	rows, err := s.pool.Query(context.Background(), `SELECT d.name || '=' || (d.parameters->>'name') || '@' || (d.parameters->>'ip_address')
+		FROM deployed_components d WHERE d.environment_id = $1 ORDER BY d.created_at`, env)
+	must(t, err)
+	for rows.Next() {
+		var n string
+		must(t, rows.Scan(&n))
+		names = append(names, n)
+	}
+	rows.Close()
+	if strings.Join(names, " ") != "web=tenant-a-dev-01@10.60.0.16 db=tenant-a-dev-02@10.60.0.17" {
+		t.Fatalf("the mandatory components got %v", names)
+	}
+
+	// Retiring waits for the zone's environments to go.
+	r = s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/retire", root, nil)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), "Tenant A/dev") {
+		t.Fatalf("retiring with an environment open: %s", r.body)
+	}
+	wantStatus(t, s.call(t, "POST", "/api/v1/environments/"+env+"/decommission", s.token(t, s.userA), nil), http.StatusForbidden)
+	wantStatus(t, s.call(t, "POST", "/api/v1/environments/"+env+"/decommission", admin, nil), http.StatusAccepted)
+	if got := s.waitEnvironment(t, admin, env); got["status"] != "decommissioned" {
+		t.Fatalf("after decommissioning: %v", got)
+	}
+	if n := poolAllocations(t, s, pool); n != 1 {
+		t.Fatalf("%d allocations left after decommissioning, want only the system network's", n)
+	}
+
+	wantStatus(t, s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/retire", root, nil), http.StatusAccepted)
+	if z := s.waitZoneServices(t, root, zone); z["status"] != "retired" || z["system_status"] != "decommissioned" {
+		t.Fatalf("after retiring: %v", z)
+	}
+	if n := poolAllocations(t, s, pool); n != 0 {
+		t.Fatalf("%d allocations left after retiring", n)
+	}
+	if files := s.cloudFiles(t); len(files) != 0 {
+		t.Fatalf("left in the simulated cloud: %v", files)
+	}
+	audit := s.call(t, "GET", "/api/v1/audit-events?action=landing_zone.publish", root, nil)
+	if !strings.Contains(string(audit.body), "sim-eu") {
+		t.Fatalf("publishing is not audited: %s", audit.body)
+	}
+}
+
+// A mandatory component that fails leaves the environment failed, naming it and what was
+// kept; a retry after the cause is gone finishes the provisioning.
+func TestAPI_EnvironmentProvisioningFailsThenRetries(t *testing.T) {
+	s := newSite(t)
+	ids := builtinIDs(t, s)
+	root, admin := s.token(t, s.admin), s.token(t, s.adminA)
+	zone := s.call(t, "POST", "/api/v1/landing-zones", root, map[string]any{"name": "sim", "provider": "simcloud"}).json(t)["id"].(string)
+	r := s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/templates", root, map[string]any{"name": "flaky",
+		"mandatory_components": []map[string]any{
+			{"component_id": ids["simcloud-machine"], "name": "first", "parameters": map[string]any{"name": "first"}},
+			{"component_id": ids["simcloud-machine"], "name": "second", "parameters": map[string]any{"name": "second", "fail_on": "create"}},
+		}})
+	wantStatus(t, r, http.StatusCreated)
+	template := r.json(t)["id"].(string)
+	wantStatus(t, s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/publish", root, nil), http.StatusAccepted)
+	if z := s.waitZoneServices(t, root, zone); z["system_status"] != "active" {
+		t.Fatalf("a zone without system services: %v", z)
+	}
+
+	// A tenant denied the machine cannot have an environment that needs one.
+	path := "/api/v1/tenants/" + s.a.ID.String() + "/governance/" + ids["simcloud-machine"]
+	wantStatus(t, s.call(t, "PUT", path, root, map[string]any{"is_allowed": false}), http.StatusOK)
+	r = s.call(t, "POST", "/api/v1/environments", admin, map[string]any{"tenant_id": s.a.ID, "name": "qa", "template_id": template})
+	wantStatus(t, r, http.StatusForbidden)
+	if !strings.Contains(string(r.body), "simcloud-machine") {
+		t.Fatalf("the refusal does not name the component: %s", r.body)
+	}
+	wantStatus(t, s.call(t, "DELETE", path+"?scope=provider", root, nil), http.StatusOK)
+
+	r = s.call(t, "POST", "/api/v1/environments", admin, map[string]any{"tenant_id": s.a.ID, "name": "qa", "template_id": template})
+	wantStatus(t, r, http.StatusAccepted)
+	env := r.json(t)["id"].(string)
+	got := s.waitEnvironment(t, admin, env)
+	reason, _ := got["status_reason"].(string)
+	if got["status"] != "failed" || !strings.Contains(reason, "second (simcloud-machine) did not deploy") || !strings.Contains(reason, "Kept: first") {
+		t.Fatalf("after the failure: %v", got)
+	}
+	// The cause goes: the failing machine is told not to fail, and the provisioning goes on.
+	_, err := s.pool.Exec(context.Background(), `UPDATE deployed_components SET parameters = parameters - 'fail_on' WHERE name = 'second'`)
+	must(t, err)
+	wantStatus(t, s.call(t, "POST", "/api/v1/environments/"+env+"/retry", admin, nil), http.StatusAccepted)
+	if got := s.waitEnvironment(t, admin, env); got["status"] != "active" {
+		t.Fatalf("after the retry: %v", got)
+	}
+	wantStatus(t, s.call(t, "POST", "/api/v1/environments/"+env+"/retry", admin, nil), http.StatusUnprocessableEntity)
+}

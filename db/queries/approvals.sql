@@ -1,0 +1,182 @@
+-- name: CreateApprovalPolicy :one
+INSERT INTO approval_policies (scope, scope_id, operations, approvals_required, approver_role, created_by)
+VALUES (sqlc.arg(scope), sqlc.arg(scope_id), sqlc.arg(operations)::text[], sqlc.arg(approvals_required),
+    sqlc.arg(approver_role), sqlc.arg(created_by))
+RETURNING *;
+
+-- name: ListApprovalPolicies :many
+-- The policies that bind deployments of the given tenants (all of them with all_tenants): on
+-- their environments, on the landing zones of their environments, and on the components they
+-- can use. scope_tenant_id is the environment's tenant, for environment policies.
+SELECT p.*,
+    CASE p.scope WHEN 'landing_zone' THEN coalesce(z.name, '')
+        WHEN 'environment' THEN coalesce(t.name || ' / ' || e.name, '')
+        ELSE coalesce(c.name, '') END::text AS scope_name,
+    e.tenant_id AS scope_tenant_id,
+    coalesce(u.email, '')::text AS created_by_email
+FROM approval_policies p
+LEFT JOIN landing_zones z ON p.scope = 'landing_zone' AND z.id = p.scope_id
+LEFT JOIN environments e ON p.scope = 'environment' AND e.id = p.scope_id
+LEFT JOIN tenants t ON t.id = e.tenant_id
+LEFT JOIN components c ON p.scope = 'component' AND c.id = p.scope_id
+LEFT JOIN users u ON u.id = p.created_by
+WHERE (sqlc.narg(id)::uuid IS NULL OR p.id = sqlc.narg(id))
+  AND (sqlc.arg(all_tenants)::boolean
+    OR (p.scope = 'environment' AND e.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+    OR (p.scope = 'component' AND (c.tenant_id IS NULL OR c.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[])))
+    OR (p.scope = 'landing_zone' AND EXISTS (SELECT 1 FROM environments ze
+        WHERE ze.landing_zone_id = p.scope_id AND ze.deleted_at IS NULL AND ze.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))))
+ORDER BY p.scope, scope_name, p.created_at;
+
+-- name: DeleteApprovalPolicy :execrows
+DELETE FROM approval_policies WHERE id = $1;
+
+-- name: ApprovalScopeZone :one
+SELECT id, name FROM landing_zones WHERE id = $1;
+
+-- name: ApprovalScopeEnvironment :one
+SELECT id, tenant_id, name FROM environments WHERE id = $1 AND deleted_at IS NULL;
+
+-- name: ApprovalScopeComponent :one
+SELECT id, tenant_id, name FROM components WHERE id = $1 AND deleted_at IS NULL;
+
+-- name: ApprovalScopeChoices :many
+-- What a policy may be set on, for the form: landing zones and components for provider admins
+-- (with_provider), and the environments of the given tenants (all with all_tenants).
+SELECT 'landing_zone'::text AS scope, z.id, z.name::text AS name FROM landing_zones z
+WHERE sqlc.arg(with_provider)::boolean
+UNION ALL
+SELECT 'environment'::text, e.id, (t.name || ' / ' || e.name)::text FROM environments e JOIN tenants t ON t.id = e.tenant_id
+WHERE e.deleted_at IS NULL AND t.deleted_at IS NULL
+  AND (sqlc.arg(all_tenants)::boolean OR e.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+UNION ALL
+SELECT 'component'::text, c.id, c.name::text FROM components c
+WHERE sqlc.arg(with_provider)::boolean AND c.deleted_at IS NULL
+ORDER BY 1, 3;
+
+-- name: ApprovalPoliciesFor :many
+-- The policies that bind an operation of the kind on a deployment of the component in the
+-- environment: the component's, the environment's and its landing zone's. A zone's policies
+-- are for its tenants' environments, not for its own system services, which the provider
+-- deploys and retires with the zone.
+SELECT p.approvals_required, p.approver_role FROM approval_policies p
+WHERE sqlc.arg(kind)::text = ANY(p.operations)
+  AND ((p.scope = 'component' AND p.scope_id = sqlc.arg(component_id)::uuid)
+    OR (p.scope = 'environment' AND p.scope_id = sqlc.arg(environment_id)::uuid)
+    OR (p.scope = 'landing_zone' AND p.scope_id = (SELECT e.landing_zone_id FROM environments e
+        JOIN landing_zones z ON z.id = e.landing_zone_id
+        WHERE e.id = sqlc.arg(environment_id)::uuid AND z.system_environment_id IS DISTINCT FROM e.id)));
+
+-- name: CurrentApprovalRequest :one
+SELECT * FROM approval_requests WHERE operation_id = $1 AND status <> 'void';
+
+-- name: OpenApprovalRequest :one
+-- The request of an operation that has just been previewed; it shows the preview step's plan.
+INSERT INTO approval_requests (operation_id, tenant_id, requested_by, approvals_required, approver_role, previewed_at, expires_at)
+SELECT o.id, d.tenant_id, o.requested_by, sqlc.arg(approvals_required), sqlc.arg(approver_role),
+    coalesce((SELECT s.finished_at FROM operation_steps s WHERE s.operation_id = o.id AND s.name = 'preview'), now()),
+    now() + make_interval(secs => sqlc.arg(ttl_seconds)::float8)
+FROM operations o JOIN deployed_components d ON d.id = o.deployment_id
+WHERE o.id = sqlc.arg(operation_id)
+RETURNING *;
+
+-- name: ParkOperation :execrows
+-- An operation waiting for approval gives up its lease and keeps its deployment's active slot;
+-- its job ends, and approving queues it again.
+UPDATE operations SET status = 'awaiting_approval', lease = NULL, updated_at = now()
+WHERE id = $1 AND lease = $2 AND status = 'running';
+
+-- name: ListApprovalRequests :many
+-- Requests of the given tenants (all with all_tenants), newest first; one when id is given. A
+-- pending request past its time reads as expired before the sweep gets to it.
+SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, r.approver_role,
+    r.previewed_at, r.expires_at, r.decided_at, r.created_at,
+    (CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired' ELSE r.status END)::text AS status,
+    o.kind, o.deployment_id, v.version, v.input_schema,
+    -- What the operation brings; a destroy brings nothing and removes what the deployment has.
+    (CASE WHEN o.kind = 'destroy' THEN d.parameters ELSE o.parameters END)::jsonb AS parameters,
+    d.name AS deployment_name, e.name AS environment_name, t.name AS tenant_name,
+    coalesce(u.email, '')::text AS requested_by_email,
+    (SELECT count(*) FROM approval_decisions a WHERE a.request_id = r.id AND a.decision = 'approve') AS approvals,
+    EXISTS (SELECT 1 FROM approval_decisions a WHERE a.request_id = r.id AND a.user_id = sqlc.arg(viewer)::uuid) AS viewer_decided
+FROM approval_requests r
+JOIN operations o ON o.id = r.operation_id
+JOIN deployed_components d ON d.id = o.deployment_id
+JOIN component_versions v ON v.component_id = d.component_id AND v.version = coalesce(o.target_version, d.version)
+JOIN environments e ON e.id = d.environment_id
+JOIN tenants t ON t.id = r.tenant_id
+LEFT JOIN users u ON u.id = r.requested_by
+WHERE (sqlc.arg(all_tenants)::boolean OR r.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+  AND (sqlc.narg(id)::uuid IS NULL OR r.id = sqlc.narg(id))
+  AND (sqlc.narg(status)::text IS NULL
+    OR (CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired' ELSE r.status END) = sqlc.narg(status))
+ORDER BY r.created_at DESC, r.id DESC
+LIMIT 200;
+
+-- name: ApprovalDecisions :many
+SELECT a.decision, a.comment, a.created_at, u.email
+FROM approval_decisions a JOIN users u ON u.id = a.user_id
+WHERE a.request_id = $1
+ORDER BY a.created_at, a.id;
+
+-- name: CountApprovalsWaiting :one
+-- How many pending requests the viewer may decide and has not: approver_role 'user' asks for
+-- a user or more in the tenant (user_tenants), 'tenant_admin' a tenant admin (admin_tenants),
+-- 'provider_admin' a provider admin (all_tenants, who may decide any).
+SELECT count(*) FROM approval_requests r
+WHERE r.status = 'pending' AND r.expires_at > now()
+  AND r.requested_by IS DISTINCT FROM sqlc.arg(viewer)::uuid
+  AND (sqlc.arg(all_tenants)::boolean
+    OR (r.approver_role = 'user' AND r.tenant_id = ANY(sqlc.arg(user_tenants)::uuid[]))
+    OR (r.approver_role = 'tenant_admin' AND r.tenant_id = ANY(sqlc.arg(admin_tenants)::uuid[])))
+  AND NOT EXISTS (SELECT 1 FROM approval_decisions a WHERE a.request_id = r.id AND a.user_id = sqlc.arg(viewer)::uuid);
+
+-- name: LockApprovalRequest :one
+-- Decisions on one request take turns.
+SELECT r.*, o.kind, o.deployment_id, d.name AS deployment_name, (r.expires_at <= now())::boolean AS lapsed
+FROM approval_requests r
+JOIN operations o ON o.id = r.operation_id
+JOIN deployed_components d ON d.id = o.deployment_id
+WHERE r.id = $1
+FOR UPDATE OF r;
+
+-- name: DecisionOf :one
+SELECT decision FROM approval_decisions WHERE request_id = $1 AND user_id = $2;
+
+-- name: RecordApprovalDecision :exec
+INSERT INTO approval_decisions (request_id, user_id, decision, comment) VALUES ($1, $2, $3, $4);
+
+-- name: CountApprovalsGiven :one
+SELECT count(*) FROM approval_decisions WHERE request_id = $1 AND decision = 'approve';
+
+-- name: CloseApprovalRequest :execrows
+UPDATE approval_requests SET status = $2, decided_at = now() WHERE id = $1 AND status = 'pending';
+
+-- name: CancelApprovalRequestOf :exec
+UPDATE approval_requests SET status = 'cancelled', decided_at = now() WHERE operation_id = $1 AND status = 'pending';
+
+-- name: ResumeOperation :execrows
+-- Hands an approved operation back to the workers.
+UPDATE operations SET status = 'queued', updated_at = now() WHERE id = $1 AND status = 'awaiting_approval';
+
+-- name: EndWaitingOperation :execrows
+UPDATE operations SET status = sqlc.arg(status), error = sqlc.arg(error), finished_at = now(), updated_at = now()
+WHERE id = sqlc.arg(id) AND status = 'awaiting_approval';
+
+-- name: ResetPreview :exec
+-- Sends an operation back to its preview: the plan it showed no longer holds.
+UPDATE operation_steps SET status = 'pending', result = 'null', error = '', finished_at = NULL, updated_at = now()
+WHERE operation_id = $1 AND name IN ('preview', 'approve');
+
+-- name: ForgetPlan :exec
+DELETE FROM operation_resources WHERE operation_id = $1;
+
+-- name: DueApprovalRequests :many
+SELECT id FROM approval_requests WHERE status = 'pending' AND expires_at <= now() ORDER BY expires_at LIMIT 100;
+
+-- name: ApprovalOfOperation :one
+-- The operation's latest request, for its page.
+SELECT r.id, r.status, r.approvals_required,
+    (SELECT count(*) FROM approval_decisions a WHERE a.request_id = r.id AND a.decision = 'approve') AS approvals
+FROM approval_requests r WHERE r.operation_id = $1
+ORDER BY r.created_at DESC LIMIT 1;
