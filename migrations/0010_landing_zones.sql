@@ -32,7 +32,17 @@ ALTER TABLE environments
     ADD CONSTRAINT environments_landing_zone_fk FOREIGN KEY (landing_zone_id) REFERENCES landing_zones (id),
     ADD COLUMN template_id uuid,
     -- What went wrong when provisioning or decommissioning failed, in words for the page.
-    ADD COLUMN status_reason text NOT NULL DEFAULT '';
+    ADD COLUMN status_reason text NOT NULL DEFAULT '',
+    -- Who started the provisioning or decommissioning under way: the operations its steps
+    -- queue are theirs.
+    ADD COLUMN status_by uuid REFERENCES users (id) ON DELETE SET NULL;
+CREATE INDEX environments_landing_zone_idx ON environments (landing_zone_id) WHERE landing_zone_id IS NOT NULL;
+
+-- A step of a provisioning tells the operations it started from older ones by comparing their
+-- creation with the environment's last change of status. Both are stamped with the clock, not
+-- the transaction's start: a step that waited for the environment's lock starts its operation
+-- after the change it waited for.
+ALTER TABLE operations ALTER COLUMN created_at SET DEFAULT clock_timestamp();
 
 -- Resolver configurations belong to a landing zone, and an environment may override one type.
 ALTER TABLE resolver_configurations

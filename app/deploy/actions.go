@@ -134,6 +134,13 @@ func (s *Service) enqueue(ctx context.Context, actor access.Principal, d dbgen.G
 	var op dbgen.Operation
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := dbgen.New(tx)
+		// An environment being provisioned or decommissioned takes no changes from people: its
+		// steps would not know what to make of them. Its lock comes first, as in every writer.
+		if status, err := q.ShareEnvironment(ctx, d.EnvironmentID); err != nil {
+			return err
+		} else if status != "active" && status != "failed" {
+			return problem.Invalid("deployment", "state", "%s is in an environment that is %s: wait until it is active", d.Name, status)
+		}
 		if err := q.LockDeployment(ctx, d.ID); err != nil {
 			return err
 		}

@@ -243,11 +243,8 @@ func (s *Service) prepare(ctx context.Context, q *dbgen.Queries, actor access.Pr
 	if !actor.Can("component:deploy", env.TenantID) {
 		return prepared{}, problem.ErrForbidden
 	}
-	// An environment being made gets its mandatory components, and nothing else, before it is
-	// active.
-	provisioning := req.templateComponent != uuid.Nil && (env.Status == "planned" || env.Status == "provisioning")
-	if env.Status != "active" && !provisioning {
-		return prepared{}, problem.Invalid("environment_id", "state", "%s is %s: deploy into an active environment", env.Name, env.Status)
+	if err := takes(env.Name, env.Status, req.templateComponent); err != nil {
+		return prepared{}, err
 	}
 	comp, err := q.GetComponent(ctx, req.ComponentID)
 	visible := err == nil && (!comp.TenantID.Valid || comp.TenantID.UUID == env.TenantID)
@@ -287,16 +284,33 @@ func (s *Service) prepare(ctx context.Context, q *dbgen.Queries, actor access.Pr
 	return prepared{env: env, comp: comp, id: id, name: req.Name, kind: kind, in: in, req: req}, nil
 }
 
+// takes refuses a new deployment in an environment that is not active, except the mandatory
+// components (templateComponent) of one being made.
+func takes(env, status string, templateComponent uuid.UUID) error {
+	if status == "active" || templateComponent != uuid.Nil && (status == "planned" || status == "provisioning") {
+		return nil
+	}
+	return problem.Invalid("environment_id", "state", "%s is %s: deploy into an active environment", env, status)
+}
+
 // record writes a prepared deployment, audited, in the caller's transaction, and queues its
 // first operation when queue is set.
 func (s *Service) record(ctx context.Context, tx pgx.Tx, actor access.Principal, p prepared, queue bool) (dbgen.Operation, error) {
 	q := dbgen.New(tx)
+	// Checked again under the environment's share lock: it is not decommissioned meanwhile.
+	status, err := q.ShareEnvironment(ctx, p.env.ID)
+	if err != nil {
+		return dbgen.Operation{}, err
+	}
+	if err := takes(p.env.Name, status, p.req.templateComponent); err != nil {
+		return dbgen.Operation{}, err
+	}
 	// Under the tenant's lock, so that concurrent deploys cannot pass the limit together.
 	if err := governance.CheckInstances(ctx, q, p.env.TenantID, p.comp.ID); err != nil {
 		return dbgen.Operation{}, err
 	}
 	plainJSON, _ := json.Marshal(p.in.Plain)
-	_, err := q.CreateDeployment(ctx, dbgen.CreateDeploymentParams{
+	_, err = q.CreateDeployment(ctx, dbgen.CreateDeploymentParams{
 		ID: p.id, TenantID: p.env.TenantID, EnvironmentID: p.env.ID, ComponentID: p.comp.ID, Version: p.in.Version, Name: p.name,
 		Parameters: plainJSON, SecretParameters: p.in.Sealed, SecretKeyID: &p.in.KeyID, Project: p.comp.Name,
 		Stack: "d-" + strings.ReplaceAll(p.id.String(), "-", ""), StateLocation: "",
@@ -544,16 +558,14 @@ func (s *Service) Cancel(ctx context.Context, actor access.Principal, operationI
 		return Operation{}, problem.ErrForbidden
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// An operation that ends here, not in a worker, lets its environment go on.
+		if err := advance(ctx, tx, s.inserter, op.DeploymentID); err != nil {
+			return err
+		}
 		q := dbgen.New(tx)
 		n, err := q.CancelQueuedOperation(ctx, operationID)
 		if err != nil {
 			return err
-		}
-		if n > 0 {
-			// It ended here, not in a worker.
-			if err := advance(ctx, tx, s.inserter, op.DeploymentID); err != nil {
-				return err
-			}
 		}
 		if n == 0 {
 			if n, err = q.RequestOperationCancel(ctx, operationID); err != nil {

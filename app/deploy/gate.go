@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -55,13 +56,17 @@ func (w *Worker) approve(ctx context.Context, op dbgen.Operation, lease uuid.UUI
 			return err
 		}
 		if n == 0 {
+			// Cancelled before the heartbeat passed it on: it ends, undone, rather than wait.
+			if now, err := q.GetOperation(ctx, op.ID); err == nil && now.CancelRequestedAt != nil {
+				return saga.ErrCancelled
+			}
 			return errLeaseLost
 		}
 		parked = true
 		return q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: dep.ID, Status: resting})
 	})
 	switch {
-	case problem.FieldOf(err) != "":
+	case problem.FieldOf(err) != "" || errors.Is(err, saga.ErrCancelled):
 		return err
 	case err != nil:
 		return saga.Transient(fmt.Errorf("approval: %w", err))
@@ -94,6 +99,13 @@ var ErrNotWaiting = problem.Invalid("operation", "state", "the operation no long
 // leaves it, any other as it was; an environment waiting for the deployment goes on.
 func EndWaiting(ctx context.Context, tx pgx.Tx, jobs component.JobInserter, id uuid.UUID, status, reason string) error {
 	q := dbgen.New(tx)
+	op, err := q.GetOperation(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := advance(ctx, tx, func() (component.JobInserter, error) { return jobs, nil }, op.DeploymentID); err != nil {
+		return err
+	}
 	n, err := q.EndWaitingOperation(ctx, dbgen.EndWaitingOperationParams{ID: id, Status: status, Error: reason})
 	if err != nil {
 		return err
@@ -104,14 +116,8 @@ func EndWaiting(ctx context.Context, tx pgx.Tx, jobs component.JobInserter, id u
 	if err := resolver.ReleaseOperation(ctx, q, id); err != nil {
 		return err
 	}
-	op, err := q.GetOperation(ctx, id)
-	if err != nil {
-		return err
-	}
 	if op.Kind == "deploy" {
-		if err := q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: op.DeploymentID, Status: "failed"}); err != nil {
-			return err
-		}
+		return q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: op.DeploymentID, Status: "failed"})
 	}
-	return advance(ctx, tx, func() (component.JobInserter, error) { return jobs, nil }, op.DeploymentID)
+	return nil
 }

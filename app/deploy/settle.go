@@ -47,17 +47,22 @@ func riverJobs(ctx context.Context) func() (component.JobInserter, error) {
 	return func() (component.JobInserter, error) { return river.ClientFromContextSafely[pgx.Tx](ctx) }
 }
 
-// Discard lets go of a deployment that never had resources of its own (recorded and never
-// deployed, or whose first deploy failed and removed what it made): it is marked destroyed,
-// without running the engine, and what resolvers handed it and its secrets go with it. Any
-// other deployment is left alone, and Discard reports false.
+// Discard lets go of a deployment that never had a stack of its own — recorded, and never
+// deployed nor tried — marking it destroyed without running the engine, in the caller's
+// transaction, and giving back anything resolvers handed it. Any other deployment, or one with
+// an operation under way, is left alone and Discard reports false: it needs a destroy.
 func Discard(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (bool, error) {
-	d, err := q.GetDeployment(ctx, id)
-	if err != nil {
+	if err := q.LockDeployment(ctx, id); err != nil {
 		return false, err
 	}
-	if fresh, err := neverDeployed(ctx, q, d.ID, d.Status); err != nil || !fresh {
+	d, err := q.GetDeployment(ctx, id)
+	if err != nil || d.Status != "pending" {
 		return false, err
+	}
+	for _, check := range []func(context.Context, uuid.UUID) (bool, error){q.EngineEverRan, q.AnyOperationPending} {
+		if yes, err := check(ctx, id); err != nil || yes {
+			return false, err
+		}
 	}
 	if err := resolver.ReleaseDeployment(ctx, q, d.ID); err != nil {
 		return false, err

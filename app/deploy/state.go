@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"nimbus/app/access"
@@ -88,8 +89,17 @@ func (s *Service) RestoreState(ctx context.Context, actor access.Principal, id u
 	if restoreErr != nil {
 		status, msg = "failed", restoreErr.Error()
 	}
-	if _, err := dbgen.New(s.pool).FinishOperation(context.WithoutCancel(ctx), dbgen.FinishOperationParams{ID: op.ID,
-		Lease: uuid.NullUUID{UUID: lease, Valid: true}, Status: status, Error: msg, Changes: []byte("{}"), ExitCode: pgtype.Int4{}}); err != nil {
+	// Ended in a transaction that lets an environment waiting for the deployment go on.
+	done := context.WithoutCancel(ctx)
+	err = pgx.BeginFunc(done, s.pool, func(tx pgx.Tx) error {
+		if err := advance(done, tx, s.inserter, id); err != nil {
+			return err
+		}
+		_, err := dbgen.New(tx).FinishOperation(done, dbgen.FinishOperationParams{ID: op.ID,
+			Lease: uuid.NullUUID{UUID: lease, Valid: true}, Status: status, Error: msg, Changes: []byte("{}"), ExitCode: pgtype.Int4{}})
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
 	if errors.Is(restoreErr, pulumix.ErrBadState) {

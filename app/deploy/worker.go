@@ -486,6 +486,10 @@ func (w *Worker) finish(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 		exit = pgtype.Int4{Int32: int32(*res.exit), Valid: true}
 	}
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		// First, as every writer takes the environment before its deployments.
+		if err := advance(ctx, tx, riverJobs(ctx), op.DeploymentID); err != nil {
+			return err
+		}
 		q := dbgen.New(tx)
 		n, err := q.FinishOperation(ctx, dbgen.FinishOperationParams{ID: op.ID, Lease: leaseID, Status: status, Error: msg,
 			Changes: changes, ExitCode: exit})
@@ -497,12 +501,10 @@ func (w *Worker) finish(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 			w.log.Warn("operation taken over before it finished here", "operation", op.ID)
 			return nil
 		}
-		if depStatus != "" {
-			if err := q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: op.DeploymentID, Status: depStatus}); err != nil {
-				return err
-			}
+		if depStatus == "" {
+			return nil
 		}
-		return advance(ctx, tx, riverJobs(ctx), op.DeploymentID)
+		return q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: op.DeploymentID, Status: depStatus})
 	})
 	if err != nil {
 		return err

@@ -120,6 +120,13 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, tenantID u
 	if !actor.Can("environment:manage", tenantID) {
 		return Environment{}, problem.ErrForbidden
 	}
+	if t, err := dbgen.New(s.pool).GetTenant(ctx, tenantID); errors.Is(err, pgx.ErrNoRows) {
+		return Environment{}, problem.Invalid("tenant_id", "exists", "no tenant with this ID that you can see")
+	} else if err != nil {
+		return Environment{}, fmt.Errorf("get tenant: %w", err)
+	} else if t.System {
+		return Environment{}, problem.Invalid("tenant_id", "system", "the system tenant holds landing zones' system services and has no environments of its own")
+	}
 	envName = strings.TrimSpace(envName)
 	if !name.MatchString(envName) {
 		return Environment{}, problem.Invalid("name", "pattern", "must be 1–40 lower-case letters, digits and -, starting with a letter, such as dev or prod-eu")

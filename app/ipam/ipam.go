@@ -63,10 +63,12 @@ type NewPool struct {
 	Reserved      []string  `json:"reserved"`
 }
 
-// scope is where a new pool goes, as the database and the messages name it.
+// scope is where a new pool goes, as the database and the messages name it. family is the
+// landing zone whose environments may share addresses with it: the pool's own, or its
+// environment's.
 type scope struct {
-	tenant, environment, zone uuid.NullUUID
-	name                      string
+	tenant, environment, zone, family uuid.NullUUID
+	name                              string
 }
 
 // scopeOf finds the environment or landing zone a new pool names; exactly one must be named.
@@ -82,7 +84,11 @@ func scopeOf(ctx context.Context, q *dbgen.Queries, actor access.Principal, in N
 		if err != nil {
 			return scope{}, err
 		}
-		return scope{zone: uuid.NullUUID{UUID: z.ID, Valid: true}, name: "landing zone " + z.Name}, nil
+		if z.Status == "retired" {
+			return scope{}, problem.Invalid("landing_zone_id", "retired", "landing zone %s is retired", z.Name)
+		}
+		id := uuid.NullUUID{UUID: z.ID, Valid: true}
+		return scope{zone: id, family: id, name: "landing zone " + z.Name}, nil
 	case in.EnvironmentID != uuid.Nil:
 		env, err := q.GetEnvironment(ctx, in.EnvironmentID)
 		if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can("resolver:config:read", env.TenantID) {
@@ -95,7 +101,7 @@ func scopeOf(ctx context.Context, q *dbgen.Queries, actor access.Principal, in N
 			return scope{}, problem.ErrForbidden
 		}
 		return scope{tenant: uuid.NullUUID{UUID: env.TenantID, Valid: true}, environment: uuid.NullUUID{UUID: env.ID, Valid: true},
-			name: env.Name}, nil
+			family: env.LandingZoneID, name: env.Name}, nil
 	}
 	return scope{}, problem.Invalid("environment_id", "required", "give the environment or the landing zone (landing_zone_id) the pool belongs to")
 }
@@ -136,6 +142,20 @@ func (s *Service) CreatePool(ctx context.Context, actor access.Principal, in New
 	}
 	var row dbgen.IpamPool
 	err = db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+		if where.family.Valid {
+			// A zone's environments may hand out from its pools and their own: none may share an
+			// address. Pools of one zone are made one at a time.
+			if _, err := q.LockLandingZone(ctx, where.family.UUID); err != nil {
+				return err
+			}
+			other, err := q.OverlappingPool(ctx, dbgen.OverlappingPoolParams{Prefix: prefix, LandingZoneID: where.family.UUID})
+			if err == nil {
+				return problem.Invalid("prefix", "overlap", "%s overlaps pool %s, which the same landing zone's environments use", prefix, other)
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+		}
 		row, err = q.CreatePool(ctx, dbgen.CreatePoolParams{TenantID: where.tenant, EnvironmentID: where.environment, LandingZoneID: where.zone,
 			Name: in.Name, Prefix: prefix, Reserved: reserved, CreatedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}})
 		switch {

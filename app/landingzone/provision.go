@@ -45,6 +45,13 @@ func (s *Service) Open(ctx context.Context, actor access.Principal, in environme
 	var id uuid.UUID
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := dbgen.New(tx)
+		if tenant, err := q.GetTenant(ctx, in.TenantID); errors.Is(err, pgx.ErrNoRows) {
+			return problem.Invalid("tenant_id", "exists", "no tenant with this ID that you can see")
+		} else if err != nil {
+			return err
+		} else if tenant.System {
+			return problem.Invalid("tenant_id", "system", "the system tenant holds landing zones' system services and opens no environments")
+		}
 		t, err := q.GetTemplate(ctx, in.TemplateID)
 		if errors.Is(err, pgx.ErrNoRows) || err == nil && t.System {
 			return problem.Invalid("template_id", "exists", "no environment template with this ID")
@@ -52,12 +59,13 @@ func (s *Service) Open(ctx context.Context, actor access.Principal, in environme
 		if err != nil {
 			return err
 		}
-		if t.LandingZoneStatus != "published" {
-			return problem.Invalid("template_id", "published", "landing zone %s is %s: environments are opened in published zones", t.LandingZoneName, t.LandingZoneStatus)
-		}
-		z, err := q.GetLandingZone(ctx, t.LandingZoneID)
+		// Held until the environment is recorded, so the zone is not retired meanwhile.
+		z, err := q.ShareLandingZone(ctx, t.LandingZoneID)
 		if err != nil {
 			return err
+		}
+		if z.Status != "published" {
+			return problem.Invalid("template_id", "published", "landing zone %s is %s: environments are opened in published zones", z.Name, z.Status)
 		}
 		system, err := q.GetEnvironment(ctx, z.SystemEnvironmentID.UUID)
 		if err != nil {
@@ -103,7 +111,7 @@ func (s *Service) provision(ctx context.Context, tx pgx.Tx, actor access.Princip
 	if len(list) == 0 {
 		return q.SetEnvironmentStatus(ctx, dbgen.SetEnvironmentStatusParams{ID: envID, Status: "active"})
 	}
-	if err := q.SetEnvironmentStatus(ctx, dbgen.SetEnvironmentStatusParams{ID: envID, Status: "provisioning"}); err != nil {
+	if err := q.StartEnvironmentTransition(ctx, dbgen.StartEnvironmentTransitionParams{ID: envID, Status: "provisioning", StatusBy: nullID(actor.UserID)}); err != nil {
 		return err
 	}
 	for _, m := range list {
@@ -155,7 +163,7 @@ func (s *Service) Decommission(ctx context.Context, actor access.Principal, envI
 		} else if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		if err := s.startDecommission(ctx, tx, env.ID); err != nil {
+		if err := s.startDecommission(ctx, tx, actor, env.ID); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Event{Tenant: env.TenantID, Action: "environment.decommission", TargetType: "environment",
@@ -163,8 +171,9 @@ func (s *Service) Decommission(ctx context.Context, actor access.Principal, envI
 	})
 }
 
-func (s *Service) startDecommission(ctx context.Context, tx pgx.Tx, envID uuid.UUID) error {
-	if err := dbgen.New(tx).SetEnvironmentStatus(ctx, dbgen.SetEnvironmentStatusParams{ID: envID, Status: "decommissioning"}); err != nil {
+func (s *Service) startDecommission(ctx context.Context, tx pgx.Tx, actor access.Principal, envID uuid.UUID) error {
+	if err := dbgen.New(tx).StartEnvironmentTransition(ctx, dbgen.StartEnvironmentTransitionParams{ID: envID, Status: "decommissioning",
+		StatusBy: nullID(actor.UserID)}); err != nil {
 		return err
 	}
 	_, err := s.jobs.InsertTx(ctx, tx, deploy.EnvironmentArgs{EnvironmentID: envID}, nil)
@@ -187,7 +196,7 @@ func (s *Service) Retry(ctx context.Context, actor access.Principal, envID uuid.
 		if strings.HasPrefix(env.StatusReason, decommissionStopped) {
 			next = "decommissioning"
 		}
-		if err := q.SetEnvironmentStatus(ctx, dbgen.SetEnvironmentStatusParams{ID: env.ID, Status: next}); err != nil {
+		if err := q.StartEnvironmentTransition(ctx, dbgen.StartEnvironmentTransitionParams{ID: env.ID, Status: next, StatusBy: nullID(actor.UserID)}); err != nil {
 			return err
 		}
 		if _, err := s.jobs.InsertTx(ctx, tx, deploy.EnvironmentArgs{EnvironmentID: env.ID}, nil); err != nil {
@@ -276,11 +285,16 @@ func (a *Advancer) Work(ctx context.Context, job *river.Job[deploy.EnvironmentAr
 }
 
 // requester is whom the operations a step starts are requested by, and audited as: whoever
-// opened the environment (or the zone). Their permission was checked when they asked.
+// started the provisioning or decommissioning under way. Their permission was checked when
+// they asked; approvers see who asked.
 func requester(ctx context.Context, q *dbgen.Queries, env dbgen.GetEnvironmentRow) (access.Principal, error) {
 	p := access.Principal{Email: "system"}
-	if env.CreatedBy.Valid {
-		u, err := q.GetUser(ctx, env.CreatedBy.UUID)
+	by := env.StatusBy
+	if !by.Valid {
+		by = env.CreatedBy
+	}
+	if by.Valid {
+		u, err := q.GetUser(ctx, by.UUID)
 		if err == nil {
 			p.UserID, p.Email = u.ID, u.Email
 		} else if !errors.Is(err, pgx.ErrNoRows) {
@@ -308,7 +322,7 @@ func provisionStep(ctx context.Context, tx pgx.Tx, deploys *deploy.Service, acto
 			continue
 		case waiting(d):
 			return nil
-		case d.LastAt.After(env.UpdatedAt):
+		case d.LastKind == "deploy" && d.LastAt.After(env.UpdatedAt):
 			// Its deploy since the provisioning (re)started ended without deploying it.
 			reason := fmt.Sprintf("%s (%s) did not deploy: %s. ", d.Name, d.ComponentName, orUnknown(d.LastError, d.LastStatus))
 			if len(done) > 0 {
@@ -319,9 +333,20 @@ func provisionStep(ctx context.Context, tx pgx.Tx, deploys *deploy.Service, acto
 			return q.SetEnvironmentStatus(ctx, dbgen.SetEnvironmentStatusParams{ID: env.ID, Status: "failed", StatusReason: reason})
 		}
 		_, err := deploys.StartTx(ctx, tx, actor, d.ID, "deploy")
+		if refusal(err) {
+			reason := fmt.Sprintf("%s (%s) cannot be deployed: %v", d.Name, d.ComponentName, err)
+			return q.SetEnvironmentStatus(ctx, dbgen.SetEnvironmentStatusParams{ID: env.ID, Status: "failed", StatusReason: reason})
+		}
 		return err
 	}
 	return q.SetEnvironmentStatus(ctx, dbgen.SetEnvironmentStatusParams{ID: env.ID, Status: "active"})
+}
+
+// refusal reports whether err is a rule saying no, which trying again would only repeat: the
+// environment fails, saying so, rather than its step being retried until it is dropped.
+func refusal(err error) bool {
+	var denied *problem.Denied
+	return err != nil && (problem.FieldOf(err) != "" || errors.As(err, &denied))
 }
 
 // mandatory are the deployments made for the environment's template, in template order.
@@ -372,6 +397,10 @@ func decommissionStep(ctx context.Context, tx pgx.Tx, deploys *deploy.Service, a
 			continue
 		}
 		_, err = deploys.StartTx(ctx, tx, actor, d.ID, "destroy")
+		if refusal(err) {
+			reason := fmt.Sprintf("%s%s cannot be destroyed: %v. Still there: %s.", decommissionStopped, d.Name, err, strings.Join(left, ", "))
+			return q.SetEnvironmentStatus(ctx, dbgen.SetEnvironmentStatusParams{ID: env.ID, Status: "failed", StatusReason: reason})
+		}
 		return err
 	}
 	return q.SetEnvironmentStatus(ctx, dbgen.SetEnvironmentStatusParams{ID: env.ID, Status: "decommissioned"})

@@ -105,7 +105,9 @@ func (s *Service) AddTemplate(ctx context.Context, actor access.Principal, zoneI
 		seen := map[string]bool{}
 		for i, m := range in.MandatoryComponents {
 			field := fmt.Sprintf("mandatory_components[%d]", i)
-			checkMember(ctx, q, z, field, m, v)
+			if err := checkMember(ctx, q, z, field, m, v); err != nil {
+				return err
+			}
 			if seen[m.Name] {
 				v.Add(field+".name", "unique", "%q is named twice", m.Name)
 			}
@@ -124,6 +126,12 @@ func (s *Service) AddTemplate(ctx context.Context, actor access.Principal, zoneI
 		}
 		for _, m := range in.MandatoryComponents {
 			if err := addMember(ctx, q, t.ID, m); err != nil {
+				return err
+			}
+		}
+		// A published zone takes environments now: the template must be whole already.
+		if z.Status == "published" {
+			if err := complete(ctx, q, z); err != nil {
 				return err
 			}
 		}
@@ -160,7 +168,9 @@ func (s *Service) AddSystemService(ctx context.Context, actor access.Principal, 
 			return err
 		}
 		v := &problem.ValidationError{}
-		checkMember(ctx, q, z, "", in, v)
+		if err := checkMember(ctx, q, z, "", in, v); err != nil {
+			return err
+		}
 		existing, err := q.TemplateComponents(ctx, tpl.ID)
 		if err != nil {
 			return err
@@ -201,8 +211,8 @@ func zoneFor(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (dbgen.Landing
 // checkMember refuses a component a zone's environments could not deploy: one that is not
 // published, belongs to one tenant, or is for another provider; and parameters that are not
 // its inputs. Secret inputs are refused: a template is no place to keep a secret, and a
-// secret input should be bound to the secret provisioner.
-func checkMember(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, field string, m MemberIn, v *problem.ValidationError) {
+// secret input should be bound to the secret provisioner. It returns only errors of its own.
+func checkMember(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, field string, m MemberIn, v *problem.ValidationError) error {
 	at := func(name string) string {
 		if field == "" {
 			return name
@@ -216,28 +226,26 @@ func checkMember(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, fie
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		v.Add(at("component_id"), "exists", "no component with this ID")
-		return
+		return nil
 	case err != nil:
-		v.Add(at("component_id"), "exists", "the component could not be read: %v", err)
-		return
+		return err
 	case comp.TenantID.Valid:
 		v.Add(at("component_id"), "provider_level", "%s belongs to one tenant; a landing zone uses components every tenant can", comp.Name)
-		return
+		return nil
 	case comp.LatestVersion == 0:
 		v.Add(at("component_id"), "published", "%s has no published version yet", comp.Name)
-		return
+		return nil
 	case comp.Provider != z.Provider:
 		v.Add(at("component_id"), "provider", "%s is for %s; landing zone %s is for %s", comp.Name, comp.Provider, z.Name, z.Provider)
-		return
+		return nil
 	}
 	ver, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: comp.ID, Version: comp.LatestVersion})
 	if err != nil {
-		v.Add(at("component_id"), "published", "the latest version of %s could not be read: %v", comp.Name, err)
-		return
+		return err
 	}
 	schema := component.ParseSchema(at("component_id"), ver.InputSchema, v)
 	if schema == nil {
-		return
+		return nil
 	}
 	for name, value := range m.Parameters {
 		switch {
@@ -249,6 +257,7 @@ func checkMember(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, fie
 			}
 		}
 	}
+	return nil
 }
 
 func addMember(ctx context.Context, q *dbgen.Queries, templateID uuid.UUID, m MemberIn) error {

@@ -346,7 +346,7 @@ func (s *Service) Retire(ctx context.Context, actor access.Principal, id uuid.UU
 		if err := q.SetLandingZoneStatus(ctx, dbgen.SetLandingZoneStatusParams{ID: z.ID, Status: "retired"}); err != nil {
 			return err
 		}
-		if err := s.startDecommission(ctx, tx, z.SystemEnvironmentID.UUID); err != nil {
+		if err := s.startDecommission(ctx, tx, actor, z.SystemEnvironmentID.UUID); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Event{Action: "landing_zone.retire", TargetType: "landing_zone", TargetID: z.ID.String(),

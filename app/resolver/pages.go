@@ -104,8 +104,9 @@ func (h *Handlers) renderPage(c echo.Context, status int, typ string, form map[s
 	if perr != nil {
 		return perr
 	}
-	if pg.pools.EnvironmentID.Valid {
-		// An environment may also hand out from its landing zone's pools.
+	if pg.pools.EnvironmentID.Valid && v.CanManage {
+		// An environment may also hand out from its landing zone's pools, which only those who
+		// configure it see.
 		env, err := q.GetEnvironment(ctx, pg.pools.EnvironmentID.UUID)
 		if err != nil {
 			return err

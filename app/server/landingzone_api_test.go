@@ -161,6 +161,13 @@ func TestAPI_LandingZoneLifecycle(t *testing.T) {
 		t.Fatalf("the mandatory components got %v", names)
 	}
 
+	// The zone's environments share its pool: none of them gets one overlapping it.
+	r = s.call(t, "POST", "/api/v1/ipam/pools", root, map[string]any{"name": "mine", "prefix": "10.60.0.128/25", "environment_id": env})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), "overlaps pool eu-net") {
+		t.Fatalf("an environment's pool inside the zone's: %s", r.body)
+	}
+
 	// Retiring waits for the zone's environments to go.
 	r = s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/retire", root, nil)
 	wantStatus(t, r, http.StatusUnprocessableEntity)
@@ -237,4 +244,73 @@ func TestAPI_EnvironmentProvisioningFailsThenRetries(t *testing.T) {
 		t.Fatalf("after the retry: %v", got)
 	}
 	wantStatus(t, s.call(t, "POST", "/api/v1/environments/"+env+"/retry", admin, nil), http.StatusUnprocessableEntity)
+}
+
+// A step the rules refuse fails the environment, saying why, instead of being retried until it
+// is dropped; decommissioning a failed environment lets go of a component never tried without
+// running the engine, and destroys the rest.
+func TestAPI_RefusedStepFailsTheEnvironmentAndDecommissionCleansUp(t *testing.T) {
+	s := newSite(t)
+	ids := builtinIDs(t, s)
+	root, admin := s.token(t, s.admin), s.token(t, s.adminA)
+	zone := s.call(t, "POST", "/api/v1/landing-zones", root, map[string]any{"name": "sim", "provider": "simcloud"}).json(t)["id"].(string)
+	machine := func(name string, params map[string]any) map[string]any {
+		params["name"] = name
+		return map[string]any{"component_id": ids["simcloud-machine"], "name": name, "parameters": params}
+	}
+	r := s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/templates", root, map[string]any{"name": "three",
+		"mandatory_components": []map[string]any{machine("first", map[string]any{}), machine("second", map[string]any{"fail_on": "create"}),
+			machine("third", map[string]any{})}})
+	wantStatus(t, r, http.StatusCreated)
+	template := r.json(t)["id"].(string)
+	wantStatus(t, s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/publish", root, nil), http.StatusAccepted)
+	s.waitZoneServices(t, root, zone)
+
+	// The system tenant opens no environments.
+	var system string
+	must(t, s.pool.QueryRow(context.Background(), `SELECT id::text FROM tenants WHERE system`).Scan(&system))
+	r = s.call(t, "POST", "/api/v1/environments", root, map[string]any{"tenant_id": system, "name": "mine", "template_id": template})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+
+	r = s.call(t, "POST", "/api/v1/environments", admin, map[string]any{"tenant_id": s.a.ID, "name": "qa", "template_id": template})
+	wantStatus(t, r, http.StatusAccepted)
+	env := r.json(t)["id"].(string)
+	if got := s.waitEnvironment(t, admin, env); got["status"] != "failed" {
+		t.Fatalf("the environment: %v", got)
+	}
+	ids2 := map[string]string{}
+	rows, err := s.pool.Query(context.Background(), `SELECT name, id::text FROM deployed_components WHERE environment_id = $1`, env)
+	must(t, err)
+	for rows.Next() {
+		var name, id string
+		must(t, rows.Scan(&name, &id))
+		ids2[name] = id
+	}
+	rows.Close()
+	// Someone destroys what the provisioning kept; the retry cannot deploy it again.
+	r = s.call(t, "POST", "/api/v1/deployments/"+ids2["first"]+"/destroy", admin, nil)
+	wantStatus(t, r, http.StatusAccepted)
+	if op := s.waitOperation(t, admin, r.json(t)["id"].(string)); op["status"] != "succeeded" {
+		t.Fatalf("destroying first: %v", op)
+	}
+	wantStatus(t, s.call(t, "POST", "/api/v1/environments/"+env+"/retry", admin, nil), http.StatusAccepted)
+	got := s.waitEnvironment(t, admin, env)
+	if reason, _ := got["status_reason"].(string); got["status"] != "failed" || !strings.Contains(reason, "first (simcloud-machine) cannot be deployed") {
+		t.Fatalf("after the refused retry: %v", got)
+	}
+
+	wantStatus(t, s.call(t, "POST", "/api/v1/environments/"+env+"/decommission", admin, nil), http.StatusAccepted)
+	if got := s.waitEnvironment(t, admin, env); got["status"] != "decommissioned" {
+		t.Fatalf("after decommissioning: %v", got)
+	}
+	var statuses, thirdOps string
+	must(t, s.pool.QueryRow(context.Background(), `SELECT string_agg(name || '=' || status, ' ' ORDER BY name) FROM deployed_components
+		WHERE environment_id = $1`, env).Scan(&statuses))
+	must(t, s.pool.QueryRow(context.Background(), `SELECT count(*)::text FROM operations WHERE deployment_id = $1`, ids2["third"]).Scan(&thirdOps))
+	if statuses != "first=destroyed second=destroyed third=destroyed" || thirdOps != "0" {
+		t.Fatalf("after decommissioning: %s, %s operations on third", statuses, thirdOps)
+	}
+	if files := s.cloudFiles(t); len(files) != 0 {
+		t.Fatalf("left in the simulated cloud: %v", files)
+	}
 }

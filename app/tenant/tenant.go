@@ -214,6 +214,11 @@ func (s *Service) mayManage(ctx context.Context, actor access.Principal, tenantI
 	if !actor.Can("tenant:member:manage", tenantID) {
 		return problem.ErrForbidden
 	}
+	if t, err := dbgen.New(s.pool).GetTenant(ctx, tenantID); err != nil {
+		return err
+	} else if t.System {
+		return problem.Invalid("tenant_id", "system", "the system tenant holds landing zones' system services and has no members")
+	}
 	return nil
 }
 

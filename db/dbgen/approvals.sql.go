@@ -717,7 +717,7 @@ func (q *Queries) OpenApprovalRequest(ctx context.Context, arg OpenApprovalReque
 
 const parkOperation = `-- name: ParkOperation :execrows
 UPDATE operations SET status = 'awaiting_approval', lease = NULL, updated_at = now()
-WHERE id = $1 AND lease = $2 AND status = 'running'
+WHERE id = $1 AND lease = $2 AND status = 'running' AND cancel_requested_at IS NULL
 `
 
 type ParkOperationParams struct {
@@ -726,7 +726,7 @@ type ParkOperationParams struct {
 }
 
 // An operation waiting for approval gives up its lease and keeps its deployment's active slot;
-// its job ends, and approving queues it again.
+// its job ends, and approving queues it again. One whose cancel was asked for is not parked.
 func (q *Queries) ParkOperation(ctx context.Context, arg ParkOperationParams) (int64, error) {
 	result, err := q.db.Exec(ctx, parkOperation, arg.ID, arg.Lease)
 	if err != nil {

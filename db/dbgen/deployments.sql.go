@@ -14,6 +14,17 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const anyOperationPending = `-- name: AnyOperationPending :one
+SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status IN ('queued', 'running', 'awaiting_approval'))
+`
+
+func (q *Queries) AnyOperationPending(ctx context.Context, deploymentID uuid.UUID) (bool, error) {
+	row := q.db.QueryRow(ctx, anyOperationPending, deploymentID)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const appendOperationLogs = `-- name: AppendOperationLogs :exec
 INSERT INTO operation_logs (operation_id, line)
 SELECT $1, l.line FROM unnest($2::text[]) WITH ORDINALITY AS l(line, n) ORDER BY l.n
@@ -232,6 +243,19 @@ func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams
 		&i.Rotate,
 	)
 	return i, err
+}
+
+const engineEverRan = `-- name: EngineEverRan :one
+SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind <> 'preview' AND started_at IS NOT NULL)
+`
+
+// Whether any operation on the deployment other than a preview ever started: then its stack
+// exists, and may hold something.
+func (q *Queries) EngineEverRan(ctx context.Context, deploymentID uuid.UUID) (bool, error) {
+	row := q.db.QueryRow(ctx, engineEverRan, deploymentID)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
 }
 
 const finishOperation = `-- name: FinishOperation :execrows

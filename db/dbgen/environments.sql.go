@@ -16,7 +16,7 @@ import (
 
 const createEnvironment = `-- name: CreateEnvironment :one
 INSERT INTO environments (tenant_id, name, created_by, landing_zone_id, template_id, status)
-VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at, template_id, status_reason
+VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at, template_id, status_reason, status_by
 `
 
 type CreateEnvironmentParams struct {
@@ -50,6 +50,7 @@ func (q *Queries) CreateEnvironment(ctx context.Context, arg CreateEnvironmentPa
 		&i.DeletedAt,
 		&i.TemplateID,
 		&i.StatusReason,
+		&i.StatusBy,
 	)
 	return i, err
 }
@@ -111,7 +112,7 @@ LEFT JOIN template_components tc ON tc.id = d.template_component_id
 LEFT JOIN LATERAL (SELECT kind, status, error, created_at FROM operations
     WHERE deployment_id = d.id ORDER BY created_at DESC, id DESC LIMIT 1) o ON true
 WHERE d.environment_id = $1
-ORDER BY d.created_at, d.id
+ORDER BY d.created_at, coalesce(tc.position, 0), d.id
 `
 
 type EnvironmentDeploymentsRow struct {
@@ -169,9 +170,11 @@ func (q *Queries) EnvironmentDeployments(ctx context.Context, environmentID uuid
 const environmentInTransition = `-- name: EnvironmentInTransition :one
 SELECT e.id FROM environments e JOIN deployed_components d ON d.environment_id = e.id
 WHERE d.id = $1 AND e.status IN ('provisioning', 'decommissioning')
+FOR SHARE OF e
 `
 
-// The deployment's environment, when it is being provisioned or decommissioned.
+// The deployment's environment, when it is being provisioned or decommissioned. The share lock
+// waits for a change of its status under way, so an operation ending now never misses one.
 func (q *Queries) EnvironmentInTransition(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
 	row := q.db.QueryRow(ctx, environmentInTransition, id)
 	var id_2 uuid.UUID
@@ -180,7 +183,7 @@ func (q *Queries) EnvironmentInTransition(ctx context.Context, id uuid.UUID) (uu
 }
 
 const getEnvironment = `-- name: GetEnvironment :one
-SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
+SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, e.status_by, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
 FROM environments e JOIN tenants t ON t.id = e.tenant_id
 LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
 LEFT JOIN environment_templates tp ON tp.id = e.template_id
@@ -199,6 +202,7 @@ type GetEnvironmentRow struct {
 	DeletedAt       *time.Time    `json:"deleted_at"`
 	TemplateID      uuid.NullUUID `json:"template_id"`
 	StatusReason    string        `json:"status_reason"`
+	StatusBy        uuid.NullUUID `json:"status_by"`
 	TenantName      string        `json:"tenant_name"`
 	LandingZoneName string        `json:"landing_zone_name"`
 	TemplateName    string        `json:"template_name"`
@@ -219,6 +223,7 @@ func (q *Queries) GetEnvironment(ctx context.Context, id uuid.UUID) (GetEnvironm
 		&i.DeletedAt,
 		&i.TemplateID,
 		&i.StatusReason,
+		&i.StatusBy,
 		&i.TenantName,
 		&i.LandingZoneName,
 		&i.TemplateName,
@@ -227,7 +232,7 @@ func (q *Queries) GetEnvironment(ctx context.Context, id uuid.UUID) (GetEnvironm
 }
 
 const listEnvironments = `-- name: ListEnvironments :many
-SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
+SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, e.status_by, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
 FROM environments e JOIN tenants t ON t.id = e.tenant_id
 LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
 LEFT JOIN environment_templates tp ON tp.id = e.template_id
@@ -253,6 +258,7 @@ type ListEnvironmentsRow struct {
 	DeletedAt       *time.Time    `json:"deleted_at"`
 	TemplateID      uuid.NullUUID `json:"template_id"`
 	StatusReason    string        `json:"status_reason"`
+	StatusBy        uuid.NullUUID `json:"status_by"`
 	TenantName      string        `json:"tenant_name"`
 	LandingZoneName string        `json:"landing_zone_name"`
 	TemplateName    string        `json:"template_name"`
@@ -281,6 +287,7 @@ func (q *Queries) ListEnvironments(ctx context.Context, arg ListEnvironmentsPara
 			&i.DeletedAt,
 			&i.TemplateID,
 			&i.StatusReason,
+			&i.StatusBy,
 			&i.TenantName,
 			&i.LandingZoneName,
 			&i.TemplateName,
@@ -296,7 +303,7 @@ func (q *Queries) ListEnvironments(ctx context.Context, arg ListEnvironmentsPara
 }
 
 const lockEnvironment = `-- name: LockEnvironment :one
-SELECT id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at, template_id, status_reason FROM environments WHERE id = $1 FOR UPDATE
+SELECT id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at, template_id, status_reason, status_by FROM environments WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockEnvironment(ctx context.Context, id uuid.UUID) (Environment, error) {
@@ -314,12 +321,13 @@ func (q *Queries) LockEnvironment(ctx context.Context, id uuid.UUID) (Environmen
 		&i.DeletedAt,
 		&i.TemplateID,
 		&i.StatusReason,
+		&i.StatusBy,
 	)
 	return i, err
 }
 
 const setEnvironmentStatus = `-- name: SetEnvironmentStatus :exec
-UPDATE environments SET status = $2, status_reason = $3, updated_at = now() WHERE id = $1
+UPDATE environments SET status = $2, status_reason = $3, updated_at = clock_timestamp() WHERE id = $1
 `
 
 type SetEnvironmentStatusParams struct {
@@ -328,8 +336,38 @@ type SetEnvironmentStatusParams struct {
 	StatusReason string    `json:"status_reason"`
 }
 
+// How a provisioning or decommissioning ended, or how far it got.
 func (q *Queries) SetEnvironmentStatus(ctx context.Context, arg SetEnvironmentStatusParams) error {
 	_, err := q.db.Exec(ctx, setEnvironmentStatus, arg.ID, arg.Status, arg.StatusReason)
+	return err
+}
+
+const shareEnvironment = `-- name: ShareEnvironment :one
+SELECT status FROM environments WHERE id = $1 FOR SHARE
+`
+
+// The environment's status, held until the transaction ends: a deployment recorded or an
+// operation queued meanwhile sees the status it will live with.
+func (q *Queries) ShareEnvironment(ctx context.Context, id uuid.UUID) (string, error) {
+	row := q.db.QueryRow(ctx, shareEnvironment, id)
+	var status string
+	err := row.Scan(&status)
+	return status, err
+}
+
+const startEnvironmentTransition = `-- name: StartEnvironmentTransition :exec
+UPDATE environments SET status = $2, status_reason = '', status_by = $3, updated_at = clock_timestamp() WHERE id = $1
+`
+
+type StartEnvironmentTransitionParams struct {
+	ID       uuid.UUID     `json:"id"`
+	Status   string        `json:"status"`
+	StatusBy uuid.NullUUID `json:"status_by"`
+}
+
+// A person starts provisioning or decommissioning: its steps' operations are theirs.
+func (q *Queries) StartEnvironmentTransition(ctx context.Context, arg StartEnvironmentTransitionParams) error {
+	_, err := q.db.Exec(ctx, startEnvironmentTransition, arg.ID, arg.Status, arg.StatusBy)
 	return err
 }
 

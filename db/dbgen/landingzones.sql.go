@@ -331,6 +331,30 @@ func (q *Queries) SetSystemEnvironment(ctx context.Context, arg SetSystemEnviron
 	return err
 }
 
+const shareLandingZone = `-- name: ShareLandingZone :one
+SELECT id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at FROM landing_zones WHERE id = $1 FOR SHARE
+`
+
+// The zone as it stays until the transaction ends: not retired meanwhile.
+func (q *Queries) ShareLandingZone(ctx context.Context, id uuid.UUID) (LandingZone, error) {
+	row := q.db.QueryRow(ctx, shareLandingZone, id)
+	var i LandingZone
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Description,
+		&i.Provider,
+		&i.Status,
+		&i.SystemEnvironmentID,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.PublishedAt,
+		&i.RetiredAt,
+	)
+	return i, err
+}
+
 const systemTemplate = `-- name: SystemTemplate :one
 SELECT id, landing_zone_id, name, description, system, created_by, created_at, updated_at FROM environment_templates WHERE landing_zone_id = $1 AND system
 `

@@ -172,6 +172,7 @@ type Environment struct {
 	DeletedAt     *time.Time    `json:"deleted_at"`
 	TemplateID    uuid.NullUUID `json:"template_id"`
 	StatusReason  string        `json:"status_reason"`
+	StatusBy      uuid.NullUUID `json:"status_by"`
 }
 
 type EnvironmentTemplate struct {

@@ -605,6 +605,27 @@ func (q *Queries) NextInSequence(ctx context.Context, scope string) (int64, erro
 	return last, err
 }
 
+const overlappingPool = `-- name: OverlappingPool :one
+SELECT p.name FROM ipam_pools p LEFT JOIN environments e ON e.id = p.environment_id
+WHERE p.prefix && $1::cidr
+  AND (p.landing_zone_id = $2::uuid OR e.landing_zone_id = $2::uuid)
+LIMIT 1
+`
+
+type OverlappingPoolParams struct {
+	Prefix        netip.Prefix `json:"prefix"`
+	LandingZoneID uuid.UUID    `json:"landing_zone_id"`
+}
+
+// A pool sharing an address with the prefix among those the landing zone's environments use:
+// the zone's own pools and its environments'.
+func (q *Queries) OverlappingPool(ctx context.Context, arg OverlappingPoolParams) (string, error) {
+	row := q.db.QueryRow(ctx, overlappingPool, arg.Prefix, arg.LandingZoneID)
+	var name string
+	err := row.Scan(&name)
+	return name, err
+}
+
 const ownResolverConfigs = `-- name: OwnResolverConfigs :many
 SELECT id, environment_id, type, config, updated_by, created_at, updated_at, landing_zone_id FROM resolver_configurations
 WHERE environment_id = $1 OR landing_zone_id = $2

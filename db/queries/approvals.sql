@@ -82,9 +82,9 @@ RETURNING *;
 
 -- name: ParkOperation :execrows
 -- An operation waiting for approval gives up its lease and keeps its deployment's active slot;
--- its job ends, and approving queues it again.
+-- its job ends, and approving queues it again. One whose cancel was asked for is not parked.
 UPDATE operations SET status = 'awaiting_approval', lease = NULL, updated_at = now()
-WHERE id = $1 AND lease = $2 AND status = 'running';
+WHERE id = $1 AND lease = $2 AND status = 'running' AND cancel_requested_at IS NULL;
 
 -- name: ListApprovalRequests :many
 -- Requests of the given tenants (all with all_tenants), newest first; one when id is given. A

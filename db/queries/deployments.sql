@@ -160,3 +160,11 @@ RETURNING *;
 
 -- name: Running :one
 SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status = 'running');
+
+-- name: EngineEverRan :one
+-- Whether any operation on the deployment other than a preview ever started: then its stack
+-- exists, and may hold something.
+SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind <> 'preview' AND started_at IS NOT NULL);
+
+-- name: AnyOperationPending :one
+SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status IN ('queued', 'running', 'awaiting_approval'));

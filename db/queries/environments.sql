@@ -21,15 +21,27 @@ WHERE e.deleted_at IS NULL AND t.deleted_at IS NULL AND NOT t.system
 ORDER BY lower(t.name), lower(e.name);
 
 -- name: EnvironmentInTransition :one
--- The deployment's environment, when it is being provisioned or decommissioned.
+-- The deployment's environment, when it is being provisioned or decommissioned. The share lock
+-- waits for a change of its status under way, so an operation ending now never misses one.
 SELECT e.id FROM environments e JOIN deployed_components d ON d.environment_id = e.id
-WHERE d.id = $1 AND e.status IN ('provisioning', 'decommissioning');
+WHERE d.id = $1 AND e.status IN ('provisioning', 'decommissioning')
+FOR SHARE OF e;
+
+-- name: ShareEnvironment :one
+-- The environment's status, held until the transaction ends: a deployment recorded or an
+-- operation queued meanwhile sees the status it will live with.
+SELECT status FROM environments WHERE id = $1 FOR SHARE;
 
 -- name: LockEnvironment :one
 SELECT * FROM environments WHERE id = $1 FOR UPDATE;
 
 -- name: SetEnvironmentStatus :exec
-UPDATE environments SET status = $2, status_reason = $3, updated_at = now() WHERE id = $1;
+-- How a provisioning or decommissioning ended, or how far it got.
+UPDATE environments SET status = $2, status_reason = $3, updated_at = clock_timestamp() WHERE id = $1;
+
+-- name: StartEnvironmentTransition :exec
+-- A person starts provisioning or decommissioning: its steps' operations are theirs.
+UPDATE environments SET status = $2, status_reason = '', status_by = $3, updated_at = clock_timestamp() WHERE id = $1;
 
 -- name: EnvironmentDeployments :many
 -- An environment's deployments, with the template component each was made for and the last
@@ -44,7 +56,7 @@ LEFT JOIN template_components tc ON tc.id = d.template_component_id
 LEFT JOIN LATERAL (SELECT kind, status, error, created_at FROM operations
     WHERE deployment_id = d.id ORDER BY created_at DESC, id DESC LIMIT 1) o ON true
 WHERE d.environment_id = $1
-ORDER BY d.created_at, d.id;
+ORDER BY d.created_at, coalesce(tc.position, 0), d.id;
 
 -- name: ZoneLiveEnvironments :many
 -- A zone's tenant environments that are not decommissioned.

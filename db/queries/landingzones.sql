@@ -10,6 +10,10 @@ SELECT * FROM landing_zones WHERE id = $1;
 -- name: LockLandingZone :one
 SELECT * FROM landing_zones WHERE id = $1 FOR UPDATE;
 
+-- name: ShareLandingZone :one
+-- The zone as it stays until the transaction ends: not retired meanwhile.
+SELECT * FROM landing_zones WHERE id = $1 FOR SHARE;
+
 -- name: SetLandingZoneStatus :exec
 UPDATE landing_zones
 SET status = sqlc.arg(status)::text, updated_at = now(),

@@ -146,3 +146,11 @@ DELETE FROM image_catalog WHERE id = $1;
 
 -- name: SetOperationSecrets :exec
 UPDATE operations SET secret_parameters = $2, secret_key_id = $3 WHERE id = $1;
+
+-- name: OverlappingPool :one
+-- A pool sharing an address with the prefix among those the landing zone's environments use:
+-- the zone's own pools and its environments'.
+SELECT p.name FROM ipam_pools p LEFT JOIN environments e ON e.id = p.environment_id
+WHERE p.prefix && sqlc.arg(prefix)::cidr
+  AND (p.landing_zone_id = sqlc.arg(landing_zone_id)::uuid OR e.landing_zone_id = sqlc.arg(landing_zone_id)::uuid)
+LIMIT 1;
