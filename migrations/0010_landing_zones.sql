@@ -73,6 +73,8 @@ CREATE TABLE environment_templates (
     name            text NOT NULL,
     description     text NOT NULL DEFAULT '',
     system          boolean NOT NULL DEFAULT false,
+    -- A withdrawn template opens no more environments; those made from it keep it.
+    withdrawn_at    timestamptz,
     created_by      uuid REFERENCES users (id) ON DELETE SET NULL,
     created_at      timestamptz NOT NULL DEFAULT now(),
     updated_at      timestamptz NOT NULL DEFAULT now()

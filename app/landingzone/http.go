@@ -1,10 +1,13 @@
 package landingzone
 
 import (
+	"context"
 	"net/http"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"nimbus/app/access"
 	"nimbus/app/web"
 )
 
@@ -81,6 +84,33 @@ func (h *Handlers) AddTemplateAPI(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusCreated, t)
+}
+
+// WithdrawTemplateAPI answers DELETE /api/v1/landing-zones/{id}/templates/{template_id} with
+// 204: the template opens no more environments.
+func (h *Handlers) WithdrawTemplateAPI(c echo.Context) error {
+	return h.removeAPI(c, "template_id", h.svc.WithdrawTemplate)
+}
+
+// RemoveSystemServiceAPI answers DELETE /api/v1/landing-zones/{id}/system-services/{service_id}
+// with 204, while the zone is a draft.
+func (h *Handlers) RemoveSystemServiceAPI(c echo.Context) error {
+	return h.removeAPI(c, "service_id", h.svc.RemoveSystemService)
+}
+
+func (h *Handlers) removeAPI(c echo.Context, param string, remove func(context.Context, access.Principal, uuid.UUID, uuid.UUID) error) error {
+	zone, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	id, err := web.IDParam(c, param)
+	if err != nil {
+		return err
+	}
+	if err := remove(web.Ctx(c), web.Actor(c), zone, id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
 }
 
 // PublishAPI answers POST /api/v1/landing-zones/{id}/publish with 202: the zone is published

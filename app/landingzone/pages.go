@@ -96,7 +96,8 @@ func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err e
 	}
 	v.Services = componentRows(z.SystemServices)
 	for _, t := range z.Templates {
-		v.Templates = append(v.Templates, views.TemplateView{ID: t.ID.String(), Name: t.Name, Description: t.Description, Components: componentRows(t.Components)})
+		v.Templates = append(v.Templates, views.TemplateView{ID: t.ID.String(), Name: t.Name, Description: t.Description, Withdrawn: t.Withdrawn,
+			Components: componentRows(t.Components)})
 	}
 	configured := map[string]bool{}
 	for _, r := range z.Resolvers {
@@ -134,7 +135,7 @@ func componentRows(ms []Member) []views.ComponentRow {
 	out := make([]views.ComponentRow, len(ms))
 	for i, m := range ms {
 		params, _ := json.Marshal(m.Parameters)
-		out[i] = views.ComponentRow{Name: m.Name, Component: m.Component, Parameters: string(params), Status: m.Status}
+		out[i] = views.ComponentRow{ID: m.ID.String(), Name: m.Name, Component: m.Component, Parameters: string(params), Status: m.Status}
 		if m.DeploymentID != nil {
 			out[i].DeploymentID = m.DeploymentID.String()
 		}
@@ -228,6 +229,36 @@ func (h *Handlers) AddTemplateForm(c echo.Context) error {
 	}
 	web.SetFlash(c, web.FlashSuccess, "Template "+in.Name+" added.")
 	return web.Redirect(c, "/landing-zones/"+id.String())
+}
+
+// WithdrawTemplateForm withdraws a template from the zone page.
+func (h *Handlers) WithdrawTemplateForm(c echo.Context) error {
+	return h.removeForm(c, "template_id", h.svc.WithdrawTemplate, "Template withdrawn: it opens no more environments.")
+}
+
+// RemoveSystemServiceForm takes a system service off a draft zone from its page.
+func (h *Handlers) RemoveSystemServiceForm(c echo.Context) error {
+	return h.removeForm(c, "service_id", h.svc.RemoveSystemService, "System service removed.")
+}
+
+func (h *Handlers) removeForm(c echo.Context, param string, remove func(context.Context, access.Principal, uuid.UUID, uuid.UUID) error, done string) error {
+	zone, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	id, err := web.IDParam(c, param)
+	if err != nil {
+		return err
+	}
+	err = remove(web.Ctx(c), web.Actor(c), zone, id)
+	if web.FormErrors(err) != nil {
+		return h.renderShow(c, http.StatusUnprocessableEntity, pageForms{zone: true}, err)
+	}
+	if err != nil {
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, done)
+	return web.Redirect(c, "/landing-zones/"+zone.String())
 }
 
 // PublishForm publishes the zone from its page.

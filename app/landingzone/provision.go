@@ -59,6 +59,9 @@ func (s *Service) Open(ctx context.Context, actor access.Principal, in environme
 		if err != nil {
 			return err
 		}
+		if t.WithdrawnAt != nil {
+			return problem.Invalid("template_id", "withdrawn", "template %s of %s is withdrawn: choose another", t.Name, t.LandingZoneName)
+		}
 		// Held until the environment is recorded, so the zone is not retired meanwhile.
 		z, err := q.ShareLandingZone(ctx, t.LandingZoneID)
 		if err != nil {

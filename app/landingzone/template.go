@@ -25,6 +25,7 @@ type Template struct {
 	ID          uuid.UUID `json:"id"`
 	Name        string    `json:"name"`
 	Description string    `json:"description"`
+	Withdrawn   bool      `json:"withdrawn"` // opens no more environments
 	Components  []Member  `json:"mandatory_components"`
 }
 
@@ -292,4 +293,56 @@ func (s *Service) Templates(ctx context.Context) ([]environment.TemplateChoice, 
 		out[i] = environment.TemplateChoice{ID: r.ID, Name: r.Name, LandingZone: r.LandingZoneName}
 	}
 	return out, nil
+}
+
+// WithdrawTemplate takes a template out of the choices for new environments; those opened
+// from it keep it.
+func (s *Service) WithdrawTemplate(ctx context.Context, actor access.Principal, zoneID, templateID uuid.UUID) error {
+	if !actor.Can("landingzone:manage", uuid.Nil) {
+		return problem.ErrForbidden
+	}
+	return db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+		z, err := zoneFor(ctx, q, zoneID)
+		if err != nil {
+			return err
+		}
+		n, err := q.WithdrawTemplate(ctx, dbgen.WithdrawTemplateParams{ID: templateID, LandingZoneID: z.ID})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return problem.Invalid("template_id", "exists", "%s has no template with this ID that is offered", z.Name)
+		}
+		return audit.Record(ctx, q, actor, audit.Event{Action: "landing_zone.template_withdraw", TargetType: "landing_zone", TargetID: z.ID.String(),
+			Diff: map[string]any{"template_id": templateID.String()}})
+	})
+}
+
+// RemoveSystemService takes a system service off a draft zone, before anything was deployed.
+func (s *Service) RemoveSystemService(ctx context.Context, actor access.Principal, zoneID, serviceID uuid.UUID) error {
+	if !actor.Can("landingzone:manage", uuid.Nil) {
+		return problem.ErrForbidden
+	}
+	return db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+		z, err := zoneFor(ctx, q, zoneID)
+		if err != nil {
+			return err
+		}
+		if z.Status != "draft" {
+			return problem.Invalid("landing_zone", "draft", "landing zone %s is %s: its system services go when it is retired", z.Name, z.Status)
+		}
+		tpl, err := q.SystemTemplate(ctx, z.ID)
+		if err != nil {
+			return err
+		}
+		n, err := q.RemoveTemplateComponent(ctx, dbgen.RemoveTemplateComponentParams{ID: serviceID, TemplateID: tpl.ID})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return problem.Invalid("service_id", "exists", "%s has no system service with this ID", z.Name)
+		}
+		return audit.Record(ctx, q, actor, audit.Event{Action: "landing_zone.system_service_remove", TargetType: "landing_zone", TargetID: z.ID.String(),
+			Diff: map[string]any{"service_id": serviceID.String()}})
+	})
 }

@@ -211,7 +211,8 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 			z.SystemServices = members
 			continue
 		}
-		z.Templates = append(z.Templates, Template{ID: t.ID, Name: t.Name, Description: t.Description, Components: members})
+		z.Templates = append(z.Templates, Template{ID: t.ID, Name: t.Name, Description: t.Description, Withdrawn: t.WithdrawnAt != nil,
+			Components: members})
 	}
 	configs, err := q.OwnResolverConfigs(ctx, dbgen.OwnResolverConfigsParams{LandingZoneID: nullID(id)})
 	if err != nil {

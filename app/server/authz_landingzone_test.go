@@ -105,6 +105,22 @@ var zoneCases = map[string]func(t *testing.T, w *world){
 			t.Fatalf("a system service for a published zone: %v", err)
 		}
 	},
+	"landingzone.Service.WithdrawTemplate": func(t *testing.T, w *world) {
+		zw := newZone(t, w)
+		wantErr(t, zw.svc.WithdrawTemplate(context.Background(), w.adminA, zw.zone.ID, zw.template), problem.ErrForbidden)
+		must(t, zw.svc.WithdrawTemplate(context.Background(), w.admin, zw.zone.ID, zw.template))
+		if err := zw.svc.WithdrawTemplate(context.Background(), w.admin, zw.zone.ID, zw.template); problem.FieldOf(err) != "template_id" {
+			t.Fatalf("withdrawing twice: %v", err)
+		}
+	},
+	"landingzone.Service.RemoveSystemService": func(t *testing.T, w *world) {
+		zw := newZone(t, w)
+		err := zw.svc.RemoveSystemService(context.Background(), w.adminA, zw.zone.ID, uuid.New())
+		wantErr(t, err, problem.ErrForbidden)
+		if err := zw.svc.RemoveSystemService(context.Background(), w.admin, zw.zone.ID, uuid.New()); problem.FieldOf(err) != "landing_zone" {
+			t.Fatalf("removing from a published zone: %v", err)
+		}
+	},
 	"landingzone.Service.Open": func(t *testing.T, w *world) {
 		zw := newZone(t, w)
 		in := environment.New{TenantID: w.a.ID, Name: "dev", TemplateID: zw.template}

@@ -94,6 +94,12 @@ func TestAPI_LandingZoneLifecycle(t *testing.T) {
 	r = s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/system-services", root, map[string]any{
 		"component_id": ids["simcloud-network"], "name": "core", "parameters": map[string]any{"name": "core-net"}})
 	wantStatus(t, r, http.StatusCreated)
+	core := r.json(t)["id"].(string)
+	// A system service added by mistake can go again while the zone is a draft.
+	r = s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/system-services", root, map[string]any{
+		"component_id": ids["simcloud-network"], "name": "spare", "parameters": map[string]any{"name": "spare-net"}})
+	wantStatus(t, r, http.StatusCreated)
+	wantStatus(t, s.call(t, "DELETE", "/api/v1/landing-zones/"+zone+"/system-services/"+r.json(t)["id"].(string), root, nil), http.StatusNoContent)
 	// A template may not keep values that are not the component's inputs.
 	r = s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/templates", root, map[string]any{"name": "bad",
 		"mandatory_components": []map[string]any{{"component_id": ids["simcloud-machine"], "name": "web", "parameters": map[string]any{"gpus": 1}}}})
@@ -133,6 +139,7 @@ func TestAPI_LandingZoneLifecycle(t *testing.T) {
 	if n := poolAllocations(t, s, pool); n != 1 {
 		t.Fatalf("the system network holds %d allocations of the zone's pool, want its subnet", n)
 	}
+	wantStatus(t, s.call(t, "DELETE", "/api/v1/landing-zones/"+zone+"/system-services/"+core, root, nil), http.StatusUnprocessableEntity)
 	// The system services go with the zone, not on their own.
 	r = s.call(t, "POST", "/api/v1/environments/"+z["system_environment_id"].(string)+"/decommission", root, nil)
 	wantStatus(t, r, http.StatusUnprocessableEntity)
@@ -159,6 +166,14 @@ func TestAPI_LandingZoneLifecycle(t *testing.T) {
 	rows.Close()
 	if strings.Join(names, " ") != "web=tenant-a-dev-01@10.60.0.16 db=tenant-a-dev-02@10.60.0.17" {
 		t.Fatalf("the mandatory components got %v", names)
+	}
+
+	// A withdrawn template opens no more environments; those made from it keep it.
+	wantStatus(t, s.call(t, "DELETE", "/api/v1/landing-zones/"+zone+"/templates/"+template, root, nil), http.StatusNoContent)
+	r = s.call(t, "POST", "/api/v1/environments", admin, map[string]any{"tenant_id": s.a.ID, "name": "late", "template_id": template})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), "withdrawn") {
+		t.Fatalf("opening from a withdrawn template: %s", r.body)
 	}
 
 	// The zone's environments share its pool: none of them gets one overlapping it.

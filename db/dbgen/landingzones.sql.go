@@ -82,7 +82,7 @@ func (q *Queries) CreateLandingZone(ctx context.Context, arg CreateLandingZonePa
 
 const createTemplate = `-- name: CreateTemplate :one
 INSERT INTO environment_templates (landing_zone_id, name, description, system, created_by)
-VALUES ($1, $2, $3, $4, $5) RETURNING id, landing_zone_id, name, description, system, created_by, created_at, updated_at
+VALUES ($1, $2, $3, $4, $5) RETURNING id, landing_zone_id, name, description, system, withdrawn_at, created_by, created_at, updated_at
 `
 
 type CreateTemplateParams struct {
@@ -108,6 +108,7 @@ func (q *Queries) CreateTemplate(ctx context.Context, arg CreateTemplateParams) 
 		&i.Name,
 		&i.Description,
 		&i.System,
+		&i.WithdrawnAt,
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
@@ -139,7 +140,7 @@ func (q *Queries) GetLandingZone(ctx context.Context, id uuid.UUID) (LandingZone
 }
 
 const getTemplate = `-- name: GetTemplate :one
-SELECT t.id, t.landing_zone_id, t.name, t.description, t.system, t.created_by, t.created_at, t.updated_at, z.name AS landing_zone_name, z.status AS landing_zone_status, z.provider
+SELECT t.id, t.landing_zone_id, t.name, t.description, t.system, t.withdrawn_at, t.created_by, t.created_at, t.updated_at, z.name AS landing_zone_name, z.status AS landing_zone_status, z.provider
 FROM environment_templates t JOIN landing_zones z ON z.id = t.landing_zone_id
 WHERE t.id = $1
 `
@@ -150,6 +151,7 @@ type GetTemplateRow struct {
 	Name              string        `json:"name"`
 	Description       string        `json:"description"`
 	System            bool          `json:"system"`
+	WithdrawnAt       *time.Time    `json:"withdrawn_at"`
 	CreatedBy         uuid.NullUUID `json:"created_by"`
 	CreatedAt         time.Time     `json:"created_at"`
 	UpdatedAt         time.Time     `json:"updated_at"`
@@ -167,6 +169,7 @@ func (q *Queries) GetTemplate(ctx context.Context, id uuid.UUID) (GetTemplateRow
 		&i.Name,
 		&i.Description,
 		&i.System,
+		&i.WithdrawnAt,
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
@@ -260,7 +263,7 @@ func (q *Queries) LockLandingZone(ctx context.Context, id uuid.UUID) (LandingZon
 const publishedTemplates = `-- name: PublishedTemplates :many
 SELECT t.id, t.name, t.description, z.id AS landing_zone_id, z.name AS landing_zone_name
 FROM environment_templates t JOIN landing_zones z ON z.id = t.landing_zone_id
-WHERE NOT t.system AND z.status = 'published'
+WHERE NOT t.system AND t.withdrawn_at IS NULL AND z.status = 'published'
 ORDER BY lower(z.name), lower(t.name)
 `
 
@@ -297,6 +300,23 @@ func (q *Queries) PublishedTemplates(ctx context.Context) ([]PublishedTemplatesR
 		return nil, err
 	}
 	return items, nil
+}
+
+const removeTemplateComponent = `-- name: RemoveTemplateComponent :execrows
+DELETE FROM template_components WHERE id = $1 AND template_id = $2
+`
+
+type RemoveTemplateComponentParams struct {
+	ID         uuid.UUID `json:"id"`
+	TemplateID uuid.UUID `json:"template_id"`
+}
+
+func (q *Queries) RemoveTemplateComponent(ctx context.Context, arg RemoveTemplateComponentParams) (int64, error) {
+	result, err := q.db.Exec(ctx, removeTemplateComponent, arg.ID, arg.TemplateID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const setLandingZoneStatus = `-- name: SetLandingZoneStatus :exec
@@ -356,7 +376,7 @@ func (q *Queries) ShareLandingZone(ctx context.Context, id uuid.UUID) (LandingZo
 }
 
 const systemTemplate = `-- name: SystemTemplate :one
-SELECT id, landing_zone_id, name, description, system, created_by, created_at, updated_at FROM environment_templates WHERE landing_zone_id = $1 AND system
+SELECT id, landing_zone_id, name, description, system, withdrawn_at, created_by, created_at, updated_at FROM environment_templates WHERE landing_zone_id = $1 AND system
 `
 
 func (q *Queries) SystemTemplate(ctx context.Context, landingZoneID uuid.UUID) (EnvironmentTemplate, error) {
@@ -368,6 +388,7 @@ func (q *Queries) SystemTemplate(ctx context.Context, landingZoneID uuid.UUID) (
 		&i.Name,
 		&i.Description,
 		&i.System,
+		&i.WithdrawnAt,
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
@@ -437,6 +458,24 @@ func (q *Queries) TemplateComponents(ctx context.Context, templateID uuid.UUID) 
 		return nil, err
 	}
 	return items, nil
+}
+
+const withdrawTemplate = `-- name: WithdrawTemplate :execrows
+UPDATE environment_templates SET withdrawn_at = now(), updated_at = now()
+WHERE id = $1 AND landing_zone_id = $2 AND NOT system AND withdrawn_at IS NULL
+`
+
+type WithdrawTemplateParams struct {
+	ID            uuid.UUID `json:"id"`
+	LandingZoneID uuid.UUID `json:"landing_zone_id"`
+}
+
+func (q *Queries) WithdrawTemplate(ctx context.Context, arg WithdrawTemplateParams) (int64, error) {
+	result, err := q.db.Exec(ctx, withdrawTemplate, arg.ID, arg.LandingZoneID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const zoneComponentChoices = `-- name: ZoneComponentChoices :many
@@ -545,7 +584,7 @@ func (q *Queries) ZoneTemplateComponents(ctx context.Context, landingZoneID uuid
 }
 
 const zoneTemplates = `-- name: ZoneTemplates :many
-SELECT id, landing_zone_id, name, description, system, created_by, created_at, updated_at FROM environment_templates WHERE landing_zone_id = $1 ORDER BY system DESC, lower(name)
+SELECT id, landing_zone_id, name, description, system, withdrawn_at, created_by, created_at, updated_at FROM environment_templates WHERE landing_zone_id = $1 ORDER BY system DESC, lower(name)
 `
 
 // A zone's templates, its system template (the system services) first.
@@ -564,6 +603,7 @@ func (q *Queries) ZoneTemplates(ctx context.Context, landingZoneID uuid.UUID) ([
 			&i.Name,
 			&i.Description,
 			&i.System,
+			&i.WithdrawnAt,
 			&i.CreatedBy,
 			&i.CreatedAt,
 			&i.UpdatedAt,

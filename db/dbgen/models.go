@@ -181,6 +181,7 @@ type EnvironmentTemplate struct {
 	Name          string        `json:"name"`
 	Description   string        `json:"description"`
 	System        bool          `json:"system"`
+	WithdrawnAt   *time.Time    `json:"withdrawn_at"`
 	CreatedBy     uuid.NullUUID `json:"created_by"`
 	CreatedAt     time.Time     `json:"created_at"`
 	UpdatedAt     time.Time     `json:"updated_at"`

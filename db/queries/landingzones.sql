@@ -49,8 +49,15 @@ SELECT * FROM environment_templates WHERE landing_zone_id = $1 ORDER BY system D
 -- The templates environments may be made from.
 SELECT t.id, t.name, t.description, z.id AS landing_zone_id, z.name AS landing_zone_name
 FROM environment_templates t JOIN landing_zones z ON z.id = t.landing_zone_id
-WHERE NOT t.system AND z.status = 'published'
+WHERE NOT t.system AND t.withdrawn_at IS NULL AND z.status = 'published'
 ORDER BY lower(z.name), lower(t.name);
+
+-- name: WithdrawTemplate :execrows
+UPDATE environment_templates SET withdrawn_at = now(), updated_at = now()
+WHERE id = $1 AND landing_zone_id = $2 AND NOT system AND withdrawn_at IS NULL;
+
+-- name: RemoveTemplateComponent :execrows
+DELETE FROM template_components WHERE id = $1 AND template_id = $2;
 
 -- name: SystemTemplate :one
 SELECT * FROM environment_templates WHERE landing_zone_id = $1 AND system;
