@@ -537,3 +537,71 @@ func percentile(d []time.Duration, p float64) float64 {
 	d = slices.Sorted(slices.Values(d))
 	return float64(d[int(p*float64(len(d)-1))].Microseconds()) / 1000
 }
+
+// BenchmarkProvisionEnvironment opens an environment from a template of three machines and
+// measures the time until it is active, against the same three brought up by a bare
+// pulumix.Runner one after another, as provisioning deploys them: what the orchestration costs
+// (planning, the deploy steps, the environment's steps between them) per component.
+func BenchmarkProvisionEnvironment(b *testing.B) {
+	const components = 3
+	s := startBench(b)
+	comp := s.machine(b)
+	version := s.call(b, "GET", fmt.Sprintf("/api/v1/components/%s/versions/%v", comp["id"], comp["latest_version"]), nil)
+	zone := s.call(b, "POST", "/api/v1/landing-zones", map[string]any{"name": "bench", "provider": "simcloud"})["id"].(string)
+	var members []map[string]any
+	for i := range components {
+		name := fmt.Sprintf("m%d", i)
+		members = append(members, map[string]any{"component_id": comp["id"], "name": name, "parameters": map[string]any{"name": name}})
+	}
+	template := s.call(b, "POST", "/api/v1/landing-zones/"+zone+"/templates", map[string]any{"name": "three", "mandatory_components": members})["id"].(string)
+	s.call(b, "POST", "/api/v1/landing-zones/"+zone+"/publish", nil)
+	runner, err := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), b.TempDir(), map[string]string{"SIMCLOUD_DIR": b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wall, bare time.Duration
+	b.ResetTimer()
+	for round := range b.N {
+		b.StopTimer()
+		tenant := s.call(b, "POST", "/api/v1/tenants", map[string]any{"name": fmt.Sprintf("t%d", round)})["id"].(string)
+		b.StartTimer()
+		start := time.Now()
+		env := s.call(b, "POST", "/api/v1/environments", map[string]any{"tenant_id": tenant, "name": "dev", "template_id": template})["id"].(string)
+		for {
+			got := s.call(b, "GET", "/api/v1/environments/"+env, nil)
+			if got["status"] == "active" {
+				break
+			}
+			if got["status"] == "failed" {
+				b.Fatalf("provisioning failed: %v", got["status_reason"])
+			}
+			if time.Since(start) > 5*time.Minute {
+				b.Fatalf("provisioning did not end in 5 minutes: %v", got)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		wall += time.Since(start)
+
+		start = time.Now()
+		for i := range components {
+			name := fmt.Sprintf("bare-%d-%d", round, i)
+			st := pulumix.Stack{Name: name, Code: version["code"].(string), Config: map[string]any{"name": name}, Passphrase: "bench"}
+			if _, err := runner.Preview(context.Background(), st, io.Discard); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := runner.Up(context.Background(), st, io.Discard); err != nil {
+				b.Fatal(err)
+			}
+		}
+		bare += time.Since(start)
+	}
+	b.StopTimer()
+	n := time.Duration(b.N)
+	wallMS, bareMS := float64((wall/n).Milliseconds()), float64((bare/n).Milliseconds())
+	b.Logf("an environment of %d machines: open → active in %.0f ms; %d bare preview+up in sequence: %.0f ms; ratio %.2f, %.0f ms more per component",
+		components, wallMS, components, bareMS, wallMS/bareMS, (wallMS-bareMS)/components)
+	b.ReportMetric(wallMS, "provision-ms")
+	b.ReportMetric(bareMS, "bare-seq-ms")
+	b.ReportMetric(wallMS/bareMS, "ratio")
+	b.ReportMetric((wallMS-bareMS)/components, "overhead-ms/component")
+}
