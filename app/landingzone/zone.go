@@ -72,7 +72,6 @@ type NewZone struct {
 // Service manages landing zones, templates and the environments opened from them.
 type Service struct {
 	pool    *pgxpool.Pool
-	keys    *secrets.Keyring
 	jobs    component.JobInserter
 	deploys *deploy.Service
 }
@@ -80,7 +79,7 @@ type Service struct {
 // NewService returns a Service; keys seals the secret parameters of the deployments it plans,
 // jobs queues their operations.
 func NewService(pool *pgxpool.Pool, keys *secrets.Keyring, jobs component.JobInserter) *Service {
-	return &Service{pool: pool, keys: keys, jobs: jobs, deploys: deploy.NewService(pool, keys, jobs, nil, nil)}
+	return &Service{pool: pool, jobs: jobs, deploys: deploy.NewService(pool, keys, jobs, nil, nil)}
 }
 
 // zoneName is also the name of the zone's system environment.
