@@ -597,7 +597,7 @@ func BenchmarkProvisionEnvironment(b *testing.B) {
 	}
 	b.StopTimer()
 	n := time.Duration(b.N)
-	wallMS, bareMS := float64((wall/n).Milliseconds()), float64((bare/n).Milliseconds())
+	wallMS, bareMS := float64((wall / n).Milliseconds()), float64((bare / n).Milliseconds())
 	b.Logf("an environment of %d machines: open → active in %.0f ms; %d bare preview+up in sequence: %.0f ms; ratio %.2f, %.0f ms more per component",
 		components, wallMS, components, bareMS, wallMS/bareMS, (wallMS-bareMS)/components)
 	b.ReportMetric(wallMS, "provision-ms")
