@@ -153,3 +153,53 @@ func TestPages_DeploymentForms(t *testing.T) {
 		t.Fatalf("the destroy from the page: %v", op)
 	}
 }
+
+// The landing zone page's forms: a refused template keeps what was typed and puts each problem
+// beside its row; a service with parameters that are not JSON says so; retiring needs the name.
+func TestPages_LandingZoneForms(t *testing.T) {
+	s := newSite(t)
+	root := newBrowser(t, s.url)
+	root.signIn(t, "root@example.com", "correct horse battery")
+	root.get(t, "/landing-zones")
+	r := root.post(t, "/landing-zones", url.Values{"_csrf": {root.csrf}, "name": {"Bad Name"}, "provider": {"simcloud"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), `data-field-error="name"`) {
+		t.Fatalf("no error beside the name: %.1500s", r.body)
+	}
+	r = root.post(t, "/landing-zones", url.Values{"_csrf": {root.csrf}, "name": {"sim"}, "provider": {"simcloud"}})
+	wantStatus(t, r, http.StatusSeeOther)
+	zone := r.header.Get("Location")
+
+	// The second row names no component; the first row's name breaks the pattern.
+	r = root.post(t, zone+"/templates", url.Values{"_csrf": {root.csrf}, "name": {"std"},
+		"mandatory_components[0].component_id": {s.shared.ID.String()}, "mandatory_components[0].name": {"Web!"},
+		"mandatory_components[1].name": {"db"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	page := string(r.body)
+	if !strings.Contains(page, `data-field-error="mandatory_components[1].component_id"`) || !strings.Contains(page, `value="db"`) {
+		t.Fatalf("the missing component is not shown beside its row: %.3000s", page)
+	}
+	r = root.post(t, zone+"/templates", url.Values{"_csrf": {root.csrf}, "name": {"std"},
+		"mandatory_components[0].component_id": {s.shared.ID.String()}, "mandatory_components[0].name": {"Web!"},
+		"mandatory_components[2].component_id": {s.shared.ID.String()}, "mandatory_components[2].name": {"db"},
+		"mandatory_components[2].parameters": {`{"cores": "many"}`}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	page = string(r.body)
+	for _, want := range []string{`data-field-error="mandatory_components[0].name"`, `data-field-error="mandatory_components[2].parameters"`} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("no %s: %.3000s", want, page)
+		}
+	}
+	r = root.post(t, zone+"/system-services", url.Values{"_csrf": {root.csrf}, "component_id": {s.shared.ID.String()},
+		"name": {"core"}, "parameters": {"{not json"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), "must be a JSON object") {
+		t.Fatalf("bad parameters: %.2000s", r.body)
+	}
+	wantStatus(t, root.post(t, zone+"/publish", url.Values{"_csrf": {root.csrf}}), http.StatusSeeOther)
+	r = root.post(t, zone+"/retire", url.Values{"_csrf": {root.csrf}, "confirm": {"other"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), "type sim to confirm") {
+		t.Fatalf("retiring without the name: %.2000s", r.body)
+	}
+}
