@@ -28,6 +28,18 @@ func TestPages_EnvironmentAndSemanticForms(t *testing.T) {
 	if page := string(b.get(t, "/environments").body); !strings.Contains(page, ">staging<") {
 		t.Fatal("the new environment is not listed")
 	}
+	// Its page; decommissioning it needs its name typed.
+	var env string
+	must(t, s.pool.QueryRow(t.Context(), `SELECT id::text FROM environments WHERE name = 'staging'`).Scan(&env))
+	if page := string(b.get(t, "/environments/"+env).body); !strings.Contains(page, `data-testid="decommission-form"`) {
+		t.Fatalf("the environment page offers no decommissioning: %.2000s", page)
+	}
+	r = b.post(t, "/environments/"+env+"/decommission", url.Values{"_csrf": {b.csrf}, "confirm": {"stage"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), "type staging to confirm") {
+		t.Fatalf("decommissioning without the name: %.2000s", r.body)
+	}
+	wantStatus(t, b.post(t, "/environments/"+env+"/decommission", url.Values{"_csrf": {b.csrf}, "confirm": {"staging"}}), http.StatusSeeOther)
 
 	// Tenant admins see the semantic layer but may not add to it.
 	wantStatus(t, b.post(t, "/admin/providers/provider", url.Values{"_csrf": {b.csrf}, "name": {"hetzner"}}), http.StatusForbidden)
