@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -96,7 +97,7 @@ func (h *Handlers) renderPage(c echo.Context, status int, typ string, form map[s
 	ctx := web.Ctx(c)
 	q := dbgen.New(h.svc.pool)
 	v := pg.view
-	v.Configured, v.Errors, v.SecretLength = map[string]bool{}, map[string]views.Errors{}, "24"
+	v.Configured, v.Errors = map[string]bool{}, map[string]views.Errors{}
 	for _, k := range NamingVariables {
 		v.Variables = append(v.Variables, views.RoleOption{Value: k.Name, Label: k.Meaning})
 	}
@@ -126,53 +127,29 @@ func (h *Handlers) renderPage(c echo.Context, status int, typ string, form map[s
 		}
 		v.Pools = append(v.Pools, views.RoleOption{Value: p.ID.String(), Label: label})
 	}
+	// What each form shows: the saved configuration, then, after a refused save, what was typed.
+	values := map[string]string{"length": "24"}
 	for _, cfg := range pg.configs {
 		v.Configured[cfg.Type] = true
 		var m map[string]any
 		_ = json.Unmarshal(cfg.Config, &m)
-		text := func(k string) string {
-			switch x := m[k].(type) {
+		for _, f := range formFields[cfg.Type] {
+			switch x := m[f.name].(type) {
 			case string:
-				return x
+				values[f.name] = x
 			case float64:
-				return strconv.FormatFloat(x, 'f', -1, 64)
+				values[f.name] = strconv.FormatFloat(x, 'f', -1, 64)
 			}
-			return ""
-		}
-		switch cfg.Type {
-		case "ipam":
-			v.PoolID, v.Bits = text("pool_id"), text("subnet_bits")
-		case "naming":
-			v.Pattern, v.Domain = text("pattern"), text("domain")
-		case "image_catalog":
-			v.OSFamily, v.OSVersion, v.Architecture = text("os_family"), text("os_version"), text("architecture")
-		case "secret_provisioner":
-			v.SecretLength = text("length")
 		}
 	}
 	if form != nil {
 		v.Errors[typ] = web.FormErrors(err)
-		for k, val := range form {
-			switch k {
-			case "pool_id":
-				v.PoolID = val
-			case "subnet_bits":
-				v.Bits = val
-			case "pattern":
-				v.Pattern = val
-			case "domain":
-				v.Domain = val
-			case "os_family":
-				v.OSFamily = val
-			case "os_version":
-				v.OSVersion = val
-			case "architecture":
-				v.Architecture = val
-			case "length":
-				v.SecretLength = val
-			}
-		}
+		maps.Copy(values, form)
 	}
+	v.PoolID, v.Bits = values["pool_id"], values["subnet_bits"]
+	v.Pattern, v.Domain = values["pattern"], values["domain"]
+	v.OSFamily, v.OSVersion, v.Architecture = values["os_family"], values["os_version"], values["architecture"]
+	v.SecretLength = values["length"]
 	if v.Pattern != "" {
 		v.NextName, _ = pg.preview(v.Pattern)
 	}
