@@ -94,12 +94,17 @@ func (r *Runner) Preview(ctx context.Context, st Stack, progress io.Writer) (Res
 	}
 	res, err := s.Preview(ctx, opts...)
 	delivered()
-	out := Result{Changes: map[string]int{}, Output: said.text()}
+	return previewed(ctx, st.Name, said.text(), res, err)
+}
+
+// previewed is the result of a preview, of changes or of a destroy.
+func previewed(ctx context.Context, stack, output string, res auto.PreviewResult, err error) (Result, error) {
+	out := Result{Changes: map[string]int{}, Output: output}
 	for op, n := range res.ChangeSummary {
 		out.Changes[string(op)] = n
 	}
 	if err != nil {
-		return out, failure(ctx, "preview", st.Name, err, out.Output)
+		return out, failure(ctx, "preview", stack, err, out.Output)
 	}
 	return out, nil
 }
@@ -218,14 +223,7 @@ func (r *Runner) PreviewDestroy(ctx context.Context, st Stack, progress io.Write
 	}
 	res, err := s.PreviewDestroy(ctx, opts...)
 	delivered()
-	out := Result{Changes: map[string]int{}, Output: said.text()}
-	for op, n := range res.ChangeSummary {
-		out.Changes[string(op)] = n
-	}
-	if err != nil {
-		return out, failure(ctx, "preview", st.Name, err, out.Output)
-	}
-	return out, nil
+	return previewed(ctx, st.Name, said.text(), res, err)
 }
 
 // ClearLock removes the lock a crashed engine left on the stack, which otherwise refuses every
