@@ -208,6 +208,20 @@ func TestPages_LandingZoneForms(t *testing.T) {
 	if !strings.Contains(string(r.body), "must be a JSON object") {
 		t.Fatalf("bad parameters: %.2000s", r.body)
 	}
+	// A service added by mistake goes again from the page; a template not offered cannot be withdrawn.
+	wantStatus(t, root.post(t, zone+"/system-services", url.Values{"_csrf": {root.csrf}, "component_id": {s.shared.ID.String()},
+		"name": {"spare"}, "parameters": {`{"name": "spare"}`}}), http.StatusSeeOther)
+	var spare string
+	must(t, s.pool.QueryRow(t.Context(), `SELECT id::text FROM template_components WHERE name = 'spare'`).Scan(&spare))
+	wantStatus(t, root.post(t, zone+"/system-services/"+spare+"/remove", url.Values{"_csrf": {root.csrf}}), http.StatusSeeOther)
+	if page := string(root.get(t, zone).body); strings.Contains(page, ">spare<") {
+		t.Fatal("the removed service is still listed")
+	}
+	r = root.post(t, zone+"/templates/"+s.shared.ID.String()+"/withdraw", url.Values{"_csrf": {root.csrf}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), "no template with this ID") {
+		t.Fatalf("withdrawing what is not a template: %.2000s", r.body)
+	}
 	wantStatus(t, root.post(t, zone+"/publish", url.Values{"_csrf": {root.csrf}}), http.StatusSeeOther)
 	r = root.post(t, zone+"/retire", url.Values{"_csrf": {root.csrf}, "confirm": {"other"}})
 	wantStatus(t, r, http.StatusUnprocessableEntity)
