@@ -181,7 +181,8 @@ func (h *Handlers) policiesPage(c echo.Context, f views.PolicyForm, status int) 
 	rows := make([]views.PolicyRow, len(list))
 	for i, p := range list {
 		rows[i] = views.PolicyRow{ID: p.ID.String(), Scope: p.Scope, ScopeName: p.ScopeName, Operations: strings.Join(p.Operations, ", "),
-			Role: string(p.ApproverRole), CreatedBy: p.CreatedBy, Approvals: p.ApprovalsRequired, CanDelete: p.MayDelete(actor)}
+			Role: string(p.ApproverRole), CreatedBy: p.CreatedBy, ByProviderAdmin: p.SetByProviderAdmin, Approvals: p.ApprovalsRequired,
+			CanDelete: p.MayDelete(actor)}
 	}
 	for _, ch := range choices {
 		f.Choices = append(f.Choices, views.ScopeChoice{Scope: ch.Scope, ID: ch.ID.String(), Name: ch.Name})
@@ -244,15 +245,22 @@ func (h *Handlers) CreatePolicyForm(c echo.Context) error {
 	return web.Redirect(c, "/approval-policies")
 }
 
-// DeletePolicyForm deletes a policy from the list.
+// DeletePolicyForm deletes a policy from the list; a refusal that says why (a provider admin's
+// policy) comes back as a message above the list.
 func (h *Handlers) DeletePolicyForm(c echo.Context) error {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
 		return err
 	}
-	if err := h.svc.DeletePolicy(web.Ctx(c), web.Actor(c), id); err != nil {
+	err = h.svc.DeletePolicy(web.Ctx(c), web.Actor(c), id)
+	var denied *problem.Denied
+	switch {
+	case errors.As(err, &denied):
+		web.SetFlash(c, web.FlashError, "Not deleted: "+denied.Message+".")
+	case err != nil:
 		return err
+	default:
+		web.SetFlash(c, web.FlashSuccess, "Policy deleted.")
 	}
-	web.SetFlash(c, web.FlashSuccess, "Policy deleted.")
 	return web.Redirect(c, "/approval-policies")
 }

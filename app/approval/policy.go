@@ -39,7 +39,10 @@ type Policy struct {
 	ApprovalsRequired int         `json:"approvals_required"`
 	ApproverRole      access.Role `json:"approver_role"`
 	CreatedBy         string      `json:"created_by"`
-	CreatedAt         time.Time   `json:"created_at"`
+	// SetByProviderAdmin marks a policy a provider admin made: it binds the tenant, whose
+	// admins cannot remove it.
+	SetByProviderAdmin bool      `json:"set_by_provider_admin"`
+	CreatedAt          time.Time `json:"created_at"`
 }
 
 // NewPolicy is a policy to make. ScopeID is text so that a malformed one is refused by name.
@@ -58,7 +61,8 @@ type Choice struct {
 }
 
 // CreatePolicy records a policy. Landing zone and component policies are for provider admins;
-// an environment's, for its tenant's admins too.
+// an environment's, for its tenant's admins too. A provider admin's policy is marked as theirs,
+// so that the tenant's admins cannot remove it.
 func (s *Service) CreatePolicy(ctx context.Context, actor access.Principal, in NewPolicy) (Policy, error) {
 	p, err := check(in)
 	if err != nil {
@@ -72,7 +76,7 @@ func (s *Service) CreatePolicy(ctx context.Context, actor access.Principal, in N
 		}
 		row, err := q.CreateApprovalPolicy(ctx, dbgen.CreateApprovalPolicyParams{Scope: p.Scope, ScopeID: p.ScopeID,
 			Operations: p.Operations, ApprovalsRequired: p.ApprovalsRequired, ApproverRole: p.ApproverRole,
-			CreatedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}})
+			CreatedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}, ByProviderAdmin: actor.ProviderAdmin})
 		if err != nil {
 			return err
 		}
@@ -197,7 +201,7 @@ func (s *Service) policies(ctx context.Context, actor access.Principal, id uuid.
 	for i, r := range rows {
 		out[i] = Policy{ID: r.ID, Scope: r.Scope, ScopeID: r.ScopeID, ScopeName: r.ScopeName, Operations: r.Operations,
 			ApprovalsRequired: int(r.ApprovalsRequired), ApproverRole: access.Role(r.ApproverRole), CreatedBy: r.CreatedByEmail,
-			CreatedAt: r.CreatedAt}
+			SetByProviderAdmin: r.ByProviderAdmin, CreatedAt: r.CreatedAt}
 		if r.ScopeTenantID.Valid {
 			out[i].TenantID = &r.ScopeTenantID.UUID
 		}
@@ -215,8 +219,9 @@ func (s *Service) policyRows(ctx context.Context, actor access.Principal, id uui
 	return rows, nil
 }
 
-// DeletePolicy removes a policy, with the permissions it took to make it. Operations already
-// waiting keep the request they have.
+// DeletePolicy removes a policy, with the permissions it took to make it. A policy a provider
+// admin set stands against the tenant's admins: only a provider admin can remove it, and the
+// refusal says who set it. Operations already waiting keep the request they have.
 func (s *Service) DeletePolicy(ctx context.Context, actor access.Principal, id uuid.UUID) error {
 	rows, err := s.policyRows(ctx, actor, id)
 	if err != nil {
@@ -227,8 +232,8 @@ func (s *Service) DeletePolicy(ctx context.Context, actor access.Principal, id u
 	}
 	p := rows[0]
 	tenant := p.ScopeTenantID.UUID
-	if !mayManage(actor, p.Scope, tenant) {
-		return problem.ErrForbidden
+	if err := mayDelete(actor, p.Scope, tenant, p.ByProviderAdmin, p.CreatedByEmail); err != nil {
+		return err
 	}
 	err = db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
 		n, err := q.DeleteApprovalPolicy(ctx, id)
@@ -240,7 +245,8 @@ func (s *Service) DeletePolicy(ctx context.Context, actor access.Principal, id u
 		}
 		return audit.Record(ctx, q, actor, audit.Event{Tenant: tenant, Action: "approval_policy.delete", TargetType: "approval_policy",
 			TargetID: id.String(), Diff: map[string]any{"scope": p.Scope, "scope_id": p.ScopeID, "scope_name": p.ScopeName,
-				"operations": p.Operations, "approvals_required": p.ApprovalsRequired, "approver_role": p.ApproverRole}})
+				"operations": p.Operations, "approvals_required": p.ApprovalsRequired, "approver_role": p.ApproverRole,
+				"set_by_provider_admin": p.ByProviderAdmin}})
 	})
 	if err != nil {
 		return fmt.Errorf("delete approval policy: %w", err)
@@ -248,13 +254,32 @@ func (s *Service) DeletePolicy(ctx context.Context, actor access.Principal, id u
 	return nil
 }
 
-// mayManage reports whether the actor may make and delete policies of the scope: an
-// environment's tenant admins may for it, provider admins for any.
+// mayManage reports whether the actor may make policies of the scope: an environment's tenant
+// admins may for it, provider admins for any.
 func mayManage(actor access.Principal, scope string, tenant uuid.UUID) bool {
 	if scope == "environment" && actor.Can("environment:manage", tenant) {
 		return true
 	}
 	return actor.CanSomewhere("approval:policy:manage")
+}
+
+// mayDelete refuses the actor the removal of a policy: provider admins may remove any; others
+// only one a tenant admin set, on a scope they may manage.
+func mayDelete(actor access.Principal, scope string, tenant uuid.UUID, byProviderAdmin bool, setBy string) error {
+	if actor.ProviderAdmin {
+		return nil
+	}
+	if byProviderAdmin {
+		who := "a provider admin"
+		if setBy != "" {
+			who += " (" + setBy + ")"
+		}
+		return &problem.Denied{Message: "this policy was set by " + who + "; only a provider admin can remove it"}
+	}
+	if !mayManage(actor, scope, tenant) {
+		return problem.ErrForbidden
+	}
+	return nil
 }
 
 // MayDelete reports whether the actor may delete the policy.
@@ -263,7 +288,7 @@ func (p Policy) MayDelete(actor access.Principal) bool {
 	if p.TenantID != nil {
 		tenant = *p.TenantID
 	}
-	return mayManage(actor, p.Scope, tenant)
+	return mayDelete(actor, p.Scope, tenant, p.SetByProviderAdmin, p.CreatedBy) == nil
 }
 
 // ScopeChoices lists what the actor may set policies on: for provider admins every landing

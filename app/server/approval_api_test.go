@@ -438,3 +438,77 @@ func TestPages_ApprovalPolicyForm(t *testing.T) {
 	}
 	wantStatus(t, b.get(t, "/approvals"), http.StatusOK)
 }
+
+func TestApproval_ProviderAdminsPolicyStandsAgainstTenantAdmins(t *testing.T) {
+	s := newSite(t)
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	root, admin, admin2 := s.token(t, s.admin), s.token(t, s.adminA), s.token(t, s.member(t, "admin2-a@example.com", s.a.ID, access.TenantAdmin))
+	user, adminB := s.token(t, s.userA), s.token(t, s.adminB)
+	onEnv := map[string]any{"scope": "environment", "scope_id": env.ID, "operations": []string{"destroy"}, "approver_role": "tenant_admin"}
+	onComponent := map[string]any{"scope": "component", "scope_id": s.shared.ID, "operations": []string{"deploy"}, "approver_role": "user"}
+	const stands = "this policy was set by a provider admin (root@example.com); only a provider admin can remove it"
+	cases := []struct {
+		name             string
+		setBy, deletedBy string
+		body             map[string]any
+		status           int
+		mention          string
+		setByProvider    bool
+	}{
+		{"a provider admin's policy on the tenant's environment, by a tenant admin", root, admin, onEnv, http.StatusForbidden, stands, true},
+		{"a provider admin's policy on a component the tenant uses, by a tenant admin", root, admin, onComponent, http.StatusForbidden, stands, true},
+		{"a provider admin's policy on the tenant's environment, by a user", root, user, onEnv, http.StatusForbidden, stands, true},
+		{"a provider admin's policy, by a provider admin", root, root, onEnv, http.StatusNoContent, "", true},
+		{"a tenant admin's policy, by another tenant admin", admin, admin2, onEnv, http.StatusNoContent, "", false},
+		{"a tenant admin's policy, by a provider admin", admin, root, onEnv, http.StatusNoContent, "", false},
+		{"a tenant admin's policy, by a user", admin, user, onEnv, http.StatusForbidden, "permission", false},
+		{"a tenant admin's policy, by another tenant's admin", admin, adminB, onEnv, http.StatusNotFound, "not found", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := s.call(t, "POST", "/api/v1/approval-policies", c.setBy, c.body)
+			wantStatus(t, r, http.StatusCreated)
+			p := r.json(t)
+			if p["set_by_provider_admin"] != c.setByProvider {
+				t.Fatalf("set_by_provider_admin is %v: %s", p["set_by_provider_admin"], r.body)
+			}
+			id := p["id"].(string)
+			r = s.call(t, "DELETE", "/api/v1/approval-policies/"+id, c.deletedBy, nil)
+			wantStatus(t, r, c.status)
+			mentions(t, r, c.mention)
+			listed := strings.Contains(string(s.call(t, "GET", "/api/v1/approval-policies", root, nil).body), id)
+			if listed != (c.status != http.StatusNoContent) {
+				t.Fatalf("after a DELETE answered %d the policy is listed: %v", c.status, listed)
+			}
+			if c.status != http.StatusNoContent {
+				wantStatus(t, s.call(t, "DELETE", "/api/v1/approval-policies/"+id, root, nil), http.StatusNoContent)
+			}
+		})
+	}
+}
+
+func TestPages_ProviderAdminsPolicyCannotBeDeletedByATenantAdmin(t *testing.T) {
+	s := newSite(t)
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	r := s.call(t, "POST", "/api/v1/approval-policies", s.token(t, s.admin), map[string]any{"scope": "environment", "scope_id": env.ID,
+		"operations": []string{"destroy"}, "approver_role": "provider_admin"})
+	wantStatus(t, r, http.StatusCreated)
+	id := r.json(t)["id"].(string)
+	b := newBrowser(t, s.url)
+	b.signIn(t, "admin-a@example.com", "long enough password")
+	page := string(b.get(t, "/approval-policies").body)
+	if !strings.Contains(page, `data-testid="set-by-provider"`) || strings.Contains(page, "/approval-policies/"+id+"/delete") {
+		t.Fatalf("the tenant admin's list shows no mark or offers to delete the provider admin's policy: %.3000s", page)
+	}
+	// A form posted anyway is refused with the reason above the list, which still holds it.
+	wantStatus(t, b.post(t, "/approval-policies/"+id+"/delete", url.Values{"_csrf": {b.csrf}}), http.StatusSeeOther)
+	page = string(b.get(t, "/approval-policies").body)
+	if !strings.Contains(page, "flash-error") || !strings.Contains(page, "only a provider admin can remove it") || !strings.Contains(page, "root@example.com") {
+		t.Fatalf("no refusal naming who set the policy: %.3000s", page)
+	}
+	if list := s.call(t, "GET", "/api/v1/approval-policies", s.token(t, s.admin), nil).json(t)["policies"].([]any); len(list) != 1 {
+		t.Fatalf("policies after the refused delete: %v", list)
+	}
+}

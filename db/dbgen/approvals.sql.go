@@ -291,10 +291,10 @@ func (q *Queries) CountApprovalsWaiting(ctx context.Context, arg CountApprovalsW
 }
 
 const createApprovalPolicy = `-- name: CreateApprovalPolicy :one
-INSERT INTO approval_policies (scope, scope_id, operations, approvals_required, approver_role, created_by)
+INSERT INTO approval_policies (scope, scope_id, operations, approvals_required, approver_role, created_by, by_provider_admin)
 VALUES ($1, $2, $3::text[], $4,
-    $5, $6)
-RETURNING id, scope, scope_id, operations, approvals_required, approver_role, created_by, created_at, updated_at
+    $5, $6, $7)
+RETURNING id, scope, scope_id, operations, approvals_required, approver_role, created_by, created_at, updated_at, by_provider_admin
 `
 
 type CreateApprovalPolicyParams struct {
@@ -304,6 +304,7 @@ type CreateApprovalPolicyParams struct {
 	ApprovalsRequired int32         `json:"approvals_required"`
 	ApproverRole      string        `json:"approver_role"`
 	CreatedBy         uuid.NullUUID `json:"created_by"`
+	ByProviderAdmin   bool          `json:"by_provider_admin"`
 }
 
 func (q *Queries) CreateApprovalPolicy(ctx context.Context, arg CreateApprovalPolicyParams) (ApprovalPolicy, error) {
@@ -314,6 +315,7 @@ func (q *Queries) CreateApprovalPolicy(ctx context.Context, arg CreateApprovalPo
 		arg.ApprovalsRequired,
 		arg.ApproverRole,
 		arg.CreatedBy,
+		arg.ByProviderAdmin,
 	)
 	var i ApprovalPolicy
 	err := row.Scan(
@@ -326,6 +328,7 @@ func (q *Queries) CreateApprovalPolicy(ctx context.Context, arg CreateApprovalPo
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ByProviderAdmin,
 	)
 	return i, err
 }
@@ -434,7 +437,7 @@ func (q *Queries) ForgetPlan(ctx context.Context, operationID uuid.UUID) error {
 }
 
 const listApprovalPolicies = `-- name: ListApprovalPolicies :many
-SELECT p.id, p.scope, p.scope_id, p.operations, p.approvals_required, p.approver_role, p.created_by, p.created_at, p.updated_at,
+SELECT p.id, p.scope, p.scope_id, p.operations, p.approvals_required, p.approver_role, p.created_by, p.created_at, p.updated_at, p.by_provider_admin,
     CASE p.scope WHEN 'landing_zone' THEN coalesce(z.name, '')
         WHEN 'environment' THEN coalesce(t.name || ' / ' || e.name, '')
         ELSE coalesce(c.name, '') END::text AS scope_name,
@@ -471,6 +474,7 @@ type ListApprovalPoliciesRow struct {
 	CreatedBy         uuid.NullUUID `json:"created_by"`
 	CreatedAt         time.Time     `json:"created_at"`
 	UpdatedAt         time.Time     `json:"updated_at"`
+	ByProviderAdmin   bool          `json:"by_provider_admin"`
 	ScopeName         string        `json:"scope_name"`
 	ScopeTenantID     uuid.NullUUID `json:"scope_tenant_id"`
 	CreatedByEmail    string        `json:"created_by_email"`
@@ -498,6 +502,7 @@ func (q *Queries) ListApprovalPolicies(ctx context.Context, arg ListApprovalPoli
 			&i.CreatedBy,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.ByProviderAdmin,
 			&i.ScopeName,
 			&i.ScopeTenantID,
 			&i.CreatedByEmail,

@@ -45,6 +45,7 @@ type ApprovalPolicy struct {
 	CreatedBy         uuid.NullUUID `json:"created_by"`
 	CreatedAt         time.Time     `json:"created_at"`
 	UpdatedAt         time.Time     `json:"updated_at"`
+	ByProviderAdmin   bool          `json:"by_provider_admin"`
 }
 
 type ApprovalRequest struct {

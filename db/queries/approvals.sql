@@ -1,7 +1,7 @@
 -- name: CreateApprovalPolicy :one
-INSERT INTO approval_policies (scope, scope_id, operations, approvals_required, approver_role, created_by)
+INSERT INTO approval_policies (scope, scope_id, operations, approvals_required, approver_role, created_by, by_provider_admin)
 VALUES (sqlc.arg(scope), sqlc.arg(scope_id), sqlc.arg(operations)::text[], sqlc.arg(approvals_required),
-    sqlc.arg(approver_role), sqlc.arg(created_by))
+    sqlc.arg(approver_role), sqlc.arg(created_by), sqlc.arg(by_provider_admin))
 RETURNING *;
 
 -- name: ListApprovalPolicies :many
