@@ -168,6 +168,7 @@ func TestRun_BadInput(t *testing.T) {
 		"log format must be":           {"nimbus", "serve", "--log-format", "xml"},
 		"unknown migrate command":      {"nimbus", "migrate", "sideways"},
 		"is not a CIDR":                {"nimbus", "serve", "--trusted-proxies", "nope"},
+		"is not a positive size":       {"nimbus", "serve", "--max-state-size", "lots"},
 	}
 	for want, args := range cases {
 		e, _, _ := env(nil, "")

@@ -34,6 +34,8 @@ type config struct {
 	ApprovalTTL time.Duration
 	// TrustedProxies are the networks of the proxies whose X-Forwarded-For is believed.
 	TrustedProxies []*net.IPNet
+	// MaxStateSize caps a stack state restored through the API, in bytes.
+	MaxStateSize int64
 	// S3 is the object storage shared by every replica; unused while S3.Endpoint is empty.
 	S3 objstore.S3Config
 }
@@ -85,6 +87,14 @@ var options = []option{
 	}},
 	{"job-timeout", "NIMBUS_JOB_TIMEOUT", "2h", "longest any one job may run", durationSetter(func(c *config, d time.Duration) { c.JobTimeout = d })},
 	{"approval-ttl", "NIMBUS_APPROVAL_TTL", "72h", "how long an operation waits for approval before its request expires and it ends", durationSetter(func(c *config, d time.Duration) { c.ApprovalTTL = d })},
+	{"max-state-size", "NIMBUS_MAX_STATE_SIZE", "256MiB", "largest stack state a provider admin may restore through the API (such as 64MiB or 1GiB)", func(c *config, v string) error {
+		n, err := parseSize(v)
+		if err != nil {
+			return err
+		}
+		c.MaxStateSize = n
+		return nil
+	}},
 	{"trusted-proxies", "NIMBUS_TRUSTED_PROXIES", "", "comma-separated CIDRs of the proxies in front of Nimbus, whose X-Forwarded-For gives the client address", func(c *config, v string) error {
 		for _, s := range strings.Split(v, ",") {
 			if s = strings.TrimSpace(s); s == "" {
@@ -159,6 +169,25 @@ func (c *config) checkS3() error {
 	}
 	return fmt.Errorf("object storage is partly configured: %s set, but %s not (set all four, or none to keep everything in the data dir)",
 		strings.Join(given, ", "), strings.Join(missing, ", "))
+}
+
+// sizeUnits are the units parseSize takes, in bytes.
+var sizeUnits = map[string]int64{"": 1, "b": 1, "kb": 1000, "kib": 1 << 10, "mb": 1000 * 1000, "mib": 1 << 20,
+	"gb": 1000 * 1000 * 1000, "gib": 1 << 30}
+
+// parseSize reads a positive size such as 256MiB, 1GiB, 500MB or 1048576 (bytes).
+func parseSize(v string) (int64, error) {
+	v = strings.TrimSpace(v)
+	i := strings.IndexFunc(v, func(r rune) bool { return r < '0' || r > '9' })
+	if i < 0 {
+		i = len(v)
+	}
+	n, err := strconv.ParseInt(v[:i], 10, 64)
+	unit, ok := sizeUnits[strings.ToLower(strings.TrimSpace(v[i:]))]
+	if err != nil || !ok || n < 1 || n > (1<<62)/unit {
+		return 0, fmt.Errorf("%q is not a positive size such as 64MiB, 1GiB or 1048576 (bytes)", v)
+	}
+	return n * unit, nil
 }
 
 func durationSetter(set func(*config, time.Duration)) func(*config, string) error {

@@ -23,7 +23,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	fs := flagSet("serve [flags]", "Run the web server and the job workers until SIGINT or SIGTERM.", env)
 	cfg, err := parseConfig(fs, args, env.Getenv,
 		"addr", "data-dir", "database-url", "log-format", "log-level", "admin-email", "session-ttl",
-		"secure-cookies", "pulumi-dir", "job-workers", "job-timeout", "approval-ttl", "trusted-proxies",
+		"secure-cookies", "pulumi-dir", "job-workers", "job-timeout", "approval-ttl", "trusted-proxies", "max-state-size",
 		"s3-endpoint", "s3-bucket", "s3-access-key", "s3-secret-key-file", "s3-region")
 	if err != nil {
 		return err
@@ -106,7 +106,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	defer stopUI()
 	handler, err := server.New(uiCtx, server.Deps{
 		Pool: d.Pool, Log: log, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SecureCookies: cfg.SecureCookies, Keys: keys, Runner: runner,
-		TrustedProxies: cfg.TrustedProxies, Objects: objs.store,
+		TrustedProxies: cfg.TrustedProxies, Objects: objs.store, MaxStateSize: cfg.MaxStateSize,
 		Info: system.Info{
 			Version: Version, Database: d.Where, PulumiDir: cfg.PulumiDir,
 			State: objs.state, Objects: objs.where,

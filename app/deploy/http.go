@@ -1,9 +1,10 @@
 package deploy
 
 import (
-	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,15 +19,19 @@ import (
 
 // Handlers serves the deployment pages and API.
 type Handlers struct {
-	svc  *Service
-	hub  *listen.Hub
-	done <-chan struct{} // closed when the server stops, ending the event streams
+	svc      *Service
+	hub      *listen.Hub
+	done     <-chan struct{} // closed when the server stops, ending the event streams
+	maxState int64           // the largest state a restore accepts, in bytes
 }
 
 // NewHandlers returns the handlers for svc; hub wakes the operation streams, which end when
-// done is closed.
-func NewHandlers(svc *Service, hub *listen.Hub, done <-chan struct{}) *Handlers {
-	return &Handlers{svc: svc, hub: hub, done: done}
+// done is closed. maxState caps a restored state in bytes (DefaultMaxStateSize when 0).
+func NewHandlers(svc *Service, hub *listen.Hub, done <-chan struct{}, maxState int64) *Handlers {
+	if maxState <= 0 {
+		maxState = DefaultMaxStateSize
+	}
+	return &Handlers{svc: svc, hub: hub, done: done, maxState: maxState}
 }
 
 // CreateAPI answers POST /api/v1/deployments with 202, the deployment and its operation.
@@ -210,26 +215,64 @@ func (h *Handlers) StateAPI(c echo.Context) error {
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, state)
 }
 
-// maxState caps a restored state.
-const maxState = 64 << 20
+// DefaultMaxStateSize caps a restored state when no other limit is given.
+const DefaultMaxStateSize int64 = 256 << 20
 
 // RestoreStateAPI answers PUT /api/v1/deployments/{id}/state, whose body is a state export,
-// with 204.
+// with 204. One who may not restore the deployment's state is refused before a byte of the
+// body is read. A body over the limit is refused by its Content-Length, or, sent without one,
+// as soon as it passes the limit. The state goes to a temporary file, not memory, on its way
+// to the engine.
 func (h *Handlers) RestoreStateAPI(c echo.Context) error {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
 		return err
 	}
-	state, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, maxState))
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return problem.Invalid("state", "size", "is larger than %d MiB", maxState>>20)
+	ctx, actor, body := web.Ctx(c), web.Actor(c), c.Request().Body
+	if err := h.svc.MayRestoreState(ctx, actor, id); err != nil {
+		return err
 	}
+	if c.Request().ContentLength > h.maxState {
+		return h.stateTooLarge(c)
+	}
+	f, err := os.CreateTemp("", "nimbus-state-*.json")
+	if err != nil {
+		return fmt.Errorf("restore state: %w", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	n, err := io.Copy(f, io.LimitReader(body, h.maxState+1))
 	if err != nil {
 		return problem.Invalid("state", "body", "the body could not be read: %v", err)
 	}
-	if err := h.svc.RestoreState(web.Ctx(c), web.Actor(c), id, state); err != nil {
+	if n > h.maxState {
+		return h.stateTooLarge(c)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("restore state: %w", err)
+	}
+	if err := h.svc.RestoreState(ctx, actor, id, f, n); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// stateTooLarge refuses a state over the limit. The rest of the body is never read: the
+// connection closes after the answer.
+func (h *Handlers) stateTooLarge(c echo.Context) error {
+	c.Response().Header().Set("Connection", "close")
+	return problem.Invalid("state", "max_size", "is larger than the limit of %s (--max-state-size / NIMBUS_MAX_STATE_SIZE)", Size(h.maxState))
+}
+
+// Size says a number of bytes as people read it: 256 MiB, 64 KiB, 1000 bytes.
+func Size(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return strconv.FormatInt(n>>30, 10) + " GiB"
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/google/uuid"
@@ -46,16 +47,27 @@ func (s *Service) State(ctx context.Context, actor access.Principal, id uuid.UUI
 	return data, err
 }
 
-// RestoreState replaces a deployment's Pulumi state with an export of it, for when something
-// outside Nimbus changed the stack. Provider admins only. The restore is an operation of its
-// own, holding the deployment's one active slot so that nothing runs on the stack meanwhile
-// (later operations wait for it); the state it replaces is kept in the object store first.
-func (s *Service) RestoreState(ctx context.Context, actor access.Principal, id uuid.UUID, state []byte) error {
+// MayRestoreState refuses the actor the restore of a deployment's state as RestoreState would:
+// not found when they cannot see the deployment, forbidden unless they are a provider admin.
+// It lets the API refuse a restore before it reads the state sent.
+func (s *Service) MayRestoreState(ctx context.Context, actor access.Principal, id uuid.UUID) error {
+	if _, err := s.get(ctx, actor, id); err != nil {
+		return err
+	}
 	if !actor.ProviderAdmin {
-		if _, err := s.get(ctx, actor, id); err != nil {
-			return err
-		}
 		return problem.ErrForbidden
+	}
+	return nil
+}
+
+// RestoreState replaces a deployment's Pulumi state with an export of it, read from state
+// (size bytes), for when something outside Nimbus changed the stack. Provider admins only. The
+// restore is an operation of its own, holding the deployment's one active slot so that
+// nothing runs on the stack meanwhile (later operations wait for it); the state it replaces is
+// kept in the object store first.
+func (s *Service) RestoreState(ctx context.Context, actor access.Principal, id uuid.UUID, state io.Reader, size int64) error {
+	if err := s.MayRestoreState(ctx, actor, id); err != nil {
+		return err
 	}
 	d, st, err := s.stateStack(ctx, actor, id, "")
 	if err != nil {
@@ -79,7 +91,7 @@ func (s *Service) RestoreState(ctx context.Context, actor access.Principal, id u
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Event{Tenant: d.TenantID, Action: "deployment.state_restore", TargetType: "deployment",
-			TargetID: id.String(), Diff: map[string]any{"name": d.Name, "bytes": len(state)}})
+			TargetID: id.String(), Diff: map[string]any{"name": d.Name, "bytes": size}})
 	})
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
@@ -110,7 +122,7 @@ func (s *Service) RestoreState(ctx context.Context, actor access.Principal, id u
 
 // restore keeps the current state in the object store, then imports state, beating the
 // operation's heartbeat meanwhile so that no worker takes it for dead.
-func (s *Service) restore(ctx context.Context, opID, lease uuid.UUID, st pulumix.Stack, state []byte) error {
+func (s *Service) restore(ctx context.Context, opID, lease uuid.UUID, st pulumix.Stack, state io.Reader) error {
 	beatCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() {

@@ -5,18 +5,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 )
 
-// Import replaces the stack's state with an export of it (see Export), for when something
-// outside Nimbus changed the stack or its state must be put back. The export's secrets must
-// be encrypted with the stack's own passphrase, as an export of the same stack's are. The
-// stack is created when it does not exist.
-func (r *Runner) Import(ctx context.Context, st Stack, state []byte) error {
+// Import replaces the stack's state with an export of it (see Export), read from state, for
+// when something outside Nimbus changed the stack or its state must be put back. The export's
+// secrets must be encrypted with the stack's own passphrase, as an export of the same stack's
+// are. The stack is created when it does not exist.
+func (r *Runner) Import(ctx context.Context, st Stack, state io.Reader) error {
 	var dep apitype.UntypedDeployment
-	if err := json.Unmarshal(state, &dep); err != nil {
+	dec := json.NewDecoder(state)
+	if err := dec.Decode(&dep); err != nil {
 		return fmt.Errorf("%w: not a stack export: %v", ErrBadState, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: not a stack export: more follows the export", ErrBadState)
 	}
 	if dep.Version == 0 || len(dep.Deployment) == 0 {
 		return fmt.Errorf("%w: not a stack export: no version or deployment", ErrBadState)

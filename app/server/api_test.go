@@ -35,6 +35,7 @@ import (
 // site is a running server over a world, with helpers to call it.
 type site struct {
 	*world
+	handler http.Handler // the server's handler, for requests that must not go over the network
 	url     string
 	cloud   string      // the simulated cloud's folder
 	data    string      // the runner's data directory: stack states, work directories
@@ -143,7 +144,7 @@ func newSiteWith(t testing.TB, cfg siteConfig, configure ...func(*server.Deps)) 
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &site{world: w, url: srv.URL, cloud: cloud, data: data, logs: logs, objects: objects, bucket: bucket, jobs: client}
+	return &site{world: w, handler: h, url: srv.URL, cloud: cloud, data: data, logs: logs, objects: objects, bucket: bucket, jobs: client}
 }
 
 func (s *site) token(t testing.TB, p access.Principal) string {

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -150,10 +151,16 @@ var deployCases = map[string]func(t *testing.T, w *world){
 	},
 	"deploy.Service.RestoreState": func(t *testing.T, w *world) {
 		svc, _, d, _ := deployed(t, w)
-		err := svc.RestoreState(context.Background(), w.adminB, d.ID, []byte("{}"))
+		err := svc.RestoreState(context.Background(), w.adminB, d.ID, strings.NewReader("{}"), 2)
 		wantErr(t, err, problem.ErrNotFound)
-		err = svc.RestoreState(context.Background(), w.adminA, d.ID, []byte("{}"))
+		err = svc.RestoreState(context.Background(), w.adminA, d.ID, strings.NewReader("{}"), 2)
 		wantErr(t, err, problem.ErrForbidden) // provider admins only
+	},
+	"deploy.Service.MayRestoreState": func(t *testing.T, w *world) {
+		svc, _, d, _ := deployed(t, w)
+		wantErr(t, svc.MayRestoreState(context.Background(), w.adminB, d.ID), problem.ErrNotFound)
+		wantErr(t, svc.MayRestoreState(context.Background(), w.adminA, d.ID), problem.ErrForbidden)
+		must(t, svc.MayRestoreState(context.Background(), w.admin, d.ID))
 	},
 	"deploy.Service.Deployable": func(t *testing.T, w *world) {
 		svc, _, _, _ := deployed(t, w)

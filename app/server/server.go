@@ -64,6 +64,9 @@ type Deps struct {
 	// TrustedProxies are the networks of the proxies in front of Nimbus, whose
 	// X-Forwarded-For names the client; empty when clients connect directly.
 	TrustedProxies []*net.IPNet
+	// MaxStateSize caps a state restored through the API, in bytes;
+	// deploy.DefaultMaxStateSize when zero.
+	MaxStateSize int64
 }
 
 // New builds the HTTP handler. ctx bounds the River UI's background work.
@@ -96,7 +99,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	envH := environment.NewHandlers(environment.NewService(d.Pool), zones)
 	operations := listen.New(d.Pool, "nimbus_operation", d.Log)
 	go operations.Run(ctx)
-	deployH := deploy.NewHandlers(deploy.NewService(d.Pool, d.Keys, d.Jobs, d.Runner, d.Objects), operations, ctx.Done())
+	deployH := deploy.NewHandlers(deploy.NewService(d.Pool, d.Keys, d.Jobs, d.Runner, d.Objects), operations, ctx.Done(), d.MaxStateSize)
 	ipamH := ipam.NewHandlers(ipam.NewService(d.Pool))
 	resolverH := resolver.NewHandlers(resolver.NewService(d.Pool))
 	componentH := component.NewHandlers(component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir}, d.Jobs))
@@ -107,7 +110,8 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	e.Use(metrics.Middleware)
 	e.Use(requestLog(d.Log))
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: maxBody,
-		// A stack's state can be far larger than any form; its handler sets a limit of its own.
+		// A stack's state can be far larger than any form; its handler sets a limit of its own
+		// (MaxStateSize), and checks who asks before it reads any of it.
 		Skipper: func(c echo.Context) bool {
 			return c.Request().Method == http.MethodPut && strings.HasSuffix(c.Request().URL.Path, "/state")
 		}}))
