@@ -243,7 +243,8 @@ func publishV2(t *testing.T, a *app, components *component.Service) {
 	if code == c.Code {
 		t.Fatal("the built-in machine's program changed: adjust the v2 edit")
 	}
-	if _, err := components.Update(ctx, admin, id, component.Patch{Code: &code}); err != nil {
+	draft, err := components.Update(ctx, admin, id, component.Patch{Code: &code})
+	if err != nil {
 		t.Fatal(err)
 	}
 	check, err := components.RequestCheck(ctx, admin, id)
@@ -260,7 +261,7 @@ func publishV2(t *testing.T, a *app, components *component.Service) {
 	if check.Status != "succeeded" {
 		t.Fatalf("the engine's check of v2: %s\n%s", check.Status, check.Output)
 	}
-	if _, err := components.Publish(ctx, admin, id, "bigger boot disk"); err != nil {
+	if _, err := components.Publish(ctx, admin, id, draft.Revision, "bigger boot disk"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -38,9 +38,12 @@ type Component struct {
 	OutputSchema     json.RawMessage `json:"output_schema"`
 	ResolverBindings json.RawMessage `json:"resolver_bindings"`
 	LatestVersion    int             `json:"latest_version"`
-	System           bool            `json:"system"`
-	CreatedAt        time.Time       `json:"created_at"`
-	UpdatedAt        time.Time       `json:"updated_at"`
+	// Revision counts the changes to the draft; a publish names the revision it reviewed. Only
+	// those who may edit the draft see it.
+	Revision  int       `json:"revision,omitempty"`
+	System    bool      `json:"system"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // ProviderLevel reports whether every tenant sees the component.
@@ -51,7 +54,7 @@ func fromRow(r dbgen.GetComponentRow) Component {
 		ID: r.ID, Provider: r.Provider, SemanticType: r.SemanticType, Name: r.Name, DisplayName: r.DisplayName,
 		Description: r.Description, Language: r.Language, Code: r.Code, InputSchema: r.InputSchema,
 		OutputSchema: r.OutputSchema, ResolverBindings: r.ResolverBindings, LatestVersion: int(r.LatestVersion),
-		System: r.IsSystem, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		Revision: int(r.Revision), System: r.IsSystem, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 	if r.TenantID.Valid {
 		id := r.TenantID.UUID
@@ -147,6 +150,7 @@ func (s *Service) get(ctx context.Context, q *dbgen.Queries, actor access.Princi
 		return Component{}, fmt.Errorf("get component: %w", err)
 	}
 	c.Language, c.Code, c.InputSchema, c.OutputSchema, c.ResolverBindings = v.Language, v.Code, v.InputSchema, v.OutputSchema, v.ResolverBindings
+	c.Revision = 0
 	return c, nil
 }
 

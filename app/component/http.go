@@ -119,11 +119,14 @@ func (h *Handlers) PublishAPI(c echo.Context) error {
 	}
 	var in struct {
 		Changelog string `json:"changelog"`
+		// Revision is the draft's revision the publisher reviewed; the service refuses a
+		// missing one after it has checked access, so that it reveals nothing.
+		Revision int `json:"revision"`
 	}
 	if err := web.DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	v, err := h.svc.Publish(web.Ctx(c), web.Actor(c), id, in.Changelog)
+	v, err := h.svc.Publish(web.Ctx(c), web.Actor(c), id, in.Revision, in.Changelog)
 	if err != nil {
 		return err
 	}

@@ -217,7 +217,7 @@ func editorView(comp Component, actor access.Principal) views.EditorView {
 	return views.EditorView{ID: comp.ID.String(), Name: comp.Name, DisplayName: comp.DisplayName, Description: comp.Description,
 		Language: comp.Language, Provider: comp.Provider, SemanticType: comp.SemanticType, Code: comp.Code,
 		InputSchema: pretty(comp.InputSchema), OutputSchema: pretty(comp.OutputSchema), ResolverBindings: pretty(comp.ResolverBindings),
-		CanPublish: can(actor, "component:definition:publish", comp.TenantID)}
+		Revision: comp.Revision, CanPublish: can(actor, "component:definition:publish", comp.TenantID)}
 }
 
 func pretty(raw json.RawMessage) string {
@@ -253,7 +253,9 @@ func (h *Handlers) SaveDraftForm(c echo.Context) error {
 		return err
 	}
 	if c.Request().Header.Get("HX-Request") == "true" {
-		return web.Render(c, http.StatusOK, views.SaveResult(views.Outcome{SavedAt: time.Now().UTC().Format("15:04:05 UTC"), JSON: "[]"}))
+		saved := views.SaveResult(views.Outcome{SavedAt: time.Now().UTC().Format("15:04:05 UTC"), JSON: "[]"})
+		// The editor now shows the saved draft: its publish form names this revision.
+		return web.Render(c, http.StatusOK, templ.Join(saved, views.DraftRevision(comp.Revision, true)))
 	}
 	web.SetFlash(c, web.FlashSuccess, "Draft of "+comp.Name+" saved.")
 	return web.Redirect(c, "/components/"+id.String()+"/edit")
@@ -266,14 +268,21 @@ func (h *Handlers) PublishForm(c echo.Context) error {
 		return err
 	}
 	actor := web.Actor(c)
-	v, err := h.svc.Publish(web.Ctx(c), actor, id, c.FormValue("changelog"))
+	// A missing or malformed revision is 0, which Publish refuses once it knows the component.
+	revision, _ := strconv.Atoi(c.FormValue("revision"))
+	v, err := h.svc.Publish(web.Ctx(c), actor, id, revision, c.FormValue("changelog"))
 	if web.FormErrors(err) != nil {
 		comp, getErr := h.svc.Get(web.Ctx(c), actor, id)
 		if getErr != nil {
 			return getErr
 		}
+		// The editor shows the draft as it is now, with its revision, to review again.
 		e := editorView(comp, actor)
-		e.Outcome = refused("Not published: the saved draft needs the fixes below first.", err)
+		why := "Not published: the saved draft needs the fixes below first."
+		if problem.FieldOf(err) == "revision" {
+			why = "Not published: the draft changed after you opened it. It is shown below as it is now."
+		}
+		e.Outcome = refused(why, err)
 		return h.renderEditor(c, http.StatusUnprocessableEntity, e, err)
 	}
 	if err != nil {
@@ -425,19 +434,24 @@ func (h *Handlers) CheckForm(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	var saved *Component
 	if c.FormValue("code") != "" {
 		d := draftFromForm(c)
-		_, err := h.svc.Update(web.Ctx(c), web.Actor(c), id, d.patch())
+		comp, err := h.svc.Update(web.Ctx(c), web.Actor(c), id, d.patch())
 		if web.FormErrors(err) != nil {
 			return web.Render(c, http.StatusUnprocessableEntity, views.SaveResult(refused("Not checked: the draft has problems to fix first.", err)))
 		}
 		if err != nil {
 			return err
 		}
+		saved = &comp
 	}
 	chk, err := h.svc.RequestCheck(web.Ctx(c), web.Actor(c), id)
 	if err != nil {
 		return err
+	}
+	if saved != nil {
+		return web.Render(c, http.StatusAccepted, templ.Join(checkPanel(chk), views.DraftRevision(saved.Revision, true)))
 	}
 	return web.Render(c, http.StatusAccepted, checkPanel(chk))
 }

@@ -33,9 +33,11 @@ type Version struct {
 	Archived         bool            `json:"archived"`
 }
 
-// Publish snapshots the draft as the next version. The draft is validated again, under a row
-// lock so two publishes cannot take the same number.
-func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.UUID, changelog string) (Version, error) {
+// Publish snapshots the draft as the next version. revision is the draft's revision the
+// publisher reviewed: a draft changed since is refused, so that what is published is what was
+// reviewed. The draft is validated again, under a row lock so two publishes cannot take the
+// same number and no change slips in between.
+func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.UUID, revision int, changelog string) (Version, error) {
 	var out Version
 	err := db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
 		latest, err := q.LockComponent(ctx, id)
@@ -51,6 +53,9 @@ func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.U
 		}
 		if !can(actor, "component:definition:publish", c.TenantID) {
 			return problem.ErrForbidden
+		}
+		if err := reviewed(c.Revision, revision); err != nil {
+			return err
 		}
 		if err := ValidateChangelog(changelog); err != nil {
 			return err
@@ -86,6 +91,19 @@ func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.U
 		return Version{}, fmt.Errorf("publish component: %w", err)
 	}
 	return out, nil
+}
+
+// reviewed refuses a publish of a draft other than the one reviewed: at revision, which must
+// be given.
+func reviewed(draft, revision int) error {
+	switch {
+	case revision < 1:
+		return problem.Invalid("revision", "required", "give the revision of the draft you reviewed (the draft is at revision %d)", draft)
+	case revision != draft:
+		return problem.Invalid("revision", "current",
+			"the draft is at revision %d; you reviewed revision %d: review the changes and publish again", draft, revision)
+	}
+	return nil
 }
 
 // pluginOf names the Pulumi resource provider plugin behind a Nimbus provider.

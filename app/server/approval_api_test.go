@@ -215,7 +215,7 @@ func TestApproval_RejectEndsTheOperationAndGivesBackItsAddress(t *testing.T) {
 	m.Draft.ResolverBindings = json.RawMessage(`{"ip_address": "ipam"}`)
 	c, err := g.components.Create(t.Context(), g.world.admin, m)
 	must(t, err)
-	_, err = g.components.Publish(t.Context(), g.world.admin, c.ID, "first")
+	_, err = g.components.Publish(t.Context(), g.world.admin, c.ID, c.Revision, "first")
 	must(t, err)
 	r := g.call(t, "POST", "/api/v1/ipam/pools", g.as.root, map[string]any{"name": "net", "prefix": "10.70.0.0/29", "environment_id": g.env})
 	wantStatus(t, r, http.StatusCreated)

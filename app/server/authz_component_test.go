@@ -21,7 +21,7 @@ var componentCases = map[string]func(t *testing.T, w *world){
 		wantErr(t, err, problem.ErrNotFound) // an unpublished draft is for its authors
 		_, err = w.components.Get(ctx, w.adminA, w.ofA.ID)
 		must(t, err)
-		_, err = w.components.Publish(ctx, w.admin, w.ofA.ID, "v1")
+		_, err = w.components.Publish(ctx, w.admin, w.ofA.ID, w.ofA.Revision, "v1")
 		must(t, err)
 		_, err = w.components.Update(ctx, w.adminA, w.ofA.ID, component.Patch{Code: ptr(w.ofA.Code + "# draft only\n")})
 		must(t, err)
@@ -83,11 +83,11 @@ var componentCases = map[string]func(t *testing.T, w *world){
 	},
 	"component.Service.Publish": func(t *testing.T, w *world) {
 		ctx := context.Background()
-		_, err := w.components.Publish(ctx, w.adminB, w.ofA.ID, "v1")
+		_, err := w.components.Publish(ctx, w.adminB, w.ofA.ID, w.ofA.Revision, "v1")
 		wantErr(t, err, problem.ErrNotFound)
-		_, err = w.components.Publish(ctx, w.adminA, w.ofA.ID, "v1")
+		_, err = w.components.Publish(ctx, w.adminA, w.ofA.ID, w.ofA.Revision, "v1")
 		wantErr(t, err, problem.ErrForbidden) // publishing is for provider admins
-		v, err := w.components.Publish(ctx, w.admin, w.ofA.ID, "v1")
+		v, err := w.components.Publish(ctx, w.admin, w.ofA.ID, w.ofA.Revision, "v1")
 		must(t, err)
 		if v.Version != 1 {
 			t.Fatalf("version %d", v.Version)
@@ -95,7 +95,7 @@ var componentCases = map[string]func(t *testing.T, w *world){
 	},
 	"component.Service.Versions": func(t *testing.T, w *world) {
 		ctx := context.Background()
-		_, err := w.components.Publish(ctx, w.admin, w.ofA.ID, "v1")
+		_, err := w.components.Publish(ctx, w.admin, w.ofA.ID, w.ofA.Revision, "v1")
 		must(t, err)
 		_, err = w.components.Versions(ctx, w.adminB, w.ofA.ID)
 		wantErr(t, err, problem.ErrNotFound)
@@ -107,7 +107,7 @@ var componentCases = map[string]func(t *testing.T, w *world){
 	},
 	"component.Service.Version": func(t *testing.T, w *world) {
 		ctx := context.Background()
-		_, err := w.components.Publish(ctx, w.admin, w.ofA.ID, "v1")
+		_, err := w.components.Publish(ctx, w.admin, w.ofA.ID, w.ofA.Revision, "v1")
 		must(t, err)
 		_, err = w.components.Version(ctx, w.adminB, w.ofA.ID, 1)
 		wantErr(t, err, problem.ErrNotFound)
@@ -119,7 +119,7 @@ var componentCases = map[string]func(t *testing.T, w *world){
 	},
 	"component.Service.ArchiveVersion": func(t *testing.T, w *world) {
 		ctx := context.Background()
-		_, err := w.components.Publish(ctx, w.admin, w.ofA.ID, "v1")
+		_, err := w.components.Publish(ctx, w.admin, w.ofA.ID, w.ofA.Revision, "v1")
 		must(t, err)
 		wantErr(t, w.components.ArchiveVersion(ctx, w.adminB, w.ofA.ID, 1), problem.ErrNotFound)
 		wantErr(t, w.components.ArchiveVersion(ctx, w.adminA, w.ofA.ID, 1), problem.ErrForbidden)

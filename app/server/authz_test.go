@@ -74,7 +74,7 @@ func newWorld(t testing.TB) *world {
 		t.Fatal(err)
 	}
 	// Tenants see provider-level components once published.
-	if _, err = w.components.Publish(ctx, w.admin, w.shared.ID, "first"); err != nil {
+	if _, err = w.components.Publish(ctx, w.admin, w.shared.ID, w.shared.Revision, "first"); err != nil {
 		t.Fatal(err)
 	}
 	if w.ofA, err = w.components.Create(ctx, w.adminA, machine(t, "a-machine", &w.a.ID)); err != nil {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,15 @@ func machineJSON(t testing.TB, name string) map[string]any {
 	}
 }
 
+// publish publishes the draft as it is now: it reads the draft's revision first, as a client
+// that reviewed the draft would have.
+func (s *site) publish(t testing.TB, token, id, changelog string) reply {
+	t.Helper()
+	r := s.call(t, "GET", "/api/v1/components/"+id, token, nil)
+	wantStatus(t, r, http.StatusOK)
+	return s.call(t, "POST", "/api/v1/components/"+id+"/publish", token, map[string]any{"changelog": changelog, "revision": r.json(t)["revision"]})
+}
+
 func TestAPI_ComponentLifecycle(t *testing.T) {
 	s := newSite(t)
 	admin := s.token(t, s.admin)
@@ -40,10 +50,10 @@ func TestAPI_ComponentLifecycle(t *testing.T) {
 	if !strings.Contains(string(r.body), `"line":3`) || !strings.Contains(string(r.body), "did you mean") {
 		t.Fatalf("no position or suggestion: %s", r.body)
 	}
-	wantStatus(t, s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": " "}), http.StatusUnprocessableEntity)
+	wantStatus(t, s.publish(t, admin, id, " "), http.StatusUnprocessableEntity)
 
 	// The engine can run simcloud programs here, so it must pass the draft before it is published.
-	r = s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": "first"})
+	r = s.publish(t, admin, id, "first")
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 	if !strings.Contains(string(r.body), `"field":"check"`) {
 		t.Fatalf("publish without a check: %s", r.body)
@@ -51,14 +61,14 @@ func TestAPI_ComponentLifecycle(t *testing.T) {
 	if got := s.check(t, admin, id); got["status"] != "succeeded" {
 		t.Fatalf("check: %v %s", got["status"], got["output"])
 	}
-	r = s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": "first"})
+	r = s.publish(t, admin, id, "first")
 	wantStatus(t, r, http.StatusCreated)
 	r = s.call(t, "PATCH", "/api/v1/components/"+id, admin, map[string]any{"code": machineJSON(t, "x")["code"].(string) + "# second\n"})
 	wantStatus(t, r, http.StatusOK)
 	// The passed check was of the old program: the new one needs its own.
-	wantStatus(t, s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": "second"}), http.StatusUnprocessableEntity)
+	wantStatus(t, s.publish(t, admin, id, "second"), http.StatusUnprocessableEntity)
 	s.check(t, admin, id)
-	wantStatus(t, s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": "second"}), http.StatusCreated)
+	wantStatus(t, s.publish(t, admin, id, "second"), http.StatusCreated)
 
 	r = s.call(t, "GET", "/api/v1/components/"+id+"/versions", admin, nil)
 	var vs struct{ Versions []struct{ Version int } }
@@ -164,11 +174,11 @@ func TestPages_DiffComparesEachPart(t *testing.T) {
 	r := s.call(t, "POST", "/api/v1/components", admin, machineJSON(t, "diffed-machine"))
 	id := r.json(t)["id"].(string)
 	s.check(t, admin, id)
-	wantStatus(t, s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": "one"}), http.StatusCreated)
+	wantStatus(t, s.publish(t, admin, id, "one"), http.StatusCreated)
 	schema := strings.Replace(string(machineJSON(t, "x")["input_schema"].(json.RawMessage)), `"maximum": 64, "default": 2`, `"maximum": 64, "default": 4`, 1)
 	wantStatus(t, s.call(t, "PATCH", "/api/v1/components/"+id, admin, map[string]any{"input_schema": json.RawMessage(schema)}), http.StatusOK)
 	s.check(t, admin, id)
-	wantStatus(t, s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": "two"}), http.StatusCreated)
+	wantStatus(t, s.publish(t, admin, id, "two"), http.StatusCreated)
 
 	b := newBrowser(t, s.url)
 	b.signIn(t, "root@example.com", "correct horse battery")
@@ -225,6 +235,105 @@ func TestAPI_ComponentBadNumbersAndOwners(t *testing.T) {
 	wantStatus(t, s.call(t, "GET", "/api/v1/components?page=2147483647", admin, nil), http.StatusUnprocessableEntity)
 	id := s.call(t, "POST", "/api/v1/components", admin, machineJSON(t, "numbered")).json(t)["id"].(string)
 	s.check(t, admin, id)
-	wantStatus(t, s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": "one"}), http.StatusCreated)
+	wantStatus(t, s.publish(t, admin, id, "one"), http.StatusCreated)
 	wantStatus(t, s.call(t, "GET", "/api/v1/components/"+id+"/versions/4294967297", admin, nil), http.StatusNotFound)
+}
+
+// versionCount is how many versions of the component are published.
+func (s *site) versionCount(t testing.TB, token, id string) int {
+	t.Helper()
+	r := s.call(t, "GET", "/api/v1/components/"+id+"/versions", token, nil)
+	wantStatus(t, r, http.StatusOK)
+	return len(r.json(t)["versions"].([]any))
+}
+
+func TestAPI_PublishRefusesADraftChangedSinceItWasReviewed(t *testing.T) {
+	s := newSite(t)
+	admin := s.token(t, s.admin)
+	r := s.call(t, "POST", "/api/v1/components", admin, machineJSON(t, "reviewed-machine"))
+	wantStatus(t, r, http.StatusCreated)
+	id := r.json(t)["id"].(string)
+	if rev := r.json(t)["revision"]; rev != 1.0 {
+		t.Fatalf("a new draft is at revision %v, want 1", rev)
+	}
+	s.check(t, admin, id)
+	// Each change of the draft is a revision; a save that changes nothing is not.
+	for _, want := range []float64{2, 2} {
+		r = s.call(t, "PATCH", "/api/v1/components/"+id, admin, map[string]any{"description": "Reviewed"})
+		wantStatus(t, r, http.StatusOK)
+		if rev := r.json(t)["revision"]; rev != want {
+			t.Fatalf("after the save the draft is at revision %v, want %v", rev, want)
+		}
+	}
+	cases := []struct {
+		name          string
+		body          map[string]any
+		field, rule   string
+		wantInMessage string
+	}{
+		{"no revision", map[string]any{"changelog": "one"}, "revision", "required", "give the revision of the draft you reviewed"},
+		{"an older revision", map[string]any{"changelog": "one", "revision": 1}, "revision", "current",
+			"the draft is at revision 2; you reviewed revision 1: review the changes and publish again"},
+		{"a revision yet to come", map[string]any{"changelog": "one", "revision": 3}, "revision", "current",
+			"the draft is at revision 2; you reviewed revision 3"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, c.body)
+			wantStatus(t, r, http.StatusUnprocessableEntity)
+			mentions(t, r, `"field":"`+c.field+`","rule":"`+c.rule+`"`)
+			mentions(t, r, c.wantInMessage)
+			if n := s.versionCount(t, admin, id); n != 0 {
+				t.Fatalf("a refused publish published %d versions", n)
+			}
+		})
+	}
+	r = s.call(t, "POST", "/api/v1/components/"+id+"/publish", admin, map[string]any{"changelog": "one", "revision": 2})
+	wantStatus(t, r, http.StatusCreated)
+	if r.json(t)["version"] != 1.0 {
+		t.Fatalf("published %s", r.body)
+	}
+}
+
+var revisionField = regexp.MustCompile(`name="revision" value="(\d+)"`)
+
+func TestPages_PublishFormRefusesADraftChangedSinceThePageShowedIt(t *testing.T) {
+	s := newSite(t)
+	admin := s.token(t, s.admin)
+	id := s.call(t, "POST", "/api/v1/components", admin, machineJSON(t, "form-reviewed")).json(t)["id"].(string)
+	s.check(t, admin, id)
+	b := newBrowser(t, s.url)
+	b.signIn(t, "root@example.com", "correct horse battery")
+	page := b.get(t, "/components/"+id+"/edit")
+	if m := revisionField.FindSubmatch(page.body); m == nil || string(m[1]) != "1" || !strings.Contains(string(page.body), `data-testid="revision">1<`) {
+		t.Fatalf("the editor does not show and send revision 1: %.4000s", page.body)
+	}
+	// Someone else changes the draft while the page is open.
+	wantStatus(t, s.call(t, "PATCH", "/api/v1/components/"+id, admin, map[string]any{"display_name": "Changed meanwhile"}), http.StatusOK)
+	publish := url.Values{"_csrf": {b.csrf}, "changelog": {"one"}, "revision": {"1"}}
+	r := b.post(t, "/components/"+id+"/publish", publish)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	mentions(t, r, "the draft changed after you opened it")
+	mentions(t, r, "the draft is at revision 2; you reviewed revision 1: review the changes and publish again")
+	// The editor shows the draft as it is now, and its form sends that revision.
+	if m := revisionField.FindSubmatch(r.body); m == nil || string(m[1]) != "2" || !strings.Contains(string(r.body), "Changed meanwhile") {
+		t.Fatalf("the refusal does not show the current draft at revision 2: %.4000s", r.body)
+	}
+	if n := s.versionCount(t, admin, id); n != 0 {
+		t.Fatalf("a stale publish published %d versions", n)
+	}
+	// A save from the editor by htmx tells the page the revision it now shows.
+	in := machineJSON(t, "x")
+	saved := b.post(t, "/components/"+id+"/draft", url.Values{"_csrf": {b.csrf}, "display_name": {"Saved here"}, "description": {""},
+		"language": {"yaml"}, "code": {in["code"].(string)}, "input_schema": {string(in["input_schema"].(json.RawMessage))},
+		"output_schema": {string(in["output_schema"].(json.RawMessage))}, "resolver_bindings": {"{}"}}, "HX-Request", "true")
+	wantStatus(t, saved, http.StatusOK)
+	if m := revisionField.FindSubmatch(saved.body); m == nil || string(m[1]) != "3" || !strings.Contains(string(saved.body), `hx-swap-oob="true"`) {
+		t.Fatalf("the save does not hand the page revision 3: %s", saved.body)
+	}
+	publish.Set("revision", "3")
+	wantStatus(t, b.post(t, "/components/"+id+"/publish", publish), http.StatusSeeOther)
+	if n := s.versionCount(t, admin, id); n != 1 {
+		t.Fatalf("%d versions after publishing the current draft", n)
+	}
 }

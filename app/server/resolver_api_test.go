@@ -22,7 +22,7 @@ func (s *site) boundMachine(t *testing.T) string {
 	m.Draft.ResolverBindings = json.RawMessage(`{"ip_address": "ipam", "name": "naming"}`)
 	c, err := s.components.Create(t.Context(), s.admin, m)
 	must(t, err)
-	_, err = s.components.Publish(t.Context(), s.admin, c.ID, "first")
+	_, err = s.components.Publish(t.Context(), s.admin, c.ID, c.Revision, "first")
 	must(t, err)
 	return c.ID.String()
 }
@@ -184,7 +184,7 @@ func TestResolvers_SecretMadeKeptRotatedForgotten(t *testing.T) {
 		Provider: "simcloud", SemanticType: "VirtualMachine",
 	})
 	must(t, err)
-	_, err = s.components.Publish(t.Context(), s.admin, c.ID, "first")
+	_, err = s.components.Publish(t.Context(), s.admin, c.ID, c.Revision, "first")
 	must(t, err)
 	provider, user, admin := s.token(t, s.admin), s.token(t, s.userA), s.token(t, s.adminA)
 	wantStatus(t, s.call(t, "PUT", "/api/v1/environments/"+env.ID.String()+"/resolvers/secret_provisioner", provider, `{"length": 20}`), http.StatusOK)

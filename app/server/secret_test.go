@@ -59,7 +59,7 @@ func TestSecret_CanaryIsNowhere(t *testing.T) {
 			Provider: "simcloud", SemanticType: "VirtualMachine",
 		})
 		must(t, err)
-		_, err = s.components.Publish(ctx, s.admin, c.ID, "first")
+		_, err = s.components.Publish(ctx, s.admin, c.ID, c.Revision, "first")
 		must(t, err)
 		env, err := environment.NewService(s.pool).Create(ctx, s.adminA, s.a.ID, "dev")
 		must(t, err)

@@ -177,7 +177,7 @@ func (q *Queries) CreateSemanticType(ctx context.Context, arg CreateSemanticType
 }
 
 const getComponent = `-- name: GetComponent :one
-SELECT c.id, c.tenant_id, c.provider_id, c.semantic_type_id, c.name, c.display_name, c.description, c.language, c.code, c.input_schema, c.output_schema, c.resolver_bindings, c.is_system, c.latest_version, c.created_by, c.created_at, c.updated_at, c.deleted_at, p.name AS provider, t.name AS semantic_type, tn.name AS tenant_name
+SELECT c.id, c.tenant_id, c.provider_id, c.semantic_type_id, c.name, c.display_name, c.description, c.language, c.code, c.input_schema, c.output_schema, c.resolver_bindings, c.is_system, c.latest_version, c.created_by, c.created_at, c.updated_at, c.deleted_at, c.revision, p.name AS provider, t.name AS semantic_type, tn.name AS tenant_name
 FROM components c
 JOIN semantic_providers p ON p.id = c.provider_id
 JOIN semantic_resource_types t ON t.id = c.semantic_type_id
@@ -204,6 +204,7 @@ type GetComponentRow struct {
 	CreatedAt        time.Time       `json:"created_at"`
 	UpdatedAt        time.Time       `json:"updated_at"`
 	DeletedAt        *time.Time      `json:"deleted_at"`
+	Revision         int32           `json:"revision"`
 	Provider         string          `json:"provider"`
 	SemanticType     string          `json:"semantic_type"`
 	TenantName       *string         `json:"tenant_name"`
@@ -231,6 +232,7 @@ func (q *Queries) GetComponent(ctx context.Context, id uuid.UUID) (GetComponentR
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.DeletedAt,
+		&i.Revision,
 		&i.Provider,
 		&i.SemanticType,
 		&i.TenantName,
@@ -676,7 +678,7 @@ func (q *Queries) SoftDeleteComponent(ctx context.Context, id uuid.UUID) error {
 
 const updateComponentDraft = `-- name: UpdateComponentDraft :exec
 UPDATE components SET display_name = $2, description = $3, language = $4, code = $5,
-    input_schema = $6, output_schema = $7, resolver_bindings = $8, updated_at = now()
+    input_schema = $6, output_schema = $7, resolver_bindings = $8, revision = revision + 1, updated_at = now()
 WHERE id = $1
 `
 
@@ -691,6 +693,7 @@ type UpdateComponentDraftParams struct {
 	ResolverBindings json.RawMessage `json:"resolver_bindings"`
 }
 
+// Every change of the draft is a new revision of it.
 func (q *Queries) UpdateComponentDraft(ctx context.Context, arg UpdateComponentDraftParams) error {
 	_, err := q.db.Exec(ctx, updateComponentDraft,
 		arg.ID,

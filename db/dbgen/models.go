@@ -93,6 +93,7 @@ type Component struct {
 	CreatedAt        time.Time       `json:"created_at"`
 	UpdatedAt        time.Time       `json:"updated_at"`
 	DeletedAt        *time.Time      `json:"deleted_at"`
+	Revision         int32           `json:"revision"`
 }
 
 type ComponentCheck struct {

@@ -72,8 +72,9 @@ ORDER BY lower(c.name), c.id
 LIMIT sqlc.arg(max_rows) OFFSET sqlc.arg(skip);
 
 -- name: UpdateComponentDraft :exec
+-- Every change of the draft is a new revision of it.
 UPDATE components SET display_name = $2, description = $3, language = $4, code = $5,
-    input_schema = $6, output_schema = $7, resolver_bindings = $8, updated_at = now()
+    input_schema = $6, output_schema = $7, resolver_bindings = $8, revision = revision + 1, updated_at = now()
 WHERE id = $1;
 
 -- name: SoftDeleteComponent :exec
