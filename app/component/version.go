@@ -223,7 +223,7 @@ type Summary struct {
 	Language      string    `json:"language"`
 	LatestVersion int       `json:"latest_version"`
 	TenantName    string    `json:"tenant_name,omitempty"`
-	Deployments   int       `json:"deployments"` // live deployments of any version
+	Deployments   int       `json:"deployments"` // live deployments of any version in the viewer's tenants
 	System        bool      `json:"system"`
 	// Denied is set for admins when governance denies the component to the viewer's tenants.
 	Denied    bool      `json:"denied,omitempty"`
@@ -276,9 +276,11 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (C
 			}
 		}
 	}
+	// Deployments are counted where the viewer may list them.
+	counted := append([]uuid.UUID{}, actor.TenantsWith("environment:read")...)
 	rows, err := q.ListComponents(ctx, dbgen.ListComponentsParams{
 		AllTenants: actor.ProviderAdmin, TenantIds: tenants, EditableTenantIds: editable, HiddenIds: hidden,
-		Search: optional(f.Search), Provider: optional(f.Provider),
+		DeploymentTenantIds: counted, Search: optional(f.Search), Provider: optional(f.Provider),
 		SemanticType: optional(f.SemanticType), Scope: optional(f.Scope), PublishedOnly: f.PublishedOnly,
 		MaxRows: int32(f.PerPage), Skip: int32((f.Page - 1) * f.PerPage),
 	})

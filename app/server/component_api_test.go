@@ -9,6 +9,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
+
+	"nimbus/app/access"
+	"nimbus/app/environment"
 )
 
 func machineJSON(t testing.TB, name string) map[string]any {
@@ -335,5 +340,43 @@ func TestPages_PublishFormRefusesADraftChangedSinceThePageShowedIt(t *testing.T)
 	wantStatus(t, b.post(t, "/components/"+id+"/publish", publish), http.StatusSeeOther)
 	if n := s.versionCount(t, admin, id); n != 1 {
 		t.Fatalf("%d versions after publishing the current draft", n)
+	}
+}
+
+func TestAPI_CatalogCountsTheViewersDeploymentsOnly(t *testing.T) {
+	s := newSite(t)
+	userB := s.member(t, "user-b@example.com", s.b.ID, access.User)
+	tokens := map[string]string{"user A": s.token(t, s.userA), "reader A": s.token(t, s.readerA), "user B": s.token(t, userB),
+		"admin B": s.token(t, s.adminB), "provider admin": s.token(t, s.admin)}
+	// Tenant A runs one machine of the shared component, tenant B two.
+	for _, d := range []struct {
+		tenant uuid.UUID
+		admin  access.Principal
+		by     string
+		names  []string
+	}{{s.a.ID, s.adminA, "user A", []string{"a-1"}}, {s.b.ID, s.adminB, "user B", []string{"b-1", "b-2"}}} {
+		env, err := environment.NewService(s.pool).Create(t.Context(), d.admin, d.tenant, "dev")
+		must(t, err)
+		for _, name := range d.names {
+			r := s.call(t, "POST", "/api/v1/deployments", tokens[d.by], map[string]any{"component_id": s.shared.ID, "environment_id": env.ID,
+				"name": name, "parameters": map[string]any{"name": name}})
+			wantStatus(t, r, http.StatusAccepted)
+			s.waitOperation(t, tokens[d.by], r.json(t)["operation"].(map[string]any)["id"].(string))
+		}
+	}
+	for viewer, want := range map[string]float64{"user A": 1, "reader A": 1, "user B": 2, "admin B": 2, "provider admin": 3} {
+		t.Run(viewer, func(t *testing.T) {
+			r := s.call(t, "GET", "/api/v1/components?search=shared-machine", tokens[viewer], nil)
+			wantStatus(t, r, http.StatusOK)
+			list := r.json(t)["components"].([]any)
+			if len(list) != 1 || list[0].(map[string]any)["deployments"] != want {
+				t.Fatalf("the catalog counts %v deployments for %s, want %v: %s", list[0].(map[string]any)["deployments"], viewer, want, r.body)
+			}
+		})
+	}
+	b := newBrowser(t, s.url)
+	b.signIn(t, "user-a@example.com", "long enough password")
+	if page := string(b.get(t, "/catalog?search=shared-machine").body); !strings.Contains(page, `data-testid="deployments">1 deployment<`) {
+		t.Fatalf("the catalog page counts others' deployments for user A: %.4000s", page)
 	}
 }

@@ -432,45 +432,47 @@ func (q *Queries) ListComponentVersions(ctx context.Context, componentID uuid.UU
 const listComponents = `-- name: ListComponents :many
 SELECT c.id, c.tenant_id, c.name, c.display_name, c.description, c.language, c.latest_version,
        c.is_system, c.updated_at, p.name AS provider, t.name AS semantic_type, tn.name AS tenant_name,
-       (SELECT count(*) FROM deployed_components d WHERE d.component_id = c.id AND d.status <> 'destroyed') AS deployments,
+       (SELECT count(*) FROM deployed_components d WHERE d.component_id = c.id AND d.status <> 'destroyed'
+          AND ($1::boolean OR d.tenant_id = ANY($2::uuid[]))) AS deployments,
        count(*) OVER () AS total
 FROM components c
 JOIN semantic_providers p ON p.id = c.provider_id
 JOIN semantic_resource_types t ON t.id = c.semantic_type_id
 LEFT JOIN tenants tn ON tn.id = c.tenant_id
 WHERE c.deleted_at IS NULL
-  AND ($1::boolean OR c.tenant_id IS NULL OR c.tenant_id = ANY($2::uuid[]))
+  AND ($1::boolean OR c.tenant_id IS NULL OR c.tenant_id = ANY($3::uuid[]))
   -- Unpublished drafts only for those who may edit them.
-  AND ($1::boolean OR c.latest_version > 0 OR c.tenant_id = ANY($3::uuid[]))
-  AND ($4::text IS NULL
-       OR c.name ILIKE '%' || $4 || '%'
-       OR c.display_name ILIKE '%' || $4 || '%'
-       OR c.description ILIKE '%' || $4 || '%')
-  AND ($5::text IS NULL OR p.name = $5)
-  AND ($6::text IS NULL OR t.name = $6)
-  AND ($7::text IS NULL
-       OR ($7 = 'provider' AND c.tenant_id IS NULL)
-       OR ($7 = 'tenant' AND c.tenant_id IS NOT NULL))
-  AND (NOT $8::boolean OR c.latest_version > 0)
+  AND ($1::boolean OR c.latest_version > 0 OR c.tenant_id = ANY($4::uuid[]))
+  AND ($5::text IS NULL
+       OR c.name ILIKE '%' || $5 || '%'
+       OR c.display_name ILIKE '%' || $5 || '%'
+       OR c.description ILIKE '%' || $5 || '%')
+  AND ($6::text IS NULL OR p.name = $6)
+  AND ($7::text IS NULL OR t.name = $7)
+  AND ($8::text IS NULL
+       OR ($8 = 'provider' AND c.tenant_id IS NULL)
+       OR ($8 = 'tenant' AND c.tenant_id IS NOT NULL))
+  AND (NOT $9::boolean OR c.latest_version > 0)
   -- Components governance denies to all the viewer's tenants are hidden from those who may not
   -- change that.
-  AND NOT c.id = ANY($9::uuid[])
+  AND NOT c.id = ANY($10::uuid[])
 ORDER BY lower(c.name), c.id
-LIMIT $11 OFFSET $10
+LIMIT $12 OFFSET $11
 `
 
 type ListComponentsParams struct {
-	AllTenants        bool        `json:"all_tenants"`
-	TenantIds         []uuid.UUID `json:"tenant_ids"`
-	EditableTenantIds []uuid.UUID `json:"editable_tenant_ids"`
-	Search            *string     `json:"search"`
-	Provider          *string     `json:"provider"`
-	SemanticType      *string     `json:"semantic_type"`
-	Scope             *string     `json:"scope"`
-	PublishedOnly     bool        `json:"published_only"`
-	HiddenIds         []uuid.UUID `json:"hidden_ids"`
-	Skip              int32       `json:"skip"`
-	MaxRows           int32       `json:"max_rows"`
+	AllTenants          bool        `json:"all_tenants"`
+	DeploymentTenantIds []uuid.UUID `json:"deployment_tenant_ids"`
+	TenantIds           []uuid.UUID `json:"tenant_ids"`
+	EditableTenantIds   []uuid.UUID `json:"editable_tenant_ids"`
+	Search              *string     `json:"search"`
+	Provider            *string     `json:"provider"`
+	SemanticType        *string     `json:"semantic_type"`
+	Scope               *string     `json:"scope"`
+	PublishedOnly       bool        `json:"published_only"`
+	HiddenIds           []uuid.UUID `json:"hidden_ids"`
+	Skip                int32       `json:"skip"`
+	MaxRows             int32       `json:"max_rows"`
 }
 
 type ListComponentsRow struct {
@@ -490,10 +492,13 @@ type ListComponentsRow struct {
 	Total         int64         `json:"total"`
 }
 
-// The catalog: components the viewer may see, filtered, newest change first.
+// The catalog: components the viewer may see, filtered, newest change first. A component's
+// live deployments are counted in the tenants whose deployments the viewer may list
+// (deployment_tenant_ids; all with all_tenants): another tenant's are none of theirs.
 func (q *Queries) ListComponents(ctx context.Context, arg ListComponentsParams) ([]ListComponentsRow, error) {
 	rows, err := q.db.Query(ctx, listComponents,
 		arg.AllTenants,
+		arg.DeploymentTenantIds,
 		arg.TenantIds,
 		arg.EditableTenantIds,
 		arg.Search,

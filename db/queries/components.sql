@@ -42,10 +42,13 @@ WHERE c.id = $1 AND c.deleted_at IS NULL;
 SELECT latest_version FROM components WHERE id = $1 AND deleted_at IS NULL FOR UPDATE;
 
 -- name: ListComponents :many
--- The catalog: components the viewer may see, filtered, newest change first.
+-- The catalog: components the viewer may see, filtered, newest change first. A component's
+-- live deployments are counted in the tenants whose deployments the viewer may list
+-- (deployment_tenant_ids; all with all_tenants): another tenant's are none of theirs.
 SELECT c.id, c.tenant_id, c.name, c.display_name, c.description, c.language, c.latest_version,
        c.is_system, c.updated_at, p.name AS provider, t.name AS semantic_type, tn.name AS tenant_name,
-       (SELECT count(*) FROM deployed_components d WHERE d.component_id = c.id AND d.status <> 'destroyed') AS deployments,
+       (SELECT count(*) FROM deployed_components d WHERE d.component_id = c.id AND d.status <> 'destroyed'
+          AND (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(deployment_tenant_ids)::uuid[]))) AS deployments,
        count(*) OVER () AS total
 FROM components c
 JOIN semantic_providers p ON p.id = c.provider_id
