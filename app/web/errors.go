@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"nimbus/app/access"
 	"nimbus/app/problem"
 	"nimbus/views"
 )
@@ -210,4 +212,28 @@ func FormErrors(err error) views.Errors {
 		errs[f.Field] = f.Message
 	}
 	return errs
+}
+
+// Finder looks up the object with the ID on behalf of the actor, and returns
+// problem.ErrNotFound when there is none or the actor may not see it.
+type Finder func(ctx context.Context, actor access.Principal, id uuid.UUID) error
+
+// Seen answers a request about an object the actor cannot see with 404, as for one that does
+// not exist, before its handler reads the query or the body. A handler that checked its input
+// first would answer another tenant's object otherwise than a missing one whenever the input
+// was bad, telling that it exists. An object the actor sees but may not change goes on to the
+// handler, which refuses it.
+func Seen(find Finder) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			id, err := IDParam(c, "id")
+			if err != nil {
+				return err
+			}
+			if err := find(Ctx(c), Actor(c), id); err != nil && !errors.Is(err, problem.ErrForbidden) {
+				return err
+			}
+			return next(c)
+		}
+	}
 }

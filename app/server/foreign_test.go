@@ -1,0 +1,260 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+// byIDRoutes are the pages and API endpoints that act on one object named in their path, with
+// the kind of the object. {id} is the object; any other ID in the path is random.
+var byIDRoutes = []struct{ method, path, kind string }{
+	{"GET", "/tenants/{id}", "tenant"},
+	{"GET", "/tenants/{id}/governance", "tenant"},
+	{"GET", "/tenants/{id}/governance/{other}", "tenant"},
+	{"POST", "/tenants/{id}/governance/{other}", "tenant"},
+	{"POST", "/tenants/{id}/governance/{other}/clear", "tenant"},
+	{"POST", "/tenants/{id}/members", "tenant"},
+	{"POST", "/tenants/{id}/members/{other}/delete", "tenant"},
+	{"GET", "/ipam/pools/{id}", "pool"},
+	{"GET", "/environments/{id}", "environment"},
+	{"POST", "/environments/{id}/decommission", "environment"},
+	{"POST", "/environments/{id}/retry", "environment"},
+	{"GET", "/environments/{id}/resolvers", "environment"},
+	{"GET", "/environments/{id}/resolvers/naming/next", "environment"},
+	{"POST", "/environments/{id}/resolvers/ipam", "environment"},
+	{"POST", "/tokens/{id}/revoke", "token"},
+	{"GET", "/deployments/{id}", "deployment"},
+	{"POST", "/deployments/{id}/apply", "deployment"},
+	{"POST", "/deployments/{id}/upgrade", "deployment"},
+	{"POST", "/deployments/{id}/refresh", "deployment"},
+	{"POST", "/deployments/{id}/destroy", "deployment"},
+	{"GET", "/operations/{id}", "operation"},
+	{"GET", "/operations/{id}/stream", "operation"},
+	{"POST", "/operations/{id}/cancel", "operation"},
+	{"POST", "/operations/{id}/apply", "operation"},
+	{"GET", "/components/{id}", "component"},
+	{"GET", "/components/{id}/deploy", "component"},
+	{"POST", "/components/{id}/deploy", "component"},
+	{"GET", "/components/{id}/edit", "component"},
+	{"POST", "/components/{id}/draft", "component"},
+	{"POST", "/components/{id}/publish", "component"},
+	{"POST", "/components/{id}/delete", "component"},
+	{"GET", "/components/{id}/versions/1", "component"},
+	{"POST", "/components/{id}/versions/1/archive", "component"},
+	{"GET", "/components/{id}/diff", "component"},
+	{"POST", "/components/{id}/check", "component"},
+	{"GET", "/checks/{id}", "check"},
+	{"GET", "/landing-zones/{id}", "zone"},
+	{"POST", "/landing-zones/{id}/system-services", "zone"},
+	{"POST", "/landing-zones/{id}/templates", "zone"},
+	{"POST", "/landing-zones/{id}/templates/{other}/withdraw", "zone"},
+	{"POST", "/landing-zones/{id}/system-services/{other}/remove", "zone"},
+	{"POST", "/landing-zones/{id}/publish", "zone"},
+	{"POST", "/landing-zones/{id}/retire", "zone"},
+	{"GET", "/landing-zones/{id}/resolvers", "zone"},
+	{"GET", "/landing-zones/{id}/resolvers/naming/next", "zone"},
+	{"POST", "/landing-zones/{id}/resolvers/ipam", "zone"},
+	{"GET", "/approvals/{id}", "approval"},
+	{"POST", "/approvals/{id}/approve", "approval"},
+	{"POST", "/approvals/{id}/reject", "approval"},
+	{"POST", "/approval-policies/{id}/delete", "policy"},
+
+	{"GET", "/api/v1/tenants/{id}", "tenant"},
+	{"GET", "/api/v1/tenants/{id}/members", "tenant"},
+	{"POST", "/api/v1/tenants/{id}/members", "tenant"},
+	{"DELETE", "/api/v1/tenants/{id}/members", "tenant"},
+	{"DELETE", "/api/v1/tenants/{id}/members/{other}", "tenant"},
+	{"GET", "/api/v1/tenants/{id}/governance", "tenant"},
+	{"GET", "/api/v1/tenants/{id}/governance/{other}", "tenant"},
+	{"PUT", "/api/v1/tenants/{id}/governance/{other}", "tenant"},
+	{"DELETE", "/api/v1/tenants/{id}/governance/{other}", "tenant"},
+	{"GET", "/api/v1/users/{id}", "user"},
+	{"DELETE", "/api/v1/tokens/{id}", "token"},
+	{"GET", "/api/v1/deployments/{id}", "deployment"},
+	{"POST", "/api/v1/deployments/{id}/preview", "deployment"},
+	{"POST", "/api/v1/deployments/{id}/deploy", "deployment"},
+	{"POST", "/api/v1/deployments/{id}/update", "deployment"},
+	{"POST", "/api/v1/deployments/{id}/upgrade", "deployment"},
+	{"POST", "/api/v1/deployments/{id}/refresh", "deployment"},
+	{"POST", "/api/v1/deployments/{id}/destroy", "deployment"},
+	{"GET", "/api/v1/deployments/{id}/state", "deployment"},
+	{"PUT", "/api/v1/deployments/{id}/state", "deployment"},
+	{"GET", "/api/v1/ipam/pools/{id}", "pool"},
+	{"GET", "/api/v1/environments/{id}", "environment"},
+	{"POST", "/api/v1/environments/{id}/decommission", "environment"},
+	{"POST", "/api/v1/environments/{id}/retry", "environment"},
+	{"GET", "/api/v1/environments/{id}/resolvers", "environment"},
+	{"GET", "/api/v1/environments/{id}/resolvers/naming/next", "environment"},
+	{"PUT", "/api/v1/environments/{id}/resolvers/ipam", "environment"},
+	{"DELETE", "/api/v1/environments/{id}/resolvers/ipam", "environment"},
+	{"GET", "/api/v1/operations/{id}", "operation"},
+	{"GET", "/api/v1/operations/{id}/logs", "operation"},
+	{"GET", "/api/v1/operations/{id}/log", "operation"},
+	{"POST", "/api/v1/operations/{id}/cancel", "operation"},
+	{"POST", "/api/v1/operations/{id}/apply", "operation"},
+	{"GET", "/api/v1/landing-zones/{id}", "zone"},
+	{"GET", "/api/v1/landing-zones/{id}/resolvers", "zone"},
+	{"PUT", "/api/v1/landing-zones/{id}/resolvers/ipam", "zone"},
+	{"POST", "/api/v1/landing-zones/{id}/system-services", "zone"},
+	{"POST", "/api/v1/landing-zones/{id}/templates", "zone"},
+	{"DELETE", "/api/v1/landing-zones/{id}/templates/{other}", "zone"},
+	{"DELETE", "/api/v1/landing-zones/{id}/system-services/{other}", "zone"},
+	{"POST", "/api/v1/landing-zones/{id}/publish", "zone"},
+	{"POST", "/api/v1/landing-zones/{id}/retire", "zone"},
+	{"GET", "/api/v1/components/{id}", "component"},
+	{"PATCH", "/api/v1/components/{id}", "component"},
+	{"DELETE", "/api/v1/components/{id}", "component"},
+	{"POST", "/api/v1/components/{id}/publish", "component"},
+	{"GET", "/api/v1/components/{id}/versions", "component"},
+	{"GET", "/api/v1/components/{id}/versions/1", "component"},
+	{"POST", "/api/v1/components/{id}/versions/1/archive", "component"},
+	{"POST", "/api/v1/components/{id}/check", "component"},
+	{"GET", "/api/v1/checks/{id}", "check"},
+	{"GET", "/api/v1/approvals/{id}", "approval"},
+	{"POST", "/api/v1/approvals/{id}/approve", "approval"},
+	{"POST", "/api/v1/approvals/{id}/reject", "approval"},
+	{"DELETE", "/api/v1/approval-policies/{id}", "policy"},
+}
+
+// badQuery and badForm break every rule a query or a form of these routes may have, so that
+// a route that checks its input before the object's access answers differently for an object
+// it hides and for one that is not there.
+var (
+	badQuery = "?from=x&to=y&after=x&part=x&status=x&kind=x&page=0&scope=x"
+	badForm  = url.Values{"name": {"Bad Name!"}, "email": {"x"}, "role": {"x"}, "changelog": {""}, "revision": {"x"},
+		"code": {"x: ["}, "input_schema": {"{"}, "output_schema": {"{"}, "resolver_bindings": {"{"}, "language": {"x"},
+		"component_id": {"x"}, "environment_id": {"x"}, "parameters": {"{"}, "version": {"x"}, "pool_id": {"x"},
+		"pattern": {""}, "comment": {strings.Repeat("x", 5000)}, "is_allowed": {"x"}, "max_instances": {"x"}}
+)
+
+func TestAccess_AnotherTenantsObjectAnswersAsAMissingOne(t *testing.T) {
+	g := newGated(t, siteConfig{backend: "file"})
+	root := g.as.root
+	// Tenant A's objects, of every kind with pages or endpoints of its own; and a landing zone,
+	// which only provider admins see.
+	g.policy(t, g.as.admin, map[string]any{"scope": "environment", "scope_id": g.env, "operations": []string{"destroy"},
+		"approver_role": "tenant_admin"})
+	op, request := g.destroy(t)
+	check := g.call(t, "POST", "/api/v1/components/"+g.ofA.ID.String()+"/check", g.as.admin, nil)
+	wantStatus(t, check, http.StatusAccepted)
+	r := g.call(t, "POST", "/api/v1/ipam/pools", root, map[string]any{"name": "net", "prefix": "10.70.0.0/29", "environment_id": g.env})
+	wantStatus(t, r, http.StatusCreated)
+	pool := r.json(t)["id"].(string)
+	r = g.call(t, "POST", "/api/v1/landing-zones", root, map[string]any{"name": "sim-eu", "provider": "simcloud"})
+	wantStatus(t, r, http.StatusCreated)
+	zone := r.json(t)["id"].(string)
+	token, err := g.auth.CreateToken(t.Context(), g.userA, "pipeline", 0)
+	must(t, err)
+	policies := g.call(t, "GET", "/api/v1/approval-policies", root, nil).json(t)["policies"].([]any)
+	foreign := map[string]string{
+		"tenant": g.a.ID.String(), "component": g.ofA.ID.String(), "check": check.json(t)["id"].(string),
+		"deployment": g.deployment, "operation": op["id"].(string), "environment": g.env, "pool": pool, "zone": zone,
+		"approval": request["id"].(string), "policy": policies[0].(map[string]any)["id"].(string),
+		"token": token.Token.ID.String(), "user": g.userA.UserID.String(),
+	}
+
+	// Tenant B's admin asks about each of them, and about an object that does not exist.
+	other := g.as.other
+	for _, rt := range byIDRoutes {
+		t.Run(rt.method+" "+rt.path, func(t *testing.T) {
+			id, ok := foreign[rt.kind]
+			if !ok {
+				t.Fatalf("no object of kind %q", rt.kind)
+			}
+			answer := func(id string) reply {
+				path := strings.NewReplacer("{id}", id, "{other}", uuid.NewString()).Replace(rt.path)
+				return g.ask(t, rt.method, path, other)
+			}
+			ofA, missing := answer(id), answer(uuid.NewString())
+			if ofA.status != http.StatusNotFound || missing.status != http.StatusNotFound {
+				t.Fatalf("another tenant's %s answers %d (%.300s), a missing one %d (%.300s); want 404 for both",
+					rt.kind, ofA.status, ofA.body, missing.status, missing.body)
+			}
+		})
+	}
+	// Nothing of A's was changed by those requests.
+	if got := g.deploymentStatus(t); got != "deployed" {
+		t.Fatalf("A's deployment is %s after B's requests", got)
+	}
+	if got := g.call(t, "GET", "/api/v1/approvals/"+request["id"].(string), g.as.admin, nil).json(t)["status"]; got != "pending" {
+		t.Fatalf("A's approval request is %v after B's requests", got)
+	}
+}
+
+// ask sends a request meant to be refused: with a query or body that breaks the input's rules,
+// as a page's form or as JSON to the API.
+func (s *site) ask(t *testing.T, method, path, token string) reply {
+	t.Helper()
+	var (
+		body        io.Reader
+		contentType string
+	)
+	switch {
+	case method == "GET":
+		path += badQuery
+	case strings.HasPrefix(path, "/api/"):
+		b, _ := json.Marshal(map[string]any{"unknown_field": true, "name": 7})
+		body, contentType = bytes.NewReader(b), "application/json"
+	default:
+		body, contentType = strings.NewReader(badForm.Encode()), "application/x-www-form-urlencoded"
+	}
+	req, _ := http.NewRequest(method, s.url+path, body)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return reply{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+// sharedByID are routes with an ID in their path whose objects are no tenant's: every tenant
+// sees them, and who may not change them is refused alike whether the ID exists or not.
+var sharedByID = []string{"POST /images/{id}/delete", "DELETE /api/v1/images/{id}"}
+
+var routeLine = regexp.MustCompile(`(signed|api)\.(GET|POST|PUT|PATCH|DELETE)\("([^"]*:id\b[^"]*)",`)
+
+func TestAccess_EveryRouteWithAnIDIsInTheTable(t *testing.T) {
+	src, err := os.ReadFile("server.go")
+	must(t, err)
+	listed := map[string]bool{}
+	for _, rt := range byIDRoutes {
+		listed[rt.method+" "+rt.path] = true
+	}
+	for _, s := range sharedByID {
+		listed[s] = true
+	}
+	params := regexp.MustCompile(`:[a-z_]+`)
+	found := 0
+	for _, m := range routeLine.FindAllStringSubmatch(string(src), -1) {
+		path := strings.ReplaceAll(m[3], ":id", "{id}")
+		path = strings.ReplaceAll(path, ":n", "1")
+		path = params.ReplaceAllString(path, "{other}")
+		if m[1] == "api" {
+			path = "/api/v1" + path
+		}
+		// The resolver types are many routes of one handler; the table asks with ipam.
+		path = strings.ReplaceAll(path, "/resolvers/{other}", "/resolvers/ipam")
+		found++
+		if !listed[m[2]+" "+path] {
+			t.Errorf("%s %s is not in byIDRoutes: add it, with the kind of object its ID names", m[2], path)
+		}
+	}
+	if found < 50 {
+		t.Fatalf("found only %d routes with an ID in server.go; is the pattern broken?", found)
+	}
+}
