@@ -323,15 +323,16 @@ func (h *Handlers) DiffPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	from, err1 := strconv.ParseInt(c.QueryParam("from"), 10, 32)
-	to, err2 := strconv.ParseInt(c.QueryParam("to"), 10, 32)
-	if err1 != nil || err2 != nil {
-		return problem.Invalid("from", "integer", "choose two versions to compare")
-	}
+	// The component first: one the viewer cannot see is not found, whatever the query.
 	actor := web.Actor(c)
 	comp, err := h.svc.Get(web.Ctx(c), actor, id)
 	if err != nil {
 		return err
+	}
+	from, err1 := strconv.ParseInt(c.QueryParam("from"), 10, 32)
+	to, err2 := strconv.ParseInt(c.QueryParam("to"), 10, 32)
+	if err1 != nil || err2 != nil {
+		return problem.Invalid("from", "integer", "choose two versions to compare")
 	}
 	a, err := h.svc.Version(web.Ctx(c), actor, id, int(from))
 	if err != nil {
