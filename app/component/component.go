@@ -185,7 +185,7 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, in New) (C
 	} else if err != nil {
 		return Component{}, err
 	}
-	if _, _, err := Validate(&in.Draft, s.engine.LanguageHosts(), in.TenantID == nil); err != nil {
+	if _, _, err := Validate(&in.Draft, s.engine.LanguageHosts(), Scope{ProviderLevel: in.TenantID == nil, Package: PackageOf(in.Provider)}); err != nil {
 		var ve *problem.ValidationError
 		if !errors.As(err, &ve) {
 			return Component{}, err
@@ -269,7 +269,7 @@ func (s *Service) Update(ctx context.Context, actor access.Principal, id uuid.UU
 		if len(changed) == 0 {
 			return nil
 		}
-		if _, _, err := Validate(&d, s.engine.LanguageHosts(), c.TenantID == nil); err != nil {
+		if _, _, err := Validate(&d, s.engine.LanguageHosts(), scopeOf(c)); err != nil {
 			return err
 		}
 		err = q.UpdateComponentDraft(ctx, dbgen.UpdateComponentDraftParams{
