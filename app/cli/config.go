@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"nimbus/app/objstore"
+	"nimbus/app/sandbox"
 )
 
 // config is everything Nimbus can be told, by flag or by NIMBUS_* variable; a flag wins.
@@ -36,6 +37,10 @@ type config struct {
 	TrustedProxies []*net.IPNet
 	// S3 is the object storage shared by every replica; unused while S3.Endpoint is empty.
 	S3 objstore.S3Config
+	// Sandbox says whether engine processes must, may or must not run in Landlock.
+	Sandbox sandbox.Mode
+	// Languages are the program languages components may be written in; YAML always.
+	Languages []string
 }
 
 // option is one setting: its flag, its variable, its default and what it does.
@@ -135,6 +140,27 @@ var options = []option{
 		return nil
 	}},
 	{"s3-region", "NIMBUS_S3_REGION", objstore.DefaultRegion, "region to sign S3 requests for", func(c *config, v string) error { c.S3.Region = v; return nil }},
+	{"sandbox", "NIMBUS_SANDBOX", "auto", "confine engine processes with Landlock: auto (where the kernel can), required (refuse to start without) or off", func(c *config, v string) error {
+		m, err := sandbox.ParseMode(v)
+		if err != nil {
+			return fmt.Errorf("sandbox %w", err)
+		}
+		c.Sandbox = m
+		return nil
+	}},
+	{"languages", "NIMBUS_LANGUAGES", "yaml", "comma-separated languages components may be written in: yaml, typescript, python; programs not in YAML run unread, so only provider admins may write them", func(c *config, v string) error {
+		c.Languages = []string{"yaml"}
+		for _, l := range strings.Split(v, ",") {
+			switch l = strings.ToLower(strings.TrimSpace(l)); l {
+			case "", "yaml":
+			case "typescript", "python":
+				c.Languages = append(c.Languages, l)
+			default:
+				return fmt.Errorf("languages must be among yaml, typescript and python, not %q", l)
+			}
+		}
+		return nil
+	}},
 }
 
 // checkS3 refuses object storage that is only partly configured, naming what is missing: a

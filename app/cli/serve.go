@@ -11,6 +11,7 @@ import (
 
 	"nimbus/app/component"
 	"nimbus/app/pulumix"
+	"nimbus/app/sandbox"
 	"nimbus/app/secrets"
 	"nimbus/app/server"
 	"nimbus/app/system"
@@ -24,7 +25,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	cfg, err := parseConfig(fs, args, env.Getenv,
 		"addr", "data-dir", "database-url", "log-format", "log-level", "admin-email", "session-ttl",
 		"secure-cookies", "pulumi-dir", "job-workers", "job-timeout", "approval-ttl", "trusted-proxies",
-		"s3-endpoint", "s3-bucket", "s3-access-key", "s3-secret-key-file", "s3-region")
+		"s3-endpoint", "s3-bucket", "s3-access-key", "s3-secret-key-file", "s3-region", "sandbox", "languages")
 	if err != nil {
 		return err
 	}
@@ -66,10 +67,21 @@ func serve(ctx context.Context, args []string, env Env) error {
 		log.Info("built-in components published", "components", created)
 	}
 
-	runner, err := pulumix.NewRunner(cfg.PulumiDir, cfg.DataDir, map[string]string{"SIMCLOUD_DIR": filepath.Join(cfg.DataDir, "simcloud")}, objs.backend...)
-	if err != nil {
+	cloud := filepath.Join(cfg.DataDir, "simcloud")
+	runner, err := pulumix.NewRunner(cfg.PulumiDir, cfg.DataDir, map[string]string{"SIMCLOUD_DIR": cloud},
+		append(objs.backend, pulumix.WithSandbox(cfg.Sandbox), pulumix.CloudDirs(cloud))...)
+	switch {
+	case err != nil && cfg.Sandbox == sandbox.Required && sandbox.ABI() == 0:
+		return err
+	case err != nil:
 		log.Warn("components cannot be checked until the Pulumi toolchain is installed", "err", err)
 		runner = nil
+	case !runner.Confined():
+		log.Error("engine processes are NOT confined: tenants' programs are held by the program validator alone; "+
+			"run on a kernel with Landlock, or set NIMBUS_SANDBOX=required to refuse to start without it",
+			"sandbox", cfg.Sandbox, "landlock_abi", sandbox.ABI())
+	default:
+		log.Info("engine processes run in a Landlock sandbox", "landlock_abi", sandbox.ABI())
 	}
 	keys, err := secrets.Load(cfg.DataDir, env.Getenv)
 	if err != nil {
@@ -109,7 +121,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 		TrustedProxies: cfg.TrustedProxies, Objects: objs.store,
 		Info: system.Info{
 			Version: Version, Database: d.Where, PulumiDir: cfg.PulumiDir,
-			State: objs.state, Objects: objs.where,
+			State: objs.state, Objects: objs.where, Sandbox: sandboxStatus(runner, cfg.Sandbox), Languages: cfg.Languages,
 		},
 	})
 	if err != nil {
@@ -135,6 +147,19 @@ func serve(ctx context.Context, args []string, env Env) error {
 		log.Error("shutdown http", "err", err)
 	}
 	return nil
+}
+
+// sandboxStatus says, for the system page, whether engine processes are confined.
+func sandboxStatus(runner *pulumix.Runner, mode sandbox.Mode) system.Sandbox {
+	switch {
+	case runner == nil:
+		return system.Sandbox{Text: "no engine: the Pulumi toolchain is not installed"}
+	case runner.Confined():
+		return system.Sandbox{Confined: true, Text: fmt.Sprintf("Landlock ABI %d: each engine process reaches only its own stack's directories and the toolchain", sandbox.ABI())}
+	case mode == sandbox.Off:
+		return system.Sandbox{Text: "off (NIMBUS_SANDBOX=off): engine processes are not confined; the program validator is the only wall"}
+	}
+	return system.Sandbox{Text: "this kernel has no Landlock: engine processes are not confined; the program validator is the only wall"}
 }
 
 // bootstrapAdmin creates the first provider admin on an empty database and tells the operator,

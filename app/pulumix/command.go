@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/blang/semver"
+
+	"nimbus/app/sandbox"
 )
 
 // command runs the pulumi CLI for the Automation API with only the environment the engine
@@ -27,6 +29,10 @@ type command struct {
 	// grace is how long an interrupted engine gets to stop cleanly and unlock its stack
 	// before it is killed.
 	grace time.Duration
+	// sandbox confines each run to the directories its own stack uses (see policy), and
+	// clouds are directories every run may write: the simulated cloud's.
+	sandbox sandbox.Launcher
+	clouds  []string
 }
 
 // passedEnv is what the engine keeps of Nimbus's environment: where programs are, where to
@@ -56,7 +62,8 @@ func (c command) Run(ctx context.Context, workdir string, stdin io.Reader, out, 
 	if !slices.Contains(args, "--non-interactive") {
 		args = append([]string{"--non-interactive"}, args...)
 	}
-	cmd := exec.CommandContext(ctx, c.path, args...)
+	name, argv := c.sandbox.Wrap(c.policy(workdir, extraEnv, args), c.path, args...)
+	cmd := exec.CommandContext(ctx, name, argv...)
 	cmd.Dir = workdir
 	cmd.Stdin = stdin
 	for _, k := range passedEnv {
@@ -65,6 +72,9 @@ func (c command) Run(ctx context.Context, workdir string, stdin io.Reader, out, 
 		}
 	}
 	cmd.Env = append(append(cmd.Env, extraEnv...), "PULUMI_AUTOMATION_API=true")
+	if name != c.path {
+		cmd.Env = append(cmd.Env, sandbox.LaunchedEnv+"=1")
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = io.MultiWriter(append(out, &stdout)...)
 	cmd.Stderr = io.MultiWriter(append(errOut, &stderr)...)
@@ -97,6 +107,36 @@ func (c command) Run(ctx context.Context, workdir string, stdin io.Reader, out, 
 		code = exit.ExitCode()
 	}
 	return stdout.String(), stderr.String(), code, err
+}
+
+// policy is what one run may write: its working directory, the home, temporary and state
+// directories its environment names (the Runner gives each stack its own), the event log the
+// Automation API asked for, and the clouds. The environment is the Runner's, never a program's.
+func (c command) policy(workdir string, env, args []string) sandbox.Policy {
+	p := sandbox.Policy{Write: append([]string{workdir}, c.clouds...)}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "HOME", "PULUMI_HOME", "TMPDIR":
+			p.Write = append(p.Write, v)
+		case "PULUMI_BACKEND_URL":
+			if dir, ok := strings.CutPrefix(v, "file://"); ok {
+				p.Write = append(p.Write, dir)
+			}
+		}
+	}
+	for i, a := range args {
+		log, ok := strings.CutPrefix(a, "--event-log=")
+		if a == "--event-log" && i+1 < len(args) {
+			log, ok = args[i+1], true
+		}
+		// The Automation API streams events over a socket (tcp:…) or, in older versions, into
+		// a file of a temporary directory of its own.
+		if ok && filepath.IsAbs(log) {
+			p.Write = append(p.Write, filepath.Dir(log))
+		}
+	}
+	return p
 }
 
 // descendants lists pid's children, theirs, and so on: the language host starts providers too.

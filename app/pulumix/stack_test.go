@@ -45,7 +45,7 @@ func stackRunner(t *testing.T, backend string) (r *Runner, data, cloud string) {
 		}
 		opts = append(opts, WithBackend(S3Backend(store)))
 	}
-	r, err := NewRunner(toolchain(t), data, map[string]string{"SIMCLOUD_DIR": cloud}, opts...)
+	r, err := NewRunner(toolchain(t), data, map[string]string{"SIMCLOUD_DIR": cloud}, append(opts, CloudDirs(cloud))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,13 +321,13 @@ func testSecretsStayEncrypted(t *testing.T, backend string) {
 		t.Fatal("found no files to search")
 	}
 	// Nor does anything the backend keeps, wherever it keeps it.
-	keys, err := r.backend.Bucket.List(ctx, ".pulumi/")
+	keys, err := bucketOf(t, r, st.Name).List(ctx, ".pulumi/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	stacks := 0
 	for _, k := range keys {
-		if bytes.Contains(readBackendFile(t, r, k), []byte(canary)) {
+		if bytes.Contains(readBackendFile(t, r, st.Name, k), []byte(canary)) {
 			t.Errorf("the backend's %s holds the secret in plain text", k)
 		}
 		if strings.HasPrefix(k, ".pulumi/stacks/") {
@@ -344,7 +344,7 @@ func testSecretsStayEncrypted(t *testing.T, backend string) {
 // each has a sidecar of attributes (<lock>.json.attrs) that is not a lock.
 func lockFiles(t *testing.T, r *Runner, project, stack string) []string {
 	t.Helper()
-	keys, err := r.backend.Bucket.List(context.Background(), lockDir(project, stack))
+	keys, err := bucketOf(t, r, stack).List(context.Background(), lockDir(project, stack))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,10 +357,20 @@ func lockFiles(t *testing.T, r *Runner, project, stack string) []string {
 	return locks
 }
 
-// readBackendFile reads a file of the backend's by key.
-func readBackendFile(t *testing.T, r *Runner, key string) []byte {
+// bucketOf is the stack's backend's files.
+func bucketOf(t *testing.T, r *Runner, stack string) Bucket {
 	t.Helper()
-	rc, err := r.backend.Bucket.Get(context.Background(), key)
+	b, err := r.backendOf(stack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Bucket
+}
+
+// readBackendFile reads a file of the stack's backend by key.
+func readBackendFile(t *testing.T, r *Runner, stack, key string) []byte {
+	t.Helper()
+	rc, err := bucketOf(t, r, stack).Get(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,9 +384,9 @@ func readBackendFile(t *testing.T, r *Runner, key string) []byte {
 
 // writeBackendFile writes a file into the backend as the engine would, where Nimbus's own
 // stores refuse to.
-func writeBackendFile(t *testing.T, r *Runner, key string, content []byte) {
+func writeBackendFile(t *testing.T, r *Runner, stack, key string, content []byte) {
 	t.Helper()
-	switch b := r.backend.Bucket.(type) {
+	switch b := bucketOf(t, r, stack).(type) {
 	case *objstore.Dir:
 		path := filepath.Join(b.Root(), filepath.FromSlash(key))
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -435,7 +445,7 @@ func testCrashedEngineLeavesALockThatClearLockRemoves(t *testing.T, backend stri
 		lock = lockFiles(t, r, "simcloud-machine", st.Name)
 		return len(lock) == 1 && len(cloudFiles(t, cloud, "disk")) == 1
 	})
-	content := readBackendFile(t, r, lock[0])
+	content := readBackendFile(t, r, st.Name, lock[0])
 	t.Logf("lock file: %s: %s", lock[0], content)
 	var holder struct{ Pid int }
 	if err := json.Unmarshal(content, &holder); err != nil || holder.Pid <= 0 {
@@ -572,7 +582,7 @@ func testClearLockWaitsForALiveEngine(t *testing.T, backend string) {
 	key := lockDir("held", st.Name) + "l.json"
 	host, _ := os.Hostname()
 	// This test process stands for an engine a crashed server left running.
-	writeBackendFile(t, r, key, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, os.Getpid(), host))
+	writeBackendFile(t, r, st.Name, key, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, os.Getpid(), host))
 	if err := r.ClearLock(st); !errors.Is(err, ErrLocked) {
 		t.Fatalf("cleared a lock its live engine holds: %v", err)
 	}
@@ -581,8 +591,8 @@ func testClearLockWaitsForALiveEngine(t *testing.T, backend string) {
 	}
 	// A lock of another stack whose name starts the same is not this stack's.
 	other := lockDir("held", st.Name+"-2") + "l.json"
-	writeBackendFile(t, r, other, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, 1<<22+7, host))
-	writeBackendFile(t, r, key, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, 1<<22+7, host))
+	writeBackendFile(t, r, st.Name+"-2", other, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, 1<<22+7, host))
+	writeBackendFile(t, r, st.Name, key, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, 1<<22+7, host))
 	if err := r.ClearLock(st); err != nil {
 		t.Fatalf("kept a dead engine's lock: %v", err)
 	}

@@ -132,7 +132,8 @@ func ABI() int {
 	return v
 }
 
-// Launcher wraps engine commands so that they run confined.
+// Launcher wraps engine commands so that they run confined. The zero Launcher runs them as
+// they are.
 type Launcher struct {
 	// Self is the nimbus executable, which knows Subcommand.
 	Self string
@@ -142,11 +143,11 @@ type Launcher struct {
 }
 
 // Confined reports whether commands are confined by Landlock, not only limited.
-func (l Launcher) Confined() bool { return l.Mode != Off && ABI() > 0 }
+func (l Launcher) Confined() bool { return l.Mode != Off && l.Self != "" && ABI() > 0 }
 
 // Wrap returns the program and arguments that run name with args under l.Base and p.
 func (l Launcher) Wrap(p Policy, name string, args ...string) (string, []string) {
-	if l.Mode == Off {
+	if l.Mode == Off || l.Self == "" {
 		return name, args
 	}
 	p = l.Base.Union(p)

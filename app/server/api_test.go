@@ -122,7 +122,7 @@ func newSiteWith(t testing.TB, cfg siteConfig, configure ...func(*server.Deps)) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner, _ := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), data, map[string]string{"SIMCLOUD_DIR": cloud}, opts...)
+	runner, _ := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), data, map[string]string{"SIMCLOUD_DIR": cloud}, append(opts, pulumix.CloudDirs(cloud))...)
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.operationTimeout, ApprovalTTL: cfg.approvalTTL}
 	client, err := jobs.NewClient(w.pool, log, jobs.Config{Register: server.Workers(w.pool, eng, log), Periodic: server.Periodic()})
 	if err != nil {

@@ -142,7 +142,8 @@ func BenchmarkDeployMachine(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	runner, err := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), b.TempDir(), map[string]string{"SIMCLOUD_DIR": b.TempDir()})
+	cloud := b.TempDir()
+	runner, err := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), b.TempDir(), map[string]string{"SIMCLOUD_DIR": cloud}, pulumix.CloudDirs(cloud))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	deployH := deploy.NewHandlers(deploy.NewService(d.Pool, d.Keys, d.Jobs, d.Runner, d.Objects), operations, ctx.Done())
 	ipamH := ipam.NewHandlers(ipam.NewService(d.Pool))
 	resolverH := resolver.NewHandlers(resolver.NewService(d.Pool))
-	componentH := component.NewHandlers(component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir}, d.Jobs))
+	componentH := component.NewHandlers(component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir, Enabled: d.Info.Languages}, d.Jobs))
 	governH := governance.NewHandlers(governance.NewService(d.Pool))
 	metrics := system.NewMetrics(d.Pool)
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -27,6 +28,16 @@ type Info struct {
 	State     string // where Pulumi state is kept
 	Objects   string // where blobs (full logs, state exports) are kept
 	PulumiDir string
+	// Sandbox says whether engine processes are confined.
+	Sandbox Sandbox
+	// Languages are those components may be written in.
+	Languages []string
+}
+
+// Sandbox is the engine sandbox's state, in words.
+type Sandbox struct {
+	Confined bool
+	Text     string
 }
 
 // Handlers serves health, readiness and the status page.
@@ -121,10 +132,20 @@ func (h *Handlers) StatusPage(c echo.Context) error {
 	} else {
 		checks = append(checks, views.Check{Name: "Pulumi CLI", Value: tc.CLIVersion + " at " + tc.CLI, Status: "ok"})
 	}
+	sandboxStatus := "err"
+	if h.info.Sandbox.Confined {
+		sandboxStatus = "ok"
+	}
+	checks = append(checks, views.Check{Name: "Engine sandbox", Value: h.info.Sandbox.Text, Status: sandboxStatus})
 	for _, lang := range pulumix.Languages {
-		if p, ok := tc.Hosts[lang]; ok {
+		enabled := lang == "yaml" || slices.Contains(h.info.Languages, pulumix.LanguageOf(lang))
+		p, found := tc.Hosts[lang]
+		switch {
+		case !enabled:
+			checks = append(checks, views.Check{Name: "Language host: " + lang, Value: "not enabled (NIMBUS_LANGUAGES)", Status: "off"})
+		case found:
 			checks = append(checks, views.Check{Name: "Language host: " + lang, Value: p, Status: "ok"})
-		} else {
+		default:
 			checks = append(checks, views.Check{Name: "Language host: " + lang, Value: "not found; programs in " + lang + " cannot run here", Status: "warn"})
 		}
 	}
