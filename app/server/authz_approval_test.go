@@ -191,6 +191,14 @@ var approvalCases = map[string]authzCase{
 			})
 			return w.approvals.DeletePolicy(context.Background(), p, pol.ID)
 		},
+		then: func(t *testing.T, w *world) {
+			// A component's policy binds every tenant: its tenants see it, and only the provider deletes it.
+			pol, err := w.approvals.CreatePolicy(context.Background(), w.admin, approval.NewPolicy{Scope: "component", ScopeID: w.shared.ID.String(),
+				Operations: []string{"destroy"}, ApproverRole: "tenant_admin"})
+			must(t, err)
+			wantErr(t, w.approvals.DeletePolicy(context.Background(), w.adminA, pol.ID), problem.ErrForbidden)
+			must(t, w.approvals.DeletePolicy(context.Background(), w.admin, pol.ID))
+		},
 	},
 	"approval.Service.ScopeChoices": {
 		refused: []refusal{{adminB, errHidden}, {userA, errHidden}},
