@@ -247,7 +247,8 @@ var zoneCases = map[string]authzCase{
 		refused: []refusal{{adminB, errHidden}},
 		served:  []actor{readerA, providerAdmin},
 		call: func(t *testing.T, w *world, p access.Principal) error {
-			env, _ := w.dev(t), w.netA(t)
+			env := w.dev(t)
+			w.netA(t) // a pool, which only the provider admin's overview shows
 			o, err := dashboard.NewService(w.pool, w.approvals).Overview(context.Background(), p)
 			if err == nil && !p.ProviderAdmin && len(o.Pools) != 0 {
 				t.Errorf("%s sees pools %+v", p.Email, o.Pools)
