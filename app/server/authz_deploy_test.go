@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -9,6 +11,7 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/deploy"
 	"nimbus/app/problem"
+	"nimbus/app/pulumix"
 )
 
 // deployment is a deployment and the operation that made it, or the last one on it.
@@ -76,6 +79,21 @@ func (w *world) v2(t *testing.T) {
 		return true
 	})
 }
+
+// states is a deploy service with the Pulumi CLI, for the methods that read or write a stack's
+// state; exporting and importing state runs the CLI, never a program.
+func (w *world) states(t *testing.T) *deploy.Service {
+	return fixture(w, "states", func() *deploy.Service {
+		runner, err := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), t.TempDir(), nil)
+		if err != nil {
+			t.Fatalf("a stack's state is read and written by the Pulumi CLI: %v", err)
+		}
+		return deploy.NewService(w.pool, w.keys, insertOnly(t, w.pool), runner, nil)
+	})
+}
+
+// emptyState is the export of a stack with no resources.
+const emptyState = `{"version": 3, "deployment": {"manifest": {"time": "2025-01-01T00:00:00Z", "magic": "", "version": ""}}}`
 
 var deployCases = map[string]authzCase{
 	"deploy.Service.Deploy": {
@@ -244,15 +262,25 @@ var deployCases = map[string]authzCase{
 	"deploy.Service.State": {
 		// The state holds every property: tenant admins only.
 		refused: []refusal{{adminB, problem.ErrNotFound}, {userA, problem.ErrForbidden}},
+		served:  []actor{adminA},
 		call: func(t *testing.T, w *world, p access.Principal) error {
-			_, err := w.deploys.State(context.Background(), p, w.live(t).ID)
+			d := fixture(w, "restored", func() deployment {
+				d := w.live(t)
+				must(t, w.states(t).RestoreState(context.Background(), w.admin, d.ID, []byte(emptyState)))
+				return d
+			})
+			state, err := w.states(t).State(context.Background(), p, d.ID)
+			if err == nil && !strings.Contains(string(state), `"deployment"`) {
+				t.Errorf("the export: %s", state)
+			}
 			return err
 		},
 	},
 	"deploy.Service.RestoreState": {
 		refused: []refusal{{adminB, problem.ErrNotFound}, {adminA, problem.ErrForbidden}}, // provider admins only
+		served:  []actor{providerAdmin},
 		call: func(t *testing.T, w *world, p access.Principal) error {
-			return w.deploys.RestoreState(context.Background(), p, w.live(t).ID, []byte("{}"))
+			return w.states(t).RestoreState(context.Background(), p, w.live(t).ID, []byte(emptyState))
 		},
 	},
 	"deploy.Service.Deployable": {

@@ -33,6 +33,7 @@ import (
 	"nimbus/app/landingzone"
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
+	"nimbus/app/secrets"
 	"nimbus/app/tenant"
 	"nimbus/app/user"
 	"nimbus/db/dbgen"
@@ -56,6 +57,7 @@ type world struct {
 	ipam                   *ipam.Service
 	resolvers              *resolver.Service
 	approvals              *approval.Service
+	keys                   *secrets.Keyring // seals the deployments' secrets and stack passphrases
 	a, b                   tenant.Tenant
 	shared, ofA            component.Component // provider-level, and tenant A's
 	admin                  access.Principal    // provider admin
@@ -80,6 +82,7 @@ func newWorld(t testing.TB) *world {
 		ipam:       ipam.NewService(pool),
 		resolvers:  resolver.NewService(pool),
 		approvals:  approval.NewService(pool, jobs),
+		keys:       keys,
 		fixtures:   map[string]any{},
 	}
 	if _, err := user.Bootstrap(ctx, pool, "root@example.com", "correct horse battery"); err != nil {
