@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -303,6 +304,30 @@ func (c authzCase) run(t *testing.T, w *world) {
 	}
 }
 
+// problems lists what makes a case unable to tell a method that refuses everyone, or serves
+// everyone, from a correct one.
+func (c authzCase) problems() []string {
+	var out []string
+	if c.call == nil {
+		out = append(out, "it makes no call")
+	}
+	if len(c.served) == 0 {
+		out = append(out, "no actor is served, so a method that refused everyone would pass")
+	}
+	if len(c.refused) == 0 && c.open == "" {
+		out = append(out, "no actor is refused, and open does not say why the method refuses nobody")
+	}
+	for _, r := range c.refused {
+		if slices.Contains(c.served, r.who) {
+			out = append(out, fmt.Sprintf("%v is both refused and served", r.who))
+		}
+		if r.want == nil {
+			out = append(out, fmt.Sprintf("%v is refused with no error", r.who))
+		}
+	}
+	return out
+}
+
 func wantErr(t *testing.T, err, want error) {
 	t.Helper()
 	if !errors.Is(err, want) {
@@ -597,6 +622,8 @@ func dataAccessMethods(t *testing.T) []string {
 	return out
 }
 
+// TestAuthz_EveryDataAccessMethodHasATest fails when a data-access method has no case, or its
+// case could not tell it from one that refuses everyone, or serves everyone (see problems).
 func TestAuthz_EveryDataAccessMethodHasATest(t *testing.T) {
 	methods := dataAccessMethods(t)
 	if len(methods) < 10 {
@@ -611,9 +638,34 @@ func TestAuthz_EveryDataAccessMethodHasATest(t *testing.T) {
 	if len(missing) > 0 {
 		t.Fatalf("data-access methods without an authorization test in authzCases:\n  %s", strings.Join(missing, "\n  "))
 	}
-	for name := range authzCases {
+	for _, name := range slices.Sorted(maps.Keys(authzCases)) {
 		if !contains(methods, name) {
 			t.Errorf("authzCases has %s, which is not a data-access method (renamed?)", name)
+		}
+		for _, p := range authzCases[name].problems() {
+			t.Errorf("%s: %s", name, p)
+		}
+	}
+}
+
+// TestAuthz_ACaseMustServeSomeone checks the meta-test's rule on cases it makes up: a case
+// that only refuses cannot tell a correct method from one that refuses everyone.
+func TestAuthz_ACaseMustServeSomeone(t *testing.T) {
+	refuse := func(*testing.T, *world, access.Principal) error { return problem.ErrNotFound }
+	for _, c := range []struct {
+		name string
+		c    authzCase
+		ok   bool
+	}{
+		{"refusals only", authzCase{refused: []refusal{{adminB, problem.ErrNotFound}}, call: refuse}, false},
+		{"served only", authzCase{served: []actor{adminA}, call: refuse}, false},
+		{"served only, open to all", authzCase{served: []actor{adminA}, open: "anyone may", call: refuse}, true},
+		{"refused and served", authzCase{refused: []refusal{{adminB, problem.ErrNotFound}}, served: []actor{adminA}, call: refuse}, true},
+		{"one actor both", authzCase{refused: []refusal{{adminA, problem.ErrNotFound}}, served: []actor{adminA}, call: refuse}, false},
+		{"no call", authzCase{refused: []refusal{{adminB, problem.ErrNotFound}}, served: []actor{adminA}}, false},
+	} {
+		if got := c.c.problems(); (len(got) == 0) != c.ok {
+			t.Errorf("%s: problems %q, want ok %v", c.name, got, c.ok)
 		}
 	}
 }
