@@ -1,0 +1,105 @@
+package server_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"nimbus/app/environment"
+	"nimbus/app/sandbox"
+)
+
+// TestContain_SandboxAloneStopsWhatTheValidatorMissed lets a tenant's program past the
+// validator, as a hole in it would, and shows that the sandbox alone keeps it from a file
+// outside its stack's directories and from another stack's state, through a check and through
+// a deploy. Run unconfined, the same program reads both: the refusals are the sandbox's.
+func TestContain_SandboxAloneStopsWhatTheValidatorMissed(t *testing.T) {
+	if sandbox.ABI() == 0 {
+		t.Fatal("this kernel has no Landlock: the sandbox cannot be shown here")
+	}
+	for _, mode := range []sandbox.Mode{sandbox.Required, sandbox.Off} {
+		t.Run(string(mode), func(t *testing.T) {
+			s := newSiteWith(t, siteConfig{backend: "file", sandbox: mode})
+			ctx := t.Context()
+			canary := "canary-" + randomHex(t)
+			outside := filepath.Join(s.data, "outside.txt")
+			must(t, os.WriteFile(outside, []byte(canary), 0o600))
+			env, err := environment.NewService(s.pool).Create(ctx, s.adminA, s.a.ID, "dev")
+			must(t, err)
+			user, admin := s.token(t, s.userA), s.token(t, s.adminA)
+
+			// Another deployment's stack, whose state the program goes after.
+			r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
+				"component_id": s.shared.ID, "environment_id": env.ID, "name": "other", "parameters": map[string]any{"name": "other"}})
+			wantStatus(t, r, http.StatusAccepted)
+			if op := s.waitOperation(t, user, r.json(t)["operation"].(map[string]any)["id"].(string)); op["status"] != "succeeded" {
+				t.Fatalf("deploy the other stack: %v", op)
+			}
+			states, _ := filepath.Glob(filepath.Join(s.data, "state", "*", ".pulumi", "stacks", "*", "*.json"))
+			if len(states) != 1 {
+				t.Fatalf("state files %v, want the other stack's", states)
+			}
+			otherState := states[0]
+			marker := "urn:pulumi:" // in every state file, nowhere in a refusal
+
+			_, err = s.components.Publish(ctx, s.admin, s.ofA.ID, "first")
+			must(t, err)
+			evil := s.ofA.Code + "  stolen:\n    fn::readFile: " + outside + "\n  state:\n    fn::readFile: " + otherState + "\n"
+			r = s.call(t, "PATCH", "/api/v1/components/"+s.ofA.ID.String(), admin, map[string]any{"code": evil})
+			wantStatus(t, r, http.StatusUnprocessableEntity)
+			if !strings.Contains(string(r.body), `"rule":"file_access"`) {
+				t.Fatalf("the validator let it through: %s", r.body)
+			}
+			// Past the validator: the program goes straight into the draft and the version.
+			_, err = s.pool.Exec(ctx, `UPDATE components SET code = $1 WHERE id = $2`, evil, s.ofA.ID)
+			must(t, err)
+			_, err = s.pool.Exec(ctx, `UPDATE component_versions SET code = $1 WHERE component_id = $2`, evil, s.ofA.ID)
+			must(t, err)
+
+			chk := s.check(t, admin, s.ofA.ID.String())
+			output, _ := chk["output"].(string)
+			r = s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
+				"component_id": s.ofA.ID, "environment_id": env.ID, "name": "thief", "parameters": map[string]any{"name": "thief"}})
+			wantStatus(t, r, http.StatusAccepted)
+			body := r.json(t)
+			op := s.waitOperation(t, user, body["operation"].(map[string]any)["id"].(string))
+			logs := string(s.call(t, "GET", "/api/v1/operations/"+op["id"].(string)+"/logs", user, nil).body)
+			dep := string(s.call(t, "GET", "/api/v1/deployments/"+body["deployment"].(map[string]any)["id"].(string), user, nil).body)
+			read := func(what string) bool {
+				return strings.Contains(output, what) || strings.Contains(logs, what) || strings.Contains(dep, what)
+			}
+
+			if mode == sandbox.Off {
+				// Unconfined, the program reads both: without this, the refusals below prove nothing.
+				if chk["status"] != "succeeded" || op["status"] != "succeeded" || !read(canary) || !read(marker) {
+					t.Fatalf("unconfined, the program did not read the files: check %v %q, deploy %v\n%s", chk["status"], output, op["status"], dep)
+				}
+				return
+			}
+			if chk["status"] != "failed" || !strings.Contains(strings.ToLower(output), "permission denied") {
+				t.Errorf("the check %v: %s", chk["status"], output)
+			}
+			if op["status"] != "failed" || !strings.Contains(strings.ToLower(logs), "permission denied") {
+				t.Errorf("the deploy %v: %v\n%s", op["status"], op["error"], logs)
+			}
+			if read(canary) || read(marker) {
+				t.Errorf("the program read a file outside its stack:\ncheck: %s\nlog: %s\ndeployment: %s", output, logs, dep)
+			}
+			if b, err := os.ReadFile(otherState); err != nil || !strings.Contains(string(b), marker) {
+				t.Errorf("the other stack's state is gone: %v", err)
+			}
+		})
+	}
+}
+
+func randomHex(t *testing.T) string {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
