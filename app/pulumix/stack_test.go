@@ -603,3 +603,56 @@ func testClearLockWaitsForALiveEngine(t *testing.T, backend string) {
 		t.Fatalf("ClearLock of %s removed another stack's lock", st.Name)
 	}
 }
+
+// Stacks that earlier versions kept in one file backend for all move into backends of their
+// own, and carry on from the state they had.
+func TestStack_SharedFileBackendIsSplitPerStack(t *testing.T) {
+	data, cloud := t.TempDir(), t.TempDir()
+	shared, err := objstore.NewDir(filepath.Join(data, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"SIMCLOUD_DIR": cloud}
+	old, err := NewRunner(toolchain(t), data, env, CloudDirs(cloud, shared.Root()),
+		WithBackend(Backend{URL: "file://" + shared.Root(), Bucket: shared}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	stacks := []Stack{machineStack(t, "d-one", map[string]any{"name": "one"}), machineStack(t, "d-two", map[string]any{"name": "two"})}
+	for _, st := range stacks {
+		if _, err := old.Up(ctx, st, nil); err != nil {
+			t.Fatalf("up %s on the shared backend: %v", st.Name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(shared.Root(), ".pulumi", "stacks", "simcloud-machine", "d-one.json")); err != nil {
+		t.Fatalf("the shared backend does not hold the stack where this test expects: %v", err)
+	}
+
+	r, err := NewRunner(toolchain(t), data, env, CloudDirs(cloud))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(shared.Root(), ".pulumi")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the shared backend is still there: %v", err)
+	}
+	for _, st := range stacks {
+		res, err := r.Preview(ctx, st, nil)
+		if err != nil {
+			t.Fatalf("preview %s: %v", st.Name, err)
+		}
+		if res.Changes["same"] != 3 || res.Changes["create"] != 0 { // the stack, its disk and its machine
+			t.Fatalf("%s after the split: changes %v, want its two resources as they were", st.Name, res.Changes)
+		}
+		if _, err := r.Destroy(ctx, st, nil); err != nil {
+			t.Fatalf("destroy %s: %v", st.Name, err)
+		}
+	}
+	if left := append(cloudFiles(t, cloud, "machine"), cloudFiles(t, cloud, "disk")...); len(left) != 0 {
+		t.Fatalf("left in the cloud: %v", left)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(data, "state")); len(entries) != 0 {
+		t.Fatalf("destroyed stacks left state behind: %v", entries)
+	}
+}
