@@ -126,6 +126,20 @@ func TestServe_EmbeddedPostgresStartsStopsAndIsReused(t *testing.T) {
 	again.shutdown(t)
 }
 
+// The operator learns at start whether engine processes are confined.
+func TestServe_SaysWhetherTheEngineIsConfined(t *testing.T) {
+	confined := serve(t, t.TempDir(), nil)
+	if !strings.Contains(confined.log.String(), "engine processes run in a Landlock sandbox") {
+		t.Errorf("a confined start did not say so:\n%s", confined.log.String())
+	}
+	confined.shutdown(t)
+	off := serve(t, t.TempDir(), map[string]string{"NIMBUS_SANDBOX": "off"})
+	if !strings.Contains(off.log.String(), "level=ERROR") || !strings.Contains(off.log.String(), "NOT confined") {
+		t.Errorf("an unconfined start did not say so loudly:\n%s", off.log.String())
+	}
+	off.shutdown(t)
+}
+
 func TestTokenCreate_BesideARunningServerAndWithout(t *testing.T) {
 	dir := t.TempDir()
 	srv := serve(t, dir, map[string]string{"NIMBUS_ADMIN_PASSWORD": "a fine admin password"})
@@ -168,6 +182,8 @@ func TestRun_BadInput(t *testing.T) {
 		"log format must be":           {"nimbus", "serve", "--log-format", "xml"},
 		"unknown migrate command":      {"nimbus", "migrate", "sideways"},
 		"is not a CIDR":                {"nimbus", "serve", "--trusted-proxies", "nope"},
+		"sandbox must be auto, required or off, not \"sometimes\"": {"nimbus", "serve", "--sandbox", "sometimes"},
+		"languages must be among yaml, typescript and python":      {"nimbus", "serve", "--languages", "yaml,cobol"},
 	}
 	for want, args := range cases {
 		e, _, _ := env(nil, "")

@@ -3,6 +3,7 @@ package server_test
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"html"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 
 	"nimbus/app/environment"
 	"nimbus/app/sandbox"
+	"nimbus/app/server"
+	"nimbus/app/system"
 )
 
 // TestContain_SandboxAloneStopsWhatTheValidatorMissed lets a tenant's program past the
@@ -102,4 +105,24 @@ func randomHex(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// Provider admins see on the system page whether the engine is confined.
+func TestPages_SystemSaysWhetherTheEngineIsConfined(t *testing.T) {
+	for _, sb := range []system.Sandbox{
+		{Confined: true, Text: "Landlock ABI 7: each engine process reaches only its own stack's directories"},
+		{Text: "this kernel has no Landlock: engine processes are not confined"},
+	} {
+		s := newSite(t, func(d *server.Deps) { d.Info.Sandbox = sb })
+		b := newBrowser(t, s.url)
+		b.signIn(t, "root@example.com", "correct horse battery")
+		page := string(b.get(t, "/admin/system").body)
+		status := "err"
+		if sb.Confined {
+			status = "ok"
+		}
+		if !strings.Contains(page, "Engine sandbox") || !strings.Contains(page, `status-dot `+status+`"></span> `+html.EscapeString(sb.Text)) {
+			t.Errorf("the system page does not say %q as %s:\n%.3000s", sb.Text, status, page)
+		}
+	}
 }
