@@ -3,13 +3,18 @@ package server_test
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"html"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"nimbus/app/component"
+	"nimbus/app/component/corpus"
 	"nimbus/app/environment"
 	"nimbus/app/sandbox"
 	"nimbus/app/server"
@@ -125,4 +130,45 @@ func TestPages_SystemSaysWhetherTheEngineIsConfined(t *testing.T) {
 			t.Errorf("the system page does not say %q as %s:\n%.3000s", sb.Text, status, page)
 		}
 	}
+}
+
+// The engine's conformance programs, posted as components: none is answered with a server
+// error; a provider admin's are all created, and a tenant's are created or refused only for
+// reaching beyond their stack.
+func TestAPI_ConformanceProgramsAreAcceptedOrRefusedForReach(t *testing.T) {
+	s := newSite(t)
+	admin, tenantAdmin := s.token(t, s.admin), s.token(t, s.adminA)
+	created, refused := 0, map[string]int{}
+	for i, p := range corpus.Programs(t) {
+		body := func(name string) map[string]any {
+			return map[string]any{"name": name, "provider": "simcloud", "semantic_type": "VirtualMachine", "language": "yaml",
+				"code": p.Code, "input_schema": json.RawMessage(`{"type": "object", "properties": {}}`),
+				"output_schema": json.RawMessage(`{"type": "object", "properties": {}}`)}
+		}
+		r := s.call(t, "POST", "/api/v1/components", admin, body(fmt.Sprintf("provider-%d", i)))
+		if r.status != http.StatusCreated {
+			t.Errorf("%s as a provider admin's: %d %s", p.Name, r.status, r.body)
+		}
+		tenant := body(fmt.Sprintf("tenant-%d", i))
+		tenant["tenant_id"] = s.a.ID
+		r = s.call(t, "POST", "/api/v1/components", tenantAdmin, tenant)
+		switch r.status {
+		case http.StatusCreated:
+			created++
+		case http.StatusUnprocessableEntity:
+			var problem struct {
+				Errors []struct{ Field, Rule string }
+			}
+			must(t, json.Unmarshal(r.body, &problem))
+			for _, f := range problem.Errors {
+				if f.Field != "code" || !slices.Contains(component.ReachRules, f.Rule) {
+					t.Errorf("%s as a tenant's: refused by %s on %s: %s", p.Name, f.Rule, f.Field, r.body)
+				}
+				refused[f.Rule]++
+			}
+		default:
+			t.Errorf("%s as a tenant's: %d %s", p.Name, r.status, r.body)
+		}
+	}
+	t.Logf("as tenants' components: %d created, refusals by rule %v", created, refused)
 }
