@@ -65,9 +65,9 @@ func (c command) Run(ctx context.Context, workdir string, stdin io.Reader, out, 
 		}
 	}
 	cmd.Env = append(append(cmd.Env, extraEnv...), "PULUMI_AUTOMATION_API=true")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = io.MultiWriter(append(out, &stdout)...)
-	cmd.Stderr = io.MultiWriter(append(errOut, &stderr)...)
+	stdout, stderr := capture(len(out) > 0), capture(true) // bounded: see limit.go
+	cmd.Stdout = io.MultiWriter(append(out, stdout)...)
+	cmd.Stderr = io.MultiWriter(append(errOut, stderr)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	exited := make(chan struct{})
 	defer close(exited)
