@@ -90,7 +90,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	userH := user.NewHandlers(user.NewService(d.Pool))
 	auditSvc := audit.NewService(d.Pool)
 	auditH := audit.NewHandlers(auditSvc)
-	sysH := system.NewHandlers(d.Pool, d.Objects, d.Info)
+	sysH := system.NewHandlers(d.Pool, d.Objects, d.Info, d.Log.With("component", "system"))
 	zones := landingzone.NewService(d.Pool, d.Keys, d.Jobs)
 	zoneH := landingzone.NewHandlers(zones)
 	envH := environment.NewHandlers(environment.NewService(d.Pool), zones)
