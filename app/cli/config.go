@@ -26,6 +26,8 @@ type config struct {
 	AdminEmail    string
 	AdminPassword string
 	SessionTTL    time.Duration
+	// SessionMaxAge ends a session this long after sign-in, however much it is used.
+	SessionMaxAge time.Duration
 	SecureCookies bool
 	PulumiDir     string
 	JobWorkers    int
@@ -66,6 +68,7 @@ var options = []option{
 	{"admin-email", "NIMBUS_ADMIN_EMAIL", "admin@nimbus.local", "email of the provider admin created on first start", func(c *config, v string) error { c.AdminEmail = v; return nil }},
 	{"", "NIMBUS_ADMIN_PASSWORD", "", "password of that first admin (environment only; generated and printed once when unset)", func(c *config, v string) error { c.AdminPassword = v; return nil }},
 	{"session-ttl", "NIMBUS_SESSION_TTL", "12h", "how long a session lasts without use", durationSetter(func(c *config, d time.Duration) { c.SessionTTL = d })},
+	{"session-max-age", "NIMBUS_SESSION_MAX_AGE", "168h", "how long a session lasts after sign-in, however much it is used", durationSetter(func(c *config, d time.Duration) { c.SessionMaxAge = d })},
 	{"secure-cookies", "NIMBUS_SECURE_COOKIES", "false", "mark cookies Secure; set when Nimbus is reached over HTTPS", func(c *config, v string) error {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

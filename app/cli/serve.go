@@ -22,7 +22,7 @@ import (
 func serve(ctx context.Context, args []string, env Env) error {
 	fs := flagSet("serve [flags]", "Run the web server and the job workers until SIGINT or SIGTERM.", env)
 	cfg, err := parseConfig(fs, args, env.Getenv,
-		"addr", "data-dir", "database-url", "log-format", "log-level", "admin-email", "session-ttl",
+		"addr", "data-dir", "database-url", "log-format", "log-level", "admin-email", "session-ttl", "session-max-age",
 		"secure-cookies", "pulumi-dir", "job-workers", "job-timeout", "approval-ttl", "trusted-proxies",
 		"s3-endpoint", "s3-bucket", "s3-access-key", "s3-secret-key-file", "s3-region")
 	if err != nil {
@@ -105,7 +105,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	uiCtx, stopUI := context.WithCancel(context.Background())
 	defer stopUI()
 	handler, err := server.New(uiCtx, server.Deps{
-		Pool: d.Pool, Log: log, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SecureCookies: cfg.SecureCookies, Keys: keys, Runner: runner,
+		Pool: d.Pool, Log: log, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SessionMaxAge: cfg.SessionMaxAge, SecureCookies: cfg.SecureCookies, Keys: keys, Runner: runner,
 		TrustedProxies: cfg.TrustedProxies, Objects: objs.store,
 		Info: system.Info{
 			Version: Version, Database: d.Where, PulumiDir: cfg.PulumiDir,

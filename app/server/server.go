@@ -49,11 +49,14 @@ const maxBody = "1M"
 
 // Deps is what the server needs; the caller owns their lifecycles.
 type Deps struct {
-	Pool          *pgxpool.Pool
-	Log           *slog.Logger
-	Jobs          *river.Client[pgx.Tx]
-	Info          system.Info
-	SessionTTL    time.Duration
+	Pool       *pgxpool.Pool
+	Log        *slog.Logger
+	Jobs       *river.Client[pgx.Tx]
+	Info       system.Info
+	SessionTTL time.Duration
+	// SessionMaxAge ends a session this long after sign-in however much it is used;
+	// auth.DefaultSessionMaxAge when zero.
+	SessionMaxAge time.Duration
 	SecureCookies bool
 	// Keys seals secret parameters of deployments.
 	Keys *secrets.Keyring
@@ -83,7 +86,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 		e.IPExtractor = echo.ExtractIPFromXFFHeader(trust...)
 	}
 
-	authSvc := auth.NewService(d.Pool, d.Log, d.SessionTTL)
+	authSvc := auth.NewService(d.Pool, d.Log, d.SessionTTL).MaxAge(d.SessionMaxAge)
 	authH := auth.NewHandlers(authSvc, d.SecureCookies)
 	tenantSvc := tenant.NewService(d.Pool)
 	tenantH := tenant.NewHandlers(tenantSvc)
