@@ -64,6 +64,9 @@ type Deps struct {
 	Runner *pulumix.Runner
 	// Objects keeps blobs (full operation logs, state exports); /readyz checks it. May be nil.
 	Objects objstore.Store
+	// StreamRecheck is how often at the least a live stream checks that its viewer is still
+	// signed in and may still see what it shows; deploy.DefaultStreamRecheck when zero.
+	StreamRecheck time.Duration
 	// TrustedProxies are the networks of the proxies in front of Nimbus, whose
 	// X-Forwarded-For names the client; empty when clients connect directly.
 	TrustedProxies []*net.IPNet
@@ -99,7 +102,8 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	envH := environment.NewHandlers(environment.NewService(d.Pool), zones)
 	operations := listen.New(d.Pool, "nimbus_operation", d.Log)
 	go operations.Run(ctx)
-	deployH := deploy.NewHandlers(deploy.NewService(d.Pool, d.Keys, d.Jobs, d.Runner, d.Objects), operations, ctx.Done())
+	deployH := deploy.NewHandlers(deploy.NewService(d.Pool, d.Keys, d.Jobs, d.Runner, d.Objects), operations, ctx.Done()).
+		RecheckStreams(d.StreamRecheck)
 	ipamH := ipam.NewHandlers(ipam.NewService(d.Pool))
 	resolverH := resolver.NewHandlers(resolver.NewService(d.Pool))
 	componentH := component.NewHandlers(component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir}, d.Jobs))
