@@ -88,6 +88,9 @@ type siteConfig struct {
 	operationTimeout time.Duration
 	// approvalTTL is how long an operation waits for approval; the default when zero.
 	approvalTTL time.Duration
+	// checkWorkers and checksPerTenant bound the checks running at once, on the node and per
+	// tenant; the defaults when zero.
+	checkWorkers, checksPerTenant int
 }
 
 // newSiteWith starts a server as cfg says.
@@ -123,8 +126,9 @@ func newSiteWith(t testing.TB, cfg siteConfig, configure ...func(*server.Deps)) 
 		t.Fatal(err)
 	}
 	runner, _ := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), data, map[string]string{"SIMCLOUD_DIR": cloud}, opts...)
-	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.operationTimeout, ApprovalTTL: cfg.approvalTTL}
-	client, err := jobs.NewClient(w.pool, log, jobs.Config{Register: server.Workers(w.pool, eng, log), Periodic: server.Periodic()})
+	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.operationTimeout, ApprovalTTL: cfg.approvalTTL,
+		ChecksPerTenant: cfg.checksPerTenant}
+	client, err := jobs.NewClient(w.pool, log, jobs.Config{CheckWorkers: cfg.checkWorkers, Register: server.Workers(w.pool, eng, log), Periodic: server.Periodic()})
 	if err != nil {
 		t.Fatal(err)
 	}

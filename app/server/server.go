@@ -58,6 +58,9 @@ type Deps struct {
 	// auth.DefaultSessionMaxAge when zero.
 	SessionMaxAge time.Duration
 	SecureCookies bool
+	// ChecksPerMinute is how many component checks one tenant may ask for in a minute;
+	// component.DefaultChecksPerMinute when zero.
+	ChecksPerMinute int
 	// Keys seals secret parameters of deployments.
 	Keys *secrets.Keyring
 	// Runner exports and restores the states of deployments; nil without a toolchain.
@@ -106,7 +109,8 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 		RecheckStreams(d.StreamRecheck)
 	ipamH := ipam.NewHandlers(ipam.NewService(d.Pool))
 	resolverH := resolver.NewHandlers(resolver.NewService(d.Pool))
-	componentH := component.NewHandlers(component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir}, d.Jobs))
+	componentH := component.NewHandlers(component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir}, d.Jobs).
+		LimitCheckRequests(d.ChecksPerMinute))
 	governH := governance.NewHandlers(governance.NewService(d.Pool))
 	metrics := system.NewMetrics(d.Pool)
 
@@ -332,12 +336,15 @@ type Engine struct {
 	Objects          objstore.Store
 	OperationTimeout time.Duration
 	ApprovalTTL      time.Duration
+	// ChecksPerTenant is how many of one tenant's component checks run at once;
+	// component.DefaultChecksPerTenant when zero.
+	ChecksPerTenant int
 }
 
 // Workers registers the job workers of every domain.
 func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Workers) {
 	return func(w *river.Workers) {
-		river.AddWorker(w, component.NewCheckWorker(pool, eng.Runner, log.With("component", "checks")))
+		river.AddWorker(w, component.NewCheckWorker(pool, eng.Runner, log.With("component", "checks")).PerTenant(eng.ChecksPerTenant))
 		river.AddWorker(w, deploy.NewWorker(pool, eng.Runner, eng.Keys, eng.Objects, log.With("component", "operations"), eng.OperationTimeout).
 			Gated(approval.NewGate(eng.ApprovalTTL)))
 		river.AddWorker(w, approval.NewExpirer(pool, log.With("component", "approvals")))
