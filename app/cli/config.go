@@ -27,10 +27,18 @@ type config struct {
 	AdminEmail    string
 	AdminPassword string
 	SessionTTL    time.Duration
+	// SessionMaxAge ends a session this long after sign-in, however much it is used.
+	SessionMaxAge time.Duration
 	SecureCookies bool
 	PulumiDir     string
 	JobWorkers    int
 	JobTimeout    time.Duration
+	// CheckWorkers is how many component checks run at once on this node.
+	CheckWorkers int
+	// ChecksPerTenant is how many of one tenant's checks run at once, on all nodes together.
+	ChecksPerTenant int
+	// ChecksPerMinute is how many checks one tenant may ask for in a minute.
+	ChecksPerMinute int
 	// ApprovalTTL is how long an operation waits for approval before its request expires.
 	ApprovalTTL time.Duration
 	// TrustedProxies are the networks of the proxies whose X-Forwarded-For is believed.
@@ -71,6 +79,7 @@ var options = []option{
 	{"admin-email", "NIMBUS_ADMIN_EMAIL", "admin@nimbus.local", "email of the provider admin created on first start", func(c *config, v string) error { c.AdminEmail = v; return nil }},
 	{"", "NIMBUS_ADMIN_PASSWORD", "", "password of that first admin (environment only; generated and printed once when unset)", func(c *config, v string) error { c.AdminPassword = v; return nil }},
 	{"session-ttl", "NIMBUS_SESSION_TTL", "12h", "how long a session lasts without use", durationSetter(func(c *config, d time.Duration) { c.SessionTTL = d })},
+	{"session-max-age", "NIMBUS_SESSION_MAX_AGE", "168h", "how long a session lasts after sign-in, however much it is used", durationSetter(func(c *config, d time.Duration) { c.SessionMaxAge = d })},
 	{"secure-cookies", "NIMBUS_SECURE_COOKIES", "false", "mark cookies Secure; set when Nimbus is reached over HTTPS", func(c *config, v string) error {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -88,6 +97,9 @@ var options = []option{
 		c.JobWorkers = n
 		return nil
 	}},
+	{"check-workers", "NIMBUS_CHECK_WORKERS", "4", "component checks run at once on this node, apart from the job workers", countSetter("check workers", 1, 1000, func(c *config, n int) { c.CheckWorkers = n })},
+	{"checks-per-tenant", "NIMBUS_CHECKS_PER_TENANT", "2", "checks of one tenant run at once on all nodes; provider-level components count as one tenant", countSetter("checks per tenant", 1, 1000, func(c *config, n int) { c.ChecksPerTenant = n })},
+	{"checks-per-minute", "NIMBUS_CHECKS_PER_MINUTE", "30", "checks one tenant may ask for in a minute; more are refused with 429", countSetter("checks per minute", 1, 100000, func(c *config, n int) { c.ChecksPerMinute = n })},
 	{"job-timeout", "NIMBUS_JOB_TIMEOUT", "2h", "longest any one job may run", durationSetter(func(c *config, d time.Duration) { c.JobTimeout = d })},
 	{"approval-ttl", "NIMBUS_APPROVAL_TTL", "72h", "how long an operation waits for approval before its request expires and it ends", durationSetter(func(c *config, d time.Duration) { c.ApprovalTTL = d })},
 	{"trusted-proxies", "NIMBUS_TRUSTED_PROXIES", "", "comma-separated CIDRs of the proxies in front of Nimbus, whose X-Forwarded-For gives the client address", func(c *config, v string) error {
@@ -185,6 +197,17 @@ func (c *config) checkS3() error {
 	}
 	return fmt.Errorf("object storage is partly configured: %s set, but %s not (set all four, or none to keep everything in the data dir)",
 		strings.Join(given, ", "), strings.Join(missing, ", "))
+}
+
+func countSetter(what string, lo, hi int, set func(*config, int)) func(*config, string) error {
+	return func(c *config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("%s must be a number from %d to %d, not %q", what, lo, hi, v)
+		}
+		set(c, n)
+		return nil
+	}
 }
 
 func durationSetter(set func(*config, time.Duration)) func(*config, string) error {

@@ -23,8 +23,9 @@ import (
 func serve(ctx context.Context, args []string, env Env) error {
 	fs := flagSet("serve [flags]", "Run the web server and the job workers until SIGINT or SIGTERM.", env)
 	cfg, err := parseConfig(fs, args, env.Getenv,
-		"addr", "data-dir", "database-url", "log-format", "log-level", "admin-email", "session-ttl",
-		"secure-cookies", "pulumi-dir", "job-workers", "job-timeout", "approval-ttl", "trusted-proxies",
+		"addr", "data-dir", "database-url", "log-format", "log-level", "admin-email", "session-ttl", "session-max-age",
+		"secure-cookies", "pulumi-dir", "job-workers", "check-workers", "checks-per-tenant", "checks-per-minute",
+		"job-timeout", "approval-ttl", "trusted-proxies",
 		"s3-endpoint", "s3-bucket", "s3-access-key", "s3-secret-key-file", "s3-region", "sandbox", "languages")
 	if err != nil {
 		return err
@@ -88,8 +89,9 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	log.Info("secrets keyring loaded", "keyring", keys)
-	eng := server.Engine{Runner: runner, Keys: keys, Objects: objs.store, OperationTimeout: cfg.JobTimeout, ApprovalTTL: cfg.ApprovalTTL}
-	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, Timeout: cfg.JobTimeout,
+	eng := server.Engine{Runner: runner, Keys: keys, Objects: objs.store, OperationTimeout: cfg.JobTimeout, ApprovalTTL: cfg.ApprovalTTL,
+		ChecksPerTenant: cfg.ChecksPerTenant}
+	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, CheckWorkers: cfg.CheckWorkers, Timeout: cfg.JobTimeout,
 		Register: server.Workers(d.Pool, eng, log), Periodic: server.Periodic()})
 	if err != nil {
 		return err
@@ -117,7 +119,8 @@ func serve(ctx context.Context, args []string, env Env) error {
 	uiCtx, stopUI := context.WithCancel(context.Background())
 	defer stopUI()
 	handler, err := server.New(uiCtx, server.Deps{
-		Pool: d.Pool, Log: log, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SecureCookies: cfg.SecureCookies, Keys: keys, Runner: runner,
+		Pool: d.Pool, Log: log, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SessionMaxAge: cfg.SessionMaxAge, SecureCookies: cfg.SecureCookies,
+		Keys: keys, Runner: runner, ChecksPerMinute: cfg.ChecksPerMinute,
 		TrustedProxies: cfg.TrustedProxies, Objects: objs.store,
 		Info: system.Info{
 			Version: Version, Database: d.Where, PulumiDir: cfg.PulumiDir,

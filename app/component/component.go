@@ -97,11 +97,15 @@ type Service struct {
 	pool   *pgxpool.Pool
 	engine Engine
 	jobs   JobInserter
+	// checksPerMinute is how many checks one tenant may ask for in a minute.
+	checksPerMinute int
 }
 
-// NewService returns a Service; engine says what can run here, and jobs queues checks.
+// NewService returns a Service; engine says what can run here, and jobs queues checks. A
+// tenant may ask for DefaultChecksPerMinute checks a minute unless LimitCheckRequests says
+// otherwise.
 func NewService(pool *pgxpool.Pool, engine Engine, jobs JobInserter) *Service {
-	return &Service{pool: pool, engine: engine, jobs: jobs}
+	return &Service{pool: pool, engine: engine, jobs: jobs, checksPerMinute: DefaultChecksPerMinute}
 }
 
 func canRead(actor access.Principal, tenant *uuid.UUID) bool {

@@ -75,9 +75,9 @@ func (c command) Run(ctx context.Context, workdir string, stdin io.Reader, out, 
 	if name != c.path {
 		cmd.Env = append(cmd.Env, sandbox.LaunchedEnv+"=1")
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = io.MultiWriter(append(out, &stdout)...)
-	cmd.Stderr = io.MultiWriter(append(errOut, &stderr)...)
+	stdout, stderr := capture(len(out) > 0), capture(true) // bounded: see limit.go
+	cmd.Stdout = io.MultiWriter(append(out, stdout)...)
+	cmd.Stderr = io.MultiWriter(append(errOut, stderr)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	exited := make(chan struct{})
 	defer close(exited)

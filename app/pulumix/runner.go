@@ -1,7 +1,6 @@
 package pulumix
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -263,23 +262,6 @@ func summarise(changes map[apitype.OpType]int) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-// tail keeps the last max bytes written to it: the end of the engine's output says what went
-// wrong, and a runaway program must not fill memory.
-type tail struct {
-	buf bytes.Buffer
-	max int
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.buf.Write(p)
-	if over := t.buf.Len() - t.max; over > 0 {
-		t.buf.Next(over)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string { return t.buf.String() }
 
 func randomHex(n int) string {
 	b := make([]byte, n)

@@ -4,6 +4,7 @@ package system
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"runtime"
 	"slices"
@@ -45,11 +46,12 @@ type Handlers struct {
 	pool    *pgxpool.Pool
 	objects objstore.Store // nil when the caller has none to check
 	info    Info
+	log     *slog.Logger
 }
 
 // NewHandlers returns the handlers. objects may be nil.
-func NewHandlers(pool *pgxpool.Pool, objects objstore.Store, info Info) *Handlers {
-	return &Handlers{pool: pool, objects: objects, info: info}
+func NewHandlers(pool *pgxpool.Pool, objects objstore.Store, info Info, log *slog.Logger) *Handlers {
+	return &Handlers{pool: pool, objects: objects, info: info, log: log}
 }
 
 // Healthz answers 200 while the process serves requests.
@@ -58,24 +60,27 @@ func (h *Handlers) Healthz(c echo.Context) error {
 }
 
 // Readyz answers 200 when the database answers, every migration is applied and the object store
-// can be used, 503 otherwise.
+// can be used, 503 otherwise. Anyone may ask, so the answer names each check's state and no
+// more: why a check failed (addresses, user names, driver messages) goes to the log.
 func (h *Handlers) Readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 3*time.Second)
 	defer cancel()
 	checks := map[string]string{}
 	ready := true
-	if err := h.pool.Ping(ctx); err != nil {
-		checks["database"] = "unreachable: " + err.Error()
+	failed := func(check, state string, err error) {
+		checks[check] = state
 		ready = false
+		h.log.LogAttrs(ctx, slog.LevelWarn, "not ready", slog.String("check", check), slog.String("state", state), slog.Any("err", err))
+	}
+	if err := h.pool.Ping(ctx); err != nil {
+		failed("database", "unreachable", err)
 	} else {
 		checks["database"] = "ok"
 		switch n, err := db.Pending(ctx, h.pool); {
 		case err != nil:
-			checks["migrations"] = "unknown: " + err.Error()
-			ready = false
+			failed("migrations", "unknown", err)
 		case n > 0:
-			checks["migrations"] = fmt.Sprintf("%d pending", n)
-			ready = false
+			failed("migrations", fmt.Sprintf("%d pending", n), nil)
 		default:
 			checks["migrations"] = "current"
 		}
@@ -84,8 +89,7 @@ func (h *Handlers) Readyz(c echo.Context) error {
 		// Operation logs and, with S3, every stack's state live there: without it no
 		// deployment can run.
 		if err := h.objects.Ping(ctx); err != nil {
-			checks["objects"] = "unreachable: " + err.Error()
-			ready = false
+			failed("objects", "unreachable", err)
 		} else {
 			checks["objects"] = "ok"
 		}
