@@ -111,7 +111,8 @@ func (c command) Run(ctx context.Context, workdir string, stdin io.Reader, out, 
 
 // policy is what one run may write: its working directory, the home, temporary and state
 // directories its environment names (the Runner gives each stack its own), the event log the
-// Automation API asked for, and the clouds. The environment is the Runner's, never a program's.
+// Automation API asked for, and the clouds; and the file it is told to read a state from. The
+// environment and the arguments are the Runner's, never a program's.
 func (c command) policy(workdir string, env, args []string) sandbox.Policy {
 	p := sandbox.Policy{Write: append([]string{workdir}, c.clouds...)}
 	for _, kv := range env {
@@ -126,14 +127,22 @@ func (c command) policy(workdir string, env, args []string) sandbox.Policy {
 		}
 	}
 	for i, a := range args {
-		log, ok := strings.CutPrefix(a, "--event-log=")
-		if a == "--event-log" && i+1 < len(args) {
-			log, ok = args[i+1], true
+		value := func(flag string) (string, bool) {
+			if v, ok := strings.CutPrefix(a, flag+"="); ok {
+				return v, true
+			}
+			if a == flag && i+1 < len(args) {
+				return args[i+1], true
+			}
+			return "", false
 		}
 		// The Automation API streams events over a socket (tcp:…) or, in older versions, into
-		// a file of a temporary directory of its own.
-		if ok && filepath.IsAbs(log) {
+		// a file of a temporary directory of its own; it hands a state to import as a file.
+		if log, ok := value("--event-log"); ok && filepath.IsAbs(log) {
 			p.Write = append(p.Write, filepath.Dir(log))
+		}
+		if file, ok := value("--file"); ok && filepath.IsAbs(file) {
+			p.ReadFiles = append(p.ReadFiles, file)
 		}
 	}
 	return p

@@ -158,6 +158,10 @@ func testUpUpdatePreviewDestroy(t *testing.T, backend string) {
 	if !json.Valid(state) || !bytes.Contains(state, []byte(id)) {
 		t.Fatalf("export is not the stack's state:\n%s", state)
 	}
+	// Imported back, as a restore does: the engine reads it from a file of Nimbus's.
+	if err := r.Import(ctx, st, state); err != nil {
+		t.Fatalf("import the export: %v", err)
+	}
 
 	res, err = timed(t, "preview destroy", func() (Result, error) { return r.PreviewDestroy(ctx, st, nil) })
 	if err != nil {
