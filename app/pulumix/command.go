@@ -35,13 +35,27 @@ type command struct {
 	clouds  []string
 }
 
-// passedEnv is what the engine keeps of Nimbus's environment: where programs are, where to
-// write, how to reach the network.
-var passedEnv = []string{"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR",
+// passedEnv is what the engine keeps of Nimbus's environment: where programs are, the locale,
+// how to reach the network. Its home and temporary directory are its stack's own, set by the
+// Runner.
+var passedEnv = []string{"PATH", "LANG", "LC_ALL", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR",
 	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"}
 
+// engineBaseEnv is passedEnv's share of Nimbus's environment.
+func engineBaseEnv() []string {
+	var env []string
+	for _, k := range passedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
 func newCommand(path string, grace time.Duration) (command, error) {
-	out, err := exec.Command(path, "version").Output()
+	version := exec.Command(path, "version")
+	version.Env = append(engineBaseEnv(), "PULUMI_SKIP_UPDATE_CHECK=true")
+	out, err := version.Output()
 	if err != nil {
 		return command{}, fmt.Errorf("%s version: %w", path, err)
 	}
@@ -66,12 +80,7 @@ func (c command) Run(ctx context.Context, workdir string, stdin io.Reader, out, 
 	cmd := exec.CommandContext(ctx, name, argv...)
 	cmd.Dir = workdir
 	cmd.Stdin = stdin
-	for _, k := range passedEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-	}
-	cmd.Env = append(append(cmd.Env, extraEnv...), "PULUMI_AUTOMATION_API=true")
+	cmd.Env = append(append(engineBaseEnv(), extraEnv...), "PULUMI_AUTOMATION_API=true")
 	if name != c.path {
 		cmd.Env = append(cmd.Env, sandbox.LaunchedEnv+"=1")
 	}

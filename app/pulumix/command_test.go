@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,6 +42,13 @@ func TestCommand_KeepsNimbusSecretsFromTheEngine(t *testing.T) {
 	}
 	if strings.Contains(out, "canary") {
 		t.Fatalf("Nimbus's secrets reached the engine:\n%s", out)
+	}
+	// Only what is passed on purpose, and what the shell printing it adds.
+	allowed := append([]string{"PULUMI_HOME", "PULUMI_AUTOMATION_API", "PWD", "SHLVL", "_"}, passedEnv...)
+	for _, kv := range strings.Split(strings.TrimSpace(out), "\n") {
+		if k, _, _ := strings.Cut(kv, "="); !slices.Contains(allowed, k) {
+			t.Errorf("the engine was given %s, which it does not need", k)
+		}
 	}
 	for _, want := range []string{"PULUMI_HOME=/x", "PATH=", "PULUMI_AUTOMATION_API=true"} {
 		if !strings.Contains(out, want) {

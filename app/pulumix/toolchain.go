@@ -38,7 +38,7 @@ func Detect(ctx context.Context, dir string) Toolchain {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, t.CLI, "version")
-		cmd.Env = append(os.Environ(), "PULUMI_SKIP_UPDATE_CHECK=true")
+		cmd.Env = append(engineBaseEnv(), "PULUMI_SKIP_UPDATE_CHECK=true")
 		if out, err := cmd.Output(); err == nil {
 			t.CLIVersion = strings.TrimSpace(string(out))
 		}
