@@ -92,7 +92,8 @@ func BenchmarkConcurrentDeploys(b *testing.B) {
 	s := startBench(b)
 	comp := s.machine(b)
 	version := s.call(b, "GET", fmt.Sprintf("/api/v1/components/%s/versions/%v", comp["id"], comp["latest_version"]), nil)
-	runner, err := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), b.TempDir(), map[string]string{"SIMCLOUD_DIR": b.TempDir()})
+	bareCloud := b.TempDir()
+	runner, err := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), b.TempDir(), map[string]string{"SIMCLOUD_DIR": bareCloud}, pulumix.CloudDirs(bareCloud))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -555,7 +556,8 @@ func BenchmarkProvisionEnvironment(b *testing.B) {
 	}
 	template := s.call(b, "POST", "/api/v1/landing-zones/"+zone+"/templates", map[string]any{"name": "three", "mandatory_components": members})["id"].(string)
 	s.call(b, "POST", "/api/v1/landing-zones/"+zone+"/publish", nil)
-	runner, err := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), b.TempDir(), map[string]string{"SIMCLOUD_DIR": b.TempDir()})
+	bareCloud := b.TempDir()
+	runner, err := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), b.TempDir(), map[string]string{"SIMCLOUD_DIR": bareCloud}, pulumix.CloudDirs(bareCloud))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/auth"
 	"nimbus/app/pulumix"
+	"nimbus/app/sandbox"
 	"nimbus/app/secrets"
 	"nimbus/app/server"
 	"nimbus/app/system"
@@ -46,7 +47,10 @@ const (
 	userPassword = "another long password"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) {
+	sandbox.LaunchIfAsked()
+	dbtest.Main(m)
+}
 
 // app is a Nimbus server running in the test process on its own database, with the first
 // provider admin already created.
@@ -78,7 +82,7 @@ func startApp(t *testing.T) *app {
 	}
 	pulumiDir := os.Getenv("NIMBUS_PULUMI_DIR") // empty: the runner finds the tool cache
 	cloud := t.TempDir()
-	runner, err := pulumix.NewRunner(pulumiDir, t.TempDir(), map[string]string{"SIMCLOUD_DIR": cloud})
+	runner, err := pulumix.NewRunner(pulumiDir, t.TempDir(), map[string]string{"SIMCLOUD_DIR": cloud}, pulumix.CloudDirs(cloud))
 	if err != nil {
 		t.Fatalf("the Pulumi toolchain is needed for checks: run go tool task toolchain (%v)", err)
 	}

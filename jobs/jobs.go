@@ -16,10 +16,17 @@ import (
 	"nimbus/db/dbgen"
 )
 
+// CheckQueue is the queue of component checks. It has workers of its own, so that a burst of
+// checks never holds up a deploy, which runs in River's default queue.
+const CheckQueue = "checks"
+
 // Config tunes the job client.
 type Config struct {
-	// Workers is how many jobs run at once on this node.
+	// Workers is how many jobs of the default queue (operations, approvals, housekeeping) run
+	// at once on this node.
 	Workers int
+	// CheckWorkers is how many component checks run at once on this node, in CheckQueue.
+	CheckWorkers int
 	// Timeout bounds any one job; never unlimited.
 	Timeout time.Duration
 	// Register adds the domains' workers.
@@ -34,6 +41,9 @@ func NewClient(pool *pgxpool.Pool, log *slog.Logger, cfg Config) (*river.Client[
 	if cfg.Workers <= 0 {
 		cfg.Workers = 10
 	}
+	if cfg.CheckWorkers <= 0 {
+		cfg.CheckWorkers = 4
+	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = time.Hour
 	}
@@ -45,8 +55,11 @@ func NewClient(pool *pgxpool.Pool, log *slog.Logger, cfg Config) (*river.Client[
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger:     log.With("component", "jobs"),
 		JobTimeout: cfg.Timeout,
-		Queues:     map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}},
-		Workers:    workers,
+		Queues: map[string]river.QueueConfig{
+			river.QueueDefault: {MaxWorkers: cfg.Workers},
+			CheckQueue:         {MaxWorkers: cfg.CheckWorkers},
+		},
+		Workers: workers,
 		PeriodicJobs: append([]*river.PeriodicJob{
 			river.NewPeriodicJob(river.PeriodicInterval(15*time.Minute),
 				func() (river.JobArgs, *river.InsertOpts) { return HousekeepingArgs{}, nil },

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"nimbus/app/access"
 	"nimbus/app/problem"
 	"nimbus/app/web"
 	"nimbus/views"
@@ -37,11 +39,13 @@ func (s *Service) Authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			if !ok {
 				return problem.ErrUnauthenticated
 			}
-			p, err := s.TokenPrincipal(ctx, strings.TrimSpace(token))
+			token = strings.TrimSpace(token)
+			p, err := s.TokenPrincipal(ctx, token)
 			if err != nil {
 				return err
 			}
 			web.SetPrincipal(c, p, "")
+			web.SetRecheck(c, func(ctx context.Context) (access.Principal, error) { return s.TokenPrincipal(ctx, token) })
 			c.Set(viaTokenKey, true)
 			return next(c)
 		}
@@ -58,6 +62,11 @@ func (s *Service) Authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		web.SetPrincipal(c, p, sess.CSRF)
+		secret := cookie.Value
+		web.SetRecheck(c, func(ctx context.Context) (access.Principal, error) {
+			p, _, err := s.sessionPrincipal(ctx, secret, false)
+			return p, err
+		})
 		c.Set(sessionIDKey, sess.ID)
 		return next(c)
 	}

@@ -48,17 +48,44 @@ type Session struct {
 	Expires time.Time
 }
 
+// DefaultSessionMaxAge is how long a session lasts after sign-in, however much it is used,
+// unless MaxAge says otherwise.
+const DefaultSessionMaxAge = 7 * 24 * time.Hour
+
 // Service signs users in and resolves sessions and tokens to principals.
 type Service struct {
 	pool       *pgxpool.Pool
 	log        *slog.Logger
 	sessionTTL time.Duration
+	maxAge     time.Duration
 	hashing    chan struct{} // a semaphore of maxHashing slots
 }
 
-// NewService returns a Service; sessions expire after ttl without use.
+// NewService returns a Service; sessions expire after ttl without use, and
+// DefaultSessionMaxAge after sign-in.
 func NewService(pool *pgxpool.Pool, log *slog.Logger, ttl time.Duration) *Service {
-	return &Service{pool: pool, log: log, sessionTTL: ttl, hashing: make(chan struct{}, maxHashing)}
+	return &Service{pool: pool, log: log, sessionTTL: ttl, maxAge: DefaultSessionMaxAge, hashing: make(chan struct{}, maxHashing)}
+}
+
+// MaxAge sets how long a session lasts after sign-in however much it is used, so that a
+// stolen cookie kept busy still stops working; zero keeps the default.
+func (s *Service) MaxAge(d time.Duration) *Service {
+	if d > 0 {
+		s.maxAge = d
+	}
+	return s
+}
+
+// expiry is when a session started at created and used now ends if not used again.
+func (s *Service) expiry(created time.Time) time.Time {
+	return minTime(time.Now().Add(s.sessionTTL), created.Add(s.maxAge))
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // Login checks email and password and opens a session. Wrong credentials and unknown emails
@@ -113,7 +140,7 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 	if err != nil {
 		return Session{}, access.Principal{}, err
 	}
-	sess := Session{Secret: newSecret(), CSRF: newSecret(), Expires: time.Now().Add(s.sessionTTL)}
+	sess := Session{Secret: newSecret(), CSRF: newSecret(), Expires: s.expiry(time.Now())}
 	err = db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
 		row, err := q.CreateSession(ctx, dbgen.CreateSessionParams{
 			TokenHash: hashSecret(sess.Secret), UserID: user.ID, CsrfToken: sess.CSRF, ExpiresAt: sess.Expires,
@@ -170,11 +197,15 @@ func (s *Service) verifyPassword(ctx context.Context, hash, password string) (bo
 	return VerifyPassword(hash, password), nil
 }
 
-// SessionPrincipal resolves a session cookie's secret. Use extends the session, written at
-// most once a minute so that page loads do not each cost a write.
+// SessionPrincipal resolves a session cookie's secret. Use extends the session, up to its
+// maximum age, written at most once a minute so that page loads do not each cost a write.
 func (s *Service) SessionPrincipal(ctx context.Context, secret string) (access.Principal, Session, error) {
+	return s.sessionPrincipal(ctx, secret, true)
+}
+
+func (s *Service) sessionPrincipal(ctx context.Context, secret string, use bool) (access.Principal, Session, error) {
 	q := dbgen.New(s.pool)
-	row, err := q.GetSessionByHash(ctx, hashSecret(secret))
+	row, err := q.GetSessionByHash(ctx, dbgen.GetSessionByHashParams{TokenHash: hashSecret(secret), MaxAgeSecs: s.maxAge.Seconds()})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return access.Principal{}, Session{}, problem.ErrUnauthenticated
 	}
@@ -182,8 +213,8 @@ func (s *Service) SessionPrincipal(ctx context.Context, secret string) (access.P
 		return access.Principal{}, Session{}, fmt.Errorf("session: %w", err)
 	}
 	sess := Session{ID: row.SessionID, CSRF: row.CsrfToken, Expires: row.ExpiresAt}
-	if time.Since(row.LastSeenAt) > time.Minute {
-		sess.Expires = time.Now().Add(s.sessionTTL)
+	if use && time.Since(row.LastSeenAt) > time.Minute {
+		sess.Expires = s.expiry(row.CreatedAt)
 		if err := q.TouchSession(ctx, dbgen.TouchSessionParams{ID: row.SessionID, ExpiresAt: sess.Expires}); err != nil {
 			return access.Principal{}, Session{}, fmt.Errorf("session: %w", err)
 		}

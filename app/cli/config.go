@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"nimbus/app/objstore"
+	"nimbus/app/sandbox"
 )
 
 // config is everything Nimbus can be told, by flag or by NIMBUS_* variable; a flag wins.
@@ -26,10 +27,18 @@ type config struct {
 	AdminEmail    string
 	AdminPassword string
 	SessionTTL    time.Duration
+	// SessionMaxAge ends a session this long after sign-in, however much it is used.
+	SessionMaxAge time.Duration
 	SecureCookies bool
 	PulumiDir     string
 	JobWorkers    int
 	JobTimeout    time.Duration
+	// CheckWorkers is how many component checks run at once on this node.
+	CheckWorkers int
+	// ChecksPerTenant is how many of one tenant's checks run at once, on all nodes together.
+	ChecksPerTenant int
+	// ChecksPerMinute is how many checks one tenant may ask for in a minute.
+	ChecksPerMinute int
 	// ApprovalTTL is how long an operation waits for approval before its request expires.
 	ApprovalTTL time.Duration
 	// TrustedProxies are the networks of the proxies whose X-Forwarded-For is believed.
@@ -38,6 +47,10 @@ type config struct {
 	MaxStateSize int64
 	// S3 is the object storage shared by every replica; unused while S3.Endpoint is empty.
 	S3 objstore.S3Config
+	// Sandbox says whether engine processes must, may or must not run in Landlock.
+	Sandbox sandbox.Mode
+	// Languages are the program languages components may be written in; YAML always.
+	Languages []string
 }
 
 // option is one setting: its flag, its variable, its default and what it does.
@@ -68,6 +81,7 @@ var options = []option{
 	{"admin-email", "NIMBUS_ADMIN_EMAIL", "admin@nimbus.local", "email of the provider admin created on first start", func(c *config, v string) error { c.AdminEmail = v; return nil }},
 	{"", "NIMBUS_ADMIN_PASSWORD", "", "password of that first admin (environment only; generated and printed once when unset)", func(c *config, v string) error { c.AdminPassword = v; return nil }},
 	{"session-ttl", "NIMBUS_SESSION_TTL", "12h", "how long a session lasts without use", durationSetter(func(c *config, d time.Duration) { c.SessionTTL = d })},
+	{"session-max-age", "NIMBUS_SESSION_MAX_AGE", "168h", "how long a session lasts after sign-in, however much it is used", durationSetter(func(c *config, d time.Duration) { c.SessionMaxAge = d })},
 	{"secure-cookies", "NIMBUS_SECURE_COOKIES", "false", "mark cookies Secure; set when Nimbus is reached over HTTPS", func(c *config, v string) error {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -85,6 +99,9 @@ var options = []option{
 		c.JobWorkers = n
 		return nil
 	}},
+	{"check-workers", "NIMBUS_CHECK_WORKERS", "4", "component checks run at once on this node, apart from the job workers", countSetter("check workers", 1, 1000, func(c *config, n int) { c.CheckWorkers = n })},
+	{"checks-per-tenant", "NIMBUS_CHECKS_PER_TENANT", "2", "checks of one tenant run at once on all nodes; provider-level components count as one tenant", countSetter("checks per tenant", 1, 1000, func(c *config, n int) { c.ChecksPerTenant = n })},
+	{"checks-per-minute", "NIMBUS_CHECKS_PER_MINUTE", "30", "checks one tenant may ask for in a minute; more are refused with 429", countSetter("checks per minute", 1, 100000, func(c *config, n int) { c.ChecksPerMinute = n })},
 	{"job-timeout", "NIMBUS_JOB_TIMEOUT", "2h", "longest any one job may run", durationSetter(func(c *config, d time.Duration) { c.JobTimeout = d })},
 	{"approval-ttl", "NIMBUS_APPROVAL_TTL", "72h", "how long an operation waits for approval before its request expires and it ends", durationSetter(func(c *config, d time.Duration) { c.ApprovalTTL = d })},
 	{"max-state-size", "NIMBUS_MAX_STATE_SIZE", "256MiB", "largest stack state a provider admin may restore through the API (such as 64MiB or 1GiB)", func(c *config, v string) error {
@@ -145,6 +162,27 @@ var options = []option{
 		return nil
 	}},
 	{"s3-region", "NIMBUS_S3_REGION", objstore.DefaultRegion, "region to sign S3 requests for", func(c *config, v string) error { c.S3.Region = v; return nil }},
+	{"sandbox", "NIMBUS_SANDBOX", "auto", "confine engine processes with Landlock: auto (where the kernel can), required (refuse to start without) or off", func(c *config, v string) error {
+		m, err := sandbox.ParseMode(v)
+		if err != nil {
+			return fmt.Errorf("sandbox %w", err)
+		}
+		c.Sandbox = m
+		return nil
+	}},
+	{"languages", "NIMBUS_LANGUAGES", "yaml", "comma-separated languages components may be written in: yaml, typescript, python; programs not in YAML run unread, so only provider admins may write them", func(c *config, v string) error {
+		c.Languages = []string{"yaml"}
+		for _, l := range strings.Split(v, ",") {
+			switch l = strings.ToLower(strings.TrimSpace(l)); l {
+			case "", "yaml":
+			case "typescript", "python":
+				c.Languages = append(c.Languages, l)
+			default:
+				return fmt.Errorf("languages must be among yaml, typescript and python, not %q", l)
+			}
+		}
+		return nil
+	}},
 }
 
 // checkS3 refuses object storage that is only partly configured, naming what is missing: a
@@ -188,6 +226,18 @@ func parseSize(v string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a positive size such as 64MiB, 1GiB or 1048576 (bytes)", v)
 	}
 	return n * unit, nil
+}
+
+// countSetter reads a whole number from lo to hi.
+func countSetter(what string, lo, hi int, set func(*config, int)) func(*config, string) error {
+	return func(c *config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("%s must be a number from %d to %d, not %q", what, lo, hi, v)
+		}
+		set(c, n)
+		return nil
+	}
 }
 
 func durationSetter(set func(*config, time.Duration)) func(*config, string) error {

@@ -11,6 +11,7 @@ import (
 
 	"nimbus/app/component"
 	"nimbus/app/pulumix"
+	"nimbus/app/sandbox"
 	"nimbus/app/secrets"
 	"nimbus/app/server"
 	"nimbus/app/system"
@@ -22,9 +23,10 @@ import (
 func serve(ctx context.Context, args []string, env Env) error {
 	fs := flagSet("serve [flags]", "Run the web server and the job workers until SIGINT or SIGTERM.", env)
 	cfg, err := parseConfig(fs, args, env.Getenv,
-		"addr", "data-dir", "database-url", "log-format", "log-level", "admin-email", "session-ttl",
-		"secure-cookies", "pulumi-dir", "job-workers", "job-timeout", "approval-ttl", "trusted-proxies", "max-state-size",
-		"s3-endpoint", "s3-bucket", "s3-access-key", "s3-secret-key-file", "s3-region")
+		"addr", "data-dir", "database-url", "log-format", "log-level", "admin-email", "session-ttl", "session-max-age",
+		"secure-cookies", "pulumi-dir", "job-workers", "check-workers", "checks-per-tenant", "checks-per-minute",
+		"job-timeout", "approval-ttl", "trusted-proxies", "max-state-size",
+		"s3-endpoint", "s3-bucket", "s3-access-key", "s3-secret-key-file", "s3-region", "sandbox", "languages")
 	if err != nil {
 		return err
 	}
@@ -66,18 +68,30 @@ func serve(ctx context.Context, args []string, env Env) error {
 		log.Info("built-in components published", "components", created)
 	}
 
-	runner, err := pulumix.NewRunner(cfg.PulumiDir, cfg.DataDir, map[string]string{"SIMCLOUD_DIR": filepath.Join(cfg.DataDir, "simcloud")}, objs.backend...)
-	if err != nil {
+	cloud := filepath.Join(cfg.DataDir, "simcloud")
+	runner, err := pulumix.NewRunner(cfg.PulumiDir, cfg.DataDir, map[string]string{"SIMCLOUD_DIR": cloud},
+		append(objs.backend, pulumix.WithSandbox(cfg.Sandbox), pulumix.CloudDirs(cloud))...)
+	switch {
+	case err != nil && cfg.Sandbox == sandbox.Required && sandbox.ABI() == 0:
+		return err
+	case err != nil:
 		log.Warn("components cannot be checked until the Pulumi toolchain is installed", "err", err)
 		runner = nil
+	case !runner.Confined():
+		log.Error("engine processes are NOT confined: tenants' programs are held by the program validator alone; "+
+			"run on a kernel with Landlock, or set NIMBUS_SANDBOX=required to refuse to start without it",
+			"sandbox", cfg.Sandbox, "landlock_abi", sandbox.ABI())
+	default:
+		log.Info("engine processes run in a Landlock sandbox", "landlock_abi", sandbox.ABI())
 	}
 	keys, err := secrets.Load(cfg.DataDir, env.Getenv)
 	if err != nil {
 		return err
 	}
 	log.Info("secrets keyring loaded", "keyring", keys)
-	eng := server.Engine{Runner: runner, Keys: keys, Objects: objs.store, OperationTimeout: cfg.JobTimeout, ApprovalTTL: cfg.ApprovalTTL}
-	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, Timeout: cfg.JobTimeout,
+	eng := server.Engine{Runner: runner, Keys: keys, Objects: objs.store, OperationTimeout: cfg.JobTimeout, ApprovalTTL: cfg.ApprovalTTL,
+		ChecksPerTenant: cfg.ChecksPerTenant}
+	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, CheckWorkers: cfg.CheckWorkers, Timeout: cfg.JobTimeout,
 		Register: server.Workers(d.Pool, eng, log), Periodic: server.Periodic()})
 	if err != nil {
 		return err
@@ -105,11 +119,12 @@ func serve(ctx context.Context, args []string, env Env) error {
 	uiCtx, stopUI := context.WithCancel(context.Background())
 	defer stopUI()
 	handler, err := server.New(uiCtx, server.Deps{
-		Pool: d.Pool, Log: log, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SecureCookies: cfg.SecureCookies, Keys: keys, Runner: runner,
-		TrustedProxies: cfg.TrustedProxies, Objects: objs.store, MaxStateSize: cfg.MaxStateSize,
+		Pool: d.Pool, Log: log, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SessionMaxAge: cfg.SessionMaxAge, SecureCookies: cfg.SecureCookies,
+		Keys: keys, Runner: runner, ChecksPerMinute: cfg.ChecksPerMinute, MaxStateSize: cfg.MaxStateSize,
+		TrustedProxies: cfg.TrustedProxies, Objects: objs.store,
 		Info: system.Info{
 			Version: Version, Database: d.Where, PulumiDir: cfg.PulumiDir,
-			State: objs.state, Objects: objs.where,
+			State: objs.state, Objects: objs.where, Sandbox: sandboxStatus(runner, cfg.Sandbox), Languages: cfg.Languages,
 		},
 	})
 	if err != nil {
@@ -135,6 +150,19 @@ func serve(ctx context.Context, args []string, env Env) error {
 		log.Error("shutdown http", "err", err)
 	}
 	return nil
+}
+
+// sandboxStatus says, for the system page, whether engine processes are confined.
+func sandboxStatus(runner *pulumix.Runner, mode sandbox.Mode) system.Sandbox {
+	switch {
+	case runner == nil:
+		return system.Sandbox{Text: "no engine: the Pulumi toolchain is not installed"}
+	case runner.Confined():
+		return system.Sandbox{Confined: true, Text: fmt.Sprintf("Landlock ABI %d: each engine process reaches only its own stack's directories and the toolchain", sandbox.ABI())}
+	case mode == sandbox.Off:
+		return system.Sandbox{Text: "off (NIMBUS_SANDBOX=off): engine processes are not confined; the program validator is the only wall"}
+	}
+	return system.Sandbox{Text: "this kernel has no Landlock: engine processes are not confined; the program validator is the only wall"}
 }
 
 // bootstrapAdmin creates the first provider admin on an empty database and tells the operator,

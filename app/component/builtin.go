@@ -104,7 +104,7 @@ func EnsureBuiltins(ctx context.Context, s *Service) (created []string, err erro
 }
 
 func ensureBuiltin(ctx context.Context, s *Service, b New) (made bool, err error) {
-	if _, _, err := Validate(&b.Draft, builtinHosts, true); err != nil {
+	if _, _, err := Validate(&b.Draft, builtinHosts, Scope{ProviderLevel: true, Package: PackageOf(b.Provider)}); err != nil {
 		return false, err // a broken file in package builtin; its tests catch this first
 	}
 	actor := audit.System

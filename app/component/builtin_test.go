@@ -12,10 +12,14 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/pulumix"
+	"nimbus/app/sandbox"
 	"nimbus/db/dbtest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) {
+	sandbox.LaunchIfAsked()
+	dbtest.Main(m)
+}
 
 var builtinNames = []string{
 	"simcloud-machine", "simcloud-network",
@@ -49,7 +53,7 @@ func TestBuiltins_AreValid(t *testing.T) {
 			if !b.System || b.Language != "yaml" || b.DisplayName == "" || b.Description == "" {
 				t.Fatalf("system %v, language %q, display name %q, description %q", b.System, b.Language, b.DisplayName, b.Description)
 			}
-			in, out, err := Validate(&b.Draft, map[string]bool{"yaml": true}, true)
+			in, out, err := Validate(&b.Draft, map[string]bool{"yaml": true}, Scope{ProviderLevel: true, Package: PackageOf(b.Provider)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +116,7 @@ func TestBuiltins_SimcloudProgramsPassARealCheck(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := builtinByName(t, name)
-			in, _, err := Validate(&b.Draft, map[string]bool{"yaml": true}, true)
+			in, _, err := Validate(&b.Draft, map[string]bool{"yaml": true}, Scope{ProviderLevel: true, Package: PackageOf(b.Provider)})
 			if err != nil {
 				t.Fatal(err)
 			}

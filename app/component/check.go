@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"nimbus/app/problem"
 	"nimbus/app/pulumix"
 	"nimbus/db/dbgen"
+	"nimbus/jobs"
 )
 
 // Check is one preview of a draft by the real engine.
@@ -55,6 +57,28 @@ type CheckArgs struct {
 // Kind names the job in River.
 func (CheckArgs) Kind() string { return "component_check" }
 
+// InsertOpts puts checks in a queue of their own, with workers of their own, so that deploys
+// never wait behind them.
+func (CheckArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: jobs.CheckQueue} }
+
+// Limits on checks. Each tenant counts on its own; checks of provider-level components count
+// together, as one more tenant.
+const (
+	// DefaultChecksPerMinute is how many checks a tenant may ask for in a minute.
+	DefaultChecksPerMinute = 30
+	// DefaultChecksPerTenant is how many of a tenant's checks run at once.
+	DefaultChecksPerTenant = 2
+)
+
+// LimitCheckRequests sets how many checks one tenant may ask for in a minute; zero keeps the
+// default.
+func (s *Service) LimitCheckRequests(perMinute int) *Service {
+	if perMinute > 0 {
+		s.checksPerMinute = perMinute
+	}
+	return s
+}
+
 // JobInserter enqueues River jobs in the caller's transaction.
 type JobInserter interface {
 	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
@@ -75,6 +99,9 @@ func (s *Service) RequestCheck(ctx context.Context, actor access.Principal, id u
 	var out Check
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := dbgen.New(tx)
+		if err := s.allowCheck(ctx, q, c.TenantID); err != nil {
+			return err
+		}
 		row, err := q.CreateCheck(ctx, dbgen.CreateCheckParams{ComponentID: id, Code: c.Code, InputSchema: c.InputSchema,
 			RequestedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}})
 		if err != nil {
@@ -91,6 +118,41 @@ func (s *Service) RequestCheck(ctx context.Context, actor access.Principal, id u
 		return Check{}, fmt.Errorf("request check: %w", err)
 	}
 	return out, nil
+}
+
+// allowCheck refuses a check when the tenant asked for checksPerMinute of them in the last
+// minute. The count is of the tenant's check rows, so every replica sees the same; the lock,
+// held to the end of the transaction that adds the row, keeps two requests from both taking
+// the last place.
+func (s *Service) allowCheck(ctx context.Context, q *dbgen.Queries, tenant *uuid.UUID) error {
+	t := nullTenant(tenant)
+	if err := q.LockCheckTenant(ctx, dbgen.LockCheckTenantParams{Kind: "request", TenantID: t}); err != nil {
+		return err
+	}
+	recent, err := q.RecentChecks(ctx, dbgen.RecentChecksParams{TenantID: t, WindowSecs: time.Minute.Seconds()})
+	if err != nil {
+		return err
+	}
+	if recent.N < int64(s.checksPerMinute) {
+		return nil
+	}
+	wait := max(1, int(math.Ceil(recent.FreesIn)))
+	whose := "this tenant"
+	if tenant == nil {
+		whose = "provider-level components"
+	}
+	return &problem.TooManyRequests{
+		RetryAfter: wait,
+		Message: fmt.Sprintf("too many checks: %s may ask for %d a minute; try again in %d seconds",
+			whose, s.checksPerMinute, wait),
+	}
+}
+
+func nullTenant(tenant *uuid.UUID) uuid.NullUUID {
+	if tenant == nil {
+		return uuid.NullUUID{}
+	}
+	return uuid.NullUUID{UUID: *tenant, Valid: true}
 }
 
 // Check returns a check of a component the actor may see.
@@ -113,41 +175,70 @@ func (s *Service) Check(ctx context.Context, actor access.Principal, checkID uui
 	return checkFromRow(row), nil
 }
 
-// maxCheckOutput bounds what is kept of the engine's output.
+// maxCheckOutput bounds what is kept of the engine's output (as AppendCheckOutput does).
 const maxCheckOutput = 256 << 10
 
-// CheckWorker runs checks with the Pulumi runner.
+// checkTimeout bounds one check; a preview of one component takes seconds.
+const checkTimeout = 10 * time.Minute
+
+// checkWait is how long a check whose tenant already runs its share of checks waits before it
+// asks again.
+const checkWait = time.Second
+
+// CheckWorker runs checks with the Pulumi runner, at most perTenant of one tenant's at once.
+//
+// The limit is kept in Postgres, so that it holds across replicas: a worker claims its check
+// (marks it running) in a transaction that first takes an advisory lock on the check's tenant
+// and counts that tenant's running checks. At the limit it claims nothing and snoozes the job
+// (river.JobSnooze, which costs no attempt), so the check stays queued and its worker is free
+// at once for the next job: another tenant's, which therefore never waits behind this one's.
+// A snoozed job comes back after checkWait, behind jobs queued before that, so a tenant's
+// checks run in turn as places free up. A check left running by a node that died counts
+// against its tenant only until its timeout has passed; River's rescuer later runs its job
+// again, and the claim takes it over (StartCheck accepts a check found running).
 type CheckWorker struct {
 	river.WorkerDefaults[CheckArgs]
-	pool   *pgxpool.Pool
-	runner *pulumix.Runner // nil when no toolchain is installed
-	log    *slog.Logger
+	pool      *pgxpool.Pool
+	runner    *pulumix.Runner // nil when no toolchain is installed
+	log       *slog.Logger
+	perTenant int
 }
 
-// NewCheckWorker returns the worker; runner may be nil, and then checks fail saying why.
+// NewCheckWorker returns the worker; runner may be nil, and then checks fail saying why. It
+// runs DefaultChecksPerTenant of a tenant's checks at once unless PerTenant says otherwise.
 func NewCheckWorker(pool *pgxpool.Pool, runner *pulumix.Runner, log *slog.Logger) *CheckWorker {
-	return &CheckWorker{pool: pool, runner: runner, log: log}
+	return &CheckWorker{pool: pool, runner: runner, log: log, perTenant: DefaultChecksPerTenant}
 }
 
-// Timeout bounds one check; a preview of one component takes seconds.
-func (w *CheckWorker) Timeout(*river.Job[CheckArgs]) time.Duration { return 10 * time.Minute }
+// PerTenant sets how many of one tenant's checks run at once, on all nodes together; zero
+// keeps the default.
+func (w *CheckWorker) PerTenant(n int) *CheckWorker {
+	if n > 0 {
+		w.perTenant = n
+	}
+	return w
+}
+
+// Timeout bounds one check.
+func (w *CheckWorker) Timeout(*river.Job[CheckArgs]) time.Duration { return checkTimeout }
 
 // Work runs the check and records its result. Engine complaints are a failed check, not a
 // failed job; only trouble reaching the database makes River try again.
 func (w *CheckWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error {
 	q := dbgen.New(w.pool)
-	row, err := q.StartCheck(ctx, job.Args.CheckID)
+	row, claimed, err := w.claim(ctx, job.Args.CheckID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // already finished, or the component is gone
 	}
 	if err != nil {
 		return err
 	}
+	if !claimed {
+		return river.JobSnooze(checkWait)
+	}
 	finish := func(status, output string, changes map[string]int) error {
-		if len(output) > maxCheckOutput {
-			// Postgres refuses text that starts inside a character.
-			output = strings.ToValidUTF8(output[len(output)-maxCheckOutput:], "")
-		}
+		// Postgres refuses text that starts inside a character; CutTail starts at one.
+		output = pulumix.CutTail(output, maxCheckOutput)
 		ch, _ := json.Marshal(changes)
 		return dbgen.New(w.pool).FinishCheck(context.WithoutCancel(ctx), dbgen.FinishCheckParams{ID: row.ID, Status: status, Output: output, Changes: ch})
 	}
@@ -177,6 +268,34 @@ func (w *CheckWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 		status = "succeeded"
 	}
 	return finish(status, res.Output, res.Changes)
+}
+
+// claim marks the check running, unless its tenant already runs perTenant checks: then it
+// returns false and the check stays queued. pgx.ErrNoRows means there is nothing to run.
+func (w *CheckWorker) claim(ctx context.Context, id uuid.UUID) (dbgen.ComponentCheck, bool, error) {
+	var (
+		row     dbgen.ComponentCheck
+		claimed bool
+	)
+	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		q := dbgen.New(tx)
+		tenant, err := q.CheckTenant(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := q.LockCheckTenant(ctx, dbgen.LockCheckTenantParams{Kind: "run", TenantID: tenant}); err != nil {
+			return err
+		}
+		running, err := q.CountRunningChecks(ctx, dbgen.CountRunningChecksParams{TenantID: tenant, ID: id,
+			StaleSecs: (checkTimeout + time.Minute).Seconds()})
+		if err != nil || running >= int64(w.perTenant) {
+			return err
+		}
+		row, err = q.StartCheck(ctx, id)
+		claimed = err == nil
+		return err
+	})
+	return row, claimed, err
 }
 
 // placeholders gives every input a value for a check: its default, else something of its type.
@@ -211,28 +330,50 @@ func placeholders(s *Schema) map[string]any {
 }
 
 // liveOutput passes the engine's progress to the database in pieces, at most twice a second,
-// so the editor page can show it while the check runs.
+// so the editor page can show it while the check runs. Long lines are cut on the way in, and
+// what waits for the next flush is bounded as the stored output is.
 type liveOutput struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	last  time.Time
-	flush func(string)
+	mu      sync.Mutex
+	in      *pulumix.LineLimit // writes to liveBuffer
+	buf     bytes.Buffer
+	dropped int // bytes dropped from the front of buf since the last flush
+	last    time.Time
+	flush   func(string)
 }
 
 func (l *liveOutput) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.buf.Write(p)
+	if l.in == nil {
+		l.in = pulumix.LimitLines(liveBuffer{l}, pulumix.MaxLine)
+	}
+	n, err := l.in.Write(p)
 	if time.Since(l.last) > 500*time.Millisecond {
 		l.flushLocked()
 	}
-	return len(p), nil
+	return n, err
 }
 
 func (l *liveOutput) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.in != nil {
+		_ = l.in.Flush()
+	}
 	l.flushLocked()
+}
+
+// liveBuffer is where a liveOutput's LineLimit writes, with l.mu held.
+type liveBuffer struct{ l *liveOutput }
+
+func (b liveBuffer) Write(p []byte) (int, error) {
+	l := b.l
+	l.buf.Write(p)
+	if over := l.buf.Len() - maxCheckOutput; over > 0 {
+		l.buf.Next(over)
+		l.dropped += over
+	}
+	return len(p), nil
 }
 
 // flushLocked sends what is buffered up to the last whole character; a character split
@@ -249,7 +390,12 @@ func (l *liveOutput) flushLocked() {
 		}
 	}
 	if n > 0 {
-		l.flush(strings.ToValidUTF8(string(b[:n]), ""))
+		s := strings.ToValidUTF8(string(b[:n]), "")
+		if l.dropped > 0 {
+			s = "[… " + pulumix.Size(l.dropped) + " of output dropped]\n" + s
+			l.dropped = 0
+		}
+		l.flush(s)
 		l.buf.Next(n)
 	}
 	l.last = time.Now()

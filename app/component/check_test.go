@@ -3,6 +3,12 @@ package component
 import (
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
+
+	"nimbus/app/pulumix"
+	"nimbus/db/dbgen"
+	"nimbus/db/dbtest"
 )
 
 func TestLiveOutput_NeverSplitsACharacter(t *testing.T) {
@@ -25,5 +31,56 @@ func TestLiveOutput_NeverSplitsACharacter(t *testing.T) {
 	}
 	if strings.Join(got, "") != text {
 		t.Fatalf("got %q, want %q", strings.Join(got, ""), text)
+	}
+}
+
+func TestLiveOutput_CutsLongLinesAndBoundsWhatWaits(t *testing.T) {
+	var got strings.Builder
+	l := &liveOutput{flush: func(s string) { got.WriteString(s) }}
+	l.last = time.Now() // everything below comes in one burst, before the next flush is due
+	_, _ = l.Write([]byte(strings.Repeat("x", 1<<20) + "\nshort\n"))
+	for range 30000 { // 330 KB more
+		_, _ = l.Write([]byte("0123456789\n"))
+	}
+	l.Close()
+	out := got.String()
+	if !strings.HasPrefix(out, "[… ") || !strings.Contains(out[:80], " of output dropped]\n") {
+		t.Fatalf("what was dropped is not noted: %.80q", out)
+	}
+	if len(out) > maxCheckOutput+100 || !strings.HasSuffix(out, "0123456789\n") {
+		t.Fatalf("%d bytes passed on, ending %q", len(out), out[max(0, len(out)-20):])
+	}
+
+	got.Reset()
+	l = &liveOutput{flush: func(s string) { got.WriteString(s) }}
+	_, _ = l.Write([]byte(strings.Repeat("y", 1<<20) + "\nnext\n"))
+	l.Close()
+	if out := got.String(); !strings.HasSuffix(out, "y … [line truncated: 1.0 MiB]\nnext\n") || len(out) > pulumix.MaxLine+100 {
+		t.Fatalf("a long line passed on as %d bytes ending %q", len(out), out[max(0, len(out)-40):])
+	}
+}
+
+func TestAppendCheckOutput_KeepsTheEndAndNotesTheCut(t *testing.T) {
+	pool := dbtest.Pool(t)
+	ctx := t.Context()
+	q := dbgen.New(pool)
+	chk, err := q.CreateCheck(ctx, dbgen.CreateCheckParams{ComponentID: dbtest.NewDeployment(t, pool).ComponentID, Code: "name: c", InputSchema: []byte("{}")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.StartCheck(ctx, chk.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []string{strings.Repeat("a", 200<<10), strings.Repeat("b", 100<<10) + "the end"} {
+		if err := q.AppendCheckOutput(ctx, dbgen.AppendCheckOutputParams{ID: chk.ID, Output: part}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := q.GetCheck(ctx, chk.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := utf8.RuneCountInString(got.Output); n != maxCheckOutput || !strings.HasPrefix(got.Output, "[… earlier output dropped]\naaa") || !strings.HasSuffix(got.Output, "bthe end") {
+		t.Fatalf("stored %d characters: %.40q … %q", n, got.Output, got.Output[len(got.Output)-10:])
 	}
 }

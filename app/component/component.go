@@ -100,11 +100,15 @@ type Service struct {
 	pool   *pgxpool.Pool
 	engine Engine
 	jobs   JobInserter
+	// checksPerMinute is how many checks one tenant may ask for in a minute.
+	checksPerMinute int
 }
 
-// NewService returns a Service; engine says what can run here, and jobs queues checks.
+// NewService returns a Service; engine says what can run here, and jobs queues checks. A
+// tenant may ask for DefaultChecksPerMinute checks a minute unless LimitCheckRequests says
+// otherwise.
 func NewService(pool *pgxpool.Pool, engine Engine, jobs JobInserter) *Service {
-	return &Service{pool: pool, engine: engine, jobs: jobs}
+	return &Service{pool: pool, engine: engine, jobs: jobs, checksPerMinute: DefaultChecksPerMinute}
 }
 
 func canRead(actor access.Principal, tenant *uuid.UUID) bool {
@@ -189,7 +193,7 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, in New) (C
 	} else if err != nil {
 		return Component{}, err
 	}
-	if _, _, err := Validate(&in.Draft, s.engine.LanguageHosts(), in.TenantID == nil); err != nil {
+	if _, _, err := Validate(&in.Draft, s.engine.LanguageHosts(), Scope{ProviderLevel: in.TenantID == nil, Package: PackageOf(in.Provider)}); err != nil {
 		var ve *problem.ValidationError
 		if !errors.As(err, &ve) {
 			return Component{}, err
@@ -273,7 +277,7 @@ func (s *Service) Update(ctx context.Context, actor access.Principal, id uuid.UU
 		if len(changed) == 0 {
 			return nil
 		}
-		if _, _, err := Validate(&d, s.engine.LanguageHosts(), c.TenantID == nil); err != nil {
+		if _, _, err := Validate(&d, s.engine.LanguageHosts(), scopeOf(c)); err != nil {
 			return err
 		}
 		err = q.UpdateComponentDraft(ctx, dbgen.UpdateComponentDraftParams{

@@ -32,28 +32,20 @@ type ConfigEntry struct {
 type position struct{ Line, Column int }
 
 var (
-	topLevelKeys = []string{"name", "runtime", "description", "config", "configuration", "variables", "resources", "outputs", "pulumi"}
-	resourceKeys = []string{"type", "properties", "options", "get", "defaultProvider"}
-	configKeys   = []string{"type", "default", "secret", "items", "description"}
-	reference    = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_-]*)`)
+	// topLevelKeys are the sections a component's program may have, spelled exactly so: the
+	// engine reads them in any case, the CLI only as written, and a section one of them reads
+	// and the other skips must not exist.
+	topLevelKeys = []string{"name", "runtime", "description", "config", "configuration", "variables", "resources", "outputs"}
+	rootName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*`)
 )
 
-// forbidden are the Pulumi YAML functions a program may not use: they read the server's files
-// or fetch from the network, with the server's rights, on behalf of whoever wrote the program.
-var forbidden = map[string]string{
-	"fn::readFile":      "reads files on the Nimbus server",
-	"fn::fileAsset":     "reads files on the Nimbus server",
-	"fn::fileArchive":   "reads files on the Nimbus server",
-	"fn::remoteAsset":   "fetches from the network through the Nimbus server",
-	"fn::remoteArchive": "fetches from the network through the Nimbus server",
-}
-
 // ParseYAML reads a Pulumi YAML program, recording under "code" every place it breaks the
-// structure Pulumi YAML accepts, with its line and column. Programs run on the Nimbus server,
-// so what would let them act beyond their stack is refused: runtime options (which name a
-// command to run), functions that read files or fetch URLs, and, unless providerLevel (written
-// by provider admins), plugin download locations.
-func ParseYAML(code string, providerLevel bool, v *problem.ValidationError) *Program {
+// structure Pulumi YAML accepts, with its line and column. Programs run on the Nimbus server, so
+// what would let them act beyond their stack is refused (see Scope and the rules in contain.go):
+// runtime options (which name a command to run), functions that read files or fetch URLs, and
+// in tenants' programs plugin download locations, other stacks, other providers and resources
+// the program did not create.
+func ParseYAML(code string, scope Scope, v *problem.ValidationError) *Program {
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(code), &doc); err != nil {
 		line, msg := yamlError(err)
@@ -65,18 +57,25 @@ func ParseYAML(code string, providerLevel bool, v *problem.ValidationError) *Pro
 		return nil
 	}
 	root := doc.Content[0]
+	r := reach{scope: scope, v: v}
+	r.walk(root)
 	p := &Program{Config: map[string]ConfigEntry{}, Resources: map[string]string{}, Outputs: map[string]position{}}
 	names := map[string]bool{"pulumi": true}
 	var variables []*yaml.Node
 	seen := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		key, val := root.Content[i], root.Content[i+1]
-		if !slices.Contains(topLevelKeys, key.Value) {
-			v.AddAt("code", key.Line, key.Column, "pulumi_yaml", "unknown top-level key %q%s; Pulumi YAML accepts %s",
+		switch known := fold(key.Value, topLevelKeys); {
+		case known == "":
+			v.AddAt("code", key.Line, key.Column, "pulumi_yaml", "unknown top-level key %q%s; a component's program may have %s",
 				key.Value, suggest(key.Value, topLevelKeys), strings.Join(topLevelKeys, ", "))
-			continue
+		case known != key.Value:
+			v.AddAt("code", key.Line, key.Column, "pulumi_yaml", "write %q as %q", key.Value, known)
+		case seen[known] != nil:
+			v.AddAt("code", key.Line, key.Column, "pulumi_yaml", "%s appears twice", known)
+		default:
+			seen[known] = val
 		}
-		seen[key.Value] = val
 	}
 	if n := seen["name"]; n == nil || n.Kind != yaml.ScalarNode || n.Value == "" {
 		v.AddAt("code", 1, 1, "pulumi_yaml", "the program needs a name")
@@ -89,11 +88,10 @@ func ParseYAML(code string, providerLevel bool, v *problem.ValidationError) *Pro
 	case rt.Value != "yaml":
 		v.AddAt("code", rt.Line, rt.Column, "pulumi_yaml", "runtime must be yaml for a YAML program, not %q", rt.Value)
 	}
-	checkUnsafe(root, providerLevel, v)
 	for _, section := range []string{"config", "configuration"} {
 		if cfg := seen[section]; cfg != nil {
 			forEachEntry(cfg, section, v, func(key, val *yaml.Node) {
-				p.Config[key.Value] = readConfig(key, val, v)
+				p.Config[key.Value] = readConfig(section, key, val, v)
 				names[key.Value] = true
 			})
 		}
@@ -108,6 +106,9 @@ func ParseYAML(code string, providerLevel bool, v *problem.ValidationError) *Pro
 		forEachEntry(res, "resources", v, func(key, val *yaml.Node) {
 			names[key.Value] = true
 			p.Resources[key.Value] = readResource(key, val, v)
+			if val.Kind == yaml.MappingNode {
+				r.resource(key.Value, val)
+			}
 		})
 	}
 	if outs := seen["outputs"]; outs != nil {
@@ -121,25 +122,6 @@ func ParseYAML(code string, providerLevel bool, v *problem.ValidationError) *Pro
 		checkReferences(n, names, v)
 	}
 	return p
-}
-
-// checkUnsafe marks every use of a forbidden function or, outside provider-level programs, of
-// a plugin download location.
-func checkUnsafe(n *yaml.Node, providerLevel bool, v *problem.ValidationError) {
-	if n.Kind == yaml.MappingNode {
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			key := n.Content[i]
-			if why, ok := forbidden[key.Value]; ok {
-				v.AddAt("code", key.Line, key.Column, "unsafe", "%s is not allowed: it %s", key.Value, why)
-			}
-			if key.Value == "pluginDownloadURL" && !providerLevel {
-				v.AddAt("code", key.Line, key.Column, "unsafe", "pluginDownloadURL is not allowed in tenant components: providers come from the provider admins")
-			}
-		}
-	}
-	for _, c := range n.Content {
-		checkUnsafe(c, providerLevel, v)
-	}
 }
 
 func forEachEntry(n *yaml.Node, section string, v *problem.ValidationError, fn func(key, val *yaml.Node)) {
@@ -160,11 +142,11 @@ func readResource(key, val *yaml.Node, v *problem.ValidationError) string {
 	typ := ""
 	for i := 0; i+1 < len(val.Content); i += 2 {
 		k, vv := val.Content[i], val.Content[i+1]
-		if !slices.Contains(resourceKeys, k.Value) {
+		switch fold(k.Value, resourceFields) {
+		case "":
 			v.AddAt("code", k.Line, k.Column, "pulumi_yaml", "resource %q has unknown key %q%s; a resource accepts %s",
-				key.Value, k.Value, suggest(k.Value, resourceKeys), strings.Join(resourceKeys, ", "))
-		}
-		if k.Value == "type" {
+				key.Value, k.Value, suggest(k.Value, resourceFields), strings.Join(resourceFields, ", "))
+		case "type":
 			typ = vv.Value
 		}
 	}
@@ -174,49 +156,83 @@ func readResource(key, val *yaml.Node, v *problem.ValidationError) string {
 	return typ
 }
 
-func readConfig(key, val *yaml.Node, v *problem.ValidationError) ConfigEntry {
+// configFields are what a config entry may say. Under config the CLI checks them, as written;
+// under configuration (the older name) only the engine reads them, in any case.
+var configFields = map[string][]string{
+	"config":        {"type", "default", "secret", "items", "description", "value"},
+	"configuration": {"type", "default", "secret", "items", "name", "value"},
+}
+
+func readConfig(section string, key, val *yaml.Node, v *problem.ValidationError) ConfigEntry {
 	e := ConfigEntry{position: position{key.Line, key.Column}}
-	if val.Kind == yaml.ScalarNode {
+	switch val.Kind {
+	case yaml.ScalarNode:
 		// A bare value is a default whose type Pulumi infers.
 		e.HasDefault, e.Type = true, scalarType(val)
 		return e
-	}
-	if val.Kind != yaml.MappingNode {
-		v.AddAt("code", key.Line, key.Column, "pulumi_yaml", "config %q must be a mapping with a type or a default", key.Value)
+	case yaml.SequenceNode:
+		e.HasDefault, e.Type = true, "array"
+		return e
+	case yaml.MappingNode:
+	default:
+		v.AddAt("code", key.Line, key.Column, "pulumi_yaml", "%s %q must be a mapping with a type or a default", section, key.Value)
 		return e
 	}
+	known := configFields[section]
 	for i := 0; i+1 < len(val.Content); i += 2 {
 		k, vv := val.Content[i], val.Content[i+1]
-		switch k.Value {
+		field := k.Value
+		if section == "configuration" {
+			field = fold(k.Value, known)
+		}
+		switch field {
 		case "type":
-			t, ok := configType(vv.Value)
+			t, ok := configType(section, vv.Value)
 			if !ok {
-				v.AddAt("code", vv.Line, vv.Column, "pulumi_yaml", "config %q has unknown type %q; use string, integer, number, boolean or List<…>", key.Value, vv.Value)
+				v.AddAt("code", vv.Line, vv.Column, "pulumi_yaml", "%s %q has unknown type %q; use %s", section, key.Value, vv.Value, configTypeNames[section])
 			}
 			e.Type = t
-		case "default":
+		case "default", "value":
 			e.HasDefault = true
 		case "secret":
 			e.Secret = vv.Value == "true"
 		default:
-			if !slices.Contains(configKeys, k.Value) {
-				v.AddAt("code", k.Line, k.Column, "pulumi_yaml", "config %q has unknown key %q; config accepts %s", key.Value, k.Value, strings.Join(configKeys, ", "))
+			if !slices.Contains(known, field) {
+				v.AddAt("code", k.Line, k.Column, "pulumi_yaml", "%s %q has unknown key %q%s; an entry accepts %s",
+					section, key.Value, k.Value, suggest(k.Value, known), strings.Join(known, ", "))
 			}
 		}
 	}
 	return e
 }
 
-// configType normalises Pulumi YAML's config type names to JSON Schema's.
-func configType(t string) (string, bool) {
+var configTypeNames = map[string]string{
+	"config":        "string, integer, boolean, array or object",
+	"configuration": "string, integer, number, boolean, object or List<…>",
+}
+
+// configType normalises a config type to JSON Schema's, accepting what the reader of its
+// section accepts: under config the CLI's exact names, under configuration the engine's names
+// in any case.
+func configType(section, t string) (string, bool) {
+	if section == "config" {
+		switch t {
+		case "string", "integer", "boolean", "array", "object":
+			return t, true
+		}
+		return "", false
+	}
 	l := strings.ToLower(t)
 	switch {
-	case l == "string" || l == "integer" || l == "number" || l == "boolean" || l == "object":
+	case l == "string" || l == "number" || l == "object":
 		return l, true
-	case l == "int":
+	case l == "int" || l == "integer":
 		return "integer", true
-	case l == "array" || strings.HasPrefix(l, "list<"):
-		return "array", true
+	case l == "bool" || l == "boolean":
+		return "boolean", true
+	case strings.HasPrefix(l, "list<") && strings.HasSuffix(l, ">"):
+		_, ok := configType(section, strings.TrimSpace(l[len("list<"):len(l)-1]))
+		return "array", ok
 	}
 	return "", false
 }
@@ -238,25 +254,27 @@ func checkReferences(n *yaml.Node, names map[string]bool, v *problem.ValidationE
 		return
 	}
 	if n.Kind == yaml.ScalarNode {
-		for _, m := range reference.FindAllStringSubmatchIndex(n.Value, -1) {
-			name := n.Value[m[2]:m[3]]
-			if !names[name] {
-				known := make([]string, 0, len(names))
-				for k := range names {
-					known = append(known, k)
-				}
-				sort.Strings(known)
-				line, col := n.Line, n.Column
-				switch {
-				case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
-					line, col = n.Line+1+strings.Count(n.Value[:m[0]], "\n"), 1 // block scalars start below their key
-				case n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0:
-					col += m[0] + 1
-				default:
-					col += m[0]
-				}
-				v.AddAt("code", line, col, "reference", "${%s} refers to nothing the program declares%s", name, suggest(name, known))
+		_, refs := interpolation(n.Value)
+		for _, at := range refs {
+			name := rootName.FindString(n.Value[at+2:])
+			if name == "" || names[name] {
+				continue
 			}
+			known := make([]string, 0, len(names))
+			for k := range names {
+				known = append(known, k)
+			}
+			sort.Strings(known)
+			line, col := n.Line, n.Column
+			switch {
+			case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
+				line, col = n.Line+1+strings.Count(n.Value[:at], "\n"), 1 // block scalars start below their key
+			case n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0:
+				col += at + 1
+			default:
+				col += at
+			}
+			v.AddAt("code", line, col, "reference", "${%s} refers to nothing the program declares%s", name, suggest(name, known))
 		}
 		return
 	}

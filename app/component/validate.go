@@ -40,10 +40,10 @@ func languageHost(lang string) string {
 }
 
 // Validate checks a draft completely: names, sizes, the program's structure, the schemas, and
-// that program and schemas agree. hosts says which language hosts exist; providerLevel
-// allows what only provider admins may write (see ParseYAML). It returns the parsed schemas
-// for reuse.
-func Validate(d *Draft, hosts map[string]bool, providerLevel bool) (in, out *Schema, err error) {
+// that program and schemas agree. hosts says which languages the operator lets run here; scope
+// says whose program it is, which decides what it may reach (see ParseYAML). It returns the
+// parsed schemas for reuse.
+func Validate(d *Draft, hosts map[string]bool, scope Scope) (in, out *Schema, err error) {
 	v := &problem.ValidationError{}
 	switch {
 	case !componentName.MatchString(d.Name):
@@ -60,7 +60,11 @@ func Validate(d *Draft, hosts map[string]bool, providerLevel bool) (in, out *Sch
 	case !slices.Contains(Languages, d.Language):
 		v.Add("language", "one_of", "must be one of yaml, typescript, python")
 	case !hosts[languageHost(d.Language)]:
-		v.Add("language", "host", "%s programs cannot run here: the pulumi-language-%s host is not installed", d.Language, languageHost(d.Language))
+		v.Add("language", "host", "%s programs cannot run here: the operator has not enabled them, or the pulumi-language-%s host is not installed", d.Language, languageHost(d.Language))
+	case d.Language != "yaml" && !scope.ProviderLevel:
+		// Only YAML can be read before it runs; a program in a general-purpose language can do
+		// anything the engine's sandbox lets it.
+		v.Add("language", "provider_level", "only provider-level components may be written in %s; write tenant components in YAML", d.Language)
 	}
 	switch {
 	case strings.TrimSpace(d.Code) == "":
@@ -84,7 +88,7 @@ func Validate(d *Draft, hosts map[string]bool, providerLevel bool) (in, out *Sch
 		}
 	}
 	if d.Language == "yaml" && len(d.Code) <= MaxCodeBytes && strings.TrimSpace(d.Code) != "" {
-		if prog := ParseYAML(d.Code, providerLevel, v); prog != nil && in != nil && out != nil {
+		if prog := ParseYAML(d.Code, scope, v); prog != nil && in != nil && out != nil {
 			agree(prog, in, out, v)
 		}
 	}

@@ -25,7 +25,7 @@ func machineDraft(t *testing.T) Draft {
 	}
 }
 
-var allHosts = map[string]bool{"yaml": true}
+var allHosts = map[string]bool{"yaml": true, "nodejs": true}
 
 // yamlEngine runs YAML programs and knows no provider plugin.
 type yamlEngine struct{}
@@ -35,7 +35,7 @@ func (yamlEngine) HasProvider(string) bool        { return false }
 
 func TestValidate_MachineIsValid(t *testing.T) {
 	d := machineDraft(t)
-	in, out, err := Validate(&d, allHosts, false)
+	in, out, err := Validate(&d, allHosts, simcloud)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +85,7 @@ func TestValidate_ReportsWhereAndWhy(t *testing.T) {
 		{"bad name", func(d *Draft) { d.Name = "Machine!" }, "name", 0, 0, "lower-case"},
 		{"huge code", func(d *Draft) { d.Code = strings.Repeat("#", MaxCodeBytes+1) }, "code", 0, 0, "at most 256 KiB"},
 		{"missing language host", func(d *Draft) { d.Language = "python" }, "language", 0, 0, "pulumi-language-python host is not installed"},
+		{"another language in a tenant's component", func(d *Draft) { d.Language = "typescript" }, "language", 0, 0, "only provider-level components may be written in typescript"},
 		{"runtime options", func(d *Draft) {
 			d.Code = strings.Replace(d.Code, "runtime: yaml", "runtime:\n  name: yaml\n  options:\n    compiler: sh -c id", 1)
 		}, "code", 3, 3, "runtime options are not allowed"},
@@ -100,7 +101,7 @@ func TestValidate_ReportsWhereAndWhy(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			d := machineDraft(t)
 			c.edit(&d)
-			_, _, err := Validate(&d, allHosts, false)
+			_, _, err := Validate(&d, allHosts, simcloud)
 			var v *problem.ValidationError
 			if !errors.As(err, &v) {
 				t.Fatalf("got %v, want a validation error", err)
@@ -120,7 +121,7 @@ func TestValidate_ReportsWhereAndWhy(t *testing.T) {
 
 func TestSchemaApply_DefaultsAndRules(t *testing.T) {
 	d := machineDraft(t)
-	in, _, err := Validate(&d, allHosts, false)
+	in, _, err := Validate(&d, allHosts, simcloud)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,3 +142,6 @@ func TestSchemaApply_DefaultsAndRules(t *testing.T) {
 		t.Fatalf("missing problems %v among %+v", want, v.Fields)
 	}
 }
+
+// simcloud is the scope of a tenant's component for the simulated cloud.
+var simcloud = Scope{Package: "simcloud"}

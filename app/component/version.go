@@ -62,7 +62,7 @@ func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.U
 		}
 		d := Draft{Name: c.Name, DisplayName: c.DisplayName, Description: c.Description, Language: c.Language,
 			Code: c.Code, InputSchema: c.InputSchema, OutputSchema: c.OutputSchema, ResolverBindings: c.ResolverBindings}
-		if _, _, err := Validate(&d, s.engine.LanguageHosts(), c.TenantID == nil); err != nil {
+		if _, _, err := Validate(&d, s.engine.LanguageHosts(), scopeOf(c)); err != nil {
 			return err
 		}
 		if err := s.enginePassed(ctx, q, c); err != nil {
@@ -106,18 +106,28 @@ func reviewed(draft, revision int) error {
 	return nil
 }
 
-// pluginOf names the Pulumi resource provider plugin behind a Nimbus provider.
-var pluginOf = map[string]string{"proxmox": "proxmoxve"}
+// packages names the Pulumi packages of providers whose package is not named as they are.
+var packages = map[string]string{"proxmox": "proxmoxve"}
+
+// PackageOf names the Pulumi package, and so the resource provider plugin, behind a Nimbus
+// provider.
+func PackageOf(provider string) string {
+	if p, ok := packages[provider]; ok {
+		return p
+	}
+	return provider
+}
+
+// scopeOf is what a component's program may reach.
+func scopeOf(c Component) Scope {
+	return Scope{ProviderLevel: c.ProviderLevel(), Package: PackageOf(c.Provider)}
+}
 
 // enginePassed refuses to publish a draft the engine could check here but has not passed:
 // the latest check must be of exactly this program and input schema, and must have succeeded.
 // Providers whose plugin is not installed are validated statically only.
 func (s *Service) enginePassed(ctx context.Context, q *dbgen.Queries, c Component) error {
-	plugin := c.Provider
-	if p, ok := pluginOf[plugin]; ok {
-		plugin = p
-	}
-	if !s.engine.HasProvider(plugin) {
+	if !s.engine.HasProvider(PackageOf(c.Provider)) {
 		return nil
 	}
 	chk, err := q.LatestCheck(ctx, c.ID)

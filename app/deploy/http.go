@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -23,7 +24,14 @@ type Handlers struct {
 	hub      *listen.Hub
 	done     <-chan struct{} // closed when the server stops, ending the event streams
 	maxState int64           // the largest state a restore accepts, in bytes
+	// recheck is the longest an open stream goes without reading again and checking that its
+	// viewer is still signed in and may still see the operation.
+	recheck time.Duration
 }
+
+// DefaultStreamRecheck is how often an open stream checks its viewer at the least; it also
+// does whenever it wakes.
+const DefaultStreamRecheck = 15 * time.Second
 
 // NewHandlers returns the handlers for svc; hub wakes the operation streams, which end when
 // done is closed. maxState caps a restored state in bytes (DefaultMaxStateSize when 0).
@@ -31,7 +39,16 @@ func NewHandlers(svc *Service, hub *listen.Hub, done <-chan struct{}, maxState i
 	if maxState <= 0 {
 		maxState = DefaultMaxStateSize
 	}
-	return &Handlers{svc: svc, hub: hub, done: done, maxState: maxState}
+	return &Handlers{svc: svc, hub: hub, done: done, maxState: maxState, recheck: DefaultStreamRecheck}
+}
+
+// RecheckStreams sets how often at the least an open stream checks that its viewer is still
+// signed in and may still see what it shows; zero keeps the default.
+func (h *Handlers) RecheckStreams(every time.Duration) *Handlers {
+	if every > 0 {
+		h.recheck = every
+	}
+	return h
 }
 
 // CreateAPI answers POST /api/v1/deployments with 202, the deployment and its operation.

@@ -23,6 +23,9 @@ import (
 // maxLogLines caps what is kept of an operation's log in the database.
 const maxLogLines = 10000
 
+// maxDiagnostic caps one diagnostic of a resource; the database keeps 16 KiB of them in all.
+const maxDiagnostic = 4 << 10
+
 // progress records what the engine says during an operation: its output line by line, in
 // batches so that a chatty engine costs few round trips, and its resource events as rows
 // updated in place. Every write wakes the operation's readers (see the triggers of
@@ -37,7 +40,10 @@ type progress struct {
 	// overflow holds the lines past the cap until Close stores the whole log.
 	overflow *os.File
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// in cuts lines longer than pulumix.MaxLine on their way to partial, so that one endless
+	// line holds no more than that in memory, nor in a row.
+	in        *pulumix.LineLimit
 	partial   []byte
 	pending   []string
 	stored    int64
@@ -51,6 +57,7 @@ type progress struct {
 func newProgress(ctx context.Context, pool *pgxpool.Pool, objects objstore.Store, op uuid.UUID, log *slog.Logger) *progress {
 	p := &progress{q: dbgen.New(pool), ctx: context.WithoutCancel(ctx), op: op, log: log, objects: objects, max: maxLogLines,
 		stop: make(chan struct{}), done: make(chan struct{})}
+	p.in = pulumix.LimitLines(splitter{p}, pulumix.MaxLine)
 	p.stored, _ = p.q.CountOperationLogs(p.ctx, op) // a resumed operation goes on where it was
 	go p.flushEvery(250 * time.Millisecond)
 	return p
@@ -59,6 +66,15 @@ func newProgress(ctx context.Context, pool *pgxpool.Pool, objects objstore.Store
 func (p *progress) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.in.Write(b)
+}
+
+// splitter is where a progress's LineLimit writes: the lines, gathered for the next flush.
+type splitter struct{ p *progress }
+
+// Write is called with p.mu held.
+func (s splitter) Write(b []byte) (int, error) {
+	p := s.p
 	p.partial = append(p.partial, b...)
 	for {
 		i := bytes.IndexByte(p.partial, '\n')
@@ -82,7 +98,7 @@ func (p *progress) Event(e pulumix.Event) {
 	var err error
 	if e.Status == "" {
 		err = p.q.RecordResourceDiagnostic(p.ctx, dbgen.RecordResourceDiagnosticParams{OperationID: p.op, Urn: e.URN, Name: e.Name,
-			Line: e.Severity + ": " + e.Message + "\n"})
+			Line: pulumix.CutLine(e.Severity+": "+e.Message, maxDiagnostic) + "\n"})
 	} else {
 		changes, _ := json.Marshal(e.Changes)
 		if e.Changes == nil {
@@ -169,6 +185,7 @@ func (p *progress) Close() error {
 	<-p.done
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	_ = p.in.Flush()
 	if len(p.partial) > 0 {
 		p.pending = append(p.pending, strings.ToValidUTF8(string(p.partial), "\uFFFD"))
 		p.partial = nil

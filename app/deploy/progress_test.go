@@ -74,3 +74,46 @@ func TestProgress_LogCappedInTheDatabaseWholeInTheStore(t *testing.T) {
 		t.Fatalf("the machine's row: %+v", r)
 	}
 }
+
+func TestProgress_LongLinesAreCutWithANote(t *testing.T) {
+	pool := dbtest.Pool(t)
+	ctx := context.Background()
+	op := dbtest.NewDeployment(t, pool).OperationID
+	p := newProgress(ctx, pool, nil, op, slog.New(slog.DiscardHandler))
+	long := strings.Repeat("é", 629146) // 1.2 MiB, written in pieces as a pipe delivers it
+	for i := 0; i < len(long); i += 32 << 10 {
+		fmt.Fprint(p, long[i:min(i+32<<10, len(long))])
+	}
+	fmt.Fprint(p, "\nafter\n")
+	fmt.Fprint(p, strings.Repeat("z", 20<<10)) // the last line, unfinished
+	p.Event(pulumix.Event{URN: "urn:pulumi:s::p::simcloud:index:Machine::web", Name: "web", Message: strings.Repeat("m", 1<<20), Severity: "error"})
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	q := dbgen.New(pool)
+	rows, err := q.OperationLogs(ctx, dbgen.OperationLogsParams{OperationID: op})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 {
+		t.Fatalf("%d lines stored, want 3", len(rows))
+	}
+	first := rows[0].Line
+	if !strings.HasPrefix(first, "éé") || !strings.HasSuffix(first, "é … [line truncated: 1.2 MiB]") || len(first) > pulumix.MaxLine+64 {
+		t.Fatalf("the long line is stored as %d bytes ending %q", len(first), first[len(first)-40:])
+	}
+	if rows[1].Line != "after" {
+		t.Fatalf("the next line is %q", rows[1].Line)
+	}
+	if last := rows[2].Line; !strings.HasSuffix(last, "z … [line truncated: 20.0 KiB]") || len(last) > pulumix.MaxLine+64 {
+		t.Fatalf("the unfinished last line is stored as %d bytes ending %q", len(last), last[max(0, len(last)-40):])
+	}
+	res, err := q.OperationResources(ctx, op)
+	if err != nil || len(res) != 1 {
+		t.Fatalf("resources %d (%v)", len(res), err)
+	}
+	if d := res[0].Diagnostics; !strings.HasSuffix(d, "m … [line truncated: 1.0 MiB]\n") {
+		t.Fatalf("the diagnostic is %d bytes ending %q", len(d), d[max(0, len(d)-40):])
+	}
+}

@@ -3,14 +3,17 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"nimbus/app/problem"
 	"nimbus/app/web"
 	"nimbus/views"
 )
@@ -19,6 +22,12 @@ import (
 // and resource table whenever they change, "log" the new log lines, and "end" closes the
 // stream once the operation has ended. It subscribes before it reads, so no change is lost
 // between the page's first render and the stream.
+//
+// Whenever it wakes, and at least every h.recheck, the stream resolves its session or token
+// again and reads as the principal that stands for now. When the session has ended (signed
+// out, expired) or the viewer may no longer see the operation (their membership of its tenant
+// removed), "closed" carries a notice saying so and "end" closes the stream: the page keeps
+// the last state it showed, and nothing more reaches it.
 func (h *Handlers) Stream(c echo.Context) error {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
@@ -42,10 +51,24 @@ func (h *Handlers) Stream(c echo.Context) error {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no") // a buffering proxy would hold the events back
 	w.WriteHeader(http.StatusOK)
-	csrf := web.CSRF(c)
+	csrf, recheck := web.CSRF(c), web.RecheckOf(c)
 	var sent string
-	for {
+	for first := true; ; first = false {
+		if !first && recheck != nil {
+			fresh, err := recheck(ctx)
+			if errors.Is(err, problem.ErrUnauthenticated) {
+				return closed(ctx, w, after, views.StreamClosed{SignIn: "/login?next=" + url.QueryEscape("/operations/"+id.String())})
+			}
+			if err != nil {
+				return nil // the client reconnects, and is checked again
+			}
+			actor = fresh
+			web.SetPrincipal(c, actor, csrf) // what the live view offers follows the new roles
+		}
 		d, err := h.svc.Detail(ctx, actor, id)
+		if errors.Is(err, problem.ErrNotFound) {
+			return closed(ctx, w, after, views.StreamClosed{})
+		}
 		if err != nil {
 			return nil // the headers are out; the client reconnects
 		}
@@ -90,11 +113,22 @@ func (h *Handlers) Stream(c echo.Context) error {
 		case <-wake:
 			// Changes come in bursts (a step and its log lines): one read for the burst.
 			sleep(ctx, 100*time.Millisecond)
-		case <-time.After(15 * time.Second):
+		case <-time.After(h.recheck):
 			// Read again now and then: a notification lost while the listener reconnected,
-			// and a proxy that closes idle streams, both cost no more than this.
+			// a proxy that closes idle streams, and a session ended or a membership removed
+			// (which notify no one) all cost no more than this.
 		}
 	}
+}
+
+// closed tells the page why the stream stops, then stops it.
+func closed(ctx context.Context, w *echo.Response, lastLog int64, why views.StreamClosed) error {
+	var buf bytes.Buffer
+	if err := views.OperationStreamClosed(why).Render(ctx, &buf); err == nil {
+		event(w, "closed", lastLog, buf.String())
+	}
+	event(w, "end", lastLog, "")
+	return nil
 }
 
 // event writes one server-sent event with the id of the last log line sent, which a

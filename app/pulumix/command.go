@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/blang/semver"
+
+	"nimbus/app/sandbox"
 )
 
 // command runs the pulumi CLI for the Automation API with only the environment the engine
@@ -27,15 +29,33 @@ type command struct {
 	// grace is how long an interrupted engine gets to stop cleanly and unlock its stack
 	// before it is killed.
 	grace time.Duration
+	// sandbox confines each run to the directories its own stack uses (see policy), and
+	// clouds are directories every run may write: the simulated cloud's.
+	sandbox sandbox.Launcher
+	clouds  []string
 }
 
-// passedEnv is what the engine keeps of Nimbus's environment: where programs are, where to
-// write, how to reach the network.
-var passedEnv = []string{"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR",
+// passedEnv is what the engine keeps of Nimbus's environment: where programs are, the locale,
+// how to reach the network. Its home and temporary directory are its stack's own, set by the
+// Runner.
+var passedEnv = []string{"PATH", "LANG", "LC_ALL", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR",
 	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"}
 
+// engineBaseEnv is passedEnv's share of Nimbus's environment.
+func engineBaseEnv() []string {
+	var env []string
+	for _, k := range passedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
 func newCommand(path string, grace time.Duration) (command, error) {
-	out, err := exec.Command(path, "version").Output()
+	version := exec.Command(path, "version")
+	version.Env = append(engineBaseEnv(), "PULUMI_SKIP_UPDATE_CHECK=true")
+	out, err := version.Output()
 	if err != nil {
 		return command{}, fmt.Errorf("%s version: %w", path, err)
 	}
@@ -56,18 +76,17 @@ func (c command) Run(ctx context.Context, workdir string, stdin io.Reader, out, 
 	if !slices.Contains(args, "--non-interactive") {
 		args = append([]string{"--non-interactive"}, args...)
 	}
-	cmd := exec.CommandContext(ctx, c.path, args...)
+	name, argv := c.sandbox.Wrap(c.policy(workdir, extraEnv, args), c.path, args...)
+	cmd := exec.CommandContext(ctx, name, argv...)
 	cmd.Dir = workdir
 	cmd.Stdin = stdin
-	for _, k := range passedEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
+	cmd.Env = append(append(engineBaseEnv(), extraEnv...), "PULUMI_AUTOMATION_API=true")
+	if name != c.path {
+		cmd.Env = append(cmd.Env, sandbox.LaunchedEnv+"=1")
 	}
-	cmd.Env = append(append(cmd.Env, extraEnv...), "PULUMI_AUTOMATION_API=true")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = io.MultiWriter(append(out, &stdout)...)
-	cmd.Stderr = io.MultiWriter(append(errOut, &stderr)...)
+	stdout, stderr := capture(len(out) > 0), capture(true) // bounded: see limit.go
+	cmd.Stdout = io.MultiWriter(append(out, stdout)...)
+	cmd.Stderr = io.MultiWriter(append(errOut, stderr)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	exited := make(chan struct{})
 	defer close(exited)
@@ -97,6 +116,45 @@ func (c command) Run(ctx context.Context, workdir string, stdin io.Reader, out, 
 		code = exit.ExitCode()
 	}
 	return stdout.String(), stderr.String(), code, err
+}
+
+// policy is what one run may write: its working directory, the home, temporary and state
+// directories its environment names (the Runner gives each stack its own), the event log the
+// Automation API asked for, and the clouds; and the file it is told to read a state from. The
+// environment and the arguments are the Runner's, never a program's.
+func (c command) policy(workdir string, env, args []string) sandbox.Policy {
+	p := sandbox.Policy{Write: append([]string{workdir}, c.clouds...)}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "HOME", "PULUMI_HOME", "TMPDIR":
+			p.Write = append(p.Write, v)
+		case "PULUMI_BACKEND_URL":
+			if dir, ok := strings.CutPrefix(v, "file://"); ok {
+				p.Write = append(p.Write, dir)
+			}
+		}
+	}
+	for i, a := range args {
+		value := func(flag string) (string, bool) {
+			if v, ok := strings.CutPrefix(a, flag+"="); ok {
+				return v, true
+			}
+			if a == flag && i+1 < len(args) {
+				return args[i+1], true
+			}
+			return "", false
+		}
+		// The Automation API streams events over a socket (tcp:…) or, in older versions, into
+		// a file of a temporary directory of its own; it hands a state to import as a file.
+		if log, ok := value("--event-log"); ok && filepath.IsAbs(log) {
+			p.Write = append(p.Write, filepath.Dir(log))
+		}
+		if file, ok := value("--file"); ok && filepath.IsAbs(file) {
+			p.ReadFiles = append(p.ReadFiles, file)
+		}
+	}
+	return p
 }
 
 // descendants lists pid's children, theirs, and so on: the language host starts providers too.

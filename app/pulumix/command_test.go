@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"nimbus/app/sandbox"
 )
 
 // fakeCLI writes a stand-in pulumi that prints its version, or its environment when run.
@@ -39,6 +42,13 @@ func TestCommand_KeepsNimbusSecretsFromTheEngine(t *testing.T) {
 	}
 	if strings.Contains(out, "canary") {
 		t.Fatalf("Nimbus's secrets reached the engine:\n%s", out)
+	}
+	// Only what is passed on purpose, and what the shell printing it adds.
+	allowed := append([]string{"PULUMI_HOME", "PULUMI_AUTOMATION_API", "PWD", "SHLVL", "_"}, passedEnv...)
+	for _, kv := range strings.Split(strings.TrimSpace(out), "\n") {
+		if k, _, _ := strings.Cut(kv, "="); !slices.Contains(allowed, k) {
+			t.Errorf("the engine was given %s, which it does not need", k)
+		}
 	}
 	for _, want := range []string{"PULUMI_HOME=/x", "PATH=", "PULUMI_AUTOMATION_API=true"} {
 		if !strings.Contains(out, want) {
@@ -91,5 +101,41 @@ func TestCommand_StubbornEngineIsKilledWithItsChildren(t *testing.T) {
 			t.Fatal("the engine's child outlived it")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A confined engine reaches its working directory and the directories its environment names,
+// and nothing else of the machine's files beyond the system's.
+func TestCommand_ConfinedToItsStack(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "canary")
+	if err := os.WriteFile(outside, []byte("another stack's secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	work, state, home := t.TempDir(), t.TempDir(), t.TempDir()
+	script := `cat "$2" 2>&1; echo written > "$PWD/w" && echo written > "$HOME/h" && ls "` + state + `" >/dev/null && echo state-readable`
+	cmd, err := newCommand(fakeCLI(t, script), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := sandbox.System()
+	base.Read = append(base.Read, filepath.Dir(cmd.path))
+	env := []string{"HOME=" + home, "PULUMI_BACKEND_URL=file://" + state}
+
+	cmd.sandbox = sandbox.Launcher{Self: self, Mode: sandbox.Required, Base: base}
+	out, stderr, code, err := cmd.Run(context.Background(), work, nil, nil, nil, env, outside)
+	if err != nil || code != 0 {
+		t.Fatalf("confined run: %v %d %s", err, code, stderr)
+	}
+	if strings.Contains(out, "secret") || !strings.Contains(out, "Permission denied") || !strings.Contains(out, "state-readable") {
+		t.Fatalf("confined run said %q: want the canary refused and its own directories usable", out)
+	}
+	// The same command unconfined reads it: the refusal above is the sandbox's.
+	cmd.sandbox = sandbox.Launcher{}
+	if out, _, _, _ := cmd.Run(context.Background(), work, nil, nil, nil, env, outside); !strings.Contains(out, "secret") {
+		t.Fatalf("unconfined run said %q", out)
 	}
 }

@@ -35,7 +35,8 @@ func (r *recorder) find(name, status string) (Event, bool) {
 
 func TestEvents_PlanProgressAndChangedProperties(t *testing.T) {
 	data := t.TempDir()
-	r, err := NewRunner(toolchain(t), data, map[string]string{"SIMCLOUD_DIR": t.TempDir()})
+	cloud := t.TempDir()
+	r, err := NewRunner(toolchain(t), data, map[string]string{"SIMCLOUD_DIR": cloud}, CloudDirs(cloud))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,16 @@
 package pulumix
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,24 +20,34 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
 
-	"nimbus/app/objstore"
+	"nimbus/app/sandbox"
 )
 
 // Runner drives the Pulumi CLI through the Automation API. One Runner, and one resolved CLI,
-// serves every operation; plugins are cached once under the data directory.
+// serves every operation. Each stack has directories of its own under the data directory —
+// stacks/<stack> to work in (with its own home), and with the file backend state/<stack> —
+// and every engine process runs in a sandbox that reaches those and nothing else of the data
+// directory.
 type Runner struct {
-	cli  auto.PulumiCommand
+	cli  command
 	bin  string // the toolchain directory, put first on PATH so language hosts and providers are found
-	home string // PULUMI_HOME: the shared plugin cache
-	work string // where scratch workspaces are made
+	data string // the data directory
 	env  map[string]string
-	// backend keeps the stacks' state: by default file://<data dir>/state.
+	// backend keeps every stack's state when it is shared (S3); empty, each stack has a file
+	// backend of its own under state/.
 	backend Backend
+	mode    sandbox.Mode
+	clouds  []string
 }
 
 // NewRunner finds the pinned toolchain (see Detect) and prepares the directories under dataDir.
-// extraEnv reaches every Pulumi process, such as SIMCLOUD_DIR for the simulated cloud.
+// extraEnv reaches every Pulumi process, such as SIMCLOUD_DIR for the simulated cloud. Engine
+// processes run through this program's sandbox launcher (see package sandbox), which the
+// program's main, or its tests' TestMain, must let run.
 func NewRunner(toolchainDir, dataDir string, extraEnv map[string]string, opts ...Option) (*Runner, error) {
+	if err := sandbox.NotLaunched(); err != nil {
+		return nil, err
+	}
 	if toolchainDir == "" {
 		toolchainDir = cachedBuild()
 	}
@@ -49,23 +60,64 @@ func NewRunner(toolchainDir, dataDir string, extraEnv map[string]string, opts ..
 	if err != nil {
 		return nil, fmt.Errorf("pulumi CLI: %w", err)
 	}
-	r := &Runner{cli: cli, bin: bin, home: filepath.Join(dataDir, "pulumi-home"), work: filepath.Join(dataDir, "work"), env: extraEnv}
+	r := &Runner{cli: cli, bin: bin, data: dataDir, env: extraEnv, mode: sandbox.Auto}
 	for _, o := range opts {
 		o(r)
 	}
-	for _, d := range []string{r.home, r.work} {
+	if r.mode == sandbox.Required && sandbox.ABI() == 0 {
+		return nil, errors.New("the engine's sandbox is required (NIMBUS_SANDBOX=required), but this kernel has no Landlock")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the sandbox launcher: %w", err)
+	}
+	base := sandbox.System()
+	base.Read = append(base.Read, programDirs(bin)...)
+	r.cli.sandbox = sandbox.Launcher{Self: self, Mode: r.mode, Base: base}
+	r.cli.clouds = r.clouds
+	for _, d := range append([]string{r.workDir()}, r.clouds...) {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("prepare %s: %w", d, err)
 		}
 	}
 	if r.backend.URL == "" {
-		state, err := objstore.NewDir(r.stateDir())
-		if err != nil {
-			return nil, err
+		if err := splitState(r.stateDir()); err != nil {
+			return nil, fmt.Errorf("give each stack its own state directory: %w", err)
 		}
-		r.backend = Backend{URL: "file://" + state.Root(), Bucket: state}
 	}
 	return r, nil
+}
+
+// Confined reports whether engine processes run in a Landlock sandbox, not only under limits.
+func (r *Runner) Confined() bool { return r.cli.sandbox.Confined() }
+
+// programDirs are the directories engine processes may run programs from: the toolchain's, the
+// ones its links point into, and those on PATH, where language hosts and plugins are found.
+func programDirs(bin string) []string {
+	dirs := []string{bin}
+	entries, _ := os.ReadDir(bin)
+	for _, e := range entries {
+		if target, err := filepath.EvalSymlinks(filepath.Join(bin, e.Name())); err == nil {
+			dirs = append(dirs, filepath.Dir(target))
+		}
+	}
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if filepath.IsAbs(d) {
+			dirs = append(dirs, d)
+		}
+	}
+	slices.Sort(dirs)
+	return slices.Compact(dirs)
+}
+
+// home makes the home directory of the engine working in dir: its PULUMI_HOME, HOME and
+// TMPDIR, inside the directories it may write.
+func home(dir string) (string, error) {
+	h := filepath.Join(dir, ".home")
+	if err := os.MkdirAll(filepath.Join(h, "tmp"), 0o700); err != nil {
+		return "", fmt.Errorf("prepare %s: %w", h, err)
+	}
+	return h, nil
 }
 
 // CheckResult is what a preview of a program found.
@@ -80,7 +132,7 @@ type CheckResult struct {
 // deploys. Progress goes to progress as it happens. The workspace and its state are removed
 // afterwards.
 func (r *Runner) Check(ctx context.Context, code string, config map[string]any, progress io.Writer) (CheckResult, error) {
-	dir, err := os.MkdirTemp(r.work, "check-")
+	dir, err := os.MkdirTemp(r.workDir(), "check-")
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check workspace: %w", err)
 	}
@@ -91,11 +143,15 @@ func (r *Runner) Check(ctx context.Context, code string, config map[string]any, 
 	if err := os.MkdirAll(filepath.Join(dir, ".state"), 0o700); err != nil {
 		return CheckResult{}, err
 	}
+	h, err := home(dir)
+	if err != nil {
+		return CheckResult{}, err
+	}
 	// The scratch stack holds no secret worth keeping, and its cloud is thrown away with it.
 	// A backend of its own, whatever the Runner's: a check must leave nothing in shared state.
-	env := r.engineEnv(Backend{URL: "file://" + filepath.Join(dir, ".state")}, randomHex(16))
+	env := r.engineEnv(Backend{URL: "file://" + filepath.Join(dir, ".state")}, randomHex(16), h)
 	env["SIMCLOUD_DIR"] = filepath.Join(dir, "cloud")
-	ws, err := auto.NewLocalWorkspace(ctx, auto.WorkDir(dir), auto.Pulumi(r.cli), auto.PulumiHome(r.home), auto.EnvVars(env))
+	ws, err := auto.NewLocalWorkspace(ctx, auto.WorkDir(dir), auto.Pulumi(r.cli), auto.PulumiHome(h), auto.EnvVars(env))
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check workspace: %w", err)
 	}
@@ -206,23 +262,6 @@ func summarise(changes map[apitype.OpType]int) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-// tail keeps the last max bytes written to it: the end of the engine's output says what went
-// wrong, and a runaway program must not fill memory.
-type tail struct {
-	buf bytes.Buffer
-	max int
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.buf.Write(p)
-	if over := t.buf.Len() - t.max; over > 0 {
-		t.buf.Next(over)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string { return t.buf.String() }
 
 func randomHex(n int) string {
 	b := make([]byte, n)

@@ -66,7 +66,7 @@ func TestCheck_PreviewsAValidProgram(t *testing.T) {
 	if !res.Succeeded || res.Changes["create"] < 1 {
 		t.Fatalf("check failed or planned nothing: %+v\nprogress:\n%s", res, progress.String())
 	}
-	if entries, _ := os.ReadDir(r.work); len(entries) != 0 {
+	if entries, _ := os.ReadDir(r.workDir()); len(entries) != 0 {
 		t.Fatalf("the scratch workspace was left behind: %v", entries)
 	}
 }

@@ -167,8 +167,8 @@ func (r *Runner) Refresh(ctx context.Context, st Stack, progress io.Writer) (Res
 func (r *Runner) Destroy(ctx context.Context, st Stack, progress io.Writer) (Result, error) {
 	s, err := r.prepare(ctx, st, false)
 	if errors.Is(err, ErrNoStack) {
-		if err := os.RemoveAll(r.stackDir(st.Name)); err != nil {
-			return Result{}, fmt.Errorf("remove the working directory of %s: %w", st.Name, err)
+		if err := r.forget(st.Name); err != nil {
+			return Result{}, err
 		}
 		return Result{Changes: map[string]int{}, Output: fmt.Sprintf("no stack named %s: nothing to destroy", st.Name)}, nil
 	} else if err != nil {
@@ -195,8 +195,8 @@ func (r *Runner) Destroy(ctx context.Context, st Stack, progress io.Writer) (Res
 		}
 		return out, fmt.Errorf("remove stack %s: %w", st.Name, err)
 	}
-	if err := os.RemoveAll(r.stackDir(st.Name)); err != nil {
-		return out, fmt.Errorf("remove the working directory of %s: %w", st.Name, err)
+	if err := r.forget(st.Name); err != nil {
+		return out, err
 	}
 	return out, nil
 }
@@ -208,7 +208,7 @@ func (r *Runner) PreviewDestroy(ctx context.Context, st Stack, progress io.Write
 	s, err := r.prepare(ctx, st, false)
 	if errors.Is(err, ErrNoStack) {
 		if errors.Is(statErr, fs.ErrNotExist) {
-			_ = os.RemoveAll(r.stackDir(st.Name)) // looking must not leave a directory behind
+			_ = r.forget(st.Name) // looking must not leave a directory behind
 		}
 		return Result{Changes: map[string]int{}, Output: fmt.Sprintf("no stack named %s: nothing to destroy", st.Name)}, nil
 	} else if err != nil {
@@ -249,8 +249,12 @@ func (r *Runner) ClearLock(st Stack) error {
 	// operation forever.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	backend, err := r.backendOf(st.Name)
+	if err != nil {
+		return fmt.Errorf("clear lock of %s: %w", st.Name, err)
+	}
 	dir := lockDir(p.Name, st.Name)
-	locks, err := r.backend.Bucket.List(ctx, dir)
+	locks, err := backend.Bucket.List(ctx, dir)
 	if err != nil {
 		return fmt.Errorf("clear lock of %s: %w", st.Name, err)
 	}
@@ -259,7 +263,7 @@ func (r *Runner) ClearLock(st Stack) error {
 		if name := strings.TrimPrefix(key, dir); strings.Contains(name, "/") || !strings.HasSuffix(name, ".json") {
 			continue
 		}
-		content, err := readLock(ctx, r.backend.Bucket, key)
+		content, err := readLock(ctx, backend.Bucket, key)
 		if errors.Is(err, objstore.ErrNotFound) {
 			continue // its engine finished meanwhile
 		} else if err != nil {
@@ -270,7 +274,7 @@ func (r *Runner) ClearLock(st Stack) error {
 			// and two engines on one stack would corrupt it: wait for it to finish.
 			return fmt.Errorf("clear lock of %s: %w", st.Name, ErrLocked)
 		}
-		if err := r.backend.Bucket.Delete(ctx, key); err != nil {
+		if err := backend.Bucket.Delete(ctx, key); err != nil {
 			return fmt.Errorf("clear lock of %s: %w", st.Name, err)
 		}
 	}
@@ -341,13 +345,39 @@ func (r *Runner) Export(ctx context.Context, st Stack) ([]byte, error) {
 	return json.Marshal(dep)
 }
 
-// stateDir is the file backend every stack shares, unless NewRunner was given another.
-func (r *Runner) stateDir() string { return filepath.Join(filepath.Dir(r.home), "state") }
+// stateDir holds the stacks' file backends, one directory each, unless the state is shared.
+func (r *Runner) stateDir() string { return filepath.Join(r.data, "state") }
 
-// stackDir is the stack's working directory. NewRunner puts home directly under the data
-// directory, so its parent is the data directory.
-func (r *Runner) stackDir(name string) string {
-	return filepath.Join(filepath.Dir(r.home), "stacks", name)
+// stackDir is the stack's working directory.
+func (r *Runner) stackDir(name string) string { return filepath.Join(r.data, "stacks", name) }
+
+// workDir is where scratch workspaces are made.
+func (r *Runner) workDir() string { return filepath.Join(r.data, "work") }
+
+// backendOf is where the stack's state is: the shared backend, else a file backend of its own,
+// so that the sandbox can let its engine reach exactly its own state.
+func (r *Runner) backendOf(stack string) (Backend, error) {
+	if r.backend.URL != "" {
+		return r.backend, nil
+	}
+	dir, err := objstore.NewDir(filepath.Join(r.stateDir(), stack))
+	if err != nil {
+		return Backend{}, err
+	}
+	return Backend{URL: "file://" + dir.Root(), Bucket: dir}, nil
+}
+
+// forget removes the stack's directories: its working directory and its own file backend.
+func (r *Runner) forget(name string) error {
+	if err := os.RemoveAll(r.stackDir(name)); err != nil {
+		return fmt.Errorf("remove the working directory of %s: %w", name, err)
+	}
+	if r.backend.URL == "" {
+		if err := os.RemoveAll(filepath.Join(r.stateDir(), name)); err != nil {
+			return fmt.Errorf("remove the state directory of %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // engineEnv is the environment of every engine process: the toolchain first on PATH, no
@@ -355,11 +385,13 @@ func (r *Runner) stackDir(name string) string {
 // reaching it takes and the secrets passphrase, which no extra entry may replace. Credentials
 // and the passphrase travel in the environment only: a command line is visible to every user
 // of the machine.
-func (r *Runner) engineEnv(backend Backend, passphrase string) map[string]string {
+func (r *Runner) engineEnv(backend Backend, passphrase, home string) map[string]string {
 	env := map[string]string{
-		"PATH":                                     r.bin + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"PULUMI_SKIP_UPDATE_CHECK":                 "true",
-		"PULUMI_DIY_BACKEND_NO_LEGACY_WARNING":     "true",
+		"HOME":                                 home,
+		"TMPDIR":                               filepath.Join(home, "tmp"),
+		"PATH":                                 r.bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"PULUMI_SKIP_UPDATE_CHECK":             "true",
+		"PULUMI_DIY_BACKEND_NO_LEGACY_WARNING": "true",
 		"PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK": "true",
 		// Plugins come from the toolchain directory only: a program may not fetch and run one.
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
@@ -388,8 +420,16 @@ func (r *Runner) workspace(ctx context.Context, st Stack) (auto.Workspace, error
 	if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte(st.Code), 0o600); err != nil {
 		return nil, fmt.Errorf("write program: %w", err)
 	}
-	env := r.engineEnv(r.backend, st.Passphrase)
-	ws, err := auto.NewLocalWorkspace(ctx, auto.WorkDir(dir), auto.Pulumi(r.cli), auto.PulumiHome(r.home), auto.EnvVars(env))
+	h, err := home(dir)
+	if err != nil {
+		return nil, err
+	}
+	backend, err := r.backendOf(st.Name)
+	if err != nil {
+		return nil, err
+	}
+	env := r.engineEnv(backend, st.Passphrase, h)
+	ws, err := auto.NewLocalWorkspace(ctx, auto.WorkDir(dir), auto.Pulumi(r.cli), auto.PulumiHome(h), auto.EnvVars(env))
 	if err != nil {
 		return nil, fmt.Errorf("workspace of %s: %w", st.Name, err)
 	}
@@ -477,7 +517,7 @@ func (r *Runner) writeInputs(ctx context.Context, ws auto.Workspace, st Stack) e
 	for k, v := range ws.GetEnvVars() {
 		env = append(env, k+"="+v)
 	}
-	env = append(env, "PULUMI_HOME="+r.home)
+	env = append(env, "PULUMI_HOME="+ws.PulumiHome())
 	keys := make([]string, 0, len(st.Secrets))
 	for k := range st.Secrets {
 		keys = append(keys, k)

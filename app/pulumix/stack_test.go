@@ -45,7 +45,7 @@ func stackRunner(t *testing.T, backend string) (r *Runner, data, cloud string) {
 		}
 		opts = append(opts, WithBackend(S3Backend(store)))
 	}
-	r, err := NewRunner(toolchain(t), data, map[string]string{"SIMCLOUD_DIR": cloud}, opts...)
+	r, err := NewRunner(toolchain(t), data, map[string]string{"SIMCLOUD_DIR": cloud}, append(opts, CloudDirs(cloud))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,6 +157,10 @@ func testUpUpdatePreviewDestroy(t *testing.T, backend string) {
 	}
 	if !json.Valid(state) || !bytes.Contains(state, []byte(id)) {
 		t.Fatalf("export is not the stack's state:\n%s", state)
+	}
+	// Imported back, as a restore does: the engine reads it from a file of Nimbus's.
+	if err := r.Import(ctx, st, bytes.NewReader(state)); err != nil {
+		t.Fatalf("import the export: %v", err)
 	}
 
 	res, err = timed(t, "preview destroy", func() (Result, error) { return r.PreviewDestroy(ctx, st, nil) })
@@ -321,13 +325,13 @@ func testSecretsStayEncrypted(t *testing.T, backend string) {
 		t.Fatal("found no files to search")
 	}
 	// Nor does anything the backend keeps, wherever it keeps it.
-	keys, err := r.backend.Bucket.List(ctx, ".pulumi/")
+	keys, err := bucketOf(t, r, st.Name).List(ctx, ".pulumi/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	stacks := 0
 	for _, k := range keys {
-		if bytes.Contains(readBackendFile(t, r, k), []byte(canary)) {
+		if bytes.Contains(readBackendFile(t, r, st.Name, k), []byte(canary)) {
 			t.Errorf("the backend's %s holds the secret in plain text", k)
 		}
 		if strings.HasPrefix(k, ".pulumi/stacks/") {
@@ -344,7 +348,7 @@ func testSecretsStayEncrypted(t *testing.T, backend string) {
 // each has a sidecar of attributes (<lock>.json.attrs) that is not a lock.
 func lockFiles(t *testing.T, r *Runner, project, stack string) []string {
 	t.Helper()
-	keys, err := r.backend.Bucket.List(context.Background(), lockDir(project, stack))
+	keys, err := bucketOf(t, r, stack).List(context.Background(), lockDir(project, stack))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,10 +361,20 @@ func lockFiles(t *testing.T, r *Runner, project, stack string) []string {
 	return locks
 }
 
-// readBackendFile reads a file of the backend's by key.
-func readBackendFile(t *testing.T, r *Runner, key string) []byte {
+// bucketOf is the stack's backend's files.
+func bucketOf(t *testing.T, r *Runner, stack string) Bucket {
 	t.Helper()
-	rc, err := r.backend.Bucket.Get(context.Background(), key)
+	b, err := r.backendOf(stack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Bucket
+}
+
+// readBackendFile reads a file of the stack's backend by key.
+func readBackendFile(t *testing.T, r *Runner, stack, key string) []byte {
+	t.Helper()
+	rc, err := bucketOf(t, r, stack).Get(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,9 +388,9 @@ func readBackendFile(t *testing.T, r *Runner, key string) []byte {
 
 // writeBackendFile writes a file into the backend as the engine would, where Nimbus's own
 // stores refuse to.
-func writeBackendFile(t *testing.T, r *Runner, key string, content []byte) {
+func writeBackendFile(t *testing.T, r *Runner, stack, key string, content []byte) {
 	t.Helper()
-	switch b := r.backend.Bucket.(type) {
+	switch b := bucketOf(t, r, stack).(type) {
 	case *objstore.Dir:
 		path := filepath.Join(b.Root(), filepath.FromSlash(key))
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -435,7 +449,7 @@ func testCrashedEngineLeavesALockThatClearLockRemoves(t *testing.T, backend stri
 		lock = lockFiles(t, r, "simcloud-machine", st.Name)
 		return len(lock) == 1 && len(cloudFiles(t, cloud, "disk")) == 1
 	})
-	content := readBackendFile(t, r, lock[0])
+	content := readBackendFile(t, r, st.Name, lock[0])
 	t.Logf("lock file: %s: %s", lock[0], content)
 	var holder struct{ Pid int }
 	if err := json.Unmarshal(content, &holder); err != nil || holder.Pid <= 0 {
@@ -572,7 +586,7 @@ func testClearLockWaitsForALiveEngine(t *testing.T, backend string) {
 	key := lockDir("held", st.Name) + "l.json"
 	host, _ := os.Hostname()
 	// This test process stands for an engine a crashed server left running.
-	writeBackendFile(t, r, key, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, os.Getpid(), host))
+	writeBackendFile(t, r, st.Name, key, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, os.Getpid(), host))
 	if err := r.ClearLock(st); !errors.Is(err, ErrLocked) {
 		t.Fatalf("cleared a lock its live engine holds: %v", err)
 	}
@@ -581,8 +595,8 @@ func testClearLockWaitsForALiveEngine(t *testing.T, backend string) {
 	}
 	// A lock of another stack whose name starts the same is not this stack's.
 	other := lockDir("held", st.Name+"-2") + "l.json"
-	writeBackendFile(t, r, other, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, 1<<22+7, host))
-	writeBackendFile(t, r, key, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, 1<<22+7, host))
+	writeBackendFile(t, r, st.Name+"-2", other, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, 1<<22+7, host))
+	writeBackendFile(t, r, st.Name, key, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, 1<<22+7, host))
 	if err := r.ClearLock(st); err != nil {
 		t.Fatalf("kept a dead engine's lock: %v", err)
 	}
@@ -591,5 +605,58 @@ func testClearLockWaitsForALiveEngine(t *testing.T, backend string) {
 	}
 	if l := lockFiles(t, r, "held", st.Name+"-2"); len(l) != 1 {
 		t.Fatalf("ClearLock of %s removed another stack's lock", st.Name)
+	}
+}
+
+// Stacks that earlier versions kept in one file backend for all move into backends of their
+// own, and carry on from the state they had.
+func TestStack_SharedFileBackendIsSplitPerStack(t *testing.T) {
+	data, cloud := t.TempDir(), t.TempDir()
+	shared, err := objstore.NewDir(filepath.Join(data, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"SIMCLOUD_DIR": cloud}
+	old, err := NewRunner(toolchain(t), data, env, CloudDirs(cloud, shared.Root()),
+		WithBackend(Backend{URL: "file://" + shared.Root(), Bucket: shared}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	stacks := []Stack{machineStack(t, "d-one", map[string]any{"name": "one"}), machineStack(t, "d-two", map[string]any{"name": "two"})}
+	for _, st := range stacks {
+		if _, err := old.Up(ctx, st, nil); err != nil {
+			t.Fatalf("up %s on the shared backend: %v", st.Name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(shared.Root(), ".pulumi", "stacks", "simcloud-machine", "d-one.json")); err != nil {
+		t.Fatalf("the shared backend does not hold the stack where this test expects: %v", err)
+	}
+
+	r, err := NewRunner(toolchain(t), data, env, CloudDirs(cloud))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(shared.Root(), ".pulumi")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the shared backend is still there: %v", err)
+	}
+	for _, st := range stacks {
+		res, err := r.Preview(ctx, st, nil)
+		if err != nil {
+			t.Fatalf("preview %s: %v", st.Name, err)
+		}
+		if res.Changes["same"] != 3 || res.Changes["create"] != 0 { // the stack, its disk and its machine
+			t.Fatalf("%s after the split: changes %v, want its two resources as they were", st.Name, res.Changes)
+		}
+		if _, err := r.Destroy(ctx, st, nil); err != nil {
+			t.Fatalf("destroy %s: %v", st.Name, err)
+		}
+	}
+	if left := append(cloudFiles(t, cloud, "machine"), cloudFiles(t, cloud, "disk")...); len(left) != 0 {
+		t.Fatalf("left in the cloud: %v", left)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(data, "state")); len(entries) != 0 {
+		t.Fatalf("destroyed stacks left state behind: %v", entries)
 	}
 }

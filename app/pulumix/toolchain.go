@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,7 +38,7 @@ func Detect(ctx context.Context, dir string) Toolchain {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, t.CLI, "version")
-		cmd.Env = append(os.Environ(), "PULUMI_SKIP_UPDATE_CHECK=true")
+		cmd.Env = append(engineBaseEnv(), "PULUMI_SKIP_UPDATE_CHECK=true")
 		if out, err := cmd.Output(); err == nil {
 			t.CLIVersion = strings.TrimSpace(string(out))
 		}
@@ -50,9 +51,22 @@ func Detect(ctx context.Context, dir string) Toolchain {
 	return t
 }
 
+// LanguageOf names the program language a language host runs: nodejs runs typescript.
+func LanguageOf(host string) string {
+	if host == "nodejs" {
+		return "typescript"
+	}
+	return host
+}
+
 // Local is the toolchain in a directory (or the tool cache, or PATH), looked up without running
 // anything, so it is cheap enough for every save.
-type Local struct{ Dir string }
+type Local struct {
+	Dir string
+	// Enabled are the program languages the operator lets run besides YAML (typescript,
+	// python): a host on PATH alone enables nothing.
+	Enabled []string
+}
 
 func (l Local) dir() string {
 	if l.Dir == "" {
@@ -61,12 +75,13 @@ func (l Local) dir() string {
 	return l.Dir
 }
 
-// LanguageHosts reports which languages' hosts are installed.
+// LanguageHosts reports which languages' hosts are installed and enabled.
 func (l Local) LanguageHosts() map[string]bool {
 	dir := l.dir()
 	out := map[string]bool{}
 	for _, lang := range Languages {
-		out[lang] = find(dir, "pulumi-language-"+lang) != ""
+		enabled := lang == "yaml" || slices.Contains(l.Enabled, LanguageOf(lang))
+		out[lang] = enabled && find(dir, "pulumi-language-"+lang) != ""
 	}
 	return out
 }

@@ -48,3 +48,22 @@ func TestDetect_RealToolchainWhenBuilt(t *testing.T) {
 		t.Fatalf("the pinned toolchain in %s was not found working: %+v", dir, tc)
 	}
 }
+
+// A language host found on PATH enables nothing: the operator names the languages.
+func TestLocal_LanguagesOnlyWhenEnabled(t *testing.T) {
+	dir := t.TempDir()
+	for _, host := range []string{"pulumi-language-yaml", "pulumi-language-nodejs", "pulumi-language-python"} {
+		if err := os.WriteFile(filepath.Join(dir, host), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", dir)
+	got := Local{Dir: t.TempDir()}.LanguageHosts()
+	if !got["yaml"] || got["nodejs"] || got["python"] {
+		t.Fatalf("nothing enabled: %v", got)
+	}
+	got = Local{Dir: t.TempDir(), Enabled: []string{"typescript"}}.LanguageHosts()
+	if !got["yaml"] || !got["nodejs"] || got["python"] {
+		t.Fatalf("typescript enabled: %v", got)
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"nimbus/app/objstore"
 	"nimbus/app/objstore/s3test"
 	"nimbus/app/pulumix"
+	"nimbus/app/sandbox"
 	"nimbus/app/secrets"
 	"nimbus/app/server"
 	"nimbus/app/system"
@@ -89,6 +90,11 @@ type siteConfig struct {
 	operationTimeout time.Duration
 	// approvalTTL is how long an operation waits for approval; the default when zero.
 	approvalTTL time.Duration
+	// sandbox confines the engine as NIMBUS_SANDBOX does; auto when empty.
+	sandbox sandbox.Mode
+	// checkWorkers and checksPerTenant bound the checks running at once, on the node and per
+	// tenant; the defaults when zero.
+	checkWorkers, checksPerTenant int
 }
 
 // newSiteWith starts a server as cfg says.
@@ -123,9 +129,14 @@ func newSiteWith(t testing.TB, cfg siteConfig, configure ...func(*server.Deps)) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts = append(opts, pulumix.CloudDirs(cloud))
+	if cfg.sandbox != "" {
+		opts = append(opts, pulumix.WithSandbox(cfg.sandbox))
+	}
 	runner, _ := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), data, map[string]string{"SIMCLOUD_DIR": cloud}, opts...)
-	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.operationTimeout, ApprovalTTL: cfg.approvalTTL}
-	client, err := jobs.NewClient(w.pool, log, jobs.Config{Register: server.Workers(w.pool, eng, log), Periodic: server.Periodic()})
+	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.operationTimeout, ApprovalTTL: cfg.approvalTTL,
+		ChecksPerTenant: cfg.checksPerTenant}
+	client, err := jobs.NewClient(w.pool, log, jobs.Config{CheckWorkers: cfg.checkWorkers, Register: server.Workers(w.pool, eng, log), Periodic: server.Periodic()})
 	if err != nil {
 		t.Fatal(err)
 	}

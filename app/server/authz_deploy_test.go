@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -9,239 +10,373 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/deploy"
-	"nimbus/app/environment"
 	"nimbus/app/problem"
+	"nimbus/app/pulumix"
 )
 
-// deployed sets up an environment of tenant A with a queued deployment of the shared machine.
-func deployed(t *testing.T, w *world) (*deploy.Service, environment.Environment, deploy.Deployment, deploy.Operation) {
-	t.Helper()
-	ctx := context.Background()
-	env, err := environment.NewService(w.pool).Create(ctx, w.adminA, w.a.ID, "dev")
-	must(t, err)
-	svc := deploy.NewService(w.pool, testKeys(t), insertOnly(t, w.pool), nil, nil)
-	d, op, err := svc.Deploy(ctx, w.userA, deploy.Request{ComponentID: w.shared.ID, EnvironmentID: env.ID, Name: "web",
-		Parameters: map[string]any{"name": "web-1"}})
-	must(t, err)
-	return svc, env, d, op
+// deployment is a deployment and the operation that made it, or the last one on it.
+type deployment struct {
+	deploy.Deployment
+	op deploy.Operation
 }
 
-var deployCases = map[string]func(t *testing.T, w *world){
-	"deploy.Service.Deploy": func(t *testing.T, w *world) {
+// deployA has A's user deploy the shared machine into A's environment dev, under name.
+func (w *world) deployA(t *testing.T, name string, previewOnly bool) deployment {
+	t.Helper()
+	d, op, err := w.deploys.Deploy(context.Background(), w.userA, deploy.Request{ComponentID: w.shared.ID, EnvironmentID: w.dev(t).ID,
+		Name: name, Parameters: map[string]any{"name": name + "-1"}, PreviewOnly: previewOnly})
+	must(t, err)
+	return deployment{Deployment: d, op: op}
+}
+
+// web is a deployment of tenant A whose first deploy is queued.
+func (w *world) web(t *testing.T) deployment {
+	return fixture(w, "web", func() deployment { return w.deployA(t, "web", false) })
+}
+
+// previewed is a deployment of tenant A that was only asked to be previewed: pending, its
+// preview queued.
+func (w *world) previewed(t *testing.T) deployment {
+	return fixture(w, "previewed", func() deployment { return w.deployA(t, "api", true) })
+}
+
+// live is a deployment of tenant A that is deployed, as a worker leaves it after its first
+// deploy succeeded.
+func (w *world) live(t *testing.T) deployment {
+	return fixture(w, "live", func() deployment {
 		ctx := context.Background()
-		svc, env, _, _ := deployed(t, w)
-		req := deploy.Request{ComponentID: w.shared.ID, EnvironmentID: env.ID, Name: "other", Parameters: map[string]any{"name": "x"}}
-		_, _, err := svc.Deploy(ctx, w.adminB, req)
-		if problem.FieldOf(err) != "environment_id" {
-			t.Fatalf("deploying into another tenant's environment: %v", err)
-		}
-		_, _, err = svc.Deploy(ctx, w.readerA, req)
-		wantErr(t, err, problem.ErrForbidden)
-		req.ComponentID = w.ofA.ID // unpublished
-		_, _, err = svc.Deploy(ctx, w.userA, req)
-		if problem.FieldOf(err) != "version" {
-			t.Fatalf("deploying an unpublished component: %v", err)
-		}
-	},
-	"deploy.Service.Destroy": func(t *testing.T, w *world) {
-		ctx := context.Background()
-		svc, _, d, _ := deployed(t, w)
-		_, err := svc.Destroy(ctx, w.adminB, d.ID)
-		wantErr(t, err, problem.ErrNotFound)
-		_, err = svc.Destroy(ctx, w.userA, d.ID)
-		wantErr(t, err, problem.ErrForbidden) // destroying is for tenant admins
-		_, err = svc.Destroy(ctx, w.adminA, d.ID)
+		d := w.deployA(t, "db", false)
+		w.succeed(t, d.op.ID)
+		_, err := w.pool.Exec(ctx, `UPDATE deployed_components SET status = 'deployed' WHERE id = $1`, d.ID)
 		must(t, err)
-	},
-	"deploy.Service.Get": func(t *testing.T, w *world) {
-		svc, _, d, _ := deployed(t, w)
-		_, err := svc.Get(context.Background(), w.adminB, d.ID)
-		wantErr(t, err, problem.ErrNotFound)
-		got, err := svc.Get(context.Background(), w.readerA, d.ID)
+		return d
+	})
+}
+
+// succeed ends an operation as a worker does when it succeeded.
+func (w *world) succeed(t *testing.T, id uuid.UUID) {
+	t.Helper()
+	_, err := w.pool.Exec(context.Background(),
+		`UPDATE operations SET status = 'succeeded', started_at = now(), finished_at = now() WHERE id = $1`, id)
+	must(t, err)
+}
+
+// preview is a preview of the live deployment, by A's user, that succeeded.
+func (w *world) preview(t *testing.T) deploy.Operation {
+	return fixture(w, "preview", func() deploy.Operation {
+		op, err := w.deploys.Preview(context.Background(), w.userA, w.live(t).ID, deploy.Change{Parameters: map[string]any{"cores": 3.0}})
 		must(t, err)
-		if got.Parameters["name"] != "web-1" || got.Parameters["cores"] != 2.0 {
-			t.Fatalf("parameters %v: want the given name and the default cores", got.Parameters)
-		}
-	},
-	"deploy.Service.List": func(t *testing.T, w *world) {
-		svc, _, _, _ := deployed(t, w)
-		got, err := svc.List(context.Background(), w.adminB, deploy.Filter{})
+		w.succeed(t, op.ID)
+		return op
+	})
+}
+
+// v2 is the shared machine's second version, which the live deployment may be upgraded to.
+func (w *world) v2(t *testing.T) {
+	fixture(w, "v2", func() bool {
+		_, err := w.components.Publish(context.Background(), w.admin, w.shared.ID, w.shared.Revision, "second")
 		must(t, err)
-		if len(got) != 0 {
-			t.Fatalf("B lists A's deployments: %v", got)
+		return true
+	})
+}
+
+// states is a deploy service with the Pulumi CLI, for the methods that read or write a stack's
+// state; exporting and importing state runs the CLI, never a program.
+func (w *world) states(t *testing.T) *deploy.Service {
+	return fixture(w, "states", func() *deploy.Service {
+		runner, err := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), t.TempDir(), nil)
+		if err != nil {
+			t.Fatalf("a stack's state is read and written by the Pulumi CLI: %v", err)
 		}
-		got, err = svc.List(context.Background(), w.readerA, deploy.Filter{})
-		must(t, err)
-		if len(got) != 1 {
-			t.Fatalf("reader of A lists %d deployments", len(got))
-		}
+		return deploy.NewService(w.pool, w.keys, insertOnly(t, w.pool), runner, nil)
+	})
+}
+
+// emptyState is the export of a stack with no resources.
+const emptyState = `{"version": 3, "deployment": {"manifest": {"time": "2025-01-01T00:00:00Z", "magic": "", "version": ""}}}`
+
+var deployCases = map[string]authzCase{
+	"deploy.Service.Deploy": {
+		refused: []refusal{{adminB, invalid("environment_id")}, {readerA, problem.ErrForbidden}},
+		served:  []actor{userA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			d, op, err := w.deploys.Deploy(context.Background(), p, deploy.Request{ComponentID: w.shared.ID, EnvironmentID: w.dev(t).ID,
+				Name: "other", Parameters: map[string]any{"name": "x"}})
+			if err == nil && (d.Status != "pending" || op.Kind != "deploy" || op.Status != "queued") {
+				t.Errorf("deployment %s, operation %s %s", d.Status, op.Kind, op.Status)
+			}
+			return err
+		},
+		then: func(t *testing.T, w *world) {
+			_, _, err := w.deploys.Deploy(context.Background(), w.userA, deploy.Request{ComponentID: w.ofA.ID, EnvironmentID: w.dev(t).ID,
+				Name: "unpublished", Parameters: map[string]any{"name": "x"}})
+			wantField(t, err, "version")
+		},
 	},
-	"deploy.Service.Operation": func(t *testing.T, w *world) {
-		svc, _, _, op := deployed(t, w)
-		_, err := svc.Operation(context.Background(), w.adminB, op.ID)
-		wantErr(t, err, problem.ErrNotFound)
-		got, err := svc.Operation(context.Background(), w.readerA, op.ID)
-		must(t, err)
-		if got.Status != "queued" || got.Kind != "deploy" {
-			t.Fatalf("operation %+v", got)
-		}
+	"deploy.Service.Destroy": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {userA, problem.ErrForbidden}}, // destroying is for tenant admins
+		served:  []actor{adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			op, err := w.deploys.Destroy(context.Background(), p, w.live(t).ID)
+			if err == nil && (op.Kind != "destroy" || op.Status != "queued") {
+				t.Errorf("destroy: %+v", op)
+			}
+			return err
+		},
 	},
-	"deploy.Service.Operations": func(t *testing.T, w *world) {
-		svc, _, d, _ := deployed(t, w)
-		ops, err := svc.Operations(context.Background(), w.adminB, deploy.Filter{DeploymentID: d.ID})
-		must(t, err)
-		if len(ops) != 0 {
-			t.Fatalf("B lists A's operations: %v", ops)
-		}
-		ops, err = svc.Operations(context.Background(), w.readerA, deploy.Filter{DeploymentID: d.ID, Kind: "deploy", Status: "queued"})
-		must(t, err)
-		if len(ops) != 1 {
-			t.Fatalf("operations %v", ops)
-		}
+	"deploy.Service.Get": {
+		refused: []refusal{{adminB, problem.ErrNotFound}},
+		served:  []actor{readerA, providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			got, err := w.deploys.Get(context.Background(), p, w.web(t).ID)
+			if err == nil && (got.Parameters["name"] != "web-1" || got.Parameters["cores"] != 2.0) {
+				t.Errorf("parameters %v: want the given name and the default cores", got.Parameters)
+			}
+			return err
+		},
 	},
-	"deploy.Service.Detail": func(t *testing.T, w *world) {
-		svc, _, _, op := deployed(t, w)
-		_, err := svc.Detail(context.Background(), w.adminB, op.ID)
-		wantErr(t, err, problem.ErrNotFound)
-		got, err := svc.Detail(context.Background(), w.readerA, op.ID)
-		must(t, err)
-		if got.ID != op.ID || got.Steps == nil || got.Resources == nil {
-			t.Fatalf("detail %+v", got)
-		}
+	"deploy.Service.List": {
+		refused: []refusal{{adminB, errHidden}},
+		served:  []actor{readerA, providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			web := w.web(t)
+			got, err := w.deploys.List(context.Background(), p, deploy.Filter{})
+			return shown(got, err, func(d deploy.Deployment) bool { return d.ID == web.ID })
+		},
+		then: func(t *testing.T, w *world) {
+			got, err := w.deploys.List(context.Background(), w.adminB, deploy.Filter{})
+			must(t, err)
+			if len(got) != 0 {
+				t.Fatalf("B lists A's deployments: %v", got)
+			}
+			got, err = w.deploys.List(context.Background(), w.readerA, deploy.Filter{})
+			must(t, err)
+			if len(got) != 1 {
+				t.Fatalf("reader of A lists %d deployments", len(got))
+			}
+		},
 	},
-	"deploy.Service.Preview": func(t *testing.T, w *world) {
-		actionCase(t, w, "preview", func(svc *deploy.Service, actor access.Principal, id uuid.UUID) (deploy.Operation, error) {
-			return svc.Preview(context.Background(), actor, id, deploy.Change{Parameters: map[string]any{"cores": 3.0}})
-		}, "")
+	"deploy.Service.Operation": {
+		refused: []refusal{{adminB, problem.ErrNotFound}},
+		served:  []actor{readerA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			got, err := w.deploys.Operation(context.Background(), p, w.web(t).op.ID)
+			if err == nil && (got.Status != "queued" || got.Kind != "deploy") {
+				t.Errorf("operation %+v", got)
+			}
+			return err
+		},
 	},
-	"deploy.Service.Start": func(t *testing.T, w *world) {
-		actionCase(t, w, "deploy", func(svc *deploy.Service, actor access.Principal, id uuid.UUID) (deploy.Operation, error) {
-			return svc.Start(context.Background(), actor, id, deploy.Change{})
-		}, "deployment") // its first deploy is queued already
+	"deploy.Service.Operations": {
+		refused: []refusal{{adminB, errHidden}},
+		served:  []actor{readerA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			web := w.web(t)
+			ops, err := w.deploys.Operations(context.Background(), p, deploy.Filter{DeploymentID: web.ID, Kind: "deploy", Status: "queued"})
+			if err == nil && len(ops) > 1 {
+				t.Errorf("operations %v", ops)
+			}
+			return shown(ops, err, func(op deploy.Operation) bool { return op.ID == web.op.ID })
+		},
+		then: func(t *testing.T, w *world) {
+			ops, err := w.deploys.Operations(context.Background(), w.adminB, deploy.Filter{DeploymentID: w.web(t).ID})
+			must(t, err)
+			if len(ops) != 0 {
+				t.Fatalf("B lists A's operations: %v", ops)
+			}
+		},
 	},
-	"deploy.Service.Update": func(t *testing.T, w *world) {
-		actionCase(t, w, "update", func(svc *deploy.Service, actor access.Principal, id uuid.UUID) (deploy.Operation, error) {
-			return svc.Update(context.Background(), actor, id, deploy.Change{Parameters: map[string]any{"cores": 3.0}})
-		}, "deployment") // not deployed yet
+	"deploy.Service.Detail": {
+		refused: []refusal{{adminB, problem.ErrNotFound}},
+		served:  []actor{readerA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			op := w.web(t).op
+			got, err := w.deploys.Detail(context.Background(), p, op.ID)
+			if err == nil && (got.ID != op.ID || got.Steps == nil || got.Resources == nil) {
+				t.Errorf("detail %+v", got)
+			}
+			return err
+		},
 	},
-	"deploy.Service.Upgrade": func(t *testing.T, w *world) {
-		upgrade := func(svc *deploy.Service, actor access.Principal, id uuid.UUID) (deploy.Operation, error) {
-			return svc.Upgrade(context.Background(), actor, id, deploy.Change{})
-		}
-		svc, _, d, _ := deployed(t, w)
-		_, err := upgrade(svc, w.userA, d.ID)
-		wantErr(t, err, problem.ErrForbidden) // upgrading is for tenant admins
-		_, err = upgrade(svc, w.adminB, d.ID)
-		wantErr(t, err, problem.ErrNotFound)
-		if _, err := upgrade(svc, w.adminA, d.ID); problem.FieldOf(err) != "deployment" {
-			t.Fatalf("upgrade of a deployment not deployed yet: %v", err)
-		}
+	"deploy.Service.Preview": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {readerA, problem.ErrForbidden}},
+		served:  []actor{userA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			op, err := w.deploys.Preview(context.Background(), p, w.web(t).ID, deploy.Change{Parameters: map[string]any{"cores": 3.0}})
+			return queued(t, op, err, "preview", 1) // behind the deploy
+		},
 	},
-	"deploy.Service.Refresh": func(t *testing.T, w *world) {
-		actionCase(t, w, "refresh", func(svc *deploy.Service, actor access.Principal, id uuid.UUID) (deploy.Operation, error) {
-			return svc.Refresh(context.Background(), actor, id)
-		}, "deployment")
+	"deploy.Service.Start": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {readerA, problem.ErrForbidden}},
+		served:  []actor{userA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			op, err := w.deploys.Start(context.Background(), p, w.previewed(t).ID, deploy.Change{})
+			return queued(t, op, err, "deploy", 1) // behind the preview
+		},
+		then: func(t *testing.T, w *world) {
+			_, err := w.deploys.Start(context.Background(), w.userA, w.web(t).ID, deploy.Change{})
+			wantField(t, err, "deployment") // its first deploy is queued already
+		},
 	},
-	"deploy.Service.State": func(t *testing.T, w *world) {
-		svc, _, d, _ := deployed(t, w)
-		_, err := svc.State(context.Background(), w.adminB, d.ID)
-		wantErr(t, err, problem.ErrNotFound)
-		_, err = svc.State(context.Background(), w.userA, d.ID)
-		wantErr(t, err, problem.ErrForbidden) // the state holds every property: tenant admins only
+	"deploy.Service.Update": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {readerA, problem.ErrForbidden}},
+		served:  []actor{userA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			op, err := w.deploys.Update(context.Background(), p, w.live(t).ID, deploy.Change{Parameters: map[string]any{"cores": 3.0}})
+			return queued(t, op, err, "update", 0)
+		},
+		then: func(t *testing.T, w *world) {
+			_, err := w.deploys.Update(context.Background(), w.userA, w.web(t).ID, deploy.Change{Parameters: map[string]any{"cores": 3.0}})
+			wantField(t, err, "deployment") // not deployed yet
+		},
 	},
-	"deploy.Service.RestoreState": func(t *testing.T, w *world) {
-		svc, _, d, _ := deployed(t, w)
-		err := svc.RestoreState(context.Background(), w.adminB, d.ID, strings.NewReader("{}"), 2)
-		wantErr(t, err, problem.ErrNotFound)
-		err = svc.RestoreState(context.Background(), w.adminA, d.ID, strings.NewReader("{}"), 2)
-		wantErr(t, err, problem.ErrForbidden) // provider admins only
+	"deploy.Service.Upgrade": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {userA, problem.ErrForbidden}}, // upgrading is for tenant admins
+		served:  []actor{adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			d := w.live(t)
+			w.v2(t) // published after the deploy
+			op, err := w.deploys.Upgrade(context.Background(), p, d.ID, deploy.Change{})
+			if err == nil && op.Version != 2 {
+				t.Errorf("the upgrade brings version %d, want 2", op.Version)
+			}
+			return queued(t, op, err, "upgrade", 0)
+		},
+		then: func(t *testing.T, w *world) {
+			_, err := w.deploys.Upgrade(context.Background(), w.adminA, w.web(t).ID, deploy.Change{})
+			wantField(t, err, "deployment") // not deployed yet
+		},
 	},
-	"deploy.Service.MayRestoreState": func(t *testing.T, w *world) {
-		svc, _, d, _ := deployed(t, w)
-		wantErr(t, svc.MayRestoreState(context.Background(), w.adminB, d.ID), problem.ErrNotFound)
-		wantErr(t, svc.MayRestoreState(context.Background(), w.adminA, d.ID), problem.ErrForbidden)
-		must(t, svc.MayRestoreState(context.Background(), w.admin, d.ID))
+	"deploy.Service.Refresh": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {readerA, problem.ErrForbidden}},
+		served:  []actor{userA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			op, err := w.deploys.Refresh(context.Background(), p, w.live(t).ID)
+			return queued(t, op, err, "refresh", 0)
+		},
+		then: func(t *testing.T, w *world) {
+			_, err := w.deploys.Refresh(context.Background(), w.userA, w.web(t).ID)
+			wantField(t, err, "deployment") // not deployed yet
+		},
 	},
-	"deploy.Service.Deployable": func(t *testing.T, w *world) {
-		svc, _, _, _ := deployed(t, w)
-		_, err := svc.Deployable(context.Background(), w.adminB, w.ofA.ID)
-		wantErr(t, err, problem.ErrNotFound)
-		got, err := svc.Deployable(context.Background(), w.userA, w.shared.ID)
-		must(t, err)
-		if len(got.Environments) != 1 || got.Component != w.shared.Name {
-			t.Fatalf("deployable %+v", got)
-		}
-		got, err = svc.Deployable(context.Background(), w.adminB, w.shared.ID)
-		must(t, err)
-		if len(got.Environments) != 0 {
-			t.Fatalf("B is offered A's environments: %+v", got.Environments)
-		}
+	"deploy.Service.State": {
+		// The state holds every property: tenant admins only.
+		refused: []refusal{{adminB, problem.ErrNotFound}, {userA, problem.ErrForbidden}},
+		served:  []actor{adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			d := fixture(w, "restored", func() deployment {
+				d := w.live(t)
+				must(t, w.states(t).RestoreState(context.Background(), w.admin, d.ID, strings.NewReader(emptyState), int64(len(emptyState))))
+				return d
+			})
+			state, err := w.states(t).State(context.Background(), p, d.ID)
+			if err == nil && !strings.Contains(string(state), `"deployment"`) {
+				t.Errorf("the export: %s", state)
+			}
+			return err
+		},
 	},
-	"deploy.Service.Apply": func(t *testing.T, w *world) {
-		svc, _, d, _ := deployed(t, w)
-		preview, err := svc.Preview(context.Background(), w.userA, d.ID, deploy.Change{})
-		must(t, err)
-		_, err = svc.Apply(context.Background(), w.adminB, preview.ID)
-		wantErr(t, err, problem.ErrNotFound)
-		_, err = svc.Apply(context.Background(), w.userA, preview.ID)
-		if problem.FieldOf(err) != "operation" {
-			t.Fatalf("applying a preview that has not run: %v", err)
-		}
+	"deploy.Service.RestoreState": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {adminA, problem.ErrForbidden}}, // provider admins only
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			return w.states(t).RestoreState(context.Background(), p, w.live(t).ID, strings.NewReader(emptyState), int64(len(emptyState)))
+		},
 	},
-	"deploy.Service.FullLog": func(t *testing.T, w *world) {
-		svc, _, _, op := deployed(t, w)
-		_, err := svc.FullLog(context.Background(), w.adminB, op.ID)
-		wantErr(t, err, problem.ErrNotFound)
-		r, err := svc.FullLog(context.Background(), w.readerA, op.ID)
-		must(t, err)
-		r.Close()
+	"deploy.Service.MayRestoreState": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {adminA, problem.ErrForbidden}}, // provider admins only
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			return w.states(t).MayRestoreState(context.Background(), p, w.live(t).ID)
+		},
 	},
-	"deploy.Service.Logs": func(t *testing.T, w *world) {
-		svc, _, _, op := deployed(t, w)
-		_, err := svc.Logs(context.Background(), w.adminB, op.ID, 0)
-		wantErr(t, err, problem.ErrNotFound)
-		_, err = svc.Logs(context.Background(), w.readerA, uuid.New(), 0)
-		wantErr(t, err, problem.ErrNotFound)
-		_, err = svc.Logs(context.Background(), w.readerA, op.ID, 0)
-		must(t, err)
+	"deploy.Service.Deployable": {
+		refused: []refusal{{adminB, problem.ErrNotFound}},
+		served:  []actor{userA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			env := w.dev(t)
+			got, err := w.deploys.Deployable(context.Background(), p, w.publishedA(t).ID)
+			if err == nil && (len(got.Environments) != 1 || got.Environments[0].ID != env.ID) {
+				t.Errorf("%s is offered %+v", p.Email, got.Environments)
+			}
+			return err
+		},
+		then: func(t *testing.T, w *world) {
+			got, err := w.deploys.Deployable(context.Background(), w.userA, w.shared.ID)
+			must(t, err)
+			if len(got.Environments) != 1 || got.Component != w.shared.Name {
+				t.Fatalf("deployable %+v", got)
+			}
+			got, err = w.deploys.Deployable(context.Background(), w.adminB, w.shared.ID)
+			must(t, err)
+			if len(got.Environments) != 0 {
+				t.Fatalf("B is offered A's environments: %+v", got.Environments)
+			}
+		},
 	},
-	"deploy.Service.Cancel": func(t *testing.T, w *world) {
-		ctx := context.Background()
-		svc, _, _, op := deployed(t, w)
-		_, err := svc.Cancel(ctx, w.adminB, op.ID)
-		wantErr(t, err, problem.ErrNotFound)
-		_, err = svc.Cancel(ctx, w.readerA, op.ID)
-		wantErr(t, err, problem.ErrForbidden)
-		got, err := svc.Cancel(ctx, w.userA, op.ID)
-		must(t, err)
-		if got.Status != "cancelled" {
-			t.Fatalf("a queued operation cancelled is %s", got.Status)
-		}
-		if _, err := svc.Cancel(ctx, w.userA, op.ID); problem.FieldOf(err) != "operation" {
-			t.Fatalf("cancelling twice: %v", err)
-		}
+	"deploy.Service.Apply": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {readerA, problem.ErrForbidden}},
+		served:  []actor{userA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			op, err := w.deploys.Apply(context.Background(), p, w.preview(t).ID)
+			if err == nil && op.Parameters["cores"] != 3.0 {
+				t.Errorf("the update applies %v, not what was previewed", op.Parameters)
+			}
+			return queued(t, op, err, "update", 0)
+		},
+		then: func(t *testing.T, w *world) {
+			preview, err := w.deploys.Preview(context.Background(), w.userA, w.live(t).ID, deploy.Change{})
+			must(t, err)
+			_, err = w.deploys.Apply(context.Background(), w.userA, preview.ID)
+			wantField(t, err, "operation") // a preview that has not run
+		},
+	},
+	"deploy.Service.FullLog": {
+		refused: []refusal{{adminB, problem.ErrNotFound}},
+		served:  []actor{readerA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			r, err := w.deploys.FullLog(context.Background(), p, w.web(t).op.ID)
+			if err == nil {
+				r.Close()
+			}
+			return err
+		},
+	},
+	"deploy.Service.Logs": {
+		refused: []refusal{{adminB, problem.ErrNotFound}},
+		served:  []actor{readerA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			_, err := w.deploys.Logs(context.Background(), p, w.web(t).op.ID, 0)
+			return err
+		},
+		then: func(t *testing.T, w *world) {
+			_, err := w.deploys.Logs(context.Background(), w.readerA, uuid.New(), 0)
+			wantErr(t, err, problem.ErrNotFound)
+		},
+	},
+	"deploy.Service.Cancel": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {readerA, problem.ErrForbidden}},
+		served:  []actor{userA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			got, err := w.deploys.Cancel(context.Background(), p, w.web(t).op.ID)
+			if err == nil && got.Status != "cancelled" {
+				t.Errorf("a queued operation cancelled is %s", got.Status)
+			}
+			return err
+		},
+		then: func(t *testing.T, w *world) {
+			_, err := w.deploys.Cancel(context.Background(), w.userA, w.web(t).op.ID)
+			wantField(t, err, "operation") // cancelling twice
+		},
 	},
 }
 
-// actionCase checks an action on a deployment of tenant A: hidden from B, refused to A's
-// reader, and for A's user queued, or refused naming refusedField when the deployment's state
-// rules it out.
-func actionCase(t *testing.T, w *world, kind string, act func(*deploy.Service, access.Principal, uuid.UUID) (deploy.Operation, error), refusedField string) {
+// queued checks that a requested operation is of kind and queued with position operations
+// before it; it passes err on.
+func queued(t *testing.T, op deploy.Operation, err error, kind string, position int) error {
 	t.Helper()
-	svc, _, d, _ := deployed(t, w)
-	_, err := act(svc, w.adminB, d.ID)
-	wantErr(t, err, problem.ErrNotFound)
-	_, err = act(svc, w.readerA, d.ID)
-	wantErr(t, err, problem.ErrForbidden)
-	op, err := act(svc, w.userA, d.ID)
-	if refusedField != "" {
-		if problem.FieldOf(err) != refusedField {
-			t.Fatalf("%s of a deployment not deployed yet: %v", kind, err)
-		}
-		return
+	if err == nil && (op.Kind != kind || op.Status != "queued" || op.Position != position) {
+		t.Errorf("%s: %+v, want it queued with %d before it", kind, op, position)
 	}
-	must(t, err)
-	if op.Kind != kind || op.Status != "queued" || op.Position != 1 {
-		t.Fatalf("%s: %+v, want it queued behind the deploy", kind, op)
-	}
+	return err
 }

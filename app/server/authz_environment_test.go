@@ -4,50 +4,60 @@ import (
 	"context"
 	"testing"
 
+	"nimbus/app/access"
 	"nimbus/app/environment"
 	"nimbus/app/problem"
 )
 
-var environmentCases = map[string]func(t *testing.T, w *world){
-	"environment.Service.Create": func(t *testing.T, w *world) {
-		ctx := context.Background()
-		envs := environment.NewService(w.pool)
-		_, err := envs.Create(ctx, w.adminB, w.a.ID, "dev")
-		if problem.FieldOf(err) != "tenant_id" {
-			t.Fatalf("creating in another tenant: %v", err)
-		}
-		_, err = envs.Create(ctx, w.userA, w.a.ID, "dev")
-		wantErr(t, err, problem.ErrForbidden)
-		_, err = envs.Create(ctx, w.adminA, w.a.ID, "dev")
+// dev is tenant A's environment dev, made by its admin outside any landing zone; it is active.
+func (w *world) dev(t *testing.T) environment.Environment {
+	return fixture(w, "dev", func() environment.Environment {
+		env, err := w.envs.Create(context.Background(), w.adminA, w.a.ID, "dev")
 		must(t, err)
-		if _, err = envs.Create(ctx, w.adminA, w.a.ID, "DEV"); problem.FieldOf(err) != "name" {
-			t.Fatalf("a second dev: %v", err)
-		}
+		return env
+	})
+}
+
+var environmentCases = map[string]authzCase{
+	"environment.Service.Create": {
+		refused: []refusal{{adminB, invalid("tenant_id")}, {userA, problem.ErrForbidden}},
+		served:  []actor{adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			_, err := w.envs.Create(context.Background(), p, w.a.ID, "dev")
+			return err
+		},
+		then: func(t *testing.T, w *world) {
+			_, err := w.envs.Create(context.Background(), w.adminA, w.a.ID, "DEV")
+			wantField(t, err, "name") // a second dev
+		},
 	},
-	"environment.Service.Get": func(t *testing.T, w *world) {
-		ctx := context.Background()
-		envs := environment.NewService(w.pool)
-		e, err := envs.Create(ctx, w.adminA, w.a.ID, "dev")
-		must(t, err)
-		_, err = envs.Get(ctx, w.adminB, e.ID)
-		wantErr(t, err, problem.ErrNotFound)
-		_, err = envs.Get(ctx, w.readerA, e.ID)
-		must(t, err)
+	"environment.Service.Get": {
+		refused: []refusal{{adminB, problem.ErrNotFound}},
+		served:  []actor{readerA, providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			_, err := w.envs.Get(context.Background(), p, w.dev(t).ID)
+			return err
+		},
 	},
-	"environment.Service.List": func(t *testing.T, w *world) {
-		ctx := context.Background()
-		envs := environment.NewService(w.pool)
-		_, err := envs.Create(ctx, w.adminA, w.a.ID, "dev")
-		must(t, err)
-		got, err := envs.List(ctx, w.adminB)
-		must(t, err)
-		if len(got) != 0 {
-			t.Fatalf("tenant admin of B lists A's environments: %v", got)
-		}
-		got, err = envs.List(ctx, w.readerA)
-		must(t, err)
-		if len(got) != 1 {
-			t.Fatalf("reader of A lists %d environments, want 1", len(got))
-		}
+	"environment.Service.List": {
+		refused: []refusal{{adminB, errHidden}},
+		served:  []actor{readerA, providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			env := w.dev(t)
+			got, err := w.envs.List(context.Background(), p)
+			for _, e := range got {
+				if !p.Can("environment:read", e.TenantID) {
+					t.Errorf("%s lists %s of another tenant", p.Email, e.Name)
+				}
+			}
+			return shown(got, err, func(e environment.Environment) bool { return e.ID == env.ID })
+		},
+		then: func(t *testing.T, w *world) {
+			got, err := w.envs.List(context.Background(), w.readerA)
+			must(t, err)
+			if len(got) != 1 {
+				t.Fatalf("reader of A lists %d environments, want 1", len(got))
+			}
+		},
 	},
 }

@@ -7,231 +7,327 @@ import (
 
 	"github.com/google/uuid"
 
-	"nimbus/app/approval"
+	"nimbus/app/access"
 	"nimbus/app/dashboard"
 	"nimbus/app/environment"
 	"nimbus/app/landingzone"
 	"nimbus/app/problem"
-	"nimbus/app/resolver"
 )
 
-// zoneWorld is a published landing zone with a template of the shared machine; its services
-// queue jobs and work none.
-type zoneWorld struct {
-	svc      *landingzone.Service
+// zoneFixture is a landing zone with a template of the shared machine, and for a draft zone a
+// system service.
+type zoneFixture struct {
 	zone     landingzone.Zone
 	template uuid.UUID
+	service  uuid.UUID
 }
 
-func newZone(t *testing.T, w *world) zoneWorld {
-	t.Helper()
-	ctx := context.Background()
-	svc := landingzone.NewService(w.pool, testKeys(t), insertOnly(t, w.pool))
-	z, err := svc.Create(ctx, w.admin, landingzone.NewZone{Name: "zone", Provider: "simcloud"})
-	must(t, err)
-	tpl, err := svc.AddTemplate(ctx, w.admin, z.ID, landingzone.NewTemplate{Name: "basic",
-		MandatoryComponents: []landingzone.MemberIn{{ComponentID: w.shared.ID, Name: "web", Parameters: map[string]any{"name": "web"}}}})
-	must(t, err)
-	z, err = svc.Publish(ctx, w.admin, z.ID)
-	must(t, err)
-	// No worker runs here: the zone's (empty) system services are as good as deployed.
-	_, err = w.pool.Exec(ctx, `UPDATE environments SET status = 'active' WHERE id = $1`, z.SystemEnvironmentID)
-	must(t, err)
-	return zoneWorld{svc: svc, zone: z, template: tpl.ID}
+// draftZone is a draft landing zone with a template and a system service, both of the shared
+// machine.
+func (w *world) draftZone(t *testing.T) zoneFixture {
+	return fixture(w, "draftZone", func() zoneFixture {
+		ctx := context.Background()
+		z, err := w.zones.Create(ctx, w.admin, landingzone.NewZone{Name: "draft", Provider: "simcloud"})
+		must(t, err)
+		tpl, err := w.zones.AddTemplate(ctx, w.admin, z.ID, landingzone.NewTemplate{Name: "basic",
+			MandatoryComponents: []landingzone.MemberIn{{ComponentID: w.shared.ID, Name: "web", Parameters: map[string]any{"name": "web"}}}})
+		must(t, err)
+		svc, err := w.zones.AddSystemService(ctx, w.admin, z.ID, landingzone.MemberIn{ComponentID: w.shared.ID, Name: "dns",
+			Parameters: map[string]any{"name": "dns"}})
+		must(t, err)
+		return zoneFixture{zone: z, template: tpl.ID, service: svc.ID}
+	})
 }
 
-// openDev opens tenant A's dev environment from the zone's template.
-func (zw zoneWorld) openDev(t *testing.T, w *world) uuid.UUID {
-	t.Helper()
-	id, err := zw.svc.Open(context.Background(), w.adminA, environment.New{TenantID: w.a.ID, Name: "dev", TemplateID: zw.template})
-	must(t, err)
-	return id
+// zone is a published landing zone with a template of the shared machine and no system
+// services. No worker runs here: its (empty) system services are as good as deployed.
+func (w *world) zone(t *testing.T) zoneFixture {
+	return fixture(w, "zone", func() zoneFixture {
+		ctx := context.Background()
+		z, err := w.zones.Create(ctx, w.admin, landingzone.NewZone{Name: "zone", Provider: "simcloud"})
+		must(t, err)
+		tpl, err := w.zones.AddTemplate(ctx, w.admin, z.ID, landingzone.NewTemplate{Name: "basic",
+			MandatoryComponents: []landingzone.MemberIn{{ComponentID: w.shared.ID, Name: "web", Parameters: map[string]any{"name": "web"}}}})
+		must(t, err)
+		z, err = w.zones.Publish(ctx, w.admin, z.ID)
+		must(t, err)
+		_, err = w.pool.Exec(ctx, `UPDATE environments SET status = 'active' WHERE id = $1`, z.SystemEnvironmentID)
+		must(t, err)
+		return zoneFixture{zone: z, template: tpl.ID}
+	})
 }
 
-var zoneCases = map[string]func(t *testing.T, w *world){
-	"landingzone.Service.Create": func(t *testing.T, w *world) {
-		svc := landingzone.NewService(w.pool, testKeys(t), insertOnly(t, w.pool))
-		_, err := svc.Create(context.Background(), w.adminA, landingzone.NewZone{Name: "mine", Provider: "simcloud"})
-		wantErr(t, err, problem.ErrForbidden)
-	},
-	"landingzone.Service.List": func(t *testing.T, w *world) {
-		zw := newZone(t, w)
-		_, err := zw.svc.List(context.Background(), w.adminA)
-		wantErr(t, err, problem.ErrForbidden)
-		zones, err := zw.svc.List(context.Background(), w.admin)
+// zoned is tenant A's environment zoned, opened by its admin from the zone's template; it is
+// provisioning, its deploy queued.
+func (w *world) zoned(t *testing.T) uuid.UUID {
+	return fixture(w, "zoned", func() uuid.UUID {
+		id, err := w.zones.Open(context.Background(), w.adminA, environment.New{TenantID: w.a.ID, Name: "zoned", TemplateID: w.zone(t).template})
 		must(t, err)
-		if len(zones) != 1 {
-			t.Fatalf("the provider admin lists %v", zones)
-		}
+		return id
+	})
+}
+
+var zoneCases = map[string]authzCase{
+	"landingzone.Service.Create": {
+		refused: []refusal{{adminA, problem.ErrForbidden}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			z, err := w.zones.Create(context.Background(), p, landingzone.NewZone{Name: "mine", Provider: "simcloud"})
+			if err == nil && z.Status != "draft" {
+				t.Errorf("a new zone is %s", z.Status)
+			}
+			return err
+		},
 	},
-	"landingzone.Service.Get": func(t *testing.T, w *world) {
-		zw := newZone(t, w)
-		_, err := zw.svc.Get(context.Background(), w.adminA, zw.zone.ID)
-		wantErr(t, err, problem.ErrNotFound)
+	"landingzone.Service.List": {
+		refused: []refusal{{adminA, problem.ErrForbidden}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			zw := w.zone(t)
+			zones, err := w.zones.List(context.Background(), p)
+			return shown(zones, err, func(z landingzone.Zone) bool { return z.ID == zw.zone.ID })
+		},
 	},
-	"landingzone.Service.Publish": func(t *testing.T, w *world) {
-		zw := newZone(t, w)
-		_, err := zw.svc.Publish(context.Background(), w.adminA, zw.zone.ID)
-		wantErr(t, err, problem.ErrForbidden)
-		_, err = zw.svc.Publish(context.Background(), w.admin, zw.zone.ID)
-		if problem.FieldOf(err) != "status" {
-			t.Fatalf("publishing twice: %v", err)
-		}
+	"landingzone.Service.Get": {
+		refused: []refusal{{adminA, problem.ErrNotFound}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			z, err := w.zones.Get(context.Background(), p, w.zone(t).zone.ID)
+			if err == nil && (len(z.Templates) != 1 || z.Templates[0].Name != "basic") {
+				t.Errorf("templates %+v", z.Templates)
+			}
+			return err
+		},
 	},
-	"landingzone.Service.Retire": func(t *testing.T, w *world) {
-		zw := newZone(t, w)
-		_, err := zw.svc.Retire(context.Background(), w.adminA, zw.zone.ID)
-		wantErr(t, err, problem.ErrForbidden)
+	"landingzone.Service.Publish": {
+		refused: []refusal{{adminA, problem.ErrForbidden}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			z, err := w.zones.Publish(context.Background(), p, w.draftZone(t).zone.ID)
+			if err == nil && (z.Status != "published" || z.SystemStatus != "provisioning") {
+				t.Errorf("the published zone is %s, its system services %s", z.Status, z.SystemStatus)
+			}
+			return err
+		},
+		then: func(t *testing.T, w *world) {
+			_, err := w.zones.Publish(context.Background(), w.admin, w.draftZone(t).zone.ID)
+			wantField(t, err, "status") // publishing twice
+		},
 	},
-	"landingzone.Service.AddTemplate": func(t *testing.T, w *world) {
-		zw := newZone(t, w)
-		in := landingzone.NewTemplate{Name: "more", MandatoryComponents: []landingzone.MemberIn{{ComponentID: w.shared.ID, Name: "x"}}}
-		_, err := zw.svc.AddTemplate(context.Background(), w.adminA, zw.zone.ID, in)
-		wantErr(t, err, problem.ErrForbidden)
-		// A tenant's own component is no component for a zone every tenant uses.
-		in.MandatoryComponents[0].ComponentID = w.ofA.ID
-		_, err = zw.svc.AddTemplate(context.Background(), w.admin, zw.zone.ID, in)
-		if problem.FieldOf(err) != "mandatory_components[0].component_id" {
-			t.Fatalf("a tenant's component in a template: %v", err)
-		}
+	"landingzone.Service.Retire": {
+		refused: []refusal{{adminA, problem.ErrForbidden}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			z, err := w.zones.Retire(context.Background(), p, w.zone(t).zone.ID)
+			if err == nil && z.Status != "retired" {
+				t.Errorf("the retired zone is %s", z.Status)
+			}
+			return err
+		},
+		then: func(t *testing.T, w *world) {
+			_, err := w.zones.Retire(context.Background(), w.admin, w.zone(t).zone.ID)
+			wantField(t, err, "status") // retiring twice
+		},
 	},
-	"landingzone.Service.AddSystemService": func(t *testing.T, w *world) {
-		zw := newZone(t, w)
-		in := landingzone.MemberIn{ComponentID: w.shared.ID, Name: "svc", Parameters: map[string]any{"name": "svc"}}
-		_, err := zw.svc.AddSystemService(context.Background(), w.adminA, zw.zone.ID, in)
-		wantErr(t, err, problem.ErrForbidden)
-		_, err = zw.svc.AddSystemService(context.Background(), w.admin, zw.zone.ID, in)
-		if problem.FieldOf(err) != "landing_zone" {
-			t.Fatalf("a system service for a published zone: %v", err)
-		}
+	"landingzone.Service.AddTemplate": {
+		refused: []refusal{{adminA, problem.ErrForbidden}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			in := landingzone.NewTemplate{Name: "more", MandatoryComponents: []landingzone.MemberIn{{ComponentID: w.shared.ID, Name: "x",
+				Parameters: map[string]any{"name": "x"}}}}
+			_, err := w.zones.AddTemplate(context.Background(), p, w.zone(t).zone.ID, in)
+			return err
+		},
+		then: func(t *testing.T, w *world) {
+			// A tenant's own component is no component for a zone every tenant uses.
+			in := landingzone.NewTemplate{Name: "theirs", MandatoryComponents: []landingzone.MemberIn{{ComponentID: w.ofA.ID, Name: "x"}}}
+			_, err := w.zones.AddTemplate(context.Background(), w.admin, w.zone(t).zone.ID, in)
+			wantField(t, err, "mandatory_components[0].component_id")
+		},
 	},
-	"landingzone.Service.WithdrawTemplate": func(t *testing.T, w *world) {
-		zw := newZone(t, w)
-		wantErr(t, zw.svc.WithdrawTemplate(context.Background(), w.adminA, zw.zone.ID, zw.template), problem.ErrForbidden)
-		must(t, zw.svc.WithdrawTemplate(context.Background(), w.admin, zw.zone.ID, zw.template))
-		if err := zw.svc.WithdrawTemplate(context.Background(), w.admin, zw.zone.ID, zw.template); problem.FieldOf(err) != "template_id" {
-			t.Fatalf("withdrawing twice: %v", err)
-		}
+	"landingzone.Service.AddSystemService": {
+		refused: []refusal{{adminA, problem.ErrForbidden}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			in := landingzone.MemberIn{ComponentID: w.shared.ID, Name: "svc", Parameters: map[string]any{"name": "svc"}}
+			m, err := w.zones.AddSystemService(context.Background(), p, w.draftZone(t).zone.ID, in)
+			if err == nil && m.Name != "svc" {
+				t.Errorf("added %+v", m)
+			}
+			return err
+		},
+		then: func(t *testing.T, w *world) {
+			in := landingzone.MemberIn{ComponentID: w.shared.ID, Name: "svc", Parameters: map[string]any{"name": "svc"}}
+			_, err := w.zones.AddSystemService(context.Background(), w.admin, w.zone(t).zone.ID, in)
+			wantField(t, err, "landing_zone") // a published zone's system services are deployed already
+		},
 	},
-	"landingzone.Service.RemoveSystemService": func(t *testing.T, w *world) {
-		zw := newZone(t, w)
-		err := zw.svc.RemoveSystemService(context.Background(), w.adminA, zw.zone.ID, uuid.New())
-		wantErr(t, err, problem.ErrForbidden)
-		if err := zw.svc.RemoveSystemService(context.Background(), w.admin, zw.zone.ID, uuid.New()); problem.FieldOf(err) != "landing_zone" {
-			t.Fatalf("removing from a published zone: %v", err)
-		}
+	"landingzone.Service.WithdrawTemplate": {
+		refused: []refusal{{adminA, problem.ErrForbidden}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			zw := w.zone(t)
+			return w.zones.WithdrawTemplate(context.Background(), p, zw.zone.ID, zw.template)
+		},
+		then: func(t *testing.T, w *world) {
+			zw := w.zone(t)
+			wantField(t, w.zones.WithdrawTemplate(context.Background(), w.admin, zw.zone.ID, zw.template), "template_id") // withdrawing twice
+		},
 	},
-	"landingzone.Service.Open": func(t *testing.T, w *world) {
-		zw := newZone(t, w)
-		in := environment.New{TenantID: w.a.ID, Name: "dev", TemplateID: zw.template}
-		_, err := zw.svc.Open(context.Background(), w.adminB, in)
-		if problem.FieldOf(err) != "tenant_id" {
-			t.Fatalf("another tenant's admin: %v", err)
-		}
-		_, err = zw.svc.Open(context.Background(), w.userA, in)
-		wantErr(t, err, problem.ErrForbidden)
-		id := zw.openDev(t, w)
-		env, err := environment.NewService(w.pool).Get(context.Background(), w.readerA, id)
-		must(t, err)
-		if env.Status != "provisioning" || env.Template != "basic" {
-			t.Fatalf("the new environment: %+v", env)
-		}
+	"landingzone.Service.RemoveSystemService": {
+		refused: []refusal{{adminA, problem.ErrForbidden}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			dz := w.draftZone(t)
+			return w.zones.RemoveSystemService(context.Background(), p, dz.zone.ID, dz.service)
+		},
+		then: func(t *testing.T, w *world) {
+			wantField(t, w.zones.RemoveSystemService(context.Background(), w.admin, w.zone(t).zone.ID, uuid.New()), "landing_zone") // a published zone
+		},
 	},
-	"landingzone.Service.Decommission": func(t *testing.T, w *world) {
-		zw := newZone(t, w)
-		id := zw.openDev(t, w)
-		err := zw.svc.Decommission(context.Background(), w.adminB, id)
-		wantErr(t, err, problem.ErrNotFound)
-		err = zw.svc.Decommission(context.Background(), w.userA, id)
-		wantErr(t, err, problem.ErrForbidden)
-		err = zw.svc.Decommission(context.Background(), w.adminA, id)
-		if problem.FieldOf(err) != "status" {
-			t.Fatalf("decommissioning while it provisions: %v", err)
-		}
+	"landingzone.Service.Open": {
+		refused: []refusal{{adminB, invalid("tenant_id")}, {userA, problem.ErrForbidden}},
+		served:  []actor{adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			id, err := w.zones.Open(context.Background(), p, environment.New{TenantID: w.a.ID, Name: "dev", TemplateID: w.zone(t).template})
+			if err != nil {
+				return err
+			}
+			env, err := w.envs.Get(context.Background(), w.readerA, id)
+			must(t, err)
+			if env.Status != "provisioning" || env.Template != "basic" {
+				t.Errorf("the new environment: %+v", env)
+			}
+			return nil
+		},
 	},
-	"landingzone.Service.Retry": func(t *testing.T, w *world) {
-		zw := newZone(t, w)
-		id := zw.openDev(t, w)
-		wantErr(t, zw.svc.Retry(context.Background(), w.adminB, id), problem.ErrNotFound)
-		wantErr(t, zw.svc.Retry(context.Background(), w.readerA, id), problem.ErrForbidden)
-		if err := zw.svc.Retry(context.Background(), w.adminA, id); problem.FieldOf(err) != "status" {
-			t.Fatalf("retrying what did not fail: %v", err)
-		}
+	"landingzone.Service.Decommission": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {userA, problem.ErrForbidden}},
+		served:  []actor{adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			return w.zones.Decommission(context.Background(), p, w.dev(t).ID)
+		},
+		then: func(t *testing.T, w *world) {
+			env, err := w.envs.Get(context.Background(), w.adminA, w.dev(t).ID)
+			must(t, err)
+			if env.Status != "decommissioning" {
+				t.Fatalf("the decommissioned environment is %s", env.Status)
+			}
+			wantField(t, w.zones.Decommission(context.Background(), w.adminA, w.zoned(t)), "status") // while it provisions
+		},
 	},
-	"environment.Service.Detail": func(t *testing.T, w *world) {
-		env, err := environment.NewService(w.pool).Create(context.Background(), w.adminA, w.a.ID, "dev")
-		must(t, err)
-		_, err = environment.NewService(w.pool).Detail(context.Background(), w.adminB, env.ID)
-		wantErr(t, err, problem.ErrNotFound)
-		d, err := environment.NewService(w.pool).Detail(context.Background(), w.readerA, env.ID)
-		must(t, err)
-		if d.Name != "dev" {
-			t.Fatalf("detail %+v", d)
-		}
+	"landingzone.Service.Retry": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {readerA, problem.ErrForbidden}},
+		served:  []actor{adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			id := fixture(w, "failed", func() uuid.UUID {
+				id := w.zoned(t)
+				_, err := w.pool.Exec(context.Background(), `UPDATE environments SET status = 'failed', status_reason = 'web did not deploy' WHERE id = $1`, id)
+				must(t, err)
+				return id
+			})
+			return w.zones.Retry(context.Background(), p, id)
+		},
+		then: func(t *testing.T, w *world) {
+			wantField(t, w.zones.Retry(context.Background(), w.adminA, w.zoned(t)), "status") // retrying what did not fail
+		},
 	},
-	"dashboard.Service.Overview": func(t *testing.T, w *world) {
-		env, _ := devPool(t, w)
-		svc := dashboard.NewService(w.pool, approval.NewService(w.pool, insertOnly(t, w.pool)))
-		o, err := svc.Overview(context.Background(), w.adminB)
-		must(t, err)
-		if len(o.Environments) != 0 || len(o.Pools) != 0 {
-			t.Fatalf("tenant B's admin sees %+v", o)
-		}
-		o, err = svc.Overview(context.Background(), w.readerA)
-		must(t, err)
-		if len(o.Environments) != 1 || o.Environments[0].ID != env.ID || len(o.Pools) != 0 {
-			t.Fatalf("tenant A's reader sees %+v", o)
-		}
-		o, err = svc.Overview(context.Background(), w.admin)
-		must(t, err)
-		if len(o.Pools) != 1 {
-			t.Fatalf("the provider admin sees pools %+v", o.Pools)
-		}
+	"environment.Service.Detail": {
+		refused: []refusal{{adminB, problem.ErrNotFound}},
+		served:  []actor{readerA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			d, err := w.envs.Detail(context.Background(), p, w.dev(t).ID)
+			if err == nil && d.Name != "dev" {
+				t.Errorf("detail %+v", d)
+			}
+			return err
+		},
 	},
-	"resolver.Service.ZoneConfigs": func(t *testing.T, w *world) {
-		zw := newZone(t, w)
-		_, err := resolver.NewService(w.pool).ZoneConfigs(context.Background(), w.adminA, zw.zone.ID)
-		wantErr(t, err, problem.ErrNotFound)
+	"dashboard.Service.Overview": {
+		refused: []refusal{{adminB, errHidden}},
+		served:  []actor{readerA, providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			env := w.dev(t)
+			w.netA(t) // a pool, which only the provider admin's overview shows
+			o, err := dashboard.NewService(w.pool, w.approvals).Overview(context.Background(), p)
+			if err == nil && !p.ProviderAdmin && len(o.Pools) != 0 {
+				t.Errorf("%s sees pools %+v", p.Email, o.Pools)
+			}
+			return shown(o.Environments, err, func(e environment.Environment) bool { return e.ID == env.ID })
+		},
+		then: func(t *testing.T, w *world) {
+			svc := dashboard.NewService(w.pool, w.approvals)
+			o, err := svc.Overview(context.Background(), w.adminB)
+			must(t, err)
+			if len(o.Environments) != 0 {
+				t.Fatalf("tenant B's admin sees %+v", o.Environments)
+			}
+			o, err = svc.Overview(context.Background(), w.readerA)
+			must(t, err)
+			if len(o.Environments) != 1 {
+				t.Fatalf("tenant A's reader sees %+v", o.Environments)
+			}
+			o, err = svc.Overview(context.Background(), w.admin)
+			must(t, err)
+			if len(o.Pools) != 1 {
+				t.Fatalf("the provider admin sees pools %+v", o.Pools)
+			}
+		},
 	},
-	"resolver.Service.SetZoneConfig": func(t *testing.T, w *world) {
-		zw := newZone(t, w)
-		svc := resolver.NewService(w.pool)
-		cfg := json.RawMessage(`{"pattern": "{env}-{seq}"}`)
-		_, err := svc.SetZoneConfig(context.Background(), w.adminA, zw.zone.ID, "naming", cfg)
-		wantErr(t, err, problem.ErrNotFound)
-		_, err = svc.SetZoneConfig(context.Background(), w.admin, zw.zone.ID, "naming", cfg)
-		must(t, err)
-		// The zone's environments inherit it.
-		id := zw.openDev(t, w)
-		configs, err := svc.Configs(context.Background(), w.readerA, id)
-		must(t, err)
-		if len(configs) != 1 || !configs[0].Inherited {
-			t.Fatalf("the environment's configurations: %+v", configs)
-		}
+	"resolver.Service.ZoneConfigs": {
+		refused: []refusal{{adminA, problem.ErrNotFound}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			_, err := w.resolvers.ZoneConfigs(context.Background(), p, w.zone(t).zone.ID)
+			return err
+		},
 	},
-	"resolver.Service.ClearConfig": func(t *testing.T, w *world) {
-		env, _ := devPool(t, w)
-		svc := resolver.NewService(w.pool)
-		_, err := svc.SetConfig(context.Background(), w.admin, env.ID, "naming", json.RawMessage(`{"pattern": "{env}-{seq}"}`))
-		must(t, err)
-		wantErr(t, svc.ClearConfig(context.Background(), w.adminB, env.ID, "naming"), problem.ErrNotFound)
-		wantErr(t, svc.ClearConfig(context.Background(), w.adminA, env.ID, "naming"), problem.ErrForbidden)
-		must(t, svc.ClearConfig(context.Background(), w.admin, env.ID, "naming"))
-		configs, err := svc.Configs(context.Background(), w.admin, env.ID)
-		must(t, err)
-		if len(configs) != 0 {
-			t.Fatalf("still configured: %+v", configs)
-		}
+	"resolver.Service.SetZoneConfig": {
+		refused: []refusal{{adminA, problem.ErrNotFound}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			cfg := json.RawMessage(`{"pattern": "{env}-{seq}"}`)
+			_, err := w.resolvers.SetZoneConfig(context.Background(), p, w.zone(t).zone.ID, "naming", cfg)
+			return err
+		},
+		then: func(t *testing.T, w *world) {
+			// The zone's environments inherit it.
+			configs, err := w.resolvers.Configs(context.Background(), w.readerA, w.zoned(t))
+			must(t, err)
+			if len(configs) != 1 || !configs[0].Inherited {
+				t.Fatalf("the environment's configurations: %+v", configs)
+			}
+		},
 	},
-	"resolver.Service.NextZoneName": func(t *testing.T, w *world) {
-		zw := newZone(t, w)
-		svc := resolver.NewService(w.pool)
-		_, err := svc.NextZoneName(context.Background(), w.adminA, zw.zone.ID, "{env}-{seq}")
-		wantErr(t, err, problem.ErrNotFound)
-		name, err := svc.NextZoneName(context.Background(), w.admin, zw.zone.ID, "{tenant}-{env}-{seq:02d}")
-		must(t, err)
-		if name != "tenant-env-01" {
-			t.Fatalf("next name %q", name)
-		}
+	"resolver.Service.ClearConfig": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {adminA, problem.ErrForbidden}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			env := fixture(w, "named", func() environment.Environment {
+				env := w.dev(t)
+				_, err := w.resolvers.SetConfig(context.Background(), w.admin, env.ID, "naming", json.RawMessage(`{"pattern": "{env}-{seq}"}`))
+				must(t, err)
+				return env
+			})
+			return w.resolvers.ClearConfig(context.Background(), p, env.ID, "naming")
+		},
+		then: func(t *testing.T, w *world) {
+			configs, err := w.resolvers.Configs(context.Background(), w.admin, w.dev(t).ID)
+			must(t, err)
+			if len(configs) != 0 {
+				t.Fatalf("still configured: %+v", configs)
+			}
+		},
+	},
+	"resolver.Service.NextZoneName": {
+		refused: []refusal{{adminA, problem.ErrNotFound}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			name, err := w.resolvers.NextZoneName(context.Background(), p, w.zone(t).zone.ID, "{tenant}-{env}-{seq:02d}")
+			if err == nil && name != "tenant-env-01" {
+				t.Errorf("next name %q", name)
+			}
+			return err
+		},
 	},
 }

@@ -5,113 +5,140 @@ import (
 	"encoding/json"
 	"testing"
 
-	"nimbus/app/environment"
+	"nimbus/app/access"
 	"nimbus/app/ipam"
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
 )
 
-// devPool makes an environment of tenant A with a pool, as the provider admin.
-func devPool(t *testing.T, w *world) (environment.Environment, ipam.Pool) {
-	t.Helper()
-	env, err := environment.NewService(w.pool).Create(context.Background(), w.adminA, w.a.ID, "dev")
-	must(t, err)
-	p, err := ipam.NewService(w.pool).CreatePool(context.Background(), w.admin, ipam.NewPool{Name: "net", Prefix: "10.1.0.0/24", EnvironmentID: env.ID})
-	must(t, err)
-	return env, p
+// netA is a pool of tenant A's environment dev, made by the provider admin.
+func (w *world) netA(t *testing.T) ipam.Pool {
+	return fixture(w, "netA", func() ipam.Pool {
+		p, err := w.ipam.CreatePool(context.Background(), w.admin, ipam.NewPool{Name: "net", Prefix: "10.1.0.0/24", EnvironmentID: w.dev(t).ID})
+		must(t, err)
+		return p
+	})
 }
 
-var resolverCases = map[string]func(t *testing.T, w *world){
-	"ipam.Service.CreatePool": func(t *testing.T, w *world) {
-		env, _ := devPool(t, w)
-		svc := ipam.NewService(w.pool)
-		in := ipam.NewPool{Name: "more", Prefix: "10.2.0.0/24", EnvironmentID: env.ID}
-		_, err := svc.CreatePool(context.Background(), w.adminB, in)
-		if problem.FieldOf(err) != "environment_id" {
-			t.Fatalf("a pool in another tenant's environment: %v", err)
-		}
-		_, err = svc.CreatePool(context.Background(), w.adminA, in)
-		wantErr(t, err, problem.ErrForbidden) // resolvers are the provider's to configure
+var resolverCases = map[string]authzCase{
+	"ipam.Service.CreatePool": {
+		// Resolvers are the provider's to configure.
+		refused: []refusal{{adminB, invalid("environment_id")}, {adminA, problem.ErrForbidden}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			_, err := w.ipam.CreatePool(context.Background(), p, ipam.NewPool{Name: "more", Prefix: "10.2.0.0/24", EnvironmentID: w.dev(t).ID})
+			return err
+		},
 	},
-	"ipam.Service.Get": func(t *testing.T, w *world) {
-		_, p := devPool(t, w)
-		_, err := ipam.NewService(w.pool).Get(context.Background(), w.adminB, p.ID)
-		wantErr(t, err, problem.ErrNotFound)
-		got, err := ipam.NewService(w.pool).Get(context.Background(), w.readerA, p.ID)
+	"ipam.Service.Get": {
+		refused: []refusal{{adminB, problem.ErrNotFound}},
+		served:  []actor{readerA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			got, err := w.ipam.Get(context.Background(), p, w.netA(t).ID)
+			if err == nil && got.Gateway.String() != "10.1.0.1" {
+				t.Errorf("pool %+v", got)
+			}
+			return err
+		},
+	},
+	"ipam.Service.List": {
+		refused: []refusal{{adminB, errHidden}},
+		served:  []actor{readerA, providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			net := w.netA(t)
+			got, err := w.ipam.List(context.Background(), p, ipam.Filter{})
+			for _, pool := range got {
+				if pool.TenantID != nil && !p.Can("resolver:config:read", *pool.TenantID) {
+					t.Errorf("%s lists pool %s of another tenant", p.Email, pool.Name)
+				}
+			}
+			return shown(got, err, func(pool ipam.Pool) bool { return pool.ID == net.ID })
+		},
+		then: func(t *testing.T, w *world) {
+			got, err := w.ipam.List(context.Background(), w.adminB, ipam.Filter{})
+			must(t, err)
+			if len(got) != 0 {
+				t.Fatalf("B lists A's pools: %v", got)
+			}
+		},
+	},
+	"resolver.Service.Configs": {
+		refused: []refusal{{adminB, problem.ErrNotFound}},
+		served:  []actor{readerA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			_, err := w.resolvers.Configs(context.Background(), p, w.dev(t).ID)
+			return err
+		},
+	},
+	"resolver.Service.SetConfig": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {adminA, problem.ErrForbidden}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			config := json.RawMessage(`{"pool_id": "` + w.netA(t).ID.String() + `"}`)
+			_, err := w.resolvers.SetConfig(context.Background(), p, w.dev(t).ID, "ipam", config)
+			return err
+		},
+	},
+	"resolver.Service.NextName": {
+		refused: []refusal{{adminB, problem.ErrNotFound}},
+		served:  []actor{readerA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			name, err := w.resolvers.NextName(context.Background(), p, w.dev(t).ID, "{tenant}-{env}-{seq:03d}")
+			if err == nil && name != "tenant-a-dev-001" {
+				t.Errorf("next name %q", name)
+			}
+			return err
+		},
+	},
+	"resolver.Service.Images": {
+		open:   "the image catalog names no tenant: anyone signed in may read it",
+		served: []actor{readerA, stranger},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			images, err := w.resolvers.Images(context.Background(), p)
+			if err == nil && len(images) < 3 {
+				t.Errorf("the seeded catalog: %v", images)
+			}
+			return err
+		},
+	},
+	"resolver.Service.AddImage": {
+		refused: []refusal{{adminA, problem.ErrForbidden}}, // the catalog is the provider's
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			_, err := w.resolvers.AddImage(context.Background(), p, alpine("3.20"))
+			return err
+		},
+		then: func(t *testing.T, w *world) {
+			_, err := w.resolvers.AddImage(context.Background(), w.admin, alpine("3.20"))
+			wantField(t, err, "os_version") // the same image twice
+			in := alpine("3.20")
+			in.Provider = "nowhere"
+			_, err = w.resolvers.AddImage(context.Background(), w.admin, in)
+			wantField(t, err, "provider")
+		},
+	},
+	"resolver.Service.DeleteImage": {
+		refused: []refusal{{adminA, problem.ErrForbidden}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			return w.resolvers.DeleteImage(context.Background(), p, w.image(t).ID)
+		},
+		then: func(t *testing.T, w *world) {
+			wantErr(t, w.resolvers.DeleteImage(context.Background(), w.admin, w.image(t).ID), problem.ErrNotFound)
+		},
+	},
+}
+
+// image is an entry the provider admin added to the image catalog.
+func (w *world) image(t *testing.T) resolver.Image {
+	return fixture(w, "image", func() resolver.Image {
+		img, err := w.resolvers.AddImage(context.Background(), w.admin, alpine("3.21"))
 		must(t, err)
-		if got.Gateway.String() != "10.1.0.1" {
-			t.Fatalf("pool %+v", got)
-		}
-	},
-	"ipam.Service.List": func(t *testing.T, w *world) {
-		devPool(t, w)
-		got, err := ipam.NewService(w.pool).List(context.Background(), w.adminB, ipam.Filter{})
-		must(t, err)
-		if len(got) != 0 {
-			t.Fatalf("B lists A's pools: %v", got)
-		}
-		if got, err = ipam.NewService(w.pool).List(context.Background(), w.readerA, ipam.Filter{}); err != nil || len(got) != 1 {
-			t.Fatalf("A's reader lists %v (%v)", got, err)
-		}
-	},
-	"resolver.Service.Configs": func(t *testing.T, w *world) {
-		env, _ := devPool(t, w)
-		_, err := resolver.NewService(w.pool).Configs(context.Background(), w.adminB, env.ID)
-		wantErr(t, err, problem.ErrNotFound)
-		_, err = resolver.NewService(w.pool).Configs(context.Background(), w.readerA, env.ID)
-		must(t, err)
-	},
-	"resolver.Service.SetConfig": func(t *testing.T, w *world) {
-		env, p := devPool(t, w)
-		config := json.RawMessage(`{"pool_id": "` + p.ID.String() + `"}`)
-		svc := resolver.NewService(w.pool)
-		_, err := svc.SetConfig(context.Background(), w.adminB, env.ID, "ipam", config)
-		wantErr(t, err, problem.ErrNotFound)
-		_, err = svc.SetConfig(context.Background(), w.adminA, env.ID, "ipam", config)
-		wantErr(t, err, problem.ErrForbidden)
-		_, err = svc.SetConfig(context.Background(), w.admin, env.ID, "ipam", config)
-		must(t, err)
-	},
-	"resolver.Service.NextName": func(t *testing.T, w *world) {
-		env, _ := devPool(t, w)
-		svc := resolver.NewService(w.pool)
-		_, err := svc.NextName(context.Background(), w.adminB, env.ID, "{env}-{seq}")
-		wantErr(t, err, problem.ErrNotFound)
-		name, err := svc.NextName(context.Background(), w.readerA, env.ID, "{tenant}-{env}-{seq:03d}")
-		must(t, err)
-		if name != "tenant-a-dev-001" {
-			t.Fatalf("next name %q", name)
-		}
-	},
-	"resolver.Service.Images": func(t *testing.T, w *world) {
-		images, err := resolver.NewService(w.pool).Images(context.Background(), w.readerA)
-		must(t, err)
-		if len(images) < 3 {
-			t.Fatalf("the seeded catalog: %v", images)
-		}
-	},
-	"resolver.Service.AddImage": func(t *testing.T, w *world) {
-		svc := resolver.NewService(w.pool)
-		in := resolver.Image{Provider: "simcloud", OSFamily: "alpine", OSVersion: "3.20", ImageID: "alpine-3.20"}
-		_, err := svc.AddImage(context.Background(), w.adminA, in)
-		wantErr(t, err, problem.ErrForbidden) // the catalog is the provider's
-		_, err = svc.AddImage(context.Background(), w.admin, in)
-		must(t, err)
-		_, err = svc.AddImage(context.Background(), w.admin, in)
-		if problem.FieldOf(err) != "os_version" {
-			t.Fatalf("the same image twice: %v", err)
-		}
-		in.Provider = "nowhere"
-		if _, err = svc.AddImage(context.Background(), w.admin, in); problem.FieldOf(err) != "provider" {
-			t.Fatalf("an unknown provider: %v", err)
-		}
-	},
-	"resolver.Service.DeleteImage": func(t *testing.T, w *world) {
-		svc := resolver.NewService(w.pool)
-		img, err := svc.AddImage(context.Background(), w.admin, resolver.Image{Provider: "simcloud", OSFamily: "alpine", OSVersion: "3.21", ImageID: "alpine-3.21"})
-		must(t, err)
-		wantErr(t, svc.DeleteImage(context.Background(), w.adminA, img.ID), problem.ErrForbidden)
-		must(t, svc.DeleteImage(context.Background(), w.admin, img.ID))
-		wantErr(t, svc.DeleteImage(context.Background(), w.admin, img.ID), problem.ErrNotFound)
-	},
+		return img
+	})
+}
+
+// alpine is an image catalog entry of the simulated cloud.
+func alpine(version string) resolver.Image {
+	return resolver.Image{Provider: "simcloud", OSFamily: "alpine", OSVersion: version, ImageID: "alpine-" + version}
 }

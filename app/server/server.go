@@ -50,18 +50,27 @@ const maxBody = "1M"
 
 // Deps is what the server needs; the caller owns their lifecycles.
 type Deps struct {
-	Pool          *pgxpool.Pool
-	Log           *slog.Logger
-	Jobs          *river.Client[pgx.Tx]
-	Info          system.Info
-	SessionTTL    time.Duration
+	Pool       *pgxpool.Pool
+	Log        *slog.Logger
+	Jobs       *river.Client[pgx.Tx]
+	Info       system.Info
+	SessionTTL time.Duration
+	// SessionMaxAge ends a session this long after sign-in however much it is used;
+	// auth.DefaultSessionMaxAge when zero.
+	SessionMaxAge time.Duration
 	SecureCookies bool
+	// ChecksPerMinute is how many component checks one tenant may ask for in a minute;
+	// component.DefaultChecksPerMinute when zero.
+	ChecksPerMinute int
 	// Keys seals secret parameters of deployments.
 	Keys *secrets.Keyring
 	// Runner exports and restores the states of deployments; nil without a toolchain.
 	Runner *pulumix.Runner
 	// Objects keeps blobs (full operation logs, state exports); /readyz checks it. May be nil.
 	Objects objstore.Store
+	// StreamRecheck is how often at the least a live stream checks that its viewer is still
+	// signed in and may still see what it shows; deploy.DefaultStreamRecheck when zero.
+	StreamRecheck time.Duration
 	// TrustedProxies are the networks of the proxies in front of Nimbus, whose
 	// X-Forwarded-For names the client; empty when clients connect directly.
 	TrustedProxies []*net.IPNet
@@ -87,14 +96,14 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 		e.IPExtractor = echo.ExtractIPFromXFFHeader(trust...)
 	}
 
-	authSvc := auth.NewService(d.Pool, d.Log, d.SessionTTL)
+	authSvc := auth.NewService(d.Pool, d.Log, d.SessionTTL).MaxAge(d.SessionMaxAge)
 	authH := auth.NewHandlers(authSvc, d.SecureCookies)
 	tenantSvc := tenant.NewService(d.Pool)
 	tenantH := tenant.NewHandlers(tenantSvc)
 	userH := user.NewHandlers(user.NewService(d.Pool))
 	auditSvc := audit.NewService(d.Pool)
 	auditH := audit.NewHandlers(auditSvc)
-	sysH := system.NewHandlers(d.Pool, d.Objects, d.Info)
+	sysH := system.NewHandlers(d.Pool, d.Objects, d.Info, d.Log.With("component", "system"))
 	zones := landingzone.NewService(d.Pool, d.Keys, d.Jobs)
 	zoneH := landingzone.NewHandlers(zones)
 	environments := environment.NewService(d.Pool)
@@ -102,11 +111,12 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	operations := listen.New(d.Pool, "nimbus_operation", d.Log)
 	go operations.Run(ctx)
 	deployments := deploy.NewService(d.Pool, d.Keys, d.Jobs, d.Runner, d.Objects)
-	deployH := deploy.NewHandlers(deployments, operations, ctx.Done(), d.MaxStateSize)
+	deployH := deploy.NewHandlers(deployments, operations, ctx.Done(), d.MaxStateSize).RecheckStreams(d.StreamRecheck)
 	pools := ipam.NewService(d.Pool)
 	ipamH := ipam.NewHandlers(pools)
 	resolverH := resolver.NewHandlers(resolver.NewService(d.Pool))
-	components := component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir}, d.Jobs)
+	components := component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir, Enabled: d.Info.Languages}, d.Jobs).
+		LimitCheckRequests(d.ChecksPerMinute)
 	componentH := component.NewHandlers(components)
 	approvals := approval.NewService(d.Pool, d.Jobs)
 	// A route about one object first makes sure the actor can see it, so that another
@@ -355,12 +365,15 @@ type Engine struct {
 	Objects          objstore.Store
 	OperationTimeout time.Duration
 	ApprovalTTL      time.Duration
+	// ChecksPerTenant is how many of one tenant's component checks run at once;
+	// component.DefaultChecksPerTenant when zero.
+	ChecksPerTenant int
 }
 
 // Workers registers the job workers of every domain.
 func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Workers) {
 	return func(w *river.Workers) {
-		river.AddWorker(w, component.NewCheckWorker(pool, eng.Runner, log.With("component", "checks")))
+		river.AddWorker(w, component.NewCheckWorker(pool, eng.Runner, log.With("component", "checks")).PerTenant(eng.ChecksPerTenant))
 		river.AddWorker(w, deploy.NewWorker(pool, eng.Runner, eng.Keys, eng.Objects, log.With("component", "operations"), eng.OperationTimeout).
 			Gated(approval.NewGate(eng.ApprovalTTL)))
 		river.AddWorker(w, approval.NewExpirer(pool, log.With("component", "approvals")))

@@ -4,8 +4,10 @@ package system
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -27,6 +29,16 @@ type Info struct {
 	State     string // where Pulumi state is kept
 	Objects   string // where blobs (full logs, state exports) are kept
 	PulumiDir string
+	// Sandbox says whether engine processes are confined.
+	Sandbox Sandbox
+	// Languages are those components may be written in.
+	Languages []string
+}
+
+// Sandbox is the engine sandbox's state, in words.
+type Sandbox struct {
+	Confined bool
+	Text     string
 }
 
 // Handlers serves health, readiness and the status page.
@@ -34,11 +46,12 @@ type Handlers struct {
 	pool    *pgxpool.Pool
 	objects objstore.Store // nil when the caller has none to check
 	info    Info
+	log     *slog.Logger
 }
 
 // NewHandlers returns the handlers. objects may be nil.
-func NewHandlers(pool *pgxpool.Pool, objects objstore.Store, info Info) *Handlers {
-	return &Handlers{pool: pool, objects: objects, info: info}
+func NewHandlers(pool *pgxpool.Pool, objects objstore.Store, info Info, log *slog.Logger) *Handlers {
+	return &Handlers{pool: pool, objects: objects, info: info, log: log}
 }
 
 // Healthz answers 200 while the process serves requests.
@@ -47,24 +60,27 @@ func (h *Handlers) Healthz(c echo.Context) error {
 }
 
 // Readyz answers 200 when the database answers, every migration is applied and the object store
-// can be used, 503 otherwise.
+// can be used, 503 otherwise. Anyone may ask, so the answer names each check's state and no
+// more: why a check failed (addresses, user names, driver messages) goes to the log.
 func (h *Handlers) Readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 3*time.Second)
 	defer cancel()
 	checks := map[string]string{}
 	ready := true
-	if err := h.pool.Ping(ctx); err != nil {
-		checks["database"] = "unreachable: " + err.Error()
+	failed := func(check, state string, err error) {
+		checks[check] = state
 		ready = false
+		h.log.LogAttrs(ctx, slog.LevelWarn, "not ready", slog.String("check", check), slog.String("state", state), slog.Any("err", err))
+	}
+	if err := h.pool.Ping(ctx); err != nil {
+		failed("database", "unreachable", err)
 	} else {
 		checks["database"] = "ok"
 		switch n, err := db.Pending(ctx, h.pool); {
 		case err != nil:
-			checks["migrations"] = "unknown: " + err.Error()
-			ready = false
+			failed("migrations", "unknown", err)
 		case n > 0:
-			checks["migrations"] = fmt.Sprintf("%d pending", n)
-			ready = false
+			failed("migrations", fmt.Sprintf("%d pending", n), nil)
 		default:
 			checks["migrations"] = "current"
 		}
@@ -73,8 +89,7 @@ func (h *Handlers) Readyz(c echo.Context) error {
 		// Operation logs and, with S3, every stack's state live there: without it no
 		// deployment can run.
 		if err := h.objects.Ping(ctx); err != nil {
-			checks["objects"] = "unreachable: " + err.Error()
-			ready = false
+			failed("objects", "unreachable", err)
 		} else {
 			checks["objects"] = "ok"
 		}
@@ -121,10 +136,20 @@ func (h *Handlers) StatusPage(c echo.Context) error {
 	} else {
 		checks = append(checks, views.Check{Name: "Pulumi CLI", Value: tc.CLIVersion + " at " + tc.CLI, Status: "ok"})
 	}
+	sandboxStatus := "err"
+	if h.info.Sandbox.Confined {
+		sandboxStatus = "ok"
+	}
+	checks = append(checks, views.Check{Name: "Engine sandbox", Value: h.info.Sandbox.Text, Status: sandboxStatus})
 	for _, lang := range pulumix.Languages {
-		if p, ok := tc.Hosts[lang]; ok {
+		enabled := lang == "yaml" || slices.Contains(h.info.Languages, pulumix.LanguageOf(lang))
+		p, found := tc.Hosts[lang]
+		switch {
+		case !enabled:
+			checks = append(checks, views.Check{Name: "Language host: " + lang, Value: "not enabled (NIMBUS_LANGUAGES)", Status: "off"})
+		case found:
 			checks = append(checks, views.Check{Name: "Language host: " + lang, Value: p, Status: "ok"})
-		} else {
+		default:
 			checks = append(checks, views.Check{Name: "Language host: " + lang, Value: "not found; programs in " + lang + " cannot run here", Status: "warn"})
 		}
 	}

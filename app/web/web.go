@@ -19,7 +19,23 @@ const (
 	principalKey = "nimbus.principal"
 	csrfKey      = "nimbus.csrf"
 	approvalsKey = "nimbus.approvals"
+	recheckKey   = "nimbus.recheck"
 )
+
+// Recheck resolves a request's credential (its session or token) again, to the principal it
+// stands for now; problem.ErrUnauthenticated when it no longer stands for anyone. It is not a
+// use of the session: a page left open does not keep its session alive.
+type Recheck func(ctx context.Context) (access.Principal, error)
+
+// SetRecheck records how to resolve the request's credential again, for handlers that outlive
+// the moment it was checked, such as live streams.
+func SetRecheck(c echo.Context, f Recheck) { c.Set(recheckKey, f) }
+
+// RecheckOf returns how to resolve the request's credential again; nil when it carried none.
+func RecheckOf(c echo.Context) Recheck {
+	f, _ := c.Get(recheckKey).(Recheck)
+	return f
+}
 
 // SetPrincipal records who the request acts as, and the CSRF token of its session ("" for
 // bearer tokens, which carry no ambient credential).

@@ -225,27 +225,38 @@ func (q *Queries) GetAPITokenByHash(ctx context.Context, tokenHash []byte) (GetA
 }
 
 const getSessionByHash = `-- name: GetSessionByHash :one
-SELECT s.id AS session_id, s.csrf_token, s.expires_at, s.last_seen_at, u.id, u.email, u.password_hash, u.is_provider_admin, u.created_at, u.updated_at, u.deleted_at
+SELECT s.id AS session_id, s.csrf_token, s.expires_at, s.last_seen_at, s.created_at, u.id, u.email, u.password_hash, u.is_provider_admin, u.created_at, u.updated_at, u.deleted_at
 FROM sessions s JOIN users u ON u.id = s.user_id
-WHERE s.token_hash = $1 AND s.expires_at > now() AND u.deleted_at IS NULL
+WHERE s.token_hash = $1 AND s.expires_at > now()
+  AND s.created_at > now() - make_interval(secs => $2::float8)
+  AND u.deleted_at IS NULL
 `
+
+type GetSessionByHashParams struct {
+	TokenHash  []byte  `json:"token_hash"`
+	MaxAgeSecs float64 `json:"max_age_secs"`
+}
 
 type GetSessionByHashRow struct {
 	SessionID  uuid.UUID `json:"session_id"`
 	CsrfToken  string    `json:"csrf_token"`
 	ExpiresAt  time.Time `json:"expires_at"`
 	LastSeenAt time.Time `json:"last_seen_at"`
+	CreatedAt  time.Time `json:"created_at"`
 	User       User      `json:"user"`
 }
 
-func (q *Queries) GetSessionByHash(ctx context.Context, tokenHash []byte) (GetSessionByHashRow, error) {
-	row := q.db.QueryRow(ctx, getSessionByHash, tokenHash)
+// A session ends when unused until expires_at, and max_age_secs after sign-in however much
+// it is used.
+func (q *Queries) GetSessionByHash(ctx context.Context, arg GetSessionByHashParams) (GetSessionByHashRow, error) {
+	row := q.db.QueryRow(ctx, getSessionByHash, arg.TokenHash, arg.MaxAgeSecs)
 	var i GetSessionByHashRow
 	err := row.Scan(
 		&i.SessionID,
 		&i.CsrfToken,
 		&i.ExpiresAt,
 		&i.LastSeenAt,
+		&i.CreatedAt,
 		&i.User.ID,
 		&i.User.Email,
 		&i.User.PasswordHash,

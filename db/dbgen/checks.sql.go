@@ -13,18 +13,58 @@ import (
 )
 
 const appendCheckOutput = `-- name: AppendCheckOutput :exec
-UPDATE component_checks SET output = right(output || $2, 262144), updated_at = now() WHERE id = $1 AND status = 'running'
+UPDATE component_checks SET output = CASE
+        WHEN length(output) + length($1::text) <= 262144 THEN output || $1::text
+        ELSE '[… earlier output dropped]' || E'\n' || right(output || $1::text, 262144 - 27) END,
+    updated_at = now()
+WHERE id = $2 AND status = 'running'
 `
 
 type AppendCheckOutputParams struct {
-	ID     uuid.UUID `json:"id"`
 	Output string    `json:"output"`
+	ID     uuid.UUID `json:"id"`
 }
 
-// Keeps the newest 256 KiB: the end of the engine's output says what went wrong.
+// Keeps the newest 256 KiB, after a note when more came: the end of the engine's output says
+// what went wrong. The note is 27 characters, line break included.
 func (q *Queries) AppendCheckOutput(ctx context.Context, arg AppendCheckOutputParams) error {
-	_, err := q.db.Exec(ctx, appendCheckOutput, arg.ID, arg.Output)
+	_, err := q.db.Exec(ctx, appendCheckOutput, arg.Output, arg.ID)
 	return err
+}
+
+const checkTenant = `-- name: CheckTenant :one
+SELECT c.tenant_id FROM component_checks ch JOIN components c ON c.id = ch.component_id
+WHERE ch.id = $1 AND ch.status IN ('queued', 'running')
+`
+
+// The tenant whose limits a check counts against; NULL for a provider-level component.
+// No row when the check has finished: there is nothing left to run.
+func (q *Queries) CheckTenant(ctx context.Context, id uuid.UUID) (uuid.NullUUID, error) {
+	row := q.db.QueryRow(ctx, checkTenant, id)
+	var tenant_id uuid.NullUUID
+	err := row.Scan(&tenant_id)
+	return tenant_id, err
+}
+
+const countRunningChecks = `-- name: CountRunningChecks :one
+SELECT count(*) FROM component_checks ch JOIN components c ON c.id = ch.component_id
+WHERE c.tenant_id IS NOT DISTINCT FROM $1::uuid AND ch.status = 'running'
+  AND ch.started_at > now() - make_interval(secs => $2::float8) AND ch.id <> $3
+`
+
+type CountRunningChecksParams struct {
+	TenantID  uuid.NullUUID `json:"tenant_id"`
+	StaleSecs float64       `json:"stale_secs"`
+	ID        uuid.UUID     `json:"id"`
+}
+
+// The tenant's checks running now, leaving out one (the caller's own, on a retry) and those
+// that started more than stale_secs ago: a check that outran its timeout was lost with its node.
+func (q *Queries) CountRunningChecks(ctx context.Context, arg CountRunningChecksParams) (int64, error) {
+	row := q.db.QueryRow(ctx, countRunningChecks, arg.TenantID, arg.StaleSecs, arg.ID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }
 
 const createCheck = `-- name: CreateCheck :one
@@ -134,13 +174,58 @@ func (q *Queries) LatestCheck(ctx context.Context, componentID uuid.UUID) (Compo
 	return i, err
 }
 
+const lockCheckTenant = `-- name: LockCheckTenant :exec
+SELECT pg_advisory_xact_lock(hashtextextended('nimbus.checks.' || $1::text || ':' ||
+    coalesce($2::uuid::text, 'provider'), 0))
+`
+
+type LockCheckTenantParams struct {
+	Kind     string        `json:"kind"`
+	TenantID uuid.NullUUID `json:"tenant_id"`
+}
+
+// Serialises the callers that count and then add to one tenant's checks, for the rest of the
+// transaction, across every replica. kind keeps the request limit and the run limit apart.
+func (q *Queries) LockCheckTenant(ctx context.Context, arg LockCheckTenantParams) error {
+	_, err := q.db.Exec(ctx, lockCheckTenant, arg.Kind, arg.TenantID)
+	return err
+}
+
+const recentChecks = `-- name: RecentChecks :one
+SELECT count(*) AS n,
+    coalesce(extract(epoch FROM min(ch.created_at) + make_interval(secs => $1::float8) - now()), 0)::float8 AS frees_in
+FROM component_checks ch JOIN components c ON c.id = ch.component_id
+WHERE c.tenant_id IS NOT DISTINCT FROM $2::uuid
+  AND ch.created_at > now() - make_interval(secs => $1::float8)
+`
+
+type RecentChecksParams struct {
+	WindowSecs float64       `json:"window_secs"`
+	TenantID   uuid.NullUUID `json:"tenant_id"`
+}
+
+type RecentChecksRow struct {
+	N       int64   `json:"n"`
+	FreesIn float64 `json:"frees_in"`
+}
+
+// How many checks the tenant asked for in the last window_secs, and in how many seconds the
+// oldest of them leaves that window.
+func (q *Queries) RecentChecks(ctx context.Context, arg RecentChecksParams) (RecentChecksRow, error) {
+	row := q.db.QueryRow(ctx, recentChecks, arg.WindowSecs, arg.TenantID)
+	var i RecentChecksRow
+	err := row.Scan(&i.N, &i.FreesIn)
+	return i, err
+}
+
 const startCheck = `-- name: StartCheck :one
-UPDATE component_checks SET status = 'running', started_at = now(), updated_at = now(), output = ''
+UPDATE component_checks SET status = 'running', started_at = clock_timestamp(), updated_at = now(), output = ''
 WHERE id = $1 AND status IN ('queued', 'running')
 RETURNING id, component_id, status, code, input_schema, output, changes, requested_by, created_at, updated_at, started_at, finished_at
 `
 
-// Claims a queued check; a check already finished is not run again.
+// Claims a queued check; a check already finished is not run again. The clock, not the
+// transaction's start: the claim comes after the count of running checks it waited its turn for.
 func (q *Queries) StartCheck(ctx context.Context, id uuid.UUID) (ComponentCheck, error) {
 	row := q.db.QueryRow(ctx, startCheck, id)
 	var i ComponentCheck

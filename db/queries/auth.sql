@@ -2,9 +2,13 @@
 INSERT INTO sessions (token_hash, user_id, csrf_token, expires_at) VALUES ($1, $2, $3, $4) RETURNING *;
 
 -- name: GetSessionByHash :one
-SELECT s.id AS session_id, s.csrf_token, s.expires_at, s.last_seen_at, sqlc.embed(u)
+-- A session ends when unused until expires_at, and max_age_secs after sign-in however much
+-- it is used.
+SELECT s.id AS session_id, s.csrf_token, s.expires_at, s.last_seen_at, s.created_at, sqlc.embed(u)
 FROM sessions s JOIN users u ON u.id = s.user_id
-WHERE s.token_hash = $1 AND s.expires_at > now() AND u.deleted_at IS NULL;
+WHERE s.token_hash = sqlc.arg(token_hash) AND s.expires_at > now()
+  AND s.created_at > now() - make_interval(secs => sqlc.arg(max_age_secs)::float8)
+  AND u.deleted_at IS NULL;
 
 -- name: TouchSession :exec
 UPDATE sessions SET last_seen_at = now(), expires_at = $2 WHERE id = $1;
