@@ -138,27 +138,25 @@ func (r reach) walk(n *yaml.Node) {
 	}
 }
 
-// function checks a mapping key that may call a function.
+// function checks a mapping key that may call a function. The engine reads asset names after
+// unescaping $$, other functions before; either way a name it reads as a function starts with
+// fn::, and every such key that is not exactly one on the list is refused.
 func (r reach) function(key, val *yaml.Node) {
-	// The engine reads assets after unescaping $$ and other functions before; no function name
-	// holds a $, so both readings name the same function, but both are checked.
-	for _, name := range []string{strings.ToLower(key.Value), strings.ToLower(unescape(key.Value))} {
-		if !strings.HasPrefix(name, "fn::") {
-			continue
-		}
-		f, known := functions[name]
-		switch {
-		case known && f.rule != "" && !(f.providerLevel && r.scope.ProviderLevel):
-			r.v.AddAt("code", key.Line, key.Column, f.rule, "%s is not allowed: it %s", key.Value, f.why)
-		case known && name == "fn::invoke":
-			r.invoke(val)
-		case known:
-		case invokeShorthand.MatchString(name):
-			r.token(key, key.Value[len("fn::"):], "function")
-		default:
-			r.v.AddAt("code", key.Line, key.Column, RuleFunction, "%s is not a Pulumi YAML function a program may use; the functions are %s", key.Value, usable)
-		}
+	name := strings.ToLower(key.Value)
+	if !strings.HasPrefix(name, "fn::") {
 		return
+	}
+	f, known := functions[name]
+	switch {
+	case known && f.rule != "" && !(f.providerLevel && r.scope.ProviderLevel):
+		r.v.AddAt("code", key.Line, key.Column, f.rule, "%s is not allowed: it %s", key.Value, f.why)
+	case known && name == "fn::invoke":
+		r.invoke(val)
+	case known:
+	case invokeShorthand.MatchString(name):
+		r.token(key, key.Value[len("fn::"):], "function")
+	default:
+		r.v.AddAt("code", key.Line, key.Column, RuleFunction, "%s is not a Pulumi YAML function a program may use; the functions are %s", key.Value, usable)
 	}
 }
 
