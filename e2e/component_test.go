@@ -397,7 +397,7 @@ func (s *session) checkDraft() {
 	s.t.Helper()
 	panel := `#check-result [data-testid="check"]`
 	s.click(`[data-testid="check-button"]`)
-	s.waitFor(`['succeeded', 'failed'].includes(document.querySelector(` + jsString(panel) + `)?.dataset.status)`)
+	s.waitWithin(`['succeeded', 'failed'].includes(document.querySelector(`+jsString(panel)+`)?.dataset.status)`, engineWait)
 	if status := s.text(panel + ` .badge`); status != "Check passed" {
 		s.t.Fatalf("the engine's check: %s\n%s", status, s.text(panel))
 	}

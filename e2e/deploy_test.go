@@ -155,7 +155,7 @@ func TestBrowser_DeployWatchUpdateUpgradeDestroy(t *testing.T) {
 // waitOperation waits until the operation page shows the status, and fails on any other end.
 func (s *session) waitOperation(want string) {
 	s.t.Helper()
-	s.across(`['succeeded', 'failed', 'cancelled'].includes(document.querySelector('[data-testid="operation-live"]')?.dataset.status)`, 90*time.Second)
+	s.across(`['succeeded', 'failed', 'cancelled'].includes(document.querySelector('[data-testid="operation-live"]')?.dataset.status)`, engineWait)
 	if got := eval[string](s, `document.querySelector('[data-testid="operation-live"]').dataset.status`); got != want {
 		s.t.Fatalf("the operation ended %s, want %s: %s", got, want, s.text(`[data-testid="operation-live"]`))
 	}
@@ -170,6 +170,9 @@ func (s *session) across(js string, timeout time.Duration) {
 		err := chromedp.Do(s.ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(time.Until(deadline))))
 		if err == nil {
 			return
+		}
+		if s.ctx.Err() != nil {
+			s.t.Fatalf("waiting for %s: the browser is gone: %v", js, s.ctx.Err())
 		}
 		if time.Now().After(deadline) || !strings.Contains(err.Error(), "navigated") && !strings.Contains(err.Error(), "context") {
 			s.t.Fatalf("waiting for %s: %v", js, err)

@@ -36,7 +36,7 @@ func TestBrowser_LandingZoneEnvironmentLifecycle(t *testing.T) {
 	acme := a.createTenant(t, "acme")
 	a.addMember(t, "lead@acme.test", acme.ID, access.TenantAdmin)
 	a.addMember(t, "ops@acme.test", acme.ID, access.TenantAdmin)
-	browser := newBrowserFor(t, 6*time.Minute)
+	browser := newBrowser(t)
 	start := time.Now()
 	phase := func(name string) { t.Logf("%6.1fs %s", time.Since(start).Seconds(), name) }
 
