@@ -176,13 +176,14 @@ func (s *Service) enqueue(ctx context.Context, actor access.Principal, d dbgen.G
 	return s.Operation(ctx, actor, op.ID)
 }
 
-// neverDeployed reports whether the deployment has no resources of its own yet: pending, or
-// failed without ever having been deployed (a failed first deploy removes what it made).
+// neverDeployed reports whether the deployment has no resources of its own yet: pending, in
+// its first deploy (which may yet fail and remove what it made), or failed without ever having
+// been deployed.
 func neverDeployed(ctx context.Context, q *dbgen.Queries, id uuid.UUID, status string) (bool, error) {
 	switch status {
 	case "pending":
 		return true, nil
-	case "failed":
+	case "deploying", "failed":
 		deployed, err := q.HasBeenDeployed(ctx, id)
 		return !deployed, err
 	}
