@@ -133,42 +133,51 @@ func TestPages_SystemSaysWhetherTheEngineIsConfined(t *testing.T) {
 }
 
 // The engine's conformance programs, posted as components: none is answered with a server
-// error; a provider admin's are all created, and a tenant's are created or refused only for
-// reaching beyond their stack.
+// error; a provider admin's are created or refused only for reading the server's files or the
+// network, and a tenant's are created or refused only for reaching beyond their stack.
 func TestAPI_ConformanceProgramsAreAcceptedOrRefusedForReach(t *testing.T) {
 	s := newSite(t)
 	admin, tenantAdmin := s.token(t, s.admin), s.token(t, s.adminA)
-	created, refused := 0, map[string]int{}
-	for i, p := range corpus.Programs(t) {
-		body := func(name string) map[string]any {
-			return map[string]any{"name": name, "provider": "simcloud", "semantic_type": "VirtualMachine", "language": "yaml",
-				"code": p.Code, "input_schema": json.RawMessage(`{"type": "object", "properties": {}}`),
-				"output_schema": json.RawMessage(`{"type": "object", "properties": {}}`)}
-		}
-		r := s.call(t, "POST", "/api/v1/components", admin, body(fmt.Sprintf("provider-%d", i)))
-		if r.status != http.StatusCreated {
-			t.Errorf("%s as a provider admin's: %d %s", p.Name, r.status, r.body)
-		}
-		tenant := body(fmt.Sprintf("tenant-%d", i))
-		tenant["tenant_id"] = s.a.ID
-		r = s.call(t, "POST", "/api/v1/components", tenantAdmin, tenant)
+	// post creates the program as a component and tells whether it was; a refusal may name
+	// only the given rules.
+	post := func(name, token string, body map[string]any, rules []string, refused map[string]int) bool {
+		r := s.call(t, "POST", "/api/v1/components", token, body)
 		switch r.status {
 		case http.StatusCreated:
-			created++
+			return true
 		case http.StatusUnprocessableEntity:
 			var problem struct {
 				Errors []struct{ Field, Rule string }
 			}
 			must(t, json.Unmarshal(r.body, &problem))
 			for _, f := range problem.Errors {
-				if f.Field != "code" || !slices.Contains(component.ReachRules, f.Rule) {
-					t.Errorf("%s as a tenant's: refused by %s on %s: %s", p.Name, f.Rule, f.Field, r.body)
+				if f.Field != "code" || !slices.Contains(rules, f.Rule) {
+					t.Errorf("%s: refused by %s on %s: %s", name, f.Rule, f.Field, r.body)
 				}
 				refused[f.Rule]++
 			}
 		default:
-			t.Errorf("%s as a tenant's: %d %s", p.Name, r.status, r.body)
+			t.Errorf("%s: %d %s", name, r.status, r.body)
+		}
+		return false
+	}
+	created, refused := map[string]int{}, map[string]map[string]int{"provider": {}, "tenant": {}}
+	programs := corpus.Programs(t)
+	for i, p := range programs {
+		body := func(name string) map[string]any {
+			return map[string]any{"name": name, "provider": "simcloud", "semantic_type": "VirtualMachine", "language": "yaml",
+				"code": p.Code, "input_schema": json.RawMessage(`{"type": "object", "properties": {}}`),
+				"output_schema": json.RawMessage(`{"type": "object", "properties": {}}`)}
+		}
+		if post(p.Name+" as a provider admin's", admin, body(fmt.Sprintf("provider-%d", i)),
+			[]string{component.RuleFileAccess, component.RuleNetworkFetch}, refused["provider"]) {
+			created["provider"]++
+		}
+		tenant := body(fmt.Sprintf("tenant-%d", i))
+		tenant["tenant_id"] = s.a.ID
+		if post(p.Name+" as a tenant's", tenantAdmin, tenant, component.ReachRules, refused["tenant"]) {
+			created["tenant"]++
 		}
 	}
-	t.Logf("as tenants' components: %d created, refusals by rule %v", created, refused)
+	t.Logf("%d programs; created %v; refusals by rule %v", len(programs), created, refused)
 }
