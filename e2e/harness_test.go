@@ -25,7 +25,6 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/auth"
 	"nimbus/app/pulumix"
-	"nimbus/app/sandbox"
 	"nimbus/app/secrets"
 	"nimbus/app/server"
 	"nimbus/app/system"
@@ -51,10 +50,7 @@ const (
 	userPassword = "another long password"
 )
 
-func TestMain(m *testing.M) {
-	sandbox.LaunchIfAsked()
-	dbtest.Main(m)
-}
+func TestMain(m *testing.M) { dbtest.Main(m) }
 
 // app is a Nimbus server running in the test process on its own database, with the first
 // provider admin already created.

@@ -18,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"nimbus/app/auth"
-	"nimbus/app/sandbox"
 	"nimbus/app/user"
 	"nimbus/db"
 	"nimbus/db/localpg"
@@ -71,9 +70,6 @@ func Run(ctx context.Context, args []string, env Env) error {
 			return tokenCreate(ctx, rest[1:], env)
 		}
 		return errors.New(`unknown token command; did you mean "nimbus token create"?`)
-	case sandbox.Subcommand:
-		// Hidden: how the server starts engine processes confined. It never returns.
-		sandbox.Main(rest)
 	case "version", "--version", "-v":
 		fmt.Fprintln(env.Stdout, "nimbus", Version)
 		return nil

@@ -12,14 +12,10 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/pulumix"
-	"nimbus/app/sandbox"
 	"nimbus/db/dbtest"
 )
 
-func TestMain(m *testing.M) {
-	sandbox.LaunchIfAsked()
-	dbtest.Main(m)
-}
+func TestMain(m *testing.M) { dbtest.Main(m) }
 
 var builtinNames = []string{
 	"simcloud-machine", "simcloud-network",

@@ -31,7 +31,7 @@ type command struct {
 	grace time.Duration
 	// sandbox confines each run to the directories its own stack uses (see policy), and
 	// clouds are directories every run may write: the simulated cloud's.
-	sandbox sandbox.Launcher
+	sandbox sandbox.Sandbox
 	clouds  []string
 }
 
@@ -76,14 +76,10 @@ func (c command) Run(ctx context.Context, workdir string, stdin io.Reader, out, 
 	if !slices.Contains(args, "--non-interactive") {
 		args = append([]string{"--non-interactive"}, args...)
 	}
-	name, argv := c.sandbox.Wrap(c.policy(workdir, extraEnv, args), c.path, args...)
-	cmd := exec.CommandContext(ctx, name, argv...)
+	cmd := exec.CommandContext(ctx, c.path, args...)
 	cmd.Dir = workdir
 	cmd.Stdin = stdin
 	cmd.Env = append(append(engineBaseEnv(), extraEnv...), "PULUMI_AUTOMATION_API=true")
-	if name != c.path {
-		cmd.Env = append(cmd.Env, sandbox.LaunchedEnv+"=1")
-	}
 	stdout, stderr := capture(len(out) > 0), capture(true) // bounded: see limit.go
 	cmd.Stdout = io.MultiWriter(append(out, stdout)...)
 	cmd.Stderr = io.MultiWriter(append(errOut, stderr)...)
@@ -106,7 +102,10 @@ func (c command) Run(ctx context.Context, workdir string, stdin io.Reader, out, 
 		return syscall.Kill(-pid, syscall.SIGINT)
 	}
 	cmd.WaitDelay = c.grace + 5*time.Second
-	err := cmd.Run()
+	err := c.sandbox.Start(cmd, c.policy(workdir, extraEnv, args))
+	if err == nil {
+		err = cmd.Wait()
+	}
 	code := -2
 	var exit *exec.ExitError
 	switch {

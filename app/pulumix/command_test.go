@@ -117,15 +117,11 @@ func TestCommand_ConfinedToItsStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	base := sandbox.System()
 	base.Read = append(base.Read, filepath.Dir(cmd.path))
 	env := []string{"HOME=" + home, "PULUMI_BACKEND_URL=file://" + state}
 
-	cmd.sandbox = sandbox.Launcher{Self: self, Mode: sandbox.Required, Base: base}
+	cmd.sandbox = sandbox.New(sandbox.Required, base)
 	out, stderr, code, err := cmd.Run(context.Background(), work, nil, nil, nil, env, outside)
 	if err != nil || code != 0 {
 		t.Fatalf("confined run: %v %d %s", err, code, stderr)
@@ -134,7 +130,7 @@ func TestCommand_ConfinedToItsStack(t *testing.T) {
 		t.Fatalf("confined run said %q: want the canary refused and its own directories usable", out)
 	}
 	// The same command unconfined reads it: the refusal above is the sandbox's.
-	cmd.sandbox = sandbox.Launcher{}
+	cmd.sandbox = sandbox.Sandbox{}
 	if out, _, _, _ := cmd.Run(context.Background(), work, nil, nil, nil, env, outside); !strings.Contains(out, "secret") {
 		t.Fatalf("unconfined run said %q", out)
 	}

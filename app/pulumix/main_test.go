@@ -4,11 +4,7 @@ import (
 	"testing"
 
 	"nimbus/app/objstore/s3test"
-	"nimbus/app/sandbox"
 )
 
 // The stack tests run on an S3 backend too; its server is shared by the package's tests.
-func TestMain(m *testing.M) {
-	sandbox.LaunchIfAsked()
-	s3test.Main(m)
-}
+func TestMain(m *testing.M) { s3test.Main(m) }

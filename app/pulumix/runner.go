@@ -42,12 +42,8 @@ type Runner struct {
 
 // NewRunner finds the pinned toolchain (see Detect) and prepares the directories under dataDir.
 // extraEnv reaches every Pulumi process, such as SIMCLOUD_DIR for the simulated cloud. Engine
-// processes run through this program's sandbox launcher (see package sandbox), which the
-// program's main, or its tests' TestMain, must let run.
+// processes run in the sandbox (see package sandbox) unless WithSandbox says otherwise.
 func NewRunner(toolchainDir, dataDir string, extraEnv map[string]string, opts ...Option) (*Runner, error) {
-	if err := sandbox.NotLaunched(); err != nil {
-		return nil, err
-	}
 	if toolchainDir == "" {
 		toolchainDir = cachedBuild()
 	}
@@ -67,13 +63,9 @@ func NewRunner(toolchainDir, dataDir string, extraEnv map[string]string, opts ..
 	if r.mode == sandbox.Required && sandbox.ABI() == 0 {
 		return nil, errors.New("the engine's sandbox is required (NIMBUS_SANDBOX=required), but this kernel has no Landlock")
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find the sandbox launcher: %w", err)
-	}
 	base := sandbox.System()
 	base.Read = append(base.Read, programDirs(bin)...)
-	r.cli.sandbox = sandbox.Launcher{Self: self, Mode: r.mode, Base: base}
+	r.cli.sandbox = sandbox.New(r.mode, base)
 	r.cli.clouds = r.clouds
 	for _, d := range append([]string{r.workDir()}, r.clouds...) {
 		if err := os.MkdirAll(d, 0o700); err != nil {

@@ -2,45 +2,26 @@
 // language host, each provider plugin) may read the toolchain and the system's libraries and
 // certificates, read and write only its own stack's directories, and use bounded resources.
 //
-// Go cannot yet start a child under a Landlock ruleset (that arrives in Go 1.28), so Nimbus
-// starts itself as a small launcher (the hidden subcommand Subcommand) that sets the resource
-// limits, restricts itself with Landlock and executes the engine; everything the engine starts
-// inherits both. Where the kernel has no Landlock the launcher still sets the limits, and the
-// program validator is the only wall: Nimbus says so at start and on the system page.
+// Go cannot yet start a child under a Landlock ruleset (that arrives in Go 1.28). A Landlock
+// restriction belongs to a thread, though, and a child inherits it from the thread that forks
+// it: so Start restricts an OS thread of its own (no other goroutine ever runs on it, and it
+// ends with its goroutine), starts the engine from it, and sets the child's resource limits.
+// Everything the engine starts inherits both. Where the kernel has no Landlock only the limits
+// apply, and the program validator is the only wall: Nimbus says so at start and on the system
+// page.
 package sandbox
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
+	"os/exec"
 	"runtime"
-	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
-
-// Subcommand is the hidden command line word that makes nimbus the launcher.
-const Subcommand = "sandbox-exec"
-
-// LaunchedEnv marks the launcher's process until it executes the engine. A program started as
-// the launcher that never lets it run (a test binary without LaunchIfAsked) then refuses to
-// start an engine itself (see NotLaunched), instead of starting its own work over again.
-const LaunchedEnv = "NIMBUS_SANDBOX_LAUNCHER"
-
-// NotLaunched fails when this process was started as the launcher but went on as itself.
-func NotLaunched() error {
-	if os.Getenv(LaunchedEnv) != "" {
-		return fmt.Errorf("started as the sandbox launcher (%s), this program ran on as itself: its main, or its tests' TestMain, must call sandbox.LaunchIfAsked first", Subcommand)
-	}
-	return nil
-}
 
 // Mode says how much the operator insists on Landlock.
 type Mode string
@@ -132,152 +113,135 @@ func ABI() int {
 	return v
 }
 
-// Launcher wraps engine commands so that they run confined. The zero Launcher runs them as
-// they are.
-type Launcher struct {
-	// Self is the nimbus executable, which knows Subcommand.
-	Self string
+// Sandbox starts engine commands confined. The zero Sandbox starts them as they are.
+type Sandbox struct {
 	Mode Mode
 	// Base is granted to every command: System() and the toolchain.
 	Base Policy
+	// prlimit is util-linux's prlimit(1), which sets a command's limits before it runs.
+	prlimit string
+}
+
+// New returns a Sandbox confining commands as mode says, granting each base.
+func New(mode Mode, base Policy) Sandbox {
+	path, _ := exec.LookPath("prlimit")
+	return Sandbox{Mode: mode, Base: base, prlimit: path}
 }
 
 // Confined reports whether commands are confined by Landlock, not only limited.
-func (l Launcher) Confined() bool { return l.Mode != Off && l.Self != "" && ABI() > 0 }
+func (s Sandbox) Confined() bool { return s.Mode != "" && s.Mode != Off && ABI() > 0 }
 
-// Wrap returns the program and arguments that run name with args under l.Base and p.
-func (l Launcher) Wrap(p Policy, name string, args ...string) (string, []string) {
-	if l.Mode == Off || l.Self == "" {
-		return name, args
+// Start starts cmd under s.Base and p, as cmd.Start does.
+func (s Sandbox) Start(cmd *exec.Cmd, p Policy) error {
+	if s.Mode == "" || s.Mode == Off {
+		return cmd.Start()
 	}
-	p = l.Base.Union(p)
-	argv := []string{Subcommand}
-	for _, d := range p.Read {
-		argv = append(argv, "--read", d)
+	p = s.Base.Union(p)
+	limited := s.prlimit != ""
+	if limited {
+		// prlimit sets the limits on itself, then executes the command in its place.
+		args := append([]string{"prlimit"}, limitFlags(p.Limits)...)
+		cmd.Args = append(append(args, "--", cmd.Path), cmd.Args[1:]...)
+		cmd.Path = s.prlimit
 	}
-	for _, d := range p.Write {
-		argv = append(argv, "--write", d)
-	}
-	for _, f := range p.ReadFiles {
-		argv = append(argv, "--read-file", f)
-	}
-	for _, f := range p.WriteFiles {
-		argv = append(argv, "--write-file", f)
-	}
-	lim := p.Limits
-	argv = append(argv, "--as", strconv.FormatUint(lim.AddressSpace, 10), "--cpu", strconv.FormatUint(lim.CPUSeconds, 10),
-		"--nofile", strconv.FormatUint(lim.OpenFiles, 10), "--nproc", strconv.FormatUint(lim.Processes, 10),
-		"--fsize", strconv.FormatUint(lim.FileSize, 10))
-	if l.Mode == Required {
-		argv = append(argv, "--required")
-	}
-	return l.Self, append(append(argv, "--", name), args...)
-}
-
-// LaunchIfAsked makes a test binary a launcher too: call it first in TestMain of every package
-// whose tests run the engine. It returns when the process was not started as the launcher.
-func LaunchIfAsked() {
-	if len(os.Args) > 1 && os.Args[1] == Subcommand {
-		Main(os.Args[2:])
-	}
-}
-
-// Main is the launcher: it confines itself as args say and executes the command after "--".
-// It returns only by exiting, 126 when it cannot confine or execute (as a shell does when a
-// command cannot run).
-func Main(args []string) {
-	err := confineAndExec(args)
-	fmt.Fprintf(os.Stderr, "nimbus %s: %v\n", Subcommand, err)
-	os.Exit(126)
-}
-
-type paths []string
-
-func (p *paths) String() string     { return strings.Join(*p, ",") }
-func (p *paths) Set(v string) error { *p = append(*p, v); return nil }
-
-func confineAndExec(args []string) error {
-	fs := flag.NewFlagSet(Subcommand, flag.ContinueOnError)
-	var p Policy
-	fs.Var((*paths)(&p.Read), "read", "directory to read")
-	fs.Var((*paths)(&p.Write), "write", "directory to read and write")
-	fs.Var((*paths)(&p.ReadFiles), "read-file", "file to read")
-	fs.Var((*paths)(&p.WriteFiles), "write-file", "file to read and write")
-	fs.Uint64Var(&p.Limits.AddressSpace, "as", 0, "address space, bytes")
-	fs.Uint64Var(&p.Limits.CPUSeconds, "cpu", 0, "CPU time, seconds")
-	fs.Uint64Var(&p.Limits.OpenFiles, "nofile", 0, "open files")
-	fs.Uint64Var(&p.Limits.Processes, "nproc", 0, "processes")
-	fs.Uint64Var(&p.Limits.FileSize, "fsize", 0, "file size, bytes")
-	required := fs.Bool("required", false, "fail without Landlock")
-	if err := fs.Parse(args); err != nil {
+	fd, flags, err := ruleset(p, s.Mode == Required)
+	if err != nil {
 		return err
 	}
-	command := fs.Args()
-	if len(command) == 0 {
-		return errors.New("no command to run")
+	if fd >= 0 {
+		defer unix.Close(fd)
 	}
-	path := command[0]
-	if !strings.Contains(path, "/") {
-		var err error
-		if path, err = lookPath(path); err != nil {
-			return err
+	started := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread, restricted for good, ends with this goroutine.
+		runtime.LockOSThread()
+		if fd >= 0 {
+			if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+				started <- fmt.Errorf("sandbox: no new privileges: %w", err)
+				return
+			}
+			if err := llsyscall.LandlockRestrictSelf(fd, flags); err != nil {
+				started <- fmt.Errorf("sandbox: landlock: %w", err)
+				return
+			}
 		}
-	}
-	if err := limit(p.Limits); err != nil {
+		started <- cmd.Start()
+	}()
+	if err := <-started; err != nil || limited {
 		return err
 	}
-	// Landlock binds the calling thread; it must be the one that executes the command.
-	runtime.LockOSThread()
-	if err := restrict(p, *required); err != nil {
+	// Without prlimit, the limits are set on the child once it runs: what it starts inherits
+	// them, and the CLI reads its program and settings before it starts a language host or a
+	// plugin, long after these few system calls.
+	if err := limit(cmd.Process.Pid, p.Limits); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
 		return err
 	}
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, LaunchedEnv+"=") })
-	return syscall.Exec(path, command, env)
+	return nil
 }
 
-func lookPath(name string) (string, error) {
-	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
-		p := filepath.Join(dir, name)
-		if info, err := os.Stat(p); err == nil && !info.IsDir() && info.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s: not found on PATH", name)
+// rlimit is one of Limits, as the kernel and prlimit name it.
+type rlimit struct {
+	resource int
+	flag     string
+	name     string
+	value    uint64
 }
 
-func limit(l Limits) error {
-	for _, r := range []struct {
-		resource int
-		value    uint64
-		name     string
-	}{
-		{unix.RLIMIT_AS, l.AddressSpace, "address space"},
-		{unix.RLIMIT_CPU, l.CPUSeconds, "CPU time"},
-		{unix.RLIMIT_NOFILE, l.OpenFiles, "open files"},
-		{unix.RLIMIT_NPROC, l.Processes, "processes"},
-		{unix.RLIMIT_FSIZE, l.FileSize, "file size"},
-		{unix.RLIMIT_CORE, 0, "core size"},
+// rlimits are l's limits, each no higher than this process's own hard limit: a child never
+// gets more than Nimbus was given. A zero limit is left as it is, but core dumps are off.
+func rlimits(l Limits) []rlimit {
+	var out []rlimit
+	for _, r := range []rlimit{
+		{unix.RLIMIT_AS, "as", "address space", l.AddressSpace},
+		{unix.RLIMIT_CPU, "cpu", "CPU time", l.CPUSeconds},
+		{unix.RLIMIT_NOFILE, "nofile", "open files", l.OpenFiles},
+		{unix.RLIMIT_NPROC, "nproc", "processes", l.Processes},
+		{unix.RLIMIT_FSIZE, "fsize", "file size", l.FileSize},
+		{unix.RLIMIT_CORE, "core", "core size", 0},
 	} {
 		if r.value == 0 && r.resource != unix.RLIMIT_CORE {
 			continue
 		}
-		var cur unix.Rlimit
-		if err := unix.Getrlimit(r.resource, &cur); err != nil {
-			return fmt.Errorf("read the %s limit: %w", r.name, err)
+		var own unix.Rlimit
+		if err := unix.Getrlimit(r.resource, &own); err == nil {
+			r.value = min(r.value, own.Max)
 		}
-		// Never raise a limit the operator set lower.
-		v := min(r.value, cur.Max)
-		if err := unix.Setrlimit(r.resource, &unix.Rlimit{Cur: v, Max: v}); err != nil {
-			return fmt.Errorf("limit %s to %d: %w", r.name, v, err)
+		out = append(out, r)
+	}
+	return out
+}
+
+func limitFlags(l Limits) []string {
+	var flags []string
+	for _, r := range rlimits(l) {
+		flags = append(flags, fmt.Sprintf("--%s=%d", r.flag, r.value))
+	}
+	return flags
+}
+
+func limit(pid int, l Limits) error {
+	for _, r := range rlimits(l) {
+		if err := unix.Prlimit(pid, r.resource, &unix.Rlimit{Cur: r.value, Max: r.value}, nil); err != nil {
+			return limitErr(r.name, err)
 		}
 	}
 	return nil
 }
 
-// restrict applies the policy's paths to this thread. Only the filesystem and the scopes are
-// handled: the engine needs the network (its plugins speak gRPC on loopback, and providers
-// reach their clouds), and the scopes keep it from signalling processes outside its sandbox.
-func restrict(p Policy, required bool) error {
+func limitErr(name string, err error) error {
+	if errors.Is(err, unix.ESRCH) {
+		return nil // gone already: nothing left to limit
+	}
+	return fmt.Errorf("sandbox: limit %s: %w", name, err)
+}
+
+// ruleset makes the Landlock ruleset of p; -1 when the kernel has none and it is not required.
+// Only the filesystem and the scopes are handled: the engine needs the network (its plugins
+// speak gRPC on loopback, and providers reach their clouds), and the scopes keep it from
+// signalling processes outside its sandbox.
+func ruleset(p Policy, required bool) (int, uint32, error) {
 	cfg := landlock.Config{HandledAccessFS: landlock.V7.HandledAccessFS, Scoped: landlock.V7.Scoped}
 	if !required {
 		cfg = cfg.BestEffort()
@@ -303,17 +267,7 @@ func restrict(p Policy, required bool) error {
 	}
 	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {
-		return fmt.Errorf("landlock ruleset: %w", err)
+		return -1, 0, fmt.Errorf("sandbox: landlock ruleset: %s", strings.TrimPrefix(err.Error(), "landlock: "))
 	}
-	if fd < 0 {
-		return nil // no Landlock here, and not required: the limits alone apply
-	}
-	defer unix.Close(fd)
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no new privileges: %w", err)
-	}
-	if err := llsyscall.LandlockRestrictSelf(fd, flags); err != nil {
-		return fmt.Errorf("landlock: %w", err)
-	}
-	return nil
+	return fd, flags, nil
 }

@@ -9,29 +9,22 @@ import (
 	"testing"
 )
 
-func TestMain(m *testing.M) {
-	LaunchIfAsked()
-	os.Exit(m.Run())
-}
+// required confines commands as NIMBUS_SANDBOX=required does.
+var required = New(Required, System())
 
-// launcher confines commands with this test binary, as nimbus does with itself.
-func launcher(t *testing.T) Launcher {
+func run(t *testing.T, s Sandbox, p Policy, script string) (string, error) {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
+	var out strings.Builder
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := s.Start(cmd, p); err != nil {
+		t.Fatalf("start %q: %v", script, err)
 	}
-	return Launcher{Self: self, Mode: Required, Base: System()}
+	err := cmd.Wait()
+	return strings.TrimSpace(out.String()), err
 }
 
-func run(t *testing.T, l Launcher, p Policy, script string) (string, error) {
-	t.Helper()
-	name, args := l.Wrap(p, "/bin/sh", "-c", script)
-	out, err := exec.Command(name, args...).CombinedOutput()
-	return strings.TrimSpace(string(out)), err
-}
-
-func TestLauncher_ReachesOnlyItsOwnDirectories(t *testing.T) {
+func TestSandbox_ReachesOnlyItsOwnDirectories(t *testing.T) {
 	if ABI() == 0 {
 		t.Fatal("this kernel has no Landlock; the sandbox cannot be tested here")
 	}
@@ -40,7 +33,7 @@ func TestLauncher_ReachesOnlyItsOwnDirectories(t *testing.T) {
 	if err := os.WriteFile(canary, []byte("the other stack's secret"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l := launcher(t)
+	l := required
 	p := Policy{Write: []string{own}}
 
 	if out, err := run(t, l, p, "echo mine > "+own+"/f && cat "+own+"/f && mkdir "+own+"/d && mv "+own+"/f "+own+"/d/g"); err != nil || out != "mine" {
@@ -58,24 +51,40 @@ func TestLauncher_ReachesOnlyItsOwnDirectories(t *testing.T) {
 		}
 	}
 	// Without the sandbox, the same command reads the canary: the refusals above are Landlock's.
-	if out, err := run(t, Launcher{Mode: Off}, p, "cat "+canary); err != nil || !strings.Contains(out, "secret") {
+	if out, err := run(t, Sandbox{Mode: Off}, p, "cat "+canary); err != nil || !strings.Contains(out, "secret") {
 		t.Fatalf("unconfined: %q, %v", out, err)
 	}
 }
 
-func TestLauncher_SetsLimits(t *testing.T) {
-	l := launcher(t)
-	out, err := run(t, l, Policy{Limits: Limits{OpenFiles: 123, CPUSeconds: 77}}, "ulimit -n; ulimit -t")
-	if err != nil || out != "123\n77" {
+func TestSandbox_SetsLimits(t *testing.T) {
+	out, err := run(t, required, Policy{Limits: Limits{OpenFiles: 123, CPUSeconds: 77}}, "ulimit -n; ulimit -t; ulimit -c")
+	if err != nil || out != "123\n77\n0" {
 		t.Fatalf("limits: %q, %v", out, err)
+	}
+	// Without prlimit they are set once the command runs: this one waits to be told it has.
+	noPrlimit := Sandbox{Mode: Required, Base: System()}
+	var got strings.Builder
+	cmd := exec.Command("/bin/sh", "-c", "read go; ulimit -n; ulimit -t")
+	cmd.Stdout = &got
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := noPrlimit.Start(cmd, Policy{Limits: Limits{OpenFiles: 321, CPUSeconds: 66}}); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = in.Write([]byte("go\n"))
+	in.Close()
+	if err := cmd.Wait(); err != nil || strings.TrimSpace(got.String()) != "321\n66" {
+		t.Fatalf("limits without prlimit: %q, %v", got.String(), err)
 	}
 }
 
-func TestLauncher_CannotSignalOutside(t *testing.T) {
+func TestSandbox_CannotSignalOutside(t *testing.T) {
 	if ABI() < 6 {
 		t.Fatalf("signal scoping needs Landlock ABI 6; this kernel has %d", ABI())
 	}
-	out, err := run(t, launcher(t), Policy{}, "kill -0 "+strconv.Itoa(os.Getpid()))
+	out, err := run(t, required, Policy{}, "kill -0 "+strconv.Itoa(os.Getpid()))
 	if err == nil {
 		t.Fatalf("signalled its parent: %q", out)
 	}
@@ -89,5 +98,21 @@ func TestParseMode(t *testing.T) {
 	}
 	if _, err := ParseMode("sometimes"); err == nil {
 		t.Error("sometimes accepted")
+	}
+}
+
+// The restriction stays with the engine: the program that started it reaches what it did.
+func TestStart_LeavesTheCallerUnconfined(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(outside, []byte("still mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if out, err := run(t, required, Policy{}, "cat "+outside); err == nil {
+			t.Fatalf("a confined command read %s: %q", outside, out)
+		}
+		if b, err := os.ReadFile(outside); err != nil || string(b) != "still mine" {
+			t.Fatalf("the caller lost its reach: %v", err)
+		}
 	}
 }

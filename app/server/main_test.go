@@ -6,14 +6,10 @@ import (
 	"testing"
 
 	"nimbus/app/objstore/s3test"
-	"nimbus/app/sandbox"
 	"nimbus/db/dbtest"
 )
 
 // The deploy tests run on an S3 state backend too; its server is shared by the package's tests.
-func TestMain(m *testing.M) {
-	sandbox.LaunchIfAsked()
-	dbtest.Main(s3test.Around(m))
-}
+func TestMain(m *testing.M) { dbtest.Main(s3test.Around(m)) }
 
 func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
