@@ -55,10 +55,6 @@ type Limits struct {
 	FileSize     uint64 // bytes of the largest file it may write
 }
 
-// DefaultLimits fit the engine with room to spare: the CLI and its Go plugins reserve a few GiB
-// of address space each, and a day of CPU time is beyond any operation.
-var DefaultLimits = Limits{AddressSpace: 16 << 30, CPUSeconds: 24 * 3600, OpenFiles: 4096, Processes: 4096, FileSize: 8 << 30}
-
 // Policy is what a confined process may reach.
 type Policy struct {
 	Read       []string // directories it may read and execute from
@@ -70,7 +66,9 @@ type Policy struct {
 
 // System is what every engine process needs of the machine: programs and libraries,
 // certificates, name resolution, the time zone and the user database (for its own name), and
-// the null and random devices. Missing ones are skipped.
+// the null and random devices. Missing ones are skipped. Its limits fit the engine with room to
+// spare: the CLI and its Go plugins reserve a few GiB of address space each, and a day of CPU
+// time is beyond any operation.
 func System() Policy {
 	return Policy{
 		Read: []string{"/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc/ssl", "/etc/ca-certificates", "/etc/pki"},
@@ -78,7 +76,7 @@ func System() Policy {
 			"/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/services", "/etc/protocols",
 			"/dev/urandom", "/dev/random"},
 		WriteFiles: []string{"/dev/null"},
-		Limits:     DefaultLimits,
+		Limits:     Limits{AddressSpace: 16 << 30, CPUSeconds: 24 * 3600, OpenFiles: 4096, Processes: 4096, FileSize: 8 << 30},
 	}
 }
 
