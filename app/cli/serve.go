@@ -75,7 +75,8 @@ func serve(ctx context.Context, args []string, env Env) error {
 	case err != nil && cfg.Sandbox == sandbox.Required && sandbox.ABI() == 0:
 		return err
 	case err != nil:
-		log.Warn("components cannot be checked until the Pulumi toolchain is installed", "err", err)
+		// Most often the toolchain is not installed yet; the error says what it is.
+		log.Warn("the engine cannot run here: components cannot be checked nor deployed", "err", err)
 		runner = nil
 	case !runner.Confined():
 		log.Error("engine processes are NOT confined: tenants' programs are held by the program validator alone; "+
