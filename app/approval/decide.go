@@ -117,7 +117,7 @@ func (s *Service) approve(ctx context.Context, tx pgx.Tx, actor access.Principal
 	}
 	enough := n >= int64(r.ApprovalsRequired)
 	if enough {
-		if err := s.resume(ctx, tx, r, "approved"); err != nil {
+		if err := s.resume(ctx, tx, r); err != nil {
 			return err
 		}
 	}
@@ -129,33 +129,21 @@ func (s *Service) approve(ctx context.Context, tx pgx.Tx, actor access.Principal
 // preview, which asks for approval again.
 func (s *Service) void(ctx context.Context, tx pgx.Tx, actor access.Principal, r dbgen.LockApprovalRequestRow) error {
 	q := dbgen.New(tx)
-	if err := q.ResetPreview(ctx, r.OperationID); err != nil {
+	if _, err := q.CloseApprovalRequest(ctx, dbgen.CloseApprovalRequestParams{ID: r.ID, Status: "void"}); err != nil {
 		return err
 	}
-	if err := q.ForgetPlan(ctx, r.OperationID); err != nil {
-		return err
-	}
-	if err := s.resume(ctx, tx, r, "void"); err != nil {
+	if err := deploy.Rewind(ctx, tx, s.jobs, r.OperationID, deploy.StepPreview); err != nil {
 		return err
 	}
 	return record(ctx, q, actor, r, "approval.void", map[string]any{"reason": "the deployment changed after the preview"})
 }
 
-// resume closes the request as status and queues its operation again.
-func (s *Service) resume(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalRequestRow, status string) error {
-	q := dbgen.New(tx)
-	if _, err := q.CloseApprovalRequest(ctx, dbgen.CloseApprovalRequestParams{ID: r.ID, Status: status}); err != nil {
+// resume closes the request as approved and sends its operation on.
+func (s *Service) resume(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalRequestRow) error {
+	if _, err := dbgen.New(tx).CloseApprovalRequest(ctx, dbgen.CloseApprovalRequestParams{ID: r.ID, Status: "approved"}); err != nil {
 		return err
 	}
-	n, err := q.ResumeOperation(ctx, r.OperationID)
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return deploy.ErrNotWaiting
-	}
-	_, err = s.jobs.InsertTx(ctx, tx, deploy.OperationArgs{OperationID: r.OperationID}, nil)
-	return err
+	return deploy.Resume(ctx, tx, s.jobs, r.OperationID)
 }
 
 // reject records a rejection and ends the operation.
@@ -171,7 +159,7 @@ func (s *Service) reject(ctx context.Context, tx pgx.Tx, actor access.Principal,
 	if comment != "" {
 		reason += ": " + comment
 	}
-	if err := deploy.EndWaiting(ctx, tx, s.jobs, r.OperationID, "rejected", reason); err != nil {
+	if err := deploy.EndWaiting(ctx, tx, s.jobs, r.OperationID, deploy.Rejected, reason); err != nil {
 		return err
 	}
 	return record(ctx, q, actor, r, "approval.reject", map[string]any{"comment": comment})
@@ -186,7 +174,7 @@ func (s *Service) expire(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalReq
 		return err
 	}
 	reason := fmt.Sprintf("not approved in time: its approval request expired at %s", r.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC"))
-	err := deploy.EndWaiting(ctx, tx, s.jobs, r.OperationID, "rejected", reason)
+	err := deploy.EndWaiting(ctx, tx, s.jobs, r.OperationID, deploy.Rejected, reason)
 	if err != nil && !errors.Is(err, deploy.ErrNotWaiting) { // an operation that moved on keeps its own end
 		return err
 	}

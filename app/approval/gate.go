@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/access"
@@ -51,6 +52,12 @@ func (g *Gate) Hold(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, d
 	_, err = q.OpenApprovalRequest(ctx, dbgen.OpenApprovalRequestParams{OperationID: op.ID, ApprovalsRequired: int32(n),
 		ApproverRole: string(role), TtlSeconds: g.ttl.Seconds()})
 	return err == nil, err
+}
+
+// Withdraw closes the request of an operation cancelled while it waited for approval, in the
+// caller's transaction.
+func Withdraw(ctx context.Context, q *dbgen.Queries, operation uuid.UUID) error {
+	return q.CancelApprovalRequestOf(ctx, operation)
 }
 
 // need is what the policies binding an operation ask of it together: the most approvals any

@@ -23,45 +23,45 @@ import (
 // Preview queues a preview of what the change would do to the deployment, without doing it:
 // its parameters, and its version when one is given (the deployed one otherwise).
 func (s *Service) Preview(ctx context.Context, actor access.Principal, id uuid.UUID, c Change) (Operation, error) {
-	return s.request(ctx, actor, id, "preview", c)
+	return s.request(ctx, actor, id, KindPreview, c)
 }
 
 // Start deploys a deployment that was only previewed, or whose deploy failed, with the change
 // laid over its parameters.
 func (s *Service) Start(ctx context.Context, actor access.Principal, id uuid.UUID, c Change) (Operation, error) {
-	return s.request(ctx, actor, id, "deploy", c)
+	return s.request(ctx, actor, id, KindDeploy, c)
 }
 
 // Update applies new parameters to a deployment; a failed update rolls back to the previous ones.
 func (s *Service) Update(ctx context.Context, actor access.Principal, id uuid.UUID, c Change) (Operation, error) {
-	return s.request(ctx, actor, id, "update", c)
+	return s.request(ctx, actor, id, KindUpdate, c)
 }
 
 // Upgrade moves a deployment to a newer published version (the latest when none is given),
 // its parameters checked again against that version's inputs; a failed upgrade rolls back.
 func (s *Service) Upgrade(ctx context.Context, actor access.Principal, id uuid.UUID, c Change) (Operation, error) {
-	return s.request(ctx, actor, id, "upgrade", c)
+	return s.request(ctx, actor, id, KindUpgrade, c)
 }
 
 // Refresh reads back what the deployment's resources look like now, for drift.
 func (s *Service) Refresh(ctx context.Context, actor access.Principal, id uuid.UUID) (Operation, error) {
-	return s.request(ctx, actor, id, "refresh", Change{})
+	return s.request(ctx, actor, id, KindRefresh, Change{})
 }
 
 // Destroy queues the destruction of a deployment; tenant admins may.
 func (s *Service) Destroy(ctx context.Context, actor access.Principal, id uuid.UUID) (Operation, error) {
-	return s.request(ctx, actor, id, "destroy", Change{})
+	return s.request(ctx, actor, id, KindDestroy, Change{})
 }
 
 // permission is what each kind of operation asks of the actor in the deployment's tenant.
-var permission = map[string]access.Permission{
-	"preview": "component:preview", "deploy": "component:deploy", "update": "component:deploy",
-	"refresh": "component:deploy", "upgrade": "component:upgrade", "destroy": "component:destroy",
+var permission = map[Kind]access.Permission{
+	KindPreview: "component:preview", KindDeploy: "component:deploy", KindUpdate: "component:deploy",
+	KindRefresh: "component:deploy", KindUpgrade: "component:upgrade", KindDestroy: "component:destroy",
 }
 
 // request checks that the actor may ask for kind and that the deployment is in a state to
 // take it, works out the inputs it brings, and queues it behind any operation already there.
-func (s *Service) request(ctx context.Context, actor access.Principal, id uuid.UUID, kind string, c Change) (Operation, error) {
+func (s *Service) request(ctx context.Context, actor access.Principal, id uuid.UUID, kind Kind, c Change) (Operation, error) {
 	d, err := s.get(ctx, actor, id)
 	if err != nil {
 		return Operation{}, err
@@ -76,7 +76,7 @@ func (s *Service) request(ctx context.Context, actor access.Principal, id uuid.U
 		return Operation{}, err
 	}
 	in := inputs{Plain: map[string]any{}}
-	if kind != "refresh" && kind != "destroy" {
+	if kind != KindRefresh && kind != KindDestroy {
 		if in, err = s.target(ctx, q, d, kind, c); err != nil {
 			return Operation{}, err
 		}
@@ -96,23 +96,23 @@ func (s *Service) Apply(ctx context.Context, actor access.Principal, previewID u
 	if err != nil {
 		return Operation{}, err
 	}
-	if p.Kind != "preview" || p.Status != "succeeded" {
+	if Kind(p.Kind) != KindPreview || Status(p.Status) != Succeeded {
 		return Operation{}, problem.Invalid("operation", "preview", "only a succeeded preview can be applied; this is a %s that %s", p.Kind, p.Status)
 	}
 	d, err := s.get(ctx, actor, p.DeploymentID)
 	if err != nil {
 		return Operation{}, err
 	}
-	fresh, err := neverDeployed(ctx, q, d.ID, d.Status)
+	fresh, err := neverDeployed(ctx, q, d.ID, DeploymentStatus(d.Status))
 	if err != nil {
 		return Operation{}, err
 	}
-	kind := "update"
+	kind := KindUpdate
 	switch {
 	case fresh:
-		kind = "deploy"
+		kind = KindDeploy
 	case p.TargetVersion.Int32 > d.Version:
-		kind = "upgrade"
+		kind = KindUpgrade
 	}
 	if !actor.Can(permission[kind], d.TenantID) {
 		return Operation{}, problem.ErrForbidden
@@ -130,7 +130,7 @@ func (s *Service) Apply(ctx context.Context, actor access.Principal, previewID u
 // enqueue records the operation, audited, in one transaction that holds the deployment's row,
 // so that what allowed saw stays true until the operation is queued. previewedAt, for an
 // applied preview, refuses it when the deployment changed since.
-func (s *Service) enqueue(ctx context.Context, actor access.Principal, d dbgen.GetDeploymentRow, kind string, c Change, in inputs, previewedAt *time.Time) (Operation, error) {
+func (s *Service) enqueue(ctx context.Context, actor access.Principal, d dbgen.GetDeploymentRow, kind Kind, c Change, in inputs, previewedAt *time.Time) (Operation, error) {
 	var op dbgen.Operation
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := dbgen.New(tx)
@@ -167,7 +167,7 @@ func (s *Service) enqueue(ctx context.Context, actor access.Principal, d dbgen.G
 		if in.Version != 0 {
 			diff["version"], diff["parameters"] = in.Version, in.Plain
 		}
-		return audit.Record(ctx, q, actor, audit.Event{Tenant: d.TenantID, Action: "deployment." + kind,
+		return audit.Record(ctx, q, actor, audit.Event{Tenant: d.TenantID, Action: "deployment." + string(kind),
 			TargetType: "deployment", TargetID: d.ID.String(), Diff: diff})
 	})
 	if err != nil {
@@ -179,11 +179,11 @@ func (s *Service) enqueue(ctx context.Context, actor access.Principal, d dbgen.G
 // neverDeployed reports whether the deployment has no resources of its own yet: pending, in
 // its first deploy (which may yet fail and remove what it made), or failed without ever having
 // been deployed.
-func neverDeployed(ctx context.Context, q *dbgen.Queries, id uuid.UUID, status string) (bool, error) {
+func neverDeployed(ctx context.Context, q *dbgen.Queries, id uuid.UUID, status DeploymentStatus) (bool, error) {
 	switch status {
-	case "pending":
+	case Pending:
 		return true, nil
-	case "deploying", "failed":
+	case Deploying, Broken:
 		deployed, err := q.HasBeenDeployed(ctx, id)
 		return !deployed, err
 	}
@@ -191,38 +191,38 @@ func neverDeployed(ctx context.Context, q *dbgen.Queries, id uuid.UUID, status s
 }
 
 // allowed refuses an operation the deployment's state rules out, saying why.
-func (s *Service) allowed(ctx context.Context, q *dbgen.Queries, d dbgen.GetDeploymentRow, kind string, c Change) error {
-	if d.Status == "destroyed" {
+func (s *Service) allowed(ctx context.Context, q *dbgen.Queries, d dbgen.GetDeploymentRow, kind Kind, c Change) error {
+	if DeploymentStatus(d.Status) == Destroyed {
 		return problem.Invalid("deployment", "state", "%s is destroyed", d.Name)
 	}
-	if destroying, err := q.PendingOperation(ctx, dbgen.PendingOperationParams{DeploymentID: d.ID, Kind: "destroy"}); err != nil {
+	if destroying, err := q.PendingOperation(ctx, dbgen.PendingOperationParams{DeploymentID: d.ID, Kind: string(KindDestroy)}); err != nil {
 		return err
 	} else if destroying {
 		return problem.Invalid("deployment", "state", "%s is being destroyed", d.Name)
 	}
-	fresh, err := neverDeployed(ctx, q, d.ID, d.Status)
+	fresh, err := neverDeployed(ctx, q, d.ID, DeploymentStatus(d.Status))
 	if err != nil {
 		return err
 	}
 	switch kind {
-	case "deploy":
+	case KindDeploy:
 		if !fresh {
 			return problem.Invalid("deployment", "state", "%s has been deployed: change it with an update or an upgrade", d.Name)
 		}
-		if deploying, err := q.PendingOperation(ctx, dbgen.PendingOperationParams{DeploymentID: d.ID, Kind: "deploy"}); err != nil {
+		if deploying, err := q.PendingOperation(ctx, dbgen.PendingOperationParams{DeploymentID: d.ID, Kind: string(KindDeploy)}); err != nil {
 			return err
 		} else if deploying {
 			return problem.Invalid("deployment", "state", "%s is being deployed already", d.Name)
 		}
-	case "update", "upgrade", "refresh":
+	case KindUpdate, KindUpgrade, KindRefresh:
 		if fresh {
 			return problem.Invalid("deployment", "state", "%s has not been deployed yet: deploy it first", d.Name)
 		}
 	}
-	if kind == "upgrade" && c.Version != 0 && int32(c.Version) <= d.Version {
+	if kind == KindUpgrade && c.Version != 0 && int32(c.Version) <= d.Version {
 		return problem.Invalid("version", "newer", "version %d is not newer than the deployed version %d", c.Version, d.Version)
 	}
-	if (kind == "update" || kind == "deploy") && c.Version != 0 && int32(c.Version) != d.Version {
+	if (kind == KindUpdate || kind == KindDeploy) && c.Version != 0 && int32(c.Version) != d.Version {
 		return problem.Invalid("version", "same", "an %s keeps version %d: upgrade to change it", kind, d.Version)
 	}
 	return nil
@@ -230,14 +230,14 @@ func (s *Service) allowed(ctx context.Context, q *dbgen.Queries, d dbgen.GetDepl
 
 // target is the version and parameters the operation brings, checked against that version's
 // inputs.
-func (s *Service) target(ctx context.Context, q *dbgen.Queries, d dbgen.GetDeploymentRow, kind string, c Change) (inputs, error) {
+func (s *Service) target(ctx context.Context, q *dbgen.Queries, d dbgen.GetDeploymentRow, kind Kind, c Change) (inputs, error) {
 	comp, err := q.GetComponent(ctx, d.ComponentID)
 	if err != nil {
 		return inputs{}, err
 	}
 	n := d.Version
 	switch {
-	case kind == "upgrade" && c.Version == 0:
+	case kind == KindUpgrade && c.Version == 0:
 		n = comp.LatestVersion
 		if n <= d.Version {
 			return inputs{}, problem.Invalid("version", "newer", "%s has no version newer than %d", comp.Name, d.Version)
@@ -275,7 +275,7 @@ func (s *Service) target(ctx context.Context, q *dbgen.Queries, d dbgen.GetDeplo
 			v.Add(fmt.Sprintf("rotate[%d]", i), "secret", "%s is not an input the secret provisioner fills here", name)
 		}
 	}
-	if kind != "update" && len(c.Rotate) > 0 {
+	if kind != KindUpdate && len(c.Rotate) > 0 {
 		v.Add("rotate", "kind", "secrets are rotated by an update")
 	}
 	in, err := s.resolve(ver, d.ID, configured, params, v)
@@ -284,6 +284,66 @@ func (s *Service) target(ctx context.Context, q *dbgen.Queries, d dbgen.GetDeplo
 	}
 	in.Rotate = c.Rotate
 	return in, governance.Check(ctx, q, d.TenantID, d.ComponentID, in.Plain)
+}
+
+// Cancel stops an operation: a queued one never starts; a running one is interrupted at its
+// next heartbeat and undoes what it did; one awaiting approval ends at once, its request with
+// it. Those who may deploy in the tenant may cancel.
+func (s *Service) Cancel(ctx context.Context, actor access.Principal, operationID uuid.UUID) (Operation, error) {
+	op, err := s.Operation(ctx, actor, operationID)
+	if err != nil {
+		return Operation{}, err
+	}
+	d, err := s.get(ctx, actor, op.DeploymentID)
+	if err != nil {
+		return Operation{}, err
+	}
+	if !actor.Can("component:deploy", d.TenantID) {
+		return Operation{}, problem.ErrForbidden
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// An operation that ends here, not in a worker, lets its environment go on.
+		if err := advance(ctx, tx, s.inserter, op.DeploymentID); err != nil {
+			return err
+		}
+		q := dbgen.New(tx)
+		stopped, err := cancelQueued(ctx, q, operationID)
+		if err != nil {
+			return err
+		}
+		if !stopped {
+			if stopped, err = requestCancel(ctx, q, operationID); err != nil {
+				return err
+			}
+		}
+		if !stopped && op.Status == AwaitingApproval {
+			if stopped, err = s.cancelWaiting(ctx, tx, actor, operationID); err != nil {
+				return err
+			}
+		}
+		if !stopped {
+			return problem.Invalid("operation", "state", "the operation has already ended (%s)", op.Status)
+		}
+		return audit.Record(ctx, q, actor, audit.Event{Tenant: d.TenantID, Action: "operation.cancel", TargetType: "operation",
+			TargetID: operationID.String(), Diff: map[string]any{"deployment": d.Name, "kind": op.Kind}})
+	})
+	if err != nil {
+		return Operation{}, fmt.Errorf("cancel operation: %w", err)
+	}
+	return s.Operation(ctx, actor, operationID)
+}
+
+// cancelWaiting ends an operation that awaits approval, and its request with it; it reports
+// false when the operation moved on meanwhile.
+func (s *Service) cancelWaiting(ctx context.Context, tx pgx.Tx, actor access.Principal, id uuid.UUID) (bool, error) {
+	err := EndWaiting(ctx, tx, s.jobs, id, Cancelled, fmt.Sprintf("cancelled by %s while it awaited approval", actor.Email))
+	if errors.Is(err, ErrNotWaiting) {
+		return false, nil
+	}
+	if err != nil || s.withdraw == nil {
+		return err == nil, err
+	}
+	return true, s.withdraw(ctx, dbgen.New(tx), id)
 }
 
 // Deployable is what the deploy dialog of a component offers: its latest published version

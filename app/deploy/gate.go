@@ -2,10 +2,9 @@ package deploy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -36,68 +35,66 @@ func (w *Worker) Gated(gate Gate) *Worker {
 
 // approve is the step between the preview and the first change: it passes when no approval is
 // needed or enough was given, and otherwise parks the operation — its lease given up, its job
-// ended, the deployment showing resting meanwhile — until a decision queues it again.
-func (w *Worker) approve(ctx context.Context, op dbgen.Operation, lease uuid.UUID, resting string) error {
-	if w.gate == nil {
-		return nil
+// ended, the deployment showing what it showed before meanwhile — until a decision queues it
+// again.
+func (r *run) approve(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+	if r.w.gate == nil {
+		return nil, nil
 	}
 	parked := false
-	err := db.Tx(ctx, w.pool, func(q *dbgen.Queries) error {
-		dep, err := q.GetDeployment(ctx, op.DeploymentID)
+	err := db.Tx(ctx, r.w.pool, func(q *dbgen.Queries) error {
+		dep, err := q.GetDeployment(ctx, r.op.DeploymentID)
 		if err != nil {
 			return err
 		}
-		wait, err := w.gate.Hold(ctx, q, op, dep)
+		wait, err := r.w.gate.Hold(ctx, q, r.op, dep)
 		if err != nil || !wait {
 			return err
 		}
-		n, err := q.ParkOperation(ctx, dbgen.ParkOperationParams{ID: op.ID, Lease: uuid.NullUUID{UUID: lease, Valid: true}})
-		if err != nil {
-			return err
-		}
-		if n == 0 {
+		err = park(ctx, q, r.op.ID, r.lease)
+		if errors.Is(err, ErrIllegalMove) {
 			// Cancelled before the heartbeat passed it on: it ends, undone, rather than wait.
-			if now, err := q.GetOperation(ctx, op.ID); err == nil && now.CancelRequestedAt != nil {
+			if now, err := q.GetOperation(ctx, r.op.ID); err == nil && now.CancelRequestedAt != nil {
 				return saga.ErrCancelled
 			}
 			return errLeaseLost
 		}
+		if err != nil {
+			return err
+		}
 		parked = true
-		return q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: dep.ID, Status: resting})
+		return moveDeployment(ctx, q, dep.ID, r.resting)
 	})
 	switch {
 	case problem.FieldOf(err) != "" || errors.Is(err, saga.ErrCancelled):
-		return err
+		return nil, err
 	case err != nil:
-		return saga.Transient(fmt.Errorf("approval: %w", err))
+		return nil, saga.Transient(fmt.Errorf("approval: %w", err))
 	case parked:
-		return fmt.Errorf("approval: %w", saga.ErrParked)
+		return nil, fmt.Errorf("approval: %w", saga.ErrParked)
 	}
-	return nil
+	return nil, nil
 }
 
 // resting is what a deployment shows while an operation on it waits for approval: what it
 // showed before the operation began. A run that began before (and crashed) left its running
 // status behind; then it is what the deployment's history says.
-func resting(ctx context.Context, q *dbgen.Queries, dep dbgen.GetDeploymentRow) (string, error) {
-	if !slices.Contains(slices.Collect(maps.Values(runningStatus)), dep.Status) {
-		return dep.Status, nil
+func resting(ctx context.Context, q *dbgen.Queries, dep dbgen.GetDeploymentRow) (DeploymentStatus, error) {
+	if status := DeploymentStatus(dep.Status); !status.busy() {
+		return status, nil
 	}
 	deployed, err := q.HasBeenDeployed(ctx, dep.ID)
 	if deployed {
-		return "deployed", err
+		return Deployed, err
 	}
-	return "pending", err
+	return Pending, err
 }
-
-// ErrNotWaiting refuses to end an operation that no longer awaits approval.
-var ErrNotWaiting = problem.Invalid("operation", "state", "the operation no longer awaits approval")
 
 // EndWaiting ends an operation that awaits approval without running it, in the caller's
 // transaction: it ends as status says, with reason as its error; what its resolvers handed it
 // goes back; a deployment that a first deploy was to make is left as a failed first deploy
 // leaves it, any other as it was; an environment waiting for the deployment goes on.
-func EndWaiting(ctx context.Context, tx pgx.Tx, jobs component.JobInserter, id uuid.UUID, status, reason string) error {
+func EndWaiting(ctx context.Context, tx pgx.Tx, jobs component.JobInserter, id uuid.UUID, status Status, reason string) error {
 	q := dbgen.New(tx)
 	op, err := q.GetOperation(ctx, id)
 	if err != nil {
@@ -106,18 +103,14 @@ func EndWaiting(ctx context.Context, tx pgx.Tx, jobs component.JobInserter, id u
 	if err := advance(ctx, tx, func() (component.JobInserter, error) { return jobs, nil }, op.DeploymentID); err != nil {
 		return err
 	}
-	n, err := q.EndWaitingOperation(ctx, dbgen.EndWaitingOperationParams{ID: id, Status: status, Error: reason})
-	if err != nil {
+	if err := endWaiting(ctx, q, id, status, reason); err != nil {
 		return err
-	}
-	if n == 0 {
-		return ErrNotWaiting
 	}
 	if err := resolver.ReleaseOperation(ctx, q, id); err != nil {
 		return err
 	}
-	if op.Kind == "deploy" {
-		return q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: op.DeploymentID, Status: "failed"})
+	if Kind(op.Kind) == KindDeploy {
+		return moveDeployment(ctx, q, op.DeploymentID, Broken)
 	}
 	return nil
 }

@@ -65,7 +65,7 @@ func (h *Handlers) ListPage(c echo.Context) error {
 	for i, d := range ds {
 		outputs, _ := json.Marshal(d.Outputs)
 		rows[i] = views.DeploymentRow{ID: d.ID.String(), Environment: d.Environment, Name: d.Name, Component: d.Component,
-			Version: d.Version, Status: d.Status, Outputs: string(outputs), Created: d.CreatedAt}
+			Version: d.Version, Status: string(d.Status), Outputs: string(outputs), Created: d.CreatedAt}
 	}
 	return web.Render(c, http.StatusOK, views.Deployments(web.Page(c, "Deployments"), vf, rows))
 }
@@ -101,7 +101,7 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 		return err
 	}
 	v := views.DeploymentView{ID: d.ID.String(), Name: d.Name, Environment: d.Environment,
-		Component: d.Component, ComponentID: d.ComponentID.String(), Status: d.Status, Version: d.Version,
+		Component: d.Component, ComponentID: d.ComponentID.String(), Status: string(d.Status), Version: d.Version,
 		Created: d.CreatedAt, Updated: d.UpdatedAt, Destroyed: d.Status == "destroyed",
 		CanDeploy: actor.Can("component:deploy", d.TenantID), CanDestroy: actor.Can("component:destroy", d.TenantID),
 		Outputs: keyValues(d.Outputs, nil)}
@@ -172,7 +172,7 @@ func display(v any) string {
 }
 
 func operationRow(o Operation) views.OperationRow {
-	r := views.OperationRow{ID: o.ID.String(), Kind: o.Kind, Status: o.Status, RequestedBy: o.RequestedBy, Error: o.Error,
+	r := views.OperationRow{ID: o.ID.String(), Kind: string(o.Kind), Status: string(o.Status), RequestedBy: o.RequestedBy, Error: o.Error,
 		Version: o.Version, Position: o.Position, Created: o.CreatedAt}
 	if o.StartedAt != nil && o.FinishedAt != nil {
 		r.Took = o.FinishedAt.Sub(*o.StartedAt).Round(100 * time.Millisecond).String()
@@ -326,33 +326,25 @@ func (h *Handlers) OperationPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := web.Page(c, d.Kind+" of "+d.Deployment)
+	page := web.Page(c, string(d.Kind)+" of "+d.Deployment)
 	live, err := h.live(c, d, page.CSRF)
 	if err != nil {
 		return err
 	}
-	v := views.OperationView{ID: d.ID.String(), Kind: d.Kind, DeploymentID: d.DeploymentID.String(), Deployment: d.Deployment,
+	v := views.OperationView{ID: d.ID.String(), Kind: string(d.Kind), DeploymentID: d.DeploymentID.String(), Deployment: d.Deployment,
 		Live: live, LogTruncated: d.LogTruncated}
 	var last int64
 	for _, l := range lines {
 		v.Log = append(v.Log, views.LogRow{ID: l.ID, Line: l.Line})
 		last = l.ID
 	}
-	if !ended(d.Status) {
+	if !d.Status.Ended() {
 		v.StreamURL = fmt.Sprintf("/operations/%s/stream?after=%d", id, last)
 	}
 	return web.Render(c, http.StatusOK, views.OperationPage(page, v))
 }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
-
-func ended(status string) bool {
-	switch status {
-	case "succeeded", "failed", "cancelled", "rejected":
-		return true
-	}
-	return false
-}
 
 // live is the changing part of an operation's page: status, times, progress, resources,
 // outputs, steps, and what can be done next.
@@ -363,7 +355,7 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (views.LiveView, 
 		return views.LiveView{}, err
 	}
 	v := views.LiveView{OperationRow: operationRow(d.Operation), Started: "—", Finished: "—", CSRF: csrf,
-		CanCancel: !ended(d.Status) && actor.Can("component:deploy", dep.TenantID)}
+		CanCancel: !d.Status.Ended() && actor.Can("component:deploy", dep.TenantID)}
 	if d.ExitCode != nil {
 		v.ExitCode = strconv.Itoa(*d.ExitCode)
 	}
@@ -400,7 +392,7 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (views.LiveView, 
 		v.Outputs = keyValues(outputs, nil)
 	}
 	if d.Kind == "preview" && d.Status == "succeeded" && dep.Status != "destroyed" {
-		fresh, err := neverDeployed(ctx, dbgen.New(h.svc.pool), dep.ID, dep.Status)
+		fresh, err := neverDeployed(ctx, dbgen.New(h.svc.pool), dep.ID, DeploymentStatus(dep.Status))
 		if err != nil {
 			return views.LiveView{}, err
 		}

@@ -139,7 +139,7 @@ func (p *progress) flushLocked() {
 		lines = lines[:max(room, 0)]
 		if !p.truncated {
 			p.truncated = true
-			if err := p.q.MarkLogTruncated(p.ctx, p.op); err != nil {
+			if err := markTruncated(p.ctx, p.q, p.op); err != nil {
 				p.log.Warn("operation log truncation not marked", "operation", p.op, "err", err)
 			}
 		}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
@@ -79,11 +78,10 @@ func (s *Service) RestoreState(ctx context.Context, actor access.Principal, id u
 		if err := q.LockDeployment(ctx, id); err != nil {
 			return err
 		}
-		if d.Status == "destroyed" {
+		if DeploymentStatus(d.Status) == Destroyed {
 			return problem.Invalid("deployment", "state", "%s is destroyed", d.Name)
 		}
-		op, err = q.StartRestore(ctx, dbgen.StartRestoreParams{DeploymentID: id,
-			RequestedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}, Lease: uuid.NullUUID{UUID: lease, Valid: true}})
+		op, err = startRestore(ctx, q, id, actor.UserID, lease)
 		if db.IsUniqueViolation(err) {
 			return problem.Invalid("deployment", "state", "an operation is running on %s: restore its state when it has ended", d.Name)
 		}
@@ -97,9 +95,9 @@ func (s *Service) RestoreState(ctx context.Context, actor access.Principal, id u
 		return fmt.Errorf("restore: %w", err)
 	}
 	restoreErr := s.restore(ctx, op.ID, lease, st, state)
-	status, msg := "succeeded", ""
+	e := ending{status: Succeeded}
 	if restoreErr != nil {
-		status, msg = "failed", restoreErr.Error()
+		e = ending{status: Failed, message: restoreErr.Error()}
 	}
 	// Ended in a transaction that lets an environment waiting for the deployment go on.
 	done := context.WithoutCancel(ctx)
@@ -107,8 +105,10 @@ func (s *Service) RestoreState(ctx context.Context, actor access.Principal, id u
 		if err := advance(done, tx, s.inserter, id); err != nil {
 			return err
 		}
-		_, err := dbgen.New(tx).FinishOperation(done, dbgen.FinishOperationParams{ID: op.ID,
-			Lease: uuid.NullUUID{UUID: lease, Valid: true}, Status: status, Error: msg, Changes: []byte("{}"), ExitCode: pgtype.Int4{}})
+		err := finish(done, dbgen.New(tx), op.ID, lease, e, nil, nil)
+		if errors.Is(err, ErrIllegalMove) {
+			return nil // a worker took it for dead and ended it: what it recorded stands
+		}
 		return err
 	})
 	if err != nil {
@@ -133,7 +133,7 @@ func (s *Service) restore(ctx context.Context, opID, lease uuid.UUID, st pulumix
 			case <-beatCtx.Done():
 				return
 			case <-t.C:
-				_, _ = dbgen.New(s.pool).HeartbeatOperation(beatCtx, dbgen.HeartbeatOperationParams{ID: opID, Lease: uuid.NullUUID{UUID: lease, Valid: true}})
+				_, _ = beat(beatCtx, dbgen.New(s.pool), opID, lease)
 			}
 		}
 	}()

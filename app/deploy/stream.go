@@ -100,7 +100,7 @@ func (h *Handlers) Stream(c echo.Context) error {
 			after = lines[len(lines)-1].ID
 			event(w, "log", after, buf.String())
 		}
-		if ended(d.Status) {
+		if d.Status.Ended() {
 			event(w, "end", after, "")
 			return nil
 		}

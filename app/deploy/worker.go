@@ -6,25 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
-	"nimbus/app/component"
-	"nimbus/app/governance"
-	"nimbus/app/ipam"
 	"nimbus/app/objstore"
-	"nimbus/app/problem"
 	"nimbus/app/pulumix"
-	"nimbus/app/resolver"
 	"nimbus/app/secrets"
 	"nimbus/db"
 	"nimbus/db/dbgen"
@@ -59,7 +51,7 @@ func (w *Worker) Timeout(*river.Job[OperationArgs]) time.Duration { return 2*w.t
 
 var errLeaseLost = errors.New("another worker took the operation over")
 
-// Work claims the operation and runs its steps.
+// Work claims the operation, runs its steps (steps.go) and records how it ended.
 func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error {
 	q := dbgen.New(w.pool)
 	op, err := q.GetOperation(ctx, job.Args.OperationID)
@@ -69,8 +61,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error 
 	if err != nil {
 		return err
 	}
-	switch op.Status {
-	case "succeeded", "failed", "cancelled", "rejected", "awaiting_approval":
+	if s := Status(op.Status); s.Ended() || s == AwaitingApproval {
 		return nil
 	}
 	if ahead, err := q.QueuePosition(ctx, dbgen.QueuePositionParams{DeploymentID: op.DeploymentID, CreatedAt: op.CreatedAt, ID: op.ID}); err != nil {
@@ -81,9 +72,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error 
 	// An earlier attempt began it: its engine may have made resources the state does not show.
 	resumed := op.StartedAt != nil
 	lease := uuid.New()
-	op, err = q.ClaimOperation(ctx, dbgen.ClaimOperationParams{ID: op.ID, Lease: uuid.NullUUID{UUID: lease, Valid: true}})
+	op, err = claim(ctx, q, op.ID, lease)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case errors.Is(err, ErrIllegalMove):
 		return nil // another worker holds it and is alive; the reaper steps in if it dies
 	case db.IsUniqueViolation(err):
 		return river.JobSnooze(2 * time.Second) // another operation runs on this deployment
@@ -111,7 +102,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error 
 	result := w.run(runCtx, op, lease, resumed, lastAttempt)
 	stopBeats()
 	beats.Wait()
-	return w.finish(ctx, op, lease, result, lastAttempt)
+	return w.settle(ctx, op, lease, result, lastAttempt)
 }
 
 // heartbeat keeps the lease alive and passes a requested cancel on to the run.
@@ -124,9 +115,9 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 			return
 		case <-t.C:
 		}
-		cancelRequested, err := dbgen.New(w.pool).HeartbeatOperation(ctx, dbgen.HeartbeatOperationParams{ID: id, Lease: uuid.NullUUID{UUID: lease, Valid: true}})
+		cancelRequested, err := beat(ctx, dbgen.New(w.pool), id, lease)
 		switch {
-		case errors.Is(err, pgx.ErrNoRows):
+		case errors.Is(err, errLeaseLost):
 			cancel(errLeaseLost)
 			return
 		case err != nil:
@@ -139,251 +130,64 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 	}
 }
 
-// outcome is how an operation's run ended.
-type outcome struct {
-	err     error
-	changes map[string]int
-	exit    *int // the engine's exit code, when it refused
-	// refused is an operation that no longer fits the deployment, found before it did
-	// anything: it fails and leaves the deployment as it is.
-	refused error
-}
-
+// run prepares the operation's run and executes its steps.
 func (w *Worker) run(ctx context.Context, op dbgen.Operation, lease uuid.UUID, resumed, lastAttempt bool) outcome {
-	q := dbgen.New(w.pool)
 	if w.runner == nil {
 		return outcome{err: &saga.Failure{Step: "start", Err: errors.New("the Pulumi toolchain is not installed on this server"), Compensated: true}}
 	}
+	r, stop := w.begin(ctx, op, lease, resumed)
+	if stop != nil {
+		return *stop
+	}
+	defer r.progress.Close()
+	steps := r.steps()
+	if steps == nil {
+		return outcome{err: &saga.Failure{Step: "start", Err: fmt.Errorf("operations of kind %s are not supported", op.Kind), Compensated: true}}
+	}
+	if status := Kind(op.Kind).running(); status != "" {
+		if err := moveDeployment(ctx, dbgen.New(w.pool), r.dep.ID, status); err != nil {
+			return outcome{err: saga.Transient(err)}
+		}
+	}
+	err := saga.Execute(ctx, checkpoints{w.pool, op.ID}, steps, lastAttempt)
+	return outcome{err: err, changes: r.changes, exit: r.exit, limit: w.timeout}
+}
+
+// begin reads what the operation's steps need, or says why it cannot run.
+func (w *Worker) begin(ctx context.Context, op dbgen.Operation, lease uuid.UUID, resumed bool) (*run, *outcome) {
+	q := dbgen.New(w.pool)
+	stop := func(o outcome) (*run, *outcome) { return nil, &o }
 	dep, err := q.GetDeployment(ctx, op.DeploymentID)
 	if err != nil {
-		return outcome{err: saga.Transient(err)}
+		return stop(outcome{err: saga.Transient(err)})
 	}
-	if op.Kind == "restore" {
+	switch Kind(op.Kind) {
+	case KindRestore:
 		// Restores run in the request that asks for them; a worker finds one only when the
 		// server died during it.
-		return outcome{refused: errors.New("the server stopped while it restored the state: export it to check it, and restore it again if needed")}
-	}
-	if op.Kind == "deploy" {
+		return stop(outcome{refused: errors.New("the server stopped while it restored the state: export it to check it, and restore it again if needed")})
+	case KindDeploy:
 		// Requests are checked when made, but two deploys of one pending deployment may both
 		// have been accepted: the second must not treat the first's resources as its own.
 		deployed, err := q.HasBeenDeployed(ctx, dep.ID)
 		if err != nil {
-			return outcome{err: saga.Transient(err)}
+			return stop(outcome{err: saga.Transient(err)})
 		}
 		if deployed {
-			return outcome{refused: fmt.Errorf("%s is deployed already: change it with an update or an upgrade", dep.Name)}
+			return stop(outcome{refused: fmt.Errorf("%s is deployed already: change it with an update or an upgrade", dep.Name)})
 		}
 	}
 	current, err := stackOf(ctx, q, w.keys, dep, dep.Version, dep.Parameters, dep.SecretKeyID, dep.SecretParameters)
 	if err != nil {
-		return outcome{err: err}
+		return stop(outcome{err: err})
 	}
+	current.Exclusive = true            // the lease says no other engine runs it
 	before, err := resting(ctx, q, dep) // read before the run marks the deployment
 	if err != nil {
-		return outcome{err: saga.Transient(err)}
+		return stop(outcome{err: saga.Transient(err)})
 	}
-	// target is the stack the operation brings, read when a step needs it: the resolve step
-	// completes the operation's parameters first.
-	target := func(ctx context.Context) (pulumix.Stack, error) {
-		if !op.TargetVersion.Valid {
-			return current, nil
-		}
-		now, err := q.GetOperation(ctx, op.ID)
-		if err != nil {
-			return pulumix.Stack{}, saga.Transient(err)
-		}
-		return stackOf(ctx, q, w.keys, dep, now.TargetVersion.Int32, now.Parameters, now.SecretKeyID, now.SecretParameters)
-	}
-	progress := newProgress(ctx, w.pool, w.objects, op.ID, w.log)
-	defer progress.Close()
-	changes := map[string]int{}
-	var exit *int
-	engine := func(err error) error {
-		var ee *pulumix.EngineError
-		if errors.As(err, &ee) {
-			exit = &ee.ExitCode
-		}
-		return engineErr(err)
-	}
-	resolve := saga.Step{Name: "resolve",
-		Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
-			return w.resolve(ctx, dep, op)
-		},
-		// What this operation was handed goes back; what the deployment held before stays.
-		Undo: func(ctx context.Context, _ *saga.Run) error {
-			return db.Tx(ctx, w.pool, func(q *dbgen.Queries) error { return resolver.ReleaseOperation(ctx, q, op.ID) })
-		}}
-	// The tenant's rules on the whole parameter set, resolved values included; a rule changed
-	// since the request counts.
-	govern := saga.Step{Name: "govern", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
-		now, err := q.GetOperation(ctx, op.ID)
-		if err != nil {
-			return nil, saga.Transient(err)
-		}
-		params := map[string]any{}
-		if err := json.Unmarshal(now.Parameters, &params); err != nil {
-			return nil, err
-		}
-		err = governance.Check(ctx, q, dep.TenantID, dep.ComponentID, params)
-		if err != nil && (errors.Is(err, problem.ErrForbidden) || problem.FieldOf(err) != "") {
-			return nil, err // refused: the same next time
-		}
-		if err != nil {
-			return nil, saga.Transient(err)
-		}
-		return nil, nil
-	}}
-	preview := saga.Step{Name: "preview", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
-		st, err := target(ctx)
-		if err != nil {
-			return nil, err
-		}
-		res, err := w.runner.Preview(ctx, st, progress)
-		return changesOf(res, changes), engine(err)
-	}}
-	up := func(stack func(context.Context) (pulumix.Stack, error)) func(context.Context, *saga.Run) (json.RawMessage, error) {
-		return func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
-			st, err := stack(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if err := w.runner.ClearLock(st); err != nil {
-				return nil, saga.Transient(err)
-			}
-			if resumed {
-				// A worker died during up: learn what exists before converging on it.
-				if _, err := w.runner.Refresh(ctx, st, progress); err != nil {
-					return nil, engine(err)
-				}
-			}
-			res, err := w.runner.Up(ctx, st, progress)
-			if err != nil {
-				return nil, engine(err)
-			}
-			changesOf(res, changes)
-			return json.Marshal(res.Outputs)
-		}
-	}
-	approve := saga.Step{Name: "approve", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
-		return nil, w.approve(ctx, op, lease, before)
-	}}
-	currentStack := func(context.Context) (pulumix.Stack, error) { return current, nil }
-	// What a destroy would delete, for its approvers to see.
-	previewDestroy := saga.Step{Name: "preview", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
-		if err := w.runner.ClearLock(current); err != nil {
-			return nil, saga.Transient(err)
-		}
-		res, err := w.runner.PreviewDestroy(ctx, current, progress)
-		return changesOf(res, changes), engine(err)
-	}}
-	destroy := func(ctx context.Context) (json.RawMessage, error) {
-		if err := w.runner.ClearLock(current); err != nil {
-			return nil, saga.Transient(err)
-		}
-		res, err := w.runner.Destroy(ctx, current, progress)
-		return changesOf(res, changes), engine(err)
-	}
-	record := func(status string) saga.Step {
-		return saga.Step{Name: "record", Do: func(ctx context.Context, r *saga.Run) (json.RawMessage, error) {
-			outputs := json.RawMessage("{}")
-			if status != "destroyed" {
-				if err := r.Result("up", &outputs); err != nil {
-					return nil, err
-				}
-			}
-			return nil, db.Tx(ctx, w.pool, func(q *dbgen.Queries) error {
-				if status == "destroyed" {
-					if err := resolver.ReleaseDeployment(ctx, q, dep.ID); err != nil {
-						return err
-					}
-					// Its secrets go with it; the plain parameters stay, for the history.
-					if err := q.UpdateDeploymentInputs(ctx, dbgen.UpdateDeploymentInputsParams{ID: dep.ID, Version: dep.Version,
-						Parameters: dep.Parameters}); err != nil {
-						return err
-					}
-				} else {
-					now, err := q.GetOperation(ctx, op.ID) // with what its resolvers filled in
-					if err != nil {
-						return err
-					}
-					if err := q.UpdateDeploymentInputs(ctx, dbgen.UpdateDeploymentInputsParams{ID: dep.ID, Version: now.TargetVersion.Int32,
-						Parameters: now.Parameters, SecretParameters: now.SecretParameters, SecretKeyID: now.SecretKeyID}); err != nil {
-						return err
-					}
-				}
-				return q.RecordDeploymentOutputs(ctx, dbgen.RecordDeploymentOutputsParams{ID: dep.ID, Status: status, Outputs: outputs})
-			})
-		}}
-	}
-
-	var steps []saga.Step
-	switch op.Kind {
-	case "preview":
-		steps = []saga.Step{resolve, govern, preview}
-	case "deploy":
-		// Nothing existed before: undoing it is destroying what it made.
-		steps = []saga.Step{resolve, govern, preview, approve,
-			{Name: "up", Do: up(target), Undo: func(ctx context.Context, _ *saga.Run) error {
-				ctx, cancel := context.WithTimeout(ctx, w.timeout) // undo is not cancelled, but must end
-				defer cancel()
-				_, err := destroy(ctx)
-				return err
-			}},
-			record("deployed")}
-	case "update", "upgrade":
-		// The deployment worked before: undoing is going back to how it was.
-		steps = []saga.Step{resolve, govern, preview, approve,
-			{Name: "up", Do: up(target), Undo: func(ctx context.Context, r *saga.Run) error {
-				ctx, cancel := context.WithTimeout(ctx, w.timeout)
-				defer cancel()
-				_, err := up(currentStack)(ctx, r)
-				return err
-			}},
-			record("deployed")}
-	case "refresh":
-		steps = []saga.Step{{Name: "refresh", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
-			if err := w.runner.ClearLock(current); err != nil {
-				return nil, saga.Transient(err)
-			}
-			res, err := w.runner.Refresh(ctx, current, progress)
-			return changesOf(res, changes), engine(err)
-		}}}
-	case "destroy":
-		steps = []saga.Step{previewDestroy, approve,
-			{Name: "destroy", Do: func(ctx context.Context, _ *saga.Run) (json.RawMessage, error) { return destroy(ctx) }},
-			record("destroyed")}
-	default:
-		return outcome{err: &saga.Failure{Step: "start", Err: fmt.Errorf("operations of kind %s are not supported", op.Kind), Compensated: true}}
-	}
-	if status := runningStatus[op.Kind]; status != "" {
-		if err := q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: dep.ID, Status: status}); err != nil {
-			return outcome{err: saga.Transient(err)}
-		}
-	}
-	err = saga.Execute(ctx, saga.NewPGStore(w.pool, op.ID), steps, lastAttempt)
-	return outcome{err: err, changes: changes, exit: exit}
-}
-
-// runningStatus is what a deployment shows while an operation of each kind runs on it; a
-// preview and a refresh change nothing, so they leave it as it is.
-var runningStatus = map[string]string{"deploy": "deploying", "update": "deploying", "upgrade": "upgrading", "destroy": "destroying"}
-
-// engineErr marks engine refusals as final and anything else (the state backend out of reach, a
-// process that could not start) as passing.
-func engineErr(err error) error {
-	var ee *pulumix.EngineError
-	if err == nil || errors.As(err, &ee) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return saga.Transient(err)
-}
-
-func changesOf(res pulumix.Result, into map[string]int) json.RawMessage {
-	for k, n := range res.Changes {
-		into[k] = n
-	}
-	b, _ := json.Marshal(res.Changes)
-	return b
+	return &run{w: w, op: op, dep: dep, lease: lease, resumed: resumed, current: current, resting: before,
+		progress: newProgress(ctx, w.pool, w.objects, op.ID, w.log), changes: map[string]int{}}, nil
 }
 
 // stackOf is the Pulumi stack of a deployment at a version with the given inputs, secrets
@@ -426,8 +230,8 @@ func stackOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyring, dep d
 	return st, nil
 }
 
-// finish records how the operation ended, or hands it back for River's next attempt.
-func (w *Worker) finish(ctx context.Context, op dbgen.Operation, lease uuid.UUID, res outcome, lastAttempt bool) error {
+// settle records how the operation ended, or hands it back for River's next attempt.
+func (w *Worker) settle(ctx context.Context, op dbgen.Operation, lease uuid.UUID, res outcome, lastAttempt bool) error {
 	if errors.Is(res.err, saga.ErrParked) {
 		// The approve step parked it, lease and all, in the transaction that asked for approval.
 		w.log.Info("operation awaits approval", "operation", op.ID, "kind", op.Kind)
@@ -435,10 +239,8 @@ func (w *Worker) finish(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 	}
 	stopping := ctx.Err() != nil
 	ctx = context.WithoutCancel(ctx)
-	q := dbgen.New(w.pool)
-	leaseID := uuid.NullUUID{UUID: lease, Valid: true}
 	if res.err != nil && saga.IsTransient(res.err) && (stopping || !lastAttempt) {
-		if err := q.ReleaseOperation(ctx, dbgen.ReleaseOperationParams{ID: op.ID, Lease: leaseID}); err != nil {
+		if err := release(ctx, dbgen.New(w.pool), op.ID, lease); err != nil && !errors.Is(err, ErrIllegalMove) {
 			return err
 		}
 		if stopping {
@@ -447,166 +249,27 @@ func (w *Worker) finish(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 		}
 		return res.err
 	}
-	status, msg, depStatus := "succeeded", "", ""
-	var f *saga.Failure
-	if errors.As(res.err, &f) {
-		status, msg = "failed", f.Error()
-		if errors.Is(res.err, saga.ErrTimedOut) {
-			msg = fmt.Sprintf("ran out of its %s: %s", w.timeout, msg)
-		}
-		if errors.Is(res.err, saga.ErrCancelled) {
-			status = "cancelled"
-		}
-		switch {
-		case op.Kind == "preview" || op.Kind == "refresh":
-			// Nothing changed, so the deployment is as it was.
-		case !f.Compensated:
-			depStatus = "failed"
-		case op.Kind == "deploy":
-			msg += " (everything it created was removed)"
-			depStatus = "failed"
-		case op.Kind == "update" || op.Kind == "upgrade":
-			msg += " (rolled back to the previous version and parameters)"
-			depStatus = "deployed"
-		default:
-			depStatus = "failed"
-		}
-	} else if res.err != nil {
-		// Out of attempts on an error that kept passing: what it did may be half done.
-		status, msg = "failed", fmt.Sprintf("gave up after its last attempt: %v", res.err)
-		if op.Kind != "preview" && op.Kind != "refresh" {
-			depStatus = "failed"
-		}
-	} else if res.refused != nil {
-		status, msg = "failed", res.refused.Error()
-	}
-	changes, _ := json.Marshal(res.changes)
-	var exit pgtype.Int4
-	if res.exit != nil {
-		exit = pgtype.Int4{Int32: int32(*res.exit), Valid: true}
-	}
+	e := end(Kind(op.Kind), res)
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		// First, as every writer takes the environment before its deployments.
 		if err := advance(ctx, tx, riverJobs(ctx), op.DeploymentID); err != nil {
 			return err
 		}
 		q := dbgen.New(tx)
-		n, err := q.FinishOperation(ctx, dbgen.FinishOperationParams{ID: op.ID, Lease: leaseID, Status: status, Error: msg,
-			Changes: changes, ExitCode: exit})
-		if err != nil {
-			return err
-		}
-		if n == 0 {
+		err := finish(ctx, q, op.ID, lease, e, res.changes, res.exit)
+		if errors.Is(err, ErrIllegalMove) {
 			// Another worker took the operation over: what it finds is what counts.
 			w.log.Warn("operation taken over before it finished here", "operation", op.ID)
 			return nil
 		}
-		if depStatus == "" {
-			return nil
+		if err != nil || e.deployment == "" {
+			return err
 		}
-		return q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: op.DeploymentID, Status: depStatus})
+		return moveDeployment(ctx, q, op.DeploymentID, e.deployment)
 	})
 	if err != nil {
 		return err
 	}
-	w.log.Info("operation finished", "operation", op.ID, "kind", op.Kind, "status", status)
+	w.log.Info("operation finished", "operation", op.ID, "kind", op.Kind, "status", e.status)
 	return nil
-}
-
-// resolve fills the operation's bound inputs with what its version's resolvers hand out, checks
-// them against the version's inputs, and stores the completed parameters on the operation,
-// all in one transaction: a crash leaves either nothing or everything, and a second run gets
-// what the first was handed.
-func (w *Worker) resolve(ctx context.Context, dep dbgen.GetDeploymentRow, op dbgen.Operation) (json.RawMessage, error) {
-	if !op.TargetVersion.Valid {
-		return nil, nil
-	}
-	q := dbgen.New(w.pool)
-	ver, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: dep.ComponentID, Version: op.TargetVersion.Int32})
-	if err != nil {
-		return nil, saga.Transient(err)
-	}
-	bindings, err := resolver.ParseBindings(ver.ResolverBindings)
-	if err != nil {
-		return nil, err
-	}
-	if len(bindings) == 0 {
-		return nil, nil
-	}
-	v := &problem.ValidationError{}
-	schema := component.ParseSchema("input_schema", ver.InputSchema, v)
-	if schema == nil {
-		return nil, v.Err()
-	}
-	var values map[string]any
-	err = db.Tx(ctx, w.pool, func(q *dbgen.Queries) error {
-		rc, err := q.ResolverContext(ctx, dep.ID)
-		if err != nil {
-			return err
-		}
-		configured, err := resolver.Configured(ctx, q, dep.EnvironmentID)
-		if err != nil {
-			return err
-		}
-		params := map[string]any{}
-		if err := json.Unmarshal(op.Parameters, &params); err != nil {
-			return err
-		}
-		secrets, err := openSecrets(w.keys, dep.ID, op.SecretKeyID, op.SecretParameters)
-		if err != nil {
-			return err
-		}
-		held, err := openSecrets(w.keys, dep.ID, dep.SecretKeyID, dep.SecretParameters)
-		if err != nil {
-			return err
-		}
-		// A secret made for the deployment before is kept: making a new one is a rotation.
-		var ask []resolver.Binding
-		for _, b := range resolver.Active(bindings, configured) {
-			rotate := slices.Contains(op.Rotate, b.Input)
-			if resolver.Secret(b.Type) && !rotate && (secrets[b.Input] != nil || held[b.Input] != nil) {
-				if secrets[b.Input] == nil {
-					secrets[b.Input] = held[b.Input]
-				}
-				continue
-			}
-			ask = append(ask, b)
-		}
-		d := resolver.Deployment{ID: dep.ID, Name: dep.Name, Tenant: rc.TenantName, Environment: rc.EnvironmentName,
-			EnvID: dep.EnvironmentID, Component: rc.ComponentName, SemanticType: strings.ToLower(rc.SemanticType), Provider: rc.Provider}
-		if values, err = resolver.Resolve(ctx, q, ask, d, op.ID, params); err != nil {
-			return err
-		}
-		for _, b := range ask {
-			if msg := schema.Check(b.Input, values[b.Input]); msg != "" {
-				return fmt.Errorf("%w %s: the %s resolver gave a value that %s", resolver.ErrUnresolved, b.Input, b.Type, msg)
-			}
-			if resolver.Secret(b.Type) || schema.Secret(b.Input) {
-				secrets[b.Input] = values[b.Input]
-				values[b.Input] = "[secret]" // what the step's checkpoint keeps
-			} else {
-				params[b.Input] = values[b.Input]
-			}
-		}
-		completed, _ := json.Marshal(params)
-		if err := q.SetOperationParameters(ctx, dbgen.SetOperationParametersParams{ID: op.ID, Parameters: completed}); err != nil {
-			return err
-		}
-		if len(secrets) == 0 {
-			return nil
-		}
-		raw, _ := json.Marshal(secrets)
-		keyID, sealed, err := w.keys.Seal(raw, dep.ID[:])
-		if err != nil {
-			return err
-		}
-		return q.SetOperationSecrets(ctx, dbgen.SetOperationSecretsParams{ID: op.ID, SecretParameters: sealed, SecretKeyID: &keyID})
-	})
-	if errors.Is(err, resolver.ErrUnresolved) || errors.Is(err, ipam.ErrFull) {
-		return nil, err // the same next time: final
-	}
-	if err != nil {
-		return nil, saga.Transient(err)
-	}
-	return json.Marshal(values)
 }

@@ -21,7 +21,7 @@ type Backend struct {
 	// Env is what the engine needs to reach the backend, such as credentials. It travels in
 	// the environment only, never on a command line.
 	Env map[string]string
-	// Bucket holds the same files as URL, for ClearLock.
+	// Bucket holds the same files as URL, for clearLock.
 	Bucket Bucket
 }
 

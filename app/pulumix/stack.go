@@ -38,6 +38,9 @@ type Stack struct {
 	Config     map[string]any    // plain inputs: scalars as text, lists and objects structured (see configValue)
 	Secrets    map[string]string // secret inputs: stored encrypted in the stack, never on a command line
 	Passphrase string            // the stack's secrets passphrase (derived per stack by the caller)
+	// Exclusive says the caller holds the stack alone (an operation's lease): a lock found on it
+	// was left by an engine that crashed, and is cleared before the engine starts.
+	Exclusive bool
 }
 
 // Result is what an operation did.
@@ -61,7 +64,7 @@ func (e *EngineError) Error() string {
 }
 
 // ErrLocked means another engine holds the stack's lock, or a crashed one left it behind. When
-// the caller knows no engine runs the stack, ClearLock frees it.
+// the caller knows no engine runs the stack, clearLock frees it (see Stack.Exclusive).
 var ErrLocked = errors.New("the stack is locked")
 
 // ErrNoStack means the stack does not exist in the backend (only Export reports it: Destroy of
@@ -226,13 +229,13 @@ func (r *Runner) PreviewDestroy(ctx context.Context, st Stack, progress io.Write
 	return previewed(ctx, st.Name, said.text(), res, err)
 }
 
-// ClearLock removes the lock a crashed engine left on the stack, which otherwise refuses every
+// clearLock removes the lock a crashed engine left on the stack, which otherwise refuses every
 // later operation. The caller guarantees that no engine runs the stack: removing a live engine's
 // lock lets two engines write one state.
 //
 // A DIY backend, on disk or in a bucket, keeps one file per lock holder at
 // .pulumi/locks/organization/<project>/<stack>/<lock id>.json.
-func (r *Runner) ClearLock(st Stack) error {
+func (r *Runner) clearLock(st Stack) error {
 	if err := checkStack(st, false); err != nil {
 		return err
 	}
@@ -454,6 +457,11 @@ func (r *Runner) selectStack(ctx context.Context, ws auto.Workspace, name string
 // prepare readies the workspace, selects the stack (creating it when create is set and it is
 // missing) and writes its inputs into the stack settings.
 func (r *Runner) prepare(ctx context.Context, st Stack, create bool) (auto.Stack, error) {
+	if st.Exclusive {
+		if err := r.clearLock(st); err != nil {
+			return auto.Stack{}, err
+		}
+	}
 	ws, err := r.workspace(ctx, st)
 	if err != nil {
 		return auto.Stack{}, err
@@ -580,7 +588,8 @@ func (b brief) Unwrap() error { return b.error }
 func (t *tail) text() string { return quiet(strings.ToValidUTF8(t.String(), "")) }
 
 // failure sorts an operation's error for the caller: cancelled (the caller decides), locked
-// (ClearLock can help), refused by the engine (retrying as is will not), or anything else.
+// (Stack.Exclusive clears what a crashed engine left), refused by the engine (retrying as is
+// will not), or anything else.
 func failure(ctx context.Context, op, stack string, err error, output string) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("pulumi %s of %s: %w", op, stack, ctx.Err())

@@ -373,7 +373,7 @@ var deployCases = map[string]authzCase{
 
 // queued checks that a requested operation is of kind and queued with position operations
 // before it; it passes err on.
-func queued(t *testing.T, op deploy.Operation, err error, kind string, position int) error {
+func queued(t *testing.T, op deploy.Operation, err error, kind deploy.Kind, position int) error {
 	t.Helper()
 	if err == nil && (op.Kind != kind || op.Status != "queued" || op.Position != position) {
 		t.Errorf("%s: %+v, want it queued with %d before it", kind, op, position)

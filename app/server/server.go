@@ -110,7 +110,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	envH := environment.NewHandlers(environments, zones)
 	operations := listen.New(d.Pool, "nimbus_operation", d.Log)
 	go operations.Run(ctx)
-	deployments := deploy.NewService(d.Pool, d.Keys, d.Jobs, d.Runner, d.Objects)
+	deployments := deploy.NewService(d.Pool, d.Keys, d.Jobs, d.Runner, d.Objects).Withdrawing(approval.Withdraw)
 	deployH := deploy.NewHandlers(deployments, operations, ctx.Done(), d.MaxStateSize).RecheckStreams(d.StreamRecheck)
 	pools := ipam.NewService(d.Pool)
 	ipamH := ipam.NewHandlers(pools)

@@ -408,34 +408,6 @@ func (q *Queries) DueApprovalRequests(ctx context.Context) ([]uuid.UUID, error) 
 	return items, nil
 }
 
-const endWaitingOperation = `-- name: EndWaitingOperation :execrows
-UPDATE operations SET status = $1, error = $2, finished_at = now(), updated_at = now()
-WHERE id = $3 AND status = 'awaiting_approval'
-`
-
-type EndWaitingOperationParams struct {
-	Status string    `json:"status"`
-	Error  string    `json:"error"`
-	ID     uuid.UUID `json:"id"`
-}
-
-func (q *Queries) EndWaitingOperation(ctx context.Context, arg EndWaitingOperationParams) (int64, error) {
-	result, err := q.db.Exec(ctx, endWaitingOperation, arg.Status, arg.Error, arg.ID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const forgetPlan = `-- name: ForgetPlan :exec
-DELETE FROM operation_resources WHERE operation_id = $1
-`
-
-func (q *Queries) ForgetPlan(ctx context.Context, operationID uuid.UUID) error {
-	_, err := q.db.Exec(ctx, forgetPlan, operationID)
-	return err
-}
-
 const listApprovalPolicies = `-- name: ListApprovalPolicies :many
 SELECT p.id, p.scope, p.scope_id, p.operations, p.approvals_required, p.approver_role, p.created_by, p.created_at, p.updated_at, p.by_provider_admin,
     CASE p.scope WHEN 'landing_zone' THEN coalesce(z.name, '')
@@ -720,26 +692,6 @@ func (q *Queries) OpenApprovalRequest(ctx context.Context, arg OpenApprovalReque
 	return i, err
 }
 
-const parkOperation = `-- name: ParkOperation :execrows
-UPDATE operations SET status = 'awaiting_approval', lease = NULL, updated_at = now()
-WHERE id = $1 AND lease = $2 AND status = 'running' AND cancel_requested_at IS NULL
-`
-
-type ParkOperationParams struct {
-	ID    uuid.UUID     `json:"id"`
-	Lease uuid.NullUUID `json:"lease"`
-}
-
-// An operation waiting for approval gives up its lease and keeps its deployment's active slot;
-// its job ends, and approving queues it again. One whose cancel was asked for is not parked.
-func (q *Queries) ParkOperation(ctx context.Context, arg ParkOperationParams) (int64, error) {
-	result, err := q.db.Exec(ctx, parkOperation, arg.ID, arg.Lease)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const recordApprovalDecision = `-- name: RecordApprovalDecision :exec
 INSERT INTO approval_decisions (request_id, user_id, decision, comment) VALUES ($1, $2, $3, $4)
 `
@@ -759,28 +711,4 @@ func (q *Queries) RecordApprovalDecision(ctx context.Context, arg RecordApproval
 		arg.Comment,
 	)
 	return err
-}
-
-const resetPreview = `-- name: ResetPreview :exec
-UPDATE operation_steps SET status = 'pending', result = 'null', error = '', finished_at = NULL, updated_at = now()
-WHERE operation_id = $1 AND name IN ('preview', 'approve')
-`
-
-// Sends an operation back to its preview: the plan it showed no longer holds.
-func (q *Queries) ResetPreview(ctx context.Context, operationID uuid.UUID) error {
-	_, err := q.db.Exec(ctx, resetPreview, operationID)
-	return err
-}
-
-const resumeOperation = `-- name: ResumeOperation :execrows
-UPDATE operations SET status = 'queued', updated_at = now() WHERE id = $1 AND status = 'awaiting_approval'
-`
-
-// Hands an approved operation back to the workers.
-func (q *Queries) ResumeOperation(ctx context.Context, id uuid.UUID) (int64, error) {
-	result, err := q.db.Exec(ctx, resumeOperation, id)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }

@@ -40,19 +40,6 @@ func (q *Queries) AppendOperationLogs(ctx context.Context, arg AppendOperationLo
 	return err
 }
 
-const cancelQueuedOperation = `-- name: CancelQueuedOperation :execrows
-UPDATE operations SET status = 'cancelled', error = 'cancelled before it started', finished_at = now(), updated_at = now()
-WHERE id = $1 AND status = 'queued'
-`
-
-func (q *Queries) CancelQueuedOperation(ctx context.Context, id uuid.UUID) (int64, error) {
-	result, err := q.db.Exec(ctx, cancelQueuedOperation, id)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const changedSince = `-- name: ChangedSince :one
 SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status = 'succeeded'
     AND kind IN ('deploy', 'update', 'upgrade', 'destroy', 'restore') AND finished_at > $2::timestamptz)
@@ -69,49 +56,6 @@ func (q *Queries) ChangedSince(ctx context.Context, arg ChangedSinceParams) (boo
 	var exists bool
 	err := row.Scan(&exists)
 	return exists, err
-}
-
-const claimOperation = `-- name: ClaimOperation :one
-UPDATE operations SET status = 'running', lease = $1, heartbeat_at = now(),
-    started_at = coalesce(started_at, now()), updated_at = now()
-WHERE id = $2
-  AND (status = 'queued' OR (status = 'running' AND heartbeat_at < now() - interval '1 minute'))
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate
-`
-
-type ClaimOperationParams struct {
-	Lease uuid.NullUUID `json:"lease"`
-	ID    uuid.UUID     `json:"id"`
-}
-
-// Takes a queued operation, or a running one whose worker stopped beating.
-func (q *Queries) ClaimOperation(ctx context.Context, arg ClaimOperationParams) (Operation, error) {
-	row := q.db.QueryRow(ctx, claimOperation, arg.Lease, arg.ID)
-	var i Operation
-	err := row.Scan(
-		&i.ID,
-		&i.DeploymentID,
-		&i.Kind,
-		&i.Status,
-		&i.RequestedBy,
-		&i.Parameters,
-		&i.TargetVersion,
-		&i.Error,
-		&i.ExitCode,
-		&i.Changes,
-		&i.Lease,
-		&i.HeartbeatAt,
-		&i.CancelRequestedAt,
-		&i.LogTruncated,
-		&i.StartedAt,
-		&i.FinishedAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.SecretParameters,
-		&i.SecretKeyID,
-		&i.Rotate,
-	)
-	return i, err
 }
 
 const countOperationLogs = `-- name: CountOperationLogs :one
@@ -190,61 +134,6 @@ func (q *Queries) CreateDeployment(ctx context.Context, arg CreateDeploymentPara
 	return i, err
 }
 
-const createOperation = `-- name: CreateOperation :one
-INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text[])
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate
-`
-
-type CreateOperationParams struct {
-	DeploymentID     uuid.UUID       `json:"deployment_id"`
-	Kind             string          `json:"kind"`
-	RequestedBy      uuid.NullUUID   `json:"requested_by"`
-	Parameters       json.RawMessage `json:"parameters"`
-	SecretParameters []byte          `json:"secret_parameters"`
-	SecretKeyID      *string         `json:"secret_key_id"`
-	TargetVersion    pgtype.Int4     `json:"target_version"`
-	Rotate           []string        `json:"rotate"`
-}
-
-func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams) (Operation, error) {
-	row := q.db.QueryRow(ctx, createOperation,
-		arg.DeploymentID,
-		arg.Kind,
-		arg.RequestedBy,
-		arg.Parameters,
-		arg.SecretParameters,
-		arg.SecretKeyID,
-		arg.TargetVersion,
-		arg.Rotate,
-	)
-	var i Operation
-	err := row.Scan(
-		&i.ID,
-		&i.DeploymentID,
-		&i.Kind,
-		&i.Status,
-		&i.RequestedBy,
-		&i.Parameters,
-		&i.TargetVersion,
-		&i.Error,
-		&i.ExitCode,
-		&i.Changes,
-		&i.Lease,
-		&i.HeartbeatAt,
-		&i.CancelRequestedAt,
-		&i.LogTruncated,
-		&i.StartedAt,
-		&i.FinishedAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.SecretParameters,
-		&i.SecretKeyID,
-		&i.Rotate,
-	)
-	return i, err
-}
-
 const engineEverRan = `-- name: EngineEverRan :one
 SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind <> 'preview' AND started_at IS NOT NULL)
 `
@@ -256,35 +145,6 @@ func (q *Queries) EngineEverRan(ctx context.Context, deploymentID uuid.UUID) (bo
 	var exists bool
 	err := row.Scan(&exists)
 	return exists, err
-}
-
-const finishOperation = `-- name: FinishOperation :execrows
-UPDATE operations SET status = $3, error = $4, changes = $5, exit_code = $6, finished_at = now(), lease = NULL, updated_at = now()
-WHERE id = $1 AND lease = $2
-`
-
-type FinishOperationParams struct {
-	ID       uuid.UUID       `json:"id"`
-	Lease    uuid.NullUUID   `json:"lease"`
-	Status   string          `json:"status"`
-	Error    string          `json:"error"`
-	Changes  json.RawMessage `json:"changes"`
-	ExitCode pgtype.Int4     `json:"exit_code"`
-}
-
-func (q *Queries) FinishOperation(ctx context.Context, arg FinishOperationParams) (int64, error) {
-	result, err := q.db.Exec(ctx, finishOperation,
-		arg.ID,
-		arg.Lease,
-		arg.Status,
-		arg.Error,
-		arg.Changes,
-		arg.ExitCode,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 const getDeployment = `-- name: GetDeployment :one
@@ -390,24 +250,6 @@ func (q *Queries) HasBeenDeployed(ctx context.Context, deploymentID uuid.UUID) (
 	var exists bool
 	err := row.Scan(&exists)
 	return exists, err
-}
-
-const heartbeatOperation = `-- name: HeartbeatOperation :one
-UPDATE operations SET heartbeat_at = now() WHERE id = $1 AND lease = $2 AND status = 'running'
-RETURNING cancel_requested_at IS NOT NULL AS cancel_requested
-`
-
-type HeartbeatOperationParams struct {
-	ID    uuid.UUID     `json:"id"`
-	Lease uuid.NullUUID `json:"lease"`
-}
-
-// Returns whether a cancel was asked for; no row means the lease was lost.
-func (q *Queries) HeartbeatOperation(ctx context.Context, arg HeartbeatOperationParams) (interface{}, error) {
-	row := q.db.QueryRow(ctx, heartbeatOperation, arg.ID, arg.Lease)
-	var cancel_requested interface{}
-	err := row.Scan(&cancel_requested)
-	return cancel_requested, err
 }
 
 const listDeployments = `-- name: ListDeployments :many
@@ -607,15 +449,6 @@ SELECT id FROM deployed_components WHERE id = $1 FOR UPDATE
 // Serialises the requests on one deployment, so each sees the ones before it.
 func (q *Queries) LockDeployment(ctx context.Context, id uuid.UUID) error {
 	_, err := q.db.Exec(ctx, lockDeployment, id)
-	return err
-}
-
-const markLogTruncated = `-- name: MarkLogTruncated :exec
-UPDATE operations SET log_truncated = true WHERE id = $1
-`
-
-func (q *Queries) MarkLogTruncated(ctx context.Context, id uuid.UUID) error {
-	_, err := q.db.Exec(ctx, markLogTruncated, id)
 	return err
 }
 
@@ -871,33 +704,6 @@ func (q *Queries) RecordResourceStep(ctx context.Context, arg RecordResourceStep
 	return err
 }
 
-const releaseOperation = `-- name: ReleaseOperation :exec
-UPDATE operations SET status = 'queued', lease = NULL, updated_at = now() WHERE id = $1 AND lease = $2
-`
-
-type ReleaseOperationParams struct {
-	ID    uuid.UUID     `json:"id"`
-	Lease uuid.NullUUID `json:"lease"`
-}
-
-// Hands a running operation back to the queue for its job's next attempt.
-func (q *Queries) ReleaseOperation(ctx context.Context, arg ReleaseOperationParams) error {
-	_, err := q.db.Exec(ctx, releaseOperation, arg.ID, arg.Lease)
-	return err
-}
-
-const requestOperationCancel = `-- name: RequestOperationCancel :execrows
-UPDATE operations SET cancel_requested_at = now(), updated_at = now() WHERE id = $1 AND status = 'running'
-`
-
-func (q *Queries) RequestOperationCancel(ctx context.Context, id uuid.UUID) (int64, error) {
-	result, err := q.db.Exec(ctx, requestOperationCancel, id)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const running = `-- name: Running :one
 SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status = 'running')
 `
@@ -945,48 +751,6 @@ func (q *Queries) StaleOperations(ctx context.Context) ([]uuid.UUID, error) {
 		return nil, err
 	}
 	return items, nil
-}
-
-const startRestore = `-- name: StartRestore :one
-INSERT INTO operations (deployment_id, kind, status, requested_by, lease, heartbeat_at, started_at)
-VALUES ($1, 'restore', 'running', $2, $3, now(), now())
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate
-`
-
-type StartRestoreParams struct {
-	DeploymentID uuid.UUID     `json:"deployment_id"`
-	RequestedBy  uuid.NullUUID `json:"requested_by"`
-	Lease        uuid.NullUUID `json:"lease"`
-}
-
-// A restore runs in the request that asks for it, holding the deployment's active slot.
-func (q *Queries) StartRestore(ctx context.Context, arg StartRestoreParams) (Operation, error) {
-	row := q.db.QueryRow(ctx, startRestore, arg.DeploymentID, arg.RequestedBy, arg.Lease)
-	var i Operation
-	err := row.Scan(
-		&i.ID,
-		&i.DeploymentID,
-		&i.Kind,
-		&i.Status,
-		&i.RequestedBy,
-		&i.Parameters,
-		&i.TargetVersion,
-		&i.Error,
-		&i.ExitCode,
-		&i.Changes,
-		&i.Lease,
-		&i.HeartbeatAt,
-		&i.CancelRequestedAt,
-		&i.LogTruncated,
-		&i.StartedAt,
-		&i.FinishedAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.SecretParameters,
-		&i.SecretKeyID,
-		&i.Rotate,
-	)
-	return i, err
 }
 
 const updateDeploymentInputs = `-- name: UpdateDeploymentInputs :exec

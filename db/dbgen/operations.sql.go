@@ -7,9 +7,145 @@ package dbgen
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
+
+const cancelQueuedOperation = `-- name: CancelQueuedOperation :execrows
+UPDATE operations SET status = 'cancelled', error = 'cancelled before it started', finished_at = now(), updated_at = now()
+WHERE id = $1 AND status = 'queued'
+`
+
+func (q *Queries) CancelQueuedOperation(ctx context.Context, id uuid.UUID) (int64, error) {
+	result, err := q.db.Exec(ctx, cancelQueuedOperation, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const claimOperation = `-- name: ClaimOperation :one
+UPDATE operations SET status = 'running', lease = $1, heartbeat_at = now(),
+    started_at = coalesce(started_at, now()), updated_at = now()
+WHERE id = $2
+  AND (status = 'queued' OR (status = 'running' AND heartbeat_at < now() - interval '1 minute'))
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate
+`
+
+type ClaimOperationParams struct {
+	Lease uuid.NullUUID `json:"lease"`
+	ID    uuid.UUID     `json:"id"`
+}
+
+// Takes a queued operation, or a running one whose worker stopped beating.
+func (q *Queries) ClaimOperation(ctx context.Context, arg ClaimOperationParams) (Operation, error) {
+	row := q.db.QueryRow(ctx, claimOperation, arg.Lease, arg.ID)
+	var i Operation
+	err := row.Scan(
+		&i.ID,
+		&i.DeploymentID,
+		&i.Kind,
+		&i.Status,
+		&i.RequestedBy,
+		&i.Parameters,
+		&i.TargetVersion,
+		&i.Error,
+		&i.ExitCode,
+		&i.Changes,
+		&i.Lease,
+		&i.HeartbeatAt,
+		&i.CancelRequestedAt,
+		&i.LogTruncated,
+		&i.StartedAt,
+		&i.FinishedAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.SecretParameters,
+		&i.SecretKeyID,
+		&i.Rotate,
+	)
+	return i, err
+}
+
+const createOperation = `-- name: CreateOperation :one
+
+INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text[])
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate
+`
+
+type CreateOperationParams struct {
+	DeploymentID     uuid.UUID       `json:"deployment_id"`
+	Kind             string          `json:"kind"`
+	RequestedBy      uuid.NullUUID   `json:"requested_by"`
+	Parameters       json.RawMessage `json:"parameters"`
+	SecretParameters []byte          `json:"secret_parameters"`
+	SecretKeyID      *string         `json:"secret_key_id"`
+	TargetVersion    pgtype.Int4     `json:"target_version"`
+	Rotate           []string        `json:"rotate"`
+}
+
+// The transitions of an operation and of its steps' checkpoints: the only statements that
+// write operations and operation_steps, called from app/deploy/lifecycle.go alone. Each move
+// names the status it starts from, so that a move from anywhere else changes no row.
+func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams) (Operation, error) {
+	row := q.db.QueryRow(ctx, createOperation,
+		arg.DeploymentID,
+		arg.Kind,
+		arg.RequestedBy,
+		arg.Parameters,
+		arg.SecretParameters,
+		arg.SecretKeyID,
+		arg.TargetVersion,
+		arg.Rotate,
+	)
+	var i Operation
+	err := row.Scan(
+		&i.ID,
+		&i.DeploymentID,
+		&i.Kind,
+		&i.Status,
+		&i.RequestedBy,
+		&i.Parameters,
+		&i.TargetVersion,
+		&i.Error,
+		&i.ExitCode,
+		&i.Changes,
+		&i.Lease,
+		&i.HeartbeatAt,
+		&i.CancelRequestedAt,
+		&i.LogTruncated,
+		&i.StartedAt,
+		&i.FinishedAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.SecretParameters,
+		&i.SecretKeyID,
+		&i.Rotate,
+	)
+	return i, err
+}
+
+const endWaitingOperation = `-- name: EndWaitingOperation :execrows
+UPDATE operations SET status = $1, error = $2, finished_at = now(), updated_at = now()
+WHERE id = $3 AND status = 'awaiting_approval'
+`
+
+type EndWaitingOperationParams struct {
+	Status string    `json:"status"`
+	Error  string    `json:"error"`
+	ID     uuid.UUID `json:"id"`
+}
+
+func (q *Queries) EndWaitingOperation(ctx context.Context, arg EndWaitingOperationParams) (int64, error) {
+	result, err := q.db.Exec(ctx, endWaitingOperation, arg.Status, arg.Error, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
 
 const ensureOperationStep = `-- name: EnsureOperationStep :exec
 INSERT INTO operation_steps (operation_id, position, name) VALUES ($1, $2, $3)
@@ -25,6 +161,81 @@ type EnsureOperationStepParams struct {
 func (q *Queries) EnsureOperationStep(ctx context.Context, arg EnsureOperationStepParams) error {
 	_, err := q.db.Exec(ctx, ensureOperationStep, arg.OperationID, arg.Position, arg.Name)
 	return err
+}
+
+const finishOperation = `-- name: FinishOperation :execrows
+UPDATE operations SET status = $3, error = $4, changes = $5, exit_code = $6, finished_at = now(), lease = NULL, updated_at = now()
+WHERE id = $1 AND lease = $2 AND status = 'running'
+`
+
+type FinishOperationParams struct {
+	ID       uuid.UUID       `json:"id"`
+	Lease    uuid.NullUUID   `json:"lease"`
+	Status   string          `json:"status"`
+	Error    string          `json:"error"`
+	Changes  json.RawMessage `json:"changes"`
+	ExitCode pgtype.Int4     `json:"exit_code"`
+}
+
+func (q *Queries) FinishOperation(ctx context.Context, arg FinishOperationParams) (int64, error) {
+	result, err := q.db.Exec(ctx, finishOperation,
+		arg.ID,
+		arg.Lease,
+		arg.Status,
+		arg.Error,
+		arg.Changes,
+		arg.ExitCode,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const forgetPlan = `-- name: ForgetPlan :exec
+DELETE FROM operation_resources WHERE operation_id = $1
+`
+
+// What a preview planned for each resource, dropped when the operation previews again.
+func (q *Queries) ForgetPlan(ctx context.Context, operationID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, forgetPlan, operationID)
+	return err
+}
+
+const handBackOperation = `-- name: HandBackOperation :execrows
+UPDATE operations SET status = 'queued', lease = NULL, updated_at = now() WHERE id = $1 AND lease = $2 AND status = 'running'
+`
+
+type HandBackOperationParams struct {
+	ID    uuid.UUID     `json:"id"`
+	Lease uuid.NullUUID `json:"lease"`
+}
+
+// Hands a running operation back to the queue for its job's next attempt.
+func (q *Queries) HandBackOperation(ctx context.Context, arg HandBackOperationParams) (int64, error) {
+	result, err := q.db.Exec(ctx, handBackOperation, arg.ID, arg.Lease)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const heartbeatOperation = `-- name: HeartbeatOperation :one
+UPDATE operations SET heartbeat_at = now() WHERE id = $1 AND lease = $2 AND status = 'running'
+RETURNING (cancel_requested_at IS NOT NULL)::boolean AS cancel_requested
+`
+
+type HeartbeatOperationParams struct {
+	ID    uuid.UUID     `json:"id"`
+	Lease uuid.NullUUID `json:"lease"`
+}
+
+// Returns whether a cancel was asked for; no row means the lease was lost.
+func (q *Queries) HeartbeatOperation(ctx context.Context, arg HeartbeatOperationParams) (bool, error) {
+	row := q.db.QueryRow(ctx, heartbeatOperation, arg.ID, arg.Lease)
+	var cancel_requested bool
+	err := row.Scan(&cancel_requested)
+	return cancel_requested, err
 }
 
 const listOperationSteps = `-- name: ListOperationSteps :many
@@ -63,6 +274,15 @@ func (q *Queries) ListOperationSteps(ctx context.Context, operationID uuid.UUID)
 	return items, nil
 }
 
+const markLogTruncated = `-- name: MarkLogTruncated :exec
+UPDATE operations SET log_truncated = true WHERE id = $1
+`
+
+func (q *Queries) MarkLogTruncated(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, markLogTruncated, id)
+	return err
+}
+
 const markOperationStep = `-- name: MarkOperationStep :execrows
 UPDATE operation_steps SET
     status = $1,
@@ -95,4 +315,143 @@ func (q *Queries) MarkOperationStep(ctx context.Context, arg MarkOperationStepPa
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const parkOperation = `-- name: ParkOperation :execrows
+UPDATE operations SET status = 'awaiting_approval', lease = NULL, updated_at = now()
+WHERE id = $1 AND lease = $2 AND status = 'running' AND cancel_requested_at IS NULL
+`
+
+type ParkOperationParams struct {
+	ID    uuid.UUID     `json:"id"`
+	Lease uuid.NullUUID `json:"lease"`
+}
+
+// An operation waiting for approval gives up its lease and keeps its deployment's active slot;
+// its job ends, and approving queues it again. One whose cancel was asked for is not parked.
+func (q *Queries) ParkOperation(ctx context.Context, arg ParkOperationParams) (int64, error) {
+	result, err := q.db.Exec(ctx, parkOperation, arg.ID, arg.Lease)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const requestOperationCancel = `-- name: RequestOperationCancel :execrows
+UPDATE operations SET cancel_requested_at = now(), updated_at = now() WHERE id = $1 AND status = 'running'
+`
+
+func (q *Queries) RequestOperationCancel(ctx context.Context, id uuid.UUID) (int64, error) {
+	result, err := q.db.Exec(ctx, requestOperationCancel, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const resumeOperation = `-- name: ResumeOperation :execrows
+UPDATE operations SET status = 'queued', updated_at = now() WHERE id = $1 AND status = 'awaiting_approval'
+`
+
+// Hands an approved operation back to the workers.
+func (q *Queries) ResumeOperation(ctx context.Context, id uuid.UUID) (int64, error) {
+	result, err := q.db.Exec(ctx, resumeOperation, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const rewindOperationSteps = `-- name: RewindOperationSteps :execrows
+UPDATE operation_steps s SET status = 'pending', result = 'null', error = '', finished_at = NULL, updated_at = now()
+FROM operations o
+WHERE o.id = s.operation_id AND o.id = $1 AND o.status = 'awaiting_approval'
+  AND s.position >= (SELECT r.position FROM operation_steps r WHERE r.operation_id = o.id AND r.name = $2)
+`
+
+type RewindOperationStepsParams struct {
+	OperationID uuid.UUID `json:"operation_id"`
+	Step        string    `json:"step"`
+}
+
+// Sends a waiting operation back to a step: it and every step after it run again. The step
+// must have been reached.
+func (q *Queries) RewindOperationSteps(ctx context.Context, arg RewindOperationStepsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, rewindOperationSteps, arg.OperationID, arg.Step)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const setOperationParameters = `-- name: SetOperationParameters :exec
+UPDATE operations SET parameters = $2 WHERE id = $1
+`
+
+type SetOperationParametersParams struct {
+	ID         uuid.UUID       `json:"id"`
+	Parameters json.RawMessage `json:"parameters"`
+}
+
+// The parameters an operation applies, once its resolvers filled them.
+func (q *Queries) SetOperationParameters(ctx context.Context, arg SetOperationParametersParams) error {
+	_, err := q.db.Exec(ctx, setOperationParameters, arg.ID, arg.Parameters)
+	return err
+}
+
+const setOperationSecrets = `-- name: SetOperationSecrets :exec
+UPDATE operations SET secret_parameters = $2, secret_key_id = $3 WHERE id = $1
+`
+
+type SetOperationSecretsParams struct {
+	ID               uuid.UUID `json:"id"`
+	SecretParameters []byte    `json:"secret_parameters"`
+	SecretKeyID      *string   `json:"secret_key_id"`
+}
+
+func (q *Queries) SetOperationSecrets(ctx context.Context, arg SetOperationSecretsParams) error {
+	_, err := q.db.Exec(ctx, setOperationSecrets, arg.ID, arg.SecretParameters, arg.SecretKeyID)
+	return err
+}
+
+const startRestore = `-- name: StartRestore :one
+INSERT INTO operations (deployment_id, kind, status, requested_by, lease, heartbeat_at, started_at)
+VALUES ($1, 'restore', 'running', $2, $3, now(), now())
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate
+`
+
+type StartRestoreParams struct {
+	DeploymentID uuid.UUID     `json:"deployment_id"`
+	RequestedBy  uuid.NullUUID `json:"requested_by"`
+	Lease        uuid.NullUUID `json:"lease"`
+}
+
+// A restore runs in the request that asks for it, holding the deployment's active slot.
+func (q *Queries) StartRestore(ctx context.Context, arg StartRestoreParams) (Operation, error) {
+	row := q.db.QueryRow(ctx, startRestore, arg.DeploymentID, arg.RequestedBy, arg.Lease)
+	var i Operation
+	err := row.Scan(
+		&i.ID,
+		&i.DeploymentID,
+		&i.Kind,
+		&i.Status,
+		&i.RequestedBy,
+		&i.Parameters,
+		&i.TargetVersion,
+		&i.Error,
+		&i.ExitCode,
+		&i.Changes,
+		&i.Lease,
+		&i.HeartbeatAt,
+		&i.CancelRequestedAt,
+		&i.LogTruncated,
+		&i.StartedAt,
+		&i.FinishedAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.SecretParameters,
+		&i.SecretKeyID,
+		&i.Rotate,
+	)
+	return i, err
 }

@@ -835,36 +835,6 @@ func (q *Queries) SetEnvironmentResolverConfig(ctx context.Context, arg SetEnvir
 	return i, err
 }
 
-const setOperationParameters = `-- name: SetOperationParameters :exec
-UPDATE operations SET parameters = $2 WHERE id = $1
-`
-
-type SetOperationParametersParams struct {
-	ID         uuid.UUID       `json:"id"`
-	Parameters json.RawMessage `json:"parameters"`
-}
-
-// The parameters an operation applies, once its resolvers filled them.
-func (q *Queries) SetOperationParameters(ctx context.Context, arg SetOperationParametersParams) error {
-	_, err := q.db.Exec(ctx, setOperationParameters, arg.ID, arg.Parameters)
-	return err
-}
-
-const setOperationSecrets = `-- name: SetOperationSecrets :exec
-UPDATE operations SET secret_parameters = $2, secret_key_id = $3 WHERE id = $1
-`
-
-type SetOperationSecretsParams struct {
-	ID               uuid.UUID `json:"id"`
-	SecretParameters []byte    `json:"secret_parameters"`
-	SecretKeyID      *string   `json:"secret_key_id"`
-}
-
-func (q *Queries) SetOperationSecrets(ctx context.Context, arg SetOperationSecretsParams) error {
-	_, err := q.db.Exec(ctx, setOperationSecrets, arg.ID, arg.SecretParameters, arg.SecretKeyID)
-	return err
-}
-
 const setZoneResolverConfig = `-- name: SetZoneResolverConfig :one
 INSERT INTO resolver_configurations (landing_zone_id, type, config, updated_by)
 VALUES ($1, $2, $3, $4)

@@ -80,12 +80,6 @@ FROM operations o JOIN deployed_components d ON d.id = o.deployment_id
 WHERE o.id = sqlc.arg(operation_id)
 RETURNING *;
 
--- name: ParkOperation :execrows
--- An operation waiting for approval gives up its lease and keeps its deployment's active slot;
--- its job ends, and approving queues it again. One whose cancel was asked for is not parked.
-UPDATE operations SET status = 'awaiting_approval', lease = NULL, updated_at = now()
-WHERE id = $1 AND lease = $2 AND status = 'running' AND cancel_requested_at IS NULL;
-
 -- name: ListApprovalRequests :many
 -- Requests of the given tenants (all with all_tenants), newest first; one when id is given. A
 -- pending request past its time reads as expired before the sweep gets to it.
@@ -154,22 +148,6 @@ UPDATE approval_requests SET status = $2, decided_at = now() WHERE id = $1 AND s
 
 -- name: CancelApprovalRequestOf :exec
 UPDATE approval_requests SET status = 'cancelled', decided_at = now() WHERE operation_id = $1 AND status = 'pending';
-
--- name: ResumeOperation :execrows
--- Hands an approved operation back to the workers.
-UPDATE operations SET status = 'queued', updated_at = now() WHERE id = $1 AND status = 'awaiting_approval';
-
--- name: EndWaitingOperation :execrows
-UPDATE operations SET status = sqlc.arg(status), error = sqlc.arg(error), finished_at = now(), updated_at = now()
-WHERE id = sqlc.arg(id) AND status = 'awaiting_approval';
-
--- name: ResetPreview :exec
--- Sends an operation back to its preview: the plan it showed no longer holds.
-UPDATE operation_steps SET status = 'pending', result = 'null', error = '', finished_at = NULL, updated_at = now()
-WHERE operation_id = $1 AND name IN ('preview', 'approve');
-
--- name: ForgetPlan :exec
-DELETE FROM operation_resources WHERE operation_id = $1;
 
 -- name: DueApprovalRequests :many
 SELECT id FROM approval_requests WHERE status = 'pending' AND expires_at <= now() ORDER BY expires_at LIMIT 100;

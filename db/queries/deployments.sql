@@ -29,11 +29,6 @@ UPDATE deployed_components SET status = $2, updated_at = now() WHERE id = $1;
 -- name: RecordDeploymentOutputs :exec
 UPDATE deployed_components SET status = $2, outputs = $3, updated_at = now() WHERE id = $1;
 
--- name: CreateOperation :one
-INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate)
-VALUES ($1, $2, $3, $4, $5, $6, $7, sqlc.arg(rotate)::text[])
-RETURNING *;
-
 -- name: UpdateDeploymentInputs :exec
 -- What an update or upgrade leaves behind once it succeeded.
 UPDATE deployed_components SET version = $2, parameters = $3, secret_parameters = $4, secret_key_id = $5, updated_at = now()
@@ -86,31 +81,6 @@ ON CONFLICT (operation_id, urn) DO UPDATE SET
 -- name: OperationResources :many
 SELECT * FROM operation_resources WHERE operation_id = $1 ORDER BY seq;
 
-
--- name: ClaimOperation :one
--- Takes a queued operation, or a running one whose worker stopped beating.
-UPDATE operations SET status = 'running', lease = sqlc.arg(lease), heartbeat_at = now(),
-    started_at = coalesce(started_at, now()), updated_at = now()
-WHERE id = sqlc.arg(id)
-  AND (status = 'queued' OR (status = 'running' AND heartbeat_at < now() - interval '1 minute'))
-RETURNING *;
-
--- name: HeartbeatOperation :one
--- Returns whether a cancel was asked for; no row means the lease was lost.
-UPDATE operations SET heartbeat_at = now() WHERE id = $1 AND lease = $2 AND status = 'running'
-RETURNING cancel_requested_at IS NOT NULL AS cancel_requested;
-
--- name: FinishOperation :execrows
-UPDATE operations SET status = $3, error = $4, changes = $5, exit_code = $6, finished_at = now(), lease = NULL, updated_at = now()
-WHERE id = $1 AND lease = $2;
-
--- name: CancelQueuedOperation :execrows
-UPDATE operations SET status = 'cancelled', error = 'cancelled before it started', finished_at = now(), updated_at = now()
-WHERE id = $1 AND status = 'queued';
-
--- name: RequestOperationCancel :execrows
-UPDATE operations SET cancel_requested_at = now(), updated_at = now() WHERE id = $1 AND status = 'running';
-
 -- name: StaleOperations :many
 SELECT id FROM operations WHERE status = 'running' AND heartbeat_at < now() - interval '1 minute';
 
@@ -121,15 +91,8 @@ SELECT sqlc.arg(operation_id), l.line FROM unnest(sqlc.arg(lines)::text[]) WITH 
 -- name: OperationLogs :many
 SELECT id, created_at, line FROM operation_logs WHERE operation_id = $1 AND id > $2 ORDER BY id LIMIT 1000;
 
--- name: ReleaseOperation :exec
--- Hands a running operation back to the queue for its job's next attempt.
-UPDATE operations SET status = 'queued', lease = NULL, updated_at = now() WHERE id = $1 AND lease = $2;
-
 -- name: CountOperationLogs :one
 SELECT count(*) FROM operation_logs WHERE operation_id = $1;
-
--- name: MarkLogTruncated :exec
-UPDATE operations SET log_truncated = true WHERE id = $1;
 
 -- name: OperationView :one
 SELECT o.*, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
@@ -151,12 +114,6 @@ SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status = 's
 -- Whether an operation that changes a deployment's inputs or state ended after the given time.
 SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status = 'succeeded'
     AND kind IN ('deploy', 'update', 'upgrade', 'destroy', 'restore') AND finished_at > sqlc.arg(since)::timestamptz);
-
--- name: StartRestore :one
--- A restore runs in the request that asks for it, holding the deployment's active slot.
-INSERT INTO operations (deployment_id, kind, status, requested_by, lease, heartbeat_at, started_at)
-VALUES ($1, 'restore', 'running', $2, $3, now(), now())
-RETURNING *;
 
 -- name: Running :one
 SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status = 'running');

@@ -1,3 +1,70 @@
+-- The transitions of an operation and of its steps' checkpoints: the only statements that
+-- write operations and operation_steps, called from app/deploy/lifecycle.go alone. Each move
+-- names the status it starts from, so that a move from anywhere else changes no row.
+
+-- name: CreateOperation :one
+INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate)
+VALUES ($1, $2, $3, $4, $5, $6, $7, sqlc.arg(rotate)::text[])
+RETURNING *;
+
+-- name: StartRestore :one
+-- A restore runs in the request that asks for it, holding the deployment's active slot.
+INSERT INTO operations (deployment_id, kind, status, requested_by, lease, heartbeat_at, started_at)
+VALUES ($1, 'restore', 'running', $2, $3, now(), now())
+RETURNING *;
+
+-- name: ClaimOperation :one
+-- Takes a queued operation, or a running one whose worker stopped beating.
+UPDATE operations SET status = 'running', lease = sqlc.arg(lease), heartbeat_at = now(),
+    started_at = coalesce(started_at, now()), updated_at = now()
+WHERE id = sqlc.arg(id)
+  AND (status = 'queued' OR (status = 'running' AND heartbeat_at < now() - interval '1 minute'))
+RETURNING *;
+
+-- name: HeartbeatOperation :one
+-- Returns whether a cancel was asked for; no row means the lease was lost.
+UPDATE operations SET heartbeat_at = now() WHERE id = $1 AND lease = $2 AND status = 'running'
+RETURNING (cancel_requested_at IS NOT NULL)::boolean AS cancel_requested;
+
+-- name: SetOperationParameters :exec
+-- The parameters an operation applies, once its resolvers filled them.
+UPDATE operations SET parameters = $2 WHERE id = $1;
+
+-- name: SetOperationSecrets :exec
+UPDATE operations SET secret_parameters = $2, secret_key_id = $3 WHERE id = $1;
+
+-- name: MarkLogTruncated :exec
+UPDATE operations SET log_truncated = true WHERE id = $1;
+
+-- name: HandBackOperation :execrows
+-- Hands a running operation back to the queue for its job's next attempt.
+UPDATE operations SET status = 'queued', lease = NULL, updated_at = now() WHERE id = $1 AND lease = $2 AND status = 'running';
+
+-- name: ParkOperation :execrows
+-- An operation waiting for approval gives up its lease and keeps its deployment's active slot;
+-- its job ends, and approving queues it again. One whose cancel was asked for is not parked.
+UPDATE operations SET status = 'awaiting_approval', lease = NULL, updated_at = now()
+WHERE id = $1 AND lease = $2 AND status = 'running' AND cancel_requested_at IS NULL;
+
+-- name: ResumeOperation :execrows
+-- Hands an approved operation back to the workers.
+UPDATE operations SET status = 'queued', updated_at = now() WHERE id = $1 AND status = 'awaiting_approval';
+
+-- name: EndWaitingOperation :execrows
+UPDATE operations SET status = sqlc.arg(status), error = sqlc.arg(error), finished_at = now(), updated_at = now()
+WHERE id = sqlc.arg(id) AND status = 'awaiting_approval';
+
+-- name: CancelQueuedOperation :execrows
+UPDATE operations SET status = 'cancelled', error = 'cancelled before it started', finished_at = now(), updated_at = now()
+WHERE id = $1 AND status = 'queued';
+
+-- name: RequestOperationCancel :execrows
+UPDATE operations SET cancel_requested_at = now(), updated_at = now() WHERE id = $1 AND status = 'running';
+
+-- name: FinishOperation :execrows
+UPDATE operations SET status = $3, error = $4, changes = $5, exit_code = $6, finished_at = now(), lease = NULL, updated_at = now()
+WHERE id = $1 AND lease = $2 AND status = 'running';
+
 -- name: EnsureOperationStep :exec
 INSERT INTO operation_steps (operation_id, position, name) VALUES ($1, $2, $3)
 ON CONFLICT (operation_id, name) DO NOTHING;
@@ -15,3 +82,15 @@ UPDATE operation_steps SET
     finished_at = CASE WHEN sqlc.arg(status) IN ('done', 'failed', 'undone', 'undo_failed') THEN now() ELSE NULL END,
     updated_at = now()
 WHERE operation_id = sqlc.arg(operation_id) AND name = sqlc.arg(name);
+
+-- name: RewindOperationSteps :execrows
+-- Sends a waiting operation back to a step: it and every step after it run again. The step
+-- must have been reached.
+UPDATE operation_steps s SET status = 'pending', result = 'null', error = '', finished_at = NULL, updated_at = now()
+FROM operations o
+WHERE o.id = s.operation_id AND o.id = sqlc.arg(operation_id) AND o.status = 'awaiting_approval'
+  AND s.position >= (SELECT r.position FROM operation_steps r WHERE r.operation_id = o.id AND r.name = sqlc.arg(step));
+
+-- name: ForgetPlan :exec
+-- What a preview planned for each resource, dropped when the operation previews again.
+DELETE FROM operation_resources WHERE operation_id = $1;

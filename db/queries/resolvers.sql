@@ -124,10 +124,6 @@ JOIN semantic_resource_types st ON st.id = c.semantic_type_id
 JOIN semantic_providers sp ON sp.id = c.provider_id
 WHERE d.id = $1;
 
--- name: SetOperationParameters :exec
--- The parameters an operation applies, once its resolvers filled them.
-UPDATE operations SET parameters = $2 WHERE id = $1;
-
 -- name: FindImage :one
 SELECT * FROM image_catalog
 WHERE provider = $1 AND lower(os_family) = lower(sqlc.arg(os_family)) AND lower(os_version) = lower(sqlc.arg(os_version))
@@ -143,9 +139,6 @@ RETURNING *;
 
 -- name: DeleteImage :execrows
 DELETE FROM image_catalog WHERE id = $1;
-
--- name: SetOperationSecrets :exec
-UPDATE operations SET secret_parameters = $2, secret_key_id = $3 WHERE id = $1;
 
 -- name: OverlappingPool :one
 -- A pool sharing an address with the prefix among those the landing zone's environments use:

@@ -1,4 +1,4 @@
-package saga_test
+package deploy
 
 import (
 	"context"
@@ -14,10 +14,8 @@ import (
 	"nimbus/jobs/saga"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
-
-// operation inserts the rows an operation hangs from and returns its id.
-func operation(t *testing.T, pool *pgxpool.Pool) uuid.UUID {
+// anOperation inserts the rows an operation hangs from and returns its id.
+func anOperation(t *testing.T, pool *pgxpool.Pool) uuid.UUID {
 	t.Helper()
 	var id uuid.UUID
 	err := pool.QueryRow(context.Background(), `
@@ -37,10 +35,10 @@ func operation(t *testing.T, pool *pgxpool.Pool) uuid.UUID {
 	return id
 }
 
-func TestPGStore_CheckpointsSurviveARestart(t *testing.T) {
+func TestCheckpoints_CheckpointsSurviveARestart(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
-	op := operation(t, pool)
+	op := anOperation(t, pool)
 	var ran []string
 	step := func(name string, fail bool) saga.Step {
 		return saga.Step{Name: name,
@@ -55,12 +53,12 @@ func TestPGStore_CheckpointsSurviveARestart(t *testing.T) {
 		}
 	}
 	// The first run stops at b with a passing error, as a crash would leave it.
-	err := saga.Execute(ctx, saga.NewPGStore(pool, op), []saga.Step{step("a", false), step("b", true), step("c", false)}, false)
+	err := saga.Execute(ctx, checkpoints{pool, op}, []saga.Step{step("a", false), step("b", true), step("c", false)}, false)
 	if !saga.IsTransient(err) {
 		t.Fatalf("got %v", err)
 	}
 	// A new store on the same operation, as a new worker would make, resumes at b.
-	err = saga.Execute(ctx, saga.NewPGStore(pool, op), []saga.Step{step("a", false), step("b", false), step("c", false)}, false)
+	err = saga.Execute(ctx, checkpoints{pool, op}, []saga.Step{step("a", false), step("b", false), step("c", false)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,17 +75,17 @@ func TestPGStore_CheckpointsSurviveARestart(t *testing.T) {
 	}
 }
 
-func TestPGStore_FailureUndoesAndKeepsTheCause(t *testing.T) {
+func TestCheckpoints_FailureUndoesAndKeepsTheCause(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
-	op := operation(t, pool)
+	op := anOperation(t, pool)
 	undone := map[string]bool{}
 	mk := func(name string, err error) saga.Step {
 		return saga.Step{Name: name,
 			Do:   func(context.Context, *saga.Run) (json.RawMessage, error) { return nil, err },
 			Undo: func(context.Context, *saga.Run) error { undone[name] = true; return nil }}
 	}
-	err := saga.Execute(ctx, saga.NewPGStore(pool, op), []saga.Step{mk("a", nil), mk("b", errors.New("provider refused"))}, false)
+	err := saga.Execute(ctx, checkpoints{pool, op}, []saga.Step{mk("a", nil), mk("b", errors.New("provider refused"))}, false)
 	var f *saga.Failure
 	if !errors.As(err, &f) || !f.Compensated || !undone["a"] || !undone["b"] {
 		t.Fatalf("got %v, undone %v", err, undone)

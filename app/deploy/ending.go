@@ -1,0 +1,69 @@
+package deploy
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"nimbus/jobs/saga"
+)
+
+// outcome is how a run of an operation's steps came out.
+type outcome struct {
+	err     error
+	changes map[string]int
+	exit    *int // the engine's exit code, when it refused
+	// refused is an operation that no longer fits the deployment, found before it did
+	// anything: it fails and leaves the deployment as it is.
+	refused error
+	limit   time.Duration // the time the operation had
+}
+
+// ending is how an operation ends: its status, the status its deployment is left with ("" leaves
+// it as it is), and the message the operation keeps.
+type ending struct {
+	status     Status
+	deployment DeploymentStatus
+	message    string
+}
+
+// end decides how an operation of the kind ends after a run that came to o and is not handed
+// back for another attempt. TestEnd lists every case.
+func end(kind Kind, o outcome) ending {
+	var f *saga.Failure
+	switch {
+	case errors.As(o.err, &f):
+		e := ending{status: Failed, message: f.Error()}
+		if errors.Is(o.err, saga.ErrTimedOut) {
+			e.message = fmt.Sprintf("ran out of its %s: %s", o.limit, e.message)
+		}
+		if errors.Is(o.err, saga.ErrCancelled) {
+			e.status = Cancelled
+		}
+		switch {
+		case !kind.changes():
+			// Nothing changed, so the deployment is as it was.
+		case !f.Compensated:
+			e.deployment = Broken
+		case kind == KindDeploy:
+			e.message += " (everything it created was removed)"
+			e.deployment = Broken
+		case kind == KindUpdate || kind == KindUpgrade:
+			e.message += " (rolled back to the previous version and parameters)"
+			e.deployment = Deployed
+		default:
+			e.deployment = Broken
+		}
+		return e
+	case o.err != nil:
+		// Out of attempts on an error that kept passing: what it did may be half done.
+		e := ending{status: Failed, message: fmt.Sprintf("gave up after its last attempt: %v", o.err)}
+		if kind.changes() {
+			e.deployment = Broken
+		}
+		return e
+	case o.refused != nil:
+		return ending{status: Failed, message: o.refused.Error()}
+	}
+	return ending{status: Succeeded}
+}

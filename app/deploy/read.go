@@ -1,0 +1,220 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"nimbus/app/access"
+	"nimbus/app/objstore"
+	"nimbus/app/problem"
+	"nimbus/app/pulumix"
+	"nimbus/db/dbgen"
+)
+
+// Get returns a deployment the actor may see; any other is not found.
+func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID) (Deployment, error) {
+	r, err := s.get(ctx, actor, id)
+	if err != nil {
+		return Deployment{}, err
+	}
+	secret, err := openSecrets(s.keys, r.ID, r.SecretKeyID, r.SecretParameters)
+	if err != nil {
+		return Deployment{}, err
+	}
+	return deploymentFromRow(r, slices.Sorted(maps.Keys(secret))), nil
+}
+
+func (s *Service) get(ctx context.Context, actor access.Principal, id uuid.UUID) (dbgen.GetDeploymentRow, error) {
+	r, err := dbgen.New(s.pool).GetDeployment(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, problem.ErrNotFound
+	}
+	if err != nil {
+		return r, fmt.Errorf("get deployment: %w", err)
+	}
+	if !actor.Can("environment:read", r.TenantID) {
+		return r, problem.ErrNotFound
+	}
+	return r, nil
+}
+
+// Filter narrows a list of deployments or operations; zero fields do not.
+type Filter struct {
+	EnvironmentID uuid.UUID
+	ComponentID   uuid.UUID
+	DeploymentID  uuid.UUID
+	Status        string
+	Kind          string
+}
+
+func nullID(id uuid.UUID) uuid.NullUUID { return uuid.NullUUID{UUID: id, Valid: id != uuid.Nil} }
+
+func nullText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// List returns the newest deployments of the tenants the actor may see.
+func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([]Deployment, error) {
+	tenants := append([]uuid.UUID{}, actor.TenantsWith("environment:read")...)
+	rows, err := dbgen.New(s.pool).ListDeployments(ctx, dbgen.ListDeploymentsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
+		EnvironmentID: nullID(f.EnvironmentID), ComponentID: nullID(f.ComponentID), Status: nullText(f.Status)})
+	if err != nil {
+		return nil, fmt.Errorf("list deployments: %w", err)
+	}
+	out := make([]Deployment, len(rows))
+	for i, r := range rows {
+		out[i] = deploymentFromRow(dbgen.GetDeploymentRow(r), nil)
+	}
+	return out, nil
+}
+
+// Operation returns an operation of a deployment the actor may see, with its place in the
+// queue while it waits.
+func (s *Service) Operation(ctx context.Context, actor access.Principal, id uuid.UUID) (Operation, error) {
+	q := dbgen.New(s.pool)
+	r, err := q.OperationView(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Operation{}, problem.ErrNotFound
+	}
+	if err != nil {
+		return Operation{}, fmt.Errorf("get operation: %w", err)
+	}
+	if !actor.Can("environment:read", r.TenantID) {
+		return Operation{}, problem.ErrNotFound
+	}
+	op := operationFromRow(dbgen.ListOperationsRow(r))
+	if op.Status == "queued" {
+		n, err := q.QueuePosition(ctx, dbgen.QueuePositionParams{DeploymentID: r.DeploymentID, CreatedAt: r.CreatedAt, ID: r.ID})
+		if err != nil {
+			return Operation{}, fmt.Errorf("queue position: %w", err)
+		}
+		op.Position = int(n)
+	}
+	return op, nil
+}
+
+// Detail returns an operation with its steps and what it did to each resource.
+func (s *Service) Detail(ctx context.Context, actor access.Principal, id uuid.UUID) (Detail, error) {
+	op, err := s.Operation(ctx, actor, id)
+	if err != nil {
+		return Detail{}, err
+	}
+	q := dbgen.New(s.pool)
+	steps, err := q.ListOperationSteps(ctx, id)
+	if err != nil {
+		return Detail{}, fmt.Errorf("operation steps: %w", err)
+	}
+	resources, err := q.OperationResources(ctx, id)
+	if err != nil {
+		return Detail{}, fmt.Errorf("operation resources: %w", err)
+	}
+	d := Detail{Operation: op, Steps: make([]Step, len(steps)), Resources: make([]Resource, len(resources))}
+	for i, st := range steps {
+		d.Steps[i] = Step{Name: st.Name, Status: st.Status, Error: st.Error, Attempts: int(st.Attempts), StartedAt: st.StartedAt, FinishedAt: st.FinishedAt}
+	}
+	for i, r := range resources {
+		d.Resources[i] = Resource{URN: r.Urn, Type: r.Type, Name: r.Name, Op: r.Op, Status: r.Status, Diagnostics: r.Diagnostics,
+			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Changes: []pulumix.Change{}}
+		_ = json.Unmarshal(r.Changes, &d.Resources[i].Changes)
+	}
+	return d, nil
+}
+
+// Operations lists operations the actor may see, newest first.
+func (s *Service) Operations(ctx context.Context, actor access.Principal, f Filter) ([]Operation, error) {
+	tenants := append([]uuid.UUID{}, actor.TenantsWith("environment:read")...)
+	rows, err := dbgen.New(s.pool).ListOperations(ctx, dbgen.ListOperationsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
+		DeploymentID: nullID(f.DeploymentID), Status: nullText(f.Status), Kind: nullText(f.Kind)})
+	if err != nil {
+		return nil, fmt.Errorf("list operations: %w", err)
+	}
+	out := make([]Operation, len(rows))
+	for i, r := range rows {
+		out[i] = operationFromRow(r)
+	}
+	return out, nil
+}
+
+// LogLine is one line of an operation's log.
+type LogLine struct {
+	ID   int64     `json:"id"`
+	At   time.Time `json:"at"`
+	Line string    `json:"line"`
+}
+
+// Logs returns the operation's log lines after the given line id, at most a thousand.
+func (s *Service) Logs(ctx context.Context, actor access.Principal, operationID uuid.UUID, after int64) ([]LogLine, error) {
+	if _, err := s.Operation(ctx, actor, operationID); err != nil {
+		return nil, err
+	}
+	return s.logs(ctx, operationID, after)
+}
+
+// logs reads log lines for a caller that has authorized the reader already.
+func (s *Service) logs(ctx context.Context, operationID uuid.UUID, after int64) ([]LogLine, error) {
+	rows, err := dbgen.New(s.pool).OperationLogs(ctx, dbgen.OperationLogsParams{OperationID: operationID, ID: after})
+	if err != nil {
+		return nil, fmt.Errorf("operation logs: %w", err)
+	}
+	out := make([]LogLine, len(rows))
+	for i, r := range rows {
+		out[i] = LogLine{ID: r.ID, At: r.CreatedAt, Line: r.Line}
+	}
+	return out, nil
+}
+
+// FullLog returns an operation's whole log as text: from the object store when it outgrew the
+// database, else from the database.
+func (s *Service) FullLog(ctx context.Context, actor access.Principal, operationID uuid.UUID) (io.ReadCloser, error) {
+	op, err := s.Operation(ctx, actor, operationID)
+	if err != nil {
+		return nil, err
+	}
+	if op.LogTruncated && s.objects != nil {
+		r, err := s.objects.Get(ctx, logKey(operationID))
+		if err == nil {
+			return r, nil
+		}
+		if !errors.Is(err, objstore.ErrNotFound) {
+			return nil, fmt.Errorf("whole log: %w", err)
+		}
+		// Not stored (the operation has not ended, or its server died): what the database has.
+	}
+	text, err := storedLog(ctx, dbgen.New(s.pool), operationID)
+	if err != nil {
+		return nil, fmt.Errorf("operation log: %w", err)
+	}
+	return io.NopCloser(strings.NewReader(text)), nil
+}
+
+// storedLog is every line of an operation's log the database holds, one per line.
+func storedLog(ctx context.Context, q *dbgen.Queries, operationID uuid.UUID) (string, error) {
+	var b strings.Builder
+	for after := int64(0); ; {
+		rows, err := q.OperationLogs(ctx, dbgen.OperationLogsParams{OperationID: operationID, ID: after})
+		if err != nil {
+			return "", err
+		}
+		if len(rows) == 0 {
+			return b.String(), nil
+		}
+		for _, r := range rows {
+			b.WriteString(r.Line)
+			b.WriteByte('\n')
+		}
+		after = rows[len(rows)-1].ID
+	}
+}

@@ -1,0 +1,246 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/google/uuid"
+
+	"nimbus/app/governance"
+	"nimbus/app/problem"
+	"nimbus/app/pulumix"
+	"nimbus/app/resolver"
+	"nimbus/db"
+	"nimbus/db/dbgen"
+	"nimbus/jobs/saga"
+)
+
+// The names of the steps, as their checkpoints in operation_steps know them.
+const (
+	StepResolve = "resolve" // resolvers fill the inputs bound to them
+	StepGovern  = "govern"  // the tenant's rules, on the completed parameters
+	StepPreview = "preview" // what the engine would change
+	StepApprove = "approve" // waits for the approvals a policy asks for
+	StepUp      = "up"      // the engine makes the change
+	StepRefresh = "refresh" // the engine reads the resources back
+	StepDestroy = "destroy" // the engine deletes the resources
+	StepRecord  = "record"  // the deployment takes what the operation left
+)
+
+// steps lists the steps of the run's operation, top to bottom; a step's Undo reverses it when a
+// later step fails for good. A new kind of operation starts here.
+func (r *run) steps() []saga.Step {
+	resolve := saga.Step{Name: StepResolve, Do: r.resolve, Undo: r.unresolve}
+	govern := saga.Step{Name: StepGovern, Do: r.govern}
+	preview := saga.Step{Name: StepPreview, Do: r.preview}
+	approve := saga.Step{Name: StepApprove, Do: r.approve}
+	switch Kind(r.op.Kind) {
+	case KindPreview:
+		return []saga.Step{resolve, govern, preview}
+	case KindDeploy:
+		// Nothing existed before: undoing it is destroying what it made.
+		return []saga.Step{resolve, govern, preview, approve,
+			{Name: StepUp, Do: r.up, Undo: r.destroyMade},
+			{Name: StepRecord, Do: r.recordDeployed}}
+	case KindUpdate, KindUpgrade:
+		// The deployment worked before: undoing is going back to how it was.
+		return []saga.Step{resolve, govern, preview, approve,
+			{Name: StepUp, Do: r.up, Undo: r.rollBack},
+			{Name: StepRecord, Do: r.recordDeployed}}
+	case KindRefresh:
+		return []saga.Step{{Name: StepRefresh, Do: r.refresh}}
+	case KindDestroy:
+		// The preview shows its approvers what it would delete.
+		return []saga.Step{{Name: StepPreview, Do: r.previewDestroy}, approve,
+			{Name: StepDestroy, Do: r.destroy},
+			{Name: StepRecord, Do: r.recordDestroyed}}
+	}
+	return nil
+}
+
+// run is one worker's run of an operation's steps: what the steps read, and what they tell
+// the end of the run.
+type run struct {
+	w       *Worker
+	op      dbgen.Operation
+	dep     dbgen.GetDeploymentRow
+	lease   uuid.UUID
+	resumed bool          // an earlier attempt began it: its engine may have made resources the state does not show
+	current pulumix.Stack // the deployment as it is before the operation
+	resting DeploymentStatus
+	// What the engine said: the changes of the last engine step, and its exit code when it refused.
+	progress *progress
+	changes  map[string]int
+	exit     *int
+}
+
+// resolve fills the operation's bound inputs (see Worker.resolve).
+func (r *run) resolve(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+	return r.w.resolve(ctx, r.dep, r.op)
+}
+
+// unresolve gives back what this operation was handed; what the deployment held before stays.
+func (r *run) unresolve(ctx context.Context, _ *saga.Run) error {
+	return db.Tx(ctx, r.w.pool, func(q *dbgen.Queries) error { return resolver.ReleaseOperation(ctx, q, r.op.ID) })
+}
+
+// govern checks the tenant's rules on the whole parameter set, resolved values included; a rule
+// changed since the request counts.
+func (r *run) govern(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+	q := dbgen.New(r.w.pool)
+	now, err := q.GetOperation(ctx, r.op.ID)
+	if err != nil {
+		return nil, saga.Transient(err)
+	}
+	params := map[string]any{}
+	if err := json.Unmarshal(now.Parameters, &params); err != nil {
+		return nil, err
+	}
+	err = governance.Check(ctx, q, r.dep.TenantID, r.dep.ComponentID, params)
+	if err != nil && (errors.Is(err, problem.ErrForbidden) || problem.FieldOf(err) != "") {
+		return nil, err // refused: the same next time
+	}
+	if err != nil {
+		return nil, saga.Transient(err)
+	}
+	return nil, nil
+}
+
+func (r *run) preview(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+	st, err := r.target(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.w.runner.Preview(ctx, st, r.progress)
+	return r.count(res), r.engine(err)
+}
+
+func (r *run) up(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+	st, err := r.target(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.converge(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res.Outputs)
+}
+
+// destroyMade undoes a first deploy's up.
+func (r *run) destroyMade(ctx context.Context, _ *saga.Run) error {
+	ctx, cancel := context.WithTimeout(ctx, r.w.timeout) // an undo is not cancelled, but must end
+	defer cancel()
+	_, err := r.destroy(ctx, nil)
+	return err
+}
+
+// rollBack undoes an update's or an upgrade's up: the deployment goes back to its version and
+// parameters.
+func (r *run) rollBack(ctx context.Context, _ *saga.Run) error {
+	ctx, cancel := context.WithTimeout(ctx, r.w.timeout)
+	defer cancel()
+	_, err := r.converge(ctx, r.current)
+	return err
+}
+
+// converge brings the stack's resources to st. A worker that died during an up left resources
+// the state may not show: an operation that resumes learns what exists first.
+func (r *run) converge(ctx context.Context, st pulumix.Stack) (pulumix.Result, error) {
+	if r.resumed {
+		if _, err := r.w.runner.Refresh(ctx, st, r.progress); err != nil {
+			return pulumix.Result{}, r.engine(err)
+		}
+	}
+	res, err := r.w.runner.Up(ctx, st, r.progress)
+	if err != nil {
+		return res, r.engine(err)
+	}
+	r.count(res)
+	return res, nil
+}
+
+func (r *run) refresh(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+	res, err := r.w.runner.Refresh(ctx, r.current, r.progress)
+	return r.count(res), r.engine(err)
+}
+
+func (r *run) previewDestroy(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+	res, err := r.w.runner.PreviewDestroy(ctx, r.current, r.progress)
+	return r.count(res), r.engine(err)
+}
+
+func (r *run) destroy(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+	res, err := r.w.runner.Destroy(ctx, r.current, r.progress)
+	return r.count(res), r.engine(err)
+}
+
+// recordDeployed leaves the deployment with the version, parameters and outputs the operation
+// brought.
+func (r *run) recordDeployed(ctx context.Context, sr *saga.Run) (json.RawMessage, error) {
+	outputs := json.RawMessage("{}")
+	if err := sr.Result(StepUp, &outputs); err != nil {
+		return nil, err
+	}
+	return nil, db.Tx(ctx, r.w.pool, func(q *dbgen.Queries) error {
+		now, err := q.GetOperation(ctx, r.op.ID) // with what its resolvers filled in
+		if err != nil {
+			return err
+		}
+		return land(ctx, q, dbgen.UpdateDeploymentInputsParams{ID: r.dep.ID, Version: now.TargetVersion.Int32,
+			Parameters: now.Parameters, SecretParameters: now.SecretParameters, SecretKeyID: now.SecretKeyID}, Deployed, outputs)
+	})
+}
+
+// recordDestroyed gives back what resolvers handed the deployment, and its secrets; its plain
+// parameters stay, for the history.
+func (r *run) recordDestroyed(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+	return nil, db.Tx(ctx, r.w.pool, func(q *dbgen.Queries) error {
+		if err := resolver.ReleaseDeployment(ctx, q, r.dep.ID); err != nil {
+			return err
+		}
+		return land(ctx, q, dbgen.UpdateDeploymentInputsParams{ID: r.dep.ID, Version: r.dep.Version, Parameters: r.dep.Parameters},
+			Destroyed, json.RawMessage("{}"))
+	})
+}
+
+// target is the stack the operation brings, read when a step needs it: the resolve step
+// completes the operation's parameters first.
+func (r *run) target(ctx context.Context) (pulumix.Stack, error) {
+	if !r.op.TargetVersion.Valid {
+		return r.current, nil
+	}
+	q := dbgen.New(r.w.pool)
+	now, err := q.GetOperation(ctx, r.op.ID)
+	if err != nil {
+		return pulumix.Stack{}, saga.Transient(err)
+	}
+	st, err := stackOf(ctx, q, r.w.keys, r.dep, now.TargetVersion.Int32, now.Parameters, now.SecretKeyID, now.SecretParameters)
+	st.Exclusive = true
+	return st, err
+}
+
+// count keeps what an engine step changed, for the operation's end, and returns it as the step's
+// result.
+func (r *run) count(res pulumix.Result) json.RawMessage {
+	for k, n := range res.Changes {
+		r.changes[k] = n
+	}
+	b, _ := json.Marshal(res.Changes)
+	return b
+}
+
+// engine keeps the exit code of an engine that refused, and sorts the error for the saga:
+// engine refusals are final, anything else (the state backend out of reach, a process that
+// could not start) may pass.
+func (r *run) engine(err error) error {
+	var ee *pulumix.EngineError
+	if errors.As(err, &ee) {
+		r.exit = &ee.ExitCode
+	}
+	if err == nil || ee != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return saga.Transient(err)
+}
