@@ -1,12 +1,16 @@
 package deploy
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"nimbus/db/dbtest"
 )
 
 // writesOperations finds a statement that changes operations or their steps' checkpoints.
@@ -93,6 +97,43 @@ func namedQueries(text string) map[string]string {
 		if name != "" && !strings.HasPrefix(strings.TrimSpace(line), "--") {
 			out[name] += line + "\n"
 		}
+	}
+	return out
+}
+
+// The kinds and statuses the code names are exactly those the schema allows.
+func TestLifecycle_TypesMatchTheSchema(t *testing.T) {
+	pool := dbtest.Pool(t)
+	cases := []struct {
+		constraint string
+		names      []string
+	}{
+		{"operations_kind_check", strs(KindPreview, KindDeploy, KindUpdate, KindUpgrade, KindRefresh, KindDestroy, KindRestore)},
+		{"operations_status_check", strs(Queued, Running, AwaitingApproval, Succeeded, Failed, Cancelled, Rejected)},
+		{"deployed_components_status_check", strs(Pending, Deploying, Upgrading, Destroying, Deployed, Destroyed, Broken)},
+	}
+	quoted := regexp.MustCompile(`'([a-z_]+)'`)
+	for _, c := range cases {
+		var def string
+		if err := pool.QueryRow(context.Background(), `SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = $1`, c.constraint).Scan(&def); err != nil {
+			t.Fatalf("%s: %v", c.constraint, err)
+		}
+		var allowed []string
+		for _, m := range quoted.FindAllStringSubmatch(def, -1) {
+			allowed = append(allowed, m[1])
+		}
+		slices.Sort(allowed)
+		slices.Sort(c.names)
+		if !slices.Equal(allowed, c.names) {
+			t.Errorf("%s allows %v; the code names %v", c.constraint, allowed, c.names)
+		}
+	}
+}
+
+func strs[S ~string](values ...S) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
 	}
 	return out
 }

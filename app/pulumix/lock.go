@@ -1,0 +1,113 @@
+package pulumix
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"nimbus/app/objstore"
+)
+
+// clearLock removes the lock a crashed engine left on the stack, which otherwise refuses every
+// later operation. The caller guarantees that no engine runs the stack: removing a live engine's
+// lock lets two engines write one state.
+//
+// A DIY backend, on disk or in a bucket, keeps one file per lock holder at
+// .pulumi/locks/organization/<project>/<stack>/<lock id>.json.
+func (r *Runner) clearLock(st Stack) error {
+	if err := checkStack(st, false); err != nil {
+		return err
+	}
+	var p struct {
+		Name string `yaml:"name"`
+	}
+	if err := yaml.Unmarshal([]byte(st.Code), &p); err != nil {
+		return fmt.Errorf("read program: %w", err)
+	}
+	if !validProjectName.MatchString(p.Name) || p.Name == "." || p.Name == ".." {
+		return fmt.Errorf("read program: invalid project name %q", p.Name)
+	}
+	// Its callers have no context to give: a bucket that does not answer must not hold the
+	// operation forever.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	backend, err := r.backendOf(st.Name)
+	if err != nil {
+		return fmt.Errorf("clear lock of %s: %w", st.Name, err)
+	}
+	dir := lockDir(p.Name, st.Name)
+	locks, err := backend.Bucket.List(ctx, dir)
+	if err != nil {
+		return fmt.Errorf("clear lock of %s: %w", st.Name, err)
+	}
+	host, _ := os.Hostname()
+	for _, key := range locks {
+		if name := strings.TrimPrefix(key, dir); strings.Contains(name, "/") || !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		content, err := readLock(ctx, backend.Bucket, key)
+		if errors.Is(err, objstore.ErrNotFound) {
+			continue // its engine finished meanwhile
+		} else if err != nil {
+			return fmt.Errorf("clear lock of %s: %w", st.Name, err)
+		}
+		if held(content, host) {
+			// The engine that took it still runs — a crashed server leaves its engine behind —
+			// and two engines on one stack would corrupt it: wait for it to finish.
+			return fmt.Errorf("clear lock of %s: %w", st.Name, ErrLocked)
+		}
+		if err := backend.Bucket.Delete(ctx, key); err != nil {
+			return fmt.Errorf("clear lock of %s: %w", st.Name, err)
+		}
+	}
+	return nil
+}
+
+// lockDir is the prefix of a stack's lock files in a DIY backend.
+func lockDir(project, stack string) string {
+	return path.Join(".pulumi", "locks", "organization", project, stack) + "/"
+}
+
+func readLock(ctx context.Context, b Bucket, key string) ([]byte, error) {
+	rc, err := b.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(io.LimitReader(rc, 64<<10)) // a lock is a line of JSON
+}
+
+// held reports whether the lock names a process on this host that is still alive. A lock from
+// another host cannot be checked; the operation's lease has already established that its
+// server is gone.
+func held(content []byte, host string) bool {
+	var lock struct {
+		PID      int    `json:"pid"`
+		Hostname string `json:"hostname"`
+	}
+	if json.Unmarshal(content, &lock) != nil || lock.PID <= 0 || lock.Hostname != host {
+		return false
+	}
+	if err := syscall.Kill(lock.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	// A killed engine its parent has not reaped yet still answers signals; it holds nothing.
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", lock.PID))
+	if err != nil {
+		return true
+	}
+	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+		return false
+	}
+	return true
+}
