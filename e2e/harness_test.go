@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,7 +38,6 @@ import (
 )
 
 const (
-	chromiumPath = "/usr/bin/chromium"
 	// testTimeout bounds a browser's whole life, a net for a hung Chromium only: every wait
 	// has a budget of its own, fitted to what it waits for on a busy machine, so a page that
 	// never shows what a test waits for fails at that wait.
@@ -183,15 +184,13 @@ func (a *app) addMember(t *testing.T, email string, tenantID uuid.UUID, role acc
 // whichever comes first, and returns its context for newSession.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Fatalf("the browser tests need Chromium at %s; run `go tool task system-packages` (%v)", chromiumPath, err)
-	}
+	chromium := findChromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	t.Cleanup(cancel)
 	// chromedp's defaults already hold some of these; they are repeated so the list says in
 	// one place how the tests run Chromium.
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath),
+		chromedp.ExecPath(chromium),
 		chromedp.Headless,
 		chromedp.NoSandbox, // containers and CI runners rarely allow Chromium's sandbox
 		chromedp.DisableGPU,
@@ -210,9 +209,23 @@ func newBrowser(t *testing.T) context.Context {
 	browser, cancelBrowser := chromedp.NewContext(allocCtx)
 	t.Cleanup(cancelBrowser)
 	if err := chromedp.Do(browser); err != nil {
-		t.Fatalf("start %s: %v", chromiumPath, err)
+		t.Fatalf("start %s: %v", chromium, err)
 	}
 	return browser
+}
+
+// findChromium looks the browser up on PATH under the names scripts/ensure-package.sh
+// accepts, in its order, so that a browser the installer takes as present is the one run.
+func findChromium(t *testing.T) string {
+	t.Helper()
+	names := []string{"chromium", "chromium-browser", "google-chrome"}
+	for _, name := range names {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	t.Fatalf("the browser tests need Chromium, and none of %s is on PATH; run `go tool task system-packages`", strings.Join(names, ", "))
+	return ""
 }
 
 // session is one person's tab on the app, in a browser context of its own so that cookies

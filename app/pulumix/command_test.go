@@ -3,6 +3,7 @@ package pulumix
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +25,42 @@ func fakeCLI(t *testing.T, body string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// cancelOnLine is a stdout writer that calls cancel once the output holds line: a stand-in
+// says so when it is ready to be interrupted. Read done only after Run has returned.
+type cancelOnLine struct {
+	line   string
+	cancel func()
+	seen   strings.Builder
+	done   bool
+}
+
+func (w *cancelOnLine) Write(p []byte) (int, error) {
+	if !w.done {
+		w.seen.Write(p)
+		if strings.Contains(w.seen.String(), w.line+"\n") {
+			w.done = true
+			w.cancel()
+		}
+	}
+	return len(p), nil
+}
+
+// interruptWhen returns a context to run a stand-in with, and the writer for its stdout that
+// cancels the context once the stand-in prints line. A minute without it cancels it anyway,
+// and the test then fails saying so.
+func interruptWhen(t *testing.T, line string) (context.Context, *cancelOnLine) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx, &cancelOnLine{line: line, cancel: cancel}
+}
+
+func (w *cancelOnLine) requireSeen(t *testing.T) {
+	t.Helper()
+	if !w.done {
+		t.Fatalf("the stand-in never printed %q: it was not interrupted where the test means", w.line)
+	}
 }
 
 func TestCommand_KeepsNimbusSecretsFromTheEngine(t *testing.T) {
@@ -59,13 +96,14 @@ func TestCommand_KeepsNimbusSecretsFromTheEngine(t *testing.T) {
 
 func TestCommand_CancelInterruptsGracefully(t *testing.T) {
 	// The stand-in leaves cleanly on SIGINT, as the engine does after unlocking its stack.
-	cmd, err := newCommand(fakeCLI(t, `trap 'echo interrupted; exit 3' INT; while :; do sleep 0.05; done`), 10*time.Second)
+	// It is interrupted once it says its trap is set.
+	cmd, err := newCommand(fakeCLI(t, `trap 'echo interrupted; exit 3' INT; echo trapped; while :; do sleep 0.05; done`), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	out, _, code, _ := cmd.Run(ctx, t.TempDir(), nil, nil, nil, nil, "up")
+	ctx, ready := interruptWhen(t, "trapped")
+	out, _, code, _ := cmd.Run(ctx, t.TempDir(), nil, []io.Writer{ready}, nil, nil, "up")
+	ready.requireSeen(t)
 	if code != 3 || !strings.Contains(out, "interrupted") {
 		t.Fatalf("exit %d, output %q: want a graceful stop on SIGINT", code, out)
 	}
@@ -73,16 +111,17 @@ func TestCommand_CancelInterruptsGracefully(t *testing.T) {
 
 func TestCommand_StubbornEngineIsKilledWithItsChildren(t *testing.T) {
 	// Ignores SIGINT, and starts a child in a process group of its own, as plugins are.
-	body := `trap '' INT; setsid sleep 300 & echo $! > "$PWD/child"; while :; do sleep 0.05; done`
+	// It is interrupted once it says both are so.
+	body := `trap '' INT; setsid sleep 300 & echo $! > "$PWD/child"; echo ready; while :; do sleep 0.05; done`
 	cmd, err := newCommand(fakeCLI(t, body), 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
+	ctx, ready := interruptWhen(t, "ready")
 	start := time.Now()
-	_, _, _, _ = cmd.Run(ctx, dir, nil, nil, nil, nil, "up")
+	_, _, _, _ = cmd.Run(ctx, dir, nil, []io.Writer{ready}, nil, nil, "up")
+	ready.requireSeen(t)
 	if took := time.Since(start); took > 10*time.Second {
 		t.Fatalf("a stubborn engine ran on for %s", took)
 	}

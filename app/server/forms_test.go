@@ -40,6 +40,9 @@ func TestPages_EnvironmentAndSemanticForms(t *testing.T) {
 		t.Fatalf("decommissioning without the name: %.2000s", r.body)
 	}
 	wantStatus(t, b.post(t, "/environments/"+env+"/decommission", url.Values{"_csrf": {b.csrf}, "confirm": {"staging"}}), http.StatusSeeOther)
+	if got := s.call(t, "GET", "/api/v1/environments/"+env, s.token(t, s.adminA), nil).json(t)["status"]; got != "decommissioning" && got != "decommissioned" {
+		t.Fatalf("after the decommission form the environment is %v", got)
+	}
 
 	// Tenant admins see the semantic layer but may not add to it.
 	wantStatus(t, b.post(t, "/admin/providers/provider", url.Values{"_csrf": {b.csrf}, "name": {"hetzner"}}), http.StatusForbidden)
@@ -223,6 +226,9 @@ func TestPages_LandingZoneForms(t *testing.T) {
 		t.Fatalf("withdrawing what is not a template: %.2000s", r.body)
 	}
 	wantStatus(t, root.post(t, zone+"/publish", url.Values{"_csrf": {root.csrf}}), http.StatusSeeOther)
+	if got := s.call(t, "GET", "/api/v1"+zone, s.token(t, s.admin), nil).json(t)["status"]; got != "published" {
+		t.Fatalf("after the publish form the landing zone is %v", got)
+	}
 	r = root.post(t, zone+"/retire", url.Values{"_csrf": {root.csrf}, "confirm": {"other"}})
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 	if !strings.Contains(string(r.body), "type sim to confirm") {

@@ -21,6 +21,11 @@ func TestHub_WakesTheSubscribersOfAPayload(t *testing.T) {
 	defer stopMine()
 	other, stopOther := hub.Subscribe("b")
 	defer stopOther()
+	// The hub handles notifications one at a time, in the order Postgres delivers them, which
+	// is the order they were committed in: once a later marker has woken its subscriber, every
+	// wake an earlier notification caused has happened, and one that has not never will.
+	marker, stopMarker := hub.Subscribe("marker")
+	defer stopMarker()
 	go hub.Run(ctx)
 
 	wait := func(ch <-chan struct{}, what string) {
@@ -31,41 +36,56 @@ func TestHub_WakesTheSubscribersOfAPayload(t *testing.T) {
 			t.Fatalf("%s: not woken", what)
 		}
 	}
-	// Connecting wakes everyone, so what changed before is read.
+	notify := func(payload string) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, "SELECT pg_notify('test_channel', $1)", payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// settle returns once the hub has handled every notification sent before it.
+	settle := func() {
+		t.Helper()
+		notify("marker")
+		wait(marker, "the marker")
+	}
+	woken := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	// Connecting wakes everyone, so what changed before is read; it also says the hub listens.
 	wait(mine, "on connect")
 	wait(other, "on connect")
+	wait(marker, "on connect")
 
-	if _, err := pool.Exec(ctx, "SELECT pg_notify('test_channel', 'a')"); err != nil {
-		t.Fatal(err)
+	notify("a")
+	settle()
+	if !woken(mine) {
+		t.Fatal("the subscriber of a was not woken by a notification for a")
 	}
-	wait(mine, "after a notification for a")
-	select {
-	case <-other:
+	if woken(other) {
 		t.Fatal("the subscriber of b was woken by a notification for a")
-	case <-time.After(200 * time.Millisecond):
 	}
 
 	// Many notifications while the reader is busy fold into one wake.
 	for range 5 {
-		if _, err := pool.Exec(ctx, "SELECT pg_notify('test_channel', 'a')"); err != nil {
-			t.Fatal(err)
-		}
+		notify("a")
 	}
-	time.Sleep(300 * time.Millisecond)
-	wait(mine, "after five notifications")
-	select {
-	case <-mine:
+	settle()
+	if !woken(mine) {
+		t.Fatal("five notifications did not wake the reader")
+	}
+	if woken(mine) {
 		t.Fatal("five notifications woke the reader more than once")
-	case <-time.After(200 * time.Millisecond):
 	}
 
 	stopMine()
-	if _, err := pool.Exec(ctx, "SELECT pg_notify('test_channel', 'a')"); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-mine:
+	notify("a")
+	settle()
+	if woken(mine) {
 		t.Fatal("woken after unsubscribing")
-	case <-time.After(200 * time.Millisecond):
 	}
 }
