@@ -340,8 +340,11 @@ func (s *Service) cancelWaiting(ctx context.Context, tx pgx.Tx, actor access.Pri
 	if errors.Is(err, ErrNotWaiting) {
 		return false, nil
 	}
-	if err != nil || s.withdraw == nil {
-		return err == nil, err
+	if err != nil {
+		return false, err
+	}
+	if s.withdraw == nil {
+		return false, errors.New("this service cannot withdraw approval requests: build it with Withdrawing")
 	}
 	return true, s.withdraw(ctx, dbgen.New(tx), id)
 }

@@ -16,7 +16,6 @@ type outcome struct {
 	// refused is an operation that no longer fits the deployment, found before it did
 	// anything: it fails and leaves the deployment as it is.
 	refused error
-	limit   time.Duration // the time the operation had
 }
 
 // ending is how an operation ends: its status, the status its deployment is left with ("" leaves
@@ -27,15 +26,15 @@ type ending struct {
 	message    string
 }
 
-// end decides how an operation of the kind ends after a run that came to o and is not handed
-// back for another attempt. TestEnd lists every case.
-func end(kind Kind, o outcome) ending {
+// end decides how an operation of the kind, given limit to run, ends after a run that came to o
+// and is not handed back for another attempt. TestEnd lists every case.
+func end(kind Kind, o outcome, limit time.Duration) ending {
 	var f *saga.Failure
 	switch {
 	case errors.As(o.err, &f):
 		e := ending{status: Failed, message: f.Error()}
 		if errors.Is(o.err, saga.ErrTimedOut) {
-			e.message = fmt.Sprintf("ran out of its %s: %s", o.limit, e.message)
+			e.message = fmt.Sprintf("ran out of its %s: %s", limit, e.message)
 		}
 		if errors.Is(o.err, saga.ErrCancelled) {
 			e.status = Cancelled

@@ -25,7 +25,7 @@ func TestEnd(t *testing.T) {
 		{"failed, undone", outcome{err: undone(refusal)}},
 		{"failed, undo failed", outcome{err: halfDone}},
 		{"cancelled", outcome{err: cancelled}},
-		{"timed out", outcome{err: timedOut, limit: 30 * time.Minute}},
+		{"timed out", outcome{err: timedOut}},
 		{"out of attempts", outcome{err: passing}},
 		{"refused", outcome{refused: errors.New("vm is deployed already")}},
 	}
@@ -75,7 +75,7 @@ func TestEnd(t *testing.T) {
 	want[KindRestore] = want[KindDestroy]
 	for kind, rows := range want {
 		for i, o := range outcomes {
-			got := end(kind, o.o)
+			got := end(kind, o.o, 30*time.Minute)
 			w := rows[i]
 			if got.status != w.status || got.deployment != w.deployment || got.message != w.message {
 				t.Errorf("%s %s: got (%s, %q, %q), want (%s, %q, %q)", kind, o.name,

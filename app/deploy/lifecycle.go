@@ -19,9 +19,12 @@ import (
 )
 
 // This file holds the moves of an operation and of its steps' checkpoints: the only code that
-// writes operations and operation_steps (TestLifecycle_SoleWriter keeps it so). Each move is one
-// guarded statement of db/queries/operations.sql, run in the caller's transaction; a move
-// from a status it does not start from changes nothing and returns an error saying so.
+// writes operations and operation_steps (TestLifecycle_SoleWriter keeps it so), each through a
+// statement of db/queries/operations.sql in the caller's transaction. A move between statuses
+// names the status it starts from: from anywhere else it changes nothing and says so, with
+// ErrIllegalMove, ErrNotWaiting, or false for a cancel. Writes that move no status (the
+// parameters resolvers completed, a truncated log, a step's checkpoint) are here too, and so is
+// what the deployment shows (moveDeployment, land).
 
 // ErrIllegalMove refuses a move from a status it does not start from: the operation moved on
 // meanwhile (another worker took it over, a decision or a cancel came first).
@@ -98,11 +101,11 @@ func markTruncated(ctx context.Context, q *dbgen.Queries, id uuid.UUID) error {
 	return q.MarkLogTruncated(ctx, id)
 }
 
-// release hands a running operation back to the queue for its job's next attempt.
-func release(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID) error {
+// handBack returns a running operation to the queue for its job's next attempt.
+func handBack(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID) error {
 	n, err := q.HandBackOperation(ctx, dbgen.HandBackOperationParams{ID: id, Lease: leased(held)})
 	if err == nil && n == 0 {
-		return illegal("release", id)
+		return illegal("hand back", id)
 	}
 	return err
 }
@@ -178,9 +181,6 @@ func finish(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID, e ending,
 	code := pgtype.Int4{}
 	if exit != nil {
 		code = pgtype.Int4{Int32: int32(*exit), Valid: true}
-	}
-	if changes == nil {
-		changes = map[string]int{}
 	}
 	raw, _ := json.Marshal(changes)
 	n, err := q.FinishOperation(ctx, dbgen.FinishOperationParams{ID: id, Lease: leased(held), Status: string(e.status),

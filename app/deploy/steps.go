@@ -62,17 +62,18 @@ func (r *run) steps() []saga.Step {
 // run is one worker's run of an operation's steps: what the steps read, and what they tell
 // the end of the run.
 type run struct {
-	w       *Worker
-	op      dbgen.Operation
-	dep     dbgen.GetDeploymentRow
-	lease   uuid.UUID
-	resumed bool          // an earlier attempt began it: its engine may have made resources the state does not show
-	current pulumix.Stack // the deployment as it is before the operation
-	resting DeploymentStatus
-	// What the engine said: the changes of the last engine step, and its exit code when it refused.
-	progress *progress
-	changes  map[string]int
-	exit     *int
+	w        *Worker
+	op       dbgen.Operation
+	dep      dbgen.GetDeploymentRow
+	lease    uuid.UUID
+	resumed  bool             // an earlier attempt began it: its engine may have made resources the state does not show
+	current  pulumix.Stack    // the deployment as it is before the operation
+	resting  DeploymentStatus // what the deployment shows while the operation awaits approval
+	progress *progress        // the engine's output and resource events, recorded as they come
+	// What the engine steps said, for the operation's end: the changes by kind (a later step's
+	// count of a kind replaces an earlier one's), and the exit code of an engine that refused.
+	changes map[string]int
+	exit    *int
 }
 
 // resolve fills the operation's bound inputs (see Worker.resolve).
@@ -121,7 +122,7 @@ func (r *run) up(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.converge(ctx, st)
+	res, err := r.converge(ctx, alone(st))
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +142,7 @@ func (r *run) destroyMade(ctx context.Context, _ *saga.Run) error {
 func (r *run) rollBack(ctx context.Context, _ *saga.Run) error {
 	ctx, cancel := context.WithTimeout(ctx, r.w.timeout)
 	defer cancel()
-	_, err := r.converge(ctx, r.current)
+	_, err := r.converge(ctx, alone(r.current))
 	return err
 }
 
@@ -162,17 +163,17 @@ func (r *run) converge(ctx context.Context, st pulumix.Stack) (pulumix.Result, e
 }
 
 func (r *run) refresh(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
-	res, err := r.w.runner.Refresh(ctx, r.current, r.progress)
+	res, err := r.w.runner.Refresh(ctx, alone(r.current), r.progress)
 	return r.count(res), r.engine(err)
 }
 
 func (r *run) previewDestroy(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
-	res, err := r.w.runner.PreviewDestroy(ctx, r.current, r.progress)
+	res, err := r.w.runner.PreviewDestroy(ctx, alone(r.current), r.progress)
 	return r.count(res), r.engine(err)
 }
 
 func (r *run) destroy(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
-	res, err := r.w.runner.Destroy(ctx, r.current, r.progress)
+	res, err := r.w.runner.Destroy(ctx, alone(r.current), r.progress)
 	return r.count(res), r.engine(err)
 }
 
@@ -216,9 +217,14 @@ func (r *run) target(ctx context.Context) (pulumix.Stack, error) {
 	if err != nil {
 		return pulumix.Stack{}, saga.Transient(err)
 	}
-	st, err := stackOf(ctx, q, r.w.keys, r.dep, now.TargetVersion.Int32, now.Parameters, now.SecretKeyID, now.SecretParameters)
+	return stackOf(ctx, q, r.w.keys, r.dep, now.TargetVersion.Int32, now.Parameters, now.SecretKeyID, now.SecretParameters)
+}
+
+// alone marks a stack the operation's lease holds alone, for the engine steps that take its
+// lock: a lock found on it was left by an engine that crashed (a preview takes none).
+func alone(st pulumix.Stack) pulumix.Stack {
 	st.Exclusive = true
-	return st, err
+	return st
 }
 
 // count keeps what an engine step changed, for the operation's end, and returns it as the step's

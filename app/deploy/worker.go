@@ -150,7 +150,7 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, lease uuid.UUID, r
 		}
 	}
 	err := saga.Execute(ctx, checkpoints{w.pool, op.ID}, steps, lastAttempt)
-	return outcome{err: err, changes: r.changes, exit: r.exit, limit: w.timeout}
+	return outcome{err: err, changes: r.changes, exit: r.exit}
 }
 
 // begin reads what the operation's steps need, or says why it cannot run.
@@ -181,7 +181,6 @@ func (w *Worker) begin(ctx context.Context, op dbgen.Operation, lease uuid.UUID,
 	if err != nil {
 		return stop(outcome{err: err})
 	}
-	current.Exclusive = true            // the lease says no other engine runs it
 	before, err := resting(ctx, q, dep) // read before the run marks the deployment
 	if err != nil {
 		return stop(outcome{err: saga.Transient(err)})
@@ -240,7 +239,7 @@ func (w *Worker) settle(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 	stopping := ctx.Err() != nil
 	ctx = context.WithoutCancel(ctx)
 	if res.err != nil && saga.IsTransient(res.err) && (stopping || !lastAttempt) {
-		if err := release(ctx, dbgen.New(w.pool), op.ID, lease); err != nil && !errors.Is(err, ErrIllegalMove) {
+		if err := handBack(ctx, dbgen.New(w.pool), op.ID, lease); err != nil && !errors.Is(err, ErrIllegalMove) {
 			return err
 		}
 		if stopping {
@@ -249,7 +248,7 @@ func (w *Worker) settle(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 		}
 		return res.err
 	}
-	e := end(Kind(op.Kind), res)
+	e := end(Kind(op.Kind), res, w.timeout)
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		// First, as every writer takes the environment before its deployments.
 		if err := advance(ctx, tx, riverJobs(ctx), op.DeploymentID); err != nil {

@@ -126,7 +126,13 @@ func (r *Runner) selectStack(ctx context.Context, ws auto.Workspace, name string
 // missing) and writes its inputs into the stack settings.
 func (r *Runner) prepare(ctx context.Context, st Stack, create bool) (auto.Stack, error) {
 	if st.Exclusive {
-		if err := r.clearLock(st); err != nil {
+		err := r.clearLock(st)
+		if err != nil && !errors.Is(err, ErrLocked) {
+			// Its own minute ran out, not the caller's time: the error must not read as the
+			// caller's deadline, which would make it final.
+			err = errors.New(err.Error())
+		}
+		if err != nil {
 			return auto.Stack{}, err
 		}
 	}

@@ -87,9 +87,9 @@ type CreateOperationParams struct {
 	Rotate           []string        `json:"rotate"`
 }
 
-// The transitions of an operation and of its steps' checkpoints: the only statements that
-// write operations and operation_steps, called from app/deploy/lifecycle.go alone. Each move
-// names the status it starts from, so that a move from anywhere else changes no row.
+// The moves of an operation and the writes of its steps' checkpoints: the only statements that
+// write operations and operation_steps, called from app/deploy/lifecycle.go alone. A move between
+// statuses names the status it starts from, so that a move from anywhere else changes no row.
 func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams) (Operation, error) {
 	row := q.db.QueryRow(ctx, createOperation,
 		arg.DeploymentID,
@@ -374,8 +374,8 @@ type RewindOperationStepsParams struct {
 	Step        string    `json:"step"`
 }
 
-// Sends a waiting operation back to a step: it and every step after it run again. The step
-// must have been reached.
+// Sends a waiting operation back to a step: it and every step after it run again. No row
+// changes when the operation does not wait, or has no step of that name.
 func (q *Queries) RewindOperationSteps(ctx context.Context, arg RewindOperationStepsParams) (int64, error) {
 	result, err := q.db.Exec(ctx, rewindOperationSteps, arg.OperationID, arg.Step)
 	if err != nil {

@@ -1,6 +1,6 @@
--- The transitions of an operation and of its steps' checkpoints: the only statements that
--- write operations and operation_steps, called from app/deploy/lifecycle.go alone. Each move
--- names the status it starts from, so that a move from anywhere else changes no row.
+-- The moves of an operation and the writes of its steps' checkpoints: the only statements that
+-- write operations and operation_steps, called from app/deploy/lifecycle.go alone. A move between
+-- statuses names the status it starts from, so that a move from anywhere else changes no row.
 
 -- name: CreateOperation :one
 INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate)
@@ -84,8 +84,8 @@ UPDATE operation_steps SET
 WHERE operation_id = sqlc.arg(operation_id) AND name = sqlc.arg(name);
 
 -- name: RewindOperationSteps :execrows
--- Sends a waiting operation back to a step: it and every step after it run again. The step
--- must have been reached.
+-- Sends a waiting operation back to a step: it and every step after it run again. No row
+-- changes when the operation does not wait, or has no step of that name.
 UPDATE operation_steps s SET status = 'pending', result = 'null', error = '', finished_at = NULL, updated_at = now()
 FROM operations o
 WHERE o.id = s.operation_id AND o.id = sqlc.arg(operation_id) AND o.status = 'awaiting_approval'
