@@ -44,8 +44,9 @@ const (
 	decommission transition = "decommission"
 )
 
-// The functions below are the only writers of an environment's status. Each locks the
-// environment's row in the caller's transaction and refuses a move its status does not allow.
+// The functions below are the only writers of an environment's status. Each change of status
+// locks the environment's row in the caller's transaction and refuses a move its status does
+// not allow.
 
 // create records a new environment: a bare one is active at once, one opened from a template is
 // planned until it is provisioned.
