@@ -30,7 +30,7 @@ type Environment struct {
 	TenantID   uuid.UUID `json:"tenant_id"`
 	TenantName string    `json:"tenant_name"`
 	Name       string    `json:"name"`
-	// StatusReason says what failed, and what was kept.
+	// Status is where it is in its lifecycle; StatusReason says what failed, and what was kept.
 	Status        Status     `json:"status"`
 	StatusReason  string     `json:"status_reason"`
 	LandingZoneID *uuid.UUID `json:"landing_zone_id"`
