@@ -59,12 +59,13 @@ func (s *Service) Overview(ctx context.Context, actor access.Principal) (Overvie
 		return o, err
 	}
 	for _, e := range envs {
-		if e.Status != "decommissioned" {
+		if e.Status != environment.Decommissioned {
 			o.Environments = append(o.Environments, e)
 		}
 	}
 	// What needs a look first: failed, then moving, then settled.
-	rank := map[string]int{"failed": 0, "provisioning": 1, "decommissioning": 1, "planned": 1, "active": 2}
+	rank := map[environment.Status]int{environment.Failed: 0, environment.Provisioning: 1, environment.Decommissioning: 1, environment.Planned: 1,
+		environment.Active: 2}
 	slices.SortStableFunc(o.Environments, func(a, b environment.Environment) int { return rank[a.Status] - rank[b.Status] })
 	tenants := actor.TenantsWith("environment:read")
 	q := dbgen.New(s.pool)
@@ -120,7 +121,7 @@ func (h *Handlers) Page(c echo.Context) error {
 	}
 	v := views.DashboardView{Waiting: o.Waiting}
 	for _, e := range o.Environments {
-		v.Environments = append(v.Environments, views.EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: e.Status,
+		v.Environments = append(v.Environments, views.EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: string(e.Status),
 			LandingZone: e.LandingZone, Template: e.Template, Created: e.CreatedAt})
 	}
 	for _, a := range o.Active {

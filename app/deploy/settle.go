@@ -15,7 +15,9 @@ import (
 
 // EnvironmentArgs asks for an environment's next step while it is provisioned or
 // decommissioned: its deployments are deployed, or destroyed, one after another, and each
-// operation that ends in it asks for the step after.
+// operation that ends in it asks for the step after. The environment package runs the steps
+// (environment.Advancer); the job is declared here, where operations end, because that package
+// builds on this one.
 type EnvironmentArgs struct {
 	EnvironmentID uuid.UUID `json:"environment_id"`
 }

@@ -1,6 +1,8 @@
-// Package environment manages environments: where a tenant's deployments land. An environment
-// opened from a landing zone's template is provisioned by the landing zone package, which this
-// one reaches through Lifecycle; one made without a template is a bare, active place to deploy.
+// Package environment manages environments: where a tenant's deployments land. One made
+// without a template is a bare, active place to deploy. One opened from a landing zone's
+// template owns a lifecycle: its mandatory components are deployed one after another when it
+// is provisioned, and every deployment destroyed, newest first, when it is decommissioned
+// (Lifecycle, Advancer). Its status changes only through the transitions in transition.go.
 package environment
 
 import (
@@ -28,9 +30,8 @@ type Environment struct {
 	TenantID   uuid.UUID `json:"tenant_id"`
 	TenantName string    `json:"tenant_name"`
 	Name       string    `json:"name"`
-	// Status is planned, provisioning, active, failed, decommissioning or decommissioned;
-	// StatusReason says what failed, and what was kept.
-	Status        string     `json:"status"`
+	// Status is where it is in its lifecycle; StatusReason says what failed, and what was kept.
+	Status        Status     `json:"status"`
 	StatusReason  string     `json:"status_reason"`
 	LandingZoneID *uuid.UUID `json:"landing_zone_id"`
 	LandingZone   string     `json:"landing_zone"`
@@ -52,16 +53,8 @@ type TemplateChoice struct {
 	Name, LandingZone string
 }
 
-// Lifecycle opens environments from templates and takes them down again.
-type Lifecycle interface {
-	Open(ctx context.Context, actor access.Principal, in New) (uuid.UUID, error)
-	Decommission(ctx context.Context, actor access.Principal, id uuid.UUID) error
-	Retry(ctx context.Context, actor access.Principal, id uuid.UUID) error
-	Templates(ctx context.Context) ([]TemplateChoice, error)
-}
-
 func environmentOf(r dbgen.GetEnvironmentRow) Environment {
-	e := Environment{ID: r.ID, TenantID: r.TenantID, TenantName: r.TenantName, Name: r.Name, Status: r.Status, StatusReason: r.StatusReason,
+	e := Environment{ID: r.ID, TenantID: r.TenantID, TenantName: r.TenantName, Name: r.Name, Status: Status(r.Status), StatusReason: r.StatusReason,
 		LandingZone: r.LandingZoneName, Template: r.TemplateName, CreatedAt: r.CreatedAt}
 	if r.LandingZoneID.Valid {
 		e.LandingZoneID = &r.LandingZoneID.UUID
@@ -133,8 +126,7 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, tenantID u
 	}
 	var id uuid.UUID
 	err := db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
-		e, err := q.CreateEnvironment(ctx, dbgen.CreateEnvironmentParams{TenantID: tenantID, Name: envName, Status: "active",
-			CreatedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}})
+		e, err := create(ctx, q, dbgen.CreateEnvironmentParams{TenantID: tenantID, Name: envName, CreatedBy: nullID(actor.UserID)})
 		if db.IsUniqueViolation(err) {
 			return problem.Invalid("name", "unique", "this tenant already has an environment named %q", envName)
 		}

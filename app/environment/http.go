@@ -18,12 +18,12 @@ import (
 // Handlers serves the environment pages and API.
 type Handlers struct {
 	svc       *Service
-	lifecycle Lifecycle
+	lifecycle *Lifecycle
 }
 
 // NewHandlers returns the handlers for svc; lifecycle opens environments from templates and
 // decommissions them.
-func NewHandlers(svc *Service, lifecycle Lifecycle) *Handlers {
+func NewHandlers(svc *Service, lifecycle *Lifecycle) *Handlers {
 	return &Handlers{svc: svc, lifecycle: lifecycle}
 }
 
@@ -134,7 +134,7 @@ func (h *Handlers) render(c echo.Context, status int, form views.EnvironmentForm
 	}
 	rows := make([]views.EnvironmentRow, len(envs))
 	for i, e := range envs {
-		rows[i] = views.EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: e.Status, LandingZone: e.LandingZone,
+		rows[i] = views.EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: string(e.Status), LandingZone: e.LandingZone,
 			Template: e.Template, Created: e.CreatedAt}
 	}
 	for _, t := range h.svc.manageable(ctx, actor) {
@@ -198,7 +198,7 @@ func (h *Handlers) renderShow(c echo.Context, status int, err error) error {
 	if derr != nil {
 		return derr
 	}
-	v := views.EnvironmentView{ID: d.ID.String(), Tenant: d.TenantName, Name: d.Name, Status: d.Status, Reason: d.StatusReason,
+	v := views.EnvironmentView{ID: d.ID.String(), Tenant: d.TenantName, Name: d.Name, Status: string(d.Status), Reason: d.StatusReason,
 		LandingZone: d.LandingZone, Template: d.Template, CanManage: actor.Can("environment:manage", d.TenantID), Errors: web.FormErrors(err)}
 	for _, dep := range d.Deployments {
 		v.Deployments = append(v.Deployments, views.EnvDeploymentRow{ID: dep.ID.String(), Name: dep.Name, Component: dep.ComponentName,

@@ -14,7 +14,6 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/audit"
 	"nimbus/app/component"
-	"nimbus/app/environment"
 	"nimbus/app/problem"
 	"nimbus/db"
 	"nimbus/db/dbgen"
@@ -280,19 +279,6 @@ func memberNames(ms []MemberIn) []string {
 		out[i] = m.Name
 	}
 	return out
-}
-
-// Templates lists the templates of published zones, for the new-environment form.
-func (s *Service) Templates(ctx context.Context) ([]environment.TemplateChoice, error) {
-	rows, err := dbgen.New(s.pool).PublishedTemplates(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("templates: %w", err)
-	}
-	out := make([]environment.TemplateChoice, len(rows))
-	for i, r := range rows {
-		out[i] = environment.TemplateChoice{ID: r.ID, Name: r.Name, LandingZone: r.LandingZoneName}
-	}
-	return out, nil
 }
 
 // WithdrawTemplate takes a template out of the choices for new environments; those opened

@@ -1,10 +1,10 @@
 // Package landingzone manages landing zones, where tenants deploy: the resolver configuration
-// their environments share, the system services deployed once for the zone, the templates
-// environments are opened from, and the provisioning and decommissioning of those environments.
+// their environments share, the system services deployed once for the zone, and the templates
+// environments are opened from.
 //
 // A zone's system services are the mandatory components of its system template, deployed into
-// its system environment (of the system tenant) when the zone is published: the same machinery
-// that provisions a tenant's environment from a template.
+// its system environment (of the system tenant) when the zone is published: the environment's
+// own lifecycle provisions it, as it does a tenant's environment opened from a template.
 package landingzone
 
 import (
@@ -24,7 +24,7 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/audit"
 	"nimbus/app/component"
-	"nimbus/app/deploy"
+	"nimbus/app/environment"
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
 	"nimbus/app/secrets"
@@ -69,17 +69,17 @@ type NewZone struct {
 	Provider    string `json:"provider"`
 }
 
-// Service manages landing zones, templates and the environments opened from them.
+// Service manages landing zones and their templates; their system environments go through
+// the environments' lifecycle.
 type Service struct {
-	pool    *pgxpool.Pool
-	jobs    component.JobInserter
-	deploys *deploy.Service
+	pool      *pgxpool.Pool
+	lifecycle *environment.Lifecycle
 }
 
-// NewService returns a Service; keys seals the secret parameters of the deployments it plans,
-// jobs queues their operations.
+// NewService returns a Service; keys seals the secret parameters of the system services it
+// deploys, jobs queues their operations.
 func NewService(pool *pgxpool.Pool, keys *secrets.Keyring, jobs component.JobInserter) *Service {
-	return &Service{pool: pool, jobs: jobs, deploys: deploy.NewService(pool, keys, jobs, nil, nil)}
+	return &Service{pool: pool, lifecycle: environment.NewLifecycle(pool, keys, jobs)}
 }
 
 // zoneName is also the name of the zone's system environment.
@@ -133,7 +133,7 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, in NewZone
 		if err != nil {
 			return fmt.Errorf("the system tenant: %w", err)
 		}
-		env, err := q.CreateEnvironment(ctx, dbgen.CreateEnvironmentParams{TenantID: system, Name: in.Name, Status: "planned",
+		env, err := environment.Plan(ctx, q, dbgen.CreateEnvironmentParams{TenantID: system, Name: in.Name,
 			LandingZoneID: nullID(z.ID), TemplateID: nullID(tpl.ID), CreatedBy: nullID(actor.UserID)})
 		if err != nil {
 			return err
@@ -253,7 +253,7 @@ func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.U
 		if err := q.SetLandingZoneStatus(ctx, dbgen.SetLandingZoneStatusParams{ID: z.ID, Status: "published"}); err != nil {
 			return err
 		}
-		if err := s.provision(ctx, tx, actor, z.SystemEnvironmentID.UUID, "system service "); err != nil {
+		if err := s.lifecycle.Provision(ctx, tx, actor, z.SystemEnvironmentID.UUID, "system service "); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Event{Action: "landing_zone.publish", TargetType: "landing_zone", TargetID: z.ID.String(),
@@ -346,7 +346,7 @@ func (s *Service) Retire(ctx context.Context, actor access.Principal, id uuid.UU
 		if err := q.SetLandingZoneStatus(ctx, dbgen.SetLandingZoneStatusParams{ID: z.ID, Status: "retired"}); err != nil {
 			return err
 		}
-		if err := s.startDecommission(ctx, tx, actor, z.SystemEnvironmentID.UUID); err != nil {
+		if err := s.lifecycle.StartDecommission(ctx, tx, actor, z.SystemEnvironmentID.UUID); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Event{Action: "landing_zone.retire", TargetType: "landing_zone", TargetID: z.ID.String(),

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"nimbus/app/access"
 	"nimbus/app/environment"
 	"nimbus/app/problem"
@@ -19,6 +21,53 @@ func (w *world) dev(t *testing.T) environment.Environment {
 }
 
 var environmentCases = map[string]authzCase{
+	"environment.Lifecycle.Open": {
+		refused: []refusal{{adminB, invalid("tenant_id")}, {userA, problem.ErrForbidden}},
+		served:  []actor{adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			id, err := w.lifecycle.Open(context.Background(), p, environment.New{TenantID: w.a.ID, Name: "dev", TemplateID: w.zone(t).template})
+			if err != nil {
+				return err
+			}
+			env, err := w.envs.Get(context.Background(), w.readerA, id)
+			must(t, err)
+			if env.Status != "provisioning" || env.Template != "basic" {
+				t.Errorf("the new environment: %+v", env)
+			}
+			return nil
+		},
+	},
+	"environment.Lifecycle.Decommission": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {userA, problem.ErrForbidden}},
+		served:  []actor{adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			return w.lifecycle.Decommission(context.Background(), p, w.dev(t).ID)
+		},
+		then: func(t *testing.T, w *world) {
+			env, err := w.envs.Get(context.Background(), w.adminA, w.dev(t).ID)
+			must(t, err)
+			if env.Status != "decommissioning" {
+				t.Fatalf("the decommissioned environment is %s", env.Status)
+			}
+			wantField(t, w.lifecycle.Decommission(context.Background(), w.adminA, w.zoned(t)), "status") // while it provisions
+		},
+	},
+	"environment.Lifecycle.Retry": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {readerA, problem.ErrForbidden}},
+		served:  []actor{adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			id := fixture(w, "failed", func() uuid.UUID {
+				id := w.zoned(t)
+				_, err := w.pool.Exec(context.Background(), `UPDATE environments SET status = 'failed', status_reason = 'web did not deploy' WHERE id = $1`, id)
+				must(t, err)
+				return id
+			})
+			return w.lifecycle.Retry(context.Background(), p, id)
+		},
+		then: func(t *testing.T, w *world) {
+			wantField(t, w.lifecycle.Retry(context.Background(), w.adminA, w.zoned(t)), "status") // retrying what did not fail
+		},
+	},
 	"environment.Service.Create": {
 		refused: []refusal{{adminB, invalid("tenant_id")}, {userA, problem.ErrForbidden}},
 		served:  []actor{adminA},

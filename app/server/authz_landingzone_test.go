@@ -61,7 +61,7 @@ func (w *world) zone(t *testing.T) zoneFixture {
 // provisioning, its deploy queued.
 func (w *world) zoned(t *testing.T) uuid.UUID {
 	return fixture(w, "zoned", func() uuid.UUID {
-		id, err := w.zones.Open(context.Background(), w.adminA, environment.New{TenantID: w.a.ID, Name: "zoned", TemplateID: w.zone(t).template})
+		id, err := w.lifecycle.Open(context.Background(), w.adminA, environment.New{TenantID: w.a.ID, Name: "zoned", TemplateID: w.zone(t).template})
 		must(t, err)
 		return id
 	})
@@ -183,53 +183,6 @@ var zoneCases = map[string]authzCase{
 		},
 		then: func(t *testing.T, w *world) {
 			wantField(t, w.zones.RemoveSystemService(context.Background(), w.admin, w.zone(t).zone.ID, uuid.New()), "landing_zone") // a published zone
-		},
-	},
-	"landingzone.Service.Open": {
-		refused: []refusal{{adminB, invalid("tenant_id")}, {userA, problem.ErrForbidden}},
-		served:  []actor{adminA},
-		call: func(t *testing.T, w *world, p access.Principal) error {
-			id, err := w.zones.Open(context.Background(), p, environment.New{TenantID: w.a.ID, Name: "dev", TemplateID: w.zone(t).template})
-			if err != nil {
-				return err
-			}
-			env, err := w.envs.Get(context.Background(), w.readerA, id)
-			must(t, err)
-			if env.Status != "provisioning" || env.Template != "basic" {
-				t.Errorf("the new environment: %+v", env)
-			}
-			return nil
-		},
-	},
-	"landingzone.Service.Decommission": {
-		refused: []refusal{{adminB, problem.ErrNotFound}, {userA, problem.ErrForbidden}},
-		served:  []actor{adminA},
-		call: func(t *testing.T, w *world, p access.Principal) error {
-			return w.zones.Decommission(context.Background(), p, w.dev(t).ID)
-		},
-		then: func(t *testing.T, w *world) {
-			env, err := w.envs.Get(context.Background(), w.adminA, w.dev(t).ID)
-			must(t, err)
-			if env.Status != "decommissioning" {
-				t.Fatalf("the decommissioned environment is %s", env.Status)
-			}
-			wantField(t, w.zones.Decommission(context.Background(), w.adminA, w.zoned(t)), "status") // while it provisions
-		},
-	},
-	"landingzone.Service.Retry": {
-		refused: []refusal{{adminB, problem.ErrNotFound}, {readerA, problem.ErrForbidden}},
-		served:  []actor{adminA},
-		call: func(t *testing.T, w *world, p access.Principal) error {
-			id := fixture(w, "failed", func() uuid.UUID {
-				id := w.zoned(t)
-				_, err := w.pool.Exec(context.Background(), `UPDATE environments SET status = 'failed', status_reason = 'web did not deploy' WHERE id = $1`, id)
-				must(t, err)
-				return id
-			})
-			return w.zones.Retry(context.Background(), p, id)
-		},
-		then: func(t *testing.T, w *world) {
-			wantField(t, w.zones.Retry(context.Background(), w.adminA, w.zoned(t)), "status") // retrying what did not fail
 		},
 	},
 	"environment.Service.Detail": {

@@ -54,6 +54,7 @@ type world struct {
 	envs                   *environment.Service
 	deploys                *deploy.Service // queues jobs and works none
 	zones                  *landingzone.Service
+	lifecycle              *environment.Lifecycle
 	governance             *governance.Service
 	ipam                   *ipam.Service
 	resolvers              *resolver.Service
@@ -79,6 +80,7 @@ func newWorld(t testing.TB) *world {
 		envs:       environment.NewService(pool),
 		deploys:    deploy.NewService(pool, keys, jobs, nil, nil),
 		zones:      landingzone.NewService(pool, keys, jobs),
+		lifecycle:  environment.NewLifecycle(pool, keys, jobs),
 		governance: governance.NewService(pool),
 		ipam:       ipam.NewService(pool),
 		resolvers:  resolver.NewService(pool),

@@ -107,7 +107,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	zones := landingzone.NewService(d.Pool, d.Keys, d.Jobs)
 	zoneH := landingzone.NewHandlers(zones)
 	environments := environment.NewService(d.Pool)
-	envH := environment.NewHandlers(environments, zones)
+	envH := environment.NewHandlers(environments, environment.NewLifecycle(d.Pool, d.Keys, d.Jobs))
 	operations := listen.New(d.Pool, "nimbus_operation", d.Log)
 	go operations.Run(ctx)
 	deployments := deploy.NewService(d.Pool, d.Keys, d.Jobs, d.Runner, d.Objects).Withdrawing(approval.Withdraw)
@@ -378,7 +378,7 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 			Gated(approval.NewGate(eng.ApprovalTTL)))
 		river.AddWorker(w, approval.NewExpirer(pool, log.With("component", "approvals")))
 		river.AddWorker(w, deploy.NewReaper(pool))
-		river.AddWorker(w, landingzone.NewAdvancer(pool, eng.Keys))
+		river.AddWorker(w, environment.NewAdvancer(pool, eng.Keys))
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 
 const createEnvironment = `-- name: CreateEnvironment :one
 INSERT INTO environments (tenant_id, name, created_by, landing_zone_id, template_id, status)
-VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at, template_id, status_reason, status_by
+VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at, template_id, status_reason, status_by, failed_transition
 `
 
 type CreateEnvironmentParams struct {
@@ -28,6 +28,8 @@ type CreateEnvironmentParams struct {
 	Status        string        `json:"status"`
 }
 
+// Writes the status, as SetEnvironmentStatus and StartEnvironmentTransition do: only
+// app/environment's transitions call these three, and no other query writes it (a test says so).
 func (q *Queries) CreateEnvironment(ctx context.Context, arg CreateEnvironmentParams) (Environment, error) {
 	row := q.db.QueryRow(ctx, createEnvironment,
 		arg.TenantID,
@@ -51,6 +53,7 @@ func (q *Queries) CreateEnvironment(ctx context.Context, arg CreateEnvironmentPa
 		&i.TemplateID,
 		&i.StatusReason,
 		&i.StatusBy,
+		&i.FailedTransition,
 	)
 	return i, err
 }
@@ -183,7 +186,7 @@ func (q *Queries) EnvironmentInTransition(ctx context.Context, id uuid.UUID) (uu
 }
 
 const getEnvironment = `-- name: GetEnvironment :one
-SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, e.status_by, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
+SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, e.status_by, e.failed_transition, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
 FROM environments e JOIN tenants t ON t.id = e.tenant_id
 LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
 LEFT JOIN environment_templates tp ON tp.id = e.template_id
@@ -191,21 +194,22 @@ WHERE e.id = $1 AND e.deleted_at IS NULL
 `
 
 type GetEnvironmentRow struct {
-	ID              uuid.UUID     `json:"id"`
-	TenantID        uuid.UUID     `json:"tenant_id"`
-	Name            string        `json:"name"`
-	LandingZoneID   uuid.NullUUID `json:"landing_zone_id"`
-	Status          string        `json:"status"`
-	CreatedBy       uuid.NullUUID `json:"created_by"`
-	CreatedAt       time.Time     `json:"created_at"`
-	UpdatedAt       time.Time     `json:"updated_at"`
-	DeletedAt       *time.Time    `json:"deleted_at"`
-	TemplateID      uuid.NullUUID `json:"template_id"`
-	StatusReason    string        `json:"status_reason"`
-	StatusBy        uuid.NullUUID `json:"status_by"`
-	TenantName      string        `json:"tenant_name"`
-	LandingZoneName string        `json:"landing_zone_name"`
-	TemplateName    string        `json:"template_name"`
+	ID               uuid.UUID     `json:"id"`
+	TenantID         uuid.UUID     `json:"tenant_id"`
+	Name             string        `json:"name"`
+	LandingZoneID    uuid.NullUUID `json:"landing_zone_id"`
+	Status           string        `json:"status"`
+	CreatedBy        uuid.NullUUID `json:"created_by"`
+	CreatedAt        time.Time     `json:"created_at"`
+	UpdatedAt        time.Time     `json:"updated_at"`
+	DeletedAt        *time.Time    `json:"deleted_at"`
+	TemplateID       uuid.NullUUID `json:"template_id"`
+	StatusReason     string        `json:"status_reason"`
+	StatusBy         uuid.NullUUID `json:"status_by"`
+	FailedTransition *string       `json:"failed_transition"`
+	TenantName       string        `json:"tenant_name"`
+	LandingZoneName  string        `json:"landing_zone_name"`
+	TemplateName     string        `json:"template_name"`
 }
 
 func (q *Queries) GetEnvironment(ctx context.Context, id uuid.UUID) (GetEnvironmentRow, error) {
@@ -224,6 +228,7 @@ func (q *Queries) GetEnvironment(ctx context.Context, id uuid.UUID) (GetEnvironm
 		&i.TemplateID,
 		&i.StatusReason,
 		&i.StatusBy,
+		&i.FailedTransition,
 		&i.TenantName,
 		&i.LandingZoneName,
 		&i.TemplateName,
@@ -232,7 +237,7 @@ func (q *Queries) GetEnvironment(ctx context.Context, id uuid.UUID) (GetEnvironm
 }
 
 const listEnvironments = `-- name: ListEnvironments :many
-SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, e.status_by, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
+SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, e.status_by, e.failed_transition, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
 FROM environments e JOIN tenants t ON t.id = e.tenant_id
 LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
 LEFT JOIN environment_templates tp ON tp.id = e.template_id
@@ -247,21 +252,22 @@ type ListEnvironmentsParams struct {
 }
 
 type ListEnvironmentsRow struct {
-	ID              uuid.UUID     `json:"id"`
-	TenantID        uuid.UUID     `json:"tenant_id"`
-	Name            string        `json:"name"`
-	LandingZoneID   uuid.NullUUID `json:"landing_zone_id"`
-	Status          string        `json:"status"`
-	CreatedBy       uuid.NullUUID `json:"created_by"`
-	CreatedAt       time.Time     `json:"created_at"`
-	UpdatedAt       time.Time     `json:"updated_at"`
-	DeletedAt       *time.Time    `json:"deleted_at"`
-	TemplateID      uuid.NullUUID `json:"template_id"`
-	StatusReason    string        `json:"status_reason"`
-	StatusBy        uuid.NullUUID `json:"status_by"`
-	TenantName      string        `json:"tenant_name"`
-	LandingZoneName string        `json:"landing_zone_name"`
-	TemplateName    string        `json:"template_name"`
+	ID               uuid.UUID     `json:"id"`
+	TenantID         uuid.UUID     `json:"tenant_id"`
+	Name             string        `json:"name"`
+	LandingZoneID    uuid.NullUUID `json:"landing_zone_id"`
+	Status           string        `json:"status"`
+	CreatedBy        uuid.NullUUID `json:"created_by"`
+	CreatedAt        time.Time     `json:"created_at"`
+	UpdatedAt        time.Time     `json:"updated_at"`
+	DeletedAt        *time.Time    `json:"deleted_at"`
+	TemplateID       uuid.NullUUID `json:"template_id"`
+	StatusReason     string        `json:"status_reason"`
+	StatusBy         uuid.NullUUID `json:"status_by"`
+	FailedTransition *string       `json:"failed_transition"`
+	TenantName       string        `json:"tenant_name"`
+	LandingZoneName  string        `json:"landing_zone_name"`
+	TemplateName     string        `json:"template_name"`
 }
 
 // Environments of the tenants the viewer may see (all for provider admins), by tenant and name;
@@ -288,6 +294,7 @@ func (q *Queries) ListEnvironments(ctx context.Context, arg ListEnvironmentsPara
 			&i.TemplateID,
 			&i.StatusReason,
 			&i.StatusBy,
+			&i.FailedTransition,
 			&i.TenantName,
 			&i.LandingZoneName,
 			&i.TemplateName,
@@ -303,7 +310,7 @@ func (q *Queries) ListEnvironments(ctx context.Context, arg ListEnvironmentsPara
 }
 
 const lockEnvironment = `-- name: LockEnvironment :one
-SELECT id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at, template_id, status_reason, status_by FROM environments WHERE id = $1 FOR UPDATE
+SELECT id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at, template_id, status_reason, status_by, failed_transition FROM environments WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockEnvironment(ctx context.Context, id uuid.UUID) (Environment, error) {
@@ -322,23 +329,30 @@ func (q *Queries) LockEnvironment(ctx context.Context, id uuid.UUID) (Environmen
 		&i.TemplateID,
 		&i.StatusReason,
 		&i.StatusBy,
+		&i.FailedTransition,
 	)
 	return i, err
 }
 
 const setEnvironmentStatus = `-- name: SetEnvironmentStatus :exec
-UPDATE environments SET status = $2, status_reason = $3, updated_at = clock_timestamp() WHERE id = $1
+UPDATE environments SET status = $2, status_reason = $3, failed_transition = $4, updated_at = clock_timestamp() WHERE id = $1
 `
 
 type SetEnvironmentStatusParams struct {
-	ID           uuid.UUID `json:"id"`
-	Status       string    `json:"status"`
-	StatusReason string    `json:"status_reason"`
+	ID               uuid.UUID `json:"id"`
+	Status           string    `json:"status"`
+	StatusReason     string    `json:"status_reason"`
+	FailedTransition *string   `json:"failed_transition"`
 }
 
-// How a provisioning or decommissioning ended, or how far it got.
+// How a provisioning or decommissioning ended, and when it failed, which of the two did.
 func (q *Queries) SetEnvironmentStatus(ctx context.Context, arg SetEnvironmentStatusParams) error {
-	_, err := q.db.Exec(ctx, setEnvironmentStatus, arg.ID, arg.Status, arg.StatusReason)
+	_, err := q.db.Exec(ctx, setEnvironmentStatus,
+		arg.ID,
+		arg.Status,
+		arg.StatusReason,
+		arg.FailedTransition,
+	)
 	return err
 }
 
@@ -356,7 +370,8 @@ func (q *Queries) ShareEnvironment(ctx context.Context, id uuid.UUID) (string, e
 }
 
 const startEnvironmentTransition = `-- name: StartEnvironmentTransition :exec
-UPDATE environments SET status = $2, status_reason = '', status_by = $3, updated_at = clock_timestamp() WHERE id = $1
+UPDATE environments SET status = $2, status_reason = '', status_by = $3, failed_transition = NULL, updated_at = clock_timestamp()
+WHERE id = $1
 `
 
 type StartEnvironmentTransitionParams struct {

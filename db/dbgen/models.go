@@ -163,18 +163,19 @@ type DeployedComponent struct {
 }
 
 type Environment struct {
-	ID            uuid.UUID     `json:"id"`
-	TenantID      uuid.UUID     `json:"tenant_id"`
-	Name          string        `json:"name"`
-	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
-	Status        string        `json:"status"`
-	CreatedBy     uuid.NullUUID `json:"created_by"`
-	CreatedAt     time.Time     `json:"created_at"`
-	UpdatedAt     time.Time     `json:"updated_at"`
-	DeletedAt     *time.Time    `json:"deleted_at"`
-	TemplateID    uuid.NullUUID `json:"template_id"`
-	StatusReason  string        `json:"status_reason"`
-	StatusBy      uuid.NullUUID `json:"status_by"`
+	ID               uuid.UUID     `json:"id"`
+	TenantID         uuid.UUID     `json:"tenant_id"`
+	Name             string        `json:"name"`
+	LandingZoneID    uuid.NullUUID `json:"landing_zone_id"`
+	Status           string        `json:"status"`
+	CreatedBy        uuid.NullUUID `json:"created_by"`
+	CreatedAt        time.Time     `json:"created_at"`
+	UpdatedAt        time.Time     `json:"updated_at"`
+	DeletedAt        *time.Time    `json:"deleted_at"`
+	TemplateID       uuid.NullUUID `json:"template_id"`
+	StatusReason     string        `json:"status_reason"`
+	StatusBy         uuid.NullUUID `json:"status_by"`
+	FailedTransition *string       `json:"failed_transition"`
 }
 
 type EnvironmentTemplate struct {

@@ -1,4 +1,6 @@
 -- name: CreateEnvironment :one
+-- Writes the status, as SetEnvironmentStatus and StartEnvironmentTransition do: only
+-- app/environment's transitions call these three, and no other query writes it (a test says so).
 INSERT INTO environments (tenant_id, name, created_by, landing_zone_id, template_id, status)
 VALUES ($1, $2, $3, $4, $5, $6) RETURNING *;
 
@@ -36,12 +38,13 @@ SELECT status FROM environments WHERE id = $1 FOR SHARE;
 SELECT * FROM environments WHERE id = $1 FOR UPDATE;
 
 -- name: SetEnvironmentStatus :exec
--- How a provisioning or decommissioning ended, or how far it got.
-UPDATE environments SET status = $2, status_reason = $3, updated_at = clock_timestamp() WHERE id = $1;
+-- How a provisioning or decommissioning ended, and when it failed, which of the two did.
+UPDATE environments SET status = $2, status_reason = $3, failed_transition = $4, updated_at = clock_timestamp() WHERE id = $1;
 
 -- name: StartEnvironmentTransition :exec
 -- A person starts provisioning or decommissioning: its steps' operations are theirs.
-UPDATE environments SET status = $2, status_reason = '', status_by = $3, updated_at = clock_timestamp() WHERE id = $1;
+UPDATE environments SET status = $2, status_reason = '', status_by = $3, failed_transition = NULL, updated_at = clock_timestamp()
+WHERE id = $1;
 
 -- name: EnvironmentDeployments :many
 -- An environment's deployments, with the template component each was made for and the last
