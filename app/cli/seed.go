@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -36,6 +37,13 @@ func seedData(ctx context.Context, args []string, env Env) error {
 	defer d.Close()
 	if err := db.Migrate(ctx, d.Pool, cfg.logger(io.Discard)); err != nil {
 		return err
+	}
+	var taken bool
+	if err := d.Pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM tenants WHERE NOT system)").Scan(&taken); err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	if taken {
+		return errors.New("seed: the database already has tenants; seed only an empty one")
 	}
 	start := time.Now()
 	if err := seed.Run(ctx, d.Pool, seed.Full, hash); err != nil {
