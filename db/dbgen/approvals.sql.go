@@ -539,8 +539,9 @@ WHERE ($2::boolean OR r.tenant_id = ANY($3::uuid[]))
   AND ($4::uuid IS NULL OR r.id = $4)
   AND ($5::text IS NULL
     OR (CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired' ELSE r.status END) = $5)
+  AND ($6::timestamptz IS NULL OR (r.created_at, r.id) < ($6, $7::uuid))
 ORDER BY r.created_at DESC, r.id DESC
-LIMIT 200
+LIMIT $8
 `
 
 type ListApprovalRequestsParams struct {
@@ -549,6 +550,9 @@ type ListApprovalRequestsParams struct {
 	TenantIds  []uuid.UUID   `json:"tenant_ids"`
 	ID         uuid.NullUUID `json:"id"`
 	Status     *string       `json:"status"`
+	Before     *time.Time    `json:"before"`
+	BeforeID   uuid.NullUUID `json:"before_id"`
+	MaxRows    int32         `json:"max_rows"`
 }
 
 type ListApprovalRequestsRow struct {
@@ -585,6 +589,9 @@ func (q *Queries) ListApprovalRequests(ctx context.Context, arg ListApprovalRequ
 		arg.TenantIds,
 		arg.ID,
 		arg.Status,
+		arg.Before,
+		arg.BeforeID,
+		arg.MaxRows,
 	)
 	if err != nil {
 		return nil, err

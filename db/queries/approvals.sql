@@ -110,8 +110,9 @@ WHERE (sqlc.arg(all_tenants)::boolean OR r.tenant_id = ANY(sqlc.arg(tenant_ids):
   AND (sqlc.narg(id)::uuid IS NULL OR r.id = sqlc.narg(id))
   AND (sqlc.narg(status)::text IS NULL
     OR (CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired' ELSE r.status END) = sqlc.narg(status))
+  AND (sqlc.narg(before)::timestamptz IS NULL OR (r.created_at, r.id) < (sqlc.narg(before), sqlc.narg(before_id)::uuid))
 ORDER BY r.created_at DESC, r.id DESC
-LIMIT 200;
+LIMIT sqlc.arg(max_rows);
 
 -- name: ApprovalDecisions :many
 SELECT a.decision, a.comment, a.created_at, u.email

@@ -240,10 +240,10 @@ SELECT o.id, d.tenant_id, o.requested_by, 1, 'tenant_admin',
     CASE WHEN o.status = 'awaiting_approval' THEN 'pending' ELSE 'approved' END,
     o.created_at, CASE WHEN o.status = 'awaiting_approval' THEN now() + interval '1 day' ELSE o.created_at + interval '1 day' END,
     CASE WHEN o.status <> 'awaiting_approval' THEN o.created_at + interval '5 minutes' END, o.created_at
-FROM operations o JOIN deployed_components d ON d.id = o.deployment_id
-WHERE o.id IN (SELECT pg_temp.id('o', n) FROM generate_series(1, @operations::int) n)
-  AND (o.status = 'awaiting_approval' OR (o.status = 'succeeded' AND o.kind <> 'refresh'
-      AND ('x' || left(o.id::text, 8))::bit(32)::int % 50 = 0))`},
+FROM generate_series(1, @operations::int) n
+JOIN operations o ON o.id = pg_temp.id('o', n)
+JOIN deployed_components d ON d.id = o.deployment_id
+WHERE o.status = 'awaiting_approval' OR (n % 50 = 0 AND o.status = 'succeeded')`},
 
 	{"approval decisions", `
 INSERT INTO approval_decisions (request_id, user_id, decision, comment, created_at)
