@@ -25,6 +25,11 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 		cfg.MaxConns = maxConns
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "nimbus"
+	// The queries take optional filters and cursors as "$n IS NULL OR column = $n": a plan made
+	// for the values at hand reads the index the filter or cursor picks, where a generic plan,
+	// made once for any values, must keep both branches and walk the whole list, filtering.
+	// Planning each time costs far less than that walk.
+	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", err)

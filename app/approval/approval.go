@@ -18,6 +18,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/component"
+	"nimbus/app/cursor"
 	"nimbus/app/problem"
 	"nimbus/db/dbgen"
 )
@@ -84,10 +85,15 @@ func NewService(pool *pgxpool.Pool, jobs component.JobInserter) *Service {
 // List returns the requests of the tenants the actor belongs to (all for provider admins),
 // newest first, in the given status ("" for all). A pending request past its time is expired.
 func (s *Service) List(ctx context.Context, actor access.Principal, status string) ([]Request, error) {
+	return s.ListPage(ctx, actor, status, cursor.Cursor{}, cursor.MaxRows)
+}
+
+// ListPage returns the requests of List made before the one at, at most limit of them.
+func (s *Service) ListPage(ctx context.Context, actor access.Principal, status string, at cursor.Cursor, limit int) ([]Request, error) {
 	if status != "" && !slices.Contains(Statuses, status) {
 		return nil, problem.Invalid("status", "enum", "must be one of %s", strings.Join(Statuses, ", "))
 	}
-	rows, err := s.requests(ctx, actor, uuid.Nil, status)
+	rows, err := s.requests(ctx, actor, uuid.Nil, status, at, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +106,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, status strin
 
 // Get returns a request the actor may see, with its parameters and decisions.
 func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID) (Detail, error) {
-	rows, err := s.requests(ctx, actor, id, "")
+	rows, err := s.requests(ctx, actor, id, "", cursor.Cursor{}, 1)
 	if err != nil {
 		return Detail{}, err
 	}
@@ -145,10 +151,13 @@ func decidingTenants(actor access.Principal, role access.Role) []uuid.UUID {
 }
 
 // requests reads the requests the actor may see: one when id is set, else those in status.
-func (s *Service) requests(ctx context.Context, actor access.Principal, id uuid.UUID, status string) ([]dbgen.ListApprovalRequestsRow, error) {
+func (s *Service) requests(ctx context.Context, actor access.Principal, id uuid.UUID, status string, at cursor.Cursor, limit int) ([]dbgen.ListApprovalRequestsRow, error) {
 	tenants := append([]uuid.UUID{}, actor.TenantsWith("approval:read")...)
+	if limit < 1 || limit > cursor.MaxRows {
+		limit = cursor.MaxRows
+	}
 	params := dbgen.ListApprovalRequestsParams{Viewer: actor.UserID, AllTenants: actor.ProviderAdmin, TenantIds: tenants,
-		ID: uuid.NullUUID{UUID: id, Valid: id != uuid.Nil}}
+		ID: uuid.NullUUID{UUID: id, Valid: id != uuid.Nil}, Before: at.Before(), BeforeID: at.BeforeID(), MaxRows: int32(limit)}
 	if status != "" {
 		params.Status = &status
 	}

@@ -8,7 +8,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/access"
+	"nimbus/app/cursor"
 	"nimbus/app/deploy"
+	"nimbus/app/problem"
 	"nimbus/app/web"
 )
 
@@ -23,13 +25,26 @@ func NewHandlers(svc *Service, ops *deploy.Service) *Handlers {
 	return &Handlers{svc: svc, ops: ops}
 }
 
-// ListAPI answers GET /api/v1/approvals?status=.
+// ListAPI answers GET /api/v1/approvals?status=&before=&limit=, newest first; next, when there is
+// one, is the URL of the page after.
 func (h *Handlers) ListAPI(c echo.Context) error {
-	list, err := h.svc.List(web.Ctx(c), web.Actor(c), c.QueryParam("status"))
+	v := &problem.ValidationError{}
+	at, limit := web.ListPosition(c, v)
+	if err := v.Err(); err != nil {
+		return err
+	}
+	list, err := h.svc.ListPage(web.Ctx(c), web.Actor(c), c.QueryParam("status"), at, limit)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"approvals": list})
+	out := map[string]any{"approvals": list}
+	if len(list) > 0 {
+		last := list[len(list)-1]
+		if next := web.NextPage(c, len(list), limit, cursor.Cursor{At: last.CreatedAt, ID: last.ID}); next != "" {
+			out["next"] = next
+		}
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // withPlan is a request with what its operation's preview plans for each resource.

@@ -1,4 +1,4 @@
-// Package cli is the nimbus command: serve, migrate, user create, token create and version.
+// Package cli is the nimbus command: serve, migrate, user create, token create, seed and version.
 package cli
 
 import (
@@ -33,6 +33,7 @@ Usage:
   nimbus migrate [up|status] [flags]        apply or list database migrations
   nimbus user create --email E [flags]      create a user (password read from stdin, or generated)
   nimbus token create --email E --name N    create an API token for a user and print it
+  nimbus seed [flags]                       fill an empty database with made-up data at scale
   nimbus version                            print the version
 
 Every command takes --data-dir (NIMBUS_DATA_DIR) and --database-url (NIMBUS_DATABASE_URL).
@@ -70,6 +71,8 @@ func Run(ctx context.Context, args []string, env Env) error {
 			return tokenCreate(ctx, rest[1:], env)
 		}
 		return errors.New(`unknown token command; did you mean "nimbus token create"?`)
+	case "seed":
+		return seedData(ctx, rest, env)
 	case "version", "--version", "-v":
 		fmt.Fprintln(env.Stdout, "nimbus", Version)
 		return nil

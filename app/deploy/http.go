@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"nimbus/app/cursor"
 	"nimbus/app/problem"
 	"nimbus/app/web"
 	"nimbus/db/listen"
@@ -64,7 +65,8 @@ func (h *Handlers) CreateAPI(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, map[string]any{"deployment": d, "operation": op})
 }
 
-// ListAPI answers GET /api/v1/deployments?environment_id=&component_id=&status=.
+// ListAPI answers GET /api/v1/deployments?environment_id=&component_id=&status=&before=&limit=,
+// newest first; next, when there is one, is the URL of the page after.
 func (h *Handlers) ListAPI(c echo.Context) error {
 	f, err := filter(c, deploymentStatuses)
 	if err != nil {
@@ -74,7 +76,14 @@ func (h *Handlers) ListAPI(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"deployments": ds})
+	out := map[string]any{"deployments": ds}
+	if len(ds) > 0 {
+		last := ds[len(ds)-1]
+		if next := web.NextPage(c, len(ds), f.Limit, cursor.Cursor{At: last.CreatedAt, ID: last.ID}); next != "" {
+			out["next"] = next
+		}
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // filter reads the list filters of a query string, refusing malformed ones by name.
@@ -97,6 +106,7 @@ func filter(c echo.Context, statuses []string) (Filter, error) {
 	if f.Kind != "" && !slices.Contains(kinds, f.Kind) {
 		v.Add("kind", "enum", "must be one of %s", strings.Join(kinds, ", "))
 	}
+	f.Before, f.Limit = web.ListPosition(c, v)
 	return f, v.Err()
 }
 
@@ -158,7 +168,8 @@ func (h *Handlers) act(c echo.Context, kind string, id uuid.UUID, ch Change) (Op
 	return h.svc.Destroy(ctx, actor, id)
 }
 
-// OperationsAPI answers GET /api/v1/operations?deployment_id=&status=&kind=.
+// OperationsAPI answers GET /api/v1/operations?deployment_id=&status=&kind=&before=&limit=,
+// newest first; next, when there is one, is the URL of the page after.
 func (h *Handlers) OperationsAPI(c echo.Context) error {
 	f, err := filter(c, operationStatuses)
 	if err != nil {
@@ -168,7 +179,14 @@ func (h *Handlers) OperationsAPI(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"operations": ops})
+	out := map[string]any{"operations": ops}
+	if len(ops) > 0 {
+		last := ops[len(ops)-1]
+		if next := web.NextPage(c, len(ops), f.Limit, cursor.Cursor{At: last.CreatedAt, ID: last.ID}); next != "" {
+			out["next"] = next
+		}
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // OperationAPI answers GET /api/v1/operations/{id} with its steps and resources.

@@ -17,6 +17,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/component"
+	"nimbus/app/cursor"
 	"nimbus/app/governance"
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
@@ -26,7 +27,7 @@ import (
 )
 
 // ListPage shows the deployments the viewer may see, filtered by environment, component and
-// status.
+// status, a page at a time.
 func (h *Handlers) ListPage(c echo.Context) error {
 	f, err := filter(c, deploymentStatuses)
 	if err != nil {
@@ -67,7 +68,11 @@ func (h *Handlers) ListPage(c echo.Context) error {
 		rows[i] = views.DeploymentRow{ID: d.ID.String(), Environment: d.Environment, Name: d.Name, Component: d.Component,
 			Version: d.Version, Status: string(d.Status), Outputs: string(outputs), Created: d.CreatedAt}
 	}
-	return web.Render(c, http.StatusOK, views.Deployments(web.Page(c, "Deployments"), vf, rows))
+	var next string
+	if len(ds) > 0 {
+		next = web.NextPage(c, len(ds), f.Limit, cursor.Cursor{At: ds[len(ds)-1].CreatedAt, ID: ds[len(ds)-1].ID})
+	}
+	return web.Render(c, http.StatusOK, views.Deployments(web.Page(c, "Deployments"), vf, rows, web.Pager(c, next)))
 }
 
 // ShowPage shows a deployment: its parameters and outputs, the forms that change it, and its

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/access"
+	"nimbus/app/cursor"
 	"nimbus/app/objstore"
 	"nimbus/app/problem"
 	"nimbus/app/pulumix"
@@ -55,6 +56,18 @@ type Filter struct {
 	DeploymentID  uuid.UUID
 	Status        string
 	Kind          string
+	// Before is where the page starts: after the row it names, newest first.
+	Before cursor.Cursor
+	// Limit is the most rows a page holds; cursor.MaxRows when zero.
+	Limit int
+}
+
+// maxRows is the size of the page f asks for.
+func (f Filter) maxRows() int32 {
+	if f.Limit < 1 || f.Limit > cursor.MaxRows {
+		return cursor.MaxRows
+	}
+	return int32(f.Limit)
 }
 
 func nullID(id uuid.UUID) uuid.NullUUID { return uuid.NullUUID{UUID: id, Valid: id != uuid.Nil} }
@@ -70,7 +83,8 @@ func nullText(s string) *string {
 func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([]Deployment, error) {
 	tenants := append([]uuid.UUID{}, actor.TenantsWith("environment:read")...)
 	rows, err := dbgen.New(s.pool).ListDeployments(ctx, dbgen.ListDeploymentsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
-		EnvironmentID: nullID(f.EnvironmentID), ComponentID: nullID(f.ComponentID), Status: nullText(f.Status)})
+		EnvironmentID: nullID(f.EnvironmentID), ComponentID: nullID(f.ComponentID), Status: nullText(f.Status),
+		Before: f.Before.Before(), BeforeID: f.Before.BeforeID(), MaxRows: f.maxRows()})
 	if err != nil {
 		return nil, fmt.Errorf("list deployments: %w", err)
 	}
@@ -137,7 +151,8 @@ func (s *Service) Detail(ctx context.Context, actor access.Principal, id uuid.UU
 func (s *Service) Operations(ctx context.Context, actor access.Principal, f Filter) ([]Operation, error) {
 	tenants := append([]uuid.UUID{}, actor.TenantsWith("environment:read")...)
 	rows, err := dbgen.New(s.pool).ListOperations(ctx, dbgen.ListOperationsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
-		DeploymentID: nullID(f.DeploymentID), Status: nullText(f.Status), Kind: nullText(f.Kind)})
+		DeploymentID: nullID(f.DeploymentID), Status: nullText(f.Status), Kind: nullText(f.Kind),
+		Before: f.Before.Before(), BeforeID: f.Before.BeforeID(), MaxRows: f.maxRows()})
 	if err != nil {
 		return nil, fmt.Errorf("list operations: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/approval"
+	"nimbus/app/cursor"
 	"nimbus/app/problem"
 	"nimbus/db"
 	"nimbus/db/dbgen"
@@ -82,6 +83,18 @@ var approvalCases = map[string]authzCase{
 			if len(got) != 0 {
 				t.Fatalf("B lists A's requests: %v", got)
 			}
+		},
+	},
+	"approval.Service.ListPage": {
+		refused: []refusal{{adminB, errHidden}},
+		served:  []actor{readerA, adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			req := w.request(t)
+			got, err := w.approvals.ListPage(context.Background(), p, "pending", cursor.Cursor{}, 1)
+			if len(got) > 1 {
+				t.Errorf("a page of one holds %d", len(got))
+			}
+			return shown(got, err, func(r approval.Request) bool { return r.ID == req.ID })
 		},
 	},
 	"approval.Service.Get": {

@@ -500,19 +500,21 @@ SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, 
     coalesce(u.email, '')::text AS requested_by_email,
     (SELECT count(*) FROM approval_decisions a WHERE a.request_id = r.id AND a.decision = 'approve') AS approvals,
     EXISTS (SELECT 1 FROM approval_decisions a WHERE a.request_id = r.id AND a.user_id = $1::uuid) AS viewer_decided
-FROM approval_requests r
+FROM (SELECT id, operation_id, tenant_id, requested_by, approvals_required, approver_role, status, previewed_at, expires_at, decided_at, created_at FROM approval_requests r
+    WHERE ($2::boolean OR r.tenant_id = ANY($3::uuid[]))
+      AND ($4::uuid IS NULL OR r.id = $4)
+      AND ($5::text IS NULL
+        OR (CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired' ELSE r.status END) = $5)
+      AND ($6::timestamptz IS NULL OR (r.created_at, r.id) < ($6, $7::uuid))
+    ORDER BY r.created_at DESC, r.id DESC
+    LIMIT $8) r
 JOIN operations o ON o.id = r.operation_id
 JOIN deployed_components d ON d.id = o.deployment_id
 JOIN component_versions v ON v.component_id = d.component_id AND v.version = coalesce(o.target_version, d.version)
 JOIN environments e ON e.id = d.environment_id
 JOIN tenants t ON t.id = r.tenant_id
 LEFT JOIN users u ON u.id = r.requested_by
-WHERE ($2::boolean OR r.tenant_id = ANY($3::uuid[]))
-  AND ($4::uuid IS NULL OR r.id = $4)
-  AND ($5::text IS NULL
-    OR (CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired' ELSE r.status END) = $5)
 ORDER BY r.created_at DESC, r.id DESC
-LIMIT 200
 `
 
 type ListApprovalRequestsParams struct {
@@ -521,6 +523,9 @@ type ListApprovalRequestsParams struct {
 	TenantIds  []uuid.UUID   `json:"tenant_ids"`
 	ID         uuid.NullUUID `json:"id"`
 	Status     *string       `json:"status"`
+	Before     *time.Time    `json:"before"`
+	BeforeID   uuid.NullUUID `json:"before_id"`
+	MaxRows    int32         `json:"max_rows"`
 }
 
 type ListApprovalRequestsRow struct {
@@ -550,6 +555,7 @@ type ListApprovalRequestsRow struct {
 
 // Requests of the given tenants (all with all_tenants), newest first; one when id is given. A
 // pending request past its time reads as expired before the sweep gets to it.
+// The page of requests first, from the index in their order; then what each one shows.
 func (q *Queries) ListApprovalRequests(ctx context.Context, arg ListApprovalRequestsParams) ([]ListApprovalRequestsRow, error) {
 	rows, err := q.db.Query(ctx, listApprovalRequests,
 		arg.Viewer,
@@ -557,6 +563,9 @@ func (q *Queries) ListApprovalRequests(ctx context.Context, arg ListApprovalRequ
 		arg.TenantIds,
 		arg.ID,
 		arg.Status,
+		arg.Before,
+		arg.BeforeID,
+		arg.MaxRows,
 	)
 	if err != nil {
 		return nil, err

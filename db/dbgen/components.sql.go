@@ -434,30 +434,35 @@ SELECT c.id, c.tenant_id, c.name, c.display_name, c.description, c.language, c.l
        c.is_system, c.updated_at, p.name AS provider, t.name AS semantic_type, tn.name AS tenant_name,
        (SELECT count(*) FROM deployed_components d WHERE d.component_id = c.id AND d.status <> 'destroyed'
           AND ($1::boolean OR d.tenant_id = ANY($2::uuid[]))) AS deployments,
-       count(*) OVER () AS total
-FROM components c
+       page.total
+FROM (SELECT c.id, lower(c.name) AS sort_name, count(*) OVER () AS total
+    FROM components c
+    JOIN semantic_providers p ON p.id = c.provider_id
+    JOIN semantic_resource_types t ON t.id = c.semantic_type_id
+    WHERE c.deleted_at IS NULL
+      AND ($1::boolean OR c.tenant_id IS NULL OR c.tenant_id = ANY($3::uuid[]))
+      -- Unpublished drafts only for those who may edit them.
+      AND ($1::boolean OR c.latest_version > 0 OR c.tenant_id = ANY($4::uuid[]))
+      AND ($5::text IS NULL
+           OR c.name ILIKE '%' || $5 || '%'
+           OR c.display_name ILIKE '%' || $5 || '%'
+           OR c.description ILIKE '%' || $5 || '%')
+      AND ($6::text IS NULL OR p.name = $6)
+      AND ($7::text IS NULL OR t.name = $7)
+      AND ($8::text IS NULL
+           OR ($8 = 'provider' AND c.tenant_id IS NULL)
+           OR ($8 = 'tenant' AND c.tenant_id IS NOT NULL))
+      AND (NOT $9::boolean OR c.latest_version > 0)
+      -- Components governance denies to all the viewer's tenants are hidden from those who may not
+      -- change that.
+      AND NOT c.id = ANY($10::uuid[])
+    ORDER BY lower(c.name), c.id
+    LIMIT $12 OFFSET $11) page
+JOIN components c ON c.id = page.id
 JOIN semantic_providers p ON p.id = c.provider_id
 JOIN semantic_resource_types t ON t.id = c.semantic_type_id
 LEFT JOIN tenants tn ON tn.id = c.tenant_id
-WHERE c.deleted_at IS NULL
-  AND ($1::boolean OR c.tenant_id IS NULL OR c.tenant_id = ANY($3::uuid[]))
-  -- Unpublished drafts only for those who may edit them.
-  AND ($1::boolean OR c.latest_version > 0 OR c.tenant_id = ANY($4::uuid[]))
-  AND ($5::text IS NULL
-       OR c.name ILIKE '%' || $5 || '%'
-       OR c.display_name ILIKE '%' || $5 || '%'
-       OR c.description ILIKE '%' || $5 || '%')
-  AND ($6::text IS NULL OR p.name = $6)
-  AND ($7::text IS NULL OR t.name = $7)
-  AND ($8::text IS NULL
-       OR ($8 = 'provider' AND c.tenant_id IS NULL)
-       OR ($8 = 'tenant' AND c.tenant_id IS NOT NULL))
-  AND (NOT $9::boolean OR c.latest_version > 0)
-  -- Components governance denies to all the viewer's tenants are hidden from those who may not
-  -- change that.
-  AND NOT c.id = ANY($10::uuid[])
-ORDER BY lower(c.name), c.id
-LIMIT $12 OFFSET $11
+ORDER BY page.sort_name, c.id
 `
 
 type ListComponentsParams struct {
@@ -495,6 +500,7 @@ type ListComponentsRow struct {
 // The catalog: components the viewer may see, filtered, newest change first. A component's
 // live deployments are counted in the tenants whose deployments the viewer may list
 // (deployment_tenant_ids; all with all_tenants): another tenant's are none of theirs.
+// The page is chosen and the matches counted on narrow rows, then each card is read.
 func (q *Queries) ListComponents(ctx context.Context, arg ListComponentsParams) ([]ListComponentsRow, error) {
 	rows, err := q.db.Query(ctx, listComponents,
 		arg.AllTenants,

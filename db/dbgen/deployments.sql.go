@@ -261,8 +261,9 @@ WHERE ($1::boolean OR d.tenant_id = ANY($2::uuid[]))
   AND ($3::uuid IS NULL OR d.environment_id = $3)
   AND ($4::uuid IS NULL OR d.component_id = $4)
   AND ($5::text IS NULL OR d.status = $5)
-ORDER BY d.created_at DESC
-LIMIT 200
+  AND ($6::timestamptz IS NULL OR (d.created_at, d.id) < ($6, $7::uuid))
+ORDER BY d.created_at DESC, d.id DESC
+LIMIT $8
 `
 
 type ListDeploymentsParams struct {
@@ -271,6 +272,9 @@ type ListDeploymentsParams struct {
 	EnvironmentID uuid.NullUUID `json:"environment_id"`
 	ComponentID   uuid.NullUUID `json:"component_id"`
 	Status        *string       `json:"status"`
+	Before        *time.Time    `json:"before"`
+	BeforeID      uuid.NullUUID `json:"before_id"`
+	MaxRows       int32         `json:"max_rows"`
 }
 
 type ListDeploymentsRow struct {
@@ -303,6 +307,9 @@ func (q *Queries) ListDeployments(ctx context.Context, arg ListDeploymentsParams
 		arg.EnvironmentID,
 		arg.ComponentID,
 		arg.Status,
+		arg.Before,
+		arg.BeforeID,
+		arg.MaxRows,
 	)
 	if err != nil {
 		return nil, err
@@ -349,11 +356,15 @@ FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
 WHERE ($1::boolean OR d.tenant_id = ANY($2::uuid[]))
+  -- The tenants' deployments first, so their operations are read by deployment, not by scanning all.
+  AND ($1::boolean OR o.deployment_id = ANY(ARRAY(
+      SELECT id FROM deployed_components WHERE tenant_id = ANY($2::uuid[]))))
   AND ($3::uuid IS NULL OR o.deployment_id = $3)
   AND ($4::text IS NULL OR o.status = $4)
   AND ($5::text IS NULL OR o.kind = $5)
+  AND ($6::timestamptz IS NULL OR (o.created_at, o.id) < ($6, $7::uuid))
 ORDER BY o.created_at DESC, o.id DESC
-LIMIT 200
+LIMIT $8
 `
 
 type ListOperationsParams struct {
@@ -362,6 +373,9 @@ type ListOperationsParams struct {
 	DeploymentID uuid.NullUUID `json:"deployment_id"`
 	Status       *string       `json:"status"`
 	Kind         *string       `json:"kind"`
+	Before       *time.Time    `json:"before"`
+	BeforeID     uuid.NullUUID `json:"before_id"`
+	MaxRows      int32         `json:"max_rows"`
 }
 
 type ListOperationsRow struct {
@@ -398,6 +412,9 @@ func (q *Queries) ListOperations(ctx context.Context, arg ListOperationsParams) 
 		arg.DeploymentID,
 		arg.Status,
 		arg.Kind,
+		arg.Before,
+		arg.BeforeID,
+		arg.MaxRows,
 	)
 	if err != nil {
 		return nil, err

@@ -93,19 +93,22 @@ SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, 
     coalesce(u.email, '')::text AS requested_by_email,
     (SELECT count(*) FROM approval_decisions a WHERE a.request_id = r.id AND a.decision = 'approve') AS approvals,
     EXISTS (SELECT 1 FROM approval_decisions a WHERE a.request_id = r.id AND a.user_id = sqlc.arg(viewer)::uuid) AS viewer_decided
-FROM approval_requests r
+-- The page of requests first, from the index in their order; then what each one shows.
+FROM (SELECT * FROM approval_requests r
+    WHERE (sqlc.arg(all_tenants)::boolean OR r.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+      AND (sqlc.narg(id)::uuid IS NULL OR r.id = sqlc.narg(id))
+      AND (sqlc.narg(status)::text IS NULL
+        OR (CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired' ELSE r.status END) = sqlc.narg(status))
+      AND (sqlc.narg(before)::timestamptz IS NULL OR (r.created_at, r.id) < (sqlc.narg(before), sqlc.narg(before_id)::uuid))
+    ORDER BY r.created_at DESC, r.id DESC
+    LIMIT sqlc.arg(max_rows)) r
 JOIN operations o ON o.id = r.operation_id
 JOIN deployed_components d ON d.id = o.deployment_id
 JOIN component_versions v ON v.component_id = d.component_id AND v.version = coalesce(o.target_version, d.version)
 JOIN environments e ON e.id = d.environment_id
 JOIN tenants t ON t.id = r.tenant_id
 LEFT JOIN users u ON u.id = r.requested_by
-WHERE (sqlc.arg(all_tenants)::boolean OR r.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
-  AND (sqlc.narg(id)::uuid IS NULL OR r.id = sqlc.narg(id))
-  AND (sqlc.narg(status)::text IS NULL
-    OR (CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired' ELSE r.status END) = sqlc.narg(status))
-ORDER BY r.created_at DESC, r.id DESC
-LIMIT 200;
+ORDER BY r.created_at DESC, r.id DESC;
 
 -- name: ApprovalDecisions :many
 SELECT a.decision, a.comment, a.created_at, u.email

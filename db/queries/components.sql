@@ -45,34 +45,40 @@ SELECT latest_version FROM components WHERE id = $1 AND deleted_at IS NULL FOR U
 -- The catalog: components the viewer may see, filtered, newest change first. A component's
 -- live deployments are counted in the tenants whose deployments the viewer may list
 -- (deployment_tenant_ids; all with all_tenants): another tenant's are none of theirs.
+-- The page is chosen and the matches counted on narrow rows, then each card is read.
 SELECT c.id, c.tenant_id, c.name, c.display_name, c.description, c.language, c.latest_version,
        c.is_system, c.updated_at, p.name AS provider, t.name AS semantic_type, tn.name AS tenant_name,
        (SELECT count(*) FROM deployed_components d WHERE d.component_id = c.id AND d.status <> 'destroyed'
           AND (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(deployment_tenant_ids)::uuid[]))) AS deployments,
-       count(*) OVER () AS total
-FROM components c
+       page.total
+FROM (SELECT c.id, lower(c.name) AS sort_name, count(*) OVER () AS total
+    FROM components c
+    JOIN semantic_providers p ON p.id = c.provider_id
+    JOIN semantic_resource_types t ON t.id = c.semantic_type_id
+    WHERE c.deleted_at IS NULL
+      AND (sqlc.arg(all_tenants)::boolean OR c.tenant_id IS NULL OR c.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+      -- Unpublished drafts only for those who may edit them.
+      AND (sqlc.arg(all_tenants)::boolean OR c.latest_version > 0 OR c.tenant_id = ANY(sqlc.arg(editable_tenant_ids)::uuid[]))
+      AND (sqlc.narg(search)::text IS NULL
+           OR c.name ILIKE '%' || sqlc.narg(search) || '%'
+           OR c.display_name ILIKE '%' || sqlc.narg(search) || '%'
+           OR c.description ILIKE '%' || sqlc.narg(search) || '%')
+      AND (sqlc.narg(provider)::text IS NULL OR p.name = sqlc.narg(provider))
+      AND (sqlc.narg(semantic_type)::text IS NULL OR t.name = sqlc.narg(semantic_type))
+      AND (sqlc.narg(scope)::text IS NULL
+           OR (sqlc.narg(scope) = 'provider' AND c.tenant_id IS NULL)
+           OR (sqlc.narg(scope) = 'tenant' AND c.tenant_id IS NOT NULL))
+      AND (NOT sqlc.arg(published_only)::boolean OR c.latest_version > 0)
+      -- Components governance denies to all the viewer's tenants are hidden from those who may not
+      -- change that.
+      AND NOT c.id = ANY(sqlc.arg(hidden_ids)::uuid[])
+    ORDER BY lower(c.name), c.id
+    LIMIT sqlc.arg(max_rows) OFFSET sqlc.arg(skip)) page
+JOIN components c ON c.id = page.id
 JOIN semantic_providers p ON p.id = c.provider_id
 JOIN semantic_resource_types t ON t.id = c.semantic_type_id
 LEFT JOIN tenants tn ON tn.id = c.tenant_id
-WHERE c.deleted_at IS NULL
-  AND (sqlc.arg(all_tenants)::boolean OR c.tenant_id IS NULL OR c.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
-  -- Unpublished drafts only for those who may edit them.
-  AND (sqlc.arg(all_tenants)::boolean OR c.latest_version > 0 OR c.tenant_id = ANY(sqlc.arg(editable_tenant_ids)::uuid[]))
-  AND (sqlc.narg(search)::text IS NULL
-       OR c.name ILIKE '%' || sqlc.narg(search) || '%'
-       OR c.display_name ILIKE '%' || sqlc.narg(search) || '%'
-       OR c.description ILIKE '%' || sqlc.narg(search) || '%')
-  AND (sqlc.narg(provider)::text IS NULL OR p.name = sqlc.narg(provider))
-  AND (sqlc.narg(semantic_type)::text IS NULL OR t.name = sqlc.narg(semantic_type))
-  AND (sqlc.narg(scope)::text IS NULL
-       OR (sqlc.narg(scope) = 'provider' AND c.tenant_id IS NULL)
-       OR (sqlc.narg(scope) = 'tenant' AND c.tenant_id IS NOT NULL))
-  AND (NOT sqlc.arg(published_only)::boolean OR c.latest_version > 0)
-  -- Components governance denies to all the viewer's tenants are hidden from those who may not
-  -- change that.
-  AND NOT c.id = ANY(sqlc.arg(hidden_ids)::uuid[])
-ORDER BY lower(c.name), c.id
-LIMIT sqlc.arg(max_rows) OFFSET sqlc.arg(skip);
+ORDER BY page.sort_name, c.id;
 
 -- name: UpdateComponentDraft :exec
 -- Every change of the draft is a new revision of it.

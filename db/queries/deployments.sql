@@ -20,8 +20,9 @@ WHERE (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids):
   AND (sqlc.narg(environment_id)::uuid IS NULL OR d.environment_id = sqlc.narg(environment_id))
   AND (sqlc.narg(component_id)::uuid IS NULL OR d.component_id = sqlc.narg(component_id))
   AND (sqlc.narg(status)::text IS NULL OR d.status = sqlc.narg(status))
-ORDER BY d.created_at DESC
-LIMIT 200;
+  AND (sqlc.narg(before)::timestamptz IS NULL OR (d.created_at, d.id) < (sqlc.narg(before), sqlc.narg(before_id)::uuid))
+ORDER BY d.created_at DESC, d.id DESC
+LIMIT sqlc.arg(max_rows);
 
 -- name: SetDeploymentStatus :exec
 UPDATE deployed_components SET status = $2, updated_at = now() WHERE id = $1;
@@ -43,11 +44,15 @@ FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
 WHERE (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+  -- The tenants' deployments first, so their operations are read by deployment, not by scanning all.
+  AND (sqlc.arg(all_tenants)::boolean OR o.deployment_id = ANY(ARRAY(
+      SELECT id FROM deployed_components WHERE tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))))
   AND (sqlc.narg(deployment_id)::uuid IS NULL OR o.deployment_id = sqlc.narg(deployment_id))
   AND (sqlc.narg(status)::text IS NULL OR o.status = sqlc.narg(status))
   AND (sqlc.narg(kind)::text IS NULL OR o.kind = sqlc.narg(kind))
+  AND (sqlc.narg(before)::timestamptz IS NULL OR (o.created_at, o.id) < (sqlc.narg(before), sqlc.narg(before_id)::uuid))
 ORDER BY o.created_at DESC, o.id DESC
-LIMIT 200;
+LIMIT sqlc.arg(max_rows);
 
 -- name: QueuePosition :one
 -- How many operations on the same deployment come before this one.

@@ -1,0 +1,70 @@
+// Package cursor is where a list that is read newest first continues: the creation time and ID
+// of the last row a page showed, carried in a URL as an opaque token. A page that starts after
+// a cursor reads from an index, however far back it is, where an offset would count every row
+// before it.
+package cursor
+
+import (
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// MaxRows is the most rows a page of a list holds, and how many it holds unless asked for fewer.
+const MaxRows = 200
+
+// Cursor is the last row of a page; the zero Cursor is the start of the list.
+type Cursor struct {
+	At time.Time
+	ID uuid.UUID
+}
+
+// IsZero reports whether c is the start of the list.
+func (c Cursor) IsZero() bool { return c.ID == uuid.Nil }
+
+// String is c as a token for a URL.
+func (c Cursor) String() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.At.UnixMicro(), 10) + "." + c.ID.String()))
+}
+
+// ErrMalformed is a token that String did not make.
+var ErrMalformed = errors.New("not a cursor of this list")
+
+// Parse reads a token made by String; the empty token is the start of the list.
+func Parse(token string) (Cursor, error) {
+	if token == "" {
+		return Cursor{}, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return Cursor{}, ErrMalformed
+	}
+	at, id, ok := strings.Cut(string(raw), ".")
+	if !ok {
+		return Cursor{}, ErrMalformed
+	}
+	micros, err := strconv.ParseInt(at, 10, 64)
+	if err != nil {
+		return Cursor{}, ErrMalformed
+	}
+	u, err := uuid.Parse(id)
+	if err != nil || u == uuid.Nil {
+		return Cursor{}, ErrMalformed
+	}
+	return Cursor{At: time.UnixMicro(micros), ID: u}, nil
+}
+
+// Before is the time bound of the query that reads the page after c; NULL at the start.
+func (c Cursor) Before() *time.Time {
+	if c.IsZero() {
+		return nil
+	}
+	return &c.At
+}
+
+// BeforeID is the ID bound that breaks ties between rows made at the same time.
+func (c Cursor) BeforeID() uuid.NullUUID { return uuid.NullUUID{UUID: c.ID, Valid: !c.IsZero()} }
