@@ -139,7 +139,7 @@ func (h *Handlers) renderLogin(c echo.Context, status int, email string, errs vi
 	c.SetCookie(h.cookie(loginCSRF, token, time.Now().Add(2*time.Hour)))
 	page := web.Page(c, "Sign in")
 	page.CSRF = token
-	return web.Render(c, status, views.Login(page, email, safeNext(c.FormValue("next")), errs))
+	return web.Render(c, status, Login(page, email, safeNext(c.FormValue("next")), errs))
 }
 
 // Login checks the credentials and opens a session.
@@ -187,7 +187,7 @@ func (h *Handlers) renderTokens(c echo.Context, status int, secret, name string,
 	if err != nil {
 		return err
 	}
-	return web.Render(c, status, views.Tokens(web.Page(c, "API tokens"), tokens, secret, name, errs))
+	return web.Render(c, status, Tokens(web.Page(c, "API tokens"), tokens, secret, name, errs))
 }
 
 // CreateTokenForm creates a token and shows its secret once.

@@ -18,7 +18,6 @@ import (
 	"nimbus/app/ipam"
 	"nimbus/app/web"
 	"nimbus/db/dbgen"
-	"nimbus/views"
 )
 
 // Approvals counts the approval requests an actor may decide.
@@ -118,17 +117,17 @@ func (h *Handlers) Page(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.DashboardView{Waiting: o.Waiting}
+	v := DashboardView{Waiting: o.Waiting}
 	for _, e := range o.Environments {
-		v.Environments = append(v.Environments, views.EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: e.Status,
+		v.Environments = append(v.Environments, environment.EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: e.Status,
 			LandingZone: e.LandingZone, Template: e.Template, Created: e.CreatedAt})
 	}
 	for _, a := range o.Active {
-		v.Active = append(v.Active, views.DashboardOperation{ID: a.ID.String(), Kind: a.Kind, Status: a.Status, Deployment: a.DeploymentName,
+		v.Active = append(v.Active, DashboardOperation{ID: a.ID.String(), Kind: a.Kind, Status: a.Status, Deployment: a.DeploymentName,
 			DeploymentID: a.DeploymentID.String(), Where: a.TenantName + " / " + a.EnvironmentName, Since: a.CreatedAt})
 	}
 	for _, f := range o.Failures {
-		row := views.DashboardOperation{ID: f.ID.String(), Kind: f.Kind, Status: "failed", Deployment: f.DeploymentName,
+		row := DashboardOperation{ID: f.ID.String(), Kind: f.Kind, Status: "failed", Deployment: f.DeploymentName,
 			DeploymentID: f.DeploymentID.String(), Where: f.TenantName + " / " + f.EnvironmentName, Error: f.Error}
 		if f.FinishedAt != nil {
 			row.Since = *f.FinishedAt
@@ -140,9 +139,9 @@ func (h *Handlers) Page(c echo.Context) error {
 		if p.EnvironmentID != nil {
 			where = p.Environment
 		}
-		v.Pools = append(v.Pools, views.PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Scope: where, Used: p.Used,
+		v.Pools = append(v.Pools, ipam.PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Scope: where, Used: p.Used,
 			Utilisation: p.Utilisation})
 	}
 	v.ShowPools = web.Actor(c).ProviderAdmin
-	return web.Render(c, http.StatusOK, views.Dashboard(web.Page(c, "Dashboard"), v))
+	return web.Render(c, http.StatusOK, Dashboard(web.Page(c, "Dashboard"), v))
 }

@@ -43,7 +43,7 @@ func (h *Handlers) ListPage(c echo.Context) error {
 			return err
 		}
 	}
-	vf := views.DeploymentFilter{Status: f.Status, Statuses: deploymentStatuses}
+	vf := DeploymentFilter{Status: f.Status, Statuses: deploymentStatuses}
 	if f.EnvironmentID != uuid.Nil {
 		vf.Environment = f.EnvironmentID.String()
 	}
@@ -61,13 +61,13 @@ func (h *Handlers) ListPage(c echo.Context) error {
 			vf.Components = append(vf.Components, views.RoleOption{Value: d.ComponentID.String(), Label: d.Component})
 		}
 	}
-	rows := make([]views.DeploymentRow, len(ds))
+	rows := make([]DeploymentRow, len(ds))
 	for i, d := range ds {
 		outputs, _ := json.Marshal(d.Outputs)
-		rows[i] = views.DeploymentRow{ID: d.ID.String(), Environment: d.Environment, Name: d.Name, Component: d.Component,
+		rows[i] = DeploymentRow{ID: d.ID.String(), Environment: d.Environment, Name: d.Name, Component: d.Component,
 			Version: d.Version, Status: d.Status, Outputs: string(outputs), Created: d.CreatedAt}
 	}
-	return web.Render(c, http.StatusOK, views.Deployments(web.Page(c, "Deployments"), vf, rows))
+	return web.Render(c, http.StatusOK, Deployments(web.Page(c, "Deployments"), vf, rows))
 }
 
 // ShowPage shows a deployment: its parameters and outputs, the forms that change it, and its
@@ -100,7 +100,7 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 	if err != nil {
 		return err
 	}
-	v := views.DeploymentView{ID: d.ID.String(), Name: d.Name, Environment: d.Environment,
+	v := DeploymentView{ID: d.ID.String(), Name: d.Name, Environment: d.Environment,
 		Component: d.Component, ComponentID: d.ComponentID.String(), Status: d.Status, Version: d.Version,
 		Created: d.CreatedAt, Updated: d.UpdatedAt, Destroyed: d.Status == "destroyed",
 		CanDeploy: actor.Can("component:deploy", d.TenantID), CanDestroy: actor.Can("component:destroy", d.TenantID),
@@ -116,19 +116,19 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 	if actor.Can("component:upgrade", d.TenantID) {
 		for _, nv := range newer {
 			if int(nv.Version) > d.Version && nv.ArchivedAt == nil {
-				v.Upgrades = append(v.Upgrades, views.UpgradeOption{Version: int(nv.Version), Changelog: nv.Changelog})
+				v.Upgrades = append(v.Upgrades, UpgradeOption{Version: int(nv.Version), Changelog: nv.Changelog})
 			}
 		}
-		slices.SortFunc(v.Upgrades, func(a, b views.UpgradeOption) int { return b.Version - a.Version })
+		slices.SortFunc(v.Upgrades, func(a, b UpgradeOption) int { return b.Version - a.Version })
 	}
 	fresh, err := neverDeployed(ctx, q, d.ID, d.Status)
 	if err != nil {
 		return err
 	}
 	v.Fresh = fresh
-	buttons := []views.FormButton{{Value: "preview", Label: "Preview"}, {Value: "update", Label: "Update", Primary: true}}
+	buttons := []FormButton{{Value: "preview", Label: "Preview"}, {Value: "update", Label: "Update", Primary: true}}
 	if fresh {
-		buttons = []views.FormButton{{Value: "preview", Label: "Preview"}, {Value: "deploy", Label: "Deploy", Primary: true}}
+		buttons = []FormButton{{Value: "preview", Label: "Preview"}, {Value: "deploy", Label: "Deploy", Primary: true}}
 	}
 	bound, resolved, err := h.bindings(ctx, ver.ResolverBindings, d.EnvironmentID)
 	if err != nil {
@@ -146,7 +146,7 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 	}
 	slices.Sort(v.Rotatable)
 	v.Update.Action, v.Update.Buttons = "/deployments/"+d.ID.String()+"/apply", buttons
-	return web.Render(c, status, views.DeploymentPage(web.Page(c, d.Name), v))
+	return web.Render(c, status, DeploymentPage(web.Page(c, d.Name), v))
 }
 
 func keyValues(m map[string]any, secret []string) []views.KeyValue {
@@ -171,8 +171,8 @@ func display(v any) string {
 	return string(b)
 }
 
-func operationRow(o Operation) views.OperationRow {
-	r := views.OperationRow{ID: o.ID.String(), Kind: o.Kind, Status: o.Status, RequestedBy: o.RequestedBy, Error: o.Error,
+func operationRow(o Operation) OperationRow {
+	r := OperationRow{ID: o.ID.String(), Kind: o.Kind, Status: o.Status, RequestedBy: o.RequestedBy, Error: o.Error,
 		Version: o.Version, Position: o.Position, Created: o.CreatedAt}
 	if o.StartedAt != nil && o.FinishedAt != nil {
 		r.Took = o.FinishedAt.Sub(*o.StartedAt).Round(100 * time.Millisecond).String()
@@ -331,17 +331,17 @@ func (h *Handlers) OperationPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.OperationView{ID: d.ID.String(), Kind: d.Kind, DeploymentID: d.DeploymentID.String(), Deployment: d.Deployment,
+	v := OperationView{ID: d.ID.String(), Kind: d.Kind, DeploymentID: d.DeploymentID.String(), Deployment: d.Deployment,
 		Live: live, LogTruncated: d.LogTruncated}
 	var last int64
 	for _, l := range lines {
-		v.Log = append(v.Log, views.LogRow{ID: l.ID, Line: l.Line})
+		v.Log = append(v.Log, LogRow{ID: l.ID, Line: l.Line})
 		last = l.ID
 	}
 	if !ended(d.Status) {
 		v.StreamURL = fmt.Sprintf("/operations/%s/stream?after=%d", id, last)
 	}
-	return web.Render(c, http.StatusOK, views.OperationPage(page, v))
+	return web.Render(c, http.StatusOK, OperationPage(page, v))
 }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
@@ -356,13 +356,13 @@ func ended(status string) bool {
 
 // live is the changing part of an operation's page: status, times, progress, resources,
 // outputs, steps, and what can be done next.
-func (h *Handlers) live(c echo.Context, d Detail, csrf string) (views.LiveView, error) {
+func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error) {
 	ctx, actor := web.Ctx(c), web.Actor(c)
 	dep, err := h.svc.get(ctx, actor, d.DeploymentID) // the row: no secret needs opening here
 	if err != nil {
-		return views.LiveView{}, err
+		return LiveView{}, err
 	}
-	v := views.LiveView{OperationRow: operationRow(d.Operation), Started: "—", Finished: "—", CSRF: csrf,
+	v := LiveView{OperationRow: operationRow(d.Operation), Started: "—", Finished: "—", CSRF: csrf,
 		CanCancel: !ended(d.Status) && actor.Can("component:deploy", dep.TenantID)}
 	if d.ExitCode != nil {
 		v.ExitCode = strconv.Itoa(*d.ExitCode)
@@ -377,7 +377,7 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (views.LiveView, 
 		v.Finished = stamp(*d.FinishedAt)
 	}
 	for _, s := range d.Steps {
-		row := views.StepRow{Name: s.Name, Status: s.Status, Error: s.Error, Attempts: s.Attempts}
+		row := StepRow{Name: s.Name, Status: s.Status, Error: s.Error, Attempts: s.Attempts}
 		if s.StartedAt != nil && s.FinishedAt != nil {
 			row.Took = s.FinishedAt.Sub(*s.StartedAt).Round(10 * time.Millisecond).String()
 		}
@@ -387,9 +387,9 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (views.LiveView, 
 	if d.Status == "awaiting_approval" {
 		a, err := dbgen.New(h.svc.pool).ApprovalOfOperation(ctx, d.ID)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return views.LiveView{}, err
+			return LiveView{}, err
 		}
-		v.Approval = views.ApprovalProgress{Approvals: int(a.Approvals), Required: int(a.ApprovalsRequired)}
+		v.Approval = ApprovalProgress{Approvals: int(a.Approvals), Required: int(a.ApprovalsRequired)}
 		if err == nil {
 			v.Approval.ID = a.ID.String()
 		}
@@ -402,7 +402,7 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (views.LiveView, 
 	if d.Kind == "preview" && d.Status == "succeeded" && dep.Status != "destroyed" {
 		fresh, err := neverDeployed(ctx, dbgen.New(h.svc.pool), dep.ID, dep.Status)
 		if err != nil {
-			return views.LiveView{}, err
+			return LiveView{}, err
 		}
 		label := "Update"
 		switch {
@@ -411,14 +411,14 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (views.LiveView, 
 		case int32(d.Version) > dep.Version:
 			label = fmt.Sprintf("Upgrade to v%d", d.Version)
 		}
-		v.Next = views.NextAction{Label: label, URL: "/operations/" + d.ID.String() + "/apply"}
+		v.Next = NextAction{Label: label, URL: "/operations/" + d.ID.String() + "/apply"}
 	}
 	return v, nil
 }
 
 // ResourceRows is an operation's resources as its page shows them, with how many real
 // resources it plans and how many of them are done.
-func ResourceRows(resources []Resource) (rows []views.ResourceRow, planned, done int) {
+func ResourceRows(resources []Resource) (rows []ResourceRow, planned, done int) {
 	for _, r := range resources {
 		// The stack and its providers are bookkeeping, not resources anyone waits for: shown
 		// only when they have something to say.
@@ -426,12 +426,12 @@ func ResourceRows(resources []Resource) (rows []views.ResourceRow, planned, done
 		if bookkeeping && r.Diagnostics == "" && r.Status != "failed" {
 			continue
 		}
-		row := views.ResourceRow{Name: r.Name, Type: r.Type, Op: r.Op, Status: r.Status, Diagnostics: r.Diagnostics}
+		row := ResourceRow{Name: r.Name, Type: r.Type, Op: r.Op, Status: r.Status, Diagnostics: r.Diagnostics}
 		if r.StartedAt != nil && r.FinishedAt != nil {
 			row.Took = r.FinishedAt.Sub(*r.StartedAt).Round(10 * time.Millisecond).String()
 		}
 		for _, ch := range r.Changes {
-			row.Changes = append(row.Changes, views.ChangeRow{Path: ch.Path, Kind: ch.Kind, Old: shown(ch.Old), New: shown(ch.New)})
+			row.Changes = append(row.Changes, ChangeRow{Path: ch.Path, Kind: ch.Kind, Old: shown(ch.Old), New: shown(ch.New)})
 		}
 		rows = append(rows, row)
 		if bookkeeping {
@@ -470,7 +470,7 @@ func (h *Handlers) DeployDialog(c echo.Context) error {
 		return err
 	}
 	v.Form = paramForm(dd.InputSchema, nil, nil, nil, bound, false, limitsOf(dd))
-	return web.Render(c, http.StatusOK, views.DeployDialog(views.Page{CSRF: web.CSRF(c)}, v))
+	return web.Render(c, http.StatusOK, DeployDialog(views.Page{CSRF: web.CSRF(c)}, v))
 }
 
 func limitsOf(dd Deployable) map[string]governance.Limits {
@@ -480,8 +480,8 @@ func limitsOf(dd Deployable) map[string]governance.Limits {
 	return dd.Rule.Parameters
 }
 
-func dialogView(dd Deployable) views.DeployDialogView {
-	v := views.DeployDialogView{ComponentID: dd.ComponentID.String(), Component: dd.Component, Version: dd.Version}
+func dialogView(dd Deployable) DeployDialogView {
+	v := DeployDialogView{ComponentID: dd.ComponentID.String(), Component: dd.Component, Version: dd.Version}
 	if dd.Rule != nil {
 		v.Rules = dd.Rule.Describe()
 	}
@@ -553,7 +553,7 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 	}
 	slices.Sort(general)
 	v.Form.Error = strings.Join(general, "; ")
-	return web.Render(c, http.StatusUnprocessableEntity, views.DeployDialog(views.Page{CSRF: web.CSRF(c)}, v))
+	return web.Render(c, http.StatusUnprocessableEntity, DeployDialog(views.Page{CSRF: web.CSRF(c)}, v))
 }
 
 // paramForm lays a version's input schema out as form fields, filled with values (the
@@ -565,8 +565,8 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 // deploy dialog, before an environment is chosen) they stay fields, saying what happens.
 //
 // limits are the tenant's governance, which narrow the schema's bounds and choices.
-func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err error, bound map[string]string, resolved bool, limits map[string]governance.Limits) views.ParamForm {
-	var f views.ParamForm
+func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err error, bound map[string]string, resolved bool, limits map[string]governance.Limits) ParamForm {
+	var f ParamForm
 	schema := component.ParseSchema("input_schema", rawSchema, &problem.ValidationError{})
 	if schema == nil {
 		f.Error = "this version's input schema cannot be read"
@@ -575,7 +575,7 @@ func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err 
 	errs := web.FormErrors(err)
 	for _, name := range schema.Names() {
 		p := schema.Properties[name]
-		field := views.ParamField{Name: name, Label: p.Title, Description: p.Description, Kind: "text",
+		field := ParamField{Name: name, Label: p.Title, Description: p.Description, Kind: "text",
 			Required: slices.Contains(schema.Required, name) && p.Default == nil, Error: errs["parameters."+name], Pattern: p.Pattern}
 		if field.Label == "" {
 			field.Label = name
@@ -715,7 +715,7 @@ func (h *Handlers) bindings(ctx context.Context, raw []byte, environmentID uuid.
 
 // narrow applies the tenant's rule to a field: tighter bounds, and its allowed values as the
 // only choices. The browser then refuses what the server would.
-func narrow(f *views.ParamField, l governance.Limits) {
+func narrow(f *ParamField, l governance.Limits) {
 	bound := func(current string, b *governance.Bound, tighter func(a, b float64) bool) string {
 		if b == nil {
 			return current

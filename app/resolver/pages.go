@@ -30,7 +30,7 @@ func (h *Handlers) ZonePage(c echo.Context) error {
 
 // page is what the resolver page of an environment or a landing zone is made from.
 type page struct {
-	view    views.ResolversView
+	view    ResolversView
 	configs []Config
 	pools   dbgen.ListPoolsParams
 	names   uuid.UUID // the environment whose issued names are listed; none for a zone
@@ -54,7 +54,7 @@ func (h *Handlers) pageOf(c echo.Context) (page, error) {
 			return page{}, err
 		}
 		return page{
-			view: views.ResolversView{Base: "/landing-zones/" + id.String() + "/resolvers", Heading: "Resolvers of landing zone " + z.Name,
+			view: ResolversView{Base: "/landing-zones/" + id.String() + "/resolvers", Heading: "Resolvers of landing zone " + z.Name,
 				Intro:     "Every environment of this landing zone resolves with these, unless it overrides one. The name preview stands in tenant and env for an environment's own.",
 				CanManage: actor.ProviderAdmin && z.Status != "retired"},
 			configs: configs,
@@ -71,7 +71,7 @@ func (h *Handlers) pageOf(c echo.Context) (page, error) {
 		return page{}, err
 	}
 	pg := page{
-		view: views.ResolversView{Base: "/environments/" + id.String() + "/resolvers", Heading: "Resolvers of " + env.TenantName + " / " + env.Name,
+		view: ResolversView{Base: "/environments/" + id.String() + "/resolvers", Heading: "Resolvers of " + env.TenantName + " / " + env.Name,
 			Intro:     "A component input bound to a resolver is filled when it is deployed here, if this environment or its landing zone configures that resolver; elsewhere it is an ordinary input.",
 			CanManage: actor.Can("resolver:config:manage", env.TenantID), Inherited: map[string]string{}},
 		configs: configs,
@@ -159,14 +159,14 @@ func (h *Handlers) renderPage(c echo.Context, status int, typ string, form map[s
 			return nerr
 		}
 		for _, n := range names {
-			row := views.IssuedNameRow{Name: n.Name, FQDN: n.Fqdn, Deployment: n.DeploymentName, Created: n.CreatedAt}
+			row := IssuedNameRow{Name: n.Name, FQDN: n.Fqdn, Deployment: n.DeploymentName, Created: n.CreatedAt}
 			if n.DeploymentID.Valid {
 				row.DeploymentID = n.DeploymentID.UUID.String()
 			}
 			v.Names = append(v.Names, row)
 		}
 	}
-	return web.Render(c, status, views.Resolvers(web.Page(c, v.Heading), v))
+	return web.Render(c, status, Resolvers(web.Page(c, v.Heading), v))
 }
 
 // formFields are the fields of each resolver's form and how each goes into its configuration.
@@ -260,9 +260,9 @@ func (h *Handlers) renderImages(c echo.Context, status int, in Image, err error)
 	if ierr != nil {
 		return ierr
 	}
-	rows := make([]views.ImageRow, len(images))
+	rows := make([]ImageRow, len(images))
 	for i, img := range images {
-		rows[i] = views.ImageRow{ID: img.ID.String(), Provider: img.Provider, OSFamily: img.OSFamily, OSVersion: img.OSVersion,
+		rows[i] = ImageRow{ID: img.ID.String(), Provider: img.Provider, OSFamily: img.OSFamily, OSVersion: img.OSVersion,
 			Architecture: img.Architecture, ImageID: img.ImageID, ImageName: img.ImageName}
 	}
 	providers, perr := dbgen.New(h.svc.pool).ListProviders(ctx)
@@ -273,9 +273,9 @@ func (h *Handlers) renderImages(c echo.Context, status int, in Image, err error)
 	for i, p := range providers {
 		names[i] = p.Name
 	}
-	form := views.ImageRow{Provider: in.Provider, OSFamily: in.OSFamily, OSVersion: in.OSVersion, Architecture: in.Architecture,
+	form := ImageRow{Provider: in.Provider, OSFamily: in.OSFamily, OSVersion: in.OSVersion, Architecture: in.Architecture,
 		ImageID: in.ImageID, ImageName: in.ImageName}
-	return web.Render(c, status, views.Images(web.Page(c, "Image catalog"), rows, actor.ProviderAdmin, names, form, web.FormErrors(err)))
+	return web.Render(c, status, Images(web.Page(c, "Image catalog"), rows, actor.ProviderAdmin, names, form, web.FormErrors(err)))
 }
 
 // AddImageForm adds an image from the form.
