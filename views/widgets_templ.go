@@ -15,8 +15,8 @@ import (
 	"time"
 )
 
-// RoleOption is a role a member may be given.
-type RoleOption struct {
+// Option is one choice of a select field: the value the form sends and the label shown.
+type Option struct {
 	Value string
 	Label string
 }
@@ -74,7 +74,7 @@ func FieldError(name, msg string) templ.Component {
 	})
 }
 
-func SelectField(name, label, value string, opts []RoleOption, errMsg string) templ.Component {
+func SelectField(name, label, value string, opts []Option, errMsg string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -241,10 +241,10 @@ func SelectField(name, label, value string, opts []RoleOption, errMsg string) te
 	})
 }
 
-func Options(values []string) []RoleOption {
-	out := make([]RoleOption, len(values))
+func Options(values []string) []Option {
+	out := make([]Option, len(values))
 	for i, v := range values {
-		out[i] = RoleOption{Value: v, Label: v}
+		out[i] = Option{Value: v, Label: v}
 	}
 	return out
 }

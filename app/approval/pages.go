@@ -186,18 +186,18 @@ func (h *Handlers) policiesPage(c echo.Context, f PolicyForm, status int) error 
 	}
 	for _, ch := range choices {
 		f.Choices = append(f.Choices, ScopeChoice{Scope: ch.Scope, ID: ch.ID.String(), Name: ch.Name})
-		if !slices.ContainsFunc(f.Scopes, func(o views.RoleOption) bool { return o.Value == ch.Scope }) {
-			f.Scopes = append(f.Scopes, views.RoleOption{Value: ch.Scope, Label: scopeLabel(ch.Scope)})
+		if !slices.ContainsFunc(f.Scopes, func(o views.Option) bool { return o.Value == ch.Scope }) {
+			f.Scopes = append(f.Scopes, views.Option{Value: ch.Scope, Label: scopeLabel(ch.Scope)})
 		}
 	}
 	if f.Scope == "" && len(f.Scopes) > 0 {
 		f.Scope = f.Scopes[0].Value
 	}
 	for _, op := range Operations {
-		f.AllOperations = append(f.AllOperations, views.RoleOption{Value: op, Label: op})
+		f.AllOperations = append(f.AllOperations, views.Option{Value: op, Label: op})
 	}
 	for _, r := range ApproverRoles {
-		f.Roles = append(f.Roles, views.RoleOption{Value: string(r), Label: r.Label()})
+		f.Roles = append(f.Roles, views.Option{Value: string(r), Label: r.Label()})
 	}
 	return web.Render(c, status, ApprovalPolicies(web.Page(c, "Approval policies"), rows, f))
 }

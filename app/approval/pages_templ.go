@@ -54,7 +54,7 @@ type PolicyRow struct {
 type PolicyForm struct {
 	Scope, ScopeID, Role, Approvals string
 	Operations                      []string
-	Scopes, Roles, AllOperations    []views.RoleOption
+	Scopes, Roles, AllOperations    []views.Option
 	Choices                         []ScopeChoice
 	Errors                          views.Errors
 }

@@ -122,14 +122,14 @@ func (h *Handlers) renderEditor(c echo.Context, status int, e EditorView, err er
 		e.Languages = append(e.Languages, opt)
 	}
 	if actor.ProviderAdmin {
-		e.Tenants = append(e.Tenants, views.RoleOption{Value: "", Label: "Provider (every tenant)"})
+		e.Tenants = append(e.Tenants, views.Option{Value: "", Label: "Provider (every tenant)"})
 	}
 	owners, ownErr := h.svc.Owners(web.Ctx(c), actor)
 	if ownErr != nil {
 		return ownErr
 	}
 	for _, o := range owners {
-		e.Tenants = append(e.Tenants, views.RoleOption{Value: o.ID.String(), Label: "Tenant " + o.Name})
+		e.Tenants = append(e.Tenants, views.Option{Value: o.ID.String(), Label: "Tenant " + o.Name})
 	}
 	e.Errors = web.FormErrors(err)
 	if e.Outcome.Refused == "" && e.Errors != nil {

@@ -1002,7 +1002,7 @@ type EditorView struct {
 	Version                                  int // the version shown read-only
 	Providers, SemanticTypes                 []string
 	Languages                                []LanguageOption
-	Tenants                                  []views.RoleOption // value: tenant ID, label: name; "" is provider-level
+	Tenants                                  []views.Option // value: tenant ID, label: name; "" is provider-level
 	Errors                                   views.Errors
 	Outcome                                  Outcome // problems from the last save or publish
 	Revision                                 int     // the draft's revision, which a publish names
@@ -2100,7 +2100,7 @@ type DiffView struct {
 	Language, Note string
 }
 
-var diffParts = []views.RoleOption{
+var diffParts = []views.Option{
 	{Value: "code", Label: "Program"}, {Value: "input_schema", Label: "Inputs"},
 	{Value: "output_schema", Label: "Outputs"}, {Value: "resolver_bindings", Label: "Resolver bindings"},
 }

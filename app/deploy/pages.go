@@ -54,11 +54,11 @@ func (h *Handlers) ListPage(c echo.Context) error {
 	for _, d := range all {
 		if !seen[d.EnvironmentID.String()] {
 			seen[d.EnvironmentID.String()] = true
-			vf.Environments = append(vf.Environments, views.RoleOption{Value: d.EnvironmentID.String(), Label: d.Environment})
+			vf.Environments = append(vf.Environments, views.Option{Value: d.EnvironmentID.String(), Label: d.Environment})
 		}
 		if !seen[d.ComponentID.String()] {
 			seen[d.ComponentID.String()] = true
-			vf.Components = append(vf.Components, views.RoleOption{Value: d.ComponentID.String(), Label: d.Component})
+			vf.Components = append(vf.Components, views.Option{Value: d.ComponentID.String(), Label: d.Component})
 		}
 	}
 	rows := make([]DeploymentRow, len(ds))
@@ -489,7 +489,7 @@ func dialogView(dd Deployable) DeployDialogView {
 		v.Left = fmt.Sprintf("%d more may be deployed in this tenant", dd.Left)
 	}
 	for _, e := range dd.Environments {
-		v.Environments = append(v.Environments, views.RoleOption{Value: e.ID.String(), Label: e.TenantName + " / " + e.Name})
+		v.Environments = append(v.Environments, views.Option{Value: e.ID.String(), Label: e.TenantName + " / " + e.Name})
 	}
 	resolves, _ := json.Marshal(dd.Resolves)
 	v.Resolves = string(resolves)

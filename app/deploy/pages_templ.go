@@ -28,7 +28,7 @@ type DeploymentRow struct {
 // DeploymentFilter is the list's filter form with its choices.
 type DeploymentFilter struct {
 	Environment, Component, Status string
-	Environments, Components       []views.RoleOption // value: ID, label: name
+	Environments, Components       []views.Option // value: ID, label: name
 	Statuses                       []string
 }
 
@@ -251,7 +251,7 @@ func Deployments(page views.Page, f DeploymentFilter, rows []DeploymentRow) temp
 	})
 }
 
-func optionFilter(name, label, value string, opts []views.RoleOption) templ.Component {
+func optionFilter(name, label, value string, opts []views.Option) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -3243,7 +3243,7 @@ func ParamFields(f ParamForm) templ.Component {
 type DeployDialogView struct {
 	ComponentID, Component string
 	Version                int
-	Environments           []views.RoleOption
+	Environments           []views.Option
 	Environment, Name      string
 	NameError, EnvError    string
 	Form                   ParamForm

@@ -139,15 +139,15 @@ func (h *Handlers) render(c echo.Context, status int, form EnvironmentForm, err 
 			Template: e.Template, Created: e.CreatedAt}
 	}
 	for _, t := range h.svc.manageable(ctx, actor) {
-		form.Tenants = append(form.Tenants, views.RoleOption{Value: t.ID.String(), Label: t.Name})
+		form.Tenants = append(form.Tenants, views.Option{Value: t.ID.String(), Label: t.Name})
 	}
 	templates, terr := h.lifecycle.Templates(ctx)
 	if terr != nil {
 		return terr
 	}
-	form.Templates = []views.RoleOption{{Value: "", Label: "none: a bare environment outside any landing zone"}}
+	form.Templates = []views.Option{{Value: "", Label: "none: a bare environment outside any landing zone"}}
 	for _, t := range templates {
-		form.Templates = append(form.Templates, views.RoleOption{Value: t.ID.String(), Label: t.LandingZone + " / " + t.Name})
+		form.Templates = append(form.Templates, views.Option{Value: t.ID.String(), Label: t.LandingZone + " / " + t.Name})
 	}
 	form.Errors = web.FormErrors(err)
 	return web.Render(c, status, Environments(web.Page(c, "Environments"), rows, form))

@@ -25,7 +25,7 @@ type EnvironmentRow struct {
 // EnvironmentForm is the new-environment form: a tenant, a name, and the template it is opened
 // from (none makes a bare environment outside any landing zone).
 type EnvironmentForm struct {
-	Tenants, Templates     []views.RoleOption
+	Tenants, Templates     []views.Option
 	Tenant, Name, Template string
 	Errors                 views.Errors
 }

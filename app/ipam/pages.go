@@ -41,10 +41,10 @@ func (h *Handlers) renderList(c echo.Context, status int, in *NewPool, err error
 		}
 		form = &PoolForm{Errors: web.FormErrors(err)}
 		for _, z := range zones {
-			form.Zones = append(form.Zones, views.RoleOption{Value: "landing_zone:" + z.ID.String(), Label: z.Name})
+			form.Zones = append(form.Zones, views.Option{Value: "landing_zone:" + z.ID.String(), Label: z.Name})
 		}
 		for _, e := range envs {
-			form.Environments = append(form.Environments, views.RoleOption{Value: "environment:" + e.ID.String(), Label: e.TenantName + " / " + e.Name})
+			form.Environments = append(form.Environments, views.Option{Value: "environment:" + e.ID.String(), Label: e.TenantName + " / " + e.Name})
 		}
 		if in != nil {
 			form.Scope, form.Name, form.Prefix, form.Reserved = scopeValue(*in), in.Name, in.Prefix, strings.Join(in.Reserved, ", ")

@@ -25,7 +25,7 @@ type PoolRow struct {
 
 // PoolForm is the new-pool form with its choices.
 type PoolForm struct {
-	Zones, Environments           []views.RoleOption // values landing_zone:ID and environment:ID
+	Zones, Environments           []views.Option // values landing_zone:ID and environment:ID
 	Scope, Name, Prefix, Reserved string
 	Errors                        views.Errors
 }

@@ -43,7 +43,7 @@ func (h *Handlers) renderList(c echo.Context, status int, form ZoneForm, err err
 		return perr
 	}
 	for _, p := range providers {
-		form.Providers = append(form.Providers, views.RoleOption{Value: p.Name, Label: p.DisplayName})
+		form.Providers = append(form.Providers, views.Option{Value: p.Name, Label: p.DisplayName})
 	}
 	form.Errors = web.FormErrors(err)
 	return web.Render(c, status, LandingZones(web.Page(c, "Landing zones"), rows, form))
@@ -126,7 +126,7 @@ func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err e
 		return cerr
 	}
 	for _, ch := range choices {
-		v.Components = append(v.Components, views.RoleOption{Value: ch.ID.String(), Label: ch.Name})
+		v.Components = append(v.Components, views.Option{Value: ch.ID.String(), Label: ch.Name})
 	}
 	return web.Render(c, status, LandingZonePage(web.Page(c, z.Name), v))
 }

@@ -27,7 +27,7 @@ type ZoneRow struct {
 // ZoneForm is the new-zone form.
 type ZoneForm struct {
 	Name, Provider, Description string
-	Providers                   []views.RoleOption
+	Providers                   []views.Option
 	Errors                      views.Errors
 }
 
@@ -260,7 +260,7 @@ type ZoneView struct {
 	Resolvers                               []ResolverState
 	Pools                                   []ipam.PoolRow
 	Environments                            []ZoneEnvRow
-	Components                              []views.RoleOption // provider-level published components of the zone's provider
+	Components                              []views.Option // provider-level published components of the zone's provider
 	ServiceForm                             MemberForm
 	TemplateForm                            TemplateForm
 	Errors                                  views.Errors // of publish and retire
@@ -1537,8 +1537,8 @@ func rowField(i int, name string) string {
 	return "mandatory_components[" + strconv.Itoa(i) + "]." + name
 }
 
-func withNone(opts []views.RoleOption) []views.RoleOption {
-	return append([]views.RoleOption{{Value: "", Label: "—"}}, opts...)
+func withNone(opts []views.Option) []views.Option {
+	return append([]views.Option{{Value: "", Label: "—"}}, opts...)
 }
 
 var _ = templruntime.GeneratedTemplate

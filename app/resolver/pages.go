@@ -99,7 +99,7 @@ func (h *Handlers) renderPage(c echo.Context, status int, typ string, form map[s
 	v := pg.view
 	v.Configured, v.Errors = map[string]bool{}, map[string]views.Errors{}
 	for _, k := range NamingVariables {
-		v.Variables = append(v.Variables, views.RoleOption{Value: k.Name, Label: k.Meaning})
+		v.Variables = append(v.Variables, views.Option{Value: k.Name, Label: k.Meaning})
 	}
 	pools, perr := q.ListPools(ctx, pg.pools)
 	if perr != nil {
@@ -125,7 +125,7 @@ func (h *Handlers) renderPage(c echo.Context, status int, typ string, form map[s
 		if p.LandingZoneID.Valid && pg.pools.EnvironmentID.Valid {
 			label += ", shared by the landing zone"
 		}
-		v.Pools = append(v.Pools, views.RoleOption{Value: p.ID.String(), Label: label})
+		v.Pools = append(v.Pools, views.Option{Value: p.ID.String(), Label: label})
 	}
 	// What each form shows: the saved configuration, then, after a refused save, what was typed.
 	values := map[string]string{"length": "24"}

@@ -21,12 +21,12 @@ type ResolversView struct {
 	Heading, Intro                    string
 	CanManage                         bool
 	Inherited                         map[string]string // by type: the landing zone an environment inherits it from
-	Pools                             []views.RoleOption
+	Pools                             []views.Option
 	PoolID, Bits                      string
 	Pattern, Domain, NextName         string
 	OSFamily, OSVersion, Architecture string
 	SecretLength                      string
-	Variables                         []views.RoleOption // value: the variable, label: its meaning
+	Variables                         []views.Option // value: the variable, label: its meaning
 	Configured                        map[string]bool
 	Errors                            map[string]views.Errors // by resolver type
 	Names                             []IssuedNameRow

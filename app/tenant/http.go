@@ -70,9 +70,9 @@ func (h *Handlers) renderShow(c echo.Context, status int, email, role string, er
 	for i, m := range members {
 		rows[i] = MemberRow{UserID: m.UserID.String(), Email: m.Email, Role: string(m.Role), Label: m.Role.Label()}
 	}
-	roles := make([]views.RoleOption, len(access.TenantRoles))
+	roles := make([]views.Option, len(access.TenantRoles))
 	for i, r := range access.TenantRoles {
-		roles[i] = views.RoleOption{Value: string(r), Label: r.Label()}
+		roles[i] = views.Option{Value: string(r), Label: r.Label()}
 	}
 	canManage := actor.Can("tenant:member:manage", id)
 	return web.Render(c, status, TenantPage(web.Page(c, t.Name), id.String(), t.Name, rows, canManage, roles, email, role, errs))

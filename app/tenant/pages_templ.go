@@ -165,7 +165,7 @@ type MemberRow struct {
 	Label  string
 }
 
-func TenantPage(page views.Page, id, name string, members []MemberRow, canManage bool, roles []views.RoleOption, email, role string, errs views.Errors) templ.Component {
+func TenantPage(page views.Page, id, name string, members []MemberRow, canManage bool, roles []views.Option, email, role string, errs views.Errors) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
