@@ -11,6 +11,7 @@ import (
 
 	"nimbus/app/problem"
 	"nimbus/app/web"
+	"nimbus/db/dbgen"
 	"nimbus/views"
 )
 
@@ -92,7 +93,7 @@ func (h *Handlers) Page(c echo.Context) error {
 		}
 		pager.PrevURL = strings.TrimSuffix("/audit?"+q.Encode(), "?")
 	}
-	return web.Render(c, http.StatusOK, Audit(web.Page(c, "Audit log"), page.Events, form, pager, nil))
+	return web.Render(c, http.StatusOK, Audit(web.Page(c, "Audit log"), eventRows(page.Events), form, pager, nil))
 }
 
 // ListAPI answers GET /api/v1/audit-events with the same filters; next_before pages on.
@@ -110,4 +111,13 @@ func (h *Handlers) ListAPI(c echo.Context) error {
 		out["next_before"] = page.NextBefore
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+func eventRows(events []dbgen.AuditEvent) []EventRow {
+	rows := make([]EventRow, len(events))
+	for i, e := range events {
+		rows[i] = EventRow{CreatedAt: e.CreatedAt, ActorEmail: e.ActorEmail, Action: e.Action,
+			TargetType: e.TargetType, TargetID: e.TargetID, Diff: string(e.Diff)}
+	}
+	return rows
 }

@@ -16,6 +16,7 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/problem"
 	"nimbus/app/web"
+	"nimbus/db/dbgen"
 	"nimbus/views"
 )
 
@@ -187,7 +188,7 @@ func (h *Handlers) renderTokens(c echo.Context, status int, secret, name string,
 	if err != nil {
 		return err
 	}
-	return web.Render(c, status, Tokens(web.Page(c, "API tokens"), tokens, secret, name, errs))
+	return web.Render(c, status, Tokens(web.Page(c, "API tokens"), tokenRows(tokens), secret, name, errs))
 }
 
 // CreateTokenForm creates a token and shows its secret once.
@@ -298,4 +299,12 @@ func safeNext(next string) string {
 		return "/"
 	}
 	return next
+}
+
+func tokenRows(tokens []dbgen.ApiToken) []TokenRow {
+	rows := make([]TokenRow, len(tokens))
+	for i, t := range tokens {
+		rows[i] = TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, ExpiresAt: t.ExpiresAt}
+	}
+	return rows
 }
