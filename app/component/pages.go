@@ -55,7 +55,7 @@ func (h *Handlers) CatalogPage(c echo.Context) error {
 	}
 	filter := CatalogFilter{Search: f.Search, Provider: f.Provider, SemanticType: f.SemanticType, Scope: f.Scope,
 		Published: f.PublishedOnly, Providers: sem.Providers, SemanticTypes: sem.SemanticTypes}
-	canCreate := actor.CanSomewhere("component:definition:create")
+	canCreate := actor.CanSomewhere(access.ComponentDefinitionCreate)
 	return web.Render(c, http.StatusOK, CatalogPage(web.Page(c, "Catalog"), filter, cards, cat.Total, pager, canCreate))
 }
 
@@ -78,9 +78,9 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 		ID: comp.ID.String(), Name: comp.Name, DisplayName: comp.DisplayName, Description: comp.Description,
 		Provider: comp.Provider, SemanticType: comp.SemanticType, Language: comp.Language, Owner: owner(comp),
 		LatestVersion: comp.LatestVersion,
-		CanEdit:       can(actor, "component:definition:update", comp.TenantID),
-		CanPublish:    can(actor, "component:definition:publish", comp.TenantID),
-		CanDelete:     can(actor, "component:definition:delete", comp.TenantID),
+		CanEdit:       can(actor, access.ComponentDefinitionUpdate, comp.TenantID),
+		CanPublish:    can(actor, access.ComponentDefinitionPublish, comp.TenantID),
+		CanDelete:     can(actor, access.ComponentDefinitionDelete, comp.TenantID),
 	}
 	for _, v := range versions {
 		view.Versions = append(view.Versions, VersionRow{Version: v.Version, Changelog: v.Changelog,
@@ -207,7 +207,7 @@ func (h *Handlers) EditPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if !can(actor, "component:definition:update", comp.TenantID) {
+	if !can(actor, access.ComponentDefinitionUpdate, comp.TenantID) {
 		return problem.ErrForbidden
 	}
 	return h.renderEditor(c, http.StatusOK, editorView(comp, actor), nil)
@@ -217,7 +217,7 @@ func editorView(comp Component, actor access.Principal) EditorView {
 	return EditorView{ID: comp.ID.String(), Name: comp.Name, DisplayName: comp.DisplayName, Description: comp.Description,
 		Language: comp.Language, Provider: comp.Provider, SemanticType: comp.SemanticType, Code: comp.Code,
 		InputSchema: pretty(comp.InputSchema), OutputSchema: pretty(comp.OutputSchema), ResolverBindings: pretty(comp.ResolverBindings),
-		Revision: comp.Revision, CanPublish: can(actor, "component:definition:publish", comp.TenantID)}
+		Revision: comp.Revision, CanPublish: can(actor, access.ComponentDefinitionPublish, comp.TenantID)}
 }
 
 func pretty(raw json.RawMessage) string {

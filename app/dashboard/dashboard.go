@@ -65,7 +65,7 @@ func (s *Service) Overview(ctx context.Context, actor access.Principal) (Overvie
 	// What needs a look first: failed, then moving, then settled.
 	rank := map[string]int{"failed": 0, "provisioning": 1, "decommissioning": 1, "planned": 1, "active": 2}
 	slices.SortStableFunc(o.Environments, func(a, b environment.Environment) int { return rank[a.Status] - rank[b.Status] })
-	tenants := actor.TenantsWith("environment:read")
+	tenants := actor.TenantsWith(access.EnvironmentRead)
 	q := dbgen.New(s.pool)
 	if o.Active, err = q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants}); err != nil {
 		return o, fmt.Errorf("active operations: %w", err)

@@ -103,7 +103,7 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 	v := DeploymentView{ID: d.ID.String(), Name: d.Name, Environment: d.Environment,
 		Component: d.Component, ComponentID: d.ComponentID.String(), Status: d.Status, Version: d.Version,
 		Created: d.CreatedAt, Updated: d.UpdatedAt, Destroyed: d.Status == "destroyed",
-		CanDeploy: actor.Can("component:deploy", d.TenantID), CanDestroy: actor.Can("component:destroy", d.TenantID),
+		CanDeploy: actor.Can(access.ComponentDeploy, d.TenantID), CanDestroy: actor.Can(access.ComponentDestroy, d.TenantID),
 		Outputs: keyValues(d.Outputs, nil)}
 	v.Parameters = keyValues(d.Parameters, d.SecretNames)
 	for _, o := range ops {
@@ -113,7 +113,7 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 			v.Active = &row
 		}
 	}
-	if actor.Can("component:upgrade", d.TenantID) {
+	if actor.Can(access.ComponentUpgrade, d.TenantID) {
 		for _, nv := range newer {
 			if int(nv.Version) > d.Version && nv.ArchivedAt == nil {
 				v.Upgrades = append(v.Upgrades, UpgradeOption{Version: int(nv.Version), Changelog: nv.Changelog})
@@ -363,7 +363,7 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error)
 		return LiveView{}, err
 	}
 	v := LiveView{OperationRow: operationRow(d.Operation), Started: "—", Finished: "—", CSRF: csrf,
-		CanCancel: !ended(d.Status) && actor.Can("component:deploy", dep.TenantID)}
+		CanCancel: !ended(d.Status) && actor.Can(access.ComponentDeploy, dep.TenantID)}
 	if d.ExitCode != nil {
 		v.ExitCode = strconv.Itoa(*d.ExitCode)
 	}

@@ -200,7 +200,7 @@ func (h *Handlers) renderShow(c echo.Context, status int, err error) error {
 		return derr
 	}
 	v := EnvironmentView{ID: d.ID.String(), Tenant: d.TenantName, Name: d.Name, Status: d.Status, Reason: d.StatusReason,
-		LandingZone: d.LandingZone, Template: d.Template, CanManage: actor.Can("environment:manage", d.TenantID), Errors: web.FormErrors(err)}
+		LandingZone: d.LandingZone, Template: d.Template, CanManage: actor.Can(access.EnvironmentManage, d.TenantID), Errors: web.FormErrors(err)}
 	for _, dep := range d.Deployments {
 		v.Deployments = append(v.Deployments, EnvDeploymentRow{ID: dep.ID.String(), Name: dep.Name, Component: dep.ComponentName,
 			Status: dep.Status, Outputs: compact(dep.Outputs), Mandatory: dep.TemplateComponentID.Valid})

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"nimbus/app/access"
 	"nimbus/app/problem"
 	"nimbus/app/web"
 	"nimbus/db/dbgen"
@@ -73,7 +74,7 @@ func (h *Handlers) pageOf(c echo.Context) (page, error) {
 	pg := page{
 		view: ResolversView{Base: "/environments/" + id.String() + "/resolvers", Heading: "Resolvers of " + env.TenantName + " / " + env.Name,
 			Intro:     "A component input bound to a resolver is filled when it is deployed here, if this environment or its landing zone configures that resolver; elsewhere it is an ordinary input.",
-			CanManage: actor.Can("resolver:config:manage", env.TenantID), Inherited: map[string]string{}},
+			CanManage: actor.Can(access.ResolverConfigManage, env.TenantID), Inherited: map[string]string{}},
 		configs: configs,
 		pools:   dbgen.ListPoolsParams{AllTenants: true, EnvironmentID: nullUUID(id)},
 		names:   id,

@@ -48,7 +48,7 @@ var resolverCases = map[string]authzCase{
 			net := w.netA(t)
 			got, err := w.ipam.List(context.Background(), p, ipam.Filter{})
 			for _, pool := range got {
-				if pool.TenantID != nil && !p.Can("resolver:config:read", *pool.TenantID) {
+				if pool.TenantID != nil && !p.Can(access.ResolverConfigRead, *pool.TenantID) {
 					t.Errorf("%s lists pool %s of another tenant", p.Email, pool.Name)
 				}
 			}

@@ -497,7 +497,7 @@ var accountCases = map[string]authzCase{
 		call: func(t *testing.T, w *world, p access.Principal) error {
 			page, err := w.audit.List(context.Background(), p, audit.Filter{Limit: 200})
 			for _, e := range page.Events {
-				if !p.ProviderAdmin && !p.Can("audit:read", e.TenantID.UUID) {
+				if !p.ProviderAdmin && !p.Can(access.AuditRead, e.TenantID.UUID) {
 					t.Errorf("%s sees event %s of tenant %v", p.Email, e.Action, e.TenantID)
 				}
 			}

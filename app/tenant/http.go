@@ -74,7 +74,7 @@ func (h *Handlers) renderShow(c echo.Context, status int, email, role string, er
 	for i, r := range access.TenantRoles {
 		roles[i] = views.Option{Value: string(r), Label: r.Label()}
 	}
-	canManage := actor.Can("tenant:member:manage", id)
+	canManage := actor.Can(access.TenantMemberManage, id)
 	return web.Render(c, status, TenantPage(web.Page(c, t.Name), id.String(), t.Name, rows, canManage, roles, email, role, errs))
 }
 
