@@ -308,3 +308,13 @@ func tokenRows(tokens []dbgen.ApiToken) []TokenRow {
 	}
 	return rows
 }
+
+// MeAPI answers GET /api/v1/me: who the token or session acts as.
+func (h *Handlers) MeAPI(c echo.Context) error {
+	p := web.Actor(c)
+	roles := map[string]access.Role{}
+	for t, r := range p.Roles {
+		roles[t.String()] = r
+	}
+	return c.JSON(http.StatusOK, map[string]any{"id": p.UserID, "email": p.Email, "provider_admin": p.ProviderAdmin, "roles": roles})
+}

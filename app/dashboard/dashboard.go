@@ -33,9 +33,10 @@ type Service struct {
 	approvals Approvals
 }
 
-// NewService returns a Service; approvals counts what waits for the viewer.
-func NewService(pool *pgxpool.Pool, approvals Approvals) *Service {
-	return &Service{pool: pool, envs: environment.NewService(pool), pools: ipam.NewService(pool), approvals: approvals}
+// NewService returns a Service that lists envs and pools; approvals counts what waits for the
+// viewer.
+func NewService(pool *pgxpool.Pool, envs *environment.Service, pools *ipam.Service, approvals Approvals) *Service {
+	return &Service{pool: pool, envs: envs, pools: pools, approvals: approvals}
 }
 
 // Overview is what the dashboard shows one viewer.

@@ -269,47 +269,27 @@ func (h *Handlers) DestroyForm(c echo.Context) error {
 
 // RefreshForm queues a refresh and follows it.
 func (h *Handlers) RefreshForm(c echo.Context) error {
-	return onID(c, h.svc.Refresh, follow(c))
+	return web.OnID(c, h.svc.Refresh, web.Follow(c, operationURL))
 }
 
 // CancelForm cancels an operation from its page, and stays there.
 func (h *Handlers) CancelForm(c echo.Context) error {
-	return onID(c, h.svc.Cancel, follow(c))
+	return web.OnID(c, h.svc.Cancel, web.Follow(c, operationURL))
 }
 
 // ApplyPreviewForm carries out a succeeded preview, from the preview's page.
 func (h *Handlers) ApplyPreviewForm(c echo.Context) error {
-	return onID(c, h.svc.Apply, follow(c))
+	return web.OnID(c, h.svc.Apply, web.Follow(c, operationURL))
 }
 
 // ApplyPreviewAPI answers POST /api/v1/operations/{id}/apply with 202 and the operation that
 // carries out the preview.
 func (h *Handlers) ApplyPreviewAPI(c echo.Context) error {
-	return onID(c, h.svc.Apply, accepted(c))
+	return web.OnID(c, h.svc.Apply, web.Accepted[Operation](c))
 }
 
-// onID acts on the request's :id and answers with what respond makes of the operation.
-func onID(c echo.Context, act func(context.Context, access.Principal, uuid.UUID) (Operation, error), respond func(Operation) error) error {
-	id, err := web.IDParam(c, "id")
-	if err != nil {
-		return err
-	}
-	op, err := act(web.Ctx(c), web.Actor(c), id)
-	if err != nil {
-		return err
-	}
-	return respond(op)
-}
-
-// follow goes on to the operation's page.
-func follow(c echo.Context) func(Operation) error {
-	return func(op Operation) error { return web.Redirect(c, "/operations/"+op.ID.String()) }
-}
-
-// accepted answers 202 with the operation.
-func accepted(c echo.Context) func(Operation) error {
-	return func(op Operation) error { return c.JSON(http.StatusAccepted, op) }
-}
+// operationURL is the page of an operation, where a form that starts or changes one goes on to.
+func operationURL(op Operation) string { return "/operations/" + op.ID.String() }
 
 // OperationPage shows an operation; while it runs, the page follows it over server-sent events.
 func (h *Handlers) OperationPage(c echo.Context) error {

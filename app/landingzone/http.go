@@ -8,14 +8,20 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/access"
+	"nimbus/app/ipam"
 	"nimbus/app/web"
 )
 
 // Handlers serves the landing zone pages and API.
-type Handlers struct{ svc *Service }
+type Handlers struct {
+	svc   *Service
+	pools *ipam.Service // the zone's IP pools, shown on its page
+}
 
-// NewHandlers returns the handlers for svc.
-func NewHandlers(svc *Service) *Handlers { return &Handlers{svc: svc} }
+// NewHandlers returns the handlers for svc; pools reads the IP pools of zones.
+func NewHandlers(svc *Service, pools *ipam.Service) *Handlers {
+	return &Handlers{svc: svc, pools: pools}
+}
 
 // ListAPI answers GET /api/v1/landing-zones.
 func (h *Handlers) ListAPI(c echo.Context) error {

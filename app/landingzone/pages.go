@@ -106,13 +106,12 @@ func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err e
 	for _, t := range resolver.Types() {
 		v.Resolvers = append(v.Resolvers, ResolverState{Type: t, Configured: configured[t]})
 	}
-	pools := ipam.NewService(h.svc.pool)
-	list, perr := pools.List(ctx, actor, ipam.Filter{LandingZoneID: z.ID})
+	list, perr := h.pools.List(ctx, actor, ipam.Filter{LandingZoneID: z.ID})
 	if perr != nil {
 		return perr
 	}
 	for _, p := range list {
-		full, perr := pools.Get(ctx, actor, p.ID)
+		full, perr := h.pools.Get(ctx, actor, p.ID)
 		if perr != nil {
 			return perr
 		}

@@ -27,7 +27,6 @@ import (
 	"nimbus/app/deploy"
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
-	"nimbus/app/secrets"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 )
@@ -76,10 +75,10 @@ type Service struct {
 	deploys *deploy.Service
 }
 
-// NewService returns a Service; keys seals the secret parameters of the deployments it plans,
-// jobs queues their operations.
-func NewService(pool *pgxpool.Pool, keys *secrets.Keyring, jobs component.JobInserter) *Service {
-	return &Service{pool: pool, jobs: jobs, deploys: deploy.NewService(pool, keys, jobs, nil, nil)}
+// NewService returns a Service; deploys plans the deployments of environments and system
+// services, jobs queues their operations.
+func NewService(pool *pgxpool.Pool, deploys *deploy.Service, jobs component.JobInserter) *Service {
+	return &Service{pool: pool, jobs: jobs, deploys: deploys}
 }
 
 // zoneName is also the name of the zone's system environment.

@@ -249,14 +249,14 @@ var zoneCases = map[string]authzCase{
 		call: func(t *testing.T, w *world, p access.Principal) error {
 			env := w.dev(t)
 			w.netA(t) // a pool, which only the provider admin's overview shows
-			o, err := dashboard.NewService(w.pool, w.approvals).Overview(context.Background(), p)
+			o, err := dashboard.NewService(w.pool, w.envs, w.ipam, w.approvals).Overview(context.Background(), p)
 			if err == nil && !p.ProviderAdmin && len(o.Pools) != 0 {
 				t.Errorf("%s sees pools %+v", p.Email, o.Pools)
 			}
 			return shown(o.Environments, err, func(e environment.Environment) bool { return e.ID == env.ID })
 		},
 		then: func(t *testing.T, w *world) {
-			svc := dashboard.NewService(w.pool, w.approvals)
+			svc := dashboard.NewService(w.pool, w.envs, w.ipam, w.approvals)
 			o, err := svc.Overview(context.Background(), w.adminB)
 			must(t, err)
 			if len(o.Environments) != 0 {

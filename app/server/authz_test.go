@@ -72,13 +72,14 @@ func newWorld(t testing.TB) *world {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	keys, jobs := testKeys(t), insertOnly(t, pool)
+	deploys := deploy.NewService(pool, keys, jobs, nil, nil)
 	w := &world{
 		pool: pool, tenants: tenant.NewService(pool), users: user.NewService(pool),
 		audit: audit.NewService(pool), auth: auth.NewService(pool, discardLog(), time.Hour),
 		components: component.NewService(pool, yamlOnly{}, jobs),
 		envs:       environment.NewService(pool),
-		deploys:    deploy.NewService(pool, keys, jobs, nil, nil),
-		zones:      landingzone.NewService(pool, keys, jobs),
+		deploys:    deploys,
+		zones:      landingzone.NewService(pool, deploys, jobs),
 		governance: governance.NewService(pool),
 		ipam:       ipam.NewService(pool),
 		resolvers:  resolver.NewService(pool),
