@@ -1,9 +1,7 @@
 package deploy
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -12,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/access"
@@ -21,7 +18,6 @@ import (
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
 	"nimbus/app/web"
-	"nimbus/db/dbgen"
 	"nimbus/views"
 )
 
@@ -91,12 +87,7 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 	if err != nil {
 		return err
 	}
-	q := dbgen.New(h.svc.pool)
-	ver, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: d.ComponentID, Version: int32(d.Version)})
-	if err != nil {
-		return err
-	}
-	newer, err := q.ListComponentVersions(ctx, d.ComponentID)
+	st, err := h.svc.Standing(ctx, actor, id)
 	if err != nil {
 		return err
 	}
@@ -113,33 +104,16 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 			v.Active = &row
 		}
 	}
-	if actor.Can(access.ComponentUpgrade, d.TenantID) {
-		for _, nv := range newer {
-			if int(nv.Version) > d.Version && nv.ArchivedAt == nil {
-				v.Upgrades = append(v.Upgrades, UpgradeOption{Version: int(nv.Version), Changelog: nv.Changelog})
-			}
-		}
-		slices.SortFunc(v.Upgrades, func(a, b UpgradeOption) int { return b.Version - a.Version })
+	for _, u := range st.Upgrades {
+		v.Upgrades = append(v.Upgrades, UpgradeOption{Version: u.Version, Changelog: u.Changelog})
 	}
-	fresh, err := neverDeployed(ctx, q, d.ID, d.Status)
-	if err != nil {
-		return err
-	}
-	v.Fresh = fresh
+	v.Fresh = st.Fresh
 	buttons := []FormButton{{Value: "preview", Label: "Preview"}, {Value: "update", Label: "Update", Primary: true}}
-	if fresh {
+	if st.Fresh {
 		buttons = []FormButton{{Value: "preview", Label: "Preview"}, {Value: "deploy", Label: "Deploy", Primary: true}}
 	}
-	bound, resolved, err := h.bindings(ctx, ver.ResolverBindings, d.EnvironmentID)
-	if err != nil {
-		return err
-	}
-	rule, err := governance.Effective(ctx, q, d.TenantID, d.ComponentID)
-	if err != nil {
-		return err
-	}
-	v.Update = paramForm(ver.InputSchema, d.Parameters, d.SecretNames, formErr, bound, resolved, rule.Parameters)
-	for input, typ := range bound {
+	v.Update = paramForm(st.InputSchema, d.Parameters, d.SecretNames, formErr, st.Bound, st.Resolved, st.Limits)
+	for input, typ := range st.Bound {
 		if resolver.Secret(typ) && slices.Contains(d.SecretNames, input) {
 			v.Rotatable = append(v.Rotatable, input)
 		}
@@ -191,15 +165,11 @@ func (h *Handlers) ApplyForm(c echo.Context) error {
 		return err
 	}
 	ctx, actor := web.Ctx(c), web.Actor(c)
-	d, err := h.svc.get(ctx, actor, id)
+	st, err := h.svc.Standing(ctx, actor, id)
 	if err != nil {
 		return err
 	}
-	ver, err := dbgen.New(h.svc.pool).GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: d.ComponentID, Version: d.Version})
-	if err != nil {
-		return err
-	}
-	params, err := formParams(c, ver.InputSchema)
+	params, err := formParams(c, st.InputSchema)
 	if err != nil {
 		return h.showPage(c, err, http.StatusUnprocessableEntity)
 	}
@@ -365,12 +335,12 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error)
 	}
 	v.Resources, v.Planned, v.Done = ResourceRows(d.Resources)
 	if d.Status == "awaiting_approval" {
-		a, err := dbgen.New(h.svc.pool).ApprovalOfOperation(ctx, d.ID)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		a, err := h.svc.AwaitedApproval(ctx, actor, d.ID)
+		if err != nil {
 			return LiveView{}, err
 		}
-		v.Approval = ApprovalProgress{Approvals: int(a.Approvals), Required: int(a.ApprovalsRequired)}
-		if err == nil {
+		v.Approval = ApprovalProgress{Approvals: a.Approvals, Required: a.Required}
+		if a.ID != uuid.Nil {
 			v.Approval.ID = a.ID.String()
 		}
 	}
@@ -380,7 +350,7 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error)
 		v.Outputs = keyValues(outputs, nil)
 	}
 	if d.Kind == "preview" && d.Status == "succeeded" && dep.Status != "destroyed" {
-		fresh, err := neverDeployed(ctx, dbgen.New(h.svc.pool), dep.ID, dep.Status)
+		fresh, err := h.svc.NeverDeployed(ctx, actor, dep.ID)
 		if err != nil {
 			return LiveView{}, err
 		}
@@ -445,7 +415,7 @@ func (h *Handlers) DeployDialog(c echo.Context) error {
 		return err
 	}
 	v := dialogView(dd)
-	bound, _, err := h.bindings(web.Ctx(c), dd.Bindings, uuid.Nil)
+	bound, _, err := h.svc.bindings(web.Ctx(c), dd.Bindings, uuid.Nil)
 	if err != nil {
 		return err
 	}
@@ -519,7 +489,7 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 			values[name] = c.Request().PostForm.Get(k)
 		}
 	}
-	bound, _, berr := h.bindings(ctx, dd.Bindings, uuid.Nil)
+	bound, _, berr := h.svc.bindings(ctx, dd.Bindings, uuid.Nil)
 	if berr != nil {
 		return berr
 	}
@@ -666,31 +636,6 @@ func formParams(c echo.Context, rawSchema []byte) (map[string]any, error) {
 		}
 	}
 	return out, v.Err()
-}
-
-// bindings maps a version's bound inputs onto their resolver types, keeping those the
-// environment resolves when one is given (and saying it resolves some); with no environment,
-// all of them.
-func (h *Handlers) bindings(ctx context.Context, raw []byte, environmentID uuid.UUID) (map[string]string, bool, error) {
-	all, err := resolver.ParseBindings(raw)
-	if err != nil {
-		return nil, false, nil // the deploy itself reports it
-	}
-	out := map[string]string{}
-	if environmentID == uuid.Nil {
-		for _, b := range all {
-			out[b.Input] = b.Type
-		}
-		return out, false, nil
-	}
-	configured, err := resolver.Configured(ctx, dbgen.New(h.svc.pool), environmentID)
-	if err != nil {
-		return nil, false, err
-	}
-	for _, b := range resolver.Active(all, configured) {
-		out[b.Input] = b.Type
-	}
-	return out, len(out) > 0, nil
 }
 
 // narrow applies the tenant's rule to a field: tighter bounds, and its allowed values as the

@@ -9,7 +9,6 @@ import (
 
 	"nimbus/app/problem"
 	"nimbus/app/web"
-	"nimbus/db/dbgen"
 	"nimbus/views"
 )
 
@@ -30,21 +29,16 @@ func (h *Handlers) renderList(c echo.Context, status int, in *NewPool, err error
 	}
 	var form *PoolForm
 	if actor.ProviderAdmin {
-		q := dbgen.New(h.svc.pool)
-		zones, err2 := q.ListLandingZones(ctx, nil)
-		if err2 != nil {
-			return err2
-		}
-		envs, err2 := q.ListEnvironments(ctx, dbgen.ListEnvironmentsParams{AllTenants: true})
+		zones, envs, err2 := h.svc.Scopes(ctx, actor)
 		if err2 != nil {
 			return err2
 		}
 		form = &PoolForm{Errors: web.FormErrors(err)}
 		for _, z := range zones {
-			form.Zones = append(form.Zones, views.Option{Value: "landing_zone:" + z.ID.String(), Label: z.Name})
+			form.Zones = append(form.Zones, views.Option(z))
 		}
 		for _, e := range envs {
-			form.Environments = append(form.Environments, views.Option{Value: "environment:" + e.ID.String(), Label: e.TenantName + " / " + e.Name})
+			form.Environments = append(form.Environments, views.Option(e))
 		}
 		if in != nil {
 			form.Scope, form.Name, form.Prefix, form.Reserved = scopeValue(*in), in.Name, in.Prefix, strings.Join(in.Reserved, ", ")

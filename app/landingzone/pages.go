@@ -15,7 +15,6 @@ import (
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
 	"nimbus/app/web"
-	"nimbus/db/dbgen"
 	"nimbus/views"
 )
 
@@ -38,12 +37,12 @@ func (h *Handlers) renderList(c echo.Context, status int, form ZoneForm, err err
 		rows[i] = ZoneRow{ID: z.ID.String(), Name: z.Name, Provider: z.Provider, Status: z.Status, Description: z.Description,
 			Environments: z.EnvironmentCount, Created: z.CreatedAt}
 	}
-	providers, perr := dbgen.New(h.svc.pool).ListProviders(ctx)
+	providers, perr := h.svc.Providers(ctx, actor)
 	if perr != nil {
 		return perr
 	}
 	for _, p := range providers {
-		form.Providers = append(form.Providers, views.Option{Value: p.Name, Label: p.DisplayName})
+		form.Providers = append(form.Providers, views.Option(p))
 	}
 	form.Errors = web.FormErrors(err)
 	return web.Render(c, status, LandingZones(web.Page(c, "Landing zones"), rows, form))
@@ -120,12 +119,12 @@ func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err e
 	for _, e := range z.Environments {
 		v.Environments = append(v.Environments, ZoneEnvRow{ID: e.ID.String(), Tenant: e.Tenant, Name: e.Name, Status: e.Status})
 	}
-	choices, cerr := dbgen.New(h.svc.pool).ZoneComponentChoices(ctx, z.Provider)
+	choices, cerr := h.svc.ComponentChoices(ctx, actor, z.ID)
 	if cerr != nil {
 		return cerr
 	}
 	for _, ch := range choices {
-		v.Components = append(v.Components, views.Option{Value: ch.ID.String(), Label: ch.Name})
+		v.Components = append(v.Components, views.Option(ch))
 	}
 	return web.Render(c, status, LandingZonePage(web.Page(c, z.Name), v))
 }

@@ -14,7 +14,6 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/problem"
 	"nimbus/app/web"
-	"nimbus/db/dbgen"
 	"nimbus/views"
 )
 
@@ -33,7 +32,7 @@ func (h *Handlers) ZonePage(c echo.Context) error {
 type page struct {
 	view    ResolversView
 	configs []Config
-	pools   dbgen.ListPoolsParams
+	pools   func() ([]PoolChoice, error)
 	names   uuid.UUID // the environment whose issued names are listed; none for a zone
 	preview func(pattern string) (string, error)
 }
@@ -59,7 +58,7 @@ func (h *Handlers) pageOf(c echo.Context) (page, error) {
 				Intro:     "Every environment of this landing zone resolves with these, unless it overrides one. The name preview stands in tenant and env for an environment's own.",
 				CanManage: actor.ProviderAdmin && z.Status != "retired"},
 			configs: configs,
-			pools:   dbgen.ListPoolsParams{AllTenants: true, LandingZoneID: nullUUID(id)},
+			pools:   func() ([]PoolChoice, error) { return h.svc.ZonePools(ctx, actor, id) },
 			preview: func(p string) (string, error) { return h.svc.NextZoneName(ctx, actor, id, p) },
 		}, nil
 	}
@@ -76,7 +75,7 @@ func (h *Handlers) pageOf(c echo.Context) (page, error) {
 			Intro:     "A component input bound to a resolver is filled when it is deployed here, if this environment or its landing zone configures that resolver; elsewhere it is an ordinary input.",
 			CanManage: actor.Can(access.ResolverConfigManage, env.TenantID), Inherited: map[string]string{}},
 		configs: configs,
-		pools:   dbgen.ListPoolsParams{AllTenants: true, EnvironmentID: nullUUID(id)},
+		pools:   func() ([]PoolChoice, error) { return h.svc.EnvironmentPools(ctx, actor, id) },
 		names:   id,
 		preview: func(p string) (string, error) { return h.svc.NextName(ctx, actor, id, p) },
 	}
@@ -95,35 +94,18 @@ func (h *Handlers) renderPage(c echo.Context, status int, typ string, form map[s
 	if perr != nil {
 		return perr
 	}
-	ctx := web.Ctx(c)
-	q := dbgen.New(h.svc.pool)
 	v := pg.view
 	v.Configured, v.Errors = map[string]bool{}, map[string]views.Errors{}
 	for _, k := range NamingVariables {
 		v.Variables = append(v.Variables, views.Option{Value: k.Name, Label: k.Meaning})
 	}
-	pools, perr := q.ListPools(ctx, pg.pools)
+	pools, perr := pg.pools()
 	if perr != nil {
 		return perr
 	}
-	if pg.pools.EnvironmentID.Valid && v.CanManage {
-		// An environment may also hand out from its landing zone's pools, which only those who
-		// configure it see.
-		env, err := q.GetEnvironment(ctx, pg.pools.EnvironmentID.UUID)
-		if err != nil {
-			return err
-		}
-		if env.LandingZoneID.Valid {
-			shared, err := q.ListPools(ctx, dbgen.ListPoolsParams{AllTenants: true, LandingZoneID: env.LandingZoneID})
-			if err != nil {
-				return err
-			}
-			pools = append(pools, shared...)
-		}
-	}
 	for _, p := range pools {
-		label := p.Name + " (" + p.Prefix.String() + ")"
-		if p.LandingZoneID.Valid && pg.pools.EnvironmentID.Valid {
+		label := p.Name + " (" + p.Prefix + ")"
+		if p.Shared {
 			label += ", shared by the landing zone"
 		}
 		v.Pools = append(v.Pools, views.Option{Value: p.ID.String(), Label: label})
@@ -155,14 +137,14 @@ func (h *Handlers) renderPage(c echo.Context, status int, typ string, form map[s
 		v.NextName, _ = pg.preview(v.Pattern)
 	}
 	if pg.names != uuid.Nil {
-		names, nerr := q.IssuedNames(ctx, pg.names)
+		names, nerr := h.svc.IssuedNames(web.Ctx(c), web.Actor(c), pg.names)
 		if nerr != nil {
 			return nerr
 		}
 		for _, n := range names {
-			row := IssuedNameRow{Name: n.Name, FQDN: n.Fqdn, Deployment: n.DeploymentName, Created: n.CreatedAt}
-			if n.DeploymentID.Valid {
-				row.DeploymentID = n.DeploymentID.UUID.String()
+			row := IssuedNameRow{Name: n.Name, FQDN: n.FQDN, Deployment: n.Deployment, Created: n.Created}
+			if n.DeploymentID != uuid.Nil {
+				row.DeploymentID = n.DeploymentID.String()
 			}
 			v.Names = append(v.Names, row)
 		}
@@ -266,13 +248,12 @@ func (h *Handlers) renderImages(c echo.Context, status int, in Image, err error)
 		rows[i] = ImageRow{ID: img.ID.String(), Provider: img.Provider, OSFamily: img.OSFamily, OSVersion: img.OSVersion,
 			Architecture: img.Architecture, ImageID: img.ImageID, ImageName: img.ImageName}
 	}
-	providers, perr := dbgen.New(h.svc.pool).ListProviders(ctx)
-	if perr != nil {
-		return perr
-	}
-	names := make([]string, len(providers))
-	for i, p := range providers {
-		names[i] = p.Name
+	var names []string
+	if actor.ProviderAdmin {
+		var perr error
+		if names, perr = h.svc.ImageProviders(ctx, actor); perr != nil {
+			return perr
+		}
 	}
 	form := ImageRow{Provider: in.Provider, OSFamily: in.OSFamily, OSVersion: in.OSVersion, Architecture: in.Architecture,
 		ImageID: in.ImageID, ImageName: in.ImageName}

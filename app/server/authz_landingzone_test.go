@@ -68,6 +68,22 @@ func (w *world) zoned(t *testing.T) uuid.UUID {
 }
 
 var zoneCases = map[string]authzCase{
+	"landingzone.Service.Providers": {
+		refused: []refusal{{adminA, problem.ErrForbidden}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			got, err := w.zones.Providers(context.Background(), p)
+			return shown(got, err, func(c landingzone.Choice) bool { return c.Value == "simcloud" })
+		},
+	},
+	"landingzone.Service.ComponentChoices": {
+		refused: []refusal{{adminA, problem.ErrNotFound}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			got, err := w.zones.ComponentChoices(context.Background(), p, w.draftZone(t).zone.ID)
+			return shown(got, err, func(c landingzone.Choice) bool { return c.Value == w.shared.ID.String() })
+		},
+	},
 	"landingzone.Service.Create": {
 		refused: []refusal{{adminA, problem.ErrForbidden}},
 		served:  []actor{providerAdmin},
