@@ -122,27 +122,11 @@ func (h *Handlers) removeAPI(c echo.Context, param string, remove func(context.C
 // PublishAPI answers POST /api/v1/landing-zones/{id}/publish with 202: the zone is published
 // and its system services are being deployed.
 func (h *Handlers) PublishAPI(c echo.Context) error {
-	id, err := web.IDParam(c, "id")
-	if err != nil {
-		return err
-	}
-	z, err := h.svc.Publish(web.Ctx(c), web.Actor(c), id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusAccepted, z)
+	return web.OnID(c, h.svc.Publish, web.Accepted[Zone](c))
 }
 
 // RetireAPI answers POST /api/v1/landing-zones/{id}/retire with 202: the zone is retired and
 // its system services are being destroyed.
 func (h *Handlers) RetireAPI(c echo.Context) error {
-	id, err := web.IDParam(c, "id")
-	if err != nil {
-		return err
-	}
-	z, err := h.svc.Retire(web.Ctx(c), web.Actor(c), id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusAccepted, z)
+	return web.OnID(c, h.svc.Retire, web.Accepted[Zone](c))
 }
