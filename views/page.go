@@ -1,5 +1,6 @@
-// Package views holds Nimbus's HTML: the layout, shared widgets and the pages, as templ
-// components. Views take plain data and never reach into the database.
+// Package views holds the HTML every domain shares, as templ components: the layout, the page
+// frame and small widgets. Each domain keeps its own pages beside it; views know no domain and
+// take plain data, never reaching into the database.
 package views
 
 import "fmt"

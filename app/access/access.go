@@ -57,59 +57,107 @@ func (r Role) Label() string {
 	return string(r)
 }
 
-// Permission is a right to do one kind of thing, named as in the requirements.
-type Permission string
+// Permission is a right to do one kind of thing, named as in the requirements. Its name is
+// out of reach: code names a permission by the variables below, so that a misspelt one fails
+// to compile.
+type Permission struct{ name string }
 
-// The permissions, with the least role that holds each: a role holds every permission of the
-// roles below it. Later features add theirs here.
+func (p Permission) String() string { return p.name }
+
+// The permissions.
+var (
+	TenantRead         = Permission{"tenant:read"}
+	TenantCreate       = Permission{"tenant:create"}
+	TenantMemberRead   = Permission{"tenant:member:read"}
+	TenantMemberManage = Permission{"tenant:member:manage"}
+	UserRead           = Permission{"user:read"}
+	UserCreate         = Permission{"user:create"}
+	AuditRead          = Permission{"audit:read"}
+	SystemRead         = Permission{"system:read"}
+	JobsManage         = Permission{"jobs:manage"}
+	EnvironmentRead    = Permission{"environment:read"}
+	EnvironmentManage  = Permission{"environment:manage"}
+
+	ComponentDefinitionRead    = Permission{"component:definition:read"}
+	ComponentDefinitionCreate  = Permission{"component:definition:create"}
+	ComponentDefinitionUpdate  = Permission{"component:definition:update"}
+	ComponentDefinitionDelete  = Permission{"component:definition:delete"}
+	ComponentDefinitionPublish = Permission{"component:definition:publish"}
+	ComponentGovernanceManage  = Permission{"component:governance:manage"}
+	ComponentGovernanceNarrow  = Permission{"component:governance:narrow"}
+	ComponentDeploy            = Permission{"component:deploy"}
+	ComponentPreview           = Permission{"component:preview"}
+	ComponentDestroy           = Permission{"component:destroy"}
+	ComponentUpgrade           = Permission{"component:upgrade"}
+	ResolverConfigRead         = Permission{"resolver:config:read"}
+	ResolverConfigManage       = Permission{"resolver:config:manage"}
+	LandingZoneManage          = Permission{"landingzone:manage"}
+	StackDefinitionRead        = Permission{"stack:definition:read"}
+	StackDefinitionCreate      = Permission{"stack:definition:create"}
+	StackDefinitionUpdate      = Permission{"stack:definition:update"}
+	StackDefinitionPublish     = Permission{"stack:definition:publish"}
+	StackInstanceDeploy        = Permission{"stack:instance:deploy"}
+	StackInstanceDestroy       = Permission{"stack:instance:destroy"}
+	StackInstanceUpgrade       = Permission{"stack:instance:upgrade"}
+	StackInstanceDay2          = Permission{"stack:instance:day2"}
+	EventsSourceManage         = Permission{"events:source:manage"}
+	EventsRulesManage          = Permission{"events:rules:manage"}
+	EventsLogRead              = Permission{"events:log:read"}
+	ApprovalRead               = Permission{"approval:read"}
+	ApprovalDecide             = Permission{"approval:decide"}
+	ApprovalPolicyManage       = Permission{"approval:policy:manage"}
+)
+
+// permissions maps each permission onto the least role that holds it: a role holds every
+// permission of the roles below it. Later features add theirs here.
 var permissions = map[Permission]Role{
-	"tenant:read":          ReadOnly,
-	"tenant:create":        ProviderAdmin,
-	"tenant:member:read":   ReadOnly,
-	"tenant:member:manage": TenantAdmin,
-	"user:read":            TenantAdmin,
-	"user:create":          ProviderAdmin,
-	"audit:read":           TenantAdmin,
-	"system:read":          ProviderAdmin,
-	"jobs:manage":          ProviderAdmin,
-	"environment:read":     ReadOnly,
-	"environment:manage":   TenantAdmin,
+	TenantRead:         ReadOnly,
+	TenantCreate:       ProviderAdmin,
+	TenantMemberRead:   ReadOnly,
+	TenantMemberManage: TenantAdmin,
+	UserRead:           TenantAdmin,
+	UserCreate:         ProviderAdmin,
+	AuditRead:          TenantAdmin,
+	SystemRead:         ProviderAdmin,
+	JobsManage:         ProviderAdmin,
+	EnvironmentRead:    ReadOnly,
+	EnvironmentManage:  TenantAdmin,
 
-	"component:definition:read":    ReadOnly,
-	"component:definition:create":  TenantAdmin,
-	"component:definition:update":  TenantAdmin,
-	"component:definition:delete":  TenantAdmin,
-	"component:definition:publish": ProviderAdmin,
-	"component:governance:manage":  ProviderAdmin,
-	"component:governance:narrow":  TenantAdmin, // a tenant's own rule, within the provider's
-	"component:deploy":             User,
-	"component:preview":            User,
-	"component:destroy":            TenantAdmin,
-	"component:upgrade":            TenantAdmin,
-	"resolver:config:read":         ReadOnly,
-	"resolver:config:manage":       ProviderAdmin,
-	"landingzone:manage":           ProviderAdmin,
-	"stack:definition:read":        ReadOnly,
-	"stack:definition:create":      TenantAdmin,
-	"stack:definition:update":      TenantAdmin,
-	"stack:definition:publish":     ProviderAdmin,
-	"stack:instance:deploy":        User,
-	"stack:instance:destroy":       TenantAdmin,
-	"stack:instance:upgrade":       TenantAdmin,
-	"stack:instance:day2":          User,
-	"events:source:manage":         ProviderAdmin,
-	"events:rules:manage":          TenantAdmin,
-	"events:log:read":              ReadOnly,
-	"approval:read":                ReadOnly,
-	"approval:decide":              User, // and the role the request asks for
-	"approval:policy:manage":       ProviderAdmin,
+	ComponentDefinitionRead:    ReadOnly,
+	ComponentDefinitionCreate:  TenantAdmin,
+	ComponentDefinitionUpdate:  TenantAdmin,
+	ComponentDefinitionDelete:  TenantAdmin,
+	ComponentDefinitionPublish: ProviderAdmin,
+	ComponentGovernanceManage:  ProviderAdmin,
+	ComponentGovernanceNarrow:  TenantAdmin, // a tenant's own rule, within the provider's
+	ComponentDeploy:            User,
+	ComponentPreview:           User,
+	ComponentDestroy:           TenantAdmin,
+	ComponentUpgrade:           TenantAdmin,
+	ResolverConfigRead:         ReadOnly,
+	ResolverConfigManage:       ProviderAdmin,
+	LandingZoneManage:          ProviderAdmin,
+	StackDefinitionRead:        ReadOnly,
+	StackDefinitionCreate:      TenantAdmin,
+	StackDefinitionUpdate:      TenantAdmin,
+	StackDefinitionPublish:     ProviderAdmin,
+	StackInstanceDeploy:        User,
+	StackInstanceDestroy:       TenantAdmin,
+	StackInstanceUpgrade:       TenantAdmin,
+	StackInstanceDay2:          User,
+	EventsSourceManage:         ProviderAdmin,
+	EventsRulesManage:          TenantAdmin,
+	EventsLogRead:              ReadOnly,
+	ApprovalRead:               ReadOnly,
+	ApprovalDecide:             User, // and the role the request asks for
+	ApprovalPolicyManage:       ProviderAdmin,
 }
 
 // Grants reports whether role r holds permission p.
 func (r Role) Grants(p Permission) bool {
 	least, ok := permissions[p]
 	if !ok {
-		panic(fmt.Sprintf("access: unknown permission %q", p))
+		panic(fmt.Sprintf("access: unknown permission %q", p.name))
 	}
 	return r.rank() >= least.rank()
 }

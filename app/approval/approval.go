@@ -143,7 +143,7 @@ func (s *Service) Waiting(ctx context.Context, actor access.Principal) (int, err
 func decidingTenants(actor access.Principal, role access.Role) []uuid.UUID {
 	out := []uuid.UUID{}
 	for _, t := range actor.TenantsWithRole(role) {
-		if actor.Can("approval:decide", t) {
+		if actor.Can(access.ApprovalDecide, t) {
 			out = append(out, t)
 		}
 	}
@@ -152,7 +152,7 @@ func decidingTenants(actor access.Principal, role access.Role) []uuid.UUID {
 
 // requests reads the requests the actor may see: one when id is set, else those in status.
 func (s *Service) requests(ctx context.Context, actor access.Principal, id uuid.UUID, status string, at cursor.Cursor, limit int) ([]dbgen.ListApprovalRequestsRow, error) {
-	tenants := append([]uuid.UUID{}, actor.TenantsWith("approval:read")...)
+	tenants := append([]uuid.UUID{}, actor.TenantsWith(access.ApprovalRead)...)
 	if limit < 1 || limit > cursor.MaxRows {
 		limit = cursor.MaxRows
 	}
@@ -184,7 +184,7 @@ func mayDecide(actor access.Principal, tenant uuid.UUID, requestedBy uuid.NullUU
 	if requestedBy.Valid && requestedBy.UUID == actor.UserID {
 		return &problem.Denied{Message: "you requested this operation: someone else must approve or reject it"}
 	}
-	if !actor.Can("approval:decide", tenant) || !actor.HasRole(role, tenant) {
+	if !actor.Can(access.ApprovalDecide, tenant) || !actor.HasRole(role, tenant) {
 		if role == access.ProviderAdmin {
 			return &problem.Denied{Message: "only a provider admin may decide this request"}
 		}

@@ -45,7 +45,7 @@ func (s *Service) decide(ctx context.Context, actor access.Principal, id uuid.UU
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := dbgen.New(tx)
 		r, err := q.LockApprovalRequest(ctx, id)
-		if err == nil && !actor.Can("approval:read", r.TenantID) {
+		if err == nil && !actor.Can(access.ApprovalRead, r.TenantID) {
 			err = pgx.ErrNoRows
 		}
 		if err != nil {

@@ -28,7 +28,7 @@ func (h *Handlers) QueuePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var waiting, others, decided []views.ApprovalRow
+	var waiting, others, decided []ApprovalRow
 	for _, r := range list {
 		switch {
 		case r.Status == "pending" && r.CanDecide:
@@ -39,13 +39,13 @@ func (h *Handlers) QueuePage(c echo.Context) error {
 			decided = append(decided, row(r))
 		}
 	}
-	return web.Render(c, http.StatusOK, views.ApprovalQueue(web.Page(c, "Approvals"), waiting, others, decided))
+	return web.Render(c, http.StatusOK, ApprovalQueue(web.Page(c, "Approvals"), waiting, others, decided))
 }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
 
-func row(r Request) views.ApprovalRow {
-	out := views.ApprovalRow{ID: r.ID.String(), OperationID: r.OperationID.String(), DeploymentID: r.DeploymentID.String(),
+func row(r Request) ApprovalRow {
+	out := ApprovalRow{ID: r.ID.String(), OperationID: r.OperationID.String(), DeploymentID: r.DeploymentID.String(),
 		Kind: r.Kind, Deployment: r.Deployment, Environment: r.Environment, Tenant: r.Tenant, RequestedBy: r.RequestedBy,
 		Status: r.Status, Role: string(r.ApproverRole), Created: stamp(r.CreatedAt), Expires: stamp(r.ExpiresAt),
 		Approvals: r.Approvals, Required: r.ApprovalsRequired}
@@ -70,7 +70,7 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.ApprovalView{ApprovalRow: row(d.Request), Version: d.Version, Previewed: stamp(d.PreviewedAt),
+	v := ApprovalView{ApprovalRow: row(d.Request), Version: d.Version, Previewed: stamp(d.PreviewedAt),
 		CanDecide: d.CanDecide, Why: whyNot(actor, d)}
 	v.Resources, _, _ = deploy.ResourceRows(plan.Resources)
 	names := make([]string, 0, len(d.Parameters))
@@ -82,9 +82,9 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 		v.Parameters = append(v.Parameters, views.KeyValue{Key: k, Value: shown(d.Parameters[k]), Secret: d.Parameters[k] == "[secret]"})
 	}
 	for _, x := range d.Decisions {
-		v.Decisions = append(v.Decisions, views.DecisionRow{By: x.By, Decision: x.Decision, Comment: x.Comment, At: stamp(x.At)})
+		v.Decisions = append(v.Decisions, DecisionRow{By: x.By, Decision: x.Decision, Comment: x.Comment, At: stamp(x.At)})
 	}
-	return web.Render(c, http.StatusOK, views.ApprovalPage(web.Page(c, "Approval of "+d.Deployment), v))
+	return web.Render(c, http.StatusOK, ApprovalPage(web.Page(c, "Approval of "+d.Deployment), v))
 }
 
 func shown(v any) string {
@@ -164,11 +164,11 @@ func refusal(err error) (string, bool) {
 // PoliciesPage lists the policies and offers the form to make one.
 func (h *Handlers) PoliciesPage(c echo.Context) error {
 	// A link from a landing zone or an environment names it, so the form starts there.
-	return h.policiesPage(c, views.PolicyForm{Approvals: "1", Role: string(access.TenantAdmin), Operations: []string{"destroy"},
+	return h.policiesPage(c, PolicyForm{Approvals: "1", Role: string(access.TenantAdmin), Operations: []string{"destroy"},
 		Scope: c.QueryParam("scope"), ScopeID: c.QueryParam("scope_id")}, http.StatusOK)
 }
 
-func (h *Handlers) policiesPage(c echo.Context, f views.PolicyForm, status int) error {
+func (h *Handlers) policiesPage(c echo.Context, f PolicyForm, status int) error {
 	ctx, actor := web.Ctx(c), web.Actor(c)
 	list, err := h.svc.Policies(ctx, actor)
 	if err != nil {
@@ -178,28 +178,28 @@ func (h *Handlers) policiesPage(c echo.Context, f views.PolicyForm, status int) 
 	if err != nil {
 		return err
 	}
-	rows := make([]views.PolicyRow, len(list))
+	rows := make([]PolicyRow, len(list))
 	for i, p := range list {
-		rows[i] = views.PolicyRow{ID: p.ID.String(), Scope: p.Scope, ScopeName: p.ScopeName, Operations: strings.Join(p.Operations, ", "),
+		rows[i] = PolicyRow{ID: p.ID.String(), Scope: p.Scope, ScopeName: p.ScopeName, Operations: strings.Join(p.Operations, ", "),
 			Role: string(p.ApproverRole), CreatedBy: p.CreatedBy, ByProviderAdmin: p.SetByProviderAdmin, Approvals: p.ApprovalsRequired,
 			CanDelete: p.MayDelete(actor)}
 	}
 	for _, ch := range choices {
-		f.Choices = append(f.Choices, views.ScopeChoice{Scope: ch.Scope, ID: ch.ID.String(), Name: ch.Name})
-		if !slices.ContainsFunc(f.Scopes, func(o views.RoleOption) bool { return o.Value == ch.Scope }) {
-			f.Scopes = append(f.Scopes, views.RoleOption{Value: ch.Scope, Label: scopeLabel(ch.Scope)})
+		f.Choices = append(f.Choices, ScopeChoice{Scope: ch.Scope, ID: ch.ID.String(), Name: ch.Name})
+		if !slices.ContainsFunc(f.Scopes, func(o views.Option) bool { return o.Value == ch.Scope }) {
+			f.Scopes = append(f.Scopes, views.Option{Value: ch.Scope, Label: scopeLabel(ch.Scope)})
 		}
 	}
 	if f.Scope == "" && len(f.Scopes) > 0 {
 		f.Scope = f.Scopes[0].Value
 	}
 	for _, op := range Operations {
-		f.AllOperations = append(f.AllOperations, views.RoleOption{Value: op, Label: op})
+		f.AllOperations = append(f.AllOperations, views.Option{Value: op, Label: op})
 	}
 	for _, r := range ApproverRoles {
-		f.Roles = append(f.Roles, views.RoleOption{Value: string(r), Label: r.Label()})
+		f.Roles = append(f.Roles, views.Option{Value: string(r), Label: r.Label()})
 	}
-	return web.Render(c, status, views.ApprovalPolicies(web.Page(c, "Approval policies"), rows, f))
+	return web.Render(c, status, ApprovalPolicies(web.Page(c, "Approval policies"), rows, f))
 }
 
 func scopeLabel(scope string) string {
@@ -218,7 +218,7 @@ func (h *Handlers) CreatePolicyForm(c echo.Context) error {
 	if err != nil {
 		return problem.Invalid("form", "encoding", "the form could not be read")
 	}
-	f := views.PolicyForm{Scope: form.Get("scope"), ScopeID: form.Get("scope_id"), Role: form.Get("approver_role"),
+	f := PolicyForm{Scope: form.Get("scope"), ScopeID: form.Get("scope_id"), Role: form.Get("approver_role"),
 		Approvals: form.Get("approvals_required"), Operations: form["operations"]}
 	// Not a number is out of range: refused with the other problems of the form.
 	n, convErr := strconv.Atoi(strings.TrimSpace(f.Approvals))

@@ -142,18 +142,18 @@ func (s *Service) scope(ctx context.Context, q *dbgen.Queries, actor access.Prin
 	missing := problem.Invalid("scope_id", "exists", "no %s with this ID", scopeNoun(scope))
 	if scope == "environment" {
 		env, err := q.ApprovalScopeEnvironment(ctx, id)
-		if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can("environment:read", env.TenantID) {
+		if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can(access.EnvironmentRead, env.TenantID) {
 			return uuid.Nil, "", problem.Invalid("scope_id", "exists", "no environment with this ID that you can see")
 		}
 		if err != nil {
 			return uuid.Nil, "", err
 		}
-		if !actor.Can("environment:manage", env.TenantID) {
+		if !actor.Can(access.EnvironmentManage, env.TenantID) {
 			return uuid.Nil, "", problem.ErrForbidden
 		}
 		return env.TenantID, env.Name, nil
 	}
-	if !actor.CanSomewhere("approval:policy:manage") {
+	if !actor.CanSomewhere(access.ApprovalPolicyManage) {
 		return uuid.Nil, "", problem.ErrForbidden
 	}
 	var (
@@ -212,7 +212,7 @@ func (s *Service) policies(ctx context.Context, actor access.Principal, id uuid.
 func (s *Service) policyRows(ctx context.Context, actor access.Principal, id uuid.UUID) ([]dbgen.ListApprovalPoliciesRow, error) {
 	rows, err := dbgen.New(s.pool).ListApprovalPolicies(ctx, dbgen.ListApprovalPoliciesParams{
 		ID: uuid.NullUUID{UUID: id, Valid: id != uuid.Nil}, AllTenants: actor.ProviderAdmin,
-		TenantIds: append([]uuid.UUID{}, actor.TenantsWith("approval:read")...)})
+		TenantIds: append([]uuid.UUID{}, actor.TenantsWith(access.ApprovalRead)...)})
 	if err != nil {
 		return nil, fmt.Errorf("list approval policies: %w", err)
 	}
@@ -257,10 +257,10 @@ func (s *Service) DeletePolicy(ctx context.Context, actor access.Principal, id u
 // mayManage reports whether the actor may make policies of the scope: an environment's tenant
 // admins may for it, provider admins for any.
 func mayManage(actor access.Principal, scope string, tenant uuid.UUID) bool {
-	if scope == "environment" && actor.Can("environment:manage", tenant) {
+	if scope == "environment" && actor.Can(access.EnvironmentManage, tenant) {
 		return true
 	}
-	return actor.CanSomewhere("approval:policy:manage")
+	return actor.CanSomewhere(access.ApprovalPolicyManage)
 }
 
 // mayDelete refuses the actor the removal of a policy: provider admins may remove any; others
@@ -295,8 +295,8 @@ func (p Policy) MayDelete(actor access.Principal) bool {
 // zone, environment and component; for tenant admins their tenants' environments.
 func (s *Service) ScopeChoices(ctx context.Context, actor access.Principal) ([]Choice, error) {
 	rows, err := dbgen.New(s.pool).ApprovalScopeChoices(ctx, dbgen.ApprovalScopeChoicesParams{
-		WithProvider: actor.CanSomewhere("approval:policy:manage"), AllTenants: actor.ProviderAdmin,
-		TenantIds: append([]uuid.UUID{}, actor.TenantsWith("environment:manage")...)})
+		WithProvider: actor.CanSomewhere(access.ApprovalPolicyManage), AllTenants: actor.ProviderAdmin,
+		TenantIds: append([]uuid.UUID{}, actor.TenantsWith(access.EnvironmentManage)...)})
 	if err != nil {
 		return nil, fmt.Errorf("approval policy scopes: %w", err)
 	}

@@ -128,7 +128,7 @@ func NewService(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
 // List returns the events the actor may read: all for provider admins, those of the tenants
 // they administer for tenant admins.
 func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (Page, error) {
-	if !actor.CanSomewhere("audit:read") {
+	if !actor.CanSomewhere(access.AuditRead) {
 		return Page{}, problem.ErrForbidden
 	}
 	if f.Limit <= 0 || f.Limit > 200 {
@@ -136,7 +136,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (P
 	}
 	params := dbgen.ListAuditEventsParams{
 		AllTenants: actor.ProviderAdmin,
-		TenantIds:  actor.TenantsWith("audit:read"),
+		TenantIds:  actor.TenantsWith(access.AuditRead),
 		Actor:      optional(f.Actor),
 		Action:     optional(f.Action),
 		Target:     optional(f.Target),

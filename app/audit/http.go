@@ -11,6 +11,7 @@ import (
 
 	"nimbus/app/problem"
 	"nimbus/app/web"
+	"nimbus/db/dbgen"
 	"nimbus/views"
 )
 
@@ -22,8 +23,8 @@ func NewHandlers(svc *Service) *Handlers { return &Handlers{svc: svc} }
 
 // parseFilter reads the filter from the query; times are RFC 3339 or the browser's
 // datetime-local form, taken as UTC.
-func parseFilter(c echo.Context) (Filter, views.AuditFilter, error) {
-	form := views.AuditFilter{
+func parseFilter(c echo.Context) (Filter, AuditFilter, error) {
+	form := AuditFilter{
 		Actor: c.QueryParam("actor"), Action: c.QueryParam("action"), Target: c.QueryParam("target"),
 		Since: c.QueryParam("since"), Until: c.QueryParam("until"),
 	}
@@ -71,7 +72,7 @@ func parseTime(s string) (time.Time, error) {
 func (h *Handlers) Page(c echo.Context) error {
 	f, form, err := parseFilter(c)
 	if errs := web.FormErrors(err); errs != nil {
-		return web.Render(c, http.StatusUnprocessableEntity, views.Audit(web.Page(c, "Audit log"), nil, form, views.Pager{}, errs))
+		return web.Render(c, http.StatusUnprocessableEntity, Audit(web.Page(c, "Audit log"), nil, form, views.Pager{}, errs))
 	}
 	page, err := h.svc.List(web.Ctx(c), web.Actor(c), f)
 	if err != nil {
@@ -92,7 +93,7 @@ func (h *Handlers) Page(c echo.Context) error {
 		}
 		pager.PrevURL = strings.TrimSuffix("/audit?"+q.Encode(), "?")
 	}
-	return web.Render(c, http.StatusOK, views.Audit(web.Page(c, "Audit log"), page.Events, form, pager, nil))
+	return web.Render(c, http.StatusOK, Audit(web.Page(c, "Audit log"), eventRows(page.Events), form, pager, nil))
 }
 
 // ListAPI answers GET /api/v1/audit-events with the same filters; next_before pages on.
@@ -110,4 +111,13 @@ func (h *Handlers) ListAPI(c echo.Context) error {
 		out["next_before"] = page.NextBefore
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+func eventRows(events []dbgen.AuditEvent) []EventRow {
+	rows := make([]EventRow, len(events))
+	for i, e := range events {
+		rows[i] = EventRow{CreatedAt: e.CreatedAt, ActorEmail: e.ActorEmail, Action: e.Action,
+			TargetType: e.TargetType, TargetID: e.TargetID, Diff: string(e.Diff)}
+	}
+	return rows
 }

@@ -16,6 +16,7 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/problem"
 	"nimbus/app/web"
+	"nimbus/db/dbgen"
 	"nimbus/views"
 )
 
@@ -139,7 +140,7 @@ func (h *Handlers) renderLogin(c echo.Context, status int, email string, errs vi
 	c.SetCookie(h.cookie(loginCSRF, token, time.Now().Add(2*time.Hour)))
 	page := web.Page(c, "Sign in")
 	page.CSRF = token
-	return web.Render(c, status, views.Login(page, email, safeNext(c.FormValue("next")), errs))
+	return web.Render(c, status, Login(page, email, safeNext(c.FormValue("next")), errs))
 }
 
 // Login checks the credentials and opens a session.
@@ -187,7 +188,7 @@ func (h *Handlers) renderTokens(c echo.Context, status int, secret, name string,
 	if err != nil {
 		return err
 	}
-	return web.Render(c, status, views.Tokens(web.Page(c, "API tokens"), tokens, secret, name, errs))
+	return web.Render(c, status, Tokens(web.Page(c, "API tokens"), tokenRows(tokens), secret, name, errs))
 }
 
 // CreateTokenForm creates a token and shows its secret once.
@@ -298,4 +299,22 @@ func safeNext(next string) string {
 		return "/"
 	}
 	return next
+}
+
+func tokenRows(tokens []dbgen.ApiToken) []TokenRow {
+	rows := make([]TokenRow, len(tokens))
+	for i, t := range tokens {
+		rows[i] = TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, ExpiresAt: t.ExpiresAt}
+	}
+	return rows
+}
+
+// MeAPI answers GET /api/v1/me: who the token or session acts as.
+func (h *Handlers) MeAPI(c echo.Context) error {
+	p := web.Actor(c)
+	roles := map[string]access.Role{}
+	for t, r := range p.Roles {
+		roles[t.String()] = r
+	}
+	return c.JSON(http.StatusOK, map[string]any{"id": p.UserID, "email": p.Email, "provider_admin": p.ProviderAdmin, "roles": roles})
 }

@@ -90,7 +90,7 @@ func (s *Service) RequestCheck(ctx context.Context, actor access.Principal, id u
 	if err != nil {
 		return Check{}, err
 	}
-	if !can(actor, "component:definition:update", c.TenantID) {
+	if !can(actor, access.ComponentDefinitionUpdate, c.TenantID) {
 		return Check{}, problem.ErrForbidden
 	}
 	if c.Language != "yaml" {
@@ -169,7 +169,7 @@ func (s *Service) Check(ctx context.Context, actor access.Principal, checkID uui
 		return Check{}, err
 	}
 	// A check shows the draft it ran on: it is for the component's authors only.
-	if !can(actor, "component:definition:update", c.TenantID) {
+	if !can(actor, access.ComponentDefinitionUpdate, c.TenantID) {
 		return Check{}, problem.ErrNotFound
 	}
 	return checkFromRow(row), nil

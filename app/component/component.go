@@ -113,9 +113,9 @@ func NewService(pool *pgxpool.Pool, engine Engine, jobs JobInserter) *Service {
 
 func canRead(actor access.Principal, tenant *uuid.UUID) bool {
 	if tenant == nil {
-		return actor.CanSomewhere("component:definition:read")
+		return actor.CanSomewhere(access.ComponentDefinitionRead)
 	}
-	return actor.Can("component:definition:read", *tenant)
+	return actor.Can(access.ComponentDefinitionRead, *tenant)
 }
 
 func can(actor access.Principal, perm access.Permission, tenant *uuid.UUID) bool {
@@ -142,7 +142,7 @@ func (s *Service) get(ctx context.Context, q *dbgen.Queries, actor access.Princi
 	if !canRead(actor, c.TenantID) {
 		return Component{}, problem.ErrNotFound
 	}
-	if can(actor, "component:definition:update", c.TenantID) {
+	if can(actor, access.ComponentDefinitionUpdate, c.TenantID) {
 		return c, nil
 	}
 	// Those who may not edit a component see what was published, never the draft.
@@ -164,7 +164,7 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, in New) (C
 	if in.TenantID != nil && !actor.Member(*in.TenantID) {
 		return Component{}, problem.Invalid("tenant_id", "exists", "no tenant with this ID that you can see")
 	}
-	if !can(actor, "component:definition:create", in.TenantID) {
+	if !can(actor, access.ComponentDefinitionCreate, in.TenantID) {
 		return Component{}, problem.ErrForbidden
 	}
 	in.Name = strings.TrimSpace(in.Name)
@@ -251,7 +251,7 @@ func (s *Service) Update(ctx context.Context, actor access.Principal, id uuid.UU
 		if err != nil {
 			return err
 		}
-		if !can(actor, "component:definition:update", c.TenantID) {
+		if !can(actor, access.ComponentDefinitionUpdate, c.TenantID) {
 			return problem.ErrForbidden
 		}
 		d := Draft{Name: c.Name, DisplayName: c.DisplayName, Description: c.Description, Language: c.Language,
@@ -305,7 +305,7 @@ func (s *Service) Delete(ctx context.Context, actor access.Principal, id uuid.UU
 		if err != nil {
 			return err
 		}
-		if !can(actor, "component:definition:delete", c.TenantID) {
+		if !can(actor, access.ComponentDefinitionDelete, c.TenantID) {
 			return problem.ErrForbidden
 		}
 		if err := q.SoftDeleteComponent(ctx, id); err != nil {
@@ -333,7 +333,7 @@ type Semantics struct {
 
 // Semantics returns the semantic layer to anyone who may read components.
 func (s *Service) Semantics(ctx context.Context, actor access.Principal) (Semantics, error) {
-	if !actor.CanSomewhere("component:definition:read") {
+	if !actor.CanSomewhere(access.ComponentDefinitionRead) {
 		return Semantics{}, problem.ErrForbidden
 	}
 	q := dbgen.New(s.pool)
@@ -373,7 +373,7 @@ func (s *Service) Owners(ctx context.Context, actor access.Principal) ([]Owner, 
 	}
 	var out []Owner
 	for _, r := range rows {
-		if actor.Can("component:definition:create", r.ID) {
+		if actor.Can(access.ComponentDefinitionCreate, r.ID) {
 			out = append(out, Owner{ID: r.ID, Name: r.Name})
 		}
 	}

@@ -35,9 +35,9 @@ func (h *Handlers) CatalogPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cards := make([]views.CatalogCard, len(cat.Components))
+	cards := make([]CatalogCard, len(cat.Components))
 	for i, s := range cat.Components {
-		cards[i] = views.CatalogCard{ID: s.ID.String(), Name: s.Name, DisplayName: s.DisplayName, Description: s.Description,
+		cards[i] = CatalogCard{ID: s.ID.String(), Name: s.Name, DisplayName: s.DisplayName, Description: s.Description,
 			Provider: s.Provider, SemanticType: s.SemanticType, Language: s.Language, Tenant: s.TenantName, LatestVersion: s.LatestVersion,
 			Deployments: s.Deployments, Denied: s.Denied}
 	}
@@ -53,10 +53,10 @@ func (h *Handlers) CatalogPage(c echo.Context) error {
 	if cat.Page*cat.PerPage < cat.Total {
 		pager.NextURL = link(cat.Page + 1)
 	}
-	filter := views.CatalogFilter{Search: f.Search, Provider: f.Provider, SemanticType: f.SemanticType, Scope: f.Scope,
+	filter := CatalogFilter{Search: f.Search, Provider: f.Provider, SemanticType: f.SemanticType, Scope: f.Scope,
 		Published: f.PublishedOnly, Providers: sem.Providers, SemanticTypes: sem.SemanticTypes}
-	canCreate := actor.CanSomewhere("component:definition:create")
-	return web.Render(c, http.StatusOK, views.Catalog(web.Page(c, "Catalog"), filter, cards, cat.Total, pager, canCreate))
+	canCreate := actor.CanSomewhere(access.ComponentDefinitionCreate)
+	return web.Render(c, http.StatusOK, CatalogPage(web.Page(c, "Catalog"), filter, cards, cat.Total, pager, canCreate))
 }
 
 // ShowPage shows a component with its versions.
@@ -74,19 +74,19 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	view := views.ComponentView{
+	view := ComponentView{
 		ID: comp.ID.String(), Name: comp.Name, DisplayName: comp.DisplayName, Description: comp.Description,
 		Provider: comp.Provider, SemanticType: comp.SemanticType, Language: comp.Language, Owner: owner(comp),
 		LatestVersion: comp.LatestVersion,
-		CanEdit:       can(actor, "component:definition:update", comp.TenantID),
-		CanPublish:    can(actor, "component:definition:publish", comp.TenantID),
-		CanDelete:     can(actor, "component:definition:delete", comp.TenantID),
+		CanEdit:       can(actor, access.ComponentDefinitionUpdate, comp.TenantID),
+		CanPublish:    can(actor, access.ComponentDefinitionPublish, comp.TenantID),
+		CanDelete:     can(actor, access.ComponentDefinitionDelete, comp.TenantID),
 	}
 	for _, v := range versions {
-		view.Versions = append(view.Versions, views.VersionRow{Version: v.Version, Changelog: v.Changelog,
+		view.Versions = append(view.Versions, VersionRow{Version: v.Version, Changelog: v.Changelog,
 			PublishedBy: v.PublishedBy, PublishedAt: v.PublishedAt, Archived: v.Archived})
 	}
-	return web.Render(c, http.StatusOK, views.ComponentPage(web.Page(c, comp.DisplayName), view))
+	return web.Render(c, http.StatusOK, ComponentPage(web.Page(c, comp.DisplayName), view))
 }
 
 func owner(c Component) string {
@@ -98,13 +98,13 @@ func owner(c Component) string {
 
 // NewPage shows the editor for a new component, prefilled with a starting program.
 func (h *Handlers) NewPage(c echo.Context) error {
-	e := views.EditorView{Language: "yaml", Provider: "simcloud", SemanticType: "VirtualMachine",
+	e := EditorView{Language: "yaml", Provider: "simcloud", SemanticType: "VirtualMachine",
 		Code: starterProgram, InputSchema: starterInputs, OutputSchema: starterOutputs, ResolverBindings: "{}"}
 	return h.renderEditor(c, http.StatusOK, e, nil)
 }
 
 // renderEditor fills in the choices and shows the editor with any problems from err.
-func (h *Handlers) renderEditor(c echo.Context, status int, e views.EditorView, err error) error {
+func (h *Handlers) renderEditor(c echo.Context, status int, e EditorView, err error) error {
 	actor := web.Actor(c)
 	sem, semErr := h.svc.Semantics(web.Ctx(c), actor)
 	if semErr != nil {
@@ -115,21 +115,21 @@ func (h *Handlers) renderEditor(c echo.Context, status int, e views.EditorView, 
 	e.ResolverTargets = string(targets)
 	hosts := h.svc.engine.LanguageHosts()
 	for _, lang := range Languages {
-		opt := views.LanguageOption{Value: lang, Label: languageLabel[lang]}
+		opt := LanguageOption{Value: lang, Label: languageLabel[lang]}
 		if !hosts[languageHost(lang)] {
 			opt.Disabled = "the pulumi-language-" + languageHost(lang) + " host is not installed"
 		}
 		e.Languages = append(e.Languages, opt)
 	}
 	if actor.ProviderAdmin {
-		e.Tenants = append(e.Tenants, views.RoleOption{Value: "", Label: "Provider (every tenant)"})
+		e.Tenants = append(e.Tenants, views.Option{Value: "", Label: "Provider (every tenant)"})
 	}
 	owners, ownErr := h.svc.Owners(web.Ctx(c), actor)
 	if ownErr != nil {
 		return ownErr
 	}
 	for _, o := range owners {
-		e.Tenants = append(e.Tenants, views.RoleOption{Value: o.ID.String(), Label: "Tenant " + o.Name})
+		e.Tenants = append(e.Tenants, views.Option{Value: o.ID.String(), Label: "Tenant " + o.Name})
 	}
 	e.Errors = web.FormErrors(err)
 	if e.Outcome.Refused == "" && e.Errors != nil {
@@ -139,7 +139,7 @@ func (h *Handlers) renderEditor(c echo.Context, status int, e views.EditorView, 
 	if e.ID != "" {
 		title = e.DisplayName
 	}
-	return web.Render(c, status, views.Editor(web.Page(c, title), e))
+	return web.Render(c, status, Editor(web.Page(c, title), e))
 }
 
 var languageLabel = map[string]string{"yaml": "YAML", "typescript": "TypeScript", "python": "Python"}
@@ -175,7 +175,7 @@ func (h *Handlers) CreateForm(c echo.Context) error {
 	}
 	comp, err := h.svc.Create(web.Ctx(c), web.Actor(c), in)
 	if web.FormErrors(err) != nil {
-		return h.formFailed(c, views.EditorView{Name: d.Name, DisplayName: d.DisplayName, Description: d.Description,
+		return h.formFailed(c, EditorView{Name: d.Name, DisplayName: d.DisplayName, Description: d.Description,
 			Language: d.Language, Provider: in.Provider, SemanticType: in.SemanticType, TenantID: c.FormValue("tenant_id"),
 			Code: d.Code, InputSchema: string(d.InputSchema), OutputSchema: string(d.OutputSchema),
 			ResolverBindings: string(d.ResolverBindings)}, err)
@@ -189,9 +189,9 @@ func (h *Handlers) CreateForm(c echo.Context) error {
 
 // formFailed answers a refused save: htmx gets the problem list (and markers), a plain form
 // post gets the whole editor again with the author's text kept.
-func (h *Handlers) formFailed(c echo.Context, e views.EditorView, err error) error {
+func (h *Handlers) formFailed(c echo.Context, e EditorView, err error) error {
 	if c.Request().Header.Get("HX-Request") == "true" {
-		return web.Render(c, http.StatusUnprocessableEntity, views.SaveResult(refused("The draft was not saved: fix the problems marked below.", err)))
+		return web.Render(c, http.StatusUnprocessableEntity, SaveResult(refused("The draft was not saved: fix the problems marked below.", err)))
 	}
 	return h.renderEditor(c, http.StatusUnprocessableEntity, e, err)
 }
@@ -207,17 +207,17 @@ func (h *Handlers) EditPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if !can(actor, "component:definition:update", comp.TenantID) {
+	if !can(actor, access.ComponentDefinitionUpdate, comp.TenantID) {
 		return problem.ErrForbidden
 	}
 	return h.renderEditor(c, http.StatusOK, editorView(comp, actor), nil)
 }
 
-func editorView(comp Component, actor access.Principal) views.EditorView {
-	return views.EditorView{ID: comp.ID.String(), Name: comp.Name, DisplayName: comp.DisplayName, Description: comp.Description,
+func editorView(comp Component, actor access.Principal) EditorView {
+	return EditorView{ID: comp.ID.String(), Name: comp.Name, DisplayName: comp.DisplayName, Description: comp.Description,
 		Language: comp.Language, Provider: comp.Provider, SemanticType: comp.SemanticType, Code: comp.Code,
 		InputSchema: pretty(comp.InputSchema), OutputSchema: pretty(comp.OutputSchema), ResolverBindings: pretty(comp.ResolverBindings),
-		Revision: comp.Revision, CanPublish: can(actor, "component:definition:publish", comp.TenantID)}
+		Revision: comp.Revision, CanPublish: can(actor, access.ComponentDefinitionPublish, comp.TenantID)}
 }
 
 func pretty(raw json.RawMessage) string {
@@ -253,9 +253,9 @@ func (h *Handlers) SaveDraftForm(c echo.Context) error {
 		return err
 	}
 	if c.Request().Header.Get("HX-Request") == "true" {
-		saved := views.SaveResult(views.Outcome{SavedAt: time.Now().UTC().Format("15:04:05 UTC"), JSON: "[]"})
+		saved := SaveResult(Outcome{SavedAt: time.Now().UTC().Format("15:04:05 UTC"), JSON: "[]"})
 		// The editor now shows the saved draft: its publish form names this revision.
-		return web.Render(c, http.StatusOK, templ.Join(saved, views.DraftRevision(comp.Revision, true)))
+		return web.Render(c, http.StatusOK, templ.Join(saved, DraftRevision(comp.Revision, true)))
 	}
 	web.SetFlash(c, web.FlashSuccess, "Draft of "+comp.Name+" saved.")
 	return web.Redirect(c, "/components/"+id.String()+"/edit")
@@ -342,7 +342,7 @@ func (h *Handlers) DiffPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d := views.DiffView{ID: id.String(), Name: comp.DisplayName, From: int(from), To: int(to), Part: c.QueryParam("part")}
+	d := DiffView{ID: id.String(), Name: comp.DisplayName, From: int(from), To: int(to), Part: c.QueryParam("part")}
 	switch d.Part {
 	case "input_schema":
 		d.Old, d.New, d.Language = pretty(a.InputSchema), pretty(b.InputSchema), "json"
@@ -356,7 +356,7 @@ func (h *Handlers) DiffPage(c echo.Context) error {
 			d.Note = "The language changed from " + a.Language + " to " + b.Language + "."
 		}
 	}
-	return web.Render(c, http.StatusOK, views.Diff(web.Page(c, comp.DisplayName+" diff"), d))
+	return web.Render(c, http.StatusOK, Diff(web.Page(c, comp.DisplayName+" diff"), d))
 }
 
 // ArchiveVersionForm archives a version from the component page.
@@ -389,13 +389,13 @@ func (h *Handlers) renderSemantics(c echo.Context, status int, form map[string]s
 	if semErr != nil {
 		return semErr
 	}
-	rows := make([]views.SemanticRow, len(sem.ResourceTypes))
+	rows := make([]SemanticRow, len(sem.ResourceTypes))
 	for i, r := range sem.ResourceTypes {
-		rows[i] = views.SemanticRow{Provider: r.Provider, SemanticType: r.SemanticType, PulumiType: r.PulumiType}
+		rows[i] = SemanticRow{Provider: r.Provider, SemanticType: r.SemanticType, PulumiType: r.PulumiType}
 	}
-	v := views.SemanticsView{Providers: sem.Providers, SemanticTypes: sem.SemanticTypes, Rows: rows,
+	v := SemanticsView{Providers: sem.Providers, SemanticTypes: sem.SemanticTypes, Rows: rows,
 		CanEdit: actor.ProviderAdmin, Form: form, Errors: web.FormErrors(err)}
-	return web.Render(c, status, views.Semantics(web.Page(c, "Providers and types"), v))
+	return web.Render(c, status, SemanticsPage(web.Page(c, "Providers and types"), v))
 }
 
 // AddSemanticForm adds a provider, semantic type or resource type from the providers page.
@@ -440,7 +440,7 @@ func (h *Handlers) CheckForm(c echo.Context) error {
 		d := draftFromForm(c)
 		comp, err := h.svc.Update(web.Ctx(c), web.Actor(c), id, d.patch())
 		if web.FormErrors(err) != nil {
-			return web.Render(c, http.StatusUnprocessableEntity, views.SaveResult(refused("Not checked: the draft has problems to fix first.", err)))
+			return web.Render(c, http.StatusUnprocessableEntity, SaveResult(refused("Not checked: the draft has problems to fix first.", err)))
 		}
 		if err != nil {
 			return err
@@ -452,7 +452,7 @@ func (h *Handlers) CheckForm(c echo.Context) error {
 		return err
 	}
 	if saved != nil {
-		return web.Render(c, http.StatusAccepted, templ.Join(checkPanel(chk), views.DraftRevision(saved.Revision, true)))
+		return web.Render(c, http.StatusAccepted, templ.Join(checkPanel(chk), DraftRevision(saved.Revision, true)))
 	}
 	return web.Render(c, http.StatusAccepted, checkPanel(chk))
 }
@@ -479,18 +479,18 @@ func checkPanel(chk Check) templ.Component {
 		}
 		elapsed = end.Sub(*chk.StartedAt).Round(100 * time.Millisecond).String()
 	}
-	return views.CheckPanel(chk.ID.String(), chk.Status, chk.Output, elapsed, chk.Done())
+	return CheckPanel(chk.ID.String(), chk.Status, chk.Output, elapsed, chk.Done())
 }
 
 // refused lists a validation error's problems for the editor, with why nothing happened.
-func refused(why string, err error) views.Outcome {
-	o := views.Outcome{Refused: why, JSON: "[]"}
+func refused(why string, err error) Outcome {
+	o := Outcome{Refused: why, JSON: "[]"}
 	var v *problem.ValidationError
 	if !errors.As(err, &v) {
 		return o
 	}
 	for _, f := range v.Fields {
-		o.Problems = append(o.Problems, views.Problem{Field: f.Field, Message: f.Message, Line: f.Line, Column: f.Column})
+		o.Problems = append(o.Problems, Problem{Field: f.Field, Message: f.Message, Line: f.Line, Column: f.Column})
 	}
 	b, _ := json.Marshal(v.Fields)
 	o.JSON = string(b)

@@ -51,7 +51,7 @@ func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.U
 		if err != nil {
 			return err
 		}
-		if !can(actor, "component:definition:publish", c.TenantID) {
+		if !can(actor, access.ComponentDefinitionPublish, c.TenantID) {
 			return problem.ErrForbidden
 		}
 		if err := reviewed(c.Revision, revision); err != nil {
@@ -187,7 +187,7 @@ func (s *Service) ArchiveVersion(ctx context.Context, actor access.Principal, id
 		if err != nil {
 			return err
 		}
-		if !can(actor, "component:definition:publish", c.TenantID) {
+		if !can(actor, access.ComponentDefinitionPublish, c.TenantID) {
 			return problem.ErrForbidden
 		}
 		inUse, err := q.VersionInUse(ctx, dbgen.VersionInUseParams{ComponentID: id, Version: int32(n)})
@@ -250,7 +250,7 @@ type Catalog struct {
 
 // List returns the components the actor may see that match f.
 func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (Catalog, error) {
-	if !actor.CanSomewhere("component:definition:read") {
+	if !actor.CanSomewhere(access.ComponentDefinitionRead) {
 		return Catalog{}, problem.ErrForbidden
 	}
 	v := &problem.ValidationError{}
@@ -269,8 +269,8 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (C
 	if err := v.Err(); err != nil {
 		return Catalog{}, err
 	}
-	tenants := append([]uuid.UUID{}, actor.TenantsWith("component:definition:read")...)
-	editable := append([]uuid.UUID{}, actor.TenantsWith("component:definition:update")...)
+	tenants := append([]uuid.UUID{}, actor.TenantsWith(access.ComponentDefinitionRead)...)
+	editable := append([]uuid.UUID{}, actor.TenantsWith(access.ComponentDefinitionUpdate)...)
 	q := dbgen.New(s.pool)
 	denied, err := governance.Denied(ctx, q, tenants)
 	if err != nil {
@@ -287,7 +287,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (C
 		}
 	}
 	// Deployments are counted where the viewer may list them.
-	counted := append([]uuid.UUID{}, actor.TenantsWith("environment:read")...)
+	counted := append([]uuid.UUID{}, actor.TenantsWith(access.EnvironmentRead)...)
 	rows, err := q.ListComponents(ctx, dbgen.ListComponentsParams{
 		AllTenants: actor.ProviderAdmin, TenantIds: tenants, EditableTenantIds: editable, HiddenIds: hidden,
 		DeploymentTenantIds: counted, Search: optional(f.Search), Provider: optional(f.Provider),

@@ -18,7 +18,6 @@ import (
 	"nimbus/app/ipam"
 	"nimbus/app/web"
 	"nimbus/db/dbgen"
-	"nimbus/views"
 )
 
 // Approvals counts the approval requests an actor may decide.
@@ -34,9 +33,10 @@ type Service struct {
 	approvals Approvals
 }
 
-// NewService returns a Service; approvals counts what waits for the viewer.
-func NewService(pool *pgxpool.Pool, approvals Approvals) *Service {
-	return &Service{pool: pool, envs: environment.NewService(pool), pools: ipam.NewService(pool), approvals: approvals}
+// NewService returns a Service that lists envs and pools; approvals counts what waits for the
+// viewer.
+func NewService(pool *pgxpool.Pool, envs *environment.Service, pools *ipam.Service, approvals Approvals) *Service {
+	return &Service{pool: pool, envs: envs, pools: pools, approvals: approvals}
 }
 
 // Overview is what the dashboard shows one viewer.
@@ -67,7 +67,7 @@ func (s *Service) Overview(ctx context.Context, actor access.Principal) (Overvie
 	rank := map[environment.Status]int{environment.Failed: 0, environment.Provisioning: 1, environment.Decommissioning: 1, environment.Planned: 1,
 		environment.Active: 2}
 	slices.SortStableFunc(o.Environments, func(a, b environment.Environment) int { return rank[a.Status] - rank[b.Status] })
-	tenants := actor.TenantsWith("environment:read")
+	tenants := actor.TenantsWith(access.EnvironmentRead)
 	q := dbgen.New(s.pool)
 	if o.Active, err = q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants}); err != nil {
 		return o, fmt.Errorf("active operations: %w", err)
@@ -119,17 +119,17 @@ func (h *Handlers) Page(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.DashboardView{Waiting: o.Waiting}
+	v := DashboardView{Waiting: o.Waiting}
 	for _, e := range o.Environments {
-		v.Environments = append(v.Environments, views.EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: string(e.Status),
+		v.Environments = append(v.Environments, environment.EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: string(e.Status),
 			LandingZone: e.LandingZone, Template: e.Template, Created: e.CreatedAt})
 	}
 	for _, a := range o.Active {
-		v.Active = append(v.Active, views.DashboardOperation{ID: a.ID.String(), Kind: a.Kind, Status: a.Status, Deployment: a.DeploymentName,
+		v.Active = append(v.Active, DashboardOperation{ID: a.ID.String(), Kind: a.Kind, Status: a.Status, Deployment: a.DeploymentName,
 			DeploymentID: a.DeploymentID.String(), Where: a.TenantName + " / " + a.EnvironmentName, Since: a.CreatedAt})
 	}
 	for _, f := range o.Failures {
-		row := views.DashboardOperation{ID: f.ID.String(), Kind: f.Kind, Status: "failed", Deployment: f.DeploymentName,
+		row := DashboardOperation{ID: f.ID.String(), Kind: f.Kind, Status: "failed", Deployment: f.DeploymentName,
 			DeploymentID: f.DeploymentID.String(), Where: f.TenantName + " / " + f.EnvironmentName, Error: f.Error}
 		if f.FinishedAt != nil {
 			row.Since = *f.FinishedAt
@@ -141,9 +141,9 @@ func (h *Handlers) Page(c echo.Context) error {
 		if p.EnvironmentID != nil {
 			where = p.Environment
 		}
-		v.Pools = append(v.Pools, views.PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Scope: where, Used: p.Used,
+		v.Pools = append(v.Pools, ipam.PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Scope: where, Used: p.Used,
 			Utilisation: p.Utilisation})
 	}
 	v.ShowPools = web.Actor(c).ProviderAdmin
-	return web.Render(c, http.StatusOK, views.Dashboard(web.Page(c, "Dashboard"), v))
+	return web.Render(c, http.StatusOK, Dashboard(web.Page(c, "Dashboard"), v))
 }

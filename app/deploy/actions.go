@@ -55,8 +55,8 @@ func (s *Service) Destroy(ctx context.Context, actor access.Principal, id uuid.U
 
 // permission is what each kind of operation asks of the actor in the deployment's tenant.
 var permission = map[Kind]access.Permission{
-	KindPreview: "component:preview", KindDeploy: "component:deploy", KindUpdate: "component:deploy",
-	KindRefresh: "component:deploy", KindUpgrade: "component:upgrade", KindDestroy: "component:destroy",
+	KindPreview: access.ComponentPreview, KindDeploy: access.ComponentDeploy, KindUpdate: access.ComponentDeploy,
+	KindRefresh: access.ComponentDeploy, KindUpgrade: access.ComponentUpgrade, KindDestroy: access.ComponentDestroy,
 }
 
 // request checks that the actor may ask for kind and that the deployment is in a state to
@@ -90,7 +90,7 @@ func (s *Service) request(ctx context.Context, actor access.Principal, id uuid.U
 func (s *Service) Apply(ctx context.Context, actor access.Principal, previewID uuid.UUID) (Operation, error) {
 	q := dbgen.New(s.pool)
 	p, err := q.OperationView(ctx, previewID)
-	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can("environment:read", p.TenantID) {
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can(access.EnvironmentRead, p.TenantID) {
 		return Operation{}, problem.ErrNotFound
 	}
 	if err != nil {
@@ -298,7 +298,7 @@ func (s *Service) Cancel(ctx context.Context, actor access.Principal, operationI
 	if err != nil {
 		return Operation{}, err
 	}
-	if !actor.Can("component:deploy", d.TenantID) {
+	if !actor.Can(access.ComponentDeploy, d.TenantID) {
 		return Operation{}, problem.ErrForbidden
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -373,7 +373,7 @@ type Deployable struct {
 func (s *Service) Deployable(ctx context.Context, actor access.Principal, componentID uuid.UUID) (Deployable, error) {
 	q := dbgen.New(s.pool)
 	comp, err := q.GetComponent(ctx, componentID)
-	if errors.Is(err, pgx.ErrNoRows) || err == nil && comp.TenantID.Valid && !actor.Can("component:definition:read", comp.TenantID.UUID) {
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && comp.TenantID.Valid && !actor.Can(access.ComponentDefinitionRead, comp.TenantID.UUID) {
 		return Deployable{}, problem.ErrNotFound
 	}
 	if err != nil {
@@ -383,7 +383,7 @@ func (s *Service) Deployable(ctx context.Context, actor access.Principal, compon
 	if err != nil {
 		return Deployable{}, err
 	}
-	envs, err := q.ListEnvironments(ctx, dbgen.ListEnvironmentsParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWith("component:deploy")})
+	envs, err := q.ListEnvironments(ctx, dbgen.ListEnvironmentsParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWith(access.ComponentDeploy)})
 	if err != nil {
 		return Deployable{}, err
 	}

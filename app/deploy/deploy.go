@@ -179,13 +179,13 @@ type prepared struct {
 // the parameters against the version's inputs, and the tenant's governance.
 func (s *Service) prepare(ctx context.Context, q *dbgen.Queries, actor access.Principal, req Request) (prepared, error) {
 	env, err := q.GetEnvironment(ctx, req.EnvironmentID)
-	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can("environment:read", env.TenantID) {
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can(access.EnvironmentRead, env.TenantID) {
 		return prepared{}, problem.Invalid("environment_id", "exists", "no environment with this ID that you can see")
 	}
 	if err != nil {
 		return prepared{}, err
 	}
-	if !actor.Can("component:deploy", env.TenantID) {
+	if !actor.Can(access.ComponentDeploy, env.TenantID) {
 		return prepared{}, problem.ErrForbidden
 	}
 	if err := takes(env.Name, env.Status, req.templateComponent); err != nil {

@@ -233,7 +233,7 @@ func (h *Handlers) FullLogAPI(c echo.Context) error {
 
 // CancelAPI answers POST /api/v1/operations/{id}/cancel with 202 and the operation.
 func (h *Handlers) CancelAPI(c echo.Context) error {
-	return onID(c, h.svc.Cancel, accepted(c))
+	return web.OnID(c, h.svc.Cancel, web.Accepted[Operation](c))
 }
 
 // StateAPI answers GET /api/v1/deployments/{id}/state with the stack's state export.

@@ -1,9 +1,7 @@
 package deploy
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -12,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/access"
@@ -22,7 +19,6 @@ import (
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
 	"nimbus/app/web"
-	"nimbus/db/dbgen"
 	"nimbus/views"
 )
 
@@ -44,7 +40,7 @@ func (h *Handlers) ListPage(c echo.Context) error {
 			return err
 		}
 	}
-	vf := views.DeploymentFilter{Status: f.Status, Statuses: deploymentStatuses}
+	vf := DeploymentFilter{Status: f.Status, Statuses: deploymentStatuses}
 	if f.EnvironmentID != uuid.Nil {
 		vf.Environment = f.EnvironmentID.String()
 	}
@@ -55,24 +51,24 @@ func (h *Handlers) ListPage(c echo.Context) error {
 	for _, d := range all {
 		if !seen[d.EnvironmentID.String()] {
 			seen[d.EnvironmentID.String()] = true
-			vf.Environments = append(vf.Environments, views.RoleOption{Value: d.EnvironmentID.String(), Label: d.Environment})
+			vf.Environments = append(vf.Environments, views.Option{Value: d.EnvironmentID.String(), Label: d.Environment})
 		}
 		if !seen[d.ComponentID.String()] {
 			seen[d.ComponentID.String()] = true
-			vf.Components = append(vf.Components, views.RoleOption{Value: d.ComponentID.String(), Label: d.Component})
+			vf.Components = append(vf.Components, views.Option{Value: d.ComponentID.String(), Label: d.Component})
 		}
 	}
-	rows := make([]views.DeploymentRow, len(ds))
+	rows := make([]DeploymentRow, len(ds))
 	for i, d := range ds {
 		outputs, _ := json.Marshal(d.Outputs)
-		rows[i] = views.DeploymentRow{ID: d.ID.String(), Environment: d.Environment, Name: d.Name, Component: d.Component,
+		rows[i] = DeploymentRow{ID: d.ID.String(), Environment: d.Environment, Name: d.Name, Component: d.Component,
 			Version: d.Version, Status: string(d.Status), Outputs: string(outputs), Created: d.CreatedAt}
 	}
 	var next string
 	if len(ds) > 0 {
 		next = web.NextPage(c, len(ds), f.Limit, cursor.Cursor{At: ds[len(ds)-1].CreatedAt, ID: ds[len(ds)-1].ID})
 	}
-	return web.Render(c, http.StatusOK, views.Deployments(web.Page(c, "Deployments"), vf, rows, web.Pager(c, next)))
+	return web.Render(c, http.StatusOK, Deployments(web.Page(c, "Deployments"), vf, rows, web.Pager(c, next)))
 }
 
 // ShowPage shows a deployment: its parameters and outputs, the forms that change it, and its
@@ -96,19 +92,14 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 	if err != nil {
 		return err
 	}
-	q := dbgen.New(h.svc.pool)
-	ver, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: d.ComponentID, Version: int32(d.Version)})
+	st, err := h.svc.Standing(ctx, actor, id)
 	if err != nil {
 		return err
 	}
-	newer, err := q.ListComponentVersions(ctx, d.ComponentID)
-	if err != nil {
-		return err
-	}
-	v := views.DeploymentView{ID: d.ID.String(), Name: d.Name, Environment: d.Environment,
+	v := DeploymentView{ID: d.ID.String(), Name: d.Name, Environment: d.Environment,
 		Component: d.Component, ComponentID: d.ComponentID.String(), Status: string(d.Status), Version: d.Version,
 		Created: d.CreatedAt, Updated: d.UpdatedAt, Destroyed: d.Status == "destroyed",
-		CanDeploy: actor.Can("component:deploy", d.TenantID), CanDestroy: actor.Can("component:destroy", d.TenantID),
+		CanDeploy: actor.Can(access.ComponentDeploy, d.TenantID), CanDestroy: actor.Can(access.ComponentDestroy, d.TenantID),
 		Outputs: keyValues(d.Outputs, nil)}
 	v.Parameters = keyValues(d.Parameters, d.SecretNames)
 	for _, o := range ops {
@@ -118,40 +109,23 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 			v.Active = &row
 		}
 	}
-	if actor.Can("component:upgrade", d.TenantID) {
-		for _, nv := range newer {
-			if int(nv.Version) > d.Version && nv.ArchivedAt == nil {
-				v.Upgrades = append(v.Upgrades, views.UpgradeOption{Version: int(nv.Version), Changelog: nv.Changelog})
-			}
-		}
-		slices.SortFunc(v.Upgrades, func(a, b views.UpgradeOption) int { return b.Version - a.Version })
+	for _, u := range st.Upgrades {
+		v.Upgrades = append(v.Upgrades, UpgradeOption{Version: u.Version, Changelog: u.Changelog})
 	}
-	fresh, err := neverDeployed(ctx, q, d.ID, d.Status)
-	if err != nil {
-		return err
+	v.Fresh = st.Fresh
+	buttons := []FormButton{{Value: "preview", Label: "Preview"}, {Value: "update", Label: "Update", Primary: true}}
+	if st.Fresh {
+		buttons = []FormButton{{Value: "preview", Label: "Preview"}, {Value: "deploy", Label: "Deploy", Primary: true}}
 	}
-	v.Fresh = fresh
-	buttons := []views.FormButton{{Value: "preview", Label: "Preview"}, {Value: "update", Label: "Update", Primary: true}}
-	if fresh {
-		buttons = []views.FormButton{{Value: "preview", Label: "Preview"}, {Value: "deploy", Label: "Deploy", Primary: true}}
-	}
-	bound, resolved, err := h.bindings(ctx, ver.ResolverBindings, d.EnvironmentID)
-	if err != nil {
-		return err
-	}
-	rule, err := governance.Effective(ctx, q, d.TenantID, d.ComponentID)
-	if err != nil {
-		return err
-	}
-	v.Update = paramForm(ver.InputSchema, d.Parameters, d.SecretNames, formErr, bound, resolved, rule.Parameters)
-	for input, typ := range bound {
+	v.Update = paramForm(st.InputSchema, d.Parameters, d.SecretNames, formErr, st.Bound, st.Resolved, st.Limits)
+	for input, typ := range st.Bound {
 		if resolver.Secret(typ) && slices.Contains(d.SecretNames, input) {
 			v.Rotatable = append(v.Rotatable, input)
 		}
 	}
 	slices.Sort(v.Rotatable)
 	v.Update.Action, v.Update.Buttons = "/deployments/"+d.ID.String()+"/apply", buttons
-	return web.Render(c, status, views.DeploymentPage(web.Page(c, d.Name), v))
+	return web.Render(c, status, DeploymentPage(web.Page(c, d.Name), v))
 }
 
 func keyValues(m map[string]any, secret []string) []views.KeyValue {
@@ -176,8 +150,8 @@ func display(v any) string {
 	return string(b)
 }
 
-func operationRow(o Operation) views.OperationRow {
-	r := views.OperationRow{ID: o.ID.String(), Kind: string(o.Kind), Status: string(o.Status), RequestedBy: o.RequestedBy, Error: o.Error,
+func operationRow(o Operation) OperationRow {
+	r := OperationRow{ID: o.ID.String(), Kind: string(o.Kind), Status: string(o.Status), RequestedBy: o.RequestedBy, Error: o.Error,
 		Version: o.Version, Position: o.Position, Created: o.CreatedAt}
 	if o.StartedAt != nil && o.FinishedAt != nil {
 		r.Took = o.FinishedAt.Sub(*o.StartedAt).Round(100 * time.Millisecond).String()
@@ -196,15 +170,11 @@ func (h *Handlers) ApplyForm(c echo.Context) error {
 		return err
 	}
 	ctx, actor := web.Ctx(c), web.Actor(c)
-	d, err := h.svc.get(ctx, actor, id)
+	st, err := h.svc.Standing(ctx, actor, id)
 	if err != nil {
 		return err
 	}
-	ver, err := dbgen.New(h.svc.pool).GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: d.ComponentID, Version: d.Version})
-	if err != nil {
-		return err
-	}
-	params, err := formParams(c, ver.InputSchema)
+	params, err := formParams(c, st.InputSchema)
 	if err != nil {
 		return h.showPage(c, err, http.StatusUnprocessableEntity)
 	}
@@ -274,47 +244,27 @@ func (h *Handlers) DestroyForm(c echo.Context) error {
 
 // RefreshForm queues a refresh and follows it.
 func (h *Handlers) RefreshForm(c echo.Context) error {
-	return onID(c, h.svc.Refresh, follow(c))
+	return web.OnID(c, h.svc.Refresh, web.Follow(c, operationURL))
 }
 
 // CancelForm cancels an operation from its page, and stays there.
 func (h *Handlers) CancelForm(c echo.Context) error {
-	return onID(c, h.svc.Cancel, follow(c))
+	return web.OnID(c, h.svc.Cancel, web.Follow(c, operationURL))
 }
 
 // ApplyPreviewForm carries out a succeeded preview, from the preview's page.
 func (h *Handlers) ApplyPreviewForm(c echo.Context) error {
-	return onID(c, h.svc.Apply, follow(c))
+	return web.OnID(c, h.svc.Apply, web.Follow(c, operationURL))
 }
 
 // ApplyPreviewAPI answers POST /api/v1/operations/{id}/apply with 202 and the operation that
 // carries out the preview.
 func (h *Handlers) ApplyPreviewAPI(c echo.Context) error {
-	return onID(c, h.svc.Apply, accepted(c))
+	return web.OnID(c, h.svc.Apply, web.Accepted[Operation](c))
 }
 
-// onID acts on the request's :id and answers with what respond makes of the operation.
-func onID(c echo.Context, act func(context.Context, access.Principal, uuid.UUID) (Operation, error), respond func(Operation) error) error {
-	id, err := web.IDParam(c, "id")
-	if err != nil {
-		return err
-	}
-	op, err := act(web.Ctx(c), web.Actor(c), id)
-	if err != nil {
-		return err
-	}
-	return respond(op)
-}
-
-// follow goes on to the operation's page.
-func follow(c echo.Context) func(Operation) error {
-	return func(op Operation) error { return web.Redirect(c, "/operations/"+op.ID.String()) }
-}
-
-// accepted answers 202 with the operation.
-func accepted(c echo.Context) func(Operation) error {
-	return func(op Operation) error { return c.JSON(http.StatusAccepted, op) }
-}
+// operationURL is the page of an operation, where a form that starts or changes one goes on to.
+func operationURL(op Operation) string { return "/operations/" + op.ID.String() }
 
 // OperationPage shows an operation; while it runs, the page follows it over server-sent events.
 func (h *Handlers) OperationPage(c echo.Context) error {
@@ -336,31 +286,31 @@ func (h *Handlers) OperationPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.OperationView{ID: d.ID.String(), Kind: string(d.Kind), DeploymentID: d.DeploymentID.String(), Deployment: d.Deployment,
+	v := OperationView{ID: d.ID.String(), Kind: string(d.Kind), DeploymentID: d.DeploymentID.String(), Deployment: d.Deployment,
 		Live: live, LogTruncated: d.LogTruncated}
 	var last int64
 	for _, l := range lines {
-		v.Log = append(v.Log, views.LogRow{ID: l.ID, Line: l.Line})
+		v.Log = append(v.Log, LogRow{ID: l.ID, Line: l.Line})
 		last = l.ID
 	}
 	if !d.Status.Ended() {
 		v.StreamURL = fmt.Sprintf("/operations/%s/stream?after=%d", id, last)
 	}
-	return web.Render(c, http.StatusOK, views.OperationPage(page, v))
+	return web.Render(c, http.StatusOK, OperationPage(page, v))
 }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 
 // live is the changing part of an operation's page: status, times, progress, resources,
 // outputs, steps, and what can be done next.
-func (h *Handlers) live(c echo.Context, d Detail, csrf string) (views.LiveView, error) {
+func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error) {
 	ctx, actor := web.Ctx(c), web.Actor(c)
 	dep, err := h.svc.get(ctx, actor, d.DeploymentID) // the row: no secret needs opening here
 	if err != nil {
-		return views.LiveView{}, err
+		return LiveView{}, err
 	}
-	v := views.LiveView{OperationRow: operationRow(d.Operation), Started: "—", Finished: "—", CSRF: csrf,
-		CanCancel: !d.Status.Ended() && actor.Can("component:deploy", dep.TenantID)}
+	v := LiveView{OperationRow: operationRow(d.Operation), Started: "—", Finished: "—", CSRF: csrf,
+		CanCancel: !d.Status.Ended() && actor.Can(access.ComponentDeploy, dep.TenantID)}
 	if d.ExitCode != nil {
 		v.ExitCode = strconv.Itoa(*d.ExitCode)
 	}
@@ -374,7 +324,7 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (views.LiveView, 
 		v.Finished = stamp(*d.FinishedAt)
 	}
 	for _, s := range d.Steps {
-		row := views.StepRow{Name: s.Name, Status: s.Status, Error: s.Error, Attempts: s.Attempts}
+		row := StepRow{Name: s.Name, Status: s.Status, Error: s.Error, Attempts: s.Attempts}
 		if s.StartedAt != nil && s.FinishedAt != nil {
 			row.Took = s.FinishedAt.Sub(*s.StartedAt).Round(10 * time.Millisecond).String()
 		}
@@ -382,12 +332,12 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (views.LiveView, 
 	}
 	v.Resources, v.Planned, v.Done = ResourceRows(d.Resources)
 	if d.Status == "awaiting_approval" {
-		a, err := dbgen.New(h.svc.pool).ApprovalOfOperation(ctx, d.ID)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return views.LiveView{}, err
+		a, err := h.svc.AwaitedApproval(ctx, actor, d.ID)
+		if err != nil {
+			return LiveView{}, err
 		}
-		v.Approval = views.ApprovalProgress{Approvals: int(a.Approvals), Required: int(a.ApprovalsRequired)}
-		if err == nil {
+		v.Approval = ApprovalProgress{Approvals: a.Approvals, Required: a.Required}
+		if a.ID != uuid.Nil {
 			v.Approval.ID = a.ID.String()
 		}
 	}
@@ -397,9 +347,9 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (views.LiveView, 
 		v.Outputs = keyValues(outputs, nil)
 	}
 	if d.Kind == "preview" && d.Status == "succeeded" && dep.Status != "destroyed" {
-		fresh, err := neverDeployed(ctx, dbgen.New(h.svc.pool), dep.ID, DeploymentStatus(dep.Status))
+		fresh, err := h.svc.NeverDeployed(ctx, actor, dep.ID)
 		if err != nil {
-			return views.LiveView{}, err
+			return LiveView{}, err
 		}
 		label := "Update"
 		switch {
@@ -408,14 +358,14 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (views.LiveView, 
 		case int32(d.Version) > dep.Version:
 			label = fmt.Sprintf("Upgrade to v%d", d.Version)
 		}
-		v.Next = views.NextAction{Label: label, URL: "/operations/" + d.ID.String() + "/apply"}
+		v.Next = NextAction{Label: label, URL: "/operations/" + d.ID.String() + "/apply"}
 	}
 	return v, nil
 }
 
 // ResourceRows is an operation's resources as its page shows them, with how many real
 // resources it plans and how many of them are done.
-func ResourceRows(resources []Resource) (rows []views.ResourceRow, planned, done int) {
+func ResourceRows(resources []Resource) (rows []ResourceRow, planned, done int) {
 	for _, r := range resources {
 		// The stack and its providers are bookkeeping, not resources anyone waits for: shown
 		// only when they have something to say.
@@ -423,12 +373,12 @@ func ResourceRows(resources []Resource) (rows []views.ResourceRow, planned, done
 		if bookkeeping && r.Diagnostics == "" && r.Status != "failed" {
 			continue
 		}
-		row := views.ResourceRow{Name: r.Name, Type: r.Type, Op: r.Op, Status: r.Status, Diagnostics: r.Diagnostics}
+		row := ResourceRow{Name: r.Name, Type: r.Type, Op: r.Op, Status: r.Status, Diagnostics: r.Diagnostics}
 		if r.StartedAt != nil && r.FinishedAt != nil {
 			row.Took = r.FinishedAt.Sub(*r.StartedAt).Round(10 * time.Millisecond).String()
 		}
 		for _, ch := range r.Changes {
-			row.Changes = append(row.Changes, views.ChangeRow{Path: ch.Path, Kind: ch.Kind, Old: shown(ch.Old), New: shown(ch.New)})
+			row.Changes = append(row.Changes, ChangeRow{Path: ch.Path, Kind: ch.Kind, Old: shown(ch.Old), New: shown(ch.New)})
 		}
 		rows = append(rows, row)
 		if bookkeeping {
@@ -462,12 +412,12 @@ func (h *Handlers) DeployDialog(c echo.Context) error {
 		return err
 	}
 	v := dialogView(dd)
-	bound, _, err := h.bindings(web.Ctx(c), dd.Bindings, uuid.Nil)
+	bound, _, err := h.svc.bindings(web.Ctx(c), dd.Bindings, uuid.Nil)
 	if err != nil {
 		return err
 	}
 	v.Form = paramForm(dd.InputSchema, nil, nil, nil, bound, false, limitsOf(dd))
-	return web.Render(c, http.StatusOK, views.DeployDialog(views.Page{CSRF: web.CSRF(c)}, v))
+	return web.Render(c, http.StatusOK, DeployDialog(views.Page{CSRF: web.CSRF(c)}, v))
 }
 
 func limitsOf(dd Deployable) map[string]governance.Limits {
@@ -477,8 +427,8 @@ func limitsOf(dd Deployable) map[string]governance.Limits {
 	return dd.Rule.Parameters
 }
 
-func dialogView(dd Deployable) views.DeployDialogView {
-	v := views.DeployDialogView{ComponentID: dd.ComponentID.String(), Component: dd.Component, Version: dd.Version}
+func dialogView(dd Deployable) DeployDialogView {
+	v := DeployDialogView{ComponentID: dd.ComponentID.String(), Component: dd.Component, Version: dd.Version}
 	if dd.Rule != nil {
 		v.Rules = dd.Rule.Describe()
 	}
@@ -486,7 +436,7 @@ func dialogView(dd Deployable) views.DeployDialogView {
 		v.Left = fmt.Sprintf("%d more may be deployed in this tenant", dd.Left)
 	}
 	for _, e := range dd.Environments {
-		v.Environments = append(v.Environments, views.RoleOption{Value: e.ID.String(), Label: e.TenantName + " / " + e.Name})
+		v.Environments = append(v.Environments, views.Option{Value: e.ID.String(), Label: e.TenantName + " / " + e.Name})
 	}
 	resolves, _ := json.Marshal(dd.Resolves)
 	v.Resolves = string(resolves)
@@ -536,7 +486,7 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 			values[name] = c.Request().PostForm.Get(k)
 		}
 	}
-	bound, _, berr := h.bindings(ctx, dd.Bindings, uuid.Nil)
+	bound, _, berr := h.svc.bindings(ctx, dd.Bindings, uuid.Nil)
 	if berr != nil {
 		return berr
 	}
@@ -550,7 +500,7 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 	}
 	slices.Sort(general)
 	v.Form.Error = strings.Join(general, "; ")
-	return web.Render(c, http.StatusUnprocessableEntity, views.DeployDialog(views.Page{CSRF: web.CSRF(c)}, v))
+	return web.Render(c, http.StatusUnprocessableEntity, DeployDialog(views.Page{CSRF: web.CSRF(c)}, v))
 }
 
 // paramForm lays a version's input schema out as form fields, filled with values (the
@@ -562,8 +512,8 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 // deploy dialog, before an environment is chosen) they stay fields, saying what happens.
 //
 // limits are the tenant's governance, which narrow the schema's bounds and choices.
-func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err error, bound map[string]string, resolved bool, limits map[string]governance.Limits) views.ParamForm {
-	var f views.ParamForm
+func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err error, bound map[string]string, resolved bool, limits map[string]governance.Limits) ParamForm {
+	var f ParamForm
 	schema := component.ParseSchema("input_schema", rawSchema, &problem.ValidationError{})
 	if schema == nil {
 		f.Error = "this version's input schema cannot be read"
@@ -572,7 +522,7 @@ func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err 
 	errs := web.FormErrors(err)
 	for _, name := range schema.Names() {
 		p := schema.Properties[name]
-		field := views.ParamField{Name: name, Label: p.Title, Description: p.Description, Kind: "text",
+		field := ParamField{Name: name, Label: p.Title, Description: p.Description, Kind: "text",
 			Required: slices.Contains(schema.Required, name) && p.Default == nil, Error: errs["parameters."+name], Pattern: p.Pattern}
 		if field.Label == "" {
 			field.Label = name
@@ -685,34 +635,9 @@ func formParams(c echo.Context, rawSchema []byte) (map[string]any, error) {
 	return out, v.Err()
 }
 
-// bindings maps a version's bound inputs onto their resolver types, keeping those the
-// environment resolves when one is given (and saying it resolves some); with no environment,
-// all of them.
-func (h *Handlers) bindings(ctx context.Context, raw []byte, environmentID uuid.UUID) (map[string]string, bool, error) {
-	all, err := resolver.ParseBindings(raw)
-	if err != nil {
-		return nil, false, nil // the deploy itself reports it
-	}
-	out := map[string]string{}
-	if environmentID == uuid.Nil {
-		for _, b := range all {
-			out[b.Input] = b.Type
-		}
-		return out, false, nil
-	}
-	configured, err := resolver.Configured(ctx, dbgen.New(h.svc.pool), environmentID)
-	if err != nil {
-		return nil, false, err
-	}
-	for _, b := range resolver.Active(all, configured) {
-		out[b.Input] = b.Type
-	}
-	return out, len(out) > 0, nil
-}
-
 // narrow applies the tenant's rule to a field: tighter bounds, and its allowed values as the
 // only choices. The browser then refuses what the server would.
-func narrow(f *views.ParamField, l governance.Limits) {
+func narrow(f *ParamField, l governance.Limits) {
 	bound := func(current string, b *governance.Bound, tighter func(a, b float64) bool) string {
 		if b == nil {
 			return current

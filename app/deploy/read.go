@@ -43,7 +43,7 @@ func (s *Service) get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	if err != nil {
 		return r, fmt.Errorf("get deployment: %w", err)
 	}
-	if !actor.Can("environment:read", r.TenantID) {
+	if !actor.Can(access.EnvironmentRead, r.TenantID) {
 		return r, problem.ErrNotFound
 	}
 	return r, nil
@@ -81,7 +81,7 @@ func nullText(s string) *string {
 
 // List returns the newest deployments of the tenants the actor may see.
 func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([]Deployment, error) {
-	tenants := append([]uuid.UUID{}, actor.TenantsWith("environment:read")...)
+	tenants := append([]uuid.UUID{}, actor.TenantsWith(access.EnvironmentRead)...)
 	rows, err := dbgen.New(s.pool).ListDeployments(ctx, dbgen.ListDeploymentsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
 		EnvironmentID: nullID(f.EnvironmentID), ComponentID: nullID(f.ComponentID), Status: nullText(f.Status),
 		Before: f.Before.Before(), BeforeID: f.Before.BeforeID(), MaxRows: f.maxRows()})
@@ -106,7 +106,7 @@ func (s *Service) Operation(ctx context.Context, actor access.Principal, id uuid
 	if err != nil {
 		return Operation{}, fmt.Errorf("get operation: %w", err)
 	}
-	if !actor.Can("environment:read", r.TenantID) {
+	if !actor.Can(access.EnvironmentRead, r.TenantID) {
 		return Operation{}, problem.ErrNotFound
 	}
 	op := operationFromRow(dbgen.ListOperationsRow(r))
@@ -149,7 +149,7 @@ func (s *Service) Detail(ctx context.Context, actor access.Principal, id uuid.UU
 
 // Operations lists operations the actor may see, newest first.
 func (s *Service) Operations(ctx context.Context, actor access.Principal, f Filter) ([]Operation, error) {
-	tenants := append([]uuid.UUID{}, actor.TenantsWith("environment:read")...)
+	tenants := append([]uuid.UUID{}, actor.TenantsWith(access.EnvironmentRead)...)
 	rows, err := dbgen.New(s.pool).ListOperations(ctx, dbgen.ListOperationsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
 		DeploymentID: nullID(f.DeploymentID), Status: nullText(f.Status), Kind: nullText(f.Kind),
 		Before: f.Before.Before(), BeforeID: f.Before.BeforeID(), MaxRows: f.maxRows()})

@@ -23,7 +23,7 @@ import (
 // the state holds every property of every resource. Refused while an operation runs, since the
 // export reads the stack's working directory, which the operation may be changing.
 func (s *Service) State(ctx context.Context, actor access.Principal, id uuid.UUID) ([]byte, error) {
-	d, st, err := s.stateStack(ctx, actor, id, "component:destroy")
+	d, st, err := s.stateStack(ctx, actor, id, access.ComponentDestroy)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func (s *Service) RestoreState(ctx context.Context, actor access.Principal, id u
 	if err := s.MayRestoreState(ctx, actor, id); err != nil {
 		return err
 	}
-	d, st, err := s.stateStack(ctx, actor, id, "")
+	d, st, err := s.stateStack(ctx, actor, id, access.Permission{})
 	if err != nil {
 		return err
 	}
@@ -153,14 +153,14 @@ func (s *Service) restore(ctx context.Context, opID, lease uuid.UUID, st pulumix
 	return s.runner.Import(ctx, st, state)
 }
 
-// stateStack returns the deployment the actor may reach with perm ("" for provider admins,
+// stateStack returns the deployment the actor may reach with perm (none for provider admins,
 // checked by the caller) and its stack.
 func (s *Service) stateStack(ctx context.Context, actor access.Principal, id uuid.UUID, perm access.Permission) (dbgen.GetDeploymentRow, pulumix.Stack, error) {
 	d, err := s.get(ctx, actor, id)
 	if err != nil {
 		return d, pulumix.Stack{}, err
 	}
-	if perm != "" && !actor.Can(perm, d.TenantID) {
+	if perm != (access.Permission{}) && !actor.Can(perm, d.TenantID) {
 		return d, pulumix.Stack{}, problem.ErrForbidden
 	}
 	if s.runner == nil {

@@ -15,7 +15,6 @@ import (
 
 	"nimbus/app/problem"
 	"nimbus/app/web"
-	"nimbus/views"
 )
 
 // Stream follows an operation over server-sent events: "state" carries the status, progress
@@ -57,7 +56,7 @@ func (h *Handlers) Stream(c echo.Context) error {
 		if !first && recheck != nil {
 			fresh, err := recheck(ctx)
 			if errors.Is(err, problem.ErrUnauthenticated) {
-				return closed(ctx, w, after, views.StreamClosed{SignIn: "/login?next=" + url.QueryEscape("/operations/"+id.String())})
+				return closed(ctx, w, after, StreamClosed{SignIn: "/login?next=" + url.QueryEscape("/operations/"+id.String())})
 			}
 			if err != nil {
 				return nil // the client reconnects, and is checked again
@@ -67,7 +66,7 @@ func (h *Handlers) Stream(c echo.Context) error {
 		}
 		d, err := h.svc.Detail(ctx, actor, id)
 		if errors.Is(err, problem.ErrNotFound) {
-			return closed(ctx, w, after, views.StreamClosed{})
+			return closed(ctx, w, after, StreamClosed{})
 		}
 		if err != nil {
 			return nil // the headers are out; the client reconnects
@@ -77,7 +76,7 @@ func (h *Handlers) Stream(c echo.Context) error {
 			return nil
 		}
 		var buf bytes.Buffer
-		if err := views.OperationLive(live).Render(ctx, &buf); err != nil {
+		if err := OperationLive(live).Render(ctx, &buf); err != nil {
 			return nil
 		}
 		if state := buf.String(); state != sent {
@@ -90,11 +89,11 @@ func (h *Handlers) Stream(c echo.Context) error {
 				break
 			}
 			buf.Reset()
-			rows := make([]views.LogRow, len(lines))
+			rows := make([]LogRow, len(lines))
 			for i, l := range lines {
-				rows[i] = views.LogRow{ID: l.ID, Line: l.Line}
+				rows[i] = LogRow{ID: l.ID, Line: l.Line}
 			}
-			if err := views.LogLines(rows).Render(ctx, &buf); err != nil {
+			if err := LogLines(rows).Render(ctx, &buf); err != nil {
 				return nil
 			}
 			after = lines[len(lines)-1].ID
@@ -122,9 +121,9 @@ func (h *Handlers) Stream(c echo.Context) error {
 }
 
 // closed tells the page why the stream stops, then stops it.
-func closed(ctx context.Context, w *echo.Response, lastLog int64, why views.StreamClosed) error {
+func closed(ctx context.Context, w *echo.Response, lastLog int64, why StreamClosed) error {
 	var buf bytes.Buffer
-	if err := views.OperationStreamClosed(why).Render(ctx, &buf); err == nil {
+	if err := OperationStreamClosed(why).Render(ctx, &buf); err == nil {
 		event(w, "closed", lastLog, buf.String())
 	}
 	event(w, "end", lastLog, "")

@@ -75,7 +75,7 @@ var name = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
 
 // List returns the environments of the tenants the actor may see.
 func (s *Service) List(ctx context.Context, actor access.Principal) ([]Environment, error) {
-	tenants := actor.TenantsWith("environment:read")
+	tenants := actor.TenantsWith(access.EnvironmentRead)
 	if tenants == nil {
 		tenants = []uuid.UUID{}
 	}
@@ -99,7 +99,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	if err != nil {
 		return Environment{}, fmt.Errorf("get environment: %w", err)
 	}
-	if !actor.Can("environment:read", r.TenantID) {
+	if !actor.Can(access.EnvironmentRead, r.TenantID) {
 		return Environment{}, problem.ErrNotFound
 	}
 	return environmentOf(r), nil
@@ -110,7 +110,7 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, tenantID u
 	if !actor.Member(tenantID) {
 		return Environment{}, problem.Invalid("tenant_id", "exists", "no tenant with this ID that you can see")
 	}
-	if !actor.Can("environment:manage", tenantID) {
+	if !actor.Can(access.EnvironmentManage, tenantID) {
 		return Environment{}, problem.ErrForbidden
 	}
 	if t, err := dbgen.New(s.pool).GetTenant(ctx, tenantID); errors.Is(err, pgx.ErrNoRows) {
@@ -181,7 +181,7 @@ func (s *Service) manageable(ctx context.Context, actor access.Principal) []dbge
 	}
 	out := rows[:0]
 	for _, r := range rows {
-		if actor.Can("environment:manage", r.ID) {
+		if actor.Can(access.EnvironmentManage, r.ID) {
 			out = append(out, r)
 		}
 	}

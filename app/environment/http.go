@@ -11,6 +11,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/problem"
+	"nimbus/app/resolver"
 	"nimbus/app/web"
 	"nimbus/views"
 )
@@ -123,39 +124,39 @@ func (h *Handlers) lifecycleForm(c echo.Context, do step, done string) error {
 
 // ListPage shows the environments with a form to add one.
 func (h *Handlers) ListPage(c echo.Context) error {
-	return h.render(c, http.StatusOK, views.EnvironmentForm{}, nil)
+	return h.render(c, http.StatusOK, EnvironmentForm{}, nil)
 }
 
-func (h *Handlers) render(c echo.Context, status int, form views.EnvironmentForm, err error) error {
+func (h *Handlers) render(c echo.Context, status int, form EnvironmentForm, err error) error {
 	ctx, actor := web.Ctx(c), web.Actor(c)
 	envs, listErr := h.svc.List(ctx, actor)
 	if listErr != nil {
 		return listErr
 	}
-	rows := make([]views.EnvironmentRow, len(envs))
+	rows := make([]EnvironmentRow, len(envs))
 	for i, e := range envs {
-		rows[i] = views.EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: string(e.Status), LandingZone: e.LandingZone,
+		rows[i] = EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: string(e.Status), LandingZone: e.LandingZone,
 			Template: e.Template, Created: e.CreatedAt}
 	}
 	for _, t := range h.svc.manageable(ctx, actor) {
-		form.Tenants = append(form.Tenants, views.RoleOption{Value: t.ID.String(), Label: t.Name})
+		form.Tenants = append(form.Tenants, views.Option{Value: t.ID.String(), Label: t.Name})
 	}
 	templates, terr := h.lifecycle.Templates(ctx)
 	if terr != nil {
 		return terr
 	}
-	form.Templates = []views.RoleOption{{Value: "", Label: "none: a bare environment outside any landing zone"}}
+	form.Templates = []views.Option{{Value: "", Label: "none: a bare environment outside any landing zone"}}
 	for _, t := range templates {
-		form.Templates = append(form.Templates, views.RoleOption{Value: t.ID.String(), Label: t.LandingZone + " / " + t.Name})
+		form.Templates = append(form.Templates, views.Option{Value: t.ID.String(), Label: t.LandingZone + " / " + t.Name})
 	}
 	form.Errors = web.FormErrors(err)
-	return web.Render(c, status, views.Environments(web.Page(c, "Environments"), rows, form))
+	return web.Render(c, status, Environments(web.Page(c, "Environments"), rows, form))
 }
 
 // CreateForm adds an environment from the page: from a template, it goes to the new
 // environment's page to watch it provision.
 func (h *Handlers) CreateForm(c echo.Context) error {
-	form := views.EnvironmentForm{Tenant: c.FormValue("tenant_id"), Name: c.FormValue("name"), Template: c.FormValue("template_id")}
+	form := EnvironmentForm{Tenant: c.FormValue("tenant_id"), Name: c.FormValue("name"), Template: c.FormValue("template_id")}
 	in := New{Name: form.Name}
 	var err error
 	if in.TenantID, err = uuid.Parse(form.Tenant); err != nil {
@@ -198,10 +199,10 @@ func (h *Handlers) renderShow(c echo.Context, status int, err error) error {
 	if derr != nil {
 		return derr
 	}
-	v := views.EnvironmentView{ID: d.ID.String(), Tenant: d.TenantName, Name: d.Name, Status: string(d.Status), Reason: d.StatusReason,
-		LandingZone: d.LandingZone, Template: d.Template, CanManage: actor.Can("environment:manage", d.TenantID), Errors: web.FormErrors(err)}
+	v := EnvironmentView{ID: d.ID.String(), Tenant: d.TenantName, Name: d.Name, Status: string(d.Status), Reason: d.StatusReason,
+		LandingZone: d.LandingZone, Template: d.Template, CanManage: actor.Can(access.EnvironmentManage, d.TenantID), Errors: web.FormErrors(err)}
 	for _, dep := range d.Deployments {
-		v.Deployments = append(v.Deployments, views.EnvDeploymentRow{ID: dep.ID.String(), Name: dep.Name, Component: dep.ComponentName,
+		v.Deployments = append(v.Deployments, EnvDeploymentRow{ID: dep.ID.String(), Name: dep.Name, Component: dep.ComponentName,
 			Status: dep.Status, Outputs: compact(dep.Outputs), Mandatory: dep.TemplateComponentID.Valid})
 	}
 	for _, a := range d.Addresses {
@@ -209,13 +210,13 @@ func (h *Handlers) renderShow(c echo.Context, status int, err error) error {
 		if a.Kind == "address" {
 			prefix = a.Prefix.Addr().String()
 		}
-		v.Addresses = append(v.Addresses, views.EnvAddressRow{Prefix: prefix, Kind: a.Kind, Pool: a.PoolName, Deployment: a.DeploymentName,
+		v.Addresses = append(v.Addresses, EnvAddressRow{Prefix: prefix, Kind: a.Kind, Pool: a.PoolName, Deployment: a.DeploymentName,
 			DeploymentID: a.DeploymentID.String(), Input: a.Input})
 	}
 	for _, n := range d.Names {
-		v.Names = append(v.Names, views.IssuedNameRow{Name: n.Name, FQDN: n.Fqdn, Deployment: n.DeploymentName, Created: n.CreatedAt})
+		v.Names = append(v.Names, resolver.IssuedNameRow{Name: n.Name, FQDN: n.Fqdn, Deployment: n.DeploymentName, Created: n.CreatedAt})
 	}
-	return web.Render(c, status, views.EnvironmentPage(web.Page(c, d.Name), v))
+	return web.Render(c, status, EnvironmentPage(web.Page(c, d.Name), v))
 }
 
 // compact shows outputs on one line; an empty object shows as nothing.

@@ -16,7 +16,6 @@ import (
 	"nimbus/app/component"
 	"nimbus/app/deploy"
 	"nimbus/app/problem"
-	"nimbus/app/secrets"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 )
@@ -30,10 +29,10 @@ type Lifecycle struct {
 	deploys *deploy.Service
 }
 
-// NewLifecycle returns a Lifecycle; keys seals the secret parameters of the deployments it
-// plans, jobs queues their operations and the environments' steps.
-func NewLifecycle(pool *pgxpool.Pool, keys *secrets.Keyring, jobs component.JobInserter) *Lifecycle {
-	return &Lifecycle{pool: pool, jobs: jobs, deploys: deploy.NewService(pool, keys, jobs, nil, nil)}
+// NewLifecycle returns a Lifecycle; deploys plans and starts the deployments of the
+// environments it provisions, jobs queues the environments' steps.
+func NewLifecycle(pool *pgxpool.Pool, deploys *deploy.Service, jobs component.JobInserter) *Lifecycle {
+	return &Lifecycle{pool: pool, jobs: jobs, deploys: deploys}
 }
 
 // Templates lists the templates of published zones, for the new-environment form.
@@ -56,7 +55,7 @@ func (l *Lifecycle) Open(ctx context.Context, actor access.Principal, in New) (u
 	if !actor.Member(in.TenantID) {
 		return uuid.Nil, problem.Invalid("tenant_id", "exists", "no tenant with this ID that you can see")
 	}
-	if !actor.Can("environment:manage", in.TenantID) {
+	if !actor.Can(access.EnvironmentManage, in.TenantID) {
 		return uuid.Nil, problem.ErrForbidden
 	}
 	in.Name = strings.TrimSpace(in.Name)
@@ -236,13 +235,13 @@ func (l *Lifecycle) Retry(ctx context.Context, actor access.Principal, envID uui
 // system environment by provider admins.
 func environmentFor(ctx context.Context, q *dbgen.Queries, actor access.Principal, id uuid.UUID) (dbgen.GetEnvironmentRow, error) {
 	env, err := q.GetEnvironment(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can("environment:read", env.TenantID) {
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can(access.EnvironmentRead, env.TenantID) {
 		return env, problem.ErrNotFound
 	}
 	if err != nil {
 		return env, err
 	}
-	if !actor.Can("environment:manage", env.TenantID) {
+	if !actor.Can(access.EnvironmentManage, env.TenantID) {
 		return env, problem.ErrForbidden
 	}
 	if _, err := q.LockEnvironment(ctx, id); err != nil {

@@ -212,15 +212,15 @@ func params(s schema) []Param {
 // canRead reports whether the actor may see a tenant's governance: any member may, since it
 // bounds what they deploy.
 func canRead(actor access.Principal, tenantID uuid.UUID) bool {
-	return actor.Can("component:definition:read", tenantID)
+	return actor.Can(access.ComponentDefinitionRead, tenantID)
 }
 
 // CanSet reports whether the actor may set the rule of scope in tenantID.
 func CanSet(actor access.Principal, tenantID uuid.UUID, scope string) bool {
 	if scope == Provider {
-		return actor.Can("component:governance:manage", tenantID)
+		return actor.Can(access.ComponentGovernanceManage, tenantID)
 	}
-	return actor.Can("component:governance:narrow", tenantID)
+	return actor.Can(access.ComponentGovernanceNarrow, tenantID)
 }
 
 // Get returns a component's governance in a tenant the actor belongs to; another tenant, or a

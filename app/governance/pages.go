@@ -26,13 +26,13 @@ func (h *Handlers) ListPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rows := make([]views.GovernanceRow, len(o.Components))
+	rows := make([]GovernanceRow, len(o.Components))
 	for i, s := range o.Components {
-		rows[i] = views.GovernanceRow{ID: s.Component.ID.String(), Name: s.Component.Name, DisplayName: s.Component.DisplayName,
+		rows[i] = GovernanceRow{ID: s.Component.ID.String(), Name: s.Component.Name, DisplayName: s.Component.DisplayName,
 			Provider: s.Component.Provider, Version: s.Component.Version, Allowed: s.Effective.IsAllowed,
 			Rules: s.Effective.Describe(), Instances: instances(s.Instances, s.Effective)}
 	}
-	return web.Render(c, http.StatusOK, views.GovernanceList(web.Page(c, "Governance of "+o.TenantName), o.TenantID.String(), o.TenantName, rows))
+	return web.Render(c, http.StatusOK, GovernanceList(web.Page(c, "Governance of "+o.TenantName), o.TenantID.String(), o.TenantName, rows))
 }
 
 // EditPage shows a component's governance in a tenant: what binds, the provider's ceiling and
@@ -65,7 +65,7 @@ func (h *Handlers) SetForm(c echo.Context) error {
 	typed := map[string]string{"is_allowed": c.FormValue("is_allowed"), "max_instances": c.FormValue("max_instances")}
 	for _, p := range v.Params {
 		for _, key := range []string{"minimum", "maximum", "allowed", "pattern"} {
-			name := views.ConstraintField(p.Name, key)
+			name := ConstraintField(p.Name, key)
 			typed[name] = c.FormValue(name)
 		}
 	}
@@ -128,7 +128,7 @@ func changeFromForm(scope string, typed map[string]string, params []Param) (Chan
 	for _, p := range params {
 		var c Constraint
 		for key, dst := range map[string]**float64{"minimum": &c.Minimum, "maximum": &c.Maximum} {
-			name := views.ConstraintField(p.Name, key)
+			name := ConstraintField(p.Name, key)
 			if raw := strings.TrimSpace(typed[name]); raw != "" {
 				x, err := parseNumber(raw)
 				if err != nil {
@@ -137,7 +137,7 @@ func changeFromForm(scope string, typed map[string]string, params []Param) (Chan
 				*dst = &x
 			}
 		}
-		name := views.ConstraintField(p.Name, "allowed")
+		name := ConstraintField(p.Name, "allowed")
 		if raw := strings.TrimSpace(typed[name]); raw != "" {
 			c.Allowed = []any{}
 			items, err := splitList(raw)
@@ -153,7 +153,7 @@ func changeFromForm(scope string, typed map[string]string, params []Param) (Chan
 				c.Allowed = append(c.Allowed, value)
 			}
 		}
-		c.Pattern = strings.TrimSpace(typed[views.ConstraintField(p.Name, "pattern")])
+		c.Pattern = strings.TrimSpace(typed[ConstraintField(p.Name, "pattern")])
 		if !c.empty() {
 			ch.ParameterConstraints[p.Name] = c
 		}
@@ -221,34 +221,34 @@ func parseNumber(s string) (float64, error) {
 // keeps the typed values and errs.
 func (h *Handlers) renderEdit(c echo.Context, status int, v View, failed string, typed map[string]string, errs views.Errors) error {
 	actor := web.Actor(c)
-	page := views.GovernanceEdit{TenantID: v.TenantID.String(), TenantName: v.TenantName, ComponentID: v.Component.ID.String(),
+	page := GovernanceEdit{TenantID: v.TenantID.String(), TenantName: v.TenantName, ComponentID: v.Component.ID.String(),
 		DisplayName: v.Component.DisplayName, Name: v.Component.Name, Version: v.Component.Version,
 		Ceiling: ruleText("Provider's ceiling", v.Provider), Own: ruleText("Tenant's own rule", v.Tenant),
 		Effective: v.Effective.Describe(), Instances: instances(v.Instances, v.Effective)}
 	for _, p := range v.Params {
-		page.Params = append(page.Params, views.GovernanceParam{Name: p.Name, Type: p.Type, Hint: hint(p),
+		page.Params = append(page.Params, GovernanceParam{Name: p.Name, Type: p.Type, Hint: hint(p),
 			Bounded: p.Bounded, Patterned: p.Patterned, Listed: p.Listed})
 	}
 	// Provider admins may write either rule through the API; the page gives each admin their own.
 	switch {
 	case CanSet(actor, v.TenantID, Provider):
-		page.Form = &views.RuleForm{Scope: Provider, Title: "Provider's ceiling", Values: formValues(v.Provider), Set: v.Provider != nil,
+		page.Form = &RuleForm{Scope: Provider, Title: "Provider's ceiling", Values: formValues(v.Provider), Set: v.Provider != nil,
 			Note: "The most this tenant may do with this component. The tenant's admins can narrow it, never widen it."}
 		page.Beside = page.Own
 	case CanSet(actor, v.TenantID, Tenant):
-		page.Form = &views.RuleForm{Scope: Tenant, Title: "Tenant's own rule", Values: formValues(v.Tenant), Set: v.Tenant != nil,
+		page.Form = &RuleForm{Scope: Tenant, Title: "Tenant's own rule", Values: formValues(v.Tenant), Set: v.Tenant != nil,
 			Note: "Narrows the provider's ceiling, shown beside each field, for this tenant. Leave a field empty to keep the provider's limit."}
 		page.Beside = page.Ceiling
 	}
 	if page.Form != nil && page.Form.Scope == failed {
 		page.Form.Values, page.Form.Errors = typed, errs
 	}
-	return web.Render(c, status, views.GovernanceEditPage(web.Page(c, v.Component.DisplayName+" · governance"), page))
+	return web.Render(c, status, GovernanceEditPage(web.Page(c, v.Component.DisplayName+" · governance"), page))
 }
 
 // ruleText puts a saved rule in words, per input.
-func ruleText(title string, r *Rule) views.RuleText {
-	t := views.RuleText{Title: title, Params: map[string]string{}}
+func ruleText(title string, r *Rule) RuleText {
+	t := RuleText{Title: title, Params: map[string]string{}}
 	if r == nil {
 		return t
 	}
@@ -296,19 +296,19 @@ func formValues(r *Rule) map[string]string {
 	}
 	for name, c := range r.Constraints {
 		if c.Minimum != nil {
-			values[views.ConstraintField(name, "minimum")] = num(*c.Minimum)
+			values[ConstraintField(name, "minimum")] = num(*c.Minimum)
 		}
 		if c.Maximum != nil {
-			values[views.ConstraintField(name, "maximum")] = num(*c.Maximum)
+			values[ConstraintField(name, "maximum")] = num(*c.Maximum)
 		}
 		if c.Allowed != nil {
 			parts := make([]string, len(c.Allowed))
 			for i, a := range c.Allowed {
 				parts[i] = fmt.Sprint(a)
 			}
-			values[views.ConstraintField(name, "allowed")] = joinList(parts)
+			values[ConstraintField(name, "allowed")] = joinList(parts)
 		}
-		values[views.ConstraintField(name, "pattern")] = c.Pattern
+		values[ConstraintField(name, "pattern")] = c.Pattern
 	}
 	return values
 }

@@ -91,13 +91,13 @@ func scopeOf(ctx context.Context, q *dbgen.Queries, actor access.Principal, in N
 		return scope{zone: id, family: id, name: "landing zone " + z.Name}, nil
 	case in.EnvironmentID != uuid.Nil:
 		env, err := q.GetEnvironment(ctx, in.EnvironmentID)
-		if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can("resolver:config:read", env.TenantID) {
+		if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can(access.ResolverConfigRead, env.TenantID) {
 			return scope{}, problem.Invalid("environment_id", "exists", "no environment with this ID that you can see")
 		}
 		if err != nil {
 			return scope{}, err
 		}
-		if !actor.Can("resolver:config:manage", env.TenantID) {
+		if !actor.Can(access.ResolverConfigManage, env.TenantID) {
 			return scope{}, problem.ErrForbidden
 		}
 		return scope{tenant: uuid.NullUUID{UUID: env.TenantID, Valid: true}, environment: uuid.NullUUID{UUID: env.ID, Valid: true},
@@ -225,7 +225,7 @@ func canRead(actor access.Principal, tenantID uuid.NullUUID) bool {
 	if !tenantID.Valid {
 		return actor.ProviderAdmin
 	}
-	return actor.Can("resolver:config:read", tenantID.UUID)
+	return actor.Can(access.ResolverConfigRead, tenantID.UUID)
 }
 
 func poolOf(r dbgen.IpamPool, env, zone string) Pool {
@@ -275,7 +275,7 @@ type Filter struct{ EnvironmentID, LandingZoneID uuid.UUID }
 // List returns the pools the actor may see.
 func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([]Pool, error) {
 	rows, err := dbgen.New(s.pool).ListPools(ctx, dbgen.ListPoolsParams{AllTenants: actor.ProviderAdmin,
-		TenantIds:     actor.TenantsWith("resolver:config:read"),
+		TenantIds:     actor.TenantsWith(access.ResolverConfigRead),
 		EnvironmentID: uuid.NullUUID{UUID: f.EnvironmentID, Valid: f.EnvironmentID != uuid.Nil},
 		LandingZoneID: uuid.NullUUID{UUID: f.LandingZoneID, Valid: f.LandingZoneID != uuid.Nil}})
 	if err != nil {

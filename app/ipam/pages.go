@@ -9,7 +9,6 @@ import (
 
 	"nimbus/app/problem"
 	"nimbus/app/web"
-	"nimbus/db/dbgen"
 	"nimbus/views"
 )
 
@@ -24,27 +23,22 @@ func (h *Handlers) renderList(c echo.Context, status int, in *NewPool, err error
 	if lerr != nil {
 		return lerr
 	}
-	rows := make([]views.PoolRow, len(pools))
+	rows := make([]PoolRow, len(pools))
 	for i, p := range pools {
 		rows[i] = rowOf(p)
 	}
-	var form *views.PoolForm
+	var form *PoolForm
 	if actor.ProviderAdmin {
-		q := dbgen.New(h.svc.pool)
-		zones, err2 := q.ListLandingZones(ctx, nil)
+		zones, envs, err2 := h.svc.Scopes(ctx, actor)
 		if err2 != nil {
 			return err2
 		}
-		envs, err2 := q.ListEnvironments(ctx, dbgen.ListEnvironmentsParams{AllTenants: true})
-		if err2 != nil {
-			return err2
-		}
-		form = &views.PoolForm{Errors: web.FormErrors(err)}
+		form = &PoolForm{Errors: web.FormErrors(err)}
 		for _, z := range zones {
-			form.Zones = append(form.Zones, views.RoleOption{Value: "landing_zone:" + z.ID.String(), Label: z.Name})
+			form.Zones = append(form.Zones, views.Option(z))
 		}
 		for _, e := range envs {
-			form.Environments = append(form.Environments, views.RoleOption{Value: "environment:" + e.ID.String(), Label: e.TenantName + " / " + e.Name})
+			form.Environments = append(form.Environments, views.Option(e))
 		}
 		if in != nil {
 			form.Scope, form.Name, form.Prefix, form.Reserved = scopeValue(*in), in.Name, in.Prefix, strings.Join(in.Reserved, ", ")
@@ -60,15 +54,15 @@ func (h *Handlers) renderList(c echo.Context, status int, in *NewPool, err error
 			}
 		}
 	}
-	return web.Render(c, status, views.Pools(web.Page(c, "IP pools"), rows, form))
+	return web.Render(c, status, Pools(web.Page(c, "IP pools"), rows, form))
 }
 
-func rowOf(p Pool) views.PoolRow {
+func rowOf(p Pool) PoolRow {
 	where := "landing zone " + p.LandingZone
 	if p.EnvironmentID != nil {
 		where = p.Environment
 	}
-	return views.PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Scope: where,
+	return PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Scope: where,
 		Gateway: p.Gateway.String(), Used: p.Used, Utilisation: p.Utilisation}
 }
 
@@ -119,12 +113,12 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.PoolView{PoolRow: rowOf(p)}
+	v := PoolView{PoolRow: rowOf(p)}
 	for _, r := range p.Reserved {
 		v.Reserved = append(v.Reserved, r.String())
 	}
 	for _, a := range p.Allocations {
-		row := views.AllocationRow{Prefix: a.Prefix.String(), Kind: a.Kind, Deployment: a.Deployment, Input: a.Input, Created: a.CreatedAt}
+		row := AllocationRow{Prefix: a.Prefix.String(), Kind: a.Kind, Deployment: a.Deployment, Input: a.Input, Created: a.CreatedAt}
 		if a.Kind == "address" {
 			row.Prefix = a.Prefix.Addr().String()
 		}
@@ -133,5 +127,5 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 		}
 		v.Allocations = append(v.Allocations, row)
 	}
-	return web.Render(c, http.StatusOK, views.PoolPage(web.Page(c, p.Name), v))
+	return web.Render(c, http.StatusOK, PoolPage(web.Page(c, p.Name), v))
 }

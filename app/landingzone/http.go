@@ -8,14 +8,20 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/access"
+	"nimbus/app/ipam"
 	"nimbus/app/web"
 )
 
 // Handlers serves the landing zone pages and API.
-type Handlers struct{ svc *Service }
+type Handlers struct {
+	svc   *Service
+	pools *ipam.Service // the zone's IP pools, shown on its page
+}
 
-// NewHandlers returns the handlers for svc.
-func NewHandlers(svc *Service) *Handlers { return &Handlers{svc: svc} }
+// NewHandlers returns the handlers for svc; pools reads the IP pools of zones.
+func NewHandlers(svc *Service, pools *ipam.Service) *Handlers {
+	return &Handlers{svc: svc, pools: pools}
+}
 
 // ListAPI answers GET /api/v1/landing-zones.
 func (h *Handlers) ListAPI(c echo.Context) error {
@@ -116,27 +122,11 @@ func (h *Handlers) removeAPI(c echo.Context, param string, remove func(context.C
 // PublishAPI answers POST /api/v1/landing-zones/{id}/publish with 202: the zone is published
 // and its system services are being deployed.
 func (h *Handlers) PublishAPI(c echo.Context) error {
-	id, err := web.IDParam(c, "id")
-	if err != nil {
-		return err
-	}
-	z, err := h.svc.Publish(web.Ctx(c), web.Actor(c), id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusAccepted, z)
+	return web.OnID(c, h.svc.Publish, web.Accepted[Zone](c))
 }
 
 // RetireAPI answers POST /api/v1/landing-zones/{id}/retire with 202: the zone is retired and
 // its system services are being destroyed.
 func (h *Handlers) RetireAPI(c echo.Context) error {
-	id, err := web.IDParam(c, "id")
-	if err != nil {
-		return err
-	}
-	z, err := h.svc.Retire(web.Ctx(c), web.Actor(c), id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusAccepted, z)
+	return web.OnID(c, h.svc.Retire, web.Accepted[Zone](c))
 }

@@ -15,7 +15,6 @@ import (
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
 	"nimbus/app/web"
-	"nimbus/db/dbgen"
 	"nimbus/views"
 )
 
@@ -24,34 +23,34 @@ const templateRows = 3
 
 // ListPage shows the landing zones and the form that adds one.
 func (h *Handlers) ListPage(c echo.Context) error {
-	return h.renderList(c, http.StatusOK, views.ZoneForm{}, nil)
+	return h.renderList(c, http.StatusOK, ZoneForm{}, nil)
 }
 
-func (h *Handlers) renderList(c echo.Context, status int, form views.ZoneForm, err error) error {
+func (h *Handlers) renderList(c echo.Context, status int, form ZoneForm, err error) error {
 	ctx, actor := web.Ctx(c), web.Actor(c)
 	zones, lerr := h.svc.List(ctx, actor)
 	if lerr != nil {
 		return lerr
 	}
-	rows := make([]views.ZoneRow, len(zones))
+	rows := make([]ZoneRow, len(zones))
 	for i, z := range zones {
-		rows[i] = views.ZoneRow{ID: z.ID.String(), Name: z.Name, Provider: z.Provider, Status: z.Status, Description: z.Description,
+		rows[i] = ZoneRow{ID: z.ID.String(), Name: z.Name, Provider: z.Provider, Status: z.Status, Description: z.Description,
 			Environments: z.EnvironmentCount, Created: z.CreatedAt}
 	}
-	providers, perr := dbgen.New(h.svc.pool).ListProviders(ctx)
+	providers, perr := h.svc.Providers(ctx, actor)
 	if perr != nil {
 		return perr
 	}
 	for _, p := range providers {
-		form.Providers = append(form.Providers, views.RoleOption{Value: p.Name, Label: p.DisplayName})
+		form.Providers = append(form.Providers, views.Option(p))
 	}
 	form.Errors = web.FormErrors(err)
-	return web.Render(c, status, views.LandingZones(web.Page(c, "Landing zones"), rows, form))
+	return web.Render(c, status, LandingZones(web.Page(c, "Landing zones"), rows, form))
 }
 
 // CreateForm adds a landing zone from the list page.
 func (h *Handlers) CreateForm(c echo.Context) error {
-	form := views.ZoneForm{Name: c.FormValue("name"), Provider: c.FormValue("provider"), Description: c.FormValue("description")}
+	form := ZoneForm{Name: c.FormValue("name"), Provider: c.FormValue("provider"), Description: c.FormValue("description")}
 	z, err := h.svc.Create(web.Ctx(c), web.Actor(c), NewZone{Name: form.Name, Provider: form.Provider, Description: form.Description})
 	if web.FormErrors(err) != nil {
 		return h.renderList(c, http.StatusUnprocessableEntity, form, err)
@@ -71,8 +70,8 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 
 // pageForms carries what was typed into a refused form back to the page.
 type pageForms struct {
-	service  views.MemberForm
-	template views.TemplateForm
+	service  MemberForm
+	template TemplateForm
 	zone     bool // the refusal is of publish or retire
 }
 
@@ -86,17 +85,17 @@ func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err e
 	if zerr != nil {
 		return zerr
 	}
-	v := views.ZoneView{ID: z.ID.String(), Name: z.Name, Provider: z.Provider, Status: z.Status, Description: z.Description,
+	v := ZoneView{ID: z.ID.String(), Name: z.Name, Provider: z.Provider, Status: z.Status, Description: z.Description,
 		SystemStatus: z.SystemStatus, SystemReason: z.SystemReason, ServiceForm: forms.service, TemplateForm: forms.template}
 	if forms.zone {
 		v.Errors = web.FormErrors(err)
 	}
 	for len(v.TemplateForm.Rows) < templateRows {
-		v.TemplateForm.Rows = append(v.TemplateForm.Rows, views.MemberForm{})
+		v.TemplateForm.Rows = append(v.TemplateForm.Rows, MemberForm{})
 	}
 	v.Services = componentRows(z.SystemServices)
 	for _, t := range z.Templates {
-		v.Templates = append(v.Templates, views.TemplateView{ID: t.ID.String(), Name: t.Name, Description: t.Description, Withdrawn: t.Withdrawn,
+		v.Templates = append(v.Templates, TemplateView{ID: t.ID.String(), Name: t.Name, Description: t.Description, Withdrawn: t.Withdrawn,
 			Components: componentRows(t.Components)})
 	}
 	configured := map[string]bool{}
@@ -104,38 +103,37 @@ func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err e
 		configured[r] = true
 	}
 	for _, t := range resolver.Types() {
-		v.Resolvers = append(v.Resolvers, views.ResolverState{Type: t, Configured: configured[t]})
+		v.Resolvers = append(v.Resolvers, ResolverState{Type: t, Configured: configured[t]})
 	}
-	pools := ipam.NewService(h.svc.pool)
-	list, perr := pools.List(ctx, actor, ipam.Filter{LandingZoneID: z.ID})
+	list, perr := h.pools.List(ctx, actor, ipam.Filter{LandingZoneID: z.ID})
 	if perr != nil {
 		return perr
 	}
 	for _, p := range list {
-		full, perr := pools.Get(ctx, actor, p.ID)
+		full, perr := h.pools.Get(ctx, actor, p.ID)
 		if perr != nil {
 			return perr
 		}
-		v.Pools = append(v.Pools, views.PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Used: full.Used, Utilisation: full.Utilisation})
+		v.Pools = append(v.Pools, ipam.PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Used: full.Used, Utilisation: full.Utilisation})
 	}
 	for _, e := range z.Environments {
-		v.Environments = append(v.Environments, views.ZoneEnvRow{ID: e.ID.String(), Tenant: e.Tenant, Name: e.Name, Status: e.Status})
+		v.Environments = append(v.Environments, ZoneEnvRow{ID: e.ID.String(), Tenant: e.Tenant, Name: e.Name, Status: e.Status})
 	}
-	choices, cerr := dbgen.New(h.svc.pool).ZoneComponentChoices(ctx, z.Provider)
+	choices, cerr := h.svc.ComponentChoices(ctx, actor, z.ID)
 	if cerr != nil {
 		return cerr
 	}
 	for _, ch := range choices {
-		v.Components = append(v.Components, views.RoleOption{Value: ch.ID.String(), Label: ch.Name})
+		v.Components = append(v.Components, views.Option(ch))
 	}
-	return web.Render(c, status, views.LandingZonePage(web.Page(c, z.Name), v))
+	return web.Render(c, status, LandingZonePage(web.Page(c, z.Name), v))
 }
 
-func componentRows(ms []Member) []views.ComponentRow {
-	out := make([]views.ComponentRow, len(ms))
+func componentRows(ms []Member) []ComponentRow {
+	out := make([]ComponentRow, len(ms))
 	for i, m := range ms {
 		params, _ := json.Marshal(m.Parameters)
-		out[i] = views.ComponentRow{ID: m.ID.String(), Name: m.Name, Component: m.Component, Parameters: string(params), Status: m.Status}
+		out[i] = ComponentRow{ID: m.ID.String(), Name: m.Name, Component: m.Component, Parameters: string(params), Status: m.Status}
 		if m.DeploymentID != nil {
 			out[i].DeploymentID = m.DeploymentID.String()
 		}
@@ -164,7 +162,7 @@ func (h *Handlers) AddSystemServiceForm(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	form := views.MemberForm{Component: c.FormValue("component_id"), Name: c.FormValue("name"), Parameters: c.FormValue("parameters")}
+	form := MemberForm{Component: c.FormValue("component_id"), Name: c.FormValue("name"), Parameters: c.FormValue("parameters")}
 	in, err := memberFrom(form.Component, form.Name, form.Parameters, "")
 	if err == nil {
 		_, err = h.svc.AddSystemService(web.Ctx(c), web.Actor(c), id, in)
@@ -186,13 +184,13 @@ func (h *Handlers) AddTemplateForm(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	form := views.TemplateForm{Name: c.FormValue("name"), Description: c.FormValue("description")}
+	form := TemplateForm{Name: c.FormValue("name"), Description: c.FormValue("description")}
 	in := NewTemplate{Name: form.Name, Description: form.Description, MandatoryComponents: []MemberIn{}}
 	// Rows keep their place in the form, so each error lands beside its row.
 	index := map[int]int{}
 	for i := range templateRows {
 		at := fmt.Sprintf("mandatory_components[%d].", i)
-		row := views.MemberForm{Component: c.FormValue(at + "component_id"), Name: c.FormValue(at + "name"), Parameters: c.FormValue(at + "parameters")}
+		row := MemberForm{Component: c.FormValue(at + "component_id"), Name: c.FormValue(at + "name"), Parameters: c.FormValue(at + "parameters")}
 		form.Rows = append(form.Rows, row)
 		if row.Component == "" && row.Name == "" && row.Parameters == "" {
 			continue

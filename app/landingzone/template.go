@@ -82,7 +82,7 @@ func members(ctx context.Context, q *dbgen.Queries, templateID uuid.UUID, deploy
 
 // AddTemplate adds a template with its mandatory components to a zone that is not retired.
 func (s *Service) AddTemplate(ctx context.Context, actor access.Principal, zoneID uuid.UUID, in NewTemplate) (Template, error) {
-	if !actor.Can("landingzone:manage", uuid.Nil) {
+	if !actor.Can(access.LandingZoneManage, uuid.Nil) {
 		return Template{}, problem.ErrForbidden
 	}
 	in.Name = strings.TrimSpace(in.Name)
@@ -151,7 +151,7 @@ func (s *Service) AddTemplate(ctx context.Context, actor access.Principal, zoneI
 // AddSystemService adds a component that the draft zone deploys for itself when it is
 // published.
 func (s *Service) AddSystemService(ctx context.Context, actor access.Principal, zoneID uuid.UUID, in MemberIn) (Member, error) {
-	if !actor.Can("landingzone:manage", uuid.Nil) {
+	if !actor.Can(access.LandingZoneManage, uuid.Nil) {
 		return Member{}, problem.ErrForbidden
 	}
 	var out Member
@@ -284,7 +284,7 @@ func memberNames(ms []MemberIn) []string {
 // WithdrawTemplate takes a template out of the choices for new environments; those opened
 // from it keep it.
 func (s *Service) WithdrawTemplate(ctx context.Context, actor access.Principal, zoneID, templateID uuid.UUID) error {
-	if !actor.Can("landingzone:manage", uuid.Nil) {
+	if !actor.Can(access.LandingZoneManage, uuid.Nil) {
 		return problem.ErrForbidden
 	}
 	return db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
@@ -306,7 +306,7 @@ func (s *Service) WithdrawTemplate(ctx context.Context, actor access.Principal, 
 
 // RemoveSystemService takes a system service off a draft zone, before anything was deployed.
 func (s *Service) RemoveSystemService(ctx context.Context, actor access.Principal, zoneID, serviceID uuid.UUID) error {
-	if !actor.Can("landingzone:manage", uuid.Nil) {
+	if !actor.Can(access.LandingZoneManage, uuid.Nil) {
 		return problem.ErrForbidden
 	}
 	return db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {

@@ -27,7 +27,6 @@ import (
 	"nimbus/app/environment"
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
-	"nimbus/app/secrets"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 )
@@ -76,10 +75,10 @@ type Service struct {
 	lifecycle *environment.Lifecycle
 }
 
-// NewService returns a Service; keys seals the secret parameters of the system services it
-// deploys, jobs queues their operations.
-func NewService(pool *pgxpool.Pool, keys *secrets.Keyring, jobs component.JobInserter) *Service {
-	return &Service{pool: pool, lifecycle: environment.NewLifecycle(pool, keys, jobs)}
+// NewService returns a Service; lifecycle provisions and decommissions its system
+// environments.
+func NewService(pool *pgxpool.Pool, lifecycle *environment.Lifecycle) *Service {
+	return &Service{pool: pool, lifecycle: lifecycle}
 }
 
 // zoneName is also the name of the zone's system environment.
@@ -87,7 +86,7 @@ var zoneName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
 
 // Create adds a draft landing zone with its system environment and system template.
 func (s *Service) Create(ctx context.Context, actor access.Principal, in NewZone) (Zone, error) {
-	if !actor.Can("landingzone:manage", uuid.Nil) {
+	if !actor.Can(access.LandingZoneManage, uuid.Nil) {
 		return Zone{}, problem.ErrForbidden
 	}
 	v := &problem.ValidationError{}
@@ -235,7 +234,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 // component of its templates binds must be configured on the zone: an environment opened here
 // would otherwise be asked for, or fail on, what the zone should hand out.
 func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.UUID) (Zone, error) {
-	if !actor.Can("landingzone:manage", uuid.Nil) {
+	if !actor.Can(access.LandingZoneManage, uuid.Nil) {
 		return Zone{}, problem.ErrForbidden
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -320,7 +319,7 @@ func templateLabel(name string, system bool) string {
 // Retire closes a published zone: no environment may be opened in it any more, and its system
 // services are destroyed. Its tenants' environments must be decommissioned first.
 func (s *Service) Retire(ctx context.Context, actor access.Principal, id uuid.UUID) (Zone, error) {
-	if !actor.Can("landingzone:manage", uuid.Nil) {
+	if !actor.Can(access.LandingZoneManage, uuid.Nil) {
 		return Zone{}, problem.ErrForbidden
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {

@@ -11,9 +11,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"nimbus/app/access"
 	"nimbus/app/problem"
 	"nimbus/app/web"
-	"nimbus/db/dbgen"
 	"nimbus/views"
 )
 
@@ -30,9 +30,9 @@ func (h *Handlers) ZonePage(c echo.Context) error {
 
 // page is what the resolver page of an environment or a landing zone is made from.
 type page struct {
-	view    views.ResolversView
+	view    ResolversView
 	configs []Config
-	pools   dbgen.ListPoolsParams
+	pools   func() ([]PoolChoice, error)
 	names   uuid.UUID // the environment whose issued names are listed; none for a zone
 	preview func(pattern string) (string, error)
 }
@@ -54,11 +54,11 @@ func (h *Handlers) pageOf(c echo.Context) (page, error) {
 			return page{}, err
 		}
 		return page{
-			view: views.ResolversView{Base: "/landing-zones/" + id.String() + "/resolvers", Heading: "Resolvers of landing zone " + z.Name,
+			view: ResolversView{Base: "/landing-zones/" + id.String() + "/resolvers", Heading: "Resolvers of landing zone " + z.Name,
 				Intro:     "Every environment of this landing zone resolves with these, unless it overrides one. The name preview stands in tenant and env for an environment's own.",
 				CanManage: actor.ProviderAdmin && z.Status != "retired"},
 			configs: configs,
-			pools:   dbgen.ListPoolsParams{AllTenants: true, LandingZoneID: nullUUID(id)},
+			pools:   func() ([]PoolChoice, error) { return h.svc.ZonePools(ctx, actor, id) },
 			preview: func(p string) (string, error) { return h.svc.NextZoneName(ctx, actor, id, p) },
 		}, nil
 	}
@@ -71,11 +71,11 @@ func (h *Handlers) pageOf(c echo.Context) (page, error) {
 		return page{}, err
 	}
 	pg := page{
-		view: views.ResolversView{Base: "/environments/" + id.String() + "/resolvers", Heading: "Resolvers of " + env.TenantName + " / " + env.Name,
+		view: ResolversView{Base: "/environments/" + id.String() + "/resolvers", Heading: "Resolvers of " + env.TenantName + " / " + env.Name,
 			Intro:     "A component input bound to a resolver is filled when it is deployed here, if this environment or its landing zone configures that resolver; elsewhere it is an ordinary input.",
-			CanManage: actor.Can("resolver:config:manage", env.TenantID), Inherited: map[string]string{}},
+			CanManage: actor.Can(access.ResolverConfigManage, env.TenantID), Inherited: map[string]string{}},
 		configs: configs,
-		pools:   dbgen.ListPoolsParams{AllTenants: true, EnvironmentID: nullUUID(id)},
+		pools:   func() ([]PoolChoice, error) { return h.svc.EnvironmentPools(ctx, actor, id) },
 		names:   id,
 		preview: func(p string) (string, error) { return h.svc.NextName(ctx, actor, id, p) },
 	}
@@ -94,38 +94,21 @@ func (h *Handlers) renderPage(c echo.Context, status int, typ string, form map[s
 	if perr != nil {
 		return perr
 	}
-	ctx := web.Ctx(c)
-	q := dbgen.New(h.svc.pool)
 	v := pg.view
 	v.Configured, v.Errors = map[string]bool{}, map[string]views.Errors{}
 	for _, k := range NamingVariables {
-		v.Variables = append(v.Variables, views.RoleOption{Value: k.Name, Label: k.Meaning})
+		v.Variables = append(v.Variables, views.Option{Value: k.Name, Label: k.Meaning})
 	}
-	pools, perr := q.ListPools(ctx, pg.pools)
+	pools, perr := pg.pools()
 	if perr != nil {
 		return perr
 	}
-	if pg.pools.EnvironmentID.Valid && v.CanManage {
-		// An environment may also hand out from its landing zone's pools, which only those who
-		// configure it see.
-		env, err := q.GetEnvironment(ctx, pg.pools.EnvironmentID.UUID)
-		if err != nil {
-			return err
-		}
-		if env.LandingZoneID.Valid {
-			shared, err := q.ListPools(ctx, dbgen.ListPoolsParams{AllTenants: true, LandingZoneID: env.LandingZoneID})
-			if err != nil {
-				return err
-			}
-			pools = append(pools, shared...)
-		}
-	}
 	for _, p := range pools {
-		label := p.Name + " (" + p.Prefix.String() + ")"
-		if p.LandingZoneID.Valid && pg.pools.EnvironmentID.Valid {
+		label := p.Name + " (" + p.Prefix + ")"
+		if p.Shared {
 			label += ", shared by the landing zone"
 		}
-		v.Pools = append(v.Pools, views.RoleOption{Value: p.ID.String(), Label: label})
+		v.Pools = append(v.Pools, views.Option{Value: p.ID.String(), Label: label})
 	}
 	// What each form shows: the saved configuration, then, after a refused save, what was typed.
 	values := map[string]string{"length": "24"}
@@ -154,19 +137,19 @@ func (h *Handlers) renderPage(c echo.Context, status int, typ string, form map[s
 		v.NextName, _ = pg.preview(v.Pattern)
 	}
 	if pg.names != uuid.Nil {
-		names, nerr := q.IssuedNames(ctx, pg.names)
+		names, nerr := h.svc.IssuedNames(web.Ctx(c), web.Actor(c), pg.names)
 		if nerr != nil {
 			return nerr
 		}
 		for _, n := range names {
-			row := views.IssuedNameRow{Name: n.Name, FQDN: n.Fqdn, Deployment: n.DeploymentName, Created: n.CreatedAt}
-			if n.DeploymentID.Valid {
-				row.DeploymentID = n.DeploymentID.UUID.String()
+			row := IssuedNameRow{Name: n.Name, FQDN: n.FQDN, Deployment: n.Deployment, Created: n.Created}
+			if n.DeploymentID != uuid.Nil {
+				row.DeploymentID = n.DeploymentID.String()
 			}
 			v.Names = append(v.Names, row)
 		}
 	}
-	return web.Render(c, status, views.Resolvers(web.Page(c, v.Heading), v))
+	return web.Render(c, status, Resolvers(web.Page(c, v.Heading), v))
 }
 
 // formFields are the fields of each resolver's form and how each goes into its configuration.
@@ -260,22 +243,21 @@ func (h *Handlers) renderImages(c echo.Context, status int, in Image, err error)
 	if ierr != nil {
 		return ierr
 	}
-	rows := make([]views.ImageRow, len(images))
+	rows := make([]ImageRow, len(images))
 	for i, img := range images {
-		rows[i] = views.ImageRow{ID: img.ID.String(), Provider: img.Provider, OSFamily: img.OSFamily, OSVersion: img.OSVersion,
+		rows[i] = ImageRow{ID: img.ID.String(), Provider: img.Provider, OSFamily: img.OSFamily, OSVersion: img.OSVersion,
 			Architecture: img.Architecture, ImageID: img.ImageID, ImageName: img.ImageName}
 	}
-	providers, perr := dbgen.New(h.svc.pool).ListProviders(ctx)
-	if perr != nil {
-		return perr
+	var names []string
+	if actor.ProviderAdmin {
+		var perr error
+		if names, perr = h.svc.ImageProviders(ctx, actor); perr != nil {
+			return perr
+		}
 	}
-	names := make([]string, len(providers))
-	for i, p := range providers {
-		names[i] = p.Name
-	}
-	form := views.ImageRow{Provider: in.Provider, OSFamily: in.OSFamily, OSVersion: in.OSVersion, Architecture: in.Architecture,
+	form := ImageRow{Provider: in.Provider, OSFamily: in.OSFamily, OSVersion: in.OSVersion, Architecture: in.Architecture,
 		ImageID: in.ImageID, ImageName: in.ImageName}
-	return web.Render(c, status, views.Images(web.Page(c, "Image catalog"), rows, actor.ProviderAdmin, names, form, web.FormErrors(err)))
+	return web.Render(c, status, Images(web.Page(c, "Image catalog"), rows, actor.ProviderAdmin, names, form, web.FormErrors(err)))
 }
 
 // AddImageForm adds an image from the form.

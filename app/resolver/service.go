@@ -37,7 +37,7 @@ func NewService(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
 // environment returns the environment if the actor may see its resolvers.
 func (s *Service) environment(ctx context.Context, actor access.Principal, id uuid.UUID) (dbgen.GetEnvironmentRow, error) {
 	env, err := dbgen.New(s.pool).GetEnvironment(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can("resolver:config:read", env.TenantID) {
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can(access.ResolverConfigRead, env.TenantID) {
 		return env, problem.ErrNotFound
 	}
 	return env, err
@@ -92,7 +92,7 @@ func (s *Service) SetConfig(ctx context.Context, actor access.Principal, environ
 	if err != nil {
 		return Config{}, err
 	}
-	if !actor.Can("resolver:config:manage", env.TenantID) {
+	if !actor.Can(access.ResolverConfigManage, env.TenantID) {
 		return Config{}, problem.ErrForbidden
 	}
 	scope := Scope{Environment: env.ID, Zone: env.LandingZoneID.UUID}
@@ -157,7 +157,7 @@ func (s *Service) ClearConfig(ctx context.Context, actor access.Principal, envir
 	if err != nil {
 		return err
 	}
-	if !actor.Can("resolver:config:manage", env.TenantID) {
+	if !actor.Can(access.ResolverConfigManage, env.TenantID) {
 		return problem.ErrForbidden
 	}
 	return db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {

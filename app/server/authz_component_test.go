@@ -175,7 +175,7 @@ var componentCases = map[string]authzCase{
 		call: func(t *testing.T, w *world, p access.Principal) error {
 			owners, err := w.components.Owners(context.Background(), p)
 			for _, o := range owners {
-				if !p.Can("component:definition:create", o.ID) {
+				if !p.Can(access.ComponentDefinitionCreate, o.ID) {
 					t.Errorf("%s may create components in %s", p.Email, o.Name)
 				}
 			}

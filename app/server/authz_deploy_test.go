@@ -96,6 +96,44 @@ func (w *world) states(t *testing.T) *deploy.Service {
 const emptyState = `{"version": 3, "deployment": {"manifest": {"time": "2025-01-01T00:00:00Z", "magic": "", "version": ""}}}`
 
 var deployCases = map[string]authzCase{
+	"deploy.Service.Standing": {
+		refused: []refusal{{adminB, problem.ErrNotFound}},
+		served:  []actor{readerA, providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			live := w.live(t)
+			w.v2(t)
+			got, err := w.deploys.Standing(context.Background(), p, live.ID)
+			// Only those who may upgrade the deployment are offered the second version.
+			mayUpgrade := p.Can(access.ComponentUpgrade, w.a.ID)
+			if err == nil && (len(got.InputSchema) == 0 || got.Fresh || (len(got.Upgrades) == 1) != mayUpgrade) {
+				t.Errorf("%s: standing %+v", p.Email, got)
+			}
+			return err
+		},
+	},
+	"deploy.Service.NeverDeployed": {
+		refused: []refusal{{adminB, problem.ErrNotFound}},
+		served:  []actor{readerA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			fresh, err := w.deploys.NeverDeployed(context.Background(), p, w.web(t).ID)
+			if err == nil && !fresh {
+				t.Error("a deployment in its first deploy counts as deployed")
+			}
+			return err
+		},
+	},
+	"deploy.Service.AwaitedApproval": {
+		refused: []refusal{{adminB, problem.ErrNotFound}},
+		served:  []actor{readerA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			r := w.request(t)
+			got, err := w.deploys.AwaitedApproval(context.Background(), p, r.OperationID)
+			if err == nil && (got.ID != r.ID || got.Required != r.ApprovalsRequired || got.Approvals != 0) {
+				t.Errorf("awaited %+v, want request %s", got, r.ID)
+			}
+			return err
+		},
+	},
 	"deploy.Service.Deploy": {
 		refused: []refusal{{adminB, invalid("environment_id")}, {readerA, problem.ErrForbidden}},
 		served:  []actor{userA},

@@ -95,7 +95,7 @@ var environmentCases = map[string]authzCase{
 			env := w.dev(t)
 			got, err := w.envs.List(context.Background(), p)
 			for _, e := range got {
-				if !p.Can("environment:read", e.TenantID) {
+				if !p.Can(access.EnvironmentRead, e.TenantID) {
 					t.Errorf("%s lists %s of another tenant", p.Email, e.Name)
 				}
 			}

@@ -68,6 +68,22 @@ func (w *world) zoned(t *testing.T) uuid.UUID {
 }
 
 var zoneCases = map[string]authzCase{
+	"landingzone.Service.Providers": {
+		refused: []refusal{{adminA, problem.ErrForbidden}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			got, err := w.zones.Providers(context.Background(), p)
+			return shown(got, err, func(c landingzone.Choice) bool { return c.Value == "simcloud" })
+		},
+	},
+	"landingzone.Service.ComponentChoices": {
+		refused: []refusal{{adminA, problem.ErrNotFound}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			got, err := w.zones.ComponentChoices(context.Background(), p, w.draftZone(t).zone.ID)
+			return shown(got, err, func(c landingzone.Choice) bool { return c.Value == w.shared.ID.String() })
+		},
+	},
 	"landingzone.Service.Create": {
 		refused: []refusal{{adminA, problem.ErrForbidden}},
 		served:  []actor{providerAdmin},
@@ -202,14 +218,14 @@ var zoneCases = map[string]authzCase{
 		call: func(t *testing.T, w *world, p access.Principal) error {
 			env := w.dev(t)
 			w.netA(t) // a pool, which only the provider admin's overview shows
-			o, err := dashboard.NewService(w.pool, w.approvals).Overview(context.Background(), p)
+			o, err := dashboard.NewService(w.pool, w.envs, w.ipam, w.approvals).Overview(context.Background(), p)
 			if err == nil && !p.ProviderAdmin && len(o.Pools) != 0 {
 				t.Errorf("%s sees pools %+v", p.Email, o.Pools)
 			}
 			return shown(o.Environments, err, func(e environment.Environment) bool { return e.ID == env.ID })
 		},
 		then: func(t *testing.T, w *world) {
-			svc := dashboard.NewService(w.pool, w.approvals)
+			svc := dashboard.NewService(w.pool, w.envs, w.ipam, w.approvals)
 			o, err := svc.Overview(context.Background(), w.adminB)
 			must(t, err)
 			if len(o.Environments) != 0 {

@@ -21,6 +21,57 @@ func (w *world) netA(t *testing.T) ipam.Pool {
 }
 
 var resolverCases = map[string]authzCase{
+	"ipam.Service.Scopes": {
+		refused: []refusal{{adminA, problem.ErrForbidden}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			dev := w.dev(t)
+			_, envs, err := w.ipam.Scopes(context.Background(), p)
+			return shown(envs, err, func(s ipam.Scope) bool { return s.Value == "environment:"+dev.ID.String() })
+		},
+	},
+	"resolver.Service.EnvironmentPools": {
+		refused: []refusal{{adminB, problem.ErrNotFound}},
+		served:  []actor{readerA, providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			net := w.netA(t)
+			got, err := w.resolvers.EnvironmentPools(context.Background(), p, w.dev(t).ID)
+			return shown(got, err, func(c resolver.PoolChoice) bool { return c.ID == net.ID && !c.Shared })
+		},
+	},
+	"resolver.Service.ZonePools": {
+		refused: []refusal{{adminA, problem.ErrNotFound}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			z := w.draftZone(t).zone
+			net := fixture(w, "zoneNet", func() ipam.Pool {
+				pool, err := w.ipam.CreatePool(context.Background(), w.admin, ipam.NewPool{Name: "shared", Prefix: "10.9.0.0/24", LandingZoneID: z.ID})
+				must(t, err)
+				return pool
+			})
+			got, err := w.resolvers.ZonePools(context.Background(), p, z.ID)
+			return shown(got, err, func(c resolver.PoolChoice) bool { return c.ID == net.ID })
+		},
+	},
+	"resolver.Service.ImageProviders": {
+		refused: []refusal{{adminA, problem.ErrForbidden}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			got, err := w.resolvers.ImageProviders(context.Background(), p)
+			return shown(got, err, func(name string) bool { return name == "simcloud" })
+		},
+	},
+	"resolver.Service.IssuedNames": {
+		refused: []refusal{{adminB, problem.ErrNotFound}},
+		served:  []actor{readerA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			got, err := w.resolvers.IssuedNames(context.Background(), p, w.dev(t).ID)
+			if err == nil && len(got) != 0 {
+				t.Errorf("names issued where nothing was deployed: %+v", got)
+			}
+			return err
+		},
+	},
 	"ipam.Service.CreatePool": {
 		// Resolvers are the provider's to configure.
 		refused: []refusal{{adminB, invalid("environment_id")}, {adminA, problem.ErrForbidden}},
@@ -48,7 +99,7 @@ var resolverCases = map[string]authzCase{
 			net := w.netA(t)
 			got, err := w.ipam.List(context.Background(), p, ipam.Filter{})
 			for _, pool := range got {
-				if pool.TenantID != nil && !p.Can("resolver:config:read", *pool.TenantID) {
+				if pool.TenantID != nil && !p.Can(access.ResolverConfigRead, *pool.TenantID) {
 					t.Errorf("%s lists pool %s of another tenant", p.Email, pool.Name)
 				}
 			}

@@ -73,14 +73,16 @@ func newWorld(t testing.TB) *world {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	keys, jobs := testKeys(t), insertOnly(t, pool)
+	deploys := deploy.NewService(pool, keys, jobs, nil, nil)
+	lifecycle := environment.NewLifecycle(pool, deploys, jobs)
 	w := &world{
 		pool: pool, tenants: tenant.NewService(pool), users: user.NewService(pool),
 		audit: audit.NewService(pool), auth: auth.NewService(pool, discardLog(), time.Hour),
 		components: component.NewService(pool, yamlOnly{}, jobs),
 		envs:       environment.NewService(pool),
-		deploys:    deploy.NewService(pool, keys, jobs, nil, nil),
-		zones:      landingzone.NewService(pool, keys, jobs),
-		lifecycle:  environment.NewLifecycle(pool, keys, jobs),
+		deploys:    deploys,
+		zones:      landingzone.NewService(pool, lifecycle),
+		lifecycle:  lifecycle,
 		governance: governance.NewService(pool),
 		ipam:       ipam.NewService(pool),
 		resolvers:  resolver.NewService(pool),
@@ -499,7 +501,7 @@ var accountCases = map[string]authzCase{
 		call: func(t *testing.T, w *world, p access.Principal) error {
 			page, err := w.audit.List(context.Background(), p, audit.Filter{Limit: 200})
 			for _, e := range page.Events {
-				if !p.ProviderAdmin && !p.Can("audit:read", e.TenantID.UUID) {
+				if !p.ProviderAdmin && !p.Can(access.AuditRead, e.TenantID.UUID) {
 					t.Errorf("%s sees event %s of tenant %v", p.Email, e.Action, e.TenantID)
 				}
 			}

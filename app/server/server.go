@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
@@ -21,7 +20,6 @@ import (
 	"github.com/riverqueue/river"
 	"riverqueue.com/riverui"
 
-	"nimbus/app/access"
 	"nimbus/app/approval"
 	"nimbus/app/audit"
 	"nimbus/app/auth"
@@ -96,43 +94,19 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 		e.IPExtractor = echo.ExtractIPFromXFFHeader(trust...)
 	}
 
+	// Every service is built once and shared by the handlers that need it.
 	authSvc := auth.NewService(d.Pool, d.Log, d.SessionTTL).MaxAge(d.SessionMaxAge)
-	authH := auth.NewHandlers(authSvc, d.SecureCookies)
-	tenantSvc := tenant.NewService(d.Pool)
-	tenantH := tenant.NewHandlers(tenantSvc)
-	userH := user.NewHandlers(user.NewService(d.Pool))
-	auditSvc := audit.NewService(d.Pool)
-	auditH := audit.NewHandlers(auditSvc)
-	sysH := system.NewHandlers(d.Pool, d.Objects, d.Info, d.Log.With("component", "system"))
-	zones := landingzone.NewService(d.Pool, d.Keys, d.Jobs)
-	zoneH := landingzone.NewHandlers(zones)
-	environments := environment.NewService(d.Pool)
-	envH := environment.NewHandlers(environments, environment.NewLifecycle(d.Pool, d.Keys, d.Jobs))
-	operations := listen.New(d.Pool, "nimbus_operation", d.Log)
-	go operations.Run(ctx)
-	deployments := deploy.NewService(d.Pool, d.Keys, d.Jobs, d.Runner, d.Objects).Withdrawing(approval.Withdraw)
-	deployH := deploy.NewHandlers(deployments, operations, ctx.Done(), d.MaxStateSize).RecheckStreams(d.StreamRecheck)
+	tenants := tenant.NewService(d.Pool)
 	pools := ipam.NewService(d.Pool)
-	ipamH := ipam.NewHandlers(pools)
-	resolverH := resolver.NewHandlers(resolver.NewService(d.Pool))
+	environments := environment.NewService(d.Pool)
+	deployments := deploy.NewService(d.Pool, d.Keys, d.Jobs, d.Runner, d.Objects).Withdrawing(approval.Withdraw)
+	lifecycle := environment.NewLifecycle(d.Pool, deployments, d.Jobs)
+	zones := landingzone.NewService(d.Pool, lifecycle)
 	components := component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir, Enabled: d.Info.Languages}, d.Jobs).
 		LimitCheckRequests(d.ChecksPerMinute)
-	componentH := component.NewHandlers(components)
 	approvals := approval.NewService(d.Pool, d.Jobs)
-	// A route about one object first makes sure the actor can see it, so that another
-	// tenant's object and a missing one get the same 404 whatever the query or body.
-	var (
-		seenTenant      = web.Seen(found(tenantSvc.Get))
-		seenPool        = web.Seen(found(pools.Get))
-		seenEnvironment = web.Seen(found(environments.Get))
-		seenDeployment  = web.Seen(found(deployments.Get))
-		seenOperation   = web.Seen(found(deployments.Operation))
-		seenComponent   = web.Seen(found(components.Get))
-		seenCheck       = web.Seen(found(components.Check))
-		seenZone        = web.Seen(found(zones.Get))
-		seenApproval    = web.Seen(found(approvals.Get))
-	)
-	governH := governance.NewHandlers(governance.NewService(d.Pool))
+	operations := listen.New(d.Pool, "nimbus_operation", d.Log)
+	go operations.Run(ctx)
 	metrics := system.NewMetrics(d.Pool)
 
 	e.Use(middleware.Recover())
@@ -145,183 +119,36 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 			return c.Request().Method == http.MethodPut && strings.HasSuffix(c.Request().URL.Path, "/state")
 		}}))
 	e.Use(securityHeaders)
+	// The count of requests waiting for the viewer's approval, in every page's navigation.
+	e.Use(web.CountApprovals(approvals.Waiting))
 
-	e.GET("/healthz", sysH.Healthz)
-	e.GET("/readyz", sysH.Readyz)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{})))
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", cacheStatic(http.FileServer(http.FS(noDirs{static.FS}))))))
 
+	probes := e.Group("")
 	app := e.Group("", authSvc.Authenticate, auth.CheckCSRF)
-	app.GET("/login", authH.LoginForm)
-	app.POST("/login", authH.Login)
-
 	signed := app.Group("", auth.RequireSignIn)
-	signed.POST("/logout", authH.Logout)
-	signed.GET("/tenants", tenantH.ListPage)
-	signed.POST("/tenants", tenantH.CreateForm)
-	signed.GET("/tenants/:id", tenantH.ShowPage, seenTenant)
-	signed.GET("/tenants/:id/governance", governH.ListPage, seenTenant)
-	signed.GET("/tenants/:id/governance/:component_id", governH.EditPage, seenTenant)
-	signed.POST("/tenants/:id/governance/:component_id", governH.SetForm, seenTenant)
-	signed.POST("/tenants/:id/governance/:component_id/clear", governH.ClearForm, seenTenant)
-	signed.POST("/tenants/:id/members", tenantH.SetMemberForm, seenTenant)
-	signed.POST("/tenants/:id/members/:user_id/delete", tenantH.RemoveMemberForm, seenTenant)
-	signed.GET("/users", userH.ListPage)
-	signed.POST("/users", userH.CreateForm)
-	signed.GET("/tokens", authH.TokensPage)
-	signed.POST("/tokens", authH.CreateTokenForm)
-	signed.POST("/tokens/:id/revoke", authH.RevokeTokenForm)
-	signed.GET("/audit", auditH.Page)
-	signed.GET("/admin/system", sysH.StatusPage)
-	signed.GET("/admin/providers", componentH.SemanticsPage)
-	signed.POST("/admin/providers/:kind", componentH.AddSemanticForm)
-	signed.GET("/ipam", ipamH.ListPage)
-	signed.POST("/ipam/pools", ipamH.CreateForm)
-	signed.GET("/ipam/pools/:id", ipamH.ShowPage, seenPool)
-	signed.GET("/environments/:id/resolvers", resolverH.EnvironmentPage, seenEnvironment)
-	signed.GET("/environments/:id/resolvers/naming/next", resolverH.NextNameFragment, seenEnvironment)
-	signed.POST("/environments/:id/resolvers/:type", resolverH.SetForm, seenEnvironment)
-	signed.GET("/images", resolverH.ImagesPage)
-	signed.POST("/images", resolverH.AddImageForm)
-	signed.POST("/images/:id/delete", resolverH.DeleteImageForm)
-	signed.GET("/deployments", deployH.ListPage)
-	signed.GET("/deployments/:id", deployH.ShowPage, seenDeployment)
-	signed.POST("/deployments/:id/apply", deployH.ApplyForm, seenDeployment)
-	signed.POST("/deployments/:id/upgrade", deployH.UpgradeForm, seenDeployment)
-	signed.POST("/deployments/:id/refresh", deployH.RefreshForm, seenDeployment)
-	signed.POST("/deployments/:id/destroy", deployH.DestroyForm, seenDeployment)
-	signed.GET("/operations/:id", deployH.OperationPage, seenOperation)
-	signed.GET("/operations/:id/stream", deployH.Stream, seenOperation)
-	signed.POST("/operations/:id/cancel", deployH.CancelForm, seenOperation)
-	signed.POST("/operations/:id/apply", deployH.ApplyPreviewForm, seenOperation)
-	signed.GET("/components/:id/deploy", deployH.DeployDialog, seenComponent)
-	signed.POST("/components/:id/deploy", deployH.DeployDialogForm, seenComponent)
-	signed.GET("/environments", envH.ListPage)
-	signed.POST("/environments", envH.CreateForm)
-	signed.GET("/environments/:id", envH.ShowPage, seenEnvironment)
-	signed.POST("/environments/:id/decommission", envH.DecommissionForm, seenEnvironment)
-	signed.POST("/environments/:id/retry", envH.RetryForm, seenEnvironment)
-	signed.GET("/landing-zones", zoneH.ListPage)
-	signed.POST("/landing-zones", zoneH.CreateForm)
-	signed.GET("/landing-zones/:id", zoneH.ShowPage, seenZone)
-	signed.POST("/landing-zones/:id/system-services", zoneH.AddSystemServiceForm, seenZone)
-	signed.POST("/landing-zones/:id/templates", zoneH.AddTemplateForm, seenZone)
-	signed.POST("/landing-zones/:id/templates/:template_id/withdraw", zoneH.WithdrawTemplateForm, seenZone)
-	signed.POST("/landing-zones/:id/system-services/:service_id/remove", zoneH.RemoveSystemServiceForm, seenZone)
-	signed.POST("/landing-zones/:id/publish", zoneH.PublishForm, seenZone)
-	signed.POST("/landing-zones/:id/retire", zoneH.RetireForm, seenZone)
-	signed.GET("/landing-zones/:id/resolvers", resolverH.ZonePage, seenZone)
-	signed.GET("/landing-zones/:id/resolvers/naming/next", resolverH.NextNameFragment, seenZone)
-	signed.POST("/landing-zones/:id/resolvers/:type", resolverH.SetForm, seenZone)
-	signed.GET("/catalog", componentH.CatalogPage)
-	signed.GET("/components/new", componentH.NewPage)
-	signed.POST("/components", componentH.CreateForm)
-	signed.GET("/components/:id", componentH.ShowPage, seenComponent)
-	signed.GET("/components/:id/edit", componentH.EditPage, seenComponent)
-	signed.POST("/components/:id/draft", componentH.SaveDraftForm, seenComponent)
-	signed.POST("/components/:id/publish", componentH.PublishForm, seenComponent)
-	signed.POST("/components/:id/delete", componentH.DeleteForm, seenComponent)
-	signed.GET("/components/:id/versions/:n", componentH.VersionPage, seenComponent)
-	signed.POST("/components/:id/versions/:n/archive", componentH.ArchiveVersionForm, seenComponent)
-	signed.GET("/components/:id/diff", componentH.DiffPage, seenComponent)
-	signed.POST("/components/:id/check", componentH.CheckForm, seenComponent)
-	signed.GET("/checks/:id", componentH.CheckPanel, seenCheck)
-
 	api := signed.Group("/api/v1")
-	api.GET("/tenants", tenantH.ListAPI)
-	api.POST("/tenants", tenantH.CreateAPI)
-	api.GET("/tenants/:id", tenantH.GetAPI, seenTenant)
-	api.GET("/tenants/:id/members", tenantH.MembersAPI, seenTenant)
-	api.GET("/tenants/:id/governance", governH.ListAPI, seenTenant)
-	api.GET("/tenants/:id/governance/:component_id", governH.GetAPI, seenTenant)
-	api.PUT("/tenants/:id/governance/:component_id", governH.SetAPI, seenTenant)
-	api.DELETE("/tenants/:id/governance/:component_id", governH.ClearAPI, seenTenant)
-	api.POST("/tenants/:id/members", tenantH.SetMemberAPI, seenTenant)
-	api.DELETE("/tenants/:id/members", tenantH.RemoveMemberAPI, seenTenant)
-	api.DELETE("/tenants/:id/members/:user_id", tenantH.RemoveMemberAPI, seenTenant)
-	api.GET("/users", userH.ListAPI)
-	api.POST("/users", userH.CreateAPI)
-	api.GET("/users/:id", userH.GetAPI)
-	api.GET("/tokens", authH.ListTokensAPI)
-	api.POST("/tokens", authH.CreateTokenAPI)
-	api.DELETE("/tokens/:id", authH.RevokeTokenAPI)
-	api.GET("/audit-events", auditH.ListAPI)
-	api.GET("/me", me)
-	api.GET("/deployments", deployH.ListAPI)
-	api.POST("/deployments", deployH.CreateAPI)
-	api.GET("/deployments/:id", deployH.GetAPI, seenDeployment)
-	for _, kind := range []string{"preview", "deploy", "update", "upgrade", "refresh", "destroy"} {
-		api.POST("/deployments/:id/"+kind, deployH.ActionAPI(kind), seenDeployment)
-	}
-	api.GET("/images", resolverH.ImagesAPI)
-	api.POST("/images", resolverH.AddImageAPI)
-	api.DELETE("/images/:id", resolverH.DeleteImageAPI)
-	api.POST("/ipam/pools", ipamH.CreateAPI)
-	api.GET("/ipam/pools", ipamH.ListAPI)
-	api.GET("/ipam/pools/:id", ipamH.GetAPI, seenPool)
-	api.GET("/environments/:id/resolvers", resolverH.ListAPI, seenEnvironment)
-	api.GET("/environments/:id/resolvers/naming/next", resolverH.NextNameAPI, seenEnvironment)
-	api.PUT("/environments/:id/resolvers/:type", resolverH.SetAPI, seenEnvironment)
-	api.DELETE("/environments/:id/resolvers/:type", resolverH.ClearAPI, seenEnvironment)
-	api.GET("/operations", deployH.OperationsAPI)
-	api.GET("/operations/:id", deployH.OperationAPI, seenOperation)
-	api.GET("/operations/:id/logs", deployH.LogsAPI, seenOperation)
-	api.GET("/operations/:id/log", deployH.FullLogAPI, seenOperation)
-	api.POST("/operations/:id/cancel", deployH.CancelAPI, seenOperation)
-	api.POST("/operations/:id/apply", deployH.ApplyPreviewAPI, seenOperation)
-	api.GET("/deployments/:id/state", deployH.StateAPI, seenDeployment)
-	api.PUT("/deployments/:id/state", deployH.RestoreStateAPI, seenDeployment)
-	api.GET("/environments", envH.ListAPI)
-	api.POST("/environments", envH.CreateAPI)
-	api.GET("/environments/:id", envH.GetAPI, seenEnvironment)
-	api.POST("/environments/:id/decommission", envH.DecommissionAPI, seenEnvironment)
-	api.POST("/environments/:id/retry", envH.RetryAPI, seenEnvironment)
-	api.GET("/landing-zones", zoneH.ListAPI)
-	api.POST("/landing-zones", zoneH.CreateAPI)
-	api.GET("/landing-zones/:id", zoneH.GetAPI, seenZone)
-	api.GET("/landing-zones/:id/resolvers", resolverH.ZoneListAPI, seenZone)
-	api.PUT("/landing-zones/:id/resolvers/:type", resolverH.ZoneSetAPI, seenZone)
-	api.POST("/landing-zones/:id/system-services", zoneH.AddSystemServiceAPI, seenZone)
-	api.POST("/landing-zones/:id/templates", zoneH.AddTemplateAPI, seenZone)
-	api.DELETE("/landing-zones/:id/templates/:template_id", zoneH.WithdrawTemplateAPI, seenZone)
-	api.DELETE("/landing-zones/:id/system-services/:service_id", zoneH.RemoveSystemServiceAPI, seenZone)
-	api.POST("/landing-zones/:id/publish", zoneH.PublishAPI, seenZone)
-	api.POST("/landing-zones/:id/retire", zoneH.RetireAPI, seenZone)
-	api.GET("/providers", componentH.SemanticsAPI)
-	api.POST("/providers", componentH.AddProviderAPI)
-	api.POST("/semantic-types", componentH.AddSemanticTypeAPI)
-	api.POST("/provider-resource-types", componentH.AddResourceTypeAPI)
-	api.GET("/components", componentH.ListAPI)
-	api.POST("/components", componentH.CreateAPI)
-	api.GET("/components/:id", componentH.GetAPI, seenComponent)
-	api.PATCH("/components/:id", componentH.UpdateAPI, seenComponent)
-	api.DELETE("/components/:id", componentH.DeleteAPI, seenComponent)
-	api.POST("/components/:id/publish", componentH.PublishAPI, seenComponent)
-	api.GET("/components/:id/versions", componentH.VersionsAPI, seenComponent)
-	api.GET("/components/:id/versions/:n", componentH.VersionAPI, seenComponent)
-	api.POST("/components/:id/versions/:n/archive", componentH.ArchiveVersionAPI, seenComponent)
-	api.POST("/components/:id/check", componentH.CheckAPI, seenComponent)
-	api.GET("/checks/:id", componentH.GetCheckAPI, seenCheck)
 
-	// Approvals: the queue and its decisions, the policies, and the count of requests waiting
-	// for the viewer in every page's navigation.
-	approvalH := approval.NewHandlers(approvals, deployments)
-	e.Use(web.CountApprovals(approvals.Waiting))
-	signed.GET("/approvals", approvalH.QueuePage)
-	signed.GET("/approvals/:id", approvalH.ShowPage, seenApproval)
-	signed.POST("/approvals/:id/approve", approvalH.ApproveForm, seenApproval)
-	signed.POST("/approvals/:id/reject", approvalH.RejectForm, seenApproval)
-	signed.GET("/approval-policies", approvalH.PoliciesPage)
-	signed.POST("/approval-policies", approvalH.CreatePolicyForm)
-	signed.POST("/approval-policies/:id/delete", approvalH.DeletePolicyForm)
-	api.GET("/approvals", approvalH.ListAPI)
-	api.GET("/approvals/:id", approvalH.GetAPI, seenApproval)
-	api.POST("/approvals/:id/approve", approvalH.ApproveAPI, seenApproval)
-	api.POST("/approvals/:id/reject", approvalH.RejectAPI, seenApproval)
-	api.GET("/approval-policies", approvalH.PoliciesAPI)
-	api.POST("/approval-policies", approvalH.CreatePolicyAPI)
-	api.DELETE("/approval-policies/:id", approvalH.DeletePolicyAPI)
-	signed.GET("/", dashboard.NewHandlers(dashboard.NewService(d.Pool, approvals)).Page)
+	tenantH := tenant.NewHandlers(tenants)
+	envH := environment.NewHandlers(environments, lifecycle)
+	zoneH := landingzone.NewHandlers(zones, pools)
+	componentH := component.NewHandlers(components)
+	system.NewHandlers(d.Pool, d.Objects, d.Info, d.Log.With("component", "system")).Routes(probes, signed)
+	auth.NewHandlers(authSvc, d.SecureCookies).Routes(app, signed, api)
+	tenantH.Routes(signed, api)
+	user.NewHandlers(user.NewService(d.Pool)).Routes(signed, api)
+	audit.NewHandlers(audit.NewService(d.Pool)).Routes(signed, api)
+	governance.NewHandlers(governance.NewService(d.Pool)).Routes(signed, api, tenantH.Seen())
+	componentH.Routes(signed, api)
+	ipam.NewHandlers(pools).Routes(signed, api)
+	resolver.NewHandlers(resolver.NewService(d.Pool)).Routes(signed, api, envH.Seen(), zoneH.Seen())
+	deploy.NewHandlers(deployments, operations, ctx.Done(), d.MaxStateSize).RecheckStreams(d.StreamRecheck).
+		Routes(signed, api, componentH.Seen())
+	envH.Routes(signed, api)
+	zoneH.Routes(signed, api)
+	approval.NewHandlers(approvals, deployments).Routes(signed, api)
+	dashboard.NewHandlers(dashboard.NewService(d.Pool, environments, pools, approvals)).Routes(signed)
 
 	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
 
@@ -345,14 +172,6 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	// Cross-origin browser requests that change state are refused before any handler runs; the
 	// CSRF token check above covers old browsers that send neither Sec-Fetch-Site nor Origin.
 	return http.NewCrossOriginProtection().Handler(e), nil
-}
-
-// found makes a web.Finder of a service's getter.
-func found[T any](get func(context.Context, access.Principal, uuid.UUID) (T, error)) web.Finder {
-	return func(ctx context.Context, actor access.Principal, id uuid.UUID) error {
-		_, err := get(ctx, actor, id)
-		return err
-	}
 }
 
 // Engine is what background work needs to drive Pulumi: the runner (nil without a toolchain),
@@ -394,16 +213,6 @@ func requireProviderAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
-}
-
-// me answers GET /api/v1/me: who the token or session acts as.
-func me(c echo.Context) error {
-	p := web.Actor(c)
-	roles := map[string]access.Role{}
-	for t, r := range p.Roles {
-		roles[t.String()] = r
-	}
-	return c.JSON(http.StatusOK, map[string]any{"id": p.UserID, "email": p.Email, "provider_admin": p.ProviderAdmin, "roles": roles})
 }
 
 func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {

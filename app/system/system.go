@@ -19,7 +19,6 @@ import (
 	"nimbus/app/pulumix"
 	"nimbus/app/web"
 	"nimbus/db"
-	"nimbus/views"
 )
 
 // Info is what the status page says about how Nimbus runs.
@@ -107,53 +106,53 @@ func (h *Handlers) StatusPage(c echo.Context) error {
 		return problem.ErrForbidden
 	}
 	ctx := c.Request().Context()
-	checks := []views.Check{
+	checks := []Check{
 		{Name: "Nimbus", Value: h.info.Version + " (" + runtime.Version() + ")", Status: "ok"},
 	}
 	var pgVersion string
 	if err := h.pool.QueryRow(ctx, "SHOW server_version").Scan(&pgVersion); err != nil {
-		checks = append(checks, views.Check{Name: "PostgreSQL", Value: "unreachable: " + err.Error(), Status: "err"})
+		checks = append(checks, Check{Name: "PostgreSQL", Value: "unreachable: " + err.Error(), Status: "err"})
 	} else {
-		checks = append(checks, views.Check{Name: "PostgreSQL", Value: pgVersion + ", " + h.info.Database, Status: "ok"})
+		checks = append(checks, Check{Name: "PostgreSQL", Value: pgVersion + ", " + h.info.Database, Status: "ok"})
 	}
 	if n, err := db.Pending(ctx, h.pool); err != nil || n > 0 {
-		checks = append(checks, views.Check{Name: "Migrations", Value: fmt.Sprintf("%d pending %v", n, err), Status: "err"})
+		checks = append(checks, Check{Name: "Migrations", Value: fmt.Sprintf("%d pending %v", n, err), Status: "err"})
 	} else {
-		checks = append(checks, views.Check{Name: "Migrations", Value: "current", Status: "ok"})
+		checks = append(checks, Check{Name: "Migrations", Value: "current", Status: "ok"})
 	}
-	checks = append(checks, views.Check{Name: "State backend", Value: h.info.State, Status: "ok"})
+	checks = append(checks, Check{Name: "State backend", Value: h.info.State, Status: "ok"})
 	if h.objects != nil {
 		if err := h.objects.Ping(ctx); err != nil {
-			checks = append(checks, views.Check{Name: "Object storage", Value: h.info.Objects + ": " + err.Error(), Status: "err"})
+			checks = append(checks, Check{Name: "Object storage", Value: h.info.Objects + ": " + err.Error(), Status: "err"})
 		} else {
-			checks = append(checks, views.Check{Name: "Object storage", Value: h.info.Objects, Status: "ok"})
+			checks = append(checks, Check{Name: "Object storage", Value: h.info.Objects, Status: "ok"})
 		}
 	}
 
 	tc := pulumix.Detect(ctx, h.info.PulumiDir)
 	if tc.CLI == "" {
-		checks = append(checks, views.Check{Name: "Pulumi CLI", Value: "not found: run `go tool task toolchain` or put pulumi on PATH", Status: "err"})
+		checks = append(checks, Check{Name: "Pulumi CLI", Value: "not found: run `go tool task toolchain` or put pulumi on PATH", Status: "err"})
 	} else {
-		checks = append(checks, views.Check{Name: "Pulumi CLI", Value: tc.CLIVersion + " at " + tc.CLI, Status: "ok"})
+		checks = append(checks, Check{Name: "Pulumi CLI", Value: tc.CLIVersion + " at " + tc.CLI, Status: "ok"})
 	}
 	sandboxStatus := "err"
 	if h.info.Sandbox.Confined {
 		sandboxStatus = "ok"
 	}
-	checks = append(checks, views.Check{Name: "Engine sandbox", Value: h.info.Sandbox.Text, Status: sandboxStatus})
+	checks = append(checks, Check{Name: "Engine sandbox", Value: h.info.Sandbox.Text, Status: sandboxStatus})
 	for _, lang := range pulumix.Languages {
 		enabled := lang == "yaml" || slices.Contains(h.info.Languages, pulumix.LanguageOf(lang))
 		p, found := tc.Hosts[lang]
 		switch {
 		case !enabled:
-			checks = append(checks, views.Check{Name: "Language host: " + lang, Value: "not enabled (NIMBUS_LANGUAGES)", Status: "off"})
+			checks = append(checks, Check{Name: "Language host: " + lang, Value: "not enabled (NIMBUS_LANGUAGES)", Status: "off"})
 		case found:
-			checks = append(checks, views.Check{Name: "Language host: " + lang, Value: p, Status: "ok"})
+			checks = append(checks, Check{Name: "Language host: " + lang, Value: p, Status: "ok"})
 		default:
-			checks = append(checks, views.Check{Name: "Language host: " + lang, Value: "not found; programs in " + lang + " cannot run here", Status: "warn"})
+			checks = append(checks, Check{Name: "Language host: " + lang, Value: "not found; programs in " + lang + " cannot run here", Status: "warn"})
 		}
 	}
-	return web.Render(c, http.StatusOK, views.System(web.Page(c, "System"), checks))
+	return web.Render(c, http.StatusOK, System(web.Page(c, "System"), checks))
 }
 
 // Metrics are the Prometheus collectors Nimbus exports.

@@ -26,11 +26,11 @@ func (h *Handlers) renderList(c echo.Context, status int, name string, errs view
 	if err != nil {
 		return err
 	}
-	rows := make([]views.TenantRow, len(tenants))
+	rows := make([]TenantRow, len(tenants))
 	for i, t := range tenants {
-		rows[i] = views.TenantRow{ID: t.ID.String(), Name: t.Name, Members: t.MemberCount, Created: t.CreatedAt}
+		rows[i] = TenantRow{ID: t.ID.String(), Name: t.Name, Members: t.MemberCount, Created: t.CreatedAt}
 	}
-	return web.Render(c, status, views.Tenants(web.Page(c, "Tenants"), rows, actor.ProviderAdmin, name, errs))
+	return web.Render(c, status, Tenants(web.Page(c, "Tenants"), rows, actor.ProviderAdmin, name, errs))
 }
 
 // CreateForm creates a tenant from the list page.
@@ -66,16 +66,16 @@ func (h *Handlers) renderShow(c echo.Context, status int, email, role string, er
 	if err != nil {
 		return err
 	}
-	rows := make([]views.MemberRow, len(members))
+	rows := make([]MemberRow, len(members))
 	for i, m := range members {
-		rows[i] = views.MemberRow{UserID: m.UserID.String(), Email: m.Email, Role: string(m.Role), Label: m.Role.Label()}
+		rows[i] = MemberRow{UserID: m.UserID.String(), Email: m.Email, Role: string(m.Role), Label: m.Role.Label()}
 	}
-	roles := make([]views.RoleOption, len(access.TenantRoles))
+	roles := make([]views.Option, len(access.TenantRoles))
 	for i, r := range access.TenantRoles {
-		roles[i] = views.RoleOption{Value: string(r), Label: r.Label()}
+		roles[i] = views.Option{Value: string(r), Label: r.Label()}
 	}
-	canManage := actor.Can("tenant:member:manage", id)
-	return web.Render(c, status, views.TenantPage(web.Page(c, t.Name), id.String(), t.Name, rows, canManage, roles, email, role, errs))
+	canManage := actor.Can(access.TenantMemberManage, id)
+	return web.Render(c, status, TenantPage(web.Page(c, t.Name), id.String(), t.Name, rows, canManage, roles, email, role, errs))
 }
 
 // SetMemberForm adds a member by email or changes their role.

@@ -59,7 +59,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal) ([]Tenant, e
 
 // Get returns a tenant the actor may see; any other is not found.
 func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID) (Tenant, error) {
-	if !actor.Can("tenant:read", id) {
+	if !actor.Can(access.TenantRead, id) {
 		return Tenant{}, problem.ErrNotFound
 	}
 	t, err := dbgen.New(s.pool).GetTenant(ctx, id)
@@ -211,7 +211,7 @@ func (s *Service) mayManage(ctx context.Context, actor access.Principal, tenantI
 	if _, err := s.Get(ctx, actor, tenantID); err != nil {
 		return err
 	}
-	if !actor.Can("tenant:member:manage", tenantID) {
+	if !actor.Can(access.TenantMemberManage, tenantID) {
 		return problem.ErrForbidden
 	}
 	if t, err := dbgen.New(s.pool).GetTenant(ctx, tenantID); err != nil {

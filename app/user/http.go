@@ -24,11 +24,11 @@ func (h *Handlers) renderList(c echo.Context, status int, email string, errs vie
 	if err != nil {
 		return err
 	}
-	rows := make([]views.UserRow, len(users))
+	rows := make([]UserRow, len(users))
 	for i, u := range users {
-		rows[i] = views.UserRow{Email: u.Email, ProviderAdmin: u.ProviderAdmin, Created: u.CreatedAt}
+		rows[i] = UserRow{Email: u.Email, ProviderAdmin: u.ProviderAdmin, Created: u.CreatedAt}
 	}
-	return web.Render(c, status, views.Users(web.Page(c, "Users"), rows, actor.ProviderAdmin, email, errs))
+	return web.Render(c, status, Users(web.Page(c, "Users"), rows, actor.ProviderAdmin, email, errs))
 }
 
 // CreateForm creates a user from the users page.

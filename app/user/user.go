@@ -50,7 +50,7 @@ func NewService(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
 // List returns the users the actor may see: everyone for provider admins, the members of the
 // tenants they administer for tenant admins.
 func (s *Service) List(ctx context.Context, actor access.Principal) ([]User, error) {
-	if !actor.CanSomewhere("user:read") {
+	if !actor.CanSomewhere(access.UserRead) {
 		return nil, problem.ErrForbidden
 	}
 	rows, err := dbgen.New(s.pool).ListUsers(ctx, dbgen.ListUsersParams{AllUsers: actor.ProviderAdmin, AdminID: actor.UserID})

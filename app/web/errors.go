@@ -214,23 +214,20 @@ func FormErrors(err error) views.Errors {
 	return errs
 }
 
-// Finder looks up the object with the ID on behalf of the actor, and returns
-// problem.ErrNotFound when there is none or the actor may not see it.
-type Finder func(ctx context.Context, actor access.Principal, id uuid.UUID) error
-
 // Seen answers a request about an object the actor cannot see with 404, as for one that does
-// not exist, before its handler reads the query or the body. A handler that checked its input
-// first would answer another tenant's object otherwise than a missing one whenever the input
-// was bad, telling that it exists. An object the actor sees but may not change goes on to the
-// handler, which refuses it.
-func Seen(find Finder) echo.MiddlewareFunc {
+// not exist, before its handler reads the query or the body. get looks up the object with the
+// path's :id on behalf of the actor and answers problem.ErrNotFound when there is none or the
+// actor may not see it. A handler that checked its input first would answer another tenant's
+// object otherwise than a missing one whenever the input was bad, telling that it exists. An
+// object the actor sees but may not change goes on to the handler, which refuses it.
+func Seen[T any](get func(ctx context.Context, actor access.Principal, id uuid.UUID) (T, error)) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			id, err := IDParam(c, "id")
 			if err != nil {
 				return err
 			}
-			if err := find(Ctx(c), Actor(c), id); err != nil && !errors.Is(err, problem.ErrForbidden) {
+			if _, err := get(Ctx(c), Actor(c), id); err != nil && !errors.Is(err, problem.ErrForbidden) {
 				return err
 			}
 			return next(c)

@@ -79,8 +79,8 @@ func Page(c echo.Context, title string) views.Page {
 		page.Viewer = &views.Viewer{
 			Email:         p.Email,
 			ProviderAdmin: p.ProviderAdmin,
-			SeeUsers:      p.CanSomewhere("user:read"),
-			SeeAudit:      p.CanSomewhere("audit:read"),
+			SeeUsers:      p.CanSomewhere(access.UserRead),
+			SeeAudit:      p.CanSomewhere(access.AuditRead),
 			SeeSystem:     p.ProviderAdmin,
 			Tenants:       len(p.Roles),
 		}

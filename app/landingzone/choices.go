@@ -1,0 +1,58 @@
+package landingzone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"nimbus/app/access"
+	"nimbus/app/problem"
+	"nimbus/db/dbgen"
+)
+
+// Choice is something a landing zone's forms offer: its value and the name people read.
+type Choice struct {
+	Value string
+	Label string
+}
+
+// Providers lists the providers a new landing zone may be for. Provider admins make zones.
+func (s *Service) Providers(ctx context.Context, actor access.Principal) ([]Choice, error) {
+	if !actor.Can(access.LandingZoneManage, uuid.Nil) {
+		return nil, problem.ErrForbidden
+	}
+	rows, err := dbgen.New(s.pool).ListProviders(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list providers: %w", err)
+	}
+	out := make([]Choice, len(rows))
+	for i, p := range rows {
+		out[i] = Choice{Value: p.Name, Label: p.DisplayName}
+	}
+	return out, nil
+}
+
+// ComponentChoices lists the components a zone may take as system services or in its
+// templates: those of its provider, published for every tenant.
+func (s *Service) ComponentChoices(ctx context.Context, actor access.Principal, zoneID uuid.UUID) ([]Choice, error) {
+	q := dbgen.New(s.pool)
+	z, err := q.GetLandingZone(ctx, zoneID)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.ProviderAdmin {
+		return nil, problem.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get landing zone: %w", err)
+	}
+	rows, err := q.ZoneComponentChoices(ctx, z.Provider)
+	if err != nil {
+		return nil, fmt.Errorf("components for zone %s: %w", zoneID, err)
+	}
+	out := make([]Choice, len(rows))
+	for i, c := range rows {
+		out[i] = Choice{Value: c.ID.String(), Label: c.Name}
+	}
+	return out, nil
+}

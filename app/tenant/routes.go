@@ -1,0 +1,28 @@
+package tenant
+
+import (
+	"github.com/labstack/echo/v4"
+
+	"nimbus/app/web"
+)
+
+// Routes registers the tenant pages and members: pages on pages, the JSON API on api.
+func (h *Handlers) Routes(pages, api *echo.Group) {
+	seen := h.Seen()
+	pages.GET("/tenants", h.ListPage)
+	pages.POST("/tenants", h.CreateForm)
+	pages.GET("/tenants/:id", h.ShowPage, seen)
+	pages.POST("/tenants/:id/members", h.SetMemberForm, seen)
+	pages.POST("/tenants/:id/members/:user_id/delete", h.RemoveMemberForm, seen)
+	api.GET("/tenants", h.ListAPI)
+	api.POST("/tenants", h.CreateAPI)
+	api.GET("/tenants/:id", h.GetAPI, seen)
+	api.GET("/tenants/:id/members", h.MembersAPI, seen)
+	api.POST("/tenants/:id/members", h.SetMemberAPI, seen)
+	api.DELETE("/tenants/:id/members", h.RemoveMemberAPI, seen)
+	api.DELETE("/tenants/:id/members/:user_id", h.RemoveMemberAPI, seen)
+}
+
+// Seen answers a request about a tenant the actor cannot see with 404 (see web.Seen), for
+// the routes of other domains under the tenant's path.
+func (h *Handlers) Seen() echo.MiddlewareFunc { return web.Seen(h.svc.Get) }
