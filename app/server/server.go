@@ -1,5 +1,5 @@
-// Package server wires the domains into one HTTP handler: middleware, routes, static files,
-// metrics and the River UI.
+// Package server wires the domains into one HTTP handler: it builds each service once, then
+// adds middleware, static files, metrics, the River UI and each domain's own routes.
 package server
 
 import (

@@ -5,6 +5,9 @@
 // fails for good, every step that began — the failed one included, since it may have half
 // happened — is undone in reverse order, each undo checkpointed too, and the run ends with the
 // first error kept. A run that crashed while undoing resumes the undoing.
+//
+// The checkpoints live where the caller keeps them (a Store); deploy keeps an operation's in
+// operation_steps.
 package saga
 
 import (
