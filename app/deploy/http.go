@@ -110,11 +110,20 @@ func filter(c echo.Context, statuses []string) (Filter, error) {
 	return f, v.Err()
 }
 
+// What a list may be filtered by, in the order errors and pages name them.
 var (
-	kinds              = []string{"preview", "deploy", "update", "upgrade", "refresh", "destroy", "restore"}
-	deploymentStatuses = []string{"pending", "deploying", "deployed", "failed", "destroying", "destroyed", "upgrading"}
-	operationStatuses  = []string{"queued", "running", "awaiting_approval", "succeeded", "failed", "cancelled", "rejected"}
+	kinds              = names(KindPreview, KindDeploy, KindUpdate, KindUpgrade, KindRefresh, KindDestroy, KindRestore)
+	deploymentStatuses = names(Pending, Deploying, Deployed, Broken, Destroying, Destroyed, Upgrading)
+	operationStatuses  = names(Queued, Running, AwaitingApproval, Succeeded, Failed, Cancelled, Rejected)
 )
+
+func names[S ~string](values ...S) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
+}
 
 // GetAPI answers GET /api/v1/deployments/{id}.
 func (h *Handlers) GetAPI(c echo.Context) error {

@@ -86,7 +86,12 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 	if err != nil {
 		return err
 	}
-	ops, err := h.svc.Operations(ctx, actor, Filter{DeploymentID: id})
+	bad := &problem.ValidationError{}
+	at, limit := web.ListPosition(c, bad)
+	if err := bad.Err(); err != nil {
+		return err
+	}
+	ops, err := h.svc.Operations(ctx, actor, Filter{DeploymentID: id, Before: at, Limit: limit})
 	if err != nil {
 		return err
 	}
@@ -96,16 +101,21 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 	}
 	v := DeploymentView{ID: d.ID.String(), Name: d.Name, Environment: d.Environment,
 		Component: d.Component, ComponentID: d.ComponentID.String(), Status: string(d.Status), Version: d.Version,
-		Created: d.CreatedAt, Updated: d.UpdatedAt, Destroyed: d.Status == "destroyed",
+		Created: d.CreatedAt, Updated: d.UpdatedAt, Destroyed: d.Status == Destroyed,
 		CanDeploy: actor.Can(access.ComponentDeploy, d.TenantID), CanDestroy: actor.Can(access.ComponentDestroy, d.TenantID),
 		Outputs: keyValues(d.Outputs, nil)}
 	v.Parameters = keyValues(d.Parameters, d.SecretNames)
 	for _, o := range ops {
 		row := operationRow(o)
 		v.Operations = append(v.Operations, row)
-		if v.Active == nil && (o.Status == "running" || o.Status == "awaiting_approval") {
+		// An operation under way is among the newest: the first page of the history shows it.
+		if v.Active == nil && at.IsZero() && (o.Status == Running || o.Status == AwaitingApproval) {
 			v.Active = &row
 		}
+	}
+	if len(ops) > 0 {
+		last := ops[len(ops)-1]
+		v.History = web.Pager(c, web.NextPage(c, len(ops), limit, cursor.Cursor{At: last.CreatedAt, ID: last.ID}))
 	}
 	for _, u := range st.Upgrades {
 		v.Upgrades = append(v.Upgrades, UpgradeOption{Version: u.Version, Changelog: u.Changelog})

@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"context"
+	"html"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +94,54 @@ func TestAPI_ListRefusesAForeignCursor(t *testing.T) {
 		if !strings.Contains(string(r.body), "before") && !strings.Contains(string(r.body), "limit") {
 			t.Fatalf("%s: %s", path, r.body)
 		}
+	}
+}
+
+// A deployment's history pages as the lists do: following its Older links shows every
+// operation on the deployment once, newest first.
+func TestPages_DeploymentHistoryPages(t *testing.T) {
+	s := newSite(t)
+	hash, err := auth.HashPassword("seeded password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := seed.Run(context.Background(), s.pool, seed.Size{Tenants: 1, Components: 10, Deployments: 4, Operations: 20, AuditEvents: 3}, hash); err != nil {
+		t.Fatal(err)
+	}
+	var deployment string
+	var want int
+	if err := s.pool.QueryRow(context.Background(), `SELECT deployment_id::text, count(*) FROM operations
+		GROUP BY deployment_id ORDER BY count(*) DESC LIMIT 1`).Scan(&deployment, &want); err != nil {
+		t.Fatal(err)
+	}
+	if want < 3 {
+		t.Fatalf("the busiest deployment has %d operations: too few to page", want)
+	}
+	b := newBrowser(t, s.url)
+	b.signIn(t, "root@example.com", "correct horse battery")
+	operation := regexp.MustCompile(`href="/operations/([0-9a-f-]{36})"`)
+	older := regexp.MustCompile(`<a href="([^"]+)">Older →</a>`)
+	seen := map[string]bool{}
+	path := "/deployments/" + deployment + "?limit=2"
+	pages := 0
+	for ; path != ""; pages++ {
+		if pages > want {
+			t.Fatal("the pages never end")
+		}
+		body := string(b.get(t, path).body)
+		history := body[strings.Index(body, "<h2>History</h2>"):]
+		for _, m := range operation.FindAllStringSubmatch(history, -1) {
+			if seen[m[1]] {
+				t.Fatalf("operation %s shown twice", m[1])
+			}
+			seen[m[1]] = true
+		}
+		path = ""
+		if m := older.FindStringSubmatch(history); m != nil {
+			path = html.UnescapeString(m[1])
+		}
+	}
+	if len(seen) != want || pages != (want+1)/2 {
+		t.Fatalf("the history showed %d operations of %d on %d pages of 2", len(seen), want, pages)
 	}
 }
