@@ -38,11 +38,8 @@ func (h *Handlers) ListAPI(c echo.Context) error {
 		return err
 	}
 	out := map[string]any{"approvals": list}
-	if len(list) > 0 {
-		last := list[len(list)-1]
-		if next := web.NextPage(c, len(list), limit, cursor.Cursor{At: last.CreatedAt, ID: last.ID}); next != "" {
-			out["next"] = next
-		}
+	if next := web.NextPage(c, list, limit, func(r Request) cursor.Cursor { return cursor.Cursor{At: r.CreatedAt, ID: r.ID} }); next != "" {
+		out["next"] = next
 	}
 	return c.JSON(http.StatusOK, out)
 }

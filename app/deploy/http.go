@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"nimbus/app/cursor"
 	"nimbus/app/problem"
 	"nimbus/app/web"
 	"nimbus/db/listen"
@@ -77,11 +76,8 @@ func (h *Handlers) ListAPI(c echo.Context) error {
 		return err
 	}
 	out := map[string]any{"deployments": ds}
-	if len(ds) > 0 {
-		last := ds[len(ds)-1]
-		if next := web.NextPage(c, len(ds), f.Limit, cursor.Cursor{At: last.CreatedAt, ID: last.ID}); next != "" {
-			out["next"] = next
-		}
+	if next := web.NextPage(c, ds, f.Limit, Deployment.place); next != "" {
+		out["next"] = next
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -189,11 +185,8 @@ func (h *Handlers) OperationsAPI(c echo.Context) error {
 		return err
 	}
 	out := map[string]any{"operations": ops}
-	if len(ops) > 0 {
-		last := ops[len(ops)-1]
-		if next := web.NextPage(c, len(ops), f.Limit, cursor.Cursor{At: last.CreatedAt, ID: last.ID}); next != "" {
-			out["next"] = next
-		}
+	if next := web.NextPage(c, ops, f.Limit, Operation.place); next != "" {
+		out["next"] = next
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/access"
-	"nimbus/app/cursor"
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
 	"nimbus/app/web"
@@ -62,11 +61,8 @@ func (h *Handlers) ListPage(c echo.Context) error {
 		rows[i] = DeploymentRow{ID: d.ID.String(), Environment: d.Environment, Name: d.Name, Component: d.Component,
 			Version: d.Version, Status: string(d.Status), Outputs: string(outputs), Created: d.CreatedAt}
 	}
-	var next string
-	if len(ds) > 0 {
-		next = web.NextPage(c, len(ds), f.Limit, cursor.Cursor{At: ds[len(ds)-1].CreatedAt, ID: ds[len(ds)-1].ID})
-	}
-	return web.Render(c, http.StatusOK, Deployments(web.Page(c, "Deployments"), vf, rows, web.Pager(c, next)))
+	pager := web.Pager(c, web.NextPage(c, ds, f.Limit, Deployment.place))
+	return web.Render(c, http.StatusOK, Deployments(web.Page(c, "Deployments"), vf, rows, pager))
 }
 
 // ShowPage shows a deployment: its parameters and outputs, the forms that change it, and its
@@ -113,10 +109,7 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 			v.Active = &row
 		}
 	}
-	if len(ops) > 0 {
-		last := ops[len(ops)-1]
-		v.History = web.Pager(c, web.NextPage(c, len(ops), limit, cursor.Cursor{At: last.CreatedAt, ID: last.ID}))
-	}
+	v.History = web.Pager(c, web.NextPage(c, ops, limit, Operation.place))
 	for _, u := range st.Upgrades {
 		v.Upgrades = append(v.Upgrades, UpgradeOption{Version: u.Version, Changelog: u.Changelog})
 	}

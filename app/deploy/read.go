@@ -62,6 +62,12 @@ type Filter struct {
 	Limit int
 }
 
+// place is where a deployment stands in its list, for the page after it.
+func (d Deployment) place() cursor.Cursor { return cursor.Cursor{At: d.CreatedAt, ID: d.ID} }
+
+// place is where an operation stands in its list, for the page after it.
+func (o Operation) place() cursor.Cursor { return cursor.Cursor{At: o.CreatedAt, ID: o.ID} }
+
 // maxRows is the size of the page f asks for.
 func (f Filter) maxRows() int32 {
 	if f.Limit < 1 || f.Limit > cursor.MaxRows {

@@ -2,12 +2,10 @@ package server_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"nimbus/app/auth"
 	"nimbus/db/seed"
@@ -90,20 +88,7 @@ func loadSeeded(b *testing.B, do func(*http.Client) (*http.Response, error)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for next.Add(1) <= int64(b.N) {
-				start := time.Now()
-				resp, err := do(client)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					b.Errorf("status %d", resp.StatusCode)
-					return
-				}
-				l.add(time.Since(start))
+			for next.Add(1) <= int64(b.N) && timed(b, client, do, &l) {
 			}
 		}()
 	}

@@ -30,14 +30,19 @@ func ListPosition(c echo.Context, v *problem.ValidationError) (cursor.Cursor, in
 	return at, limit
 }
 
-// NextPage is the URL of the page after the one that ends with last: this request's, with
-// before set to it. A full page has one, even when it turns out empty; a short page is the end,
-// and then NextPage is "". An API answer also names it in a Link header (RFC 8288).
-func NextPage(c echo.Context, rows, limit int, last cursor.Cursor) string {
+// NextPage is the URL of the page after rows, a page of limit rows at most of a list in which
+// at places each row: this request's, with before set to the last row's place. A full page has
+// one, even when the next turns out empty; a short page is the end, and then NextPage is "".
+// An API answer also names it in a Link header (RFC 8288).
+func NextPage[T any](c echo.Context, rows []T, limit int, at func(T) cursor.Cursor) string {
 	if limit < 1 || limit > cursor.MaxRows {
 		limit = cursor.MaxRows
 	}
-	if rows < limit || last.IsZero() {
+	if len(rows) == 0 || len(rows) < limit {
+		return ""
+	}
+	last := at(rows[len(rows)-1])
+	if last.IsZero() {
 		return ""
 	}
 	q := c.QueryParams()
