@@ -34,6 +34,18 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader, size int64) erro
 	if err := checkPut(key); err != nil {
 		return err
 	}
+	return d.put(ctx, key, r, size)
+}
+
+// PutEngine writes a file in the engine's area, as Put writes a blob.
+func (d *Dir) PutEngine(ctx context.Context, key string, r io.Reader, size int64) error {
+	if err := checkEngineKey(key); err != nil {
+		return err
+	}
+	return d.put(ctx, key, r, size)
+}
+
+func (d *Dir) put(ctx context.Context, key string, r io.Reader, size int64) error {
 	path := d.path(key)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)

@@ -52,5 +52,14 @@ func checkPut(key string) error {
 	return checkKey(key)
 }
 
+// checkEngineKey admits only keys in the engine's area, for what Nimbus writes there in the
+// engine's place: a new stack's files (see package pulumix).
+func checkEngineKey(key string) error {
+	if !strings.HasPrefix(key, EngineArea) {
+		return fmt.Errorf("invalid key %q: not in %s", key, EngineArea)
+	}
+	return checkKey(key)
+}
+
 // notFound wraps ErrNotFound with the key that was asked for.
 func notFound(key string) error { return fmt.Errorf("%w: %s", ErrNotFound, key) }

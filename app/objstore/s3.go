@@ -113,6 +113,18 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error
 	if err := checkPut(key); err != nil {
 		return err
 	}
+	return s.put(ctx, key, r, size)
+}
+
+// PutEngine writes a file in the engine's area, as Put writes a blob.
+func (s *S3) PutEngine(ctx context.Context, key string, r io.Reader, size int64) error {
+	if err := checkEngineKey(key); err != nil {
+		return err
+	}
+	return s.put(ctx, key, r, size)
+}
+
+func (s *S3) put(ctx context.Context, key string, r io.Reader, size int64) error {
 	if _, err := s.client.PutObject(ctx, s.cfg.Bucket, key, r, size, minio.PutObjectOptions{}); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}

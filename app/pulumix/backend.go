@@ -21,7 +21,7 @@ type Backend struct {
 	// Env is what the engine needs to reach the backend, such as credentials. It travels in
 	// the environment only, never on a command line.
 	Env map[string]string
-	// Bucket holds the same files as URL, for clearLock.
+	// Bucket holds the same files as URL, for creating stacks and clearing locks.
 	Bucket Bucket
 }
 
@@ -29,6 +29,8 @@ type Backend struct {
 type Bucket interface {
 	List(ctx context.Context, prefix string) ([]string, error)
 	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	// PutEngine writes a file of the engine's own, such as a new stack's empty checkpoint.
+	PutEngine(ctx context.Context, key string, r io.Reader, size int64) error
 	Delete(ctx context.Context, key string) error
 }
 

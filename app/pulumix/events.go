@@ -1,12 +1,10 @@
 package pulumix
 
 import (
-	"io"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 )
 
@@ -40,46 +38,9 @@ type EventSink interface {
 	Event(Event)
 }
 
-// watch returns the channel to hand to the engine when progress wants events, and a function
-// that waits until every event has been delivered. The engine closes the channel when its
-// process ends; if the process never reported at all, nothing closes it, so the wait is
-// bounded.
-func watch(progress io.Writer) (chan events.EngineEvent, func()) {
-	sink, ok := progress.(EventSink)
-	if !ok {
-		return nil, func() {}
-	}
-	ch := make(chan events.EngineEvent)
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			case ev, ok := <-ch:
-				if !ok {
-					return
-				}
-				if e, ok := convert(ev); ok {
-					sink.Event(e)
-				}
-			}
-		}
-	}()
-	return ch, func() {
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			close(stop)
-			<-done
-		}
-	}
-}
-
 // convert keeps the events about resources; the rest (prelude, summary, plain output) the
 // progress text already carries.
-func convert(ev events.EngineEvent) (Event, bool) {
+func convert(ev apitype.EngineEvent) (Event, bool) {
 	at := time.Now() // the engine's own stamp counts whole seconds
 	step := func(m apitype.StepEventMetadata, status string) Event {
 		e := Event{At: at, URN: m.URN, Type: m.Type, Name: nameOf(m.URN), Op: string(m.Op), Status: status}

@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"nimbus/app/objstore"
 )
 
@@ -24,19 +22,7 @@ import (
 //
 // A DIY backend, on disk or in a bucket, keeps one file per lock holder at
 // .pulumi/locks/organization/<project>/<stack>/<lock id>.json.
-func (r *Runner) clearLock(st Stack) error {
-	if err := checkStack(st, false); err != nil {
-		return err
-	}
-	var p struct {
-		Name string `yaml:"name"`
-	}
-	if err := yaml.Unmarshal([]byte(st.Code), &p); err != nil {
-		return fmt.Errorf("read program: %w", err)
-	}
-	if !validProjectName.MatchString(p.Name) || p.Name == "." || p.Name == ".." {
-		return fmt.Errorf("read program: invalid project name %q", p.Name)
-	}
+func (r *Runner) clearLock(st Stack, project string) error {
 	// Its callers have no context to give: a bucket that does not answer must not hold the
 	// operation forever.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -45,7 +31,7 @@ func (r *Runner) clearLock(st Stack) error {
 	if err != nil {
 		return fmt.Errorf("clear lock of %s: %w", st.Name, err)
 	}
-	dir := lockDir(p.Name, st.Name)
+	dir := lockDir(project, st.Name)
 	locks, err := backend.Bucket.List(ctx, dir)
 	if err != nil {
 		return fmt.Errorf("clear lock of %s: %w", st.Name, err)

@@ -13,13 +13,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/pulumi/pulumi/sdk/v3/go/auto"
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
 
+	"nimbus/app/objstore"
 	"nimbus/app/sandbox"
 )
 
@@ -38,6 +38,10 @@ type Runner struct {
 	backend Backend
 	mode    sandbox.Mode
 	clouds  []string
+	keys    keyring // the stacks' secrets keys, derived from their passphrases once
+	// The salt of every check's scratch stack (see Check), made on the first check.
+	checkOnce  sync.Once
+	checkSaltV string
 }
 
 // NewRunner finds the pinned toolchain (see Detect) and prepares the directories under dataDir.
@@ -124,6 +128,10 @@ type CheckResult struct {
 // deploys. Progress goes to progress as it happens. The workspace and its state are removed
 // afterwards.
 func (r *Runner) Check(ctx context.Context, code string, config map[string]any, progress io.Writer) (CheckResult, error) {
+	project, err := projectOf(code)
+	if err != nil {
+		return CheckResult{Changes: map[string]int{}, Output: err.Error()}, nil
+	}
 	dir, err := os.MkdirTemp(r.workDir(), "check-")
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check workspace: %w", err)
@@ -132,77 +140,65 @@ func (r *Runner) Check(ctx context.Context, code string, config map[string]any, 
 	if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte(code), 0o600); err != nil {
 		return CheckResult{}, fmt.Errorf("write program: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Join(dir, ".state"), 0o700); err != nil {
+	// A backend of its own, whatever the Runner's: a check must leave nothing in shared state.
+	state, err := objstore.NewDir(filepath.Join(dir, ".state"))
+	if err != nil {
+		return CheckResult{}, err
+	}
+	const stack = "check"
+	if err := createStack(ctx, state, project, stack); err != nil {
+		return CheckResult{}, err
+	}
+	// The scratch stack holds no secret, and its state is thrown away with it: one passphrase
+	// and one salt serve every check, their key derived once.
+	salt, _, err := r.keys.crypter(checkPassphrase, r.checkSalt())
+	if err != nil {
+		return CheckResult{}, err
+	}
+	settings := filepath.Join(dir, "Pulumi."+stack+".yaml")
+	if err := os.WriteFile(settings, []byte("encryptionsalt: "+salt+"\n"), 0o600); err != nil {
+		return CheckResult{}, fmt.Errorf("write stack settings: %w", err)
+	}
+	if err := r.writeSettings(settings, project, Stack{Name: stack, Config: config, Passphrase: checkPassphrase}); err != nil {
 		return CheckResult{}, err
 	}
 	h, err := home(dir)
 	if err != nil {
 		return CheckResult{}, err
 	}
-	// The scratch stack holds no secret worth keeping, and its cloud is thrown away with it.
-	// A backend of its own, whatever the Runner's: a check must leave nothing in shared state.
-	env := r.engineEnv(Backend{URL: "file://" + filepath.Join(dir, ".state")}, randomHex(16), h)
-	env["SIMCLOUD_DIR"] = filepath.Join(dir, "cloud")
-	ws, err := auto.NewLocalWorkspace(ctx, auto.WorkDir(dir), auto.Pulumi(r.cli), auto.PulumiHome(h), auto.EnvVars(env))
-	if err != nil {
-		return CheckResult{}, fmt.Errorf("check workspace: %w", err)
-	}
-	const stackName = "check"
-	project, err := ws.ProjectSettings(ctx)
-	if err != nil {
-		return CheckResult{}, fmt.Errorf("read program: %w", err)
-	}
-	stack, err := auto.NewStack(ctx, stackName, ws)
-	if err != nil {
-		return CheckResult{}, fmt.Errorf("create check stack: %w", err)
-	}
-	if err := saveConfig(ctx, ws, stackName, string(project.Name), config); err != nil {
-		return CheckResult{}, err
-	}
+	env := append(r.engineEnv(Backend{URL: "file://" + state.Root()}, checkPassphrase, h),
+		"SIMCLOUD_DIR="+filepath.Join(dir, "cloud")) // its cloud is thrown away with it
+	ws := workspace{stack: stack, dir: dir, tmp: filepath.Join(h, "tmp"), env: env}
 	started := time.Now()
-	said := &tail{max: 256 << 10} // the engine reports a failed preview's diagnostics in its progress
-	both := io.MultiWriter(progress, said)
-	res, err := stack.Preview(ctx, optpreview.Parallel(8), optpreview.Color("never"),
-		optpreview.ProgressStreams(both), optpreview.ErrorProgressStreams(both))
-	out := CheckResult{Changes: map[string]int{}}
-	for op, n := range res.ChangeSummary {
-		out.Changes[string(op)] = n
-	}
+	run, err := r.run(ctx, ws, progress, "preview", "--parallel", parallel)
+	out := CheckResult{Changes: run.changes, Output: run.output}
 	if err != nil {
 		if ctx.Err() != nil {
 			return out, fmt.Errorf("check: %w", ctx.Err())
 		}
-		out.Output = quiet(strings.ToValidUTF8(said.String(), ""))
+		var ee *EngineError
+		if !errors.As(err, &ee) {
+			return out, fmt.Errorf("check: %w", err)
+		}
 		if out.Output == "" {
 			out.Output = err.Error()
 		}
 		return out, nil
 	}
 	out.Succeeded = true
-	out.Output = fmt.Sprintf("preview succeeded in %s: %s", time.Since(started).Round(time.Millisecond), summarise(res.ChangeSummary))
+	out.Output = fmt.Sprintf("preview succeeded in %s: %s", time.Since(started).Round(time.Millisecond), summarise(run.changes))
 	return out, nil
 }
 
-// saveConfig writes config into the stack's settings file directly: no process per value,
-// and no value on a command line.
-func saveConfig(ctx context.Context, ws auto.Workspace, stack, project string, values map[string]any) error {
-	ps, err := ws.StackSettings(ctx, stack) // keeps the encryption salt stack init wrote
-	if err != nil {
-		return fmt.Errorf("read stack settings: %w", err)
-	}
-	if ps.Config == nil {
-		ps.Config = config.Map{}
-	}
-	for k, v := range values {
-		value, err := configValue(v)
-		if err != nil {
-			return fmt.Errorf("config %s: %w", k, err)
-		}
-		if err := ps.Config.Set(config.MustMakeKey(project, k), value, false); err != nil {
-			return fmt.Errorf("config %s: %w", k, err)
-		}
-	}
-	return ws.SaveStackSettings(ctx, stack, ps)
+// checkPassphrase is the passphrase of every check's scratch stack.
+const checkPassphrase = "nimbus-check"
+
+// checkSalt is the salt of every check's scratch stack, made once.
+func (r *Runner) checkSalt() string {
+	r.checkOnce.Do(func() {
+		r.checkSaltV, _, _ = r.keys.crypter(checkPassphrase, "")
+	})
+	return r.checkSaltV
 }
 
 // configValue turns an input's JSON value into stack config: scalars as text, which Pulumi
@@ -242,10 +238,10 @@ func Noise(line string) bool {
 	return strings.Contains(line, "warning: using pulumi-") && strings.Contains(line, "from $PATH")
 }
 
-func summarise(changes map[apitype.OpType]int) string {
+func summarise(changes map[string]int) string {
 	var parts []string
 	for _, op := range []apitype.OpType{apitype.OpCreate, apitype.OpUpdate, apitype.OpReplace, apitype.OpDelete, apitype.OpSame} {
-		if n := changes[op]; n > 0 {
+		if n := changes[string(op)]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d to %s", n, op))
 		}
 	}

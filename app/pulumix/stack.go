@@ -2,22 +2,16 @@ package pulumix
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-
-	"github.com/pulumi/pulumi/sdk/v3/go/auto"
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 )
 
 // Stack says which deployment's stack to act on and with what.
@@ -37,6 +31,7 @@ type Result struct {
 	Outputs map[string]any // stack outputs; secret outputs as the string "[secret]"
 	Changes map[string]int // operations by kind: create, update, delete, same, replace…
 	Output  string         // the engine's own words: the tail of its progress, without PATH notices
+	Plan    []byte         // a preview's update plan, for Apply
 }
 
 // EngineError is a failure the engine reported: the program or a provider refused or failed.
@@ -69,95 +64,79 @@ var (
 
 // Every operation uses the same, modest degree of parallelism: the engine's default grows with
 // the machine (4 per CPU), and one deployment of many resources could starve the others.
-const parallel = 8
+const parallel = "8"
 
-// Preview shows what an Up would do. The stack is created when it does not exist yet.
+// Preview shows what an Up would do, and saves the engine's update plan of it in the Result:
+// Apply carries out exactly that plan. The stack is created when it does not exist yet.
 func (r *Runner) Preview(ctx context.Context, st Stack, progress io.Writer) (Result, error) {
-	s, err := r.prepare(ctx, st, true)
+	ws, err := r.open(ctx, st, true)
 	if err != nil {
 		return Result{}, err
 	}
-	said, w := r.streams(progress)
-	opts := []optpreview.Option{optpreview.Parallel(parallel), optpreview.Color("never"),
-		optpreview.ProgressStreams(w), optpreview.ErrorProgressStreams(w)}
-	events, delivered := watch(progress)
-	if events != nil {
-		opts = append(opts, optpreview.EventStreams(events))
-	}
-	res, err := s.Preview(ctx, opts...)
-	delivered()
-	return previewed(ctx, st.Name, said.text(), res, err)
-}
-
-// previewed is the result of a preview, of changes or of a destroy.
-func previewed(ctx context.Context, stack, output string, res auto.PreviewResult, err error) (Result, error) {
-	out := Result{Changes: map[string]int{}, Output: output}
-	for op, n := range res.ChangeSummary {
-		out.Changes[string(op)] = n
-	}
+	plan := filepath.Join(ws.tmp, "plan-"+randomHex(8)+".json")
+	defer os.Remove(plan)
+	run, err := r.run(ctx, ws, progress, "preview", "--parallel", parallel, "--save-plan", plan)
+	out := Result{Changes: run.changes, Output: run.output}
 	if err != nil {
-		return out, failure(ctx, "preview", stack, err, out.Output)
+		return out, err
+	}
+	if out.Plan, err = os.ReadFile(plan); err != nil {
+		return out, fmt.Errorf("read the plan of %s: %w", st.Name, err)
 	}
 	return out, nil
 }
 
-// Up creates or updates the stack's resources to match the program and its inputs.
+// Up creates or updates the stack's resources to match the program and its inputs: one engine
+// process previews the change and makes it, its events telling both.
 func (r *Runner) Up(ctx context.Context, st Stack, progress io.Writer) (Result, error) {
-	s, err := r.prepare(ctx, st, true)
+	ws, err := r.open(ctx, st, true)
 	if err != nil {
 		return Result{}, err
 	}
-	said, w := r.streams(progress)
-	// ShowSecrets(false) keeps the summary Up fetches afterwards from decrypting the config.
-	opts := []optup.Option{optup.Parallel(parallel), optup.Color("never"),
-		optup.ProgressStreams(w), optup.ErrorProgressStreams(w), optup.ShowSecrets(false)}
-	events, delivered := watch(progress)
-	if events != nil {
-		opts = append(opts, optup.EventStreams(events))
-	}
-	res, err := s.Up(ctx, opts...)
-	delivered()
-	out := Result{Outputs: map[string]any{}, Changes: changes(res.Summary.ResourceChanges), Output: said.text()}
-	for k, v := range res.Outputs {
-		out.Outputs[k] = v.Value
-		if v.Secret {
-			out.Outputs[k] = "[secret]"
-		}
-	}
+	return r.up(ctx, ws, progress)
+}
+
+// Apply carries out a plan that Preview saved, without previewing again: the engine refuses any
+// change the preview did not show (a resource's inputs that differ, an update where it planned
+// none), and fails with an EngineError.
+func (r *Runner) Apply(ctx context.Context, st Stack, plan []byte, progress io.Writer) (Result, error) {
+	ws, err := r.open(ctx, st, true)
 	if err != nil {
-		return out, failure(ctx, "up", st.Name, err, out.Output)
+		return Result{}, err
 	}
-	return out, nil
+	file := filepath.Join(ws.tmp, "plan-"+randomHex(8)+".json")
+	if err := os.WriteFile(file, plan, 0o600); err != nil {
+		return Result{}, fmt.Errorf("write the plan of %s: %w", st.Name, err)
+	}
+	defer os.Remove(file)
+	return r.up(ctx, ws, progress, "--skip-preview", "--plan", file)
+}
+
+func (r *Runner) up(ctx context.Context, ws workspace, progress io.Writer, args ...string) (Result, error) {
+	run, err := r.run(ctx, ws, progress, append([]string{"up", "--yes", "--parallel", parallel}, args...)...)
+	out := Result{Outputs: run.outputs, Changes: run.changes, Output: run.output}
+	if out.Outputs == nil {
+		out.Outputs = map[string]any{}
+	}
+	return out, err
 }
 
 // Refresh brings the stack's state in line with what the cloud actually has: resources deleted
 // by hand leave the state, drifted properties are read back.
 func (r *Runner) Refresh(ctx context.Context, st Stack, progress io.Writer) (Result, error) {
-	s, err := r.prepare(ctx, st, true)
+	ws, err := r.open(ctx, st, true)
 	if err != nil {
 		return Result{}, err
 	}
-	said, w := r.streams(progress)
-	opts := []optrefresh.Option{optrefresh.Parallel(parallel), optrefresh.Color("never"),
-		optrefresh.ProgressStreams(w), optrefresh.ErrorProgressStreams(w), optrefresh.ShowSecrets(false)}
-	events, delivered := watch(progress)
-	if events != nil {
-		opts = append(opts, optrefresh.EventStreams(events))
-	}
-	res, err := s.Refresh(ctx, opts...)
-	delivered()
-	out := Result{Changes: changes(res.Summary.ResourceChanges), Output: said.text()}
-	if err != nil {
-		return out, failure(ctx, "refresh", st.Name, err, out.Output)
-	}
-	return out, nil
+	run, err := r.run(ctx, ws, progress, "refresh", "--yes", "--skip-preview", "--parallel", parallel)
+	return Result{Changes: run.changes, Output: run.output}, err
 }
 
 // Destroy deletes the stack's resources, then the stack itself from the backend and its working
 // directory. A stack that does not exist is destroyed already, so Destroy can be repeated after
 // a crash at any point.
 func (r *Runner) Destroy(ctx context.Context, st Stack, progress io.Writer) (Result, error) {
-	s, err := r.prepare(ctx, st, false)
+	ws, err := r.open(ctx, st, false)
 	if errors.Is(err, ErrNoStack) {
 		if err := r.forget(st.Name); err != nil {
 			return Result{}, err
@@ -166,38 +145,21 @@ func (r *Runner) Destroy(ctx context.Context, st Stack, progress io.Writer) (Res
 	} else if err != nil {
 		return Result{}, err
 	}
-	said, w := r.streams(progress)
-	opts := []optdestroy.Option{optdestroy.Parallel(parallel), optdestroy.Color("never"),
-		optdestroy.ProgressStreams(w), optdestroy.ErrorProgressStreams(w), optdestroy.ShowSecrets(false)}
-	events, delivered := watch(progress)
-	if events != nil {
-		opts = append(opts, optdestroy.EventStreams(events))
-	}
-	res, err := s.Destroy(ctx, opts...)
-	delivered()
-	out := Result{Changes: changes(res.Summary.ResourceChanges), Output: said.text()}
+	// --remove takes the stack out of the backend once its resources are gone; with resources
+	// left, the backend keeps the only record of them, and the stack stays.
+	run, err := r.run(ctx, ws, progress, "destroy", "--yes", "--skip-preview", "--remove", "--parallel", parallel)
+	out := Result{Changes: run.changes, Output: run.output}
 	if err != nil {
-		return out, failure(ctx, "destroy", st.Name, err, out.Output)
-	}
-	// Without --force, stack rm refuses a stack that still has resources: the backend keeps
-	// the only record of them.
-	if err := s.Workspace().RemoveStack(ctx, st.Name); err != nil {
-		if ctx.Err() != nil {
-			return out, fmt.Errorf("remove stack %s: %w", st.Name, ctx.Err())
-		}
-		return out, fmt.Errorf("remove stack %s: %w", st.Name, err)
-	}
-	if err := r.forget(st.Name); err != nil {
 		return out, err
 	}
-	return out, nil
+	return out, r.forget(st.Name)
 }
 
 // PreviewDestroy shows what Destroy would delete, deleting nothing: its events plan a delete of
 // each resource. A stack that does not exist has nothing to delete.
 func (r *Runner) PreviewDestroy(ctx context.Context, st Stack, progress io.Writer) (Result, error) {
 	_, statErr := os.Stat(r.stackDir(st.Name))
-	s, err := r.prepare(ctx, st, false)
+	ws, err := r.open(ctx, st, false)
 	if errors.Is(err, ErrNoStack) {
 		if errors.Is(statErr, fs.ErrNotExist) {
 			_ = r.forget(st.Name) // looking must not leave a directory behind
@@ -206,41 +168,29 @@ func (r *Runner) PreviewDestroy(ctx context.Context, st Stack, progress io.Write
 	} else if err != nil {
 		return Result{}, err
 	}
-	said, w := r.streams(progress)
-	opts := []optdestroy.Option{optdestroy.Parallel(parallel), optdestroy.Color("never"),
-		optdestroy.ProgressStreams(w), optdestroy.ErrorProgressStreams(w), optdestroy.ShowSecrets(false)}
-	events, delivered := watch(progress)
-	if events != nil {
-		opts = append(opts, optdestroy.EventStreams(events))
-	}
-	res, err := s.PreviewDestroy(ctx, opts...)
-	delivered()
-	return previewed(ctx, st.Name, said.text(), res, err)
+	run, err := r.run(ctx, ws, progress, "destroy", "--preview-only", "--parallel", parallel)
+	return Result{Changes: run.changes, Output: run.output}, err
 }
 
 // Export returns the stack's state as the JSON `pulumi stack export` writes. Secrets in it stay
 // encrypted.
 func (r *Runner) Export(ctx context.Context, st Stack) ([]byte, error) {
 	_, statErr := os.Stat(r.stackDir(st.Name))
-	ws, err := r.workspace(ctx, st)
-	if err != nil {
-		return nil, err
-	}
-	s, err := r.selectStack(ctx, ws, st.Name)
+	ws, err := r.open(ctx, st, false)
 	if errors.Is(err, ErrNoStack) && errors.Is(statErr, fs.ErrNotExist) {
 		_ = os.RemoveAll(r.stackDir(st.Name)) // looking must not leave a directory behind
 	}
 	if err != nil {
 		return nil, err
 	}
-	dep, err := s.Export(ctx)
+	stdout, stderr, _, err := r.cli.Run(ctx, ws.dir, nil, nil, nil, ws.env, "stack", "export", "--stack", st.Name)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("export %s: %w", st.Name, ctx.Err())
 		}
-		return nil, fmt.Errorf("export %s: %w", st.Name, err)
+		return nil, fmt.Errorf("export %s: %w: %s", st.Name, err, gist(stderr))
 	}
-	return json.Marshal(dep)
+	return []byte(stdout), nil
 }
 
 // streams sends the engine's output to progress as it comes, and keeps its tail for the Result.
@@ -264,17 +214,6 @@ func (s *serial) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// brief is an Automation API error cut to its first line: the rest is the command's whole
-// stdout and stderr, whose tail the Result already holds.
-type brief struct{ error }
-
-func (b brief) Error() string {
-	msg, _, _ := strings.Cut(b.error.Error(), "\n")
-	return msg
-}
-
-func (b brief) Unwrap() error { return b.error }
-
 func (t *tail) text() string { return quiet(strings.ToValidUTF8(t.String(), "")) }
 
 // failure sorts an operation's error for the caller: cancelled (the caller decides), locked
@@ -284,7 +223,7 @@ func failure(ctx context.Context, op, stack string, err error, output string) er
 	if ctx.Err() != nil {
 		return fmt.Errorf("pulumi %s of %s: %w", op, stack, ctx.Err())
 	}
-	if auto.IsConcurrentUpdateError(err) {
+	if strings.Contains(output, "the stack is currently locked by") {
 		return fmt.Errorf("pulumi %s of %s: %w: %s", op, stack, ErrLocked, gist(output))
 	}
 	// A signal's death (exit code -1) is not the engine's verdict: it was killed mid-way, and
@@ -296,7 +235,7 @@ func failure(ctx context.Context, op, stack string, err error, output string) er
 		}
 		return &EngineError{Op: op, ExitCode: exit.ExitCode(), Output: output}
 	}
-	return fmt.Errorf("pulumi %s of %s: %w", op, stack, brief{err})
+	return fmt.Errorf("pulumi %s of %s: %w", op, stack, err)
 }
 
 // gist picks the lines of the engine's output that say what went wrong, for an error message;
@@ -316,14 +255,4 @@ func gist(output string) string {
 		picked = lines[len(lines)-1:]
 	}
 	return strings.Join(picked, "; ")
-}
-
-func changes(m *map[string]int) map[string]int {
-	out := map[string]int{}
-	if m != nil {
-		for k, v := range *m {
-			out[k] = v
-		}
-	}
-	return out
 }

@@ -586,7 +586,7 @@ func testClearLockWaitsForALiveEngine(t *testing.T, backend string) {
 	host, _ := os.Hostname()
 	// This test process stands for an engine a crashed server left running.
 	writeBackendFile(t, r, st.Name, key, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, os.Getpid(), host))
-	if err := r.clearLock(st); !errors.Is(err, ErrLocked) {
+	if err := r.clearLock(st, "held"); !errors.Is(err, ErrLocked) {
 		t.Fatalf("cleared a lock its live engine holds: %v", err)
 	}
 	if l := lockFiles(t, r, "held", st.Name); len(l) != 1 {
@@ -596,7 +596,7 @@ func testClearLockWaitsForALiveEngine(t *testing.T, backend string) {
 	other := lockDir("held", st.Name+"-2") + "l.json"
 	writeBackendFile(t, r, st.Name+"-2", other, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, 1<<22+7, host))
 	writeBackendFile(t, r, st.Name, key, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, 1<<22+7, host))
-	if err := r.clearLock(st); err != nil {
+	if err := r.clearLock(st, "held"); err != nil {
 		t.Fatalf("kept a dead engine's lock: %v", err)
 	}
 	if l := lockFiles(t, r, "held", st.Name); len(l) != 0 {

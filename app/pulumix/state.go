@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 )
@@ -26,15 +28,25 @@ func (r *Runner) Import(ctx context.Context, st Stack, state io.Reader) error {
 	if dep.Version == 0 || len(dep.Deployment) == 0 {
 		return fmt.Errorf("%w: not a stack export: no version or deployment", ErrBadState)
 	}
-	s, err := r.prepare(ctx, st, true)
+	ws, err := r.open(ctx, st, true)
 	if err != nil {
 		return err
 	}
-	if err := s.Import(ctx, dep); err != nil {
+	file := filepath.Join(ws.tmp, "import-"+randomHex(8)+".json")
+	data, err := json.Marshal(dep)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		return fmt.Errorf("import %s: %w", st.Name, err)
+	}
+	defer os.Remove(file)
+	_, stderr, _, err := r.cli.Run(ctx, ws.dir, nil, nil, nil, ws.env, "stack", "import", "--stack", st.Name, "--file", file)
+	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("import %s: %w", st.Name, ctx.Err())
 		}
-		return fmt.Errorf("%w: %v", ErrBadState, brief{err})
+		return fmt.Errorf("%w: %s", ErrBadState, gist(stderr))
 	}
 	return nil
 }

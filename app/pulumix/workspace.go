@@ -4,14 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
-
-	"github.com/pulumi/pulumi/sdk/v3/go/auto"
-	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
-	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 
 	"nimbus/app/objstore"
 )
@@ -56,14 +51,16 @@ func (r *Runner) forget(name string) error {
 // reaching it takes and the secrets passphrase, which no extra entry may replace. Credentials
 // and the passphrase travel in the environment only: a command line is visible to every user
 // of the machine.
-func (r *Runner) engineEnv(backend Backend, passphrase, home string) map[string]string {
+func (r *Runner) engineEnv(backend Backend, passphrase, home string) []string {
 	env := map[string]string{
 		"HOME":                                 home,
 		"TMPDIR":                               filepath.Join(home, "tmp"),
 		"PATH":                                 r.bin + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"PULUMI_SKIP_UPDATE_CHECK":             "true",
 		"PULUMI_DIY_BACKEND_NO_LEGACY_WARNING": "true",
-		"PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK": "true",
+		// The event log is a debugging flag to the CLI.
+		"PULUMI_DEBUG_COMMANDS": "true",
+		"PULUMI_HOME":           home,
 		// Plugins come from the toolchain directory only: a program may not fetch and run one.
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
 	}
@@ -75,145 +72,71 @@ func (r *Runner) engineEnv(backend Backend, passphrase, home string) map[string]
 	}
 	env["PULUMI_BACKEND_URL"] = backend.URL
 	env["PULUMI_CONFIG_PASSPHRASE"] = passphrase
-	return env
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
 }
 
-// workspace writes the program into the stack's working directory and opens a workspace there.
-func (r *Runner) workspace(ctx context.Context, st Stack) (auto.Workspace, error) {
+// open readies the stack's workspace: its program and settings written, the stack created in
+// the backend when create is set and it is missing (ErrNoStack otherwise), a lock a crashed
+// engine left cleared when st is Exclusive. No engine process runs for any of it.
+func (r *Runner) open(ctx context.Context, st Stack, create bool) (workspace, error) {
 	if err := checkStack(st, true); err != nil {
-		return nil, err
+		return workspace{}, err
 	}
-	dir := r.stackDir(st.Name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("prepare %s: %w", dir, err)
-	}
-	// Written every time: the deployment may have moved to a new version of its program.
-	if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte(st.Code), 0o600); err != nil {
-		return nil, fmt.Errorf("write program: %w", err)
-	}
-	h, err := home(dir)
+	project, err := projectOf(st.Code)
 	if err != nil {
-		return nil, err
+		return workspace{}, err
 	}
-	backend, err := r.backendOf(st.Name)
-	if err != nil {
-		return nil, err
-	}
-	env := r.engineEnv(backend, st.Passphrase, h)
-	ws, err := auto.NewLocalWorkspace(ctx, auto.WorkDir(dir), auto.Pulumi(r.cli), auto.PulumiHome(h), auto.EnvVars(env))
-	if err != nil {
-		return nil, fmt.Errorf("workspace of %s: %w", st.Name, err)
-	}
-	return ws, nil
-}
-
-// selectStack selects an existing stack, by name: on a DIY backend that reads one stack, where
-// listing would read them all.
-func (r *Runner) selectStack(ctx context.Context, ws auto.Workspace, name string) (auto.Stack, error) {
-	s, err := auto.SelectStack(ctx, name, ws)
-	switch {
-	case err == nil:
-		return s, nil
-	case ctx.Err() != nil:
-		return s, fmt.Errorf("select stack %s: %w", name, ctx.Err())
-	case auto.IsSelectStack404Error(err):
-		return s, fmt.Errorf("%w named %s", ErrNoStack, name)
-	}
-	return s, fmt.Errorf("select stack %s: %w", name, err)
-}
-
-// prepare readies the workspace, selects the stack (creating it when create is set and it is
-// missing) and writes its inputs into the stack settings.
-func (r *Runner) prepare(ctx context.Context, st Stack, create bool) (auto.Stack, error) {
 	if st.Exclusive {
-		err := r.clearLock(st)
+		err := r.clearLock(st, project)
 		if err != nil && !errors.Is(err, ErrLocked) {
 			// Its own minute ran out, not the caller's time: the error must not read as the
 			// caller's deadline, which would make it final.
 			err = errors.New(err.Error())
 		}
 		if err != nil {
-			return auto.Stack{}, err
+			return workspace{}, err
 		}
 	}
-	ws, err := r.workspace(ctx, st)
+	dir := r.stackDir(st.Name)
+	settings := filepath.Join(dir, "Pulumi."+st.Name+".yaml")
+	backend, err := r.backendOf(st.Name)
 	if err != nil {
-		return auto.Stack{}, err
+		return workspace{}, err
 	}
-	s, err := r.selectStack(ctx, ws, st.Name)
-	if errors.Is(err, ErrNoStack) && create {
-		// stack init writes the salt of the stack's passphrase into Pulumi.<stack>.yaml.
-		s, err = auto.NewStack(ctx, st.Name, ws)
-		if err != nil && ctx.Err() != nil {
-			err = ctx.Err()
-		}
+	// The settings file is written once the stack exists: while it is there, the stack is.
+	if _, err := os.Stat(settings); errors.Is(err, fs.ErrNotExist) {
+		exists, err := hasStack(ctx, backend.Bucket, project, st.Name)
 		if err != nil {
-			return s, fmt.Errorf("create stack %s: %w", st.Name, err)
+			return workspace{}, fmt.Errorf("look up stack %s: %w", st.Name, err)
 		}
-	} else if err != nil {
-		return s, err
-	}
-	if err := r.writeInputs(ctx, ws, st); err != nil {
-		if ctx.Err() != nil {
-			return s, fmt.Errorf("config of %s: %w", st.Name, ctx.Err())
+		if !exists && !create {
+			return workspace{}, fmt.Errorf("%w named %s", ErrNoStack, st.Name)
 		}
-		return s, err
+		if !exists {
+			if err := createStack(ctx, backend.Bucket, project, st.Name); err != nil {
+				return workspace{}, err
+			}
+		}
 	}
-	return s, nil
-}
-
-// writeInputs replaces the stack's config with st's inputs, so that an input the deployment no
-// longer has does not linger. Plain values go straight into the settings file, as saveConfig
-// does; secrets go through the CLI, which encrypts them with the stack's key, reading each value
-// from its standard input so that it never appears on a command line.
-func (r *Runner) writeInputs(ctx context.Context, ws auto.Workspace, st Stack) error {
-	project, err := ws.ProjectSettings(ctx)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return workspace{}, fmt.Errorf("prepare %s: %w", dir, err)
+	}
+	// Written every time: the deployment may have moved to a new version of its program.
+	if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte(st.Code), 0o600); err != nil {
+		return workspace{}, fmt.Errorf("write program: %w", err)
+	}
+	if err := r.writeSettings(settings, project, st); err != nil {
+		return workspace{}, err
+	}
+	h, err := home(dir)
 	if err != nil {
-		return fmt.Errorf("read program: %w", err)
+		return workspace{}, err
 	}
-	settings := filepath.Join(ws.WorkDir(), "Pulumi."+st.Name+".yaml")
-	ps := &workspace.ProjectStack{}
-	if _, err := os.Stat(settings); err == nil {
-		// Keeps the encryption salt stack init wrote.
-		if ps, err = ws.StackSettings(ctx, st.Name); err != nil {
-			return fmt.Errorf("read stack settings: %w", err)
-		}
-	}
-	ps.Config = config.Map{}
-	for k, v := range st.Config {
-		if _, dup := st.Secrets[k]; dup {
-			return fmt.Errorf("config %s: both a plain and a secret input", k)
-		}
-		value, err := configValue(v)
-		if err != nil {
-			return fmt.Errorf("config %s: %w", k, err)
-		}
-		if err := ps.Config.Set(config.MustMakeKey(string(project.Name), k), value, false); err != nil {
-			return fmt.Errorf("config %s: %w", k, err)
-		}
-	}
-	if err := ws.SaveStackSettings(ctx, st.Name, ps); err != nil {
-		return err
-	}
-	var env []string
-	for k, v := range ws.GetEnvVars() {
-		env = append(env, k+"="+v)
-	}
-	env = append(env, "PULUMI_HOME="+ws.PulumiHome())
-	keys := make([]string, 0, len(st.Secrets))
-	for k := range st.Secrets {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys) // a stable order keeps the settings file's history readable
-	for _, k := range keys {
-		// --raw keeps a trailing newline (a key file's, say): the value is exactly the input.
-		_, stderr, _, err := r.cli.Run(ctx, ws.WorkDir(), strings.NewReader(st.Secrets[k]), nil, nil, env,
-			"config", "set", "--secret", "--raw", "--stack", st.Name, "--", k)
-		if err != nil {
-			return fmt.Errorf("secret config %s: %w: %s", k, err, strings.TrimSpace(stderr))
-		}
-	}
-	return nil
+	return workspace{stack: st.Name, dir: dir, tmp: filepath.Join(h, "tmp"), env: r.engineEnv(backend, st.Passphrase, h)}, nil
 }
 
 func checkStack(st Stack, needPassphrase bool) error {

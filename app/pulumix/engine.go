@@ -1,0 +1,172 @@
+package pulumix
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+)
+
+// workspace is a stack made ready for the engine: its program and settings written, its
+// stack present in the backend, its environment set.
+type workspace struct {
+	stack string
+	dir   string   // the working directory: Pulumi.yaml, Pulumi.<stack>.yaml
+	tmp   string   // the engine's temporary directory, where event pipes and plans go
+	env   []string // the engine's environment, KEY=value
+}
+
+// engineRun is what one engine process said: its output's tail and what its events told.
+type engineRun struct {
+	output  string
+	outputs map[string]any // the stack's outputs after an update, secrets as "[secret]"
+	changes map[string]int // by kind, from the last summary: an up's update, not its preview
+}
+
+// run runs one CLI command on the workspace's stack: its text output goes to progress as it
+// comes, its resource events too when progress is an EventSink, and both are kept for the
+// result. The engine writes its events into a named pipe, read as they come.
+func (r *Runner) run(ctx context.Context, ws workspace, progress io.Writer, args ...string) (engineRun, error) {
+	pipe, err := openEvents(ws.tmp)
+	if err != nil {
+		return engineRun{}, err
+	}
+	defer pipe.close()
+	sink, _ := progress.(EventSink)
+	run := engineRun{changes: map[string]int{}}
+	read := make(chan error, 1)
+	go func() { read <- pipe.read(func(ev apitype.EngineEvent) { run.note(ev, sink) }) }()
+
+	said, w := r.streams(progress)
+	args = append(args, "--stack", ws.stack, "--color", "never", "--event-log", pipe.path)
+	_, stderr, _, err := r.cli.Run(ctx, ws.dir, nil, []io.Writer{w}, []io.Writer{w}, ws.env, args...)
+	pipe.done() // the engine has closed its end: what it wrote is read to the end, then EOF
+	if rerr := <-read; rerr != nil && err == nil {
+		err = fmt.Errorf("read the engine's events: %w", rerr)
+	}
+	run.output = said.text()
+	if err != nil {
+		if run.output == "" {
+			run.output = quiet(stderr)
+		}
+		return run, failure(ctx, args[0], ws.stack, err, run.output)
+	}
+	return run, nil
+}
+
+// note takes what an event tells: a resource's step for the sink, the stack's outputs, the
+// summary's counts.
+func (run *engineRun) note(ev apitype.EngineEvent, sink EventSink) {
+	if sink != nil {
+		if e, ok := convert(ev); ok {
+			sink.Event(e)
+		}
+	}
+	switch {
+	case ev.SummaryEvent != nil:
+		run.changes = map[string]int{}
+		for op, n := range ev.SummaryEvent.ResourceChanges {
+			run.changes[string(op)] = n
+		}
+	case ev.ResOutputsEvent != nil && !ev.ResOutputsEvent.Planning &&
+		ev.ResOutputsEvent.Metadata.Type == "pulumi:pulumi:Stack" && ev.ResOutputsEvent.Metadata.New != nil:
+		run.outputs = map[string]any{}
+		for k, v := range ev.ResOutputsEvent.Metadata.New.Outputs {
+			run.outputs[k] = masked(v)
+		}
+	}
+}
+
+// masked replaces every secret in an output value with "[secret]". The engine shows a secret
+// as an object carrying Pulumi's secret signature (its value already blinded).
+func masked(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if x[secretSig] == secretMark {
+			return "[secret]"
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = masked(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = masked(e)
+		}
+		return out
+	}
+	return v
+}
+
+// Pulumi's signature key and the value that marks a secret.
+const (
+	secretSig  = "4dabf18193072939515e22adb298388d"
+	secretMark = "1b47061264138c4ac30d75fd1eb44270"
+)
+
+// eventPipe is the named pipe an engine process writes its events into. The pipe is held open for
+// writing here too, so that its reader meets the end only once the engine is done: an up opens
+// and closes it twice, for its preview and for its update.
+type eventPipe struct {
+	path string
+	r, w *os.File
+}
+
+func openEvents(dir string) (*eventPipe, error) {
+	p := filepath.Join(dir, "events-"+randomHex(8))
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		return nil, fmt.Errorf("event pipe: %w", err)
+	}
+	// Non-blocking, the open does not wait for a writer; reads still wait for data, through
+	// the runtime's poller.
+	r, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		os.Remove(p)
+		return nil, fmt.Errorf("event pipe: %w", err)
+	}
+	w, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		r.Close()
+		os.Remove(p)
+		return nil, fmt.Errorf("event pipe: %w", err)
+	}
+	return &eventPipe{path: p, r: r, w: w}, nil
+}
+
+// read decodes events until the pipe ends. A line that is not an event (an engine killed
+// mid-write) ends the reading, and the rest is drained so the engine never blocks on it.
+func (e *eventPipe) read(each func(apitype.EngineEvent)) error {
+	dec := json.NewDecoder(e.r)
+	for {
+		var ev apitype.EngineEvent
+		err := dec.Decode(&ev)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			_, _ = io.Copy(io.Discard, e.r)
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil // cut short by a killed engine: what came before counts
+			}
+			return err
+		}
+		each(ev)
+	}
+}
+
+// done closes the writing end held here: the reader ends once the engine's is closed too.
+func (e *eventPipe) done() { e.w.Close() }
+
+func (e *eventPipe) close() {
+	e.w.Close()
+	e.r.Close()
+	os.Remove(e.path)
+}
