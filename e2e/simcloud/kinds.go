@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -10,14 +11,16 @@ import (
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
 )
 
-// property describes one input or output. A single table drives the schema, Check and Diff,
-// so what Pulumi's type checker is told always matches what the provider enforces.
+// property describes one input or output. A single table drives the schema, Check, Diff and
+// the checks of function arguments, so what Pulumi's type checker is told always matches what
+// the provider enforces.
 type property struct {
 	name, typ, description string // typ is a schema type: "string" or "integer"
 	required               bool
 	replaceOnChanges       bool
-	def                    any      // applied by Check when the input is absent
-	oneOf                  []string // allowed values of a string
+	def                    any            // applied by Check when the input is absent
+	oneOf                  []string       // allowed values of a string
+	pattern                *regexp.Regexp // what a string must match
 }
 
 type resourceKind struct {
@@ -76,6 +79,39 @@ var kinds = []*resourceKind{
 	},
 }
 
+// function is a data source: a look-up a program calls (fn::invoke in YAML) that reads the
+// cloud and changes nothing.
+type function struct {
+	token, description string
+	inputs, outputs    []property
+	call               func(p *simcloud, args resource.PropertyMap) (resource.PropertyMap, error)
+}
+
+var functions = []*function{
+	{
+		token: "simcloud:index:getImage",
+		description: "The cloud's current image of a family, like a real cloud's latest-image look-up: " +
+			"the answer changes whenever the cloud publishes a new image of the family.",
+		inputs: []property{
+			{name: "family", typ: "string", required: true, pattern: imageFamily, description: "Image family, e.g. debian-12."},
+		},
+		outputs: []property{
+			{name: "id", typ: "string", description: "ID of the family's current image."},
+			{name: "family", typ: "string", description: "The family asked for."},
+		},
+		call: (*simcloud).getImage,
+	},
+}
+
+func functionOf(token string) (*function, error) {
+	for _, f := range functions {
+		if f.token == token {
+			return f, nil
+		}
+	}
+	return nil, fmt.Errorf("simcloud: unknown function %q", token)
+}
+
 func kindOf(urn string) (*resourceKind, error) {
 	token := string(resource.URN(urn).Type())
 	for _, k := range kinds {
@@ -86,32 +122,24 @@ func kindOf(urn string) (*resourceKind, error) {
 	return nil, fmt.Errorf("simcloud: unknown resource type %q", token)
 }
 
-func (k *resourceKind) input(name string) *property {
-	for i := range k.inputs {
-		if k.inputs[i].name == name {
-			return &k.inputs[i]
-		}
-	}
-	return nil
-}
-
-// check validates news in place, filling in defaults. The reasons leave out the property
-// name because the engine prints each failure as "property <name> value <v> has a problem: <reason>".
-func (k *resourceKind) check(news resource.PropertyMap) []*pulumirpc.CheckFailure {
+// check validates news, the inputs of the resource or function named token, in place, filling
+// in defaults. The reasons leave out the property name because the engine prints each failure
+// as "property <name> value <v> has a problem: <reason>".
+func check(token string, inputs []property, news resource.PropertyMap) []*pulumirpc.CheckFailure {
 	var failures []*pulumirpc.CheckFailure
 	fail := func(prop, format string, args ...any) {
 		failures = append(failures, &pulumirpc.CheckFailure{Property: prop, Reason: fmt.Sprintf(format, args...)})
 	}
+	names := make([]string, len(inputs))
+	for i, p := range inputs {
+		names[i] = p.name
+	}
 	for _, key := range news.StableKeys() {
-		if k.input(string(key)) == nil {
-			names := make([]string, len(k.inputs))
-			for i, p := range k.inputs {
-				names[i] = p.name
-			}
-			fail(string(key), "unknown property of %s; it has %s", k.token, strings.Join(names, ", "))
+		if !slices.Contains(names, string(key)) {
+			fail(string(key), "unknown property of %s; it has %s", token, strings.Join(names, ", "))
 		}
 	}
-	for _, p := range k.inputs {
+	for _, p := range inputs {
 		key := resource.PropertyKey(p.name)
 		v, ok := news[key]
 		switch {
@@ -125,6 +153,8 @@ func (k *resourceKind) check(news resource.PropertyMap) []*pulumirpc.CheckFailur
 			fail(p.name, "must be a string, not %s", v.TypeString())
 		case p.typ == "string" && p.oneOf != nil && !slices.Contains(p.oneOf, v.StringValue()):
 			fail(p.name, "must be one of %q", p.oneOf)
+		case p.typ == "string" && p.pattern != nil && !p.pattern.MatchString(v.StringValue()):
+			fail(p.name, "must match %s", p.pattern)
 		case p.typ == "integer" && (!v.IsNumber() || v.NumberValue() < 0 || v.NumberValue() != math.Trunc(v.NumberValue())):
 			fail(p.name, "must be a non-negative integer")
 		}
@@ -188,6 +218,26 @@ func packageSchema() map[string]any {
 			"required":        required,
 		}
 	}
+	fns := map[string]any{}
+	for _, f := range functions {
+		inputs, outputs := map[string]any{}, map[string]any{}
+		var requiredInputs, required []string
+		for _, p := range f.inputs {
+			inputs[p.name] = p.schema()
+			if p.required {
+				requiredInputs = append(requiredInputs, p.name)
+			}
+		}
+		for _, p := range f.outputs {
+			outputs[p.name] = p.schema()
+			required = append(required, p.name)
+		}
+		fns[f.token] = map[string]any{
+			"description": f.description,
+			"inputs":      map[string]any{"properties": inputs, "required": requiredInputs},
+			"outputs":     map[string]any{"properties": outputs, "required": required},
+		}
+	}
 	return map[string]any{
 		"name":        "simcloud",
 		"version":     version,
@@ -195,5 +245,6 @@ func packageSchema() map[string]any {
 		"config":      map[string]any{"variables": map[string]any{"dir": dir}},
 		"provider":    map[string]any{"inputProperties": map[string]any{"dir": dir}},
 		"resources":   resources,
+		"functions":   fns,
 	}
 }

@@ -3,6 +3,15 @@
 // It is a test fixture and demo target for Nimbus: deployments need no cloud account, their
 // effects can be checked by looking at files, and machines can be told to be slow or to fail.
 //
+// The cloud also publishes images, which programs look up with the function
+// simcloud:index:getImage (fn::invoke in YAML) as they would a real cloud's latest image. The
+// current image of a family is the file <dir>/images/<family>, holding the image's ID and
+// optionally a newline; a family without a file answers <family>-v1. Publishing a new image
+// between a preview and its apply is how tests make the cloud change under a saved plan: write
+// the file, or run
+//
+//	SIMCLOUD_DIR=<dir> pulumi-resource-simcloud image set <family> <id>
+//
 // Pulumi finds it as an ambient plugin: an executable named pulumi-resource-simcloud on PATH
 // (scripts/simcloud.sh puts one beside the pinned CLI). Pulumi warns "using
 // pulumi-resource-simcloud from $PATH" on every run; installing it into the plugin cache
@@ -35,13 +44,21 @@ import (
 const version = "0.1.0"
 
 func main() {
-	err := provider.Main("simcloud", func(*provider.HostClient) (pulumirpc.ResourceProviderServer, error) {
-		return newProvider(), nil
-	})
-	if err != nil {
+	if err := run(os.Args[1:], os.Getenv); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// run serves the engine, which starts the provider with flags and its own address, unless the
+// arguments are a command that changes the cloud from outside.
+func run(args []string, getenv func(string) string) error {
+	if len(args) > 0 && args[0] == "image" {
+		return imageCommand(args[1:], getenv("SIMCLOUD_DIR"))
+	}
+	return provider.Main("simcloud", func(*provider.HostClient) (pulumirpc.ResourceProviderServer, error) {
+		return newProvider(), nil
+	})
 }
 
 type simcloud struct {
@@ -138,7 +155,7 @@ func (p *simcloud) Check(_ context.Context, req *pulumirpc.CheckRequest) (*pulum
 	if err != nil {
 		return nil, err
 	}
-	failures := k.check(news)
+	failures := check(k.token, k.inputs, news)
 	inputs, err := marshal(news)
 	if err != nil {
 		return nil, err
@@ -361,6 +378,31 @@ func (p *simcloud) Delete(ctx context.Context, req *pulumirpc.DeleteRequest) (*e
 		return nil, err
 	}
 	return &emptypb.Empty{}, nil
+}
+
+// Invoke answers a data source look-up. Arguments that fail the function's checks come back as
+// failures, which the engine reports per argument as it does a resource's.
+func (p *simcloud) Invoke(_ context.Context, req *pulumirpc.InvokeRequest) (*pulumirpc.InvokeResponse, error) {
+	f, err := functionOf(req.GetTok())
+	if err != nil {
+		return nil, err
+	}
+	args, err := unmarshal(req.GetArgs(), false)
+	if err != nil {
+		return nil, err
+	}
+	if failures := check(f.token, f.inputs, args); len(failures) > 0 {
+		return &pulumirpc.InvokeResponse{Failures: failures}, nil
+	}
+	outs, err := f.call(p, args)
+	if err != nil {
+		return nil, err
+	}
+	ret, err := marshal(outs)
+	if err != nil {
+		return nil, err
+	}
+	return &pulumirpc.InvokeResponse{Return: ret}, nil
 }
 
 // simulate waits delayMs, then fails if failOn names op. Only machines have these inputs.

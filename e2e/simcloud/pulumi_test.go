@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -75,27 +76,52 @@ outputs:
 	}
 }
 
-// TestPulumi drives the provider through the real Pulumi CLI and a YAML program, the way
-// Nimbus deploys components.
-func TestPulumi(t *testing.T) {
+// providerDir holds the provider the tests that run the Pulumi CLI start, built once per test
+// run because linking it takes seconds.
+var providerDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "simcloud-provider-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	providerDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var buildProvider = sync.OnceValues(func() ([]byte, error) {
+	return exec.Command("go", "build", "-o", filepath.Join(providerDir, "pulumi-resource-simcloud"), ".").CombinedOutput()
+})
+
+// pulumiCLI runs the real Pulumi CLI on a program in its own directory, with a fresh build
+// of the provider, its own Pulumi home, file backend and cloud.
+type pulumiCLI struct {
+	t                     *testing.T
+	toolchain             string
+	env                   []string
+	program, state, cloud string
+}
+
+func newPulumiCLI(t *testing.T) *pulumiCLI {
+	t.Helper()
 	toolchain := pulumiDir(t)
 	tmp := t.TempDir()
-	bin, home, state, program, cloud := filepath.Join(tmp, "bin"), filepath.Join(tmp, "home"),
-		filepath.Join(tmp, "state"), filepath.Join(tmp, "program"), filepath.Join(tmp, "cloud")
-	for _, dir := range []string{program, state} {
+	c := &pulumiCLI{
+		t: t, toolchain: toolchain,
+		program: filepath.Join(tmp, "program"), state: filepath.Join(tmp, "state"), cloud: filepath.Join(tmp, "cloud"),
+	}
+	for _, dir := range []string{c.program, c.state} {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
-	defer cancel()
-	start := time.Now()
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(bin, "pulumi-resource-simcloud"), ".").CombinedOutput(); err != nil {
+	if out, err := buildProvider(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	t.Logf("go build of the provider: %v", time.Since(start).Round(time.Millisecond))
-
 	// The caller's Pulumi settings (a backend URL, an access token, another home) and state
 	// directory must not leak in. Pulumi finds the provider as pulumi-resource-simcloud on
 	// PATH; the fresh build comes first so it wins over one that scripts/simcloud.sh may
@@ -103,32 +129,50 @@ func TestPulumi(t *testing.T) {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "PULUMI_") || strings.HasPrefix(kv, "SIMCLOUD_") || strings.HasPrefix(kv, "PATH=")
 	})
-	env = append(env,
-		"PATH="+bin+string(os.PathListSeparator)+toolchain+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"PULUMI_HOME="+home,
+	c.env = append(env,
+		"PATH="+providerDir+string(os.PathListSeparator)+toolchain+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"PULUMI_HOME="+filepath.Join(tmp, "home"),
 		"PULUMI_CONFIG_PASSPHRASE=test",
 		"PULUMI_SKIP_UPDATE_CHECK=true",
 		"PULUMI_DIY_BACKEND_NO_LEGACY_WARNING=true",
 	)
-	pulumi := func(args ...string) (string, error) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, filepath.Join(toolchain, "pulumi"), append(args, "--non-interactive")...)
-		cmd.Dir, cmd.Env = program, env
-		start := time.Now()
-		out, err := cmd.CombinedOutput()
-		t.Logf("pulumi %s: %v", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
-		return string(out), err
+	return c
+}
+
+func (c *pulumiCLI) run(args ...string) (string, error) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(c.t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(c.toolchain, "pulumi"), append(args, "--non-interactive")...)
+	cmd.Dir, cmd.Env = c.program, c.env
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	c.t.Logf("pulumi %s: %v", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+	return string(out), err
+}
+
+func (c *pulumiCLI) must(args ...string) string {
+	c.t.Helper()
+	out, err := c.run(args...)
+	if err != nil {
+		c.t.Fatalf("pulumi %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	mustPulumi := func(args ...string) string {
-		t.Helper()
-		out, err := pulumi(args...)
-		if err != nil {
-			t.Fatalf("pulumi %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
+	return out
+}
+
+// initStack creates the stack dev of the program already written, with its cloud in c.cloud.
+func (c *pulumiCLI) initStack() {
+	c.t.Helper()
+	c.must("login", "file://"+c.state)
+	c.must("stack", "init", "dev")
+	c.must("config", "set", "simcloud:dir", c.cloud)
+}
+
+// TestPulumi drives the provider through the real Pulumi CLI and a YAML program, the way
+// Nimbus deploys components.
+func TestPulumi(t *testing.T) {
+	c := newPulumiCLI(t)
+	program, cloud, pulumi, mustPulumi := c.program, c.cloud, c.run, c.must
 	up := func() { t.Helper(); mustPulumi("up", "--yes", "--skip-preview") }
 	outputs := func() (machineID, ip string) {
 		t.Helper()
@@ -149,9 +193,7 @@ func TestPulumi(t *testing.T) {
 	}
 
 	writeProgram(t, program, machineSpec{cores: 2, image: "debian-12"})
-	mustPulumi("login", "file://"+state)
-	mustPulumi("stack", "init", "dev")
-	mustPulumi("config", "set", "simcloud:dir", cloud)
+	c.initStack()
 
 	up()
 	id, ip := outputs()
@@ -214,5 +256,100 @@ func TestPulumi(t *testing.T) {
 	mustPulumi("destroy", "--yes", "--skip-preview")
 	if disks := stored(t, cloud, "disk"); len(disks) != 0 {
 		t.Fatalf("left after destroy: %v", disks)
+	}
+}
+
+// imageProgram creates a disk from the cloud's current debian-12 image.
+const imageProgram = `name: simimage
+runtime: yaml
+variables:
+  image:
+    fn::invoke:
+      function: simcloud:index:getImage
+      arguments:
+        family: debian-12
+      return: id
+resources:
+  disk:
+    type: simcloud:index:Disk
+    properties:
+      name: data
+      image: ${image}
+outputs:
+  image: ${disk.image}
+`
+
+// startImageProgram is a stack of imageProgram; the function it returns is the one disk's ID
+// and image as stored in the cloud.
+func startImageProgram(t *testing.T) (*pulumiCLI, func() (id, image string)) {
+	t.Helper()
+	c := newPulumiCLI(t)
+	if err := os.WriteFile(filepath.Join(c.program, "Pulumi.yaml"), []byte(imageProgram), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.initStack()
+	return c, func() (string, string) {
+		t.Helper()
+		disks := stored(t, c.cloud, "disk")
+		if len(disks) != 1 {
+			t.Fatalf("disk files: %v, want one", disks)
+		}
+		id := slices.Collect(maps.Keys(disks))[0]
+		image, _ := disks[id]["image"].(string)
+		return id, image
+	}
+}
+
+func TestPulumi_GetImageFeedsDisk(t *testing.T) {
+	c, disk := startImageProgram(t)
+	c.must("up", "--yes", "--skip-preview")
+	firstID, image := disk()
+	if image != "debian-12-v1" || !strings.Contains(c.must("stack", "output", "image"), "debian-12-v1") {
+		t.Fatalf("on a fresh cloud the disk has image %q; want debian-12-v1", image)
+	}
+
+	// The cloud publishes a new image; the next up picks it and replaces the disk.
+	if err := os.MkdirAll(filepath.Join(c.cloud, "images"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(c.cloud, "images", "debian-12"), []byte("debian-12-v2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.must("up", "--yes", "--skip-preview")
+	if id, image := disk(); id == firstID || image != "debian-12-v2" {
+		t.Fatalf("after a new image: disk %s with image %q; want a new disk replacing %s with debian-12-v2", id, image, firstID)
+	}
+}
+
+// TestPulumi_NewImageViolatesSavedPlan shows what a deploy that applies a saved preview plan
+// relies on: when the cloud changes between the preview and the apply, so that the program
+// asks for something the preview did not show, the engine refuses to apply it.
+func TestPulumi_NewImageViolatesSavedPlan(t *testing.T) {
+	c, disk := startImageProgram(t)
+	plan := filepath.Join(t.TempDir(), "plan.json")
+	publish := func(id string) {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), filepath.Join(providerDir, "pulumi-resource-simcloud"), "image", "set", "debian-12", id)
+		cmd.Env = append(os.Environ(), "SIMCLOUD_DIR="+c.cloud)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("image set: %v\n%s", err, out)
+		}
+	}
+
+	c.must("preview", "--save-plan", plan)
+	publish("debian-12-v2")
+	out, err := c.run("up", "--yes", "--skip-preview", "--plan", plan)
+	if err == nil || !strings.Contains(out, "violates plan") || !strings.Contains(out, "image[{debian-12-v1}!={debian-12-v2}]") {
+		t.Fatalf("up of a plan made before the image changed: err %v, want the plan violated by the image in:\n%s", err, out)
+	}
+	if disks := stored(t, c.cloud, "disk"); len(disks) != 0 {
+		t.Fatalf("the refused up created %v", disks)
+	}
+
+	// Nothing changes between this preview and its apply, so the plan holds.
+	c.must("preview", "--save-plan", plan)
+	c.must("up", "--yes", "--skip-preview", "--plan", plan)
+	if _, image := disk(); image != "debian-12-v2" {
+		t.Fatalf("disk image %q after applying the plan, want debian-12-v2", image)
 	}
 }
