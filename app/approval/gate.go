@@ -54,6 +54,21 @@ func (g *Gate) Hold(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, d
 	return err == nil, err
 }
 
+// Binds reports whether the operation has a request, or policies that will ask for one.
+func (g *Gate) Binds(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, dep dbgen.GetDeploymentRow) (bool, error) {
+	if _, err := q.CurrentApprovalRequest(ctx, op.ID); err == nil {
+		return true, nil
+	} else if !errors.Is(err, pgx.ErrNoRows) {
+		return false, err
+	}
+	rows, err := q.ApprovalPoliciesFor(ctx, dbgen.ApprovalPoliciesForParams{Kind: op.Kind, ComponentID: dep.ComponentID, EnvironmentID: dep.EnvironmentID})
+	if err != nil {
+		return false, err
+	}
+	n, _ := need(rows)
+	return n > 0, nil
+}
+
 // Withdraw closes the request of an operation cancelled while it waited for approval, in the
 // caller's transaction.
 func Withdraw(ctx context.Context, q *dbgen.Queries, operation uuid.UUID) error {

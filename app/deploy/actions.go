@@ -84,7 +84,8 @@ func (s *Service) request(ctx context.Context, actor access.Principal, id uuid.U
 	return s.enqueue(ctx, actor, d, kind, c, in, nil)
 }
 
-// Apply carries out what a succeeded preview showed, with exactly its version and parameters:
+// Apply carries out what a succeeded preview showed, with exactly its version, parameters and
+// the engine's plan, which refuses any change the preview did not show:
 // the deploy of a deployment not deployed yet, else its upgrade or its update. A preview made
 // before the deployment last changed shows a diff that no longer holds, and is refused.
 func (s *Service) Apply(ctx context.Context, actor access.Principal, previewID uuid.UUID) (Operation, error) {
@@ -117,7 +118,7 @@ func (s *Service) Apply(ctx context.Context, actor access.Principal, previewID u
 	if !actor.Can(permission[kind], d.TenantID) {
 		return Operation{}, problem.ErrForbidden
 	}
-	in := inputs{Version: p.TargetVersion.Int32, Plain: map[string]any{}, Sealed: p.SecretParameters}
+	in := inputs{Version: p.TargetVersion.Int32, Plain: map[string]any{}, Sealed: p.SecretParameters, Applies: p.ID}
 	if p.SecretKeyID != nil {
 		in.KeyID = *p.SecretKeyID
 	}

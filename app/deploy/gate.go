@@ -25,6 +25,9 @@ type Gate interface {
 	// operation waits for; once approved, it lets it go on. A refusal it cannot get past is a
 	// problem (a validation error); any other error may pass.
 	Hold(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, dep dbgen.GetDeploymentRow) (bool, error)
+	// Binds reports, before the preview, whether Hold will ask for approval or has asked: the
+	// preview then saves the plan that the approvers see and the operation later applies.
+	Binds(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, dep dbgen.GetDeploymentRow) (bool, error)
 }
 
 // Gated returns the worker with its operations held at gate; without one, none waits.

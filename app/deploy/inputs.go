@@ -25,6 +25,8 @@ type inputs struct {
 	Sealed  []byte
 	KeyID   string
 	Rotate  []string // secret inputs to make up anew
+	// Applies is the succeeded preview whose plan the operation carries out, if any.
+	Applies uuid.UUID
 }
 
 // version reads a published, unarchived version of the component; 0 asks for the latest.

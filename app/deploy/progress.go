@@ -93,6 +93,11 @@ func (s splitter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// planOf shows what an applied preview planned as this operation's plan.
+func (p *progress) planOf(preview uuid.UUID) error {
+	return p.q.CopyPlannedResources(p.ctx, dbgen.CopyPlannedResourcesParams{OperationID: p.op, PreviewID: preview})
+}
+
 // Event records what the engine did to a resource.
 func (p *progress) Event(e pulumix.Event) {
 	var err error

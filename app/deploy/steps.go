@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/governance"
 	"nimbus/app/problem"
@@ -108,21 +110,82 @@ func (r *run) govern(ctx context.Context, _ *saga.Run) (json.RawMessage, error) 
 	return nil, nil
 }
 
+// previewed is what a preview step keeps: what it would change, and the engine's plan of it
+// when a later step applies the plan. No plan means the up previews for itself.
+type previewed struct {
+	Changes map[string]int  `json:"changes,omitempty"`
+	Plan    json.RawMessage `json:"plan,omitempty"`
+}
+
+// preview shows what the operation would change. An operation that goes straight on to its up
+// leaves the preview to the up, which previews and applies in one engine process; one that
+// waits for approval, and a preview of its own, saves the plan the approvers see and the up
+// later applies; one that carries out an earlier preview takes that preview's plan.
 func (r *run) preview(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+	if r.op.Applies.Valid {
+		return r.applied(ctx, r.op.Applies.UUID)
+	}
+	if Kind(r.op.Kind) != KindPreview {
+		bound, err := r.bound(ctx)
+		if err != nil || !bound {
+			return nil, err
+		}
+	}
 	st, err := r.target(ctx)
 	if err != nil {
 		return nil, err
 	}
 	res, err := r.w.runner.Preview(ctx, st, r.progress)
-	return r.count(res), r.engine(err)
+	r.count(res)
+	if err != nil {
+		return nil, r.engine(err)
+	}
+	return json.Marshal(previewed{Changes: res.Changes, Plan: res.Plan})
 }
 
-func (r *run) up(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+// applied takes the plan of the preview the operation carries out, and shows what it planned.
+func (r *run) applied(ctx context.Context, preview uuid.UUID) (json.RawMessage, error) {
+	saved, err := dbgen.New(r.w.pool).PreviewResult(ctx, preview)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, problem.Invalid("operation", "preview", "the preview this operation applies is gone")
+	} else if err != nil {
+		return nil, saga.Transient(err)
+	}
+	var p previewed
+	if err := json.Unmarshal(saved, &p); err != nil {
+		return nil, fmt.Errorf("the preview's plan: %w", err)
+	}
+	if err := r.progress.planOf(preview); err != nil {
+		return nil, saga.Transient(err)
+	}
+	for k, n := range p.Changes {
+		r.changes[k] = n
+	}
+	return saved, nil
+}
+
+// bound reports whether the operation will wait for approval (see Gate.Binds).
+func (r *run) bound(ctx context.Context) (bool, error) {
+	if r.w.gate == nil {
+		return false, nil
+	}
+	bound, err := r.w.gate.Binds(ctx, dbgen.New(r.w.pool), r.op, r.dep)
+	if err != nil {
+		return false, saga.Transient(err)
+	}
+	return bound, nil
+}
+
+func (r *run) up(ctx context.Context, sr *saga.Run) (json.RawMessage, error) {
 	st, err := r.target(ctx)
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.converge(ctx, alone(st))
+	var p previewed
+	if err := sr.Result(StepPreview, &p); err != nil {
+		return nil, err
+	}
+	res, err := r.converge(ctx, alone(st), p.Plan, sr.Interrupted(StepUp))
 	if err != nil {
 		return nil, err
 	}
@@ -142,19 +205,27 @@ func (r *run) destroyMade(ctx context.Context, _ *saga.Run) error {
 func (r *run) rollBack(ctx context.Context, _ *saga.Run) error {
 	ctx, cancel := context.WithTimeout(ctx, r.w.timeout)
 	defer cancel()
-	_, err := r.converge(ctx, alone(r.current))
+	_, err := r.converge(ctx, alone(r.current), nil, r.resumed)
 	return err
 }
 
-// converge brings the stack's resources to st. A worker that died during an up left resources
-// the state may not show: an operation that resumes learns what exists first.
-func (r *run) converge(ctx context.Context, st pulumix.Stack) (pulumix.Result, error) {
-	if r.resumed {
+// converge brings the stack's resources to st: exactly as plan says, when there is one. A
+// worker that died during an up left resources the state may not show: after one, the
+// operation learns what exists first, and no longer holds to a plan made before them.
+func (r *run) converge(ctx context.Context, st pulumix.Stack, plan []byte, afterCrash bool) (pulumix.Result, error) {
+	if afterCrash {
 		if _, err := r.w.runner.Refresh(ctx, st, r.progress); err != nil {
 			return pulumix.Result{}, r.engine(err)
 		}
+		plan = nil
 	}
-	res, err := r.w.runner.Up(ctx, st, r.progress)
+	var res pulumix.Result
+	var err error
+	if plan != nil {
+		res, err = r.w.runner.Apply(ctx, st, plan, r.progress)
+	} else {
+		res, err = r.w.runner.Up(ctx, st, r.progress)
+	}
 	if err != nil {
 		return res, r.engine(err)
 	}
@@ -167,7 +238,12 @@ func (r *run) refresh(ctx context.Context, _ *saga.Run) (json.RawMessage, error)
 	return r.count(res), r.engine(err)
 }
 
+// previewDestroy shows the approvers what a destroy would delete; a destroy that does not wait
+// for them previews within its own engine process.
 func (r *run) previewDestroy(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+	if bound, err := r.bound(ctx); err != nil || !bound {
+		return nil, err
+	}
 	res, err := r.w.runner.PreviewDestroy(ctx, alone(r.current), r.progress)
 	return r.count(res), r.engine(err)
 }

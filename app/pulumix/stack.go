@@ -147,7 +147,8 @@ func (r *Runner) Destroy(ctx context.Context, st Stack, progress io.Writer) (Res
 	}
 	// --remove takes the stack out of the backend once its resources are gone; with resources
 	// left, the backend keeps the only record of them, and the stack stays.
-	run, err := r.run(ctx, ws, progress, "destroy", "--yes", "--skip-preview", "--remove", "--parallel", parallel)
+	// Its preview, within the same process, plans the delete of each resource for the pages.
+	run, err := r.run(ctx, ws, progress, "destroy", "--yes", "--remove", "--parallel", parallel)
 	out := Result{Changes: run.changes, Output: run.output}
 	if err != nil {
 		return out, err

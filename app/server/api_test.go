@@ -96,6 +96,8 @@ type siteConfig struct {
 	// checkWorkers and checksPerTenant bound the checks running at once, on the node and per
 	// tenant; the defaults when zero.
 	checkWorkers, checksPerTenant int
+	// toolchain is the engine's toolchain directory; NIMBUS_PULUMI_DIR when empty.
+	toolchain string
 }
 
 // newSiteWith starts a server as cfg says.
@@ -134,7 +136,10 @@ func newSiteWith(t testing.TB, cfg siteConfig, configure ...func(*server.Deps)) 
 	if cfg.sandbox != "" {
 		opts = append(opts, pulumix.WithSandbox(cfg.sandbox))
 	}
-	runner, _ := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), data, map[string]string{"SIMCLOUD_DIR": cloud}, opts...)
+	if cfg.toolchain == "" {
+		cfg.toolchain = os.Getenv("NIMBUS_PULUMI_DIR")
+	}
+	runner, _ := pulumix.NewRunner(cfg.toolchain, data, map[string]string{"SIMCLOUD_DIR": cloud}, opts...)
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.operationTimeout, ApprovalTTL: cfg.approvalTTL,
 		ChecksPerTenant: cfg.checksPerTenant}
 	client, err := jobs.NewClient(w.pool, log, jobs.Config{CheckWorkers: cfg.checkWorkers, Register: server.Workers(w.pool, eng, log), Periodic: server.Periodic()})

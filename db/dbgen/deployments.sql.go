@@ -58,6 +58,24 @@ func (q *Queries) ChangedSince(ctx context.Context, arg ChangedSinceParams) (boo
 	return exists, err
 }
 
+const copyPlannedResources = `-- name: CopyPlannedResources :exec
+INSERT INTO operation_resources (operation_id, urn, type, name, op, status, changes)
+SELECT $1, p.urn, p.type, p.name, p.op, 'planned', p.changes
+FROM operation_resources p WHERE p.operation_id = $2 AND p.status = 'planned' ORDER BY p.seq
+ON CONFLICT (operation_id, urn) DO NOTHING
+`
+
+type CopyPlannedResourcesParams struct {
+	OperationID uuid.UUID `json:"operation_id"`
+	PreviewID   uuid.UUID `json:"preview_id"`
+}
+
+// What an applied preview planned, shown by the operation that carries it out.
+func (q *Queries) CopyPlannedResources(ctx context.Context, arg CopyPlannedResourcesParams) error {
+	_, err := q.db.Exec(ctx, copyPlannedResources, arg.OperationID, arg.PreviewID)
+	return err
+}
+
 const countOperationLogs = `-- name: CountOperationLogs :one
 SELECT count(*) FROM operation_logs WHERE operation_id = $1
 `
@@ -207,7 +225,7 @@ func (q *Queries) GetDeployment(ctx context.Context, id uuid.UUID) (GetDeploymen
 }
 
 const getOperation = `-- name: GetOperation :one
-SELECT id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate FROM operations WHERE id = $1
+SELECT id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies FROM operations WHERE id = $1
 `
 
 func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, error) {
@@ -235,6 +253,7 @@ func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, er
 		&i.SecretParameters,
 		&i.SecretKeyID,
 		&i.Rotate,
+		&i.Applies,
 	)
 	return i, err
 }
@@ -351,7 +370,7 @@ func (q *Queries) ListDeployments(ctx context.Context, arg ListDeploymentsParams
 }
 
 const listOperations = `-- name: ListOperations :many
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -400,6 +419,7 @@ type ListOperationsRow struct {
 	SecretParameters  []byte          `json:"secret_parameters"`
 	SecretKeyID       *string         `json:"secret_key_id"`
 	Rotate            []string        `json:"rotate"`
+	Applies           uuid.NullUUID   `json:"applies"`
 	DeploymentName    string          `json:"deployment_name"`
 	TenantID          uuid.UUID       `json:"tenant_id"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -445,6 +465,7 @@ func (q *Queries) ListOperations(ctx context.Context, arg ListOperationsParams) 
 			&i.SecretParameters,
 			&i.SecretKeyID,
 			&i.Rotate,
+			&i.Applies,
 			&i.DeploymentName,
 			&i.TenantID,
 			&i.RequestedByEmail,
@@ -542,7 +563,7 @@ func (q *Queries) OperationResources(ctx context.Context, operationID uuid.UUID)
 }
 
 const operationView = `-- name: OperationView :one
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -571,6 +592,7 @@ type OperationViewRow struct {
 	SecretParameters  []byte          `json:"secret_parameters"`
 	SecretKeyID       *string         `json:"secret_key_id"`
 	Rotate            []string        `json:"rotate"`
+	Applies           uuid.NullUUID   `json:"applies"`
 	DeploymentName    string          `json:"deployment_name"`
 	TenantID          uuid.UUID       `json:"tenant_id"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -601,6 +623,7 @@ func (q *Queries) OperationView(ctx context.Context, id uuid.UUID) (OperationVie
 		&i.SecretParameters,
 		&i.SecretKeyID,
 		&i.Rotate,
+		&i.Applies,
 		&i.DeploymentName,
 		&i.TenantID,
 		&i.RequestedByEmail,

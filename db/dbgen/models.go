@@ -293,6 +293,7 @@ type Operation struct {
 	SecretParameters  []byte          `json:"secret_parameters"`
 	SecretKeyID       *string         `json:"secret_key_id"`
 	Rotate            []string        `json:"rotate"`
+	Applies           uuid.NullUUID   `json:"applies"`
 }
 
 type OperationLog struct {

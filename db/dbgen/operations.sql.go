@@ -31,7 +31,7 @@ UPDATE operations SET status = 'running', lease = $1, heartbeat_at = now(),
     started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = $2
   AND (status = 'queued' OR (status = 'running' AND heartbeat_at < now() - interval '1 minute'))
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies
 `
 
 type ClaimOperationParams struct {
@@ -65,15 +65,16 @@ func (q *Queries) ClaimOperation(ctx context.Context, arg ClaimOperationParams) 
 		&i.SecretParameters,
 		&i.SecretKeyID,
 		&i.Rotate,
+		&i.Applies,
 	)
 	return i, err
 }
 
 const createOperation = `-- name: CreateOperation :one
 
-INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text[])
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate
+INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate, applies)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $9::text[], $8)
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies
 `
 
 type CreateOperationParams struct {
@@ -84,6 +85,7 @@ type CreateOperationParams struct {
 	SecretParameters []byte          `json:"secret_parameters"`
 	SecretKeyID      *string         `json:"secret_key_id"`
 	TargetVersion    pgtype.Int4     `json:"target_version"`
+	Applies          uuid.NullUUID   `json:"applies"`
 	Rotate           []string        `json:"rotate"`
 }
 
@@ -99,6 +101,7 @@ func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams
 		arg.SecretParameters,
 		arg.SecretKeyID,
 		arg.TargetVersion,
+		arg.Applies,
 		arg.Rotate,
 	)
 	var i Operation
@@ -124,6 +127,7 @@ func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams
 		&i.SecretParameters,
 		&i.SecretKeyID,
 		&i.Rotate,
+		&i.Applies,
 	)
 	return i, err
 }
@@ -337,6 +341,19 @@ func (q *Queries) ParkOperation(ctx context.Context, arg ParkOperationParams) (i
 	return result.RowsAffected(), nil
 }
 
+const previewResult = `-- name: PreviewResult :one
+SELECT s.result FROM operation_steps s JOIN operations o ON o.id = s.operation_id
+WHERE s.operation_id = $1 AND s.name = 'preview' AND s.status = 'done' AND o.kind = 'preview' AND o.status = 'succeeded'
+`
+
+// What a succeeded preview's step saved: its changes and the engine's plan.
+func (q *Queries) PreviewResult(ctx context.Context, operationID uuid.UUID) (json.RawMessage, error) {
+	row := q.db.QueryRow(ctx, previewResult, operationID)
+	var result json.RawMessage
+	err := row.Scan(&result)
+	return result, err
+}
+
 const requestOperationCancel = `-- name: RequestOperationCancel :execrows
 UPDATE operations SET cancel_requested_at = now(), updated_at = now() WHERE id = $1 AND status = 'running'
 `
@@ -417,7 +434,7 @@ func (q *Queries) SetOperationSecrets(ctx context.Context, arg SetOperationSecre
 const startRestore = `-- name: StartRestore :one
 INSERT INTO operations (deployment_id, kind, status, requested_by, lease, heartbeat_at, started_at)
 VALUES ($1, 'restore', 'running', $2, $3, now(), now())
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies
 `
 
 type StartRestoreParams struct {
@@ -452,6 +469,7 @@ func (q *Queries) StartRestore(ctx context.Context, arg StartRestoreParams) (Ope
 		&i.SecretParameters,
 		&i.SecretKeyID,
 		&i.Rotate,
+		&i.Applies,
 	)
 	return i, err
 }

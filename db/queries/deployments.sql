@@ -77,6 +77,13 @@ ON CONFLICT (operation_id, urn) DO UPDATE SET
     finished_at = CASE WHEN EXCLUDED.status IN ('done', 'failed') THEN now() END,
     updated_at = now();
 
+-- name: CopyPlannedResources :exec
+-- What an applied preview planned, shown by the operation that carries it out.
+INSERT INTO operation_resources (operation_id, urn, type, name, op, status, changes)
+SELECT sqlc.arg(operation_id), p.urn, p.type, p.name, p.op, 'planned', p.changes
+FROM operation_resources p WHERE p.operation_id = sqlc.arg(preview_id) AND p.status = 'planned' ORDER BY p.seq
+ON CONFLICT (operation_id, urn) DO NOTHING;
+
 -- name: RecordResourceDiagnostic :exec
 INSERT INTO operation_resources (operation_id, urn, name, status, diagnostics)
 VALUES (sqlc.arg(operation_id), sqlc.arg(urn), sqlc.arg(name), 'running', sqlc.arg(line))

@@ -3,8 +3,8 @@
 -- statuses names the status it starts from, so that a move from anywhere else changes no row.
 
 -- name: CreateOperation :one
-INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate)
-VALUES ($1, $2, $3, $4, $5, $6, $7, sqlc.arg(rotate)::text[])
+INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate, applies)
+VALUES ($1, $2, $3, $4, $5, $6, $7, sqlc.arg(rotate)::text[], $8)
 RETURNING *;
 
 -- name: StartRestore :one
@@ -68,6 +68,11 @@ WHERE id = $1 AND lease = $2 AND status = 'running';
 -- name: EnsureOperationStep :exec
 INSERT INTO operation_steps (operation_id, position, name) VALUES ($1, $2, $3)
 ON CONFLICT (operation_id, name) DO NOTHING;
+
+-- name: PreviewResult :one
+-- What a succeeded preview's step saved: its changes and the engine's plan.
+SELECT s.result FROM operation_steps s JOIN operations o ON o.id = s.operation_id
+WHERE s.operation_id = $1 AND s.name = 'preview' AND s.status = 'done' AND o.kind = 'preview' AND o.status = 'succeeded';
 
 -- name: ListOperationSteps :many
 SELECT * FROM operation_steps WHERE operation_id = $1 ORDER BY position;

@@ -59,8 +59,13 @@ type Store interface {
 
 // Run is one execution of a step list; steps read earlier steps' results from it.
 type Run struct {
-	results map[string]json.RawMessage
+	results     map[string]json.RawMessage
+	interrupted map[string]bool
 }
+
+// Interrupted reports whether the named step was found running: an earlier run began it and
+// stopped before it ended, so its effects may be half made.
+func (r *Run) Interrupted(step string) bool { return r.interrupted[step] }
 
 // Result returns what the named step returned, decoded into v.
 func (r *Run) Result(step string, v any) error {
@@ -139,7 +144,7 @@ func Execute(ctx context.Context, store Store, steps []Step, lastAttempt bool) e
 	if err != nil {
 		return Transient(fmt.Errorf("load checkpoints: %w", err))
 	}
-	run := &Run{results: map[string]json.RawMessage{}}
+	run := &Run{results: map[string]json.RawMessage{}, interrupted: map[string]bool{}}
 	for _, st := range states {
 		if len(st.Result) > 0 && string(st.Result) != "null" {
 			run.results[st.Name] = st.Result // undo steps need them too
@@ -155,6 +160,7 @@ func Execute(ctx context.Context, store Store, steps []Step, lastAttempt bool) e
 		if states[i].Status == Done {
 			continue
 		}
+		run.interrupted[step.Name] = states[i].Status == Running
 		if err := store.Mark(ctx, step.Name, Running, nil, ""); err != nil {
 			return Transient(fmt.Errorf("checkpoint %s: %w", step.Name, err))
 		}
