@@ -49,14 +49,18 @@ func (m *memStore) Mark(_ context.Context, name string, status Status, result js
 
 // world is a fake system the steps act on: which effects exist now.
 type world struct {
-	effects map[string]bool
-	calls   []string
+	effects     map[string]bool
+	calls       []string
+	interrupted []string // the steps whose Do learnt that an earlier run began them
 }
 
 func steps(w *world, failing map[string]error) []Step {
 	mk := func(name string, undoable bool) Step {
 		s := Step{Name: name, Do: func(ctx context.Context, r *Run) (json.RawMessage, error) {
 			w.calls = append(w.calls, "do "+name)
+			if r.Interrupted(name) {
+				w.interrupted = append(w.interrupted, name)
+			}
 			if undoable {
 				w.effects[name] = true // the effect happens even when the step then fails
 			}
@@ -141,6 +145,9 @@ func TestExecute_ResumeSkipsDoneStepsAndRerunsTheInterruptedOne(t *testing.T) {
 	}
 	if want := []string{"do up", "do record"}; !reflect.DeepEqual(w.calls, want) {
 		t.Fatalf("calls %v, want %v", w.calls, want)
+	}
+	if !reflect.DeepEqual(w.interrupted, []string{"up"}) {
+		t.Fatalf("interrupted %v, want the up, which the crash left running", w.interrupted)
 	}
 }
 
@@ -314,5 +321,8 @@ func TestExecute_ParkedStepWaitsAndResumesWhereItStopped(t *testing.T) {
 	}
 	if want := []string{"do approve", "do up", "do record"}; !reflect.DeepEqual(w.calls, want) {
 		t.Fatalf("calls %v, want %v: the steps before the park are not run again", w.calls, want)
+	}
+	if len(w.interrupted) != 0 {
+		t.Fatalf("interrupted %v: a parked run stopped between steps, in none of them", w.interrupted)
 	}
 }
