@@ -20,7 +20,7 @@ import (
 	"nimbus/app/sandbox"
 )
 
-// command runs the pulumi CLI for the Automation API with only the environment the engine
+// command runs the pulumi CLI with only the environment the engine
 // needs. Programs run inside the engine, so nothing of Nimbus's own — the database URL, the
 // master key, the first admin's password — may reach it.
 type command struct {
@@ -102,7 +102,7 @@ func (c command) Run(ctx context.Context, workdir string, stdin io.Reader, out, 
 		return syscall.Kill(-pid, syscall.SIGINT)
 	}
 	cmd.WaitDelay = c.grace + 5*time.Second
-	err := c.sandbox.Start(cmd, c.policy(workdir, extraEnv, args))
+	err := c.sandbox.Start(cmd, c.policy(workdir, extraEnv))
 	if err == nil {
 		err = cmd.Wait()
 	}
@@ -118,10 +118,10 @@ func (c command) Run(ctx context.Context, workdir string, stdin io.Reader, out, 
 }
 
 // policy is what one run may write: its working directory, the home, temporary and state
-// directories its environment names (the Runner gives each stack its own), the event log the
-// Automation API asked for, and the clouds; and the file it is told to read a state from. The
-// environment and the arguments are the Runner's, never a program's.
-func (c command) policy(workdir string, env, args []string) sandbox.Policy {
+// directories its environment names (the Runner gives each stack its own; its event pipe,
+// plans and states to import are in its temporary directory), and the clouds. The environment
+// is the Runner's, never a program's.
+func (c command) policy(workdir string, env []string) sandbox.Policy {
 	p := sandbox.Policy{Write: append([]string{workdir}, c.clouds...)}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -132,25 +132,6 @@ func (c command) policy(workdir string, env, args []string) sandbox.Policy {
 			if dir, ok := strings.CutPrefix(v, "file://"); ok {
 				p.Write = append(p.Write, dir)
 			}
-		}
-	}
-	for i, a := range args {
-		value := func(flag string) (string, bool) {
-			if v, ok := strings.CutPrefix(a, flag+"="); ok {
-				return v, true
-			}
-			if a == flag && i+1 < len(args) {
-				return args[i+1], true
-			}
-			return "", false
-		}
-		// The Automation API streams events over a socket (tcp:…) or, in older versions, into
-		// a file of a temporary directory of its own; it hands a state to import as a file.
-		if log, ok := value("--event-log"); ok && filepath.IsAbs(log) {
-			p.Write = append(p.Write, filepath.Dir(log))
-		}
-		if file, ok := value("--file"); ok && filepath.IsAbs(file) {
-			p.ReadFiles = append(p.ReadFiles, file)
 		}
 	}
 	return p

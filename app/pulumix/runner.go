@@ -23,8 +23,9 @@ import (
 	"nimbus/app/sandbox"
 )
 
-// Runner drives the Pulumi CLI through the Automation API. One Runner, and one resolved CLI,
-// serves every operation. Each stack has directories of its own under the data directory —
+// Runner drives the Pulumi CLI, one engine process per operation: the stack's files are
+// written here, and what the engine did is read from its events. One Runner, and one resolved
+// CLI, serves every operation. Each stack has directories of its own under the data directory —
 // stacks/<stack> to work in (with its own home), and with the file backend state/<stack> —
 // and every engine process runs in a sandbox that reaches those and nothing else of the data
 // directory.
