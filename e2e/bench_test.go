@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -77,6 +78,123 @@ func BenchmarkRequestToEngine(b *testing.B) {
 	b.ReportMetric(p99, "p99-ms")
 	b.Logf("request to pulumi process started, %d previews one after another: p50 %.1f ms, p99 %.1f ms, max %.1f ms",
 		len(waits), p50, p99, percentile(waits, 1))
+}
+
+// BenchmarkEngineProcesses counts the processes the server starts for each kind of operation,
+// one operation at a time: pulumi CLI processes, and the plugins they start (the language host,
+// the provider). A machine is previewed as a new deployment, that preview applied, then the
+// machine previewed with a change, updated, refreshed and destroyed; a second machine is
+// deployed without a preview first. The server's descendants are seen by polling /proc every
+// millisecond: a process that lives less than that may be missed.
+func BenchmarkEngineProcesses(b *testing.B) {
+	s := startBench(b)
+	comp := s.machine(b)["id"].(string)
+	env := s.environment(b, "count")
+	type counted struct {
+		kind  string
+		procs map[string]int
+	}
+	var ops []counted
+	// count runs the operation that request asks for, until it succeeds, and notes what it started.
+	count := func(kind string, request func() string) {
+		stop := watchDescendants(s.cmd.Process.Pid)
+		op := request()
+		s.mustSucceed(b, op)
+		ops = append(ops, counted{kind, stop()})
+	}
+	for round := range b.N {
+		name := fmt.Sprintf("c%d", round)
+		ops = ops[:0] // the last round's counts are reported
+		var dep, preview string
+		count("preview (new)", func() string {
+			r := s.call(b, "POST", "/api/v1/deployments", map[string]any{
+				"component_id": comp, "environment_id": env, "name": name, "parameters": map[string]any{"name": name}, "preview_only": true,
+			})
+			dep, preview = r["deployment"].(map[string]any)["id"].(string), r["operation"].(map[string]any)["id"].(string)
+			return preview
+		})
+		count("deploy (applied preview)", func() string {
+			return s.call(b, "POST", "/api/v1/operations/"+preview+"/apply", nil)["id"].(string)
+		})
+		change := map[string]any{"parameters": map[string]any{"cores": 3}}
+		for _, kind := range []string{"preview", "update", "refresh", "destroy"} {
+			var body any
+			if kind == "preview" || kind == "update" {
+				body = change
+			}
+			count(kind, func() string { return s.call(b, "POST", "/api/v1/deployments/"+dep+"/"+kind, body)["id"].(string) })
+		}
+		count("deploy", func() string {
+			d, err := s.deploy(comp, env, name+"-direct")
+			if err != nil {
+				b.Fatal(err)
+			}
+			return d.op
+		})
+	}
+	b.StopTimer()
+	for _, o := range ops {
+		pulumi := o.procs["pulumi"]
+		var plugins []string
+		for _, name := range slices.Sorted(maps.Keys(o.procs)) {
+			if name != "pulumi" {
+				plugins = append(plugins, fmt.Sprintf("%s %d", name, o.procs[name]))
+			}
+		}
+		b.Logf("%s: %d pulumi processes; what they started: %s", o.kind, pulumi, strings.Join(plugins, ", "))
+		unit := strings.NewReplacer(" (", "-", ")", "", " ", "-").Replace(o.kind)
+		b.ReportMetric(float64(pulumi), "pulumi/"+unit)
+	}
+}
+
+// watchDescendants polls /proc every millisecond for processes the process root starts, and
+// what those start in turn, until the returned func is called, which returns how many of each
+// program were seen. A child is counted by the program it executes: one that still shows its
+// parent's program (forked, not executed yet) or the limits wrapper is looked at again.
+func watchDescendants(root int) func() map[string]int {
+	done, result := make(chan struct{}), make(chan map[string]int)
+	ours := map[string]bool{strconv.Itoa(root): true}
+	settled := map[string]bool{}
+	for _, pid := range pids() {
+		settled[pid] = true
+	}
+	go func() {
+		counts := map[string]int{}
+		for {
+			// In order of pid, so a parent is usually met before its children.
+			list := pids()
+			slices.SortFunc(list, func(a, b string) int { return cmp.Or(cmp.Compare(len(a), len(b)), strings.Compare(a, b)) })
+			for _, pid := range list {
+				if settled[pid] {
+					continue
+				}
+				stat, err := os.ReadFile("/proc/" + pid + "/stat")
+				if err != nil {
+					settled[pid] = true
+					continue
+				}
+				fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+				if len(fields) < 2 || !ours[fields[1]] {
+					settled[pid] = true
+					continue
+				}
+				ours[pid] = true
+				name, err := program(pid)
+				if parent, _ := program(fields[1]); err != nil || name == "" || name == parent || name == "prlimit" {
+					continue
+				}
+				counts[name]++
+				settled[pid] = true
+			}
+			select {
+			case <-done:
+				result <- counts
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	return func() map[string]int { close(done); return <-result }
 }
 
 // BenchmarkConcurrentDeploys asks for 50 machines at once, in one environment, and measures
@@ -521,6 +639,16 @@ func watchEngine(ctx context.Context, dir string) <-chan time.Time {
 		}
 	}()
 	return found
+}
+
+// program is the name of the program the process pid runs, "" while it has none to show.
+func program(pid string) (string, error) {
+	cmdline, err := os.ReadFile("/proc/" + pid + "/cmdline")
+	if err != nil || len(cmdline) == 0 {
+		return "", err
+	}
+	argv0, _, _ := bytes.Cut(cmdline, []byte{0})
+	return filepath.Base(string(argv0)), nil
 }
 
 func pids() []string {
