@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"nimbus/app/pulumix"
+	"nimbus/e2e/barecli"
 )
 
 // The engine's benchmarks run the built binary as an operator does: `nimbus serve` on a fresh
@@ -198,23 +198,15 @@ func watchDescendants(root int) func() map[string]int {
 }
 
 // BenchmarkConcurrentDeploys asks for 50 machines at once, in one environment, and measures
-// the wall time until every one is deployed or failed, against the same program previewed and
-// brought up by a bare pulumix.Runner 50 times in sequence. It samples the server's resident
-// memory every 100 ms meanwhile: its own process only, as the engines are processes of their own.
+// the wall time until every one is deployed or failed, against what a user would run instead:
+// the same program deployed with the bare pulumi CLI 50 times in sequence (barecli). It samples
+// the server's resident memory every 100 ms meanwhile: its own process only, as the engines are
+// processes of their own.
 func BenchmarkConcurrentDeploys(b *testing.B) {
-	const (
-		deploys = 50
-		// Bare runs take a few seconds each: 10 of them, scaled to 50, say what 50 would.
-		bareRuns = 10
-	)
+	const deploys = 50
 	s := startBench(b)
 	comp := s.machine(b)
-	version := s.call(b, "GET", fmt.Sprintf("/api/v1/components/%s/versions/%v", comp["id"], comp["latest_version"]), nil)
-	bareCloud := b.TempDir()
-	runner, err := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), b.TempDir(), map[string]string{"SIMCLOUD_DIR": bareCloud}, pulumix.CloudDirs(bareCloud))
-	if err != nil {
-		b.Fatal(err)
-	}
+	cli := s.bareCLI(b, comp)
 	idle := s.memory()
 	var (
 		peak       memory
@@ -248,25 +240,16 @@ func BenchmarkConcurrentDeploys(b *testing.B) {
 			failedWhy = append(failedWhy, s.failure(b, d))
 		}
 
-		start = time.Now()
-		for i := range bareRuns {
-			name := fmt.Sprintf("bare-%d-%d", round, i)
-			st := pulumix.Stack{Name: name, Code: version["code"].(string), Config: map[string]any{"name": name}, Passphrase: "bench"}
-			if _, err := runner.Preview(context.Background(), st, io.Discard); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := runner.Up(context.Background(), st, io.Discard); err != nil {
-				b.Fatal(err)
-			}
+		for i := range deploys {
+			bare += cli.Deploy(b, fmt.Sprintf("bare-%d-%d", round, i))
 		}
-		bare += time.Since(start) * deploys / bareRuns
 	}
 	b.StopTimer()
 	n := time.Duration(b.N)
 	wallS, bareS := (wall / n).Seconds(), (bare / n).Seconds()
 	b.Logf("%d deploys at once through nimbus serve (%s job workers, its default): all done in %.1f s, %d failed; "+
-		"%d bare preview+up in sequence: %.1f s (measured %d, scaled to %d); ratio %.2f",
-		deploys, s.workers, wallS, failures/b.N, deploys, bareS, bareRuns, deploys, wallS/bareS)
+		"%d bare CLI preview+up in sequence: %.1f s; ratio %.2f",
+		deploys, s.workers, wallS, failures/b.N, deploys, bareS, wallS/bareS)
 	b.Logf("server RSS: idle %.1f MiB, peak %.1f MiB; its Postgres, PSS summed over its processes: idle %.1f MiB, peak %.1f MiB",
 		mib(idle.server), mib(peak.server), mib(idle.postgres), mib(peak.postgres))
 	if issues := s.logIssues(); issues != "" {
@@ -436,6 +419,13 @@ func (s *benchServer) machine(b *testing.B) map[string]any {
 		b.Fatalf("%d components named simcloud-machine", len(found))
 	}
 	return found[0].(map[string]any)
+}
+
+// bareCLI readies the bare pulumi CLI to deploy the latest version of comp on a file backend
+// of its own.
+func (s *benchServer) bareCLI(b *testing.B, comp map[string]any) *barecli.CLI {
+	version := s.call(b, "GET", fmt.Sprintf("/api/v1/components/%s/versions/%v", comp["id"], comp["latest_version"]), nil)
+	return barecli.New(b, os.Getenv("NIMBUS_PULUMI_DIR"), version["code"].(string), "file://"+b.TempDir(), nil)
 }
 
 // environment creates a tenant and an environment in it, and returns the environment's id.
@@ -668,14 +658,13 @@ func percentile(d []time.Duration, p float64) float64 {
 }
 
 // BenchmarkProvisionEnvironment opens an environment from a template of three machines and
-// measures the time until it is active, against the same three brought up by a bare
-// pulumix.Runner one after another, as provisioning deploys them: what the orchestration costs
-// (planning, the deploy steps, the environment's steps between them) per component.
+// measures the time until it is active, against the same three deployed with the bare pulumi
+// CLI one after another, as provisioning deploys them: what the orchestration costs (planning,
+// the deploy steps, the environment's steps between them) per component.
 func BenchmarkProvisionEnvironment(b *testing.B) {
 	const components = 3
 	s := startBench(b)
 	comp := s.machine(b)
-	version := s.call(b, "GET", fmt.Sprintf("/api/v1/components/%s/versions/%v", comp["id"], comp["latest_version"]), nil)
 	zone := s.call(b, "POST", "/api/v1/landing-zones", map[string]any{"name": "bench", "provider": "simcloud"})["id"].(string)
 	var members []map[string]any
 	for i := range components {
@@ -684,11 +673,7 @@ func BenchmarkProvisionEnvironment(b *testing.B) {
 	}
 	template := s.call(b, "POST", "/api/v1/landing-zones/"+zone+"/templates", map[string]any{"name": "three", "mandatory_components": members})["id"].(string)
 	s.call(b, "POST", "/api/v1/landing-zones/"+zone+"/publish", nil)
-	bareCloud := b.TempDir()
-	runner, err := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), b.TempDir(), map[string]string{"SIMCLOUD_DIR": bareCloud}, pulumix.CloudDirs(bareCloud))
-	if err != nil {
-		b.Fatal(err)
-	}
+	cli := s.bareCLI(b, comp)
 	var wall, bare time.Duration
 	b.ResetTimer()
 	for round := range b.N {
@@ -712,18 +697,9 @@ func BenchmarkProvisionEnvironment(b *testing.B) {
 		}
 		wall += time.Since(start)
 
-		start = time.Now()
 		for i := range components {
-			name := fmt.Sprintf("bare-%d-%d", round, i)
-			st := pulumix.Stack{Name: name, Code: version["code"].(string), Config: map[string]any{"name": name}, Passphrase: "bench"}
-			if _, err := runner.Preview(context.Background(), st, io.Discard); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := runner.Up(context.Background(), st, io.Discard); err != nil {
-				b.Fatal(err)
-			}
+			bare += cli.Deploy(b, fmt.Sprintf("bare-%d-%d", round, i))
 		}
-		bare += time.Since(start)
 	}
 	b.StopTimer()
 	n := time.Duration(b.N)

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -18,8 +16,8 @@ import (
 	"github.com/google/uuid"
 
 	"nimbus/app/environment"
-	"nimbus/app/pulumix"
 	"nimbus/app/sandbox"
+	"nimbus/e2e/barecli"
 )
 
 // latencies collects request times from parallel workers and reports their percentiles.
@@ -167,10 +165,14 @@ type deployPath struct {
 
 func benchDeploys(b *testing.B, backend string) {
 	confined := newDeployer(b, backend, sandbox.Required)
-	var cli *bareCLI
+	code, err := os.ReadFile("../component/testdata/machine.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cli *barecli.CLI
 	switch backend {
 	case "file":
-		cli = newBareCLI(b, "file://"+b.TempDir(), nil)
+		cli = barecli.New(b, os.Getenv("NIMBUS_PULUMI_DIR"), string(code), "file://"+b.TempDir(), nil)
 	case "s3":
 		// A prefix in the bucket's URL keeps the bare stacks apart from the pipeline's.
 		u, err := url.Parse(confined.site.bucket.BackendURL())
@@ -178,10 +180,10 @@ func benchDeploys(b *testing.B, backend string) {
 			b.Fatal(err)
 		}
 		u.Path = "/bare"
-		cli = newBareCLI(b, u.String(), confined.site.bucket.BackendEnv())
+		cli = barecli.New(b, os.Getenv("NIMBUS_PULUMI_DIR"), string(code), u.String(), confined.site.bucket.BackendEnv())
 	}
 	paths := []*deployPath{
-		{name: "bare CLI preview+up", unit: "bare-cli-ms", run: cli.deploy},
+		{name: "bare CLI preview+up", unit: "bare-cli-ms", run: func(b *testing.B, name string) time.Duration { return cli.Deploy(b, name) }},
 		{name: "deploy", unit: "deploy-ms", run: confined.deploy},
 		{name: "preview, then apply", unit: "apply-preview-ms", run: confined.previewThenApply},
 	}
@@ -286,52 +288,4 @@ func (d *deployer) awaitDeployed(b *testing.B, dep string) {
 		}
 	}
 	b.Fatalf("deployment %s was not deployed in 3 minutes", dep)
-}
-
-// bareCLI runs the pinned pulumi CLI as a user would, on a state backend of its own.
-type bareCLI struct {
-	path, dir string
-	env       []string
-}
-
-// newBareCLI runs the CLI on the backend at url, reached with env.
-func newBareCLI(b *testing.B, url string, env map[string]string) *bareCLI {
-	code, err := os.ReadFile("../component/testdata/machine.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	tc := pulumix.Detect(context.Background(), os.Getenv("NIMBUS_PULUMI_DIR"))
-	if tc.CLI == "" {
-		b.Fatal("the Pulumi toolchain is needed: go tool task toolchain")
-	}
-	dir, home := b.TempDir(), b.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), code, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	c := &bareCLI{path: tc.CLI, dir: dir, env: append(os.Environ(), "PATH="+filepath.Dir(tc.CLI)+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"PULUMI_BACKEND_URL="+url, "PULUMI_HOME="+home, "PULUMI_CONFIG_PASSPHRASE=bench", "SIMCLOUD_DIR="+b.TempDir(),
-		"PULUMI_SKIP_UPDATE_CHECK=true", "PULUMI_DIY_BACKEND_NO_LEGACY_WARNING=true")}
-	for k, v := range env {
-		c.env = append(c.env, k+"="+v)
-	}
-	return c
-}
-
-func (c *bareCLI) run(b *testing.B, args ...string) {
-	cmd := exec.Command(c.path, append(args, "--non-interactive")...)
-	cmd.Dir, cmd.Env = c.dir, c.env
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("pulumi %v: %v\n%s", args, err, out)
-	}
-}
-
-// deploy makes a stack for a new machine (not timed, as a user's stack exists before they
-// deploy) and times its preview and up.
-func (c *bareCLI) deploy(b *testing.B, name string) time.Duration {
-	c.run(b, "stack", "init", name)
-	c.run(b, "config", "set", "name", name, "--stack", name)
-	start := time.Now()
-	c.run(b, "preview", "--stack", name)
-	c.run(b, "up", "--yes", "--skip-preview", "--stack", name)
-	return time.Since(start)
 }
