@@ -606,12 +606,11 @@ func watchEngine(ctx context.Context, dir string) <-chan time.Time {
 				if seen[pid] {
 					continue
 				}
-				cmdline, err := os.ReadFile("/proc/" + pid + "/cmdline")
-				argv0, _, _ := bytes.Cut(cmdline, []byte{0})
-				switch name := filepath.Base(string(argv0)); {
-				case err == nil && (len(cmdline) == 0 || name == "nimbus"):
-					// A child of the server shows the server's command line until it execs, and
-					// none while it does: look again.
+				switch name, err := program(pid); {
+				case err == nil && (name == "" || name == "nimbus" || name == "prlimit"):
+					// A child of the server shows the server's command line until it execs, none
+					// while it does, and the limits wrapper's until that executes the engine in
+					// its place: look again.
 					continue
 				case name == "pulumi":
 					if cwd, _ := os.Readlink("/proc/" + pid + "/cwd"); cwd == dir {
