@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"nimbus/app/pulumix"
+	"nimbus/e2e/barecli"
 )
 
 // The engine's benchmarks run the built binary as an operator does: `nimbus serve` on a fresh
@@ -79,24 +80,133 @@ func BenchmarkRequestToEngine(b *testing.B) {
 		len(waits), p50, p99, percentile(waits, 1))
 }
 
+// BenchmarkEngineProcesses counts the processes the server starts for each kind of operation,
+// one operation at a time: pulumi CLI processes, and the plugins they start (the language host,
+// the provider). A machine is previewed as a new deployment, that preview applied, then the
+// machine previewed with a change, updated, refreshed and destroyed; a second machine is
+// deployed without a preview first. The server's descendants are seen by polling /proc every
+// millisecond: a process that lives less than that may be missed.
+func BenchmarkEngineProcesses(b *testing.B) {
+	s := startBench(b)
+	comp := s.machine(b)["id"].(string)
+	env := s.environment(b, "count")
+	type counted struct {
+		kind  string
+		procs map[string]int
+	}
+	var ops []counted
+	// count runs the operation that request asks for, until it succeeds, and notes what it started.
+	count := func(kind string, request func() string) {
+		stop := watchDescendants(s.cmd.Process.Pid)
+		op := request()
+		s.mustSucceed(b, op)
+		ops = append(ops, counted{kind, stop()})
+	}
+	for round := range b.N {
+		name := fmt.Sprintf("c%d", round)
+		ops = ops[:0] // the last round's counts are reported
+		var dep, preview string
+		count("preview (new)", func() string {
+			r := s.call(b, "POST", "/api/v1/deployments", map[string]any{
+				"component_id": comp, "environment_id": env, "name": name, "parameters": map[string]any{"name": name}, "preview_only": true,
+			})
+			dep, preview = r["deployment"].(map[string]any)["id"].(string), r["operation"].(map[string]any)["id"].(string)
+			return preview
+		})
+		count("deploy (applied preview)", func() string {
+			return s.call(b, "POST", "/api/v1/operations/"+preview+"/apply", nil)["id"].(string)
+		})
+		change := map[string]any{"parameters": map[string]any{"cores": 3}}
+		for _, kind := range []string{"preview", "update", "refresh", "destroy"} {
+			var body any
+			if kind == "preview" || kind == "update" {
+				body = change
+			}
+			count(kind, func() string { return s.call(b, "POST", "/api/v1/deployments/"+dep+"/"+kind, body)["id"].(string) })
+		}
+		count("deploy", func() string {
+			d, err := s.deploy(comp, env, name+"-direct")
+			if err != nil {
+				b.Fatal(err)
+			}
+			return d.op
+		})
+	}
+	b.StopTimer()
+	for _, o := range ops {
+		pulumi := o.procs["pulumi"]
+		var plugins []string
+		for _, name := range slices.Sorted(maps.Keys(o.procs)) {
+			if name != "pulumi" {
+				plugins = append(plugins, fmt.Sprintf("%s %d", name, o.procs[name]))
+			}
+		}
+		b.Logf("%s: %d pulumi processes; what they started: %s", o.kind, pulumi, strings.Join(plugins, ", "))
+		unit := strings.NewReplacer(" (", "-", ")", "", " ", "-").Replace(o.kind)
+		b.ReportMetric(float64(pulumi), "pulumi/"+unit)
+	}
+}
+
+// watchDescendants polls /proc every millisecond for processes the process root starts, and
+// what those start in turn, until the returned func is called, which returns how many of each
+// program were seen. A child is counted by the program it executes: one that still shows its
+// parent's program (forked, not executed yet) or the limits wrapper is looked at again.
+func watchDescendants(root int) func() map[string]int {
+	done, result := make(chan struct{}), make(chan map[string]int)
+	ours := map[string]bool{strconv.Itoa(root): true}
+	settled := map[string]bool{}
+	for _, pid := range pids() {
+		settled[pid] = true
+	}
+	go func() {
+		counts := map[string]int{}
+		for {
+			// In order of pid, so a parent is usually met before its children.
+			list := pids()
+			slices.SortFunc(list, func(a, b string) int { return cmp.Or(cmp.Compare(len(a), len(b)), strings.Compare(a, b)) })
+			for _, pid := range list {
+				if settled[pid] {
+					continue
+				}
+				stat, err := os.ReadFile("/proc/" + pid + "/stat")
+				if err != nil {
+					settled[pid] = true
+					continue
+				}
+				fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+				if len(fields) < 2 || !ours[fields[1]] {
+					settled[pid] = true
+					continue
+				}
+				ours[pid] = true
+				name, err := program(pid)
+				if parent, _ := program(fields[1]); err != nil || name == "" || name == parent || name == "prlimit" {
+					continue
+				}
+				counts[name]++
+				settled[pid] = true
+			}
+			select {
+			case <-done:
+				result <- counts
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	return func() map[string]int { close(done); return <-result }
+}
+
 // BenchmarkConcurrentDeploys asks for 50 machines at once, in one environment, and measures
-// the wall time until every one is deployed or failed, against the same program previewed and
-// brought up by a bare pulumix.Runner 50 times in sequence. It samples the server's resident
-// memory every 100 ms meanwhile: its own process only, as the engines are processes of their own.
+// the wall time until every one is deployed or failed, against what a user would run instead:
+// the same program deployed with the bare pulumi CLI 50 times in sequence (barecli). It samples
+// the server's resident memory every 100 ms meanwhile: its own process only, as the engines are
+// processes of their own.
 func BenchmarkConcurrentDeploys(b *testing.B) {
-	const (
-		deploys = 50
-		// Bare runs take a few seconds each: 10 of them, scaled to 50, say what 50 would.
-		bareRuns = 10
-	)
+	const deploys = 50
 	s := startBench(b)
 	comp := s.machine(b)
-	version := s.call(b, "GET", fmt.Sprintf("/api/v1/components/%s/versions/%v", comp["id"], comp["latest_version"]), nil)
-	bareCloud := b.TempDir()
-	runner, err := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), b.TempDir(), map[string]string{"SIMCLOUD_DIR": bareCloud}, pulumix.CloudDirs(bareCloud))
-	if err != nil {
-		b.Fatal(err)
-	}
+	cli := s.bareCLI(b, comp)
 	idle := s.memory()
 	var (
 		peak       memory
@@ -130,25 +240,16 @@ func BenchmarkConcurrentDeploys(b *testing.B) {
 			failedWhy = append(failedWhy, s.failure(b, d))
 		}
 
-		start = time.Now()
-		for i := range bareRuns {
-			name := fmt.Sprintf("bare-%d-%d", round, i)
-			st := pulumix.Stack{Name: name, Code: version["code"].(string), Config: map[string]any{"name": name}, Passphrase: "bench"}
-			if _, err := runner.Preview(context.Background(), st, io.Discard); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := runner.Up(context.Background(), st, io.Discard); err != nil {
-				b.Fatal(err)
-			}
+		for i := range deploys {
+			bare += cli.Deploy(b, fmt.Sprintf("bare-%d-%d", round, i))
 		}
-		bare += time.Since(start) * deploys / bareRuns
 	}
 	b.StopTimer()
 	n := time.Duration(b.N)
 	wallS, bareS := (wall / n).Seconds(), (bare / n).Seconds()
 	b.Logf("%d deploys at once through nimbus serve (%s job workers, its default): all done in %.1f s, %d failed; "+
-		"%d bare preview+up in sequence: %.1f s (measured %d, scaled to %d); ratio %.2f",
-		deploys, s.workers, wallS, failures/b.N, deploys, bareS, bareRuns, deploys, wallS/bareS)
+		"%d bare CLI preview+up in sequence: %.1f s; ratio %.2f",
+		deploys, s.workers, wallS, failures/b.N, deploys, bareS, wallS/bareS)
 	b.Logf("server RSS: idle %.1f MiB, peak %.1f MiB; its Postgres, PSS summed over its processes: idle %.1f MiB, peak %.1f MiB",
 		mib(idle.server), mib(peak.server), mib(idle.postgres), mib(peak.postgres))
 	if issues := s.logIssues(); issues != "" {
@@ -318,6 +419,13 @@ func (s *benchServer) machine(b *testing.B) map[string]any {
 		b.Fatalf("%d components named simcloud-machine", len(found))
 	}
 	return found[0].(map[string]any)
+}
+
+// bareCLI readies the bare pulumi CLI to deploy the latest version of comp on a file backend
+// of its own.
+func (s *benchServer) bareCLI(b *testing.B, comp map[string]any) *barecli.CLI {
+	version := s.call(b, "GET", fmt.Sprintf("/api/v1/components/%s/versions/%v", comp["id"], comp["latest_version"]), nil)
+	return barecli.New(b, os.Getenv("NIMBUS_PULUMI_DIR"), version["code"].(string), "file://"+b.TempDir(), nil)
 }
 
 // environment creates a tenant and an environment in it, and returns the environment's id.
@@ -498,12 +606,11 @@ func watchEngine(ctx context.Context, dir string) <-chan time.Time {
 				if seen[pid] {
 					continue
 				}
-				cmdline, err := os.ReadFile("/proc/" + pid + "/cmdline")
-				argv0, _, _ := bytes.Cut(cmdline, []byte{0})
-				switch name := filepath.Base(string(argv0)); {
-				case err == nil && (len(cmdline) == 0 || name == "nimbus"):
-					// A child of the server shows the server's command line until it execs, and
-					// none while it does: look again.
+				switch name, err := program(pid); {
+				case err == nil && (name == "" || name == "nimbus" || name == "prlimit"):
+					// A child of the server shows the server's command line until it execs, none
+					// while it does, and the limits wrapper's until that executes the engine in
+					// its place: look again.
 					continue
 				case name == "pulumi":
 					if cwd, _ := os.Readlink("/proc/" + pid + "/cwd"); cwd == dir {
@@ -523,6 +630,16 @@ func watchEngine(ctx context.Context, dir string) <-chan time.Time {
 	return found
 }
 
+// program is the name of the program the process pid runs, "" while it has none to show.
+func program(pid string) (string, error) {
+	cmdline, err := os.ReadFile("/proc/" + pid + "/cmdline")
+	if err != nil || len(cmdline) == 0 {
+		return "", err
+	}
+	argv0, _, _ := bytes.Cut(cmdline, []byte{0})
+	return filepath.Base(string(argv0)), nil
+}
+
 func pids() []string {
 	proc, err := os.Open("/proc")
 	if err != nil {
@@ -540,14 +657,13 @@ func percentile(d []time.Duration, p float64) float64 {
 }
 
 // BenchmarkProvisionEnvironment opens an environment from a template of three machines and
-// measures the time until it is active, against the same three brought up by a bare
-// pulumix.Runner one after another, as provisioning deploys them: what the orchestration costs
-// (planning, the deploy steps, the environment's steps between them) per component.
+// measures the time until it is active, against the same three deployed with the bare pulumi
+// CLI one after another, as provisioning deploys them: what the orchestration costs (planning,
+// the deploy steps, the environment's steps between them) per component.
 func BenchmarkProvisionEnvironment(b *testing.B) {
 	const components = 3
 	s := startBench(b)
 	comp := s.machine(b)
-	version := s.call(b, "GET", fmt.Sprintf("/api/v1/components/%s/versions/%v", comp["id"], comp["latest_version"]), nil)
 	zone := s.call(b, "POST", "/api/v1/landing-zones", map[string]any{"name": "bench", "provider": "simcloud"})["id"].(string)
 	var members []map[string]any
 	for i := range components {
@@ -556,11 +672,7 @@ func BenchmarkProvisionEnvironment(b *testing.B) {
 	}
 	template := s.call(b, "POST", "/api/v1/landing-zones/"+zone+"/templates", map[string]any{"name": "three", "mandatory_components": members})["id"].(string)
 	s.call(b, "POST", "/api/v1/landing-zones/"+zone+"/publish", nil)
-	bareCloud := b.TempDir()
-	runner, err := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), b.TempDir(), map[string]string{"SIMCLOUD_DIR": bareCloud}, pulumix.CloudDirs(bareCloud))
-	if err != nil {
-		b.Fatal(err)
-	}
+	cli := s.bareCLI(b, comp)
 	var wall, bare time.Duration
 	b.ResetTimer()
 	for round := range b.N {
@@ -584,18 +696,9 @@ func BenchmarkProvisionEnvironment(b *testing.B) {
 		}
 		wall += time.Since(start)
 
-		start = time.Now()
 		for i := range components {
-			name := fmt.Sprintf("bare-%d-%d", round, i)
-			st := pulumix.Stack{Name: name, Code: version["code"].(string), Config: map[string]any{"name": name}, Passphrase: "bench"}
-			if _, err := runner.Preview(context.Background(), st, io.Discard); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := runner.Up(context.Background(), st, io.Discard); err != nil {
-				b.Fatal(err)
-			}
+			bare += cli.Deploy(b, fmt.Sprintf("bare-%d-%d", round, i))
 		}
-		bare += time.Since(start)
 	}
 	b.StopTimer()
 	n := time.Duration(b.N)

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,8 +16,8 @@ import (
 	"github.com/google/uuid"
 
 	"nimbus/app/environment"
-	"nimbus/app/pulumix"
 	"nimbus/app/sandbox"
+	"nimbus/e2e/barecli"
 )
 
 // latencies collects request times from parallel workers and reports their percentiles.
@@ -140,103 +140,152 @@ func BenchmarkCheckMachine(b *testing.B) {
 	l.report(b)
 }
 
-// BenchmarkDeployMachine compares a deploy of simcloud-machine through the whole pipeline (API
-// request to deployed), with the engine confined and unconfined, against what a user would run
-// instead: the bare pulumi CLI of the same toolchain, preview and then up of the same program.
-// The three run in turn each round, so a busy moment costs them alike.
+// BenchmarkDeployMachine compares deploys of simcloud-machine through the whole pipeline with
+// what a user would run instead: the bare pulumi CLI of the same toolchain, `pulumi preview` and
+// then `pulumi up --skip-preview` of the same program on the same kind of state backend, its
+// stack made beforehand and not counted, as a user's stack exists. It runs on the file backend,
+// then on S3, where the bare CLI keeps its stacks in the pipeline's bucket under a prefix of its
+// own. The pipeline goes two ways: a deploy without approval, from its request to deployed; and
+// a preview applied once it succeeded, from the preview's request to deployed, both operations
+// counted. On the file backend a deploy with the engine unconfined says what the sandbox costs.
+// Each round runs every path once, in an order that turns from round to round, so a busy moment
+// costs them alike; the figures are medians over the rounds (run it with -benchtime 10x).
 func BenchmarkDeployMachine(b *testing.B) {
-	type pipeline struct {
-		site *site
-		env  uuid.UUID
-		user string
-		took latencies
+	for _, backend := range backends {
+		b.Run(backend, func(b *testing.B) { benchDeploys(b, backend) })
 	}
-	var pipelines []*pipeline
-	for _, mode := range []sandbox.Mode{sandbox.Required, sandbox.Off} {
-		s := newSiteWith(b, siteConfig{backend: "file", sandbox: mode})
-		env, err := environment.NewService(s.pool).Create(context.Background(), s.adminA, s.a.ID, "bench")
-		if err != nil {
-			b.Fatal(err)
-		}
-		pipelines = append(pipelines, &pipeline{site: s, env: env.ID, user: s.token(b, s.userA)})
-	}
-	cli := newBareCLI(b)
-	var bare latencies
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for _, p := range pipelines {
-			start := time.Now()
-			r := p.site.call(b, "POST", "/api/v1/deployments", p.user, map[string]any{
-				"component_id": p.site.shared.ID, "environment_id": p.env, "name": fmt.Sprintf("m%d", i), "parameters": map[string]any{"name": fmt.Sprintf("m%d", i)},
-			})
-			if r.status != http.StatusAccepted {
-				b.Fatalf("deploy: %d %s", r.status, r.body)
-			}
-			opID := r.json(b)["operation"].(map[string]any)["id"].(string)
-			for {
-				op := p.site.call(b, "GET", "/api/v1/operations/"+opID, p.user, nil).json(b)
-				if op["status"] == "succeeded" {
-					break
-				}
-				if op["status"] == "failed" {
-					b.Fatalf("deploy failed: %v", op["error"])
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			p.took.add(time.Since(start))
-		}
-		bare.add(cli.deploy(b, fmt.Sprintf("b%d", i)))
-	}
-	b.StopTimer()
-	confined, unconfined, q := pipelines[0].took.median(), pipelines[1].took.median(), bare.median()
-	b.ReportMetric(q, "bare-cli-p50-ms")
-	b.ReportMetric(confined, "sandboxed-p50-ms")
-	b.ReportMetric(unconfined, "unsandboxed-p50-ms")
-	b.ReportMetric(confined/q, "sandboxed/bare")
-	b.ReportMetric(unconfined/q, "unsandboxed/bare")
 }
 
-// bareCLI runs the pinned pulumi CLI as a user would, on a file backend of its own.
-type bareCLI struct {
-	path, dir string
-	env       []string
+// deployPath is one way to a deployed machine and the times it took.
+type deployPath struct {
+	name, unit string // how the report names it, and its median's unit
+	run        func(b *testing.B, machine string) time.Duration
+	took       latencies
 }
 
-func newBareCLI(b *testing.B) *bareCLI {
+func benchDeploys(b *testing.B, backend string) {
+	confined := newDeployer(b, backend, sandbox.Required)
 	code, err := os.ReadFile("../component/testdata/machine.yaml")
 	if err != nil {
 		b.Fatal(err)
 	}
-	tc := pulumix.Detect(context.Background(), os.Getenv("NIMBUS_PULUMI_DIR"))
-	if tc.CLI == "" {
-		b.Fatal("the Pulumi toolchain is needed: go tool task toolchain")
+	var cli *barecli.CLI
+	switch backend {
+	case "file":
+		cli = barecli.New(b, os.Getenv("NIMBUS_PULUMI_DIR"), string(code), "file://"+b.TempDir(), nil)
+	case "s3":
+		// A prefix in the bucket's URL keeps the bare stacks apart from the pipeline's.
+		u, err := url.Parse(confined.site.bucket.BackendURL())
+		if err != nil {
+			b.Fatal(err)
+		}
+		u.Path = "/bare"
+		cli = barecli.New(b, os.Getenv("NIMBUS_PULUMI_DIR"), string(code), u.String(), confined.site.bucket.BackendEnv())
 	}
-	dir, state, home := b.TempDir(), b.TempDir(), b.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), code, 0o600); err != nil {
+	paths := []*deployPath{
+		{name: "bare CLI preview+up", unit: "bare-cli-ms", run: func(b *testing.B, name string) time.Duration { return cli.Deploy(b, name) }},
+		{name: "deploy", unit: "deploy-ms", run: confined.deploy},
+		{name: "preview, then apply", unit: "apply-preview-ms", run: confined.previewThenApply},
+	}
+	if backend == "file" {
+		unconfined := newDeployer(b, backend, sandbox.Off)
+		paths = append(paths, &deployPath{name: "deploy, engine unconfined", unit: "unsandboxed-deploy-ms", run: unconfined.deploy})
+	}
+	for round := 0; b.Loop(); round++ {
+		for i := range paths {
+			p := paths[(round+i)%len(paths)]
+			p.took.add(p.run(b, fmt.Sprintf("m%d-%d", round, i)))
+		}
+	}
+	bare := paths[0].took.median()
+	b.ReportMetric(bare, paths[0].unit)
+	for _, p := range paths[1:] {
+		m := p.took.median()
+		b.ReportMetric(m, p.unit)
+		b.ReportMetric(m/bare, strings.TrimSuffix(p.unit, "-ms")+"/bare")
+		b.Logf("%s backend, %s: bare CLI preview+up median %.0f ms, pipeline median %.0f ms, ratio %.2f (medians of %d)",
+			backend, p.name, bare, m, m/bare, len(p.took.d))
+	}
+}
+
+// deployer deploys machines through a server of its own, as a tenant's user with a token.
+type deployer struct {
+	site *site
+	env  uuid.UUID
+	user string
+}
+
+func newDeployer(b *testing.B, backend string, mode sandbox.Mode) *deployer {
+	s := newSiteWith(b, siteConfig{backend: backend, sandbox: mode})
+	env, err := environment.NewService(s.pool).Create(context.Background(), s.adminA, s.a.ID, "bench")
+	if err != nil {
 		b.Fatal(err)
 	}
-	return &bareCLI{path: tc.CLI, dir: dir, env: append(os.Environ(), "PATH="+filepath.Dir(tc.CLI)+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"PULUMI_BACKEND_URL=file://"+state, "PULUMI_HOME="+home, "PULUMI_CONFIG_PASSPHRASE=bench", "SIMCLOUD_DIR="+b.TempDir(),
-		"PULUMI_SKIP_UPDATE_CHECK=true", "PULUMI_DIY_BACKEND_NO_LEGACY_WARNING=true")}
+	return &deployer{site: s, env: env.ID, user: s.token(b, s.userA)}
 }
 
-func (c *bareCLI) run(b *testing.B, args ...string) {
-	cmd := exec.Command(c.path, append(args, "--non-interactive")...)
-	cmd.Dir, cmd.Env = c.dir, c.env
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("pulumi %v: %v\n%s", args, err, out)
+// create asks for a new machine, deployed or only previewed, and returns the deployment's id
+// and its first operation's.
+func (d *deployer) create(b *testing.B, machine string, previewOnly bool) (deployment, op string) {
+	r := d.site.call(b, "POST", "/api/v1/deployments", d.user, map[string]any{
+		"component_id": d.site.shared.ID, "environment_id": d.env, "name": machine, "parameters": map[string]any{"name": machine},
+		"preview_only": previewOnly,
+	})
+	if r.status != http.StatusAccepted {
+		b.Fatalf("deploy %s: %d %s", machine, r.status, r.body)
 	}
+	body := r.json(b)
+	return body["deployment"].(map[string]any)["id"].(string), body["operation"].(map[string]any)["id"].(string)
 }
 
-// deploy makes a stack for a new machine (not timed, as a user's stack exists before they
-// deploy) and times its preview and up.
-func (c *bareCLI) deploy(b *testing.B, name string) time.Duration {
-	b.StopTimer()
-	c.run(b, "stack", "init", name)
-	c.run(b, "config", "set", "name", name, "--stack", name)
-	b.StartTimer()
+// deploy times a deploy without approval from its request until the machine is deployed.
+func (d *deployer) deploy(b *testing.B, machine string) time.Duration {
 	start := time.Now()
-	c.run(b, "preview", "--stack", name)
-	c.run(b, "up", "--yes", "--skip-preview", "--stack", name)
+	dep, _ := d.create(b, machine, false)
+	d.awaitDeployed(b, dep)
 	return time.Since(start)
+}
+
+// previewThenApply times a preview of a new machine, applied as soon as it succeeded, from the
+// preview's request until the machine is deployed.
+func (d *deployer) previewThenApply(b *testing.B, machine string) time.Duration {
+	start := time.Now()
+	dep, preview := d.create(b, machine, true)
+	d.awaitSucceeded(b, preview)
+	if r := d.site.call(b, "POST", "/api/v1/operations/"+preview+"/apply", d.user, nil); r.status != http.StatusAccepted {
+		b.Fatalf("apply the preview of %s: %d %s", machine, r.status, r.body)
+	}
+	d.awaitDeployed(b, dep)
+	return time.Since(start)
+}
+
+// pollEvery is how often the benchmark asks whether an operation ended: what it adds to a
+// pipeline's time is at most this.
+const pollEvery = 20 * time.Millisecond
+
+func (d *deployer) awaitSucceeded(b *testing.B, op string) {
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(pollEvery) {
+		got := d.site.call(b, "GET", "/api/v1/operations/"+op, d.user, nil).json(b)
+		switch got["status"] {
+		case "succeeded":
+			return
+		case "failed", "cancelled", "rejected":
+			b.Fatalf("operation %s %s: %v", op, got["status"], got["error"])
+		}
+	}
+	b.Fatalf("operation %s did not end in 3 minutes", op)
+}
+
+func (d *deployer) awaitDeployed(b *testing.B, dep string) {
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(pollEvery) {
+		got := d.site.call(b, "GET", "/api/v1/deployments/"+dep, d.user, nil).json(b)
+		switch got["status"] {
+		case "deployed":
+			return
+		case "failed":
+			ops := d.site.call(b, "GET", "/api/v1/operations?deployment_id="+dep, d.user, nil).json(b)["operations"].([]any)
+			b.Fatalf("deployment %s failed: %v", dep, ops[0].(map[string]any)["error"])
+		}
+	}
+	b.Fatalf("deployment %s was not deployed in 3 minutes", dep)
 }

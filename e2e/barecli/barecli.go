@@ -1,0 +1,64 @@
+// Package barecli runs the pinned Pulumi CLI as a user would without Nimbus: the baseline the
+// benchmarks hold the pipeline against.
+package barecli
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"nimbus/app/pulumix"
+)
+
+// CLI runs one program with the pulumi CLI of the toolchain, on a state backend of its own.
+type CLI struct {
+	path, dir string
+	env       []string
+}
+
+// New readies code, a Pulumi.yaml, to run with the toolchain in pulumiDir (the built one when
+// empty) on the state backend at url, reached with env. The simulated cloud gets a folder of
+// its own.
+func New(tb testing.TB, pulumiDir, code, url string, env map[string]string) *CLI {
+	tb.Helper()
+	tc := pulumix.Detect(context.Background(), pulumiDir)
+	if tc.CLI == "" {
+		tb.Fatal("the Pulumi toolchain is needed: go tool task toolchain")
+	}
+	dir, home := tb.TempDir(), tb.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte(code), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	c := &CLI{path: tc.CLI, dir: dir, env: append(os.Environ(), "PATH="+filepath.Dir(tc.CLI)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"PULUMI_BACKEND_URL="+url, "PULUMI_HOME="+home, "PULUMI_CONFIG_PASSPHRASE=bench", "SIMCLOUD_DIR="+tb.TempDir(),
+		"PULUMI_SKIP_UPDATE_CHECK=true", "PULUMI_DIY_BACKEND_NO_LEGACY_WARNING=true")}
+	for k, v := range env {
+		c.env = append(c.env, k+"="+v)
+	}
+	return c
+}
+
+// Deploy makes a stack called name, with name as its name setting, and times what a user runs
+// to deploy it: `pulumi preview`, then `pulumi up --yes --skip-preview`. Making the stack is
+// not timed, as a user's stack exists before they deploy.
+func (c *CLI) Deploy(tb testing.TB, name string) time.Duration {
+	tb.Helper()
+	c.run(tb, "stack", "init", name)
+	c.run(tb, "config", "set", "name", name, "--stack", name)
+	start := time.Now()
+	c.run(tb, "preview", "--stack", name)
+	c.run(tb, "up", "--yes", "--skip-preview", "--stack", name)
+	return time.Since(start)
+}
+
+func (c *CLI) run(tb testing.TB, args ...string) {
+	tb.Helper()
+	cmd := exec.Command(c.path, append(args, "--non-interactive")...)
+	cmd.Dir, cmd.Env = c.dir, c.env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("pulumi %v: %v\n%s", args, err, out)
+	}
+}
