@@ -127,8 +127,13 @@ func (r *run) preview(ctx context.Context, _ *saga.Run) (json.RawMessage, error)
 	}
 	if Kind(r.op.Kind) != KindPreview {
 		bound, err := r.bound(ctx)
-		if err != nil || !bound {
+		if err != nil {
 			return nil, err
+		}
+		if !bound {
+			// A result all the same: a run resumed after a crash reads it, and a null one is
+			// no result.
+			return json.Marshal(previewed{})
 		}
 	}
 	st, err := r.target(ctx)
