@@ -40,6 +40,7 @@ import (
 	"nimbus/app/user"
 	"nimbus/app/web"
 	"nimbus/db/listen"
+	"nimbus/jobs"
 	"nimbus/static"
 )
 
@@ -99,12 +100,13 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	tenants := tenant.NewService(d.Pool)
 	pools := ipam.NewService(d.Pool)
 	environments := environment.NewService(d.Pool)
-	deployments := deploy.NewService(d.Pool, d.Keys, d.Jobs, d.Runner, d.Objects).Withdrawing(approval.Withdraw)
-	lifecycle := environment.NewLifecycle(d.Pool, deployments, d.Jobs)
+	queue := jobs.NewInserter(d.Jobs)
+	deployments := deploy.NewService(d.Pool, d.Keys, queue, d.Runner, d.Objects).Withdrawing(approval.Withdraw)
+	lifecycle := environment.NewLifecycle(d.Pool, deployments, queue)
 	zones := landingzone.NewService(d.Pool, lifecycle)
-	components := component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir, Enabled: d.Info.Languages}, d.Jobs).
+	components := component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir, Enabled: d.Info.Languages}, queue).
 		LimitCheckRequests(d.ChecksPerMinute)
-	approvals := approval.NewService(d.Pool, d.Jobs)
+	approvals := approval.NewService(d.Pool, queue)
 	operations := listen.New(d.Pool, "nimbus_operation", d.Log)
 	go operations.Run(ctx)
 	metrics := system.NewMetrics(d.Pool)
@@ -164,9 +166,9 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 		if err := ui.Start(ctx); err != nil {
 			return nil, fmt.Errorf("jobs UI: %w", err)
 		}
-		jobs := signed.Group("/admin/jobs", requireProviderAdmin)
-		jobs.Any("", echo.WrapHandler(ui))
-		jobs.Any("/*", echo.WrapHandler(ui))
+		jobsUI := signed.Group("/admin/jobs", requireProviderAdmin)
+		jobsUI.Any("", echo.WrapHandler(ui))
+		jobsUI.Any("/*", echo.WrapHandler(ui))
 	}
 
 	// Cross-origin browser requests that change state are refused before any handler runs; the
