@@ -501,9 +501,10 @@ func watchEngine(ctx context.Context, dir string) <-chan time.Time {
 				cmdline, err := os.ReadFile("/proc/" + pid + "/cmdline")
 				argv0, _, _ := bytes.Cut(cmdline, []byte{0})
 				switch name := filepath.Base(string(argv0)); {
-				case err == nil && (len(cmdline) == 0 || name == "nimbus"):
+				case err == nil && (len(cmdline) == 0 || name == "nimbus" || name == "prlimit"):
 					// A child of the server shows the server's command line until it execs, and
-					// none while it does: look again.
+					// none while it does; prlimit, which the sandbox puts before the CLI when it
+					// is installed, executes the CLI in its place: look again.
 					continue
 				case name == "pulumi":
 					if cwd, _ := os.Readlink("/proc/" + pid + "/cwd"); cwd == dir {
