@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -78,7 +79,8 @@ type Deps struct {
 	MaxStateSize int64
 }
 
-// New builds the HTTP handler. ctx bounds the River UI's background work.
+// New builds the HTTP handler. ctx bounds the River UI's background work, which begins when
+// the UI is first opened.
 func New(ctx context.Context, d Deps) (http.Handler, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -163,12 +165,10 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 		if err != nil {
 			return nil, fmt.Errorf("jobs UI: %w", err)
 		}
-		if err := ui.Start(ctx); err != nil {
-			return nil, fmt.Errorf("jobs UI: %w", err)
-		}
 		jobsUI := signed.Group("/admin/jobs", requireProviderAdmin)
-		jobsUI.Any("", echo.WrapHandler(ui))
-		jobsUI.Any("/*", echo.WrapHandler(ui))
+		serveUI := startOnFirstUse(ctx, ui, d.Log)
+		jobsUI.Any("", serveUI)
+		jobsUI.Any("/*", serveUI)
 	}
 
 	// Cross-origin browser requests that change state are refused before any handler runs; the
@@ -189,6 +189,22 @@ type Engine struct {
 	// ChecksPerTenant is how many of one tenant's component checks run at once;
 	// component.DefaultChecksPerTenant when zero.
 	ChecksPerTenant int
+}
+
+// startOnFirstUse serves the River UI, starting its background work (it counts the jobs of
+// each state every few seconds) when it is first opened rather than on every node from boot:
+// most nodes never show it.
+func startOnFirstUse(ctx context.Context, ui *riverui.Handler, log *slog.Logger) echo.HandlerFunc {
+	var start sync.Once
+	serve := echo.WrapHandler(ui)
+	return func(c echo.Context) error {
+		start.Do(func() {
+			if err := ui.Start(ctx); err != nil {
+				log.Error("start the jobs UI", "err", err)
+			}
+		})
+		return serve(c)
+	}
 }
 
 // Workers registers the job workers of every domain.
