@@ -49,7 +49,9 @@ status_kib() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
 # Pages of the binary are most of nimbus's RSS, and how many of them a start maps depends on how
 # the page cache holds the file: one just written by the linker maps several MiB more than one
 # read from disk, and the figure drifts as the cache ages. Starting from a binary out of the
-# cache, as after a reboot or a deploy, gives the same figure run after run.
+# cache, as after a reboot or a deploy, gives the same figure run after run. (Pages a fresh build
+# has not yet written back cannot be dropped: sync them first.)
+sync "$bin"
 dd if="$bin" iflag=nocache count=0 status=none
 start_until_ready
 cold=$elapsed
