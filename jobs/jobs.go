@@ -20,6 +20,12 @@ import (
 // checks never holds up a deploy, which runs in River's default queue.
 const CheckQueue = "checks"
 
+// fetchCooldown is the least time between two fetches of one queue's jobs on a node, and so
+// the longest a job announced by Inserter waits for a fetch: River's default, 100 ms, would be
+// most of the time a request takes to reach its engine. Fetches still come in batches under
+// load: every job announced during a cooldown is fetched together at its end.
+const fetchCooldown = 5 * time.Millisecond
+
 // Config tunes the job client.
 type Config struct {
 	// Workers is how many jobs of the default queue (operations, approvals, housekeeping) run
@@ -53,8 +59,9 @@ func NewClient(pool *pgxpool.Pool, log *slog.Logger, cfg Config) (*river.Client[
 		cfg.Register(workers)
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Logger:     log.With("component", "jobs"),
-		JobTimeout: cfg.Timeout,
+		Logger:        log.With("component", "jobs"),
+		JobTimeout:    cfg.Timeout,
+		FetchCooldown: fetchCooldown,
 		Queues: map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: cfg.Workers},
 			CheckQueue:         {MaxWorkers: cfg.CheckWorkers},

@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"nimbus/db/dbgen"
+	"nimbus/jobs"
 )
 
 // ExpiryArgs asks for the requests past their time to be expired.
@@ -38,7 +39,11 @@ func (e *Expirer) Timeout(*river.Job[ExpiryArgs]) time.Duration { return time.Mi
 func (e *Expirer) Work(ctx context.Context, _ *river.Job[ExpiryArgs]) error {
 	// Ending an operation may queue the next step of an environment's provisioning, with the
 	// client running this job.
-	n, err := NewService(e.pool, river.ClientFromContext[pgx.Tx](ctx)).ExpireDue(ctx)
+	queue, err := jobs.FromContext(ctx)
+	if err != nil {
+		return err
+	}
+	n, err := NewService(e.pool, queue).ExpireDue(ctx)
 	if n > 0 {
 		e.log.Info("approval requests expired", "count", n)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"nimbus/db/dbgen"
+	"nimbus/jobs"
 )
 
 // ReaperArgs asks for operations whose worker stopped beating to be picked up again.
@@ -61,13 +62,18 @@ func (r *Reaper) Work(ctx context.Context, _ *river.Job[ReaperArgs]) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	client := river.ClientFromContext[pgx.Tx](ctx)
+	queue, err := jobs.FromContext(ctx)
+	if err != nil {
+		return err
+	}
 	params := make([]river.InsertManyParams, len(ids))
 	for i, id := range ids {
 		params[i] = river.InsertManyParams{Args: OperationArgs{OperationID: id}}
 	}
-	_, err = client.InsertMany(ctx, params)
-	return err
+	return pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		_, err := queue.InsertManyTx(ctx, tx, params)
+		return err
+	})
 }
 
 // ReaperSchedule is how often the reaper sweeps: a dead worker's operation resumes within

@@ -6,11 +6,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 
 	"nimbus/app/component"
 	"nimbus/app/resolver"
 	"nimbus/db/dbgen"
+	"nimbus/jobs"
 )
 
 // EnvironmentArgs asks for an environment's next step while it is provisioned or
@@ -44,9 +44,9 @@ func advance(ctx context.Context, tx pgx.Tx, jobs func() (component.JobInserter,
 	return err
 }
 
-// riverJobs is the River client running the worker's job, to queue jobs in its transactions.
+// riverJobs queues jobs in the transactions of the worker's job, with the client running it.
 func riverJobs(ctx context.Context) func() (component.JobInserter, error) {
-	return func() (component.JobInserter, error) { return river.ClientFromContextSafely[pgx.Tx](ctx) }
+	return func() (component.JobInserter, error) { return jobs.FromContext(ctx) }
 }
 
 // Discard lets go of a deployment that never had a stack of its own — recorded, and never

@@ -18,6 +18,7 @@ import (
 	"nimbus/app/problem"
 	"nimbus/app/secrets"
 	"nimbus/db/dbgen"
+	"nimbus/jobs"
 )
 
 // Advancer takes an environment being provisioned or decommissioned one step further each time
@@ -41,11 +42,11 @@ func (a *Advancer) Timeout(*river.Job[deploy.EnvironmentArgs]) time.Duration { r
 // Work takes the step, under the environment's row lock: two steps of one environment never
 // run together, and a step that finds nothing to do changes nothing.
 func (a *Advancer) Work(ctx context.Context, job *river.Job[deploy.EnvironmentArgs]) error {
-	jobs, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+	queue, err := jobs.FromContext(ctx)
 	if err != nil {
 		return err
 	}
-	deploys := deploy.NewService(a.pool, a.keys, jobs, nil, nil)
+	deploys := deploy.NewService(a.pool, a.keys, queue, nil, nil)
 	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		q := dbgen.New(tx)
 		if _, err := q.LockEnvironment(ctx, job.Args.EnvironmentID); errors.Is(err, pgx.ErrNoRows) {

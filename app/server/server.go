@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,6 +41,7 @@ import (
 	"nimbus/app/user"
 	"nimbus/app/web"
 	"nimbus/db/listen"
+	"nimbus/jobs"
 	"nimbus/static"
 )
 
@@ -77,7 +79,8 @@ type Deps struct {
 	MaxStateSize int64
 }
 
-// New builds the HTTP handler. ctx bounds the River UI's background work.
+// New builds the HTTP handler. ctx bounds the River UI's background work, which begins when
+// the UI is first opened.
 func New(ctx context.Context, d Deps) (http.Handler, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -99,12 +102,13 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	tenants := tenant.NewService(d.Pool)
 	pools := ipam.NewService(d.Pool)
 	environments := environment.NewService(d.Pool)
-	deployments := deploy.NewService(d.Pool, d.Keys, d.Jobs, d.Runner, d.Objects).Withdrawing(approval.Withdraw)
-	lifecycle := environment.NewLifecycle(d.Pool, deployments, d.Jobs)
+	queue := jobs.NewInserter(d.Jobs)
+	deployments := deploy.NewService(d.Pool, d.Keys, queue, d.Runner, d.Objects).Withdrawing(approval.Withdraw)
+	lifecycle := environment.NewLifecycle(d.Pool, deployments, queue)
 	zones := landingzone.NewService(d.Pool, lifecycle)
-	components := component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir, Enabled: d.Info.Languages}, d.Jobs).
+	components := component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir, Enabled: d.Info.Languages}, queue).
 		LimitCheckRequests(d.ChecksPerMinute)
-	approvals := approval.NewService(d.Pool, d.Jobs)
+	approvals := approval.NewService(d.Pool, queue)
 	operations := listen.New(d.Pool, "nimbus_operation", d.Log)
 	go operations.Run(ctx)
 	metrics := system.NewMetrics(d.Pool)
@@ -161,12 +165,10 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 		if err != nil {
 			return nil, fmt.Errorf("jobs UI: %w", err)
 		}
-		if err := ui.Start(ctx); err != nil {
-			return nil, fmt.Errorf("jobs UI: %w", err)
-		}
-		jobs := signed.Group("/admin/jobs", requireProviderAdmin)
-		jobs.Any("", echo.WrapHandler(ui))
-		jobs.Any("/*", echo.WrapHandler(ui))
+		jobsUI := signed.Group("/admin/jobs", requireProviderAdmin)
+		serveUI := startOnFirstUse(ctx, ui, d.Log)
+		jobsUI.Any("", serveUI)
+		jobsUI.Any("/*", serveUI)
 	}
 
 	// Cross-origin browser requests that change state are refused before any handler runs; the
@@ -187,6 +189,22 @@ type Engine struct {
 	// ChecksPerTenant is how many of one tenant's component checks run at once;
 	// component.DefaultChecksPerTenant when zero.
 	ChecksPerTenant int
+}
+
+// startOnFirstUse serves the River UI, starting its background work (it counts the jobs of
+// each state every few seconds) when it is first opened rather than on every node from boot:
+// most nodes never show it.
+func startOnFirstUse(ctx context.Context, ui *riverui.Handler, log *slog.Logger) echo.HandlerFunc {
+	var start sync.Once
+	serve := echo.WrapHandler(ui)
+	return func(c echo.Context) error {
+		start.Do(func() {
+			if err := ui.Start(ctx); err != nil {
+				log.Error("start the jobs UI", "err", err)
+			}
+		})
+		return serve(c)
+	}
 }
 
 // Workers registers the job workers of every domain.
