@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
@@ -40,9 +39,6 @@ type Runner struct {
 	mode    sandbox.Mode
 	clouds  []string
 	keys    keyring // the stacks' secrets keys, derived from their passphrases once
-	// The salt of every check's scratch stack (see Check), made on the first check.
-	checkOnce  sync.Once
-	checkSaltV string
 }
 
 // NewRunner finds the pinned toolchain (see Detect) and prepares the directories under dataDir.
@@ -150,24 +146,17 @@ func (r *Runner) Check(ctx context.Context, code string, config map[string]any, 
 	if err := createStack(ctx, state, project, stack); err != nil {
 		return CheckResult{}, err
 	}
-	// The scratch stack holds no secret, and its state is thrown away with it: one passphrase
-	// and one salt serve every check, their key derived once.
-	salt, _, err := r.keys.crypter(checkPassphrase, r.checkSalt())
-	if err != nil {
-		return CheckResult{}, err
-	}
+	// The scratch stack holds no secret worth keeping, and its state is thrown away with it.
+	passphrase := randomHex(16)
 	settings := filepath.Join(dir, "Pulumi."+stack+".yaml")
-	if err := os.WriteFile(settings, []byte("encryptionsalt: "+salt+"\n"), 0o600); err != nil {
-		return CheckResult{}, fmt.Errorf("write stack settings: %w", err)
-	}
-	if err := r.writeSettings(settings, project, Stack{Name: stack, Config: config, Passphrase: checkPassphrase}); err != nil {
+	if err := r.writeSettings(settings, project, Stack{Name: stack, Config: config, Passphrase: passphrase}); err != nil {
 		return CheckResult{}, err
 	}
 	h, err := home(dir)
 	if err != nil {
 		return CheckResult{}, err
 	}
-	env := append(r.engineEnv(Backend{URL: "file://" + state.Root()}, checkPassphrase, h),
+	env := append(r.engineEnv(Backend{URL: "file://" + state.Root()}, passphrase, h),
 		"SIMCLOUD_DIR="+filepath.Join(dir, "cloud")) // its cloud is thrown away with it
 	ws := workspace{stack: stack, dir: dir, tmp: filepath.Join(h, "tmp"), env: env}
 	started := time.Now()
@@ -189,17 +178,6 @@ func (r *Runner) Check(ctx context.Context, code string, config map[string]any, 
 	out.Succeeded = true
 	out.Output = fmt.Sprintf("preview succeeded in %s: %s", time.Since(started).Round(time.Millisecond), summarise(run.changes))
 	return out, nil
-}
-
-// checkPassphrase is the passphrase of every check's scratch stack.
-const checkPassphrase = "nimbus-check"
-
-// checkSalt is the salt of every check's scratch stack, made once.
-func (r *Runner) checkSalt() string {
-	r.checkOnce.Do(func() {
-		r.checkSaltV, _, _ = r.keys.crypter(checkPassphrase, "")
-	})
-	return r.checkSaltV
 }
 
 // configValue turns an input's JSON value into stack config: scalars as text, which Pulumi

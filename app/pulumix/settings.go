@@ -85,9 +85,10 @@ func createStack(ctx context.Context, b Bucket, project, stack string) error {
 }
 
 // writeSettings replaces the stack's settings file with st's inputs, so that an input the
-// deployment no longer has does not linger. The salt of an earlier file is kept; a stack
-// without one gets a new salt, and its state, encrypted under the old one, is still read
-// through the salt the state records.
+// deployment no longer has does not linger. The salt of an earlier file is kept. A stack
+// without one gets a new salt when it has secrets to encrypt; else the engine makes one, as it
+// must derive the key anyway. A state encrypted under an older salt is still read through the
+// salt the state records.
 func (r *Runner) writeSettings(file, project string, st Stack) error {
 	salt := ""
 	if data, err := os.ReadFile(file); err == nil {
@@ -102,7 +103,7 @@ func (r *Runner) writeSettings(file, project string, st Stack) error {
 		return fmt.Errorf("read stack settings: %w", err)
 	}
 	var crypter config.Crypter
-	if salt == "" || len(st.Secrets) > 0 {
+	if len(st.Secrets) > 0 {
 		var err error
 		if salt, crypter, err = r.keys.crypter(st.Passphrase, salt); err != nil {
 			return fmt.Errorf("stack %s: %w", st.Name, err)
