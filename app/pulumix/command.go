@@ -24,8 +24,7 @@ import (
 // needs. Programs run inside the engine, so nothing of Nimbus's own — the database URL, the
 // master key, the first admin's password — may reach it.
 type command struct {
-	path    string
-	version semver.Version
+	path string
 	// grace is how long an interrupted engine gets to stop cleanly and unlock its stack
 	// before it is killed.
 	grace time.Duration
@@ -59,15 +58,12 @@ func newCommand(path string, grace time.Duration) (command, error) {
 	if err != nil {
 		return command{}, fmt.Errorf("%s version: %w", path, err)
 	}
-	v, err := semver.ParseTolerant(strings.TrimSpace(string(out)))
-	if err != nil {
+	// A CLI that starts but does not answer with a version is not one to drive.
+	if _, err := semver.ParseTolerant(strings.TrimSpace(string(out))); err != nil {
 		return command{}, fmt.Errorf("%s version: %w", path, err)
 	}
-	return command{path: path, version: v, grace: grace}, nil
+	return command{path: path, grace: grace}, nil
 }
-
-// Version is the CLI's version.
-func (c command) Version() semver.Version { return c.version }
 
 // Run runs the CLI non-interactively. Cancelling ctx interrupts the whole process group with
 // SIGINT, as Ctrl-C would, and kills it only if it has not stopped within the grace period.

@@ -70,9 +70,6 @@ func TestCommand_KeepsNimbusSecretsFromTheEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cmd.Version().String() != "3.274.1" {
-		t.Fatalf("version %s", cmd.Version())
-	}
 	out, _, code, err := cmd.Run(context.Background(), t.TempDir(), nil, nil, nil, []string{"PULUMI_HOME=/x"}, "preview")
 	if err != nil || code != 0 {
 		t.Fatalf("run: %v %d", err, code)
