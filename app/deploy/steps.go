@@ -76,6 +76,8 @@ type run struct {
 	// count of a kind replaces an earlier one's), and the exit code of an engine that refused.
 	changes map[string]int
 	exit    *int
+	// untouched says this run's up failed before the engine touched a resource.
+	untouched bool
 }
 
 // resolve fills the operation's bound inputs (see Worker.resolve).
@@ -149,15 +151,25 @@ func (r *run) preview(ctx context.Context, _ *saga.Run) (json.RawMessage, error)
 }
 
 // applied takes the plan of the preview the operation carries out, and shows what it planned.
+// A deployment changed since that preview (by an operation queued before this one, say) makes
+// its plan one nobody saw hold: the operation is refused, as the request would have been.
 func (r *run) applied(ctx context.Context, preview uuid.UUID) (json.RawMessage, error) {
-	saved, err := dbgen.New(r.w.pool).PreviewResult(ctx, preview)
+	q := dbgen.New(r.w.pool)
+	saved, err := q.PreviewResult(ctx, preview)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, problem.Invalid("operation", "preview", "the preview this operation applies is gone")
 	} else if err != nil {
 		return nil, saga.Transient(err)
 	}
+	changed, err := q.ChangedSince(ctx, dbgen.ChangedSinceParams{DeploymentID: r.dep.ID, Since: saved.CreatedAt})
+	if err != nil {
+		return nil, saga.Transient(err)
+	}
+	if changed {
+		return nil, problem.Invalid("operation", "stale", "%s changed after the preview this operation applies: preview it again", r.dep.Name)
+	}
 	var p previewed
-	if err := json.Unmarshal(saved, &p); err != nil {
+	if err := json.Unmarshal(saved.Result, &p); err != nil {
 		return nil, fmt.Errorf("the preview's plan: %w", err)
 	}
 	if err := r.progress.planOf(preview); err != nil {
@@ -166,7 +178,7 @@ func (r *run) applied(ctx context.Context, preview uuid.UUID) (json.RawMessage, 
 	for k, n := range p.Changes {
 		r.changes[k] = n
 	}
-	return saved, nil
+	return saved.Result, nil
 }
 
 // bound reports whether the operation will wait for approval (see Gate.Binds).
@@ -190,8 +202,12 @@ func (r *run) up(ctx context.Context, sr *saga.Run) (json.RawMessage, error) {
 	if err := sr.Result(StepPreview, &p); err != nil {
 		return nil, err
 	}
-	res, err := r.converge(ctx, alone(st), p.Plan, sr.Interrupted(StepUp))
+	interrupted := sr.Interrupted(StepUp)
+	res, err := r.converge(ctx, alone(st), p.Plan, interrupted)
 	if err != nil {
+		// Refused in its preview or by its plan before touching a resource, it leaves nothing
+		// to undo; after a crash, an earlier attempt may have.
+		r.untouched = !res.Began && !interrupted
 		return nil, err
 	}
 	return json.Marshal(res.Outputs)
@@ -199,6 +215,9 @@ func (r *run) up(ctx context.Context, sr *saga.Run) (json.RawMessage, error) {
 
 // destroyMade undoes a first deploy's up.
 func (r *run) destroyMade(ctx context.Context, _ *saga.Run) error {
+	if r.untouched {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.w.timeout) // an undo is not cancelled, but must end
 	defer cancel()
 	_, err := r.destroy(ctx, nil)
@@ -208,6 +227,9 @@ func (r *run) destroyMade(ctx context.Context, _ *saga.Run) error {
 // rollBack undoes an update's or an upgrade's up: the deployment goes back to its version and
 // parameters.
 func (r *run) rollBack(ctx context.Context, _ *saga.Run) error {
+	if r.untouched {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.w.timeout)
 	defer cancel()
 	_, err := r.converge(ctx, alone(r.current), nil, r.resumed)

@@ -27,6 +27,7 @@ type engineRun struct {
 	output  string
 	outputs map[string]any // the stack's outputs after an update, secrets as "[secret]"
 	changes map[string]int // by kind, from the last summary: an up's update, not its preview
+	began   bool           // a step past the planning: the engine set about the resources
 }
 
 // run runs one CLI command on the workspace's stack: its text output goes to progress as it
@@ -67,6 +68,9 @@ func (run *engineRun) note(ev apitype.EngineEvent, sink EventSink) {
 		if e, ok := convert(ev); ok {
 			sink.Event(e)
 		}
+	}
+	if ev.ResourcePreEvent != nil && !ev.ResourcePreEvent.Planning {
+		run.began = true
 	}
 	switch {
 	case ev.SummaryEvent != nil:

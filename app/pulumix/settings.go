@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -52,15 +53,38 @@ func checkpointKey(project, stack string) string {
 
 const metaKey = ".pulumi/meta.yaml"
 
-// hasStack reports whether the backend holds the stack.
-func hasStack(ctx context.Context, b Bucket, project, stack string) (bool, error) {
+// readStack reports whether the backend holds the stack and, when salt is asked for, the
+// passphrase salt its state records.
+func readStack(ctx context.Context, b Bucket, project, stack string, salt bool) (bool, string, error) {
 	rc, err := b.Get(ctx, checkpointKey(project, stack))
 	if errors.Is(err, objstore.ErrNotFound) {
-		return false, nil
+		return false, "", nil
 	} else if err != nil {
-		return false, err
+		return false, "", err
 	}
-	return true, rc.Close()
+	defer rc.Close()
+	if !salt {
+		return true, "", nil
+	}
+	var chk struct {
+		Checkpoint struct {
+			Latest *struct {
+				Secrets *struct {
+					Type  string `json:"type"`
+					State struct {
+						Salt string `json:"salt"`
+					} `json:"state"`
+				} `json:"secrets_providers"`
+			} `json:"latest"`
+		} `json:"checkpoint"`
+	}
+	if err := json.NewDecoder(rc).Decode(&chk); err != nil {
+		return true, "", fmt.Errorf("read the checkpoint of %s: %w", stack, err)
+	}
+	if l := chk.Checkpoint.Latest; l != nil && l.Secrets != nil && l.Secrets.Type == "passphrase" {
+		return true, l.Secrets.State.Salt, nil
+	}
+	return true, "", nil
 }
 
 // createStack writes what `stack init` writes into a DIY backend: the layout marker, when the

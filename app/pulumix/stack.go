@@ -32,6 +32,9 @@ type Result struct {
 	Changes map[string]int // operations by kind: create, update, delete, same, replace…
 	Output  string         // the engine's own words: the tail of its progress, without PATH notices
 	Plan    []byte         // a preview's update plan, for Apply
+	// Began says the engine went past its preview to the resources themselves: an up that
+	// failed without it changed nothing.
+	Began bool
 }
 
 // EngineError is a failure the engine reported: the program or a provider refused or failed.
@@ -114,7 +117,7 @@ func (r *Runner) Apply(ctx context.Context, st Stack, plan []byte, progress io.W
 
 func (r *Runner) up(ctx context.Context, ws workspace, progress io.Writer, args ...string) (Result, error) {
 	run, err := r.run(ctx, ws, progress, append([]string{"up", "--yes", "--parallel", parallel}, args...)...)
-	out := Result{Outputs: run.outputs, Changes: run.changes, Output: run.output}
+	out := Result{Outputs: run.outputs, Changes: run.changes, Output: run.output, Began: run.began}
 	if out.Outputs == nil {
 		out.Outputs = map[string]any{}
 	}

@@ -659,3 +659,54 @@ func TestStack_SharedFileBackendIsSplitPerStack(t *testing.T) {
 		t.Fatalf("destroyed stacks left state behind: %v", entries)
 	}
 }
+
+// Replicas share the state in a bucket, each with a data directory of its own: a plan saved on
+// one is applied on another, and a stack one destroys, another makes anew.
+func TestStack_ReplicasShareStacksAndPlans(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	store, err := objstore.NewS3(ctx, s3test.Shared(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloud := t.TempDir()
+	replica := func() *Runner {
+		r, err := NewRunner(toolchain(t), t.TempDir(), map[string]string{"SIMCLOUD_DIR": cloud},
+			WithBackend(S3Backend(store)), CloudDirs(cloud))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a, b := replica(), replica()
+	st := Stack{Name: "d-shared", Code: secretProgram, Config: map[string]any{"name": "shared"},
+		Secrets: map[string]string{"token": "s3cr3t-token"}, Passphrase: "passphrase of d-shared"}
+	if _, err := a.Up(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	st.Config["name"] = "renamed"
+	preview, err := a.Preview(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(preview.Plan, []byte("s3cr3t-token")) {
+		t.Fatal("the plan holds the secret in plaintext")
+	}
+	res, err := b.Apply(ctx, st, preview.Plan, nil)
+	if err != nil {
+		t.Fatalf("the other replica could not apply the plan: %v\n%s", err, res.Output)
+	}
+	if res.Outputs["token"] != "[secret]" || res.Changes["replace"]+res.Changes["update"] == 0 {
+		t.Fatalf("apply on the other replica: outputs %v, changes %v", res.Outputs, res.Changes)
+	}
+	if _, err := b.Destroy(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The first replica still has the stack's settings from before; the backend has no stack.
+	if _, err := a.Up(ctx, st, nil); err != nil {
+		t.Fatalf("up after another replica destroyed the stack: %v", err)
+	}
+	if disks := cloudFiles(t, cloud, "disk"); len(disks) != 1 {
+		t.Fatalf("the cloud holds %d disks, want the one made anew", len(disks))
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -107,23 +106,35 @@ func (r *Runner) open(ctx context.Context, st Stack, create bool) (workspace, er
 	if err != nil {
 		return workspace{}, err
 	}
-	// The settings file is written once the stack exists: while it is there, the stack is.
-	if _, err := os.Stat(settings); errors.Is(err, fs.ErrNotExist) {
-		exists, err := hasStack(ctx, backend.Bucket, project, st.Name)
-		if err != nil {
-			return workspace{}, fmt.Errorf("look up stack %s: %w", st.Name, err)
+	// The backend says whether the stack exists, not the working directory: another replica
+	// may have removed the stack, or made it, and then this one has no settings of its own.
+	_, statErr := os.Stat(settings)
+	local := statErr == nil
+	exists, salt, err := readStack(ctx, backend.Bucket, project, st.Name, !local)
+	if err != nil {
+		return workspace{}, fmt.Errorf("look up stack %s: %w", st.Name, err)
+	}
+	if !exists && local {
+		if err := os.Remove(settings); err != nil {
+			return workspace{}, fmt.Errorf("forget the settings of %s: %w", st.Name, err)
 		}
-		if !exists && !create {
-			return workspace{}, fmt.Errorf("%w named %s", ErrNoStack, st.Name)
-		}
-		if !exists {
-			if err := createStack(ctx, backend.Bucket, project, st.Name); err != nil {
-				return workspace{}, err
-			}
+	}
+	if !exists && !create {
+		return workspace{}, fmt.Errorf("%w named %s", ErrNoStack, st.Name)
+	}
+	if !exists {
+		if err := createStack(ctx, backend.Bucket, project, st.Name); err != nil {
+			return workspace{}, err
 		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return workspace{}, fmt.Errorf("prepare %s: %w", dir, err)
+	}
+	if exists && !local && salt != "" {
+		// The salt the state was encrypted with, which a plan saved on another replica needs.
+		if err := os.WriteFile(settings, []byte("encryptionsalt: "+salt+"\n"), 0o600); err != nil {
+			return workspace{}, fmt.Errorf("write stack settings: %w", err)
+		}
 	}
 	// Written every time: the deployment may have moved to a new version of its program.
 	if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte(st.Code), 0o600); err != nil {

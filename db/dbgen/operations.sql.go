@@ -8,6 +8,7 @@ package dbgen
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -342,16 +343,21 @@ func (q *Queries) ParkOperation(ctx context.Context, arg ParkOperationParams) (i
 }
 
 const previewResult = `-- name: PreviewResult :one
-SELECT s.result FROM operation_steps s JOIN operations o ON o.id = s.operation_id
+SELECT s.result, o.created_at FROM operation_steps s JOIN operations o ON o.id = s.operation_id
 WHERE s.operation_id = $1 AND s.name = 'preview' AND s.status = 'done' AND o.kind = 'preview' AND o.status = 'succeeded'
 `
 
-// What a succeeded preview's step saved: its changes and the engine's plan.
-func (q *Queries) PreviewResult(ctx context.Context, operationID uuid.UUID) (json.RawMessage, error) {
+type PreviewResultRow struct {
+	Result    json.RawMessage `json:"result"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// What a succeeded preview's step saved, its changes and the engine's plan, and when it began.
+func (q *Queries) PreviewResult(ctx context.Context, operationID uuid.UUID) (PreviewResultRow, error) {
 	row := q.db.QueryRow(ctx, previewResult, operationID)
-	var result json.RawMessage
-	err := row.Scan(&result)
-	return result, err
+	var i PreviewResultRow
+	err := row.Scan(&i.Result, &i.CreatedAt)
+	return i, err
 }
 
 const requestOperationCancel = `-- name: RequestOperationCancel :execrows

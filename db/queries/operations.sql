@@ -70,8 +70,8 @@ INSERT INTO operation_steps (operation_id, position, name) VALUES ($1, $2, $3)
 ON CONFLICT (operation_id, name) DO NOTHING;
 
 -- name: PreviewResult :one
--- What a succeeded preview's step saved: its changes and the engine's plan.
-SELECT s.result FROM operation_steps s JOIN operations o ON o.id = s.operation_id
+-- What a succeeded preview's step saved, its changes and the engine's plan, and when it began.
+SELECT s.result, o.created_at FROM operation_steps s JOIN operations o ON o.id = s.operation_id
 WHERE s.operation_id = $1 AND s.name = 'preview' AND s.status = 'done' AND o.kind = 'preview' AND o.status = 'succeeded';
 
 -- name: ListOperationSteps :many
