@@ -149,7 +149,7 @@ func (r *Runner) Check(ctx context.Context, code string, config map[string]any, 
 	// The scratch stack holds no secret worth keeping, and its state is thrown away with it.
 	passphrase := randomHex(16)
 	settings := filepath.Join(dir, "Pulumi."+stack+".yaml")
-	if err := r.writeSettings(settings, project, Stack{Name: stack, Config: config, Passphrase: passphrase}); err != nil {
+	if err := r.writeSettings(settings, project, Stack{Name: stack, Config: config, Passphrase: passphrase}, false); err != nil {
 		return CheckResult{}, err
 	}
 	h, err := home(dir)

@@ -3,7 +3,7 @@ package pulumix
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -109,11 +109,12 @@ func createStack(ctx context.Context, b Bucket, project, stack string) error {
 }
 
 // writeSettings replaces the stack's settings file with st's inputs, so that an input the
-// deployment no longer has does not linger. The salt of an earlier file is kept. A stack
-// without one gets a new salt when it has secrets to encrypt; else the engine makes one, as it
-// must derive the key anyway. A state encrypted under an older salt is still read through the
-// salt the state records.
-func (r *Runner) writeSettings(file, project string, st Stack) error {
+// deployment no longer has does not linger. The salt of an earlier file is kept. A shared
+// stack without one gets the salt its name and passphrase make, the same on every replica, so
+// that a plan saved on one is read on another before any state records a salt; a scratch
+// stack leaves it to the engine. A state encrypted under an older salt is still read through
+// the salt the state records.
+func (r *Runner) writeSettings(file, project string, st Stack, shared bool) error {
 	salt := ""
 	if data, err := os.ReadFile(file); err == nil {
 		var old struct {
@@ -127,7 +128,10 @@ func (r *Runner) writeSettings(file, project string, st Stack) error {
 		return fmt.Errorf("read stack settings: %w", err)
 	}
 	var crypter config.Crypter
-	if len(st.Secrets) > 0 {
+	if salt == "" && shared {
+		salt = stackSalt(st)
+	}
+	if len(st.Secrets) > 0 || strings.HasSuffix(salt, ":") {
 		var err error
 		if salt, crypter, err = r.keys.crypter(st.Passphrase, salt); err != nil {
 			return fmt.Errorf("stack %s: %w", st.Name, err)
@@ -161,6 +165,14 @@ func (r *Runner) writeSettings(file, project string, st Stack) error {
 	return nil
 }
 
+// stackSalt is the salt a shared stack starts with, made from its name and passphrase, in the
+// form a settings file holds it: v1:<salt>: with the check of the passphrase still to come.
+func stackSalt(st Stack) string {
+	mac := hmac.New(sha256.New, []byte(st.Passphrase))
+	mac.Write([]byte("salt of stack " + st.Name))
+	return "v1:" + base64.StdEncoding.EncodeToString(mac.Sum(nil)[:8]) + ":"
+}
+
 // keyring keeps the keys derived from stacks' passphrases. A key takes a million rounds of
 // PBKDF2 (0.2 s here), and a stack's key never changes: each is derived once per server.
 type keyring struct {
@@ -171,12 +183,14 @@ type keyring struct {
 // maxKeys bounds the ring; past it, it starts again empty.
 const maxKeys = 4096
 
-// crypter returns the crypter of passphrase and salt, and with an empty salt a new salt and
-// its crypter, the salt in the form a stack's settings file holds it.
+// crypter returns the crypter of passphrase and salt, and the salt in the form a stack's
+// settings file holds it: a salt without its check ("v1:<salt>:", see stackSalt) gets one.
 func (k *keyring) crypter(passphrase, salt string) (string, config.Crypter, error) {
-	if salt == "" {
-		raw := make([]byte, 8)
-		_, _ = rand.Read(raw)
+	if encoded, ok := strings.CutSuffix(strings.TrimPrefix(salt, "v1:"), ":"); ok && !strings.Contains(encoded, ":") {
+		raw, err := base64.StdEncoding.DecodeString(encoded)
+		if err != nil {
+			return "", nil, err
+		}
 		c := config.NewSymmetricCrypterFromPassphrase(passphrase, raw)
 		check, err := c.EncryptValue(context.Background(), "pulumi")
 		if err != nil {

@@ -699,6 +699,18 @@ func TestStack_ReplicasShareStacksAndPlans(t *testing.T) {
 	if res.Outputs["token"] != "[secret]" || res.Changes["replace"]+res.Changes["update"] == 0 {
 		t.Fatalf("apply on the other replica: outputs %v, changes %v", res.Outputs, res.Changes)
 	}
+	// A stack only previewed has no state to record its salt: both replicas make the same.
+	fresh := Stack{Name: "d-fresh", Code: secretProgram, Config: map[string]any{"name": "fresh"},
+		Secrets: map[string]string{"token": "other-token"}, Passphrase: "passphrase of d-fresh"}
+	if preview, err = a.Preview(ctx, fresh, nil); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := b.Apply(ctx, fresh, preview.Plan, nil); err != nil {
+		t.Fatalf("the other replica could not apply the plan of a stack only previewed: %v\n%s", err, res.Output)
+	}
+	if _, err := b.Destroy(ctx, fresh, nil); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := b.Destroy(ctx, st, nil); err != nil {
 		t.Fatal(err)
 	}

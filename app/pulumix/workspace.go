@@ -140,7 +140,7 @@ func (r *Runner) open(ctx context.Context, st Stack, create bool) (workspace, er
 	if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte(st.Code), 0o600); err != nil {
 		return workspace{}, fmt.Errorf("write program: %w", err)
 	}
-	if err := r.writeSettings(settings, project, st); err != nil {
+	if err := r.writeSettings(settings, project, st, true); err != nil {
 		return workspace{}, err
 	}
 	h, err := home(dir)
