@@ -12,6 +12,21 @@ type Page struct {
 	CSRF   string
 	Flash  []Flash
 	Viewer *Viewer
+	// Crumbs lead from the top of the site to the page's parent; the page itself ends the
+	// trail with its title. None on top-level pages.
+	Crumbs []Crumb
+}
+
+// Crumb is one step of the trail above a page: a list or parent it belongs to.
+type Crumb struct {
+	Label string
+	URL   string
+}
+
+// Under is the page with the trail of parents that lead to it.
+func (p Page) Under(crumbs ...Crumb) Page {
+	p.Crumbs = crumbs
+	return p
 }
 
 // Viewer is the signed-in user as the navigation needs to know them.
