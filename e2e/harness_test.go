@@ -386,31 +386,25 @@ func (s *session) dialogs() func() []string {
 	}
 }
 
-// screenshot writes a full-page PNG of the current page when NIMBUS_SCREENSHOTS asks for it:
-// "1" for testdata/screenshots, anything else names the directory. Unset, nothing is written.
+// screenshotDir is where the browser tests leave a picture of the pages they pass through,
+// for whoever wants to see Nimbus before reading its code (the README points here).
+const screenshotDir = "testdata/screenshots"
+
+// screenshot writes a full-page PNG of the current page into screenshotDir, once its
+// animations have settled (buttons fade between theme colours).
 func (s *session) screenshot(name string) {
 	s.t.Helper()
-	dir := os.Getenv("NIMBUS_SCREENSHOTS")
-	switch dir {
-	case "":
-		return
-	case "1":
-		dir = filepath.Join("testdata", "screenshots")
-	}
-	// Buttons fade between theme colours; capture the page once they have settled.
 	s.waitFor(`document.getAnimations().every(a => a.playState !== 'running')`)
 	png, err := chromedp.Run(s.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		s.t.Fatalf("screenshot %s: %v", name, err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(screenshotDir, 0o755); err != nil {
 		s.t.Fatal(err)
 	}
-	file := filepath.Join(dir, name+".png")
-	if err := os.WriteFile(file, png, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(screenshotDir, name+".png"), png, 0o644); err != nil {
 		s.t.Fatal(err)
 	}
-	s.t.Logf("wrote %s", file)
 }
 
 // apiGet calls the JSON API with a bearer token, as a script would, and decodes the answer.
