@@ -84,7 +84,7 @@ func TestBrowser_DeployDialogSaysWhatEachFieldIs(t *testing.T) {
 	if !eval[bool](s, resolvedName) {
 		t.Errorf("in dev the name is not shown as filled by the naming resolver: %s", eval[string](s, `document.getElementById('f-p.name').closest('.field').outerHTML`))
 	}
-	if note := s.text(`[data-resolver="naming"] .resolved-note`); !strings.HasPrefix(note, "filled by the naming resolver") {
+	if note := s.text(`[data-resolver="naming"] .resolved-note`); !strings.HasPrefix(note, "Filled by the naming resolver of this environment") {
 		t.Errorf("the name's note: %q", note)
 	}
 	if eval[bool](s, `(() => { const f = document.getElementById('f-p.ip_address');
@@ -116,13 +116,13 @@ func TestBrowser_DeployDialogSaysWhatEachFieldIs(t *testing.T) {
 		t.Errorf("fail on offers %q", got)
 	}
 	// The limits stand beside the fields they bind.
-	if got := s.text(`[data-limits="cores"]`); got != "at most 4, set by the provider" {
+	if got := s.text(`[data-limits="cores"]`); got != "At most 4, set by the provider." {
 		t.Errorf("beside the cores: %q", got)
 	}
 	if got := eval[string](s, `document.getElementById('f-p.cores').max`); got != "4" {
 		t.Errorf("the cores' max is %q", got)
 	}
-	if got := s.text(`[data-limits="image"]`); got != "the choices are set by the provider" {
+	if got := s.text(`[data-limits="image"]`); got != "The choices are set by the provider." {
 		t.Errorf("beside the image: %q", got)
 	}
 	s.screenshot("deploy-dialog-fields")

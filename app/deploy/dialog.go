@@ -416,8 +416,11 @@ func setBy(scope string) string {
 func rulesInWords(e governance.EffectiveRule, titles map[string]string) []string {
 	var out []string
 	if e.MaxInstances != nil {
-		n := e.MaxInstances.Value
-		out = append(out, fmt.Sprintf("at most %d %s in your tenant (set by %s)", n, map[bool]string{true: "instance", false: "instances"}[n == 1], setBy(e.MaxInstances.SetBy)))
+		instances := "instances"
+		if e.MaxInstances.Value == 1 {
+			instances = "instance"
+		}
+		out = append(out, fmt.Sprintf("at most %d %s in your tenant (set by %s)", e.MaxInstances.Value, instances, setBy(e.MaxInstances.SetBy)))
 	}
 	for _, name := range slices.Sorted(maps.Keys(e.Parameters)) {
 		l, title := e.Parameters[name], cmp.Or(titles[name], name)
