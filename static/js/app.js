@@ -269,7 +269,7 @@
   });
   // A deploy form's inputs that the chosen environment's resolvers fill are not asked for: the
   // field turns read-only (disabled, so not sent), says who fills it, and is no longer marked
-  // required. The server renders the first environment's state; this follows a change.
+  // required. The server renders the state of the environment selected; this follows a change.
   function markResolved(form) {
     var resolves;
     try { resolves = JSON.parse(form.getAttribute("data-resolves") || "{}"); } catch (err) { return; }
