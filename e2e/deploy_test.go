@@ -63,7 +63,9 @@ func TestBrowser_DeployWatchUpdateUpgradeDestroy(t *testing.T) {
 	s.retype(`#f-p\.name`, "web-1")
 	s.retype(`#f-p\.delay_ms`, "1500") // slow enough to watch
 	s.click(`[data-testid="deploy-form"] button[value="preview"]`)
-	s.across(`location.pathname.startsWith('/operations/') && document.readyState === 'complete'`, 10*time.Second)
+	// The dialog shows the plan; its page has the details.
+	s.waitWithin(`document.querySelector('[data-testid="dialog-plan"]')?.dataset.status === 'succeeded'`, engineWait)
+	s.submitButton(`[data-testid="preview-page"]`)
 	s.waitOperation("succeeded")
 	if got := s.resourceOp("machine"); got != "create" {
 		t.Fatalf("the preview plans %q for the machine, want create", got)

@@ -1,12 +1,16 @@
 package deploy
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -25,6 +29,9 @@ func (h *Handlers) DeployDialog(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if preview := c.QueryParam("preview"); preview != "" {
+		return h.planPanel(c, preview)
+	}
 	dd, err := h.svc.Deployable(web.Ctx(c), web.Actor(c), id)
 	if err != nil {
 		return err
@@ -35,7 +42,24 @@ func (h *Handlers) DeployDialog(c echo.Context) error {
 		return err
 	}
 	v.Form = paramForm(dd.InputSchema, nil, nil, nil, bound, false, limitsOf(dd))
+	markResolved(&v.Form, dd, v.Environment)
 	return web.Render(c, http.StatusOK, DeployDialog(views.Page{CSRF: web.CSRF(c)}, v))
+}
+
+// markResolved shows the inputs that the chosen environment's resolvers fill as such, as the
+// dialog's script does when another environment is chosen. No environment chosen yet means
+// the first offered.
+func markResolved(f *ParamForm, dd Deployable, environment string) {
+	if len(dd.Environments) == 0 {
+		return
+	}
+	env := dd.Environments[0].ID
+	if id, err := uuid.Parse(environment); err == nil {
+		env = id
+	}
+	for i := range f.Fields {
+		f.Fields[i].Resolved = f.Fields[i].BoundTo != "" && slices.Contains(dd.Resolves[env], f.Fields[i].BoundTo)
+	}
 }
 
 func limitsOf(dd Deployable) map[string]governance.Limits {
@@ -48,7 +72,7 @@ func limitsOf(dd Deployable) map[string]governance.Limits {
 func dialogView(dd Deployable) DeployDialogView {
 	v := DeployDialogView{ComponentID: dd.ComponentID.String(), Component: dd.Component, Version: dd.Version}
 	if dd.Rule != nil {
-		v.Rules = dd.Rule.Describe()
+		v.Rules = rulesInWords(*dd.Rule, titles(dd.InputSchema))
 	}
 	if dd.Limited {
 		v.Left = fmt.Sprintf("%d more may be deployed in this tenant", dd.Left)
@@ -61,9 +85,9 @@ func dialogView(dd Deployable) DeployDialogView {
 	return v
 }
 
-// DeployDialogForm creates the deployment from the dialog: previewed first (it stays pending
-// until deployed from the preview's page) or deployed at once. Problems come back into the
-// dialog beside their fields.
+// DeployDialogForm creates the deployment from the dialog: previewed first, its plan shown in
+// the dialog (the deployment stays pending until deployed from it), or deployed at once.
+// Every problem comes back into the dialog in one answer, each beside its field.
 func (h *Handlers) DeployDialogForm(c echo.Context) error {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
@@ -77,20 +101,22 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 	v := dialogView(dd)
 	v.Environment, v.Name = c.FormValue("environment_id"), c.FormValue("name")
 	params, err := formParams(c, dd.InputSchema)
-	if err == nil {
-		envID, perr := uuid.Parse(v.Environment)
-		if perr != nil {
-			err = problem.Invalid("environment_id", "uuid", "choose an environment")
-		} else {
-			var op Operation
-			// The version the form was made for: a newer one published meanwhile may have
-			// other inputs.
-			version, _ := strconv.Atoi(c.FormValue("version"))
-			_, op, err = h.svc.Deploy(ctx, actor, Request{ComponentID: id, Version: version, EnvironmentID: envID, Name: v.Name,
-				Parameters: params, PreviewOnly: c.FormValue("action") != "deploy"})
-			if err == nil {
-				return web.Redirect(c, "/operations/"+op.ID.String())
+	envID, _ := uuid.Parse(v.Environment) // none chosen is reported by review
+	// The version the form was made for: a newer one published meanwhile may have other inputs.
+	version, _ := strconv.Atoi(c.FormValue("version"))
+	req := Request{ComponentID: id, Version: version, EnvironmentID: envID, Name: v.Name,
+		Parameters: params, PreviewOnly: c.FormValue("action") != "deploy"}
+	if err = h.svc.review(ctx, actor, req, err); err == nil {
+		var op Operation
+		if _, op, err = h.svc.Deploy(ctx, actor, req); err == nil {
+			if req.PreviewOnly {
+				pv, err := h.plan(c, id, op.ID)
+				if err != nil {
+					return err
+				}
+				return web.Render(c, http.StatusOK, DeployPlan(pv))
 			}
+			return web.Redirect(c, "/operations/"+op.ID.String())
 		}
 	}
 	errs := web.FormErrors(err)
@@ -109,16 +135,95 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 		return berr
 	}
 	v.Form = paramForm(dd.InputSchema, values, nil, err, bound, false, limitsOf(dd))
+	markResolved(&v.Form, dd, v.Environment)
 	// Problems with no field of their own here (an instance limit, say) go above the form.
 	var general []string
 	for field, msg := range errs {
 		if field != "name" && field != "environment_id" && !strings.HasPrefix(field, "parameters.") {
-			general = append(general, msg)
+			general = append(general, sentence(msg))
 		}
 	}
 	slices.Sort(general)
-	v.Form.Error = strings.Join(general, "; ")
+	v.Error = strings.Join(general, " ")
 	return web.Render(c, http.StatusUnprocessableEntity, DeployDialog(views.Page{CSRF: web.CSRF(c)}, v))
+}
+
+// planPanel answers the dialog's poll of its preview with the plan so far.
+func (h *Handlers) planPanel(c echo.Context, preview string) error {
+	componentID, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	op, err := uuid.Parse(preview)
+	if err != nil {
+		return problem.Invalid("preview", "uuid", "is not an operation's ID")
+	}
+	pv, err := h.plan(c, componentID, op)
+	if err != nil {
+		return err
+	}
+	return web.Render(c, http.StatusOK, PlanPanel(pv))
+}
+
+// plan is what the dialog shows of a preview: its status, then the resources it would create
+// or change.
+func (h *Handlers) plan(c echo.Context, componentID, op uuid.UUID) (PlanView, error) {
+	d, err := h.svc.Detail(web.Ctx(c), web.Actor(c), op)
+	if err != nil {
+		return PlanView{}, err
+	}
+	if d.Kind != KindPreview {
+		return PlanView{}, problem.Invalid("preview", "kind", "is not a preview")
+	}
+	v := PlanView{OperationID: d.ID.String(), DeploymentID: d.DeploymentID.String(), Deployment: d.Deployment,
+		Status: string(d.Status), Ended: d.Status.Ended(), Error: d.Error, CSRF: web.CSRF(c),
+		PollURL: "/components/" + componentID.String() + "/deploy?preview=" + d.ID.String()}
+	for _, r := range d.Resources {
+		if strings.HasPrefix(r.Type, "pulumi:") {
+			continue // the stack and its providers: bookkeeping, not what the user asked for
+		}
+		row := PlanRow{Name: r.Name, Type: r.Type, Op: r.Op}
+		for _, ch := range r.Changes {
+			row.Changes = append(row.Changes, fmt.Sprintf("%s: %s → %s", ch.Path, shown(ch.Old), shown(ch.New)))
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	v.Summary = planSummary(v.Rows)
+	return v, nil
+}
+
+// planSummary says what deploying would do to the resources, such as "create 2 resources".
+func planSummary(rows []PlanRow) string {
+	counts := map[string]int{}
+	for _, r := range rows {
+		counts[r.Op]++
+	}
+	var parts []string
+	for _, op := range []string{"create", "update", "replace", "delete"} {
+		if n := counts[op]; n == 1 {
+			parts = append(parts, op+" 1 resource")
+		} else if n > 1 {
+			parts = append(parts, fmt.Sprintf("%s %d resources", op, n))
+		}
+	}
+	if len(parts) == 0 {
+		return "Deploying would change nothing."
+	}
+	return "Deploying would " + strings.Join(parts, ", ") + "."
+}
+
+// sentence makes a message a sentence of its own, for a list of them.
+func sentence(msg string) string {
+	msg = strings.TrimSpace(msg)
+	if msg == "" {
+		return msg
+	}
+	r, size := utf8.DecodeRuneInString(msg)
+	msg = string(unicode.ToUpper(r)) + msg[size:]
+	if !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	return msg
 }
 
 // paramForm lays a version's input schema out as form fields, filled with values (the
@@ -141,7 +246,8 @@ func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err 
 	for _, name := range schema.Names() {
 		p := schema.Properties[name]
 		field := ParamField{Name: name, Label: p.Title, Description: p.Description, Kind: "text",
-			Required: slices.Contains(schema.Required, name) && p.Default == nil, Error: errs["parameters."+name], Pattern: p.Pattern}
+			Required: slices.Contains(schema.Required, name) && p.Default == nil, Error: errs["parameters."+name], Pattern: p.Pattern,
+			HasDefault: p.Default != nil}
 		if field.Label == "" {
 			field.Label = name
 		}
@@ -158,9 +264,9 @@ func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err 
 				f.Fields = append(f.Fields, field)
 				continue
 			}
-			// Which environment is not known yet: the page's script disables the field when
-			// the one chosen resolves it.
-			field.Required, field.BoundTo = false, typ
+			// The environment may change in the form: the field is asked for as the schema
+			// says, and the page shows it read-only while the one chosen resolves it.
+			field.BoundTo = typ
 		}
 		if p.MinLength != nil {
 			field.MinLength = strconv.Itoa(*p.MinLength)
@@ -254,25 +360,116 @@ func formParams(c echo.Context, rawSchema []byte) (map[string]any, error) {
 }
 
 // narrow applies the tenant's rule to a field: tighter bounds, and its allowed values as the
-// only choices. The browser then refuses what the server would.
+// only choices. The browser then refuses what the server would, and the field says which
+// limits bind it and who set them.
 func narrow(f *ParamField, l governance.Limits) {
-	bound := func(current string, b *governance.Bound, tighter func(a, b float64) bool) string {
+	if f.Kind == "resolved" {
+		return
+	}
+	// bound returns the governance bound when it is tighter than the schema's current one.
+	bound := func(current string, b *governance.Bound, tighter func(a, b float64) bool) (string, bool) {
 		if b == nil {
-			return current
+			return current, false
 		}
 		if c, err := strconv.ParseFloat(current, 64); err == nil && !tighter(b.Value, c) {
-			return current
+			return current, false
 		}
-		return strconv.FormatFloat(b.Value, 'f', -1, 64)
+		return strconv.FormatFloat(b.Value, 'f', -1, 64), true
 	}
 	if f.Kind == "number" {
-		f.Min = bound(f.Min, l.Minimum, func(a, b float64) bool { return a > b })
-		f.Max = bound(f.Max, l.Maximum, func(a, b float64) bool { return a < b })
+		var binds bool
+		if f.Min, binds = bound(f.Min, l.Minimum, func(a, b float64) bool { return a > b }); binds {
+			f.Limits = append(f.Limits, fmt.Sprintf("at least %s, set by %s", f.Min, setBy(l.Minimum.SetBy)))
+		}
+		if f.Max, binds = bound(f.Max, l.Maximum, func(a, b float64) bool { return a < b }); binds {
+			f.Limits = append(f.Limits, fmt.Sprintf("at most %s, set by %s", f.Max, setBy(l.Maximum.SetBy)))
+		}
 	}
-	if l.Allowed != nil && f.Kind != "checkbox" && f.Kind != "resolved" {
+	if l.Allowed != nil && f.Kind != "checkbox" {
 		f.Kind, f.Options = "select", nil
 		for _, v := range l.Allowed.Values {
 			f.Options = append(f.Options, display(v))
 		}
+		if len(f.Options) == 0 {
+			f.Limits = append(f.Limits, "no value is allowed: the choices of the provider and of your tenant's admins do not overlap")
+		} else {
+			f.Limits = append(f.Limits, "the choices are set by "+setBy(l.Allowed.SetBy))
+		}
 	}
+	for _, m := range l.Patterns {
+		f.Limits = append(f.Limits, fmt.Sprintf("must match %s, set by %s", m.Pattern, setBy(m.SetBy)))
+	}
+}
+
+// setBy names who set a governance limit, as the tenant's users know them.
+func setBy(scope string) string {
+	switch scope {
+	case governance.Provider:
+		return "the provider"
+	case governance.Tenant:
+		return "your tenant's admins"
+	}
+	return "the provider and your tenant's admins"
+}
+
+// rulesInWords is the tenant's rule as the dialog's notice lists it, each input by its title.
+func rulesInWords(e governance.EffectiveRule, titles map[string]string) []string {
+	var out []string
+	if e.MaxInstances != nil {
+		instances := "instances"
+		if e.MaxInstances.Value == 1 {
+			instances = "instance"
+		}
+		out = append(out, fmt.Sprintf("at most %d %s in your tenant (set by %s)", e.MaxInstances.Value, instances, setBy(e.MaxInstances.SetBy)))
+	}
+	for _, name := range slices.Sorted(maps.Keys(e.Parameters)) {
+		l, title := e.Parameters[name], cmp.Or(titles[name], name)
+		if l.Minimum != nil {
+			out = append(out, fmt.Sprintf("%s: at least %s (set by %s)", title, number(l.Minimum.Value), setBy(l.Minimum.SetBy)))
+		}
+		if l.Maximum != nil {
+			out = append(out, fmt.Sprintf("%s: at most %s (set by %s)", title, number(l.Maximum.Value), setBy(l.Maximum.SetBy)))
+		}
+		if l.Allowed != nil {
+			values := make([]string, len(l.Allowed.Values))
+			for i, v := range l.Allowed.Values {
+				values[i] = display(v)
+			}
+			out = append(out, fmt.Sprintf("%s: one of %s (set by %s)", title, strings.Join(values, ", "), setBy(l.Allowed.SetBy)))
+		}
+		for _, m := range l.Patterns {
+			out = append(out, fmt.Sprintf("%s: matches %s (set by %s)", title, m.Pattern, setBy(m.SetBy)))
+		}
+	}
+	return out
+}
+
+func number(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// titles maps each input of a schema to its title, where it has one.
+func titles(rawSchema []byte) map[string]string {
+	out := map[string]string{}
+	if schema := component.ParseSchema("input_schema", rawSchema, &problem.ValidationError{}); schema != nil {
+		for name, p := range schema.Properties {
+			if p.Title != "" {
+				out[name] = p.Title
+			}
+		}
+	}
+	return out
+}
+
+// filledBy says which resolver fills an input, by the name its page gives it.
+func filledBy(resolverType string) string {
+	words := map[string]string{"ipam": "IPAM", "image_catalog": "image catalog", "secret_provisioner": "secrets"}
+	return "filled by the " + cmp.Or(words[resolverType], resolverType) + " resolver"
+}
+
+// noChoice is the label of a select's empty choice, offered only when the input has no
+// default: one to make when the input is required, "none" otherwise.
+func noChoice(f ParamField) string {
+	if f.Required {
+		return "choose one"
+	}
+	return "—"
 }

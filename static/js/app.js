@@ -268,7 +268,8 @@
     if (first) first.focus();
   });
   // A deploy form's inputs that the chosen environment's resolvers fill are not asked for: the
-  // field is disabled (so not sent) and says who fills it.
+  // field turns read-only (disabled, so not sent), says who fills it, and is no longer marked
+  // required. The server renders the state of the environment selected; this follows a change.
   function markResolved(form) {
     var resolves;
     try { resolves = JSON.parse(form.getAttribute("data-resolves") || "{}"); } catch (err) { return; }
@@ -277,9 +278,16 @@
     form.querySelectorAll("[data-resolver]").forEach(function (field) {
       var resolved = types.indexOf(field.getAttribute("data-resolver")) >= 0;
       field.classList.toggle("is-resolved", resolved);
-      field.querySelectorAll("input, select, textarea").forEach(function (el) { el.disabled = resolved; });
-      var note = field.querySelector(".resolved-note");
-      if (note) note.hidden = !resolved;
+      field.querySelectorAll("input, select, textarea").forEach(function (el) {
+        el.disabled = resolved;
+        if (el.type === "text" || el.type === "number" || el.tagName === "TEXTAREA") {
+          if (!("placeholder" in el.dataset)) el.dataset.placeholder = resolved ? "" : el.placeholder;
+          el.placeholder = resolved ? field.getAttribute("data-filled-by") : el.dataset.placeholder;
+        }
+      });
+      field.querySelectorAll(".resolved-note, .required-mark").forEach(function (el) {
+        el.hidden = el.classList.contains("resolved-note") ? !resolved : resolved;
+      });
     });
   }
   document.addEventListener("change", function (e) {
