@@ -72,6 +72,9 @@ func TestValidate_ReportsWhereAndWhy(t *testing.T) {
 		{"config without input or default", func(d *Draft) {
 			d.Code = strings.Replace(d.Code, "config:\n", "config:\n  zone:\n    type: string\n", 1)
 		}, "code", 5, 3, "no default"},
+		{"secret config the schema does not mark", func(d *Draft) {
+			d.Code = strings.Replace(d.Code, "  image:\n    type: string\n", "  image:\n    type: string\n    secret: true\n", 1)
+		}, "code", 13, 3, `config "image" is secret, but the input schema does not mark it secret`},
 		{"missing output", func(d *Draft) { d.Code = strings.Replace(d.Code, "  ip_address: ${machine.ip}\n", "", 1) }, "output_schema", 0, 0, `output "ip_address"`},
 		{"unknown schema keyword", func(d *Draft) {
 			d.InputSchema = []byte(strings.Replace(string(d.InputSchema), `"minimum": 1,`, `"minimun": 1,`, 1))
