@@ -249,7 +249,11 @@ func (w *CheckWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	v := &problem.ValidationError{}
 	in := ParseSchema("input_schema", row.InputSchema, v)
 	if in == nil {
-		return finish("failed", v.Error(), nil)
+		said := make([]string, len(v.Fields))
+		for i, f := range v.Fields {
+			said[i] = f.Message
+		}
+		return finish("failed", "The input schema cannot be read: "+strings.Join(said, "; "), nil)
 	}
 	live := &liveOutput{flush: func(s string) {
 		if err := q.AppendCheckOutput(ctx, dbgen.AppendCheckOutputParams{ID: row.ID, Output: s}); err != nil {
