@@ -150,8 +150,11 @@ func (h *Handlers) NewPage(c echo.Context) error {
 		return err
 	}
 	e := EditorView{Language: "yaml", Provider: "simcloud", SemanticType: "VirtualMachine", ResolverBindings: "{}"}
-	if p, t := c.QueryParam("provider"), c.QueryParam("semantic_type"); p != "" || t != "" {
-		e.Provider, e.SemanticType = p, t
+	if p := c.QueryParam("provider"); p != "" {
+		e.Provider = p
+	}
+	if t := c.QueryParam("semantic_type"); t != "" {
+		e.SemanticType = t
 	}
 	st, ok := sem.Starter(e.Provider, e.SemanticType)
 	if !ok {
