@@ -511,6 +511,7 @@ func TestBrowser_NewComponentStarterWordsAndPages(t *testing.T) {
 	t.Parallel()
 	a := startApp(t)
 	deployed := dbtest.NewDeployment(t, a.pool)
+	acme := a.createTenant(t, "acme")
 	s := newSession(t, newBrowser(t), a)
 	broken := s.consoleProblems()
 	s.signIn(adminEmail, adminPassword)
@@ -534,6 +535,7 @@ func TestBrowser_NewComponentStarterWordsAndPages(t *testing.T) {
 	// A key written twice, and a line indented out of step: each marked on its own line, in
 	// words, the parser's own message nowhere.
 	s.fill("#f-name", "net-starter")
+	s.choose("#f-tenant_id", acme.ID.String())
 	s.fill("#f-description", "A network made from the starter, with a description long enough to wrap onto a second line of its card.")
 	twice, twiceLine := misspell(t, starter, "      cidr: 10.10.0.0/24", "      cidr: 10.10.0.0/24\n      name: again")
 	s.setEditor("code", twice)
@@ -582,6 +584,9 @@ func TestBrowser_NewComponentStarterWordsAndPages(t *testing.T) {
 	s.open(componentPath)
 	if crumbs := s.crumbs(); !slices.Equal(crumbs, []string{"Catalog /catalog", "net-starter"}) {
 		t.Errorf("the component's breadcrumbs are %q", crumbs)
+	}
+	if owner := eval[string](s, `document.querySelector('a[href="/tenants/`+acme.ID.String()+`"]')?.textContent.trim() ?? ''`); owner != "tenant acme" {
+		t.Errorf("the owner links to its tenant as %q, want tenant acme", owner)
 	}
 	if rows := s.rows("inputs"); len(rows) != 1 || !slices.Equal(rows[0], []string{"name", "Name", "string required", "—", "Name of the network"}) {
 		t.Errorf("inputs %q, want name: Name, a required string", rows)

@@ -76,7 +76,7 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 	}
 	view := ComponentView{
 		ID: comp.ID.String(), Name: comp.Name, DisplayName: comp.DisplayName, Description: comp.Description,
-		Provider: comp.Provider, SemanticType: comp.SemanticType, Language: comp.Language, Owner: owner(comp),
+		Provider: comp.Provider, SemanticType: comp.SemanticType, Language: comp.Language, Owner: owner(comp), OwnerURL: ownerURL(comp),
 		LatestVersion: comp.LatestVersion,
 		CanEdit:       can(actor, access.ComponentDefinitionUpdate, comp.TenantID),
 		CanPublish:    can(actor, access.ComponentDefinitionPublish, comp.TenantID),
@@ -140,6 +140,14 @@ func owner(c Component) string {
 		return "the provider (every tenant sees it)"
 	}
 	return "tenant " + c.TenantName
+}
+
+// ownerURL is the page of the tenant owning c; "" for a provider-level component.
+func ownerURL(c Component) string {
+	if c.ProviderLevel() {
+		return ""
+	}
+	return "/tenants/" + c.TenantID.String()
 }
 
 // NewPage shows the editor for a new component, prefilled with the starter of the provider
