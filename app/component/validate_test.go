@@ -193,3 +193,23 @@ func TestValidate_DuplicateKeys(t *testing.T) {
 		t.Fatalf("not flagged: %v among %+v", want, v.Fields)
 	}
 }
+
+// A schema that is not JSON, or holds a value of the wrong kind, is explained in words, at
+// its place, without the decoder's Go types.
+func TestParseSchema_SaysJSONMistakesInWords(t *testing.T) {
+	cases := []struct{ raw, says string }{
+		{`{"type": "object", "properties": {"a": {"type": "string",}}}`, "a quoted name was expected here"},
+		{`{"type": "object", "properties": {"a": {"type": "string"}}`, "ends before every { and [ is closed"},
+		{`{"type": "object", "properties": {"a": {"type": "string" "title": "A"}}}`, "a comma or } was expected here"},
+		{`{"type": "object", "properties": {"a": {"type": "integer", "minimum": "one"}}}`, `"minimum" must be a number, not text`},
+		{`{"type": "object", "required": "a"}`, `"required" must be a list, not text`},
+	}
+	for _, c := range cases {
+		v := &problem.ValidationError{}
+		ParseSchema("input_schema", []byte(c.raw), v)
+		if len(v.Fields) != 1 || !strings.Contains(v.Fields[0].Message, c.says) || strings.Contains(v.Fields[0].Message, "Go ") ||
+			strings.Contains(v.Fields[0].Message, "float64") {
+			t.Errorf("%s: %+v, want one problem saying %q", c.raw, v.Fields, c.says)
+		}
+	}
+}
