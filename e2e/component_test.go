@@ -112,6 +112,9 @@ func TestBrowser_ComponentEditorPublishDiffCatalog(t *testing.T) {
 
 	// A published version is shown read-only: Monaco and the builder offer nothing to change.
 	s.open(componentPath + "/versions/1")
+	if crumbs := s.crumbs(); !slices.Equal(crumbs, []string{"Catalog /catalog", "simcloud-machine " + componentPath, "Version 1"}) {
+		t.Errorf("v1's breadcrumbs are %q", crumbs)
+	}
 	s.waitForEditors()
 	s.click(`[data-tab="input_schema"]`)
 	if n := eval[int](s, `document.querySelectorAll('.schema-builder input, .schema-builder select, .schema-builder button').length`); n != 0 {
@@ -131,6 +134,9 @@ func TestBrowser_ComponentEditorPublishDiffCatalog(t *testing.T) {
 	s.choose("#f-to", "2")
 	if status := s.submit(`form[action$="/diff"]`); status != 200 {
 		t.Fatalf("diff: status %d", status)
+	}
+	if crumbs := s.crumbs(); !slices.Equal(crumbs, []string{"Catalog /catalog", "simcloud-machine " + componentPath, "Compare v1 with v2"}) {
+		t.Errorf("the diff's breadcrumbs are %q", crumbs)
 	}
 	s.waitLong(`document.querySelector('#diff-editor .monaco-diff-editor') !== null`, 20*time.Second)
 	s.waitFor(`(monaco.editor.getDiffEditors()[0]?.getLineChanges()?.length ?? 0) >= 1`)
@@ -562,6 +568,12 @@ func TestBrowser_NewComponentStarterWordsAndPages(t *testing.T) {
 		t.Errorf("markers %+v, want one on line %d", s.markers("code"), astrayLine)
 	}
 	s.screenshot("component-editor-yaml-line")
+	// What the author wrote is theirs: another semantic type no longer swaps the starter in.
+	s.selectOption("#f-semantic_type", "BlockStorage")
+	if code := eval[string](s, `nimbusEditors.code.getValue()`); code != astray {
+		t.Errorf("choosing another type replaced the author's program with:\n%s", code)
+	}
+	s.selectOption("#f-semantic_type", "VirtualNetwork")
 
 	s.setEditor("code", starter)
 	if status := s.submitAndWait(`[data-testid="save"]`); status != 200 {
