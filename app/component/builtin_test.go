@@ -118,7 +118,8 @@ func TestBuiltins_SimcloudProgramsPassARealCheck(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			res, err := runner.Check(ctx, b.Code, placeholders(in), io.Discard)
+			plain, secret := placeholders(in, nil)
+			res, err := runner.Check(ctx, b.Code, plain, secret, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}

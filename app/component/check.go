@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -248,14 +249,19 @@ func (w *CheckWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	v := &problem.ValidationError{}
 	in := ParseSchema("input_schema", row.InputSchema, v)
 	if in == nil {
-		return finish("failed", v.Error(), nil)
+		said := make([]string, len(v.Fields))
+		for i, f := range v.Fields {
+			said[i] = f.Message
+		}
+		return finish("failed", "The input schema cannot be read: "+strings.Join(said, "; "), nil)
 	}
 	live := &liveOutput{flush: func(s string) {
 		if err := q.AppendCheckOutput(ctx, dbgen.AppendCheckOutputParams{ID: row.ID, Output: s}); err != nil {
 			w.log.Warn("check progress not saved", "check", row.ID, "err", err)
 		}
 	}}
-	res, err := w.runner.Check(ctx, row.Code, placeholders(in), live)
+	plain, secret := placeholders(in, ParseYAML(row.Code, Scope{}, &problem.ValidationError{}))
+	res, err := w.runner.Check(ctx, row.Code, plain, secret, live)
 	live.Close()
 	if err != nil && ctx.Err() != nil {
 		return err // stopped by a shutdown or the job's timeout: River runs it again
@@ -298,9 +304,11 @@ func (w *CheckWorker) claim(ctx context.Context, id uuid.UUID) (dbgen.ComponentC
 	return row, claimed, err
 }
 
-// placeholders gives every input a value for a check: its default, else something of its type.
-func placeholders(s *Schema) map[string]any {
-	out := map[string]any{}
+// placeholders gives every input a value for a check: its default, else something of its
+// type. Inputs the schema marks secret, or the program declares secret, are set as secrets, as
+// a deploy sets them; prog may be nil.
+func placeholders(s *Schema, prog *Program) (plain map[string]any, secret map[string]string) {
+	plain, secret = map[string]any{}, map[string]string{}
 	for _, name := range s.Names() {
 		p := s.Properties[name]
 		v := p.Default
@@ -324,9 +332,28 @@ func placeholders(s *Schema) map[string]any {
 				v = map[string]any{}
 			}
 		}
-		out[name] = v
+		if p.Secret || prog != nil && prog.Config[name].Secret {
+			secret[name] = secretText(v)
+			continue
+		}
+		plain[name] = v
 	}
-	return out
+	return plain, secret
+}
+
+// secretText is a secret input's value as secret config holds it: text, which the engine
+// converts to the declared type as it does plain config.
+func secretText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // liveOutput passes the engine's progress to the database in pieces, at most twice a second,

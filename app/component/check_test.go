@@ -1,11 +1,15 @@
 package component
 
 import (
+	"context"
+	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"nimbus/app/problem"
 	"nimbus/app/pulumix"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
@@ -82,5 +86,58 @@ func TestAppendCheckOutput_KeepsTheEndAndNotesTheCut(t *testing.T) {
 	}
 	if n := utf8.RuneCountInString(got.Output); n != maxCheckOutput || !strings.HasPrefix(got.Output, "[… earlier output dropped]\naaa") || !strings.HasSuffix(got.Output, "bthe end") {
 		t.Fatalf("stored %d characters: %.40q … %q", n, got.Output, got.Output[len(got.Output)-10:])
+	}
+}
+
+// secretDisk declares one input secret in its config and the other in its schema only.
+const secretDisk = `name: secret-disk
+runtime: yaml
+config:
+  name:
+    type: string
+  password:
+    type: string
+    secret: true
+  token:
+    type: string
+resources:
+  disk:
+    type: simcloud:index:Disk
+    properties:
+      name: ${name}
+      image: ${password}-${token}
+outputs:
+  disk_id: ${disk.id}
+`
+
+// A component with secret inputs passes the engine's check: its placeholders reach the engine
+// as secrets, which it refuses as plain config.
+func TestCheck_SecretInputsPassTheEngine(t *testing.T) {
+	d := Draft{Name: "secret-disk", Language: "yaml", Code: secretDisk,
+		InputSchema: []byte(`{"type": "object", "required": ["name", "password", "token"], "properties": {
+			"name": {"type": "string"}, "password": {"type": "string", "x-secret": true},
+			"token": {"type": "string", "x-secret": true}}}`),
+		OutputSchema: []byte(`{"type": "object", "properties": {"disk_id": {"type": "string"}}}`)}
+	scope := Scope{ProviderLevel: true, Package: "simcloud"}
+	in, _, err := Validate(&d, map[string]bool{"yaml": true}, scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, secret := placeholders(in, ParseYAML(d.Code, scope, &problem.ValidationError{}))
+	if _, ok := secret["password"]; !ok || plain["password"] != nil || plain["token"] != nil || plain["name"] == nil {
+		t.Fatalf("plain %v, secret %v: want password and token secret, name plain", plain, secret)
+	}
+	runner, err := pulumix.NewRunner(os.Getenv("NIMBUS_PULUMI_DIR"), t.TempDir(), nil)
+	if err != nil {
+		t.Fatalf("the Pulumi toolchain is needed here (go tool task toolchain): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := runner.Check(ctx, d.Code, plain, secret, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Succeeded {
+		t.Fatalf("the check of a component with secret inputs failed:\n%s", res.Output)
 	}
 }

@@ -76,7 +76,7 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 	}
 	view := ComponentView{
 		ID: comp.ID.String(), Name: comp.Name, DisplayName: comp.DisplayName, Description: comp.Description,
-		Provider: comp.Provider, SemanticType: comp.SemanticType, Language: comp.Language, Owner: owner(comp),
+		Provider: comp.Provider, SemanticType: comp.SemanticType, Language: comp.Language, Owner: owner(comp), OwnerURL: ownerURL(comp),
 		LatestVersion: comp.LatestVersion,
 		CanEdit:       can(actor, access.ComponentDefinitionUpdate, comp.TenantID),
 		CanPublish:    can(actor, access.ComponentDefinitionPublish, comp.TenantID),
@@ -86,7 +86,53 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 		view.Versions = append(view.Versions, VersionRow{Version: v.Version, Changelog: v.Changelog,
 			PublishedBy: v.PublishedBy, PublishedAt: v.PublishedAt, Archived: v.Archived})
 	}
-	return web.Render(c, http.StatusOK, ComponentPage(web.Page(c, comp.DisplayName), view))
+	// The contract shown is the latest version's, which deployments get; a component never
+	// published shows its draft's.
+	inputs, outputs := comp.InputSchema, comp.OutputSchema
+	view.ContractOf = "the draft"
+	if comp.LatestVersion > 0 {
+		v, err := h.svc.Version(web.Ctx(c), actor, id, comp.LatestVersion)
+		if err != nil {
+			return err
+		}
+		inputs, outputs, view.ContractOf = v.InputSchema, v.OutputSchema, "v"+strconv.Itoa(v.Version)
+	}
+	view.Inputs, view.Outputs = contract(inputs), contract(outputs)
+	deployed, err := h.svc.Deployments(web.Ctx(c), actor, id)
+	if err != nil {
+		return err
+	}
+	for _, d := range deployed {
+		view.Deployments = append(view.Deployments, DeploymentRow{ID: d.ID.String(), Name: d.Name, EnvironmentID: d.EnvironmentID.String(),
+			Environment: d.Environment, Version: d.Version, Status: d.Status, CreatedAt: d.CreatedAt})
+	}
+	return web.Render(c, http.StatusOK, ComponentPage(web.Page(c, comp.DisplayName).Under(catalogCrumb), view))
+}
+
+// contract lists a schema's properties in its order, for the component's page; a schema that
+// cannot be read lists nothing.
+func contract(raw json.RawMessage) []PropertyRow {
+	s := ParseSchema("schema", raw, &problem.ValidationError{})
+	if s == nil {
+		return nil
+	}
+	required := map[string]bool{}
+	for _, r := range s.Required {
+		required[r] = true
+	}
+	var out []PropertyRow
+	for _, name := range s.Names() {
+		p := s.Properties[name]
+		row := PropertyRow{Name: name, Title: p.Title, Type: p.Type, Description: p.Description, Required: required[name], Secret: p.Secret}
+		if p.Type == "array" && p.Items != nil {
+			row.Type = "list of " + p.Items.Type
+		}
+		if p.Default != nil {
+			row.Default = views.Value(p.Default)
+		}
+		out = append(out, row)
+	}
+	return out
 }
 
 func owner(c Component) string {
@@ -96,11 +142,48 @@ func owner(c Component) string {
 	return "tenant " + c.TenantName
 }
 
-// NewPage shows the editor for a new component, prefilled with a starting program.
+// ownerURL is the page of the tenant owning c; "" for a provider-level component.
+func ownerURL(c Component) string {
+	if c.ProviderLevel() {
+		return ""
+	}
+	return "/tenants/" + c.TenantID.String()
+}
+
+// NewPage shows the editor for a new component, prefilled with the starter of the provider
+// and semantic type asked for (simcloud and VirtualMachine unless the query says otherwise).
 func (h *Handlers) NewPage(c echo.Context) error {
-	e := EditorView{Language: "yaml", Provider: "simcloud", SemanticType: "VirtualMachine",
-		Code: starterProgram, InputSchema: starterInputs, OutputSchema: starterOutputs, ResolverBindings: "{}"}
+	sem, err := h.svc.Semantics(web.Ctx(c), web.Actor(c))
+	if err != nil {
+		return err
+	}
+	e := EditorView{Language: "yaml", Provider: "simcloud", SemanticType: "VirtualMachine", ResolverBindings: "{}"}
+	if p := c.QueryParam("provider"); p != "" {
+		e.Provider = p
+	}
+	if t := c.QueryParam("semantic_type"); t != "" {
+		e.SemanticType = t
+	}
+	st, ok := sem.Starter(e.Provider, e.SemanticType)
+	if !ok {
+		return problem.Invalid("semantic_type", "exists", "choose a provider and a semantic type from the lists")
+	}
+	e.Code, e.InputSchema, e.OutputSchema = st.Code, st.InputSchema, st.OutputSchema
 	return h.renderEditor(c, http.StatusOK, e, nil)
+}
+
+// StarterAPI answers GET /components/starter with the draft a new component of the provider
+// and semantic type in the query starts from, for the editor to swap in when either changes.
+func (h *Handlers) StarterAPI(c echo.Context) error {
+	sem, err := h.svc.Semantics(web.Ctx(c), web.Actor(c))
+	if err != nil {
+		return err
+	}
+	st, ok := sem.Starter(c.QueryParam("provider"), c.QueryParam("semantic_type"))
+	if !ok {
+		return problem.Invalid("semantic_type", "exists", "choose a provider and a semantic type from the lists")
+	}
+	return c.JSON(http.StatusOK, st)
 }
 
 // renderEditor fills in the choices and shows the editor with any problems from err.
@@ -132,14 +215,53 @@ func (h *Handlers) renderEditor(c echo.Context, status int, e EditorView, err er
 		e.Tenants = append(e.Tenants, views.Option{Value: o.ID.String(), Label: "Tenant " + o.Name})
 	}
 	e.Errors = web.FormErrors(err)
-	if e.Outcome.Refused == "" && e.Errors != nil {
+	if e.Outcome.Refused == "" && e.PublishOutcome.Refused == "" && e.Errors != nil {
 		e.Outcome = refused("The draft was not saved: fix the problems marked below.", err)
 	}
-	title := "New component"
+	page := web.Page(c, "New component").Under(catalogCrumb)
 	if e.ID != "" {
-		title = e.DisplayName
+		title := "Edit draft"
+		if e.ReadOnly {
+			title = "Version " + strconv.Itoa(e.Version)
+		}
+		page = web.Page(c, title).Under(catalogCrumb, views.Crumb{Label: e.DisplayName, URL: "/components/" + e.ID})
 	}
-	return web.Render(c, status, Editor(web.Page(c, title), e))
+	if e.ID != "" && !e.ReadOnly && e.CanPublish {
+		id, _ := uuid.Parse(e.ID)
+		why, gateErr := h.publishGate(c, id)
+		if gateErr != nil {
+			return gateErr
+		}
+		e.PublishGate = why
+	}
+	return web.Render(c, status, Editor(page, e))
+}
+
+var catalogCrumb = views.Crumb{Label: "Catalog", URL: "/catalog"}
+
+// publishGate says why the viewer cannot publish the draft yet (see Service.PublishGate).
+func (h *Handlers) publishGate(c echo.Context, id uuid.UUID) (string, error) {
+	comp, err := h.svc.Get(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return "", err
+	}
+	if !can(web.Actor(c), access.ComponentDefinitionPublish, comp.TenantID) {
+		return "", problem.ErrForbidden
+	}
+	return h.svc.PublishGate(web.Ctx(c), comp)
+}
+
+// gateUpdate is the Publish button as the engine's checks now leave it, to replace the page's
+// after a save or a check; nothing for those who may not publish.
+func (h *Handlers) gateUpdate(c echo.Context, id uuid.UUID) (templ.Component, error) {
+	why, err := h.publishGate(c, id)
+	if errors.Is(err, problem.ErrForbidden) {
+		return templ.NopComponent, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return PublishGate(why, true), nil
 }
 
 var languageLabel = map[string]string{"yaml": "YAML", "typescript": "TypeScript", "python": "Python"}
@@ -254,8 +376,13 @@ func (h *Handlers) SaveDraftForm(c echo.Context) error {
 	}
 	if c.Request().Header.Get("HX-Request") == "true" {
 		saved := SaveResult(Outcome{SavedAt: time.Now().UTC().Format("15:04:05 UTC"), JSON: "[]"})
-		// The editor now shows the saved draft: its publish form names this revision.
-		return web.Render(c, http.StatusOK, templ.Join(saved, DraftRevision(comp.Revision, true)))
+		gate, err := h.gateUpdate(c, id)
+		if err != nil {
+			return err
+		}
+		// The editor now shows the saved draft: its publish form names this revision, and
+		// Publish waits for a check of it.
+		return web.Render(c, http.StatusOK, templ.Join(saved, DraftRevision(comp.Revision, true), gate))
 	}
 	web.SetFlash(c, web.FlashSuccess, "Draft of "+comp.Name+" saved.")
 	return web.Redirect(c, "/components/"+id.String()+"/edit")
@@ -279,10 +406,14 @@ func (h *Handlers) PublishForm(c echo.Context) error {
 		// The editor shows the draft as it is now, with its revision, to review again.
 		e := editorView(comp, actor)
 		why := "Not published: the saved draft needs the fixes below first."
-		if problem.FieldOf(err) == "revision" {
-			why = "Not published: the draft changed after you opened it. It is shown below as it is now."
+		switch problem.FieldOf(err) {
+		case "revision":
+			why = "Not published: the draft changed after you opened it. It is shown above as it is now."
+		case "changelog", "check":
+			why = "Not published:"
 		}
-		e.Outcome = refused(why, err)
+		e.PublishOutcome = refused(why, err)
+		e.Changelog = c.FormValue("changelog")
 		return h.renderEditor(c, http.StatusUnprocessableEntity, e, err)
 	}
 	if err != nil {
@@ -356,7 +487,9 @@ func (h *Handlers) DiffPage(c echo.Context) error {
 			d.Note = "The language changed from " + a.Language + " to " + b.Language + "."
 		}
 	}
-	return web.Render(c, http.StatusOK, Diff(web.Page(c, comp.DisplayName+" diff"), d))
+	page := web.Page(c, "Compare v"+strconv.Itoa(d.From)+" with v"+strconv.Itoa(d.To)).
+		Under(catalogCrumb, views.Crumb{Label: comp.DisplayName, URL: "/components/" + id.String()})
+	return web.Render(c, http.StatusOK, Diff(page, d))
 }
 
 // ArchiveVersionForm archives a version from the component page.
@@ -451,10 +584,14 @@ func (h *Handlers) CheckForm(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if saved != nil {
-		return web.Render(c, http.StatusAccepted, templ.Join(checkPanel(chk), DraftRevision(saved.Revision, true)))
+	gate, err := h.gateUpdate(c, id)
+	if err != nil {
+		return err
 	}
-	return web.Render(c, http.StatusAccepted, checkPanel(chk))
+	if saved != nil {
+		return web.Render(c, http.StatusAccepted, templ.Join(checkPanel(chk), DraftRevision(saved.Revision, true), gate))
+	}
+	return web.Render(c, http.StatusAccepted, templ.Join(checkPanel(chk), gate))
 }
 
 // CheckPanel answers the editor's polling with the check's progress.
@@ -467,7 +604,19 @@ func (h *Handlers) CheckPanel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return web.Render(c, http.StatusOK, checkPanel(chk))
+	if !chk.Done() {
+		return web.Render(c, http.StatusOK, checkPanel(chk))
+	}
+	// The check's end may open the way to publishing; once passed, an earlier refusal to
+	// publish is out of date.
+	gate, err := h.gateUpdate(c, chk.ComponentID)
+	if err != nil {
+		return err
+	}
+	if chk.Status == "succeeded" {
+		gate = templ.Join(gate, clearPublishResult())
+	}
+	return web.Render(c, http.StatusOK, templ.Join(checkPanel(chk), gate))
 }
 
 func checkPanel(chk Check) templ.Component {

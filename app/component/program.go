@@ -48,8 +48,8 @@ var (
 func ParseYAML(code string, scope Scope, v *problem.ValidationError) *Program {
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(code), &doc); err != nil {
-		line, msg := yamlError(err)
-		v.AddAt("code", line, 1, "yaml", "%s", msg)
+		line, col, msg := yamlError(code, err)
+		v.AddAt("code", line, col, "yaml", "%s", msg)
 		return nil
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
@@ -57,6 +57,9 @@ func ParseYAML(code string, scope Scope, v *problem.ValidationError) *Program {
 		return nil
 	}
 	root := doc.Content[0]
+	for i := 1; i < len(root.Content); i += 2 {
+		duplicateKeys(root.Content[i], v) // the top level's own are told apart below
+	}
 	r := reach{scope: scope, v: v}
 	r.walk(root)
 	p := &Program{Config: map[string]ConfigEntry{}, Resources: map[string]string{}, Outputs: map[string]position{}}
@@ -283,16 +286,87 @@ func checkReferences(n *yaml.Node, names map[string]bool, v *problem.ValidationE
 	}
 }
 
-// yamlError pulls the line out of the parser's message ("yaml: line 3: …").
-func yamlError(err error) (int, string) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		num, text, _ := strings.Cut(rest, ": ")
-		if n, err := strconv.Atoi(num); err == nil {
-			return n, "YAML syntax: " + text
+// duplicateKeys flags every key written twice in one mapping, at n or below: the parser
+// keeps the last quietly, and the author rarely means it.
+func duplicateKeys(n *yaml.Node, v *problem.ValidationError) {
+	if n.Kind == yaml.MappingNode {
+		first := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i]
+			if key.Kind != yaml.ScalarNode {
+				continue
+			}
+			if line, dup := first[key.Value]; dup {
+				v.AddAt("code", key.Line, key.Column, "duplicate", "%q appears twice here (first on line %d): remove or rename one", key.Value, line)
+			} else {
+				first[key.Value] = key.Line
+			}
 		}
 	}
-	return 1, "YAML syntax: " + msg
+	for _, c := range n.Content {
+		duplicateKeys(c, v)
+	}
+}
+
+// maxYAMLSearch bounds how many lines past where the parser points yamlError looks for the
+// line that broke.
+const maxYAMLSearch = 400
+
+// yamlError says where the program stops being YAML, and why, in words. The parser names the
+// line where the construct it was reading began (a mapping that starts on "resources:"), not
+// the line that broke it; that line is the first whose text, read up to and including it, no
+// longer parses.
+func yamlError(code string, err error) (line, column int, msg string) {
+	text := strings.TrimPrefix(err.Error(), "yaml: ")
+	line = 1
+	if rest, ok := strings.CutPrefix(text, "line "); ok {
+		num, problem, _ := strings.Cut(rest, ": ")
+		if n, err := strconv.Atoi(num); err == nil {
+			line, text = n, problem
+		}
+	}
+	lines := strings.SplitAfter(code, "\n")
+	for l := max(line, 1); l <= len(lines) && l < line+maxYAMLSearch; l++ {
+		var doc yaml.Node
+		if yaml.Unmarshal([]byte(strings.Join(lines[:l], "")), &doc) != nil {
+			line = l
+			break
+		}
+	}
+	column = 1
+	if line <= len(lines) {
+		column += len(lines[line-1]) - len(strings.TrimLeft(lines[line-1], " \t"))
+	}
+	return line, column, yamlWords(text)
+}
+
+// yamlWords says a parser's complaint in words an author acts on.
+func yamlWords(problem string) string {
+	switch {
+	case strings.Contains(problem, "did not find expected key"):
+		return "this line is not indented in step with the lines above it"
+	case strings.Contains(problem, "mapping values are not allowed"):
+		return "a colon (:) where none may be: is the line above missing its colon, or does a value with \": \" need quotes?"
+	case strings.Contains(problem, "could not find expected ':'"):
+		return "a key without its colon (:)"
+	case strings.Contains(problem, "expected ',' or ']'"):
+		return "a list opened with [ is not closed with ]"
+	case strings.Contains(problem, "expected ',' or '}'"):
+		return "a mapping opened with { is not closed with }"
+	case strings.Contains(problem, "expected '-' indicator"):
+		return "this line must be a list item (- …), as the lines above it are"
+	case strings.Contains(problem, "block sequence entries are not allowed"):
+		return "a list item (- …) cannot start here: put it on a line of its own, under its key"
+	case strings.Contains(problem, "tab"), strings.Contains(problem, "cannot start any token"):
+		return "a character that cannot start a value, such as a tab: indent with spaces, and quote values that start with @ or `"
+	case strings.Contains(problem, "end of stream"), strings.Contains(problem, "unexpected end"):
+		return "a quoted value is not closed: end it with the quote it opened with"
+	case strings.Contains(problem, "escape"):
+		return "a backslash in a double-quoted value starts no known escape: write \\\\ or use single quotes"
+	case strings.Contains(problem, "anchor"), strings.Contains(problem, "alias"):
+		return "an anchor (&) or alias (*) is not written right"
+	}
+	return "this line is not valid YAML"
 }
 
 // suggest offers the closest known word when one is near enough to be a typo.

@@ -15,6 +15,7 @@ func (h *Handlers) Routes(pages, api *echo.Group) {
 	pages.POST("/admin/providers/:kind", h.AddSemanticForm)
 	pages.GET("/catalog", h.CatalogPage)
 	pages.GET("/components/new", h.NewPage)
+	pages.GET("/components/starter", h.StarterAPI)
 	pages.POST("/components", h.CreateForm)
 	pages.GET("/components/:id", h.ShowPage, seen)
 	pages.GET("/components/:id/edit", h.EditPage, seen)

@@ -108,6 +108,11 @@ func agree(p *Program, in, out *Schema, v *problem.ValidationError) {
 		if cfg.Type != "" && !compatible(cfg.Type, want) {
 			v.AddAt("code", cfg.Line, cfg.Column, "program", "config %q is %s, but the input schema says %s", name, cfg.Type, want)
 		}
+		// Deploys seal and pass as secrets the inputs the schema marks; the engine refuses any
+		// other value for config the program declares secret.
+		if cfg.Secret && !in.Properties[name].Secret {
+			v.AddAt("code", cfg.Line, cfg.Column, "program", "config %q is secret, but the input schema does not mark it secret (x-secret)", name)
+		}
 	}
 	for name, cfg := range p.Config {
 		if _, ok := in.Properties[name]; !ok && !cfg.HasDefault {

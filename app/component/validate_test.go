@@ -57,7 +57,7 @@ func TestValidate_ReportsWhereAndWhy(t *testing.T) {
 		says   string
 	}{
 		{"typo in a top-level key", func(d *Draft) { d.Code = strings.Replace(d.Code, "resources:", "resorces:", 1) }, "code", 25, 1, `did you mean "resources"`},
-		{"YAML syntax", func(d *Draft) { d.Code = strings.Replace(d.Code, "  disk:\n", "  disk:\n   bad: [\n", 1) }, "code", 0, 0, "YAML syntax"},
+		{"YAML syntax", func(d *Draft) { d.Code = strings.Replace(d.Code, "  disk:\n", "  disk:\n   bad: [\n", 1) }, "code", 27, 4, "not closed with ]"},
 		{"resource without type", func(d *Draft) { d.Code = strings.Replace(d.Code, "    type: simcloud:index:Disk\n", "", 1) }, "code", 26, 3, "has no type"},
 		{"unknown resource key", func(d *Draft) {
 			d.Code = strings.Replace(d.Code, "    properties:\n      name: ${name}-boot", "    propertes:\n      name: ${name}-boot", 1)
@@ -72,6 +72,9 @@ func TestValidate_ReportsWhereAndWhy(t *testing.T) {
 		{"config without input or default", func(d *Draft) {
 			d.Code = strings.Replace(d.Code, "config:\n", "config:\n  zone:\n    type: string\n", 1)
 		}, "code", 5, 3, "no default"},
+		{"secret config the schema does not mark", func(d *Draft) {
+			d.Code = strings.Replace(d.Code, "  image:\n    type: string\n", "  image:\n    type: string\n    secret: true\n", 1)
+		}, "code", 13, 3, `config "image" is secret, but the input schema does not mark it secret`},
 		{"missing output", func(d *Draft) { d.Code = strings.Replace(d.Code, "  ip_address: ${machine.ip}\n", "", 1) }, "output_schema", 0, 0, `output "ip_address"`},
 		{"unknown schema keyword", func(d *Draft) {
 			d.InputSchema = []byte(strings.Replace(string(d.InputSchema), `"minimum": 1,`, `"minimun": 1,`, 1))
@@ -145,3 +148,68 @@ func TestSchemaApply_DefaultsAndRules(t *testing.T) {
 
 // simcloud is the scope of a tenant's component for the simulated cloud.
 var simcloud = Scope{Package: "simcloud"}
+
+// A YAML mistake is reported on the line that makes it, in words, without the parser's own.
+func TestValidate_YAMLMistakesPointAtTheirLine(t *testing.T) {
+	cases := []struct {
+		name, program string
+		line          int
+		says          string
+	}{
+		{"indented too little", "name: a\nruntime: yaml\nresources:\n  x:\n    type: a\n   bad: 1\n", 6, "not indented in step"},
+		{"list not closed", "name: a\nruntime: yaml\nresources:\n  x:\n    type: a\n    properties:\n      name: a\n      y: [1, 2\n", 8, "not closed with ]"},
+		{"mapping not closed", "name: a\nruntime: yaml\noutputs:\n  id: {x\n", 4, "not closed with }"},
+		{"tab", "name: a\nruntime: yaml\nresources:\n  x:\n\ttype: a\n", 5, "indent with spaces"},
+		{"quote not closed", "name: a\nruntime: \"yaml\nresources:\n  x:\n    type: a\n", 2, "quoted value is not closed"},
+		{"colon in a value", "name: a\nruntime: yaml\nresources:\n  x:\n    type: a: b\n", 5, "colon"},
+		{"list item among keys", "name: a\nruntime: yaml\noutputs:\n  - a\n  b: c\n", 5, "list item"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := &problem.ValidationError{}
+			ParseYAML(c.program, simcloud, v)
+			if len(v.Fields) != 1 {
+				t.Fatalf("problems %+v, want one", v.Fields)
+			}
+			f := v.Fields[0]
+			if f.Line != c.line || !strings.Contains(f.Message, c.says) || strings.Contains(f.Message, "expected") || strings.Contains(f.Message, "yaml:") {
+				t.Errorf("line %d: %q; want line %d saying %q in words", f.Line, f.Message, c.line, c.says)
+			}
+		})
+	}
+}
+
+func TestValidate_DuplicateKeys(t *testing.T) {
+	program := "name: a\nruntime: yaml\nresources:\n  x:\n    type: simcloud:index:Disk\n    properties:\n      name: a\n      name: b\n  x:\n    type: simcloud:index:Disk\n"
+	v := &problem.ValidationError{}
+	ParseYAML(program, simcloud, v)
+	want := map[int]string{8: `"name" appears twice here (first on line 7)`, 9: `"x" appears twice here (first on line 4)`}
+	for _, f := range v.Fields {
+		if strings.Contains(f.Message, want[f.Line]) && want[f.Line] != "" {
+			delete(want, f.Line)
+		}
+	}
+	if len(want) != 0 {
+		t.Fatalf("not flagged: %v among %+v", want, v.Fields)
+	}
+}
+
+// A schema that is not JSON, or holds a value of the wrong kind, is explained in words, at
+// its place, without the decoder's Go types.
+func TestParseSchema_SaysJSONMistakesInWords(t *testing.T) {
+	cases := []struct{ raw, says string }{
+		{`{"type": "object", "properties": {"a": {"type": "string",}}}`, "a quoted name was expected here"},
+		{`{"type": "object", "properties": {"a": {"type": "string"}}`, "ends before every { and [ is closed"},
+		{`{"type": "object", "properties": {"a": {"type": "string" "title": "A"}}}`, "a comma or } was expected here"},
+		{`{"type": "object", "properties": {"a": {"type": "integer", "minimum": "one"}}}`, `"minimum" must be a number, not text`},
+		{`{"type": "object", "required": "a"}`, `"required" must be a list, not text`},
+	}
+	for _, c := range cases {
+		v := &problem.ValidationError{}
+		ParseSchema("input_schema", []byte(c.raw), v)
+		if len(v.Fields) != 1 || !strings.Contains(v.Fields[0].Message, c.says) || strings.Contains(v.Fields[0].Message, "Go ") ||
+			strings.Contains(v.Fields[0].Message, "float64") {
+			t.Errorf("%s: %+v, want one problem saying %q", c.raw, v.Fields, c.says)
+		}
+	}
+}

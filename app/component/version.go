@@ -123,27 +123,49 @@ func scopeOf(c Component) Scope {
 	return Scope{ProviderLevel: c.ProviderLevel(), Package: PackageOf(c.Provider)}
 }
 
-// enginePassed refuses to publish a draft the engine could check here but has not passed:
-// the latest check must be of exactly this program and input schema, and must have succeeded.
-// Providers whose plugin is not installed are validated statically only.
+// enginePassed refuses to publish a draft the engine could check here but has not passed
+// (see checkGate).
 func (s *Service) enginePassed(ctx context.Context, q *dbgen.Queries, c Component) error {
+	rule, why, err := s.checkGate(ctx, q, c)
+	if err != nil || rule == "" {
+		return err
+	}
+	return problem.Invalid("check", rule, "%s", why)
+}
+
+// checkGate says what the engine's checks leave between the draft and its publishing: the
+// latest check must be of exactly this program and input schema, and must have succeeded. It
+// returns the rule broken and why, or "" when nothing stands in the way. Providers whose plugin
+// is not installed are validated statically only.
+func (s *Service) checkGate(ctx context.Context, q *dbgen.Queries, c Component) (rule, why string, err error) {
 	if !s.engine.HasProvider(PackageOf(c.Provider)) {
-		return nil
+		return "", "", nil
 	}
 	chk, err := q.LatestCheck(ctx, c.ID)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && (chk.Code != c.Code || string(chk.InputSchema) != string(c.InputSchema)) {
-		return problem.Invalid("check", "required", "check the saved draft with the engine before publishing it")
+		return "required", "Check the saved draft with the engine first: only a draft the engine has passed is published.", nil
 	}
 	if err != nil {
-		return err
+		return "", "", err
 	}
 	switch chk.Status {
 	case "succeeded":
-		return nil
+		return "", "", nil
 	case "failed":
-		return problem.Invalid("check", "passed", "the engine's check of this draft failed; fix the draft and check it again")
+		return "passed", "The engine's check of this draft failed: fix the draft and check it again.", nil
 	}
-	return problem.Invalid("check", "pending", "the engine is still checking this draft; publish once the check has passed")
+	return "pending", "The engine is still checking this draft: publish once the check has passed.", nil
+}
+
+// PublishGate says why the draft of c, a component the caller has read on behalf of someone
+// who may publish it, cannot be published yet as the engine's checks of it go, or "" when they
+// do not stand in the way.
+func (s *Service) PublishGate(ctx context.Context, c Component) (string, error) {
+	_, why, err := s.checkGate(ctx, dbgen.New(s.pool), c)
+	if err != nil {
+		return "", fmt.Errorf("publish gate: %w", err)
+	}
+	return why, nil
 }
 
 // Versions lists a component's versions, newest first, without their code.

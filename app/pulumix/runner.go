@@ -120,11 +120,12 @@ type CheckResult struct {
 	Output    string         // the engine's own words, for the author
 }
 
-// Check previews a YAML program on a throwaway stack, with config set to the given values, so
-// that unknown resource types, bad properties and provider errors surface before anyone
-// deploys. Progress goes to progress as it happens. The workspace and its state are removed
-// afterwards.
-func (r *Runner) Check(ctx context.Context, code string, config map[string]any, progress io.Writer) (CheckResult, error) {
+// Check previews a YAML program on a throwaway stack, with config set to the given values and
+// secrets set as secret config, as a deploy sets them (the engine refuses a plain value for
+// config the program declares secret), so that unknown resource types, bad properties and
+// provider errors surface before anyone deploys. Progress goes to progress as it happens. The
+// workspace and its state are removed afterwards.
+func (r *Runner) Check(ctx context.Context, code string, config map[string]any, secrets map[string]string, progress io.Writer) (CheckResult, error) {
 	project, err := projectOf(code)
 	if err != nil {
 		return CheckResult{Changes: map[string]int{}, Output: err.Error()}, nil
@@ -149,7 +150,7 @@ func (r *Runner) Check(ctx context.Context, code string, config map[string]any, 
 	// The scratch stack holds no secret worth keeping, and its state is thrown away with it.
 	passphrase := randomHex(16)
 	settings := filepath.Join(dir, "Pulumi."+stack+".yaml")
-	if err := r.writeSettings(settings, project, Stack{Name: stack, Config: config, Passphrase: passphrase}, false); err != nil {
+	if err := r.writeSettings(settings, project, Stack{Name: stack, Config: config, Secrets: secrets, Passphrase: passphrase}, false); err != nil {
 		return CheckResult{}, err
 	}
 	h, err := home(dir)

@@ -59,7 +59,7 @@ func TestCheck_PreviewsAValidProgram(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var progress bytes.Buffer
-	res, err := r.Check(ctx, network, map[string]any{"name": "probe"}, &progress)
+	res, err := r.Check(ctx, network, map[string]any{"name": "probe"}, nil, &progress)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +68,33 @@ func TestCheck_PreviewsAValidProgram(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(r.workDir()); len(entries) != 0 {
 		t.Fatalf("the scratch workspace was left behind: %v", entries)
+	}
+}
+
+// A program's secret config reaches the check as a secret, as a deploy sets it: the engine
+// refuses a plain value for it.
+func TestCheck_SetsSecretsAsSecretConfig(t *testing.T) {
+	r, err := NewRunner(toolchain(t), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code := strings.Replace(network, "resources:", "  password:\n    type: string\n    secret: true\nresources:", 1)
+	code = strings.Replace(code, "      name: ${name}\n", "      name: ${name}-${password}\n", 1)
+	plain, err := r.Check(ctx, code, map[string]any{"name": "probe", "password": "hunter2"}, nil, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Succeeded || !strings.Contains(plain.Output, "must be encrypted") {
+		t.Fatalf("with the secret set as plain config the engine did not refuse it: %+v", plain)
+	}
+	res, err := r.Check(ctx, code, map[string]any{"name": "probe"}, map[string]string{"password": "hunter2"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Succeeded {
+		t.Fatalf("the check of a program with a secret input failed:\n%s", res.Output)
 	}
 }
 
@@ -82,7 +109,7 @@ func TestCheck_ReportsTheEnginesComplaint(t *testing.T) {
 		"unknown property": strings.Replace(network, "cidr:", "cidrr:", 1),
 		"unknown type":     strings.Replace(network, "simcloud:index:Network", "simcloud:index:Netwrk", 1),
 	} {
-		res, err := r.Check(ctx, code, map[string]any{"name": "probe"}, &bytes.Buffer{})
+		res, err := r.Check(ctx, code, map[string]any{"name": "probe"}, nil, &bytes.Buffer{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +124,7 @@ func TestCheck_LeavesTheSharedBackendAlone(t *testing.T) {
 	r, _, _ := stackRunner(t, "s3")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := r.Check(ctx, network, map[string]any{"name": "probe"}, &bytes.Buffer{})
+	res, err := r.Check(ctx, network, map[string]any{"name": "probe"}, nil, &bytes.Buffer{})
 	if err != nil || !res.Succeeded {
 		t.Fatalf("check: %+v %v", res, err)
 	}

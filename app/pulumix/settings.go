@@ -111,9 +111,9 @@ func createStack(ctx context.Context, b Bucket, project, stack string) error {
 // writeSettings replaces the stack's settings file with st's inputs, so that an input the
 // deployment no longer has does not linger. The salt of an earlier file is kept. A shared
 // stack without one gets the salt its name and passphrase make, the same on every replica, so
-// that a plan saved on one is read on another before any state records a salt; a scratch
-// stack leaves it to the engine. A state encrypted under an older salt is still read through
-// the salt the state records.
+// that a plan saved on one is read on another before any state records a salt; so does a
+// scratch stack with secrets to encrypt, and one without leaves it to the engine. A state
+// encrypted under an older salt is still read through the salt the state records.
 func (r *Runner) writeSettings(file, project string, st Stack, shared bool) error {
 	salt := ""
 	if data, err := os.ReadFile(file); err == nil {
@@ -128,7 +128,7 @@ func (r *Runner) writeSettings(file, project string, st Stack, shared bool) erro
 		return fmt.Errorf("read stack settings: %w", err)
 	}
 	var crypter config.Crypter
-	if salt == "" && shared {
+	if salt == "" && (shared || len(st.Secrets) > 0) {
 		salt = stackSalt(st)
 	}
 	if len(st.Secrets) > 0 || strings.HasSuffix(salt, ":") {

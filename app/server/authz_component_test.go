@@ -128,6 +128,17 @@ var componentCases = map[string]authzCase{
 			return err
 		},
 	},
+	"component.Service.Deployments": {
+		// Every tenant sees the shared component; only those who read A's environments see A's
+		// deployment of it.
+		refused: []refusal{{adminB, errHidden}, {stranger, problem.ErrNotFound}},
+		served:  []actor{readerA, providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			web := w.web(t)
+			list, err := w.components.Deployments(context.Background(), p, w.shared.ID)
+			return shown(list, err, func(d component.Deployed) bool { return d.ID == web.ID })
+		},
+	},
 	"component.Service.Versions": {
 		refused: []refusal{{adminB, problem.ErrNotFound}},
 		served:  []actor{readerA},

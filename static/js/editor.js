@@ -189,8 +189,11 @@
 
   let problems = [];
 
-  function readProblems() {
-    const el = document.querySelector("#save-result [data-errors]");
+  // Where the server reports problems: a save's, and a publish's by the Publish button.
+  const RESULTS = ["save-result", "publish-result"];
+
+  function readProblems(id) {
+    const el = document.querySelector(`#${id} [data-errors]`);
     if (!el) return [];
     try {
       const list = JSON.parse(el.getAttribute("data-errors") || "[]");
@@ -201,18 +204,30 @@
   }
 
   function showProblems() {
-    problems = readProblems();
-    const list = document.querySelector("#save-result ul.problems");
-    if (list) list.replaceChildren(...problems.map(problemItem));
+    problems = [];
+    for (const id of RESULTS) {
+      const own = readProblems(id);
+      const list = document.querySelector(`#${id} ul.problems`);
+      if (list) list.replaceChildren(...own.map(problemItem));
+      problems.push(...own);
+    }
     applyMarkers();
     const tab = problems.length ? tabFor(problems[0].field) : "";
     if (tab) showTab(tab);
   }
 
+  // FIELD_WORDS name the fields as the page does (as Problem.String in pages.templ).
+  const FIELD_WORDS = {
+    code: "Program", input_schema: "Input schema", output_schema: "Output schema",
+    resolver_bindings: "Resolver bindings", display_name: "Display name", semantic_type: "Semantic type",
+    tenant_id: "Owner", name: "Name", description: "Description", language: "Language",
+    provider: "Provider", changelog: "Changelog", revision: "Revision", check: "Check",
+  };
+
   function describe(p) {
     let where = "";
     if (p.line) where = p.column ? ` line ${p.line}, column ${p.column}` : ` line ${p.line}`;
-    return `${p.field}${where}: ${p.message}`;
+    return `${FIELD_WORDS[p.field] || p.field}${where}: ${p.message}`;
   }
 
   // Each problem is a button that jumps to where it is.
@@ -272,10 +287,45 @@
   }
 
   function setupProblems() {
-    document.addEventListener("htmx:afterSwap", (e) => {
-      if (e.detail?.target?.id === "save-result") showProblems();
-    });
+    const swapped = (e) => {
+      if (RESULTS.includes(e.detail?.target?.id)) showProblems();
+    };
+    document.addEventListener("htmx:afterSwap", swapped);
+    document.addEventListener("htmx:oobAfterSwap", swapped);
     showProblems();
+  }
+
+  // ---- New component: the starter follows the provider and semantic type ----
+
+  // setupStarter swaps in the starter of the provider and semantic type chosen, as long as the
+  // program and schemas are still the starter the page or the last swap put there: what the
+  // author wrote is never replaced.
+  function setupStarter() {
+    const url = form.dataset.starterUrl;
+    if (!url) return;
+    const parts = ["code", "input_schema", "output_schema"].filter((p) => docs[p]);
+    const texts = () => Object.fromEntries(parts.map((p) => [p, docs[p].get()]));
+    let starter = texts();
+    const untouched = () => parts.every((p) => docs[p].get() === starter[p]);
+    const provider = form.querySelector('select[name="provider"]');
+    const type = form.querySelector('select[name="semantic_type"]');
+    const swap = async () => {
+      if (!untouched()) return;
+      const query = new URLSearchParams({ provider: provider.value, semantic_type: type.value });
+      let next;
+      try {
+        const resp = await fetch(`${url}?${query}`, { headers: { Accept: "application/json" } });
+        if (!resp.ok) return;
+        next = await resp.json();
+      } catch {
+        return; // the current starter stays
+      }
+      if (!untouched()) return; // the author typed while it came
+      for (const p of parts) docs[p].set(next[p]);
+      starter = texts();
+    };
+    provider?.addEventListener("change", swap);
+    type?.addEventListener("change", swap);
   }
 
   // ---- Schema builder ----
@@ -921,6 +971,7 @@
     setupTabs();
     setupSaveKey();
     setupProblems();
+    setupStarter();
     form.querySelectorAll(".schema-builder[data-schema-for]").forEach(createBuilder);
   }
   loadMonaco(() => (form ? startEditors() : startDiff()));
