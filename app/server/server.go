@@ -141,7 +141,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	system.NewHandlers(d.Pool, d.Objects, d.Info, d.Log.With("component", "system")).Routes(probes, signed)
 	auth.NewHandlers(authSvc, d.SecureCookies).Routes(app, signed, api)
 	tenantH.Routes(signed, api)
-	user.NewHandlers(user.NewService(d.Pool)).Routes(signed, api)
+	user.NewHandlers(user.NewService(d.Pool), tenants).Routes(signed, api)
 	audit.NewHandlers(audit.NewService(d.Pool)).Routes(signed, api)
 	governance.NewHandlers(governance.NewService(d.Pool)).Routes(signed, api, tenantH.Seen())
 	componentH.Routes(signed, api)
