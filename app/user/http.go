@@ -27,7 +27,9 @@ type Handlers struct {
 }
 
 // NewHandlers returns the handlers for svc; tenants are offered to join in the form.
-func NewHandlers(svc *Service, tenants Tenants) *Handlers { return &Handlers{svc: svc, tenants: tenants} }
+func NewHandlers(svc *Service, tenants Tenants) *Handlers {
+	return &Handlers{svc: svc, tenants: tenants}
+}
 
 // ListPage shows the users the actor may see.
 func (h *Handlers) ListPage(c echo.Context) error {
