@@ -178,6 +178,8 @@ type Target struct {
 	Type, ID string
 	// Name is what the object is called now; empty when it is gone or has no name.
 	Name string
+	// Deleted marks an object kept, under its name, after it was deleted.
+	Deleted bool
 }
 
 // Names is what the log shows of one event: the target it changed and the tenant it
@@ -214,13 +216,14 @@ func (s *Service) Names(ctx context.Context, events []dbgen.AuditEvent) ([]Names
 	if err != nil {
 		return nil, fmt.Errorf("name audit targets: %w", err)
 	}
-	names := make(map[[2]string]string, len(rows))
+	names := make(map[[2]string]dbgen.AuditTargetNamesRow, len(rows))
 	for _, r := range rows {
-		names[[2]string{r.TargetType, r.TargetID}] = r.Name
+		names[[2]string{r.TargetType, r.TargetID}] = r
 	}
 	for i := range out {
 		for _, t := range []*Target{&out[i].Target, &out[i].Tenant} {
-			t.Name = names[[2]string{t.Type, t.ID}]
+			r := names[[2]string{t.Type, t.ID}]
+			t.Name, t.Deleted = r.Name, r.Deleted
 		}
 	}
 	return out, nil

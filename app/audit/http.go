@@ -154,9 +154,13 @@ func changes(diff []byte) []views.KeyValue {
 func linkTo(t Target) TargetLink {
 	kind := strings.ReplaceAll(t.Type, "_", " ")
 	out := TargetLink{Kind: kind, Name: t.Name, ID: t.ID}
-	if out.Name == "" {
+	// A target that is gone has no page to go to.
+	switch {
+	case out.Name == "":
 		out.Name = kind + " " + short(t.ID)
-		// A target that is gone has no page to go to.
+		return out
+	case t.Deleted:
+		out.Name += " (deleted)"
 		return out
 	}
 	switch t.Type {

@@ -256,8 +256,8 @@ func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// JobsPage frames the job queue's own view, served under ui, in a Nimbus page; the caller
-// keeps it to provider admins. Loaded inside its own frame (a reload in the view, which
+// JobsPage frames the job queue's own view, served under ui, in a Nimbus page with the way
+// back; the caller keeps it to provider admins. Loaded inside its own frame (a reload in the view, which
 // knows its root as the bare prefix) it sends the frame to the view instead of nesting.
 func JobsPage(ui string) echo.HandlerFunc {
 	return func(c echo.Context) error {

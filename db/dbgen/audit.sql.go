@@ -34,7 +34,13 @@ SELECT t.target_type::text AS target_type, t.target_id::text AS target_id, coale
     WHEN 'provider' THEN (SELECT x.display_name FROM semantic_providers x WHERE x.id = t.target_id::uuid)
     WHEN 'semantic_type' THEN (SELECT x.display_name FROM semantic_resource_types x WHERE x.id = t.target_id::uuid)
     WHEN 'resource_type' THEN (SELECT x.pulumi_type FROM provider_resource_types x WHERE x.id = t.target_id::uuid)
-END, '')::text AS name
+END, '')::text AS name,
+coalesce(CASE t.target_type
+    WHEN 'tenant' THEN (SELECT x.deleted_at IS NOT NULL FROM tenants x WHERE x.id = t.target_id::uuid)
+    WHEN 'user' THEN (SELECT x.deleted_at IS NOT NULL FROM users x WHERE x.id = t.target_id::uuid)
+    WHEN 'component' THEN (SELECT x.deleted_at IS NOT NULL FROM components x WHERE x.id = t.target_id::uuid)
+    WHEN 'environment' THEN (SELECT x.deleted_at IS NOT NULL FROM environments x WHERE x.id = t.target_id::uuid)
+END, false)::boolean AS deleted
 FROM (SELECT ty.target_type, id.target_id
       FROM unnest($1::text[]) WITH ORDINALITY AS ty(target_type, n)
       JOIN unnest($2::text[]) WITH ORDINALITY AS id(target_id, n) ON id.n = ty.n) AS t
@@ -49,10 +55,12 @@ type AuditTargetNamesRow struct {
 	TargetType string `json:"target_type"`
 	TargetID   string `json:"target_id"`
 	Name       string `json:"name"`
+	Deleted    bool   `json:"deleted"`
 }
 
-// What the log calls each target: its name now, or ” when it is gone. Targets are given as
-// parallel arrays of type and ID; a membership's ID is the tenant's and the user's joined by '/'.
+// What the log calls each target: its name now, or ” when there is no such row; deleted says
+// the row is kept but marked deleted. Targets are given as parallel arrays of type and ID; a
+// membership's ID is the tenant's and the user's joined by '/'.
 func (q *Queries) AuditTargetNames(ctx context.Context, arg AuditTargetNamesParams) ([]AuditTargetNamesRow, error) {
 	rows, err := q.db.Query(ctx, auditTargetNames, arg.TargetTypes, arg.TargetIds)
 	if err != nil {
@@ -62,7 +70,12 @@ func (q *Queries) AuditTargetNames(ctx context.Context, arg AuditTargetNamesPara
 	items := []AuditTargetNamesRow{}
 	for rows.Next() {
 		var i AuditTargetNamesRow
-		if err := rows.Scan(&i.TargetType, &i.TargetID, &i.Name); err != nil {
+		if err := rows.Scan(
+			&i.TargetType,
+			&i.TargetID,
+			&i.Name,
+			&i.Deleted,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -16,8 +16,9 @@ ORDER BY id DESC
 LIMIT sqlc.arg(max_rows);
 
 -- name: AuditTargetNames :many
--- What the log calls each target: its name now, or '' when it is gone. Targets are given as
--- parallel arrays of type and ID; a membership's ID is the tenant's and the user's joined by '/'.
+-- What the log calls each target: its name now, or '' when there is no such row; deleted says
+-- the row is kept but marked deleted. Targets are given as parallel arrays of type and ID; a
+-- membership's ID is the tenant's and the user's joined by '/'.
 SELECT t.target_type::text AS target_type, t.target_id::text AS target_id, coalesce(CASE t.target_type
     WHEN 'tenant' THEN (SELECT x.name FROM tenants x WHERE x.id = t.target_id::uuid)
     WHEN 'user' THEN (SELECT x.email FROM users x WHERE x.id = t.target_id::uuid)
@@ -38,7 +39,13 @@ SELECT t.target_type::text AS target_type, t.target_id::text AS target_id, coale
     WHEN 'provider' THEN (SELECT x.display_name FROM semantic_providers x WHERE x.id = t.target_id::uuid)
     WHEN 'semantic_type' THEN (SELECT x.display_name FROM semantic_resource_types x WHERE x.id = t.target_id::uuid)
     WHEN 'resource_type' THEN (SELECT x.pulumi_type FROM provider_resource_types x WHERE x.id = t.target_id::uuid)
-END, '')::text AS name
+END, '')::text AS name,
+coalesce(CASE t.target_type
+    WHEN 'tenant' THEN (SELECT x.deleted_at IS NOT NULL FROM tenants x WHERE x.id = t.target_id::uuid)
+    WHEN 'user' THEN (SELECT x.deleted_at IS NOT NULL FROM users x WHERE x.id = t.target_id::uuid)
+    WHEN 'component' THEN (SELECT x.deleted_at IS NOT NULL FROM components x WHERE x.id = t.target_id::uuid)
+    WHEN 'environment' THEN (SELECT x.deleted_at IS NOT NULL FROM environments x WHERE x.id = t.target_id::uuid)
+END, false)::boolean AS deleted
 FROM (SELECT ty.target_type, id.target_id
       FROM unnest(sqlc.arg(target_types)::text[]) WITH ORDINALITY AS ty(target_type, n)
       JOIN unnest(sqlc.arg(target_ids)::text[]) WITH ORDINALITY AS id(target_id, n) ON id.n = ty.n) AS t;
