@@ -179,7 +179,7 @@ func (h *Handlers) policiesPage(c echo.Context, f PolicyForm, status int) error 
 	}
 	rows := make([]PolicyRow, len(list))
 	for i, p := range list {
-		rows[i] = PolicyRow{ID: p.ID.String(), Scope: p.Scope, ScopeName: p.ScopeName, Operations: strings.Join(p.Operations, ", "),
+		rows[i] = PolicyRow{ID: p.ID.String(), Scope: p.Scope, ScopeName: p.ScopeName, ScopeURL: scopeURL(actor, p), Operations: strings.Join(p.Operations, ", "),
 			Role: string(p.ApproverRole), CreatedBy: p.CreatedBy, ByProviderAdmin: p.SetByProviderAdmin, Approvals: p.ApprovalsRequired,
 			CanDelete: p.MayDelete(actor)}
 	}
@@ -200,6 +200,21 @@ func (h *Handlers) policiesPage(c echo.Context, f PolicyForm, status int) error 
 	}
 	page := web.Page(c, "Approval policies").Under(views.Crumb{Label: "Approvals", URL: "/approvals"})
 	return web.Render(c, status, ApprovalPolicies(page, rows, f))
+}
+
+// scopeURL is the page of what a policy applies to, where the viewer has one.
+func scopeURL(actor access.Principal, p Policy) string {
+	switch p.Scope {
+	case "environment":
+		return "/environments/" + p.ScopeID.String()
+	case "component":
+		return "/components/" + p.ScopeID.String()
+	case "landing_zone":
+		if actor.ProviderAdmin {
+			return "/landing-zones/" + p.ScopeID.String()
+		}
+	}
+	return ""
 }
 
 func scopeLabel(scope string) string {
