@@ -66,17 +66,60 @@ func TestBrowser_DestroyWaitsForAnotherAdminsApproval(t *testing.T) {
 	}
 	alice.screenshot("approval-awaiting")
 
+	// The dashboard tells waiting from running.
+	alice.open("/")
+	if got := alice.text(`[data-testid="dashboard-active"]`); strings.Contains(got, "destroy web") {
+		t.Errorf("running now lists the destroy that waits for approval: %q", got)
+	}
+	if got := alice.text(`[data-testid="dashboard-awaiting"]`); !strings.Contains(got, "destroy web") || !strings.Contains(got, "awaiting approval") {
+		t.Errorf("the dashboard's awaiting approval reads %q", got)
+	}
+
 	bob := newSession(t, browser, a)
 	bob.signIn("bob@acme.test", userPassword)
 	if got := bob.text(`[data-testid="approvals-count"]`); got != "1" {
 		t.Fatalf("the approver's navigation counts %q", got)
 	}
 	bob.open("/approvals")
-	if rows := bob.rows("approvals-waiting"); len(rows) != 1 || rows[0][0] != "destroy" || !strings.HasPrefix(rows[0][1], "web") {
+	if rows := bob.rows("approvals-waiting"); len(rows) != 1 || rows[0][0] != "destroy" || rows[0][1] != "web" || rows[0][2] != "acme" ||
+		rows[0][3] != "dev" || rows[0][6] != "pending" {
 		t.Fatalf("waiting for the approver: %q", rows)
+	}
+	if got := eval[string](bob, `document.querySelector('[data-testid="approvals-waiting"] tbody td:nth-child(3) a').getAttribute('href')`); got != "/tenants/"+acme.ID.String() {
+		t.Errorf("the tenant column links to %q", got)
 	}
 	bob.screenshot("approvals")
 	bob.open(request)
+	if got := eval[string](bob, `document.querySelector('[data-testid="breadcrumbs"] a')?.getAttribute('href') ?? ''`); got != "/approvals" {
+		t.Errorf("the request's breadcrumbs lead to %q", got)
+	}
+
+	// Rejecting asks why, and for a second click, before anything is sent.
+	bob.click(`[data-testid="reject"]`)
+	bob.waitFor(`document.querySelector('[data-testid="reject-dialog"]').matches(':popover-open')`)
+	if got := bob.text(`[data-testid="reject-dialog"] h2`); got != "Reject the destroy of web?" {
+		t.Errorf("the rejection asks %q", got)
+	}
+	bob.click(`[data-testid="reject-form"] [type="submit"]`)
+	if !eval[bool](bob, `document.querySelector('#f-reject-comment').validity.valueMissing`) || bob.text(`[data-testid="approval-status"]`) != "pending" {
+		t.Fatal("a rejection without a comment was sent")
+	}
+	// Sent anyway, without the browser's check, it is refused and the request stays.
+	bob.eval(`document.querySelector('#f-reject-comment').required = false`)
+	if status := bob.submit(`[data-testid="reject-form"]`); status != 200 {
+		t.Fatalf("rejecting without a comment: status %d", status)
+	}
+	if got := bob.text(".flash p"); !strings.Contains(got, "a rejection needs a comment") {
+		t.Fatalf("a rejection without a comment says %q", got)
+	}
+	if got := bob.text(`[data-testid="approval-status"]`); got != "pending" {
+		t.Fatalf("after a refused rejection the request is %q", got)
+	}
+	bob.click(`[data-testid="reject"]`)
+	bob.waitFor(`document.querySelector('[data-testid="reject-dialog"]').matches(':popover-open')`)
+	bob.click(`[data-testid="reject-dialog"] [popovertargetaction="hide"]`)
+	bob.waitFor(`!document.querySelector('[data-testid="reject-dialog"]').matches(':popover-open')`)
+
 	if got := bob.resourceOp("machine"); got != "delete" {
 		t.Fatalf("the plan shows %q for the machine, want delete", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -84,12 +85,12 @@ func TestBrowser_AdminOnboardsTenant(t *testing.T) {
 		}
 	}
 
-	// The jobs UI is River's own single-page app, fed by the job client the harness starts; it
-	// has rendered once it lists the job states.
+	// The jobs UI is River's own single-page app, fed by the job client the harness starts,
+	// framed by a Nimbus page; it has rendered once it lists the job states.
 	if status := admin.open("/admin/jobs"); status != 200 {
 		t.Fatalf("/admin/jobs answers %d to the provider admin, want 200", status)
 	}
-	admin.waitFor(`document.body.innerText.includes('Completed')`)
+	admin.waitWithin(`document.querySelector('[data-testid="jobs-frame"]').contentDocument?.body.innerText.includes('Completed') ?? false`, 30*time.Second)
 }
 
 func TestBrowser_TenantAdminSeesOnlyOwnTenant(t *testing.T) {

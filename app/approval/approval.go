@@ -37,6 +37,7 @@ type Request struct {
 	Kind              string      `json:"kind"`
 	DeploymentID      uuid.UUID   `json:"deployment_id"`
 	Deployment        string      `json:"deployment"`
+	EnvironmentID     uuid.UUID   `json:"environment_id"`
 	Environment       string      `json:"environment"`
 	TenantID          uuid.UUID   `json:"tenant_id"`
 	Tenant            string      `json:"tenant"`
@@ -170,7 +171,7 @@ func (s *Service) requests(ctx context.Context, actor access.Principal, id uuid.
 
 func requestFromRow(actor access.Principal, r dbgen.ListApprovalRequestsRow) Request {
 	out := Request{ID: r.ID, OperationID: r.OperationID, Kind: r.Kind, DeploymentID: r.DeploymentID, Deployment: r.DeploymentName,
-		Environment: r.EnvironmentName, TenantID: r.TenantID, Tenant: r.TenantName, RequestedBy: r.RequestedByEmail,
+		EnvironmentID: r.EnvironmentID, Environment: r.EnvironmentName, TenantID: r.TenantID, Tenant: r.TenantName, RequestedBy: r.RequestedByEmail,
 		Status: r.Status, Approvals: int(r.Approvals), ApprovalsRequired: int(r.ApprovalsRequired),
 		ApproverRole: access.Role(r.ApproverRole), PreviewedAt: r.PreviewedAt, ExpiresAt: r.ExpiresAt, DecidedAt: r.DecidedAt,
 		CreatedAt: r.CreatedAt, requester: r.RequestedBy}

@@ -225,6 +225,8 @@ func TestGate_AsksOnceAndLetsGoOnceEnoughApproved(t *testing.T) {
 	if !strings.Contains(err.Error(), "you already approved this") {
 		t.Fatalf("a second decision: %v", err)
 	}
+	_, err = fx.svc.Reject(ctx, fx.bob, req.ID, "  ")
+	wantRule(t, err, "required")
 	if status, _ := fx.status(t); status != "awaiting_approval" {
 		t.Fatalf("after one of two approvals the operation is %s", status)
 	}

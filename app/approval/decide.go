@@ -29,7 +29,7 @@ func (s *Service) Approve(ctx context.Context, actor access.Principal, id uuid.U
 }
 
 // Reject records the actor's rejection of a pending request: its operation ends rejected,
-// naming who rejected it and why.
+// naming who rejected it and why. A rejection needs a comment.
 func (s *Service) Reject(ctx context.Context, actor access.Principal, id uuid.UUID, comment string) (Detail, error) {
 	return s.decide(ctx, actor, id, "reject", comment)
 }
@@ -70,6 +70,9 @@ func (s *Service) decide(ctx context.Context, actor access.Principal, id uuid.UU
 			return expired(r)
 		case r.Status != "pending":
 			return problem.Invalid("request", "state", "this request is %s already and takes no more decisions", r.Status)
+		case decision == "reject" && comment == "":
+			// The requester and the other approvers read why in the operation's error.
+			return problem.Invalid("comment", "required", "a rejection needs a comment: say why, for the requester")
 		case decision == "reject":
 			return s.reject(ctx, tx, actor, r, comment)
 		}
@@ -155,10 +158,7 @@ func (s *Service) reject(ctx context.Context, tx pgx.Tx, actor access.Principal,
 	if _, err := q.CloseApprovalRequest(ctx, dbgen.CloseApprovalRequestParams{ID: r.ID, Status: "rejected"}); err != nil {
 		return err
 	}
-	reason := "rejected by " + actor.Email
-	if comment != "" {
-		reason += ": " + comment
-	}
+	reason := "rejected by " + actor.Email + ": " + comment
 	if err := deploy.EndWaiting(ctx, tx, s.jobs, r.OperationID, deploy.Rejected, reason); err != nil {
 		return err
 	}

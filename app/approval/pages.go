@@ -1,13 +1,11 @@
 package approval
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -28,6 +26,7 @@ func (h *Handlers) QueuePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	sort := views.SortOf("/approvals", c.QueryParams(), "-requested", "deployment", "tenant", "requested_by", "requested", "expires")
 	var waiting, others, decided []ApprovalRow
 	for _, r := range list {
 		switch {
@@ -39,21 +38,35 @@ func (h *Handlers) QueuePage(c echo.Context) error {
 			decided = append(decided, row(r))
 		}
 	}
-	return web.Render(c, http.StatusOK, ApprovalQueue(web.Page(c, "Approvals"), waiting, others, decided))
+	for _, rows := range [][]ApprovalRow{waiting, others, decided} {
+		views.SortRows(rows, sort, approvalOrders())
+	}
+	return web.Render(c, http.StatusOK, ApprovalQueue(web.Page(c, "Approvals"), sort, waiting, others, decided))
 }
 
-func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
+// approvalOrders are the orders the queue's tables can be sorted in.
+func approvalOrders() map[string]func(a, b ApprovalRow) int {
+	return map[string]func(a, b ApprovalRow) int{
+		"deployment": func(a, b ApprovalRow) int {
+			return strings.Compare(strings.ToLower(a.Deployment), strings.ToLower(b.Deployment))
+		},
+		"tenant": func(a, b ApprovalRow) int {
+			return strings.Compare(strings.ToLower(a.Tenant), strings.ToLower(b.Tenant))
+		},
+		"requested_by": func(a, b ApprovalRow) int { return strings.Compare(a.RequestedBy, b.RequestedBy) },
+		"requested":    func(a, b ApprovalRow) int { return a.Created.Compare(b.Created) },
+		"expires":      func(a, b ApprovalRow) int { return a.Expires.Compare(b.Expires) },
+	}
+}
 
 func row(r Request) ApprovalRow {
 	out := ApprovalRow{ID: r.ID.String(), OperationID: r.OperationID.String(), DeploymentID: r.DeploymentID.String(),
-		Kind: r.Kind, Deployment: r.Deployment, Environment: r.Environment, Tenant: r.Tenant, RequestedBy: r.RequestedBy,
-		Status: r.Status, Role: string(r.ApproverRole), Created: stamp(r.CreatedAt), Expires: stamp(r.ExpiresAt),
+		Kind: r.Kind, Deployment: r.Deployment, Environment: r.Environment, EnvironmentID: r.EnvironmentID.String(),
+		Tenant: r.Tenant, TenantID: r.TenantID.String(), RequestedBy: r.RequestedBy,
+		Status: r.Status, Role: string(r.ApproverRole), Created: r.CreatedAt, Expires: r.ExpiresAt, Decided: r.DecidedAt,
 		Approvals: r.Approvals, Required: r.ApprovalsRequired}
 	if out.RequestedBy == "" {
 		out.RequestedBy = "Nimbus"
-	}
-	if r.DecidedAt != nil {
-		out.Decided = stamp(*r.DecidedAt)
 	}
 	return out
 }
@@ -70,29 +83,15 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := ApprovalView{ApprovalRow: row(d.Request), Version: d.Version, Previewed: stamp(d.PreviewedAt),
+	v := ApprovalView{ApprovalRow: row(d.Request), Version: d.Version, Previewed: d.PreviewedAt,
 		CanDecide: d.CanDecide, Why: whyNot(actor, d)}
 	v.Resources, _, _ = deploy.ResourceRows(plan.Resources)
-	names := make([]string, 0, len(d.Parameters))
-	for k := range d.Parameters {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, k := range names {
-		v.Parameters = append(v.Parameters, views.KeyValue{Key: k, Value: shown(d.Parameters[k]), Secret: d.Parameters[k] == "[secret]"})
-	}
+	v.Parameters = views.Values(d.Parameters)
 	for _, x := range d.Decisions {
-		v.Decisions = append(v.Decisions, DecisionRow{By: x.By, Decision: x.Decision, Comment: x.Comment, At: stamp(x.At)})
+		v.Decisions = append(v.Decisions, DecisionRow{By: x.By, Decision: past(x.Decision), Comment: x.Comment, At: x.At})
 	}
-	return web.Render(c, http.StatusOK, ApprovalPage(web.Page(c, "Approval of "+d.Deployment), v))
-}
-
-func shown(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
+	page := web.Page(c, "The "+d.Kind+" of "+d.Deployment).Under(views.Crumb{Label: "Approvals", URL: "/approvals"})
+	return web.Render(c, http.StatusOK, ApprovalPage(page, v))
 }
 
 // whyNot says what keeps the viewer from deciding a pending request.
@@ -117,7 +116,7 @@ func (h *Handlers) ApproveForm(c echo.Context) error {
 
 // RejectForm rejects from the request's page, and stays there.
 func (h *Handlers) RejectForm(c echo.Context) error {
-	return h.decideForm(c, h.svc.Reject, "Rejected: the operation has ended.")
+	return h.decideForm(c, h.svc.Reject, "Rejected: the operation has ended without running.")
 }
 
 // decideForm decides, and shows the request again with what came of it: a refusal (a second
@@ -180,7 +179,7 @@ func (h *Handlers) policiesPage(c echo.Context, f PolicyForm, status int) error 
 	}
 	rows := make([]PolicyRow, len(list))
 	for i, p := range list {
-		rows[i] = PolicyRow{ID: p.ID.String(), Scope: p.Scope, ScopeName: p.ScopeName, Operations: strings.Join(p.Operations, ", "),
+		rows[i] = PolicyRow{ID: p.ID.String(), Scope: p.Scope, ScopeName: p.ScopeName, ScopeURL: scopeURL(actor, p), Operations: strings.Join(p.Operations, ", "),
 			Role: string(p.ApproverRole), CreatedBy: p.CreatedBy, ByProviderAdmin: p.SetByProviderAdmin, Approvals: p.ApprovalsRequired,
 			CanDelete: p.MayDelete(actor)}
 	}
@@ -199,7 +198,23 @@ func (h *Handlers) policiesPage(c echo.Context, f PolicyForm, status int) error 
 	for _, r := range ApproverRoles {
 		f.Roles = append(f.Roles, views.Option{Value: string(r), Label: r.Label()})
 	}
-	return web.Render(c, status, ApprovalPolicies(web.Page(c, "Approval policies"), rows, f))
+	page := web.Page(c, "Approval policies").Under(views.Crumb{Label: "Approvals", URL: "/approvals"})
+	return web.Render(c, status, ApprovalPolicies(page, rows, f))
+}
+
+// scopeURL is the page of what a policy applies to, where the viewer has one.
+func scopeURL(actor access.Principal, p Policy) string {
+	switch p.Scope {
+	case "environment":
+		return "/environments/" + p.ScopeID.String()
+	case "component":
+		return "/components/" + p.ScopeID.String()
+	case "landing_zone":
+		if actor.ProviderAdmin {
+			return "/landing-zones/" + p.ScopeID.String()
+		}
+	}
+	return ""
 }
 
 func scopeLabel(scope string) string {

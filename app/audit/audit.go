@@ -58,6 +58,9 @@ var (
 	Anonymous = access.Principal{Email: "anonymous"}
 )
 
+// redactedValue stands in the log for a value that looked secret.
+const redactedValue = "[redacted]"
+
 var secretWords = []string{"password", "passwd", "pass", "secret", "token", "passphrase", "key", "credential"}
 
 // Redact returns a copy of diff with the values of secret-looking keys replaced, at any depth.
@@ -68,7 +71,7 @@ func Redact(diff map[string]any) map[string]any {
 	out := make(map[string]any, len(diff))
 	for k, v := range diff {
 		if isSecretKey(k) {
-			out[k] = "[redacted]"
+			out[k] = redactedValue
 			continue
 		}
 		out[k] = redactValue(v)
@@ -168,4 +171,69 @@ func optional(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// Target is an object an event names, as the log names and links it.
+type Target struct {
+	Type, ID string
+	// Name is what the object is called now; empty when it is gone or has no name.
+	Name string
+	// Deleted marks an object kept, under its name, after it was deleted.
+	Deleted bool
+}
+
+// Names is what the log shows of one event: the target it changed and the tenant it
+// belongs to (an empty ID for none).
+type Names struct {
+	Target, Tenant Target
+}
+
+// Names names the targets and tenants of events, in their order. Names are read now, so a
+// renamed object shows its new name and a deleted one none.
+func (s *Service) Names(ctx context.Context, events []dbgen.AuditEvent) ([]Names, error) {
+	out := make([]Names, len(events))
+	params := dbgen.AuditTargetNamesParams{TargetTypes: []string{}, TargetIds: []string{}}
+	ask := func(t Target) {
+		// Only IDs the lookup can read: one that is not a UUID (nor a pair of them) stays
+		// unnamed rather than failing the page.
+		if validTargetID(t.ID) {
+			params.TargetTypes = append(params.TargetTypes, t.Type)
+			params.TargetIds = append(params.TargetIds, t.ID)
+		}
+	}
+	for i, e := range events {
+		out[i].Target = Target{Type: e.TargetType, ID: e.TargetID}
+		ask(out[i].Target)
+		if e.TenantID.Valid {
+			out[i].Tenant = Target{Type: "tenant", ID: e.TenantID.UUID.String()}
+			ask(out[i].Tenant)
+		}
+	}
+	if len(params.TargetIds) == 0 {
+		return out, nil
+	}
+	rows, err := dbgen.New(s.pool).AuditTargetNames(ctx, params)
+	if err != nil {
+		return nil, fmt.Errorf("name audit targets: %w", err)
+	}
+	names := make(map[[2]string]dbgen.AuditTargetNamesRow, len(rows))
+	for _, r := range rows {
+		names[[2]string{r.TargetType, r.TargetID}] = r
+	}
+	for i := range out {
+		for _, t := range []*Target{&out[i].Target, &out[i].Tenant} {
+			r := names[[2]string{t.Type, t.ID}]
+			t.Name, t.Deleted = r.Name, r.Deleted
+		}
+	}
+	return out, nil
+}
+
+func validTargetID(id string) bool {
+	for _, part := range strings.SplitN(id, "/", 2) {
+		if len(part) != 36 || uuid.Validate(part) != nil {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -93,7 +94,11 @@ func (h *Handlers) Page(c echo.Context) error {
 		}
 		pager.PrevURL = strings.TrimSuffix("/audit?"+q.Encode(), "?")
 	}
-	return web.Render(c, http.StatusOK, Audit(web.Page(c, "Audit log"), eventRows(page.Events), form, pager, nil))
+	names, err := h.svc.Names(web.Ctx(c), page.Events)
+	if err != nil {
+		return err
+	}
+	return web.Render(c, http.StatusOK, Audit(web.Page(c, "Audit log"), eventRows(page.Events, names), form, pager, nil))
 }
 
 // ListAPI answers GET /api/v1/audit-events with the same filters; next_before pages on.
@@ -113,11 +118,86 @@ func (h *Handlers) ListAPI(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func eventRows(events []dbgen.AuditEvent) []EventRow {
+func eventRows(events []dbgen.AuditEvent, names []Names) []EventRow {
 	rows := make([]EventRow, len(events))
 	for i, e := range events {
 		rows[i] = EventRow{CreatedAt: e.CreatedAt, ActorEmail: e.ActorEmail, Action: e.Action,
-			TargetType: e.TargetType, TargetID: e.TargetID, Diff: string(e.Diff)}
+			Target: linkTo(names[i].Target), Changes: changes(e.Diff)}
+		if names[i].Tenant.ID != "" {
+			rows[i].Tenant = linkTo(names[i].Tenant)
+		}
 	}
 	return rows
+}
+
+// changes lists what an event recorded as key and value, the redacted ones masked.
+func changes(diff []byte) []views.KeyValue {
+	var m map[string]any
+	if err := json.Unmarshal(diff, &m); err != nil {
+		return []views.KeyValue{{Key: "change", Value: string(diff)}}
+	}
+	var redacted []string
+	for k, v := range m {
+		if v == redactedValue {
+			redacted = append(redacted, k)
+		}
+	}
+	kvs := views.Values(m, redacted...)
+	for i := range kvs {
+		kvs[i].Key = strings.ReplaceAll(kvs[i].Key, "_", " ")
+	}
+	return kvs
+}
+
+// linkTo is where a target is shown: its own page, or the list that holds it when it
+// has none; its name, or its kind and short ID when it has none or is gone.
+func linkTo(t Target) TargetLink {
+	kind := strings.ReplaceAll(t.Type, "_", " ")
+	out := TargetLink{Kind: kind, Name: t.Name, ID: t.ID}
+	// A target that is gone has no page to go to.
+	switch {
+	case out.Name == "":
+		out.Name = kind + " " + short(t.ID)
+		return out
+	case t.Deleted:
+		out.Name += " (deleted)"
+		return out
+	}
+	switch t.Type {
+	case "tenant":
+		out.URL = "/tenants/" + t.ID
+	case "membership":
+		tenant, _, _ := strings.Cut(t.ID, "/")
+		out.URL = "/tenants/" + tenant
+	case "user":
+		out.URL = "/users"
+	case "component":
+		out.URL = "/components/" + t.ID
+	case "deployment":
+		out.URL = "/deployments/" + t.ID
+	case "operation":
+		out.URL = "/operations/" + t.ID
+	case "environment":
+		out.URL = "/environments/" + t.ID
+	case "landing_zone":
+		out.URL = "/landing-zones/" + t.ID
+	case "ipam_pool":
+		out.URL = "/ipam/pools/" + t.ID
+	case "approval_request":
+		out.URL = "/approvals/" + t.ID
+	case "api_token":
+		out.URL = "/tokens"
+	case "image":
+		out.URL = "/images"
+	case "provider", "semantic_type", "resource_type":
+		out.URL = "/admin/providers"
+	}
+	return out
+}
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
 }

@@ -43,9 +43,13 @@ func NewService(pool *pgxpool.Pool, envs *environment.Service, pools *ipam.Servi
 type Overview struct {
 	Environments []environment.Environment
 	Active       []dbgen.ActiveOperationsRow
-	Failures     []dbgen.RecentFailuresRow
-	Waiting      int
-	Pools        []ipam.Pool // for provider admins
+	// Awaiting are the operations that wait for approval, whoever may decide them.
+	Awaiting []dbgen.ActiveOperationsRow
+	Failures []dbgen.RecentFailuresRow
+	Waiting  int
+	Pools    []ipam.Pool // for provider admins
+	// FirstSteps is how far a new install has come, for provider admins.
+	FirstSteps *dbgen.FirstStepsRow
 }
 
 // failureWindow is how far back the dashboard looks for failures.
@@ -69,8 +73,13 @@ func (s *Service) Overview(ctx context.Context, actor access.Principal) (Overvie
 	slices.SortStableFunc(o.Environments, func(a, b environment.Environment) int { return rank[a.Status] - rank[b.Status] })
 	tenants := actor.TenantsWith(access.EnvironmentRead)
 	q := dbgen.New(s.pool)
-	if o.Active, err = q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants}); err != nil {
+	if o.Active, err = q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Statuses: []string{"queued", "running"},
+		AllTenants: actor.ProviderAdmin, TenantIds: tenants}); err != nil {
 		return o, fmt.Errorf("active operations: %w", err)
+	}
+	if o.Awaiting, err = q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Statuses: []string{"awaiting_approval"},
+		AllTenants: actor.ProviderAdmin, TenantIds: tenants}); err != nil {
+		return o, fmt.Errorf("operations awaiting approval: %w", err)
 	}
 	if o.Failures, err = q.RecentFailures(ctx, dbgen.RecentFailuresParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
 		Since: time.Now().Add(-failureWindow)}); err != nil {
@@ -80,6 +89,11 @@ func (s *Service) Overview(ctx context.Context, actor access.Principal) (Overvie
 		return o, err
 	}
 	if actor.ProviderAdmin {
+		steps, err := q.FirstSteps(ctx)
+		if err != nil {
+			return o, fmt.Errorf("first steps: %w", err)
+		}
+		o.FirstSteps = &steps
 		list, err := s.pools.List(ctx, actor, ipam.Filter{})
 		if err != nil {
 			return o, err
@@ -124,13 +138,24 @@ func (h *Handlers) Page(c echo.Context) error {
 		v.Environments = append(v.Environments, environment.EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: string(e.Status),
 			LandingZone: e.LandingZone, Template: e.Template, Created: e.CreatedAt})
 	}
+	operation := func(a dbgen.ActiveOperationsRow) DashboardOperation {
+		return DashboardOperation{ID: a.ID.String(), Kind: a.Kind, Status: a.Status, Deployment: a.DeploymentName,
+			DeploymentID: a.DeploymentID.String(), Tenant: a.TenantName, TenantID: a.TenantID.String(),
+			Environment: a.EnvironmentName, EnvironmentID: a.EnvironmentID.String(), Since: a.CreatedAt}
+	}
 	for _, a := range o.Active {
-		v.Active = append(v.Active, DashboardOperation{ID: a.ID.String(), Kind: a.Kind, Status: a.Status, Deployment: a.DeploymentName,
-			DeploymentID: a.DeploymentID.String(), Where: a.TenantName + " / " + a.EnvironmentName, Since: a.CreatedAt})
+		v.Active = append(v.Active, operation(a))
+	}
+	for _, a := range o.Awaiting {
+		v.Awaiting = append(v.Awaiting, operation(a))
+	}
+	if o.FirstSteps != nil {
+		v.FirstSteps = checklist(*o.FirstSteps)
 	}
 	for _, f := range o.Failures {
 		row := DashboardOperation{ID: f.ID.String(), Kind: f.Kind, Status: "failed", Deployment: f.DeploymentName,
-			DeploymentID: f.DeploymentID.String(), Where: f.TenantName + " / " + f.EnvironmentName, Error: f.Error}
+			DeploymentID: f.DeploymentID.String(), Tenant: f.TenantName, TenantID: f.TenantID.String(),
+			Environment: f.EnvironmentName, EnvironmentID: f.EnvironmentID.String(), Error: f.Error}
 		if f.FinishedAt != nil {
 			row.Since = *f.FinishedAt
 		}
@@ -146,4 +171,22 @@ func (h *Handlers) Page(c echo.Context) error {
 	}
 	v.ShowPools = web.Actor(c).ProviderAdmin
 	return web.Render(c, http.StatusOK, Dashboard(web.Page(c, "Dashboard"), v))
+}
+
+// checklist is the checklist of a new install, in the order the steps depend on each other;
+// none once every step is done.
+func checklist(f dbgen.FirstStepsRow) []FirstStep {
+	steps := []FirstStep{
+		{Key: "tenant", Text: "Create a tenant", Why: "a team that owns environments and deployments", URL: "/tenants", Done: f.HasTenant},
+		{Key: "member", Text: "Add people to it", Why: "create users and give each a role in the tenant", URL: "/users", Done: f.HasMember},
+		{Key: "environment", Text: "Open an environment", Why: "where the tenant's deployments live", URL: "/environments", Done: f.HasEnvironment},
+		{Key: "pool", Text: "Create an IP pool", Why: "addresses handed out to machines as they are deployed", URL: "/ipam", Done: f.HasPool},
+		{Key: "deployment", Text: "Deploy a component", Why: "pick one in the catalog and deploy it into the environment", URL: "/catalog", Done: f.HasDeployment},
+	}
+	for _, s := range steps {
+		if !s.Done {
+			return steps
+		}
+	}
+	return nil
 }

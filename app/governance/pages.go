@@ -32,7 +32,9 @@ func (h *Handlers) ListPage(c echo.Context) error {
 			Provider: s.Component.Provider, Version: s.Component.Version, Allowed: s.Effective.IsAllowed,
 			Rules: s.Effective.Describe(), Instances: instances(s.Instances, s.Effective)}
 	}
-	return web.Render(c, http.StatusOK, GovernanceList(web.Page(c, "Governance of "+o.TenantName), o.TenantID.String(), o.TenantName, rows))
+	page := web.Page(c, "Governance of "+o.TenantName).Under(views.Crumb{Label: "Tenants", URL: "/tenants"},
+		views.Crumb{Label: o.TenantName, URL: "/tenants/" + o.TenantID.String()})
+	return web.Render(c, http.StatusOK, GovernanceList(page, o.TenantID.String(), o.TenantName, rows))
 }
 
 // EditPage shows a component's governance in a tenant: what binds, the provider's ceiling and
@@ -243,7 +245,10 @@ func (h *Handlers) renderEdit(c echo.Context, status int, v View, failed string,
 	if page.Form != nil && page.Form.Scope == failed {
 		page.Form.Values, page.Form.Errors = typed, errs
 	}
-	return web.Render(c, status, GovernanceEditPage(web.Page(c, v.Component.DisplayName+" · governance"), page))
+	frame := web.Page(c, v.Component.DisplayName+" · governance").Under(views.Crumb{Label: "Tenants", URL: "/tenants"},
+		views.Crumb{Label: v.TenantName, URL: "/tenants/" + v.TenantID.String()},
+		views.Crumb{Label: "Governance", URL: "/tenants/" + v.TenantID.String() + "/governance"})
+	return web.Render(c, status, GovernanceEditPage(frame, page))
 }
 
 // ruleText puts a saved rule in words, per input.
@@ -259,9 +264,7 @@ func ruleText(title string, r *Rule) RuleText {
 	if t.UpdatedBy == "" {
 		t.UpdatedBy = "someone since removed"
 	}
-	if r.UpdatedAt != nil {
-		t.UpdatedAt = r.UpdatedAt.UTC().Format("2006-01-02 15:04 UTC")
-	}
+	t.UpdatedAt = r.UpdatedAt
 	if r.MaxInstances != nil {
 		t.MaxInstances = "at most " + strconv.Itoa(*r.MaxInstances)
 	}

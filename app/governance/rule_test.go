@@ -206,7 +206,7 @@ func TestGovernanceValidate_ConstraintMustNarrowTheSchemaAndAgreeWithItself(t *t
 			want: refusal{"parameter_constraints.cores.allowed", "range", []string{"8 is above the maximum 4"}}},
 		"objects as allowed values": {c: map[string]Constraint{"image": {Allowed: []any{map[string]any{"a": 1.0}, map[string]any{"a": 1.0}}}},
 			want: refusal{"parameter_constraints.image.allowed", "schema", []string{"is not text"}}},
-		"an empty list":               {c: map[string]Constraint{"image": {Allowed: []any{}}}, want: refusal{"parameter_constraints.image.allowed", "required", []string{"is_allowed"}}},
+		"an empty list":               {c: map[string]Constraint{"image": {Allowed: []any{}}}, want: refusal{"parameter_constraints.image.allowed", "required", []string{"deny it instead"}}},
 		"allowed values for an array": {c: map[string]Constraint{"tags": {Allowed: []any{"x"}}}, want: refusal{"parameter_constraints.tags.allowed", "type", []string{"an array"}}},
 		"a negative instance limit":   {max: n(-1), want: refusal{"max_instances", "minimum", []string{"0 or more"}}},
 	}

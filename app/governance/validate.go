@@ -131,7 +131,7 @@ func validate(scope string, r Rule, s schema, ceiling *Rule) (Rule, error) {
 	}
 	if scope == Tenant && ceiling != nil {
 		if r.IsAllowed && !ceiling.IsAllowed {
-			v.Add("is_allowed", "ceiling", "the provider has denied this component for this tenant, so this tenant cannot allow it; set is_allowed to false")
+			v.Add("is_allowed", "ceiling", "the provider has denied this component for this tenant, so this tenant cannot allow it")
 		}
 		if m, c := r.MaxInstances, ceiling.MaxInstances; m != nil && c != nil && *m > *c {
 			v.Add("max_instances", "ceiling", "%d is above the provider's limit of %d instances for this tenant; a tenant can only lower it", *m, *c)
@@ -198,7 +198,7 @@ func checkConstraint(field, name string, c Constraint, in input, v *problem.Vali
 		return
 	}
 	if len(c.Allowed) == 0 {
-		v.Add(field+".allowed", "required", "must list at least one value; to forbid the component, set is_allowed to false instead")
+		v.Add(field+".allowed", "required", "must list at least one value; to forbid the component, deny it instead")
 		return
 	}
 	for _, a := range c.Allowed {

@@ -404,6 +404,43 @@ var accountCases = map[string]authzCase{
 			return err
 		},
 	},
+	"tenant.Service.Rename": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {adminA, problem.ErrForbidden}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			_, err := w.tenants.Rename(context.Background(), p, w.a.ID, "Tenant A, renamed")
+			return err
+		},
+		then: func(t *testing.T, w *world) {
+			got, err := w.tenants.Get(context.Background(), w.adminA, w.a.ID)
+			must(t, err)
+			if got.Name != "Tenant A, renamed" {
+				t.Fatalf("tenant A is named %q after the rename", got.Name)
+			}
+			_, err = w.tenants.Rename(context.Background(), w.admin, w.a.ID, "tenant b")
+			wantField(t, err, "name")
+		},
+	},
+	"tenant.Service.Delete": {
+		refused: []refusal{{adminA, problem.ErrNotFound}, {userA, problem.ErrNotFound}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			empty := fixture(w, "empty tenant", func() tenant.Tenant {
+				tn, err := w.tenants.Create(context.Background(), w.admin, "Empty")
+				must(t, err)
+				return tn
+			})
+			return w.tenants.Delete(context.Background(), p, empty.ID)
+		},
+		then: func(t *testing.T, w *world) {
+			// A tenant with people in it stays, and says so.
+			err := w.tenants.Delete(context.Background(), w.admin, w.a.ID)
+			wantField(t, err, "tenant")
+			if !strings.Contains(err.Error(), "still has 3 members") {
+				t.Fatalf("deleting tenant A: %v", err)
+			}
+		},
+	},
 	"tenant.Service.Members": {
 		refused: []refusal{{adminB, problem.ErrNotFound}},
 		served:  []actor{readerA},

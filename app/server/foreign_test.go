@@ -23,6 +23,8 @@ var byIDRoutes = []struct{ method, path, kind string }{
 	{"GET", "/tenants/{id}/governance/{other}", "tenant"},
 	{"POST", "/tenants/{id}/governance/{other}", "tenant"},
 	{"POST", "/tenants/{id}/governance/{other}/clear", "tenant"},
+	{"POST", "/tenants/{id}/rename", "tenant"},
+	{"POST", "/tenants/{id}/delete", "tenant"},
 	{"POST", "/tenants/{id}/members", "tenant"},
 	{"POST", "/tenants/{id}/members/{other}/delete", "tenant"},
 	{"GET", "/ipam/pools/{id}", "pool"},
@@ -70,6 +72,8 @@ var byIDRoutes = []struct{ method, path, kind string }{
 	{"POST", "/approval-policies/{id}/delete", "policy"},
 
 	{"GET", "/api/v1/tenants/{id}", "tenant"},
+	{"PATCH", "/api/v1/tenants/{id}", "tenant"},
+	{"DELETE", "/api/v1/tenants/{id}", "tenant"},
 	{"GET", "/api/v1/tenants/{id}/members", "tenant"},
 	{"POST", "/api/v1/tenants/{id}/members", "tenant"},
 	{"DELETE", "/api/v1/tenants/{id}/members", "tenant"},

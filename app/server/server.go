@@ -141,7 +141,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	system.NewHandlers(d.Pool, d.Objects, d.Info, d.Log.With("component", "system")).Routes(probes, signed)
 	auth.NewHandlers(authSvc, d.SecureCookies).Routes(app, signed, api)
 	tenantH.Routes(signed, api)
-	user.NewHandlers(user.NewService(d.Pool)).Routes(signed, api)
+	user.NewHandlers(user.NewService(d.Pool), tenants).Routes(signed, api)
 	audit.NewHandlers(audit.NewService(d.Pool)).Routes(signed, api)
 	governance.NewHandlers(governance.NewService(d.Pool)).Routes(signed, api, tenantH.Seen())
 	componentH.Routes(signed, api)
@@ -167,7 +167,8 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 		}
 		jobsUI := signed.Group("/admin/jobs", requireProviderAdmin)
 		serveUI := startOnFirstUse(ctx, ui, d.Log)
-		jobsUI.Any("", serveUI)
+		// The bare prefix is a Nimbus page that frames the view, which is served below it.
+		jobsUI.GET("", system.JobsPage("/admin/jobs/"))
 		jobsUI.Any("/*", serveUI)
 	}
 
@@ -237,9 +238,15 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
 		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "same-origin")
-		if !strings.HasPrefix(c.Request().URL.Path, "/admin/jobs") {
+		// The job queue's view is shown in a frame of Nimbus's own page, and only there.
+		jobsView := strings.HasPrefix(c.Request().URL.Path, "/admin/jobs/")
+		if jobsView {
+			h.Set("X-Frame-Options", "SAMEORIGIN")
+		} else {
+			h.Set("X-Frame-Options", "DENY")
+		}
+		if !jobsView {
 			h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; worker-src 'self' blob:; font-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'self'")
 		}
 		return next(c)

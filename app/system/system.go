@@ -255,3 +255,15 @@ func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, n, k.queue, k.state)
 	}
 }
+
+// JobsPage frames the job queue's own view, served under ui, in a Nimbus page with the way
+// back; the caller keeps it to provider admins. Loaded inside its own frame (a reload in the view, which
+// knows its root as the bare prefix) it sends the frame to the view instead of nesting.
+func JobsPage(ui string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().Header.Get("Sec-Fetch-Dest") == "iframe" {
+			return c.Redirect(http.StatusFound, ui)
+		}
+		return web.Render(c, http.StatusOK, Jobs(web.Page(c, "Jobs"), ui))
+	}
+}

@@ -1,12 +1,16 @@
 package tenant
 
 import (
+	"cmp"
+	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/access"
+	"nimbus/app/problem"
 	"nimbus/app/web"
 	"nimbus/views"
 )
@@ -30,7 +34,13 @@ func (h *Handlers) renderList(c echo.Context, status int, name string, errs view
 	for i, t := range tenants {
 		rows[i] = TenantRow{ID: t.ID.String(), Name: t.Name, Members: t.MemberCount, Created: t.CreatedAt}
 	}
-	return web.Render(c, status, Tenants(web.Page(c, "Tenants"), rows, actor.ProviderAdmin, name, errs))
+	sort := views.SortOf("/tenants", c.QueryParams(), "name", "name", "members", "created")
+	views.SortRows(rows, sort, map[string]func(a, b TenantRow) int{
+		"name":    func(a, b TenantRow) int { return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)) },
+		"members": func(a, b TenantRow) int { return cmp.Compare(a.Members, b.Members) },
+		"created": func(a, b TenantRow) int { return a.Created.Compare(b.Created) },
+	})
+	return web.Render(c, status, Tenants(web.Page(c, "Tenants"), sort, rows, actor.ProviderAdmin, name, errs))
 }
 
 // CreateForm creates a tenant from the list page.
@@ -49,10 +59,10 @@ func (h *Handlers) CreateForm(c echo.Context) error {
 
 // ShowPage shows a tenant and its members.
 func (h *Handlers) ShowPage(c echo.Context) error {
-	return h.renderShow(c, http.StatusOK, "", string(access.User), nil)
+	return h.renderShow(c, http.StatusOK, "", string(access.User), "", nil)
 }
 
-func (h *Handlers) renderShow(c echo.Context, status int, email, role string, errs views.Errors) error {
+func (h *Handlers) renderShow(c echo.Context, status int, email, role, rename string, errs views.Errors) error {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
 		return err
@@ -68,14 +78,62 @@ func (h *Handlers) renderShow(c echo.Context, status int, email, role string, er
 	}
 	rows := make([]MemberRow, len(members))
 	for i, m := range members {
-		rows[i] = MemberRow{UserID: m.UserID.String(), Email: m.Email, Role: string(m.Role), Label: m.Role.Label()}
+		rows[i] = MemberRow{UserID: m.UserID.String(), Email: m.Email, Role: string(m.Role), Label: m.Role.Label(), Joined: m.CreatedAt}
 	}
 	roles := make([]views.Option, len(access.TenantRoles))
 	for i, r := range access.TenantRoles {
 		roles[i] = views.Option{Value: string(r), Label: r.Label()}
 	}
-	canManage := actor.Can(access.TenantMemberManage, id)
-	return web.Render(c, status, TenantPage(web.Page(c, t.Name), id.String(), t.Name, rows, canManage, roles, email, role, errs))
+	if rename == "" {
+		rename = t.Name
+	}
+	v := TenantView{ID: id.String(), Name: t.Name, Members: rows, CanManage: actor.Can(access.TenantMemberManage, id),
+		CanAdminister: actor.ProviderAdmin, Roles: roles, Email: email, Role: role, Rename: rename, Errors: errs}
+	page := web.Page(c, t.Name).Under(views.Crumb{Label: "Tenants", URL: "/tenants"})
+	return web.Render(c, status, TenantPage(page, v))
+}
+
+// RenameForm renames a tenant from its page.
+func (h *Handlers) RenameForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	name := c.FormValue("name")
+	t, err := h.svc.Rename(web.Ctx(c), web.Actor(c), id, name)
+	if errs := web.FormErrors(err); errs != nil {
+		return h.renderShow(c, http.StatusUnprocessableEntity, "", string(access.User), name, errs)
+	}
+	if err != nil {
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, "Tenant renamed to "+t.Name+".")
+	return web.Redirect(c, "/tenants/"+id.String())
+}
+
+// DeleteForm deletes an empty tenant from its page; a tenant that holds anything stays, and
+// the page says what it holds.
+func (h *Handlers) DeleteForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	actor := web.Actor(c)
+	t, err := h.svc.Get(web.Ctx(c), actor, id)
+	if err != nil {
+		return err
+	}
+	err = h.svc.Delete(web.Ctx(c), actor, id)
+	var v *problem.ValidationError
+	switch {
+	case errors.As(err, &v):
+		web.SetFlash(c, web.FlashError, "Not deleted: "+v.Fields[0].Message+".")
+		return web.Redirect(c, "/tenants/"+id.String())
+	case err != nil:
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, "Tenant "+t.Name+" deleted.")
+	return web.Redirect(c, "/tenants")
 }
 
 // SetMemberForm adds a member by email or changes their role.
@@ -91,7 +149,7 @@ func (h *Handlers) SetMemberForm(c echo.Context) error {
 		_, err = h.svc.SetMember(web.Ctx(c), actor, id, userID, access.Role(role))
 	}
 	if errs := web.FormErrors(err); errs != nil {
-		return h.renderShow(c, http.StatusUnprocessableEntity, email, role, errs)
+		return h.renderShow(c, http.StatusUnprocessableEntity, email, role, "", errs)
 	}
 	if err != nil {
 		return err
@@ -157,6 +215,38 @@ func (h *Handlers) CreateAPI(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusCreated, t)
+}
+
+// RenameAPI answers PATCH /api/v1/tenants/{id} with the tenant under its new name.
+func (h *Handlers) RenameAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Name string `json:"name"`
+	}
+	if err := web.DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	t, err := h.svc.Rename(web.Ctx(c), web.Actor(c), id, in.Name)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, t)
+}
+
+// DeleteAPI answers DELETE /api/v1/tenants/{id} with 204; a tenant that is not empty is
+// refused with 422, saying what it holds.
+func (h *Handlers) DeleteAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := h.svc.Delete(web.Ctx(c), web.Actor(c), id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
 }
 
 // MembersAPI answers GET /api/v1/tenants/{id}/members.

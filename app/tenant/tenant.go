@@ -34,6 +34,8 @@ type Member struct {
 	Email     string      `json:"email"`
 	Role      access.Role `json:"role"`
 	CreatedAt time.Time   `json:"created_at"`
+	// Tenant is the tenant's name, where the tenant is not plain from the request.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // Service reads and changes tenants on behalf of a principal.
@@ -108,6 +110,116 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, name strin
 	return out, nil
 }
 
+// Rename gives a tenant a new name; only provider admins may.
+func (s *Service) Rename(ctx context.Context, actor access.Principal, id uuid.UUID, name string) (Tenant, error) {
+	before, err := s.Get(ctx, actor, id)
+	if err != nil {
+		return Tenant{}, err
+	}
+	if !actor.ProviderAdmin {
+		return Tenant{}, problem.ErrForbidden
+	}
+	name = strings.TrimSpace(name)
+	if err := checkName(name); err != nil {
+		return Tenant{}, err
+	}
+	out := before
+	err = db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+		if !strings.EqualFold(name, before.Name) {
+			taken, err := q.TenantNameTaken(ctx, name)
+			if err != nil {
+				return err
+			}
+			if taken {
+				return problem.Invalid("name", "unique", "a tenant named %q already exists", name)
+			}
+		}
+		t, err := q.RenameTenant(ctx, dbgen.RenameTenantParams{ID: id, Name: name})
+		if db.IsUniqueViolation(err) {
+			return problem.Invalid("name", "unique", "a tenant named %q already exists", name)
+		}
+		if errors.Is(err, pgx.ErrNoRows) {
+			return problem.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		out.Name = t.Name
+		return audit.Record(ctx, q, actor, audit.Event{
+			Tenant: id, Action: "tenant.rename", TargetType: "tenant", TargetID: id.String(),
+			Diff: map[string]any{"name": name, "previous_name": before.Name},
+		})
+	})
+	if err != nil {
+		return Tenant{}, fmt.Errorf("rename tenant: %w", err)
+	}
+	return out, nil
+}
+
+// Delete removes a tenant with nothing in it: no members, no environment that is not
+// decommissioned, no deployment that is not destroyed, no component of its own. Only provider
+// admins may; a tenant that is not empty is refused, saying what it still holds.
+func (s *Service) Delete(ctx context.Context, actor access.Principal, id uuid.UUID) error {
+	t, err := s.Get(ctx, actor, id)
+	if err != nil {
+		return err
+	}
+	if !actor.ProviderAdmin {
+		return problem.ErrForbidden
+	}
+	err = db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+		// Held until the end, so that nobody joins the tenant between the count and the delete.
+		if _, err := q.LockTenant(ctx, id); err != nil {
+			return err
+		}
+		c, err := q.TenantContents(ctx, id)
+		if err != nil {
+			return err
+		}
+		if held := holds(c); held != "" {
+			return problem.Invalid("tenant", "empty", "%s still has %s: remove them first", t.Name, held)
+		}
+		if _, err := q.DeleteTenant(ctx, id); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Event{
+			Tenant: id, Action: "tenant.delete", TargetType: "tenant", TargetID: id.String(), Diff: map[string]any{"name": t.Name},
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("delete tenant: %w", err)
+	}
+	return nil
+}
+
+// holds says what a tenant still holds, as a sentence lists it; "" when nothing.
+func holds(c dbgen.TenantContentsRow) string {
+	var parts []string
+	for _, n := range []struct {
+		count     int64
+		one, many string
+	}{
+		{c.Members, "member", "members"},
+		{c.Environments, "environment", "environments"},
+		{c.Deployments, "deployment", "deployments"},
+		{c.Components, "component", "components"},
+	} {
+		switch {
+		case n.count == 1:
+			parts = append(parts, "1 "+n.one)
+		case n.count > 1:
+			parts = append(parts, fmt.Sprintf("%d %s", n.count, n.many))
+		}
+	}
+	switch len(parts) {
+	case 0:
+		return ""
+	case 1:
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
 func checkName(name string) error {
 	switch n := utf8.RuneCountInString(name); {
 	case n == 0:
@@ -140,42 +252,58 @@ func (s *Service) SetMember(ctx context.Context, actor access.Principal, tenantI
 	if err := s.mayManage(ctx, actor, tenantID); err != nil {
 		return Member{}, err
 	}
-	if !role.Valid() {
-		return Member{}, problem.Invalid("role", "one_of", "must be one of read_only, user, tenant_admin")
-	}
 	var out Member
 	err := db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
-		u, err := q.GetUser(ctx, userID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return problem.Invalid("user_id", "exists", "no user has this ID")
-		}
-		if err != nil {
-			return err
-		}
-		before, err := q.GetMembership(ctx, dbgen.GetMembershipParams{TenantID: tenantID, UserID: userID})
-		existed := err == nil
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		m, err := q.UpsertMembership(ctx, dbgen.UpsertMembershipParams{TenantID: tenantID, UserID: userID, Role: string(role)})
-		if err != nil {
-			return err
-		}
-		out = Member{UserID: u.ID, Email: u.Email, Role: role, CreatedAt: m.CreatedAt}
-		diff := map[string]any{"user": u.Email, "role": string(role)}
-		action := "membership.create"
-		if existed {
-			action = "membership.update"
-			diff["previous_role"] = before.Role
-		}
-		return audit.Record(ctx, q, actor, audit.Event{
-			Tenant: tenantID, Action: action, TargetType: "membership", TargetID: tenantID.String() + "/" + userID.String(), Diff: diff,
-		})
+		var err error
+		out, err = Join(ctx, q, actor, tenantID, userID, role)
+		return err
 	})
 	if err != nil {
 		return Member{}, fmt.Errorf("set member: %w", err)
 	}
 	return out, nil
+}
+
+// Join gives a user a role in a tenant, or changes the role they have, and audits it, using q,
+// bound to the caller's transaction. The caller checks that the actor may manage the
+// tenant's members.
+func Join(ctx context.Context, q *dbgen.Queries, actor access.Principal, tenantID, userID uuid.UUID, role access.Role) (Member, error) {
+	if !role.Valid() {
+		return Member{}, problem.Invalid("role", "one_of", "choose read-only, user or tenant admin")
+	}
+	t, err := q.GetTenant(ctx, tenantID)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && t.System {
+		return Member{}, problem.Invalid("tenant_id", "exists", "choose one of the tenants listed")
+	}
+	if err != nil {
+		return Member{}, err
+	}
+	u, err := q.GetUser(ctx, userID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Member{}, problem.Invalid("user_id", "exists", "no user has this ID")
+	}
+	if err != nil {
+		return Member{}, err
+	}
+	before, err := q.GetMembership(ctx, dbgen.GetMembershipParams{TenantID: tenantID, UserID: userID})
+	existed := err == nil
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return Member{}, err
+	}
+	m, err := q.UpsertMembership(ctx, dbgen.UpsertMembershipParams{TenantID: tenantID, UserID: userID, Role: string(role)})
+	if err != nil {
+		return Member{}, err
+	}
+	diff := map[string]any{"user": u.Email, "role": string(role)}
+	action := "membership.create"
+	if existed {
+		action = "membership.update"
+		diff["previous_role"] = before.Role
+	}
+	err = audit.Record(ctx, q, actor, audit.Event{
+		Tenant: tenantID, Action: action, TargetType: "membership", TargetID: tenantID.String() + "/" + userID.String(), Diff: diff,
+	})
+	return Member{UserID: u.ID, Email: u.Email, Role: role, CreatedAt: m.CreatedAt, Tenant: t.Name}, err
 }
 
 // RemoveMember takes a user out of a tenant.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -15,6 +16,7 @@ import (
 	"nimbus/app/audit"
 	"nimbus/app/auth"
 	"nimbus/app/problem"
+	"nimbus/app/tenant"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 )
@@ -25,18 +27,34 @@ type User struct {
 	Email         string    `json:"email"`
 	ProviderAdmin bool      `json:"provider_admin"`
 	CreatedAt     string    `json:"created_at"`
+	// Tenants are the user's memberships in the tenants the viewer may see; only lists fill it.
+	Tenants []Membership `json:"tenants,omitempty"`
+	created time.Time
+}
+
+// Membership is a user's role in one tenant.
+type Membership struct {
+	TenantID uuid.UUID   `json:"tenant_id"`
+	Tenant   string      `json:"tenant"`
+	Role     access.Role `json:"role"`
 }
 
 // FromRow drops what must not leave the server.
 func FromRow(u dbgen.User) User {
-	return User{ID: u.ID, Email: u.Email, ProviderAdmin: u.IsProviderAdmin, CreatedAt: u.CreatedAt.UTC().Format("2006-01-02T15:04:05Z")}
+	return User{ID: u.ID, Email: u.Email, ProviderAdmin: u.IsProviderAdmin, CreatedAt: u.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"),
+		created: u.CreatedAt}
 }
 
-// NewUser is what it takes to create a user.
+// Created is when the user was created.
+func (u User) Created() time.Time { return u.created }
+
+// NewUser is what it takes to create a user; with a tenant, the user joins it with the role.
 type NewUser struct {
-	Email         string `json:"email"`
-	Password      string `json:"password"`
-	ProviderAdmin bool   `json:"provider_admin"`
+	Email         string      `json:"email"`
+	Password      string      `json:"password"`
+	ProviderAdmin bool        `json:"provider_admin"`
+	TenantID      uuid.UUID   `json:"tenant_id"`
+	Role          access.Role `json:"role"`
 }
 
 // Service reads and creates users on behalf of a principal.
@@ -53,13 +71,28 @@ func (s *Service) List(ctx context.Context, actor access.Principal) ([]User, err
 	if !actor.CanSomewhere(access.UserRead) {
 		return nil, problem.ErrForbidden
 	}
-	rows, err := dbgen.New(s.pool).ListUsers(ctx, dbgen.ListUsersParams{AllUsers: actor.ProviderAdmin, AdminID: actor.UserID})
+	q := dbgen.New(s.pool)
+	rows, err := q.ListUsers(ctx, dbgen.ListUsersParams{AllUsers: actor.ProviderAdmin, AdminID: actor.UserID})
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
 	out := make([]User, len(rows))
+	ids := make([]uuid.UUID, len(rows))
+	at := make(map[uuid.UUID]int, len(rows))
 	for i, r := range rows {
-		out[i] = FromRow(r)
+		out[i], ids[i], at[r.ID] = FromRow(r), r.ID, i
+	}
+	tenants := actor.TenantsWith(access.UserRead)
+	if tenants == nil {
+		tenants = []uuid.UUID{}
+	}
+	memberships, err := q.ListUserMemberships(ctx, dbgen.ListUserMembershipsParams{UserIds: ids, AllTenants: actor.ProviderAdmin, TenantIds: tenants})
+	if err != nil {
+		return nil, fmt.Errorf("list users' memberships: %w", err)
+	}
+	for _, m := range memberships {
+		u := &out[at[m.UserID]]
+		u.Tenants = append(u.Tenants, Membership{TenantID: m.TenantID, Tenant: m.TenantName, Role: access.Role(m.Role)})
 	}
 	return out, nil
 }
@@ -163,5 +196,11 @@ func create(ctx context.Context, q *dbgen.Queries, actor access.Principal, in Ne
 		Action: "user.create", TargetType: "user", TargetID: row.ID.String(),
 		Diff: map[string]any{"email": row.Email, "provider_admin": row.IsProviderAdmin},
 	})
-	return FromRow(row), err
+	if err != nil || in.TenantID == uuid.Nil {
+		return FromRow(row), err
+	}
+	m, err := tenant.Join(ctx, q, actor, in.TenantID, row.ID, in.Role)
+	out := FromRow(row)
+	out.Tenants = []Membership{{TenantID: in.TenantID, Tenant: m.Tenant, Role: m.Role}}
+	return out, err
 }

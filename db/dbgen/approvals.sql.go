@@ -496,7 +496,7 @@ SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, 
     o.kind, o.deployment_id, v.version, v.input_schema,
     -- What the operation brings; a destroy brings nothing and removes what the deployment has.
     (CASE WHEN o.kind = 'destroy' THEN d.parameters ELSE o.parameters END)::jsonb AS parameters,
-    d.name AS deployment_name, e.name AS environment_name, t.name AS tenant_name,
+    d.name AS deployment_name, d.environment_id, e.name AS environment_name, t.name AS tenant_name,
     coalesce(u.email, '')::text AS requested_by_email,
     (SELECT count(*) FROM approval_decisions a WHERE a.request_id = r.id AND a.decision = 'approve') AS approvals,
     EXISTS (SELECT 1 FROM approval_decisions a WHERE a.request_id = r.id AND a.user_id = $1::uuid) AS viewer_decided
@@ -546,6 +546,7 @@ type ListApprovalRequestsRow struct {
 	InputSchema       json.RawMessage `json:"input_schema"`
 	Parameters        json.RawMessage `json:"parameters"`
 	DeploymentName    string          `json:"deployment_name"`
+	EnvironmentID     uuid.UUID       `json:"environment_id"`
 	EnvironmentName   string          `json:"environment_name"`
 	TenantName        string          `json:"tenant_name"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -592,6 +593,7 @@ func (q *Queries) ListApprovalRequests(ctx context.Context, arg ListApprovalRequ
 			&i.InputSchema,
 			&i.Parameters,
 			&i.DeploymentName,
+			&i.EnvironmentID,
 			&i.EnvironmentName,
 			&i.TenantName,
 			&i.RequestedByEmail,

@@ -13,6 +13,79 @@ import (
 	"github.com/google/uuid"
 )
 
+const auditTargetNames = `-- name: AuditTargetNames :many
+SELECT t.target_type::text AS target_type, t.target_id::text AS target_id, coalesce(CASE t.target_type
+    WHEN 'tenant' THEN (SELECT x.name FROM tenants x WHERE x.id = t.target_id::uuid)
+    WHEN 'user' THEN (SELECT x.email FROM users x WHERE x.id = t.target_id::uuid)
+    WHEN 'membership' THEN (SELECT x.name || ': ' || u.email FROM tenants x, users u
+        WHERE x.id = split_part(t.target_id, '/', 1)::uuid AND u.id = split_part(t.target_id, '/', 2)::uuid)
+    WHEN 'component' THEN (SELECT x.name FROM components x WHERE x.id = t.target_id::uuid)
+    WHEN 'deployment' THEN (SELECT x.name FROM deployed_components x WHERE x.id = t.target_id::uuid)
+    WHEN 'operation' THEN (SELECT o.kind || ' of ' || d.name FROM operations o JOIN deployed_components d ON d.id = o.deployment_id
+        WHERE o.id = t.target_id::uuid)
+    WHEN 'environment' THEN (SELECT x.name FROM environments x WHERE x.id = t.target_id::uuid)
+    WHEN 'landing_zone' THEN (SELECT x.name FROM landing_zones x WHERE x.id = t.target_id::uuid)
+    WHEN 'ipam_pool' THEN (SELECT x.name FROM ipam_pools x WHERE x.id = t.target_id::uuid)
+    WHEN 'approval_request' THEN (SELECT o.kind || ' of ' || d.name FROM approval_requests r
+        JOIN operations o ON o.id = r.operation_id JOIN deployed_components d ON d.id = o.deployment_id
+        WHERE r.id = t.target_id::uuid)
+    WHEN 'api_token' THEN (SELECT x.name FROM api_tokens x WHERE x.id = t.target_id::uuid)
+    WHEN 'image' THEN (SELECT x.os_family || ' ' || x.os_version || ' (' || x.provider || ')' FROM image_catalog x WHERE x.id = t.target_id::uuid)
+    WHEN 'provider' THEN (SELECT x.display_name FROM semantic_providers x WHERE x.id = t.target_id::uuid)
+    WHEN 'semantic_type' THEN (SELECT x.display_name FROM semantic_resource_types x WHERE x.id = t.target_id::uuid)
+    WHEN 'resource_type' THEN (SELECT x.pulumi_type FROM provider_resource_types x WHERE x.id = t.target_id::uuid)
+END, '')::text AS name,
+coalesce(CASE t.target_type
+    WHEN 'tenant' THEN (SELECT x.deleted_at IS NOT NULL FROM tenants x WHERE x.id = t.target_id::uuid)
+    WHEN 'user' THEN (SELECT x.deleted_at IS NOT NULL FROM users x WHERE x.id = t.target_id::uuid)
+    WHEN 'component' THEN (SELECT x.deleted_at IS NOT NULL FROM components x WHERE x.id = t.target_id::uuid)
+    WHEN 'environment' THEN (SELECT x.deleted_at IS NOT NULL FROM environments x WHERE x.id = t.target_id::uuid)
+END, false)::boolean AS deleted
+FROM (SELECT ty.target_type, id.target_id
+      FROM unnest($1::text[]) WITH ORDINALITY AS ty(target_type, n)
+      JOIN unnest($2::text[]) WITH ORDINALITY AS id(target_id, n) ON id.n = ty.n) AS t
+`
+
+type AuditTargetNamesParams struct {
+	TargetTypes []string `json:"target_types"`
+	TargetIds   []string `json:"target_ids"`
+}
+
+type AuditTargetNamesRow struct {
+	TargetType string `json:"target_type"`
+	TargetID   string `json:"target_id"`
+	Name       string `json:"name"`
+	Deleted    bool   `json:"deleted"`
+}
+
+// What the log calls each target: its name now, or ” when there is no such row; deleted says
+// the row is kept but marked deleted. Targets are given as parallel arrays of type and ID; a
+// membership's ID is the tenant's and the user's joined by '/'.
+func (q *Queries) AuditTargetNames(ctx context.Context, arg AuditTargetNamesParams) ([]AuditTargetNamesRow, error) {
+	rows, err := q.db.Query(ctx, auditTargetNames, arg.TargetTypes, arg.TargetIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AuditTargetNamesRow{}
+	for rows.Next() {
+		var i AuditTargetNamesRow
+		if err := rows.Scan(
+			&i.TargetType,
+			&i.TargetID,
+			&i.Name,
+			&i.Deleted,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const insertAuditEvent = `-- name: InsertAuditEvent :exec
 INSERT INTO audit_events (actor_id, actor_email, tenant_id, action, target_type, target_id, diff)
 VALUES ($1, $2, $3, $4, $5, $6, $7)

@@ -14,18 +14,19 @@ import (
 
 const activeOperations = `-- name: ActiveOperations :many
 SELECT o.id, o.kind, o.status, o.created_at, o.started_at, d.id AS deployment_id, d.name AS deployment_name,
-    e.name AS environment_name, t.name AS tenant_name
+    e.id AS environment_id, e.name AS environment_name, t.id AS tenant_id, t.name AS tenant_name
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 JOIN environments e ON e.id = d.environment_id
 JOIN tenants t ON t.id = d.tenant_id
-WHERE o.status IN ('queued', 'running', 'awaiting_approval')
-  AND ($1::boolean OR d.tenant_id = ANY($2::uuid[]))
+WHERE o.status = ANY($1::text[])
+  AND ($2::boolean OR d.tenant_id = ANY($3::uuid[]))
 ORDER BY o.created_at, o.id
 LIMIT 20
 `
 
 type ActiveOperationsParams struct {
+	Statuses   []string    `json:"statuses"`
 	AllTenants bool        `json:"all_tenants"`
 	TenantIds  []uuid.UUID `json:"tenant_ids"`
 }
@@ -38,13 +39,16 @@ type ActiveOperationsRow struct {
 	StartedAt       *time.Time `json:"started_at"`
 	DeploymentID    uuid.UUID  `json:"deployment_id"`
 	DeploymentName  string     `json:"deployment_name"`
+	EnvironmentID   uuid.UUID  `json:"environment_id"`
 	EnvironmentName string     `json:"environment_name"`
+	TenantID        uuid.UUID  `json:"tenant_id"`
 	TenantName      string     `json:"tenant_name"`
 }
 
-// Operations queued, running or waiting for approval in the given tenants, oldest first.
+// Operations in the given tenants with the status asked (queued and running, or waiting for
+// approval), oldest first.
 func (q *Queries) ActiveOperations(ctx context.Context, arg ActiveOperationsParams) ([]ActiveOperationsRow, error) {
-	rows, err := q.db.Query(ctx, activeOperations, arg.AllTenants, arg.TenantIds)
+	rows, err := q.db.Query(ctx, activeOperations, arg.Statuses, arg.AllTenants, arg.TenantIds)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +64,9 @@ func (q *Queries) ActiveOperations(ctx context.Context, arg ActiveOperationsPara
 			&i.StartedAt,
 			&i.DeploymentID,
 			&i.DeploymentName,
+			&i.EnvironmentID,
 			&i.EnvironmentName,
+			&i.TenantID,
 			&i.TenantName,
 		); err != nil {
 			return nil, err
@@ -73,9 +79,44 @@ func (q *Queries) ActiveOperations(ctx context.Context, arg ActiveOperationsPara
 	return items, nil
 }
 
+const firstSteps = `-- name: FirstSteps :one
+SELECT
+    EXISTS (SELECT 1 FROM tenants WHERE deleted_at IS NULL AND NOT system) AS has_tenant,
+    EXISTS (SELECT 1 FROM memberships m JOIN tenants t ON t.id = m.tenant_id
+            WHERE t.deleted_at IS NULL AND NOT t.system) AS has_member,
+    EXISTS (SELECT 1 FROM environments e JOIN tenants t ON t.id = e.tenant_id
+            WHERE e.deleted_at IS NULL AND t.deleted_at IS NULL AND NOT t.system) AS has_environment,
+    EXISTS (SELECT 1 FROM ipam_pools) AS has_pool,
+    EXISTS (SELECT 1 FROM deployed_components d JOIN tenants t ON t.id = d.tenant_id
+            WHERE t.deleted_at IS NULL AND NOT t.system) AS has_deployment
+`
+
+type FirstStepsRow struct {
+	HasTenant      bool `json:"has_tenant"`
+	HasMember      bool `json:"has_member"`
+	HasEnvironment bool `json:"has_environment"`
+	HasPool        bool `json:"has_pool"`
+	HasDeployment  bool `json:"has_deployment"`
+}
+
+// What a fresh install has done yet of the steps that make it useful, in the tenants people
+// use (never the system tenant's): the dashboard's checklist for provider admins.
+func (q *Queries) FirstSteps(ctx context.Context) (FirstStepsRow, error) {
+	row := q.db.QueryRow(ctx, firstSteps)
+	var i FirstStepsRow
+	err := row.Scan(
+		&i.HasTenant,
+		&i.HasMember,
+		&i.HasEnvironment,
+		&i.HasPool,
+		&i.HasDeployment,
+	)
+	return i, err
+}
+
 const recentFailures = `-- name: RecentFailures :many
 SELECT o.id, o.kind, o.error, o.finished_at, d.id AS deployment_id, d.name AS deployment_name,
-    e.name AS environment_name, t.name AS tenant_name
+    e.id AS environment_id, e.name AS environment_name, t.id AS tenant_id, t.name AS tenant_name
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 JOIN environments e ON e.id = d.environment_id
@@ -99,7 +140,9 @@ type RecentFailuresRow struct {
 	FinishedAt      *time.Time `json:"finished_at"`
 	DeploymentID    uuid.UUID  `json:"deployment_id"`
 	DeploymentName  string     `json:"deployment_name"`
+	EnvironmentID   uuid.UUID  `json:"environment_id"`
 	EnvironmentName string     `json:"environment_name"`
+	TenantID        uuid.UUID  `json:"tenant_id"`
 	TenantName      string     `json:"tenant_name"`
 }
 
@@ -120,7 +163,9 @@ func (q *Queries) RecentFailures(ctx context.Context, arg RecentFailuresParams) 
 			&i.FinishedAt,
 			&i.DeploymentID,
 			&i.DeploymentName,
+			&i.EnvironmentID,
 			&i.EnvironmentName,
+			&i.TenantID,
 			&i.TenantName,
 		); err != nil {
 			return nil, err

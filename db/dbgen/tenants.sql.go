@@ -47,6 +47,20 @@ func (q *Queries) DeleteMembership(ctx context.Context, arg DeleteMembershipPara
 	return result.RowsAffected(), nil
 }
 
+const deleteTenant = `-- name: DeleteTenant :execrows
+UPDATE tenants SET deleted_at = now(), updated_at = now()
+WHERE id = $1 AND deleted_at IS NULL AND NOT system
+`
+
+// Deleted tenants are kept, marked, for the audit log and the records that name them.
+func (q *Queries) DeleteTenant(ctx context.Context, id uuid.UUID) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteTenant, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const getMembership = `-- name: GetMembership :one
 SELECT tenant_id, user_id, role, created_at, updated_at FROM memberships WHERE tenant_id = $1 AND user_id = $2
 `
@@ -181,6 +195,72 @@ func (q *Queries) ListTenants(ctx context.Context, arg ListTenantsParams) ([]Lis
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockTenant = `-- name: LockTenant :one
+SELECT id FROM tenants WHERE id = $1 FOR UPDATE
+`
+
+func (q *Queries) LockTenant(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, lockTenant, id)
+	var id_2 uuid.UUID
+	err := row.Scan(&id_2)
+	return id_2, err
+}
+
+const renameTenant = `-- name: RenameTenant :one
+UPDATE tenants SET name = $1, updated_at = now()
+WHERE id = $2 AND deleted_at IS NULL AND NOT system
+RETURNING id, name, created_at, updated_at, deleted_at, system
+`
+
+type RenameTenantParams struct {
+	Name string    `json:"name"`
+	ID   uuid.UUID `json:"id"`
+}
+
+func (q *Queries) RenameTenant(ctx context.Context, arg RenameTenantParams) (Tenant, error) {
+	row := q.db.QueryRow(ctx, renameTenant, arg.Name, arg.ID)
+	var i Tenant
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.DeletedAt,
+		&i.System,
+	)
+	return i, err
+}
+
+const tenantContents = `-- name: TenantContents :one
+SELECT
+    (SELECT count(*) FROM memberships m JOIN users u ON u.id = m.user_id
+     WHERE m.tenant_id = $1 AND u.deleted_at IS NULL) AS members,
+    (SELECT count(*) FROM environments e WHERE e.tenant_id = $1 AND e.deleted_at IS NULL
+     AND e.status <> 'decommissioned') AS environments,
+    (SELECT count(*) FROM deployed_components d WHERE d.tenant_id = $1 AND d.status <> 'destroyed') AS deployments,
+    (SELECT count(*) FROM components c WHERE c.tenant_id = $1 AND c.deleted_at IS NULL) AS components
+`
+
+type TenantContentsRow struct {
+	Members      int64 `json:"members"`
+	Environments int64 `json:"environments"`
+	Deployments  int64 `json:"deployments"`
+	Components   int64 `json:"components"`
+}
+
+// What keeps a tenant from being deleted: the people in it and what they made, still there.
+func (q *Queries) TenantContents(ctx context.Context, id uuid.UUID) (TenantContentsRow, error) {
+	row := q.db.QueryRow(ctx, tenantContents, id)
+	var i TenantContentsRow
+	err := row.Scan(
+		&i.Members,
+		&i.Environments,
+		&i.Deployments,
+		&i.Components,
+	)
+	return i, err
 }
 
 const tenantNameTaken = `-- name: TenantNameTaken :one

@@ -118,6 +118,56 @@ func (q *Queries) ListMembershipsOfUser(ctx context.Context, userID uuid.UUID) (
 	return items, nil
 }
 
+const listUserMemberships = `-- name: ListUserMemberships :many
+
+SELECT m.user_id, m.tenant_id, m.role, t.name AS tenant_name
+FROM memberships m JOIN tenants t ON t.id = m.tenant_id
+WHERE m.user_id = ANY($1::uuid[]) AND t.deleted_at IS NULL
+  AND ($2::boolean OR m.tenant_id = ANY($3::uuid[]))
+ORDER BY lower(t.name)
+`
+
+type ListUserMembershipsParams struct {
+	UserIds    []uuid.UUID `json:"user_ids"`
+	AllTenants bool        `json:"all_tenants"`
+	TenantIds  []uuid.UUID `json:"tenant_ids"`
+}
+
+type ListUserMembershipsRow struct {
+	UserID     uuid.UUID `json:"user_id"`
+	TenantID   uuid.UUID `json:"tenant_id"`
+	Role       string    `json:"role"`
+	TenantName string    `json:"tenant_name"`
+}
+
+// the migration lock key plus one
+// The memberships of the given users in the tenants the viewer may see (all with all_tenants),
+// for the users list.
+func (q *Queries) ListUserMemberships(ctx context.Context, arg ListUserMembershipsParams) ([]ListUserMembershipsRow, error) {
+	rows, err := q.db.Query(ctx, listUserMemberships, arg.UserIds, arg.AllTenants, arg.TenantIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListUserMembershipsRow{}
+	for rows.Next() {
+		var i ListUserMembershipsRow
+		if err := rows.Scan(
+			&i.UserID,
+			&i.TenantID,
+			&i.Role,
+			&i.TenantName,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listUsers = `-- name: ListUsers :many
 SELECT u.id, u.email, u.password_hash, u.is_provider_admin, u.created_at, u.updated_at, u.deleted_at FROM users u
 WHERE u.deleted_at IS NULL

@@ -89,7 +89,7 @@ SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, 
     o.kind, o.deployment_id, v.version, v.input_schema,
     -- What the operation brings; a destroy brings nothing and removes what the deployment has.
     (CASE WHEN o.kind = 'destroy' THEN d.parameters ELSE o.parameters END)::jsonb AS parameters,
-    d.name AS deployment_name, e.name AS environment_name, t.name AS tenant_name,
+    d.name AS deployment_name, d.environment_id, e.name AS environment_name, t.name AS tenant_name,
     coalesce(u.email, '')::text AS requested_by_email,
     (SELECT count(*) FROM approval_decisions a WHERE a.request_id = r.id AND a.decision = 'approve') AS approvals,
     EXISTS (SELECT 1 FROM approval_decisions a WHERE a.request_id = r.id AND a.user_id = sqlc.arg(viewer)::uuid) AS viewer_decided

@@ -1,12 +1,13 @@
 -- name: ActiveOperations :many
--- Operations queued, running or waiting for approval in the given tenants, oldest first.
+-- Operations in the given tenants with the status asked (queued and running, or waiting for
+-- approval), oldest first.
 SELECT o.id, o.kind, o.status, o.created_at, o.started_at, d.id AS deployment_id, d.name AS deployment_name,
-    e.name AS environment_name, t.name AS tenant_name
+    e.id AS environment_id, e.name AS environment_name, t.id AS tenant_id, t.name AS tenant_name
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 JOIN environments e ON e.id = d.environment_id
 JOIN tenants t ON t.id = d.tenant_id
-WHERE o.status IN ('queued', 'running', 'awaiting_approval')
+WHERE o.status = ANY(sqlc.arg(statuses)::text[])
   AND (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
 ORDER BY o.created_at, o.id
 LIMIT 20;
@@ -14,7 +15,7 @@ LIMIT 20;
 -- name: RecentFailures :many
 -- Operations that failed in the given tenants since a time, newest first.
 SELECT o.id, o.kind, o.error, o.finished_at, d.id AS deployment_id, d.name AS deployment_name,
-    e.name AS environment_name, t.name AS tenant_name
+    e.id AS environment_id, e.name AS environment_name, t.id AS tenant_id, t.name AS tenant_name
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 JOIN environments e ON e.id = d.environment_id
@@ -23,3 +24,16 @@ WHERE o.status = 'failed' AND o.finished_at >= sqlc.arg(since)::timestamptz
   AND (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
 ORDER BY o.finished_at DESC, o.id DESC
 LIMIT 8;
+
+-- name: FirstSteps :one
+-- What a fresh install has done yet of the steps that make it useful, in the tenants people
+-- use (never the system tenant's): the dashboard's checklist for provider admins.
+SELECT
+    EXISTS (SELECT 1 FROM tenants WHERE deleted_at IS NULL AND NOT system) AS has_tenant,
+    EXISTS (SELECT 1 FROM memberships m JOIN tenants t ON t.id = m.tenant_id
+            WHERE t.deleted_at IS NULL AND NOT t.system) AS has_member,
+    EXISTS (SELECT 1 FROM environments e JOIN tenants t ON t.id = e.tenant_id
+            WHERE e.deleted_at IS NULL AND t.deleted_at IS NULL AND NOT t.system) AS has_environment,
+    EXISTS (SELECT 1 FROM ipam_pools) AS has_pool,
+    EXISTS (SELECT 1 FROM deployed_components d JOIN tenants t ON t.id = d.tenant_id
+            WHERE t.deleted_at IS NULL AND NOT t.system) AS has_deployment;

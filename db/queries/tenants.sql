@@ -34,3 +34,26 @@ RETURNING *;
 
 -- name: DeleteMembership :execrows
 DELETE FROM memberships WHERE tenant_id = $1 AND user_id = $2;
+
+-- name: RenameTenant :one
+UPDATE tenants SET name = sqlc.arg(name), updated_at = now()
+WHERE id = sqlc.arg(id) AND deleted_at IS NULL AND NOT system
+RETURNING *;
+
+-- name: TenantContents :one
+-- What keeps a tenant from being deleted: the people in it and what they made, still there.
+SELECT
+    (SELECT count(*) FROM memberships m JOIN users u ON u.id = m.user_id
+     WHERE m.tenant_id = sqlc.arg(id) AND u.deleted_at IS NULL) AS members,
+    (SELECT count(*) FROM environments e WHERE e.tenant_id = sqlc.arg(id) AND e.deleted_at IS NULL
+     AND e.status <> 'decommissioned') AS environments,
+    (SELECT count(*) FROM deployed_components d WHERE d.tenant_id = sqlc.arg(id) AND d.status <> 'destroyed') AS deployments,
+    (SELECT count(*) FROM components c WHERE c.tenant_id = sqlc.arg(id) AND c.deleted_at IS NULL) AS components;
+
+-- name: DeleteTenant :execrows
+-- Deleted tenants are kept, marked, for the audit log and the records that name them.
+UPDATE tenants SET deleted_at = now(), updated_at = now()
+WHERE id = $1 AND deleted_at IS NULL AND NOT system;
+
+-- name: LockTenant :one
+SELECT id FROM tenants WHERE id = $1 FOR UPDATE;

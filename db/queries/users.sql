@@ -36,3 +36,12 @@ ORDER BY lower(t.name);
 
 -- name: LockUsersForBootstrap :one
 SELECT pg_advisory_xact_lock(121399085790580)::text; -- the migration lock key plus one
+
+-- name: ListUserMemberships :many
+-- The memberships of the given users in the tenants the viewer may see (all with all_tenants),
+-- for the users list.
+SELECT m.user_id, m.tenant_id, m.role, t.name AS tenant_name
+FROM memberships m JOIN tenants t ON t.id = m.tenant_id
+WHERE m.user_id = ANY(sqlc.arg(user_ids)::uuid[]) AND t.deleted_at IS NULL
+  AND (sqlc.arg(all_tenants)::boolean OR m.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+ORDER BY lower(t.name);
