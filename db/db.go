@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -58,8 +59,11 @@ func Unavailable(err error) bool {
 		connect *pgconn.ConnectError
 		pgErr   *pgconn.PgError
 		netErr  net.Error
+		request *url.Error
 	)
 	switch {
+	case errors.As(err, &request):
+		return false // an HTTP request's, such as one to object storage
 	case errors.As(err, &connect):
 		return true
 	case errors.As(err, &pgErr):
