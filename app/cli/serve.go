@@ -53,8 +53,8 @@ func serve(ctx context.Context, args []string, env Env) error {
 			log.Error("stop database", "err", err)
 		}
 	}()
-	// Stopped before the database is closed (defers run last first): it would restart the
-	// Postgres that closing stops.
+	// Deferred after the close, so it stops first: it would restart the Postgres that the
+	// close stops.
 	watched := d.supervise(cfg.DatabaseRestartTimeout, log)
 	defer watched.Stop()
 	if err := db.Migrate(ctx, d.Pool, log); err != nil {
