@@ -6,6 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -47,6 +50,33 @@ func Tx(ctx context.Context, pool *pgxpool.Pool, fn func(q *dbgen.Queries) error
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		return fn(dbgen.New(tx))
 	})
+}
+
+// Unavailable reports whether err says the database could not be reached or went away (it is
+// down, restarting or recovering), rather than that it refused what was asked.
+func Unavailable(err error) bool {
+	var (
+		connect *pgconn.ConnectError
+		pgErr   *pgconn.PgError
+		netErr  net.Error
+		request *url.Error
+	)
+	switch {
+	case errors.As(err, &request):
+		return false // an HTTP request's, such as one to object storage
+	case errors.As(err, &connect):
+		return true
+	case errors.As(err, &pgErr):
+		switch pgErr.Code {
+		case pgerrcode.AdminShutdown, pgerrcode.CrashShutdown, pgerrcode.CannotConnectNow:
+			return true
+		}
+		return pgerrcode.IsConnectionException(pgErr.Code)
+	case errors.As(err, &netErr), errors.Is(err, net.ErrClosed), errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	}
+	// A connection found broken before anything was sent on it.
+	return pgconn.SafeToRetry(err)
 }
 
 // IsUniqueViolation reports whether err is Postgres refusing a duplicate key, which two

@@ -51,6 +51,9 @@ type config struct {
 	Sandbox sandbox.Mode
 	// Languages are the program languages components may be written in; YAML always.
 	Languages []string
+	// DatabaseRestartTimeout is how long a dead embedded Postgres is tried to be restarted
+	// before Nimbus gives up and exits.
+	DatabaseRestartTimeout time.Duration
 }
 
 // option is one setting: its flag, its variable, its default and what it does.
@@ -63,6 +66,8 @@ var options = []option{
 	{"addr", "NIMBUS_ADDR", "127.0.0.1:8080", "address to serve HTTP on", func(c *config, v string) error { c.Addr = v; return nil }},
 	{"data-dir", "NIMBUS_DATA_DIR", "./data", "directory for the embedded Postgres, keys and local state", func(c *config, v string) error { c.DataDir = v; return nil }},
 	{"database-url", "NIMBUS_DATABASE_URL", "", "use this Postgres instead of starting the embedded one (postgres://user:pass@host/db)", func(c *config, v string) error { c.DatabaseURL = v; return nil }},
+	{"database-restart-timeout", "NIMBUS_DATABASE_RESTART_TIMEOUT", "2m", "how long to keep restarting an embedded Postgres that died; then nimbus exits with an error, for its supervisor to start it afresh",
+		durationSetter(func(c *config, d time.Duration) { c.DatabaseRestartTimeout = d })},
 	{"log-format", "NIMBUS_LOG_FORMAT", "text", "log format: text or json", func(c *config, v string) error {
 		if v != "text" && v != "json" {
 			return fmt.Errorf("log format must be text or json, not %q", v)

@@ -23,7 +23,7 @@ import (
 func serve(ctx context.Context, args []string, env Env) error {
 	fs := flagSet("serve [flags]", "Run the web server and the job workers until SIGINT or SIGTERM.", env)
 	cfg, err := parseConfig(fs, args, env.Getenv,
-		"addr", "data-dir", "database-url", "log-format", "log-level", "admin-email", "session-ttl", "session-max-age",
+		"addr", "data-dir", "database-url", "database-restart-timeout", "log-format", "log-level", "admin-email", "session-ttl", "session-max-age",
 		"secure-cookies", "pulumi-dir", "job-workers", "check-workers", "checks-per-tenant", "checks-per-minute",
 		"job-timeout", "approval-ttl", "trusted-proxies", "max-state-size",
 		"s3-endpoint", "s3-bucket", "s3-access-key", "s3-secret-key-file", "s3-region", "sandbox", "languages")
@@ -53,6 +53,10 @@ func serve(ctx context.Context, args []string, env Env) error {
 			log.Error("stop database", "err", err)
 		}
 	}()
+	// Deferred after the close, so it stops first: it would restart the Postgres that the
+	// close stops.
+	watched := d.supervise(cfg.DatabaseRestartTimeout, log)
+	defer watched.Stop()
 	if err := db.Migrate(ctx, d.Pool, log); err != nil {
 		return err
 	}
@@ -123,6 +127,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 		Pool: d.Pool, Log: log, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SessionMaxAge: cfg.SessionMaxAge, SecureCookies: cfg.SecureCookies,
 		Keys: keys, Runner: runner, ChecksPerMinute: cfg.ChecksPerMinute, MaxStateSize: cfg.MaxStateSize,
 		TrustedProxies: cfg.TrustedProxies, Objects: objs.store,
+		DatabaseDown: watched.Down, Alive: watched.Alive,
 		Info: system.Info{
 			Version: Version, Database: d.Where, PulumiDir: cfg.PulumiDir,
 			State: objs.state, Objects: objs.where, Sandbox: sandboxStatus(runner, cfg.Sandbox), Languages: cfg.Languages,
@@ -142,6 +147,9 @@ func serve(ctx context.Context, args []string, env Env) error {
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
+	case err := <-watched.GaveUp:
+		// Exiting with an error lets a container runtime or systemd start Nimbus afresh.
+		return fmt.Errorf("embedded database: %w", err)
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")

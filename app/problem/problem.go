@@ -76,6 +76,15 @@ func (e *Denied) Error() string { return e.Message }
 // Is makes a Denied count as ErrForbidden for callers that only ask whether it was forbidden.
 func (e *Denied) Is(target error) bool { return target == ErrForbidden }
 
+// Unavailable is returned when Nimbus cannot serve for a moment, such as while its database
+// is restarting; RetryAfter is in seconds.
+type Unavailable struct {
+	Message    string
+	RetryAfter int
+}
+
+func (e *Unavailable) Error() string { return e.Message }
+
 // TooManyRequests is returned when a rate limit holds; RetryAfter is in seconds.
 type TooManyRequests struct {
 	Message    string

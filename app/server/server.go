@@ -77,6 +77,12 @@ type Deps struct {
 	// MaxStateSize caps a state restored through the API, in bytes;
 	// deploy.DefaultMaxStateSize when zero.
 	MaxStateSize int64
+	// DatabaseDown reports that the database is known to be away, such as while the embedded
+	// Postgres restarts: requests are then answered 503 without trying it. Nil when nothing
+	// watches the database.
+	DatabaseDown func() bool
+	// Alive says whether the process can still do its work, for /healthz; nil means it can.
+	Alive func() error
 }
 
 // New builds the HTTP handler. ctx bounds the River UI's background work, which begins when
@@ -123,6 +129,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 			return c.Request().Method == http.MethodPut && strings.HasSuffix(c.Request().URL.Path, "/state")
 		}}))
 	e.Use(securityHeaders)
+	e.Use((&outage{down: d.DatabaseDown, log: d.Log}).guard)
 	// The count of requests waiting for the viewer's approval, in every page's navigation.
 	e.Use(web.CountApprovals(approvals.Waiting))
 
@@ -138,7 +145,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	envH := environment.NewHandlers(environments, lifecycle)
 	zoneH := landingzone.NewHandlers(zones, pools)
 	componentH := component.NewHandlers(components)
-	system.NewHandlers(d.Pool, d.Objects, d.Info, d.Log.With("component", "system")).Routes(probes, signed)
+	system.NewHandlers(d.Pool, d.Objects, d.Info, d.Log.With("component", "system")).Alive(d.Alive).Routes(probes, signed)
 	auth.NewHandlers(authSvc, d.SecureCookies).Routes(app, signed, api)
 	tenantH.Routes(signed, api)
 	user.NewHandlers(user.NewService(d.Pool), tenants).Routes(signed, api)

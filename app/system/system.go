@@ -46,16 +46,12 @@ type Handlers struct {
 	objects objstore.Store // nil when the caller has none to check
 	info    Info
 	log     *slog.Logger
+	alive   func() error // nil: alive while it answers
 }
 
 // NewHandlers returns the handlers. objects may be nil.
 func NewHandlers(pool *pgxpool.Pool, objects objstore.Store, info Info, log *slog.Logger) *Handlers {
 	return &Handlers{pool: pool, objects: objects, info: info, log: log}
-}
-
-// Healthz answers 200 while the process serves requests.
-func (h *Handlers) Healthz(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // Readyz answers 200 when the database answers, every migration is applied and the object store

@@ -97,9 +97,15 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		if status == http.StatusInternalServerError {
 			log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 		}
-		var limited *problem.TooManyRequests
-		if errors.As(err, &limited) {
+		var (
+			limited     *problem.TooManyRequests
+			unavailable *problem.Unavailable
+		)
+		switch {
+		case errors.As(err, &limited):
 			c.Response().Header().Set("Retry-After", strconv.Itoa(limited.RetryAfter))
+		case errors.As(err, &unavailable):
+			c.Response().Header().Set("Retry-After", strconv.Itoa(unavailable.RetryAfter))
 		}
 		if IsAPI(c) || strings.HasPrefix(c.Request().URL.Path, "/admin/jobs/api") {
 			_ = c.JSON(status, body)
@@ -154,6 +160,7 @@ func classify(err error) (int, apiError) {
 		validation *problem.ValidationError
 		bad        *BadRequest
 		limited    *problem.TooManyRequests
+		down       *problem.Unavailable
 		denied     *problem.Denied
 		httpErr    *echo.HTTPError
 	)
@@ -164,6 +171,8 @@ func classify(err error) (int, apiError) {
 		return http.StatusBadRequest, apiError{Error: bad.Message}
 	case errors.As(err, &limited):
 		return http.StatusTooManyRequests, apiError{Error: limited.Message}
+	case errors.As(err, &down):
+		return http.StatusServiceUnavailable, apiError{Error: down.Message}
 	case errors.Is(err, problem.ErrNotFound):
 		return http.StatusNotFound, apiError{Error: "not found: it does not exist or you cannot see it"}
 	case errors.As(err, &denied):

@@ -53,11 +53,17 @@ func (h *Hub) Subscribe(key string) (<-chan struct{}, func()) {
 // Run listens until ctx ends, reconnecting after a lost connection. Every subscriber is woken
 // after each (re)connection: what changed while no one listened is read then.
 func (h *Hub) Run(ctx context.Context) {
-	backoff := 100 * time.Millisecond
+	const first = 100 * time.Millisecond
+	backoff := first
 	for ctx.Err() == nil {
-		err := h.listen(ctx)
+		listened, err := h.listen(ctx)
 		if ctx.Err() != nil {
 			return
+		}
+		if listened {
+			// A connection that worked and was then lost (a database restart) starts over
+			// from the shortest pause: the pause grows only while connecting fails.
+			backoff = first
 		}
 		h.log.Warn("listening for notifications failed; trying again", "channel", h.channel, "err", err, "in", backoff)
 		select {
@@ -69,22 +75,23 @@ func (h *Hub) Run(ctx context.Context) {
 	}
 }
 
-func (h *Hub) listen(ctx context.Context) error {
+// listen listens until the connection fails; listened says whether it got as far as listening.
+func (h *Hub) listen(ctx context.Context) (listened bool, err error) {
 	pooled, err := h.pool.Acquire(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	// A connection that listened is not handed back to the pool: it would keep listening.
 	conn := pooled.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx))
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{h.channel}.Sanitize()); err != nil {
-		return err
+		return false, err
 	}
 	h.wakeAll()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
-			return err
+			return true, err
 		}
 		h.wake(n.Payload)
 	}

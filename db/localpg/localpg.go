@@ -61,6 +61,7 @@ type Server struct {
 	account   string              // that account's name, for messages
 	users     *os.File
 	log       *slog.Logger
+	settings  map[string]string // Options.Settings, for a restart
 }
 
 // Start makes sure the cluster in opts.Dir exists and runs, creating it on first use.
@@ -85,6 +86,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		socketDir: socketDir(dir),
 		bin:       bin,
 		log:       opts.Logger,
+		settings:  opts.Settings,
 	}
 	if os.Geteuid() == 0 {
 		if s.cred, s.account, err = unprivileged(opts.RunAs); err != nil {
@@ -98,7 +100,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.users = users
 	err = s.withStartLock(ctx, func() error {
-		if err := s.ensureRunning(ctx, opts.Settings); err != nil {
+		if err := s.ensureRunning(ctx, s.settings); err != nil {
 			return err
 		}
 		return flock(ctx, users, syscall.LOCK_SH)
@@ -178,7 +180,7 @@ func (s *Server) ensureRunning(ctx context.Context, settings map[string]string) 
 	// command line. It pastes -D and -l there too, inside double quotes where $, ` and \ still
 	// act, so they are given relative to the command's working directory (s.dir) and the data
 	// directory's own path never reaches the shell.
-	args := []string{"start", "-w", "-t", "60", "-D", filepath.Base(s.pgdata), "-l", "postgres.log", "-s"}
+	args := []string{"start", "-w", "-t", strconv.Itoa(int(maxStart.Seconds())), "-D", filepath.Base(s.pgdata), "-l", "postgres.log", "-s"}
 	started := time.Now()
 	if out, err := s.command(ctx, "pg_ctl", args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("start postgres: %v: %s (see %s)", err, bytes.TrimSpace(out), filepath.Join(s.dir, "postgres.log"))
