@@ -203,7 +203,7 @@ func (h *Handlers) renderShow(c echo.Context, status int, err error) error {
 		LandingZone: d.LandingZone, Template: d.Template, CanManage: actor.Can(access.EnvironmentManage, d.TenantID), Errors: web.FormErrors(err)}
 	for _, dep := range d.Deployments {
 		v.Deployments = append(v.Deployments, EnvDeploymentRow{ID: dep.ID.String(), Name: dep.Name, Component: dep.ComponentName,
-			Status: dep.Status, Outputs: compact(dep.Outputs), Mandatory: dep.TemplateComponentID.Valid})
+			Status: dep.Status, Outputs: outputs(dep.Outputs), Mandatory: dep.TemplateComponentID.Valid})
 	}
 	for _, a := range d.Addresses {
 		prefix := a.Prefix.String()
@@ -219,13 +219,11 @@ func (h *Handlers) renderShow(c echo.Context, status int, err error) error {
 	return web.Render(c, status, EnvironmentPage(web.Page(c, d.Name), v))
 }
 
-// compact shows outputs on one line; an empty object shows as nothing.
-func compact(raw json.RawMessage) string {
-	s := strings.TrimSpace(string(raw))
-	if s == "{}" || s == "null" {
-		return ""
-	}
-	return s
+// outputs lists a deployment's outputs as keys and values; the engine masks secret ones.
+func outputs(raw json.RawMessage) []views.KeyValue {
+	m := map[string]any{}
+	_ = json.Unmarshal(raw, &m)
+	return views.Values(m)
 }
 
 // DecommissionForm decommissions an environment once its name is typed to confirm.

@@ -132,8 +132,8 @@ func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err e
 func componentRows(ms []Member) []ComponentRow {
 	out := make([]ComponentRow, len(ms))
 	for i, m := range ms {
-		params, _ := json.Marshal(m.Parameters)
-		out[i] = ComponentRow{ID: m.ID.String(), Name: m.Name, Component: m.Component, Parameters: string(params), Status: m.Status}
+		out[i] = ComponentRow{ID: m.ID.String(), Name: m.Name, Component: m.Component, ComponentID: m.ComponentID.String(),
+			Parameters: views.Values(m.Parameters), Status: m.Status}
 		if m.DeploymentID != nil {
 			out[i].DeploymentID = m.DeploymentID.String()
 		}

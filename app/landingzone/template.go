@@ -15,6 +15,7 @@ import (
 	"nimbus/app/audit"
 	"nimbus/app/component"
 	"nimbus/app/problem"
+	"nimbus/app/resolver"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 )
@@ -247,8 +248,15 @@ func checkMember(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, fie
 	if schema == nil {
 		return nil
 	}
+	filled, err := filledHere(ctx, q, z, ver.ResolverBindings)
+	if err != nil {
+		return err
+	}
 	for name, value := range m.Parameters {
 		switch {
+		case filled[name] != "":
+			v.Add(at("parameters."+name), "resolved", "is filled by the %s resolver of landing zone %s when each environment deploys %s: leave it out",
+				resolver.Label(filled[name]), z.Name, m.Name)
 		case schema.Secret(name):
 			v.Add(at("parameters."+name), "secret", "is a secret input: bind it to the secret provisioner rather than keep its value in a template")
 		default:
@@ -258,6 +266,28 @@ func checkMember(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, fie
 		}
 	}
 	return nil
+}
+
+// filledHere maps the inputs a component binds to resolvers the zone configures onto their
+// resolver types.
+func filledHere(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, rawBindings []byte) (map[string]string, error) {
+	bindings, err := resolver.ParseBindings(rawBindings)
+	if err != nil {
+		return nil, nil // publishing the version checked them; a deploy says what is wrong
+	}
+	configs, err := q.OwnResolverConfigs(ctx, dbgen.OwnResolverConfigsParams{LandingZoneID: nullID(z.ID)})
+	if err != nil {
+		return nil, err
+	}
+	configured := map[string]bool{}
+	for _, c := range configs {
+		configured[c.Type] = true
+	}
+	out := map[string]string{}
+	for _, b := range resolver.Active(bindings, configured) {
+		out[b.Input] = b.Type
+	}
+	return out, nil
 }
 
 func addMember(ctx context.Context, q *dbgen.Queries, templateID uuid.UUID, m MemberIn) error {

@@ -163,6 +163,15 @@ var formFields = map[string][]struct {
 	"secret_provisioner": {{"length", true}},
 }
 
+// formFieldNames are the errors a resolver's form shows beside its fields.
+func formFieldNames(typ string) []string {
+	var out []string
+	for _, f := range formFields[typ] {
+		out = append(out, "config."+f.name)
+	}
+	return out
+}
+
 // SetForm stores a resolver's configuration from its form.
 func (h *Handlers) SetForm(c echo.Context) error {
 	id, err := web.IDParam(c, "id")
@@ -201,7 +210,7 @@ func (h *Handlers) SetForm(c echo.Context) error {
 		}
 		return err
 	}
-	web.SetFlash(c, web.FlashSuccess, "The "+typ+" resolver is configured.")
+	web.SetFlash(c, web.FlashSuccess, "The "+Label(typ)+" resolver is configured.")
 	return web.Redirect(c, back)
 }
 
