@@ -37,10 +37,14 @@ type Pool struct {
 	Gateway       netip.Addr     `json:"gateway"`
 	Reserved      []netip.Prefix `json:"reserved"`
 	Used          int            `json:"used"` // allocations
-	// Utilisation is the share of the pool's addresses allocated or reserved, 0 to 1.
-	Utilisation float64      `json:"utilisation"`
-	Allocations []Allocation `json:"allocations,omitempty"`
-	CreatedAt   time.Time    `json:"created_at"`
+	// Utilisation is the share of the pool's usable addresses allocated or reserved, 0 to 1:
+	// Taken of Addresses, Reserved of them kept out of use.
+	Utilisation       float64      `json:"utilisation"`
+	Addresses         float64      `json:"addresses"`
+	Taken             float64      `json:"taken"`
+	ReservedAddresses float64      `json:"reserved_addresses"`
+	Allocations       []Allocation `json:"allocations,omitempty"`
+	CreatedAt         time.Time    `json:"created_at"`
 }
 
 // Allocation is an address or a subnet handed out.
@@ -216,6 +220,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 		taken = append(taken, a.Prefix)
 	}
 	p.Used, p.Utilisation = len(rows), utilisation(r.Prefix, taken)
+	p.Addresses, p.Taken, p.ReservedAddresses = usable(r.Prefix), covered(taken), covered(r.Reserved)
 	return p, nil
 }
 
@@ -243,6 +248,11 @@ func idOf(id uuid.NullUUID) *uuid.UUID {
 
 // utilisation is the share of the pool's addresses taken, counting overlapping ranges once.
 func utilisation(pool netip.Prefix, taken []netip.Prefix) float64 {
+	return min(covered(taken)/usable(pool), 1)
+}
+
+// covered is how many addresses taken covers, each counted once.
+func covered(taken []netip.Prefix) float64 {
 	var n float64
 	var end netip.Addr // the last address counted so far
 	for _, b := range blocked(taken) {
@@ -256,7 +266,17 @@ func utilisation(pool netip.Prefix, taken []netip.Prefix) float64 {
 		n += count(first, b.last)
 		end = b.last
 	}
-	return min(n/size(pool), 1)
+	return n
+}
+
+// usable is how many addresses of a pool may be handed out or reserved: all but an IPv4
+// subnet's own address and its broadcast address.
+func usable(p netip.Prefix) float64 {
+	n := size(p)
+	if p.Addr().Is4() && p.Bits() < 31 {
+		n -= 2
+	}
+	return n
 }
 
 // count is how many addresses lie from first to last, for ranges inside one prefix.

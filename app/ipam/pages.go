@@ -1,7 +1,10 @@
 package ipam
 
 import (
+	"fmt"
 	"net/http"
+	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -58,12 +61,26 @@ func (h *Handlers) renderList(c echo.Context, status int, in *NewPool, err error
 }
 
 func rowOf(p Pool) PoolRow {
-	where := "landing zone " + p.LandingZone
-	if p.EnvironmentID != nil {
-		where = p.Environment
+	where, url := "landing zone "+p.LandingZone, ""
+	if p.LandingZoneID != nil {
+		url = "/landing-zones/" + p.LandingZoneID.String()
 	}
-	return PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Scope: where,
+	if p.EnvironmentID != nil {
+		where, url = p.Environment, "/environments/"+p.EnvironmentID.String()
+	}
+	return PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Scope: where, ScopeURL: url,
 		Gateway: p.Gateway.String(), Used: p.Used, Utilisation: p.Utilisation}
+}
+
+// usage says how full a pool is: "6% used — 14 of 254 addresses", and how many of those are
+// reserved.
+func usage(p Pool) string {
+	n := func(f float64) string { return strconv.FormatFloat(f, 'f', 0, 64) }
+	out := fmt.Sprintf("%.0f%% used — %s of %s addresses", p.Utilisation*100, n(p.Taken), n(p.Addresses))
+	if p.ReservedAddresses > 0 {
+		out += fmt.Sprintf(", %s of them reserved", n(p.ReservedAddresses))
+	}
+	return out
 }
 
 // CreateForm adds a pool from the form; reserved ranges are separated by commas.
@@ -113,9 +130,9 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := PoolView{PoolRow: rowOf(p)}
+	v := PoolView{PoolRow: rowOf(p), Usage: usage(p)}
 	for _, r := range p.Reserved {
-		v.Reserved = append(v.Reserved, r.String())
+		v.Reserved = append(v.Reserved, ReservedRow{Range: r.String(), Addresses: strconv.FormatFloat(covered([]netip.Prefix{r}), 'f', 0, 64)})
 	}
 	for _, a := range p.Allocations {
 		row := AllocationRow{Prefix: a.Prefix.String(), Kind: a.Kind, Deployment: a.Deployment, Input: a.Input, Created: a.CreatedAt}
@@ -127,5 +144,9 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 		}
 		v.Allocations = append(v.Allocations, row)
 	}
-	return web.Render(c, http.StatusOK, PoolPage(web.Page(c, p.Name), v))
+	page := web.Page(c, p.Name).Under(views.Crumb{Label: "IP pools", URL: "/ipam"})
+	if v.ScopeURL != "" {
+		page = page.Under(views.Crumb{Label: "IP pools", URL: "/ipam"}, views.Crumb{Label: v.Scope, URL: v.ScopeURL})
+	}
+	return web.Render(c, http.StatusOK, PoolPage(page, v))
 }

@@ -56,3 +56,30 @@ func (s *Service) ComponentChoices(ctx context.Context, actor access.Principal, 
 	}
 	return out, nil
 }
+
+// Inputs returns the input schema of a component's latest version, for the forms that give a
+// zone's templates and system services their parameters, and the inputs the zone's resolvers
+// fill, by resolver type.
+func (s *Service) Inputs(ctx context.Context, actor access.Principal, zoneID, componentID uuid.UUID) ([]byte, map[string]string, error) {
+	q := dbgen.New(s.pool)
+	z, err := q.GetLandingZone(ctx, zoneID)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.ProviderAdmin {
+		return nil, nil, problem.ErrNotFound
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("get landing zone: %w", err)
+	}
+	comp, err := q.GetComponent(ctx, componentID)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && (comp.TenantID.Valid || comp.LatestVersion == 0) {
+		return nil, nil, problem.Invalid("component_id", "exists", "choose a component from the list")
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("get component: %w", err)
+	}
+	ver, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: comp.ID, Version: comp.LatestVersion})
+	if err != nil {
+		return nil, nil, fmt.Errorf("component version: %w", err)
+	}
+	filled, err := filledHere(ctx, q, z, ver.ResolverBindings)
+	return ver.InputSchema, filled, err
+}

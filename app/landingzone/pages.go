@@ -2,7 +2,6 @@ package landingzone
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/ipam"
+	"nimbus/app/paramform"
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
 	"nimbus/app/web"
@@ -93,6 +93,14 @@ func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err e
 	for len(v.TemplateForm.Rows) < templateRows {
 		v.TemplateForm.Rows = append(v.TemplateForm.Rows, MemberForm{})
 	}
+	if ierr := h.inputsOf(ctx, actor, z.ID, "", &v.ServiceForm); ierr != nil {
+		return ierr
+	}
+	for i := range v.TemplateForm.Rows {
+		if ierr := h.inputsOf(ctx, actor, z.ID, rowField(i, ""), &v.TemplateForm.Rows[i]); ierr != nil {
+			return ierr
+		}
+	}
 	v.Services = componentRows(z.SystemServices)
 	for _, t := range z.Templates {
 		v.Templates = append(v.Templates, TemplateView{ID: t.ID.String(), Name: t.Name, Description: t.Description, Withdrawn: t.Withdrawn,
@@ -141,19 +149,61 @@ func componentRows(ms []Member) []ComponentRow {
 	return out
 }
 
-// memberFrom reads a component row of a form: the component, its name, its parameters as JSON.
-func memberFrom(component, name, params, field string) (MemberIn, error) {
-	in := MemberIn{Name: strings.TrimSpace(name)}
+// memberFrom reads a component row of a form whose fields are named under prefix: the
+// component, its name, and its inputs by the component's schema. form keeps what was typed,
+// for showing the row again.
+func (h *Handlers) memberFrom(c echo.Context, zoneID uuid.UUID, prefix string, form *MemberForm) (MemberIn, error) {
+	in := MemberIn{Name: strings.TrimSpace(form.Name)}
 	var err error
-	if in.ComponentID, err = uuid.Parse(component); err != nil {
-		return in, problem.Invalid(field+"component_id", "required", "choose a component")
+	if in.ComponentID, err = uuid.Parse(form.Component); err != nil {
+		return in, problem.Invalid("component_id", "required", "choose a component")
 	}
-	if strings.TrimSpace(params) != "" {
-		if err := json.Unmarshal([]byte(params), &in.Parameters); err != nil {
-			return in, problem.Invalid(field+"parameters", "json", "must be a JSON object such as {\"cores\": 2}: %v", err)
+	schema, _, err := h.svc.Inputs(web.Ctx(c), web.Actor(c), zoneID, in.ComponentID)
+	if err != nil {
+		return in, err
+	}
+	values, _ := c.FormParams()
+	form.Typed = map[string]any{}
+	for k := range values {
+		if input, ok := strings.CutPrefix(k, prefix+"p."); ok {
+			form.Typed[input] = values.Get(k)
 		}
 	}
-	return in, nil
+	in.Parameters, err = paramform.Read(values, prefix, schema)
+	return in, err
+}
+
+// inputsOf lays out the inputs of the component a row has chosen, with what was typed and
+// the row's problems; nothing while no component is chosen.
+func (h *Handlers) inputsOf(ctx context.Context, actor access.Principal, zoneID uuid.UUID, prefix string, row *MemberForm) error {
+	row.Inputs = paramform.Form{Prefix: prefix}
+	id, err := uuid.Parse(row.Component)
+	if err != nil {
+		return nil
+	}
+	schema, filled, err := h.svc.Inputs(ctx, actor, zoneID, id)
+	if web.FormErrors(err) != nil {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	row.Inputs = paramform.Build(prefix, schema, row.Typed, row.Errors, filled)
+	return nil
+}
+
+// InputsFragment answers a form row's component choice with the fields of its inputs.
+func (h *Handlers) InputsFragment(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	prefix := c.QueryParam("row")
+	row := MemberForm{Component: c.QueryParam(prefix + "component_id")}
+	if err := h.inputsOf(web.Ctx(c), web.Actor(c), id, prefix, &row); err != nil {
+		return err
+	}
+	return web.Render(c, http.StatusOK, paramform.Fields(row.Inputs))
 }
 
 // AddSystemServiceForm adds a system service from the zone page.
@@ -162,8 +212,8 @@ func (h *Handlers) AddSystemServiceForm(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	form := MemberForm{Component: c.FormValue("component_id"), Name: c.FormValue("name"), Parameters: c.FormValue("parameters")}
-	in, err := memberFrom(form.Component, form.Name, form.Parameters, "")
+	form := MemberForm{Component: c.FormValue("component_id"), Name: c.FormValue("name")}
+	in, err := h.memberFrom(c, id, "", &form)
 	if err == nil {
 		_, err = h.svc.AddSystemService(web.Ctx(c), web.Actor(c), id, in)
 	}
@@ -188,45 +238,54 @@ func (h *Handlers) AddTemplateForm(c echo.Context) error {
 	in := NewTemplate{Name: form.Name, Description: form.Description, MandatoryComponents: []MemberIn{}}
 	// Rows keep their place in the form, so each error lands beside its row.
 	index := map[int]int{}
+	rowErrors := map[int]error{}
 	for i := range templateRows {
-		at := fmt.Sprintf("mandatory_components[%d].", i)
-		row := MemberForm{Component: c.FormValue(at + "component_id"), Name: c.FormValue(at + "name"), Parameters: c.FormValue(at + "parameters")}
-		form.Rows = append(form.Rows, row)
-		if row.Component == "" && row.Name == "" && row.Parameters == "" {
+		at := rowField(i, "")
+		row := MemberForm{Component: c.FormValue(at + "component_id"), Name: c.FormValue(at + "name")}
+		if row.Component == "" && row.Name == "" {
+			form.Rows = append(form.Rows, row)
 			continue
 		}
-		m, merr := memberFrom(row.Component, row.Name, row.Parameters, fmt.Sprintf("mandatory_components[%d].", len(in.MandatoryComponents)))
-		if merr != nil && err == nil {
-			err = merr
+		m, merr := h.memberFrom(c, id, at, &row)
+		form.Rows = append(form.Rows, row)
+		if merr != nil {
+			if web.FormErrors(merr) == nil {
+				return merr
+			}
+			rowErrors[i] = merr
 		}
 		index[len(in.MandatoryComponents)] = i
 		in.MandatoryComponents = append(in.MandatoryComponents, m)
 	}
-	if err == nil {
+	if len(rowErrors) == 0 {
 		_, err = h.svc.AddTemplate(web.Ctx(c), web.Actor(c), id, in)
 	}
-	if errs := web.FormErrors(err); errs != nil {
-		form.Errors = views.Errors{}
-		for field, msg := range errs {
-			var n int
-			var rest string
-			if _, serr := fmt.Sscanf(field, "mandatory_components[%d].%s", &n, &rest); serr == nil {
-				row := &form.Rows[index[n]]
-				if row.Errors == nil {
-					row.Errors = views.Errors{}
-				}
-				row.Errors[strings.SplitN(rest, ".", 2)[0]] = msg
-				continue
-			}
-			form.Errors[field] = msg
+	errs := web.FormErrors(err)
+	if errs == nil && len(rowErrors) == 0 {
+		if err != nil {
+			return err
 		}
-		return h.renderShow(c, http.StatusUnprocessableEntity, pageForms{template: form}, err)
+		web.SetFlash(c, web.FlashSuccess, "Template "+in.Name+" added.")
+		return web.Redirect(c, "/landing-zones/"+id.String())
 	}
-	if err != nil {
-		return err
+	form.Errors = views.Errors{}
+	for i, rerr := range rowErrors {
+		form.Rows[i].Errors = web.FormErrors(rerr)
 	}
-	web.SetFlash(c, web.FlashSuccess, "Template "+in.Name+" added.")
-	return web.Redirect(c, "/landing-zones/"+id.String())
+	for field, msg := range errs {
+		var n int
+		var rest string
+		if _, serr := fmt.Sscanf(field, "mandatory_components[%d].%s", &n, &rest); serr == nil {
+			row := &form.Rows[index[n]]
+			if row.Errors == nil {
+				row.Errors = views.Errors{}
+			}
+			row.Errors[rest] = msg
+			continue
+		}
+		form.Errors[field] = msg
+	}
+	return h.renderShow(c, http.StatusUnprocessableEntity, pageForms{template: form}, err)
 }
 
 // WithdrawTemplateForm withdraws a template from the zone page.
