@@ -28,6 +28,7 @@ import (
 type Pool struct {
 	ID            uuid.UUID      `json:"id"`
 	TenantID      *uuid.UUID     `json:"tenant_id"`
+	Tenant        string         `json:"tenant"` // none for a landing zone's pool
 	EnvironmentID *uuid.UUID     `json:"environment_id"`
 	Environment   string         `json:"environment"`
 	LandingZoneID *uuid.UUID     `json:"landing_zone_id"`
@@ -210,6 +211,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	}
 	p := poolOf(dbgen.IpamPool{ID: r.ID, TenantID: r.TenantID, EnvironmentID: r.EnvironmentID, LandingZoneID: r.LandingZoneID,
 		Name: r.Name, Prefix: r.Prefix, Reserved: r.Reserved, CreatedAt: r.CreatedAt}, r.EnvironmentName, r.LandingZoneName)
+	p.Tenant = r.TenantName
 	p.Allocations = make([]Allocation, len(rows))
 	taken := append([]netip.Prefix{}, r.Reserved...)
 	for i, a := range rows {
@@ -305,7 +307,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([
 	for i, r := range rows {
 		out[i] = poolOf(dbgen.IpamPool{ID: r.ID, TenantID: r.TenantID, EnvironmentID: r.EnvironmentID, LandingZoneID: r.LandingZoneID,
 			Name: r.Name, Prefix: r.Prefix, Reserved: r.Reserved, CreatedAt: r.CreatedAt}, r.EnvironmentName, r.LandingZoneName)
-		out[i].Used = int(r.Allocations)
+		out[i].Used, out[i].Tenant = int(r.Allocations), r.TenantName
 	}
 	return out, nil
 }

@@ -30,6 +30,14 @@ func (h *Handlers) renderList(c echo.Context, status int, in *NewPool, err error
 	for i, p := range pools {
 		rows[i] = rowOf(p)
 	}
+	sort := views.SortOf(c.QueryParam("sort"), views.Sort{}, "tenant", "scope", "name", "prefix", "used")
+	views.SortRows(rows, sort, map[string]func(a, b PoolRow) int{
+		"tenant": func(a, b PoolRow) int { return views.Fold(a.Tenant, b.Tenant) },
+		"scope":  func(a, b PoolRow) int { return views.Fold(a.Scope, b.Scope) },
+		"name":   func(a, b PoolRow) int { return views.Fold(a.Name, b.Name) },
+		"prefix": func(a, b PoolRow) int { return comparePrefix(a.Prefix, b.Prefix) },
+		"used":   func(a, b PoolRow) int { return a.Used - b.Used },
+	})
 	var form *PoolForm
 	if actor.ProviderAdmin {
 		zones, envs, err2 := h.svc.Scopes(ctx, actor)
@@ -57,7 +65,7 @@ func (h *Handlers) renderList(c echo.Context, status int, in *NewPool, err error
 			}
 		}
 	}
-	return web.Render(c, status, Pools(web.Page(c, "IP pools"), rows, form))
+	return web.Render(c, status, Pools(web.Page(c, "IP pools"), rows, sort, form))
 }
 
 func rowOf(p Pool) PoolRow {
@@ -66,10 +74,27 @@ func rowOf(p Pool) PoolRow {
 		url = "/landing-zones/" + p.LandingZoneID.String()
 	}
 	if p.EnvironmentID != nil {
-		where, url = p.Environment, "/environments/"+p.EnvironmentID.String()
+		where, url = p.Tenant+" / "+p.Environment, "/environments/"+p.EnvironmentID.String()
 	}
-	return PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Scope: where, ScopeURL: url,
+	r := PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Scope: where, ScopeURL: url, Tenant: p.Tenant,
 		Gateway: p.Gateway.String(), Used: p.Used, Utilisation: p.Utilisation}
+	if p.TenantID != nil {
+		r.TenantID = p.TenantID.String()
+	}
+	return r
+}
+
+// comparePrefix orders prefixes by address, then by size.
+func comparePrefix(a, b string) int {
+	pa, erra := netip.ParsePrefix(a)
+	pb, errb := netip.ParsePrefix(b)
+	if erra != nil || errb != nil {
+		return strings.Compare(a, b)
+	}
+	if c := pa.Addr().Compare(pb.Addr()); c != 0 {
+		return c
+	}
+	return pa.Bits() - pb.Bits()
 }
 
 // usage says how full a pool is: "6% used — 14 of 254 addresses", and how many of those are

@@ -37,6 +37,14 @@ func (h *Handlers) renderList(c echo.Context, status int, form ZoneForm, err err
 		rows[i] = ZoneRow{ID: z.ID.String(), Name: z.Name, Provider: z.Provider, Status: z.Status, Description: z.Description,
 			Environments: z.EnvironmentCount, Created: z.CreatedAt}
 	}
+	sort := views.SortOf(c.QueryParam("sort"), views.Sort{Key: "name"}, "name", "provider", "status", "environments", "created")
+	views.SortRows(rows, sort, map[string]func(a, b ZoneRow) int{
+		"name":         func(a, b ZoneRow) int { return views.Fold(a.Name, b.Name) },
+		"provider":     func(a, b ZoneRow) int { return views.Fold(a.Provider, b.Provider) },
+		"status":       func(a, b ZoneRow) int { return strings.Compare(a.Status, b.Status) },
+		"environments": func(a, b ZoneRow) int { return a.Environments - b.Environments },
+		"created":      func(a, b ZoneRow) int { return a.Created.Compare(b.Created) },
+	})
 	providers, perr := h.svc.Providers(ctx, actor)
 	if perr != nil {
 		return perr
@@ -45,7 +53,7 @@ func (h *Handlers) renderList(c echo.Context, status int, form ZoneForm, err err
 		form.Providers = append(form.Providers, views.Option(p))
 	}
 	form.Errors = web.FormErrors(err)
-	return web.Render(c, status, LandingZones(web.Page(c, "Landing zones"), rows, form))
+	return web.Render(c, status, LandingZones(web.Page(c, "Landing zones"), rows, sort, form))
 }
 
 // CreateForm adds a landing zone from the list page.
@@ -111,7 +119,7 @@ func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err e
 		configured[r] = true
 	}
 	for _, t := range resolver.Types() {
-		v.Resolvers = append(v.Resolvers, ResolverState{Type: t, Configured: configured[t]})
+		v.Resolvers = append(v.Resolvers, ResolverState{Type: t, Label: resolver.Label(t), Configured: configured[t]})
 	}
 	list, perr := h.pools.List(ctx, actor, ipam.Filter{LandingZoneID: z.ID})
 	if perr != nil {
@@ -125,7 +133,7 @@ func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err e
 		v.Pools = append(v.Pools, ipam.PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Used: full.Used, Utilisation: full.Utilisation})
 	}
 	for _, e := range z.Environments {
-		v.Environments = append(v.Environments, ZoneEnvRow{ID: e.ID.String(), Tenant: e.Tenant, Name: e.Name, Status: e.Status})
+		v.Environments = append(v.Environments, ZoneEnvRow{ID: e.ID.String(), TenantID: e.TenantID.String(), Tenant: e.Tenant, Name: e.Name, Status: e.Status})
 	}
 	choices, cerr := h.svc.ComponentChoices(ctx, actor, z.ID)
 	if cerr != nil {
@@ -134,7 +142,7 @@ func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err e
 	for _, ch := range choices {
 		v.Components = append(v.Components, views.Option(ch))
 	}
-	return web.Render(c, status, LandingZonePage(web.Page(c, z.Name), v))
+	return web.Render(c, status, LandingZonePage(web.Page(c, z.Name).Under(views.Crumb{Label: "Landing zones", URL: "/landing-zones"}), v))
 }
 
 func componentRows(ms []Member) []ComponentRow {

@@ -310,9 +310,11 @@ func (q *Queries) FindImage(ctx context.Context, arg FindImageParams) (ImageCata
 }
 
 const getPool = `-- name: GetPool :one
-SELECT p.id, p.tenant_id, p.environment_id, p.name, p.prefix, p.reserved, p.created_by, p.created_at, p.landing_zone_id, coalesce(e.name, '')::text AS environment_name, coalesce(z.name, '')::text AS landing_zone_name
+SELECT p.id, p.tenant_id, p.environment_id, p.name, p.prefix, p.reserved, p.created_by, p.created_at, p.landing_zone_id, coalesce(e.name, '')::text AS environment_name, coalesce(z.name, '')::text AS landing_zone_name,
+    coalesce(t.name, '')::text AS tenant_name
 FROM ipam_pools p
 LEFT JOIN environments e ON e.id = p.environment_id
+LEFT JOIN tenants t ON t.id = p.tenant_id
 LEFT JOIN landing_zones z ON z.id = p.landing_zone_id
 WHERE p.id = $1
 `
@@ -329,6 +331,7 @@ type GetPoolRow struct {
 	LandingZoneID   uuid.NullUUID  `json:"landing_zone_id"`
 	EnvironmentName string         `json:"environment_name"`
 	LandingZoneName string         `json:"landing_zone_name"`
+	TenantName      string         `json:"tenant_name"`
 }
 
 func (q *Queries) GetPool(ctx context.Context, id uuid.UUID) (GetPoolRow, error) {
@@ -346,6 +349,7 @@ func (q *Queries) GetPool(ctx context.Context, id uuid.UUID) (GetPoolRow, error)
 		&i.LandingZoneID,
 		&i.EnvironmentName,
 		&i.LandingZoneName,
+		&i.TenantName,
 	)
 	return i, err
 }
@@ -483,9 +487,11 @@ func (q *Queries) ListImages(ctx context.Context) ([]ImageCatalog, error) {
 
 const listPools = `-- name: ListPools :many
 SELECT p.id, p.tenant_id, p.environment_id, p.name, p.prefix, p.reserved, p.created_by, p.created_at, p.landing_zone_id, coalesce(e.name, '')::text AS environment_name, coalesce(z.name, '')::text AS landing_zone_name,
+    coalesce(t.name, '')::text AS tenant_name,
     (SELECT count(*) FROM ipam_allocations a WHERE a.pool_id = p.id) AS allocations
 FROM ipam_pools p
 LEFT JOIN environments e ON e.id = p.environment_id
+LEFT JOIN tenants t ON t.id = p.tenant_id
 LEFT JOIN landing_zones z ON z.id = p.landing_zone_id
 WHERE ($1::boolean OR p.tenant_id = ANY($2::uuid[]))
   AND ($3::uuid IS NULL OR p.environment_id = $3)
@@ -512,6 +518,7 @@ type ListPoolsRow struct {
 	LandingZoneID   uuid.NullUUID  `json:"landing_zone_id"`
 	EnvironmentName string         `json:"environment_name"`
 	LandingZoneName string         `json:"landing_zone_name"`
+	TenantName      string         `json:"tenant_name"`
 	Allocations     int64          `json:"allocations"`
 }
 
@@ -542,6 +549,7 @@ func (q *Queries) ListPools(ctx context.Context, arg ListPoolsParams) ([]ListPoo
 			&i.LandingZoneID,
 			&i.EnvironmentName,
 			&i.LandingZoneName,
+			&i.TenantName,
 			&i.Allocations,
 		); err != nil {
 			return nil, err

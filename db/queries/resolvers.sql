@@ -4,9 +4,11 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)
 RETURNING *;
 
 -- name: GetPool :one
-SELECT p.*, coalesce(e.name, '')::text AS environment_name, coalesce(z.name, '')::text AS landing_zone_name
+SELECT p.*, coalesce(e.name, '')::text AS environment_name, coalesce(z.name, '')::text AS landing_zone_name,
+    coalesce(t.name, '')::text AS tenant_name
 FROM ipam_pools p
 LEFT JOIN environments e ON e.id = p.environment_id
+LEFT JOIN tenants t ON t.id = p.tenant_id
 LEFT JOIN landing_zones z ON z.id = p.landing_zone_id
 WHERE p.id = $1;
 
@@ -17,9 +19,11 @@ SELECT * FROM ipam_pools WHERE id = $1 FOR UPDATE;
 -- name: ListPools :many
 -- Pools of the given tenants' environments; a landing zone's pools only with all_tenants.
 SELECT p.*, coalesce(e.name, '')::text AS environment_name, coalesce(z.name, '')::text AS landing_zone_name,
+    coalesce(t.name, '')::text AS tenant_name,
     (SELECT count(*) FROM ipam_allocations a WHERE a.pool_id = p.id) AS allocations
 FROM ipam_pools p
 LEFT JOIN environments e ON e.id = p.environment_id
+LEFT JOIN tenants t ON t.id = p.tenant_id
 LEFT JOIN landing_zones z ON z.id = p.landing_zone_id
 WHERE (sqlc.arg(all_tenants)::boolean OR p.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
   AND (sqlc.narg(environment_id)::uuid IS NULL OR p.environment_id = sqlc.narg(environment_id))
