@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"nimbus/app/component"
 )
@@ -43,9 +44,26 @@ func TestBrowser_ZoneFormsAskByTheSchemaAndRefuseEarly(t *testing.T) {
 	}
 
 	eu := zone("sim-eu")
-	admin.open(eu + "/resolvers")
+	if got := admin.crumbs(); got != "Landing zones /landing-zones" {
+		t.Fatalf("the zone's breadcrumbs: %q", got)
+	}
+	admin.click(`[data-testid="configure-resolvers"]`)
+	admin.across(`location.pathname.endsWith('/resolvers') && document.readyState === 'complete'`, 10*time.Second)
+	if got := admin.crumbs(); got != "Landing zones /landing-zones, sim-eu "+eu {
+		t.Fatalf("the resolvers' breadcrumbs: %q", got)
+	}
+	if got := eval[string](admin, `document.querySelector('[data-testid="resolvers-owner"]').pathname`); got != eu {
+		t.Fatalf("the resolvers page leads back to %q", got)
+	}
 	admin.fill("#f-pattern", "{tenant}-{env}-{seq:02d}")
 	admin.submit(`[data-testid="resolver-form-naming"]`)
+	// Messages speak the page's words, not the resolver's internal name.
+	admin.fill("#f-os_family", "debian")
+	admin.fill("#f-os_version", "12")
+	admin.submit(`[data-testid="resolver-form-image_catalog"]`)
+	if got := admin.text(".flash"); got == "" || strings.Contains(got, "image_catalog") || !strings.Contains(got, "image catalog") {
+		t.Fatalf("configuring the image catalog says %q", got)
+	}
 
 	// The system service's inputs come with the component chosen: fields, not JSON.
 	admin.open(eu)
@@ -109,7 +127,7 @@ func TestBrowser_ZoneFormsAskByTheSchemaAndRefuseEarly(t *testing.T) {
 	if got := admin.rows("allocations"); len(got) != 1 || !strings.Contains(got[0][0], "Nothing") {
 		t.Fatalf("the allocations of a new pool: %v", got)
 	}
-	if got := eval[string](admin, `[...document.querySelectorAll('[data-testid="breadcrumbs"] a')].map(a => a.textContent + ' ' + a.pathname).join(', ')`); got != "IP pools /ipam, landing zone sim-eu "+eu {
+	if got := admin.crumbs(); got != "IP pools /ipam, landing zone sim-eu "+eu {
 		t.Fatalf("the pool's breadcrumbs: %q", got)
 	}
 
@@ -123,6 +141,15 @@ func TestBrowser_ZoneFormsAskByTheSchemaAndRefuseEarly(t *testing.T) {
 	if status := admin.submit(`[data-testid="template-form"]`); status != 200 {
 		t.Fatalf("adding the template: %d: %s", status, admin.text(".stack"))
 	}
+	// The list of zones sorts on its columns; its form follows it.
+	admin.open("/landing-zones")
+	admin.below("zones", "zone-form")
+	admin.click(`[data-testid="zones"] a[data-sort="name"]`)
+	admin.across(`location.search === '?sort=-name' && document.readyState === 'complete'`, 10*time.Second)
+	if got := column(admin.rows("zones"), 0); len(got) != 2 || got[0] != "sim-late" || got[1] != "sim-eu" {
+		t.Fatalf("zones by name, descending: %v", got)
+	}
+
 	admin.open(late + "/resolvers")
 	admin.fill("#f-pattern", "{tenant}-{env}-{seq:02d}")
 	if status := admin.submit(`[data-testid="resolver-form-naming"]`); status != 422 {
@@ -141,4 +168,85 @@ func (s *session) pickComponent(sel, id, field string) {
 	eval[bool](s, `(document.querySelector(`+jsString(sel)+`).dispatchEvent(new Event('change', {bubbles: true})), true)`)
 	s.waitFor(`document.querySelector(` + jsString(field) + `) !== null`)
 	s.settled()
+}
+
+// TestBrowser_EnvironmentsAndPoolsLeadEverywhere: the lists of environments and pools mix
+// tenants, say whose each row is, sort on their columns and put their create form after the
+// list; an environment's page and its resolvers carry their trail and link back.
+func TestBrowser_EnvironmentsAndPoolsLeadEverywhere(t *testing.T) {
+	t.Parallel()
+	a := startApp(t)
+	acme, beta := a.createTenant(t, "acme"), a.createTenant(t, "beta")
+	admin := newSession(t, newBrowser(t), a)
+	admin.signIn(adminEmail, adminPassword)
+	envs := map[string]string{}
+	for _, e := range []struct{ tenant, name string }{{acme.ID.String(), "zulu"}, {beta.ID.String(), "alpha"}} {
+		admin.open("/environments")
+		admin.below("environments", "environment-form")
+		admin.choose("#f-tenant_id", e.tenant)
+		admin.fill("#f-name", e.name)
+		if status := admin.submit(`[data-testid="environment-form"]`); status != 200 || !strings.HasPrefix(admin.path(), "/environments/") {
+			t.Fatalf("adding %s: %d on %s", e.name, status, admin.path())
+		}
+		envs[e.name] = admin.path()
+	}
+	if got := admin.crumbs(); got != "Environments /environments" {
+		t.Fatalf("the environment's breadcrumbs: %q", got)
+	}
+	if got := eval[string](admin, `document.querySelector('[data-testid="environment-tenant"]').pathname`); got != "/tenants/"+beta.ID.String() {
+		t.Fatalf("the environment's tenant links to %q", got)
+	}
+	admin.open(envs["alpha"] + "/resolvers")
+	if got := admin.crumbs(); got != "Environments /environments, beta / alpha "+envs["alpha"] {
+		t.Fatalf("the resolvers' breadcrumbs: %q", got)
+	}
+	if got := eval[string](admin, `document.querySelector('[data-testid="resolvers-owner"]').pathname`); got != envs["alpha"] {
+		t.Fatalf("the resolvers page leads back to %q", got)
+	}
+
+	admin.open("/environments")
+	if got := column(admin.rows("environments"), 1); strings.Join(got, " ") != "zulu alpha" {
+		t.Fatalf("environments by tenant: %v", got)
+	}
+	admin.click(`[data-testid="environments"] a[data-sort="name"]`)
+	admin.across(`location.search === '?sort=name' && document.readyState === 'complete'`, 10*time.Second)
+	if got := column(admin.rows("environments"), 1); strings.Join(got, " ") != "alpha zulu" {
+		t.Fatalf("environments by name: %v", got)
+	}
+	if got := eval[string](admin, `document.querySelector('[data-testid="environments"] tbody a[href^="/tenants/"]').pathname`); got != "/tenants/"+beta.ID.String() {
+		t.Fatalf("the first row's tenant links to %q", got)
+	}
+
+	for _, p := range []struct{ env, name, prefix string }{{"zulu", "b-net", "10.1.0.0/24"}, {"alpha", "a-net", "10.2.0.0/24"}} {
+		admin.open("/ipam")
+		admin.below("pools", "pool-form")
+		admin.choose("#f-scope", "environment:"+strings.TrimPrefix(envs[p.env], "/environments/"))
+		admin.fill("#f-name", p.name)
+		admin.fill("#f-prefix", p.prefix)
+		if status := admin.submit(`[data-testid="pool-form"]`); status != 200 || !strings.HasPrefix(admin.path(), "/ipam/pools/") {
+			t.Fatalf("adding %s: %d on %s", p.name, status, admin.path())
+		}
+	}
+	if got := admin.crumbs(); got != "IP pools /ipam, beta / alpha "+envs["alpha"] {
+		t.Fatalf("the pool's breadcrumbs: %q", got)
+	}
+	admin.open("/ipam?sort=name")
+	rows := admin.rows("pools")
+	if len(rows) != 2 || rows[0][0] != "beta" || rows[0][2] != "a-net" || rows[1][0] != "acme" || rows[1][2] != "b-net" {
+		t.Fatalf("pools by name, with their tenants: %v", rows)
+	}
+}
+
+// crumbs lists the breadcrumb trail's links as "label path", joined by commas.
+func (s *session) crumbs() string {
+	s.t.Helper()
+	return eval[string](s, `[...document.querySelectorAll('[data-testid="breadcrumbs"] a')].map(a => a.textContent + ' ' + a.pathname).join(', ')`)
+}
+
+// below fails unless the element with data-testid form comes after the one with list.
+func (s *session) below(list, form string) {
+	s.t.Helper()
+	if !eval[bool](s, fmt.Sprintf(`!!(document.querySelector('[data-testid=%q]').compareDocumentPosition(document.querySelector('[data-testid=%q]')) & Node.DOCUMENT_POSITION_FOLLOWING)`, list, form)) {
+		s.t.Fatalf("the form %s comes before the list %s", form, list)
+	}
 }
