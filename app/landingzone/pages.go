@@ -3,6 +3,7 @@ package landingzone
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 
@@ -267,19 +268,18 @@ func (h *Handlers) AddTemplateForm(c echo.Context) error {
 	}
 	if len(rowErrors) == 0 {
 		_, err = h.svc.AddTemplate(web.Ctx(c), web.Actor(c), id, in)
+	} else {
+		err = h.svc.CheckTemplate(web.Ctx(c), web.Actor(c), id, in)
 	}
 	errs := web.FormErrors(err)
-	if errs == nil && len(rowErrors) == 0 {
-		if err != nil {
-			return err
-		}
+	if err != nil && errs == nil {
+		return err
+	}
+	if err == nil && len(rowErrors) == 0 {
 		web.SetFlash(c, web.FlashSuccess, "Template "+in.Name+" added.")
 		return web.Redirect(c, "/landing-zones/"+id.String())
 	}
 	form.Errors = views.Errors{}
-	for i, rerr := range rowErrors {
-		form.Rows[i].Errors = web.FormErrors(rerr)
-	}
 	for field, msg := range errs {
 		var n int
 		var rest string
@@ -292,6 +292,13 @@ func (h *Handlers) AddTemplateForm(c echo.Context) error {
 			continue
 		}
 		form.Errors[field] = msg
+	}
+	// What did not parse was not sent: its own message stands, not the check's of what was.
+	for i, rerr := range rowErrors {
+		if form.Rows[i].Errors == nil {
+			form.Rows[i].Errors = views.Errors{}
+		}
+		maps.Copy(form.Rows[i].Errors, web.FormErrors(rerr))
 	}
 	return h.renderShow(c, http.StatusUnprocessableEntity, pageForms{template: form}, err)
 }

@@ -93,28 +93,7 @@ func (s *Service) AddTemplate(ctx context.Context, actor access.Principal, zoneI
 		if err != nil {
 			return err
 		}
-		if z.Status == "retired" {
-			return problem.Invalid("landing_zone", "retired", "landing zone %s is retired", z.Name)
-		}
-		v := &problem.ValidationError{}
-		if in.Name == "" || len(in.Name) > 100 {
-			v.Add("name", "length", "must be 1–100 characters")
-		}
-		if len(in.MandatoryComponents) == 0 {
-			v.Add("mandatory_components", "required", "list at least one component every environment of this template gets")
-		}
-		seen := map[string]bool{}
-		for i, m := range in.MandatoryComponents {
-			field := fmt.Sprintf("mandatory_components[%d]", i)
-			if err := checkMember(ctx, q, z, field, m, v); err != nil {
-				return err
-			}
-			if seen[m.Name] {
-				v.Add(field+".name", "unique", "%q is named twice", m.Name)
-			}
-			seen[m.Name] = true
-		}
-		if err := v.Err(); err != nil {
+		if err := checkTemplate(ctx, q, z, in); err != nil {
 			return err
 		}
 		t, err := q.CreateTemplate(ctx, dbgen.CreateTemplateParams{LandingZoneID: z.ID, Name: in.Name, Description: in.Description,
@@ -147,6 +126,50 @@ func (s *Service) AddTemplate(ctx context.Context, actor access.Principal, zoneI
 		return Template{}, fmt.Errorf("add template: %w", err)
 	}
 	return out, nil
+}
+
+// CheckTemplate reports what AddTemplate would refuse in a template, saving nothing: a form
+// that cannot send all of it yet still hears every other problem at once.
+func (s *Service) CheckTemplate(ctx context.Context, actor access.Principal, zoneID uuid.UUID, in NewTemplate) error {
+	if !actor.Can(access.LandingZoneManage, uuid.Nil) {
+		return problem.ErrForbidden
+	}
+	q := dbgen.New(s.pool)
+	z, err := q.GetLandingZone(ctx, zoneID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return problem.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	in.Name = strings.TrimSpace(in.Name)
+	return checkTemplate(ctx, q, z, in)
+}
+
+// checkTemplate refuses a template the zone could not offer, naming each problem's field.
+func checkTemplate(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, in NewTemplate) error {
+	if z.Status == "retired" {
+		return problem.Invalid("landing_zone", "retired", "landing zone %s is retired", z.Name)
+	}
+	v := &problem.ValidationError{}
+	if in.Name == "" || len(in.Name) > 100 {
+		v.Add("name", "length", "must be 1–100 characters")
+	}
+	if len(in.MandatoryComponents) == 0 {
+		v.Add("mandatory_components", "required", "list at least one component every environment of this template gets")
+	}
+	seen := map[string]bool{}
+	for i, m := range in.MandatoryComponents {
+		field := fmt.Sprintf("mandatory_components[%d]", i)
+		if err := checkMember(ctx, q, z, field, m, v); err != nil {
+			return err
+		}
+		if seen[m.Name] {
+			v.Add(field+".name", "unique", "%q is named twice", m.Name)
+		}
+		seen[m.Name] = true
+	}
+	return v.Err()
 }
 
 // AddSystemService adds a component that the draft zone deploys for itself when it is
