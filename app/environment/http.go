@@ -1,6 +1,7 @@
 package environment
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -219,7 +220,7 @@ func (h *Handlers) renderShow(c echo.Context, status int, err error) error {
 			prefix = a.Prefix.Addr().String()
 		}
 		v.Addresses = append(v.Addresses, EnvAddressRow{Prefix: prefix, Kind: a.Kind, Pool: a.PoolName, Deployment: a.DeploymentName,
-			DeploymentID: a.DeploymentID.String(), Input: a.Input})
+			DeploymentID: a.DeploymentID.String(), Input: cmp.Or(a.Inputs, a.Input)})
 	}
 	for _, n := range d.Names {
 		row := resolver.IssuedNameRow{Name: n.Name, FQDN: n.Fqdn, Deployment: n.DeploymentName, Created: n.CreatedAt}

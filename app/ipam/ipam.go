@@ -55,7 +55,8 @@ type Allocation struct {
 	Kind         string       `json:"kind"` // address or subnet
 	DeploymentID *uuid.UUID   `json:"deployment_id"`
 	Deployment   string       `json:"deployment"`
-	Input        string       `json:"input"`
+	Input        string       `json:"input"`  // the resolver's key it is held under: ipam or ipam.subnet
+	Inputs       string       `json:"inputs"` // the deployment's inputs it fills, by name
 	CreatedAt    time.Time    `json:"created_at"`
 }
 
@@ -215,7 +216,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	p.Allocations = make([]Allocation, len(rows))
 	taken := append([]netip.Prefix{}, r.Reserved...)
 	for i, a := range rows {
-		p.Allocations[i] = Allocation{ID: a.ID, Prefix: a.Prefix, Kind: a.Kind, Deployment: a.DeploymentName, Input: a.Input, CreatedAt: a.CreatedAt}
+		p.Allocations[i] = Allocation{ID: a.ID, Prefix: a.Prefix, Kind: a.Kind, Deployment: a.DeploymentName, Input: a.Input, Inputs: a.Inputs, CreatedAt: a.CreatedAt}
 		if a.DeploymentID.Valid {
 			p.Allocations[i].DeploymentID = &a.DeploymentID.UUID
 		}

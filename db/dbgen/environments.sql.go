@@ -59,7 +59,10 @@ func (q *Queries) CreateEnvironment(ctx context.Context, arg CreateEnvironmentPa
 }
 
 const environmentAllocations = `-- name: EnvironmentAllocations :many
-SELECT a.prefix, a.kind, a.input, d.name AS deployment_name, d.id AS deployment_id, p.name AS pool_name
+SELECT a.prefix, a.kind, a.input, d.name AS deployment_name, d.id AS deployment_id, p.name AS pool_name,
+    coalesce((SELECT string_agg(b.key, ', ' ORDER BY b.key) FROM component_versions v, jsonb_each_text(v.resolver_bindings) b
+        WHERE v.component_id = d.component_id AND v.version = d.version AND split_part(b.value, '.', 1) = 'ipam'
+          AND (b.value = 'ipam.subnet') = (a.input = 'ipam.subnet')), '')::text AS inputs
 FROM ipam_allocations a
 JOIN deployed_components d ON d.id = a.deployment_id
 JOIN ipam_pools p ON p.id = a.pool_id
@@ -74,9 +77,11 @@ type EnvironmentAllocationsRow struct {
 	DeploymentName string       `json:"deployment_name"`
 	DeploymentID   uuid.UUID    `json:"deployment_id"`
 	PoolName       string       `json:"pool_name"`
+	Inputs         string       `json:"inputs"`
 }
 
-// The addresses and subnets the environment's deployments hold, from any pool.
+// The addresses and subnets the environment's deployments hold, from any pool, with the inputs
+// each fills.
 func (q *Queries) EnvironmentAllocations(ctx context.Context, environmentID uuid.UUID) ([]EnvironmentAllocationsRow, error) {
 	rows, err := q.db.Query(ctx, environmentAllocations, environmentID)
 	if err != nil {
@@ -93,6 +98,7 @@ func (q *Queries) EnvironmentAllocations(ctx context.Context, environmentID uuid
 			&i.DeploymentName,
 			&i.DeploymentID,
 			&i.PoolName,
+			&i.Inputs,
 		); err != nil {
 			return nil, err
 		}

@@ -676,7 +676,10 @@ func (q *Queries) OwnResolverConfigs(ctx context.Context, arg OwnResolverConfigs
 }
 
 const poolAllocations = `-- name: PoolAllocations :many
-SELECT a.id, a.pool_id, a.prefix, a.kind, a.deployment_id, a.operation_id, a.input, a.created_at, coalesce(d.name, '') AS deployment_name
+SELECT a.id, a.pool_id, a.prefix, a.kind, a.deployment_id, a.operation_id, a.input, a.created_at, coalesce(d.name, '') AS deployment_name,
+    coalesce((SELECT string_agg(b.key, ', ' ORDER BY b.key) FROM component_versions v, jsonb_each_text(v.resolver_bindings) b
+        WHERE v.component_id = d.component_id AND v.version = d.version AND split_part(b.value, '.', 1) = 'ipam'
+          AND (b.value = 'ipam.subnet') = (a.input = 'ipam.subnet')), '')::text AS inputs
 FROM ipam_allocations a LEFT JOIN deployed_components d ON d.id = a.deployment_id
 WHERE a.pool_id = $1
 ORDER BY a.prefix
@@ -692,8 +695,11 @@ type PoolAllocationsRow struct {
 	Input          string        `json:"input"`
 	CreatedAt      time.Time     `json:"created_at"`
 	DeploymentName string        `json:"deployment_name"`
+	Inputs         string        `json:"inputs"`
 }
 
+// A pool's allocations, with the inputs of the deployment's version that each fills: an
+// allocation is held under its resolver's key (ipam, or ipam.subnet), not under an input.
 func (q *Queries) PoolAllocations(ctx context.Context, poolID uuid.UUID) ([]PoolAllocationsRow, error) {
 	rows, err := q.db.Query(ctx, poolAllocations, poolID)
 	if err != nil {
@@ -713,6 +719,7 @@ func (q *Queries) PoolAllocations(ctx context.Context, poolID uuid.UUID) ([]Pool
 			&i.Input,
 			&i.CreatedAt,
 			&i.DeploymentName,
+			&i.Inputs,
 		); err != nil {
 			return nil, err
 		}

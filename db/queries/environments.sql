@@ -68,8 +68,12 @@ WHERE e.landing_zone_id = $1 AND NOT t.system AND e.status <> 'decommissioned' A
 ORDER BY lower(t.name), lower(e.name);
 
 -- name: EnvironmentAllocations :many
--- The addresses and subnets the environment's deployments hold, from any pool.
-SELECT a.prefix, a.kind, a.input, d.name AS deployment_name, d.id AS deployment_id, p.name AS pool_name
+-- The addresses and subnets the environment's deployments hold, from any pool, with the inputs
+-- each fills.
+SELECT a.prefix, a.kind, a.input, d.name AS deployment_name, d.id AS deployment_id, p.name AS pool_name,
+    coalesce((SELECT string_agg(b.key, ', ' ORDER BY b.key) FROM component_versions v, jsonb_each_text(v.resolver_bindings) b
+        WHERE v.component_id = d.component_id AND v.version = d.version AND split_part(b.value, '.', 1) = 'ipam'
+          AND (b.value = 'ipam.subnet') = (a.input = 'ipam.subnet')), '')::text AS inputs
 FROM ipam_allocations a
 JOIN deployed_components d ON d.id = a.deployment_id
 JOIN ipam_pools p ON p.id = a.pool_id

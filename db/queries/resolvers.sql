@@ -31,7 +31,12 @@ WHERE (sqlc.arg(all_tenants)::boolean OR p.tenant_id = ANY(sqlc.arg(tenant_ids):
 ORDER BY p.landing_zone_id IS NULL, lower(coalesce(z.name, e.name)), lower(p.name);
 
 -- name: PoolAllocations :many
-SELECT a.*, coalesce(d.name, '') AS deployment_name
+-- A pool's allocations, with the inputs of the deployment's version that each fills: an
+-- allocation is held under its resolver's key (ipam, or ipam.subnet), not under an input.
+SELECT a.*, coalesce(d.name, '') AS deployment_name,
+    coalesce((SELECT string_agg(b.key, ', ' ORDER BY b.key) FROM component_versions v, jsonb_each_text(v.resolver_bindings) b
+        WHERE v.component_id = d.component_id AND v.version = d.version AND split_part(b.value, '.', 1) = 'ipam'
+          AND (b.value = 'ipam.subnet') = (a.input = 'ipam.subnet')), '')::text AS inputs
 FROM ipam_allocations a LEFT JOIN deployed_components d ON d.id = a.deployment_id
 WHERE a.pool_id = $1
 ORDER BY a.prefix;
