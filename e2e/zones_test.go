@@ -136,6 +136,10 @@ func TestBrowser_ZoneFormsAskByTheSchemaAndRefuseEarly(t *testing.T) {
 	late := zone("sim-late")
 	admin.fill("#f-template-name", "fixed")
 	admin.pickComponent(`#f-mandatory_components\[0\]\.component_id`, ids["simcloud-machine"], row(0, "name"))
+	if eval[bool](admin, `document.getElementById('f-mandatory_components[0].p.name').required`) ||
+		!strings.Contains(admin.text(`#inputs-0 [data-input="name"] .bound-note`), "naming resolver") {
+		t.Fatal("the name, which naming would fill once configured, is not offered to it")
+	}
 	admin.fill(`[name="mandatory_components[0].name"]`, "web")
 	admin.fill(row(0, "name"), "web")
 	if status := admin.submit(`[data-testid="template-form"]`); status != 200 {

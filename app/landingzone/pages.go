@@ -167,7 +167,7 @@ func (h *Handlers) memberFrom(c echo.Context, zoneID uuid.UUID, prefix string, f
 	if in.ComponentID, err = uuid.Parse(form.Component); err != nil {
 		return in, problem.Invalid("component_id", "required", "choose a component")
 	}
-	schema, _, err := h.svc.Inputs(web.Ctx(c), web.Actor(c), zoneID, in.ComponentID)
+	schema, _, _, err := h.svc.Inputs(web.Ctx(c), web.Actor(c), zoneID, in.ComponentID)
 	if err != nil {
 		return in, err
 	}
@@ -190,14 +190,14 @@ func (h *Handlers) inputsOf(ctx context.Context, actor access.Principal, zoneID 
 	if err != nil {
 		return nil
 	}
-	schema, filled, err := h.svc.Inputs(ctx, actor, zoneID, id)
+	schema, bound, filled, err := h.svc.Inputs(ctx, actor, zoneID, id)
 	if web.FormErrors(err) != nil {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	row.Inputs = paramform.Build(prefix, schema, row.Typed, row.Errors, filled)
+	row.Inputs = paramform.Build(prefix, schema, row.Typed, row.Errors, bound, filled)
 	return nil
 }
 

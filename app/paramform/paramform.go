@@ -36,11 +36,13 @@ type Field struct {
 	Placeholder                                   string // the default, said where nothing is given
 	Required                                      bool
 	Resolver                                      string // the resolver that fills it
+	BoundTo                                       string // the resolver that would fill it, were the zone to configure it
 }
 
-// Build lays rawSchema out as fields filled with values, errs beside each input. filled maps
-// the inputs a resolver fills onto its type.
-func Build(prefix string, rawSchema []byte, values map[string]any, errs views.Errors, filled map[string]string) Form {
+// Build lays rawSchema out as fields filled with values, errs beside each input. bound maps the
+// inputs the component binds to resolvers onto their types, and filled those the zone's
+// resolvers fill: a bound input the zone does not fill yet may be left for its resolver.
+func Build(prefix string, rawSchema []byte, values map[string]any, errs views.Errors, bound, filled map[string]string) Form {
 	f := Form{Prefix: prefix}
 	schema := component.ParseSchema("input_schema", rawSchema, &problem.ValidationError{})
 	if schema == nil {
@@ -61,6 +63,9 @@ func Build(prefix string, rawSchema []byte, values map[string]any, errs views.Er
 			field.Kind, field.Resolver, field.Required, field.Value = "resolved", resolver.Label(typ), false, ""
 			f.Fields = append(f.Fields, field)
 			continue
+		}
+		if typ, ok := bound[name]; ok {
+			field.Required, field.BoundTo = false, resolver.Label(typ)
 		}
 		if p.MinLength != nil {
 			field.MinLength = strconv.Itoa(*p.MinLength)

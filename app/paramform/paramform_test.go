@@ -38,7 +38,8 @@ func TestRead_RefusesWhatDoesNotParseByName(t *testing.T) {
 }
 
 func TestBuild_ShowsFilledInputsAndChoices(t *testing.T) {
-	f := Build("r.", []byte(schema), map[string]any{"cores": "3"}, map[string]string{"parameters.cores": "too many"}, map[string]string{"name": "image_catalog"})
+	f := Build("r.", []byte(schema), map[string]any{"cores": "3"}, map[string]string{"parameters.cores": "too many"},
+		map[string]string{"name": "image_catalog", "size": "naming"}, map[string]string{"name": "image_catalog"})
 	kinds := map[string]Field{}
 	for _, x := range f.Fields {
 		kinds[x.Name] = x
@@ -48,6 +49,9 @@ func TestBuild_ShowsFilledInputsAndChoices(t *testing.T) {
 	}
 	if c := kinds["cores"]; c.Kind != "number" || c.Max != "8" || c.Value != "3" || c.Error != "too many" || c.Placeholder != "2" {
 		t.Errorf("cores: %+v", c)
+	}
+	if s := kinds["size"]; s.BoundTo != "naming" || s.Required {
+		t.Errorf("size, bound to a resolver the zone does not configure: %+v", s)
 	}
 	if kinds["size"].Kind != "select" || kinds["public"].Kind != "select" || kinds["tags"].Kind != "json" {
 		t.Errorf("kinds: %+v", kinds)

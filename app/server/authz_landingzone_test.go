@@ -185,14 +185,14 @@ var zoneCases = map[string]authzCase{
 		refused: []refusal{{adminA, problem.ErrNotFound}},
 		served:  []actor{providerAdmin},
 		call: func(t *testing.T, w *world, p access.Principal) error {
-			schema, _, err := w.zones.Inputs(context.Background(), p, w.zone(t).zone.ID, w.shared.ID)
+			schema, _, _, err := w.zones.Inputs(context.Background(), p, w.zone(t).zone.ID, w.shared.ID)
 			if err == nil && !strings.Contains(string(schema), "cores") {
 				t.Errorf("inputs %s", schema)
 			}
 			return err
 		},
 		then: func(t *testing.T, w *world) {
-			_, _, err := w.zones.Inputs(context.Background(), w.admin, w.zone(t).zone.ID, w.ofA.ID)
+			_, _, _, err := w.zones.Inputs(context.Background(), w.admin, w.zone(t).zone.ID, w.ofA.ID)
 			wantField(t, err, "component_id") // a tenant's own component
 		},
 	},
