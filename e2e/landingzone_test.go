@@ -66,16 +66,16 @@ func TestBrowser_LandingZoneEnvironmentLifecycle(t *testing.T) {
 	admin.submit(`[data-testid="resolver-form-naming"]`)
 
 	admin.open(zonePage)
-	admin.choose("#f-component_id", ids["simcloud-network"])
+	admin.pickComponent("#f-component_id", ids["simcloud-network"], `#f-p\.name`)
 	admin.fill("#f-service-name", "core")
-	admin.fill("#f-service-parameters", `{"name": "core-net"}`)
+	admin.fill(`#f-p\.name`, "core-net")
 	admin.submit(`[data-testid="service-form"]`)
 	admin.fill("#f-template-name", "standard")
 	for i, name := range []string{"web", "db"} {
-		admin.choose(fmt.Sprintf(`[name="mandatory_components[%d].component_id"]`, i), ids["simcloud-machine"])
+		admin.pickComponent(fmt.Sprintf(`#f-mandatory_components\[%d\]\.component_id`, i), ids["simcloud-machine"], fmt.Sprintf(`#f-mandatory_components\[%d\]\.p\.cores`, i))
 		admin.fill(fmt.Sprintf(`[name="mandatory_components[%d].name"]`, i), name)
 	}
-	admin.fill(`[name="mandatory_components[1].parameters"]`, `{"cores": 2}`)
+	admin.fill(`[name="mandatory_components[1].p.cores"]`, "2")
 	if status := admin.submit(`[data-testid="template-form"]`); status != 200 {
 		t.Fatalf("adding the template: %d: %s", status, admin.text(".stack"))
 	}

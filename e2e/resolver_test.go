@@ -136,6 +136,13 @@ func TestBrowser_ResolversAndGovernance(t *testing.T) {
 	}
 	user.screenshot("deploy-dialog-governed")
 	admin.open("/ipam/pools/" + pool)
+	// The pool says which input of which deployment holds each address.
+	if got := admin.rows("allocations"); len(got) != 2 || got[0][3] != "ip_address" || got[1][3] != "ip_address" || got[0][2] == "" {
+		t.Fatalf("the pool's allocations: %v", got)
+	}
+	if got := admin.text(`[data-testid="usage"]`); !strings.HasPrefix(got, "33% used — 2 of 6 addresses") {
+		t.Fatalf("the pool's usage: %q", got)
+	}
 	admin.screenshot("ipam-pool")
 }
 

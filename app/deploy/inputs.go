@@ -64,7 +64,10 @@ func (s *Service) resolve(ver dbgen.GetComponentVersionRow, id uuid.UUID, config
 	}
 	for _, b := range resolver.Active(bindings, configured) {
 		if _, given := params[b.Input]; given {
-			v.Add("parameters."+b.Input, "resolved", "is set when the deployment is deployed, by the %s resolver", b.Type)
+			v.Add("parameters."+b.Input, "resolved", "is set when the deployment is deployed, by the %s resolver", resolver.Label(b.Type))
+			// Said once: the schema below no longer has the input and would call it unknown.
+			params = maps.Clone(params)
+			delete(params, b.Input)
 		}
 		schema = schema.Without(b.Input)
 	}

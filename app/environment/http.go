@@ -1,6 +1,7 @@
 package environment
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -135,9 +136,17 @@ func (h *Handlers) render(c echo.Context, status int, form EnvironmentForm, err 
 	}
 	rows := make([]EnvironmentRow, len(envs))
 	for i, e := range envs {
-		rows[i] = EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: string(e.Status), LandingZone: e.LandingZone,
-			Template: e.Template, Created: e.CreatedAt}
+		rows[i] = EnvironmentRow{ID: e.ID.String(), TenantID: e.TenantID.String(), Tenant: e.TenantName, Name: e.Name, Status: string(e.Status),
+			LandingZoneID: zoneID(actor, e.LandingZoneID), LandingZone: e.LandingZone, Template: e.Template, Created: e.CreatedAt}
 	}
+	sort := views.SortOf(c.QueryParam("sort"), views.Sort{Key: "tenant"}, "tenant", "name", "zone", "status", "created")
+	views.SortRows(rows, sort, map[string]func(a, b EnvironmentRow) int{
+		"tenant":  func(a, b EnvironmentRow) int { return views.Fold(a.Tenant, b.Tenant) },
+		"name":    func(a, b EnvironmentRow) int { return views.Fold(a.Name, b.Name) },
+		"zone":    func(a, b EnvironmentRow) int { return views.Fold(a.LandingZone, b.LandingZone) },
+		"status":  func(a, b EnvironmentRow) int { return strings.Compare(a.Status, b.Status) },
+		"created": func(a, b EnvironmentRow) int { return a.Created.Compare(b.Created) },
+	})
 	for _, t := range h.svc.manageable(ctx, actor) {
 		form.Tenants = append(form.Tenants, views.Option{Value: t.ID.String(), Label: t.Name})
 	}
@@ -150,7 +159,7 @@ func (h *Handlers) render(c echo.Context, status int, form EnvironmentForm, err 
 		form.Templates = append(form.Templates, views.Option{Value: t.ID.String(), Label: t.LandingZone + " / " + t.Name})
 	}
 	form.Errors = web.FormErrors(err)
-	return web.Render(c, status, Environments(web.Page(c, "Environments"), rows, form))
+	return web.Render(c, status, Environments(web.Page(c, "Environments"), rows, sort, form))
 }
 
 // CreateForm adds an environment from the page: from a template, it goes to the new
@@ -199,11 +208,11 @@ func (h *Handlers) renderShow(c echo.Context, status int, err error) error {
 	if derr != nil {
 		return derr
 	}
-	v := EnvironmentView{ID: d.ID.String(), Tenant: d.TenantName, Name: d.Name, Status: string(d.Status), Reason: d.StatusReason,
-		LandingZone: d.LandingZone, Template: d.Template, CanManage: actor.Can(access.EnvironmentManage, d.TenantID), Errors: web.FormErrors(err)}
+	v := EnvironmentView{ID: d.ID.String(), TenantID: d.TenantID.String(), Tenant: d.TenantName, Name: d.Name, Status: string(d.Status), Reason: d.StatusReason,
+		LandingZoneID: zoneID(actor, d.LandingZoneID), LandingZone: d.LandingZone, Template: d.Template, CanManage: actor.Can(access.EnvironmentManage, d.TenantID), Errors: web.FormErrors(err)}
 	for _, dep := range d.Deployments {
-		v.Deployments = append(v.Deployments, EnvDeploymentRow{ID: dep.ID.String(), Name: dep.Name, Component: dep.ComponentName,
-			Status: dep.Status, Outputs: compact(dep.Outputs), Mandatory: dep.TemplateComponentID.Valid})
+		v.Deployments = append(v.Deployments, EnvDeploymentRow{ID: dep.ID.String(), Name: dep.Name, Component: dep.ComponentName, ComponentID: dep.ComponentID.String(),
+			Status: dep.Status, Outputs: outputs(dep.Outputs), Mandatory: dep.TemplateComponentID.Valid})
 	}
 	for _, a := range d.Addresses {
 		prefix := a.Prefix.String()
@@ -211,21 +220,31 @@ func (h *Handlers) renderShow(c echo.Context, status int, err error) error {
 			prefix = a.Prefix.Addr().String()
 		}
 		v.Addresses = append(v.Addresses, EnvAddressRow{Prefix: prefix, Kind: a.Kind, Pool: a.PoolName, Deployment: a.DeploymentName,
-			DeploymentID: a.DeploymentID.String(), Input: a.Input})
+			DeploymentID: a.DeploymentID.String(), Input: cmp.Or(a.Inputs, a.Input)})
 	}
 	for _, n := range d.Names {
-		v.Names = append(v.Names, resolver.IssuedNameRow{Name: n.Name, FQDN: n.Fqdn, Deployment: n.DeploymentName, Created: n.CreatedAt})
+		row := resolver.IssuedNameRow{Name: n.Name, FQDN: n.Fqdn, Deployment: n.DeploymentName, Created: n.CreatedAt}
+		if n.DeploymentID.Valid {
+			row.DeploymentID = n.DeploymentID.UUID.String()
+		}
+		v.Names = append(v.Names, row)
 	}
-	return web.Render(c, status, EnvironmentPage(web.Page(c, d.Name), v))
+	return web.Render(c, status, EnvironmentPage(web.Page(c, d.TenantName+" / "+d.Name).Under(views.Crumb{Label: "Environments", URL: "/environments"}), v))
 }
 
-// compact shows outputs on one line; an empty object shows as nothing.
-func compact(raw json.RawMessage) string {
-	s := strings.TrimSpace(string(raw))
-	if s == "{}" || s == "null" {
+// zoneID is a landing zone's ID where the actor may open its page: zones are the provider's.
+func zoneID(actor access.Principal, id *uuid.UUID) string {
+	if id == nil || !actor.ProviderAdmin {
 		return ""
 	}
-	return s
+	return id.String()
+}
+
+// outputs lists a deployment's outputs as keys and values; the engine masks secret ones.
+func outputs(raw json.RawMessage) []views.KeyValue {
+	m := map[string]any{}
+	_ = json.Unmarshal(raw, &m)
+	return views.Values(m)
 }
 
 // DecommissionForm decommissions an environment once its name is typed to confirm.

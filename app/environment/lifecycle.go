@@ -169,6 +169,11 @@ func about(name string, err error) error {
 	}
 	out := &problem.ValidationError{}
 	for _, f := range v.Fields {
+		// The form shows it away from any field of its own: the input is named in the message.
+		if input, ok := strings.CutPrefix(f.Field, "parameters."); ok {
+			out.Add(f.Field, f.Rule, "%s: %s %s", name, input, f.Message)
+			continue
+		}
 		out.Add(f.Field, f.Rule, "%s: %s", name, f.Message)
 	}
 	return out

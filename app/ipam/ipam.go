@@ -28,6 +28,7 @@ import (
 type Pool struct {
 	ID            uuid.UUID      `json:"id"`
 	TenantID      *uuid.UUID     `json:"tenant_id"`
+	Tenant        string         `json:"tenant"` // none for a landing zone's pool
 	EnvironmentID *uuid.UUID     `json:"environment_id"`
 	Environment   string         `json:"environment"`
 	LandingZoneID *uuid.UUID     `json:"landing_zone_id"`
@@ -37,10 +38,14 @@ type Pool struct {
 	Gateway       netip.Addr     `json:"gateway"`
 	Reserved      []netip.Prefix `json:"reserved"`
 	Used          int            `json:"used"` // allocations
-	// Utilisation is the share of the pool's addresses allocated or reserved, 0 to 1.
-	Utilisation float64      `json:"utilisation"`
-	Allocations []Allocation `json:"allocations,omitempty"`
-	CreatedAt   time.Time    `json:"created_at"`
+	// Utilisation is the share of the pool's usable addresses allocated or reserved, 0 to 1:
+	// Taken of Addresses, Reserved of them kept out of use.
+	Utilisation       float64      `json:"utilisation"`
+	Addresses         float64      `json:"addresses"`
+	Taken             float64      `json:"taken"`
+	ReservedAddresses float64      `json:"reserved_addresses"`
+	Allocations       []Allocation `json:"allocations,omitempty"`
+	CreatedAt         time.Time    `json:"created_at"`
 }
 
 // Allocation is an address or a subnet handed out.
@@ -50,7 +55,8 @@ type Allocation struct {
 	Kind         string       `json:"kind"` // address or subnet
 	DeploymentID *uuid.UUID   `json:"deployment_id"`
 	Deployment   string       `json:"deployment"`
-	Input        string       `json:"input"`
+	Input        string       `json:"input"`  // the resolver's key it is held under: ipam or ipam.subnet
+	Inputs       string       `json:"inputs"` // the deployment's inputs it fills, by name
 	CreatedAt    time.Time    `json:"created_at"`
 }
 
@@ -206,16 +212,18 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	}
 	p := poolOf(dbgen.IpamPool{ID: r.ID, TenantID: r.TenantID, EnvironmentID: r.EnvironmentID, LandingZoneID: r.LandingZoneID,
 		Name: r.Name, Prefix: r.Prefix, Reserved: r.Reserved, CreatedAt: r.CreatedAt}, r.EnvironmentName, r.LandingZoneName)
+	p.Tenant = r.TenantName
 	p.Allocations = make([]Allocation, len(rows))
 	taken := append([]netip.Prefix{}, r.Reserved...)
 	for i, a := range rows {
-		p.Allocations[i] = Allocation{ID: a.ID, Prefix: a.Prefix, Kind: a.Kind, Deployment: a.DeploymentName, Input: a.Input, CreatedAt: a.CreatedAt}
+		p.Allocations[i] = Allocation{ID: a.ID, Prefix: a.Prefix, Kind: a.Kind, Deployment: a.DeploymentName, Input: a.Input, Inputs: a.Inputs, CreatedAt: a.CreatedAt}
 		if a.DeploymentID.Valid {
 			p.Allocations[i].DeploymentID = &a.DeploymentID.UUID
 		}
 		taken = append(taken, a.Prefix)
 	}
 	p.Used, p.Utilisation = len(rows), utilisation(r.Prefix, taken)
+	p.Addresses, p.Taken, p.ReservedAddresses = usable(r.Prefix), covered(taken), covered(r.Reserved)
 	return p, nil
 }
 
@@ -243,6 +251,11 @@ func idOf(id uuid.NullUUID) *uuid.UUID {
 
 // utilisation is the share of the pool's addresses taken, counting overlapping ranges once.
 func utilisation(pool netip.Prefix, taken []netip.Prefix) float64 {
+	return min(covered(taken)/usable(pool), 1)
+}
+
+// covered is how many addresses taken covers, each counted once.
+func covered(taken []netip.Prefix) float64 {
 	var n float64
 	var end netip.Addr // the last address counted so far
 	for _, b := range blocked(taken) {
@@ -256,7 +269,17 @@ func utilisation(pool netip.Prefix, taken []netip.Prefix) float64 {
 		n += count(first, b.last)
 		end = b.last
 	}
-	return min(n/size(pool), 1)
+	return n
+}
+
+// usable is how many addresses of a pool may be handed out or reserved: all but an IPv4
+// subnet's own address and its broadcast address.
+func usable(p netip.Prefix) float64 {
+	n := size(p)
+	if p.Addr().Is4() && p.Bits() < 31 {
+		n -= 2
+	}
+	return n
 }
 
 // count is how many addresses lie from first to last, for ranges inside one prefix.
@@ -285,7 +308,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([
 	for i, r := range rows {
 		out[i] = poolOf(dbgen.IpamPool{ID: r.ID, TenantID: r.TenantID, EnvironmentID: r.EnvironmentID, LandingZoneID: r.LandingZoneID,
 			Name: r.Name, Prefix: r.Prefix, Reserved: r.Reserved, CreatedAt: r.CreatedAt}, r.EnvironmentName, r.LandingZoneName)
-		out[i].Used = int(r.Allocations)
+		out[i].Used, out[i].Tenant = int(r.Allocations), r.TenantName
 	}
 	return out, nil
 }

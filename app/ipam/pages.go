@@ -1,7 +1,11 @@
 package ipam
 
 import (
+	"cmp"
+	"fmt"
 	"net/http"
+	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -27,6 +31,14 @@ func (h *Handlers) renderList(c echo.Context, status int, in *NewPool, err error
 	for i, p := range pools {
 		rows[i] = rowOf(p)
 	}
+	sort := views.SortOf(c.QueryParam("sort"), views.Sort{}, "tenant", "scope", "name", "prefix", "used")
+	views.SortRows(rows, sort, map[string]func(a, b PoolRow) int{
+		"tenant": func(a, b PoolRow) int { return views.Fold(a.Tenant, b.Tenant) },
+		"scope":  func(a, b PoolRow) int { return views.Fold(a.Scope, b.Scope) },
+		"name":   func(a, b PoolRow) int { return views.Fold(a.Name, b.Name) },
+		"prefix": func(a, b PoolRow) int { return comparePrefix(a.Prefix, b.Prefix) },
+		"used":   func(a, b PoolRow) int { return a.Used - b.Used },
+	})
 	var form *PoolForm
 	if actor.ProviderAdmin {
 		zones, envs, err2 := h.svc.Scopes(ctx, actor)
@@ -54,16 +66,47 @@ func (h *Handlers) renderList(c echo.Context, status int, in *NewPool, err error
 			}
 		}
 	}
-	return web.Render(c, status, Pools(web.Page(c, "IP pools"), rows, form))
+	return web.Render(c, status, Pools(web.Page(c, "IP pools"), rows, sort, form))
 }
 
 func rowOf(p Pool) PoolRow {
-	where := "landing zone " + p.LandingZone
-	if p.EnvironmentID != nil {
-		where = p.Environment
+	where, url := "landing zone "+p.LandingZone, ""
+	if p.LandingZoneID != nil {
+		url = "/landing-zones/" + p.LandingZoneID.String()
 	}
-	return PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Scope: where,
+	if p.EnvironmentID != nil {
+		where, url = p.Tenant+" / "+p.Environment, "/environments/"+p.EnvironmentID.String()
+	}
+	r := PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Scope: where, ScopeURL: url, Tenant: p.Tenant,
 		Gateway: p.Gateway.String(), Used: p.Used, Utilisation: p.Utilisation}
+	if p.TenantID != nil {
+		r.TenantID = p.TenantID.String()
+	}
+	return r
+}
+
+// comparePrefix orders prefixes by address, then by size.
+func comparePrefix(a, b string) int {
+	pa, erra := netip.ParsePrefix(a)
+	pb, errb := netip.ParsePrefix(b)
+	if erra != nil || errb != nil {
+		return strings.Compare(a, b)
+	}
+	if c := pa.Addr().Compare(pb.Addr()); c != 0 {
+		return c
+	}
+	return pa.Bits() - pb.Bits()
+}
+
+// usage says how full a pool is: "6% used — 14 of 254 addresses", and how many of those are
+// reserved.
+func usage(p Pool) string {
+	n := func(f float64) string { return strconv.FormatFloat(f, 'f', 0, 64) }
+	out := fmt.Sprintf("%.0f%% used — %s of %s addresses", p.Utilisation*100, n(p.Taken), n(p.Addresses))
+	if p.ReservedAddresses > 0 {
+		out += fmt.Sprintf(", %s of them reserved", n(p.ReservedAddresses))
+	}
+	return out
 }
 
 // CreateForm adds a pool from the form; reserved ranges are separated by commas.
@@ -113,12 +156,12 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := PoolView{PoolRow: rowOf(p)}
+	v := PoolView{PoolRow: rowOf(p), Usage: usage(p)}
 	for _, r := range p.Reserved {
-		v.Reserved = append(v.Reserved, r.String())
+		v.Reserved = append(v.Reserved, ReservedRow{Range: r.String(), Addresses: strconv.FormatFloat(covered([]netip.Prefix{r}), 'f', 0, 64)})
 	}
 	for _, a := range p.Allocations {
-		row := AllocationRow{Prefix: a.Prefix.String(), Kind: a.Kind, Deployment: a.Deployment, Input: a.Input, Created: a.CreatedAt}
+		row := AllocationRow{Prefix: a.Prefix.String(), Kind: a.Kind, Deployment: a.Deployment, Input: cmp.Or(a.Inputs, a.Input), Created: a.CreatedAt}
 		if a.Kind == "address" {
 			row.Prefix = a.Prefix.Addr().String()
 		}
@@ -127,5 +170,9 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 		}
 		v.Allocations = append(v.Allocations, row)
 	}
-	return web.Render(c, http.StatusOK, PoolPage(web.Page(c, p.Name), v))
+	page := web.Page(c, p.Name).Under(views.Crumb{Label: "IP pools", URL: "/ipam"})
+	if v.ScopeURL != "" {
+		page = page.Under(views.Crumb{Label: "IP pools", URL: "/ipam"}, views.Crumb{Label: v.Scope, URL: v.ScopeURL})
+	}
+	return web.Render(c, http.StatusOK, PoolPage(page, v))
 }

@@ -10,6 +10,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/problem"
+	"nimbus/app/resolver"
 	"nimbus/db/dbgen"
 )
 
@@ -55,4 +56,36 @@ func (s *Service) ComponentChoices(ctx context.Context, actor access.Principal, 
 		out[i] = Choice{Value: c.ID.String(), Label: c.Name}
 	}
 	return out, nil
+}
+
+// Inputs returns the input schema of a component's latest version, for the forms that give a
+// zone's templates and system services their parameters; the inputs it binds to resolvers, and
+// those of them the zone's resolvers fill, by resolver type.
+func (s *Service) Inputs(ctx context.Context, actor access.Principal, zoneID, componentID uuid.UUID) (schema []byte, bound, filled map[string]string, err error) {
+	q := dbgen.New(s.pool)
+	z, err := q.GetLandingZone(ctx, zoneID)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.ProviderAdmin {
+		return nil, nil, nil, problem.ErrNotFound
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("get landing zone: %w", err)
+	}
+	comp, err := q.GetComponent(ctx, componentID)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && (comp.TenantID.Valid || comp.LatestVersion == 0) {
+		return nil, nil, nil, problem.Invalid("component_id", "exists", "choose a component from the list")
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("get component: %w", err)
+	}
+	ver, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: comp.ID, Version: comp.LatestVersion})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("component version: %w", err)
+	}
+	bindings, _ := resolver.ParseBindings(ver.ResolverBindings) // publishing the version checked them
+	bound = map[string]string{}
+	for _, b := range bindings {
+		bound[b.Input] = b.Type
+	}
+	filled, err = filledHere(ctx, q, z, ver.ResolverBindings)
+	return ver.InputSchema, bound, filled, err
 }

@@ -2,8 +2,8 @@ package landingzone
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 
@@ -12,6 +12,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/ipam"
+	"nimbus/app/paramform"
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
 	"nimbus/app/web"
@@ -37,6 +38,14 @@ func (h *Handlers) renderList(c echo.Context, status int, form ZoneForm, err err
 		rows[i] = ZoneRow{ID: z.ID.String(), Name: z.Name, Provider: z.Provider, Status: z.Status, Description: z.Description,
 			Environments: z.EnvironmentCount, Created: z.CreatedAt}
 	}
+	sort := views.SortOf(c.QueryParam("sort"), views.Sort{Key: "name"}, "name", "provider", "status", "environments", "created")
+	views.SortRows(rows, sort, map[string]func(a, b ZoneRow) int{
+		"name":         func(a, b ZoneRow) int { return views.Fold(a.Name, b.Name) },
+		"provider":     func(a, b ZoneRow) int { return views.Fold(a.Provider, b.Provider) },
+		"status":       func(a, b ZoneRow) int { return strings.Compare(a.Status, b.Status) },
+		"environments": func(a, b ZoneRow) int { return a.Environments - b.Environments },
+		"created":      func(a, b ZoneRow) int { return a.Created.Compare(b.Created) },
+	})
 	providers, perr := h.svc.Providers(ctx, actor)
 	if perr != nil {
 		return perr
@@ -45,7 +54,7 @@ func (h *Handlers) renderList(c echo.Context, status int, form ZoneForm, err err
 		form.Providers = append(form.Providers, views.Option(p))
 	}
 	form.Errors = web.FormErrors(err)
-	return web.Render(c, status, LandingZones(web.Page(c, "Landing zones"), rows, form))
+	return web.Render(c, status, LandingZones(web.Page(c, "Landing zones"), rows, sort, form))
 }
 
 // CreateForm adds a landing zone from the list page.
@@ -93,6 +102,14 @@ func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err e
 	for len(v.TemplateForm.Rows) < templateRows {
 		v.TemplateForm.Rows = append(v.TemplateForm.Rows, MemberForm{})
 	}
+	if ierr := h.inputsOf(ctx, actor, z.ID, "", &v.ServiceForm); ierr != nil {
+		return ierr
+	}
+	for i := range v.TemplateForm.Rows {
+		if ierr := h.inputsOf(ctx, actor, z.ID, rowField(i, ""), &v.TemplateForm.Rows[i]); ierr != nil {
+			return ierr
+		}
+	}
 	v.Services = componentRows(z.SystemServices)
 	for _, t := range z.Templates {
 		v.Templates = append(v.Templates, TemplateView{ID: t.ID.String(), Name: t.Name, Description: t.Description, Withdrawn: t.Withdrawn,
@@ -103,7 +120,7 @@ func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err e
 		configured[r] = true
 	}
 	for _, t := range resolver.Types() {
-		v.Resolvers = append(v.Resolvers, ResolverState{Type: t, Configured: configured[t]})
+		v.Resolvers = append(v.Resolvers, ResolverState{Type: t, Label: resolver.Label(t), Configured: configured[t]})
 	}
 	list, perr := h.pools.List(ctx, actor, ipam.Filter{LandingZoneID: z.ID})
 	if perr != nil {
@@ -117,7 +134,7 @@ func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err e
 		v.Pools = append(v.Pools, ipam.PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Used: full.Used, Utilisation: full.Utilisation})
 	}
 	for _, e := range z.Environments {
-		v.Environments = append(v.Environments, ZoneEnvRow{ID: e.ID.String(), Tenant: e.Tenant, Name: e.Name, Status: e.Status})
+		v.Environments = append(v.Environments, ZoneEnvRow{ID: e.ID.String(), TenantID: e.TenantID.String(), Tenant: e.Tenant, Name: e.Name, Status: e.Status})
 	}
 	choices, cerr := h.svc.ComponentChoices(ctx, actor, z.ID)
 	if cerr != nil {
@@ -126,14 +143,14 @@ func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err e
 	for _, ch := range choices {
 		v.Components = append(v.Components, views.Option(ch))
 	}
-	return web.Render(c, status, LandingZonePage(web.Page(c, z.Name), v))
+	return web.Render(c, status, LandingZonePage(web.Page(c, z.Name).Under(views.Crumb{Label: "Landing zones", URL: "/landing-zones"}), v))
 }
 
 func componentRows(ms []Member) []ComponentRow {
 	out := make([]ComponentRow, len(ms))
 	for i, m := range ms {
-		params, _ := json.Marshal(m.Parameters)
-		out[i] = ComponentRow{ID: m.ID.String(), Name: m.Name, Component: m.Component, Parameters: string(params), Status: m.Status}
+		out[i] = ComponentRow{ID: m.ID.String(), Name: m.Name, Component: m.Component, ComponentID: m.ComponentID.String(),
+			Parameters: views.Values(m.Parameters), Status: m.Status}
 		if m.DeploymentID != nil {
 			out[i].DeploymentID = m.DeploymentID.String()
 		}
@@ -141,19 +158,61 @@ func componentRows(ms []Member) []ComponentRow {
 	return out
 }
 
-// memberFrom reads a component row of a form: the component, its name, its parameters as JSON.
-func memberFrom(component, name, params, field string) (MemberIn, error) {
-	in := MemberIn{Name: strings.TrimSpace(name)}
+// memberFrom reads a component row of a form whose fields are named under prefix: the
+// component, its name, and its inputs by the component's schema. form keeps what was typed,
+// for showing the row again.
+func (h *Handlers) memberFrom(c echo.Context, zoneID uuid.UUID, prefix string, form *MemberForm) (MemberIn, error) {
+	in := MemberIn{Name: strings.TrimSpace(form.Name)}
 	var err error
-	if in.ComponentID, err = uuid.Parse(component); err != nil {
-		return in, problem.Invalid(field+"component_id", "required", "choose a component")
+	if in.ComponentID, err = uuid.Parse(form.Component); err != nil {
+		return in, problem.Invalid("component_id", "required", "choose a component")
 	}
-	if strings.TrimSpace(params) != "" {
-		if err := json.Unmarshal([]byte(params), &in.Parameters); err != nil {
-			return in, problem.Invalid(field+"parameters", "json", "must be a JSON object such as {\"cores\": 2}: %v", err)
+	schema, _, _, err := h.svc.Inputs(web.Ctx(c), web.Actor(c), zoneID, in.ComponentID)
+	if err != nil {
+		return in, err
+	}
+	values, _ := c.FormParams()
+	form.Typed = map[string]any{}
+	for k := range values {
+		if input, ok := strings.CutPrefix(k, prefix+"p."); ok {
+			form.Typed[input] = values.Get(k)
 		}
 	}
-	return in, nil
+	in.Parameters, err = paramform.Read(values, prefix, schema)
+	return in, err
+}
+
+// inputsOf lays out the inputs of the component a row has chosen, with what was typed and
+// the row's problems; nothing while no component is chosen.
+func (h *Handlers) inputsOf(ctx context.Context, actor access.Principal, zoneID uuid.UUID, prefix string, row *MemberForm) error {
+	row.Inputs = paramform.Form{Prefix: prefix}
+	id, err := uuid.Parse(row.Component)
+	if err != nil {
+		return nil
+	}
+	schema, bound, filled, err := h.svc.Inputs(ctx, actor, zoneID, id)
+	if web.FormErrors(err) != nil {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	row.Inputs = paramform.Build(prefix, schema, row.Typed, row.Errors, bound, filled)
+	return nil
+}
+
+// InputsFragment answers a form row's component choice with the fields of its inputs.
+func (h *Handlers) InputsFragment(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	prefix := c.QueryParam("row")
+	row := MemberForm{Component: c.QueryParam(prefix + "component_id")}
+	if err := h.inputsOf(web.Ctx(c), web.Actor(c), id, prefix, &row); err != nil {
+		return err
+	}
+	return web.Render(c, http.StatusOK, paramform.Fields(row.Inputs))
 }
 
 // AddSystemServiceForm adds a system service from the zone page.
@@ -162,8 +221,8 @@ func (h *Handlers) AddSystemServiceForm(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	form := MemberForm{Component: c.FormValue("component_id"), Name: c.FormValue("name"), Parameters: c.FormValue("parameters")}
-	in, err := memberFrom(form.Component, form.Name, form.Parameters, "")
+	form := MemberForm{Component: c.FormValue("component_id"), Name: c.FormValue("name")}
+	in, err := h.memberFrom(c, id, "", &form)
 	if err == nil {
 		_, err = h.svc.AddSystemService(web.Ctx(c), web.Actor(c), id, in)
 	}
@@ -188,45 +247,60 @@ func (h *Handlers) AddTemplateForm(c echo.Context) error {
 	in := NewTemplate{Name: form.Name, Description: form.Description, MandatoryComponents: []MemberIn{}}
 	// Rows keep their place in the form, so each error lands beside its row.
 	index := map[int]int{}
+	rowErrors := map[int]error{}
 	for i := range templateRows {
-		at := fmt.Sprintf("mandatory_components[%d].", i)
-		row := MemberForm{Component: c.FormValue(at + "component_id"), Name: c.FormValue(at + "name"), Parameters: c.FormValue(at + "parameters")}
-		form.Rows = append(form.Rows, row)
-		if row.Component == "" && row.Name == "" && row.Parameters == "" {
+		at := rowField(i, "")
+		row := MemberForm{Component: c.FormValue(at + "component_id"), Name: c.FormValue(at + "name")}
+		if row.Component == "" && row.Name == "" {
+			form.Rows = append(form.Rows, row)
 			continue
 		}
-		m, merr := memberFrom(row.Component, row.Name, row.Parameters, fmt.Sprintf("mandatory_components[%d].", len(in.MandatoryComponents)))
-		if merr != nil && err == nil {
-			err = merr
+		m, merr := h.memberFrom(c, id, at, &row)
+		form.Rows = append(form.Rows, row)
+		if merr != nil {
+			if web.FormErrors(merr) == nil {
+				return merr
+			}
+			rowErrors[i] = merr
 		}
 		index[len(in.MandatoryComponents)] = i
 		in.MandatoryComponents = append(in.MandatoryComponents, m)
 	}
-	if err == nil {
+	if len(rowErrors) == 0 {
 		_, err = h.svc.AddTemplate(web.Ctx(c), web.Actor(c), id, in)
+	} else {
+		err = h.svc.CheckTemplate(web.Ctx(c), web.Actor(c), id, in)
 	}
-	if errs := web.FormErrors(err); errs != nil {
-		form.Errors = views.Errors{}
-		for field, msg := range errs {
-			var n int
-			var rest string
-			if _, serr := fmt.Sscanf(field, "mandatory_components[%d].%s", &n, &rest); serr == nil {
-				row := &form.Rows[index[n]]
-				if row.Errors == nil {
-					row.Errors = views.Errors{}
-				}
-				row.Errors[strings.SplitN(rest, ".", 2)[0]] = msg
-				continue
-			}
-			form.Errors[field] = msg
-		}
-		return h.renderShow(c, http.StatusUnprocessableEntity, pageForms{template: form}, err)
-	}
-	if err != nil {
+	errs := web.FormErrors(err)
+	if err != nil && errs == nil {
 		return err
 	}
-	web.SetFlash(c, web.FlashSuccess, "Template "+in.Name+" added.")
-	return web.Redirect(c, "/landing-zones/"+id.String())
+	if err == nil && len(rowErrors) == 0 {
+		web.SetFlash(c, web.FlashSuccess, "Template "+in.Name+" added.")
+		return web.Redirect(c, "/landing-zones/"+id.String())
+	}
+	form.Errors = views.Errors{}
+	for field, msg := range errs {
+		var n int
+		var rest string
+		if _, serr := fmt.Sscanf(field, "mandatory_components[%d].%s", &n, &rest); serr == nil {
+			row := &form.Rows[index[n]]
+			if row.Errors == nil {
+				row.Errors = views.Errors{}
+			}
+			row.Errors[rest] = msg
+			continue
+		}
+		form.Errors[field] = msg
+	}
+	// What did not parse was not sent: its own message stands, not the check's of what was.
+	for i, rerr := range rowErrors {
+		if form.Rows[i].Errors == nil {
+			form.Rows[i].Errors = views.Errors{}
+		}
+		maps.Copy(form.Rows[i].Errors, web.FormErrors(rerr))
+	}
+	return h.renderShow(c, http.StatusUnprocessableEntity, pageForms{template: form}, err)
 }
 
 // WithdrawTemplateForm withdraws a template from the zone page.

@@ -15,6 +15,7 @@ import (
 	"nimbus/app/audit"
 	"nimbus/app/component"
 	"nimbus/app/problem"
+	"nimbus/app/resolver"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 )
@@ -92,28 +93,7 @@ func (s *Service) AddTemplate(ctx context.Context, actor access.Principal, zoneI
 		if err != nil {
 			return err
 		}
-		if z.Status == "retired" {
-			return problem.Invalid("landing_zone", "retired", "landing zone %s is retired", z.Name)
-		}
-		v := &problem.ValidationError{}
-		if in.Name == "" || len(in.Name) > 100 {
-			v.Add("name", "length", "must be 1–100 characters")
-		}
-		if len(in.MandatoryComponents) == 0 {
-			v.Add("mandatory_components", "required", "list at least one component every environment of this template gets")
-		}
-		seen := map[string]bool{}
-		for i, m := range in.MandatoryComponents {
-			field := fmt.Sprintf("mandatory_components[%d]", i)
-			if err := checkMember(ctx, q, z, field, m, v); err != nil {
-				return err
-			}
-			if seen[m.Name] {
-				v.Add(field+".name", "unique", "%q is named twice", m.Name)
-			}
-			seen[m.Name] = true
-		}
-		if err := v.Err(); err != nil {
+		if err := checkTemplate(ctx, q, z, in); err != nil {
 			return err
 		}
 		t, err := q.CreateTemplate(ctx, dbgen.CreateTemplateParams{LandingZoneID: z.ID, Name: in.Name, Description: in.Description,
@@ -146,6 +126,50 @@ func (s *Service) AddTemplate(ctx context.Context, actor access.Principal, zoneI
 		return Template{}, fmt.Errorf("add template: %w", err)
 	}
 	return out, nil
+}
+
+// CheckTemplate reports what AddTemplate would refuse in a template, saving nothing: a form
+// that cannot send all of it yet still hears every other problem at once.
+func (s *Service) CheckTemplate(ctx context.Context, actor access.Principal, zoneID uuid.UUID, in NewTemplate) error {
+	if !actor.Can(access.LandingZoneManage, uuid.Nil) {
+		return problem.ErrForbidden
+	}
+	q := dbgen.New(s.pool)
+	z, err := q.GetLandingZone(ctx, zoneID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return problem.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	in.Name = strings.TrimSpace(in.Name)
+	return checkTemplate(ctx, q, z, in)
+}
+
+// checkTemplate refuses a template the zone could not offer, naming each problem's field.
+func checkTemplate(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, in NewTemplate) error {
+	if z.Status == "retired" {
+		return problem.Invalid("landing_zone", "retired", "landing zone %s is retired", z.Name)
+	}
+	v := &problem.ValidationError{}
+	if in.Name == "" || len(in.Name) > 100 {
+		v.Add("name", "length", "must be 1–100 characters")
+	}
+	if len(in.MandatoryComponents) == 0 {
+		v.Add("mandatory_components", "required", "list at least one component every environment of this template gets")
+	}
+	seen := map[string]bool{}
+	for i, m := range in.MandatoryComponents {
+		field := fmt.Sprintf("mandatory_components[%d]", i)
+		if err := checkMember(ctx, q, z, field, m, v); err != nil {
+			return err
+		}
+		if seen[m.Name] {
+			v.Add(field+".name", "unique", "%q is named twice", m.Name)
+		}
+		seen[m.Name] = true
+	}
+	return v.Err()
 }
 
 // AddSystemService adds a component that the draft zone deploys for itself when it is
@@ -247,8 +271,15 @@ func checkMember(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, fie
 	if schema == nil {
 		return nil
 	}
+	filled, err := filledHere(ctx, q, z, ver.ResolverBindings)
+	if err != nil {
+		return err
+	}
 	for name, value := range m.Parameters {
 		switch {
+		case filled[name] != "":
+			v.Add(at("parameters."+name), "resolved", "is filled by the %s resolver of landing zone %s when each environment deploys %s: leave it out",
+				resolver.Label(filled[name]), z.Name, m.Name)
 		case schema.Secret(name):
 			v.Add(at("parameters."+name), "secret", "is a secret input: bind it to the secret provisioner rather than keep its value in a template")
 		default:
@@ -258,6 +289,28 @@ func checkMember(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, fie
 		}
 	}
 	return nil
+}
+
+// filledHere maps the inputs a component binds to resolvers the zone configures onto their
+// resolver types.
+func filledHere(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, rawBindings []byte) (map[string]string, error) {
+	bindings, err := resolver.ParseBindings(rawBindings)
+	if err != nil {
+		return nil, nil // publishing the version checked them; a deploy says what is wrong
+	}
+	configs, err := q.OwnResolverConfigs(ctx, dbgen.OwnResolverConfigsParams{LandingZoneID: nullID(z.ID)})
+	if err != nil {
+		return nil, err
+	}
+	configured := map[string]bool{}
+	for _, c := range configs {
+		configured[c.Type] = true
+	}
+	out := map[string]string{}
+	for _, b := range resolver.Active(bindings, configured) {
+		out[b.Input] = b.Type
+	}
+	return out, nil
 }
 
 func addMember(ctx context.Context, q *dbgen.Queries, templateID uuid.UUID, m MemberIn) error {

@@ -55,10 +55,11 @@ type Zone struct {
 
 // ZoneEnv is a tenant environment opened in a zone.
 type ZoneEnv struct {
-	ID     uuid.UUID `json:"id"`
-	Tenant string    `json:"tenant"`
-	Name   string    `json:"name"`
-	Status string    `json:"status"`
+	ID       uuid.UUID `json:"id"`
+	TenantID uuid.UUID `json:"tenant_id"`
+	Tenant   string    `json:"tenant"`
+	Name     string    `json:"name"`
+	Status   string    `json:"status"`
 }
 
 // NewZone is a landing zone to create.
@@ -224,7 +225,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 		return Zone{}, err
 	}
 	for _, e := range envs {
-		z.Environments = append(z.Environments, ZoneEnv{ID: e.ID, Tenant: e.TenantName, Name: e.Name, Status: e.Status})
+		z.Environments = append(z.Environments, ZoneEnv{ID: e.ID, TenantID: e.TenantID, Tenant: e.TenantName, Name: e.Name, Status: e.Status})
 	}
 	z.EnvironmentCount = len(envs)
 	return z, nil
@@ -294,7 +295,7 @@ func complete(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone) error 
 				continue
 			}
 			v.Add("resolvers."+b.Type, "configured", "%s %s (%s) needs %s from %s, which landing zone %s does not configure",
-				templateLabel(m.TemplateName, m.System), m.Name, m.ComponentName, b.Input, b.Type, z.Name)
+				templateLabel(m.TemplateName, m.System), m.Name, m.ComponentName, b.Input, resolver.Label(b.Type), z.Name)
 		}
 	}
 	return v.Err()

@@ -54,7 +54,9 @@ func (h *Handlers) pageOf(c echo.Context) (page, error) {
 			return page{}, err
 		}
 		return page{
-			view: ResolversView{Base: "/landing-zones/" + id.String() + "/resolvers", Heading: "Resolvers of landing zone " + z.Name,
+			view: ResolversView{Base: "/landing-zones/" + id.String() + "/resolvers",
+				Owner: "landing zone " + z.Name, OwnerURL: "/landing-zones/" + id.String(),
+				Crumbs:    []views.Crumb{{Label: "Landing zones", URL: "/landing-zones"}, {Label: z.Name, URL: "/landing-zones/" + id.String()}},
 				Intro:     "Every environment of this landing zone resolves with these, unless it overrides one. The name preview stands in tenant and env for an environment's own.",
 				CanManage: actor.ProviderAdmin && z.Status != "retired"},
 			configs: configs,
@@ -71,7 +73,9 @@ func (h *Handlers) pageOf(c echo.Context) (page, error) {
 		return page{}, err
 	}
 	pg := page{
-		view: ResolversView{Base: "/environments/" + id.String() + "/resolvers", Heading: "Resolvers of " + env.TenantName + " / " + env.Name,
+		view: ResolversView{Base: "/environments/" + id.String() + "/resolvers",
+			Owner: env.TenantName + " / " + env.Name, OwnerURL: "/environments/" + id.String(),
+			Crumbs:    []views.Crumb{{Label: "Environments", URL: "/environments"}, {Label: env.TenantName + " / " + env.Name, URL: "/environments/" + id.String()}},
 			Intro:     "A component input bound to a resolver is filled when it is deployed here, if this environment or its landing zone configures that resolver; elsewhere it is an ordinary input.",
 			CanManage: actor.Can(access.ResolverConfigManage, env.TenantID), Inherited: map[string]string{}},
 		configs: configs,
@@ -149,7 +153,7 @@ func (h *Handlers) renderPage(c echo.Context, status int, typ string, form map[s
 			v.Names = append(v.Names, row)
 		}
 	}
-	return web.Render(c, status, Resolvers(web.Page(c, v.Heading), v))
+	return web.Render(c, status, Resolvers(web.Page(c, "Resolvers").Under(v.Crumbs...), v))
 }
 
 // formFields are the fields of each resolver's form and how each goes into its configuration.
@@ -161,6 +165,15 @@ var formFields = map[string][]struct {
 	"naming":             {{"pattern", false}, {"domain", false}},
 	"image_catalog":      {{"os_family", false}, {"os_version", false}, {"architecture", false}},
 	"secret_provisioner": {{"length", true}},
+}
+
+// formFieldNames are the errors a resolver's form shows beside its fields.
+func formFieldNames(typ string) []string {
+	var out []string
+	for _, f := range formFields[typ] {
+		out = append(out, "config."+f.name)
+	}
+	return out
 }
 
 // SetForm stores a resolver's configuration from its form.
@@ -201,7 +214,7 @@ func (h *Handlers) SetForm(c echo.Context) error {
 		}
 		return err
 	}
-	web.SetFlash(c, web.FlashSuccess, "The "+typ+" resolver is configured.")
+	web.SetFlash(c, web.FlashSuccess, "The "+Label(typ)+" resolver is configured.")
 	return web.Redirect(c, back)
 }
 

@@ -178,6 +178,27 @@ func Active[T any](bindings []Binding, configured map[string]T) []Binding {
 	return out
 }
 
+// Preset are the bindings among active whose inputs params already gives a value. A deploy
+// refuses a value for an input its resolver fills, so a template or system service that sets
+// one could never be deployed where that resolver is configured.
+func Preset(active []Binding, params map[string]any) []Binding {
+	var out []Binding
+	for _, b := range active {
+		if _, set := params[b.Input]; set {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Label is a resolver type as a sentence says it: image_catalog is "image catalog".
+func Label(typ string) string {
+	if typ == "ipam" {
+		return "IPAM"
+	}
+	return strings.ReplaceAll(typ, "_", " ")
+}
+
 // Configured returns the resolver types that resolve in an environment: its own, and its
 // landing zone's.
 func Configured(ctx context.Context, q *dbgen.Queries, environmentID uuid.UUID) (map[string]bool, error) {

@@ -113,6 +113,9 @@ func (s *Service) SetZoneConfig(ctx context.Context, actor access.Principal, zon
 		return Config{}, problem.Invalid("status", "retired", "landing zone %s is retired: its configuration no longer changes", z.Name)
 	}
 	return s.set(ctx, actor, Scope{Zone: z.ID}, uuid.Nil, typ, config, func(q *dbgen.Queries, by uuid.NullUUID) (dbgen.ResolverConfiguration, error) {
+		if err := presetIn(ctx, q, z, typ); err != nil {
+			return dbgen.ResolverConfiguration{}, err
+		}
 		return q.SetZoneResolverConfig(ctx, dbgen.SetZoneResolverConfigParams{LandingZoneID: nullUUID(z.ID), Type: typ,
 			Config: config, UpdatedBy: by})
 	})
@@ -148,6 +151,37 @@ func (s *Service) set(ctx context.Context, actor access.Principal, scope Scope, 
 		return Config{}, fmt.Errorf("configure %s: %w", typ, err)
 	}
 	return configsOf([]dbgen.ResolverConfiguration{row})[0], nil
+}
+
+// presetIn refuses to configure typ on a zone one of whose offered templates or system services
+// sets an input typ would fill: every deploy of it would then be refused.
+func presetIn(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, typ string) error {
+	members, err := q.ZoneTemplateComponents(ctx, z.ID)
+	if err != nil {
+		return err
+	}
+	v := &problem.ValidationError{}
+	for _, m := range members {
+		if m.Withdrawn {
+			continue
+		}
+		bindings, err := ParseBindings(m.ResolverBindings)
+		if err != nil {
+			continue // the component's own page says what is wrong with it
+		}
+		params := map[string]any{}
+		_ = json.Unmarshal(m.Parameters, &params)
+		for _, b := range Preset(Active(bindings, map[string]bool{typ: true}), params) {
+			if m.System {
+				v.Add("config", "preset", "system service %s (%s) sets %s, which the %s resolver would fill: remove the service and add it again without %s first",
+					m.Name, m.ComponentName, b.Input, Label(typ), b.Input)
+			} else {
+				v.Add("config", "preset", "template %s sets %s of %s (%s), which the %s resolver would fill: withdraw the template and add it again without %s first",
+					m.TemplateName, b.Input, m.Name, m.ComponentName, Label(typ), b.Input)
+			}
+		}
+	}
+	return v.Err()
 }
 
 // ClearConfig removes an environment's own configuration of one type, so its landing zone's

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -159,6 +160,40 @@ var zoneCases = map[string]authzCase{
 			in := landingzone.NewTemplate{Name: "theirs", MandatoryComponents: []landingzone.MemberIn{{ComponentID: w.ofA.ID, Name: "x"}}}
 			_, err := w.zones.AddTemplate(context.Background(), w.admin, w.zone(t).zone.ID, in)
 			wantField(t, err, "mandatory_components[0].component_id")
+		},
+	},
+	"landingzone.Service.CheckTemplate": {
+		refused: []refusal{{adminA, problem.ErrForbidden}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			in := landingzone.NewTemplate{Name: "checked", MandatoryComponents: []landingzone.MemberIn{{ComponentID: w.shared.ID, Name: "x"}}}
+			return w.zones.CheckTemplate(context.Background(), p, w.zone(t).zone.ID, in)
+		},
+		then: func(t *testing.T, w *world) {
+			in := landingzone.NewTemplate{Name: "theirs", MandatoryComponents: []landingzone.MemberIn{{ComponentID: w.ofA.ID, Name: "x"}}}
+			wantField(t, w.zones.CheckTemplate(context.Background(), w.admin, w.zone(t).zone.ID, in), "mandatory_components[0].component_id")
+			z, err := w.zones.Get(context.Background(), w.admin, w.zone(t).zone.ID)
+			must(t, err)
+			for _, tpl := range z.Templates {
+				if tpl.Name == "checked" {
+					t.Fatal("checking a template saved it")
+				}
+			}
+		},
+	},
+	"landingzone.Service.Inputs": {
+		refused: []refusal{{adminA, problem.ErrNotFound}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			schema, _, _, err := w.zones.Inputs(context.Background(), p, w.zone(t).zone.ID, w.shared.ID)
+			if err == nil && !strings.Contains(string(schema), "cores") {
+				t.Errorf("inputs %s", schema)
+			}
+			return err
+		},
+		then: func(t *testing.T, w *world) {
+			_, _, _, err := w.zones.Inputs(context.Background(), w.admin, w.zone(t).zone.ID, w.ofA.ID)
+			wantField(t, err, "component_id") // a tenant's own component
 		},
 	},
 	"landingzone.Service.AddSystemService": {

@@ -197,23 +197,23 @@ func TestPages_LandingZoneForms(t *testing.T) {
 	r = root.post(t, zone+"/templates", url.Values{"_csrf": {root.csrf}, "name": {"std"},
 		"mandatory_components[0].component_id": {s.shared.ID.String()}, "mandatory_components[0].name": {"Web!"},
 		"mandatory_components[2].component_id": {s.shared.ID.String()}, "mandatory_components[2].name": {"db"},
-		"mandatory_components[2].parameters": {`{"cores": "many"}`}})
+		"mandatory_components[2].p.cores": {"many"}})
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 	page = string(r.body)
-	for _, want := range []string{`data-field-error="mandatory_components[0].name"`, `data-field-error="mandatory_components[2].parameters"`} {
+	for _, want := range []string{`data-field-error="mandatory_components[0].name"`, `data-field-error="mandatory_components[2].parameters.cores"`, `&#34;many&#34; is not a number`} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("no %s: %.3000s", want, page)
 		}
 	}
 	r = root.post(t, zone+"/system-services", url.Values{"_csrf": {root.csrf}, "component_id": {s.shared.ID.String()},
-		"name": {"core"}, "parameters": {"{not json"}})
+		"name": {"core"}, "p.cores": {"many"}})
 	wantStatus(t, r, http.StatusUnprocessableEntity)
-	if !strings.Contains(string(r.body), "must be a JSON object") {
+	if !strings.Contains(string(r.body), `data-field-error="parameters.cores"`) || !strings.Contains(string(r.body), `value="many"`) {
 		t.Fatalf("bad parameters: %.2000s", r.body)
 	}
 	// A service added by mistake goes again from the page; a template not offered cannot be withdrawn.
 	wantStatus(t, root.post(t, zone+"/system-services", url.Values{"_csrf": {root.csrf}, "component_id": {s.shared.ID.String()},
-		"name": {"spare"}, "parameters": {`{"name": "spare"}`}}), http.StatusSeeOther)
+		"name": {"spare"}, "p.name": {"spare"}}), http.StatusSeeOther)
 	var spare string
 	must(t, s.pool.QueryRow(t.Context(), `SELECT id::text FROM template_components WHERE name = 'spare'`).Scan(&spare))
 	wantStatus(t, root.post(t, zone+"/system-services/"+spare+"/remove", url.Values{"_csrf": {root.csrf}}), http.StatusSeeOther)

@@ -59,7 +59,10 @@ func (q *Queries) CreateEnvironment(ctx context.Context, arg CreateEnvironmentPa
 }
 
 const environmentAllocations = `-- name: EnvironmentAllocations :many
-SELECT a.prefix, a.kind, a.input, d.name AS deployment_name, d.id AS deployment_id, p.name AS pool_name
+SELECT a.prefix, a.kind, a.input, d.name AS deployment_name, d.id AS deployment_id, p.name AS pool_name,
+    coalesce((SELECT string_agg(b.key, ', ' ORDER BY b.key) FROM component_versions v, jsonb_each_text(v.resolver_bindings) b
+        WHERE v.component_id = d.component_id AND v.version = d.version AND split_part(b.value, '.', 1) = 'ipam'
+          AND (b.value = 'ipam.subnet') = (a.input = 'ipam.subnet')), '')::text AS inputs
 FROM ipam_allocations a
 JOIN deployed_components d ON d.id = a.deployment_id
 JOIN ipam_pools p ON p.id = a.pool_id
@@ -74,9 +77,11 @@ type EnvironmentAllocationsRow struct {
 	DeploymentName string       `json:"deployment_name"`
 	DeploymentID   uuid.UUID    `json:"deployment_id"`
 	PoolName       string       `json:"pool_name"`
+	Inputs         string       `json:"inputs"`
 }
 
-// The addresses and subnets the environment's deployments hold, from any pool.
+// The addresses and subnets the environment's deployments hold, from any pool, with the inputs
+// each fills.
 func (q *Queries) EnvironmentAllocations(ctx context.Context, environmentID uuid.UUID) ([]EnvironmentAllocationsRow, error) {
 	rows, err := q.db.Query(ctx, environmentAllocations, environmentID)
 	if err != nil {
@@ -93,6 +98,7 @@ func (q *Queries) EnvironmentAllocations(ctx context.Context, environmentID uuid
 			&i.DeploymentName,
 			&i.DeploymentID,
 			&i.PoolName,
+			&i.Inputs,
 		); err != nil {
 			return nil, err
 		}
@@ -105,7 +111,7 @@ func (q *Queries) EnvironmentAllocations(ctx context.Context, environmentID uuid
 }
 
 const environmentDeployments = `-- name: EnvironmentDeployments :many
-SELECT d.id, d.name, d.status, d.outputs, d.created_at, d.template_component_id, c.name AS component_name, d.version,
+SELECT d.id, d.name, d.status, d.outputs, d.created_at, d.template_component_id, d.component_id, c.name AS component_name, d.version,
     coalesce(tc.position, 0)::integer AS position,
     coalesce(o.kind, '')::text AS last_kind, coalesce(o.status, '')::text AS last_status,
     coalesce(o.error, '')::text AS last_error, coalesce(o.created_at, 'epoch')::timestamptz AS last_at
@@ -125,6 +131,7 @@ type EnvironmentDeploymentsRow struct {
 	Outputs             json.RawMessage `json:"outputs"`
 	CreatedAt           time.Time       `json:"created_at"`
 	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
+	ComponentID         uuid.UUID       `json:"component_id"`
 	ComponentName       string          `json:"component_name"`
 	Version             int32           `json:"version"`
 	Position            int32           `json:"position"`
@@ -152,6 +159,7 @@ func (q *Queries) EnvironmentDeployments(ctx context.Context, environmentID uuid
 			&i.Outputs,
 			&i.CreatedAt,
 			&i.TemplateComponentID,
+			&i.ComponentID,
 			&i.ComponentName,
 			&i.Version,
 			&i.Position,
@@ -387,7 +395,7 @@ func (q *Queries) StartEnvironmentTransition(ctx context.Context, arg StartEnvir
 }
 
 const zoneLiveEnvironments = `-- name: ZoneLiveEnvironments :many
-SELECT e.id, e.name, t.name AS tenant_name, e.status FROM environments e JOIN tenants t ON t.id = e.tenant_id
+SELECT e.id, e.name, e.tenant_id, t.name AS tenant_name, e.status FROM environments e JOIN tenants t ON t.id = e.tenant_id
 WHERE e.landing_zone_id = $1 AND NOT t.system AND e.status <> 'decommissioned' AND e.deleted_at IS NULL
 ORDER BY lower(t.name), lower(e.name)
 `
@@ -395,6 +403,7 @@ ORDER BY lower(t.name), lower(e.name)
 type ZoneLiveEnvironmentsRow struct {
 	ID         uuid.UUID `json:"id"`
 	Name       string    `json:"name"`
+	TenantID   uuid.UUID `json:"tenant_id"`
 	TenantName string    `json:"tenant_name"`
 	Status     string    `json:"status"`
 }
@@ -412,6 +421,7 @@ func (q *Queries) ZoneLiveEnvironments(ctx context.Context, landingZoneID uuid.N
 		if err := rows.Scan(
 			&i.ID,
 			&i.Name,
+			&i.TenantID,
 			&i.TenantName,
 			&i.Status,
 		); err != nil {

@@ -535,7 +535,8 @@ func (q *Queries) ZoneOfSystemEnvironment(ctx context.Context, systemEnvironment
 }
 
 const zoneTemplateComponents = `-- name: ZoneTemplateComponents :many
-SELECT tc.name, tc.parameters, t.name AS template_name, t.system, c.name AS component_name, v.resolver_bindings, v.input_schema
+SELECT tc.name, tc.parameters, t.name AS template_name, t.system, (t.withdrawn_at IS NOT NULL)::boolean AS withdrawn,
+       c.name AS component_name, v.resolver_bindings, v.input_schema
 FROM template_components tc
 JOIN environment_templates t ON t.id = tc.template_id
 JOIN components c ON c.id = tc.component_id
@@ -549,6 +550,7 @@ type ZoneTemplateComponentsRow struct {
 	Parameters       json.RawMessage `json:"parameters"`
 	TemplateName     string          `json:"template_name"`
 	System           bool            `json:"system"`
+	Withdrawn        bool            `json:"withdrawn"`
 	ComponentName    string          `json:"component_name"`
 	ResolverBindings json.RawMessage `json:"resolver_bindings"`
 	InputSchema      json.RawMessage `json:"input_schema"`
@@ -569,6 +571,7 @@ func (q *Queries) ZoneTemplateComponents(ctx context.Context, landingZoneID uuid
 			&i.Parameters,
 			&i.TemplateName,
 			&i.System,
+			&i.Withdrawn,
 			&i.ComponentName,
 			&i.ResolverBindings,
 			&i.InputSchema,

@@ -310,9 +310,11 @@ func (q *Queries) FindImage(ctx context.Context, arg FindImageParams) (ImageCata
 }
 
 const getPool = `-- name: GetPool :one
-SELECT p.id, p.tenant_id, p.environment_id, p.name, p.prefix, p.reserved, p.created_by, p.created_at, p.landing_zone_id, coalesce(e.name, '')::text AS environment_name, coalesce(z.name, '')::text AS landing_zone_name
+SELECT p.id, p.tenant_id, p.environment_id, p.name, p.prefix, p.reserved, p.created_by, p.created_at, p.landing_zone_id, coalesce(e.name, '')::text AS environment_name, coalesce(z.name, '')::text AS landing_zone_name,
+    coalesce(t.name, '')::text AS tenant_name
 FROM ipam_pools p
 LEFT JOIN environments e ON e.id = p.environment_id
+LEFT JOIN tenants t ON t.id = p.tenant_id
 LEFT JOIN landing_zones z ON z.id = p.landing_zone_id
 WHERE p.id = $1
 `
@@ -329,6 +331,7 @@ type GetPoolRow struct {
 	LandingZoneID   uuid.NullUUID  `json:"landing_zone_id"`
 	EnvironmentName string         `json:"environment_name"`
 	LandingZoneName string         `json:"landing_zone_name"`
+	TenantName      string         `json:"tenant_name"`
 }
 
 func (q *Queries) GetPool(ctx context.Context, id uuid.UUID) (GetPoolRow, error) {
@@ -346,6 +349,7 @@ func (q *Queries) GetPool(ctx context.Context, id uuid.UUID) (GetPoolRow, error)
 		&i.LandingZoneID,
 		&i.EnvironmentName,
 		&i.LandingZoneName,
+		&i.TenantName,
 	)
 	return i, err
 }
@@ -483,9 +487,11 @@ func (q *Queries) ListImages(ctx context.Context) ([]ImageCatalog, error) {
 
 const listPools = `-- name: ListPools :many
 SELECT p.id, p.tenant_id, p.environment_id, p.name, p.prefix, p.reserved, p.created_by, p.created_at, p.landing_zone_id, coalesce(e.name, '')::text AS environment_name, coalesce(z.name, '')::text AS landing_zone_name,
+    coalesce(t.name, '')::text AS tenant_name,
     (SELECT count(*) FROM ipam_allocations a WHERE a.pool_id = p.id) AS allocations
 FROM ipam_pools p
 LEFT JOIN environments e ON e.id = p.environment_id
+LEFT JOIN tenants t ON t.id = p.tenant_id
 LEFT JOIN landing_zones z ON z.id = p.landing_zone_id
 WHERE ($1::boolean OR p.tenant_id = ANY($2::uuid[]))
   AND ($3::uuid IS NULL OR p.environment_id = $3)
@@ -512,6 +518,7 @@ type ListPoolsRow struct {
 	LandingZoneID   uuid.NullUUID  `json:"landing_zone_id"`
 	EnvironmentName string         `json:"environment_name"`
 	LandingZoneName string         `json:"landing_zone_name"`
+	TenantName      string         `json:"tenant_name"`
 	Allocations     int64          `json:"allocations"`
 }
 
@@ -542,6 +549,7 @@ func (q *Queries) ListPools(ctx context.Context, arg ListPoolsParams) ([]ListPoo
 			&i.LandingZoneID,
 			&i.EnvironmentName,
 			&i.LandingZoneName,
+			&i.TenantName,
 			&i.Allocations,
 		); err != nil {
 			return nil, err
@@ -668,7 +676,10 @@ func (q *Queries) OwnResolverConfigs(ctx context.Context, arg OwnResolverConfigs
 }
 
 const poolAllocations = `-- name: PoolAllocations :many
-SELECT a.id, a.pool_id, a.prefix, a.kind, a.deployment_id, a.operation_id, a.input, a.created_at, coalesce(d.name, '') AS deployment_name
+SELECT a.id, a.pool_id, a.prefix, a.kind, a.deployment_id, a.operation_id, a.input, a.created_at, coalesce(d.name, '') AS deployment_name,
+    coalesce((SELECT string_agg(b.key, ', ' ORDER BY b.key) FROM component_versions v, jsonb_each_text(v.resolver_bindings) b
+        WHERE v.component_id = d.component_id AND v.version = d.version AND split_part(b.value, '.', 1) = 'ipam'
+          AND (b.value = 'ipam.subnet') = (a.input = 'ipam.subnet')), '')::text AS inputs
 FROM ipam_allocations a LEFT JOIN deployed_components d ON d.id = a.deployment_id
 WHERE a.pool_id = $1
 ORDER BY a.prefix
@@ -684,8 +695,11 @@ type PoolAllocationsRow struct {
 	Input          string        `json:"input"`
 	CreatedAt      time.Time     `json:"created_at"`
 	DeploymentName string        `json:"deployment_name"`
+	Inputs         string        `json:"inputs"`
 }
 
+// A pool's allocations, with the inputs of the deployment's version that each fills: an
+// allocation is held under its resolver's key (ipam, or ipam.subnet), not under an input.
 func (q *Queries) PoolAllocations(ctx context.Context, poolID uuid.UUID) ([]PoolAllocationsRow, error) {
 	rows, err := q.db.Query(ctx, poolAllocations, poolID)
 	if err != nil {
@@ -705,6 +719,7 @@ func (q *Queries) PoolAllocations(ctx context.Context, poolID uuid.UUID) ([]Pool
 			&i.Input,
 			&i.CreatedAt,
 			&i.DeploymentName,
+			&i.Inputs,
 		); err != nil {
 			return nil, err
 		}

@@ -49,7 +49,7 @@ WHERE id = $1;
 -- name: EnvironmentDeployments :many
 -- An environment's deployments, with the template component each was made for and the last
 -- operation on each.
-SELECT d.id, d.name, d.status, d.outputs, d.created_at, d.template_component_id, c.name AS component_name, d.version,
+SELECT d.id, d.name, d.status, d.outputs, d.created_at, d.template_component_id, d.component_id, c.name AS component_name, d.version,
     coalesce(tc.position, 0)::integer AS position,
     coalesce(o.kind, '')::text AS last_kind, coalesce(o.status, '')::text AS last_status,
     coalesce(o.error, '')::text AS last_error, coalesce(o.created_at, 'epoch')::timestamptz AS last_at
@@ -63,13 +63,17 @@ ORDER BY d.created_at, coalesce(tc.position, 0), d.id;
 
 -- name: ZoneLiveEnvironments :many
 -- A zone's tenant environments that are not decommissioned.
-SELECT e.id, e.name, t.name AS tenant_name, e.status FROM environments e JOIN tenants t ON t.id = e.tenant_id
+SELECT e.id, e.name, e.tenant_id, t.name AS tenant_name, e.status FROM environments e JOIN tenants t ON t.id = e.tenant_id
 WHERE e.landing_zone_id = $1 AND NOT t.system AND e.status <> 'decommissioned' AND e.deleted_at IS NULL
 ORDER BY lower(t.name), lower(e.name);
 
 -- name: EnvironmentAllocations :many
--- The addresses and subnets the environment's deployments hold, from any pool.
-SELECT a.prefix, a.kind, a.input, d.name AS deployment_name, d.id AS deployment_id, p.name AS pool_name
+-- The addresses and subnets the environment's deployments hold, from any pool, with the inputs
+-- each fills.
+SELECT a.prefix, a.kind, a.input, d.name AS deployment_name, d.id AS deployment_id, p.name AS pool_name,
+    coalesce((SELECT string_agg(b.key, ', ' ORDER BY b.key) FROM component_versions v, jsonb_each_text(v.resolver_bindings) b
+        WHERE v.component_id = d.component_id AND v.version = d.version AND split_part(b.value, '.', 1) = 'ipam'
+          AND (b.value = 'ipam.subnet') = (a.input = 'ipam.subnet')), '')::text AS inputs
 FROM ipam_allocations a
 JOIN deployed_components d ON d.id = a.deployment_id
 JOIN ipam_pools p ON p.id = a.pool_id

@@ -77,7 +77,8 @@ ORDER BY tc.position;
 
 -- name: ZoneTemplateComponents :many
 -- Every component a zone's templates name, with the inputs and bindings of its latest version.
-SELECT tc.name, tc.parameters, t.name AS template_name, t.system, c.name AS component_name, v.resolver_bindings, v.input_schema
+SELECT tc.name, tc.parameters, t.name AS template_name, t.system, (t.withdrawn_at IS NOT NULL)::boolean AS withdrawn,
+       c.name AS component_name, v.resolver_bindings, v.input_schema
 FROM template_components tc
 JOIN environment_templates t ON t.id = tc.template_id
 JOIN components c ON c.id = tc.component_id

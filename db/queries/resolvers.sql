@@ -4,9 +4,11 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)
 RETURNING *;
 
 -- name: GetPool :one
-SELECT p.*, coalesce(e.name, '')::text AS environment_name, coalesce(z.name, '')::text AS landing_zone_name
+SELECT p.*, coalesce(e.name, '')::text AS environment_name, coalesce(z.name, '')::text AS landing_zone_name,
+    coalesce(t.name, '')::text AS tenant_name
 FROM ipam_pools p
 LEFT JOIN environments e ON e.id = p.environment_id
+LEFT JOIN tenants t ON t.id = p.tenant_id
 LEFT JOIN landing_zones z ON z.id = p.landing_zone_id
 WHERE p.id = $1;
 
@@ -17,9 +19,11 @@ SELECT * FROM ipam_pools WHERE id = $1 FOR UPDATE;
 -- name: ListPools :many
 -- Pools of the given tenants' environments; a landing zone's pools only with all_tenants.
 SELECT p.*, coalesce(e.name, '')::text AS environment_name, coalesce(z.name, '')::text AS landing_zone_name,
+    coalesce(t.name, '')::text AS tenant_name,
     (SELECT count(*) FROM ipam_allocations a WHERE a.pool_id = p.id) AS allocations
 FROM ipam_pools p
 LEFT JOIN environments e ON e.id = p.environment_id
+LEFT JOIN tenants t ON t.id = p.tenant_id
 LEFT JOIN landing_zones z ON z.id = p.landing_zone_id
 WHERE (sqlc.arg(all_tenants)::boolean OR p.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
   AND (sqlc.narg(environment_id)::uuid IS NULL OR p.environment_id = sqlc.narg(environment_id))
@@ -27,7 +31,12 @@ WHERE (sqlc.arg(all_tenants)::boolean OR p.tenant_id = ANY(sqlc.arg(tenant_ids):
 ORDER BY p.landing_zone_id IS NULL, lower(coalesce(z.name, e.name)), lower(p.name);
 
 -- name: PoolAllocations :many
-SELECT a.*, coalesce(d.name, '') AS deployment_name
+-- A pool's allocations, with the inputs of the deployment's version that each fills: an
+-- allocation is held under its resolver's key (ipam, or ipam.subnet), not under an input.
+SELECT a.*, coalesce(d.name, '') AS deployment_name,
+    coalesce((SELECT string_agg(b.key, ', ' ORDER BY b.key) FROM component_versions v, jsonb_each_text(v.resolver_bindings) b
+        WHERE v.component_id = d.component_id AND v.version = d.version AND split_part(b.value, '.', 1) = 'ipam'
+          AND (b.value = 'ipam.subnet') = (a.input = 'ipam.subnet')), '')::text AS inputs
 FROM ipam_allocations a LEFT JOIN deployed_components d ON d.id = a.deployment_id
 WHERE a.pool_id = $1
 ORDER BY a.prefix;

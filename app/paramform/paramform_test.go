@@ -1,0 +1,59 @@
+package paramform
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"nimbus/app/problem"
+)
+
+const schema = `{"type": "object", "required": ["name"], "properties": {
+	"name": {"type": "string"}, "cores": {"type": "integer", "maximum": 8, "default": 2},
+	"tags": {"type": "array", "items": {"type": "string"}}, "public": {"type": "boolean"},
+	"size": {"type": "string", "enum": ["s", "m"]}}}`
+
+func TestRead_TypesByTheSchemaAndLeavesEmptyInputsToTheirDefaults(t *testing.T) {
+	form := url.Values{"r.p.name": {" web "}, "r.p.cores": {"4"}, "r.p.tags": {`["a"]`}, "r.p.public": {"false"}, "r.p.size": {""}, "p.name": {"other"}}
+	got, err := Read(form, "r.", []byte(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || got["name"] != "web" || got["cores"] != 4.0 || got["public"] != false || got["tags"].([]any)[0] != "a" {
+		t.Fatalf("read %v", got)
+	}
+}
+
+func TestRead_RefusesWhatDoesNotParseByName(t *testing.T) {
+	_, err := Read(url.Values{"p.cores": {"many"}, "p.tags": {`["a",`}}, "", []byte(schema))
+	v, ok := err.(*problem.ValidationError)
+	if !ok || len(v.Fields) != 2 {
+		t.Fatalf("err = %v", err)
+	}
+	for _, f := range v.Fields {
+		if strings.Contains(f.Message, "unexpected") || strings.Contains(f.Message, "invalid character") {
+			t.Errorf("%s: %q speaks the parser's words", f.Field, f.Message)
+		}
+	}
+}
+
+func TestBuild_ShowsFilledInputsAndChoices(t *testing.T) {
+	f := Build("r.", []byte(schema), map[string]any{"cores": "3"}, map[string]string{"parameters.cores": "too many"},
+		map[string]string{"name": "image_catalog", "size": "naming"}, map[string]string{"name": "image_catalog"})
+	kinds := map[string]Field{}
+	for _, x := range f.Fields {
+		kinds[x.Name] = x
+	}
+	if n := kinds["name"]; n.Kind != "resolved" || n.Resolver != "image catalog" || n.Required {
+		t.Errorf("name: %+v", n)
+	}
+	if c := kinds["cores"]; c.Kind != "number" || c.Max != "8" || c.Value != "3" || c.Error != "too many" || c.Placeholder != "2" {
+		t.Errorf("cores: %+v", c)
+	}
+	if s := kinds["size"]; s.BoundTo != "naming" || s.Required {
+		t.Errorf("size, bound to a resolver the zone does not configure: %+v", s)
+	}
+	if kinds["size"].Kind != "select" || kinds["public"].Kind != "select" || kinds["tags"].Kind != "json" {
+		t.Errorf("kinds: %+v", kinds)
+	}
+}
