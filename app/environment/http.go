@@ -139,7 +139,7 @@ func (h *Handlers) render(c echo.Context, status int, form EnvironmentForm, err 
 		rows[i] = EnvironmentRow{ID: e.ID.String(), TenantID: e.TenantID.String(), Tenant: e.TenantName, Name: e.Name, Status: string(e.Status),
 			LandingZoneID: zoneID(actor, e.LandingZoneID), LandingZone: e.LandingZone, Template: e.Template, Created: e.CreatedAt}
 	}
-	sort := views.SortOf(c.QueryParam("sort"), views.Sort{Key: "tenant"}, "tenant", "name", "zone", "status", "created")
+	sort := views.SortOf(c.Request().URL.Path, c.QueryParams(), "tenant", "tenant", "name", "zone", "status", "created")
 	views.SortRows(rows, sort, map[string]func(a, b EnvironmentRow) int{
 		"tenant":  func(a, b EnvironmentRow) int { return views.Fold(a.Tenant, b.Tenant) },
 		"name":    func(a, b EnvironmentRow) int { return views.Fold(a.Name, b.Name) },

@@ -31,7 +31,7 @@ func (h *Handlers) renderList(c echo.Context, status int, in *NewPool, err error
 	for i, p := range pools {
 		rows[i] = rowOf(p)
 	}
-	sort := views.SortOf(c.QueryParam("sort"), views.Sort{}, "tenant", "scope", "name", "prefix", "used")
+	sort := views.SortOf(c.Request().URL.Path, c.QueryParams(), "", "tenant", "scope", "name", "prefix", "used")
 	views.SortRows(rows, sort, map[string]func(a, b PoolRow) int{
 		"tenant": func(a, b PoolRow) int { return views.Fold(a.Tenant, b.Tenant) },
 		"scope":  func(a, b PoolRow) int { return views.Fold(a.Scope, b.Scope) },

@@ -38,7 +38,7 @@ func (h *Handlers) renderList(c echo.Context, status int, form ZoneForm, err err
 		rows[i] = ZoneRow{ID: z.ID.String(), Name: z.Name, Provider: z.Provider, Status: z.Status, Description: z.Description,
 			Environments: z.EnvironmentCount, Created: z.CreatedAt}
 	}
-	sort := views.SortOf(c.QueryParam("sort"), views.Sort{Key: "name"}, "name", "provider", "status", "environments", "created")
+	sort := views.SortOf(c.Request().URL.Path, c.QueryParams(), "name", "name", "provider", "status", "environments", "created")
 	views.SortRows(rows, sort, map[string]func(a, b ZoneRow) int{
 		"name":         func(a, b ZoneRow) int { return views.Fold(a.Name, b.Name) },
 		"provider":     func(a, b ZoneRow) int { return views.Fold(a.Provider, b.Provider) },

@@ -42,7 +42,8 @@ func (s Sort) Link(key string) string {
 	return s.path + "?" + q.Encode()
 }
 
-// Direction is how the list is sorted by the column key: how the list is sorted by it, if it is.
+// Direction says whether the list is sorted by the column key, and which way: ascending,
+// descending or none, as a header's aria-sort says it.
 func (s Sort) Direction(key string) string {
 	switch {
 	case s.Key != key:
