@@ -155,7 +155,7 @@ func TestBrowser_DeployWatchUpdateUpgradeDestroy(t *testing.T) {
 // waitOperation waits until the operation page shows the status, and fails on any other end.
 func (s *session) waitOperation(want string) {
 	s.t.Helper()
-	s.across(`['succeeded', 'failed', 'cancelled'].includes(document.querySelector('[data-testid="operation-live"]')?.dataset.status)`, engineWait)
+	s.across(`['succeeded', 'failed', 'cancelled', 'rejected'].includes(document.querySelector('[data-testid="operation-live"]')?.dataset.status)`, engineWait)
 	if got := eval[string](s, `document.querySelector('[data-testid="operation-live"]').dataset.status`); got != want {
 		s.t.Fatalf("the operation ended %s, want %s: %s", got, want, s.text(`[data-testid="operation-live"]`))
 	}
