@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -106,8 +107,12 @@ func sortColumn(c echo.Context, key, label string, f Filter) SortColumn {
 	case key == "created":
 		next = "-created"
 	}
-	q := c.QueryParams()
-	q.Del("before")
+	q := url.Values{}
+	for k, vs := range c.QueryParams() { // a copy: the request's own stay as they came
+		if k != "before" {
+			q[k] = vs
+		}
+	}
 	q.Set("sort", next)
 	if next == "-created" {
 		q.Del("sort") // the list's own order
