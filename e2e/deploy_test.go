@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -281,7 +282,9 @@ func publishV2(t *testing.T, a *app, components *component.Service) {
 }
 
 // TestBrowser_CancelARunningDeploy cancels a deploy from its page while the machine is being
-// created: the page follows it to cancelled, and the disk made before is gone.
+// created: the button says so at once, the page follows it to cancelled, says what was undone,
+// and the disk made before is gone; the deployment is cancelled, not failed. Before, a deploy
+// whose machine fails says so in words, with what finished, failed and was undone.
 func TestBrowser_CancelARunningDeploy(t *testing.T) {
 	t.Parallel()
 	a := startApp(t)
@@ -296,6 +299,42 @@ func TestBrowser_CancelARunningDeploy(t *testing.T) {
 	}
 	s := newSession(t, newBrowser(t), a)
 	s.signIn("dev@acme.test", userPassword)
+
+	// The machine fails: its disk, made first, is removed again.
+	s.open("/catalog")
+	s.click(`[data-deploy="simcloud-machine"]`)
+	s.waitFor(`document.getElementById('dialog').open && document.querySelector('[data-testid="deploy-form"]') !== null`)
+	s.settled()
+	s.fill("#f-name", "doomed")
+	s.fill(`#f-p\.name`, "doomed-1")
+	s.choose(`#f-p\.fail_on`, "create")
+	s.click(`[data-testid="deploy-form"] button[value="deploy"]`)
+	s.across(`location.pathname.startsWith('/operations/') && document.readyState === 'complete'`, 10*time.Second)
+	s.waitOperation("failed")
+	s.screenshot("deploy-failed")
+	if got := s.text(`[data-testid="operation-summary"]`); !strings.HasPrefix(got, "The machine could not be created: ") ||
+		!strings.Contains(got, "injected failure") || !strings.HasSuffix(got, "what it had made was removed again.") {
+		t.Errorf("the failure reads %q", got)
+	}
+	if got := s.text(`[data-testid="engine-error"]`); !strings.Contains(got, "step up") {
+		t.Errorf("the engine's words below it: %q", got)
+	}
+	if got := s.text(`[data-testid="progress"]`); got != "1 of 2 resources done · 1 failed · 1 undone" {
+		t.Errorf("the failed deploy's progress reads %q", got)
+	}
+	if got := s.text(`[data-resource="disk"] [data-testid="resource-undo"]`); got != "· deleted by the undo" {
+		t.Errorf("the disk's undo reads %q", got)
+	}
+	if got := s.text(`[data-testid="diagnostic-counts"]`); !strings.Contains(got, "error") {
+		t.Errorf("the diagnostics count %q", got)
+	}
+	if got := s.text(`[data-testid="diagnostics"]`); strings.Contains(got, "**") {
+		t.Errorf("the diagnostics show the engine's markers: %q", got)
+	}
+	if files := cloudFiles(t, a); len(files) != 0 {
+		t.Fatalf("left in the cloud after the failed deploy: %v", files)
+	}
+
 	s.open("/catalog")
 	s.click(`[data-deploy="simcloud-machine"]`)
 	s.waitFor(`document.getElementById('dialog').open && document.querySelector('[data-testid="deploy-form"]') !== null`)
@@ -310,14 +349,56 @@ func TestBrowser_CancelARunningDeploy(t *testing.T) {
 		t.Fatalf("while the machine is being made the cloud holds %q, want its disk", got)
 	}
 
-	eval[bool](s, `(window.confirm = () => true, true)`)
+	// The cancel is held on its way to the server, the page on its way out: the page reports
+	// its button (it cannot be asked while it navigates), which says what is happening already.
+	eval[bool](s, `(window.confirm = () => true, document.addEventListener('submit', () => setTimeout(() => {
+		const b = document.querySelector('[data-testid="cancel"]');
+		fetch('/healthz?cancel-button=' + encodeURIComponent(b.textContent.trim() + '|' + b.disabled));
+	}), true), true)`)
+	held := s.hold("*/operations/*/cancel", "*/healthz?cancel-button=*")
+	opPath := s.path()
 	s.click(`[data-testid="cancel"]`) // the page reloads itself, then follows the undo
+	first, second := s.next(held, 10*time.Second), s.next(held, 10*time.Second)
+	report := first
+	if !strings.Contains(report.url, "cancel-button") {
+		report = second
+	}
+	u, err := url.Parse(report.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := u.Query().Get("cancel-button"); got != "Cancelling…|true" {
+		t.Errorf("before the server answers, the cancel button is %q, want Cancelling… and disabled", got)
+	}
+	first.pass()
+	second.pass()
 	s.waitOperation("cancelled")
 	if files := cloudFiles(t, a); len(files) != 0 {
 		t.Fatalf("left in the cloud after the cancel: %v", files)
 	}
 	if got := s.text(`[data-testid="operation-error"]`); !strings.Contains(got, "cancelled") {
 		t.Errorf("the cancelled operation says %q", got)
+	}
+	if got := s.text(`[data-testid="operation-summary"]`); got != "This deploy was cancelled; what it had made was removed again." {
+		t.Errorf("the cancelled operation reads %q", got)
+	}
+	if got := s.text(`[data-testid="progress"]`); strings.Contains(got, "%") || !strings.Contains(got, "undone") {
+		t.Errorf("the cancelled deploy's progress reads %q", got)
+	}
+	s.open(opPath) // as it renders once it has ended
+	if got := s.text(`[data-testid="progress"]`); strings.Contains(got, "%") || !strings.Contains(got, "undone") {
+		t.Errorf("the cancelled deploy's final progress reads %q", got)
+	}
+	s.submitButton(`h1 a[href^="/deployments/"]`)
+	if got := s.text(`[data-testid="deployment-status"]`); got != "cancelled" {
+		t.Errorf("after the cancel the deployment is %s", got)
+	}
+	s.open("/deployments")
+	if got := s.text(`[data-deployment="slow"] .badge`); got != "cancelled" {
+		t.Errorf("the list shows the cancelled deployment as %s", got)
+	}
+	if got := s.text(`[data-deployment="doomed"] .badge`); got != "failed" {
+		t.Errorf("the list shows the failed deployment as %s", got)
 	}
 }
 

@@ -122,13 +122,13 @@ func TestBrowser_LiveOperationReachesItsEnd(t *testing.T) {
 
 	alice := newSession(t, newBrowser(t), a)
 	alice.signIn("alice@acme.test", userPassword)
-	streams := alice.holdStreams()
+	streams := alice.hold("*/operations/*/stream*")
 	status := `document.querySelector('[data-testid="operation-live"]')?.dataset.status`
 
 	// Ended after the page was rendered, before its stream began.
 	op := queue()
 	alice.open("/operations/" + op.String())
-	held := <-streams
+	held := alice.next(streams, 10*time.Second)
 	finish(op)
 	held.pass()
 	alice.waitWithin(status+` === 'succeeded'`, 20*time.Second)
@@ -136,7 +136,7 @@ func TestBrowser_LiveOperationReachesItsEnd(t *testing.T) {
 	// A stream that closes without sending the final state: the page fetches it.
 	op = queue()
 	alice.open("/operations/" + op.String())
-	held = <-streams
+	held = alice.next(streams, 10*time.Second)
 	finish(op)
 	held.answer("event: end\nid: 0\ndata: \n\n")
 	alice.waitWithin(status+` === 'succeeded'`, 20*time.Second)
@@ -146,13 +146,13 @@ func TestBrowser_LiveOperationReachesItsEnd(t *testing.T) {
 	op = queue()
 	logLine(op, "one")
 	alice.open("/operations/" + op.String())
-	held = <-streams
+	held = alice.next(streams, 10*time.Second)
 	two := logLine(op, "two")
 	logLine(op, "three")
 	// The page came with line one (its stream URL says so); had the browser not said it saw
 	// line two, the server would send two again.
 	held.answer(fmt.Sprintf("retry: 100\nevent: log\nid: %d\ndata: two\ndata: \n\n", two))
-	again := <-streams
+	again := alice.next(streams, 10*time.Second)
 	finish(op)
 	again.pass()
 	alice.waitWithin(status+` === 'succeeded'`, 20*time.Second)
@@ -162,43 +162,60 @@ func TestBrowser_LiveOperationReachesItsEnd(t *testing.T) {
 	}
 }
 
-// heldStream is a request for an operation's stream, held in the browser until the test lets
-// it through to the server or answers it itself.
-type heldStream struct {
-	s  *session
-	id fetch.RequestID
+// heldRequest is a request held in the browser until the test lets it through to the server
+// or answers it itself.
+type heldRequest struct {
+	s   *session
+	id  fetch.RequestID
+	url string
 }
 
-// holdStreams holds every request for an operation's stream the page makes from now on, and
-// hands each to the test.
-func (s *session) holdStreams() <-chan heldStream {
+// hold holds every request the page makes from now on to a URL that matches one of patterns
+// (* for any characters), and hands each to the test.
+func (s *session) hold(patterns ...string) <-chan heldRequest {
 	s.t.Helper()
-	held := make(chan heldStream, 8)
+	held := make(chan heldRequest, 8)
 	events := chromedp.Events(s.ctx, fetch.RequestPaused)
 	go func() {
 		for e, err := range events {
 			if err != nil {
 				return
 			}
-			held <- heldStream{s: s, id: e.RequestID}
+			held <- heldRequest{s: s, id: e.RequestID, url: e.Request.URL}
 		}
 	}()
-	if _, err := chromedp.Call(s.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/operations/*/stream*"}}}); err != nil {
+	var match []*fetch.RequestPattern
+	for _, p := range patterns {
+		match = append(match, &fetch.RequestPattern{URLPattern: p})
+	}
+	if _, err := chromedp.Call(s.ctx, fetch.Enable, fetch.EnableParams{Patterns: match}); err != nil {
 		s.t.Fatal(err)
 	}
 	return held
 }
 
+// next is the next request held, failing the test when none comes within timeout.
+func (s *session) next(held <-chan heldRequest, timeout time.Duration) heldRequest {
+	s.t.Helper()
+	select {
+	case h := <-held:
+		return h
+	case <-time.After(timeout):
+		s.t.Fatalf("no request held within %s", timeout)
+		return heldRequest{}
+	}
+}
+
 // pass lets the request through to the server.
-func (h heldStream) pass() {
+func (h heldRequest) pass() {
 	h.s.t.Helper()
 	if _, err := chromedp.Call(h.s.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: h.id}); err != nil {
 		h.s.t.Fatal(err)
 	}
 }
 
-// answer answers the request with body as the stream, which then ends.
-func (h heldStream) answer(body string) {
+// answer answers a held stream with body, which then ends.
+func (h heldRequest) answer(body string) {
 	h.s.t.Helper()
 	_, err := chromedp.Call(h.s.ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: h.id, ResponseCode: 200,
 		ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "text/event-stream"}}, Body: []byte(body)})
