@@ -453,6 +453,10 @@ func TestBrowser_DeploymentsListAndPagesFindTheirWay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, err = a.pool.Exec(ctx, `INSERT INTO operations (deployment_id, kind, status, created_at) VALUES ($1, 'refresh', 'succeeded', now() + interval '1 second')`, ids["web"])
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	s := newSession(t, newBrowser(t), a)
 	s.signIn(adminEmail, adminPassword)
@@ -532,8 +536,15 @@ func TestBrowser_DeploymentsListAndPagesFindTheirWay(t *testing.T) {
 	if got := s.text(`[data-testid="active-operation"]`); !strings.Contains(got, "awaiting approval") {
 		t.Errorf("the operation waiting shows as %q", got)
 	}
-	if got := s.rows("operations"); len(got) != 1 || !strings.HasPrefix(got[0][1], "awaiting approval") {
+	if got := column(s.rows("operations"), 1); !slices.Equal(got, []string{"succeeded", "awaiting approval"}) {
 		t.Errorf("the history shows %q", got)
+	}
+	s.follow(`[data-testid="operations"] th a[data-sort="Status"]`)
+	if got := column(s.rows("operations"), 1); !slices.Equal(got, []string{"awaiting approval", "succeeded"}) {
+		t.Errorf("the history by status shows %q", got)
+	}
+	if got := s.text(`[data-testid="active-operation"]`); !strings.Contains(got, "awaiting approval") {
+		t.Errorf("sorted, the history still names the operation waiting: %q", got)
 	}
 	s.fill(`[data-testid="destroy-form"] input[name="confirm"]`, "wbe")
 	if status := s.submit(`[data-testid="destroy-form"]`); status != 422 {

@@ -28,14 +28,10 @@ func (h *Handlers) ListPage(c echo.Context) error {
 		return err
 	}
 	f.Search = strings.TrimSpace(c.QueryParam("q"))
+	if f, err = sortOf(c, f, sortable); err != nil {
+		return problem.Invalid("sort", "enum", "%s", err.Error())
+	}
 	sort := c.QueryParam("sort")
-	f.Sort, f.Descending = strings.TrimPrefix(sort, "-"), strings.HasPrefix(sort, "-")
-	if f.Sort == "created" && f.Descending {
-		f.Sort, f.Descending = "", false // newest first is the list's own order
-	}
-	if f.Sort != "" && !slices.Contains(sortable, f.Sort) {
-		return problem.Invalid("sort", "enum", "must be one of %s, each with - before it to reverse", strings.Join(sortable, ", "))
-	}
 	ctx, actor := web.Ctx(c), web.Actor(c)
 	all, err := h.svc.List(ctx, actor, Filter{})
 	if err != nil {
@@ -86,12 +82,29 @@ func (h *Handlers) ListPage(c echo.Context) error {
 	return web.Render(c, http.StatusOK, Deployments(web.Page(c, "Deployments"), vf, rows, pager))
 }
 
-// The columns the deployments list sorts by, besides its own newest-first order.
-var sortable = []string{"name", "environment", "component", "status", "tenant", "created"}
+// The columns the deployments list and a deployment's history sort by.
+var (
+	sortable        = []string{"name", "environment", "component", "status", "tenant", "created"}
+	historySortable = []string{"kind", "status", "by", "created"}
+)
 
-// sortColumn is a column heading of the deployments list: a link that sorts by the column (A
-// to Z first; Created newest first), or reverses the order when the list is sorted by it
-// already. The filters stay; the page starts over.
+// sortOf is f in the order the request's sort parameter asks for: a column of columns, a -
+// before it to reverse; -created, newest first, is a list's own order.
+func sortOf(c echo.Context, f Filter, columns []string) (Filter, error) {
+	sort := c.QueryParam("sort")
+	f.Sort, f.Descending = strings.TrimPrefix(sort, "-"), strings.HasPrefix(sort, "-")
+	if f.Sort == "created" && f.Descending {
+		f.Sort, f.Descending = "", false
+	}
+	if f.Sort != "" && !slices.Contains(columns, f.Sort) {
+		return f, fmt.Errorf("must be one of %s, each with - before it to reverse", strings.Join(columns, ", "))
+	}
+	return f, nil
+}
+
+// sortColumn is a column heading of a list (the deployments, a deployment's history): a link
+// that sorts by the column (A to Z first; the time of creation newest first), or reverses the
+// order when the list is sorted by it already. The filters stay; the page starts over.
 func sortColumn(c echo.Context, key, label string, f Filter) SortColumn {
 	col := SortColumn{Label: label}
 	by, desc := f.Sort, f.Descending
@@ -117,7 +130,7 @@ func sortColumn(c echo.Context, key, label string, f Filter) SortColumn {
 	if next == "-created" {
 		q.Del("sort") // the list's own order
 	}
-	col.URL = "/deployments"
+	col.URL = c.Request().URL.Path
 	if len(q) > 0 {
 		col.URL += "?" + q.Encode()
 	}
@@ -144,12 +157,24 @@ func (h *Handlers) showPage(c echo.Context, formErr error, destroyErr string, st
 	}
 	bad := &problem.ValidationError{}
 	at, limit := web.ListPosition(c, bad)
+	hf, err := sortOf(c, Filter{DeploymentID: id, Before: at, Limit: limit}, historySortable)
+	if err != nil {
+		bad.Add("sort", "enum", "%s", err.Error())
+	}
 	if err := bad.Err(); err != nil {
 		return err
 	}
-	ops, err := h.svc.Operations(ctx, actor, Filter{DeploymentID: id, Before: at, Limit: limit})
+	ops, err := h.svc.Operations(ctx, actor, hf)
 	if err != nil {
 		return err
+	}
+	// An operation under way is among the newest: the first page of the history in its own
+	// order shows it.
+	newest := ops
+	if hf.Sort != "" || !at.IsZero() {
+		if newest, err = h.svc.Operations(ctx, actor, Filter{DeploymentID: id, Limit: 20}); err != nil {
+			return err
+		}
 	}
 	st, err := h.svc.Standing(ctx, actor, id)
 	if err != nil {
@@ -162,14 +187,19 @@ func (h *Handlers) showPage(c echo.Context, formErr error, destroyErr string, st
 		Outputs: keyValues(d.Outputs, nil)}
 	v.Parameters = keyValues(d.Parameters, d.SecretNames)
 	for _, o := range ops {
-		row := operationRow(o)
-		v.Operations = append(v.Operations, row)
-		// An operation under way is among the newest: the first page of the history shows it.
-		if v.Active == nil && at.IsZero() && (o.Status == Running || o.Status == AwaitingApproval) {
+		v.Operations = append(v.Operations, operationRow(o))
+	}
+	for _, o := range newest {
+		if o.Status == Running || o.Status == AwaitingApproval {
+			row := operationRow(o)
 			v.Active = &row
+			break
 		}
 	}
 	v.History = web.Pager(c, web.NextPage(c, ops, limit, Operation.place))
+	for _, col := range []struct{ key, label string }{{"kind", "Operation"}, {"status", "Status"}, {"by", "By"}, {"created", "Requested"}} {
+		v.HistoryColumns = append(v.HistoryColumns, sortColumn(c, col.key, col.label, hf))
+	}
 	for _, u := range st.Upgrades {
 		v.Upgrades = append(v.Upgrades, UpgradeOption{Version: u.Version, Changelog: u.Changelog})
 	}

@@ -59,7 +59,8 @@ type Filter struct {
 	// Search keeps the deployments whose name contains it, in any case.
 	Search string
 	// Sort orders deployments by a column of their list (name, environment, component, status,
-	// tenant), Descending reversed; empty is newest first.
+	// tenant, created) or a deployment's operations by one of its history (kind, status, by,
+	// created), Descending reversed; empty is newest first.
 	Sort       string
 	Descending bool
 	// Before is where the page starts: after the row it names, in the list's order.
@@ -190,8 +191,12 @@ func (s *Service) Detail(ctx context.Context, actor access.Principal, id uuid.UU
 	return d, nil
 }
 
-// Operations lists operations the actor may see, newest first.
+// Operations lists operations the actor may see, newest first; a deployment's history also in
+// the order f.Sort names (kind, status, by, created).
 func (s *Service) Operations(ctx context.Context, actor access.Principal, f Filter) ([]Operation, error) {
+	if f.Sort != "" && f.DeploymentID != uuid.Nil {
+		return s.history(ctx, actor, f)
+	}
 	tenants := append([]uuid.UUID{}, actor.TenantsWith(access.EnvironmentRead)...)
 	rows, err := dbgen.New(s.pool).ListOperations(ctx, dbgen.ListOperationsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
 		DeploymentID: nullID(f.DeploymentID), Status: nullText(f.Status), Kind: nullText(f.Kind),
@@ -202,6 +207,35 @@ func (s *Service) Operations(ctx context.Context, actor access.Principal, f Filt
 	out := make([]Operation, len(rows))
 	for i, r := range rows {
 		out[i] = operationFromRow(r)
+	}
+	return out, nil
+}
+
+// history is a deployment's operations sorted by a column.
+func (s *Service) history(ctx context.Context, actor access.Principal, f Filter) ([]Operation, error) {
+	if _, err := s.get(ctx, actor, f.DeploymentID); err != nil {
+		return nil, err
+	}
+	q := dbgen.New(s.pool)
+	var after *string
+	if !f.Before.IsZero() {
+		key, err := q.OperationSortKey(ctx, dbgen.OperationSortKeyParams{SortBy: f.Sort, ID: f.Before.ID})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, problem.Invalid("before", "cursor", "must be the cursor of a page of this list, as its next link gives it")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list operations: %w", err)
+		}
+		after = &key
+	}
+	rows, err := q.ListDeploymentOperationsBy(ctx, dbgen.ListDeploymentOperationsByParams{SortBy: f.Sort, Descending: f.Descending,
+		DeploymentID: f.DeploymentID, Before: f.Before.Before(), BeforeID: f.Before.BeforeID(), AfterKey: after, MaxRows: f.maxRows()})
+	if err != nil {
+		return nil, fmt.Errorf("list operations: %w", err)
+	}
+	out := make([]Operation, len(rows))
+	for i, r := range rows {
+		out[i] = operationFromRow(dbgen.ListOperationsRow(r))
 	}
 	return out, nil
 }

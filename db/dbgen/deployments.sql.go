@@ -299,6 +299,119 @@ func (q *Queries) HasBeenDeployed(ctx context.Context, deploymentID uuid.UUID) (
 	return exists, err
 }
 
+const listDeploymentOperationsBy = `-- name: ListDeploymentOperationsBy :many
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+FROM operations o
+JOIN deployed_components d ON d.id = o.deployment_id
+LEFT JOIN users u ON u.id = o.requested_by
+CROSS JOIN LATERAL (SELECT CASE $1::text
+    WHEN 'kind' THEN o.kind WHEN 'status' THEN o.status WHEN 'by' THEN coalesce(lower(u.email), '')
+    WHEN 'created' THEN to_char(o.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END AS value) k
+WHERE o.deployment_id = $2
+  AND ($3::timestamptz IS NULL
+    OR k.value = $4::text AND (o.created_at, o.id) < ($3, $5::uuid)
+    OR $6::boolean AND k.value < $4::text
+    OR NOT $6::boolean AND k.value > $4::text)
+ORDER BY CASE WHEN $6::boolean THEN k.value END DESC,
+    CASE WHEN NOT $6::boolean THEN k.value END ASC,
+    o.created_at DESC, o.id DESC
+LIMIT $7
+`
+
+type ListDeploymentOperationsByParams struct {
+	SortBy       string        `json:"sort_by"`
+	DeploymentID uuid.UUID     `json:"deployment_id"`
+	Before       *time.Time    `json:"before"`
+	AfterKey     *string       `json:"after_key"`
+	BeforeID     uuid.NullUUID `json:"before_id"`
+	Descending   bool          `json:"descending"`
+	MaxRows      int32         `json:"max_rows"`
+}
+
+type ListDeploymentOperationsByRow struct {
+	ID                uuid.UUID       `json:"id"`
+	DeploymentID      uuid.UUID       `json:"deployment_id"`
+	Kind              string          `json:"kind"`
+	Status            string          `json:"status"`
+	RequestedBy       uuid.NullUUID   `json:"requested_by"`
+	Parameters        json.RawMessage `json:"parameters"`
+	TargetVersion     pgtype.Int4     `json:"target_version"`
+	Error             string          `json:"error"`
+	ExitCode          pgtype.Int4     `json:"exit_code"`
+	Changes           json.RawMessage `json:"changes"`
+	Lease             uuid.NullUUID   `json:"lease"`
+	HeartbeatAt       *time.Time      `json:"heartbeat_at"`
+	CancelRequestedAt *time.Time      `json:"cancel_requested_at"`
+	LogTruncated      bool            `json:"log_truncated"`
+	StartedAt         *time.Time      `json:"started_at"`
+	FinishedAt        *time.Time      `json:"finished_at"`
+	CreatedAt         time.Time       `json:"created_at"`
+	UpdatedAt         time.Time       `json:"updated_at"`
+	SecretParameters  []byte          `json:"secret_parameters"`
+	SecretKeyID       *string         `json:"secret_key_id"`
+	Rotate            []string        `json:"rotate"`
+	Applies           uuid.NullUUID   `json:"applies"`
+	DeploymentName    string          `json:"deployment_name"`
+	TenantID          uuid.UUID       `json:"tenant_id"`
+	RequestedByEmail  string          `json:"requested_by_email"`
+}
+
+// A deployment's operations in the order of a column (sort_by: kind, status, by, created),
+// ties newest first, paged by keyset on (key, created_at, id) as ListDeploymentsBy is.
+func (q *Queries) ListDeploymentOperationsBy(ctx context.Context, arg ListDeploymentOperationsByParams) ([]ListDeploymentOperationsByRow, error) {
+	rows, err := q.db.Query(ctx, listDeploymentOperationsBy,
+		arg.SortBy,
+		arg.DeploymentID,
+		arg.Before,
+		arg.AfterKey,
+		arg.BeforeID,
+		arg.Descending,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListDeploymentOperationsByRow{}
+	for rows.Next() {
+		var i ListDeploymentOperationsByRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.DeploymentID,
+			&i.Kind,
+			&i.Status,
+			&i.RequestedBy,
+			&i.Parameters,
+			&i.TargetVersion,
+			&i.Error,
+			&i.ExitCode,
+			&i.Changes,
+			&i.Lease,
+			&i.HeartbeatAt,
+			&i.CancelRequestedAt,
+			&i.LogTruncated,
+			&i.StartedAt,
+			&i.FinishedAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.SecretParameters,
+			&i.SecretKeyID,
+			&i.Rotate,
+			&i.Applies,
+			&i.DeploymentName,
+			&i.TenantID,
+			&i.RequestedByEmail,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listDeployments = `-- name: ListDeployments :many
 SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
 FROM deployed_components d
@@ -718,6 +831,27 @@ func (q *Queries) OperationResources(ctx context.Context, operationID uuid.UUID)
 		return nil, err
 	}
 	return items, nil
+}
+
+const operationSortKey = `-- name: OperationSortKey :one
+SELECT (CASE $1::text
+    WHEN 'kind' THEN o.kind WHEN 'status' THEN o.status WHEN 'by' THEN coalesce(lower(u.email), '')
+    WHEN 'created' THEN to_char(o.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END)::text AS value
+FROM operations o LEFT JOIN users u ON u.id = o.requested_by
+WHERE o.id = $2
+`
+
+type OperationSortKeyParams struct {
+	SortBy string    `json:"sort_by"`
+	ID     uuid.UUID `json:"id"`
+}
+
+// The key ListDeploymentOperationsBy orders an operation by.
+func (q *Queries) OperationSortKey(ctx context.Context, arg OperationSortKeyParams) (string, error) {
+	row := q.db.QueryRow(ctx, operationSortKey, arg.SortBy, arg.ID)
+	var value string
+	err := row.Scan(&value)
+	return value, err
 }
 
 const operationView = `-- name: OperationView :one

@@ -96,6 +96,34 @@ WHERE (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids):
 ORDER BY o.created_at DESC, o.id DESC
 LIMIT sqlc.arg(max_rows);
 
+-- name: ListDeploymentOperationsBy :many
+-- A deployment's operations in the order of a column (sort_by: kind, status, by, created),
+-- ties newest first, paged by keyset on (key, created_at, id) as ListDeploymentsBy is.
+SELECT o.*, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+FROM operations o
+JOIN deployed_components d ON d.id = o.deployment_id
+LEFT JOIN users u ON u.id = o.requested_by
+CROSS JOIN LATERAL (SELECT CASE sqlc.arg(sort_by)::text
+    WHEN 'kind' THEN o.kind WHEN 'status' THEN o.status WHEN 'by' THEN coalesce(lower(u.email), '')
+    WHEN 'created' THEN to_char(o.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END AS value) k
+WHERE o.deployment_id = sqlc.arg(deployment_id)
+  AND (sqlc.narg(before)::timestamptz IS NULL
+    OR k.value = sqlc.narg(after_key)::text AND (o.created_at, o.id) < (sqlc.narg(before), sqlc.narg(before_id)::uuid)
+    OR sqlc.arg(descending)::boolean AND k.value < sqlc.narg(after_key)::text
+    OR NOT sqlc.arg(descending)::boolean AND k.value > sqlc.narg(after_key)::text)
+ORDER BY CASE WHEN sqlc.arg(descending)::boolean THEN k.value END DESC,
+    CASE WHEN NOT sqlc.arg(descending)::boolean THEN k.value END ASC,
+    o.created_at DESC, o.id DESC
+LIMIT sqlc.arg(max_rows);
+
+-- name: OperationSortKey :one
+-- The key ListDeploymentOperationsBy orders an operation by.
+SELECT (CASE sqlc.arg(sort_by)::text
+    WHEN 'kind' THEN o.kind WHEN 'status' THEN o.status WHEN 'by' THEN coalesce(lower(u.email), '')
+    WHEN 'created' THEN to_char(o.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END)::text AS value
+FROM operations o LEFT JOIN users u ON u.id = o.requested_by
+WHERE o.id = sqlc.arg(id);
+
 -- name: QueuePosition :one
 -- How many operations on the same deployment come before this one.
 SELECT count(*) FROM operations o
