@@ -131,8 +131,9 @@ func parseDiagnostics(text string) []Diagnostic {
 	return out
 }
 
-// diagnostics lists what the engine said about each resource, in the resources' order.
-func diagnostics(rows []ResourceRow) []Diagnostic {
+// DiagnosticsOf lists what the engine said about each resource, in the resources' order, for
+// the Diagnostics section of a page that shows a ResourceTable.
+func DiagnosticsOf(rows []ResourceRow) []Diagnostic {
 	var out []Diagnostic
 	for _, r := range rows {
 		for _, d := range parseDiagnostics(r.Diagnostics) {

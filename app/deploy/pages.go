@@ -458,7 +458,7 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error)
 		}
 	}
 	v.Summary = explain(d, v.Resources)
-	v.Diagnostics = diagnostics(v.Resources)
+	v.Diagnostics = DiagnosticsOf(v.Resources)
 	v.Cancelling = d.CancelRequested && !d.Status.Ended()
 	if d.Status == "awaiting_approval" {
 		a, err := h.svc.AwaitedApproval(ctx, actor, d.ID)

@@ -2794,7 +2794,7 @@ func severityBadge(severity string) string {
 }
 
 // ResourceTable is what an operation plans or does to each resource of the stack, with the
-// properties each step changes.
+// properties each step changes; what the engine said about them is Diagnostics' to show.
 func ResourceTable(rows []ResourceRow) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
