@@ -178,13 +178,13 @@ func (s *Service) enqueue(ctx context.Context, actor access.Principal, d dbgen.G
 }
 
 // neverDeployed reports whether the deployment has no resources of its own yet: pending, in
-// its first deploy (which may yet fail and remove what it made), or failed without ever having
-// been deployed.
+// its first deploy (which may yet fail and remove what it made), or failed or cancelled without
+// ever having been deployed.
 func neverDeployed(ctx context.Context, q *dbgen.Queries, id uuid.UUID, status DeploymentStatus) (bool, error) {
 	switch status {
 	case Pending:
 		return true, nil
-	case Deploying, Broken:
+	case Deploying, Broken, Interrupted:
 		deployed, err := q.HasBeenDeployed(ctx, id)
 		return !deployed, err
 	}

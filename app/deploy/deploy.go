@@ -40,6 +40,7 @@ import (
 type Deployment struct {
 	ID            uuid.UUID        `json:"id"`
 	TenantID      uuid.UUID        `json:"tenant_id"`
+	Tenant        string           `json:"tenant"`
 	EnvironmentID uuid.UUID        `json:"environment_id"`
 	Environment   string           `json:"environment"`
 	ComponentID   uuid.UUID        `json:"component_id"`
@@ -55,7 +56,7 @@ type Deployment struct {
 }
 
 func deploymentFromRow(r dbgen.GetDeploymentRow, secretNames []string) Deployment {
-	d := Deployment{ID: r.ID, TenantID: r.TenantID, EnvironmentID: r.EnvironmentID, Environment: r.EnvironmentName,
+	d := Deployment{ID: r.ID, TenantID: r.TenantID, Tenant: r.TenantName, EnvironmentID: r.EnvironmentID, Environment: r.EnvironmentName,
 		ComponentID: r.ComponentID, Component: r.ComponentName, Version: int(r.Version), Name: r.Name,
 		Status: DeploymentStatus(r.Status), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Parameters: map[string]any{}, Outputs: map[string]any{},
 		SecretNames: secretNames}

@@ -36,8 +36,11 @@ func end(kind Kind, o outcome, limit time.Duration) ending {
 		if errors.Is(o.err, saga.ErrTimedOut) {
 			e.message = fmt.Sprintf("ran out of its %s: %s", limit, e.message)
 		}
+		// A cancelled operation whose undo went through failed in nothing: its deployment
+		// says it was cancelled. An undo that failed leaves it failed.
+		left := Broken
 		if errors.Is(o.err, saga.ErrCancelled) {
-			e.status = Cancelled
+			e.status, left = Cancelled, Interrupted
 		}
 		switch {
 		case !kind.changes():
@@ -46,12 +49,12 @@ func end(kind Kind, o outcome, limit time.Duration) ending {
 			e.deployment = Broken
 		case kind == KindDeploy:
 			e.message += " (everything it created was removed)"
-			e.deployment = Broken
+			e.deployment = left
 		case kind == KindUpdate || kind == KindUpgrade:
 			e.message += " (rolled back to the previous version and parameters)"
 			e.deployment = Deployed
 		default:
-			e.deployment = Broken
+			e.deployment = left
 		}
 		return e
 	case o.err != nil:

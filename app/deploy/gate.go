@@ -95,8 +95,8 @@ func resting(ctx context.Context, q *dbgen.Queries, dep dbgen.GetDeploymentRow) 
 
 // EndWaiting ends an operation that awaits approval without running it, in the caller's
 // transaction: it ends as status says, with reason as its error; what its resolvers handed it
-// goes back; a deployment that a first deploy was to make is left as a failed first deploy
-// leaves it, any other as it was; an environment waiting for the deployment goes on.
+// goes back; a deployment that a first deploy was to make is left as a failed (or cancelled)
+// first deploy leaves it, any other as it was; an environment waiting for the deployment goes on.
 func EndWaiting(ctx context.Context, tx pgx.Tx, jobs component.JobInserter, id uuid.UUID, status Status, reason string) error {
 	q := dbgen.New(tx)
 	op, err := q.GetOperation(ctx, id)
@@ -113,7 +113,11 @@ func EndWaiting(ctx context.Context, tx pgx.Tx, jobs component.JobInserter, id u
 		return err
 	}
 	if Kind(op.Kind) == KindDeploy {
-		return moveDeployment(ctx, q, op.DeploymentID, Broken)
+		left := Broken
+		if status == Cancelled {
+			left = Interrupted
+		}
+		return moveDeployment(ctx, q, op.DeploymentID, left)
 	}
 	return nil
 }

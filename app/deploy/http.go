@@ -109,7 +109,7 @@ func filter(c echo.Context, statuses []string) (Filter, error) {
 // What a list may be filtered by, in the order errors and pages name them.
 var (
 	kinds              = names(KindPreview, KindDeploy, KindUpdate, KindUpgrade, KindRefresh, KindDestroy, KindRestore)
-	deploymentStatuses = names(Pending, Deploying, Deployed, Broken, Destroying, Destroyed, Upgrading)
+	deploymentStatuses = names(Pending, Deploying, Deployed, Broken, Interrupted, Destroying, Destroyed, Upgrading)
 	operationStatuses  = names(Queued, Running, AwaitingApproval, Succeeded, Failed, Cancelled, Rejected)
 )
 

@@ -64,6 +64,9 @@ const (
 	Deployed   DeploymentStatus = "deployed"
 	Destroyed  DeploymentStatus = "destroyed"
 	Broken     DeploymentStatus = "failed" // an operation failed and left it as it could
+	// Interrupted is a deployment whose first deploy was cancelled (what it made removed
+	// again) or whose destroy was cancelled part way: nothing failed, so it does not say so.
+	Interrupted DeploymentStatus = "cancelled"
 )
 
 // running is what a deployment shows while an operation of the kind runs on it; a preview and a
@@ -97,11 +100,13 @@ type Operation struct {
 	ExitCode     *int           `json:"exit_code,omitempty"`
 	Changes      map[string]int `json:"changes"`
 	// Position is how many operations on the same deployment come first, while it waits.
-	Position     int        `json:"position,omitempty"`
-	LogTruncated bool       `json:"log_truncated,omitempty"`
-	CreatedAt    time.Time  `json:"created_at"`
-	StartedAt    *time.Time `json:"started_at"`
-	FinishedAt   *time.Time `json:"finished_at"`
+	Position int `json:"position,omitempty"`
+	// CancelRequested: someone cancelled it while it ran, and it is stopping.
+	CancelRequested bool       `json:"cancel_requested,omitempty"`
+	LogTruncated    bool       `json:"log_truncated,omitempty"`
+	CreatedAt       time.Time  `json:"created_at"`
+	StartedAt       *time.Time `json:"started_at"`
+	FinishedAt      *time.Time `json:"finished_at"`
 }
 
 // Step is one checkpointed step of an operation.
@@ -123,8 +128,11 @@ type Resource struct {
 	Status      string           `json:"status"`
 	Changes     []pulumix.Change `json:"changes"`
 	Diagnostics string           `json:"diagnostics,omitempty"`
-	StartedAt   *time.Time       `json:"started_at"`
-	FinishedAt  *time.Time       `json:"finished_at"`
+	// UndoOp and UndoStatus are what the undo of a failed or cancelled operation did to it.
+	UndoOp     string     `json:"undo_op,omitempty"`
+	UndoStatus string     `json:"undo_status,omitempty"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
 }
 
 // Detail is an operation with its steps and resources.
@@ -137,7 +145,8 @@ type Detail struct {
 func operationFromRow(r dbgen.ListOperationsRow) Operation {
 	o := Operation{ID: r.ID, DeploymentID: r.DeploymentID, Deployment: r.DeploymentName, Kind: Kind(r.Kind), Status: Status(r.Status),
 		RequestedBy: r.RequestedByEmail, Error: r.Error, LogTruncated: r.LogTruncated, CreatedAt: r.CreatedAt,
-		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Changes: map[string]int{}, Parameters: map[string]any{}}
+		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Changes: map[string]int{}, Parameters: map[string]any{},
+		CancelRequested: r.CancelRequestedAt != nil}
 	if r.TargetVersion.Valid {
 		o.Version = int(r.TargetVersion.Int32)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,13 +20,18 @@ import (
 	"nimbus/views"
 )
 
-// ListPage shows the deployments the viewer may see, filtered by environment, component and
-// status, a page at a time.
+// ListPage shows the deployments the viewer may see, filtered by environment, component,
+// status and a part of their name, sorted by a column, a page at a time.
 func (h *Handlers) ListPage(c echo.Context) error {
 	f, err := filter(c, deploymentStatuses)
 	if err != nil {
 		return err
 	}
+	f.Search = strings.TrimSpace(c.QueryParam("q"))
+	if f, err = sortOf(c, f, sortable); err != nil {
+		return problem.Invalid("sort", "enum", "%s", err.Error())
+	}
+	sort := c.QueryParam("sort")
 	ctx, actor := web.Ctx(c), web.Actor(c)
 	all, err := h.svc.List(ctx, actor, Filter{})
 	if err != nil {
@@ -37,7 +43,8 @@ func (h *Handlers) ListPage(c echo.Context) error {
 			return err
 		}
 	}
-	vf := DeploymentFilter{Status: f.Status, Statuses: deploymentStatuses}
+	vf := DeploymentFilter{Status: f.Status, Statuses: deploymentStatuses, Search: f.Search, Sort: sort,
+		ShowTenant: actor.ProviderAdmin || len(actor.TenantsWith(access.EnvironmentRead)) > 1}
 	if f.EnvironmentID != uuid.Nil {
 		vf.Environment = f.EnvironmentID.String()
 	}
@@ -55,24 +62,90 @@ func (h *Handlers) ListPage(c echo.Context) error {
 			vf.Components = append(vf.Components, views.Option{Value: d.ComponentID.String(), Label: d.Component})
 		}
 	}
+	for _, col := range []struct{ key, label string }{{"tenant", "Tenant"}, {"environment", "Environment"}, {"name", "Name"},
+		{"component", "Component"}, {"status", "Status"}} {
+		if col.key != "tenant" || vf.ShowTenant {
+			vf.Columns = append(vf.Columns, sortColumn(c, col.key, col.label, f))
+		}
+	}
+	vf.Created = sortColumn(c, "created", "Created", f)
 	rows := make([]DeploymentRow, len(ds))
 	for i, d := range ds {
-		outputs, _ := json.Marshal(d.Outputs)
-		rows[i] = DeploymentRow{ID: d.ID.String(), Environment: d.Environment, Name: d.Name, Component: d.Component,
-			Version: d.Version, Status: string(d.Status), Outputs: string(outputs), Created: d.CreatedAt}
+		rows[i] = DeploymentRow{ID: d.ID.String(), Environment: d.Environment, EnvironmentID: d.EnvironmentID.String(), Name: d.Name,
+			Component: d.Component, ComponentID: d.ComponentID.String(), Tenant: d.Tenant, Version: d.Version, Status: string(d.Status),
+			Outputs: views.Values(d.Outputs), Created: d.CreatedAt}
+		if actor.Can(access.TenantRead, d.TenantID) {
+			rows[i].TenantURL = "/tenants/" + d.TenantID.String()
+		}
 	}
 	pager := web.Pager(c, web.NextPage(c, ds, f.Limit, Deployment.place))
 	return web.Render(c, http.StatusOK, Deployments(web.Page(c, "Deployments"), vf, rows, pager))
 }
 
+// The columns the deployments list and a deployment's history sort by.
+var (
+	sortable        = []string{"name", "environment", "component", "status", "tenant", "created"}
+	historySortable = []string{"kind", "status", "by", "created"}
+)
+
+// sortOf is f in the order the request's sort parameter asks for: a column of columns, a -
+// before it to reverse; -created, newest first, is a list's own order.
+func sortOf(c echo.Context, f Filter, columns []string) (Filter, error) {
+	sort := c.QueryParam("sort")
+	f.Sort, f.Descending = strings.TrimPrefix(sort, "-"), strings.HasPrefix(sort, "-")
+	if f.Sort == "created" && f.Descending {
+		f.Sort, f.Descending = "", false
+	}
+	if f.Sort != "" && !slices.Contains(columns, f.Sort) {
+		return f, fmt.Errorf("must be one of %s, each with - before it to reverse", strings.Join(columns, ", "))
+	}
+	return f, nil
+}
+
+// sortColumn is a column heading of a list (the deployments, a deployment's history): a link
+// that sorts by the column (A to Z first; the time of creation newest first), or reverses the
+// order when the list is sorted by it already. The filters stay; the page starts over.
+func sortColumn(c echo.Context, key, label string, f Filter) SortColumn {
+	col := SortColumn{Label: label}
+	by, desc := f.Sort, f.Descending
+	if by == "" {
+		by, desc = "created", true
+	}
+	next := key
+	switch {
+	case by == key && desc:
+		col.Order = "descending"
+	case by == key:
+		col.Order, next = "ascending", "-"+key
+	case key == "created":
+		next = "-created"
+	}
+	q := url.Values{}
+	for k, vs := range c.QueryParams() { // a copy: the request's own stay as they came
+		if k != "before" {
+			q[k] = vs
+		}
+	}
+	q.Set("sort", next)
+	if next == "-created" {
+		q.Del("sort") // the list's own order
+	}
+	col.URL = c.Request().URL.Path
+	if len(q) > 0 {
+		col.URL += "?" + q.Encode()
+	}
+	return col
+}
+
 // ShowPage shows a deployment: its parameters and outputs, the forms that change it, and its
 // history.
 func (h *Handlers) ShowPage(c echo.Context) error {
-	return h.showPage(c, nil, http.StatusOK)
+	return h.showPage(c, nil, "", http.StatusOK)
 }
 
-// showPage renders the deployment page, with the update form's problems when formErr is one.
-func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
+// showPage renders the deployment page, with the update form's problems when formErr is one,
+// and the destroy form's when destroyErr says one.
+func (h *Handlers) showPage(c echo.Context, formErr error, destroyErr string, status int) error {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
 		return err
@@ -84,32 +157,49 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 	}
 	bad := &problem.ValidationError{}
 	at, limit := web.ListPosition(c, bad)
+	hf, err := sortOf(c, Filter{DeploymentID: id, Before: at, Limit: limit}, historySortable)
+	if err != nil {
+		bad.Add("sort", "enum", "%s", err.Error())
+	}
 	if err := bad.Err(); err != nil {
 		return err
 	}
-	ops, err := h.svc.Operations(ctx, actor, Filter{DeploymentID: id, Before: at, Limit: limit})
+	ops, err := h.svc.Operations(ctx, actor, hf)
 	if err != nil {
 		return err
+	}
+	// An operation under way is among the newest: the first page of the history in its own
+	// order shows it.
+	newest := ops
+	if hf.Sort != "" || !at.IsZero() {
+		if newest, err = h.svc.Operations(ctx, actor, Filter{DeploymentID: id, Limit: 20}); err != nil {
+			return err
+		}
 	}
 	st, err := h.svc.Standing(ctx, actor, id)
 	if err != nil {
 		return err
 	}
-	v := DeploymentView{ID: d.ID.String(), Name: d.Name, Environment: d.Environment,
-		Component: d.Component, ComponentID: d.ComponentID.String(), Status: string(d.Status), Version: d.Version,
+	v := DeploymentView{ID: d.ID.String(), Name: d.Name, Environment: d.Environment, EnvironmentID: d.EnvironmentID.String(),
+		Tenant: d.Tenant, DestroyError: destroyErr, Component: d.Component, ComponentID: d.ComponentID.String(), Status: string(d.Status), Version: d.Version,
 		Created: d.CreatedAt, Updated: d.UpdatedAt, Destroyed: d.Status == Destroyed,
 		CanDeploy: actor.Can(access.ComponentDeploy, d.TenantID), CanDestroy: actor.Can(access.ComponentDestroy, d.TenantID),
 		Outputs: keyValues(d.Outputs, nil)}
 	v.Parameters = keyValues(d.Parameters, d.SecretNames)
 	for _, o := range ops {
-		row := operationRow(o)
-		v.Operations = append(v.Operations, row)
-		// An operation under way is among the newest: the first page of the history shows it.
-		if v.Active == nil && at.IsZero() && (o.Status == Running || o.Status == AwaitingApproval) {
+		v.Operations = append(v.Operations, operationRow(o))
+	}
+	for _, o := range newest {
+		if o.Status == Running || o.Status == AwaitingApproval {
+			row := operationRow(o)
 			v.Active = &row
+			break
 		}
 	}
 	v.History = web.Pager(c, web.NextPage(c, ops, limit, Operation.place))
+	for _, col := range []struct{ key, label string }{{"kind", "Operation"}, {"status", "Status"}, {"by", "By"}, {"created", "Requested"}} {
+		v.HistoryColumns = append(v.HistoryColumns, sortColumn(c, col.key, col.label, hf))
+	}
 	for _, u := range st.Upgrades {
 		v.Upgrades = append(v.Upgrades, UpgradeOption{Version: u.Version, Changelog: u.Changelog})
 	}
@@ -126,7 +216,12 @@ func (h *Handlers) showPage(c echo.Context, formErr error, status int) error {
 	}
 	slices.Sort(v.Rotatable)
 	v.Update.Action, v.Update.Buttons = "/deployments/"+d.ID.String()+"/apply", buttons
-	return web.Render(c, status, DeploymentPage(web.Page(c, d.Name), v))
+	if actor.Can(access.TenantRead, d.TenantID) {
+		v.TenantURL = "/tenants/" + d.TenantID.String()
+	}
+	page := web.Page(c, d.Name).Under(views.Crumb{Label: "Deployments", URL: "/deployments"},
+		views.Crumb{Label: d.Environment, URL: "/environments/" + d.EnvironmentID.String()})
+	return web.Render(c, status, DeploymentPage(page, v))
 }
 
 func keyValues(m map[string]any, secret []string) []views.KeyValue {
@@ -160,6 +255,7 @@ func operationRow(o Operation) OperationRow {
 	if o.RequestedBy == "" {
 		r.RequestedBy = "Nimbus"
 	}
+	r.Summary = explain(Detail{Operation: o}, nil)
 	return r
 }
 
@@ -177,7 +273,7 @@ func (h *Handlers) ApplyForm(c echo.Context) error {
 	}
 	params, err := formParams(c, st.InputSchema)
 	if err != nil {
-		return h.showPage(c, err, http.StatusUnprocessableEntity)
+		return h.showPage(c, err, "", http.StatusUnprocessableEntity)
 	}
 	var op Operation
 	switch action := c.FormValue("action"); action {
@@ -191,7 +287,7 @@ func (h *Handlers) ApplyForm(c echo.Context) error {
 		err = problem.Invalid("action", "enum", "must be preview, deploy or update")
 	}
 	if problem.FieldOf(err) != "" && strings.HasPrefix(problem.FieldOf(err), "parameters") {
-		return h.showPage(c, err, http.StatusUnprocessableEntity)
+		return h.showPage(c, err, "", http.StatusUnprocessableEntity)
 	}
 	if err != nil {
 		return err
@@ -233,8 +329,12 @@ func (h *Handlers) DestroyForm(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if strings.TrimSpace(c.FormValue("confirm")) != d.Name {
-		return problem.Invalid("confirm", "match", "type %s to confirm", d.Name)
+	if typed := strings.TrimSpace(c.FormValue("confirm")); typed != d.Name {
+		msg := fmt.Sprintf("Type %s, the name of this deployment, to destroy it", d.Name)
+		if typed != "" {
+			msg += fmt.Sprintf(" (you typed %s)", typed)
+		}
+		return h.showPage(c, nil, msg+".", http.StatusUnprocessableEntity)
 	}
 	op, err := h.svc.Destroy(ctx, actor, id)
 	if err != nil {
@@ -282,7 +382,13 @@ func (h *Handlers) OperationPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := web.Page(c, string(d.Kind)+" of "+d.Deployment)
+	dep, err := h.svc.get(ctx, actor, d.DeploymentID)
+	if err != nil {
+		return err
+	}
+	page := web.Page(c, string(d.Kind)+" of "+d.Deployment).Under(views.Crumb{Label: "Deployments", URL: "/deployments"},
+		views.Crumb{Label: dep.EnvironmentName, URL: "/environments/" + dep.EnvironmentID.String()},
+		views.Crumb{Label: d.Deployment, URL: "/deployments/" + d.DeploymentID.String()})
 	live, err := h.live(c, d, page.CSRF)
 	if err != nil {
 		return err
@@ -332,6 +438,28 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error)
 		v.Steps = append(v.Steps, row)
 	}
 	v.Resources, v.Planned, v.Done = ResourceRows(d.Resources)
+	for i, r := range v.Resources {
+		if strings.HasPrefix(r.Type, "pulumi:") {
+			continue
+		}
+		switch {
+		case r.Status == "failed":
+			v.Failed++
+		case r.Status == "running" && d.Status.Ended():
+			// The engine stopped before it said how the step ended.
+			v.Interrupted++
+			v.Resources[i].Status = "stopped part way"
+		}
+		switch r.UndoStatus {
+		case "done":
+			v.Undone++
+		case "failed":
+			v.UndoFailed++
+		}
+	}
+	v.Summary = explain(d, v.Resources)
+	v.Diagnostics = DiagnosticsOf(v.Resources)
+	v.Cancelling = d.CancelRequested && !d.Status.Ended()
 	if d.Status == "awaiting_approval" {
 		a, err := h.svc.AwaitedApproval(ctx, actor, d.ID)
 		if err != nil {
@@ -365,7 +493,7 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error)
 }
 
 // ResourceRows is an operation's resources as its page shows them, with how many real
-// resources it plans and how many of them are done.
+// resources it plans and how many of them it finished.
 func ResourceRows(resources []Resource) (rows []ResourceRow, planned, done int) {
 	for _, r := range resources {
 		// The stack and its providers are bookkeeping, not resources anyone waits for: shown
@@ -374,7 +502,8 @@ func ResourceRows(resources []Resource) (rows []ResourceRow, planned, done int) 
 		if bookkeeping && r.Diagnostics == "" && r.Status != "failed" {
 			continue
 		}
-		row := ResourceRow{Name: r.Name, Type: r.Type, Op: r.Op, Status: r.Status, Diagnostics: r.Diagnostics}
+		row := ResourceRow{Name: r.Name, Type: r.Type, Op: r.Op, Status: r.Status, Diagnostics: r.Diagnostics,
+			Undo: undoWords(r.UndoOp, r.UndoStatus), UndoStatus: r.UndoStatus}
 		if r.StartedAt != nil && r.FinishedAt != nil {
 			row.Took = r.FinishedAt.Sub(*r.StartedAt).Round(10 * time.Millisecond).String()
 		}
@@ -382,11 +511,12 @@ func ResourceRows(resources []Resource) (rows []ResourceRow, planned, done int) 
 			row.Changes = append(row.Changes, ChangeRow{Path: ch.Path, Kind: ch.Kind, Old: shown(ch.Old), New: shown(ch.New)})
 		}
 		rows = append(rows, row)
-		if bookkeeping {
+		// A row only an undo or a diagnostic made is no step of the operation's own.
+		if bookkeeping || r.Op == "" {
 			continue
 		}
 		planned++
-		if r.Status == "done" || r.Status == "failed" {
+		if r.Status == "done" {
 			done++
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -49,6 +50,8 @@ type progress struct {
 	stored    int64
 	max       int64 // lines the database keeps: maxLogLines
 	truncated bool
+	// undoing: the events are the undo's, kept beside what the operation did.
+	undoing atomic.Bool
 
 	stop chan struct{}
 	done chan struct{}
@@ -98,13 +101,22 @@ func (p *progress) planOf(preview uuid.UUID) error {
 	return p.q.CopyPlannedResources(p.ctx, dbgen.CopyPlannedResourcesParams{OperationID: p.op, PreviewID: preview})
 }
 
+// undo marks the events from here on as the undo's.
+func (p *progress) undo() { p.undoing.Store(true) }
+
 // Event records what the engine did to a resource.
 func (p *progress) Event(e pulumix.Event) {
 	var err error
-	if e.Status == "" {
+	switch {
+	case e.Status == "planned" && p.undoing.Load():
+		// An undo's own plan is not what the operation planned.
+	case e.Status != "" && p.undoing.Load():
+		err = p.q.RecordResourceUndo(p.ctx, dbgen.RecordResourceUndoParams{OperationID: p.op, Urn: e.URN, Type: e.Type, Name: e.Name,
+			Op: e.Op, Status: e.Status})
+	case e.Status == "":
 		err = p.q.RecordResourceDiagnostic(p.ctx, dbgen.RecordResourceDiagnosticParams{OperationID: p.op, Urn: e.URN, Name: e.Name,
 			Line: pulumix.CutLine(e.Severity+": "+e.Message, maxDiagnostic) + "\n"})
-	} else {
+	default:
 		changes, _ := json.Marshal(e.Changes)
 		if e.Changes == nil {
 			changes = []byte("[]")

@@ -56,7 +56,14 @@ type Filter struct {
 	DeploymentID  uuid.UUID
 	Status        string
 	Kind          string
-	// Before is where the page starts: after the row it names, newest first.
+	// Search keeps the deployments whose name contains it, in any case.
+	Search string
+	// Sort orders deployments by a column of their list (name, environment, component, status,
+	// tenant, created) or a deployment's operations by one of its history (kind, status, by,
+	// created), Descending reversed; empty is newest first.
+	Sort       string
+	Descending bool
+	// Before is where the page starts: after the row it names, in the list's order.
 	Before cursor.Cursor
 	// Limit is the most rows a page holds; cursor.MaxRows when zero.
 	Limit int
@@ -85,18 +92,48 @@ func nullText(s string) *string {
 	return &s
 }
 
-// List returns the newest deployments of the tenants the actor may see.
+// List returns the deployments of the tenants the actor may see, newest first or in the order
+// f.Sort names.
 func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([]Deployment, error) {
 	tenants := append([]uuid.UUID{}, actor.TenantsWith(access.EnvironmentRead)...)
-	rows, err := dbgen.New(s.pool).ListDeployments(ctx, dbgen.ListDeploymentsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
-		EnvironmentID: nullID(f.EnvironmentID), ComponentID: nullID(f.ComponentID), Status: nullText(f.Status),
-		Before: f.Before.Before(), BeforeID: f.Before.BeforeID(), MaxRows: f.maxRows()})
-	if err != nil {
-		return nil, fmt.Errorf("list deployments: %w", err)
+	q := dbgen.New(s.pool)
+	var rows []dbgen.GetDeploymentRow
+	if f.Sort == "" {
+		found, err := q.ListDeployments(ctx, dbgen.ListDeploymentsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
+			EnvironmentID: nullID(f.EnvironmentID), ComponentID: nullID(f.ComponentID), Status: nullText(f.Status),
+			Search: nullText(f.Search), Before: f.Before.Before(), BeforeID: f.Before.BeforeID(), MaxRows: f.maxRows()})
+		if err != nil {
+			return nil, fmt.Errorf("list deployments: %w", err)
+		}
+		for _, r := range found {
+			rows = append(rows, dbgen.GetDeploymentRow(r))
+		}
+	} else {
+		var after *string
+		if !f.Before.IsZero() {
+			key, err := q.DeploymentSortKey(ctx, dbgen.DeploymentSortKeyParams{SortBy: f.Sort, ID: f.Before.ID})
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil, problem.Invalid("before", "cursor", "must be the cursor of a page of this list, as its next link gives it")
+			}
+			if err != nil {
+				return nil, fmt.Errorf("list deployments: %w", err)
+			}
+			after = &key
+		}
+		found, err := q.ListDeploymentsBy(ctx, dbgen.ListDeploymentsByParams{SortBy: f.Sort, Descending: f.Descending,
+			AllTenants: actor.ProviderAdmin, TenantIds: tenants,
+			EnvironmentID: nullID(f.EnvironmentID), ComponentID: nullID(f.ComponentID), Status: nullText(f.Status),
+			Search: nullText(f.Search), Before: f.Before.Before(), BeforeID: f.Before.BeforeID(), AfterKey: after, MaxRows: f.maxRows()})
+		if err != nil {
+			return nil, fmt.Errorf("list deployments: %w", err)
+		}
+		for _, r := range found {
+			rows = append(rows, dbgen.GetDeploymentRow(r))
+		}
 	}
 	out := make([]Deployment, len(rows))
 	for i, r := range rows {
-		out[i] = deploymentFromRow(dbgen.GetDeploymentRow(r), nil)
+		out[i] = deploymentFromRow(r, nil)
 	}
 	return out, nil
 }
@@ -147,14 +184,19 @@ func (s *Service) Detail(ctx context.Context, actor access.Principal, id uuid.UU
 	}
 	for i, r := range resources {
 		d.Resources[i] = Resource{URN: r.Urn, Type: r.Type, Name: r.Name, Op: r.Op, Status: r.Status, Diagnostics: r.Diagnostics,
+			UndoOp: r.UndoOp, UndoStatus: r.UndoStatus,
 			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Changes: []pulumix.Change{}}
 		_ = json.Unmarshal(r.Changes, &d.Resources[i].Changes)
 	}
 	return d, nil
 }
 
-// Operations lists operations the actor may see, newest first.
+// Operations lists operations the actor may see, newest first; a deployment's history also in
+// the order f.Sort names (kind, status, by, created).
 func (s *Service) Operations(ctx context.Context, actor access.Principal, f Filter) ([]Operation, error) {
+	if f.Sort != "" && f.DeploymentID != uuid.Nil {
+		return s.history(ctx, actor, f)
+	}
 	tenants := append([]uuid.UUID{}, actor.TenantsWith(access.EnvironmentRead)...)
 	rows, err := dbgen.New(s.pool).ListOperations(ctx, dbgen.ListOperationsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
 		DeploymentID: nullID(f.DeploymentID), Status: nullText(f.Status), Kind: nullText(f.Kind),
@@ -165,6 +207,35 @@ func (s *Service) Operations(ctx context.Context, actor access.Principal, f Filt
 	out := make([]Operation, len(rows))
 	for i, r := range rows {
 		out[i] = operationFromRow(r)
+	}
+	return out, nil
+}
+
+// history is a deployment's operations sorted by a column.
+func (s *Service) history(ctx context.Context, actor access.Principal, f Filter) ([]Operation, error) {
+	if _, err := s.get(ctx, actor, f.DeploymentID); err != nil {
+		return nil, err
+	}
+	q := dbgen.New(s.pool)
+	var after *string
+	if !f.Before.IsZero() {
+		key, err := q.OperationSortKey(ctx, dbgen.OperationSortKeyParams{SortBy: f.Sort, ID: f.Before.ID})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, problem.Invalid("before", "cursor", "must be the cursor of a page of this list, as its next link gives it")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list operations: %w", err)
+		}
+		after = &key
+	}
+	rows, err := q.ListDeploymentOperationsBy(ctx, dbgen.ListDeploymentOperationsByParams{SortBy: f.Sort, Descending: f.Descending,
+		DeploymentID: f.DeploymentID, Before: f.Before.Before(), BeforeID: f.Before.BeforeID(), AfterKey: after, MaxRows: f.maxRows()})
+	if err != nil {
+		return nil, fmt.Errorf("list operations: %w", err)
+	}
+	out := make([]Operation, len(rows))
+	for i, r := range rows {
+		out[i] = operationFromRow(dbgen.ListOperationsRow(r))
 	}
 	return out, nil
 }

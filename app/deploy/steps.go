@@ -220,6 +220,7 @@ func (r *run) destroyMade(ctx context.Context, _ *saga.Run) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.w.timeout) // an undo is not cancelled, but must end
 	defer cancel()
+	r.progress.undo()
 	_, err := r.destroy(ctx, nil)
 	return err
 }
@@ -232,6 +233,7 @@ func (r *run) rollBack(ctx context.Context, _ *saga.Run) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.w.timeout)
 	defer cancel()
+	r.progress.undo()
 	_, err := r.converge(ctx, alone(r.current), nil, r.resumed)
 	return err
 }

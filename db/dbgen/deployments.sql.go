@@ -152,6 +152,31 @@ func (q *Queries) CreateDeployment(ctx context.Context, arg CreateDeploymentPara
 	return i, err
 }
 
+const deploymentSortKey = `-- name: DeploymentSortKey :one
+SELECT (CASE $1::text
+    WHEN 'name' THEN lower(d.name) WHEN 'environment' THEN lower(e.name) WHEN 'component' THEN lower(c.name)
+    WHEN 'status' THEN d.status WHEN 'tenant' THEN lower(t.name)
+    WHEN 'created' THEN to_char(d.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END)::text AS value
+FROM deployed_components d
+JOIN components c ON c.id = d.component_id
+JOIN environments e ON e.id = d.environment_id
+JOIN tenants t ON t.id = d.tenant_id
+WHERE d.id = $2
+`
+
+type DeploymentSortKeyParams struct {
+	SortBy string    `json:"sort_by"`
+	ID     uuid.UUID `json:"id"`
+}
+
+// The key ListDeploymentsBy orders a deployment by.
+func (q *Queries) DeploymentSortKey(ctx context.Context, arg DeploymentSortKeyParams) (string, error) {
+	row := q.db.QueryRow(ctx, deploymentSortKey, arg.SortBy, arg.ID)
+	var value string
+	err := row.Scan(&value)
+	return value, err
+}
+
 const engineEverRan = `-- name: EngineEverRan :one
 SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind <> 'preview' AND started_at IS NOT NULL)
 `
@@ -166,10 +191,11 @@ func (q *Queries) EngineEverRan(ctx context.Context, deploymentID uuid.UUID) (bo
 }
 
 const getDeployment = `-- name: GetDeployment :one
-SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, c.name AS component_name, e.name AS environment_name
+SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
+JOIN tenants t ON t.id = d.tenant_id
 WHERE d.id = $1
 `
 
@@ -194,6 +220,7 @@ type GetDeploymentRow struct {
 	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
 	ComponentName       string          `json:"component_name"`
 	EnvironmentName     string          `json:"environment_name"`
+	TenantName          string          `json:"tenant_name"`
 }
 
 func (q *Queries) GetDeployment(ctx context.Context, id uuid.UUID) (GetDeploymentRow, error) {
@@ -220,6 +247,7 @@ func (q *Queries) GetDeployment(ctx context.Context, id uuid.UUID) (GetDeploymen
 		&i.TemplateComponentID,
 		&i.ComponentName,
 		&i.EnvironmentName,
+		&i.TenantName,
 	)
 	return i, err
 }
@@ -271,18 +299,133 @@ func (q *Queries) HasBeenDeployed(ctx context.Context, deploymentID uuid.UUID) (
 	return exists, err
 }
 
+const listDeploymentOperationsBy = `-- name: ListDeploymentOperationsBy :many
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+FROM operations o
+JOIN deployed_components d ON d.id = o.deployment_id
+LEFT JOIN users u ON u.id = o.requested_by
+CROSS JOIN LATERAL (SELECT CASE $1::text
+    WHEN 'kind' THEN o.kind WHEN 'status' THEN o.status WHEN 'by' THEN coalesce(lower(u.email), '')
+    WHEN 'created' THEN to_char(o.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END AS value) k
+WHERE o.deployment_id = $2
+  AND ($3::timestamptz IS NULL
+    OR k.value = $4::text AND (o.created_at, o.id) < ($3, $5::uuid)
+    OR $6::boolean AND k.value < $4::text
+    OR NOT $6::boolean AND k.value > $4::text)
+ORDER BY CASE WHEN $6::boolean THEN k.value END DESC,
+    CASE WHEN NOT $6::boolean THEN k.value END ASC,
+    o.created_at DESC, o.id DESC
+LIMIT $7
+`
+
+type ListDeploymentOperationsByParams struct {
+	SortBy       string        `json:"sort_by"`
+	DeploymentID uuid.UUID     `json:"deployment_id"`
+	Before       *time.Time    `json:"before"`
+	AfterKey     *string       `json:"after_key"`
+	BeforeID     uuid.NullUUID `json:"before_id"`
+	Descending   bool          `json:"descending"`
+	MaxRows      int32         `json:"max_rows"`
+}
+
+type ListDeploymentOperationsByRow struct {
+	ID                uuid.UUID       `json:"id"`
+	DeploymentID      uuid.UUID       `json:"deployment_id"`
+	Kind              string          `json:"kind"`
+	Status            string          `json:"status"`
+	RequestedBy       uuid.NullUUID   `json:"requested_by"`
+	Parameters        json.RawMessage `json:"parameters"`
+	TargetVersion     pgtype.Int4     `json:"target_version"`
+	Error             string          `json:"error"`
+	ExitCode          pgtype.Int4     `json:"exit_code"`
+	Changes           json.RawMessage `json:"changes"`
+	Lease             uuid.NullUUID   `json:"lease"`
+	HeartbeatAt       *time.Time      `json:"heartbeat_at"`
+	CancelRequestedAt *time.Time      `json:"cancel_requested_at"`
+	LogTruncated      bool            `json:"log_truncated"`
+	StartedAt         *time.Time      `json:"started_at"`
+	FinishedAt        *time.Time      `json:"finished_at"`
+	CreatedAt         time.Time       `json:"created_at"`
+	UpdatedAt         time.Time       `json:"updated_at"`
+	SecretParameters  []byte          `json:"secret_parameters"`
+	SecretKeyID       *string         `json:"secret_key_id"`
+	Rotate            []string        `json:"rotate"`
+	Applies           uuid.NullUUID   `json:"applies"`
+	DeploymentName    string          `json:"deployment_name"`
+	TenantID          uuid.UUID       `json:"tenant_id"`
+	RequestedByEmail  string          `json:"requested_by_email"`
+}
+
+// A deployment's operations in the order of a column (sort_by: kind, status, by, created),
+// ties newest first, paged by keyset on (key, created_at, id) as ListDeploymentsBy is.
+func (q *Queries) ListDeploymentOperationsBy(ctx context.Context, arg ListDeploymentOperationsByParams) ([]ListDeploymentOperationsByRow, error) {
+	rows, err := q.db.Query(ctx, listDeploymentOperationsBy,
+		arg.SortBy,
+		arg.DeploymentID,
+		arg.Before,
+		arg.AfterKey,
+		arg.BeforeID,
+		arg.Descending,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListDeploymentOperationsByRow{}
+	for rows.Next() {
+		var i ListDeploymentOperationsByRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.DeploymentID,
+			&i.Kind,
+			&i.Status,
+			&i.RequestedBy,
+			&i.Parameters,
+			&i.TargetVersion,
+			&i.Error,
+			&i.ExitCode,
+			&i.Changes,
+			&i.Lease,
+			&i.HeartbeatAt,
+			&i.CancelRequestedAt,
+			&i.LogTruncated,
+			&i.StartedAt,
+			&i.FinishedAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.SecretParameters,
+			&i.SecretKeyID,
+			&i.Rotate,
+			&i.Applies,
+			&i.DeploymentName,
+			&i.TenantID,
+			&i.RequestedByEmail,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listDeployments = `-- name: ListDeployments :many
-SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, c.name AS component_name, e.name AS environment_name
+SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
+JOIN tenants t ON t.id = d.tenant_id
 WHERE ($1::boolean OR d.tenant_id = ANY($2::uuid[]))
   AND ($3::uuid IS NULL OR d.environment_id = $3)
   AND ($4::uuid IS NULL OR d.component_id = $4)
   AND ($5::text IS NULL OR d.status = $5)
-  AND ($6::timestamptz IS NULL OR (d.created_at, d.id) < ($6, $7::uuid))
+  AND ($6::text IS NULL OR strpos(lower(d.name), lower($6)) > 0)
+  AND ($7::timestamptz IS NULL OR (d.created_at, d.id) < ($7, $8::uuid))
 ORDER BY d.created_at DESC, d.id DESC
-LIMIT $8
+LIMIT $9
 `
 
 type ListDeploymentsParams struct {
@@ -291,6 +434,7 @@ type ListDeploymentsParams struct {
 	EnvironmentID uuid.NullUUID `json:"environment_id"`
 	ComponentID   uuid.NullUUID `json:"component_id"`
 	Status        *string       `json:"status"`
+	Search        *string       `json:"search"`
 	Before        *time.Time    `json:"before"`
 	BeforeID      uuid.NullUUID `json:"before_id"`
 	MaxRows       int32         `json:"max_rows"`
@@ -317,6 +461,7 @@ type ListDeploymentsRow struct {
 	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
 	ComponentName       string          `json:"component_name"`
 	EnvironmentName     string          `json:"environment_name"`
+	TenantName          string          `json:"tenant_name"`
 }
 
 func (q *Queries) ListDeployments(ctx context.Context, arg ListDeploymentsParams) ([]ListDeploymentsRow, error) {
@@ -326,6 +471,7 @@ func (q *Queries) ListDeployments(ctx context.Context, arg ListDeploymentsParams
 		arg.EnvironmentID,
 		arg.ComponentID,
 		arg.Status,
+		arg.Search,
 		arg.Before,
 		arg.BeforeID,
 		arg.MaxRows,
@@ -358,6 +504,129 @@ func (q *Queries) ListDeployments(ctx context.Context, arg ListDeploymentsParams
 			&i.TemplateComponentID,
 			&i.ComponentName,
 			&i.EnvironmentName,
+			&i.TenantName,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listDeploymentsBy = `-- name: ListDeploymentsBy :many
+SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
+FROM deployed_components d
+JOIN components c ON c.id = d.component_id
+JOIN environments e ON e.id = d.environment_id
+JOIN tenants t ON t.id = d.tenant_id
+CROSS JOIN LATERAL (SELECT CASE $1::text
+    WHEN 'name' THEN lower(d.name) WHEN 'environment' THEN lower(e.name) WHEN 'component' THEN lower(c.name)
+    WHEN 'status' THEN d.status WHEN 'tenant' THEN lower(t.name)
+    WHEN 'created' THEN to_char(d.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END AS value) k
+WHERE ($2::boolean OR d.tenant_id = ANY($3::uuid[]))
+  AND ($4::uuid IS NULL OR d.environment_id = $4)
+  AND ($5::uuid IS NULL OR d.component_id = $5)
+  AND ($6::text IS NULL OR d.status = $6)
+  AND ($7::text IS NULL OR strpos(lower(d.name), lower($7)) > 0)
+  AND ($8::timestamptz IS NULL
+    OR k.value = $9::text AND (d.created_at, d.id) < ($8, $10::uuid)
+    OR $11::boolean AND k.value < $9::text
+    OR NOT $11::boolean AND k.value > $9::text)
+ORDER BY CASE WHEN $11::boolean THEN k.value END DESC,
+    CASE WHEN NOT $11::boolean THEN k.value END ASC,
+    d.created_at DESC, d.id DESC
+LIMIT $12
+`
+
+type ListDeploymentsByParams struct {
+	SortBy        string        `json:"sort_by"`
+	AllTenants    bool          `json:"all_tenants"`
+	TenantIds     []uuid.UUID   `json:"tenant_ids"`
+	EnvironmentID uuid.NullUUID `json:"environment_id"`
+	ComponentID   uuid.NullUUID `json:"component_id"`
+	Status        *string       `json:"status"`
+	Search        *string       `json:"search"`
+	Before        *time.Time    `json:"before"`
+	AfterKey      *string       `json:"after_key"`
+	BeforeID      uuid.NullUUID `json:"before_id"`
+	Descending    bool          `json:"descending"`
+	MaxRows       int32         `json:"max_rows"`
+}
+
+type ListDeploymentsByRow struct {
+	ID                  uuid.UUID       `json:"id"`
+	TenantID            uuid.UUID       `json:"tenant_id"`
+	EnvironmentID       uuid.UUID       `json:"environment_id"`
+	ComponentID         uuid.UUID       `json:"component_id"`
+	Version             int32           `json:"version"`
+	Name                string          `json:"name"`
+	Parameters          json.RawMessage `json:"parameters"`
+	SecretParameters    []byte          `json:"secret_parameters"`
+	SecretKeyID         *string         `json:"secret_key_id"`
+	Outputs             json.RawMessage `json:"outputs"`
+	Status              string          `json:"status"`
+	Project             string          `json:"project"`
+	Stack               string          `json:"stack"`
+	StateLocation       string          `json:"state_location"`
+	CreatedBy           uuid.NullUUID   `json:"created_by"`
+	CreatedAt           time.Time       `json:"created_at"`
+	UpdatedAt           time.Time       `json:"updated_at"`
+	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
+	ComponentName       string          `json:"component_name"`
+	EnvironmentName     string          `json:"environment_name"`
+	TenantName          string          `json:"tenant_name"`
+}
+
+// The deployments in the order of a column (sort_by: name, environment, component, status,
+// tenant, created), ties newest first. A page continues after the row before_id names, whose key
+// DeploymentSortKey gives: keyset paging on (key, created_at, id), as the newest-first list pages.
+func (q *Queries) ListDeploymentsBy(ctx context.Context, arg ListDeploymentsByParams) ([]ListDeploymentsByRow, error) {
+	rows, err := q.db.Query(ctx, listDeploymentsBy,
+		arg.SortBy,
+		arg.AllTenants,
+		arg.TenantIds,
+		arg.EnvironmentID,
+		arg.ComponentID,
+		arg.Status,
+		arg.Search,
+		arg.Before,
+		arg.AfterKey,
+		arg.BeforeID,
+		arg.Descending,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListDeploymentsByRow{}
+	for rows.Next() {
+		var i ListDeploymentsByRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.EnvironmentID,
+			&i.ComponentID,
+			&i.Version,
+			&i.Name,
+			&i.Parameters,
+			&i.SecretParameters,
+			&i.SecretKeyID,
+			&i.Outputs,
+			&i.Status,
+			&i.Project,
+			&i.Stack,
+			&i.StateLocation,
+			&i.CreatedBy,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.TemplateComponentID,
+			&i.ComponentName,
+			&i.EnvironmentName,
+			&i.TenantName,
 		); err != nil {
 			return nil, err
 		}
@@ -526,7 +795,7 @@ func (q *Queries) OperationLogs(ctx context.Context, arg OperationLogsParams) ([
 }
 
 const operationResources = `-- name: OperationResources :many
-SELECT operation_id, urn, type, name, op, status, changes, diagnostics, seq, started_at, finished_at, updated_at FROM operation_resources WHERE operation_id = $1 ORDER BY seq
+SELECT operation_id, urn, type, name, op, status, changes, diagnostics, seq, started_at, finished_at, updated_at, undo_op, undo_status FROM operation_resources WHERE operation_id = $1 ORDER BY seq
 `
 
 func (q *Queries) OperationResources(ctx context.Context, operationID uuid.UUID) ([]OperationResource, error) {
@@ -551,6 +820,8 @@ func (q *Queries) OperationResources(ctx context.Context, operationID uuid.UUID)
 			&i.StartedAt,
 			&i.FinishedAt,
 			&i.UpdatedAt,
+			&i.UndoOp,
+			&i.UndoStatus,
 		); err != nil {
 			return nil, err
 		}
@@ -560,6 +831,27 @@ func (q *Queries) OperationResources(ctx context.Context, operationID uuid.UUID)
 		return nil, err
 	}
 	return items, nil
+}
+
+const operationSortKey = `-- name: OperationSortKey :one
+SELECT (CASE $1::text
+    WHEN 'kind' THEN o.kind WHEN 'status' THEN o.status WHEN 'by' THEN coalesce(lower(u.email), '')
+    WHEN 'created' THEN to_char(o.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END)::text AS value
+FROM operations o LEFT JOIN users u ON u.id = o.requested_by
+WHERE o.id = $2
+`
+
+type OperationSortKeyParams struct {
+	SortBy string    `json:"sort_by"`
+	ID     uuid.UUID `json:"id"`
+}
+
+// The key ListDeploymentOperationsBy orders an operation by.
+func (q *Queries) OperationSortKey(ctx context.Context, arg OperationSortKeyParams) (string, error) {
+	row := q.db.QueryRow(ctx, operationSortKey, arg.SortBy, arg.ID)
+	var value string
+	err := row.Scan(&value)
+	return value, err
 }
 
 const operationView = `-- name: OperationView :one
@@ -740,6 +1032,36 @@ func (q *Queries) RecordResourceStep(ctx context.Context, arg RecordResourceStep
 		arg.Op,
 		arg.Status,
 		arg.Changes,
+	)
+	return err
+}
+
+const recordResourceUndo = `-- name: RecordResourceUndo :exec
+INSERT INTO operation_resources (operation_id, urn, type, name, status, undo_op, undo_status)
+VALUES ($1, $2, $3, $4, 'planned', $5, $6)
+ON CONFLICT (operation_id, urn) DO UPDATE SET
+    undo_op = EXCLUDED.undo_op, undo_status = EXCLUDED.undo_status, updated_at = now()
+`
+
+type RecordResourceUndoParams struct {
+	OperationID uuid.UUID `json:"operation_id"`
+	Urn         string    `json:"urn"`
+	Type        string    `json:"type"`
+	Name        string    `json:"name"`
+	Op          string    `json:"op"`
+	Status      string    `json:"status"`
+}
+
+// What the undo of a failed or cancelled operation does to a resource, beside what the
+// operation did to it.
+func (q *Queries) RecordResourceUndo(ctx context.Context, arg RecordResourceUndoParams) error {
+	_, err := q.db.Exec(ctx, recordResourceUndo,
+		arg.OperationID,
+		arg.Urn,
+		arg.Type,
+		arg.Name,
+		arg.Op,
+		arg.Status,
 	)
 	return err
 }

@@ -17,7 +17,7 @@ import (
 const countLiveDeployments = `-- name: CountLiveDeployments :one
 SELECT count(*) FROM deployed_components d
 WHERE d.tenant_id = $1 AND d.component_id = $2 AND d.status <> 'destroyed'
-  AND NOT (d.status = 'failed' AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id
+  AND NOT (d.status IN ('failed', 'cancelled') AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id
       AND o.status = 'succeeded' AND o.kind IN ('deploy', 'update', 'upgrade')))
 `
 
@@ -26,8 +26,8 @@ type CountLiveDeploymentsParams struct {
 	ComponentID uuid.UUID `json:"component_id"`
 }
 
-// A deployment counts until it is destroyed, except one whose first deploy failed: what it
-// made was removed, and it holds nothing.
+// A deployment counts until it is destroyed, except one whose first deploy failed or was
+// cancelled: what it made was removed, and it holds nothing.
 func (q *Queries) CountLiveDeployments(ctx context.Context, arg CountLiveDeploymentsParams) (int64, error) {
 	row := q.db.QueryRow(ctx, countLiveDeployments, arg.TenantID, arg.ComponentID)
 	var count int64
@@ -38,7 +38,7 @@ func (q *Queries) CountLiveDeployments(ctx context.Context, arg CountLiveDeploym
 const countTenantLiveDeployments = `-- name: CountTenantLiveDeployments :many
 SELECT d.component_id, count(*) AS live FROM deployed_components d
 WHERE d.tenant_id = $1 AND d.status <> 'destroyed'
-  AND NOT (d.status = 'failed' AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id
+  AND NOT (d.status IN ('failed', 'cancelled') AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id
       AND o.status = 'succeeded' AND o.kind IN ('deploy', 'update', 'upgrade')))
 GROUP BY d.component_id
 `

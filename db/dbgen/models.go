@@ -316,6 +316,8 @@ type OperationResource struct {
 	StartedAt   *time.Time      `json:"started_at"`
 	FinishedAt  *time.Time      `json:"finished_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
+	UndoOp      string          `json:"undo_op"`
+	UndoStatus  string          `json:"undo_status"`
 }
 
 type OperationStep struct {

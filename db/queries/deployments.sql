@@ -5,24 +5,66 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 RETURNING *;
 
 -- name: GetDeployment :one
-SELECT d.*, c.name AS component_name, e.name AS environment_name
+SELECT d.*, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
+JOIN tenants t ON t.id = d.tenant_id
 WHERE d.id = $1;
 
 -- name: ListDeployments :many
-SELECT d.*, c.name AS component_name, e.name AS environment_name
+SELECT d.*, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
+JOIN tenants t ON t.id = d.tenant_id
 WHERE (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
   AND (sqlc.narg(environment_id)::uuid IS NULL OR d.environment_id = sqlc.narg(environment_id))
   AND (sqlc.narg(component_id)::uuid IS NULL OR d.component_id = sqlc.narg(component_id))
   AND (sqlc.narg(status)::text IS NULL OR d.status = sqlc.narg(status))
+  AND (sqlc.narg(search)::text IS NULL OR strpos(lower(d.name), lower(sqlc.narg(search))) > 0)
   AND (sqlc.narg(before)::timestamptz IS NULL OR (d.created_at, d.id) < (sqlc.narg(before), sqlc.narg(before_id)::uuid))
 ORDER BY d.created_at DESC, d.id DESC
 LIMIT sqlc.arg(max_rows);
+
+-- name: ListDeploymentsBy :many
+-- The deployments in the order of a column (sort_by: name, environment, component, status,
+-- tenant, created), ties newest first. A page continues after the row before_id names, whose key
+-- DeploymentSortKey gives: keyset paging on (key, created_at, id), as the newest-first list pages.
+SELECT d.*, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
+FROM deployed_components d
+JOIN components c ON c.id = d.component_id
+JOIN environments e ON e.id = d.environment_id
+JOIN tenants t ON t.id = d.tenant_id
+CROSS JOIN LATERAL (SELECT CASE sqlc.arg(sort_by)::text
+    WHEN 'name' THEN lower(d.name) WHEN 'environment' THEN lower(e.name) WHEN 'component' THEN lower(c.name)
+    WHEN 'status' THEN d.status WHEN 'tenant' THEN lower(t.name)
+    WHEN 'created' THEN to_char(d.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END AS value) k
+WHERE (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+  AND (sqlc.narg(environment_id)::uuid IS NULL OR d.environment_id = sqlc.narg(environment_id))
+  AND (sqlc.narg(component_id)::uuid IS NULL OR d.component_id = sqlc.narg(component_id))
+  AND (sqlc.narg(status)::text IS NULL OR d.status = sqlc.narg(status))
+  AND (sqlc.narg(search)::text IS NULL OR strpos(lower(d.name), lower(sqlc.narg(search))) > 0)
+  AND (sqlc.narg(before)::timestamptz IS NULL
+    OR k.value = sqlc.narg(after_key)::text AND (d.created_at, d.id) < (sqlc.narg(before), sqlc.narg(before_id)::uuid)
+    OR sqlc.arg(descending)::boolean AND k.value < sqlc.narg(after_key)::text
+    OR NOT sqlc.arg(descending)::boolean AND k.value > sqlc.narg(after_key)::text)
+ORDER BY CASE WHEN sqlc.arg(descending)::boolean THEN k.value END DESC,
+    CASE WHEN NOT sqlc.arg(descending)::boolean THEN k.value END ASC,
+    d.created_at DESC, d.id DESC
+LIMIT sqlc.arg(max_rows);
+
+-- name: DeploymentSortKey :one
+-- The key ListDeploymentsBy orders a deployment by.
+SELECT (CASE sqlc.arg(sort_by)::text
+    WHEN 'name' THEN lower(d.name) WHEN 'environment' THEN lower(e.name) WHEN 'component' THEN lower(c.name)
+    WHEN 'status' THEN d.status WHEN 'tenant' THEN lower(t.name)
+    WHEN 'created' THEN to_char(d.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END)::text AS value
+FROM deployed_components d
+JOIN components c ON c.id = d.component_id
+JOIN environments e ON e.id = d.environment_id
+JOIN tenants t ON t.id = d.tenant_id
+WHERE d.id = sqlc.arg(id);
 
 -- name: SetDeploymentStatus :exec
 UPDATE deployed_components SET status = $2, updated_at = now() WHERE id = $1;
@@ -53,6 +95,34 @@ WHERE (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids):
   AND (sqlc.narg(before)::timestamptz IS NULL OR (o.created_at, o.id) < (sqlc.narg(before), sqlc.narg(before_id)::uuid))
 ORDER BY o.created_at DESC, o.id DESC
 LIMIT sqlc.arg(max_rows);
+
+-- name: ListDeploymentOperationsBy :many
+-- A deployment's operations in the order of a column (sort_by: kind, status, by, created),
+-- ties newest first, paged by keyset on (key, created_at, id) as ListDeploymentsBy is.
+SELECT o.*, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+FROM operations o
+JOIN deployed_components d ON d.id = o.deployment_id
+LEFT JOIN users u ON u.id = o.requested_by
+CROSS JOIN LATERAL (SELECT CASE sqlc.arg(sort_by)::text
+    WHEN 'kind' THEN o.kind WHEN 'status' THEN o.status WHEN 'by' THEN coalesce(lower(u.email), '')
+    WHEN 'created' THEN to_char(o.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END AS value) k
+WHERE o.deployment_id = sqlc.arg(deployment_id)
+  AND (sqlc.narg(before)::timestamptz IS NULL
+    OR k.value = sqlc.narg(after_key)::text AND (o.created_at, o.id) < (sqlc.narg(before), sqlc.narg(before_id)::uuid)
+    OR sqlc.arg(descending)::boolean AND k.value < sqlc.narg(after_key)::text
+    OR NOT sqlc.arg(descending)::boolean AND k.value > sqlc.narg(after_key)::text)
+ORDER BY CASE WHEN sqlc.arg(descending)::boolean THEN k.value END DESC,
+    CASE WHEN NOT sqlc.arg(descending)::boolean THEN k.value END ASC,
+    o.created_at DESC, o.id DESC
+LIMIT sqlc.arg(max_rows);
+
+-- name: OperationSortKey :one
+-- The key ListDeploymentOperationsBy orders an operation by.
+SELECT (CASE sqlc.arg(sort_by)::text
+    WHEN 'kind' THEN o.kind WHEN 'status' THEN o.status WHEN 'by' THEN coalesce(lower(u.email), '')
+    WHEN 'created' THEN to_char(o.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END)::text AS value
+FROM operations o LEFT JOIN users u ON u.id = o.requested_by
+WHERE o.id = sqlc.arg(id);
 
 -- name: QueuePosition :one
 -- How many operations on the same deployment come before this one.
@@ -89,6 +159,14 @@ INSERT INTO operation_resources (operation_id, urn, name, status, diagnostics)
 VALUES (sqlc.arg(operation_id), sqlc.arg(urn), sqlc.arg(name), 'running', sqlc.arg(line))
 ON CONFLICT (operation_id, urn) DO UPDATE SET
     diagnostics = left(operation_resources.diagnostics || EXCLUDED.diagnostics, 16384), updated_at = now();
+
+-- name: RecordResourceUndo :exec
+-- What the undo of a failed or cancelled operation does to a resource, beside what the
+-- operation did to it.
+INSERT INTO operation_resources (operation_id, urn, type, name, status, undo_op, undo_status)
+VALUES (sqlc.arg(operation_id), sqlc.arg(urn), sqlc.arg(type), sqlc.arg(name), 'planned', sqlc.arg(op), sqlc.arg(status))
+ON CONFLICT (operation_id, urn) DO UPDATE SET
+    undo_op = EXCLUDED.undo_op, undo_status = EXCLUDED.undo_status, updated_at = now();
 
 -- name: OperationResources :many
 SELECT * FROM operation_resources WHERE operation_id = $1 ORDER BY seq;

@@ -34,17 +34,17 @@ HAVING count(DISTINCT tenant_id) = cardinality(sqlc.arg(tenant_ids)::uuid[]);
 SELECT pg_advisory_xact_lock(hashtextextended('nimbus.governance.instances:' || sqlc.arg(tenant_id)::uuid::text, 0));
 
 -- name: CountLiveDeployments :one
--- A deployment counts until it is destroyed, except one whose first deploy failed: what it
--- made was removed, and it holds nothing.
+-- A deployment counts until it is destroyed, except one whose first deploy failed or was
+-- cancelled: what it made was removed, and it holds nothing.
 SELECT count(*) FROM deployed_components d
 WHERE d.tenant_id = $1 AND d.component_id = $2 AND d.status <> 'destroyed'
-  AND NOT (d.status = 'failed' AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id
+  AND NOT (d.status IN ('failed', 'cancelled') AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id
       AND o.status = 'succeeded' AND o.kind IN ('deploy', 'update', 'upgrade')));
 
 -- name: CountTenantLiveDeployments :many
 SELECT d.component_id, count(*) AS live FROM deployed_components d
 WHERE d.tenant_id = $1 AND d.status <> 'destroyed'
-  AND NOT (d.status = 'failed' AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id
+  AND NOT (d.status IN ('failed', 'cancelled') AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id
       AND o.status = 'succeeded' AND o.kind IN ('deploy', 'update', 'upgrade')))
 GROUP BY d.component_id;
 

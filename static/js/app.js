@@ -195,8 +195,72 @@
     if (message && !window.confirm(message)) {
       e.preventDefault();
       e.stopPropagation();
+      return;
     }
+    markBusy(form);
   }, true);
+
+  // ---- Busy buttons ----
+
+  // A form with data-busy says so on its button the moment it is sent, and cannot be sent
+  // twice. A live page may swap in a fresh copy of the form before the answer comes: it is
+  // marked busy again.
+  var busyActions = {};
+
+  function markBusy(form) {
+    var label = form.getAttribute("data-busy");
+    if (!label) return;
+    busyActions[form.getAttribute("action")] = label;
+    form.querySelectorAll("[type=submit]").forEach(function (btn) {
+      btn.textContent = label;
+      // After this event: the browser builds what the form sends once it returns.
+      setTimeout(function () { btn.disabled = true; }, 0);
+    });
+  }
+
+  document.addEventListener("htmx:afterSwap", function (e) {
+    var target = e.detail && e.detail.target;
+    if (!target) return;
+    target.querySelectorAll("form[data-busy]").forEach(function (form) {
+      var label = busyActions[form.getAttribute("action")];
+      if (!label) return;
+      form.querySelectorAll("[type=submit]").forEach(function (btn) {
+        btn.textContent = label;
+        btn.disabled = true;
+      });
+    });
+  });
+
+  // ---- Live operation page ----
+
+  // The stream of an operation's page sends its last state before it ends. Should the page
+  // still show a state that is not an end when the stream closes (a stream cut short, an event
+  // lost on its way), it fetches the final state itself. Not when the stream closed because
+  // the viewer may no longer follow it: then the page keeps what it showed.
+  var ENDED = ["succeeded", "failed", "cancelled", "rejected"];
+
+  document.addEventListener("htmx:sseClose", function (e) {
+    var live = document.getElementById("op-live");
+    if (!live || (e.detail && e.detail.type === "nodeMissing")) return;
+    var closed = document.getElementById("op-closed");
+    if (closed && closed.children.length > 0) return;
+    var shown = live.querySelector("[data-testid=operation-live]");
+    if (shown && ENDED.indexOf(shown.getAttribute("data-status")) >= 0) return;
+    fetch(location.pathname, { credentials: "same-origin", headers: { Accept: "text/html" } })
+      .then(function (resp) {
+        if (!resp.ok) throw new Error("status " + resp.status);
+        return resp.text();
+      })
+      .then(function (html) {
+        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("op-live");
+        if (!fresh) throw new Error("no state in the answer");
+        live.innerHTML = fresh.innerHTML;
+        if (window.htmx) window.htmx.process(live);
+      })
+      .catch(function () {
+        showError("The operation's final state could not be loaded; reload the page to see it.");
+      });
+  });
 
   // ---- Failed htmx requests ----
 
