@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/chromedp/chromedp"
 )
 
 // TestBrowser_ProviderAdminsFirstHour is a new install as its first provider admin meets it:
@@ -178,14 +176,6 @@ func TestBrowser_ProviderAdminsFirstHour(t *testing.T) {
 	admin.follow(`[data-testid="back-to-nimbus"]`)
 	if admin.path() != "/" {
 		t.Fatalf("back from the jobs view lands on %s", admin.path())
-	}
-}
-
-// follow clicks the link and waits for the page it leads to.
-func (s *session) follow(link string) {
-	s.t.Helper()
-	if _, err := chromedp.RunResponse(s.ctx, chromedp.Click(chromedp.CSS(link))); err != nil {
-		s.t.Fatalf("follow %s: %v", link, err)
 	}
 }
 

@@ -44,12 +44,12 @@ func TestBrowser_ZoneFormsAskByTheSchemaAndRefuseEarly(t *testing.T) {
 	}
 
 	eu := zone("sim-eu")
-	if got := admin.crumbs(); got != "Landing zones /landing-zones" {
+	if got := admin.crumbLinks(); got != "Landing zones /landing-zones" {
 		t.Fatalf("the zone's breadcrumbs: %q", got)
 	}
 	admin.click(`[data-testid="configure-resolvers"]`)
 	admin.across(`location.pathname.endsWith('/resolvers') && document.readyState === 'complete'`, 10*time.Second)
-	if got := admin.crumbs(); got != "Landing zones /landing-zones, sim-eu "+eu {
+	if got := admin.crumbLinks(); got != "Landing zones /landing-zones, sim-eu "+eu {
 		t.Fatalf("the resolvers' breadcrumbs: %q", got)
 	}
 	if got := eval[string](admin, `document.querySelector('[data-testid="resolvers-owner"]').pathname`); got != eu {
@@ -127,7 +127,7 @@ func TestBrowser_ZoneFormsAskByTheSchemaAndRefuseEarly(t *testing.T) {
 	if got := admin.rows("allocations"); len(got) != 1 || !strings.Contains(got[0][0], "Nothing") {
 		t.Fatalf("the allocations of a new pool: %v", got)
 	}
-	if got := admin.crumbs(); got != "IP pools /ipam, landing zone sim-eu "+eu {
+	if got := admin.crumbLinks(); got != "IP pools /ipam, landing zone sim-eu "+eu {
 		t.Fatalf("the pool's breadcrumbs: %q", got)
 	}
 
@@ -194,14 +194,14 @@ func TestBrowser_EnvironmentsAndPoolsLeadEverywhere(t *testing.T) {
 		}
 		envs[e.name] = admin.path()
 	}
-	if got := admin.crumbs(); got != "Environments /environments" {
+	if got := admin.crumbLinks(); got != "Environments /environments" {
 		t.Fatalf("the environment's breadcrumbs: %q", got)
 	}
 	if got := eval[string](admin, `document.querySelector('[data-testid="environment-tenant"]').pathname`); got != "/tenants/"+beta.ID.String() {
 		t.Fatalf("the environment's tenant links to %q", got)
 	}
 	admin.open(envs["alpha"] + "/resolvers")
-	if got := admin.crumbs(); got != "Environments /environments, beta / alpha "+envs["alpha"] {
+	if got := admin.crumbLinks(); got != "Environments /environments, beta / alpha "+envs["alpha"] {
 		t.Fatalf("the resolvers' breadcrumbs: %q", got)
 	}
 	if got := eval[string](admin, `document.querySelector('[data-testid="resolvers-owner"]').pathname`); got != envs["alpha"] {
@@ -231,7 +231,7 @@ func TestBrowser_EnvironmentsAndPoolsLeadEverywhere(t *testing.T) {
 			t.Fatalf("adding %s: %d on %s", p.name, status, admin.path())
 		}
 	}
-	if got := admin.crumbs(); got != "IP pools /ipam, beta / alpha "+envs["alpha"] {
+	if got := admin.crumbLinks(); got != "IP pools /ipam, beta / alpha "+envs["alpha"] {
 		t.Fatalf("the pool's breadcrumbs: %q", got)
 	}
 	admin.open("/ipam?sort=name")
@@ -241,8 +241,8 @@ func TestBrowser_EnvironmentsAndPoolsLeadEverywhere(t *testing.T) {
 	}
 }
 
-// crumbs lists the breadcrumb trail's links as "label path", joined by commas.
-func (s *session) crumbs() string {
+// crumbLinks lists the breadcrumb trail's links as "label path", joined by commas.
+func (s *session) crumbLinks() string {
 	s.t.Helper()
 	return eval[string](s, `[...document.querySelectorAll('[data-testid="breadcrumbs"] a')].map(a => a.textContent + ' ' + a.pathname).join(', ')`)
 }
