@@ -17,6 +17,7 @@ import (
 
 	"nimbus/app/component"
 	"nimbus/app/governance"
+	"nimbus/app/paramform"
 	"nimbus/app/problem"
 	"nimbus/app/web"
 	"nimbus/views"
@@ -124,12 +125,7 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 		return err
 	}
 	v.NameError, v.EnvError = errs["name"], errs["environment_id"]
-	values := map[string]any{}
-	for k := range c.Request().PostForm {
-		if name, ok := strings.CutPrefix(k, "p."); ok {
-			values[name] = c.Request().PostForm.Get(k)
-		}
-	}
+	values := paramform.Given(c.Request().PostForm, "")
 	bound, _, berr := h.svc.bindings(ctx, dd.Bindings, uuid.Nil)
 	if berr != nil {
 		return berr
@@ -228,7 +224,8 @@ func sentence(msg string) string {
 
 // paramForm lays a version's input schema out as form fields, filled with values (the
 // schema's defaults where a value is missing) and the problems of err beside each field.
-// Secret inputs already set show as blank password fields that keep their value when left so.
+// Secret inputs already set show as blank password fields that keep their value when left so;
+// booleans are checkboxes.
 //
 // bound maps inputs bound to a resolver onto its type; resolved says whether the form's
 // environment resolves them: then they are shown, not asked for. Where it is not known (the
@@ -236,73 +233,37 @@ func sentence(msg string) string {
 //
 // limits are the tenant's governance, which narrow the schema's bounds and choices.
 func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err error, bound map[string]string, resolved bool, limits map[string]governance.Limits) ParamForm {
-	var f ParamForm
-	schema := component.ParseSchema("input_schema", rawSchema, &problem.ValidationError{})
-	if schema == nil {
+	errs := web.FormErrors(err)
+	laid, ok := paramform.Layout("", rawSchema, values, errs)
+	f := ParamForm{Form: laid}
+	if !ok {
 		f.Error = "this version's input schema cannot be read"
 		return f
 	}
-	errs := web.FormErrors(err)
-	for _, name := range schema.Names() {
-		p := schema.Properties[name]
-		field := ParamField{Name: name, Label: p.Title, Description: p.Description, Kind: "text",
-			Required: slices.Contains(schema.Required, name) && p.Default == nil, Error: errs["parameters."+name], Pattern: p.Pattern,
-			HasDefault: p.Default != nil}
-		if field.Label == "" {
-			field.Label = name
+	for i := range f.Fields {
+		field := &f.Fields[i]
+		if _, given := values[field.Name]; !given && field.HasDefault {
+			field.Value = field.Default
 		}
-		value, given := values[name]
-		if !given {
-			value = p.Default
-		}
-		if value != nil {
-			field.Value = display(value)
-		}
-		if typ, ok := bound[name]; ok {
+		if typ, ok := bound[field.Name]; ok {
 			if resolved {
 				field.Kind, field.Resolver, field.Required = "resolved", typ, false
-				f.Fields = append(f.Fields, field)
 				continue
 			}
 			// The environment may change in the form: the field is asked for as the schema
 			// says, and the page shows it read-only while the one chosen resolves it.
 			field.BoundTo = typ
 		}
-		if p.MinLength != nil {
-			field.MinLength = strconv.Itoa(*p.MinLength)
-		}
-		if p.MaxLength != nil {
-			field.MaxLength = strconv.Itoa(*p.MaxLength)
-		}
-		switch {
-		case p.Secret:
+		switch field.Kind {
+		case "secret":
 			field.Kind, field.Value = "password", ""
-			if slices.Contains(secretSet, name) {
+			if slices.Contains(secretSet, field.Name) {
 				field.Required, field.Placeholder = false, "unchanged"
 			}
-		case len(p.Enum) > 0:
-			field.Kind = "select"
-			for _, e := range p.Enum {
-				field.Options = append(field.Options, display(e))
-			}
-		case p.Type == "boolean":
-			field.Kind, field.Checked = "checkbox", value == true || value == "true"
-		case p.Type == "integer" || p.Type == "number":
-			field.Kind, field.Step = "number", "1"
-			if p.Type == "number" {
-				field.Step = "any"
-			}
-			if p.Minimum != nil {
-				field.Min = strconv.FormatFloat(*p.Minimum, 'f', -1, 64)
-			}
-			if p.Maximum != nil {
-				field.Max = strconv.FormatFloat(*p.Maximum, 'f', -1, 64)
-			}
-		case p.Type == "array" || p.Type == "object":
-			field.Kind = "json"
+		case "boolean":
+			field.Kind, field.Checked = "checkbox", field.Value == "true"
 		}
-		narrow(&field, limits[name])
-		f.Fields = append(f.Fields, field)
+		narrow(field, limits[field.Name])
 	}
 	if err != nil && errs == nil {
 		f.Error = err.Error()
@@ -311,58 +272,18 @@ func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err 
 }
 
 // formParams reads the "p.<name>" fields of a parameter form into typed values by the schema.
-// Values that do not parse are refused by name.
 func formParams(c echo.Context, rawSchema []byte) (map[string]any, error) {
-	schema := component.ParseSchema("input_schema", rawSchema, &problem.ValidationError{})
-	if schema == nil {
-		return nil, problem.Invalid("version", "schema", "this version's input schema cannot be read")
-	}
 	form, err := c.FormParams()
 	if err != nil {
 		return nil, problem.Invalid("form", "encoding", "the form could not be read")
 	}
-	out := map[string]any{}
-	v := &problem.ValidationError{}
-	for _, name := range schema.Names() {
-		p := schema.Properties[name]
-		raw := strings.TrimSpace(form.Get("p." + name))
-		if p.Secret {
-			raw = form.Get("p." + name) // a secret is exactly what was typed
-		}
-		field := "parameters." + name
-		switch {
-		case p.Type == "boolean":
-			if _, sent := form["p."+name]; sent {
-				out[name] = raw == "true"
-			}
-		case raw == "":
-			// Not sent: the input keeps its current value (a secret left blank stays as it
-			// was), or its default.
-		case p.Type == "integer" || p.Type == "number":
-			n, err := strconv.ParseFloat(raw, 64)
-			if err != nil {
-				v.Add(field, "number", "%q is not a number", raw)
-				continue
-			}
-			out[name] = n
-		case p.Type == "array" || p.Type == "object":
-			var val any
-			if err := json.Unmarshal([]byte(raw), &val); err != nil {
-				v.Add(field, "json", "is not valid JSON: %v", err)
-				continue
-			}
-			out[name] = val
-		default:
-			out[name] = raw
-		}
-	}
-	return out, v.Err()
+	return paramform.Read(form, "", rawSchema)
 }
 
 // narrow applies the tenant's rule to a field: tighter bounds, and its allowed values as the
 // only choices. The browser then refuses what the server would, and the field says which
 // limits bind it and who set them.
-func narrow(f *ParamField, l governance.Limits) {
+func narrow(f *paramform.Field, l governance.Limits) {
 	if f.Kind == "resolved" {
 		return
 	}
@@ -467,7 +388,7 @@ func filledBy(resolverType string) string {
 
 // noChoice is the label of a select's empty choice, offered only when the input has no
 // default: one to make when the input is required, "none" otherwise.
-func noChoice(f ParamField) string {
+func noChoice(f paramform.Field) string {
 	if f.Required {
 		return "choose one"
 	}
