@@ -236,23 +236,29 @@ func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err 
 	errs := web.FormErrors(err)
 	laid, ok := paramform.Layout("", rawSchema, values, errs)
 	f := ParamForm{Form: laid}
+	f.Empty, f.Follows = "This component takes no parameters.", true
 	if !ok {
 		f.Error = "this version's input schema cannot be read"
 		return f
 	}
 	for i := range f.Fields {
 		field := &f.Fields[i]
+		if field.Label != field.Name {
+			field.Key = field.Name // so that an input called name is not taken for the deployment's
+		}
 		if _, given := values[field.Name]; !given && field.HasDefault {
 			field.Value = field.Default
 		}
 		if typ, ok := bound[field.Name]; ok {
 			if resolved {
 				field.Kind, field.Resolver, field.Required = "resolved", typ, false
+				field.Note = sentence(filledBy(typ) + " when deployed")
 				continue
 			}
 			// The environment may change in the form: the field is asked for as the schema
 			// says, and the page shows it read-only while the one chosen resolves it.
-			field.BoundTo = typ
+			field.BoundTo, field.FilledBy = typ, filledBy(typ)
+			field.BoundNote = sentence(filledBy(typ) + " of this environment when deployed: nothing to enter here")
 		}
 		switch field.Kind {
 		case "secret":
@@ -263,7 +269,12 @@ func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err 
 		case "boolean":
 			field.Kind, field.Checked = "checkbox", field.Value == "true"
 		}
-		narrow(field, limits[field.Name])
+		if words := narrow(field, limits[field.Name]); len(words) > 0 {
+			field.Limits = sentence(strings.Join(words, "; "))
+		}
+		if field.Kind == "select" && !field.HasDefault && !slices.Contains(field.Options, "") {
+			field.Blank = noChoice(*field)
+		}
 	}
 	if err != nil && errs == nil {
 		f.Error = err.Error()
@@ -281,12 +292,13 @@ func formParams(c echo.Context, rawSchema []byte) (map[string]any, error) {
 }
 
 // narrow applies the tenant's rule to a field: tighter bounds, and its allowed values as the
-// only choices. The browser then refuses what the server would, and the field says which
-// limits bind it and who set them.
-func narrow(f *paramform.Field, l governance.Limits) {
+// only choices. The browser then refuses what the server would; the words it returns say
+// which limits bind the field and who set them.
+func narrow(f *paramform.Field, l governance.Limits) []string {
 	if f.Kind == "resolved" {
-		return
+		return nil
 	}
+	var limits []string
 	// bound returns the governance bound when it is tighter than the schema's current one.
 	bound := func(current string, b *governance.Bound, tighter func(a, b float64) bool) (string, bool) {
 		if b == nil {
@@ -300,10 +312,10 @@ func narrow(f *paramform.Field, l governance.Limits) {
 	if f.Kind == "number" {
 		var binds bool
 		if f.Min, binds = bound(f.Min, l.Minimum, func(a, b float64) bool { return a > b }); binds {
-			f.Limits = append(f.Limits, fmt.Sprintf("at least %s, set by %s", f.Min, setBy(l.Minimum.SetBy)))
+			limits = append(limits, fmt.Sprintf("at least %s, set by %s", f.Min, setBy(l.Minimum.SetBy)))
 		}
 		if f.Max, binds = bound(f.Max, l.Maximum, func(a, b float64) bool { return a < b }); binds {
-			f.Limits = append(f.Limits, fmt.Sprintf("at most %s, set by %s", f.Max, setBy(l.Maximum.SetBy)))
+			limits = append(limits, fmt.Sprintf("at most %s, set by %s", f.Max, setBy(l.Maximum.SetBy)))
 		}
 	}
 	if l.Allowed != nil && f.Kind != "checkbox" {
@@ -312,14 +324,15 @@ func narrow(f *paramform.Field, l governance.Limits) {
 			f.Options = append(f.Options, display(v))
 		}
 		if len(f.Options) == 0 {
-			f.Limits = append(f.Limits, "no value is allowed: the choices of the provider and of your tenant's admins do not overlap")
+			limits = append(limits, "no value is allowed: the choices of the provider and of your tenant's admins do not overlap")
 		} else {
-			f.Limits = append(f.Limits, "the choices are set by "+setBy(l.Allowed.SetBy))
+			limits = append(limits, "the choices are set by "+setBy(l.Allowed.SetBy))
 		}
 	}
 	for _, m := range l.Patterns {
-		f.Limits = append(f.Limits, fmt.Sprintf("must match %s, set by %s", m.Pattern, setBy(m.SetBy)))
+		limits = append(limits, fmt.Sprintf("must match %s, set by %s", m.Pattern, setBy(m.SetBy)))
 	}
+	return limits
 }
 
 // setBy names who set a governance limit, as the tenant's users know them.

@@ -18,6 +18,7 @@ import (
 
 	"nimbus/app/component"
 	"nimbus/app/problem"
+	"nimbus/app/resolver"
 	"nimbus/views"
 )
 
@@ -26,23 +27,33 @@ type Form struct {
 	Prefix string // of every field's name, such as "mandatory_components[0]."
 	Fields []Field
 	Error  string // a problem not about one input
+	Empty  string // what the form says when the component has no inputs
+	// Follows says the form's environment may change in the page: a field BoundTo a resolver
+	// is then marked for the page's script, which shows it read-only while the environment
+	// chosen configures that resolver.
+	Follows bool
 }
 
 // Field is one input. Layout gives it a Kind of text, number, select, json, boolean or secret;
 // callers make booleans and secrets what they ask for (a select, a checkbox, a password, a
-// note), and a field filled by a resolver "resolved": shown, not asked for.
+// field shown only), and a field that a resolver fills "resolved": shown, not asked for.
 type Field struct {
 	Name, Label, Description, Kind, Value, Error  string
+	Key                                           string // shown beside the label, where the title could be taken for another field
 	Options                                       []string
+	Blank                                         string // the label of a select's empty choice; none offered when empty
 	Min, Max, Step, Pattern, MinLength, MaxLength string
 	Placeholder                                   string
 	Default                                       string // the schema's default as the field holds it, when HasDefault
 	HasDefault                                    bool
 	Required, Checked                             bool
-	Resolver                                      string   // the type of the resolver that fills it
-	BoundTo                                       string   // the type of the resolver bound to it, which may fill it
-	Resolved                                      bool     // BoundTo fills it where the form's environment configures it
-	Limits                                        []string // the tenant's governance on it, in words
+	Note                                          string // what a field shown only says of itself
+	Resolver                                      string // the type of the resolver that fills it
+	BoundTo                                       string // the type of the resolver bound to it, which may fill it
+	BoundNote                                     string // what the field says of BoundTo
+	FilledBy                                      string // the words for BoundTo filling it, where the form Follows
+	Resolved                                      bool   // BoundTo fills it in the environment chosen
+	Limits                                        string // the tenant's governance on it, in words
 }
 
 // Layout lays rawSchema out as fields filled with the given values, errs beside each input;
@@ -115,18 +126,28 @@ func Build(prefix string, rawSchema []byte, values map[string]any, errs views.Er
 		field := &f.Fields[i]
 		if typ, ok := filled[field.Name]; ok {
 			field.Kind, field.Resolver, field.Required, field.Value = "resolved", typ, false, ""
+			field.Placeholder = "filled by a resolver"
+			field.Note = "Filled by the " + resolver.Label(typ) + " resolver of this landing zone when each environment deploys it."
 			continue
 		}
 		if typ, ok := bound[field.Name]; ok {
 			field.Required, field.BoundTo = false, typ
+			field.BoundNote = "Leave it empty for the " + resolver.Label(typ) + " resolver to fill: configure that resolver on this landing zone before publishing it."
 		}
+		field.Placeholder = field.Default
 		switch field.Kind {
 		case "secret":
-			field.Required, field.Value = false, ""
+			field.Required, field.Value, field.Placeholder = false, "", "secret"
+			field.Note = "A secret input: bind it to the secret provisioner rather than keep its value here."
 		case "boolean":
 			field.Kind, field.Options = "select", []string{"true", "false"}
 		}
-		field.Placeholder = field.Default
+		if field.Kind == "select" && !field.Required {
+			field.Blank = "—"
+			if field.Default != "" {
+				field.Blank = "default: " + field.Default
+			}
+		}
 	}
 	return f
 }
