@@ -17,6 +17,7 @@ import (
 
 	"nimbus/app/component"
 	"nimbus/app/governance"
+	"nimbus/app/paramform"
 	"nimbus/app/problem"
 	"nimbus/app/web"
 	"nimbus/views"
@@ -124,12 +125,7 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 		return err
 	}
 	v.NameError, v.EnvError = errs["name"], errs["environment_id"]
-	values := map[string]any{}
-	for k := range c.Request().PostForm {
-		if name, ok := strings.CutPrefix(k, "p."); ok {
-			values[name] = c.Request().PostForm.Get(k)
-		}
-	}
+	values := paramform.Given(c.Request().PostForm, "")
 	bound, _, berr := h.svc.bindings(ctx, dd.Bindings, uuid.Nil)
 	if berr != nil {
 		return berr
@@ -228,7 +224,8 @@ func sentence(msg string) string {
 
 // paramForm lays a version's input schema out as form fields, filled with values (the
 // schema's defaults where a value is missing) and the problems of err beside each field.
-// Secret inputs already set show as blank password fields that keep their value when left so.
+// Secret inputs already set show as blank password fields that keep their value when left so;
+// booleans are checkboxes.
 //
 // bound maps inputs bound to a resolver onto its type; resolved says whether the form's
 // environment resolves them: then they are shown, not asked for. Where it is not known (the
@@ -236,73 +233,48 @@ func sentence(msg string) string {
 //
 // limits are the tenant's governance, which narrow the schema's bounds and choices.
 func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err error, bound map[string]string, resolved bool, limits map[string]governance.Limits) ParamForm {
-	var f ParamForm
-	schema := component.ParseSchema("input_schema", rawSchema, &problem.ValidationError{})
-	if schema == nil {
+	errs := web.FormErrors(err)
+	laid, ok := paramform.Layout("", rawSchema, values, errs)
+	f := ParamForm{Form: laid}
+	f.Empty, f.Follows = "This component takes no parameters.", true
+	if !ok {
 		f.Error = "this version's input schema cannot be read"
 		return f
 	}
-	errs := web.FormErrors(err)
-	for _, name := range schema.Names() {
-		p := schema.Properties[name]
-		field := ParamField{Name: name, Label: p.Title, Description: p.Description, Kind: "text",
-			Required: slices.Contains(schema.Required, name) && p.Default == nil, Error: errs["parameters."+name], Pattern: p.Pattern,
-			HasDefault: p.Default != nil}
-		if field.Label == "" {
-			field.Label = name
+	for i := range f.Fields {
+		field := &f.Fields[i]
+		if field.Label != field.Name {
+			field.Key = field.Name // so that an input called name is not taken for the deployment's
 		}
-		value, given := values[name]
-		if !given {
-			value = p.Default
+		if _, given := values[field.Name]; !given && field.HasDefault {
+			field.Value = field.Default
 		}
-		if value != nil {
-			field.Value = display(value)
-		}
-		if typ, ok := bound[name]; ok {
+		if typ, ok := bound[field.Name]; ok {
 			if resolved {
 				field.Kind, field.Resolver, field.Required = "resolved", typ, false
-				f.Fields = append(f.Fields, field)
+				field.Note = sentence(filledBy(typ) + " when deployed")
 				continue
 			}
 			// The environment may change in the form: the field is asked for as the schema
 			// says, and the page shows it read-only while the one chosen resolves it.
-			field.BoundTo = typ
+			field.BoundTo, field.FilledBy = typ, filledBy(typ)
+			field.BoundNote = sentence(filledBy(typ) + " of this environment when deployed: nothing to enter here")
 		}
-		if p.MinLength != nil {
-			field.MinLength = strconv.Itoa(*p.MinLength)
-		}
-		if p.MaxLength != nil {
-			field.MaxLength = strconv.Itoa(*p.MaxLength)
-		}
-		switch {
-		case p.Secret:
+		switch field.Kind {
+		case "secret":
 			field.Kind, field.Value = "password", ""
-			if slices.Contains(secretSet, name) {
+			if slices.Contains(secretSet, field.Name) {
 				field.Required, field.Placeholder = false, "unchanged"
 			}
-		case len(p.Enum) > 0:
-			field.Kind = "select"
-			for _, e := range p.Enum {
-				field.Options = append(field.Options, display(e))
-			}
-		case p.Type == "boolean":
-			field.Kind, field.Checked = "checkbox", value == true || value == "true"
-		case p.Type == "integer" || p.Type == "number":
-			field.Kind, field.Step = "number", "1"
-			if p.Type == "number" {
-				field.Step = "any"
-			}
-			if p.Minimum != nil {
-				field.Min = strconv.FormatFloat(*p.Minimum, 'f', -1, 64)
-			}
-			if p.Maximum != nil {
-				field.Max = strconv.FormatFloat(*p.Maximum, 'f', -1, 64)
-			}
-		case p.Type == "array" || p.Type == "object":
-			field.Kind = "json"
+		case "boolean":
+			field.Kind, field.Checked = "checkbox", field.Value == "true"
 		}
-		narrow(&field, limits[name])
-		f.Fields = append(f.Fields, field)
+		if words := narrow(field, limits[field.Name]); len(words) > 0 {
+			field.Limits = sentence(strings.Join(words, "; "))
+		}
+		if field.Kind == "select" && !field.HasDefault && !slices.Contains(field.Options, "") {
+			field.Blank = noChoice(*field)
+		}
 	}
 	if err != nil && errs == nil {
 		f.Error = err.Error()
@@ -311,61 +283,22 @@ func paramForm(rawSchema []byte, values map[string]any, secretSet []string, err 
 }
 
 // formParams reads the "p.<name>" fields of a parameter form into typed values by the schema.
-// Values that do not parse are refused by name.
 func formParams(c echo.Context, rawSchema []byte) (map[string]any, error) {
-	schema := component.ParseSchema("input_schema", rawSchema, &problem.ValidationError{})
-	if schema == nil {
-		return nil, problem.Invalid("version", "schema", "this version's input schema cannot be read")
-	}
 	form, err := c.FormParams()
 	if err != nil {
 		return nil, problem.Invalid("form", "encoding", "the form could not be read")
 	}
-	out := map[string]any{}
-	v := &problem.ValidationError{}
-	for _, name := range schema.Names() {
-		p := schema.Properties[name]
-		raw := strings.TrimSpace(form.Get("p." + name))
-		if p.Secret {
-			raw = form.Get("p." + name) // a secret is exactly what was typed
-		}
-		field := "parameters." + name
-		switch {
-		case p.Type == "boolean":
-			if _, sent := form["p."+name]; sent {
-				out[name] = raw == "true"
-			}
-		case raw == "":
-			// Not sent: the input keeps its current value (a secret left blank stays as it
-			// was), or its default.
-		case p.Type == "integer" || p.Type == "number":
-			n, err := strconv.ParseFloat(raw, 64)
-			if err != nil {
-				v.Add(field, "number", "%q is not a number", raw)
-				continue
-			}
-			out[name] = n
-		case p.Type == "array" || p.Type == "object":
-			var val any
-			if err := json.Unmarshal([]byte(raw), &val); err != nil {
-				v.Add(field, "json", "is not valid JSON: %v", err)
-				continue
-			}
-			out[name] = val
-		default:
-			out[name] = raw
-		}
-	}
-	return out, v.Err()
+	return paramform.Read(form, "", rawSchema)
 }
 
 // narrow applies the tenant's rule to a field: tighter bounds, and its allowed values as the
-// only choices. The browser then refuses what the server would, and the field says which
-// limits bind it and who set them.
-func narrow(f *ParamField, l governance.Limits) {
+// only choices. The browser then refuses what the server would; the words it returns say
+// which limits bind the field and who set them.
+func narrow(f *paramform.Field, l governance.Limits) []string {
 	if f.Kind == "resolved" {
-		return
+		return nil
 	}
+	var limits []string
 	// bound returns the governance bound when it is tighter than the schema's current one.
 	bound := func(current string, b *governance.Bound, tighter func(a, b float64) bool) (string, bool) {
 		if b == nil {
@@ -379,10 +312,10 @@ func narrow(f *ParamField, l governance.Limits) {
 	if f.Kind == "number" {
 		var binds bool
 		if f.Min, binds = bound(f.Min, l.Minimum, func(a, b float64) bool { return a > b }); binds {
-			f.Limits = append(f.Limits, fmt.Sprintf("at least %s, set by %s", f.Min, setBy(l.Minimum.SetBy)))
+			limits = append(limits, fmt.Sprintf("at least %s, set by %s", f.Min, setBy(l.Minimum.SetBy)))
 		}
 		if f.Max, binds = bound(f.Max, l.Maximum, func(a, b float64) bool { return a < b }); binds {
-			f.Limits = append(f.Limits, fmt.Sprintf("at most %s, set by %s", f.Max, setBy(l.Maximum.SetBy)))
+			limits = append(limits, fmt.Sprintf("at most %s, set by %s", f.Max, setBy(l.Maximum.SetBy)))
 		}
 	}
 	if l.Allowed != nil && f.Kind != "checkbox" {
@@ -391,14 +324,15 @@ func narrow(f *ParamField, l governance.Limits) {
 			f.Options = append(f.Options, display(v))
 		}
 		if len(f.Options) == 0 {
-			f.Limits = append(f.Limits, "no value is allowed: the choices of the provider and of your tenant's admins do not overlap")
+			limits = append(limits, "no value is allowed: the choices of the provider and of your tenant's admins do not overlap")
 		} else {
-			f.Limits = append(f.Limits, "the choices are set by "+setBy(l.Allowed.SetBy))
+			limits = append(limits, "the choices are set by "+setBy(l.Allowed.SetBy))
 		}
 	}
 	for _, m := range l.Patterns {
-		f.Limits = append(f.Limits, fmt.Sprintf("must match %s, set by %s", m.Pattern, setBy(m.SetBy)))
+		limits = append(limits, fmt.Sprintf("must match %s, set by %s", m.Pattern, setBy(m.SetBy)))
 	}
+	return limits
 }
 
 // setBy names who set a governance limit, as the tenant's users know them.
@@ -467,7 +401,7 @@ func filledBy(resolverType string) string {
 
 // noChoice is the label of a select's empty choice, offered only when the input has no
 // default: one to make when the input is required, "none" otherwise.
-func noChoice(f ParamField) string {
+func noChoice(f paramform.Field) string {
 	if f.Required {
 		return "choose one"
 	}

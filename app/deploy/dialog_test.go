@@ -18,14 +18,14 @@ func TestParamForm_GovernanceStandsBesideTheFieldItBinds(t *testing.T) {
 		"name":  {Patterns: []governance.Match{{Pattern: "^web", SetBy: governance.Tenant}}},
 	}
 	f := paramForm([]byte(formSchema), nil, nil, nil, nil, false, limits)
-	want := map[string][]string{
-		"cores": {"at least 2, set by your tenant's admins"},
-		"ratio": {"at most 100, set by the provider"},
-		"size":  {"the choices are set by the provider and your tenant's admins"},
-		"name":  {"must match ^web, set by your tenant's admins"},
+	want := map[string]string{
+		"cores": "At least 2, set by your tenant's admins.",
+		"ratio": "At most 100, set by the provider.",
+		"size":  "The choices are set by the provider and your tenant's admins.",
+		"name":  "Must match ^web, set by your tenant's admins.",
 	}
 	for _, p := range f.Fields {
-		if !slices.Equal(p.Limits, want[p.Name]) {
+		if p.Limits != want[p.Name] {
 			t.Errorf("%s: limits %q, want %q", p.Name, p.Limits, want[p.Name])
 		}
 		switch p.Name {

@@ -172,12 +172,7 @@ func (h *Handlers) memberFrom(c echo.Context, zoneID uuid.UUID, prefix string, f
 		return in, err
 	}
 	values, _ := c.FormParams()
-	form.Typed = map[string]any{}
-	for k := range values {
-		if input, ok := strings.CutPrefix(k, prefix+"p."); ok {
-			form.Typed[input] = values.Get(k)
-		}
-	}
+	form.Typed = paramform.Given(values, prefix)
 	in.Parameters, err = paramform.Read(values, prefix, schema)
 	return in, err
 }

@@ -1,10 +1,12 @@
 // Package paramform lays a component version's input schema out as form fields and reads them
-// back as typed parameters: what a landing zone's templates and system services are given.
-// Each input is a field named prefix+"p."+input, so several components' inputs share a form;
-// its problems are keyed "parameters."+input, as the services name them.
+// back as typed parameters: the deploy dialog's and the deployment page's inputs, and what a
+// landing zone's templates and system services are given. Each input is a field named
+// prefix+"p."+input, so several components' inputs share a form; its problems are keyed
+// "parameters."+input, as the services name them.
 //
-// Inputs that the zone's resolvers fill are shown, not asked for; secret inputs are not kept
-// in a template at all.
+// Layout is what every form shares; how secrets, booleans, defaults and resolvers show is the
+// caller's: Build does it for a landing zone, where inputs that the zone's resolvers fill are
+// shown, not asked for, and secret inputs are not kept at all.
 package paramform
 
 import (
@@ -25,47 +27,55 @@ type Form struct {
 	Prefix string // of every field's name, such as "mandatory_components[0]."
 	Fields []Field
 	Error  string // a problem not about one input
+	Empty  string // what the form says when the component has no inputs
+	// Follows says the form's environment may change in the page: a field BoundTo a resolver
+	// is then marked for the page's script, which shows it read-only while the environment
+	// chosen configures that resolver.
+	Follows bool
 }
 
-// Field is one input. Kind is text, number, select, json, resolved (filled by a resolver, shown
-// only) or secret (not kept here, shown only).
+// Field is one input. Layout gives it a Kind of text, number, select, json, boolean or secret;
+// callers make booleans and secrets what they ask for (a select, a checkbox, a password, a
+// field shown only), and a field that a resolver fills "resolved": shown, not asked for.
 type Field struct {
 	Name, Label, Description, Kind, Value, Error  string
+	Key                                           string // shown beside the label, where the title could be taken for another field
 	Options                                       []string
+	Blank                                         string // the label of a select's empty choice; none offered when empty
 	Min, Max, Step, Pattern, MinLength, MaxLength string
-	Placeholder                                   string // the default, said where nothing is given
-	Required                                      bool
-	Resolver                                      string // the resolver that fills it
-	BoundTo                                       string // the resolver that would fill it, were the zone to configure it
+	Placeholder                                   string
+	Default                                       string // the schema's default as the field holds it, when HasDefault
+	HasDefault                                    bool
+	Required, Checked                             bool
+	Note                                          string // what a field shown only says of itself
+	Resolver                                      string // the type of the resolver that fills it
+	BoundTo                                       string // the type of the resolver bound to it, which may fill it
+	BoundNote                                     string // what the field says of BoundTo
+	FilledBy                                      string // the words for BoundTo filling it, where the form Follows
+	Resolved                                      bool   // BoundTo fills it in the environment chosen
+	Limits                                        string // the tenant's governance on it, in words
 }
 
-// Build lays rawSchema out as fields filled with values, errs beside each input. bound maps the
-// inputs the component binds to resolvers onto their types, and filled those the zone's
-// resolvers fill: a bound input the zone does not fill yet may be left for its resolver.
-func Build(prefix string, rawSchema []byte, values map[string]any, errs views.Errors, bound, filled map[string]string) Form {
+// Layout lays rawSchema out as fields filled with the given values, errs beside each input;
+// false when the schema cannot be read.
+func Layout(prefix string, rawSchema []byte, values map[string]any, errs views.Errors) (Form, bool) {
 	f := Form{Prefix: prefix}
 	schema := component.ParseSchema("input_schema", rawSchema, &problem.ValidationError{})
 	if schema == nil {
-		f.Error = "this component's inputs cannot be read"
-		return f
+		return f, false
 	}
 	for _, name := range schema.Names() {
 		p := schema.Properties[name]
 		field := Field{Name: name, Label: p.Title, Description: p.Description, Kind: "text", Error: errs["parameters."+name], Pattern: p.Pattern,
-			Required: slices.Contains(schema.Required, name) && p.Default == nil}
+			Required: slices.Contains(schema.Required, name) && p.Default == nil, HasDefault: p.Default != nil}
 		if field.Label == "" {
 			field.Label = name
 		}
 		if v, ok := values[name]; ok && v != nil {
 			field.Value = text(v)
 		}
-		if typ, ok := filled[name]; ok {
-			field.Kind, field.Resolver, field.Required, field.Value = "resolved", resolver.Label(typ), false, ""
-			f.Fields = append(f.Fields, field)
-			continue
-		}
-		if typ, ok := bound[name]; ok {
-			field.Required, field.BoundTo = false, resolver.Label(typ)
+		if p.Default != nil {
+			field.Default = text(p.Default)
 		}
 		if p.MinLength != nil {
 			field.MinLength = strconv.Itoa(*p.MinLength)
@@ -75,14 +85,14 @@ func Build(prefix string, rawSchema []byte, values map[string]any, errs views.Er
 		}
 		switch {
 		case p.Secret:
-			field.Kind, field.Required, field.Value = "secret", false, ""
+			field.Kind = "secret"
 		case len(p.Enum) > 0:
 			field.Kind = "select"
 			for _, e := range p.Enum {
 				field.Options = append(field.Options, text(e))
 			}
 		case p.Type == "boolean":
-			field.Kind, field.Options = "select", []string{"true", "false"}
+			field.Kind = "boolean"
 		case p.Type == "integer" || p.Type == "number":
 			field.Kind, field.Step = "number", "1"
 			if p.Type == "number" {
@@ -97,17 +107,66 @@ func Build(prefix string, rawSchema []byte, values map[string]any, errs views.Er
 		case p.Type == "array" || p.Type == "object":
 			field.Kind = "json"
 		}
-		if p.Default != nil {
-			field.Placeholder = text(p.Default)
-		}
 		f.Fields = append(f.Fields, field)
+	}
+	return f, true
+}
+
+// Build lays rawSchema out for a landing zone: booleans are a choice of true or false, a
+// default is said where nothing is given, secrets are only shown. bound maps the inputs the
+// component binds to resolvers onto their types, and filled those the zone's resolvers fill:
+// a bound input the zone does not fill yet may be left for its resolver.
+func Build(prefix string, rawSchema []byte, values map[string]any, errs views.Errors, bound, filled map[string]string) Form {
+	f, ok := Layout(prefix, rawSchema, values, errs)
+	if !ok {
+		f.Error = "this component's inputs cannot be read"
+		return f
+	}
+	for i := range f.Fields {
+		field := &f.Fields[i]
+		if typ, ok := filled[field.Name]; ok {
+			field.Kind, field.Resolver, field.Required, field.Value = "resolved", typ, false, ""
+			field.Placeholder = "filled by a resolver"
+			field.Note = "Filled by the " + resolver.Label(typ) + " resolver of this landing zone when each environment deploys it."
+			continue
+		}
+		if typ, ok := bound[field.Name]; ok {
+			field.Required, field.BoundTo = false, typ
+			field.BoundNote = "Leave it empty for the " + resolver.Label(typ) + " resolver to fill: configure that resolver on this landing zone before publishing it."
+		}
+		field.Placeholder = field.Default
+		switch field.Kind {
+		case "secret":
+			field.Required, field.Value, field.Placeholder = false, "", "secret"
+			field.Note = "A secret input: bind it to the secret provisioner rather than keep its value here."
+		case "boolean":
+			field.Kind, field.Options = "select", []string{"true", "false"}
+		}
+		if field.Kind == "select" && !field.Required {
+			field.Blank = "—"
+			if field.Default != "" {
+				field.Blank = "default: " + field.Default
+			}
+		}
 	}
 	return f
 }
 
+// Given is what was typed into the form's fields under prefix, by input, to fill them again.
+func Given(form url.Values, prefix string) map[string]any {
+	out := map[string]any{}
+	for k := range form {
+		if input, ok := strings.CutPrefix(k, prefix+"p."); ok {
+			out[input] = form.Get(k)
+		}
+	}
+	return out
+}
+
 // Read takes the inputs of rawSchema from the form fields under prefix, typed by the schema.
-// An input left empty is not given: the component's default applies. A value that does not
-// parse is refused by its input's name, never with the parser's words.
+// An input left empty is not given: its current value or the component's default applies. A
+// secret is exactly what was typed. A value that does not parse is refused by its input's
+// name, never with the parser's words.
 func Read(form url.Values, prefix string, rawSchema []byte) (map[string]any, error) {
 	v := &problem.ValidationError{}
 	schema := component.ParseSchema("input_schema", rawSchema, v)
@@ -118,6 +177,9 @@ func Read(form url.Values, prefix string, rawSchema []byte) (map[string]any, err
 	for _, name := range schema.Names() {
 		p := schema.Properties[name]
 		raw := strings.TrimSpace(form.Get(prefix + "p." + name))
+		if p.Secret && raw != "" {
+			raw = form.Get(prefix + "p." + name)
+		}
 		field := "parameters." + name
 		switch {
 		case raw == "":

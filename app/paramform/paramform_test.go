@@ -44,7 +44,7 @@ func TestBuild_ShowsFilledInputsAndChoices(t *testing.T) {
 	for _, x := range f.Fields {
 		kinds[x.Name] = x
 	}
-	if n := kinds["name"]; n.Kind != "resolved" || n.Resolver != "image catalog" || n.Required {
+	if n := kinds["name"]; n.Kind != "resolved" || n.Resolver != "image_catalog" || n.Required {
 		t.Errorf("name: %+v", n)
 	}
 	if c := kinds["cores"]; c.Kind != "number" || c.Max != "8" || c.Value != "3" || c.Error != "too many" || c.Placeholder != "2" {
