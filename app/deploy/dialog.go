@@ -180,7 +180,7 @@ func (h *Handlers) plan(c echo.Context, componentID, op uuid.UUID) (PlanView, er
 		}
 		row := PlanRow{Name: r.Name, Type: r.Type, Op: r.Op}
 		for _, ch := range r.Changes {
-			row.Changes = append(row.Changes, fmt.Sprintf("%s: %s → %s", ch.Path, shown(ch.Old), shown(ch.New)))
+			row.Changes = append(row.Changes, fmt.Sprintf("%s: %s → %s", ch.Path, views.Value(ch.Old), views.Value(ch.New)))
 		}
 		v.Rows = append(v.Rows, row)
 	}
@@ -321,7 +321,7 @@ func narrow(f *paramform.Field, l governance.Limits) []string {
 	if l.Allowed != nil && f.Kind != "checkbox" {
 		f.Kind, f.Options = "select", nil
 		for _, v := range l.Allowed.Values {
-			f.Options = append(f.Options, display(v))
+			f.Options = append(f.Options, paramform.Text(v))
 		}
 		if len(f.Options) == 0 {
 			limits = append(limits, "no value is allowed: the choices of the provider and of your tenant's admins do not overlap")
@@ -367,7 +367,7 @@ func rulesInWords(e governance.EffectiveRule, titles map[string]string) []string
 		if l.Allowed != nil {
 			values := make([]string, len(l.Allowed.Values))
 			for i, v := range l.Allowed.Values {
-				values[i] = display(v)
+				values[i] = views.Value(v)
 			}
 			out = append(out, fmt.Sprintf("%s: one of %s (set by %s)", title, strings.Join(values, ", "), setBy(l.Allowed.SetBy)))
 		}

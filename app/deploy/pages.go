@@ -184,8 +184,8 @@ func (h *Handlers) showPage(c echo.Context, formErr error, destroyErr string, st
 		Tenant: d.Tenant, DestroyError: destroyErr, Component: d.Component, ComponentID: d.ComponentID.String(), Status: string(d.Status), Version: d.Version,
 		Created: d.CreatedAt, Updated: d.UpdatedAt, Destroyed: d.Status == Destroyed,
 		CanDeploy: actor.Can(access.ComponentDeploy, d.TenantID), CanDestroy: actor.Can(access.ComponentDestroy, d.TenantID),
-		Outputs: keyValues(d.Outputs, nil)}
-	v.Parameters = keyValues(d.Parameters, d.SecretNames)
+		Outputs: views.Values(d.Outputs)}
+	v.Parameters = views.Values(d.Parameters, d.SecretNames...)
 	for _, o := range ops {
 		v.Operations = append(v.Operations, operationRow(o))
 	}
@@ -222,28 +222,6 @@ func (h *Handlers) showPage(c echo.Context, formErr error, destroyErr string, st
 	page := web.Page(c, d.Name).Under(views.Crumb{Label: "Deployments", URL: "/deployments"},
 		views.Crumb{Label: d.Environment, URL: "/environments/" + d.EnvironmentID.String()})
 	return web.Render(c, status, DeploymentPage(page, v))
-}
-
-func keyValues(m map[string]any, secret []string) []views.KeyValue {
-	keys := make([]string, 0, len(m)+len(secret))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	keys = append(keys, secret...)
-	slices.Sort(keys)
-	out := make([]views.KeyValue, len(keys))
-	for i, k := range keys {
-		out[i] = views.KeyValue{Key: k, Value: display(m[k]), Secret: slices.Contains(secret, k) || m[k] == "[secret]"}
-	}
-	return out
-}
-
-func display(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 func operationRow(o Operation) OperationRow {
@@ -422,7 +400,7 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error)
 		v.ExitCode = strconv.Itoa(*d.ExitCode)
 	}
 	if d.Version > 0 {
-		v.Parameters = keyValues(d.Parameters, nil)
+		v.Parameters = views.Values(d.Parameters)
 	}
 	if d.StartedAt != nil {
 		v.Started = stamp(*d.StartedAt)
@@ -473,7 +451,7 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error)
 	if d.Status == "succeeded" && d.Kind != "preview" && d.Kind != "destroy" {
 		outputs := map[string]any{}
 		_ = json.Unmarshal(dep.Outputs, &outputs)
-		v.Outputs = keyValues(outputs, nil)
+		v.Outputs = views.Values(outputs)
 	}
 	if d.Kind == "preview" && d.Status == "succeeded" && dep.Status != "destroyed" {
 		fresh, err := h.svc.NeverDeployed(ctx, actor, dep.ID)
@@ -508,7 +486,7 @@ func ResourceRows(resources []Resource) (rows []ResourceRow, planned, done int) 
 			row.Took = r.FinishedAt.Sub(*r.StartedAt).Round(10 * time.Millisecond).String()
 		}
 		for _, ch := range r.Changes {
-			row.Changes = append(row.Changes, ChangeRow{Path: ch.Path, Kind: ch.Kind, Old: shown(ch.Old), New: shown(ch.New)})
+			row.Changes = append(row.Changes, ChangeRow{Path: ch.Path, Kind: ch.Kind, Old: views.Value(ch.Old), New: views.Value(ch.New)})
 		}
 		rows = append(rows, row)
 		// A row only an undo or a diagnostic made is no step of the operation's own.
@@ -521,12 +499,4 @@ func ResourceRows(resources []Resource) (rows []ResourceRow, planned, done int) 
 		}
 	}
 	return rows, planned, done
-}
-
-// shown is a property value as the diff shows it: absent values as a dash.
-func shown(v any) string {
-	if v == nil {
-		return "—"
-	}
-	return display(v)
 }

@@ -72,10 +72,10 @@ func Layout(prefix string, rawSchema []byte, values map[string]any, errs views.E
 			field.Label = name
 		}
 		if v, ok := values[name]; ok && v != nil {
-			field.Value = text(v)
+			field.Value = Text(v)
 		}
 		if p.Default != nil {
-			field.Default = text(p.Default)
+			field.Default = Text(p.Default)
 		}
 		if p.MinLength != nil {
 			field.MinLength = strconv.Itoa(*p.MinLength)
@@ -89,7 +89,7 @@ func Layout(prefix string, rawSchema []byte, values map[string]any, errs views.E
 		case len(p.Enum) > 0:
 			field.Kind = "select"
 			for _, e := range p.Enum {
-				field.Options = append(field.Options, text(e))
+				field.Options = append(field.Options, Text(e))
 			}
 		case p.Type == "boolean":
 			field.Kind = "boolean"
@@ -213,8 +213,8 @@ func example(typ string) string {
 	return `{"key": "value"}`
 }
 
-// text is a value as a field holds it: strings as they are, anything else as JSON.
-func text(v any) string {
+// Text is a value as a form field holds it: strings as they are, anything else as JSON.
+func Text(v any) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
