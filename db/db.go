@@ -62,6 +62,8 @@ func Unavailable(err error) bool {
 		request *url.Error
 	)
 	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return false // the request gave up (a browser navigated away), not the database
 	case errors.As(err, &request):
 		return false // an HTTP request's, such as one to object storage
 	case errors.As(err, &connect):

@@ -47,3 +47,29 @@ func TestMigrationStatus_FreshDatabaseIsAllPending(t *testing.T) {
 		t.Fatalf("pending = %d, want all %d", pending, len(ours)+len(river))
 	}
 }
+
+// A query a request gave up on fails with an error that says the request went, not the
+// database: such requests must not be answered, or logged, as an outage.
+func TestUnavailable_NotForARequestThatGaveUp(t *testing.T) {
+	pool := dbtest.Pool(t)
+	conn, err := pool.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	// Gone after its connection was taken, before the query was sent: the driver says it is
+	// safe to try again, which alone does not tell a dead server.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var one int
+	err = conn.QueryRow(ctx, `SELECT 1`).Scan(&one)
+	if err == nil {
+		t.Fatal("a cancelled query answered")
+	}
+	if db.Unavailable(err) {
+		t.Errorf("Unavailable(%v) = true for a cancelled request", err)
+	}
+	if err := pool.QueryRow(context.Background(), `SELECT 1`).Scan(&one); err != nil || db.Unavailable(err) {
+		t.Fatalf("the database after: %v", err)
+	}
+}

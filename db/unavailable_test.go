@@ -20,12 +20,21 @@ func TestUnavailable_TellsAnAbsentDatabaseFromARefusal(t *testing.T) {
 	if dialErr == nil {
 		t.Fatal("connected to nothing")
 	}
+	// A request the browser gave up on, and one out of time, with the database there or not.
+	gone, giveUp := context.WithCancel(context.Background())
+	giveUp()
+	_, goneErr := pgconn.Connect(gone, "host="+t.TempDir()+" user=nimbus dbname=nimbus")
+	late, cancelLate := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancelLate()
+	_, lateErr := pgconn.Connect(late, "host="+t.TempDir()+" user=nimbus dbname=nimbus")
 	for _, c := range []struct {
 		name string
 		err  error
 		want bool
 	}{
 		{"no server", fmt.Errorf("list tenants: %w", dialErr), true},
+		{"request cancelled", fmt.Errorf("list tenants: %w", goneErr), false},
+		{"request out of time", fmt.Errorf("list tenants: %w", lateErr), false},
 		{"server died under a query", &pgconn.PgError{Code: "57P01"}, true},
 		{"server starting", &pgconn.PgError{Code: "57P03"}, true},
 		{"connection lost", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
