@@ -11,6 +11,7 @@ package paramform
 
 import (
 	"encoding/json"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -186,8 +187,9 @@ func Read(form url.Values, prefix string, rawSchema []byte) (map[string]any, err
 		case p.Type == "boolean":
 			out[name] = raw == "true"
 		case p.Type == "integer" || p.Type == "number":
+			// ParseFloat also reads NaN and Inf, which no bound rules out and no JSON holds.
 			n, err := strconv.ParseFloat(raw, 64)
-			if err != nil {
+			if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
 				v.Add(field, "number", "%q is not a number", raw)
 				continue
 			}

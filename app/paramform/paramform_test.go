@@ -57,3 +57,13 @@ func TestBuild_ShowsFilledInputsAndChoices(t *testing.T) {
 		t.Errorf("kinds: %+v", kinds)
 	}
 }
+
+func TestRead_RefusesNumbersJSONCannotHold(t *testing.T) {
+	for _, raw := range []string{"NaN", "Inf", "-Infinity"} {
+		_, err := Read(url.Values{"p.name": {"web"}, "p.cores": {raw}}, "", []byte(schema))
+		v, ok := err.(*problem.ValidationError)
+		if !ok || len(v.Fields) != 1 || v.Fields[0].Field != "parameters.cores" {
+			t.Errorf("%s: err = %v, want cores refused", raw, err)
+		}
+	}
+}
