@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -106,10 +107,20 @@ func serve(ctx context.Context, args []string, env Env) error {
 	if err := jobClient.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start jobs: %w", err)
 	}
+	// Running jobs get a grace period on a stop; whatever is still running after it is
+	// cancelled and resumes on the next start. Without a database they could not record a
+	// step, so then they are cancelled at once.
+	grace := 30 * time.Second
 	defer func() {
-		// Running jobs get a grace period; whatever is still running after it is cancelled
-		// and resumes on the next start.
-		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if grace == 0 {
+			cancelCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := jobClient.StopAndCancel(cancelCtx); err != nil {
+				log.Error("stop jobs", "err", err)
+			}
+			return
+		}
+		stopCtx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
 		if err := jobClient.Stop(stopCtx); err != nil {
 			log.Warn("jobs still running after the grace period; cancelling them", "err", err)
@@ -149,16 +160,23 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return fmt.Errorf("serve: %w", err)
 	case err := <-watched.GaveUp:
 		// Exiting with an error lets a container runtime or systemd start Nimbus afresh.
+		grace = 0
+		shutdown(srv, log, 5*time.Second)
 		return fmt.Errorf("embedded database: %w", err)
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	shutdown(srv, log, 15*time.Second)
+	return nil
+}
+
+// shutdown stops taking requests and waits up to within for those under way.
+func shutdown(srv *http.Server, log *slog.Logger, within time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Error("shutdown http", "err", err)
 	}
-	return nil
 }
 
 // sandboxStatus says, for the system page, whether engine processes are confined.
