@@ -173,7 +173,7 @@ func (a *app) deployMachine(t *testing.T, email, environment string) string {
 		switch {
 		case op.Status == "succeeded":
 			return created.Deployment.ID
-		case op.Status == "failed" || op.Status == "cancelled" || time.Now().After(deadline):
+		case op.Status == "failed" || op.Status == "cancelled" || op.Status == "rejected" || time.Now().After(deadline):
 			t.Fatalf("deploying web: %s %s", op.Status, op.Error)
 		}
 		time.Sleep(200 * time.Millisecond)

@@ -48,10 +48,10 @@ func (h *Handlers) QueuePage(c echo.Context) error {
 func approvalOrders() map[string]func(a, b ApprovalRow) int {
 	return map[string]func(a, b ApprovalRow) int{
 		"deployment": func(a, b ApprovalRow) int {
-			return strings.Compare(strings.ToLower(a.Deployment), strings.ToLower(b.Deployment))
+			return views.Fold(a.Deployment, b.Deployment)
 		},
 		"tenant": func(a, b ApprovalRow) int {
-			return strings.Compare(strings.ToLower(a.Tenant), strings.ToLower(b.Tenant))
+			return views.Fold(a.Tenant, b.Tenant)
 		},
 		"requested_by": func(a, b ApprovalRow) int { return strings.Compare(a.RequestedBy, b.RequestedBy) },
 		"requested":    func(a, b ApprovalRow) int { return a.Created.Compare(b.Created) },

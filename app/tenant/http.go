@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -36,7 +35,7 @@ func (h *Handlers) renderList(c echo.Context, status int, name string, errs view
 	}
 	sort := views.SortOf("/tenants", c.QueryParams(), "name", "name", "members", "created")
 	views.SortRows(rows, sort, map[string]func(a, b TenantRow) int{
-		"name":    func(a, b TenantRow) int { return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)) },
+		"name":    func(a, b TenantRow) int { return views.Fold(a.Name, b.Name) },
 		"members": func(a, b TenantRow) int { return cmp.Compare(a.Members, b.Members) },
 		"created": func(a, b TenantRow) int { return a.Created.Compare(b.Created) },
 	})

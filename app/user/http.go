@@ -1,10 +1,8 @@
 package user
 
 import (
-	"cmp"
 	"context"
 	"net/http"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -51,7 +49,7 @@ func (h *Handlers) renderList(c echo.Context, status int, form UserForm) error {
 	}
 	sort := views.SortOf("/users", c.QueryParams(), "email", "email", "created")
 	views.SortRows(rows, sort, map[string]func(a, b UserRow) int{
-		"email":   func(a, b UserRow) int { return cmp.Compare(strings.ToLower(a.Email), strings.ToLower(b.Email)) },
+		"email":   func(a, b UserRow) int { return views.Fold(a.Email, b.Email) },
 		"created": func(a, b UserRow) int { return a.Created.Compare(b.Created) },
 	})
 	if actor.ProviderAdmin {
