@@ -68,3 +68,6 @@ func SortRows[T any](rows []T, s Sort, by map[string]func(a, b T) int) {
 		return cmp(a, b)
 	})
 }
+
+// Fold compares two names as people sort them: case aside.
+func Fold(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) }

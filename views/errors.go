@@ -1,9 +1,6 @@
 package views
 
-import (
-	"slices"
-	"strings"
-)
+import "slices"
 
 // Others are the messages of e for fields a form has no place of its own for, in field order:
 // they go above the form rather than being lost.
@@ -16,6 +13,3 @@ func Others(e Errors, shown ...string) []string {
 	}
 	return out
 }
-
-// Fold compares two names as people sort them: case aside.
-func Fold(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) }
