@@ -1,7 +1,7 @@
-// Package cursor is where a list that is read newest first continues: the creation time and ID
-// of the last row a page showed, carried in a URL as an opaque token. A page that starts after
-// a cursor reads from an index, however far back it is, where an offset would count every row
-// before it.
+// Package cursor is where a list continues: the creation time and ID of the last row a page
+// showed (and, in a list sorted by a column, its value there), carried in a URL as an opaque
+// token. A page that starts after a cursor reads from an index, however far back it is, where
+// an offset would count every row before it.
 package cursor
 
 import (
@@ -21,6 +21,11 @@ const MaxRows = 200
 type Cursor struct {
 	At time.Time
 	ID uuid.UUID
+	// Key is the row's value in the column a sorted list is ordered by, as the page showed it;
+	// nil in a list read newest first. The value can change before the next page is asked for
+	// (a status moves on, a tenant is renamed): that page starts after the value the row had,
+	// so that no row is skipped or shown twice.
+	Key *string
 }
 
 // IsZero reports whether c is the start of the list.
@@ -28,7 +33,11 @@ func (c Cursor) IsZero() bool { return c.ID == uuid.Nil }
 
 // String is c as a token for a URL.
 func (c Cursor) String() string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.At.UnixMicro(), 10) + "." + c.ID.String()))
+	token := strconv.FormatInt(c.At.UnixMicro(), 10) + "." + c.ID.String()
+	if c.Key != nil {
+		token += "." + *c.Key
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(token))
 }
 
 // ErrMalformed is a token that String did not make.
@@ -43,9 +52,14 @@ func Parse(token string) (Cursor, error) {
 	if err != nil {
 		return Cursor{}, ErrMalformed
 	}
-	at, id, ok := strings.Cut(string(raw), ".")
+	at, rest, ok := strings.Cut(string(raw), ".")
 	if !ok {
 		return Cursor{}, ErrMalformed
+	}
+	id, key, keyed := strings.Cut(rest, ".") // an ID has no dots; a key may
+	var c Cursor
+	if keyed {
+		c.Key = &key
 	}
 	micros, err := strconv.ParseInt(at, 10, 64)
 	if err != nil {
@@ -55,7 +69,8 @@ func Parse(token string) (Cursor, error) {
 	if err != nil || u == uuid.Nil {
 		return Cursor{}, ErrMalformed
 	}
-	return Cursor{At: time.UnixMicro(micros), ID: u}, nil
+	c.At, c.ID = time.UnixMicro(micros), u
+	return c, nil
 }
 
 // Before is the time bound of the query that reads the page after c; NULL at the start.

@@ -76,7 +76,7 @@ func (h *Handlers) ListAPI(c echo.Context) error {
 		return err
 	}
 	out := map[string]any{"deployments": ds}
-	if next := web.NextPage(c, ds, f.Limit, Deployment.place); next != "" {
+	if next := web.NextPage(c, ds, f.Limit, f.deploymentPlace); next != "" {
 		out["next"] = next
 	}
 	return c.JSON(http.StatusOK, out)
@@ -185,7 +185,7 @@ func (h *Handlers) OperationsAPI(c echo.Context) error {
 		return err
 	}
 	out := map[string]any{"operations": ops}
-	if next := web.NextPage(c, ops, f.Limit, Operation.place); next != "" {
+	if next := web.NextPage(c, ops, f.Limit, f.operationPlace); next != "" {
 		out["next"] = next
 	}
 	return c.JSON(http.StatusOK, out)

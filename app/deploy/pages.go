@@ -78,7 +78,7 @@ func (h *Handlers) ListPage(c echo.Context) error {
 			rows[i].TenantURL = "/tenants/" + d.TenantID.String()
 		}
 	}
-	pager := web.Pager(c, web.NextPage(c, ds, f.Limit, Deployment.place))
+	pager := web.Pager(c, web.NextPage(c, ds, f.Limit, f.deploymentPlace))
 	return web.Render(c, http.StatusOK, Deployments(web.Page(c, "Deployments"), vf, rows, pager))
 }
 
@@ -196,7 +196,7 @@ func (h *Handlers) showPage(c echo.Context, formErr error, destroyErr string, st
 			break
 		}
 	}
-	v.History = web.Pager(c, web.NextPage(c, ops, limit, Operation.place))
+	v.History = web.Pager(c, web.NextPage(c, ops, limit, hf.operationPlace))
 	for _, col := range []struct{ key, label string }{{"kind", "Operation"}, {"status", "Status"}, {"by", "By"}, {"created", "Requested"}} {
 		v.HistoryColumns = append(v.HistoryColumns, sortColumn(c, col.key, col.label, hf))
 	}

@@ -69,11 +69,37 @@ type Filter struct {
 	Limit int
 }
 
-// place is where a deployment stands in its list, for the page after it.
-func (d Deployment) place() cursor.Cursor { return cursor.Cursor{At: d.CreatedAt, ID: d.ID} }
+// deploymentPlace is where d stands in the list f reads, for the page after it: sorted by a
+// column, with d's value there as this page shows it (the time of creation is the cursor's own).
+func (f Filter) deploymentPlace(d Deployment) cursor.Cursor {
+	return f.place(d.CreatedAt, d.ID, map[string]string{"name": d.Name, "environment": d.Environment,
+		"component": d.Component, "status": string(d.Status), "tenant": d.Tenant})
+}
 
-// place is where an operation stands in its list, for the page after it.
-func (o Operation) place() cursor.Cursor { return cursor.Cursor{At: o.CreatedAt, ID: o.ID} }
+// operationPlace is where o stands in the list f reads, as deploymentPlace says.
+func (f Filter) operationPlace(o Operation) cursor.Cursor {
+	return f.place(o.CreatedAt, o.ID, map[string]string{"kind": string(o.Kind), "status": string(o.Status), "by": o.RequestedBy})
+}
+
+// place is a row's cursor in the list f reads: when f sorts by a column, it carries the row's
+// value there, picked from values (by column).
+func (f Filter) place(at time.Time, id uuid.UUID, values map[string]string) cursor.Cursor {
+	c := cursor.Cursor{At: at, ID: id}
+	if f.Sort != "" {
+		key := values[f.Sort]
+		c.Key = &key
+	}
+	return c
+}
+
+// refuseUnkeyedCursor refuses a cursor made for a list read newest first on a list sorted by a column: it
+// does not say where in the column's order the page starts.
+func (f Filter) refuseUnkeyedCursor() error {
+	if !f.Before.IsZero() && f.Before.Key == nil {
+		return problem.Invalid("before", "cursor", "must be the cursor of a page of this list, as its next link gives it")
+	}
+	return nil
+}
 
 // maxRows is the size of the page f asks for.
 func (f Filter) maxRows() int32 {
@@ -109,21 +135,13 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([
 			rows = append(rows, dbgen.GetDeploymentRow(r))
 		}
 	} else {
-		var after *string
-		if !f.Before.IsZero() {
-			key, err := q.DeploymentSortKey(ctx, dbgen.DeploymentSortKeyParams{SortBy: f.Sort, ID: f.Before.ID})
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil, problem.Invalid("before", "cursor", "must be the cursor of a page of this list, as its next link gives it")
-			}
-			if err != nil {
-				return nil, fmt.Errorf("list deployments: %w", err)
-			}
-			after = &key
+		if err := f.refuseUnkeyedCursor(); err != nil {
+			return nil, err
 		}
 		found, err := q.ListDeploymentsBy(ctx, dbgen.ListDeploymentsByParams{SortBy: f.Sort, Descending: f.Descending,
 			AllTenants: actor.ProviderAdmin, TenantIds: tenants,
 			EnvironmentID: nullID(f.EnvironmentID), ComponentID: nullID(f.ComponentID), Status: nullText(f.Status),
-			Search: nullText(f.Search), Before: f.Before.Before(), BeforeID: f.Before.BeforeID(), AfterKey: after, MaxRows: f.maxRows()})
+			Search: nullText(f.Search), Before: f.Before.Before(), BeforeID: f.Before.BeforeID(), AfterKey: f.Before.Key, MaxRows: f.maxRows()})
 		if err != nil {
 			return nil, fmt.Errorf("list deployments: %w", err)
 		}
@@ -216,20 +234,11 @@ func (s *Service) history(ctx context.Context, actor access.Principal, f Filter)
 	if _, err := s.get(ctx, actor, f.DeploymentID); err != nil {
 		return nil, err
 	}
-	q := dbgen.New(s.pool)
-	var after *string
-	if !f.Before.IsZero() {
-		key, err := q.OperationSortKey(ctx, dbgen.OperationSortKeyParams{SortBy: f.Sort, ID: f.Before.ID})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, problem.Invalid("before", "cursor", "must be the cursor of a page of this list, as its next link gives it")
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list operations: %w", err)
-		}
-		after = &key
+	if err := f.refuseUnkeyedCursor(); err != nil {
+		return nil, err
 	}
-	rows, err := q.ListDeploymentOperationsBy(ctx, dbgen.ListDeploymentOperationsByParams{SortBy: f.Sort, Descending: f.Descending,
-		DeploymentID: f.DeploymentID, Before: f.Before.Before(), BeforeID: f.Before.BeforeID(), AfterKey: after, MaxRows: f.maxRows()})
+	rows, err := dbgen.New(s.pool).ListDeploymentOperationsBy(ctx, dbgen.ListDeploymentOperationsByParams{SortBy: f.Sort, Descending: f.Descending,
+		DeploymentID: f.DeploymentID, Before: f.Before.Before(), BeforeID: f.Before.BeforeID(), AfterKey: f.Before.Key, MaxRows: f.maxRows()})
 	if err != nil {
 		return nil, fmt.Errorf("list operations: %w", err)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"html"
 	"net/http"
+	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -144,4 +146,114 @@ func TestPages_DeploymentHistoryPages(t *testing.T) {
 	if len(seen) != want || pages != (want+1)/2 {
 		t.Fatalf("the history showed %d operations of %d on %d pages of 2", len(seen), want, pages)
 	}
+}
+
+// A list sorted by a column pages from the value its last row had on the page shown, not the
+// one it has when the next is asked for: a row whose status moves on between two pages leaves
+// the rows after it where they were, none skipped or shown twice. A cursor made for the list
+// read newest first says nothing of where a sorted one continues, and is refused by name.
+func TestPages_SortedPagesHoldTheirPlaceWhenTheCursorRowChanges(t *testing.T) {
+	s := newSite(t)
+	hash, err := auth.HashPassword("seeded password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := seed.Run(context.Background(), s.pool, seed.Size{Tenants: 1, Components: 10, Deployments: 6, Operations: 30, AuditEvents: 3}, hash); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, s.url)
+	b.signIn(t, "root@example.com", "correct horse battery")
+	next := regexp.MustCompile(`<a href="([^"]+)"[^>]*>(?:Next|Older) →</a>`)
+	// walk follows a list's next links from path, calling moved with the last row of the first
+	// page before it asks for the second, and returns the rows in the order shown.
+	walk := func(t *testing.T, path, section string, row *regexp.Regexp, moved func(id string)) []string {
+		t.Helper()
+		var shown []string
+		for pages := 0; path != ""; pages++ {
+			if pages > 20 {
+				t.Fatal("the pages never end")
+			}
+			r := b.get(t, path)
+			if r.status != http.StatusOK {
+				t.Fatalf("%s: %d %s", path, r.status, r.body)
+			}
+			body := string(r.body)
+			body = body[strings.Index(body, section):]
+			var page []string
+			for _, m := range row.FindAllStringSubmatch(body, -1) {
+				if !slices.Contains(page, m[1]) {
+					page = append(page, m[1])
+				}
+			}
+			shown = append(shown, page...)
+			if pages == 0 && len(page) > 0 {
+				moved(page[len(page)-1])
+			}
+			path = ""
+			if m := next.FindStringSubmatch(body); m != nil {
+				path = html.UnescapeString(m[1])
+			}
+		}
+		return shown
+	}
+	wantEachOnce := func(t *testing.T, shown []string, table string) {
+		t.Helper()
+		var want int
+		if err := s.pool.QueryRow(context.Background(), `SELECT count(*) FROM `+table).Scan(&want); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, id := range shown {
+			if seen[id] {
+				t.Fatalf("%s shown twice in %v", id, shown)
+			}
+			seen[id] = true
+		}
+		if len(seen) != want {
+			t.Fatalf("%d of %d shown: %v", len(seen), want, shown)
+		}
+	}
+	setStatus := func(table, status string) func(string) {
+		return func(id string) {
+			if _, err := s.pool.Exec(context.Background(), `UPDATE `+table+` SET status = $2 WHERE id = $1`, id, status); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	t.Run("deployments by status", func(t *testing.T) {
+		// Most seeded deployments are deployed; the first page's last turns cancelled, which
+		// sorts before it, as a first deploy cancelled would.
+		shown := walk(t, "/deployments?sort=status&limit=2", "<table", regexp.MustCompile(`<td><a href="/deployments/([0-9a-f-]{36})">`),
+			setStatus("deployed_components", "cancelled"))
+		wantEachOnce(t, shown, "deployed_components")
+	})
+
+	t.Run("a deployment's history by status", func(t *testing.T) {
+		var deployment string
+		if err := s.pool.QueryRow(context.Background(), `SELECT deployment_id::text FROM operations
+			GROUP BY deployment_id ORDER BY count(*) DESC LIMIT 1`).Scan(&deployment); err != nil {
+			t.Fatal(err)
+		}
+		// Its operations succeeded; the first page's last is marked failed, which sorts before.
+		shown := walk(t, "/deployments/"+deployment+"?sort=status&limit=2", "<h2>History</h2>",
+			regexp.MustCompile(`href="/operations/([0-9a-f-]{36})"`), setStatus("operations", "failed"))
+		wantEachOnce(t, shown, "operations WHERE deployment_id = '"+deployment+"'")
+	})
+
+	t.Run("a cursor of the newest first list", func(t *testing.T) {
+		newest := b.get(t, "/deployments?limit=2")
+		m := next.FindStringSubmatch(string(newest.body))
+		if m == nil {
+			t.Fatalf("the newest first list has no next page: %s", newest.body)
+		}
+		u, err := url.Parse(html.UnescapeString(m[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := b.get(t, "/deployments?sort=name&before="+url.QueryEscape(u.Query().Get("before")))
+		if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), "cursor of a page of this list") {
+			t.Fatalf("a sorted list after a newest first cursor: %d %s", r.status, r.body)
+		}
+	})
 }

@@ -152,31 +152,6 @@ func (q *Queries) CreateDeployment(ctx context.Context, arg CreateDeploymentPara
 	return i, err
 }
 
-const deploymentSortKey = `-- name: DeploymentSortKey :one
-SELECT (CASE $1::text
-    WHEN 'name' THEN lower(d.name) WHEN 'environment' THEN lower(e.name) WHEN 'component' THEN lower(c.name)
-    WHEN 'status' THEN d.status WHEN 'tenant' THEN lower(t.name)
-    WHEN 'created' THEN to_char(d.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END)::text AS value
-FROM deployed_components d
-JOIN components c ON c.id = d.component_id
-JOIN environments e ON e.id = d.environment_id
-JOIN tenants t ON t.id = d.tenant_id
-WHERE d.id = $2
-`
-
-type DeploymentSortKeyParams struct {
-	SortBy string    `json:"sort_by"`
-	ID     uuid.UUID `json:"id"`
-}
-
-// The key ListDeploymentsBy orders a deployment by.
-func (q *Queries) DeploymentSortKey(ctx context.Context, arg DeploymentSortKeyParams) (string, error) {
-	row := q.db.QueryRow(ctx, deploymentSortKey, arg.SortBy, arg.ID)
-	var value string
-	err := row.Scan(&value)
-	return value, err
-}
-
 const engineEverRan = `-- name: EngineEverRan :one
 SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind <> 'preview' AND started_at IS NOT NULL)
 `
@@ -305,13 +280,16 @@ FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
 CROSS JOIN LATERAL (SELECT CASE $1::text
-    WHEN 'kind' THEN o.kind WHEN 'status' THEN o.status WHEN 'by' THEN coalesce(lower(u.email), '')
-    WHEN 'created' THEN to_char(o.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END AS value) k
-WHERE o.deployment_id = $2
-  AND ($3::timestamptz IS NULL
-    OR k.value = $4::text AND (o.created_at, o.id) < ($3, $5::uuid)
-    OR $6::boolean AND k.value < $4::text
-    OR NOT $6::boolean AND k.value > $4::text)
+    WHEN 'kind' THEN lower(o.kind) WHEN 'status' THEN lower(o.status) WHEN 'by' THEN coalesce(lower(u.email), '')
+    WHEN 'created' THEN to_char(o.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END AS value,
+  CASE $1::text
+    WHEN 'created' THEN to_char($2::timestamptz AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS')
+    ELSE lower($3::text) END AS after) k
+WHERE o.deployment_id = $4
+  AND ($2::timestamptz IS NULL
+    OR k.value = k.after AND (o.created_at, o.id) < ($2, $5::uuid)
+    OR $6::boolean AND k.value < k.after
+    OR NOT $6::boolean AND k.value > k.after)
 ORDER BY CASE WHEN $6::boolean THEN k.value END DESC,
     CASE WHEN NOT $6::boolean THEN k.value END ASC,
     o.created_at DESC, o.id DESC
@@ -320,9 +298,9 @@ LIMIT $7
 
 type ListDeploymentOperationsByParams struct {
 	SortBy       string        `json:"sort_by"`
-	DeploymentID uuid.UUID     `json:"deployment_id"`
 	Before       *time.Time    `json:"before"`
 	AfterKey     *string       `json:"after_key"`
+	DeploymentID uuid.UUID     `json:"deployment_id"`
 	BeforeID     uuid.NullUUID `json:"before_id"`
 	Descending   bool          `json:"descending"`
 	MaxRows      int32         `json:"max_rows"`
@@ -357,13 +335,14 @@ type ListDeploymentOperationsByRow struct {
 }
 
 // A deployment's operations in the order of a column (sort_by: kind, status, by, created),
-// ties newest first, paged by keyset on (key, created_at, id) as ListDeploymentsBy is.
+// ties newest first, paged by keyset on (key, created_at, id) from the cursor's key as
+// ListDeploymentsBy is.
 func (q *Queries) ListDeploymentOperationsBy(ctx context.Context, arg ListDeploymentOperationsByParams) ([]ListDeploymentOperationsByRow, error) {
 	rows, err := q.db.Query(ctx, listDeploymentOperationsBy,
 		arg.SortBy,
-		arg.DeploymentID,
 		arg.Before,
 		arg.AfterKey,
+		arg.DeploymentID,
 		arg.BeforeID,
 		arg.Descending,
 		arg.MaxRows,
@@ -524,17 +503,20 @@ JOIN environments e ON e.id = d.environment_id
 JOIN tenants t ON t.id = d.tenant_id
 CROSS JOIN LATERAL (SELECT CASE $1::text
     WHEN 'name' THEN lower(d.name) WHEN 'environment' THEN lower(e.name) WHEN 'component' THEN lower(c.name)
-    WHEN 'status' THEN d.status WHEN 'tenant' THEN lower(t.name)
-    WHEN 'created' THEN to_char(d.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END AS value) k
-WHERE ($2::boolean OR d.tenant_id = ANY($3::uuid[]))
-  AND ($4::uuid IS NULL OR d.environment_id = $4)
-  AND ($5::uuid IS NULL OR d.component_id = $5)
-  AND ($6::text IS NULL OR d.status = $6)
-  AND ($7::text IS NULL OR strpos(lower(d.name), lower($7)) > 0)
-  AND ($8::timestamptz IS NULL
-    OR k.value = $9::text AND (d.created_at, d.id) < ($8, $10::uuid)
-    OR $11::boolean AND k.value < $9::text
-    OR NOT $11::boolean AND k.value > $9::text)
+    WHEN 'status' THEN lower(d.status) WHEN 'tenant' THEN lower(t.name)
+    WHEN 'created' THEN to_char(d.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END AS value,
+  CASE $1::text
+    WHEN 'created' THEN to_char($2::timestamptz AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS')
+    ELSE lower($3::text) END AS after) k
+WHERE ($4::boolean OR d.tenant_id = ANY($5::uuid[]))
+  AND ($6::uuid IS NULL OR d.environment_id = $6)
+  AND ($7::uuid IS NULL OR d.component_id = $7)
+  AND ($8::text IS NULL OR d.status = $8)
+  AND ($9::text IS NULL OR strpos(lower(d.name), lower($9)) > 0)
+  AND ($2::timestamptz IS NULL
+    OR k.value = k.after AND (d.created_at, d.id) < ($2, $10::uuid)
+    OR $11::boolean AND k.value < k.after
+    OR NOT $11::boolean AND k.value > k.after)
 ORDER BY CASE WHEN $11::boolean THEN k.value END DESC,
     CASE WHEN NOT $11::boolean THEN k.value END ASC,
     d.created_at DESC, d.id DESC
@@ -543,14 +525,14 @@ LIMIT $12
 
 type ListDeploymentsByParams struct {
 	SortBy        string        `json:"sort_by"`
+	Before        *time.Time    `json:"before"`
+	AfterKey      *string       `json:"after_key"`
 	AllTenants    bool          `json:"all_tenants"`
 	TenantIds     []uuid.UUID   `json:"tenant_ids"`
 	EnvironmentID uuid.NullUUID `json:"environment_id"`
 	ComponentID   uuid.NullUUID `json:"component_id"`
 	Status        *string       `json:"status"`
 	Search        *string       `json:"search"`
-	Before        *time.Time    `json:"before"`
-	AfterKey      *string       `json:"after_key"`
 	BeforeID      uuid.NullUUID `json:"before_id"`
 	Descending    bool          `json:"descending"`
 	MaxRows       int32         `json:"max_rows"`
@@ -581,19 +563,21 @@ type ListDeploymentsByRow struct {
 }
 
 // The deployments in the order of a column (sort_by: name, environment, component, status,
-// tenant, created), ties newest first. A page continues after the row before_id names, whose key
-// DeploymentSortKey gives: keyset paging on (key, created_at, id), as the newest-first list pages.
+// tenant, created), ties newest first. A page continues after the row before_id names, whose
+// value in the column the page showed is after_key (its time of creation: before): keyset paging
+// on (key, created_at, id), as the newest-first list pages. The key is the row's as the cursor
+// carries it, not as it is now: a status moves on, a tenant is renamed, between two pages.
 func (q *Queries) ListDeploymentsBy(ctx context.Context, arg ListDeploymentsByParams) ([]ListDeploymentsByRow, error) {
 	rows, err := q.db.Query(ctx, listDeploymentsBy,
 		arg.SortBy,
+		arg.Before,
+		arg.AfterKey,
 		arg.AllTenants,
 		arg.TenantIds,
 		arg.EnvironmentID,
 		arg.ComponentID,
 		arg.Status,
 		arg.Search,
-		arg.Before,
-		arg.AfterKey,
 		arg.BeforeID,
 		arg.Descending,
 		arg.MaxRows,
@@ -831,27 +815,6 @@ func (q *Queries) OperationResources(ctx context.Context, operationID uuid.UUID)
 		return nil, err
 	}
 	return items, nil
-}
-
-const operationSortKey = `-- name: OperationSortKey :one
-SELECT (CASE $1::text
-    WHEN 'kind' THEN o.kind WHEN 'status' THEN o.status WHEN 'by' THEN coalesce(lower(u.email), '')
-    WHEN 'created' THEN to_char(o.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END)::text AS value
-FROM operations o LEFT JOIN users u ON u.id = o.requested_by
-WHERE o.id = $2
-`
-
-type OperationSortKeyParams struct {
-	SortBy string    `json:"sort_by"`
-	ID     uuid.UUID `json:"id"`
-}
-
-// The key ListDeploymentOperationsBy orders an operation by.
-func (q *Queries) OperationSortKey(ctx context.Context, arg OperationSortKeyParams) (string, error) {
-	row := q.db.QueryRow(ctx, operationSortKey, arg.SortBy, arg.ID)
-	var value string
-	err := row.Scan(&value)
-	return value, err
 }
 
 const operationView = `-- name: OperationView :one

@@ -29,8 +29,10 @@ LIMIT sqlc.arg(max_rows);
 
 -- name: ListDeploymentsBy :many
 -- The deployments in the order of a column (sort_by: name, environment, component, status,
--- tenant, created), ties newest first. A page continues after the row before_id names, whose key
--- DeploymentSortKey gives: keyset paging on (key, created_at, id), as the newest-first list pages.
+-- tenant, created), ties newest first. A page continues after the row before_id names, whose
+-- value in the column the page showed is after_key (its time of creation: before): keyset paging
+-- on (key, created_at, id), as the newest-first list pages. The key is the row's as the cursor
+-- carries it, not as it is now: a status moves on, a tenant is renamed, between two pages.
 SELECT d.*, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
@@ -38,33 +40,24 @@ JOIN environments e ON e.id = d.environment_id
 JOIN tenants t ON t.id = d.tenant_id
 CROSS JOIN LATERAL (SELECT CASE sqlc.arg(sort_by)::text
     WHEN 'name' THEN lower(d.name) WHEN 'environment' THEN lower(e.name) WHEN 'component' THEN lower(c.name)
-    WHEN 'status' THEN d.status WHEN 'tenant' THEN lower(t.name)
-    WHEN 'created' THEN to_char(d.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END AS value) k
+    WHEN 'status' THEN lower(d.status) WHEN 'tenant' THEN lower(t.name)
+    WHEN 'created' THEN to_char(d.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END AS value,
+  CASE sqlc.arg(sort_by)::text
+    WHEN 'created' THEN to_char(sqlc.narg(before)::timestamptz AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS')
+    ELSE lower(sqlc.narg(after_key)::text) END AS after) k
 WHERE (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
   AND (sqlc.narg(environment_id)::uuid IS NULL OR d.environment_id = sqlc.narg(environment_id))
   AND (sqlc.narg(component_id)::uuid IS NULL OR d.component_id = sqlc.narg(component_id))
   AND (sqlc.narg(status)::text IS NULL OR d.status = sqlc.narg(status))
   AND (sqlc.narg(search)::text IS NULL OR strpos(lower(d.name), lower(sqlc.narg(search))) > 0)
   AND (sqlc.narg(before)::timestamptz IS NULL
-    OR k.value = sqlc.narg(after_key)::text AND (d.created_at, d.id) < (sqlc.narg(before), sqlc.narg(before_id)::uuid)
-    OR sqlc.arg(descending)::boolean AND k.value < sqlc.narg(after_key)::text
-    OR NOT sqlc.arg(descending)::boolean AND k.value > sqlc.narg(after_key)::text)
+    OR k.value = k.after AND (d.created_at, d.id) < (sqlc.narg(before), sqlc.narg(before_id)::uuid)
+    OR sqlc.arg(descending)::boolean AND k.value < k.after
+    OR NOT sqlc.arg(descending)::boolean AND k.value > k.after)
 ORDER BY CASE WHEN sqlc.arg(descending)::boolean THEN k.value END DESC,
     CASE WHEN NOT sqlc.arg(descending)::boolean THEN k.value END ASC,
     d.created_at DESC, d.id DESC
 LIMIT sqlc.arg(max_rows);
-
--- name: DeploymentSortKey :one
--- The key ListDeploymentsBy orders a deployment by.
-SELECT (CASE sqlc.arg(sort_by)::text
-    WHEN 'name' THEN lower(d.name) WHEN 'environment' THEN lower(e.name) WHEN 'component' THEN lower(c.name)
-    WHEN 'status' THEN d.status WHEN 'tenant' THEN lower(t.name)
-    WHEN 'created' THEN to_char(d.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END)::text AS value
-FROM deployed_components d
-JOIN components c ON c.id = d.component_id
-JOIN environments e ON e.id = d.environment_id
-JOIN tenants t ON t.id = d.tenant_id
-WHERE d.id = sqlc.arg(id);
 
 -- name: SetDeploymentStatus :exec
 UPDATE deployed_components SET status = $2, updated_at = now() WHERE id = $1;
@@ -98,31 +91,27 @@ LIMIT sqlc.arg(max_rows);
 
 -- name: ListDeploymentOperationsBy :many
 -- A deployment's operations in the order of a column (sort_by: kind, status, by, created),
--- ties newest first, paged by keyset on (key, created_at, id) as ListDeploymentsBy is.
+-- ties newest first, paged by keyset on (key, created_at, id) from the cursor's key as
+-- ListDeploymentsBy is.
 SELECT o.*, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
 CROSS JOIN LATERAL (SELECT CASE sqlc.arg(sort_by)::text
-    WHEN 'kind' THEN o.kind WHEN 'status' THEN o.status WHEN 'by' THEN coalesce(lower(u.email), '')
-    WHEN 'created' THEN to_char(o.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END AS value) k
+    WHEN 'kind' THEN lower(o.kind) WHEN 'status' THEN lower(o.status) WHEN 'by' THEN coalesce(lower(u.email), '')
+    WHEN 'created' THEN to_char(o.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END AS value,
+  CASE sqlc.arg(sort_by)::text
+    WHEN 'created' THEN to_char(sqlc.narg(before)::timestamptz AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS')
+    ELSE lower(sqlc.narg(after_key)::text) END AS after) k
 WHERE o.deployment_id = sqlc.arg(deployment_id)
   AND (sqlc.narg(before)::timestamptz IS NULL
-    OR k.value = sqlc.narg(after_key)::text AND (o.created_at, o.id) < (sqlc.narg(before), sqlc.narg(before_id)::uuid)
-    OR sqlc.arg(descending)::boolean AND k.value < sqlc.narg(after_key)::text
-    OR NOT sqlc.arg(descending)::boolean AND k.value > sqlc.narg(after_key)::text)
+    OR k.value = k.after AND (o.created_at, o.id) < (sqlc.narg(before), sqlc.narg(before_id)::uuid)
+    OR sqlc.arg(descending)::boolean AND k.value < k.after
+    OR NOT sqlc.arg(descending)::boolean AND k.value > k.after)
 ORDER BY CASE WHEN sqlc.arg(descending)::boolean THEN k.value END DESC,
     CASE WHEN NOT sqlc.arg(descending)::boolean THEN k.value END ASC,
     o.created_at DESC, o.id DESC
 LIMIT sqlc.arg(max_rows);
-
--- name: OperationSortKey :one
--- The key ListDeploymentOperationsBy orders an operation by.
-SELECT (CASE sqlc.arg(sort_by)::text
-    WHEN 'kind' THEN o.kind WHEN 'status' THEN o.status WHEN 'by' THEN coalesce(lower(u.email), '')
-    WHEN 'created' THEN to_char(o.created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') ELSE '' END)::text AS value
-FROM operations o LEFT JOIN users u ON u.id = o.requested_by
-WHERE o.id = sqlc.arg(id);
 
 -- name: QueuePosition :one
 -- How many operations on the same deployment come before this one.
