@@ -33,15 +33,13 @@ func (h *Handlers) ListPage(c echo.Context) error {
 	}
 	sort := c.QueryParam("sort")
 	ctx, actor := web.Ctx(c), web.Actor(c)
-	all, err := h.svc.List(ctx, actor, Filter{})
+	ds, err := h.svc.List(ctx, actor, f)
 	if err != nil {
 		return err
 	}
-	ds := all
-	if f != (Filter{}) {
-		if ds, err = h.svc.List(ctx, actor, f); err != nil {
-			return err
-		}
+	choices, err := h.svc.filterChoices(ctx, actor)
+	if err != nil {
+		return err
 	}
 	vf := DeploymentFilter{Status: f.Status, Statuses: deploymentStatuses, Search: f.Search, Sort: sort,
 		ShowTenant: actor.ProviderAdmin || len(actor.TenantsWith(access.EnvironmentRead)) > 1}
@@ -51,15 +49,12 @@ func (h *Handlers) ListPage(c echo.Context) error {
 	if f.ComponentID != uuid.Nil {
 		vf.Component = f.ComponentID.String()
 	}
-	seen := map[string]bool{}
-	for _, d := range all {
-		if !seen[d.EnvironmentID.String()] {
-			seen[d.EnvironmentID.String()] = true
-			vf.Environments = append(vf.Environments, views.Option{Value: d.EnvironmentID.String(), Label: d.Environment})
-		}
-		if !seen[d.ComponentID.String()] {
-			seen[d.ComponentID.String()] = true
-			vf.Components = append(vf.Components, views.Option{Value: d.ComponentID.String(), Label: d.Component})
+	for _, ch := range choices {
+		o := views.Option{Value: ch.ID.String(), Label: ch.Name}
+		if ch.Kind == "environment" {
+			vf.Environments = append(vf.Environments, o)
+		} else {
+			vf.Components = append(vf.Components, o)
 		}
 	}
 	for _, col := range []struct{ key, label string }{{"tenant", "Tenant"}, {"environment", "Environment"}, {"name", "Name"},

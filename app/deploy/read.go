@@ -319,3 +319,14 @@ func storedLog(ctx context.Context, q *dbgen.Queries, operationID uuid.UUID) (st
 		after = rows[len(rows)-1].ID
 	}
 }
+
+// filterChoices are the environments and components of every deployment the actor may see,
+// which the deployments list offers to filter by.
+func (s *Service) filterChoices(ctx context.Context, actor access.Principal) ([]dbgen.ListDeploymentChoicesRow, error) {
+	rows, err := dbgen.New(s.pool).ListDeploymentChoices(ctx, dbgen.ListDeploymentChoicesParams{
+		AllTenants: actor.ProviderAdmin, TenantIds: append([]uuid.UUID{}, actor.TenantsWith(access.EnvironmentRead)...)})
+	if err != nil {
+		return nil, fmt.Errorf("list deployment filters: %w", err)
+	}
+	return rows, nil
+}

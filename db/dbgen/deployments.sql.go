@@ -274,6 +274,52 @@ func (q *Queries) HasBeenDeployed(ctx context.Context, deploymentID uuid.UUID) (
 	return exists, err
 }
 
+const listDeploymentChoices = `-- name: ListDeploymentChoices :many
+SELECT 'environment'::text AS kind, e.id, e.name
+FROM environments e
+WHERE EXISTS (SELECT 1 FROM deployed_components d WHERE d.environment_id = e.id
+  AND ($1::boolean OR d.tenant_id = ANY($2::uuid[])))
+UNION ALL
+SELECT 'component'::text AS kind, c.id, c.name
+FROM components c
+WHERE EXISTS (SELECT 1 FROM deployed_components d WHERE d.component_id = c.id
+  AND ($1::boolean OR d.tenant_id = ANY($2::uuid[])))
+ORDER BY kind, name
+`
+
+type ListDeploymentChoicesParams struct {
+	AllTenants bool        `json:"all_tenants"`
+	TenantIds  []uuid.UUID `json:"tenant_ids"`
+}
+
+type ListDeploymentChoicesRow struct {
+	Kind string    `json:"kind"`
+	ID   uuid.UUID `json:"id"`
+	Name string    `json:"name"`
+}
+
+// The environments and components of every deployment a viewer may see, for the list's
+// filters: all of them, not only those on the page shown.
+func (q *Queries) ListDeploymentChoices(ctx context.Context, arg ListDeploymentChoicesParams) ([]ListDeploymentChoicesRow, error) {
+	rows, err := q.db.Query(ctx, listDeploymentChoices, arg.AllTenants, arg.TenantIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListDeploymentChoicesRow{}
+	for rows.Next() {
+		var i ListDeploymentChoicesRow
+		if err := rows.Scan(&i.Kind, &i.ID, &i.Name); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listDeploymentOperationsBy = `-- name: ListDeploymentOperationsBy :many
 SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o

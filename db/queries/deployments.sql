@@ -204,3 +204,17 @@ SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind <> 'pr
 
 -- name: AnyOperationPending :one
 SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status IN ('queued', 'running', 'awaiting_approval'));
+
+-- name: ListDeploymentChoices :many
+-- The environments and components of every deployment a viewer may see, for the list's
+-- filters: all of them, not only those on the page shown.
+SELECT 'environment'::text AS kind, e.id, e.name
+FROM environments e
+WHERE EXISTS (SELECT 1 FROM deployed_components d WHERE d.environment_id = e.id
+  AND (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[])))
+UNION ALL
+SELECT 'component'::text AS kind, c.id, c.name
+FROM components c
+WHERE EXISTS (SELECT 1 FROM deployed_components d WHERE d.component_id = c.id
+  AND (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[])))
+ORDER BY kind, name;
