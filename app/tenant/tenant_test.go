@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"nimbus/app/access"
@@ -143,5 +144,75 @@ func TestList_CountsMembersAsDeleteDoes(t *testing.T) {
 	}
 	if _, err := svc.SetMember(ctx, admin, tenantID, userID, access.User); !errors.Is(err, problem.ErrNotFound) {
 		t.Fatalf("join of a deleted tenant: %v, want not found", err)
+	}
+}
+
+// TestDeletedTenant_LeavesTheListsOfLiveThings: once a tenant is deleted, its deployments,
+// environments, pools, approval requests and environment policies are listed nowhere and read
+// as not found; its history stays in the audit log.
+func TestDeletedTenant_LeavesTheListsOfLiveThings(t *testing.T) {
+	ctx := context.Background()
+	pool := dbtest.Pool(t)
+	d := dbtest.NewDeployment(t, pool)
+	var poolID uuid.UUID
+	err := pool.QueryRow(ctx, `
+		WITH p AS (INSERT INTO ipam_pools (tenant_id, environment_id, name, prefix) VALUES ($1, $2, 'lan', '10.0.0.0/24') RETURNING id),
+		r AS (INSERT INTO approval_requests (operation_id, tenant_id, approvals_required, approver_role, previewed_at, expires_at)
+			VALUES ($3, $1, 1, 'user', now(), now() + interval '1 hour')),
+		a AS (INSERT INTO approval_policies (scope, scope_id, operations, approver_role) VALUES ('environment', $2, '{deploy}', 'user'))
+		SELECT id FROM p`, d.TenantID, d.EnvironmentID, d.OperationID).Scan(&poolID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := dbgen.New(pool)
+	listed := func() map[string]int {
+		t.Helper()
+		deps, err := q.ListDeployments(ctx, dbgen.ListDeploymentsParams{AllTenants: true, MaxRows: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sorted, err := q.ListDeploymentsBy(ctx, dbgen.ListDeploymentsByParams{SortBy: "tenant", AllTenants: true, MaxRows: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pools, err := q.ListPools(ctx, dbgen.ListPoolsParams{AllTenants: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs, err := q.ListApprovalRequests(ctx, dbgen.ListApprovalRequestsParams{AllTenants: true, MaxRows: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		policies, err := q.ListApprovalPolicies(ctx, dbgen.ListApprovalPoliciesParams{AllTenants: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := func(err error) int {
+			switch {
+			case err == nil:
+				return 1
+			case errors.Is(err, pgx.ErrNoRows):
+				return 0
+			}
+			t.Fatal(err)
+			return 0
+		}
+		_, envErr := q.GetEnvironment(ctx, d.EnvironmentID)
+		_, poolErr := q.GetPool(ctx, poolID)
+		return map[string]int{"deployments": len(deps), "deployments by tenant": len(sorted), "pools": len(pools),
+			"approval requests": len(reqs), "approval policies": len(policies), "environment": found(envErr), "pool": found(poolErr)}
+	}
+	for what, n := range listed() {
+		if n != 1 {
+			t.Fatalf("live tenant: %d %s, want 1", n, what)
+		}
+	}
+	if _, err := pool.Exec(ctx, `UPDATE tenants SET deleted_at = now() WHERE id = $1`, d.TenantID); err != nil {
+		t.Fatal(err)
+	}
+	for what, n := range listed() {
+		if n != 0 {
+			t.Errorf("deleted tenant: %d %s, want none", n, what)
+		}
 	}
 }
