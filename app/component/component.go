@@ -174,7 +174,8 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, in New) (C
 	v := &problem.ValidationError{}
 	q := dbgen.New(s.pool)
 	if in.TenantID != nil {
-		// Provider admins are members everywhere; the tenant must still exist.
+		// Provider admins are members everywhere; the tenant must still exist. Checked again,
+		// and held, where the component is recorded.
 		if _, err := q.GetTenant(ctx, *in.TenantID); errors.Is(err, pgx.ErrNoRows) {
 			return Component{}, problem.Invalid("tenant_id", "exists", "no tenant with this ID that you can see")
 		} else if err != nil {
@@ -209,6 +210,13 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, in New) (C
 	}
 	var id uuid.UUID
 	err = db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+		if tenant.Valid {
+			if _, err := q.ShareTenant(ctx, tenant.UUID); errors.Is(err, pgx.ErrNoRows) {
+				return problem.Invalid("tenant_id", "exists", "no tenant with this ID that you can see")
+			} else if err != nil {
+				return err
+			}
+		}
 		taken, err := q.ComponentNameTaken(ctx, dbgen.ComponentNameTakenParams{ProviderID: provider.ID, Name: in.Name, TenantID: tenant})
 		if err != nil {
 			return err

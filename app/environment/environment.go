@@ -113,19 +113,19 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, tenantID u
 	if !actor.Can(access.EnvironmentManage, tenantID) {
 		return Environment{}, problem.ErrForbidden
 	}
-	if t, err := dbgen.New(s.pool).GetTenant(ctx, tenantID); errors.Is(err, pgx.ErrNoRows) {
-		return Environment{}, problem.Invalid("tenant_id", "exists", "no tenant with this ID that you can see")
-	} else if err != nil {
-		return Environment{}, fmt.Errorf("get tenant: %w", err)
-	} else if t.System {
-		return Environment{}, problem.Invalid("tenant_id", "system", "the system tenant holds landing zones' system services and has no environments of its own")
-	}
 	envName = strings.TrimSpace(envName)
 	if !name.MatchString(envName) {
 		return Environment{}, problem.Invalid("name", "pattern", "must be 1–40 lower-case letters, digits and -, starting with a letter, such as dev or prod-eu")
 	}
 	var id uuid.UUID
 	err := db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+		if t, err := q.ShareTenant(ctx, tenantID); errors.Is(err, pgx.ErrNoRows) {
+			return problem.Invalid("tenant_id", "exists", "no tenant with this ID that you can see")
+		} else if err != nil {
+			return fmt.Errorf("get tenant: %w", err)
+		} else if t.System {
+			return problem.Invalid("tenant_id", "system", "the system tenant holds landing zones' system services and has no environments of its own")
+		}
 		e, err := create(ctx, q, dbgen.CreateEnvironmentParams{TenantID: tenantID, Name: envName, CreatedBy: nullID(actor.UserID)})
 		if db.IsUniqueViolation(err) {
 			return problem.Invalid("name", "unique", "this tenant already has an environment named %q", envName)

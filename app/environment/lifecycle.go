@@ -65,7 +65,7 @@ func (l *Lifecycle) Open(ctx context.Context, actor access.Principal, in New) (u
 	var id uuid.UUID
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
 		q := dbgen.New(tx)
-		if tenant, err := q.GetTenant(ctx, in.TenantID); errors.Is(err, pgx.ErrNoRows) {
+		if tenant, err := q.ShareTenant(ctx, in.TenantID); errors.Is(err, pgx.ErrNoRows) {
 			return problem.Invalid("tenant_id", "exists", "no tenant with this ID that you can see")
 		} else if err != nil {
 			return err

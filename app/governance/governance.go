@@ -249,9 +249,10 @@ func view(ctx context.Context, q *dbgen.Queries, tenantID, componentID uuid.UUID
 		Instances: int(live), Params: params(s)}, nil
 }
 
-// governable finds the tenant and a published component it can use, with its latest inputs.
+// governable finds the tenant, shared until the caller's transaction ends so that it is not
+// deleted under a rule being set, and a published component it can use, with its latest inputs.
 func governable(ctx context.Context, q *dbgen.Queries, tenantID, componentID uuid.UUID) (dbgen.Tenant, Component, schema, error) {
-	t, err := q.GetTenant(ctx, tenantID)
+	t, err := q.ShareTenant(ctx, tenantID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return dbgen.Tenant{}, Component{}, schema{}, problem.ErrNotFound
 	}

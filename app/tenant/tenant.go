@@ -168,7 +168,9 @@ func (s *Service) Delete(ctx context.Context, actor access.Principal, id uuid.UU
 		return problem.ErrForbidden
 	}
 	err = db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
-		// Held until the end, so that nobody joins the tenant between the count and the delete.
+		// Held until the end, so that nobody joins the tenant between the count and the delete:
+		// whoever adds to a tenant shares its row first (ShareTenant), and so either waits for
+		// the delete and finds the tenant gone, or is counted.
 		if _, err := q.LockTenant(ctx, id); err != nil {
 			return err
 		}
@@ -254,6 +256,13 @@ func (s *Service) SetMember(ctx context.Context, actor access.Principal, tenantI
 	}
 	var out Member
 	err := db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+		// The tenant the member is set in is the page's own: deleted since mayManage read it,
+		// it is not found, as it would be on a fresh load, rather than a choice to correct.
+		if _, err := q.ShareTenant(ctx, tenantID); errors.Is(err, pgx.ErrNoRows) {
+			return problem.ErrNotFound
+		} else if err != nil {
+			return err
+		}
 		var err error
 		out, err = Join(ctx, q, actor, tenantID, userID, role)
 		return err
@@ -271,7 +280,7 @@ func Join(ctx context.Context, q *dbgen.Queries, actor access.Principal, tenantI
 	if !role.Valid() {
 		return Member{}, problem.Invalid("role", "one_of", "choose read-only, user or tenant admin")
 	}
-	t, err := q.GetTenant(ctx, tenantID)
+	t, err := q.ShareTenant(ctx, tenantID)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && t.System {
 		return Member{}, problem.Invalid("tenant_id", "exists", "choose one of the tenants listed")
 	}

@@ -422,6 +422,7 @@ LEFT JOIN tenants t ON t.id = e.tenant_id
 LEFT JOIN components c ON p.scope = 'component' AND c.id = p.scope_id
 LEFT JOIN users u ON u.id = p.created_by
 WHERE ($1::uuid IS NULL OR p.id = $1)
+  AND (t.id IS NULL OR t.deleted_at IS NULL)
   AND ($2::boolean
     OR (p.scope = 'environment' AND e.tenant_id = ANY($3::uuid[]))
     OR (p.scope = 'component' AND (c.tenant_id IS NULL OR c.tenant_id = ANY($3::uuid[])))
@@ -502,6 +503,7 @@ SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, 
     EXISTS (SELECT 1 FROM approval_decisions a WHERE a.request_id = r.id AND a.user_id = $1::uuid) AS viewer_decided
 FROM (SELECT id, operation_id, tenant_id, requested_by, approvals_required, approver_role, status, previewed_at, expires_at, decided_at, created_at FROM approval_requests r
     WHERE ($2::boolean OR r.tenant_id = ANY($3::uuid[]))
+      AND NOT EXISTS (SELECT 1 FROM tenants gone WHERE gone.id = r.tenant_id AND gone.deleted_at IS NOT NULL)
       AND ($4::uuid IS NULL OR r.id = $4)
       AND ($5::text IS NULL
         OR (CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired' ELSE r.status END) = $5)
@@ -555,7 +557,8 @@ type ListApprovalRequestsRow struct {
 }
 
 // Requests of the given tenants (all with all_tenants), newest first; one when id is given. A
-// pending request past its time reads as expired before the sweep gets to it.
+// pending request past its time reads as expired before the sweep gets to it. A deleted tenant's
+// requests are not listed: what was decided there stays in the audit log.
 // The page of requests first, from the index in their order; then what each one shows.
 func (q *Queries) ListApprovalRequests(ctx context.Context, arg ListApprovalRequestsParams) ([]ListApprovalRequestsRow, error) {
 	rows, err := q.db.Query(ctx, listApprovalRequests,

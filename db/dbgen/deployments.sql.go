@@ -442,7 +442,7 @@ SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
-JOIN tenants t ON t.id = d.tenant_id
+JOIN tenants t ON t.id = d.tenant_id AND t.deleted_at IS NULL
 WHERE ($1::boolean OR d.tenant_id = ANY($2::uuid[]))
   AND ($3::uuid IS NULL OR d.environment_id = $3)
   AND ($4::uuid IS NULL OR d.component_id = $4)
@@ -546,7 +546,7 @@ SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
-JOIN tenants t ON t.id = d.tenant_id
+JOIN tenants t ON t.id = d.tenant_id AND t.deleted_at IS NULL
 CROSS JOIN LATERAL (SELECT CASE $1::text
     WHEN 'name' THEN lower(d.name) WHEN 'environment' THEN lower(e.name) WHEN 'component' THEN lower(c.name)
     WHEN 'status' THEN lower(d.status) WHEN 'tenant' THEN lower(t.name)

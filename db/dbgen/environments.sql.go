@@ -198,7 +198,7 @@ SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.c
 FROM environments e JOIN tenants t ON t.id = e.tenant_id
 LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
 LEFT JOIN environment_templates tp ON tp.id = e.template_id
-WHERE e.id = $1 AND e.deleted_at IS NULL
+WHERE e.id = $1 AND e.deleted_at IS NULL AND t.deleted_at IS NULL
 `
 
 type GetEnvironmentRow struct {

@@ -316,7 +316,7 @@ FROM ipam_pools p
 LEFT JOIN environments e ON e.id = p.environment_id
 LEFT JOIN tenants t ON t.id = p.tenant_id
 LEFT JOIN landing_zones z ON z.id = p.landing_zone_id
-WHERE p.id = $1
+WHERE p.id = $1 AND (p.tenant_id IS NULL OR t.deleted_at IS NULL)
 `
 
 type GetPoolRow struct {
@@ -494,6 +494,7 @@ LEFT JOIN environments e ON e.id = p.environment_id
 LEFT JOIN tenants t ON t.id = p.tenant_id
 LEFT JOIN landing_zones z ON z.id = p.landing_zone_id
 WHERE ($1::boolean OR p.tenant_id = ANY($2::uuid[]))
+  AND (p.tenant_id IS NULL OR t.deleted_at IS NULL)
   AND ($3::uuid IS NULL OR p.environment_id = $3)
   AND ($4::uuid IS NULL OR p.landing_zone_id = $4)
 ORDER BY p.landing_zone_id IS NULL, lower(coalesce(z.name, e.name)), lower(p.name)
@@ -523,6 +524,7 @@ type ListPoolsRow struct {
 }
 
 // Pools of the given tenants' environments; a landing zone's pools only with all_tenants.
+// Never a deleted tenant's: its environments are gone with it.
 func (q *Queries) ListPools(ctx context.Context, arg ListPoolsParams) ([]ListPoolsRow, error) {
 	rows, err := q.db.Query(ctx, listPools,
 		arg.AllTenants,

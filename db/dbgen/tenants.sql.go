@@ -144,7 +144,8 @@ func (q *Queries) ListMembers(ctx context.Context, tenantID uuid.UUID) ([]ListMe
 }
 
 const listTenants = `-- name: ListTenants :many
-SELECT t.id, t.name, t.created_at, t.updated_at, t.deleted_at, t.system, (SELECT count(*) FROM memberships m WHERE m.tenant_id = t.id) AS member_count
+SELECT t.id, t.name, t.created_at, t.updated_at, t.deleted_at, t.system, (SELECT count(*) FROM memberships m JOIN users u ON u.id = m.user_id
+             WHERE m.tenant_id = t.id AND u.deleted_at IS NULL) AS member_count
 FROM tenants t
 WHERE t.deleted_at IS NULL AND NOT t.system
   AND ($1::boolean
@@ -169,6 +170,7 @@ type ListTenantsRow struct {
 
 // Every tenant for a provider admin (all_tenants), otherwise the tenants the user belongs to;
 // never the system tenant, which holds landing zones' system services and has no members.
+// Members are counted as TenantContents counts them: deleted users are no one's members.
 func (q *Queries) ListTenants(ctx context.Context, arg ListTenantsParams) ([]ListTenantsRow, error) {
 	rows, err := q.db.Query(ctx, listTenants, arg.AllTenants, arg.UserID)
 	if err != nil {
@@ -221,6 +223,27 @@ type RenameTenantParams struct {
 
 func (q *Queries) RenameTenant(ctx context.Context, arg RenameTenantParams) (Tenant, error) {
 	row := q.db.QueryRow(ctx, renameTenant, arg.Name, arg.ID)
+	var i Tenant
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.DeletedAt,
+		&i.System,
+	)
+	return i, err
+}
+
+const shareTenant = `-- name: ShareTenant :one
+SELECT id, name, created_at, updated_at, deleted_at, system FROM tenants WHERE id = $1 AND deleted_at IS NULL FOR SHARE
+`
+
+// A live tenant, held until the end of the caller's transaction so that it is not deleted under
+// what the caller adds to it. A delete that commits first leaves no row: the deleted_at
+// condition is checked again on the row as the delete left it.
+func (q *Queries) ShareTenant(ctx context.Context, id uuid.UUID) (Tenant, error) {
+	row := q.db.QueryRow(ctx, shareTenant, id)
 	var i Tenant
 	err := row.Scan(
 		&i.ID,

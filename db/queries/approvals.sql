@@ -21,6 +21,7 @@ LEFT JOIN tenants t ON t.id = e.tenant_id
 LEFT JOIN components c ON p.scope = 'component' AND c.id = p.scope_id
 LEFT JOIN users u ON u.id = p.created_by
 WHERE (sqlc.narg(id)::uuid IS NULL OR p.id = sqlc.narg(id))
+  AND (t.id IS NULL OR t.deleted_at IS NULL)
   AND (sqlc.arg(all_tenants)::boolean
     OR (p.scope = 'environment' AND e.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
     OR (p.scope = 'component' AND (c.tenant_id IS NULL OR c.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[])))
@@ -82,7 +83,8 @@ RETURNING *;
 
 -- name: ListApprovalRequests :many
 -- Requests of the given tenants (all with all_tenants), newest first; one when id is given. A
--- pending request past its time reads as expired before the sweep gets to it.
+-- pending request past its time reads as expired before the sweep gets to it. A deleted tenant's
+-- requests are not listed: what was decided there stays in the audit log.
 SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, r.approver_role,
     r.previewed_at, r.expires_at, r.decided_at, r.created_at,
     (CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired' ELSE r.status END)::text AS status,
@@ -96,6 +98,7 @@ SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, 
 -- The page of requests first, from the index in their order; then what each one shows.
 FROM (SELECT * FROM approval_requests r
     WHERE (sqlc.arg(all_tenants)::boolean OR r.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+      AND NOT EXISTS (SELECT 1 FROM tenants gone WHERE gone.id = r.tenant_id AND gone.deleted_at IS NOT NULL)
       AND (sqlc.narg(id)::uuid IS NULL OR r.id = sqlc.narg(id))
       AND (sqlc.narg(status)::text IS NULL
         OR (CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired' ELSE r.status END) = sqlc.narg(status))

@@ -17,7 +17,7 @@ SELECT d.*, c.name AS component_name, e.name AS environment_name, t.name AS tena
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
-JOIN tenants t ON t.id = d.tenant_id
+JOIN tenants t ON t.id = d.tenant_id AND t.deleted_at IS NULL
 WHERE (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
   AND (sqlc.narg(environment_id)::uuid IS NULL OR d.environment_id = sqlc.narg(environment_id))
   AND (sqlc.narg(component_id)::uuid IS NULL OR d.component_id = sqlc.narg(component_id))
@@ -37,7 +37,7 @@ SELECT d.*, c.name AS component_name, e.name AS environment_name, t.name AS tena
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
-JOIN tenants t ON t.id = d.tenant_id
+JOIN tenants t ON t.id = d.tenant_id AND t.deleted_at IS NULL
 CROSS JOIN LATERAL (SELECT CASE sqlc.arg(sort_by)::text
     WHEN 'name' THEN lower(d.name) WHEN 'environment' THEN lower(e.name) WHEN 'component' THEN lower(c.name)
     WHEN 'status' THEN lower(d.status) WHEN 'tenant' THEN lower(t.name)

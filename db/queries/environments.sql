@@ -9,7 +9,7 @@ SELECT e.*, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_na
 FROM environments e JOIN tenants t ON t.id = e.tenant_id
 LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
 LEFT JOIN environment_templates tp ON tp.id = e.template_id
-WHERE e.id = $1 AND e.deleted_at IS NULL;
+WHERE e.id = $1 AND e.deleted_at IS NULL AND t.deleted_at IS NULL;
 
 -- name: ListEnvironments :many
 -- Environments of the tenants the viewer may see (all for provider admins), by tenant and name;

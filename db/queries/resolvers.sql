@@ -10,7 +10,7 @@ FROM ipam_pools p
 LEFT JOIN environments e ON e.id = p.environment_id
 LEFT JOIN tenants t ON t.id = p.tenant_id
 LEFT JOIN landing_zones z ON z.id = p.landing_zone_id
-WHERE p.id = $1;
+WHERE p.id = $1 AND (p.tenant_id IS NULL OR t.deleted_at IS NULL);
 
 -- name: LockPool :one
 -- Allocations from one pool take turns, so each sees the ones before it.
@@ -18,6 +18,7 @@ SELECT * FROM ipam_pools WHERE id = $1 FOR UPDATE;
 
 -- name: ListPools :many
 -- Pools of the given tenants' environments; a landing zone's pools only with all_tenants.
+-- Never a deleted tenant's: its environments are gone with it.
 SELECT p.*, coalesce(e.name, '')::text AS environment_name, coalesce(z.name, '')::text AS landing_zone_name,
     coalesce(t.name, '')::text AS tenant_name,
     (SELECT count(*) FROM ipam_allocations a WHERE a.pool_id = p.id) AS allocations
@@ -26,6 +27,7 @@ LEFT JOIN environments e ON e.id = p.environment_id
 LEFT JOIN tenants t ON t.id = p.tenant_id
 LEFT JOIN landing_zones z ON z.id = p.landing_zone_id
 WHERE (sqlc.arg(all_tenants)::boolean OR p.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+  AND (p.tenant_id IS NULL OR t.deleted_at IS NULL)
   AND (sqlc.narg(environment_id)::uuid IS NULL OR p.environment_id = sqlc.narg(environment_id))
   AND (sqlc.narg(landing_zone_id)::uuid IS NULL OR p.landing_zone_id = sqlc.narg(landing_zone_id))
 ORDER BY p.landing_zone_id IS NULL, lower(coalesce(z.name, e.name)), lower(p.name);

@@ -10,7 +10,9 @@ SELECT EXISTS (SELECT 1 FROM tenants WHERE lower(name) = lower($1) AND deleted_a
 -- name: ListTenants :many
 -- Every tenant for a provider admin (all_tenants), otherwise the tenants the user belongs to;
 -- never the system tenant, which holds landing zones' system services and has no members.
-SELECT t.*, (SELECT count(*) FROM memberships m WHERE m.tenant_id = t.id) AS member_count
+-- Members are counted as TenantContents counts them: deleted users are no one's members.
+SELECT t.*, (SELECT count(*) FROM memberships m JOIN users u ON u.id = m.user_id
+             WHERE m.tenant_id = t.id AND u.deleted_at IS NULL) AS member_count
 FROM tenants t
 WHERE t.deleted_at IS NULL AND NOT t.system
   AND (sqlc.arg(all_tenants)::boolean
@@ -57,3 +59,9 @@ WHERE id = $1 AND deleted_at IS NULL AND NOT system;
 
 -- name: LockTenant :one
 SELECT id FROM tenants WHERE id = $1 FOR UPDATE;
+
+-- name: ShareTenant :one
+-- A live tenant, held until the end of the caller's transaction so that it is not deleted under
+-- what the caller adds to it. A delete that commits first leaves no row: the deleted_at
+-- condition is checked again on the row as the delete left it.
+SELECT * FROM tenants WHERE id = $1 AND deleted_at IS NULL FOR SHARE;
