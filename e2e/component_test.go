@@ -355,10 +355,11 @@ func (s *session) pressSave() {
 }
 
 // submitAndWait clicks sel, which saves through htmx, and waits for the page the server
-// sends the browser to; it fails when none comes.
+// sends the browser to; it fails when none comes. The wait ends with the page's load event:
+// the editor's page loads the code editor, which on a busy machine takes many seconds.
 func (s *session) submitAndWait(sel string) int64 {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
 	defer cancel()
 	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel)))
 	if err != nil {
