@@ -57,6 +57,7 @@ var byIDRoutes = []struct{ method, path, kind string }{
 	{"POST", "/components/{id}/check", "component"},
 	{"GET", "/checks/{id}", "check"},
 	{"GET", "/landing-zones/{id}", "zone"},
+	{"GET", "/landing-zones/{id}/inputs", "zone"},
 	{"POST", "/landing-zones/{id}/system-services", "zone"},
 	{"POST", "/landing-zones/{id}/templates", "zone"},
 	{"POST", "/landing-zones/{id}/templates/{other}/withdraw", "zone"},

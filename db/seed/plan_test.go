@@ -110,7 +110,10 @@ func TestHotQueries_ReadLargeTablesThroughIndexes(t *testing.T) {
 		}},
 		{"audit, one tenant", func() { q.ListAuditEvents(ctx, dbgen.ListAuditEventsParams{TenantIds: one, MaxRows: 51}) }},
 		{"active operations, all tenants", func() {
-			q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{AllTenants: true, TenantIds: []uuid.UUID{}})
+			q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Statuses: []string{"queued", "running"}, AllTenants: true, TenantIds: []uuid.UUID{}})
+		}},
+		{"operations awaiting approval, all tenants", func() {
+			q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Statuses: []string{"awaiting_approval"}, AllTenants: true, TenantIds: []uuid.UUID{}})
 		}},
 		{"recent failures, one tenant", func() {
 			q.RecentFailures(ctx, dbgen.RecentFailuresParams{TenantIds: one, Since: time.Now().Add(-7 * 24 * time.Hour)})
