@@ -77,8 +77,16 @@ type Request struct {
 	Parameters    map[string]any `json:"parameters"`
 	// PreviewOnly records the deployment as pending and previews it; Start deploys it after.
 	PreviewOnly bool `json:"preview_only"`
-	// templateComponent is the template component a provisioning deploys, set by Plan.
-	templateComponent uuid.UUID
+	// owner is what a graph made the deployment for, set by Plan.
+	owner Owner
+}
+
+// Owner is what a deployment was made for when a graph made it: a template component of an
+// environment being provisioned, or a slot of a stack instance.
+type Owner struct {
+	TemplateComponent uuid.UUID
+	StackInstance     uuid.UUID
+	Slot              string
 }
 
 // Change is what an operation on an existing deployment brings: parameters laid over the
@@ -152,11 +160,11 @@ func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Reques
 	return d, o, err
 }
 
-// Plan records a deployment of a template component in the caller's transaction, checked as
-// Deploy checks it, without deploying it: an environment's provisioning deploys its mandatory
-// components one after another with StartTx.
-func (s *Service) Plan(ctx context.Context, tx pgx.Tx, actor access.Principal, req Request, templateComponent uuid.UUID) (uuid.UUID, error) {
-	req.templateComponent = templateComponent
+// Plan records a deployment for its owner (a template component, a stack slot) in the caller's
+// transaction, checked as Deploy checks it, without deploying it: the graph that made it
+// deploys it with StartTx.
+func (s *Service) Plan(ctx context.Context, tx pgx.Tx, actor access.Principal, req Request, owner Owner) (uuid.UUID, error) {
+	req.owner = owner
 	p, err := s.prepare(ctx, dbgen.New(tx), actor, req)
 	if err != nil {
 		return uuid.Nil, err
@@ -189,7 +197,7 @@ func (s *Service) prepare(ctx context.Context, q *dbgen.Queries, actor access.Pr
 	if !actor.Can(access.ComponentDeploy, env.TenantID) {
 		return prepared{}, problem.ErrForbidden
 	}
-	if err := takes(env.Name, env.Status, req.templateComponent); err != nil {
+	if err := takes(env.Name, env.Status, req.owner.TemplateComponent); err != nil {
 		return prepared{}, err
 	}
 	comp, err := q.GetComponent(ctx, req.ComponentID)
@@ -248,7 +256,7 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, actor access.Principal,
 	if err != nil {
 		return dbgen.Operation{}, err
 	}
-	if err := takes(p.env.Name, status, p.req.templateComponent); err != nil {
+	if err := takes(p.env.Name, status, p.req.owner.TemplateComponent); err != nil {
 		return dbgen.Operation{}, err
 	}
 	// Under the tenant's lock, so that concurrent deploys cannot pass the limit together.
@@ -261,7 +269,9 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, actor access.Principal,
 		Parameters: plainJSON, SecretParameters: p.in.Sealed, SecretKeyID: &p.in.KeyID, Project: p.comp.Name,
 		Stack: "d-" + strings.ReplaceAll(p.id.String(), "-", ""), StateLocation: "",
 		CreatedBy:           uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil},
-		TemplateComponentID: nullID(p.req.templateComponent),
+		TemplateComponentID: nullID(p.req.owner.TemplateComponent),
+		StackInstanceID:     nullID(p.req.owner.StackInstance),
+		Slot:                nullText(p.req.owner.Slot),
 	})
 	if db.IsUniqueViolation(err) {
 		return dbgen.Operation{}, problem.Invalid("name", "unique", "%s already has a deployment named %q", p.env.Name, p.name)

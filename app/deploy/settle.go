@@ -6,8 +6,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
 	"nimbus/app/component"
+	"nimbus/app/graph"
 	"nimbus/app/resolver"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
@@ -25,23 +27,40 @@ type EnvironmentArgs struct {
 // Kind names the job in River.
 func (EnvironmentArgs) Kind() string { return "environment" }
 
-// advance asks for the next step of the deployment's environment, when it is being provisioned
-// or decommissioned, in the transaction that ends an operation in it: the step is asked for
-// exactly when the operation's end is recorded.
+// advance asks for the next step of the graphs the deployment is in — its environment's, when
+// it is being provisioned or decommissioned, its stack instance's, when a run of it is under
+// way — in the transaction that ends an operation in it: the step is asked for exactly when
+// the operation's end is recorded.
 func advance(ctx context.Context, tx pgx.Tx, jobs func() (component.JobInserter, error), deploymentID uuid.UUID) error {
-	env, err := dbgen.New(tx).EnvironmentInTransition(ctx, deploymentID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
+	q := dbgen.New(tx)
+	var steps []river.JobArgs
+	env, err := q.EnvironmentInTransition(ctx, deploymentID)
+	switch {
+	case err == nil:
+		steps = append(steps, EnvironmentArgs{EnvironmentID: env})
+	case !errors.Is(err, pgx.ErrNoRows):
 		return err
+	}
+	instance, err := q.StackInstanceInRun(ctx, deploymentID)
+	switch {
+	case err == nil:
+		steps = append(steps, graph.Args{Parent: graph.ParentStackInstance, ID: instance})
+	case !errors.Is(err, pgx.ErrNoRows):
+		return err
+	}
+	if len(steps) == 0 {
+		return nil
 	}
 	inserter, err := jobs()
 	if err != nil {
 		return err
 	}
-	_, err = inserter.InsertTx(ctx, tx, EnvironmentArgs{EnvironmentID: env}, nil)
-	return err
+	for _, args := range steps {
+		if _, err := inserter.InsertTx(ctx, tx, args, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // riverJobs queues jobs in the transactions of the worker's job, with the client running it.

@@ -143,7 +143,7 @@ func (l *Lifecycle) Provision(ctx context.Context, tx pgx.Tx, actor access.Princ
 		if err := json.Unmarshal(m.Parameters, &params); err != nil {
 			return err
 		}
-		_, err := l.deploys.Plan(ctx, tx, actor, deploy.Request{ComponentID: m.ComponentID, EnvironmentID: envID, Name: m.Name, Parameters: params}, m.ID)
+		_, err := l.deploys.Plan(ctx, tx, actor, deploy.Request{ComponentID: m.ComponentID, EnvironmentID: envID, Name: m.Name, Parameters: params}, deploy.Owner{TemplateComponent: m.ID})
 		if err != nil {
 			return about(what+m.Name+" ("+m.ComponentName+")", err)
 		}

@@ -89,9 +89,10 @@ func (q *Queries) CountOperationLogs(ctx context.Context, operationID uuid.UUID)
 
 const createDeployment = `-- name: CreateDeployment :one
 INSERT INTO deployed_components (id, tenant_id, environment_id, component_id, version, name, parameters,
-    secret_parameters, secret_key_id, project, stack, state_location, created_by, template_component_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-RETURNING id, tenant_id, environment_id, component_id, version, name, parameters, secret_parameters, secret_key_id, outputs, status, project, stack, state_location, created_by, created_at, updated_at, template_component_id
+    secret_parameters, secret_key_id, project, stack, state_location, created_by, template_component_id,
+    stack_instance_id, slot)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+RETURNING id, tenant_id, environment_id, component_id, version, name, parameters, secret_parameters, secret_key_id, outputs, status, project, stack, state_location, created_by, created_at, updated_at, template_component_id, stack_instance_id, slot
 `
 
 type CreateDeploymentParams struct {
@@ -109,6 +110,8 @@ type CreateDeploymentParams struct {
 	StateLocation       string          `json:"state_location"`
 	CreatedBy           uuid.NullUUID   `json:"created_by"`
 	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
+	StackInstanceID     uuid.NullUUID   `json:"stack_instance_id"`
+	Slot                *string         `json:"slot"`
 }
 
 func (q *Queries) CreateDeployment(ctx context.Context, arg CreateDeploymentParams) (DeployedComponent, error) {
@@ -127,6 +130,8 @@ func (q *Queries) CreateDeployment(ctx context.Context, arg CreateDeploymentPara
 		arg.StateLocation,
 		arg.CreatedBy,
 		arg.TemplateComponentID,
+		arg.StackInstanceID,
+		arg.Slot,
 	)
 	var i DeployedComponent
 	err := row.Scan(
@@ -148,6 +153,8 @@ func (q *Queries) CreateDeployment(ctx context.Context, arg CreateDeploymentPara
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.TemplateComponentID,
+		&i.StackInstanceID,
+		&i.Slot,
 	)
 	return i, err
 }
@@ -166,7 +173,7 @@ func (q *Queries) EngineEverRan(ctx context.Context, deploymentID uuid.UUID) (bo
 }
 
 const getDeployment = `-- name: GetDeployment :one
-SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
+SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, d.stack_instance_id, d.slot, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
@@ -193,6 +200,8 @@ type GetDeploymentRow struct {
 	CreatedAt           time.Time       `json:"created_at"`
 	UpdatedAt           time.Time       `json:"updated_at"`
 	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
+	StackInstanceID     uuid.NullUUID   `json:"stack_instance_id"`
+	Slot                *string         `json:"slot"`
 	ComponentName       string          `json:"component_name"`
 	EnvironmentName     string          `json:"environment_name"`
 	TenantName          string          `json:"tenant_name"`
@@ -220,6 +229,8 @@ func (q *Queries) GetDeployment(ctx context.Context, id uuid.UUID) (GetDeploymen
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.TemplateComponentID,
+		&i.StackInstanceID,
+		&i.Slot,
 		&i.ComponentName,
 		&i.EnvironmentName,
 		&i.TenantName,
@@ -438,7 +449,7 @@ func (q *Queries) ListDeploymentOperationsBy(ctx context.Context, arg ListDeploy
 }
 
 const listDeployments = `-- name: ListDeployments :many
-SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
+SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, d.stack_instance_id, d.slot, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
@@ -484,6 +495,8 @@ type ListDeploymentsRow struct {
 	CreatedAt           time.Time       `json:"created_at"`
 	UpdatedAt           time.Time       `json:"updated_at"`
 	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
+	StackInstanceID     uuid.NullUUID   `json:"stack_instance_id"`
+	Slot                *string         `json:"slot"`
 	ComponentName       string          `json:"component_name"`
 	EnvironmentName     string          `json:"environment_name"`
 	TenantName          string          `json:"tenant_name"`
@@ -527,6 +540,8 @@ func (q *Queries) ListDeployments(ctx context.Context, arg ListDeploymentsParams
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.TemplateComponentID,
+			&i.StackInstanceID,
+			&i.Slot,
 			&i.ComponentName,
 			&i.EnvironmentName,
 			&i.TenantName,
@@ -542,7 +557,7 @@ func (q *Queries) ListDeployments(ctx context.Context, arg ListDeploymentsParams
 }
 
 const listDeploymentsBy = `-- name: ListDeploymentsBy :many
-SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
+SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, d.stack_instance_id, d.slot, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
@@ -603,6 +618,8 @@ type ListDeploymentsByRow struct {
 	CreatedAt           time.Time       `json:"created_at"`
 	UpdatedAt           time.Time       `json:"updated_at"`
 	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
+	StackInstanceID     uuid.NullUUID   `json:"stack_instance_id"`
+	Slot                *string         `json:"slot"`
 	ComponentName       string          `json:"component_name"`
 	EnvironmentName     string          `json:"environment_name"`
 	TenantName          string          `json:"tenant_name"`
@@ -654,6 +671,8 @@ func (q *Queries) ListDeploymentsBy(ctx context.Context, arg ListDeploymentsByPa
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.TemplateComponentID,
+			&i.StackInstanceID,
+			&i.Slot,
 			&i.ComponentName,
 			&i.EnvironmentName,
 			&i.TenantName,

@@ -160,6 +160,8 @@ type DeployedComponent struct {
 	CreatedAt           time.Time       `json:"created_at"`
 	UpdatedAt           time.Time       `json:"updated_at"`
 	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
+	StackInstanceID     uuid.NullUUID   `json:"stack_instance_id"`
+	Slot                *string         `json:"slot"`
 }
 
 type Environment struct {
@@ -382,6 +384,108 @@ type Session struct {
 	UpdatedAt  time.Time `json:"updated_at"`
 	LastSeenAt time.Time `json:"last_seen_at"`
 	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+type Stack struct {
+	ID                uuid.UUID       `json:"id"`
+	TenantID          uuid.NullUUID   `json:"tenant_id"`
+	ProviderID        uuid.UUID       `json:"provider_id"`
+	Name              string          `json:"name"`
+	DisplayName       string          `json:"display_name"`
+	Description       string          `json:"description"`
+	Draft             json.RawMessage `json:"draft"`
+	ForkedFromID      uuid.NullUUID   `json:"forked_from_id"`
+	ForkedFromVersion pgtype.Int4     `json:"forked_from_version"`
+	CreatedBy         uuid.NullUUID   `json:"created_by"`
+	CreatedAt         time.Time       `json:"created_at"`
+	UpdatedAt         time.Time       `json:"updated_at"`
+	DeletedAt         *time.Time      `json:"deleted_at"`
+}
+
+type StackDay2Operation struct {
+	StackID            uuid.UUID       `json:"stack_id"`
+	Version            int32           `json:"version"`
+	Name               string          `json:"name"`
+	DisplayName        string          `json:"display_name"`
+	Description        string          `json:"description"`
+	InputSchema        json.RawMessage `json:"input_schema"`
+	RequiredStates     []string        `json:"required_states"`
+	Actions            json.RawMessage `json:"actions"`
+	TriggersTransition string          `json:"triggers_transition"`
+	Position           int32           `json:"position"`
+}
+
+type StackInstance struct {
+	ID               uuid.UUID       `json:"id"`
+	TenantID         uuid.UUID       `json:"tenant_id"`
+	EnvironmentID    uuid.UUID       `json:"environment_id"`
+	StackID          uuid.UUID       `json:"stack_id"`
+	Version          int32           `json:"version"`
+	Name             string          `json:"name"`
+	Parameters       json.RawMessage `json:"parameters"`
+	SecretParameters []byte          `json:"secret_parameters"`
+	SecretKeyID      *string         `json:"secret_key_id"`
+	Status           string          `json:"status"`
+	CurrentState     *string         `json:"current_state"`
+	StateEnteredAt   *time.Time      `json:"state_entered_at"`
+	Error            string          `json:"error"`
+	DeployedAt       *time.Time      `json:"deployed_at"`
+	CreatedBy        uuid.NullUUID   `json:"created_by"`
+	CreatedAt        time.Time       `json:"created_at"`
+	UpdatedAt        time.Time       `json:"updated_at"`
+}
+
+type StackRun struct {
+	ID            uuid.UUID       `json:"id"`
+	InstanceID    uuid.UUID       `json:"instance_id"`
+	Kind          string          `json:"kind"`
+	Status        string          `json:"status"`
+	Trigger       string          `json:"trigger"`
+	Operation     string          `json:"operation"`
+	Inputs        json.RawMessage `json:"inputs"`
+	FromVersion   pgtype.Int4     `json:"from_version"`
+	ToVersion     pgtype.Int4     `json:"to_version"`
+	Source        string          `json:"source"`
+	RequestedBy   uuid.NullUUID   `json:"requested_by"`
+	KeepOnFailure bool            `json:"keep_on_failure"`
+	Error         string          `json:"error"`
+	CreatedAt     time.Time       `json:"created_at"`
+	StartedAt     *time.Time      `json:"started_at"`
+	FinishedAt    *time.Time      `json:"finished_at"`
+}
+
+type StackRunStep struct {
+	RunID       uuid.UUID       `json:"run_id"`
+	Name        string          `json:"name"`
+	Slot        string          `json:"slot"`
+	Action      string          `json:"action"`
+	After       []string        `json:"after"`
+	Position    int32           `json:"position"`
+	OperationID uuid.NullUUID   `json:"operation_id"`
+	Detail      json.RawMessage `json:"detail"`
+}
+
+type StackStateHistory struct {
+	ID         uuid.UUID     `json:"id"`
+	InstanceID uuid.UUID     `json:"instance_id"`
+	FromState  *string       `json:"from_state"`
+	ToState    string        `json:"to_state"`
+	Trigger    string        `json:"trigger"`
+	Source     string        `json:"source"`
+	Actor      uuid.NullUUID `json:"actor"`
+	RunID      uuid.NullUUID `json:"run_id"`
+	Operations []uuid.UUID   `json:"operations"`
+	CreatedAt  time.Time     `json:"created_at"`
+}
+
+type StackVersion struct {
+	StackID     uuid.UUID       `json:"stack_id"`
+	Version     int32           `json:"version"`
+	Definition  json.RawMessage `json:"definition"`
+	Changelog   string          `json:"changelog"`
+	PublishedBy uuid.NullUUID   `json:"published_by"`
+	PublishedAt time.Time       `json:"published_at"`
+	ArchivedAt  *time.Time      `json:"archived_at"`
 }
 
 type TemplateComponent struct {

@@ -1,7 +1,8 @@
 -- name: CreateDeployment :one
 INSERT INTO deployed_components (id, tenant_id, environment_id, component_id, version, name, parameters,
-    secret_parameters, secret_key_id, project, stack, state_location, created_by, template_component_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+    secret_parameters, secret_key_id, project, stack, state_location, created_by, template_component_id,
+    stack_instance_id, slot)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 RETURNING *;
 
 -- name: GetDeployment :one
