@@ -7,9 +7,56 @@ package dbgen
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/google/uuid"
 )
+
+const slotSchemas = `-- name: SlotSchemas :many
+SELECT v.component_id, v.version, v.input_schema, v.output_schema, v.resolver_bindings
+FROM component_versions v
+WHERE (v.component_id, v.version) IN (SELECT unnest($1::uuid[]), unnest($2::int[]))
+`
+
+type SlotSchemasParams struct {
+	ComponentIds []uuid.UUID `json:"component_ids"`
+	Versions     []int32     `json:"versions"`
+}
+
+type SlotSchemasRow struct {
+	ComponentID      uuid.UUID       `json:"component_id"`
+	Version          int32           `json:"version"`
+	InputSchema      json.RawMessage `json:"input_schema"`
+	OutputSchema     json.RawMessage `json:"output_schema"`
+	ResolverBindings json.RawMessage `json:"resolver_bindings"`
+}
+
+// The inputs, outputs and resolver bindings of the component versions a stack's slots pin.
+func (q *Queries) SlotSchemas(ctx context.Context, arg SlotSchemasParams) ([]SlotSchemasRow, error) {
+	rows, err := q.db.Query(ctx, slotSchemas, arg.ComponentIds, arg.Versions)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SlotSchemasRow{}
+	for rows.Next() {
+		var i SlotSchemasRow
+		if err := rows.Scan(
+			&i.ComponentID,
+			&i.Version,
+			&i.InputSchema,
+			&i.OutputSchema,
+			&i.ResolverBindings,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
 
 const stackInstanceInRun = `-- name: StackInstanceInRun :one
 SELECT i.id FROM stack_instances i JOIN deployed_components d ON d.stack_instance_id = i.id

@@ -4,3 +4,9 @@
 SELECT i.id FROM stack_instances i JOIN deployed_components d ON d.stack_instance_id = i.id
 WHERE d.id = $1 AND EXISTS (SELECT 1 FROM stack_runs r WHERE r.instance_id = i.id AND r.status = 'running')
 FOR SHARE OF i;
+
+-- name: SlotSchemas :many
+-- The inputs, outputs and resolver bindings of the component versions a stack's slots pin.
+SELECT v.component_id, v.version, v.input_schema, v.output_schema, v.resolver_bindings
+FROM component_versions v
+WHERE (v.component_id, v.version) IN (SELECT unnest(@component_ids::uuid[]), unnest(@versions::int[]));

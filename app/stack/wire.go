@@ -1,0 +1,144 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"nimbus/app/component"
+	"nimbus/app/problem"
+	"nimbus/app/resolver"
+	"nimbus/db/dbgen"
+)
+
+// Schemas are what a definition's wiring is checked and evaluated against: the stack's
+// parameters, and the inputs and outputs of each slot's pinned component version, by slot.
+type Schemas struct {
+	Params  *component.Schema
+	Inputs  map[string]*component.Schema
+	Outputs map[string]*component.Schema
+	// Bindings are the inputs each slot's component leaves to resolvers, by slot.
+	Bindings map[string]map[string]bool
+}
+
+// LoadSchemas reads the schemas of the component versions a definition's slots pin. A slot
+// whose version is not there has no schemas: validation says so.
+func LoadSchemas(ctx context.Context, q *dbgen.Queries, def Definition) (Schemas, error) {
+	s := Schemas{
+		Params: component.ParseSchema("parameters", def.Parameters, &problem.ValidationError{}),
+		Inputs: map[string]*component.Schema{}, Outputs: map[string]*component.Schema{},
+		Bindings: map[string]map[string]bool{},
+	}
+	ids, versions := make([]uuid.UUID, len(def.Slots)), make([]int32, len(def.Slots))
+	for i, sl := range def.Slots {
+		ids[i], versions[i] = sl.Component, int32(sl.Version)
+	}
+	rows, err := q.SlotSchemas(ctx, dbgen.SlotSchemasParams{ComponentIds: ids, Versions: versions})
+	if err != nil {
+		return s, fmt.Errorf("read the schemas of the slots: %w", err)
+	}
+	for _, sl := range def.Slots {
+		for _, r := range rows {
+			if r.ComponentID != sl.Component || int(r.Version) != sl.Version {
+				continue
+			}
+			ignore := &problem.ValidationError{}
+			s.Inputs[sl.Name] = component.ParseSchema("input_schema", r.InputSchema, ignore)
+			s.Outputs[sl.Name] = component.ParseSchema("output_schema", r.OutputSchema, ignore)
+			s.Bindings[sl.Name] = boundInputs(r.ResolverBindings)
+		}
+	}
+	return s, nil
+}
+
+// SlotScope is what the wiring of a slot may read: the stack's parameters and the outputs of
+// the slots upstream of it.
+func (s Schemas) SlotScope(slot Slot) Scope {
+	scope := Scope{}
+	scope.AddSchema("params", s.Params)
+	for _, up := range slot.Upstream() {
+		scope.AddSchema("slots."+up+".outputs", s.Outputs[up])
+	}
+	return scope
+}
+
+// ActionScope is what a day-2 operation's or a transition's action may read: the stack's
+// parameters, the operation's inputs (nil for a transition) and every slot's outputs, since
+// every slot is deployed by then.
+func (s Schemas) ActionScope(inputs *component.Schema) Scope {
+	scope := Scope{}
+	scope.AddSchema("params", s.Params)
+	scope.AddSchema("inputs", inputs)
+	for slot, out := range s.Outputs {
+		scope.AddSchema("slots."+slot+".outputs", out)
+	}
+	return scope
+}
+
+// Values keys what expressions read by their dotted names: the parameters, an operation's
+// inputs and the slots' outputs.
+func Values(params, inputs map[string]any, outputs map[string]map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range params {
+		out["params."+k] = v
+	}
+	for k, v := range inputs {
+		out["inputs."+k] = v
+	}
+	for slot, o := range outputs {
+		for k, v := range o {
+			out["slots."+slot+".outputs."+k] = v
+		}
+	}
+	return out
+}
+
+// Wire works out a slot's inputs from its wiring: literals as written, parameters and upstream
+// outputs as they are, expressions evaluated. An input whose source has no value (a parameter
+// left out, an output the upstream slot did not give) is left out, to take its default or its
+// resolver.
+func Wire(ctx context.Context, s Schemas, slot Slot, values map[string]any) (map[string]any, error) {
+	out := map[string]any{}
+	for _, name := range sortedKeys(slot.Inputs) {
+		w := slot.Inputs[name]
+		var v any
+		switch w.Kind {
+		case Literal:
+			v = w.Value
+		case Param:
+			v = values["params."+w.Param]
+		case Output:
+			v = values["slots."+w.Slot+".outputs."+w.Output]
+		case Expression:
+			var want *component.Property
+			if in := s.Inputs[slot.Name]; in != nil {
+				want = in.Properties[name]
+			}
+			e, err := Compile(w.Expr, s.SlotScope(slot), want)
+			if err != nil {
+				return nil, fmt.Errorf("slot %s, input %s: %w", slot.Name, name, err)
+			}
+			if v, err = e.Eval(ctx, values); err != nil {
+				return nil, fmt.Errorf("slot %s, input %s: %w", slot.Name, name, err)
+			}
+		}
+		if v != nil {
+			out[name] = v
+		}
+	}
+	return out, nil
+}
+
+// boundInputs are the inputs a component version leaves to resolvers.
+func boundInputs(raw []byte) map[string]bool {
+	out := map[string]bool{}
+	bindings, err := resolver.ParseBindings(raw)
+	if err != nil {
+		return out
+	}
+	for _, b := range bindings {
+		out[b.Input] = true
+	}
+	return out
+}
