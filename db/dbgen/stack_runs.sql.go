@@ -72,3 +72,59 @@ func (q *Queries) StackInstanceInRun(ctx context.Context, id uuid.UUID) (uuid.UU
 	err := row.Scan(&id_2)
 	return id_2, err
 }
+
+const stackVersionDefinition = `-- name: StackVersionDefinition :one
+SELECT definition FROM stack_versions WHERE stack_id = $1 AND version = $2
+`
+
+type StackVersionDefinitionParams struct {
+	StackID uuid.UUID `json:"stack_id"`
+	Version int32     `json:"version"`
+}
+
+func (q *Queries) StackVersionDefinition(ctx context.Context, arg StackVersionDefinitionParams) (json.RawMessage, error) {
+	row := q.db.QueryRow(ctx, stackVersionDefinition, arg.StackID, arg.Version)
+	var definition json.RawMessage
+	err := row.Scan(&definition)
+	return definition, err
+}
+
+const stackVersionOperations = `-- name: StackVersionOperations :many
+SELECT stack_id, version, name, display_name, description, input_schema, required_states, actions, triggers_transition, position FROM stack_day2_operations WHERE stack_id = $1 AND version = $2 ORDER BY position, name
+`
+
+type StackVersionOperationsParams struct {
+	StackID uuid.UUID `json:"stack_id"`
+	Version int32     `json:"version"`
+}
+
+func (q *Queries) StackVersionOperations(ctx context.Context, arg StackVersionOperationsParams) ([]StackDay2Operation, error) {
+	rows, err := q.db.Query(ctx, stackVersionOperations, arg.StackID, arg.Version)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []StackDay2Operation{}
+	for rows.Next() {
+		var i StackDay2Operation
+		if err := rows.Scan(
+			&i.StackID,
+			&i.Version,
+			&i.Name,
+			&i.DisplayName,
+			&i.Description,
+			&i.InputSchema,
+			&i.RequiredStates,
+			&i.Actions,
+			&i.TriggersTransition,
+			&i.Position,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

@@ -10,3 +10,9 @@ FOR SHARE OF i;
 SELECT v.component_id, v.version, v.input_schema, v.output_schema, v.resolver_bindings
 FROM component_versions v
 WHERE (v.component_id, v.version) IN (SELECT unnest(@component_ids::uuid[]), unnest(@versions::int[]));
+
+-- name: StackVersionDefinition :one
+SELECT definition FROM stack_versions WHERE stack_id = $1 AND version = $2;
+
+-- name: StackVersionOperations :many
+SELECT * FROM stack_day2_operations WHERE stack_id = $1 AND version = $2 ORDER BY position, name;
