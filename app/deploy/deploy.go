@@ -294,6 +294,13 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, actor access.Principal,
 // StartTx queues, in the caller's transaction, the deploy of a deployment recorded by Plan, or
 // the destroy of one, on behalf of the user whose request led to it.
 func (s *Service) StartTx(ctx context.Context, tx pgx.Tx, actor access.Principal, deploymentID uuid.UUID, kind Kind) (uuid.UUID, error) {
+	return s.RequestTx(ctx, tx, actor, deploymentID, kind, Change{})
+}
+
+// RequestTx queues an operation of any kind, with the change it brings, in the caller's
+// transaction, on behalf of the user whose request led to it: a step of a graph, whose
+// permission was checked when the graph was asked for.
+func (s *Service) RequestTx(ctx context.Context, tx pgx.Tx, actor access.Principal, deploymentID uuid.UUID, kind Kind, c Change) (uuid.UUID, error) {
 	q := dbgen.New(tx)
 	if err := q.LockDeployment(ctx, deploymentID); err != nil {
 		return uuid.Nil, err
@@ -302,12 +309,12 @@ func (s *Service) StartTx(ctx context.Context, tx pgx.Tx, actor access.Principal
 	if err != nil {
 		return uuid.Nil, err
 	}
-	if err := s.allowed(ctx, q, d, kind, Change{}); err != nil {
+	if err := s.allowed(ctx, q, d, kind, c); err != nil {
 		return uuid.Nil, err
 	}
 	in := inputs{Plain: map[string]any{}}
-	if kind == KindDeploy {
-		if in, err = s.target(ctx, q, d, kind, Change{}); err != nil {
+	if kind != KindDestroy && kind != KindRefresh {
+		if in, err = s.target(ctx, q, d, kind, c); err != nil {
 			return uuid.Nil, err
 		}
 	}
@@ -315,8 +322,12 @@ func (s *Service) StartTx(ctx context.Context, tx pgx.Tx, actor access.Principal
 	if err != nil {
 		return uuid.Nil, err
 	}
+	diff := map[string]any{"name": d.Name, "kind": kind}
+	if in.Version != 0 && kind != KindDeploy {
+		diff["version"], diff["parameters"] = in.Version, in.Plain
+	}
 	return op.ID, audit.Record(ctx, q, actor, audit.Event{Tenant: d.TenantID, Action: "deployment." + string(kind),
-		TargetType: "deployment", TargetID: d.ID.String(), Diff: map[string]any{"name": d.Name, "kind": kind}})
+		TargetType: "deployment", TargetID: d.ID.String(), Diff: diff})
 }
 
 // queue records an operation bringing in and hands it to the workers, in the caller's

@@ -101,3 +101,11 @@ func FieldOf(err error) string {
 	}
 	return ""
 }
+
+// Refusal reports whether err is a rule saying no — a field that breaks a rule, or an action a
+// rule denies — which trying again would only repeat: work in the background that meets one
+// stops and says why, rather than being retried.
+func Refusal(err error) bool {
+	var denied *Denied
+	return err != nil && (FieldOf(err) != "" || errors.As(err, &denied))
+}

@@ -29,6 +29,8 @@ import (
 	"nimbus/app/deploy"
 	"nimbus/app/environment"
 	"nimbus/app/governance"
+	"nimbus/app/graph"
+	"nimbus/app/instance"
 	"nimbus/app/ipam"
 	"nimbus/app/landingzone"
 	"nimbus/app/objstore"
@@ -110,6 +112,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	environments := environment.NewService(d.Pool)
 	queue := jobs.NewInserter(d.Jobs)
 	deployments := deploy.NewService(d.Pool, d.Keys, queue, d.Runner, d.Objects).Withdrawing(approval.Withdraw)
+	instances := instance.NewService(d.Pool, deployments, d.Keys, queue)
 	lifecycle := environment.NewLifecycle(d.Pool, deployments, queue)
 	zones := landingzone.NewService(d.Pool, lifecycle)
 	components := component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir, Enabled: d.Info.Languages}, queue).
@@ -159,6 +162,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	envH.Routes(signed, api)
 	zoneH.Routes(signed, api)
 	approval.NewHandlers(approvals, deployments).Routes(signed, api)
+	instance.NewHandlers(instances).Routes(api)
 	dashboard.NewHandlers(dashboard.NewService(d.Pool, environments, pools, approvals)).Routes(signed)
 
 	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
@@ -197,6 +201,9 @@ type Engine struct {
 	// ChecksPerTenant is how many of one tenant's component checks run at once;
 	// component.DefaultChecksPerTenant when zero.
 	ChecksPerTenant int
+	// GraphParallel bounds the operations of one graph (a stack instance's slots, an
+	// environment's components) running at once; graph.DefaultParallel when zero.
+	GraphParallel int
 }
 
 // startOnFirstUse serves the River UI, starting its background work (it counts the jobs of
@@ -224,6 +231,7 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 		river.AddWorker(w, approval.NewExpirer(pool, log.With("component", "approvals")))
 		river.AddWorker(w, deploy.NewReaper(pool))
 		river.AddWorker(w, environment.NewAdvancer(pool, eng.Keys))
+		river.AddWorker(w, graph.NewRunner(pool, eng.GraphParallel, problem.Refusal).Serve(graph.ParentStackInstance, instance.NewParent(pool, eng.Keys)))
 	}
 }
 

@@ -1,0 +1,209 @@
+package instance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"nimbus/app/deploy"
+	"nimbus/app/graph"
+	"nimbus/app/problem"
+	"nimbus/app/stack"
+	"nimbus/db/dbgen"
+)
+
+// deployKind deploys the slots not deployed yet, each once the slots it reads from are: a
+// first deploy deploys them all, a retry what is missing.
+var deployKind = kind{
+	begin: func(ctx context.Context, r *runCtx) ([]step, error) {
+		switch Status(r.inst.Status) {
+		case Deploying, Failed:
+		default:
+			return nil, refuse("%s is %s: only a new or failed instance is deployed", r.inst.Name, r.inst.Status)
+		}
+		var out []step
+		for _, s := range r.def.Slots {
+			if d, ok := r.slots[s.Name]; ok && d.Status == string(deploy.Deployed) {
+				continue
+			}
+			out = append(out, step{name: s.Name, slot: s.Name, action: "deploy", after: s.Upstream()})
+		}
+		if Status(r.inst.Status) == Failed {
+			return out, move(ctx, r.q, r.inst, Deploying, "")
+		}
+		return out, nil
+	},
+	start: startDeploy,
+	end: func(ctx context.Context, r *runCtx, outcome graph.Step, refusal error) error {
+		if outcome.Done {
+			if err := deployed(ctx, r.q, r.inst); err != nil {
+				return err
+			}
+			if r.inst.CurrentState != nil {
+				return nil
+			}
+			return enter(ctx, r.q, r.inst, r.def.Machine.Initial(), cause{trigger: "deployed", source: r.run.Source,
+				actor: r.run.RequestedBy, run: r.run.ID, operations: r.operations()})
+		}
+		reason := failure(r, outcome, refusal)
+		if r.inst.DeployedAt != nil || r.run.KeepOnFailure {
+			kept := r.deployedSlots()
+			msg := "Deploying stopped: " + reason + "."
+			if len(kept) > 0 {
+				msg += " Kept: " + strings.Join(kept, ", ") + "; a retry deploys what is missing."
+			}
+			return move(ctx, r.q, r.inst, Failed, msg)
+		}
+		// A first deploy that failed takes down what it made, in reverse order.
+		if err := move(ctx, r.q, r.inst, Failed, "Deploying failed: "+reason+". Removing what was made, in reverse order."); err != nil {
+			return err
+		}
+		why, _ := json.Marshal(map[string]string{"reason": "Deploying failed: " + reason + "."})
+		_, err := r.q.CreateStackRun(ctx, dbgen.CreateStackRunParams{InstanceID: r.inst.ID, Kind: string(RunCompensate),
+			Inputs: why, Source: "system", RequestedBy: r.run.RequestedBy})
+		return err
+	},
+}
+
+// startDeploy deploys one slot: its inputs worked out from its wiring, over the parameters and
+// the outputs of the slots deployed, into a deployment made for it (or the one a failed try
+// left).
+func startDeploy(ctx context.Context, r *runCtx, s dbgen.StackRunStepsRow) (uuid.UUID, map[string]any, error) {
+	if d, ok := r.slots[s.Slot]; ok && d.Status != string(deploy.Destroyed) {
+		op, err := r.deps.deploys.StartTx(ctx, r.tx, r.actor, d.ID, deploy.KindDeploy)
+		return op, map[string]any{"deployment": d.ID}, err
+	}
+	slot, ok := r.def.Slot(s.Slot)
+	if !ok {
+		return uuid.Nil, nil, fmt.Errorf("version %d has no slot %s", r.inst.Version, s.Slot)
+	}
+	schemas, err := stack.LoadSchemas(ctx, r.q, r.def)
+	if err != nil {
+		return uuid.Nil, nil, err
+	}
+	values, err := r.values(nil)
+	if err != nil {
+		return uuid.Nil, nil, err
+	}
+	inputs, err := stack.Wire(ctx, schemas, slot, values)
+	if err != nil {
+		return uuid.Nil, nil, problem.Invalid("slots."+slot.Name, "wiring", "%v", err)
+	}
+	id, err := r.deps.deploys.Plan(ctx, r.tx, r.actor, deploy.Request{ComponentID: slot.Component, Version: slot.Version,
+		EnvironmentID: r.inst.EnvironmentID, Name: DeploymentName(r.inst.Name, slot.Name), Parameters: inputs},
+		deploy.Owner{StackInstance: r.inst.ID, Slot: slot.Name})
+	if err != nil {
+		return uuid.Nil, nil, err
+	}
+	op, err := r.deps.deploys.StartTx(ctx, r.tx, r.actor, id, deploy.KindDeploy)
+	return op, map[string]any{"deployment": id}, err
+}
+
+// DeploymentName is the name of the deployment holding an instance's slot.
+func DeploymentName(instance, slot string) string {
+	return instance + "-" + strings.ReplaceAll(slot, "_", "-")
+}
+
+// values are what expressions read: the instance's parameters (secret ones opened), an
+// operation's inputs, and the outputs of every slot deployed.
+func (r *runCtx) values(inputs map[string]any) (map[string]any, error) {
+	params := map[string]any{}
+	if err := json.Unmarshal(r.inst.Parameters, &params); err != nil {
+		return nil, err
+	}
+	secret, err := r.deps.openParameters(r.inst)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(params, secret)
+	outputs := map[string]map[string]any{}
+	for slot, d := range r.slots {
+		if d.Status != string(deploy.Deployed) {
+			continue
+		}
+		o := map[string]any{}
+		if err := json.Unmarshal(d.Outputs, &o); err != nil {
+			return nil, err
+		}
+		outputs[slot] = o
+	}
+	return stack.Values(params, inputs, outputs), nil
+}
+
+// deployedSlots names the slots whose deployment is deployed.
+func (r *runCtx) deployedSlots() []string {
+	var out []string
+	for _, s := range r.def.Slots {
+		if d, ok := r.slots[s.Name]; ok && d.Status == string(deploy.Deployed) {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// takeDown are the steps destroying every slot that has a deployment still there, each after
+// the slots reading from it (the run is reversed).
+func takeDown(r *runCtx) []step {
+	var out []step
+	for _, s := range r.def.Slots {
+		if d, ok := r.slots[s.Name]; ok && d.Status != string(deploy.Destroyed) {
+			out = append(out, step{name: s.Name, slot: s.Name, action: "destroy", after: s.Upstream()})
+		}
+	}
+	return out
+}
+
+// startDestroy destroys one slot's deployment; one never deployed is let go without the engine.
+func startDestroy(ctx context.Context, r *runCtx, s dbgen.StackRunStepsRow) (uuid.UUID, map[string]any, error) {
+	d, ok := r.slots[s.Slot]
+	if !ok || d.Status == string(deploy.Destroyed) {
+		return uuid.Nil, nil, nil
+	}
+	gone, err := deploy.Discard(ctx, r.q, d.ID)
+	if err != nil || gone {
+		return uuid.Nil, map[string]any{"deployment": d.ID}, err
+	}
+	op, err := r.deps.deploys.StartTx(ctx, r.tx, r.actor, d.ID, deploy.KindDestroy)
+	return op, map[string]any{"deployment": d.ID}, err
+}
+
+// destroyKind takes every slot down, in reverse order, and ends the instance destroyed.
+var destroyKind = kind{
+	reverse: true,
+	begin: func(ctx context.Context, r *runCtx) ([]step, error) {
+		if Status(r.inst.Status) == Destroyed {
+			return nil, refuse("%s is destroyed already", r.inst.Name)
+		}
+		return takeDown(r), move(ctx, r.q, r.inst, Destroying, "")
+	},
+	start: startDestroy,
+	end: func(ctx context.Context, r *runCtx, outcome graph.Step, refusal error) error {
+		if outcome.Done {
+			return move(ctx, r.q, r.inst, Destroyed, "")
+		}
+		return move(ctx, r.q, r.inst, Failed, "Destroying stopped: "+failure(r, outcome, refusal)+". Destroy again to take down what is left.")
+	},
+}
+
+// compensateKind takes down what a failed first deploy made, in reverse order; the instance
+// stays failed, saying what happened.
+var compensateKind = kind{
+	reverse: true,
+	begin: func(ctx context.Context, r *runCtx) ([]step, error) {
+		return takeDown(r), nil
+	},
+	start: startDestroy,
+	end: func(ctx context.Context, r *runCtx, outcome graph.Step, refusal error) error {
+		var in struct{ Reason string }
+		_ = json.Unmarshal(r.run.Inputs, &in)
+		why := in.Reason
+		if outcome.Done {
+			return move(ctx, r.q, r.inst, Failed, why+" What it had made was removed.")
+		}
+		return move(ctx, r.q, r.inst, Failed, why+" Removing what it made stopped too: "+failure(r, outcome, refusal)+". Destroy the instance to take down what is left.")
+	},
+}

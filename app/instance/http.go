@@ -1,0 +1,120 @@
+package instance
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"nimbus/app/access"
+	"nimbus/app/problem"
+	"nimbus/app/web"
+)
+
+// Handlers serves the stack instances' API.
+type Handlers struct{ svc *Service }
+
+// NewHandlers returns the handlers for svc.
+func NewHandlers(svc *Service) *Handlers { return &Handlers{svc: svc} }
+
+// Routes registers the JSON API of stack instances on api.
+func (h *Handlers) Routes(api *echo.Group) {
+	api.GET("/stack-instances", h.ListAPI)
+	api.POST("/stack-instances", h.DeployAPI)
+	api.GET("/stack-instances/:id", h.GetAPI)
+	api.DELETE("/stack-instances/:id", h.DestroyAPI)
+	api.POST("/stack-instances/:id/destroy", h.DestroyAPI)
+	api.POST("/stack-instances/:id/retry", h.RetryAPI)
+	api.GET("/stack-instances/:id/runs", h.RunsAPI)
+}
+
+var statuses = []string{string(Pending), string(Deploying), string(Active), string(Degraded), string(Failed),
+	string(Destroying), string(Destroyed), string(Upgrading)}
+
+// ListAPI answers GET /api/v1/stack-instances, newest first, filtered by environment_id,
+// stack_id and status.
+func (h *Handlers) ListAPI(c echo.Context) error {
+	var f Filter
+	v := &problem.ValidationError{}
+	for name, into := range map[string]*uuid.UUID{"environment_id": &f.EnvironmentID, "stack_id": &f.StackID} {
+		if s := c.QueryParam(name); s != "" {
+			id, err := uuid.Parse(s)
+			if err != nil {
+				v.Add(name, "uuid", "is not an ID")
+			}
+			*into = id
+		}
+	}
+	if f.Status = c.QueryParam("status"); f.Status != "" && !slices.Contains(statuses, f.Status) {
+		v.Add("status", "enum", "must be one of %s", strings.Join(statuses, ", "))
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	list, err := h.svc.List(web.Ctx(c), web.Actor(c), f)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"stack_instances": list})
+}
+
+// DeployAPI answers POST /api/v1/stack-instances with 202: the instance is recorded and its
+// slots are being deployed.
+func (h *Handlers) DeployAPI(c echo.Context) error {
+	var req Request
+	if err := web.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	inst, err := h.svc.Deploy(FromAPI(web.Ctx(c)), web.Actor(c), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, inst)
+}
+
+// GetAPI answers GET /api/v1/stack-instances/{id}.
+func (h *Handlers) GetAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	inst, err := h.svc.Get(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, inst)
+}
+
+// DestroyAPI answers DELETE /api/v1/stack-instances/{id} (and POST …/destroy) with 202.
+func (h *Handlers) DestroyAPI(c echo.Context) error { return h.act(c, h.svc.Destroy) }
+
+// RetryAPI answers POST /api/v1/stack-instances/{id}/retry with 202.
+func (h *Handlers) RetryAPI(c echo.Context) error { return h.act(c, h.svc.Retry) }
+
+func (h *Handlers) act(c echo.Context, do func(context.Context, access.Principal, uuid.UUID) (Instance, error)) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	inst, err := do(FromAPI(web.Ctx(c)), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, inst)
+}
+
+// RunsAPI answers GET /api/v1/stack-instances/{id}/runs, newest first, with their steps.
+func (h *Handlers) RunsAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	runs, err := h.svc.Runs(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"runs": runs})
+}

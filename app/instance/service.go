@@ -1,0 +1,260 @@
+package instance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"nimbus/app/access"
+	"nimbus/app/audit"
+	"nimbus/app/component"
+	"nimbus/app/deploy"
+	"nimbus/app/problem"
+	"nimbus/app/secrets"
+	"nimbus/app/stack"
+	"nimbus/db"
+	"nimbus/db/dbgen"
+)
+
+// Service deploys stacks into environments and acts on their instances for a principal.
+type Service struct {
+	pool *pgxpool.Pool
+	run  *runner
+}
+
+// NewService returns the service: deploys queues the slots' operations, keys seals secret
+// parameters, jobs queues the graph runner's steps.
+func NewService(pool *pgxpool.Pool, deploys *deploy.Service, keys *secrets.Keyring, jobs component.JobInserter) *Service {
+	return &Service{pool: pool, run: &runner{deploys: deploys, keys: keys, jobs: jobs}}
+}
+
+// Request asks for a stack to be deployed into an environment.
+type Request struct {
+	StackID       uuid.UUID      `json:"stack_id"`
+	Version       int            `json:"version"` // 0: the latest published
+	EnvironmentID uuid.UUID      `json:"environment_id"`
+	Name          string         `json:"name"`
+	Parameters    map[string]any `json:"parameters"`
+	// KeepOnFailure keeps what a failed first deploy made, for a retry, instead of taking it down.
+	KeepOnFailure bool `json:"keep_on_failure"`
+}
+
+// Each slot's deployment is named <instance>-<slot>, within the 40 characters of a deployment's
+// name: an instance's name leaves room for a slot's 20.
+var instanceName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,18}$`)
+
+// Deploy checks the request — the environment, the stack and its version, the name, the
+// stack's parameters — records the instance and starts deploying its slots, in one transaction.
+func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Request) (Instance, error) {
+	var id uuid.UUID
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := dbgen.New(tx)
+		env, err := q.GetEnvironment(ctx, req.EnvironmentID)
+		if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can(access.EnvironmentRead, env.TenantID) {
+			return problem.Invalid("environment_id", "exists", "no environment with this ID that you can see")
+		}
+		if err != nil {
+			return err
+		}
+		if !actor.Can(access.StackInstanceDeploy, env.TenantID) {
+			return problem.ErrForbidden
+		}
+		if status, err := q.ShareEnvironment(ctx, env.ID); err != nil {
+			return err
+		} else if status != "active" {
+			return problem.Invalid("environment_id", "state", "%s is %s: deploy into an active environment", env.Name, status)
+		}
+		st, err := q.StackToDeploy(ctx, req.StackID)
+		if errors.Is(err, pgx.ErrNoRows) || err == nil && st.TenantID.Valid && st.TenantID.UUID != env.TenantID {
+			return problem.Invalid("stack_id", "exists", "no stack with this ID that this environment's tenant can use")
+		}
+		if err != nil {
+			return err
+		}
+		version, err := pick(ctx, q, st, req.Version)
+		if err != nil {
+			return err
+		}
+		def, err := stack.LoadVersion(ctx, q, st.ID, version)
+		if err != nil {
+			return err
+		}
+		v := &problem.ValidationError{}
+		req.Name = strings.TrimSpace(req.Name)
+		if !instanceName.MatchString(req.Name) {
+			v.Add("name", "pattern", "must be 1–19 lower-case letters, digits and -, starting with a letter")
+		}
+		id = uuid.New()
+		plain, keyID, sealed, err := s.run.sealParameters(id, def, req.Parameters, v)
+		if err != nil {
+			return err
+		}
+		inst, err := q.CreateStackInstance(ctx, dbgen.CreateStackInstanceParams{ID: id, TenantID: env.TenantID, EnvironmentID: env.ID,
+			StackID: st.ID, Version: int32(version), Name: req.Name, Parameters: plain, SecretParameters: sealed, SecretKeyID: keyID,
+			CreatedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}})
+		if db.IsUniqueViolation(err) {
+			return problem.Invalid("name", "unique", "%s already has a stack instance named %q", env.Name, req.Name)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := s.run.queue(ctx, tx, inst, dbgen.CreateStackRunParams{Kind: string(RunDeploy), RequestedBy: inst.CreatedBy,
+			Source: source(ctx), KeepOnFailure: req.KeepOnFailure}); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Event{Tenant: env.TenantID, Action: "stack_instance.deploy", TargetType: "stack_instance",
+			TargetID: id.String(), Diff: map[string]any{"name": req.Name, "stack": st.Name, "version": version, "environment": env.Name,
+				"parameters": json.RawMessage(plain)}})
+	})
+	if err != nil {
+		return Instance{}, fmt.Errorf("deploy stack: %w", err)
+	}
+	return s.Get(ctx, actor, id)
+}
+
+// pick is the version to deploy: the one asked for, published and not archived, or the latest.
+func pick(ctx context.Context, q *dbgen.Queries, st dbgen.StackToDeployRow, asked int) (int, error) {
+	if asked == 0 {
+		if st.Latest == 0 {
+			return 0, problem.Invalid("version", "exists", "%s has no published version", st.Name)
+		}
+		return int(st.Latest), nil
+	}
+	archived, err := q.StackVersionArchived(ctx, dbgen.StackVersionArchivedParams{StackID: st.ID, Version: int32(asked)})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, problem.Invalid("version", "exists", "%s has no published version %d", st.Name, asked)
+	case err != nil:
+		return 0, err
+	case archived:
+		return 0, problem.Invalid("version", "archived", "version %d of %s is archived; choose another", asked, st.Name)
+	}
+	return asked, nil
+}
+
+// sealParameters checks parameters against the stack's, completes them with defaults, and
+// splits them as they are stored: plain ones as JSON, secret ones sealed for the instance.
+func (d *runner) sealParameters(id uuid.UUID, def stack.Definition, params map[string]any, v *problem.ValidationError) (json.RawMessage, *string, []byte, error) {
+	schema := component.ParseSchema("parameters", def.Parameters, v)
+	all := schema.Apply("parameters", params, v)
+	if err := v.Err(); err != nil {
+		return nil, nil, nil, err
+	}
+	plain, secret := map[string]any{}, map[string]any{}
+	for k, val := range all {
+		if schema.Secret(k) {
+			secret[k] = val
+		} else {
+			plain[k] = val
+		}
+	}
+	raw, _ := json.Marshal(plain)
+	if len(secret) == 0 {
+		return raw, nil, nil, nil
+	}
+	clear, _ := json.Marshal(secret)
+	keyID, sealed, err := d.keys.Seal(clear, id[:])
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("seal secret parameters: %w", err)
+	}
+	return raw, &keyID, sealed, nil
+}
+
+// openParameters opens an instance's secret parameters.
+func (d *runner) openParameters(inst dbgen.StackInstance) (map[string]any, error) {
+	out := map[string]any{}
+	if len(inst.SecretParameters) == 0 {
+		return out, nil
+	}
+	keyID := ""
+	if inst.SecretKeyID != nil {
+		keyID = *inst.SecretKeyID
+	}
+	raw, err := d.keys.Open(keyID, inst.SecretParameters, inst.ID[:])
+	if err != nil {
+		return nil, fmt.Errorf("secret parameters of %s: %w", inst.Name, err)
+	}
+	return out, json.Unmarshal(raw, &out)
+}
+
+// Destroy takes every slot of an instance down, in reverse order, once the run under way (if
+// any) has ended.
+func (s *Service) Destroy(ctx context.Context, actor access.Principal, id uuid.UUID) (Instance, error) {
+	return s.ask(ctx, actor, id, access.StackInstanceDestroy, RunDestroy, func(inst dbgen.StackInstance) error {
+		if Status(inst.Status) == Destroyed || Status(inst.Status) == Destroying {
+			return problem.Invalid("instance", "state", "%s is %s already", inst.Name, inst.Status)
+		}
+		return nil
+	})
+}
+
+// Retry deploys what a failed deploy left missing.
+func (s *Service) Retry(ctx context.Context, actor access.Principal, id uuid.UUID) (Instance, error) {
+	return s.ask(ctx, actor, id, access.StackInstanceDeploy, RunDeploy, func(inst dbgen.StackInstance) error {
+		if Status(inst.Status) != Failed {
+			return problem.Invalid("instance", "state", "%s is %s: only a failed instance is retried", inst.Name, inst.Status)
+		}
+		return nil
+	})
+}
+
+// ask queues a run of kind on an instance the actor may act on with perm, when check allows it,
+// audited, in one transaction.
+func (s *Service) ask(ctx context.Context, actor access.Principal, id uuid.UUID, perm access.Permission, k RunKind, check func(dbgen.StackInstance) error) (Instance, error) {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := dbgen.New(tx)
+		inst, err := s.lockFor(ctx, q, actor, id, perm)
+		if err != nil {
+			return err
+		}
+		if err := check(inst); err != nil {
+			return err
+		}
+		if _, err := s.run.queue(ctx, tx, inst, dbgen.CreateStackRunParams{Kind: string(k), Source: source(ctx),
+			RequestedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}}); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Event{Tenant: inst.TenantID, Action: "stack_instance." + string(k), TargetType: "stack_instance",
+			TargetID: inst.ID.String(), Diff: map[string]any{"name": inst.Name}})
+	})
+	if err != nil {
+		return Instance{}, fmt.Errorf("%s stack instance: %w", k, err)
+	}
+	return s.Get(ctx, actor, id)
+}
+
+// lockFor locks an instance the actor may see, and refuses them unless they hold perm in its
+// tenant. One they may not see is not found.
+func (s *Service) lockFor(ctx context.Context, q *dbgen.Queries, actor access.Principal, id uuid.UUID, perm access.Permission) (dbgen.StackInstance, error) {
+	inst, err := q.LockStackInstance(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can(access.EnvironmentRead, inst.TenantID) {
+		return inst, problem.ErrNotFound
+	}
+	if err != nil {
+		return inst, err
+	}
+	if !actor.Can(perm, inst.TenantID) {
+		return inst, problem.ErrForbidden
+	}
+	return inst, nil
+}
+
+// sourceKey marks a request that came through the JSON API, so runs record where they came from.
+type sourceKey struct{}
+
+// FromAPI marks ctx as serving a request of the JSON API.
+func FromAPI(ctx context.Context) context.Context { return context.WithValue(ctx, sourceKey{}, "api") }
+
+func source(ctx context.Context) string {
+	if s, ok := ctx.Value(sourceKey{}).(string); ok {
+		return s
+	}
+	return "person"
+}

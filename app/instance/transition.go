@@ -1,0 +1,65 @@
+package instance
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+
+	"nimbus/db/dbgen"
+)
+
+// This file holds the moves of an instance's status and state: the only code that writes
+// them. A move names the statuses it starts from and refuses any other, saying so.
+
+// from lists, for each status, those an instance may reach it from.
+var from = map[Status][]Status{
+	Deploying:  {Pending, Failed},
+	Active:     {Deploying, Upgrading, Degraded},
+	Degraded:   {Active},
+	Upgrading:  {Active, Degraded},
+	Failed:     {Deploying, Upgrading, Destroying, Failed},
+	Destroying: {Active, Degraded, Failed, Deploying},
+	Destroyed:  {Destroying},
+}
+
+// move sets an instance's status, with why it is there (empty but for a failure).
+func move(ctx context.Context, q *dbgen.Queries, inst dbgen.StackInstance, to Status, reason string) error {
+	if !slices.Contains(from[to], Status(inst.Status)) {
+		return fmt.Errorf("instance %s is %s: it cannot become %s", inst.Name, inst.Status, to)
+	}
+	return q.SetStackInstanceStatus(ctx, dbgen.SetStackInstanceStatusParams{ID: inst.ID, Status: string(to), Error: reason})
+}
+
+// deployed records that every slot of an instance is deployed: it is active.
+func deployed(ctx context.Context, q *dbgen.Queries, inst dbgen.StackInstance) error {
+	if !slices.Contains(from[Active], Status(inst.Status)) {
+		return fmt.Errorf("instance %s is %s: it cannot become active", inst.Name, inst.Status)
+	}
+	return q.MarkStackInstanceDeployed(ctx, inst.ID)
+}
+
+// enter moves an instance's state machine to state, recording the change with what caused it.
+func enter(ctx context.Context, q *dbgen.Queries, inst dbgen.StackInstance, state string, c cause) error {
+	if _, err := q.EnterStackState(ctx, dbgen.EnterStackStateParams{ID: inst.ID, CurrentState: &state}); err != nil {
+		return err
+	}
+	ops := c.operations
+	if ops == nil {
+		ops = []uuid.UUID{}
+	}
+	return q.InsertStackStateHistory(ctx, dbgen.InsertStackStateHistoryParams{InstanceID: inst.ID, FromState: inst.CurrentState,
+		ToState: state, Trigger: c.trigger, Source: c.source, Actor: c.actor, RunID: uuid.NullUUID{UUID: c.run, Valid: c.run != uuid.Nil},
+		Operations: ops})
+}
+
+// cause is what moved an instance's state: a trigger from a source (a person, the API, a
+// timeout, a day-2 operation), who, in which run, and the operations the run ran.
+type cause struct {
+	trigger    string
+	source     string
+	actor      uuid.NullUUID
+	run        uuid.UUID
+	operations []uuid.UUID
+}

@@ -1,0 +1,222 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"nimbus/app/environment"
+	"nimbus/app/stack"
+)
+
+// publishedStack records a provider stack with one published version of def, straight in the
+// database: these tests are about running stacks, not about making them.
+func publishedStack(t *testing.T, s *site, name string, def stack.Definition) uuid.UUID {
+	t.Helper()
+	ctx := context.Background()
+	var id uuid.UUID
+	must(t, s.pool.QueryRow(ctx, `INSERT INTO stacks (provider_id, name, display_name)
+		SELECT id, $1, $1 FROM semantic_providers WHERE name = 'simcloud' RETURNING id`, name).Scan(&id))
+	ops := def.Operations
+	def.Operations = nil
+	raw, _ := json.Marshal(def)
+	_, err := s.pool.Exec(ctx, `INSERT INTO stack_versions (stack_id, version, definition, changelog) VALUES ($1, 1, $2, 'first')`, id, raw)
+	must(t, err)
+	for i, o := range ops {
+		actions, _ := json.Marshal(o.Actions)
+		schema := o.InputSchema
+		if schema == nil {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		_, err := s.pool.Exec(ctx, `INSERT INTO stack_day2_operations (stack_id, version, name, input_schema, required_states, actions, triggers_transition, position)
+			VALUES ($1, 1, $2, $3, $4, $5, $6, $7)`, id, o.Name, schema, o.RequiredStates, actions, o.TriggersTransition, i)
+		must(t, err)
+	}
+	return id
+}
+
+// webStack is a network, two machines on it that may deploy at once, and a third machine
+// after both, with a lifecycle active ⇄ maintenance → retired.
+func webStack(t *testing.T, s *site, delayMs int) stack.Definition {
+	ids := builtinIDs(t, s)
+	net, machine := uuid.MustParse(ids["simcloud-network"]), uuid.MustParse(ids["simcloud-machine"])
+	onNet := func(suffix string) stack.Slot {
+		return stack.Slot{Name: suffix, Component: machine, Version: 1, Inputs: map[string]stack.Wiring{
+			"name":       {Kind: stack.Expression, Expr: `params.prefix + "-` + suffix + `"`},
+			"network_id": {Kind: stack.Output, Slot: "net", Output: "network_id"},
+			"delay_ms":   {Kind: stack.Literal, Value: delayMs},
+			"cores":      {Kind: stack.Param, Param: "cores"},
+		}}
+	}
+	c := onNet("c")
+	c.Inputs["network_id"] = stack.Wiring{Kind: stack.Literal, Value: ""}
+	c.DependsOn = []string{"a", "b"}
+	return stack.Definition{
+		Parameters: json.RawMessage(`{"type":"object","required":["prefix"],"properties":{"prefix":{"type":"string","pattern":"^[a-z][a-z0-9-]*$"},"cores":{"type":"integer","default":2}}}`),
+		Slots: []stack.Slot{
+			{Name: "net", Component: net, Version: 1, Inputs: map[string]stack.Wiring{
+				"name": {Kind: stack.Expression, Expr: `params.prefix + "-net"`},
+				"cidr": {Kind: stack.Literal, Value: "10.20.0.0/16"},
+			}},
+			onNet("a"), onNet("b"), c,
+		},
+		Machine: stack.Machine{
+			States: []stack.State{{Name: "active", Initial: true}, {Name: "maintenance"}, {Name: "retired", Terminal: true}},
+			Transitions: []stack.Transition{
+				{From: "active", To: "maintenance", Trigger: "maintain"},
+				{From: "maintenance", To: "active", Trigger: "resume"},
+				{From: "active", To: "retired", Trigger: "retire"},
+			},
+		},
+	}
+}
+
+// waitInstance polls a stack instance until check holds and returns it.
+func (s *site) waitInstance(t *testing.T, token, id string, check func(map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	var inst map[string]any
+	for time.Now().Before(deadline) {
+		inst = s.call(t, "GET", "/api/v1/stack-instances/"+id, token, nil).json(t)
+		if check(inst) {
+			return inst
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	t.Fatalf("stack instance %s did not get there in 5 minutes: %v", id, inst)
+	return nil
+}
+
+func status(want ...string) func(map[string]any) bool {
+	return func(m map[string]any) bool { return slices.Contains(want, m["status"].(string)) }
+}
+
+// slotOperations returns, by slot, the operation each step of the instance's newest run of kind
+// ran, as the API shows it.
+func (s *site) slotOperations(t *testing.T, token, id, kind string) map[string]map[string]any {
+	t.Helper()
+	runs := s.call(t, "GET", "/api/v1/stack-instances/"+id+"/runs", token, nil).json(t)["runs"].([]any)
+	for _, r := range runs {
+		run := r.(map[string]any)
+		if run["kind"] != kind {
+			continue
+		}
+		out := map[string]map[string]any{}
+		for _, st := range run["steps"].([]any) {
+			step := st.(map[string]any)
+			if op, ok := step["operation_id"].(string); ok {
+				out[step["slot"].(string)] = s.call(t, "GET", "/api/v1/operations/"+op, token, nil).json(t)
+			}
+		}
+		return out
+	}
+	t.Fatalf("no %s run of %s", kind, id)
+	return nil
+}
+
+func TestStack_DeploysInGraphOrderWithIndependentSlotsAtOnce(t *testing.T) {
+	s := newSite(t)
+	stackID := publishedStack(t, s, "web", webStack(t, s, 1500))
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	user, admin := s.token(t, s.userA), s.token(t, s.adminA)
+
+	r := s.call(t, "POST", "/api/v1/stack-instances", user, map[string]any{
+		"stack_id": stackID, "environment_id": env.ID, "name": "shop", "parameters": map[string]any{"prefix": "shop", "cores": 3}})
+	wantStatus(t, r, http.StatusAccepted)
+	id := r.json(t)["id"].(string)
+	inst := s.waitInstance(t, user, id, status("active", "failed"))
+	if inst["status"] != "active" || inst["state"] != "active" {
+		t.Fatalf("instance %v: want active, in its initial state", inst)
+	}
+	slots := map[string]map[string]any{}
+	for _, sl := range inst["slots"].([]any) {
+		slot := sl.(map[string]any)
+		slots[slot["name"].(string)] = slot
+		if slot["status"] != "deployed" {
+			t.Fatalf("slot %v is not deployed", slot)
+		}
+	}
+	netID := slots["net"]["outputs"].(map[string]any)["network_id"].(string)
+	if !strings.HasPrefix(netID, "n-") {
+		t.Fatalf("the network's outputs: %v", slots["net"]["outputs"])
+	}
+	// The machines on the network were given its ID, and the stack's cores.
+	for _, name := range []string{"a", "b"} {
+		d := s.call(t, "GET", "/api/v1/deployments/"+slots[name]["deployment_id"].(string), user, nil).json(t)
+		params := d["parameters"].(map[string]any)
+		if params["network_id"] != netID || params["name"] != "shop-"+name || params["cores"] != float64(3) {
+			t.Fatalf("slot %s deployed with %v, want on %s with 3 cores", name, params, netID)
+		}
+	}
+	ops := s.slotOperations(t, user, id, "deploy")
+	at := func(slot, field string) time.Time {
+		ts, err := time.Parse(time.RFC3339Nano, ops[slot][field].(string))
+		must(t, err)
+		return ts
+	}
+	if !at("net", "finished_at").Before(at("a", "started_at")) || !at("net", "finished_at").Before(at("b", "started_at")) {
+		t.Fatal("a machine started before the network it joins was deployed")
+	}
+	if !at("a", "started_at").Before(at("b", "finished_at")) || !at("b", "started_at").Before(at("a", "finished_at")) {
+		t.Fatalf("a (%s–%s) and b (%s–%s) did not run at once", at("a", "started_at"), at("a", "finished_at"), at("b", "started_at"), at("b", "finished_at"))
+	}
+	if c := at("c", "started_at"); c.Before(at("a", "finished_at")) || c.Before(at("b", "finished_at")) {
+		t.Fatal("c started before both machines it depends on were deployed")
+	}
+	if got := len(s.cloudFiles(t)); got != 7 {
+		t.Fatalf("the cloud holds %d things, want a network, three machines and their disks", got)
+	}
+
+	r = s.call(t, "DELETE", "/api/v1/stack-instances/"+id, admin, nil)
+	wantStatus(t, r, http.StatusAccepted)
+	inst = s.waitInstance(t, admin, id, status("destroyed", "failed"))
+	if inst["status"] != "destroyed" {
+		t.Fatalf("destroy: %v", inst)
+	}
+	if files := s.cloudFiles(t); len(files) != 0 {
+		t.Fatalf("left in the cloud after destroy: %v", files)
+	}
+	ops = s.slotOperations(t, admin, id, "destroy")
+	if !at("c", "finished_at").Before(at("a", "started_at")) || !at("a", "finished_at").Before(at("net", "started_at")) ||
+		!at("b", "finished_at").Before(at("net", "started_at")) {
+		t.Fatal("destroy did not go in reverse order")
+	}
+}
+
+func TestStack_SlotFailingOnFirstDeployTakesDownWhatWasMade(t *testing.T) {
+	s := newSite(t)
+	def := webStack(t, s, 0)
+	def.Slots[3].Inputs["fail_on"] = stack.Wiring{Kind: stack.Literal, Value: "create"}
+	stackID := publishedStack(t, s, "doomed", def)
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	user := s.token(t, s.userA)
+	r := s.call(t, "POST", "/api/v1/stack-instances", user, map[string]any{
+		"stack_id": stackID, "environment_id": env.ID, "name": "doomed", "parameters": map[string]any{"prefix": "doomed"}})
+	wantStatus(t, r, http.StatusAccepted)
+	id := r.json(t)["id"].(string)
+	inst := s.waitInstance(t, user, id, func(m map[string]any) bool {
+		return m["status"] == "failed" && strings.Contains(m["error"].(string), "What it had made was removed.")
+	})
+	if !strings.Contains(inst["error"].(string), "c:") || !strings.Contains(inst["error"].(string), "injected failure") {
+		t.Fatalf("the instance does not say which slot failed and why: %v", inst["error"])
+	}
+	if files := s.cloudFiles(t); len(files) != 0 {
+		t.Fatalf("left in the cloud after a failed first deploy: %v", files)
+	}
+	for _, sl := range inst["slots"].([]any) {
+		if slot := sl.(map[string]any); slot["status"] != "destroyed" && slot["status"] != "failed" {
+			t.Fatalf("slot %v after compensation", slot)
+		}
+	}
+	if inst["state"] != "" {
+		t.Fatalf("a stack never deployed entered state %v", inst["state"])
+	}
+}
