@@ -220,7 +220,7 @@ func (s *Service) allowed(ctx context.Context, q *dbgen.Queries, d dbgen.GetDepl
 			return problem.Invalid("deployment", "state", "%s has not been deployed yet: deploy it first", d.Name)
 		}
 	}
-	if kind == KindUpgrade && c.Version != 0 && int32(c.Version) <= d.Version {
+	if kind == KindUpgrade && c.Version != 0 && int32(c.Version) <= d.Version && !(c.Back && int32(c.Version) < d.Version) {
 		return problem.Invalid("version", "newer", "version %d is not newer than the deployed version %d", c.Version, d.Version)
 	}
 	if (kind == KindUpdate || kind == KindDeploy) && c.Version != 0 && int32(c.Version) != d.Version {

@@ -97,6 +97,9 @@ type Change struct {
 	Version    int            `json:"version"`
 	// Rotate names secret inputs filled by the secret provisioner that get a new value.
 	Rotate []string `json:"rotate"`
+	// Back lets an upgrade return to an earlier version: a stack instance's failed upgrade rolls
+	// its slots back so. People and the API cannot ask for it.
+	Back bool `json:"-"`
 }
 
 // OperationArgs asks a worker to run an operation.

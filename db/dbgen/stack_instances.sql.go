@@ -280,7 +280,7 @@ func (q *Queries) InsertStackStateHistory(ctx context.Context, arg InsertStackSt
 }
 
 const instanceDeployments = `-- name: InstanceDeployments :many
-SELECT d.id, d.slot, d.name, d.status, d.outputs, d.component_id, d.version
+SELECT d.id, d.slot, d.name, d.status, d.outputs, d.component_id, d.version, d.parameters
 FROM deployed_components d
 WHERE d.stack_instance_id = $1
 ORDER BY d.slot, d.created_at DESC
@@ -294,6 +294,7 @@ type InstanceDeploymentsRow struct {
 	Outputs     json.RawMessage `json:"outputs"`
 	ComponentID uuid.UUID       `json:"component_id"`
 	Version     int32           `json:"version"`
+	Parameters  json.RawMessage `json:"parameters"`
 }
 
 // The deployment of each slot of an instance, the newest per slot first.
@@ -314,6 +315,7 @@ func (q *Queries) InstanceDeployments(ctx context.Context, stackInstanceID uuid.
 			&i.Outputs,
 			&i.ComponentID,
 			&i.Version,
+			&i.Parameters,
 		); err != nil {
 			return nil, err
 		}

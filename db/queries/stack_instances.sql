@@ -47,7 +47,7 @@ RETURNING state_entered_at;
 
 -- name: InstanceDeployments :many
 -- The deployment of each slot of an instance, the newest per slot first.
-SELECT d.id, d.slot, d.name, d.status, d.outputs, d.component_id, d.version
+SELECT d.id, d.slot, d.name, d.status, d.outputs, d.component_id, d.version, d.parameters
 FROM deployed_components d
 WHERE d.stack_instance_id = $1
 ORDER BY d.slot, d.created_at DESC;
