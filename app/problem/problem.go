@@ -101,3 +101,11 @@ func FieldOf(err error) string {
 	}
 	return ""
 }
+
+// Refusal reports whether err is a rule saying no — a field's rule or a denial — which trying
+// again would only repeat: work in the background that meets one records why and stops,
+// rather than being retried until it is dropped.
+func Refusal(err error) bool {
+	var denied *Denied
+	return err != nil && (FieldOf(err) != "" || errors.As(err, &denied))
+}

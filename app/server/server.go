@@ -29,6 +29,7 @@ import (
 	"nimbus/app/deploy"
 	"nimbus/app/environment"
 	"nimbus/app/governance"
+	"nimbus/app/graph"
 	"nimbus/app/ipam"
 	"nimbus/app/landingzone"
 	"nimbus/app/objstore"
@@ -197,6 +198,9 @@ type Engine struct {
 	// ChecksPerTenant is how many of one tenant's component checks run at once;
 	// component.DefaultChecksPerTenant when zero.
 	ChecksPerTenant int
+	// GraphParallel is how many deployments of one graph (an environment's mandatory
+	// components) run at once; graph.DefaultParallel when zero.
+	GraphParallel int
 }
 
 // startOnFirstUse serves the River UI, starting its background work (it counts the jobs of
@@ -223,7 +227,8 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 			Gated(approval.NewGate(eng.ApprovalTTL)))
 		river.AddWorker(w, approval.NewExpirer(pool, log.With("component", "approvals")))
 		river.AddWorker(w, deploy.NewReaper(pool))
-		river.AddWorker(w, environment.NewAdvancer(pool, eng.Keys))
+		river.AddWorker(w, graph.NewRunner(pool, eng.GraphParallel, problem.Refusal).
+			Serve(graph.ParentEnvironment, environment.NewGraph(pool, eng.Keys)))
 	}
 }
 
