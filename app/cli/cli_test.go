@@ -184,8 +184,9 @@ func TestRun_BadInput(t *testing.T) {
 		"unknown migrate command":      {"nimbus", "migrate", "sideways"},
 		"is not a CIDR":                {"nimbus", "serve", "--trusted-proxies", "nope"},
 		"is not a positive size":       {"nimbus", "serve", "--max-state-size", "lots"},
-		"sandbox must be auto, required or off, not \"sometimes\"": {"nimbus", "serve", "--sandbox", "sometimes"},
-		"languages must be among yaml, typescript and python":      {"nimbus", "serve", "--languages", "yaml,cobol"},
+		"sandbox must be auto, required or off, not \"sometimes\"":  {"nimbus", "serve", "--sandbox", "sometimes"},
+		"languages must be among yaml, typescript and python":       {"nimbus", "serve", "--languages", "yaml,cobol"},
+		"graph parallel must be a number from 1 to 1000, not \"0\"": {"nimbus", "serve", "--graph-parallel", "0"},
 	}
 	for want, args := range cases {
 		e, _, _ := env(nil, "")
@@ -193,6 +194,10 @@ func TestRun_BadInput(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: got %v, want an error mentioning %q", args, err, want)
 		}
+	}
+	e, _, _ := env(map[string]string{"NIMBUS_GRAPH_PARALLEL": "many"}, "")
+	if err := cli.Run(context.Background(), []string{"nimbus", "serve"}, e); err == nil || !strings.Contains(err.Error(), `graph parallel must be a number from 1 to 1000, not "many"`) {
+		t.Errorf("NIMBUS_GRAPH_PARALLEL=many: got %v", err)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"nimbus/app/graph"
 	"nimbus/app/objstore"
 	"nimbus/app/sandbox"
 )
@@ -37,6 +38,9 @@ type config struct {
 	CheckWorkers int
 	// ChecksPerTenant is how many of one tenant's checks run at once, on all nodes together.
 	ChecksPerTenant int
+	// GraphParallel is how many deployments of one graph, such as an environment's mandatory
+	// components, run at once.
+	GraphParallel int
 	// ChecksPerMinute is how many checks one tenant may ask for in a minute.
 	ChecksPerMinute int
 	// ApprovalTTL is how long an operation waits for approval before its request expires.
@@ -107,6 +111,8 @@ var options = []option{
 	{"check-workers", "NIMBUS_CHECK_WORKERS", "4", "component checks run at once on this node, apart from the job workers", countSetter("check workers", 1, 1000, func(c *config, n int) { c.CheckWorkers = n })},
 	{"checks-per-tenant", "NIMBUS_CHECKS_PER_TENANT", "2", "checks of one tenant run at once on all nodes; provider-level components count as one tenant", countSetter("checks per tenant", 1, 1000, func(c *config, n int) { c.ChecksPerTenant = n })},
 	{"checks-per-minute", "NIMBUS_CHECKS_PER_MINUTE", "30", "checks one tenant may ask for in a minute; more are refused with 429", countSetter("checks per minute", 1, 100000, func(c *config, n int) { c.ChecksPerMinute = n })},
+	{"graph-parallel", "NIMBUS_GRAPH_PARALLEL", strconv.Itoa(graph.DefaultParallel), "deployments of one graph (an environment's mandatory components) run at once",
+		countSetter("graph parallel", 1, 1000, func(c *config, n int) { c.GraphParallel = n })},
 	{"job-timeout", "NIMBUS_JOB_TIMEOUT", "2h", "longest any one job may run", durationSetter(func(c *config, d time.Duration) { c.JobTimeout = d })},
 	{"approval-ttl", "NIMBUS_APPROVAL_TTL", "72h", "how long an operation waits for approval before its request expires and it ends", durationSetter(func(c *config, d time.Duration) { c.ApprovalTTL = d })},
 	{"max-state-size", "NIMBUS_MAX_STATE_SIZE", "256MiB", "largest stack state a provider admin may restore through the API (such as 64MiB or 1GiB)", func(c *config, v string) error {

@@ -25,7 +25,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	fs := flagSet("serve [flags]", "Run the web server and the job workers until SIGINT or SIGTERM.", env)
 	cfg, err := parseConfig(fs, args, env.Getenv,
 		"addr", "data-dir", "database-url", "database-restart-timeout", "log-format", "log-level", "admin-email", "session-ttl", "session-max-age",
-		"secure-cookies", "pulumi-dir", "job-workers", "check-workers", "checks-per-tenant", "checks-per-minute",
+		"secure-cookies", "pulumi-dir", "job-workers", "check-workers", "checks-per-tenant", "checks-per-minute", "graph-parallel",
 		"job-timeout", "approval-ttl", "trusted-proxies", "max-state-size",
 		"s3-endpoint", "s3-bucket", "s3-access-key", "s3-secret-key-file", "s3-region", "sandbox", "languages")
 	if err != nil {
@@ -96,7 +96,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	}
 	log.Info("secrets keyring loaded", "keyring", keys)
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objs.store, OperationTimeout: cfg.JobTimeout, ApprovalTTL: cfg.ApprovalTTL,
-		ChecksPerTenant: cfg.ChecksPerTenant}
+		ChecksPerTenant: cfg.ChecksPerTenant, GraphParallel: cfg.GraphParallel}
 	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, CheckWorkers: cfg.CheckWorkers, Timeout: cfg.JobTimeout,
 		Register: server.Workers(d.Pool, eng, log), Periodic: server.Periodic()})
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 
 	"nimbus/app/component"
 	"nimbus/app/graph"
@@ -15,29 +14,17 @@ import (
 	"nimbus/jobs"
 )
 
-// EnvironmentArgs asks for an environment's next step while it is provisioned or
-// decommissioned: its deployments are deployed, or destroyed, one after another, and each
-// operation that ends in it asks for the step after. The environment package runs the steps
-// (environment.Advancer); the job is declared here, where operations end, because that package
-// builds on this one.
-type EnvironmentArgs struct {
-	EnvironmentID uuid.UUID `json:"environment_id"`
-}
-
-// Kind names the job in River.
-func (EnvironmentArgs) Kind() string { return "environment" }
-
 // advance asks for the next step of the graphs the deployment is in — its environment's, when
 // it is being provisioned or decommissioned, its stack instance's, when a run of it is under
 // way — in the transaction that ends an operation in it: the step is asked for exactly when
 // the operation's end is recorded.
 func advance(ctx context.Context, tx pgx.Tx, jobs func() (component.JobInserter, error), deploymentID uuid.UUID) error {
 	q := dbgen.New(tx)
-	var steps []river.JobArgs
+	var steps []graph.Args
 	env, err := q.EnvironmentInTransition(ctx, deploymentID)
 	switch {
 	case err == nil:
-		steps = append(steps, EnvironmentArgs{EnvironmentID: env})
+		steps = append(steps, graph.Args{Parent: graph.ParentEnvironment, ID: env})
 	case !errors.Is(err, pgx.ErrNoRows):
 		return err
 	}

@@ -79,7 +79,7 @@ func (h *Handlers) CreateAPI(c echo.Context) error {
 }
 
 // DecommissionAPI answers POST /api/v1/environments/{id}/decommission with 202: the
-// environment's deployments are destroyed one after another.
+// environment's deployments are destroyed, the template's last.
 func (h *Handlers) DecommissionAPI(c echo.Context) error {
 	return h.lifecycleAPI(c, h.lifecycle.Decommission)
 }

@@ -15,14 +15,15 @@ import (
 	"nimbus/app/audit"
 	"nimbus/app/component"
 	"nimbus/app/deploy"
+	"nimbus/app/graph"
 	"nimbus/app/problem"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
 // Lifecycle opens environments from landing zones' templates, provisions them, decommissions
-// them and retries what failed. It records the deployments an environment gets and starts the
-// steps that run them one after another (see Advancer).
+// them and retries what failed. It records the deployments an environment gets and asks the
+// graph runner for the steps that run them (see Graph).
 type Lifecycle struct {
 	pool    *pgxpool.Pool
 	jobs    component.JobInserter
@@ -50,7 +51,7 @@ func (l *Lifecycle) Templates(ctx context.Context) ([]TemplateChoice, error) {
 
 // Open creates an environment from a template of a published zone and starts provisioning
 // it: its mandatory components are checked now, all of them, against their inputs and the
-// tenant's governance, and deployed one after another. It returns the environment's ID.
+// tenant's governance, and deployed side by side. It returns the environment's ID.
 func (l *Lifecycle) Open(ctx context.Context, actor access.Principal, in New) (uuid.UUID, error) {
 	if !actor.Member(in.TenantID) {
 		return uuid.Nil, problem.Invalid("tenant_id", "exists", "no tenant with this ID that you can see")
@@ -153,7 +154,7 @@ func (l *Lifecycle) Provision(ctx context.Context, tx pgx.Tx, actor access.Princ
 
 // step queues the environment's next step, in the caller's transaction.
 func (l *Lifecycle) step(ctx context.Context, tx pgx.Tx, envID uuid.UUID) error {
-	_, err := l.jobs.InsertTx(ctx, tx, deploy.EnvironmentArgs{EnvironmentID: envID}, nil)
+	_, err := l.jobs.InsertTx(ctx, tx, graph.Args{Parent: graph.ParentEnvironment, ID: envID}, nil)
 	return err
 }
 
@@ -179,8 +180,8 @@ func about(name string, err error) error {
 	return out
 }
 
-// Decommission destroys every deployment of an environment, newest first, so what came with
-// the template goes last, and ends it decommissioned; what the deployments held from
+// Decommission destroys every deployment of an environment, what came with the template last,
+// and ends it decommissioned; what the deployments held from
 // resolvers is given back with each destroy.
 func (l *Lifecycle) Decommission(ctx context.Context, actor access.Principal, envID uuid.UUID) error {
 	return pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {

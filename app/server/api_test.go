@@ -96,6 +96,8 @@ type siteConfig struct {
 	// checkWorkers and checksPerTenant bound the checks running at once, on the node and per
 	// tenant; the defaults when zero.
 	checkWorkers, checksPerTenant int
+	// graphParallel bounds the deployments of one graph running at once; the default when zero.
+	graphParallel int
 	// toolchain is the engine's toolchain directory; NIMBUS_PULUMI_DIR when empty.
 	toolchain string
 }
@@ -141,7 +143,7 @@ func newSiteWith(t testing.TB, cfg siteConfig, configure ...func(*server.Deps)) 
 	}
 	runner, _ := pulumix.NewRunner(cfg.toolchain, data, map[string]string{"SIMCLOUD_DIR": cloud}, opts...)
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.operationTimeout, ApprovalTTL: cfg.approvalTTL,
-		ChecksPerTenant: cfg.checksPerTenant}
+		ChecksPerTenant: cfg.checksPerTenant, GraphParallel: cfg.graphParallel}
 	client, err := jobs.NewClient(w.pool, log, jobs.Config{CheckWorkers: cfg.checkWorkers, Register: server.Workers(w.pool, eng, log), Periodic: server.Periodic()})
 	if err != nil {
 		t.Fatal(err)

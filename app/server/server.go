@@ -230,8 +230,9 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 			Gated(approval.NewGate(eng.ApprovalTTL)))
 		river.AddWorker(w, approval.NewExpirer(pool, log.With("component", "approvals")))
 		river.AddWorker(w, deploy.NewReaper(pool))
-		river.AddWorker(w, environment.NewAdvancer(pool, eng.Keys))
-		river.AddWorker(w, graph.NewRunner(pool, eng.GraphParallel, problem.Refusal).Serve(graph.ParentStackInstance, instance.NewParent(pool, eng.Keys)))
+		river.AddWorker(w, graph.NewRunner(pool, eng.GraphParallel, problem.Refusal).
+			Serve(graph.ParentEnvironment, environment.NewGraph(pool, eng.Keys)).
+			Serve(graph.ParentStackInstance, instance.NewParent(pool, eng.Keys)))
 	}
 }
 
