@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -29,6 +30,47 @@ func (h *Handlers) Routes(api *echo.Group) {
 	api.POST("/stack-instances/:id/destroy", h.DestroyAPI)
 	api.POST("/stack-instances/:id/retry", h.RetryAPI)
 	api.GET("/stack-instances/:id/runs", h.RunsAPI)
+	api.GET("/stack-instances/:id/upgrade", h.UpgradePlanAPI)
+	api.POST("/stack-instances/:id/upgrade", h.UpgradeAPI)
+}
+
+// UpgradePlanAPI answers GET /api/v1/stack-instances/{id}/upgrade?version=N: what upgrading to
+// version N (the latest when left out) would do to each slot.
+func (h *Handlers) UpgradePlanAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	version := 0
+	if s := c.QueryParam("version"); s != "" {
+		if version, err = strconv.Atoi(s); err != nil || version < 1 {
+			return problem.Invalid("version", "integer", "must be a version number")
+		}
+	}
+	p, err := h.svc.UpgradePlan(web.Ctx(c), web.Actor(c), id, version)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, p)
+}
+
+// UpgradeAPI answers POST /api/v1/stack-instances/{id}/upgrade {version} with 202.
+func (h *Handlers) UpgradeAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Version int `json:"version"`
+	}
+	if err := web.DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	inst, err := h.svc.Upgrade(FromAPI(web.Ctx(c)), web.Actor(c), id, in.Version)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, inst)
 }
 
 var statuses = []string{string(Pending), string(Deploying), string(Active), string(Degraded), string(Failed),

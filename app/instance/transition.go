@@ -18,7 +18,7 @@ var from = map[Status][]Status{
 	Deploying:  {Pending, Failed},
 	Active:     {Deploying, Upgrading, Degraded},
 	Degraded:   {Active},
-	Upgrading:  {Active, Degraded},
+	Upgrading:  {Active, Degraded, Upgrading},
 	Failed:     {Deploying, Upgrading, Destroying, Failed},
 	Destroying: {Active, Degraded, Failed, Deploying},
 	Destroyed:  {Destroying},

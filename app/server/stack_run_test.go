@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -218,5 +220,98 @@ func TestStack_SlotFailingOnFirstDeployTakesDownWhatWasMade(t *testing.T) {
 	}
 	if inst["state"] != "" {
 		t.Fatalf("a stack never deployed entered state %v", inst["state"])
+	}
+}
+
+// publishVersion records version n of a stack straight in the database.
+func publishVersion(t *testing.T, s *site, stackID uuid.UUID, n int, def stack.Definition) {
+	t.Helper()
+	def.Operations = nil
+	raw, _ := json.Marshal(def)
+	_, err := s.pool.Exec(context.Background(), `INSERT INTO stack_versions (stack_id, version, definition, changelog) VALUES ($1, $2, $3, 'next')`, stackID, n, raw)
+	must(t, err)
+}
+
+// machineCores reads the cores of the simulated machine named name.
+func (s *site) machineCores(t *testing.T, name string) float64 {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(s.cloud, "machine", "*.json"))
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		must(t, err)
+		var m map[string]any
+		must(t, json.Unmarshal(raw, &m))
+		if m["name"] == name {
+			return m["cores"].(float64)
+		}
+	}
+	t.Fatalf("no machine named %s in the cloud", name)
+	return 0
+}
+
+func TestStack_UpgradeAddsASlotAndAFailedUpgradeRollsBack(t *testing.T) {
+	s := newSite(t)
+	v1 := webStack(t, s, 0)
+	stackID := publishedStack(t, s, "web", v1)
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	user, admin := s.token(t, s.userA), s.token(t, s.adminA)
+	r := s.call(t, "POST", "/api/v1/stack-instances", user, map[string]any{
+		"stack_id": stackID, "environment_id": env.ID, "name": "shop", "parameters": map[string]any{"prefix": "shop"}})
+	wantStatus(t, r, http.StatusAccepted)
+	id := r.json(t)["id"].(string)
+	if inst := s.waitInstance(t, user, id, status("active", "failed")); inst["status"] != "active" {
+		t.Fatalf("deploy: %v", inst)
+	}
+
+	// Version 2 adds a machine after c.
+	v2 := webStack(t, s, 0)
+	d := v2.Slots[3]
+	d.Name, d.DependsOn = "d", []string{"c"}
+	d.Inputs = map[string]stack.Wiring{"name": {Kind: stack.Expression, Expr: `params.prefix + "-d"`}}
+	v2.Slots = append(v2.Slots, d)
+	publishVersion(t, s, stackID, 2, v2)
+	plan := s.call(t, "GET", "/api/v1/stack-instances/"+id+"/upgrade", user, nil).json(t)
+	changes := map[string]string{}
+	for _, p := range plan["slots"].([]any) {
+		changes[p.(map[string]any)["slot"].(string)] = p.(map[string]any)["change"].(string)
+	}
+	if changes["d"] != "added" || changes["a"] != "untouched" || plan["to"] != float64(2) {
+		t.Fatalf("upgrade plan %v", plan)
+	}
+	wantStatus(t, s.call(t, "POST", "/api/v1/stack-instances/"+id+"/upgrade", user, map[string]any{}), http.StatusForbidden)
+	wantStatus(t, s.call(t, "POST", "/api/v1/stack-instances/"+id+"/upgrade", admin, map[string]any{"version": 2}), http.StatusAccepted)
+	inst := s.waitInstance(t, admin, id, func(m map[string]any) bool { return m["status"] != "upgrading" })
+	if inst["status"] != "active" || inst["version"] != float64(2) || len(inst["slots"].([]any)) != 5 {
+		t.Fatalf("after the upgrade: %v", inst)
+	}
+	s.machineCores(t, "shop-d")
+
+	// Version 3 gives a and b more cores and adds a machine that cannot be made: the upgrade
+	// fails, and the machines that got their cores get their old ones back.
+	v3 := webStack(t, s, 0)
+	v3.Slots = append(v3.Slots, d)
+	for _, i := range []int{1, 2} {
+		v3.Slots[i].Inputs["cores"] = stack.Wiring{Kind: stack.Literal, Value: 6}
+	}
+	e := d
+	e.Name, e.DependsOn = "e", []string{"a", "b"}
+	e.Inputs = map[string]stack.Wiring{"name": {Kind: stack.Expression, Expr: `params.prefix + "-e"`}, "fail_on": {Kind: stack.Literal, Value: "create"}}
+	v3.Slots = append(v3.Slots, e)
+	publishVersion(t, s, stackID, 3, v3)
+	wantStatus(t, s.call(t, "POST", "/api/v1/stack-instances/"+id+"/upgrade", admin, map[string]any{}), http.StatusAccepted)
+	inst = s.waitInstance(t, admin, id, func(m map[string]any) bool {
+		return m["status"] != "upgrading" && strings.Contains(m["error"].(string), "rolled back")
+	})
+	if inst["status"] != "active" || inst["version"] != float64(2) || !strings.Contains(inst["error"].(string), "e:") {
+		t.Fatalf("after the failed upgrade: %v", inst)
+	}
+	for _, name := range []string{"shop-a", "shop-b"} {
+		if got := s.machineCores(t, name); got != 2 {
+			t.Fatalf("%s has %v cores after the rollback, want its 2 again", name, got)
+		}
+	}
+	if got := len(s.cloudFiles(t)); got != 9 {
+		t.Fatalf("the cloud holds %d things after the rollback, want the network and four machines with their disks", got)
 	}
 }

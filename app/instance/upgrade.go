@@ -1,0 +1,365 @@
+package instance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"nimbus/app/access"
+	"nimbus/app/audit"
+	"nimbus/app/deploy"
+	"nimbus/app/graph"
+	"nimbus/app/problem"
+	"nimbus/app/stack"
+	"nimbus/db/dbgen"
+)
+
+// An upgrade moves an instance to a newer version of its stack: slots the new version adds are
+// deployed, those whose component version changed are upgraded, those whose wiring changed are
+// updated, each in graph order, and the slots it drops are destroyed last. A failure rolls the
+// slots it changed back to what they were (a rollback run), newest change first.
+
+// The kinds of runs that change an instance's version.
+const (
+	RunUpgrade  RunKind = "upgrade"
+	RunRollback RunKind = "rollback"
+)
+
+// Change says what an upgrade does to one slot.
+type Change string
+
+// The changes an upgrade makes to slots.
+const (
+	Added     Change = "added"
+	Removed   Change = "removed"
+	Upgraded  Change = "upgraded"
+	Updated   Change = "updated"
+	Untouched Change = "untouched"
+)
+
+// SlotPlan is what an upgrade does to one slot.
+type SlotPlan struct {
+	Slot   string `json:"slot"`
+	Change Change `json:"change"`
+	// FromVersion and ToVersion are the slot's component versions (0 where it has none).
+	FromVersion int `json:"from_version"`
+	ToVersion   int `json:"to_version"`
+}
+
+// UpgradePlan is what upgrading an instance to a version would do.
+type UpgradePlan struct {
+	From  int        `json:"from"`
+	To    int        `json:"to"`
+	Slots []SlotPlan `json:"slots"`
+}
+
+// plan compares two versions' slots: those of to in its order, then those only from has.
+func plan(from, to stack.Definition) []SlotPlan {
+	var out []SlotPlan
+	for _, s := range to.Slots {
+		old, ok := from.Slot(s.Name)
+		p := SlotPlan{Slot: s.Name, ToVersion: s.Version}
+		switch {
+		case !ok:
+			p.Change = Added
+		case old.Component != s.Component || old.Version != s.Version:
+			p.Change, p.FromVersion = Upgraded, old.Version
+		case !reflect.DeepEqual(old.Inputs, s.Inputs) || !slices.Equal(old.DependsOn, s.DependsOn):
+			p.Change, p.FromVersion = Updated, old.Version
+		default:
+			p.Change, p.FromVersion = Untouched, old.Version
+		}
+		out = append(out, p)
+	}
+	for _, s := range from.Slots {
+		if _, ok := to.Slot(s.Name); !ok {
+			out = append(out, SlotPlan{Slot: s.Name, Change: Removed, FromVersion: s.Version})
+		}
+	}
+	return out
+}
+
+// UpgradePlan says what upgrading the instance to version (0: the latest) would do.
+func (s *Service) UpgradePlan(ctx context.Context, actor access.Principal, id uuid.UUID, version int) (UpgradePlan, error) {
+	q := dbgen.New(s.pool)
+	inst, err := q.GetStackInstance(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can(access.EnvironmentRead, inst.TenantID) {
+		return UpgradePlan{}, problem.ErrNotFound
+	}
+	if err != nil {
+		return UpgradePlan{}, err
+	}
+	to, err := newer(ctx, q, inst.StackID, int(inst.Version), version)
+	if err != nil {
+		return UpgradePlan{}, err
+	}
+	return comparePlan(ctx, q, inst.StackID, int(inst.Version), to)
+}
+
+func comparePlan(ctx context.Context, q *dbgen.Queries, stackID uuid.UUID, from, to int) (UpgradePlan, error) {
+	a, err := stack.LoadVersion(ctx, q, stackID, from)
+	if err != nil {
+		return UpgradePlan{}, err
+	}
+	b, err := stack.LoadVersion(ctx, q, stackID, to)
+	if err != nil {
+		return UpgradePlan{}, err
+	}
+	return UpgradePlan{From: from, To: to, Slots: plan(a, b)}, nil
+}
+
+func int4(n int) pgtype.Int4 { return pgtype.Int4{Int32: int32(n), Valid: true} }
+
+// newer is the version an upgrade goes to: the one asked for, published, not archived and
+// newer than the instance's, or the latest.
+func newer(ctx context.Context, q *dbgen.Queries, stackID uuid.UUID, current, asked int) (int, error) {
+	st, err := q.StackToDeploy(ctx, stackID)
+	if err != nil {
+		return 0, err
+	}
+	if asked == 0 {
+		asked = int(st.Latest)
+	}
+	if asked <= current {
+		return 0, problem.Invalid("version", "newer", "%s has no published version newer than %d", st.Name, current)
+	}
+	return pick(ctx, q, st, asked)
+}
+
+// Upgrade moves an instance to a newer version of its stack (the latest when version is 0).
+func (s *Service) Upgrade(ctx context.Context, actor access.Principal, id uuid.UUID, version int) (Instance, error) {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := dbgen.New(tx)
+		inst, err := s.lockFor(ctx, q, actor, id, access.StackInstanceUpgrade)
+		if err != nil {
+			return err
+		}
+		if st := Status(inst.Status); st != Active && st != Degraded {
+			return problem.Invalid("instance", "state", "%s is %s: only an active or degraded instance is upgraded", inst.Name, inst.Status)
+		}
+		to, err := newer(ctx, q, inst.StackID, int(inst.Version), version)
+		if err != nil {
+			return err
+		}
+		if _, err := s.run.queue(ctx, tx, inst, dbgen.CreateStackRunParams{Kind: string(RunUpgrade), Source: source(ctx),
+			RequestedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil},
+			FromVersion: int4(int(inst.Version)), ToVersion: int4(to)}); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Event{Tenant: inst.TenantID, Action: "stack_instance.upgrade", TargetType: "stack_instance",
+			TargetID: inst.ID.String(), Diff: map[string]any{"name": inst.Name, "from": inst.Version, "to": to}})
+	})
+	if err != nil {
+		return Instance{}, fmt.Errorf("upgrade stack instance: %w", err)
+	}
+	return s.Get(ctx, actor, id)
+}
+
+// upgradeKind takes the instance to the run's version.
+var upgradeKind = kind{
+	begin: func(ctx context.Context, r *runCtx) ([]step, error) {
+		if st := Status(r.inst.Status); st != Active && st != Degraded {
+			return nil, refuse("%s is %s: only an active or degraded instance is upgraded", r.inst.Name, r.inst.Status)
+		}
+		from, err := stack.LoadVersion(ctx, r.q, r.inst.StackID, int(r.run.FromVersion.Int32))
+		if err != nil {
+			return nil, err
+		}
+		var out, removed []step
+		var forward []string
+		for _, p := range plan(from, r.def) {
+			slot, _ := r.def.Slot(p.Slot)
+			switch p.Change {
+			case Added:
+				out = append(out, step{name: p.Slot, slot: p.Slot, action: "deploy", after: slot.Upstream()})
+			case Upgraded:
+				out = append(out, step{name: p.Slot, slot: p.Slot, action: "upgrade", after: slot.Upstream()})
+			case Updated:
+				out = append(out, step{name: p.Slot, slot: p.Slot, action: "update", after: slot.Upstream()})
+			case Removed:
+				removed = append(removed, step{name: p.Slot, slot: p.Slot, action: "destroy"})
+			}
+		}
+		for _, s := range out {
+			forward = append(forward, s.name)
+		}
+		// What the new version drops goes last, once everything else has moved over, those
+		// reading from others first.
+		for i, s := range removed {
+			s.after = slices.Clone(forward)
+			old, _ := from.Slot(s.slot)
+			for _, other := range removed {
+				if o, _ := from.Slot(other.slot); slices.Contains(o.Upstream(), old.Name) {
+					s.after = append(s.after, other.name)
+				}
+			}
+			removed[i] = s
+		}
+		return append(out, removed...), move(ctx, r.q, r.inst, Upgrading, "")
+	},
+	start: func(ctx context.Context, r *runCtx, s dbgen.StackRunStepsRow) (uuid.UUID, map[string]any, error) {
+		switch s.Action {
+		case "deploy":
+			return startDeploy(ctx, r, s)
+		case "destroy":
+			return startDestroy(ctx, r, s)
+		}
+		return startChange(ctx, r, s)
+	},
+	end: func(ctx context.Context, r *runCtx, outcome graph.Step, refusal error) error {
+		if outcome.Done {
+			if err := r.q.SetStackInstanceVersion(ctx, dbgen.SetStackInstanceVersionParams{ID: r.inst.ID, Version: r.run.ToVersion.Int32}); err != nil {
+				return err
+			}
+			return move(ctx, r.q, r.inst, Active, "")
+		}
+		why := fmt.Sprintf("Upgrading to version %d failed: %s.", r.run.ToVersion.Int32, failure(r, outcome, refusal))
+		if err := move(ctx, r.q, r.inst, Upgrading, why+" Rolling the changed slots back."); err != nil {
+			return err
+		}
+		in, _ := json.Marshal(map[string]any{"reason": why, "upgrade": r.run.ID})
+		_, err := r.q.CreateStackRun(ctx, dbgen.CreateStackRunParams{InstanceID: r.inst.ID, Kind: string(RunRollback), Inputs: in,
+			Source: "system", RequestedBy: r.run.RequestedBy, FromVersion: r.run.ToVersion, ToVersion: r.run.FromVersion})
+		return err
+	},
+}
+
+// startChange upgrades or updates one slot's deployment to the run's version of the slot: its
+// inputs worked out anew from the new wiring, and inputs the old wiring set that the new one
+// leaves out reset to their defaults. What it was is kept with the step, for a rollback.
+func startChange(ctx context.Context, r *runCtx, s dbgen.StackRunStepsRow) (uuid.UUID, map[string]any, error) {
+	d, ok := r.slots[s.Slot]
+	if !ok {
+		return uuid.Nil, nil, fmt.Errorf("slot %s has no deployment", s.Slot)
+	}
+	from, err := stack.LoadVersion(ctx, r.q, r.inst.StackID, int(r.run.FromVersion.Int32))
+	if err != nil {
+		return uuid.Nil, nil, err
+	}
+	slot, _ := r.def.Slot(s.Slot)
+	old, _ := from.Slot(s.Slot)
+	schemas, err := stack.LoadSchemas(ctx, r.q, r.def)
+	if err != nil {
+		return uuid.Nil, nil, err
+	}
+	values, err := r.values(nil)
+	if err != nil {
+		return uuid.Nil, nil, err
+	}
+	inputs, err := stack.Wire(ctx, schemas, slot, values)
+	if err != nil {
+		return uuid.Nil, nil, problem.Invalid("slots."+slot.Name, "wiring", "%v", err)
+	}
+	for name := range old.Inputs {
+		if _, still := slot.Inputs[name]; !still {
+			inputs[name] = nil
+		}
+	}
+	was := map[string]any{}
+	if err := json.Unmarshal(d.Parameters, &was); err != nil {
+		return uuid.Nil, nil, err
+	}
+	detail := map[string]any{"deployment": d.ID, "from_version": d.Version, "from_parameters": was}
+	kind, c := deploy.KindUpdate, deploy.Change{Parameters: inputs}
+	if s.Action == "upgrade" {
+		kind, c.Version = deploy.KindUpgrade, slot.Version
+	}
+	op, err := r.deps.deploys.RequestTx(ctx, r.tx, r.actor, d.ID, kind, c)
+	return op, detail, err
+}
+
+// rollbackKind returns the slots a failed upgrade changed to what they were, newest change
+// first, one at a time; the instance stays at its version.
+var rollbackKind = kind{
+	begin: func(ctx context.Context, r *runCtx) ([]step, error) {
+		var in struct {
+			Upgrade uuid.UUID `json:"upgrade"`
+		}
+		if err := json.Unmarshal(r.run.Inputs, &in); err != nil {
+			return nil, err
+		}
+		done, err := r.q.StackRunSteps(ctx, in.Upgrade)
+		if err != nil {
+			return nil, err
+		}
+		var out []step
+		for i := len(done) - 1; i >= 0; i-- {
+			s := done[i]
+			if !s.OperationID.Valid || s.Action == "destroy" {
+				continue
+			}
+			// A step that failed was rolled back by its own operation; one that deployed a new
+			// slot is taken down whatever became of it.
+			if s.Action != "deploy" && stepState(s) != graph.Succeeded {
+				continue
+			}
+			back := step{name: s.Name, slot: s.Slot, action: "destroy"}
+			if s.Action != "deploy" {
+				back.action = "update"
+				var d map[string]any
+				_ = json.Unmarshal(s.Detail, &d)
+				back.detail = d
+			}
+			if len(out) > 0 {
+				back.after = []string{out[len(out)-1].name}
+			}
+			out = append(out, back)
+		}
+		return out, nil
+	},
+	start: func(ctx context.Context, r *runCtx, s dbgen.StackRunStepsRow) (uuid.UUID, map[string]any, error) {
+		if s.Action == "destroy" {
+			return startDestroy(ctx, r, s)
+		}
+		return startRevert(ctx, r, s)
+	},
+	end: func(ctx context.Context, r *runCtx, outcome graph.Step, refusal error) error {
+		var in struct{ Reason string }
+		_ = json.Unmarshal(r.run.Inputs, &in)
+		if outcome.Done {
+			return move(ctx, r.q, r.inst, Active, fmt.Sprintf("%s The changed slots were rolled back to version %d.", in.Reason, r.run.ToVersion.Int32))
+		}
+		return move(ctx, r.q, r.inst, Failed, fmt.Sprintf("%s Rolling back stopped too: %s.", in.Reason, failure(r, outcome, refusal)))
+	},
+}
+
+// startRevert returns one slot's deployment to the version and parameters it had before the
+// upgrade, as its step recorded them.
+func startRevert(ctx context.Context, r *runCtx, s dbgen.StackRunStepsRow) (uuid.UUID, map[string]any, error) {
+	var was struct {
+		Deployment     uuid.UUID      `json:"deployment"`
+		FromVersion    int            `json:"from_version"`
+		FromParameters map[string]any `json:"from_parameters"`
+	}
+	if err := json.Unmarshal(s.Detail, &was); err != nil {
+		return uuid.Nil, nil, err
+	}
+	d, ok := r.slots[s.Slot]
+	if !ok || d.ID != was.Deployment {
+		return uuid.Nil, nil, nil
+	}
+	now := map[string]any{}
+	if err := json.Unmarshal(d.Parameters, &now); err != nil {
+		return uuid.Nil, nil, err
+	}
+	params := maps.Clone(was.FromParameters)
+	for k := range now {
+		if _, had := params[k]; !had {
+			params[k] = nil
+		}
+	}
+	kind, c := deploy.KindUpdate, deploy.Change{Parameters: params}
+	if int32(was.FromVersion) != d.Version {
+		kind, c.Version, c.Back = deploy.KindUpgrade, was.FromVersion, true
+	}
+	op, err := r.deps.deploys.RequestTx(ctx, r.tx, r.actor, d.ID, kind, c)
+	return op, nil, err
+}
