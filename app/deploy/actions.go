@@ -69,6 +69,9 @@ func (s *Service) request(ctx context.Context, actor access.Principal, id uuid.U
 	if !actor.Can(permission[kind], d.TenantID) {
 		return Operation{}, problem.ErrForbidden
 	}
+	if err := ownedByStack(d, kind); err != nil {
+		return Operation{}, err
+	}
 	q := dbgen.New(s.pool)
 	// Checked first so that a deployment that cannot take the operation says so before its
 	// parameters are judged; enqueue checks again under the deployment's lock.
@@ -82,6 +85,16 @@ func (s *Service) request(ctx context.Context, actor access.Principal, id uuid.U
 		}
 	}
 	return s.enqueue(ctx, actor, d, kind, c, in, nil)
+}
+
+// ownedByStack refuses people a change of a deployment that holds a slot of a stack instance:
+// the instance's runs change it, with its wiring, and its state would no longer say what is
+// there. Looking (a preview, a refresh) is left to them.
+func ownedByStack(d dbgen.GetDeploymentRow, kind Kind) error {
+	if !d.StackInstanceID.Valid || kind == KindPreview || kind == KindRefresh {
+		return nil
+	}
+	return problem.Invalid("deployment", "stack", "%s holds slot %s of a stack instance: %s it through the instance", d.Name, slotName(d.Slot), kind)
 }
 
 // Apply carries out what a succeeded preview showed, with exactly its version, parameters and
@@ -102,6 +115,9 @@ func (s *Service) Apply(ctx context.Context, actor access.Principal, previewID u
 	}
 	d, err := s.get(ctx, actor, p.DeploymentID)
 	if err != nil {
+		return Operation{}, err
+	}
+	if err := ownedByStack(d, KindUpdate); err != nil {
 		return Operation{}, err
 	}
 	fresh, err := neverDeployed(ctx, q, d.ID, DeploymentStatus(d.Status))
@@ -414,4 +430,11 @@ func (s *Service) Deployable(ctx context.Context, actor access.Principal, compon
 		}
 	}
 	return out, nil
+}
+
+func slotName(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

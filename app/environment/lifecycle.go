@@ -193,6 +193,11 @@ func (l *Lifecycle) Decommission(ctx context.Context, actor access.Principal, en
 		if s := Status(env.Status); s != Active && s != Failed {
 			return problem.Invalid("status", "state", "%s is %s: only an active or failed environment is decommissioned", env.Name, env.Status)
 		}
+		if live, err := q.LiveStackInstancesIn(ctx, env.ID); err != nil {
+			return err
+		} else if len(live) > 0 {
+			return problem.Invalid("status", "stacks", "%s holds stack instances %s: destroy them first", env.Name, strings.Join(live, ", "))
+		}
 		if z, err := q.ZoneOfSystemEnvironment(ctx, nullID(env.ID)); err == nil {
 			return problem.Invalid("status", "system", "%s holds the system services of landing zone %s: retire the zone instead", env.Name, z.Name)
 		} else if !errors.Is(err, pgx.ErrNoRows) {

@@ -426,6 +426,31 @@ func (q *Queries) ListStackInstances(ctx context.Context, arg ListStackInstances
 	return items, nil
 }
 
+const liveStackInstancesIn = `-- name: LiveStackInstancesIn :many
+SELECT name FROM stack_instances WHERE environment_id = $1 AND status <> 'destroyed' ORDER BY name
+`
+
+// The names of an environment's stack instances not destroyed.
+func (q *Queries) LiveStackInstancesIn(ctx context.Context, environmentID uuid.UUID) ([]string, error) {
+	rows, err := q.db.Query(ctx, liveStackInstancesIn, environmentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		items = append(items, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockStackInstance = `-- name: LockStackInstance :one
 SELECT id, tenant_id, environment_id, stack_id, version, name, parameters, secret_parameters, secret_key_id, status, current_state, state_entered_at, error, deployed_at, created_by, created_at, updated_at FROM stack_instances WHERE id = $1 FOR UPDATE
 `

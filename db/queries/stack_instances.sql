@@ -109,3 +109,7 @@ WHERE s.id = $1 AND s.deleted_at IS NULL;
 
 -- name: StackVersionArchived :one
 SELECT archived_at IS NOT NULL AS archived FROM stack_versions WHERE stack_id = $1 AND version = $2;
+
+-- name: LiveStackInstancesIn :many
+-- The names of an environment's stack instances not destroyed.
+SELECT name FROM stack_instances WHERE environment_id = $1 AND status <> 'destroyed' ORDER BY name;
