@@ -36,6 +36,7 @@ import (
 	"nimbus/app/pulumix"
 	"nimbus/app/resolver"
 	"nimbus/app/secrets"
+	"nimbus/app/stack"
 	"nimbus/app/system"
 	"nimbus/app/tenant"
 	"nimbus/app/user"
@@ -160,6 +161,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	zoneH.Routes(signed, api)
 	approval.NewHandlers(approvals, deployments).Routes(signed, api)
 	dashboard.NewHandlers(dashboard.NewService(d.Pool, environments, pools, approvals)).Routes(signed)
+	stack.NewHandlers(stack.NewService(d.Pool)).Routes(api)
 
 	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
 
