@@ -42,8 +42,15 @@ func Check(ctx context.Context, q *dbgen.Queries, def Definition, scope Owner) (
 	if schemas.Params == nil { // they do not parse: the rest is checked against none
 		schemas.Params = &component.Schema{Type: "object", Properties: map[string]*component.Property{}}
 	}
-	if err := checkComponents(ctx, q, def, scope, v); err != nil {
+	unusable, err := checkComponents(ctx, q, def, scope, v)
+	if err != nil {
 		return nil, err
+	}
+	// What a component the stack may not use takes and gives is none of its business.
+	for _, slot := range unusable {
+		delete(schemas.Inputs, slot)
+		delete(schemas.Outputs, slot)
+		delete(schemas.Bindings, slot)
 	}
 	checkSlots(def, schemas, v)
 	checkMachine(def, schemas, v)
@@ -61,16 +68,18 @@ func slotPath(i int, s Slot) string {
 }
 
 // checkComponents checks that each slot pins a published, live version of a component of the
-// stack's provider that the stack's scope may use.
-func checkComponents(ctx context.Context, q *dbgen.Queries, def Definition, scope Owner, v *problem.ValidationError) error {
+// stack's provider that the stack's scope may use, and returns the slots whose component it
+// may not use.
+func checkComponents(ctx context.Context, q *dbgen.Queries, def Definition, scope Owner, v *problem.ValidationError) ([]string, error) {
 	ids := make([]uuid.UUID, len(def.Slots))
 	for i, s := range def.Slots {
 		ids[i] = s.Component
 	}
 	rows, err := q.SlotComponents(ctx, ids)
 	if err != nil {
-		return fmt.Errorf("read the slots' components: %w", err)
+		return nil, fmt.Errorf("read the slots' components: %w", err)
 	}
+	var unusable []string
 	for i, s := range def.Slots {
 		path := slotPath(i, s)
 		var found *dbgen.SlotComponentsRow
@@ -86,6 +95,9 @@ func checkComponents(ctx context.Context, q *dbgen.Queries, def Definition, scop
 		}
 		visible := found != nil && found.DeletedAt == nil &&
 			(!found.TenantID.Valid || scope.TenantID != nil && found.TenantID.UUID == *scope.TenantID)
+		if !visible {
+			unusable = append(unusable, s.Name)
+		}
 		switch {
 		case !visible && found != nil && found.TenantID.Valid && scope.TenantID == nil && found.DeletedAt == nil:
 			v.Add(path+".component_id", "scope", "component %s belongs to a tenant; a provider stack may use only provider-level components", found.Name)
@@ -99,7 +111,7 @@ func checkComponents(ctx context.Context, q *dbgen.Queries, def Definition, scop
 			v.Add(path+".version", "archived", "version %d of component %s is archived; pick a newer one", s.Version, found.Name)
 		}
 	}
-	return nil
+	return unusable, nil
 }
 
 func checkSlots(def Definition, schemas Schemas, v *problem.ValidationError) {

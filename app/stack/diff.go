@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/access"
 	"nimbus/app/component"
@@ -166,12 +168,16 @@ func (s *Service) Diff(ctx context.Context, actor access.Principal, id uuid.UUID
 		return Diff{}, problem.Invalid("from", "required", "name the two versions to compare, from and to")
 	}
 	a, err := LoadVersion(ctx, q, from.StackID, from.Version)
-	if err != nil {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return Diff{}, problem.ErrNotFound
+	} else if err != nil {
+		return Diff{}, err
 	}
 	b, err := LoadVersion(ctx, q, to.StackID, to.Version)
-	if err != nil {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return Diff{}, problem.ErrNotFound
+	} else if err != nil {
+		return Diff{}, err
 	}
 	d := Compared(a, b)
 	d.From, d.To = from, to
