@@ -274,10 +274,14 @@ func TestAPI_StackDraftProblemsNameTheFieldAndTheRule(t *testing.T) {
 		}
 	})
 	t.Run("a draft not shaped as a definition is refused", func(t *testing.T) {
-		for _, draft := range []string{`{"slots": "web"}`, `{"slotz": []}`, `{"slots": [{"name": "web", "version": "one"}]}`} {
+		for draft, says := range map[string]string{
+			`{"slots": "web"}`: "slots must be a list",
+			`{"slotz": []}`:    `unknown field "slotz"`,
+			`{"slots": [{"name": "web", "version": "one"}]}`: "slots.version must be a number",
+		} {
 			r := s.call(t, "PUT", "/api/v1/stacks/"+simcloud, admin, `{"draft": `+draft+`}`)
 			wantStatus(t, r, http.StatusUnprocessableEntity)
-			if got := problems(t, r); !hasProblem(got, "draft", "shape") {
+			if got := problems(t, r); !hasProblem(got, "draft", "shape") || !strings.Contains(got[0].Message, says) {
 				t.Fatalf("%s: %s", draft, r.body)
 			}
 		}

@@ -145,7 +145,7 @@ func jsonKind(kind string) string {
 		return "a list"
 	case "struct", "map":
 		return "an object"
-	case "array":
+	case "array": // a component's ID
 		return "an ID"
 	}
 	return kind
@@ -398,6 +398,9 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([
 	if f.Scope != "" && f.Scope != "provider" && f.Scope != "tenant" {
 		return nil, problem.Invalid("scope", "enum", "scope is provider or tenant")
 	}
+	if !actor.ProviderAdmin && len(actor.Roles) == 0 {
+		return []Stack{}, nil // provider stacks are offered to tenants' members
+	}
 	rows, err := dbgen.New(s.pool).ListStacks(ctx, dbgen.ListStacksParams{
 		AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWith(access.StackDefinitionRead),
 		EditableTenantIds: actor.TenantsWith(access.StackDefinitionUpdate),
@@ -405,9 +408,6 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list stacks: %w", err)
-	}
-	if !actor.ProviderAdmin && len(actor.Roles) == 0 {
-		return []Stack{}, nil
 	}
 	out := make([]Stack, len(rows))
 	for i, r := range rows {
