@@ -16,21 +16,6 @@ type Handlers struct{ svc *Service }
 // NewHandlers returns the handlers for svc.
 func NewHandlers(svc *Service) *Handlers { return &Handlers{svc: svc} }
 
-// Routes registers the stack definition API on api.
-func (h *Handlers) Routes(api *echo.Group) {
-	api.GET("/stacks", h.ListAPI)
-	api.POST("/stacks", h.CreateAPI)
-	api.GET("/stacks/:id", h.GetAPI)
-	api.PUT("/stacks/:id", h.UpdateAPI)
-	api.DELETE("/stacks/:id", h.DeleteAPI)
-	api.POST("/stacks/:id/publish", h.PublishAPI)
-	api.GET("/stacks/:id/versions", h.VersionsAPI)
-	api.GET("/stacks/:id/versions/:n", h.VersionAPI)
-	api.POST("/stacks/:id/versions/:n/archive", h.ArchiveAPI)
-	api.GET("/stacks/:id/diff", h.DiffAPI)
-	api.POST("/stacks/:id/fork", h.ForkAPI)
-}
-
 // ListAPI answers GET /api/v1/stacks.
 func (h *Handlers) ListAPI(c echo.Context) error {
 	f := Filter{Search: c.QueryParam("q"), Provider: c.QueryParam("provider"), Scope: c.QueryParam("scope")}
