@@ -273,6 +273,24 @@ func TestAPI_StackDraftProblemsNameTheFieldAndTheRule(t *testing.T) {
 			t.Fatalf("problems: %+v", got)
 		}
 	})
+	t.Run("another tenant's component is not looked into", func(t *testing.T) {
+		ofB, err := s.components.Create(context.Background(), s.adminB, machine(t, "b-machine", &s.b.ID))
+		must(t, err)
+		_, err = s.components.Publish(context.Background(), s.admin, ofB.ID, ofB.Revision, "first")
+		must(t, err)
+		d := stackDraft(parts.machine, 1)
+		db(&d).Component = ofB.ID
+		db(&d).Inputs["colour"] = stack.Wiring{Kind: stack.Literal, Value: "red"}
+		r := s.call(t, "POST", "/api/v1/stacks", s.token(t, s.adminA), map[string]any{"tenant_id": s.a.ID, "provider": "simcloud",
+			"name": "borrowed-parts", "draft": d})
+		wantStatus(t, r, http.StatusCreated)
+		got := problems(t, r)
+		if !hasProblem(got, "slots.db.component_id", "exists") || slices.ContainsFunc(got, func(f problem.FieldError) bool {
+			return strings.HasPrefix(f.Field, "slots.db.inputs")
+		}) {
+			t.Fatalf("problems: %+v", got)
+		}
+	})
 	t.Run("a draft not shaped as a definition is refused", func(t *testing.T) {
 		for draft, says := range map[string]string{
 			`{"slots": "web"}`: "slots must be a list",
