@@ -82,14 +82,14 @@ func sortedCopy(s []string) []string {
 
 // Diff is what changed between two versions: of one stack, or of a fork and its parent.
 type Diff struct {
-	From       DiffSide    `json:"from"`
-	To         DiffSide    `json:"to"`
-	Parameters NameDiff    `json:"parameters"`
-	Slots      SlotChanges `json:"slots"`
-	States     NameDiff    `json:"states"`
-	Transition NameDiff    `json:"transitions"`
-	Operations NameDiff    `json:"operations"`
-	Summary    SlotDiff    `json:"summary"`
+	From        DiffSide    `json:"from"`
+	To          DiffSide    `json:"to"`
+	Parameters  NameDiff    `json:"parameters"`
+	Slots       SlotChanges `json:"slots"`
+	States      NameDiff    `json:"states"`
+	Transitions NameDiff    `json:"transitions"`
+	Operations  NameDiff    `json:"operations"`
+	Summary     SlotDiff    `json:"summary"`
 }
 
 // DiffSide names one side of a diff.
@@ -205,7 +205,7 @@ func Compared(a, b Definition) Diff {
 		}
 	}
 	d.States = diffNamed(a.Machine.States, b.Machine.States, func(s State) string { return s.Name })
-	d.Transition = diffNamed(a.Machine.Transitions, b.Machine.Transitions, func(t Transition) string {
+	d.Transitions = diffNamed(a.Machine.Transitions, b.Machine.Transitions, func(t Transition) string {
 		return fmt.Sprintf("%s -%s-> %s", t.From, t.Trigger, t.To)
 	})
 	d.Operations = diffNamed(a.Operations, b.Operations, func(o Operation) string { return o.Name })
