@@ -129,6 +129,15 @@ var byIDRoutes = []struct{ method, path, kind string }{
 	{"POST", "/api/v1/approvals/{id}/approve", "approval"},
 	{"POST", "/api/v1/approvals/{id}/reject", "approval"},
 	{"DELETE", "/api/v1/approval-policies/{id}", "policy"},
+	{"GET", "/api/v1/stacks/{id}", "stack"},
+	{"PUT", "/api/v1/stacks/{id}", "stack"},
+	{"DELETE", "/api/v1/stacks/{id}", "stack"},
+	{"POST", "/api/v1/stacks/{id}/publish", "stack"},
+	{"GET", "/api/v1/stacks/{id}/versions", "stack"},
+	{"GET", "/api/v1/stacks/{id}/versions/1", "stack"},
+	{"POST", "/api/v1/stacks/{id}/versions/1/archive", "stack"},
+	{"GET", "/api/v1/stacks/{id}/diff", "stack"},
+	{"POST", "/api/v1/stacks/{id}/fork", "stack"},
 }
 
 // badQuery and badForm break every rule a query or a form of these routes may have, so that
@@ -161,11 +170,16 @@ func TestAccess_AnotherTenantsObjectAnswersAsAMissingOne(t *testing.T) {
 	token, err := g.auth.CreateToken(t.Context(), g.userA, "pipeline", 0)
 	must(t, err)
 	policies := g.call(t, "GET", "/api/v1/approval-policies", root, nil).json(t)["policies"].([]any)
+	r = g.call(t, "POST", "/api/v1/stacks", g.as.admin, map[string]any{"tenant_id": g.a.ID, "provider": "simcloud", "name": "a-stack",
+		"draft": stackDraft(g.shared.ID, 1)})
+	wantStatus(t, r, http.StatusCreated)
+	stackOfA := r.json(t)["id"].(string)
+	wantStatus(t, g.call(t, "POST", "/api/v1/stacks/"+stackOfA+"/publish", g.as.admin, map[string]any{"changelog": "first"}), http.StatusCreated)
 	foreign := map[string]string{
 		"tenant": g.a.ID.String(), "component": g.ofA.ID.String(), "check": check.json(t)["id"].(string),
 		"deployment": g.deployment, "operation": op["id"].(string), "environment": g.env, "pool": pool, "zone": zone,
 		"approval": request["id"].(string), "policy": policies[0].(map[string]any)["id"].(string),
-		"token": token.Token.ID.String(), "user": g.userA.UserID.String(),
+		"token": token.Token.ID.String(), "user": g.userA.UserID.String(), "stack": stackOfA,
 	}
 
 	// Tenant B's admin asks about each of them, and about an object that does not exist.

@@ -38,6 +38,7 @@ import (
 	"nimbus/app/pulumix"
 	"nimbus/app/resolver"
 	"nimbus/app/secrets"
+	"nimbus/app/stack"
 	"nimbus/app/system"
 	"nimbus/app/tenant"
 	"nimbus/app/user"
@@ -164,6 +165,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	approval.NewHandlers(approvals, deployments).Routes(signed, api)
 	instance.NewHandlers(instances).Routes(api)
 	dashboard.NewHandlers(dashboard.NewService(d.Pool, environments, pools, approvals)).Routes(signed)
+	stack.NewHandlers(stack.NewService(d.Pool)).Routes(api)
 
 	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
 
