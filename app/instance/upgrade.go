@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 
 	"github.com/google/uuid"
@@ -43,6 +42,9 @@ const (
 	Upgraded  Change = "upgraded"
 	Updated   Change = "updated"
 	Untouched Change = "untouched"
+	// Replaced: the slot holds another component now; its deployment is destroyed, then the
+	// new one deployed.
+	Replaced Change = "replaced"
 )
 
 // SlotPlan is what an upgrade does to one slot.
@@ -61,26 +63,33 @@ type UpgradePlan struct {
 	Slots []SlotPlan `json:"slots"`
 }
 
-// plan compares two versions' slots: those of to in its order, then those only from has.
+// plan compares two versions' slots (stack.DiffSlots): those of to in its order, then those
+// only from has.
 func plan(from, to stack.Definition) []SlotPlan {
+	d := stack.DiffSlots(from, to)
+	change := map[string]Change{}
+	for c, names := range map[Change][]string{Added: d.Added, Upgraded: d.Upgraded, Updated: d.Updated, Untouched: d.Untouched} {
+		for _, n := range names {
+			change[n] = c
+		}
+	}
+	for _, n := range d.Removed {
+		if change[n] == Added {
+			change[n] = Replaced
+		} else {
+			change[n] = Removed
+		}
+	}
 	var out []SlotPlan
 	for _, s := range to.Slots {
-		old, ok := from.Slot(s.Name)
-		p := SlotPlan{Slot: s.Name, ToVersion: s.Version}
-		switch {
-		case !ok:
-			p.Change = Added
-		case old.Component != s.Component || old.Version != s.Version:
-			p.Change, p.FromVersion = Upgraded, old.Version
-		case !reflect.DeepEqual(old.Inputs, s.Inputs) || !slices.Equal(old.DependsOn, s.DependsOn):
-			p.Change, p.FromVersion = Updated, old.Version
-		default:
-			p.Change, p.FromVersion = Untouched, old.Version
+		p := SlotPlan{Slot: s.Name, Change: change[s.Name], ToVersion: s.Version}
+		if old, ok := from.Slot(s.Name); ok {
+			p.FromVersion = old.Version
 		}
 		out = append(out, p)
 	}
 	for _, s := range from.Slots {
-		if _, ok := to.Slot(s.Name); !ok {
+		if change[s.Name] == Removed {
 			out = append(out, SlotPlan{Slot: s.Name, Change: Removed, FromVersion: s.Version})
 		}
 	}
@@ -180,6 +189,9 @@ var upgradeKind = kind{
 			switch p.Change {
 			case Added:
 				out = append(out, step{name: p.Slot, slot: p.Slot, action: "deploy", after: slot.Upstream()})
+			case Replaced:
+				old := step{name: p.Slot + "~old", slot: p.Slot, action: "destroy"}
+				out = append(out, old, step{name: p.Slot, slot: p.Slot, action: "deploy", after: append(slot.Upstream(), old.name)})
 			case Upgraded:
 				out = append(out, step{name: p.Slot, slot: p.Slot, action: "upgrade", after: slot.Upstream()})
 			case Updated:
