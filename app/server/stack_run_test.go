@@ -315,3 +315,77 @@ func TestStack_UpgradeAddsASlotAndAFailedUpgradeRollsBack(t *testing.T) {
 		t.Fatalf("the cloud holds %d things after the rollback, want the network and four machines with their disks", got)
 	}
 }
+
+// zoneEnvironment opens an environment in a published landing zone whose resolvers hand out
+// names and addresses from a pool, and returns it with the pool's ID. The environment comes
+// with a network of its own, holding one range of the pool.
+func zoneEnvironment(t *testing.T, s *site) (env, pool string) {
+	t.Helper()
+	root, admin := s.token(t, s.admin), s.token(t, s.adminA)
+	r := s.call(t, "POST", "/api/v1/landing-zones", root, map[string]any{"name": "sim-eu", "provider": "simcloud"})
+	wantStatus(t, r, http.StatusCreated)
+	zone := r.json(t)["id"].(string)
+	r = s.call(t, "POST", "/api/v1/ipam/pools", root, map[string]any{"name": "eu-net", "prefix": "10.60.0.0/16", "landing_zone_id": zone})
+	wantStatus(t, r, http.StatusCreated)
+	pool = r.json(t)["id"].(string)
+	wantStatus(t, s.call(t, "PUT", "/api/v1/landing-zones/"+zone+"/resolvers/ipam", root, map[string]any{"pool_id": pool, "subnet_bits": 24}), http.StatusOK)
+	wantStatus(t, s.call(t, "PUT", "/api/v1/landing-zones/"+zone+"/resolvers/naming", root,
+		map[string]any{"pattern": "{tenant}-{env}-{seq:02d}", "domain": "eu.example.com"}), http.StatusOK)
+	ids := builtinIDs(t, s)
+	r = s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/templates", root, map[string]any{"name": "base", "mandatory_components": []map[string]any{
+		{"component_id": ids["simcloud-network"], "name": "base", "parameters": map[string]any{"name": "base-net"}}}})
+	wantStatus(t, r, http.StatusCreated)
+	template := r.json(t)["id"].(string)
+	wantStatus(t, s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/publish", root, nil), http.StatusAccepted)
+	s.waitZoneServices(t, root, zone)
+	r = s.call(t, "POST", "/api/v1/environments", admin, map[string]any{"tenant_id": s.a.ID, "name": "dev", "template_id": template})
+	wantStatus(t, r, http.StatusAccepted)
+	env = r.json(t)["id"].(string)
+	if got := s.waitEnvironment(t, admin, env); got["status"] != "active" {
+		t.Fatalf("the environment: %v", got)
+	}
+	return env, pool
+}
+
+func TestStack_FailedSlotInAZoneLeavesNoAddressesHeld(t *testing.T) {
+	s := newSite(t)
+	ids := builtinIDs(t, s)
+	net, machine := uuid.MustParse(ids["simcloud-network"]), uuid.MustParse(ids["simcloud-machine"])
+	// The zone names the machines and hands out the network's range and the machines' addresses.
+	onNet := func(name string, fail string) stack.Slot {
+		return stack.Slot{Name: name, Component: machine, Version: 1, Inputs: map[string]stack.Wiring{
+			"network_id": {Kind: stack.Output, Slot: "net", Output: "network_id"},
+			"fail_on":    {Kind: stack.Literal, Value: fail},
+		}}
+	}
+	bad := onNet("c", "create")
+	bad.DependsOn = []string{"a", "b"}
+	stackID := publishedStack(t, s, "zoned", stack.Definition{
+		Parameters: json.RawMessage(`{"type":"object","properties":{}}`),
+		Slots: []stack.Slot{
+			{Name: "net", Component: net, Version: 1, Inputs: map[string]stack.Wiring{"name": {Kind: stack.Literal, Value: "zoned-net"}}},
+			onNet("a", ""), onNet("b", ""), bad,
+		},
+		Machine: stack.Machine{States: []stack.State{{Name: "active", Initial: true}}},
+	})
+	env, pool := zoneEnvironment(t, s)
+	user := s.token(t, s.userA)
+	r := s.call(t, "POST", "/api/v1/stack-instances", user, map[string]any{"stack_id": stackID, "environment_id": env, "name": "zoned"})
+	wantStatus(t, r, http.StatusAccepted)
+	id := r.json(t)["id"].(string)
+	inst := s.waitInstance(t, user, id, func(m map[string]any) bool {
+		return m["status"] == "failed" && strings.Contains(m["error"].(string), "What it had made was removed.")
+	})
+	if files := s.cloudFiles(t); len(files) != 1 || files[0] != "network" {
+		t.Fatalf("the cloud holds %v, want only the environment's own network (%v)", files, inst)
+	}
+	if n := poolAllocations(t, s, pool); n != 1 {
+		t.Fatalf("%d ranges and addresses of the zone's pool held after the failed stack was taken down, want only the environment's own network's", n)
+	}
+	// What it deployed had been given its addresses from the pool while it stood.
+	var held int
+	must(t, s.pool.QueryRow(context.Background(), `SELECT count(*) FROM deployed_components WHERE stack_instance_id = $1 AND parameters->>'ip_address' LIKE '10.60.%'`, id).Scan(&held))
+	if held < 2 {
+		t.Fatalf("only %d of the stack's machines had an address from the pool: the test proves nothing", held)
+	}
+}
