@@ -55,6 +55,8 @@ type Instance struct {
 // Slot is one slot of an instance and the deployment that holds it.
 type Slot struct {
 	Name         string         `json:"name"`
+	ComponentID  uuid.UUID      `json:"component_id"`
+	Version      int            `json:"version"` // the component's, pinned by the stack's version
 	After        []string       `json:"after"`
 	DeploymentID *uuid.UUID     `json:"deployment_id"`
 	Deployment   string         `json:"deployment"`

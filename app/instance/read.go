@@ -37,7 +37,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 		return inst, err
 	}
 	for _, sl := range def.Slots {
-		out := Slot{Name: sl.Name, After: sl.Upstream(), Status: "pending", Outputs: map[string]any{}}
+		out := Slot{Name: sl.Name, ComponentID: sl.Component, Version: sl.Version, After: sl.Upstream(), Status: "pending", Outputs: map[string]any{}}
 		if out.After == nil {
 			out.After = []string{}
 		}

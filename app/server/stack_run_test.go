@@ -176,6 +176,16 @@ func TestStack_DeploysInGraphOrderWithIndependentSlotsAtOnce(t *testing.T) {
 		t.Fatalf("the cloud holds %d things, want a network, three machines and their disks", got)
 	}
 
+	// What a stack holds is changed through the stack, and stays while the stack needs it.
+	r = s.call(t, "POST", "/api/v1/deployments/"+slots["a"]["deployment_id"].(string)+"/destroy", admin, nil)
+	if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), "through the instance") {
+		t.Fatalf("destroying a slot's deployment by hand: %d %s", r.status, r.body)
+	}
+	r = s.call(t, "POST", "/api/v1/environments/"+env.ID.String()+"/decommission", admin, nil)
+	if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), "holds stack instances shop") {
+		t.Fatalf("decommissioning the environment under the stack: %d %s", r.status, r.body)
+	}
+
 	r = s.call(t, "DELETE", "/api/v1/stack-instances/"+id, admin, nil)
 	wantStatus(t, r, http.StatusAccepted)
 	inst = s.waitInstance(t, admin, id, status("destroyed", "failed"))
@@ -184,6 +194,11 @@ func TestStack_DeploysInGraphOrderWithIndependentSlotsAtOnce(t *testing.T) {
 	}
 	if files := s.cloudFiles(t); len(files) != 0 {
 		t.Fatalf("left in the cloud after destroy: %v", files)
+	}
+	// Nothing deploys the machine's version any more, but the stack's version would again.
+	r = s.call(t, "POST", "/api/v1/components/"+slots["a"]["component_id"].(string)+"/versions/1/archive", s.token(t, s.admin), nil)
+	if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), "slot of stacks web") {
+		t.Fatalf("archiving a component version a stack pins: %d %s", r.status, r.body)
 	}
 	ops = s.slotOperations(t, admin, id, "destroy")
 	if !at("c", "finished_at").Before(at("a", "started_at")) || !at("a", "finished_at").Before(at("net", "started_at")) ||

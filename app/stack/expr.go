@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -154,8 +155,9 @@ func issueText(issues *cel.Issues) string {
 	return strings.Join(out, "; ")
 }
 
-// Eval evaluates the expression over values, keyed by the scope's dotted names, and returns a
-// plain Go value (string, int64, float64, bool, []any, map[string]any).
+// Eval evaluates the expression over values, keyed by the scope's dotted names, and returns the
+// value as JSON gives it back (string, float64, bool, []any, map[string]any): what a
+// deployment's parameters hold.
 func (e *Expr) Eval(ctx context.Context, values map[string]any) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
@@ -167,7 +169,16 @@ func (e *Expr) Eval(ctx context.Context, values map[string]any) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", e.Text, err)
 	}
-	return native(v)
+	out, err := native(v)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", e.Text, err)
+	}
+	var plain any
+	return plain, json.Unmarshal(raw, &plain)
 }
 
 // celValue turns JSON's numbers that are whole into integers, so that an integer parameter

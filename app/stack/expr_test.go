@@ -20,8 +20,8 @@ func TestCompile_TypesAndNames(t *testing.T) {
 		in              map[string]any
 		out             any
 	}{
-		{expr: `params.cores * 2`, want: "integer", in: map[string]any{"params.cores": 2.0}, out: int64(4)},
-		{expr: `params.cores * 2`, want: "number", in: map[string]any{"params.cores": 3.0}, out: int64(6)},
+		{expr: `params.cores * 2`, want: "integer", in: map[string]any{"params.cores": 2.0}, out: 4.0},
+		{expr: `params.cores * 2`, want: "number", in: map[string]any{"params.cores": 3.0}, out: 6.0},
 		{expr: `params.name + "-" + slots.net.outputs.subnet_id`, want: "string",
 			in: map[string]any{"params.name": "web", "slots.net.outputs.subnet_id": "s-1"}, out: "web-s-1"},
 		{expr: `params.tags + ["x"]`, want: "array", in: map[string]any{"params.tags": []any{"a"}}, out: []any{"a", "x"}},

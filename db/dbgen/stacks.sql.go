@@ -455,6 +455,41 @@ func (q *Queries) StackNameTaken(ctx context.Context, arg StackNameTakenParams) 
 	return exists, err
 }
 
+const stacksPinningVersion = `-- name: StacksPinningVersion :many
+SELECT DISTINCT s.name FROM stack_versions v
+JOIN stacks s ON s.id = v.stack_id AND s.deleted_at IS NULL
+CROSS JOIN LATERAL jsonb_array_elements(v.definition->'slots') AS slot
+WHERE v.archived_at IS NULL
+  AND slot->>'component_id' = $1::text AND (slot->>'version')::int = $2::int
+ORDER BY s.name
+`
+
+type StacksPinningVersionParams struct {
+	ComponentID string `json:"component_id"`
+	Version     int32  `json:"version"`
+}
+
+// The stacks whose published, unarchived versions pin a component version in a slot.
+func (q *Queries) StacksPinningVersion(ctx context.Context, arg StacksPinningVersionParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, stacksPinningVersion, arg.ComponentID, arg.Version)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		items = append(items, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const updateStackDraft = `-- name: UpdateStackDraft :exec
 UPDATE stacks SET display_name = $2, description = $3, draft = $4, updated_at = now() WHERE id = $1
 `

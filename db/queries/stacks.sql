@@ -92,3 +92,12 @@ SELECT c.id, c.tenant_id, c.provider_id, c.name, c.deleted_at, v.version, v.arch
 FROM components c
 LEFT JOIN component_versions v ON v.component_id = c.id
 WHERE c.id = ANY(sqlc.arg(ids)::uuid[]);
+
+-- name: StacksPinningVersion :many
+-- The stacks whose published, unarchived versions pin a component version in a slot.
+SELECT DISTINCT s.name FROM stack_versions v
+JOIN stacks s ON s.id = v.stack_id AND s.deleted_at IS NULL
+CROSS JOIN LATERAL jsonb_array_elements(v.definition->'slots') AS slot
+WHERE v.archived_at IS NULL
+  AND slot->>'component_id' = sqlc.arg(component_id)::text AND (slot->>'version')::int = sqlc.arg(version)::int
+ORDER BY s.name;
