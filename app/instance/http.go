@@ -29,6 +29,10 @@ func (h *Handlers) Routes(api *echo.Group) {
 	api.POST("/stack-instances/:id/destroy", h.DestroyAPI)
 	api.POST("/stack-instances/:id/retry", h.RetryAPI)
 	api.GET("/stack-instances/:id/runs", h.RunsAPI)
+	api.POST("/stack-instances/:id/transitions", h.FireAPI)
+	api.GET("/stack-instances/:id/operations", h.OperationsAPI)
+	api.POST("/stack-instances/:id/operations/:name", h.RunOperationAPI)
+	api.GET("/stack-instances/:id/history", h.HistoryAPI)
 }
 
 var statuses = []string{string(Pending), string(Deploying), string(Active), string(Degraded), string(Failed),

@@ -66,6 +66,8 @@ var kinds = map[RunKind]kind{
 	RunDeploy:     deployKind,
 	RunDestroy:    destroyKind,
 	RunCompensate: compensateKind,
+	RunTransition: transitionKind,
+	RunDay2:       day2Kind,
 }
 
 // refused is a run that cannot start, with the reason in words.

@@ -232,6 +232,7 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 		river.AddWorker(w, deploy.NewReaper(pool))
 		river.AddWorker(w, environment.NewAdvancer(pool, eng.Keys))
 		river.AddWorker(w, graph.NewRunner(pool, eng.GraphParallel, problem.Refusal).Serve(graph.ParentStackInstance, instance.NewParent(pool, eng.Keys)))
+		river.AddWorker(w, instance.NewTimeoutWorker(pool, eng.Keys))
 	}
 }
 
