@@ -280,7 +280,13 @@ func (r *runCtx) actionInputs(ctx context.Context, a stack.Action, inputs *compo
 		}
 		out[name] = v
 	}
-	return out, nil
+	// The deployment checks inputs as JSON gives them: numbers as float64, whatever CEL made.
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	out = map[string]any{}
+	return out, json.Unmarshal(raw, &out)
 }
 
 // Change is one move of an instance's state: from where to where, fired by which trigger from
