@@ -45,7 +45,8 @@ func NewTimeoutWorker(pool *pgxpool.Pool, keys *secrets.Keyring) *TimeoutWorker 
 func (w *TimeoutWorker) Timeout(*river.Job[TimeoutArgs]) time.Duration { return time.Minute }
 
 // Work queues the trigger as a transition run with source "timeout", when the instance is
-// still in the state it entered then: one that has left it, even to come back, is let be.
+// still in the state it entered then: one that has left it, even to come back, or that is
+// gone, is let be. The run is checked against the instance when its turn comes.
 func (w *TimeoutWorker) Work(ctx context.Context, job *river.Job[TimeoutArgs]) error {
 	queue, err := jobs.FromContext(ctx)
 	if err != nil {
@@ -61,7 +62,7 @@ func (w *TimeoutWorker) Work(ctx context.Context, job *river.Job[TimeoutArgs]) e
 		if err != nil {
 			return err
 		}
-		if deref(inst.CurrentState) != a.State || inst.StateEnteredAt == nil || !inst.StateEnteredAt.Equal(a.EnteredAt) {
+		if Status(inst.Status) == Destroyed || deref(inst.CurrentState) != a.State || inst.StateEnteredAt == nil || !inst.StateEnteredAt.Equal(a.EnteredAt) {
 			return nil
 		}
 		_, err = d.queue(ctx, tx, inst, dbgen.CreateStackRunParams{Kind: string(RunTransition), Trigger: a.Trigger, Source: "timeout"})
