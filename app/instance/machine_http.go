@@ -15,6 +15,10 @@ func (h *Handlers) FireAPI(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// One the caller may not see is not found, whatever the body holds.
+	if _, err := h.svc.Get(web.Ctx(c), web.Actor(c), id); err != nil {
+		return err
+	}
 	var body struct {
 		Trigger string `json:"trigger"`
 	}
@@ -33,6 +37,10 @@ func (h *Handlers) FireAPI(c echo.Context) error {
 func (h *Handlers) RunOperationAPI(c echo.Context) error {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
+		return err
+	}
+	// One the caller may not see is not found, whatever the body holds.
+	if _, err := h.svc.Get(web.Ctx(c), web.Actor(c), id); err != nil {
 		return err
 	}
 	var body struct {

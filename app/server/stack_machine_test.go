@@ -122,6 +122,13 @@ func TestStack_MachineMovesByTriggersDay2AndTimeouts(t *testing.T) {
 		}
 	}
 	wantStatus(t, s.call(t, "POST", base+"/transitions", reader, map[string]any{"trigger": "maintain"}), http.StatusForbidden)
+	// Another tenant's instance is not found, whatever the request holds.
+	other := s.token(t, s.adminB)
+	for _, c := range []struct{ method, path string }{{"POST", "/transitions"}, {"POST", "/operations/resize"}, {"GET", "/operations"}, {"GET", "/history"}} {
+		if r := s.ask(t, c.method, base+c.path, other); r.status != http.StatusNotFound {
+			t.Fatalf("%s %s of another tenant's instance: %d %s", c.method, c.path, r.status, r.body)
+		}
+	}
 	r = s.call(t, "POST", base+"/transitions", user, map[string]any{"trigger": "resume"})
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 	for _, want := range []string{`"field":"trigger"`, `"rule":"state"`, "resume is not a trigger of state active; it takes maintain, retire, drain"} {
