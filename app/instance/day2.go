@@ -45,9 +45,17 @@ func (s *Service) RunOperation(ctx context.Context, actor access.Principal, id u
 			return problem.Invalid("operation", "exists", "version %d of the stack has no day-2 operation %q", inst.Version, name)
 		}
 		v := &problem.ValidationError{}
-		given := component.ParseSchema("input_schema", op.InputSchema, &problem.ValidationError{}).Apply("inputs", inputs, v)
+		schema := component.ParseSchema("input_schema", op.InputSchema, &problem.ValidationError{})
+		given := schema.Apply("inputs", inputs, v)
 		if err := v.Err(); err != nil {
 			return err
+		}
+		shown := map[string]any{}
+		for k, val := range given {
+			if schema.Secret(k) {
+				val = "[secret]"
+			}
+			shown[k] = val
 		}
 		if idle, err := idle(ctx, q, inst.ID); err != nil {
 			return err
@@ -64,7 +72,7 @@ func (s *Service) RunOperation(ctx context.Context, actor access.Principal, id u
 		}
 		runID = run.ID
 		return audit.Record(ctx, q, actor, audit.Event{Tenant: inst.TenantID, Action: "stack_instance.run_operation", TargetType: "stack_instance",
-			TargetID: inst.ID.String(), Diff: map[string]any{"name": inst.Name, "operation": op.Name, "inputs": given, "run": run.ID}})
+			TargetID: inst.ID.String(), Diff: map[string]any{"name": inst.Name, "operation": op.Name, "inputs": shown, "run": run.ID}})
 	})
 	if err != nil {
 		return Run{}, fmt.Errorf("run %s on stack instance: %w", name, err)
@@ -123,7 +131,7 @@ var day2Kind = kind{
 		}
 		return audit.Record(ctx, r.q, r.actor, audit.Event{Tenant: r.inst.TenantID, Action: "stack_instance.day2",
 			TargetType: "stack_instance", TargetID: r.inst.ID.String(), Diff: map[string]any{"name": r.inst.Name,
-				"operation": r.run.Operation, "inputs": json.RawMessage(r.run.Inputs), "run": r.run.ID}})
+				"operation": r.run.Operation, "run": r.run.ID}})
 	},
 }
 
