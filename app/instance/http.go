@@ -32,6 +32,10 @@ func (h *Handlers) Routes(api *echo.Group) {
 	api.GET("/stack-instances/:id/runs", h.RunsAPI)
 	api.GET("/stack-instances/:id/upgrade", h.UpgradePlanAPI)
 	api.POST("/stack-instances/:id/upgrade", h.UpgradeAPI)
+	api.POST("/stack-instances/:id/transitions", h.FireAPI)
+	api.GET("/stack-instances/:id/operations", h.OperationsAPI)
+	api.POST("/stack-instances/:id/operations/:name", h.RunOperationAPI)
+	api.GET("/stack-instances/:id/history", h.HistoryAPI)
 }
 
 // UpgradePlanAPI answers GET /api/v1/stack-instances/{id}/upgrade?version=N: what upgrading to

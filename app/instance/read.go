@@ -126,23 +126,30 @@ func (s *Service) Runs(ctx context.Context, actor access.Principal, id uuid.UUID
 	}
 	out := make([]Run, len(rows))
 	for i, r := range rows {
-		run := Run{ID: r.ID, Kind: r.Kind, Status: r.Status, Trigger: r.Trigger, Operation: r.Operation, Source: r.Source,
-			RequestedBy: deref(r.RequestedByEmail), Error: r.Error, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt,
-			FinishedAt: r.FinishedAt, Steps: []RunStep{}}
-		steps, err := q.StackRunSteps(ctx, r.ID)
-		if err != nil {
+		if out[i], err = runView(ctx, q, r); err != nil {
 			return nil, err
 		}
-		for _, st := range steps {
-			step := RunStep{Name: st.Name, Slot: st.Slot, Action: st.Action, After: st.After, Status: stepWord(st)}
-			if st.OperationID.Valid {
-				step.OperationID = &st.OperationID.UUID
-			}
-			run.Steps = append(run.Steps, step)
-		}
-		out[i] = run
 	}
 	return out, nil
+}
+
+// runView is a run as people and the API see it, with its steps.
+func runView(ctx context.Context, q *dbgen.Queries, r dbgen.StackRunsRow) (Run, error) {
+	run := Run{ID: r.ID, Kind: r.Kind, Status: r.Status, Trigger: r.Trigger, Operation: r.Operation, Source: r.Source,
+		RequestedBy: deref(r.RequestedByEmail), Error: r.Error, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt,
+		FinishedAt: r.FinishedAt, Steps: []RunStep{}}
+	steps, err := q.StackRunSteps(ctx, r.ID)
+	if err != nil {
+		return run, err
+	}
+	for _, st := range steps {
+		step := RunStep{Name: st.Name, Slot: st.Slot, Action: st.Action, After: st.After, Status: stepWord(st)}
+		if st.OperationID.Valid {
+			step.OperationID = &st.OperationID.UUID
+		}
+		run.Steps = append(run.Steps, step)
+	}
+	return run, nil
 }
 
 func stepWord(s dbgen.StackRunStepsRow) string {

@@ -68,6 +68,8 @@ var kinds = map[RunKind]kind{
 	RunCompensate: compensateKind,
 	RunUpgrade:    upgradeKind,
 	RunRollback:   rollbackKind,
+	RunTransition: transitionKind,
+	RunDay2:       day2Kind,
 }
 
 // refused is a run that cannot start, with the reason in words.

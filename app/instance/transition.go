@@ -17,7 +17,7 @@ import (
 var from = map[Status][]Status{
 	Deploying:  {Pending, Failed},
 	Active:     {Deploying, Upgrading, Degraded},
-	Degraded:   {Active},
+	Degraded:   {Active, Degraded},
 	Upgrading:  {Active, Degraded, Upgrading},
 	Failed:     {Deploying, Upgrading, Destroying, Failed},
 	Destroying: {Active, Degraded, Failed, Deploying},

@@ -32,25 +32,25 @@ const (
 	RunRollback RunKind = "rollback"
 )
 
-// Change says what an upgrade does to one slot.
-type Change string
+// SlotChange says what an upgrade does to one slot.
+type SlotChange string
 
 // The changes an upgrade makes to slots.
 const (
-	Added     Change = "added"
-	Removed   Change = "removed"
-	Upgraded  Change = "upgraded"
-	Updated   Change = "updated"
-	Untouched Change = "untouched"
+	Added     SlotChange = "added"
+	Removed   SlotChange = "removed"
+	Upgraded  SlotChange = "upgraded"
+	Updated   SlotChange = "updated"
+	Untouched SlotChange = "untouched"
 	// Replaced: the slot holds another component now; its deployment is destroyed, then the
 	// new one deployed.
-	Replaced Change = "replaced"
+	Replaced SlotChange = "replaced"
 )
 
 // SlotPlan is what an upgrade does to one slot.
 type SlotPlan struct {
-	Slot   string `json:"slot"`
-	Change Change `json:"change"`
+	Slot   string     `json:"slot"`
+	Change SlotChange `json:"change"`
 	// FromVersion and ToVersion are the slot's component versions (0 where it has none).
 	FromVersion int `json:"from_version"`
 	ToVersion   int `json:"to_version"`
@@ -67,8 +67,8 @@ type UpgradePlan struct {
 // only from has.
 func plan(from, to stack.Definition) []SlotPlan {
 	d := stack.DiffSlots(from, to)
-	change := map[string]Change{}
-	for c, names := range map[Change][]string{Added: d.Added, Upgraded: d.Upgraded, Updated: d.Updated, Untouched: d.Untouched} {
+	change := map[string]SlotChange{}
+	for c, names := range map[SlotChange][]string{Added: d.Added, Upgraded: d.Upgraded, Updated: d.Updated, Untouched: d.Untouched} {
 		for _, n := range names {
 			change[n] = c
 		}

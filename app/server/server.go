@@ -235,6 +235,7 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 		river.AddWorker(w, graph.NewRunner(pool, eng.GraphParallel, problem.Refusal).
 			Serve(graph.ParentEnvironment, environment.NewGraph(pool, eng.Keys)).
 			Serve(graph.ParentStackInstance, instance.NewParent(pool, eng.Keys)))
+		river.AddWorker(w, instance.NewTimeoutWorker(pool, eng.Keys))
 	}
 }
 
