@@ -103,7 +103,51 @@ func (w *world) failedStack(t *testing.T) instance.Instance {
 // makes its own.
 func instanceName(p access.Principal) string { return strings.Split(p.Email, "@")[0] }
 
+// webStackV2 publishes version 2 of the web stack, its slot wired anew, and returns the stack.
+func (w *world) webStackV2(t *testing.T) uuid.UUID {
+	return fixture(w, "webStackV2", func() uuid.UUID {
+		id := w.webStackID(t)
+		_, err := w.pool.Exec(context.Background(), `INSERT INTO stack_versions (stack_id, version, definition, changelog)
+			SELECT stack_id, 2, jsonb_set(definition, '{slots,0,inputs,cores}', '{"kind":"literal","value":3}'), 'more cores'
+			FROM stack_versions WHERE stack_id = $1 AND version = 1`, id)
+		must(t, err)
+		return id
+	})
+}
+
 var instanceCases = map[string]authzCase{
+	"instance.Service.Upgrade": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {readerA, problem.ErrForbidden}, {userA, problem.ErrForbidden}},
+		served:  []actor{adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			active := w.activeStack(t)
+			w.webStackV2(t)
+			inst, err := w.instances(t).Upgrade(context.Background(), p, active.ID, 0)
+			if err == nil && inst.Status != instance.Upgrading {
+				t.Errorf("an instance upgrading is %s", inst.Status)
+			}
+			return err
+		},
+		then: func(t *testing.T, w *world) {
+			later := w.deployStack(t, "later")
+			w.settle(t, later.ID, "active", "active")
+			_, err := w.instances(t).Upgrade(context.Background(), w.adminA, later.ID, 0)
+			wantField(t, err, "version") // deployed at the latest version already
+		},
+	},
+	"instance.Service.UpgradePlan": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {stranger, problem.ErrNotFound}},
+		served:  []actor{readerA, adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			deploying := w.stackInstance(t)
+			w.webStackV2(t)
+			plan, err := w.instances(t).UpgradePlan(context.Background(), p, deploying.ID, 0)
+			if err == nil && (plan.To != 2 || len(plan.Slots) != 1 || plan.Slots[0].Change != instance.Updated) {
+				t.Errorf("upgrade plan %+v", plan)
+			}
+			return err
+		},
+	},
 	"instance.Service.Deploy": {
 		refused: []refusal{{adminB, invalid("environment_id")}, {readerA, problem.ErrForbidden}},
 		served:  []actor{userA, adminA},
