@@ -21,23 +21,6 @@ type Handlers struct{ svc *Service }
 // NewHandlers returns the handlers for svc.
 func NewHandlers(svc *Service) *Handlers { return &Handlers{svc: svc} }
 
-// Routes registers the JSON API of stack instances on api.
-func (h *Handlers) Routes(api *echo.Group) {
-	api.GET("/stack-instances", h.ListAPI)
-	api.POST("/stack-instances", h.DeployAPI)
-	api.GET("/stack-instances/:id", h.GetAPI)
-	api.DELETE("/stack-instances/:id", h.DestroyAPI)
-	api.POST("/stack-instances/:id/destroy", h.DestroyAPI)
-	api.POST("/stack-instances/:id/retry", h.RetryAPI)
-	api.GET("/stack-instances/:id/runs", h.RunsAPI)
-	api.GET("/stack-instances/:id/upgrade", h.UpgradePlanAPI)
-	api.POST("/stack-instances/:id/upgrade", h.UpgradeAPI)
-	api.POST("/stack-instances/:id/transitions", h.FireAPI)
-	api.GET("/stack-instances/:id/operations", h.OperationsAPI)
-	api.POST("/stack-instances/:id/operations/:name", h.RunOperationAPI)
-	api.GET("/stack-instances/:id/history", h.HistoryAPI)
-}
-
 // UpgradePlanAPI answers GET /api/v1/stack-instances/{id}/upgrade?version=N: what upgrading to
 // version N (the latest when left out) would do to each slot.
 func (h *Handlers) UpgradePlanAPI(c echo.Context) error {

@@ -138,6 +138,17 @@ var byIDRoutes = []struct{ method, path, kind string }{
 	{"POST", "/api/v1/stacks/{id}/versions/1/archive", "stack"},
 	{"GET", "/api/v1/stacks/{id}/diff", "stack"},
 	{"POST", "/api/v1/stacks/{id}/fork", "stack"},
+	{"GET", "/api/v1/stack-instances/{id}", "stack_instance"},
+	{"DELETE", "/api/v1/stack-instances/{id}", "stack_instance"},
+	{"POST", "/api/v1/stack-instances/{id}/destroy", "stack_instance"},
+	{"POST", "/api/v1/stack-instances/{id}/retry", "stack_instance"},
+	{"GET", "/api/v1/stack-instances/{id}/runs", "stack_instance"},
+	{"GET", "/api/v1/stack-instances/{id}/upgrade", "stack_instance"},
+	{"POST", "/api/v1/stack-instances/{id}/upgrade", "stack_instance"},
+	{"POST", "/api/v1/stack-instances/{id}/transitions", "stack_instance"},
+	{"GET", "/api/v1/stack-instances/{id}/operations", "stack_instance"},
+	{"POST", "/api/v1/stack-instances/{id}/operations/{other}", "stack_instance"},
+	{"GET", "/api/v1/stack-instances/{id}/history", "stack_instance"},
 }
 
 // badQuery and badForm break every rule a query or a form of these routes may have, so that
@@ -175,11 +186,15 @@ func TestAccess_AnotherTenantsObjectAnswersAsAMissingOne(t *testing.T) {
 	wantStatus(t, r, http.StatusCreated)
 	stackOfA := r.json(t)["id"].(string)
 	wantStatus(t, g.call(t, "POST", "/api/v1/stacks/"+stackOfA+"/publish", g.as.admin, map[string]any{"changelog": "first"}), http.StatusCreated)
+	r = g.call(t, "POST", "/api/v1/stack-instances", g.as.admin, map[string]any{"stack_id": stackOfA, "environment_id": g.env, "name": "a-shop"})
+	wantStatus(t, r, http.StatusAccepted)
+	instanceOfA := r.json(t)["id"].(string)
 	foreign := map[string]string{
 		"tenant": g.a.ID.String(), "component": g.ofA.ID.String(), "check": check.json(t)["id"].(string),
 		"deployment": g.deployment, "operation": op["id"].(string), "environment": g.env, "pool": pool, "zone": zone,
 		"approval": request["id"].(string), "policy": policies[0].(map[string]any)["id"].(string),
 		"token": token.Token.ID.String(), "user": g.userA.UserID.String(), "stack": stackOfA,
+		"stack_instance": instanceOfA,
 	}
 
 	// Tenant B's admin asks about each of them, and about an object that does not exist.
@@ -265,11 +280,11 @@ func TestAccess_EveryRouteWithAnIDIsInTheTable(t *testing.T) {
 	for _, s := range sharedByID {
 		listed[s] = true
 	}
-	params := regexp.MustCompile(`:[a-z_]+`)
+	params, versionParam := regexp.MustCompile(`:[a-z_]+`), regexp.MustCompile(`:n\b`)
 	found := 0
 	for _, m := range routeLine.FindAllStringSubmatch(string(src), -1) {
 		path := strings.ReplaceAll(m[3], ":id", "{id}")
-		path = strings.ReplaceAll(path, ":n", "1")
+		path = versionParam.ReplaceAllString(path, "1")
 		path = params.ReplaceAllString(path, "{other}")
 		if m[1] == "api" {
 			path = "/api/v1" + path

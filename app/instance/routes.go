@@ -1,0 +1,26 @@
+package instance
+
+import (
+	"github.com/labstack/echo/v4"
+
+	"nimbus/app/web"
+)
+
+// Routes registers the JSON API of stack instances on api. A request about an instance the
+// actor cannot see answers 404 before its body is read (web.Seen).
+func (h *Handlers) Routes(api *echo.Group) {
+	seen := web.Seen(h.svc.Get)
+	api.GET("/stack-instances", h.ListAPI)
+	api.POST("/stack-instances", h.DeployAPI)
+	api.GET("/stack-instances/:id", h.GetAPI, seen)
+	api.DELETE("/stack-instances/:id", h.DestroyAPI, seen)
+	api.POST("/stack-instances/:id/destroy", h.DestroyAPI, seen)
+	api.POST("/stack-instances/:id/retry", h.RetryAPI, seen)
+	api.GET("/stack-instances/:id/runs", h.RunsAPI, seen)
+	api.GET("/stack-instances/:id/upgrade", h.UpgradePlanAPI, seen)
+	api.POST("/stack-instances/:id/upgrade", h.UpgradeAPI, seen)
+	api.POST("/stack-instances/:id/transitions", h.FireAPI, seen)
+	api.GET("/stack-instances/:id/operations", h.OperationsAPI, seen)
+	api.POST("/stack-instances/:id/operations/:name", h.RunOperationAPI, seen)
+	api.GET("/stack-instances/:id/history", h.HistoryAPI, seen)
+}
