@@ -131,6 +131,9 @@ func TestBrowser_DeployStackThroughTheWizardWatchItAndDestroyIt(t *testing.T) {
 	if got := s.text(`[data-slot="a"][data-input="cores"] td:last-child`); got != "cores = 2" || s.text(`[data-slot="a"][data-input="cores"] td:nth-child(3)`) != "parameter" {
 		t.Errorf("a's cores come from %q, want the parameter cores = 2", got)
 	}
+	if got := s.text(`[data-slot="net"][data-input="name"] td:last-child`); got != `params.prefix + "-net" = shop-net` {
+		t.Errorf("net's name comes from %q, want the expression with its value", got)
+	}
 	s.screenshot("stack-plan")
 	s.submitButton(`[data-testid="deploy"]`)
 	if !strings.HasPrefix(s.path(), "/stack-instances/") {

@@ -450,6 +450,14 @@ func (h *Handlers) plan(c echo.Context, d deployable, form url.Values, req Reque
 		}
 	}
 	secret := secretNames(d.def)
+	schemas, err := stack.LoadSchemas(web.Ctx(c), q, d.def)
+	if err != nil {
+		return err
+	}
+	params := req.Parameters
+	if schemas.Params != nil {
+		params = schemas.Params.Apply("parameters", req.Parameters, &problem.ValidationError{})
+	}
 	v := PlanView{StackID: d.id.String(), Stack: d.name, Version: d.version, Name: req.Name, Layers: layers, Groups: groups}
 	for _, o := range d.environments {
 		if o.Value == req.EnvironmentID.String() {
@@ -458,7 +466,7 @@ func (h *Handlers) plan(c echo.Context, d deployable, form url.Values, req Reque
 	}
 	for _, sl := range d.def.Slots {
 		for _, input := range slices.Sorted(maps.Keys(sl.Inputs)) {
-			v.Wiring = append(v.Wiring, wiringRow(sl, input, req.Parameters, secret))
+			v.Wiring = append(v.Wiring, wiringRow(web.Ctx(c), schemas, sl, input, params, secret))
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(form)) {
@@ -471,8 +479,9 @@ func (h *Handlers) plan(c echo.Context, d deployable, form url.Values, req Reque
 	return web.Render(c, http.StatusOK, PlanPage(wizardPage(c, d), v))
 }
 
-// wiringRow says where one input of a slot comes from, in words.
-func wiringRow(sl stack.Slot, input string, params map[string]any, secret []string) WiringRow {
+// wiringRow says where one input of a slot comes from, in words, with the value it will have
+// where the parameters alone give it (no secret shown).
+func wiringRow(ctx context.Context, schemas stack.Schemas, sl stack.Slot, input string, params map[string]any, secret []string) WiringRow {
 	w := sl.Inputs[input]
 	row := WiringRow{Slot: sl.Name, Input: input}
 	switch w.Kind {
@@ -487,6 +496,18 @@ func wiringRow(sl stack.Slot, input string, params map[string]any, secret []stri
 		row.Kind, row.From = "output", w.Slot+"."+w.Output
 	case stack.Expression:
 		row.Kind, row.From = "expression", w.Expr
+		if len(stack.SlotsIn(w.Expr)) > 0 || slices.ContainsFunc(secret, func(p string) bool { return strings.Contains(w.Expr, "params."+p) }) {
+			break
+		}
+		var want *component.Property
+		if in := schemas.Inputs[sl.Name]; in != nil {
+			want = in.Properties[input]
+		}
+		if e, err := stack.Compile(w.Expr, schemas.SlotScope(sl), want); err == nil {
+			if val, err := e.Eval(ctx, stack.Values(params, nil, nil)); err == nil {
+				row.Value = views.Value(val)
+			}
+		}
 	}
 	return row
 }
