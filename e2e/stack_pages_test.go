@@ -91,7 +91,8 @@ func TestBrowser_DeployStackThroughTheWizardWatchItAndDestroyIt(t *testing.T) {
 	}
 	acme := a.createTenant(t, "acme")
 	a.addMember(t, "ops@acme.test", acme.ID, access.TenantAdmin)
-	if _, err := environment.NewService(a.pool).Create(ctx, a.principal(t, adminEmail), acme.ID, "dev"); err != nil {
+	env, err := environment.NewService(a.pool).Create(ctx, a.principal(t, adminEmail), acme.ID, "dev")
+	if err != nil {
 		t.Fatal(err)
 	}
 	stackID := webStack(t, a)
@@ -183,12 +184,14 @@ func TestBrowser_DeployStackThroughTheWizardWatchItAndDestroyIt(t *testing.T) {
 		t.Errorf("the runs: %q", runs)
 	}
 
-	// The list shows it; a wrong name does not destroy it; its name does.
+	// The list and the environment's page show it; a wrong name does not destroy it; its name does.
 	instancePath := s.path()
 	s.open("/stack-instances")
 	if got := rowWith(s.rows("stack-instances"), "shop"); len(got) < 5 || got[3] != "active" {
 		t.Errorf("the list shows %q", got)
 	}
+	s.open("/environments/" + env.ID.String())
+	s.waitFor(`document.querySelector('#stack-instances [data-instance="shop"] a')?.getAttribute('href') === ` + jsString(instancePath))
 	s.open(instancePath)
 	s.fill(`[data-testid="destroy-form"] input[name="confirm"]`, "shoe")
 	if status := s.submit(`[data-testid="destroy-form"]`); status != 422 {
