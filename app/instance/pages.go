@@ -27,21 +27,8 @@ import (
 // environment, stack and status.
 func (h *Handlers) ListPage(c echo.Context) error {
 	ctx, actor := web.Ctx(c), web.Actor(c)
-	f := Filter{Status: c.QueryParam("status")}
-	v := &problem.ValidationError{}
-	for name, into := range map[string]*uuid.UUID{"environment_id": &f.EnvironmentID, "stack_id": &f.StackID} {
-		if s := c.QueryParam(name); s != "" {
-			id, err := uuid.Parse(s)
-			if err != nil {
-				v.Add(name, "uuid", "is not an ID")
-			}
-			*into = id
-		}
-	}
-	if f.Status != "" && !slices.Contains(statuses, f.Status) {
-		v.Add("status", "enum", "must be one of %s", strings.Join(statuses, ", "))
-	}
-	if err := v.Err(); err != nil {
+	f, err := filterOf(c)
+	if err != nil {
 		return err
 	}
 	list, err := h.svc.List(ctx, actor, f)
