@@ -78,6 +78,19 @@ func TestStackPages_WizardRefusesBesideTheFieldsAndOtherTenantsSeeNothing(t *tes
 		t.Error("a user who may not destroy the instance is offered the destroy form")
 	}
 
+	// The list filters by environment, stack and status, and names a bad filter.
+	for query, listed := range map[string]bool{"environment_id=" + env.ID.String(): true, "stack_id=" + stackID.String(): true,
+		"status=active": true, "status=failed": false} {
+		r := s.call(t, "GET", "/stack-instances?"+query, user, nil)
+		wantStatus(t, r, http.StatusOK)
+		if got := strings.Contains(string(r.body), `data-instance="shop"`); got != listed {
+			t.Errorf("?%s lists shop: %v, want %v", query, got, listed)
+		}
+	}
+	r = s.call(t, "GET", "/api/v1/stack-instances?status=bogus&stack_id=x", user, nil)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, `"field":"status"`, `"field":"stack_id"`)
+
 	// Another tenant's admin finds neither the instance nor its forms, nor it in the list.
 	wantStatus(t, s.call(t, "GET", page, other, nil), http.StatusNotFound)
 	wantStatus(t, s.submit(t, page+"/destroy", other, url.Values{"confirm": {"shop"}}), http.StatusNotFound)
