@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"nimbus/app/environment"
+	"nimbus/app/stack"
 )
 
 // submit posts a page's form as a signed-in client would, without following the redirect.
@@ -114,4 +115,39 @@ func TestStackPages_WizardRefusesBesideTheFieldsAndOtherTenantsSeeNothing(t *tes
 	wantIn(t, r, "Type shop, the name of this stack instance, to destroy it (you typed shoe).")
 	wantStatus(t, s.submit(t, page+"/destroy", admin, url.Values{"confirm": {"shop"}}), http.StatusSeeOther)
 	s.waitInstance(t, user, id, status("destroyed"))
+}
+
+func TestStackPages_FailedInstanceSaysWhyAndOffersRetry(t *testing.T) {
+	s := newSite(t)
+	def := webStack(t, s, 0)
+	def.Slots[3].Inputs["fail_on"] = stack.Wiring{Kind: stack.Literal, Value: "create"}
+	stackID := publishedStack(t, s, "doomed", def)
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	user := s.token(t, s.userA)
+	r := s.call(t, "POST", "/api/v1/stack-instances", user, map[string]any{
+		"stack_id": stackID, "environment_id": env.ID, "name": "doomed", "parameters": map[string]any{"prefix": "doomed"}})
+	wantStatus(t, r, http.StatusAccepted)
+	id := r.json(t)["id"].(string)
+	s.waitInstance(t, user, id, func(m map[string]any) bool {
+		return m["status"] == "failed" && strings.Contains(m["error"].(string), "What it had made was removed.")
+	})
+
+	page := "/stack-instances/" + id
+	r = s.call(t, "GET", page, user, nil)
+	wantStatus(t, r, http.StatusOK)
+	wantIn(t, r, `data-status="failed"`, `data-testid="instance-error"`, "injected failure", `data-testid="retry"`,
+		`data-kind="compensate" data-status="succeeded"`, `data-kind="deploy" data-status="failed"`, `href="/operations/`,
+		"The state machine starts once every slot is deployed.", `data-live="idle"`)
+	if strings.Contains(string(r.body), "data-current") {
+		t.Error("a stack never deployed marks a current state")
+	}
+	r = s.submit(t, page+"/retry", user, nil)
+	wantStatus(t, r, http.StatusSeeOther)
+	if got := r.header.Get("Location"); got != page {
+		t.Fatalf("retry led to %s", got)
+	}
+	if runs := s.call(t, "GET", "/api/v1/stack-instances/"+id+"/runs", user, nil).json(t)["runs"].([]any); len(runs) != 3 {
+		t.Fatalf("after retry the instance has %d runs, want 3", len(runs))
+	}
 }
