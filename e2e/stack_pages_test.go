@@ -152,6 +152,12 @@ func TestBrowser_DeployStackThroughTheWizardWatchItAndDestroyIt(t *testing.T) {
 		t.Fatal("the instance page reloaded instead of following the deploy")
 	}
 	s.screenshot("stack-instance")
+	eval[bool](s, `(document.documentElement.dataset.theme = 'dark', true)`)
+	if fill := eval[string](s, `getComputedStyle(document.querySelector('#state-diagram [data-current] rect')).fill`); fill == eval[string](s, `getComputedStyle(document.querySelector('#state-diagram [data-name="retired"] rect')).fill`) {
+		t.Errorf("in the dark theme the current state is drawn as the others (%s)", fill)
+	}
+	s.screenshot("stack-instance-dark")
+	eval[bool](s, `(delete document.documentElement.dataset.theme, true)`)
 	slots := eval[map[string]string](s, `Object.fromEntries([...document.querySelectorAll('[data-testid="slots"] tr[data-slot]')].map(r => [r.dataset.slot, r.dataset.status]))`)
 	if len(slots) != 4 {
 		t.Fatalf("slots: %v", slots)
