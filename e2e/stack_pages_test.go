@@ -100,8 +100,16 @@ func TestBrowser_DeployStackThroughTheWizardWatchItAndDestroyIt(t *testing.T) {
 	s := newSession(t, newBrowser(t), a)
 	s.signIn("ops@acme.test", userPassword)
 
-	// The wizard's form is the stack's parameters; a bad one comes back beside its field.
-	s.open("/stacks/" + stackID.String() + "/deploy")
+	// The instances' list offers the stack; its wizard's form is the stack's parameters, and a
+	// bad one comes back beside its field.
+	s.open("/stack-instances")
+	if got := s.text(`[data-testid="deployable-stacks"] a`); got != "Web shop" {
+		t.Fatalf("the list offers %q to deploy", got)
+	}
+	s.submitButton(`[data-testid="deployable-stacks"] a`)
+	if s.path() != "/stacks/"+stackID.String()+"/deploy" {
+		t.Fatalf("the offer leads to %s", s.path())
+	}
 	if got := eval[string](s, `document.getElementById('f-p.cores').value`); got != "2" {
 		t.Errorf("the cores field holds %q, want its default 2", got)
 	}

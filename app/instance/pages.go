@@ -50,6 +50,13 @@ func (h *Handlers) ListPage(c echo.Context) error {
 	}
 	for _, s := range stacks {
 		lf.Stacks = append(lf.Stacks, views.Option{Value: s.ID.String(), Label: s.Name})
+		if s.Published && actor.CanSomewhere(access.StackInstanceDeploy) {
+			label := s.DisplayName
+			if label == "" {
+				label = s.Name
+			}
+			lf.Deployable = append(lf.Deployable, views.Option{Value: "/stacks/" + s.ID.String() + "/deploy", Label: label})
+		}
 	}
 	rows := make([]InstanceRow, len(list))
 	for i, in := range list {

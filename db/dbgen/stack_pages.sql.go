@@ -42,7 +42,9 @@ func (q *Queries) ComponentNames(ctx context.Context, ids []uuid.UUID) ([]Compon
 }
 
 const stackChoices = `-- name: StackChoices :many
-SELECT s.id, s.name FROM stacks s
+SELECT s.id, s.name, s.display_name,
+    EXISTS (SELECT 1 FROM stack_versions v WHERE v.stack_id = s.id AND v.archived_at IS NULL) AS published
+FROM stacks s
 WHERE s.deleted_at IS NULL
   AND (s.tenant_id IS NULL OR $1::boolean OR s.tenant_id = ANY($2::uuid[]))
 ORDER BY lower(s.name)
@@ -54,11 +56,14 @@ type StackChoicesParams struct {
 }
 
 type StackChoicesRow struct {
-	ID   uuid.UUID `json:"id"`
-	Name string    `json:"name"`
+	ID          uuid.UUID `json:"id"`
+	Name        string    `json:"name"`
+	DisplayName string    `json:"display_name"`
+	Published   bool      `json:"published"`
 }
 
-// The stacks the list of stack instances filters by: provider stacks and the tenants' own.
+// The stacks the list of stack instances filters by, and offers to deploy when published:
+// provider stacks and the tenants' own.
 func (q *Queries) StackChoices(ctx context.Context, arg StackChoicesParams) ([]StackChoicesRow, error) {
 	rows, err := q.db.Query(ctx, stackChoices, arg.AllTenants, arg.TenantIds)
 	if err != nil {
@@ -68,7 +73,12 @@ func (q *Queries) StackChoices(ctx context.Context, arg StackChoicesParams) ([]S
 	items := []StackChoicesRow{}
 	for rows.Next() {
 		var i StackChoicesRow
-		if err := rows.Scan(&i.ID, &i.Name); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.DisplayName,
+			&i.Published,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
