@@ -111,7 +111,7 @@ func (h *Handlers) showPage(c echo.Context, destroyErr string, status int) error
 	}
 	v.States, v.Transitions = machineDrawing(def.Machine)
 	if inst.State != "" && inst.Status != Destroyed {
-		v.Triggers, v.Operations = offers(def, inst.State)
+		v.Triggers, v.Operations = allowedIn(def, inst.State)
 	}
 	for _, r := range runs {
 		v.Runs = append(v.Runs, runRow(r))
@@ -201,9 +201,9 @@ func machineDrawing(m stack.Machine) ([]views.StateNode, []views.Edge) {
 	return states, edges
 }
 
-// offers lists what the instance's state allows: the triggers leaving it, with where each
+// allowedIn lists what the state allows: the triggers leaving it, with where each
 // leads, and the day-2 operations whose required states hold it.
-func offers(def stack.Definition, state string) ([]OfferRow, []OfferRow) {
+func allowedIn(def stack.Definition, state string) ([]OfferRow, []OfferRow) {
 	var triggers, ops []OfferRow
 	for _, trig := range def.Machine.Triggers(state) {
 		t, _ := def.Machine.Fire(state, trig)
