@@ -66,6 +66,19 @@ var statuses = []string{string(Pending), string(Deploying), string(Active), stri
 // ListAPI answers GET /api/v1/stack-instances, newest first, filtered by environment_id,
 // stack_id and status.
 func (h *Handlers) ListAPI(c echo.Context) error {
+	f, err := filterOf(c)
+	if err != nil {
+		return err
+	}
+	list, err := h.svc.List(web.Ctx(c), web.Actor(c), f)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"stack_instances": list})
+}
+
+// filterOf reads a list's filters from the query: environment_id, stack_id and status.
+func filterOf(c echo.Context) (Filter, error) {
 	var f Filter
 	v := &problem.ValidationError{}
 	for name, into := range map[string]*uuid.UUID{"environment_id": &f.EnvironmentID, "stack_id": &f.StackID} {
@@ -80,14 +93,7 @@ func (h *Handlers) ListAPI(c echo.Context) error {
 	if f.Status = c.QueryParam("status"); f.Status != "" && !slices.Contains(statuses, f.Status) {
 		v.Add("status", "enum", "must be one of %s", strings.Join(statuses, ", "))
 	}
-	if err := v.Err(); err != nil {
-		return err
-	}
-	list, err := h.svc.List(web.Ctx(c), web.Actor(c), f)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, map[string]any{"stack_instances": list})
+	return f, v.Err()
 }
 
 // DeployAPI answers POST /api/v1/stack-instances with 202: the instance is recorded and its

@@ -164,6 +164,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	zoneH.Routes(signed, api)
 	approval.NewHandlers(approvals, deployments).Routes(signed, api)
 	instance.NewHandlers(instances).Routes(api)
+	instance.NewHandlers(instances).Pages(signed)
 	dashboard.NewHandlers(dashboard.NewService(d.Pool, environments, pools, approvals)).Routes(signed)
 	stack.NewHandlers(stack.NewService(d.Pool)).Routes(api)
 

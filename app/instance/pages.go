@@ -1,0 +1,507 @@
+package instance
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"nimbus/app/access"
+	"nimbus/app/component"
+	"nimbus/app/graph"
+	"nimbus/app/paramform"
+	"nimbus/app/problem"
+	"nimbus/app/stack"
+	"nimbus/app/web"
+	"nimbus/db/dbgen"
+	"nimbus/views"
+)
+
+// ListPage shows the stack instances the viewer may see, newest first, filtered by
+// environment, stack and status.
+func (h *Handlers) ListPage(c echo.Context) error {
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	f, err := filterOf(c)
+	if err != nil {
+		return err
+	}
+	list, err := h.svc.List(ctx, actor, f)
+	if err != nil {
+		return err
+	}
+	q := dbgen.New(h.svc.pool)
+	envs, err := q.ListEnvironments(ctx, dbgen.ListEnvironmentsParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWith(access.EnvironmentRead)})
+	if err != nil {
+		return err
+	}
+	stacks, err := q.StackChoices(ctx, dbgen.StackChoicesParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWith(access.EnvironmentRead)})
+	if err != nil {
+		return err
+	}
+	lf := ListFilter{Environment: c.QueryParam("environment_id"), Stack: c.QueryParam("stack_id"), Status: f.Status, Statuses: statuses}
+	for _, e := range envs {
+		lf.Environments = append(lf.Environments, views.Option{Value: e.ID.String(), Label: e.TenantName + " / " + e.Name})
+	}
+	for _, s := range stacks {
+		lf.Stacks = append(lf.Stacks, views.Option{Value: s.ID.String(), Label: s.Name})
+		if s.Published && actor.CanSomewhere(access.StackInstanceDeploy) {
+			label := s.DisplayName
+			if label == "" {
+				label = s.Name
+			}
+			lf.Deployable = append(lf.Deployable, views.Option{Value: "/stacks/" + s.ID.String() + "/deploy", Label: label})
+		}
+	}
+	rows := make([]InstanceRow, len(list))
+	for i, in := range list {
+		rows[i] = InstanceRow{ID: in.ID.String(), Name: in.Name, Stack: in.StackName, Version: in.Version, Environment: in.EnvironmentName,
+			EnvironmentID: in.EnvironmentID.String(), Tenant: in.TenantName, Status: string(in.Status), State: in.State, Created: in.CreatedAt}
+	}
+	return web.Render(c, http.StatusOK, InstancesPage(web.Page(c, "Stack instances"), lf, rows))
+}
+
+// ShowPage shows a stack instance: its slots drawn as a graph with their statuses, outputs and
+// deployments, its parameters, its state machine at the current state, its runs and its
+// history of states. While a run is under way the page reloads its live part every two
+// seconds.
+func (h *Handlers) ShowPage(c echo.Context) error { return h.showPage(c, "", http.StatusOK) }
+
+func (h *Handlers) showPage(c echo.Context, destroyErr string, status int) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	inst, err := h.svc.Get(ctx, actor, id)
+	if err != nil {
+		return err
+	}
+	runs, err := h.svc.Runs(ctx, actor, id)
+	if err != nil {
+		return err
+	}
+	q := dbgen.New(h.svc.pool)
+	def, err := stack.LoadVersion(ctx, q, inst.StackID, inst.Version)
+	if err != nil {
+		return err
+	}
+	history, err := q.StackStateHistory(ctx, id)
+	if err != nil {
+		return fmt.Errorf("read the states of %s: %w", inst.Name, err)
+	}
+	v := InstanceView{ID: inst.ID.String(), Name: inst.Name, Tenant: inst.TenantName, Environment: inst.EnvironmentName,
+		EnvironmentID: inst.EnvironmentID.String(), Stack: stackLabel(inst), StackID: inst.StackID.String(), Version: inst.Version,
+		Status: string(inst.Status), State: inst.State, Error: inst.Error, Created: inst.CreatedAt, Deployed: inst.DeployedAt,
+		Parameters: views.Values(inst.Parameters, secretNames(def)...), DestroyError: destroyErr,
+		CanDestroy: actor.Can(access.StackInstanceDestroy, inst.TenantID) && inst.Status != Destroyed && inst.Status != Destroying,
+		CanRetry:   actor.Can(access.StackInstanceDeploy, inst.TenantID) && inst.Status == Failed}
+	v.Layers, v.Groups = slotLayers(def, inst.Slots)
+	for _, sl := range inst.Slots {
+		row := SlotRow{Name: sl.Name, Status: sl.Status, Deployment: sl.Deployment, Outputs: views.Values(sl.Outputs)}
+		if sl.DeploymentID != nil {
+			row.URL = "/deployments/" + sl.DeploymentID.String()
+		}
+		v.Slots = append(v.Slots, row)
+	}
+	v.States, v.Transitions = machineDrawing(def.Machine)
+	if inst.State != "" && inst.Status != Destroyed {
+		v.Triggers, v.Operations = allowedIn(def, inst.State)
+	}
+	for _, r := range runs {
+		v.Runs = append(v.Runs, runRow(r))
+		if r.Status == "queued" || r.Status == "running" {
+			v.Busy = true
+		}
+	}
+	switch inst.Status {
+	case Pending, Deploying, Destroying, Upgrading:
+		v.Busy = true
+	}
+	for _, hr := range history {
+		v.History = append(v.History, HistoryRow{From: deref(hr.FromState), To: hr.ToState, Trigger: hr.Trigger, Source: hr.Source,
+			By: deref(hr.ActorEmail), At: hr.CreatedAt})
+	}
+	v.Live = c.Request().URL.Path
+	page := web.Page(c, inst.Name).Under(views.Crumb{Label: "Stack instances", URL: "/stack-instances"},
+		views.Crumb{Label: inst.EnvironmentName, URL: "/environments/" + inst.EnvironmentID.String()})
+	return web.Render(c, status, InstancePage(page, v))
+}
+
+func stackLabel(inst Instance) string {
+	if inst.StackDisplayName != "" {
+		return inst.StackDisplayName
+	}
+	return inst.StackName
+}
+
+// secretNames are the stack's secret parameters, masked wherever parameters are shown.
+func secretNames(def stack.Definition) []string {
+	schema := component.ParseSchema("parameters", def.Parameters, &problem.ValidationError{})
+	if schema == nil {
+		return nil
+	}
+	var out []string
+	for _, name := range schema.Names() {
+		if schema.Secret(name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// slotLayers groups a version's slots into the layers that may deploy at once, each drawn with
+// the status of its deployment in slots (none for a stack not deployed yet).
+func slotLayers(def stack.Definition, slots []Slot) ([][]views.SlotBox, [][]string) {
+	nodes := make([]graph.Node, len(def.Slots))
+	for i, s := range def.Slots {
+		nodes[i] = graph.Node{Name: s.Name, After: s.Upstream()}
+	}
+	groups, err := graph.Layers(nodes)
+	if err != nil {
+		// A published version has no cycle; drawn one slot a column, it still shows.
+		groups = nil
+		for _, s := range def.Slots {
+			groups = append(groups, []string{s.Name})
+		}
+	}
+	layers := make([][]views.SlotBox, len(groups))
+	for i, g := range groups {
+		for _, name := range g {
+			sl, _ := def.Slot(name)
+			b := views.SlotBox{Name: name, After: sl.Upstream()}
+			for _, s := range slots {
+				if s.Name == name {
+					b.Status = s.Status
+					if s.DeploymentID != nil {
+						b.URL = "/deployments/" + s.DeploymentID.String()
+					}
+				}
+			}
+			layers[i] = append(layers[i], b)
+		}
+	}
+	return layers, groups
+}
+
+func machineDrawing(m stack.Machine) ([]views.StateNode, []views.Edge) {
+	states := make([]views.StateNode, len(m.States))
+	for i, s := range m.States {
+		states[i] = views.StateNode{Name: s.Name, Initial: s.Initial, Terminal: s.Terminal}
+	}
+	edges := make([]views.Edge, len(m.Transitions))
+	for i, t := range m.Transitions {
+		edges[i] = views.Edge{From: t.From, To: t.To, Label: t.Trigger}
+	}
+	return states, edges
+}
+
+// allowedIn lists what the state allows: the triggers leaving it, with where each
+// leads, and the day-2 operations whose required states hold it.
+func allowedIn(def stack.Definition, state string) ([]OfferRow, []OfferRow) {
+	var triggers, ops []OfferRow
+	for _, trig := range def.Machine.Triggers(state) {
+		t, _ := def.Machine.Fire(state, trig)
+		triggers = append(triggers, OfferRow{Name: trig, Note: "to " + t.To})
+	}
+	for _, o := range def.Operations {
+		if !slices.Contains(o.RequiredStates, state) {
+			continue
+		}
+		row := OfferRow{Name: o.Name, Label: o.DisplayName, Note: o.Description}
+		if o.TriggersTransition != "" {
+			row.Then = o.TriggersTransition
+		}
+		ops = append(ops, row)
+	}
+	return triggers, ops
+}
+
+func runRow(r Run) RunRow {
+	row := RunRow{ID: r.ID.String(), Kind: r.Kind, Status: r.Status, Source: r.Source, By: r.RequestedBy, Error: r.Error, Created: r.CreatedAt}
+	switch {
+	case r.Trigger != "":
+		row.What = r.Trigger
+	case r.Operation != "":
+		row.What = r.Operation
+	}
+	if row.By == "" {
+		row.By = "Nimbus"
+	}
+	for _, s := range r.Steps {
+		st := StepRow{Slot: s.Slot, Action: s.Action, Status: s.Status}
+		if s.OperationID != nil {
+			st.URL = "/operations/" + s.OperationID.String()
+		}
+		row.Steps = append(row.Steps, st)
+	}
+	return row
+}
+
+// DestroyForm destroys the instance once its name was typed to confirm, and stays on its page.
+func (h *Handlers) DestroyForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	inst, err := h.svc.Get(ctx, actor, id)
+	if err != nil {
+		return err
+	}
+	if typed := strings.TrimSpace(c.FormValue("confirm")); typed != inst.Name {
+		msg := fmt.Sprintf("Type %s, the name of this stack instance, to destroy it", inst.Name)
+		if typed != "" {
+			msg += fmt.Sprintf(" (you typed %s)", typed)
+		}
+		return h.showPage(c, msg+".", http.StatusUnprocessableEntity)
+	}
+	if _, err := h.svc.Destroy(ctx, actor, id); err != nil {
+		return err
+	}
+	return web.Redirect(c, "/stack-instances/"+id.String())
+}
+
+// RetryForm deploys what a failed deploy left missing, and stays on the instance's page.
+func (h *Handlers) RetryForm(c echo.Context) error {
+	return web.OnID(c, h.svc.Retry, web.Follow(c, func(in Instance) string { return "/stack-instances/" + in.ID.String() }))
+}
+
+// deployable is a stack as the deploy wizard offers it: its latest version, and the
+// environments the actor may deploy it into.
+type deployable struct {
+	id           uuid.UUID
+	name         string
+	version      int
+	def          stack.Definition
+	environments []views.Option
+}
+
+// deployable reads the stack the wizard deploys; one the actor cannot see is not found.
+func (h *Handlers) deployable(ctx context.Context, actor access.Principal, id uuid.UUID) (deployable, error) {
+	q := dbgen.New(h.svc.pool)
+	st, err := q.StackToDeploy(ctx, id)
+	if err != nil || st.TenantID.Valid && !actor.Can(access.EnvironmentRead, st.TenantID.UUID) {
+		return deployable{}, problem.ErrNotFound
+	}
+	d := deployable{id: st.ID, name: st.DisplayName, version: int(st.Latest)}
+	if d.name == "" {
+		d.name = st.Name
+	}
+	if st.Latest == 0 {
+		return d, problem.Invalid("version", "exists", "%s has no published version to deploy", d.name)
+	}
+	if d.def, err = stack.LoadVersion(ctx, q, st.ID, d.version); err != nil {
+		return d, err
+	}
+	envs, err := q.ListEnvironments(ctx, dbgen.ListEnvironmentsParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWith(access.StackInstanceDeploy)})
+	if err != nil {
+		return d, err
+	}
+	for _, e := range envs {
+		if e.Status == "active" && actor.Can(access.StackInstanceDeploy, e.TenantID) && (!st.TenantID.Valid || st.TenantID.UUID == e.TenantID) {
+			d.environments = append(d.environments, views.Option{Value: e.ID.String(), Label: e.TenantName + " / " + e.Name})
+		}
+	}
+	return d, nil
+}
+
+// WizardPage is the first step of deploying a stack: the environment, the instance's name and
+// the stack's parameters.
+func (h *Handlers) WizardPage(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	d, err := h.deployable(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return h.wizard(c, d, url.Values{}, nil, http.StatusOK)
+}
+
+// WizardForm answers the wizard's steps: plan shows what deploying would do, with the form's
+// values kept; edit goes back to the form; deploy deploys and goes on to the instance's page.
+// Problems show beside the fields they name.
+func (h *Handlers) WizardForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	d, err := h.deployable(ctx, actor, id)
+	if err != nil {
+		return err
+	}
+	form, err := c.FormParams()
+	if err != nil {
+		return problem.Invalid("form", "encoding", "the form could not be read")
+	}
+	params, err := paramform.Read(form, "", d.def.Parameters)
+	if err != nil {
+		return h.wizard(c, d, form, err, http.StatusUnprocessableEntity)
+	}
+	req := Request{StackID: d.id, Version: d.version, Name: strings.TrimSpace(form.Get("name")), Parameters: params}
+	req.EnvironmentID, _ = uuid.Parse(form.Get("environment_id")) // none chosen: check and Deploy say so
+	switch form.Get("action") {
+	case "edit":
+		return h.wizard(c, d, form, nil, http.StatusOK)
+	case "plan":
+		if err := check(d, req); err != nil {
+			return h.wizard(c, d, form, err, http.StatusUnprocessableEntity)
+		}
+		return h.plan(c, d, form, req)
+	case "deploy":
+		inst, err := h.svc.Deploy(ctx, actor, req)
+		if web.FormErrors(err) != nil {
+			return h.wizard(c, d, form, err, http.StatusUnprocessableEntity)
+		}
+		if err != nil {
+			return err
+		}
+		return web.Redirect(c, "/stack-instances/"+inst.ID.String())
+	}
+	return problem.Invalid("action", "enum", "must be plan, edit or deploy")
+}
+
+// check refuses a request the service would refuse for its name or parameters, before the
+// plan is shown; the service checks it all again when it deploys.
+func check(d deployable, req Request) error {
+	v := &problem.ValidationError{}
+	if !instanceName.MatchString(req.Name) {
+		v.Add("name", "pattern", "must be 1–19 lower-case letters, digits and -, starting with a letter")
+	}
+	if !slices.ContainsFunc(d.environments, func(o views.Option) bool { return o.Value == req.EnvironmentID.String() }) {
+		v.Add("environment_id", "exists", "choose an active environment you may deploy into")
+	}
+	schema := component.ParseSchema("parameters", d.def.Parameters, v)
+	schema.Apply("parameters", req.Parameters, v)
+	return v.Err()
+}
+
+// wizard renders the wizard's form filled with what was typed, err's problems beside the
+// fields.
+func (h *Handlers) wizard(c echo.Context, d deployable, form url.Values, err error, status int) error {
+	errs := web.FormErrors(err)
+	values := paramform.Given(form, "")
+	params, ok := paramform.Layout("", d.def.Parameters, values, errs)
+	if !ok {
+		params.Error = "this stack's parameters cannot be read"
+	}
+	params.Empty = "This stack takes no parameters."
+	for i := range params.Fields {
+		f := &params.Fields[i]
+		if _, given := values[f.Name]; !given && f.HasDefault {
+			f.Value = f.Default
+		}
+		switch f.Kind {
+		case "secret":
+			f.Kind = "password"
+		case "boolean":
+			f.Kind, f.Checked = "checkbox", f.Value == "true"
+		}
+	}
+	v := WizardView{StackID: d.id.String(), Stack: d.name, Version: d.version, Environments: d.environments,
+		Environment: form.Get("environment_id"), Name: form.Get("name"), Params: params, Errors: errs}
+	for _, k := range views.SortedErrorKeys(errs) {
+		if k != "name" && k != "environment_id" && !strings.HasPrefix(k, "parameters.") {
+			v.Others = append(v.Others, k+": "+errs[k])
+		}
+	}
+	return web.Render(c, status, WizardPage(wizardPage(c, d), v))
+}
+
+func wizardPage(c echo.Context, d deployable) views.Page {
+	return web.Page(c, "Deploy "+d.name).Under(views.Crumb{Label: "Stack instances", URL: "/stack-instances"})
+}
+
+// plan shows what deploying would do: the slots in the groups that deploy at once, and where
+// each slot's inputs come from. The form's values ride along for the deploy.
+func (h *Handlers) plan(c echo.Context, d deployable, form url.Values, req Request) error {
+	layers, groups := slotLayers(d.def, nil)
+	q := dbgen.New(h.svc.pool)
+	ids := make([]uuid.UUID, len(d.def.Slots))
+	for i, s := range d.def.Slots {
+		ids[i] = s.Component
+	}
+	names, err := q.ComponentNames(web.Ctx(c), ids)
+	if err != nil {
+		return err
+	}
+	component := map[uuid.UUID]string{}
+	for _, n := range names {
+		component[n.ID] = n.Name
+	}
+	for _, layer := range layers {
+		for i := range layer {
+			sl, _ := d.def.Slot(layer[i].Name)
+			layer[i].Note = fmt.Sprintf("%s v%d", component[sl.Component], sl.Version)
+		}
+	}
+	secret := secretNames(d.def)
+	schemas, err := stack.LoadSchemas(web.Ctx(c), q, d.def)
+	if err != nil {
+		return err
+	}
+	params := req.Parameters
+	if schemas.Params != nil {
+		params = schemas.Params.Apply("parameters", req.Parameters, &problem.ValidationError{})
+	}
+	v := PlanView{StackID: d.id.String(), Stack: d.name, Version: d.version, Name: req.Name, Layers: layers, Groups: groups}
+	for _, o := range d.environments {
+		if o.Value == req.EnvironmentID.String() {
+			v.Environment = o.Label
+		}
+	}
+	for _, sl := range d.def.Slots {
+		for _, input := range slices.Sorted(maps.Keys(sl.Inputs)) {
+			v.Wiring = append(v.Wiring, wiringRow(web.Ctx(c), schemas, sl, input, params, secret))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(form)) {
+		if k != "_csrf" && k != "action" {
+			for _, val := range form[k] {
+				v.Carry = append(v.Carry, views.KeyValue{Key: k, Value: val})
+			}
+		}
+	}
+	return web.Render(c, http.StatusOK, PlanPage(wizardPage(c, d), v))
+}
+
+// wiringRow says where one input of a slot comes from, in words, with the value it will have
+// where the parameters alone give it (no secret shown).
+func wiringRow(ctx context.Context, schemas stack.Schemas, sl stack.Slot, input string, params map[string]any, secret []string) WiringRow {
+	w := sl.Inputs[input]
+	row := WiringRow{Slot: sl.Name, Input: input}
+	switch w.Kind {
+	case stack.Literal:
+		row.Kind, row.From = "literal", views.Value(w.Value)
+	case stack.Param:
+		row.Kind, row.From = "parameter", w.Param
+		if val, ok := params[w.Param]; ok && !slices.Contains(secret, w.Param) {
+			row.Value = views.Value(val)
+		}
+	case stack.Output:
+		row.Kind, row.From = "output", w.Slot+"."+w.Output
+	case stack.Expression:
+		row.Kind, row.From = "expression", w.Expr
+		if len(stack.SlotsIn(w.Expr)) > 0 || slices.ContainsFunc(secret, func(p string) bool { return strings.Contains(w.Expr, "params."+p) }) {
+			break
+		}
+		var want *component.Property
+		if in := schemas.Inputs[sl.Name]; in != nil {
+			want = in.Properties[input]
+		}
+		if e, err := stack.Compile(w.Expr, schemas.SlotScope(sl), want); err == nil {
+			if val, err := e.Eval(ctx, stack.Values(params, nil, nil)); err == nil {
+				row.Value = views.Value(val)
+			}
+		}
+	}
+	return row
+}
