@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"nimbus/app/graph"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
@@ -44,8 +45,38 @@ WHERE o.status = 'queued' AND o.created_at < now() - interval '1 minute'
     WHERE j.kind = 'operation' AND j.args->>'operation_id' = o.id::text
       AND j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled'))`
 
-// Work queues every stale operation, and every orphaned one, once more.
+// stalled are graphs under way (a stack instance's run, an environment being provisioned or
+// decommissioned) that nothing moves: none of their operations is active, and no graph job is
+// waiting for them nor ran lately (a step takes a minute at most). Their last step's job died
+// with its server, and River would rescue it only hours later; a step asked for twice changes
+// nothing the second time.
+const stalled = `
+SELECT 'stack_instance' AS parent, i.id FROM stack_instances i
+JOIN stack_runs r ON r.instance_id = i.id AND r.status = 'running' AND r.started_at < now() - interval '1 minute'
+WHERE NOT EXISTS (
+    SELECT 1 FROM stack_run_steps s JOIN operations o ON o.id = s.operation_id
+    WHERE s.run_id = r.id AND o.status IN ('queued', 'running', 'awaiting_approval'))
+UNION ALL
+SELECT 'environment', e.id FROM environments e
+WHERE e.status IN ('provisioning', 'decommissioning') AND e.updated_at < now() - interval '1 minute'
+  AND NOT EXISTS (
+    SELECT 1 FROM deployed_components d JOIN operations o ON o.deployment_id = d.id
+    WHERE d.environment_id = e.id AND o.status IN ('queued', 'running', 'awaiting_approval'))`
+
+const graphJobWaiting = `
+SELECT EXISTS (
+    SELECT 1 FROM river_job j
+    WHERE j.kind = 'graph' AND j.args->>'id' = $1::text
+      AND (j.state IN ('available', 'pending', 'retryable', 'scheduled')
+        OR j.state = 'running' AND j.attempted_at > now() - interval '2 minutes'))`
+
+// Work queues every stale operation, and every orphaned one, once more, and asks stalled
+// graphs for their next step.
 func (r *Reaper) Work(ctx context.Context, _ *river.Job[ReaperArgs]) error {
+	steps, err := r.stalledGraphs(ctx)
+	if err != nil {
+		return err
+	}
 	ids, err := dbgen.New(r.pool).StaleOperations(ctx)
 	if err != nil {
 		return err
@@ -59,21 +90,47 @@ func (r *Reaper) Work(ctx context.Context, _ *river.Job[ReaperArgs]) error {
 		return err
 	}
 	ids = append(ids, orphaned...)
-	if len(ids) == 0 {
+	if len(ids) == 0 && len(steps) == 0 {
 		return nil
 	}
 	queue, err := jobs.FromContext(ctx)
 	if err != nil {
 		return err
 	}
-	params := make([]river.InsertManyParams, len(ids))
-	for i, id := range ids {
-		params[i] = river.InsertManyParams{Args: OperationArgs{OperationID: id}}
+	var params []river.InsertManyParams
+	for _, id := range ids {
+		params = append(params, river.InsertManyParams{Args: OperationArgs{OperationID: id}})
+	}
+	for _, s := range steps {
+		params = append(params, river.InsertManyParams{Args: s})
 	}
 	return pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		_, err := queue.InsertManyTx(ctx, tx, params)
 		return err
 	})
+}
+
+// stalledGraphs are the steps to ask for of graphs that nothing moves.
+func (r *Reaper) stalledGraphs(ctx context.Context) ([]graph.Args, error) {
+	rows, err := r.pool.Query(ctx, stalled)
+	if err != nil {
+		return nil, err
+	}
+	parents, err := pgx.CollectRows(rows, pgx.RowToStructByPos[graph.Args])
+	if err != nil {
+		return nil, err
+	}
+	var out []graph.Args
+	for _, p := range parents {
+		var waiting bool
+		if err := r.pool.QueryRow(ctx, graphJobWaiting, p.ID).Scan(&waiting); err != nil {
+			return nil, err
+		}
+		if !waiting {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // ReaperSchedule is how often the reaper sweeps: a dead worker's operation resumes within
