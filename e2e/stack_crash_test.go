@@ -356,3 +356,68 @@ func destroying(dir string) bool {
 	}
 	return false
 }
+
+// A server killed while it takes a step of an instance's graph — the step after the first
+// slot's deploy ended, which starts the second — is followed by one that takes that step: the
+// end of the first slot's operation asked for it once, and nothing else will.
+func TestCrash_ServerKilledDuringGraphStepResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes minutes: a dead worker's work is taken over after a minute of silence")
+	}
+	s := startCrashSite(t)
+	machine, version := s.component(t, "simcloud-machine")
+	slot := func(name string, after ...string) stack.Slot {
+		return stack.Slot{Name: name, Component: machine, Version: version, DependsOn: after, Inputs: map[string]stack.Wiring{
+			"name": {Kind: stack.Expression, Expr: `params.prefix + "-` + name + `"`}, "delay_ms": {Kind: stack.Literal, Value: 3000}}}
+	}
+	id := s.deployStack(t, stack.Definition{
+		Parameters: json.RawMessage(`{"type":"object","required":["prefix"],"properties":{"prefix":{"type":"string"}}}`),
+		Slots:      []stack.Slot{slot("first"), slot("second", "first")},
+		Machine:    stack.Machine{States: []stack.State{{Name: "running", Initial: true}}},
+	})
+	s.await(t, "the first machine's up under way", engineWait, func() bool { return s.cloud()["disk"] == 1 })
+
+	// Holding the instance in share mode lets the first slot's operation end, and holds up the
+	// graph step its end asks for, which locks the instance to change it.
+	ctx := context.Background()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM stack_instances WHERE id = $1 FOR SHARE`, id); err != nil {
+		t.Fatal(err)
+	}
+	s.await(t, "the graph step after the first slot's deploy taken and waiting for the instance", engineWait, func() bool {
+		var stepping bool
+		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM river_job WHERE kind = 'graph' AND args->>'id' = $1 AND state = 'running')
+			AND EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock')`, id).Scan(&stepping); err != nil {
+			t.Fatal(err)
+		}
+		return stepping
+	})
+	s.restart(t)
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// As long as a dead worker's operation waits to be taken over, and more.
+	var inst map[string]any
+	for deadline := time.Now().Add(4 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		inst, _ = s.instance(t, id)
+		if inst["status"] == "active" || inst["status"] == "failed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			_, steps := s.run(t, id, "deploy")
+			t.Fatalf("the instance is still %v 4 minutes after the restart; its deploy run's steps: first %v, second %v",
+				inst["status"], steps["first"]["status"], steps["second"]["status"])
+		}
+	}
+	if inst["status"] != "active" {
+		t.Fatalf("after the crash the instance is %v: %v", inst["status"], inst["error"])
+	}
+	if got := s.cloud()["machine"]; got != 2 {
+		t.Fatalf("%d machines in the cloud, want both", got)
+	}
+}
