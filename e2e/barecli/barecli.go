@@ -3,10 +3,12 @@
 package barecli
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,19 +48,39 @@ func New(tb testing.TB, pulumiDir, code, url string, env map[string]string) *CLI
 // not timed, as a user's stack exists before they deploy.
 func (c *CLI) Deploy(tb testing.TB, name string) time.Duration {
 	tb.Helper()
+	return c.DeployWith(tb, name, map[string]string{"name": name})
+}
+
+// DeployWith is Deploy with the program's settings given: each of config is set on the stack
+// before the timed part.
+func (c *CLI) DeployWith(tb testing.TB, name string, config map[string]string) time.Duration {
+	tb.Helper()
 	c.run(tb, "stack", "init", name)
-	c.run(tb, "config", "set", "name", name, "--stack", name)
+	for k, v := range config {
+		c.run(tb, "config", "set", k, v, "--stack", name)
+	}
 	start := time.Now()
 	c.run(tb, "preview", "--stack", name)
 	c.run(tb, "up", "--yes", "--skip-preview", "--stack", name)
 	return time.Since(start)
 }
 
-func (c *CLI) run(tb testing.TB, args ...string) {
+// Output is the output key of the stack called name, as a user reads it to hand it on to the
+// next program.
+func (c *CLI) Output(tb testing.TB, name, key string) string {
+	tb.Helper()
+	return strings.TrimSpace(string(c.run(tb, "stack", "output", key, "--stack", name)))
+}
+
+func (c *CLI) run(tb testing.TB, args ...string) []byte {
 	tb.Helper()
 	cmd := exec.Command(c.path, append(args, "--non-interactive")...)
 	cmd.Dir, cmd.Env = c.dir, c.env
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("pulumi %v: %v\n%s", args, err, out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		tb.Fatalf("pulumi %v: %v\n%s%s", args, err, out, stderr.Bytes())
 	}
+	return out
 }
