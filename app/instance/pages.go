@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -70,9 +71,14 @@ func (h *Handlers) ListPage(c echo.Context) error {
 // deployments, its parameters, its state machine at the current state, its runs and its
 // history of states. While a run is under way the page reloads its live part every two
 // seconds.
-func (h *Handlers) ShowPage(c echo.Context) error { return h.showPage(c, "", http.StatusOK) }
+func (h *Handlers) ShowPage(c echo.Context) error { return h.showPage(c, refusals{}, http.StatusOK) }
 
-func (h *Handlers) showPage(c echo.Context, destroyErr string, status int) error {
+// refusals are what the page says was refused of what was last asked of it.
+type refusals struct {
+	destroy, action string
+}
+
+func (h *Handlers) showPage(c echo.Context, refused refusals, status int) error {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
 		return err
@@ -98,7 +104,7 @@ func (h *Handlers) showPage(c echo.Context, destroyErr string, status int) error
 	v := InstanceView{ID: inst.ID.String(), Name: inst.Name, Tenant: inst.TenantName, Environment: inst.EnvironmentName,
 		EnvironmentID: inst.EnvironmentID.String(), Stack: stackLabel(inst), StackID: inst.StackID.String(), Version: inst.Version,
 		Status: string(inst.Status), State: inst.State, Error: inst.Error, Created: inst.CreatedAt, Deployed: inst.DeployedAt,
-		Parameters: views.Values(inst.Parameters, secretNames(def)...), DestroyError: destroyErr,
+		Parameters: views.Values(inst.Parameters, secretNames(def)...), DestroyError: refused.destroy, ActionError: refused.action,
 		CanDestroy: actor.Can(access.StackInstanceDestroy, inst.TenantID) && inst.Status != Destroyed && inst.Status != Destroying,
 		CanRetry:   actor.Can(access.StackInstanceDeploy, inst.TenantID) && inst.Status == Failed}
 	v.Layers, v.Groups = slotLayers(def, inst.Slots)
@@ -111,7 +117,18 @@ func (h *Handlers) showPage(c echo.Context, destroyErr string, status int) error
 	}
 	v.States, v.Transitions = machineDrawing(def.Machine)
 	if inst.State != "" && inst.Status != Destroyed {
-		v.Triggers, v.Operations = allowedIn(def, inst.State)
+		offers, err := h.svc.Operations(ctx, actor, id)
+		if err != nil {
+			return err
+		}
+		v.Triggers, v.Operations = offerRows(offers)
+	}
+	if inst.Status == Active || inst.Status == Degraded {
+		if plan, err := h.svc.UpgradePlan(ctx, actor, id, 0); err == nil {
+			v.Upgrade = &UpgradeView{To: plan.To, Slots: plan.Slots, May: actor.Can(access.StackInstanceUpgrade, inst.TenantID)}
+		} else if problem.FieldOf(err) == "" {
+			return err
+		}
 	}
 	for _, r := range runs {
 		v.Runs = append(v.Runs, runRow(r))
@@ -201,25 +218,87 @@ func machineDrawing(m stack.Machine) ([]views.StateNode, []views.Edge) {
 	return states, edges
 }
 
-// allowedIn lists what the state allows: the triggers leaving it, with where each
-// leads, and the day-2 operations whose required states hold it.
-func allowedIn(def stack.Definition, state string) ([]OfferRow, []OfferRow) {
-	var triggers, ops []OfferRow
-	for _, trig := range def.Machine.Triggers(state) {
-		t, _ := def.Machine.Fire(state, trig)
-		triggers = append(triggers, OfferRow{Name: trig, Note: "to " + t.To})
-	}
-	for _, o := range def.Operations {
-		if !slices.Contains(o.RequiredStates, state) {
+// offerRows are the triggers leaving the current state, with where each leads, and the day-2
+// operations with their input forms, each offered or not.
+func offerRows(offers []Offer) (triggers, ops []OfferRow) {
+	for _, o := range offers {
+		row := OfferRow{Name: o.Name, Label: o.DisplayName, Note: o.Description, Then: o.TriggersTransition, Offered: o.Offered, Reason: o.Reason}
+		if o.Kind == "transition" {
+			row.Note = "to " + o.To
+			triggers = append(triggers, row)
 			continue
 		}
-		row := OfferRow{Name: o.Name, Label: o.DisplayName, Note: o.Description}
-		if o.TriggersTransition != "" {
-			row.Then = o.TriggersTransition
-		}
+		row.Inputs, _ = paramform.Layout(o.Name+".", o.InputSchema, nil, nil)
+		row.Inputs.Empty = "It takes no inputs."
 		ops = append(ops, row)
 	}
 	return triggers, ops
+}
+
+// FireForm fires a trigger from the instance's page and stays there.
+func (h *Handlers) FireForm(c echo.Context) error {
+	return h.actOnPage(c, func(ctx context.Context, actor access.Principal, id uuid.UUID) error {
+		_, err := h.svc.Fire(ctx, actor, id, c.FormValue("trigger"))
+		return err
+	})
+}
+
+// RunOperationForm runs a day-2 operation with the inputs of its form, and stays on the page.
+func (h *Handlers) RunOperationForm(c echo.Context) error {
+	return h.actOnPage(c, func(ctx context.Context, actor access.Principal, id uuid.UUID) error {
+		name := c.Param("name")
+		offers, err := h.svc.Operations(ctx, actor, id)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(offers, func(o Offer) bool { return o.Kind == "operation" && o.Name == name })
+		if i < 0 {
+			return problem.Invalid("operation", "exists", "this stack has no day-2 operation %s", name)
+		}
+		form, err := c.FormParams()
+		if err != nil {
+			return problem.Invalid("form", "encoding", "the form could not be read")
+		}
+		inputs, err := paramform.Read(form, name+".", offers[i].InputSchema)
+		if err != nil {
+			return err
+		}
+		_, err = h.svc.RunOperation(ctx, actor, id, name, inputs)
+		return err
+	})
+}
+
+// UpgradeForm upgrades the instance to the version its page offered, and stays on the page.
+func (h *Handlers) UpgradeForm(c echo.Context) error {
+	return h.actOnPage(c, func(ctx context.Context, actor access.Principal, id uuid.UUID) error {
+		version, err := strconv.Atoi(c.FormValue("version"))
+		if err != nil {
+			return problem.Invalid("version", "integer", "must be a version number")
+		}
+		_, err = h.svc.Upgrade(ctx, actor, id, version)
+		return err
+	})
+}
+
+// actOnPage does what a form of the instance's page asks and goes back to the page; a refusal is
+// said on the page, in words.
+func (h *Handlers) actOnPage(c echo.Context, do func(context.Context, access.Principal, uuid.UUID) error) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	err = do(web.Ctx(c), web.Actor(c), id)
+	if errs := web.FormErrors(err); errs != nil {
+		var words []string
+		for _, k := range views.SortedErrorKeys(errs) {
+			words = append(words, errs[k])
+		}
+		return h.showPage(c, refusals{action: strings.Join(words, " ")}, http.StatusUnprocessableEntity)
+	}
+	if err != nil {
+		return err
+	}
+	return web.Redirect(c, "/stack-instances/"+id.String())
 }
 
 func runRow(r Run) RunRow {
@@ -259,7 +338,7 @@ func (h *Handlers) DestroyForm(c echo.Context) error {
 		if typed != "" {
 			msg += fmt.Sprintf(" (you typed %s)", typed)
 		}
-		return h.showPage(c, msg+".", http.StatusUnprocessableEntity)
+		return h.showPage(c, refusals{destroy: msg + "."}, http.StatusUnprocessableEntity)
 	}
 	if _, err := h.svc.Destroy(ctx, actor, id); err != nil {
 		return err

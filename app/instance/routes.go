@@ -24,3 +24,17 @@ func (h *Handlers) Routes(api *echo.Group) {
 	api.POST("/stack-instances/:id/operations/:name", h.RunOperationAPI, seen)
 	api.GET("/stack-instances/:id/history", h.HistoryAPI, seen)
 }
+
+// Pages registers the pages of stack instances, and the wizard that deploys a stack, on pages.
+func (h *Handlers) Pages(pages *echo.Group) {
+	seen := web.Seen(h.svc.Get)
+	pages.GET("/stack-instances", h.ListPage)
+	pages.GET("/stack-instances/:id", h.ShowPage, seen)
+	pages.POST("/stack-instances/:id/destroy", h.DestroyForm, seen)
+	pages.POST("/stack-instances/:id/retry", h.RetryForm, seen)
+	pages.POST("/stack-instances/:id/transitions", h.FireForm, seen)
+	pages.POST("/stack-instances/:id/operations/:name", h.RunOperationForm, seen)
+	pages.POST("/stack-instances/:id/upgrade", h.UpgradeForm, seen)
+	pages.GET("/stacks/:id/deploy", h.WizardPage)
+	pages.POST("/stacks/:id/deploy", h.WizardForm)
+}

@@ -151,3 +151,67 @@ func TestStackPages_FailedInstanceSaysWhyAndOffersRetry(t *testing.T) {
 		t.Fatalf("after retry the instance has %d runs, want 3", len(runs))
 	}
 }
+
+func TestStackPages_FireRunAndUpgradeFromTheInstancePage(t *testing.T) {
+	s := newSite(t)
+	def := webStack(t, s, 0)
+	def.Operations = []stack.Operation{{Name: "resize", DisplayName: "Resize the machines", RequiredStates: []string{"active"},
+		InputSchema: json.RawMessage(`{"type":"object","required":["cores"],"properties":{"cores":{"type":"integer","minimum":1,"maximum":16}}}`),
+		Actions: []stack.Action{{Slot: "a", Do: stack.Update, Inputs: map[string]string{"cores": "inputs.cores"}},
+			{Slot: "b", Do: stack.Update, Inputs: map[string]string{"cores": "inputs.cores"}}}}}
+	stackID := publishedStack(t, s, "web", def)
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	user, admin := s.token(t, s.userA), s.token(t, s.adminA)
+	r := s.call(t, "POST", "/api/v1/stack-instances", user, map[string]any{
+		"stack_id": stackID, "environment_id": env.ID, "name": "shop", "parameters": map[string]any{"prefix": "shop"}})
+	wantStatus(t, r, http.StatusAccepted)
+	id := r.json(t)["id"].(string)
+	page := "/stack-instances/" + id
+	if inst := s.waitInstance(t, user, id, status("active", "failed")); inst["status"] != "active" {
+		t.Fatalf("deploy: %v", inst)
+	}
+	wantIn(t, s.call(t, "GET", page, user, nil), `data-testid="fire-maintain"`, `data-testid="run-resize"`, `name="resize.p.cores"`)
+	if strings.Contains(string(s.call(t, "GET", page, user, nil).body), `id="upgrade"`) {
+		t.Fatal("the page offers an upgrade with no newer version published")
+	}
+
+	// A trigger moves the state; in maintenance, resize is not offered and is refused in words.
+	wantStatus(t, s.submit(t, page+"/transitions", user, url.Values{"trigger": {"maintain"}}), http.StatusSeeOther)
+	s.waitInstance(t, user, id, func(m map[string]any) bool { return m["state"] == "maintenance" })
+	r = s.submit(t, page+"/operations/resize", user, url.Values{"resize.p.cores": {"4"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, `data-testid="action-error"`, "active")
+	wantStatus(t, s.submit(t, page+"/transitions", user, url.Values{"trigger": {"resume"}}), http.StatusSeeOther)
+	s.waitInstance(t, user, id, func(m map[string]any) bool { return m["state"] == "active" })
+
+	// Back in active, resize runs with the form's input.
+	r = s.submit(t, page+"/operations/resize", user, url.Values{"resize.p.cores": {"lots"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, "is not a number")
+	wantStatus(t, s.submit(t, page+"/operations/resize", user, url.Values{"resize.p.cores": {"4"}}), http.StatusSeeOther)
+	s.waitInstance(t, user, id, func(m map[string]any) bool {
+		runs := s.call(t, "GET", "/api/v1/stack-instances/"+id+"/runs", user, nil).json(t)["runs"].([]any)
+		newest := runs[0].(map[string]any)
+		return newest["kind"] == "day2" && newest["status"] != "queued" && newest["status"] != "running"
+	})
+	for _, name := range []string{"shop-a", "shop-b"} {
+		if got := s.machineCores(t, name); got != 4 {
+			t.Fatalf("%s has %v cores after resize to 4", name, got)
+		}
+	}
+
+	// A newer version is offered with its plan; tenant admins upgrade from the page.
+	v2 := webStack(t, s, 0)
+	d := v2.Slots[3]
+	d.Name, d.DependsOn = "d", []string{"c"}
+	d.Inputs = map[string]stack.Wiring{"name": {Kind: stack.Expression, Expr: `params.prefix + "-d"`}}
+	v2.Slots = append(v2.Slots, d)
+	publishVersion(t, s, stackID, 2, v2)
+	wantIn(t, s.call(t, "GET", page, user, nil), `data-slot="d" data-change="added"`, "Tenant admins may upgrade it.")
+	wantStatus(t, s.submit(t, page+"/upgrade", admin, url.Values{"version": {"2"}}), http.StatusSeeOther)
+	inst := s.waitInstance(t, admin, id, func(m map[string]any) bool { return m["version"] == float64(2) && m["status"] == "active" })
+	if len(inst["slots"].([]any)) != 5 {
+		t.Fatalf("after the upgrade from the page: %v", inst)
+	}
+}
