@@ -62,6 +62,7 @@ func TestBrowser_StackEditorPublishForkAndParentMovesOn(t *testing.T) {
 	admin.setField("s.0.in.cidr.literal", "10.20.0.0/16")
 	admin.pressIn(`[data-testid="slots"] [data-testid="save"]`)
 	problem := admin.text(`[data-problem="slots.net.inputs.name"]`)
+	admin.screenshot("stack-editor-inline-error")
 	if !strings.Contains(problem, "params.prefx") {
 		t.Fatalf("the problem beside the network's name says %q, want it to name params.prefx", problem)
 	}
@@ -132,6 +133,7 @@ func TestBrowser_StackEditorPublishForkAndParentMovesOn(t *testing.T) {
 	if eval[int](admin, `document.querySelectorAll('[data-testid="no-problems"]').length`) != 1 {
 		t.Fatalf("the finished draft has problems: %q", admin.text(`[data-testid="problems"]`))
 	}
+	admin.screenshot("stack-editor")
 
 	// Published from the stack's page.
 	admin.publishStack(stackPath, "first version")
@@ -176,10 +178,12 @@ func TestBrowser_StackEditorPublishForkAndParentMovesOn(t *testing.T) {
 	if got := ops.text(`[data-testid="parent-newer"]`); !strings.Contains(got, "v2") {
 		t.Fatalf("the fork's notice reads %q, want it to name the parent's v2", got)
 	}
+	ops.screenshot("stack-fork-parent-newer")
 	ops.follow(`[data-testid="parent-diff"]`)
 	if got := ops.text(`[data-testid="slots-added"]`); got != "cache" {
 		t.Fatalf("the diff against the parent's v2 adds %q, want the fork's cache", got)
 	}
+	ops.screenshot("stack-diff-against-parent")
 }
 
 // pressIn clicks a button of the stack editor and waits for the editor the server answers with
