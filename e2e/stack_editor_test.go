@@ -135,6 +135,16 @@ func TestBrowser_StackEditorPublishForkAndParentMovesOn(t *testing.T) {
 	}
 	admin.screenshot("stack-editor")
 
+	// A slot's program is shown read-only in the code editor once its panel is opened.
+	if eval[int](admin, `document.querySelectorAll('.monaco-editor').length`) != 0 {
+		t.Fatal("programs are shown before their panels are opened")
+	}
+	eval[bool](admin, `document.querySelector('[data-slot="web1"] details[data-program]').open = true`)
+	admin.waitWithin(`!!document.querySelector('[data-slot="web1"] [data-program] .monaco-editor')`, 30*time.Second)
+	if !eval[bool](admin, `window.monaco.editor.getEditors()[0].getOption(window.monaco.editor.EditorOption.readOnly)`) {
+		t.Fatal("the program's editor is not read-only")
+	}
+
 	// Published from the stack's page.
 	admin.publishStack(stackPath, "first version")
 
