@@ -63,6 +63,7 @@ func (h *Handlers) CatalogPage(c echo.Context) error {
 	if v.ForkTenants, err = h.forkTenants(ctx, actor); err != nil {
 		return err
 	}
+	v.ForkTenants = held(v.ForkTenants, actor)
 	return web.Render(c, http.StatusOK, CatalogPage(web.Page(c, "Stacks"), v))
 }
 
@@ -82,6 +83,20 @@ func (h *Handlers) forkTenants(ctx context.Context, actor access.Principal) ([]v
 		}
 	}
 	return out, nil
+}
+
+// held keeps the tenants in which actor holds a role of their own: forking is offered to a
+// tenant's admins, not to provider admins on every tenant's behalf.
+func held(tenants []views.Option, actor access.Principal) []views.Option {
+	var out []views.Option
+	for _, t := range tenants {
+		if id, err := uuid.Parse(t.Value); err == nil {
+			if _, ok := actor.Roles[id]; ok {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
 }
 
 // NewView is the form that creates a stack.
@@ -186,6 +201,7 @@ func (h *Handlers) renderShow(c echo.Context, status int, v StackView, err error
 		if v.ForkTenants, fErr = h.forkTenants(ctx, actor); fErr != nil {
 			return fErr
 		}
+		v.ForkTenants = held(v.ForkTenants, actor)
 	}
 	if v.Fork.Version == 0 {
 		v.Fork.Version = st.LatestVersion
@@ -248,7 +264,7 @@ func (h *Handlers) ForkForm(c echo.Context) error {
 		return err
 	}
 	tenant := c.FormValue("tenant_id")
-	if tenant == "" && len(tenants) == 1 {
+	if tenants = held(tenants, web.Actor(c)); tenant == "" && len(tenants) == 1 {
 		tenant = tenants[0].Value
 	}
 	in.TenantID, _ = uuid.Parse(tenant)
