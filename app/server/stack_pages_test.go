@@ -98,6 +98,10 @@ func TestPages_StackPagesOfferWhatTheViewerMayDo(t *testing.T) {
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 	wantIn(t, r, "params.lable not known here", "second")
 
+	r = s.call(t, "GET", "/stacks/"+id+"/diff?from=1&to=1", userA, nil)
+	wantStatus(t, r, http.StatusOK)
+	wantIn(t, r, `data-testid="diff-summary"`, "unchanged")
+
 	// An unused version is archived from the page.
 	r = s.postForm(t, "/stacks/"+id+"/versions/1/archive", admin, nil)
 	wantStatus(t, r, http.StatusSeeOther)
