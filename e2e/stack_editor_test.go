@@ -153,6 +153,7 @@ func TestBrowser_StackEditorPublishForkAndParentMovesOn(t *testing.T) {
 	ops.signIn("ops@acme.example", userPassword)
 	ops.open("/stacks")
 	ops.click(`[data-fork="web-tier"]`)
+	ops.screenshot("stacks-catalog-fork")
 	ops.fill(`[data-stack="web-tier"] [data-testid="fork-form"] input[name="name"]`, "acme-web")
 	if status := ops.submit(`[data-stack="web-tier"] [data-testid="fork-form"]`); status != 200 {
 		t.Fatalf("fork: status %d", status)
@@ -184,6 +185,7 @@ func TestBrowser_StackEditorPublishForkAndParentMovesOn(t *testing.T) {
 	if got := admin.text(`[data-testid="latest"]`); got != "v2" {
 		t.Fatalf("the stack's latest version reads %q, want v2", got)
 	}
+	admin.screenshot("stack-page")
 	ops.open(forkPath)
 	if got := ops.text(`[data-testid="parent-newer"]`); !strings.Contains(got, "v2") {
 		t.Fatalf("the fork's notice reads %q, want it to name the parent's v2", got)
