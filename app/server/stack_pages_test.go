@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"nimbus/app/environment"
 	"nimbus/app/stack"
 )
 
@@ -107,4 +108,31 @@ func TestPages_StackPagesOfferWhatTheViewerMayDo(t *testing.T) {
 	wantStatus(t, r, http.StatusSeeOther)
 	r = s.call(t, "GET", "/stacks/"+id, admin, nil)
 	wantIn(t, r, "archived")
+}
+
+// TestPages_StackPageListsItsInstancesAndKeepsTheirVersion: the stack's page lists its
+// instances, and archiving the version they use is refused in words.
+func TestPages_StackPageListsItsInstancesAndKeepsTheirVersion(t *testing.T) {
+	s := newSite(t)
+	stackID := publishedStack(t, s, "web", webStack(t, s, 0))
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	admin, userA := s.token(t, s.admin), s.token(t, s.userA)
+	r := s.call(t, "POST", "/api/v1/stack-instances", userA, map[string]any{
+		"stack_id": stackID, "environment_id": env.ID, "name": "shop", "parameters": map[string]any{"prefix": "shop"}})
+	wantStatus(t, r, http.StatusAccepted)
+	instanceID := r.json(t)["id"].(string)
+	defer s.waitInstance(t, userA, instanceID, status("active", "failed"))
+
+	page := s.call(t, "GET", "/stacks/"+stackID.String(), userA, nil)
+	wantStatus(t, page, http.StatusOK)
+	wantIn(t, page, `href="/stack-instances/`+instanceID+`"`, ">shop<", ">dev<")
+
+	r = s.postForm(t, "/stacks/"+stackID.String()+"/versions/1/archive", admin, nil)
+	wantStatus(t, r, http.StatusSeeOther)
+	flash, _ := url.QueryUnescape(r.header.Get("Set-Cookie"))
+	if !strings.Contains(flash, "Version 1 was not archived: 1 instances use version 1") {
+		t.Fatalf("the refusal to archive says %q", flash)
+	}
+	wantNotIn(t, s.call(t, "GET", "/stacks/"+stackID.String(), admin, nil), "badge-muted\">archived")
 }
