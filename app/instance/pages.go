@@ -115,7 +115,7 @@ func (h *Handlers) showPage(c echo.Context, refused refusals, status int) error 
 		}
 		v.Slots = append(v.Slots, row)
 	}
-	v.States, v.Transitions = machineDrawing(def.Machine)
+	v.States, v.Transitions = def.Machine.Drawing()
 	if inst.State != "" && inst.Status != Destroyed {
 		offers, err := h.svc.Operations(ctx, actor, id)
 		if err != nil {
@@ -206,17 +206,6 @@ func slotLayers(def stack.Definition, slots []Slot) ([][]views.SlotBox, [][]stri
 	return layers, groups
 }
 
-func machineDrawing(m stack.Machine) ([]views.StateNode, []views.Edge) {
-	states := make([]views.StateNode, len(m.States))
-	for i, s := range m.States {
-		states[i] = views.StateNode{Name: s.Name, Initial: s.Initial, Terminal: s.Terminal}
-	}
-	edges := make([]views.Edge, len(m.Transitions))
-	for i, t := range m.Transitions {
-		edges[i] = views.Edge{From: t.From, To: t.To, Label: t.Trigger}
-	}
-	return states, edges
-}
 
 // offerRows are the triggers leaving the current state, with where each leads, and the day-2
 // operations with their input forms, each offered or not.

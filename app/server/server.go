@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
@@ -21,6 +22,7 @@ import (
 	"github.com/riverqueue/river"
 	"riverqueue.com/riverui"
 
+	"nimbus/app/access"
 	"nimbus/app/approval"
 	"nimbus/app/audit"
 	"nimbus/app/auth"
@@ -166,7 +168,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	instance.NewHandlers(instances).Routes(api)
 	instance.NewHandlers(instances).Pages(signed)
 	dashboard.NewHandlers(dashboard.NewService(d.Pool, environments, pools, approvals)).Routes(signed)
-	stack.NewHandlers(stack.NewService(d.Pool)).Routes(api)
+	stack.NewHandlers(stack.NewService(d.Pool), components, stackInstances(instances)).Routes(signed, api)
 
 	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
 
@@ -313,5 +315,22 @@ func requestLog(log *slog.Logger) echo.MiddlewareFunc {
 				slog.Int("status", status), slog.Duration("took", time.Since(start)))
 			return err
 		}
+	}
+}
+
+// stackInstances lists a stack's instances for its page; the stack package cannot ask the
+// instance service itself, which reads stacks.
+func stackInstances(svc *instance.Service) stack.Instances {
+	return func(ctx context.Context, actor access.Principal, id uuid.UUID) ([]stack.InstanceRow, error) {
+		list, err := svc.List(ctx, actor, instance.Filter{StackID: id})
+		if err != nil {
+			return nil, err
+		}
+		out := make([]stack.InstanceRow, len(list))
+		for i, in := range list {
+			out[i] = stack.InstanceRow{ID: in.ID, Name: in.Name, Environment: in.EnvironmentName, Status: string(in.Status),
+				State: in.State, Version: in.Version, CreatedAt: in.CreatedAt}
+		}
+		return out, nil
 	}
 }

@@ -6,15 +6,23 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"nimbus/app/component"
 	"nimbus/app/problem"
 	"nimbus/app/web"
 )
 
-// Handlers serves the stack definition API.
-type Handlers struct{ svc *Service }
+// Handlers serves the stack definition pages and API.
+type Handlers struct {
+	svc        *Service
+	components *component.Service
+	instances  Instances
+}
 
-// NewHandlers returns the handlers for svc.
-func NewHandlers(svc *Service) *Handlers { return &Handlers{svc: svc} }
+// NewHandlers returns the handlers for svc: components offers the slots' components and shows
+// their programs, instances lists a stack's instances on its page.
+func NewHandlers(svc *Service, components *component.Service, instances Instances) *Handlers {
+	return &Handlers{svc: svc, components: components, instances: instances}
+}
 
 // ListAPI answers GET /api/v1/stacks.
 func (h *Handlers) ListAPI(c echo.Context) error {

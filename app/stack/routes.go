@@ -6,9 +6,20 @@ import (
 	"nimbus/app/web"
 )
 
-// Routes registers the stack definition API on api.
-func (h *Handlers) Routes(api *echo.Group) {
+// Routes registers the stack catalog, page and editor on pages, and the stack definition API
+// on api.
+func (h *Handlers) Routes(pages, api *echo.Group) {
 	seen := web.Seen(h.svc.Get)
+	pages.GET("/stacks", h.CatalogPage)
+	pages.GET("/stacks/new", h.NewPage)
+	pages.POST("/stacks", h.CreateForm)
+	pages.GET("/stacks/:id", h.ShowPage, seen)
+	pages.GET("/stacks/:id/edit", h.EditPage, seen)
+	pages.POST("/stacks/:id/edit", h.SaveForm, seen)
+	pages.POST("/stacks/:id/publish", h.PublishForm, seen)
+	pages.POST("/stacks/:id/versions/:n/archive", h.ArchiveForm, seen)
+	pages.POST("/stacks/:id/fork", h.ForkForm, seen)
+	pages.GET("/stacks/:id/diff", h.DiffPage, seen)
 	api.GET("/stacks", h.ListAPI)
 	api.POST("/stacks", h.CreateAPI)
 	api.GET("/stacks/:id", h.GetAPI, seen)
