@@ -2,20 +2,27 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"nimbus/app/access"
 	"nimbus/app/component"
+	"nimbus/app/environment"
 )
 
-// TestBrowser_StackEditorPublishForkAndParentMovesOn builds a stack in the editor — its
-// parameters, a network and three machines wired to it, a state machine and a day-2
-// operation — sees an expression naming an unknown parameter refused beside its input, fixes
-// it and publishes; a tenant admin forks it, adds a slot and publishes the fork; the provider
-// publishes a second version, and the fork's page says its parent has moved on.
+// TestBrowser_StackEditorPublishForkAndParentMovesOn is a stack's whole story. A provider admin
+// builds it in the editor — its parameters, a network and three machines wired to it, a state
+// machine and a day-2 operation — sees an expression naming an unknown parameter refused
+// beside its input, fixes it and publishes. A tenant user deploys it (the two web machines
+// deploy at once), resizes it, and takes it to maintenance and back. A tenant admin forks it,
+// adds a slot, publishes and deploys the fork. The provider publishes a second version with
+// one more slot; the fork's page says its parent has moved on, and the first instance is
+// upgraded to it; destroying it takes the slots down in reverse order.
 func TestBrowser_StackEditorPublishForkAndParentMovesOn(t *testing.T) {
 	t.Parallel()
 	a := startApp(t)
@@ -24,6 +31,11 @@ func TestBrowser_StackEditorPublishForkAndParentMovesOn(t *testing.T) {
 	}
 	acme := a.createTenant(t, "acme")
 	a.addMember(t, "ops@acme.example", acme.ID, access.TenantAdmin)
+	a.addMember(t, "dev@acme.example", acme.ID, access.User)
+	env, err := environment.NewService(a.pool).Create(context.Background(), a.principal(t, adminEmail), acme.ID, "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
 	browser := newBrowser(t)
 
 	admin := newSession(t, browser, a)
@@ -79,9 +91,14 @@ func TestBrowser_StackEditorPublishForkAndParentMovesOn(t *testing.T) {
 	for i, name := range []string{"web1", "web2"} {
 		admin.addSlot(name, "simcloud-machine")
 		admin.setField(fmt.Sprintf("s.%d.in.network_id.kind", i+1), "output:net.network_id")
+		admin.nameSlot(i+1, name)
+		// Long enough that running together shows.
+		admin.setField(fmt.Sprintf("s.%d.in.delay_ms.kind", i+1), "literal")
+		admin.setField(fmt.Sprintf("s.%d.in.delay_ms.literal", i+1), "1500")
 		admin.pressIn(`[data-testid="slots"] [data-testid="save"]`)
 	}
 	admin.addSlot("db", "simcloud-machine")
+	admin.nameSlot(3, "db")
 	admin.tick("s.3.dep", "web1")
 	admin.tick("s.3.dep", "web2")
 	admin.pressIn(`[data-testid="slots"] [data-testid="save"]`)
@@ -148,6 +165,41 @@ func TestBrowser_StackEditorPublishForkAndParentMovesOn(t *testing.T) {
 	// Published from the stack's page.
 	admin.publishStack(stackPath, "first version")
 
+	// A tenant user deploys it through the wizard; the two web machines deploy at once.
+	dev := newSession(t, browser, a)
+	dev.signIn("dev@acme.example", userPassword)
+	shopPath := dev.deployStack(stackPath, "shop", env.ID.String())
+	var together bool
+	if err := a.pool.QueryRow(context.Background(), `SELECT a.started_at < b.finished_at AND b.started_at < a.finished_at
+		FROM operations a JOIN deployed_components da ON da.id = a.deployment_id,
+		     operations b JOIN deployed_components db ON db.id = b.deployment_id
+		WHERE da.name = 'shop-web1' AND db.name = 'shop-web2' AND a.kind = 'deploy' AND b.kind = 'deploy'`).Scan(&together); err != nil {
+		t.Fatal(err)
+	}
+	if !together {
+		t.Fatal("the two web machines did not deploy at once")
+	}
+
+	// resize, from the instance's page, gives both web machines the cores asked for.
+	dev.fill(`[name="resize.p.cores"]`, "4")
+	dev.submit(`[data-operation="resize"] form`)
+	dev.waitRun(a, shopPath, "day2")
+	for _, name := range []string{"shop-web1", "shop-web2"} {
+		if got := machineNamed(t, a, name)["cores"]; got != 4.0 {
+			t.Fatalf("%s has %v cores after resize to 4", name, got)
+		}
+	}
+
+	// Maintenance and back: each trigger moves the state the page shows.
+	for _, move := range [][2]string{{"maintenance", "maintenance"}, {"resume", "active"}} {
+		dev.submit(fmt.Sprintf(`[data-trigger=%q] form`, move[0]))
+		dev.waitWithin(fmt.Sprintf(`document.querySelector('[data-testid="instance-state"]')?.textContent.trim() === %q`, move[1]), engineWait)
+	}
+	if history := dev.rows("state-history"); len(history) != 3 {
+		t.Fatalf("the states after maintenance and back: %q", history)
+	}
+	dev.screenshot("stack-instance-after-maintenance")
+
 	// A tenant admin forks it from the catalog, adds a slot and publishes the fork.
 	ops := newSession(t, browser, a)
 	ops.signIn("ops@acme.example", userPassword)
@@ -167,11 +219,16 @@ func TestBrowser_StackEditorPublishForkAndParentMovesOn(t *testing.T) {
 	}
 	ops.open(forkPath + "/edit")
 	ops.addSlot("cache", "simcloud-machine")
+	ops.nameSlot(4, "cache")
 	ops.pressIn(`[data-testid="slots"] [data-testid="save"]`)
 	if eval[int](ops, `document.querySelectorAll('[data-testid="no-problems"]').length`) != 1 {
 		t.Fatalf("the fork's draft has problems: %q", ops.text(`[data-testid="problems"]`))
 	}
 	ops.publishStack(forkPath, "with a cache")
+	ops.deployStack(forkPath, "cached", env.ID.String())
+	if n := eval[int](ops, `document.querySelectorAll('[data-testid="slots"] tr[data-status="deployed"]').length`); n != 5 {
+		t.Fatalf("the fork's instance has %d slots deployed, want 5", n)
+	}
 	ops.open(forkPath)
 	if n := eval[int](ops, `document.querySelectorAll('[data-testid="parent-newer"]').length`); n != 0 {
 		t.Fatal("the fork says its parent has newer versions before the parent changed")
@@ -180,6 +237,7 @@ func TestBrowser_StackEditorPublishForkAndParentMovesOn(t *testing.T) {
 	// The provider publishes v2 with one more slot; the fork's page says so, and compares.
 	admin.open(editPath)
 	admin.addSlot("web3", "simcloud-machine")
+	admin.nameSlot(4, "web3")
 	admin.pressIn(`[data-testid="slots"] [data-testid="save"]`)
 	admin.publishStack(stackPath, "a third web machine")
 	if got := admin.text(`[data-testid="latest"]`); got != "v2" {
@@ -196,6 +254,99 @@ func TestBrowser_StackEditorPublishForkAndParentMovesOn(t *testing.T) {
 		t.Fatalf("the diff against the parent's v2 adds %q, want the fork's cache", got)
 	}
 	ops.screenshot("stack-diff-against-parent")
+
+	// The first instance is upgraded to v2 from its page: the new slot is deployed.
+	ops.open(shopPath)
+	if got := eval[string](ops, `document.querySelector('[data-testid="upgrade-plan"] [data-slot="web3"]')?.dataset.change ?? ""`); got != "added" {
+		t.Fatalf("the upgrade plan says web3 is %q", got)
+	}
+	ops.submit(`#upgrade form`)
+	ops.waitRun(a, shopPath, "upgrade")
+	ops.open(shopPath)
+	if n := eval[int](ops, `document.querySelectorAll('[data-testid="slots"] tr[data-status="deployed"]').length`); n != 5 {
+		t.Fatalf("after the upgrade %d slots are deployed, want 5", n)
+	}
+
+	// Destroying it takes db down before the web machines, and those before their network.
+	ops.fill(`[data-testid="destroy-form"] input[name="confirm"]`, "shop")
+	ops.submit(`[data-testid="destroy-form"]`)
+	ops.across(`document.querySelector('[data-testid="instance-status"]')?.dataset.status === 'destroyed'`, engineWait)
+	var inOrder bool
+	if err := a.pool.QueryRow(context.Background(), `WITH d AS (
+		SELECT dc.name, o.started_at, o.finished_at FROM operations o JOIN deployed_components dc ON dc.id = o.deployment_id
+		WHERE o.kind = 'destroy' AND dc.name LIKE 'shop-%')
+		SELECT (SELECT finished_at FROM d WHERE name = 'shop-db') < ALL (SELECT started_at FROM d WHERE name IN ('shop-web1', 'shop-web2'))
+		   AND (SELECT max(finished_at) FROM d WHERE name IN ('shop-web1', 'shop-web2')) < (SELECT started_at FROM d WHERE name = 'shop-net')`).Scan(&inOrder); err != nil {
+		t.Fatal(err)
+	}
+	if !inOrder {
+		t.Fatal("destroy did not take the slots down in reverse order")
+	}
+}
+
+// nameSlot names the machines of the slot at index i by the stack's prefix and the slot.
+func (s *session) nameSlot(i int, slot string) {
+	s.t.Helper()
+	s.setField(fmt.Sprintf("s.%d.in.name.kind", i), "expr")
+	s.setField(fmt.Sprintf("s.%d.in.name.expr", i), "params.prefix + '-"+slot+"'")
+}
+
+// deployStack deploys the stack through its wizard into the environment under name (its
+// prefix too), waits on the instance's page until it is active and returns the page's path.
+func (s *session) deployStack(stackPath, name, envID string) string {
+	s.t.Helper()
+	s.open(stackPath + "/deploy")
+	s.choose(`[name="environment_id"]`, envID)
+	s.fill("#f-name", name)
+	s.fill(`#f-p\.prefix`, name)
+	if status := s.submit(`[data-testid="wizard-form"]`); status != 200 {
+		s.t.Fatalf("the plan of %s answered %d: %s", name, status, s.text("main"))
+	}
+	s.submitButton(`[data-testid="deploy"]`)
+	s.waitWithin(`['active', 'failed'].includes(document.querySelector('[data-testid="instance-status"]')?.dataset.status)`, engineWait)
+	if got := s.text(`[data-testid="instance-status"]`); got != "active" {
+		s.t.Fatalf("%s ended %s: %s", name, got, s.text(`#instance-live`))
+	}
+	return s.path()
+}
+
+// waitRun waits until the instance's newest run of kind has ended, and fails unless it
+// succeeded.
+func (s *session) waitRun(a *app, instancePath, kind string) {
+	s.t.Helper()
+	id := strings.TrimPrefix(instancePath, "/stack-instances/")
+	var status, reason string
+	if !pollUntil(engineWait, func() bool {
+		err := a.pool.QueryRow(context.Background(), `SELECT status, error FROM stack_runs WHERE instance_id = $1 AND kind = $2
+			ORDER BY created_at DESC LIMIT 1`, id, kind).Scan(&status, &reason)
+		return err == nil && status != "queued" && status != "running"
+	}) {
+		s.t.Fatalf("the %s run of %s did not end", kind, instancePath)
+	}
+	if status != "succeeded" {
+		s.t.Fatalf("the %s run of %s %s: %s", kind, instancePath, status, reason)
+	}
+}
+
+// machineNamed reads the simulated cloud's machine of that name.
+func machineNamed(t *testing.T, a *app, name string) map[string]any {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(a.cloud, "machine", "*.json"))
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["name"] == name {
+			return m
+		}
+	}
+	t.Fatalf("no machine named %s in the cloud", name)
+	return nil
 }
 
 // pressIn clicks a button of the stack editor and waits for the editor the server answers with
