@@ -206,7 +206,6 @@ func slotLayers(def stack.Definition, slots []Slot) ([][]views.SlotBox, [][]stri
 	return layers, groups
 }
 
-
 // offerRows are the triggers leaving the current state, with where each leads, and the day-2
 // operations with their input forms, each offered or not.
 func offerRows(offers []Offer) (triggers, ops []OfferRow) {
