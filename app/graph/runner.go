@@ -36,7 +36,7 @@ type Parent interface {
 	// Load locks the parent and returns the graph under way, or nil when none is.
 	Load(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*Run, error)
 	// Start starts one node's operation. An error that is a refusal (a rule saying no) stops
-	// the graph: the parent records why in End.
+	// the graph once nothing else runs: the parent records why in End.
 	Start(ctx context.Context, tx pgx.Tx, run *Run, node string) error
 	// End records how the graph ended: step.Done, or step.Stopped with the nodes that failed,
 	// or refused with the refusal that stopped it.
@@ -77,6 +77,22 @@ func (r *Runner) Serve(kind string, p Parent) *Runner {
 	return r
 }
 
+// start starts one node within a savepoint: a refusal leaves nothing of what the start wrote,
+// and is returned apart from a failure.
+func (r *Runner) start(ctx context.Context, tx pgx.Tx, p Parent, run *Run, node string) (refused, err error) {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Start(ctx, sp, run, node); err != nil {
+		if !r.refusal(err) {
+			return nil, err
+		}
+		return err, sp.Rollback(ctx)
+	}
+	return nil, sp.Commit(ctx)
+}
+
 // Timeout bounds one step, which only reads and queues.
 func (r *Runner) Timeout(*river.Job[Args]) time.Duration { return time.Minute }
 
@@ -97,14 +113,27 @@ func (r *Runner) Work(ctx context.Context, job *river.Job[Args]) error {
 			nodes = Reverse(nodes)
 		}
 		step := Next(nodes, r.parallel)
-		for _, n := range step.Start {
-			err := p.Start(ctx, tx, run, n)
-			if err != nil && r.refusal(err) {
-				return p.End(ctx, tx, run, Step{Stopped: true, Failed: []string{n}}, err)
+		running := 0
+		for _, n := range nodes {
+			if n.State == Running {
+				running++
 			}
+		}
+		for _, n := range step.Start {
+			refused, err := r.start(ctx, tx, p, run, n)
 			if err != nil {
 				return fmt.Errorf("start %s: %w", n, err)
 			}
+			if refused == nil {
+				running++
+				continue
+			}
+			// Nothing more starts; the graph ends once what runs has ended, and the next
+			// step, asked for by the end of each, tries the refused node again.
+			if running == 0 {
+				return p.End(ctx, tx, run, Step{Stopped: true, Failed: []string{n}}, refused)
+			}
+			return nil
 		}
 		if step.Done || step.Stopped {
 			return p.End(ctx, tx, run, step, nil)

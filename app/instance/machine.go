@@ -122,6 +122,9 @@ func fires(inst dbgen.StackInstance, def stack.Definition, trigger string) (stac
 // when they all succeeded. When one fails the state stays and the instance is degraded.
 var transitionKind = kind{
 	begin: func(ctx context.Context, r *runCtx) ([]step, error) {
+		if err := stillThere(r); err != nil {
+			return nil, err
+		}
 		t, err := fires(r.inst, r.def, r.run.Trigger)
 		if err != nil {
 			return nil, err

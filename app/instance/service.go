@@ -91,6 +91,21 @@ func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Reques
 		if !instanceName.MatchString(req.Name) {
 			v.Add("name", "pattern", "must be 1–19 lower-case letters, digits and -, starting with a letter")
 		}
+		if v.Err() == nil {
+			// Each slot's deployment takes a name of the environment's: say now that one is taken,
+			// not halfway through the deploy.
+			names := make([]string, len(def.Slots))
+			for i, sl := range def.Slots {
+				names[i] = DeploymentName(req.Name, sl.Name)
+			}
+			taken, err := q.DeploymentNamesTaken(ctx, dbgen.DeploymentNamesTakenParams{EnvironmentID: env.ID, Names: names})
+			if err != nil {
+				return err
+			}
+			if len(taken) > 0 {
+				v.Add("name", "unique", "%s already has deployments named %s, which this stack's slots would take", env.Name, strings.Join(taken, ", "))
+			}
+		}
 		id = uuid.New()
 		plain, keyID, sealed, err := s.run.sealParameters(id, def, req.Parameters, v)
 		if err != nil {

@@ -2,6 +2,7 @@ package instance
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -15,6 +16,29 @@ import (
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
+
+// stayed is the state a timeout's transition was fired for, and since when the instance stood
+// there.
+type stayed struct {
+	State     string    `json:"state"`
+	EnteredAt time.Time `json:"entered_at"`
+}
+
+// stillThere refuses a timeout's transition whose instance left the state it was fired for
+// while the run waited for its turn.
+func stillThere(r *runCtx) error {
+	if r.run.Source != "timeout" {
+		return nil
+	}
+	var s stayed
+	if err := json.Unmarshal(r.run.Inputs, &s); err != nil {
+		return err
+	}
+	if deref(r.inst.CurrentState) != s.State || r.inst.StateEnteredAt == nil || !r.inst.StateEnteredAt.Equal(s.EnteredAt) {
+		return refuse("%s left %s before its timeout's turn came", r.inst.Name, s.State)
+	}
+	return nil
+}
 
 // TimeoutArgs fires Trigger, a transition's on_timeout, on an instance that has stayed in State
 // since EnteredAt. Queued with the move into State, to run when the timeout has passed.
@@ -65,7 +89,9 @@ func (w *TimeoutWorker) Work(ctx context.Context, job *river.Job[TimeoutArgs]) e
 		if Status(inst.Status) == Destroyed || deref(inst.CurrentState) != a.State || inst.StateEnteredAt == nil || !inst.StateEnteredAt.Equal(a.EnteredAt) {
 			return nil
 		}
-		_, err = d.queue(ctx, tx, inst, dbgen.CreateStackRunParams{Kind: string(RunTransition), Trigger: a.Trigger, Source: "timeout"})
+		// Kept with the run, which checks again when its turn comes.
+		since, _ := json.Marshal(stayed{State: a.State, EnteredAt: a.EnteredAt})
+		_, err = d.queue(ctx, tx, inst, dbgen.CreateStackRunParams{Kind: string(RunTransition), Trigger: a.Trigger, Source: "timeout", Inputs: since})
 		return err
 	})
 }

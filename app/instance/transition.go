@@ -17,17 +17,19 @@ import (
 var from = map[Status][]Status{
 	Deploying:  {Pending, Failed},
 	Active:     {Deploying, Upgrading, Degraded},
-	Degraded:   {Active, Degraded},
+	Degraded:   {Active, Degraded, Upgrading},
 	Upgrading:  {Active, Degraded, Upgrading},
 	Failed:     {Deploying, Upgrading, Destroying, Failed},
 	Destroying: {Active, Degraded, Failed, Deploying},
 	Destroyed:  {Destroying},
 }
 
-// move sets an instance's status, with why it is there (empty but for a failure).
+// move sets an instance's status, with why it is there (empty but for a failure). A move its
+// status does not allow is refused: a run starting finds the instance elsewhere than it was
+// asked for.
 func move(ctx context.Context, q *dbgen.Queries, inst dbgen.StackInstance, to Status, reason string) error {
 	if !slices.Contains(from[to], Status(inst.Status)) {
-		return fmt.Errorf("instance %s is %s: it cannot become %s", inst.Name, inst.Status, to)
+		return refuse("%s is %s: it cannot become %s", inst.Name, inst.Status, to)
 	}
 	return q.SetStackInstanceStatus(ctx, dbgen.SetStackInstanceStatusParams{ID: inst.ID, Status: string(to), Error: reason})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -80,6 +81,21 @@ func plan(from, to stack.Definition) []SlotPlan {
 			change[n] = Removed
 		}
 	}
+	// A slot reading from one that changes is wired anew: what it reads may change with it.
+	for moved := true; moved; {
+		moved = false
+		for _, s := range to.Slots {
+			if change[s.Name] != Untouched {
+				continue
+			}
+			for _, up := range s.Upstream() {
+				if c := change[up]; c == Upgraded || c == Updated || c == Replaced {
+					change[s.Name], moved = Updated, true
+					break
+				}
+			}
+		}
+	}
 	var out []SlotPlan
 	for _, s := range to.Slots {
 		p := SlotPlan{Slot: s.Name, Change: change[s.Name], ToVersion: s.Version}
@@ -125,6 +141,22 @@ func comparePlan(ctx context.Context, q *dbgen.Queries, stackID uuid.UUID, from,
 	return UpgradePlan{From: from, To: to, Slots: plan(a, b)}, nil
 }
 
+// keepsState refuses a version whose state machine lacks the state the instance is in: the
+// instance would stand nowhere its machine knows.
+func keepsState(ctx context.Context, q *dbgen.Queries, inst dbgen.StackInstance, version int) error {
+	if inst.CurrentState == nil {
+		return nil
+	}
+	def, err := stack.LoadVersion(ctx, q, inst.StackID, version)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(def.Machine.States, func(s stack.State) bool { return s.Name == *inst.CurrentState }) {
+		return problem.Invalid("version", "state", "version %d has no state %s, which %s is in", version, *inst.CurrentState, inst.Name)
+	}
+	return nil
+}
+
 func int4(n int) pgtype.Int4 { return pgtype.Int4{Int32: int32(n), Valid: true} }
 
 // newer is the version an upgrade goes to: the one asked for, published, not archived and
@@ -158,6 +190,9 @@ func (s *Service) Upgrade(ctx context.Context, actor access.Principal, id uuid.U
 		if err != nil {
 			return err
 		}
+		if err := keepsState(ctx, q, inst, to); err != nil {
+			return err
+		}
 		if _, err := s.run.queue(ctx, tx, inst, dbgen.CreateStackRunParams{Kind: string(RunUpgrade), Source: source(ctx),
 			RequestedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil},
 			FromVersion: int4(int(inst.Version)), ToVersion: int4(to)}); err != nil {
@@ -177,6 +212,12 @@ var upgradeKind = kind{
 	begin: func(ctx context.Context, r *runCtx) ([]step, error) {
 		if st := Status(r.inst.Status); st != Active && st != Degraded {
 			return nil, refuse("%s is %s: only an active or degraded instance is upgraded", r.inst.Name, r.inst.Status)
+		}
+		if r.run.FromVersion.Int32 != r.inst.Version {
+			return nil, refuse("%s moved to version %d after this upgrade was asked for: ask again", r.inst.Name, r.inst.Version)
+		}
+		if err := keepsState(ctx, r.q, r.inst, int(r.run.ToVersion.Int32)); err != nil {
+			return nil, refuse("%v", err)
 		}
 		from, err := stack.LoadVersion(ctx, r.q, r.inst.StackID, int(r.run.FromVersion.Int32))
 		if err != nil {
@@ -250,7 +291,7 @@ var upgradeKind = kind{
 func startChange(ctx context.Context, r *runCtx, s dbgen.StackRunStepsRow) (uuid.UUID, map[string]any, error) {
 	d, ok := r.slots[s.Slot]
 	if !ok {
-		return uuid.Nil, nil, fmt.Errorf("slot %s has no deployment", s.Slot)
+		return uuid.Nil, nil, problem.Invalid("slots."+s.Slot, "deployment", "slot %s has no deployment to change", s.Slot)
 	}
 	from, err := stack.LoadVersion(ctx, r.q, r.inst.StackID, int(r.run.FromVersion.Int32))
 	if err != nil {
@@ -334,13 +375,40 @@ var rollbackKind = kind{
 		return startRevert(ctx, r, s)
 	},
 	end: func(ctx context.Context, r *runCtx, outcome graph.Step, refusal error) error {
-		var in struct{ Reason string }
+		var in struct {
+			Reason  string
+			Upgrade uuid.UUID
+		}
 		_ = json.Unmarshal(r.run.Inputs, &in)
 		if outcome.Done {
-			return move(ctx, r.q, r.inst, Active, fmt.Sprintf("%s The changed slots were rolled back to version %d.", in.Reason, r.run.ToVersion.Int32))
+			back := fmt.Sprintf("%s The changed slots were rolled back to version %d.", in.Reason, r.run.ToVersion.Int32)
+			// What the upgrade took down is not made again: the instance says it lacks it.
+			gone, err := takenDown(ctx, r.q, in.Upgrade)
+			if err != nil {
+				return err
+			}
+			if len(gone) > 0 {
+				return move(ctx, r.q, r.inst, Degraded, back+" The upgrade had taken down "+strings.Join(gone, ", ")+", which are not back: upgrade again, or destroy the instance.")
+			}
+			return move(ctx, r.q, r.inst, Active, back)
 		}
 		return move(ctx, r.q, r.inst, Failed, fmt.Sprintf("%s Rolling back stopped too: %s.", in.Reason, failure(r, outcome, refusal)))
 	},
+}
+
+// takenDown names the slots whose deployment an upgrade run destroyed.
+func takenDown(ctx context.Context, q *dbgen.Queries, upgrade uuid.UUID) ([]string, error) {
+	steps, err := q.StackRunSteps(ctx, upgrade)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range steps {
+		if s.Action == "destroy" && s.OperationID.Valid && stepState(s) == graph.Succeeded {
+			out = append(out, s.Slot)
+		}
+	}
+	return out, nil
 }
 
 // startRevert returns one slot's deployment to the version and parameters it had before the

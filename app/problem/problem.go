@@ -106,6 +106,5 @@ func FieldOf(err error) string {
 // rule denies — which trying again would only repeat: work in the background that meets one
 // stops and says why, rather than being retried.
 func Refusal(err error) bool {
-	var denied *Denied
-	return err != nil && (FieldOf(err) != "" || errors.As(err, &denied))
+	return err != nil && (FieldOf(err) != "" || errors.Is(err, ErrForbidden))
 }

@@ -205,6 +205,17 @@ func TestAPI_StackDraftProblemsNameTheFieldAndTheRule(t *testing.T) {
 		{"operation input schema", "operations.resize.input_schema", "json_schema", false, func(d *stack.Definition) {
 			op(d, "resize").InputSchema = json.RawMessage(`{"type":"object","properties":{"cores":{"type":"weird"}}}`)
 		}},
+		{"secret parameter into a plain input", "slots.web.inputs.name", "secret", false, func(d *stack.Definition) {
+			d.Parameters = json.RawMessage(`{"type":"object","properties":{"size":{"type":"integer"},"pw":{"type":"string","x-secret":true}}}`)
+			web(d).Inputs["name"] = stack.Wiring{Kind: stack.Param, Param: "pw"}
+		}},
+		{"expression reading a secret parameter into a plain input", "slots.web.inputs.name", "secret", false, func(d *stack.Definition) {
+			d.Parameters = json.RawMessage(`{"type":"object","properties":{"size":{"type":"integer"},"pw":{"type":"string","x-secret":true}}}`)
+			web(d).Inputs["name"] = stack.Wiring{Kind: stack.Expression, Expr: `"web-" + params.pw`}
+		}},
+		{"secret operation input", "operations.resize.input_schema.token", "secret", false, func(d *stack.Definition) {
+			op(d, "resize").InputSchema = json.RawMessage(`{"type":"object","properties":{"token":{"type":"string","x-secret":true}}}`)
+		}},
 		{"operation without states", "operations.resize.required_states", "required", false, func(d *stack.Definition) { op(d, "resize").RequiredStates = nil }},
 		{"operation in an unknown state", "operations.resize.required_states", "exists", false, func(d *stack.Definition) {
 			op(d, "resize").RequiredStates = []string{"paused"}

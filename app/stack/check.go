@@ -176,6 +176,8 @@ func checkWiring(def Definition, schemas Schemas, s Slot, input string, w Wiring
 			v.Add(path, "param", "the stack has no parameter %q", w.Param)
 		case !sameType(want, p):
 			v.Add(path, "type", "parameter %s is %s, and this input takes %s", w.Param, typeName(p), typeName(want))
+		case p.Secret && !want.Secret:
+			v.Add(path, "secret", "parameter %s is secret, and input %s is not: its value would be kept in plain text", w.Param, input)
 		}
 	case Output:
 		out, known := schemas.Outputs[w.Slot]
@@ -195,6 +197,15 @@ func checkWiring(def Definition, schemas Schemas, s Slot, input string, w Wiring
 	case Expression:
 		if _, err := Compile(w.Expr, schemas.SlotScope(s), want); err != nil {
 			v.Add(path, "expression", "%s", err)
+			return
+		}
+		if want.Secret {
+			return
+		}
+		for _, name := range ParamsIn(w.Expr) {
+			if p := schemas.Params.Properties[name]; p != nil && p.Secret {
+				v.Add(path, "secret", "the expression reads secret parameter %s, and input %s is not secret: its value would be kept in plain text", name, input)
+			}
 		}
 	default:
 		v.Add(path, "kind", "the wiring's kind must be literal, param, output or expr, not %q", w.Kind)
@@ -324,6 +335,14 @@ func checkOperations(def Definition, schemas Schemas, v *problem.ValidationError
 		}
 		seen[op.Name] = true
 		inputs := component.ParseSchema(path+".input_schema", op.InputSchema, v)
+		if inputs != nil {
+			for _, name := range inputs.Names() {
+				// A run keeps the inputs it was asked with, for its page and its steps.
+				if inputs.Secret(name) {
+					v.Add(path+".input_schema."+name, "secret", "a day-2 operation's inputs are kept with its run: wire secrets from the stack's parameters instead")
+				}
+			}
+		}
 		if len(op.RequiredStates) == 0 {
 			v.Add(path+".required_states", "required", "name at least one state in which the operation may run")
 		}

@@ -70,6 +70,7 @@ type Expr struct {
 	Text    string
 	program cel.Program
 	out     *cel.Type
+	scope   Scope
 }
 
 // Compile checks text against scope and, when want is not nil, that its result fits want (an
@@ -104,7 +105,7 @@ func Compile(text string, scope Scope, want *component.Property) (*Expr, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &Expr{Text: text, program: prg, out: out}, nil
+	return &Expr{Text: text, program: prg, out: out, scope: scope}, nil
 }
 
 func newEnv(scope Scope) (*cel.Env, error) {
@@ -163,7 +164,9 @@ func (e *Expr) Eval(ctx context.Context, values map[string]any) (any, error) {
 	defer cancel()
 	act := make(map[string]any, len(values))
 	for k, v := range values {
-		act[k] = celValue(v)
+		if t, ok := e.scope[k]; ok {
+			act[k] = celValue(v, t)
+		}
 	}
 	v, _, err := e.program.ContextEval(ctx, act)
 	if err != nil {
@@ -181,24 +184,35 @@ func (e *Expr) Eval(ctx context.Context, values map[string]any) (any, error) {
 	return plain, json.Unmarshal(raw, &plain)
 }
 
-// celValue turns JSON's numbers that are whole into integers, so that an integer parameter
-// read back from JSON is an int to CEL.
-func celValue(v any) any {
+// celValue gives a value read back from JSON the type the scope declares for it: JSON's
+// numbers are all floats, and an integer input must be an int to CEL. Within what is declared
+// only as dyn (an object's members), a whole number is taken for an integer.
+func celValue(v any, t *cel.Type) any {
 	switch x := v.(type) {
 	case float64:
+		switch t.Kind() {
+		case types.IntKind:
+			return int64(x)
+		case types.DoubleKind:
+			return x
+		}
 		if x == float64(int64(x)) {
 			return int64(x)
 		}
 	case []any:
+		elem := cel.DynType
+		if t.Kind() == types.ListKind && len(t.Parameters()) == 1 {
+			elem = t.Parameters()[0]
+		}
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = celValue(e)
+			out[i] = celValue(e, elem)
 		}
 		return out
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = celValue(e)
+			out[k] = celValue(e, cel.DynType)
 		}
 		return out
 	}
@@ -265,9 +279,16 @@ func declared(scope Scope, name string) bool {
 	return false
 }
 
+// ParamsIn returns the stack parameters an expression reads (params.<name>), each once, in
+// the order met; nil when it does not parse.
+func ParamsIn(text string) []string { return selectedFrom(text, "params") }
+
 // SlotsIn returns the slots an expression reads (slots.<name>), each once, in the order met;
 // nil when it does not parse.
-func SlotsIn(text string) []string {
+func SlotsIn(text string) []string { return selectedFrom(text, "slots") }
+
+// selectedFrom returns the fields an expression selects from the variable root (root.<name>).
+func selectedFrom(text, root string) []string {
 	env, err := cel.NewEnv()
 	if err != nil {
 		return nil
@@ -277,10 +298,10 @@ func SlotsIn(text string) []string {
 		return nil
 	}
 	var out []string
-	root := ast.NavigateAST(parsed.NativeRep())
-	for _, sel := range ast.MatchDescendants(root, ast.KindMatcher(ast.SelectKind)) {
+	top := ast.NavigateAST(parsed.NativeRep())
+	for _, sel := range ast.MatchDescendants(top, ast.KindMatcher(ast.SelectKind)) {
 		s := sel.AsSelect()
-		if s.Operand().Kind() == ast.IdentKind && s.Operand().AsIdent() == "slots" && !slices.Contains(out, s.FieldName()) {
+		if s.Operand().Kind() == ast.IdentKind && s.Operand().AsIdent() == root && !slices.Contains(out, s.FieldName()) {
 			out = append(out, s.FieldName())
 		}
 	}

@@ -13,6 +13,7 @@ func TestCompile_TypesAndNames(t *testing.T) {
 	scope := Scope{}
 	scope.AddSchema("params", &component.Schema{Properties: map[string]*component.Property{
 		"cores": {Type: "integer"}, "name": {Type: "string"}, "tags": {Type: "array", Items: &component.Property{Type: "string"}},
+		"ratio": {Type: "number"},
 	}})
 	scope.AddSchema("slots.net.outputs", &component.Schema{Properties: map[string]*component.Property{"subnet_id": {Type: "string"}}})
 	for _, c := range []struct {
@@ -22,6 +23,8 @@ func TestCompile_TypesAndNames(t *testing.T) {
 	}{
 		{expr: `params.cores * 2`, want: "integer", in: map[string]any{"params.cores": 2.0}, out: 4.0},
 		{expr: `params.cores * 2`, want: "number", in: map[string]any{"params.cores": 3.0}, out: 6.0},
+		// A number that happens to be whole is still a number to CEL.
+		{expr: `params.ratio * 1.5`, want: "number", in: map[string]any{"params.ratio": 2.0}, out: 3.0},
 		{expr: `params.name + "-" + slots.net.outputs.subnet_id`, want: "string",
 			in: map[string]any{"params.name": "web", "slots.net.outputs.subnet_id": "s-1"}, out: "web-s-1"},
 		{expr: `params.tags + ["x"]`, want: "array", in: map[string]any{"params.tags": []any{"a"}}, out: []any{"a", "x"}},

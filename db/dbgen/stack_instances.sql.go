@@ -123,6 +123,38 @@ func (q *Queries) CreateStackRun(ctx context.Context, arg CreateStackRunParams) 
 	return i, err
 }
 
+const deploymentNamesTaken = `-- name: DeploymentNamesTaken :many
+SELECT name FROM deployed_components
+WHERE environment_id = $1 AND status <> 'destroyed' AND lower(name) = ANY($2::text[])
+ORDER BY name
+`
+
+type DeploymentNamesTakenParams struct {
+	EnvironmentID uuid.UUID `json:"environment_id"`
+	Names         []string  `json:"names"`
+}
+
+// Which of the names the environment's deployments not destroyed already hold.
+func (q *Queries) DeploymentNamesTaken(ctx context.Context, arg DeploymentNamesTakenParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, deploymentNamesTaken, arg.EnvironmentID, arg.Names)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		items = append(items, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const endStackRun = `-- name: EndStackRun :execrows
 UPDATE stack_runs SET status = $2, error = $3, finished_at = now() WHERE id = $1 AND status IN ('queued', 'running')
 `
@@ -491,9 +523,12 @@ func (q *Queries) MarkStackInstanceDeployed(ctx context.Context, id uuid.UUID) e
 }
 
 const nextQueuedStackRun = `-- name: NextQueuedStackRun :one
-SELECT id, instance_id, kind, status, trigger, operation, inputs, from_version, to_version, source, requested_by, keep_on_failure, error, created_at, started_at, finished_at FROM stack_runs WHERE instance_id = $1 AND status = 'queued' ORDER BY created_at, id LIMIT 1
+SELECT id, instance_id, kind, status, trigger, operation, inputs, from_version, to_version, source, requested_by, keep_on_failure, error, created_at, started_at, finished_at FROM stack_runs WHERE instance_id = $1 AND status = 'queued'
+ORDER BY (source = 'system') DESC, created_at, id LIMIT 1
 `
 
+// What Nimbus queued for itself (taking down a failed first deploy, rolling back a failed
+// upgrade) goes before what people asked for meanwhile, then the rest in the order asked.
 func (q *Queries) NextQueuedStackRun(ctx context.Context, instanceID uuid.UUID) (StackRun, error) {
 	row := q.db.QueryRow(ctx, nextQueuedStackRun, instanceID)
 	var i StackRun

@@ -61,7 +61,10 @@ RETURNING *;
 SELECT * FROM stack_runs WHERE instance_id = $1 AND status = 'running';
 
 -- name: NextQueuedStackRun :one
-SELECT * FROM stack_runs WHERE instance_id = $1 AND status = 'queued' ORDER BY created_at, id LIMIT 1;
+-- What Nimbus queued for itself (taking down a failed first deploy, rolling back a failed
+-- upgrade) goes before what people asked for meanwhile, then the rest in the order asked.
+SELECT * FROM stack_runs WHERE instance_id = $1 AND status = 'queued'
+ORDER BY (source = 'system') DESC, created_at, id LIMIT 1;
 
 -- name: StartStackRun :execrows
 UPDATE stack_runs SET status = 'running', started_at = now() WHERE id = $1 AND status = 'queued';
@@ -113,3 +116,9 @@ SELECT archived_at IS NOT NULL AS archived FROM stack_versions WHERE stack_id = 
 -- name: LiveStackInstancesIn :many
 -- The names of an environment's stack instances not destroyed.
 SELECT name FROM stack_instances WHERE environment_id = $1 AND status <> 'destroyed' ORDER BY name;
+
+-- name: DeploymentNamesTaken :many
+-- Which of the names the environment's deployments not destroyed already hold.
+SELECT name FROM deployed_components
+WHERE environment_id = $1 AND status <> 'destroyed' AND lower(name) = ANY(@names::text[])
+ORDER BY name;
