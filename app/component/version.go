@@ -219,6 +219,14 @@ func (s *Service) ArchiveVersion(ctx context.Context, actor access.Principal, id
 		if inUse {
 			return problem.Invalid("version", "in_use", "v%d is deployed; destroy or upgrade those deployments before archiving it", n)
 		}
+		// A stack's published version deploys it again whenever an instance is made.
+		pinned, err := q.StacksPinningVersion(ctx, dbgen.StacksPinningVersionParams{ComponentID: id.String(), Version: int32(n)})
+		if err != nil {
+			return fmt.Errorf("archive version: %w", err)
+		}
+		if len(pinned) > 0 {
+			return problem.Invalid("version", "in_use", "v%d is a slot of stacks %s; archive those stack versions first", n, strings.Join(pinned, ", "))
+		}
 		n64, err := q.ArchiveComponentVersion(ctx, dbgen.ArchiveComponentVersionParams{ComponentID: id, Version: int32(n)})
 		if err != nil {
 			return fmt.Errorf("archive version: %w", err)

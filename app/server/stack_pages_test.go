@@ -70,7 +70,7 @@ func TestStackPages_WizardRefusesBesideTheFieldsAndOtherTenantsSeeNothing(t *tes
 	// The same name again: refused beside the name.
 	r = s.submit(t, wizard, user, form)
 	wantStatus(t, r, http.StatusUnprocessableEntity)
-	wantIn(t, r, `data-field-error="name"`, "already has a stack instance named")
+	wantIn(t, r, `data-field-error="name"`, "already has deployments named shop-a")
 
 	r = s.call(t, "GET", page, user, nil)
 	wantStatus(t, r, http.StatusOK)
