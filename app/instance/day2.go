@@ -115,6 +115,9 @@ var day2Kind = kind{
 	},
 	end: func(ctx context.Context, r *runCtx, outcome graph.Step, refusal error) error {
 		if !outcome.Done {
+			if len(r.operations()) == 0 {
+				return nil // refused before anything ran: the run says why, the instance is as it was
+			}
 			return move(ctx, r.q, r.inst, Degraded, fmt.Sprintf("The day-2 operation %s stopped: %s.", r.run.Operation, failure(r, outcome, refusal)))
 		}
 		if err := r.heal(ctx); err != nil {

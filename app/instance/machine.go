@@ -141,6 +141,9 @@ var transitionKind = kind{
 	end: func(ctx context.Context, r *runCtx, outcome graph.Step, refusal error) error {
 		from := deref(r.inst.CurrentState)
 		if !outcome.Done {
+			if len(r.operations()) == 0 {
+				return nil // refused before anything ran: the run says why, the instance is as it was
+			}
 			return move(ctx, r.q, r.inst, Degraded, fmt.Sprintf("The transition %s stopped: %s. The state stays %s.",
 				r.run.Trigger, failure(r, outcome, refusal), from))
 		}

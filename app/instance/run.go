@@ -237,6 +237,10 @@ func NewParent(pool *pgxpool.Pool, keys *secrets.Keyring) *Parent {
 
 // Load locks the instance and returns its run under way as a graph. What the run starts is
 // queued with the client running the runner's job.
+//
+// Starting a slot's deployment share-locks its environment after the instance (deploy.Plan),
+// the reverse of the order an operation's end takes them in (deploy.advance); it cannot
+// deadlock while no writer holds an environment exclusively and then waits for an instance.
 func (p *Parent) Load(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*graph.Run, error) {
 	queue, err := jobs.FromContext(ctx)
 	if err != nil {
