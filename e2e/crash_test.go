@@ -83,9 +83,9 @@ func freePort(t *testing.T) string {
 // TestCrash_ServerKilledDuringUpResumes kills the server with SIGKILL while a deploy's up is
 // running, starts another on the same data directory, and expects the operation to resume and
 // finish with every resource existing once.
-// A server killed while an environment provisions, in the middle of its first machine's up:
-// the restarted server resumes that up, then deploys the second machine, and the environment
-// ends active with exactly one of each.
+// A server killed while an environment provisions, in the middle of its two machines' ups
+// (they deploy at once): the restarted server resumes both, and the environment ends active
+// with exactly one of each.
 func TestCrash_ServerKilledWhileProvisioningResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("takes about two minutes: a dead worker's operation is taken over after a minute of silence")
@@ -109,16 +109,17 @@ func TestCrash_ServerKilledWhileProvisioningResumes(t *testing.T) {
 	template := first.api(t, token, "POST", "/api/v1/landing-zones/"+zone["id"].(string)+"/templates", map[string]any{
 		"name": "pair", "mandatory_components": []map[string]any{
 			{"component_id": comp["id"], "name": "slow", "parameters": map[string]any{"name": "slow", "delay_ms": 8000}},
-			{"component_id": comp["id"], "name": "quick", "parameters": map[string]any{"name": "quick"}},
+			{"component_id": comp["id"], "name": "quick", "parameters": map[string]any{"name": "quick", "delay_ms": 8000}},
 		}})
 	first.api(t, token, "POST", "/api/v1/landing-zones/"+zone["id"].(string)+"/publish", nil)
 	env := first.api(t, token, "POST", "/api/v1/environments", map[string]any{"tenant_id": tenant["id"], "name": "dev", "template_id": template["id"]})
 
-	// Up has begun once the disk exists: the machine is waiting out its delay.
+	// The two deploy at once. Both ups have begun once both disks exist: each machine is waiting
+	// out its delay, so the kill finds no machine made and not yet recorded.
 	cloud := filepath.Join(data, "simcloud")
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if disks, _ := filepath.Glob(filepath.Join(cloud, "disk", "*.json")); len(disks) > 0 {
+		if disks, _ := filepath.Glob(filepath.Join(cloud, "disk", "*.json")); len(disks) == 2 {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -193,7 +193,11 @@ func TestBrowser_StackEditorPublishForkAndParentMovesOn(t *testing.T) {
 	// Maintenance and back: each trigger moves the state the page shows.
 	for _, move := range [][2]string{{"maintenance", "maintenance"}, {"resume", "active"}} {
 		dev.submit(fmt.Sprintf(`[data-trigger=%q] form`, move[0]))
-		dev.waitWithin(fmt.Sprintf(`document.querySelector('[data-testid="instance-state"]')?.textContent.trim() === %q`, move[1]), engineWait)
+		dev.waitRun(a, shopPath, "transition")
+		dev.open(shopPath)
+		if got := dev.text(`[data-testid="instance-state"]`); got != move[1] {
+			t.Fatalf("after %s the page shows state %q, want %s", move[0], got, move[1])
+		}
 	}
 	if history := dev.rows("state-history"); len(history) != 3 {
 		t.Fatalf("the states after maintenance and back: %q", history)
