@@ -316,12 +316,12 @@ func TestCrash_ServerKilledWhileStackCompensatesResumes(t *testing.T) {
 	}
 	s.restart(t)
 
-	var inst map[string]any
 	s.await(t, "what the deploy made taken down after the restart", 5*time.Minute, func() bool {
-		inst, _ = s.instance(t, id)
 		run, _ := s.run(t, id, "compensate")
 		return run["status"] != "running"
 	})
+	// Read after the run ended: the run's end and what it says of the instance are one change.
+	inst, _ := s.instance(t, id)
 	if run, _ := s.run(t, id, "compensate"); run["status"] != "succeeded" {
 		t.Fatalf("taking down what was made ended %v: %v", run["status"], run["error"])
 	}
