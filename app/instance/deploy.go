@@ -81,17 +81,9 @@ func startDeploy(ctx context.Context, r *runCtx, s dbgen.StackRunStepsRow) (uuid
 	if !ok {
 		return uuid.Nil, nil, fmt.Errorf("version %d has no slot %s", r.inst.Version, s.Slot)
 	}
-	schemas, err := stack.LoadSchemas(ctx, r.q, r.def)
+	inputs, err := r.wire(ctx, slot)
 	if err != nil {
 		return uuid.Nil, nil, err
-	}
-	values, err := r.values(nil)
-	if err != nil {
-		return uuid.Nil, nil, err
-	}
-	inputs, err := stack.Wire(ctx, schemas, slot, values)
-	if err != nil {
-		return uuid.Nil, nil, problem.Invalid("slots."+slot.Name, "wiring", "%v", err)
 	}
 	id, err := r.deps.deploys.Plan(ctx, r.tx, r.actor, deploy.Request{ComponentID: slot.Component, Version: slot.Version,
 		EnvironmentID: r.inst.EnvironmentID, Name: DeploymentName(r.inst.Name, slot.Name), Parameters: inputs},
@@ -106,6 +98,24 @@ func startDeploy(ctx context.Context, r *runCtx, s dbgen.StackRunStepsRow) (uuid
 // DeploymentName is the name of the deployment holding an instance's slot.
 func DeploymentName(instance, slot string) string {
 	return instance + "-" + strings.ReplaceAll(slot, "_", "-")
+}
+
+// wire works out a slot's inputs from its wiring in the run's version, over the parameters
+// and the outputs of the slots deployed now.
+func (r *runCtx) wire(ctx context.Context, slot stack.Slot) (map[string]any, error) {
+	schemas, err := stack.LoadSchemas(ctx, r.q, r.def)
+	if err != nil {
+		return nil, err
+	}
+	values, err := r.values(nil)
+	if err != nil {
+		return nil, err
+	}
+	inputs, err := stack.Wire(ctx, schemas, slot, values)
+	if err != nil {
+		return nil, problem.Invalid("slots."+slot.Name, "wiring", "%v", err)
+	}
+	return inputs, nil
 }
 
 // values are what expressions read: the instance's parameters (secret ones opened), an

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -24,8 +23,11 @@ import (
 
 // An upgrade moves an instance to a newer version of its stack: slots the new version adds are
 // deployed, those whose component version changed are upgraded, those whose wiring changed are
-// updated, each in graph order, and the slots it drops are destroyed last. A failure rolls the
-// slots it changed back to what they were (a rollback run), newest change first.
+// updated, those holding another component are destroyed and deployed anew, each in graph
+// order, and the slots it drops are destroyed last. A failure starts a rollback run, which
+// returns every slot to what it was in the old version, those the upgrade destroyed included
+// (rollbackKind); the instance is active at its old version again, or degraded when the
+// rollback fails too.
 
 // The kinds of runs that change an instance's version.
 const (
@@ -275,7 +277,7 @@ var upgradeKind = kind{
 			return move(ctx, r.q, r.inst, Active, "")
 		}
 		why := fmt.Sprintf("Upgrading to version %d failed: %s.", r.run.ToVersion.Int32, failure(r, outcome, refusal))
-		if err := move(ctx, r.q, r.inst, Upgrading, why+" Rolling the changed slots back."); err != nil {
+		if err := move(ctx, r.q, r.inst, Upgrading, fmt.Sprintf("%s Rolling back to version %d.", why, r.run.FromVersion.Int32)); err != nil {
 			return err
 		}
 		in, _ := json.Marshal(map[string]any{"reason": why, "upgrade": r.run.ID})
@@ -299,17 +301,9 @@ func startChange(ctx context.Context, r *runCtx, s dbgen.StackRunStepsRow) (uuid
 	}
 	slot, _ := r.def.Slot(s.Slot)
 	old, _ := from.Slot(s.Slot)
-	schemas, err := stack.LoadSchemas(ctx, r.q, r.def)
+	inputs, err := r.wire(ctx, slot)
 	if err != nil {
 		return uuid.Nil, nil, err
-	}
-	values, err := r.values(nil)
-	if err != nil {
-		return uuid.Nil, nil, err
-	}
-	inputs, err := stack.Wire(ctx, schemas, slot, values)
-	if err != nil {
-		return uuid.Nil, nil, problem.Invalid("slots."+slot.Name, "wiring", "%v", err)
 	}
 	for name := range old.Inputs {
 		if _, still := slot.Inputs[name]; !still {
@@ -329,8 +323,13 @@ func startChange(ctx context.Context, r *runCtx, s dbgen.StackRunStepsRow) (uuid
 	return op, detail, err
 }
 
-// rollbackKind returns the slots a failed upgrade changed to what they were, newest change
-// first, one at a time; the instance stays at its version.
+// rollbackKind returns an instance to the version a failed upgrade left, every slot as it was.
+// First what the upgrade deployed is taken down, newest first, one at a time: a slot another
+// component took over frees its deployment's name for the old one. Then each slot of the old
+// version the upgrade touched goes back, in the old version's graph order: one it destroyed is
+// deployed again from the old definition and wiring, one whose destroy failed is applied again,
+// one it upgraded or updated returns to its version and parameters; and a slot reading from one
+// deployed again is wired anew, since what it reads changed.
 var rollbackKind = kind{
 	begin: func(ctx context.Context, r *runCtx) ([]step, error) {
 		var in struct {
@@ -344,80 +343,124 @@ var rollbackKind = kind{
 			return nil, err
 		}
 		var out []step
+		// The step of the upgrade that changed or destroyed each slot the old version has.
+		touched := map[string]dbgen.StackRunStepsRow{}
 		for i := len(done) - 1; i >= 0; i-- {
 			s := done[i]
-			if !s.OperationID.Valid || s.Action == "destroy" {
+			if !s.OperationID.Valid {
 				continue
 			}
-			// A step that failed was rolled back by its own operation; one that deployed a new
-			// slot is taken down whatever became of it.
-			if s.Action != "deploy" && stepState(s) != graph.Succeeded {
-				continue
-			}
-			back := step{name: s.Name, slot: s.Slot, action: "destroy"}
 			if s.Action != "deploy" {
-				back.action = "update"
-				var d map[string]any
-				_ = json.Unmarshal(s.Detail, &d)
-				back.detail = d
+				touched[s.Slot] = s
+				continue
 			}
+			// One that deployed a slot is taken down whatever became of it.
+			back := step{name: s.Name, slot: s.Slot, action: "destroy"}
 			if len(out) > 0 {
 				back.after = []string{out[len(out)-1].name}
 			}
 			out = append(out, back)
 		}
-		return out, nil
+		return append(out, restore(r, touched, out)...), nil
 	},
 	start: func(ctx context.Context, r *runCtx, s dbgen.StackRunStepsRow) (uuid.UUID, map[string]any, error) {
-		if s.Action == "destroy" {
+		switch s.Action {
+		case "destroy":
 			return startDestroy(ctx, r, s)
+		case "deploy":
+			return startDeploy(ctx, r, s)
 		}
 		return startRevert(ctx, r, s)
 	},
 	end: func(ctx context.Context, r *runCtx, outcome graph.Step, refusal error) error {
-		var in struct {
-			Reason  string
-			Upgrade uuid.UUID
-		}
+		var in struct{ Reason string }
 		_ = json.Unmarshal(r.run.Inputs, &in)
 		if outcome.Done {
-			back := fmt.Sprintf("%s The changed slots were rolled back to version %d.", in.Reason, r.run.ToVersion.Int32)
-			// What the upgrade took down is not made again: the instance says it lacks it.
-			gone, err := takenDown(ctx, r.q, in.Upgrade)
-			if err != nil {
-				return err
-			}
-			if len(gone) > 0 {
-				return move(ctx, r.q, r.inst, Degraded, back+" The upgrade had taken down "+strings.Join(gone, ", ")+", which are not back: upgrade again, or destroy the instance.")
-			}
-			return move(ctx, r.q, r.inst, Active, back)
+			return move(ctx, r.q, r.inst, Active, fmt.Sprintf("%s Its slots were rolled back to version %d.", in.Reason, r.run.ToVersion.Int32))
 		}
-		return move(ctx, r.q, r.inst, Failed, fmt.Sprintf("%s Rolling back stopped too: %s.", in.Reason, failure(r, outcome, refusal)))
+		return move(ctx, r.q, r.inst, Degraded, fmt.Sprintf("%s Rolling back stopped too: %s. Upgrade again, or destroy the instance.",
+			in.Reason, failure(r, outcome, refusal)))
 	},
 }
 
-// takenDown names the slots whose deployment an upgrade run destroyed.
-func takenDown(ctx context.Context, q *dbgen.Queries, upgrade uuid.UUID) ([]string, error) {
-	steps, err := q.StackRunSteps(ctx, upgrade)
-	if err != nil {
-		return nil, err
+// restore are the steps returning the old version's slots (r.def) to what they were, given the
+// upgrade's step that touched each, after the steps taking down what it deployed (first). Each
+// waits for the steps of the slots it reads from.
+func restore(r *runCtx, touched map[string]dbgen.StackRunStepsRow, first []step) []step {
+	redeployed := func(slot string) bool {
+		s, ok := touched[slot]
+		return ok && s.Action == "destroy" && stepState(s) == graph.Succeeded
 	}
-	var out []string
-	for _, s := range steps {
-		if s.Action == "destroy" && s.OperationID.Valid && stepState(s) == graph.Succeeded {
-			out = append(out, s.Slot)
+	// What a slot deployed again gives out is new, and so is what a slot wired from it gives.
+	fresh := map[string]bool{}
+	for moved := true; moved; {
+		moved = false
+		for _, sl := range r.def.Slots {
+			if fresh[sl.Name] {
+				continue
+			}
+			if redeployed(sl.Name) || slices.ContainsFunc(sl.Upstream(), func(up string) bool { return fresh[up] }) {
+				fresh[sl.Name], moved = true, true
+			}
 		}
 	}
-	return out, nil
+	taken := map[string]bool{}
+	for _, s := range first {
+		taken[s.name] = true
+	}
+	names := map[string]string{}
+	var out []step
+	for _, sl := range r.def.Slots {
+		s := step{name: sl.Name, slot: sl.Name, action: "update", detail: map[string]any{}}
+		if taken[s.name] {
+			s.name += "~old"
+		}
+		u, ok := touched[sl.Name]
+		if ok {
+			_ = json.Unmarshal(u.Detail, &s.detail)
+		}
+		d, deployed := r.slots[sl.Name]
+		switch {
+		case redeployed(sl.Name):
+			s.action, s.detail = "deploy", nil
+		case ok && (u.Action == "destroy" || stepState(u) == graph.Succeeded):
+			// A destroy that failed is applied again; a change is undone. A change that failed
+			// was undone by its own operation.
+		case fresh[sl.Name] && deployed && d.Status != string(deploy.Destroyed):
+			s.detail = map[string]any{"deployment": d.ID}
+		default:
+			continue
+		}
+		if s.action == "update" && fresh[sl.Name] {
+			s.detail["rewire"] = true
+		}
+		names[sl.Name] = s.name
+		out = append(out, s)
+	}
+	for i, s := range out {
+		sl, _ := r.def.Slot(s.slot)
+		for _, up := range sl.Upstream() {
+			if n, ok := names[up]; ok {
+				out[i].after = append(out[i].after, n)
+			}
+		}
+		if len(first) > 0 {
+			out[i].after = append(out[i].after, first[len(first)-1].name)
+		}
+	}
+	return out
 }
 
-// startRevert returns one slot's deployment to the version and parameters it had before the
-// upgrade, as its step recorded them.
+// startRevert returns one slot's deployment to what it was before the upgrade, as its step
+// recorded it: its version and parameters when the upgrade changed them (nothing to change when
+// the upgrade's destroy of it failed: it is applied again), and the inputs the old version wires
+// worked out anew when the slot reads from one deployed again.
 func startRevert(ctx context.Context, r *runCtx, s dbgen.StackRunStepsRow) (uuid.UUID, map[string]any, error) {
 	var was struct {
 		Deployment     uuid.UUID      `json:"deployment"`
 		FromVersion    int            `json:"from_version"`
 		FromParameters map[string]any `json:"from_parameters"`
+		Rewire         bool           `json:"rewire"`
 	}
 	if err := json.Unmarshal(s.Detail, &was); err != nil {
 		return uuid.Nil, nil, err
@@ -426,18 +469,29 @@ func startRevert(ctx context.Context, r *runCtx, s dbgen.StackRunStepsRow) (uuid
 	if !ok || d.ID != was.Deployment {
 		return uuid.Nil, nil, nil
 	}
-	now := map[string]any{}
-	if err := json.Unmarshal(d.Parameters, &now); err != nil {
-		return uuid.Nil, nil, err
-	}
-	params := maps.Clone(was.FromParameters)
-	for k := range now {
-		if _, had := params[k]; !had {
-			params[k] = nil
+	params := map[string]any{}
+	if was.FromParameters != nil {
+		now := map[string]any{}
+		if err := json.Unmarshal(d.Parameters, &now); err != nil {
+			return uuid.Nil, nil, err
+		}
+		params = maps.Clone(was.FromParameters)
+		for k := range now {
+			if _, had := params[k]; !had {
+				params[k] = nil
+			}
 		}
 	}
+	if was.Rewire {
+		slot, _ := r.def.Slot(s.Slot)
+		inputs, err := r.wire(ctx, slot)
+		if err != nil {
+			return uuid.Nil, nil, err
+		}
+		maps.Copy(params, inputs)
+	}
 	kind, c := deploy.KindUpdate, deploy.Change{Parameters: params}
-	if int32(was.FromVersion) != d.Version {
+	if was.FromVersion != 0 && int32(was.FromVersion) != d.Version {
 		kind, c.Version, c.Back = deploy.KindUpgrade, was.FromVersion, true
 	}
 	op, err := r.deps.deploys.RequestTx(ctx, r.tx, r.actor, d.ID, kind, c)

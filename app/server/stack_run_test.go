@@ -331,6 +331,161 @@ func TestStack_UpgradeAddsASlotAndAFailedUpgradeRollsBack(t *testing.T) {
 	}
 }
 
+// slotsByName returns an instance's slots by name, as the API shows them.
+func slotsByName(inst map[string]any) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, sl := range inst["slots"].([]any) {
+		slot := sl.(map[string]any)
+		out[slot["name"].(string)] = slot
+	}
+	return out
+}
+
+// upgradeAndRollBack upgrades an instance to version and waits for the rollback its failure
+// starts to end; the instance must be active at version 1 again.
+func (s *site) upgradeAndRollBack(t *testing.T, token, id string, version int, failed string) map[string]any {
+	t.Helper()
+	wantStatus(t, s.call(t, "POST", "/api/v1/stack-instances/"+id+"/upgrade", token, map[string]any{"version": version}), http.StatusAccepted)
+	inst := s.waitInstance(t, token, id, func(m map[string]any) bool {
+		return m["status"] != "upgrading" || strings.Contains(m["error"].(string), "Rolling back stopped")
+	})
+	if inst["status"] != "active" || inst["version"] != float64(1) || !strings.Contains(inst["error"].(string), "rolled back to version 1") ||
+		!strings.Contains(inst["error"].(string), failed+":") {
+		t.Fatalf("after the failed upgrade: %v", inst)
+	}
+	for _, sl := range inst["slots"].([]any) {
+		if slot := sl.(map[string]any); slot["status"] != "deployed" {
+			t.Fatalf("slot %v after the rollback", slot)
+		}
+	}
+	return inst
+}
+
+func TestStack_FailedUpgradeRollsAReplacedSlotBackOntoItsOldComponent(t *testing.T) {
+	s := newSite(t)
+	ids := builtinIDs(t, s)
+	stackID := publishedStack(t, s, "web", webStack(t, s, 0))
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	user, admin := s.token(t, s.userA), s.token(t, s.adminA)
+	r := s.call(t, "POST", "/api/v1/stack-instances", user, map[string]any{
+		"stack_id": stackID, "environment_id": env.ID, "name": "shop", "parameters": map[string]any{"prefix": "shop"}})
+	wantStatus(t, r, http.StatusAccepted)
+	id := r.json(t)["id"].(string)
+	before := slotsByName(s.waitInstance(t, user, id, status("active", "failed")))
+	if before["a"]["status"] != "deployed" {
+		t.Fatalf("deploy: %v", before)
+	}
+
+	// Version 2 puts a network in slot a, and adds after it a machine that cannot be made: the
+	// upgrade destroys machine a, deploys the network, then fails.
+	v2 := webStack(t, s, 0)
+	v2.Slots[1] = stack.Slot{Name: "a", Component: uuid.MustParse(ids["simcloud-network"]), Version: 1, Inputs: map[string]stack.Wiring{
+		"name": {Kind: stack.Expression, Expr: `params.prefix + "-a-net"`},
+		"cidr": {Kind: stack.Literal, Value: "10.30.0.0/16"},
+	}}
+	e := v2.Slots[3]
+	e.Name, e.DependsOn = "e", []string{"a"}
+	e.Inputs = map[string]stack.Wiring{"name": {Kind: stack.Expression, Expr: `params.prefix + "-e"`}, "fail_on": {Kind: stack.Literal, Value: "create"}}
+	v2.Slots = append(v2.Slots, e)
+	publishVersion(t, s, stackID, 2, v2)
+	plan := s.call(t, "GET", "/api/v1/stack-instances/"+id+"/upgrade", user, nil).json(t)
+	if p := plan["slots"].([]any)[1].(map[string]any); p["slot"] != "a" || p["change"] != "replaced" {
+		t.Fatalf("upgrade plan %v", plan)
+	}
+	inst := s.upgradeAndRollBack(t, admin, id, 2, "e")
+
+	// Slot a holds a machine again: a new deployment under its old name, of the old
+	// component, wired from the stack's parameters and the network.
+	a := slotsByName(inst)["a"]
+	if a["deployment_id"] == before["a"]["deployment_id"] || a["deployment"] != "shop-a" {
+		t.Fatalf("slot a after the rollback: %v, before the upgrade: %v", a, before["a"])
+	}
+	dep := s.call(t, "GET", "/api/v1/deployments/"+a["deployment_id"].(string), user, nil).json(t)
+	params := dep["parameters"].(map[string]any)
+	if dep["component_id"] != ids["simcloud-machine"] || dep["version"] != float64(1) || params["name"] != "shop-a" ||
+		params["network_id"] != before["net"]["outputs"].(map[string]any)["network_id"] {
+		t.Fatalf("slot a's deployment after the rollback: %v", dep)
+	}
+	if got := s.machineCores(t, "shop-a"); got != 2 {
+		t.Fatalf("shop-a has %v cores after the rollback, want 2", got)
+	}
+	files := s.cloudFiles(t)
+	networks := slices.DeleteFunc(slices.Clone(files), func(f string) bool { return f != "network" })
+	if len(files) != 7 || len(networks) != 1 {
+		t.Fatalf("the cloud holds %v after the rollback, want the network and three machines with their disks", files)
+	}
+	// The network the upgrade put in slot a went first, then the machine came back.
+	ops := s.slotOperations(t, admin, id, "rollback")
+	if ops["e"]["kind"] != "destroy" || ops["a"]["kind"] != "deploy" || ops["a"]["deployment_id"] != a["deployment_id"] {
+		t.Fatalf("the rollback's operations: %v", ops)
+	}
+}
+
+func TestStack_FailedUpgradeRedeploysADroppedSlotItHadDestroyed(t *testing.T) {
+	s := newSite(t)
+	ids := builtinIDs(t, s)
+	net, machine := uuid.MustParse(ids["simcloud-network"]), uuid.MustParse(ids["simcloud-machine"])
+	keep := stack.Slot{Name: "net", Component: net, Version: 1, Inputs: map[string]stack.Wiring{
+		"name": {Kind: stack.Literal, Value: "keep-net"}, "cidr": {Kind: stack.Literal, Value: "10.40.0.0/16"}}}
+	machines := stack.Machine{States: []stack.State{{Name: "active", Initial: true}}}
+	// Machine y cannot be destroyed; machine x is named after y's, so it reads from y.
+	stackID := publishedStack(t, s, "pair", stack.Definition{
+		Parameters: json.RawMessage(`{"type":"object","properties":{}}`),
+		Slots: []stack.Slot{keep,
+			{Name: "y", Component: machine, Version: 1, Inputs: map[string]stack.Wiring{
+				"name": {Kind: stack.Literal, Value: "pair-y"}, "fail_on": {Kind: stack.Literal, Value: "delete"}}},
+			{Name: "x", Component: machine, Version: 1, Inputs: map[string]stack.Wiring{
+				"name": {Kind: stack.Expression, Expr: `slots.y.outputs.machine_id + "-x"`}}},
+		},
+		Machine: machines,
+	})
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	admin := s.token(t, s.adminA)
+	r := s.call(t, "POST", "/api/v1/stack-instances", admin, map[string]any{"stack_id": stackID, "environment_id": env.ID, "name": "pair"})
+	wantStatus(t, r, http.StatusAccepted)
+	id := r.json(t)["id"].(string)
+	before := slotsByName(s.waitInstance(t, admin, id, status("active", "failed")))
+	if before["x"]["status"] != "deployed" {
+		t.Fatalf("deploy: %v", before)
+	}
+	xName := before["y"]["outputs"].(map[string]any)["machine_id"].(string) + "-x"
+	s.machineCores(t, xName)
+
+	// Version 2 drops both machines. Dropped slots go last, x before y, which it reads from:
+	// x is destroyed, then y's destroy fails.
+	publishVersion(t, s, stackID, 2, stack.Definition{Parameters: json.RawMessage(`{"type":"object","properties":{}}`),
+		Slots: []stack.Slot{keep}, Machine: machines})
+	inst := s.upgradeAndRollBack(t, admin, id, 2, "y")
+
+	after := slotsByName(inst)
+	if after["x"]["deployment_id"] == before["x"]["deployment_id"] || after["y"]["deployment_id"] != before["y"]["deployment_id"] {
+		t.Fatalf("slots after the rollback: %v, before the upgrade: %v", after, before)
+	}
+	s.machineCores(t, xName)
+	if files := s.cloudFiles(t); len(files) != 5 {
+		t.Fatalf("the cloud holds %v after the rollback, want the network and both machines with their disks", files)
+	}
+	// The upgrade destroyed x before y's destroy failed; the rollback applied y again, then
+	// deployed x anew from y's outputs.
+	ups := s.slotOperations(t, admin, id, "upgrade")
+	if ups["x"]["kind"] != "destroy" || ups["x"]["status"] != "succeeded" || ups["y"]["status"] != "failed" {
+		t.Fatalf("the upgrade's operations: %v", ups)
+	}
+	ops := s.slotOperations(t, admin, id, "rollback")
+	if ops["y"]["kind"] != "update" || ops["x"]["kind"] != "deploy" {
+		t.Fatalf("the rollback's operations: %v", ops)
+	}
+	yDone, err := time.Parse(time.RFC3339Nano, ops["y"]["finished_at"].(string))
+	must(t, err)
+	xStart, err := time.Parse(time.RFC3339Nano, ops["x"]["started_at"].(string))
+	must(t, err)
+	if xStart.Before(yDone) {
+		t.Fatal("x was deployed again before y, which it reads from, was back")
+	}
+}
+
 // zoneEnvironment opens an environment in a published landing zone whose resolvers hand out
 // names and addresses from a pool, and returns it with the pool's ID. The environment comes
 // with a network of its own, holding one range of the pool.
