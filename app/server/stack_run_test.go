@@ -486,6 +486,39 @@ func TestStack_FailedUpgradeRedeploysADroppedSlotItHadDestroyed(t *testing.T) {
 	}
 }
 
+func TestStack_RollbackThatFailsLeavesTheInstanceDegraded(t *testing.T) {
+	s := newSite(t)
+	stackID := publishedStack(t, s, "web", webStack(t, s, 0))
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	admin := s.token(t, s.adminA)
+	r := s.call(t, "POST", "/api/v1/stack-instances", admin, map[string]any{
+		"stack_id": stackID, "environment_id": env.ID, "name": "shop", "parameters": map[string]any{"prefix": "shop"}})
+	wantStatus(t, r, http.StatusAccepted)
+	id := r.json(t)["id"].(string)
+	if inst := s.waitInstance(t, admin, id, status("active", "failed")); inst["status"] != "active" {
+		t.Fatalf("deploy: %v", inst)
+	}
+	// Version 2 adds a machine that cannot be destroyed, and after it one that cannot be made:
+	// the rollback cannot take the first down.
+	v2 := webStack(t, s, 0)
+	d := v2.Slots[3]
+	d.Name, d.DependsOn = "d", []string{"c"}
+	d.Inputs = map[string]stack.Wiring{"name": {Kind: stack.Expression, Expr: `params.prefix + "-d"`}, "fail_on": {Kind: stack.Literal, Value: "delete"}}
+	e := d
+	e.Name, e.DependsOn = "e", []string{"d"}
+	e.Inputs = map[string]stack.Wiring{"name": {Kind: stack.Expression, Expr: `params.prefix + "-e"`}, "fail_on": {Kind: stack.Literal, Value: "create"}}
+	v2.Slots = append(v2.Slots, d, e)
+	publishVersion(t, s, stackID, 2, v2)
+	wantStatus(t, s.call(t, "POST", "/api/v1/stack-instances/"+id+"/upgrade", admin, map[string]any{"version": 2}), http.StatusAccepted)
+	inst := s.waitInstance(t, admin, id, func(m map[string]any) bool { return m["status"] != "upgrading" })
+	msg := inst["error"].(string)
+	if inst["status"] != "degraded" || inst["version"] != float64(1) || !strings.Contains(msg, "e:") ||
+		!strings.Contains(msg, "Rolling back stopped too: d:") {
+		t.Fatalf("after the failed rollback: %v", inst)
+	}
+}
+
 // zoneEnvironment opens an environment in a published landing zone whose resolvers hand out
 // names and addresses from a pool, and returns it with the pool's ID. The environment comes
 // with a network of its own, holding one range of the pool.
