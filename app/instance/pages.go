@@ -218,6 +218,11 @@ func offerRows(offers []Offer) (triggers, ops []OfferRow) {
 		}
 		row.Inputs, _ = paramform.Layout(o.Name+".", o.InputSchema, nil, nil)
 		row.Inputs.Empty = "It takes no inputs."
+		for i := range row.Inputs.Fields {
+			if f := &row.Inputs.Fields[i]; f.Kind == "secret" {
+				f.Kind = "password"
+			}
+		}
 		ops = append(ops, row)
 	}
 	return triggers, ops

@@ -162,8 +162,15 @@ func (d *runner) sealParameters(id uuid.UUID, def stack.Definition, params map[s
 	if err := v.Err(); err != nil {
 		return nil, nil, nil, err
 	}
+	return d.seal(id, schema, all)
+}
+
+// seal splits values as schema marks them: plain ones as JSON, secret ones sealed with the
+// master key, bound to id (the instance's or the run's they are kept with). No secret: no
+// key and nothing sealed.
+func (d *runner) seal(id uuid.UUID, schema *component.Schema, values map[string]any) (json.RawMessage, *string, []byte, error) {
 	plain, secret := map[string]any{}, map[string]any{}
-	for k, val := range all {
+	for k, val := range values {
 		if schema.Secret(k) {
 			secret[k] = val
 		} else {
@@ -177,24 +184,29 @@ func (d *runner) sealParameters(id uuid.UUID, def stack.Definition, params map[s
 	clear, _ := json.Marshal(secret)
 	keyID, sealed, err := d.keys.Seal(clear, id[:])
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("seal secret parameters: %w", err)
+		return nil, nil, nil, fmt.Errorf("seal secret values: %w", err)
 	}
 	return raw, &keyID, sealed, nil
 }
 
 // openParameters opens an instance's secret parameters.
 func (d *runner) openParameters(inst dbgen.StackInstance) (map[string]any, error) {
-	out := map[string]any{}
-	if len(inst.SecretParameters) == 0 {
-		return out, nil
-	}
-	keyID := ""
-	if inst.SecretKeyID != nil {
-		keyID = *inst.SecretKeyID
-	}
-	raw, err := d.keys.Open(keyID, inst.SecretParameters, inst.ID[:])
+	out, err := d.open(inst.ID, inst.SecretKeyID, inst.SecretParameters)
 	if err != nil {
 		return nil, fmt.Errorf("secret parameters of %s: %w", inst.Name, err)
+	}
+	return out, nil
+}
+
+// open opens what seal sealed for id.
+func (d *runner) open(id uuid.UUID, keyID *string, sealed []byte) (map[string]any, error) {
+	out := map[string]any{}
+	if len(sealed) == 0 {
+		return out, nil
+	}
+	raw, err := d.keys.Open(deref(keyID), sealed, id[:])
+	if err != nil {
+		return nil, err
 	}
 	return out, json.Unmarshal(raw, &out)
 }
