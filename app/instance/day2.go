@@ -57,6 +57,13 @@ func (s *Service) RunOperation(ctx context.Context, actor access.Principal, id u
 			}
 			shown[k] = val
 		}
+		// Secret inputs are kept sealed with the run, bound to its ID, and opened only when an
+		// action works out a slot's inputs.
+		runID = uuid.New()
+		plain, keyID, sealed, err := s.run.seal(runID, schema, given)
+		if err != nil {
+			return err
+		}
 		if idle, err := idle(ctx, q, inst.ID); err != nil {
 			return err
 		} else if idle {
@@ -64,13 +71,12 @@ func (s *Service) RunOperation(ctx context.Context, actor access.Principal, id u
 				return problem.Invalid("operation", "state", "%v", err)
 			}
 		}
-		raw, _ := json.Marshal(given)
-		run, err := s.run.queue(ctx, tx, inst, dbgen.CreateStackRunParams{Kind: string(RunDay2), Operation: op.Name, Inputs: raw,
+		run, err := s.run.queue(ctx, tx, inst, dbgen.CreateStackRunParams{ID: uuid.NullUUID{UUID: runID, Valid: true}, Kind: string(RunDay2),
+			Operation: op.Name, Inputs: plain, SecretInputs: sealed, SecretKeyID: keyID,
 			Source: source(ctx), RequestedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}})
 		if err != nil {
 			return err
 		}
-		runID = run.ID
 		return audit.Record(ctx, q, actor, audit.Event{Tenant: inst.TenantID, Action: "stack_instance.run_operation", TargetType: "stack_instance",
 			TargetID: inst.ID.String(), Diff: map[string]any{"name": inst.Name, "operation": op.Name, "inputs": shown, "run": run.ID}})
 	})

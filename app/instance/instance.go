@@ -46,8 +46,11 @@ type Instance struct {
 	State          string     `json:"state"`
 	StateEnteredAt *time.Time `json:"state_entered_at"`
 	Error          string     `json:"error"`
-	DeployedAt     *time.Time `json:"deployed_at"`
-	CreatedAt      time.Time  `json:"created_at"`
+	// Retry is the run a retry of a failed instance asks for: destroy when it failed being
+	// destroyed, else deploy. Empty unless failed.
+	Retry      RunKind    `json:"retry,omitempty"`
+	DeployedAt *time.Time `json:"deployed_at"`
+	CreatedAt  time.Time  `json:"created_at"`
 	// Slots are filled by Get.
 	Slots []Slot `json:"slots,omitempty"`
 }

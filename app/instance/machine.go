@@ -260,6 +260,11 @@ func (r *runCtx) actionInputs(ctx context.Context, a stack.Action, inputs *compo
 	if err := json.Unmarshal(r.run.Inputs, &given); err != nil {
 		return nil, err
 	}
+	secret, err := r.deps.open(r.run.ID, r.run.SecretKeyID, r.run.SecretInputs)
+	if err != nil {
+		return nil, fmt.Errorf("secret inputs of run %s: %w", r.run.ID, err)
+	}
+	maps.Copy(given, secret)
 	values, err := r.values(given)
 	if err != nil {
 		return nil, err
@@ -281,6 +286,10 @@ func (r *runCtx) actionInputs(ctx context.Context, a stack.Action, inputs *compo
 			return nil, problem.Invalid(field, "expression", "%v", err)
 		}
 		v, err := e.Eval(ctx, values)
+		if err != nil && readsSecret(a.Inputs[name], schemas.Params, inputs) {
+			// The evaluator's words may quote the values it read.
+			return nil, problem.Invalid(field, "expression", "it could not be worked out from the secret values it reads")
+		}
 		if err != nil {
 			return nil, problem.Invalid(field, "expression", "%v", err)
 		}
@@ -293,6 +302,13 @@ func (r *runCtx) actionInputs(ctx context.Context, a stack.Action, inputs *compo
 	}
 	out = map[string]any{}
 	return out, json.Unmarshal(raw, &out)
+}
+
+// readsSecret reports whether an expression reads a secret parameter or a secret input of the
+// operation (inputs; nil for a transition).
+func readsSecret(expr string, params, inputs *component.Schema) bool {
+	return slices.ContainsFunc(stack.ParamsIn(expr), func(p string) bool { return params != nil && params.Secret(p) }) ||
+		slices.ContainsFunc(stack.InputsIn(expr), func(in string) bool { return inputs != nil && inputs.Secret(in) })
 }
 
 // Change is one move of an instance's state: from where to where, fired by which trigger from

@@ -106,7 +106,10 @@ func (h *Handlers) showPage(c echo.Context, refused refusals, status int) error 
 		Status: string(inst.Status), State: inst.State, Error: inst.Error, Created: inst.CreatedAt, Deployed: inst.DeployedAt,
 		Parameters: views.Values(inst.Parameters, secretNames(def)...), DestroyError: refused.destroy, ActionError: refused.action,
 		CanDestroy: actor.Can(access.StackInstanceDestroy, inst.TenantID) && inst.Status != Destroyed && inst.Status != Destroying,
-		CanRetry:   actor.Can(access.StackInstanceDeploy, inst.TenantID) && inst.Status == Failed}
+		CanRetry:   actor.Can(access.StackInstanceDeploy, inst.TenantID) && inst.Status == Failed, RetryDestroys: inst.Retry == RunDestroy}
+	if v.RetryDestroys {
+		v.CanRetry = actor.Can(access.StackInstanceDestroy, inst.TenantID)
+	}
 	v.Layers, v.Groups = slotLayers(def, inst.Slots)
 	for _, sl := range inst.Slots {
 		row := SlotRow{Name: sl.Name, Status: sl.Status, Deployment: sl.Deployment, Outputs: views.Values(sl.Outputs)}
@@ -218,6 +221,11 @@ func offerRows(offers []Offer) (triggers, ops []OfferRow) {
 		}
 		row.Inputs, _ = paramform.Layout(o.Name+".", o.InputSchema, nil, nil)
 		row.Inputs.Empty = "It takes no inputs."
+		for i := range row.Inputs.Fields {
+			if f := &row.Inputs.Fields[i]; f.Kind == "secret" {
+				f.Kind = "password"
+			}
+		}
 		ops = append(ops, row)
 	}
 	return triggers, ops
@@ -334,7 +342,7 @@ func (h *Handlers) DestroyForm(c echo.Context) error {
 	return web.Redirect(c, "/stack-instances/"+id.String())
 }
 
-// RetryForm deploys what a failed deploy left missing, and stays on the instance's page.
+// RetryForm retries what a failed instance was doing, and stays on the instance's page.
 func (h *Handlers) RetryForm(c echo.Context) error {
 	return web.OnID(c, h.svc.Retry, web.Follow(c, func(in Instance) string { return "/stack-instances/" + in.ID.String() }))
 }

@@ -28,6 +28,11 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 		return Instance{}, err
 	}
 	inst := fromRow(r)
+	if inst.Status == Failed {
+		if inst.Retry, err = retries(ctx, q, id); err != nil {
+			return inst, err
+		}
+	}
 	def, err := stack.LoadVersion(ctx, q, r.StackID, int(r.Version))
 	if err != nil {
 		return inst, err

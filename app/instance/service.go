@@ -162,8 +162,15 @@ func (d *runner) sealParameters(id uuid.UUID, def stack.Definition, params map[s
 	if err := v.Err(); err != nil {
 		return nil, nil, nil, err
 	}
+	return d.seal(id, schema, all)
+}
+
+// seal splits values as schema marks them: plain ones as JSON, secret ones sealed with the
+// master key, bound to id (the instance's or the run's they are kept with). No secret: no
+// key and nothing sealed.
+func (d *runner) seal(id uuid.UUID, schema *component.Schema, values map[string]any) (json.RawMessage, *string, []byte, error) {
 	plain, secret := map[string]any{}, map[string]any{}
-	for k, val := range all {
+	for k, val := range values {
 		if schema.Secret(k) {
 			secret[k] = val
 		} else {
@@ -177,24 +184,29 @@ func (d *runner) sealParameters(id uuid.UUID, def stack.Definition, params map[s
 	clear, _ := json.Marshal(secret)
 	keyID, sealed, err := d.keys.Seal(clear, id[:])
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("seal secret parameters: %w", err)
+		return nil, nil, nil, fmt.Errorf("seal secret values: %w", err)
 	}
 	return raw, &keyID, sealed, nil
 }
 
 // openParameters opens an instance's secret parameters.
 func (d *runner) openParameters(inst dbgen.StackInstance) (map[string]any, error) {
-	out := map[string]any{}
-	if len(inst.SecretParameters) == 0 {
-		return out, nil
-	}
-	keyID := ""
-	if inst.SecretKeyID != nil {
-		keyID = *inst.SecretKeyID
-	}
-	raw, err := d.keys.Open(keyID, inst.SecretParameters, inst.ID[:])
+	out, err := d.open(inst.ID, inst.SecretKeyID, inst.SecretParameters)
 	if err != nil {
 		return nil, fmt.Errorf("secret parameters of %s: %w", inst.Name, err)
+	}
+	return out, nil
+}
+
+// open opens what seal sealed for id.
+func (d *runner) open(id uuid.UUID, keyID *string, sealed []byte) (map[string]any, error) {
+	out := map[string]any{}
+	if len(sealed) == 0 {
+		return out, nil
+	}
+	raw, err := d.keys.Open(deref(keyID), sealed, id[:])
+	if err != nil {
+		return nil, err
 	}
 	return out, json.Unmarshal(raw, &out)
 }
@@ -202,34 +214,54 @@ func (d *runner) openParameters(inst dbgen.StackInstance) (map[string]any, error
 // Destroy takes every slot of an instance down, in reverse order, once the run under way (if
 // any) has ended.
 func (s *Service) Destroy(ctx context.Context, actor access.Principal, id uuid.UUID) (Instance, error) {
-	return s.ask(ctx, actor, id, access.StackInstanceDestroy, RunDestroy, func(inst dbgen.StackInstance) error {
+	return s.ask(ctx, actor, id, access.StackInstanceDestroy, "destroy", func(_ *dbgen.Queries, inst dbgen.StackInstance) (RunKind, error) {
 		if Status(inst.Status) == Destroyed || Status(inst.Status) == Destroying {
-			return problem.Invalid("instance", "state", "%s is %s already", inst.Name, inst.Status)
+			return "", problem.Invalid("instance", "state", "%s is %s already", inst.Name, inst.Status)
 		}
-		return nil
+		return RunDestroy, nil
 	})
 }
 
-// Retry deploys what a failed deploy left missing.
+// Retry takes up again what a failed instance was doing: an instance that failed while being
+// destroyed is destroyed again, by those who may destroy it; any other deploys what a failed
+// deploy left missing.
 func (s *Service) Retry(ctx context.Context, actor access.Principal, id uuid.UUID) (Instance, error) {
-	return s.ask(ctx, actor, id, access.StackInstanceDeploy, RunDeploy, func(inst dbgen.StackInstance) error {
+	return s.ask(ctx, actor, id, access.StackInstanceDeploy, "retry", func(q *dbgen.Queries, inst dbgen.StackInstance) (RunKind, error) {
 		if Status(inst.Status) != Failed {
-			return problem.Invalid("instance", "state", "%s is %s: only a failed instance is retried", inst.Name, inst.Status)
+			return "", problem.Invalid("instance", "state", "%s is %s: only a failed instance is retried", inst.Name, inst.Status)
 		}
-		return nil
+		k, err := retries(ctx, q, inst.ID)
+		if err == nil && k == RunDestroy && !actor.Can(access.StackInstanceDestroy, inst.TenantID) {
+			return "", problem.ErrForbidden
+		}
+		return k, err
 	})
 }
 
-// ask queues a run of kind on an instance the actor may act on with perm, when check allows it,
-// audited, in one transaction.
-func (s *Service) ask(ctx context.Context, actor access.Principal, id uuid.UUID, perm access.Permission, k RunKind, check func(dbgen.StackInstance) error) (Instance, error) {
+// retries is the kind of run retrying a failed instance asks for: a destroy when destroying is
+// what failed last, else a deploy.
+func retries(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (RunKind, error) {
+	last, err := q.LastEndedStackRunKind(ctx, id)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return "", err
+	}
+	if RunKind(last) == RunDestroy {
+		return RunDestroy, nil
+	}
+	return RunDeploy, nil
+}
+
+// ask queues the run that pick chooses (or refuses) on an instance the actor may act on with
+// perm, audited, in one transaction; what names the request in errors.
+func (s *Service) ask(ctx context.Context, actor access.Principal, id uuid.UUID, perm access.Permission, what string, pick func(*dbgen.Queries, dbgen.StackInstance) (RunKind, error)) (Instance, error) {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := dbgen.New(tx)
 		inst, err := s.lockFor(ctx, q, actor, id, perm)
 		if err != nil {
 			return err
 		}
-		if err := check(inst); err != nil {
+		k, err := pick(q, inst)
+		if err != nil {
 			return err
 		}
 		if _, err := s.run.queue(ctx, tx, inst, dbgen.CreateStackRunParams{Kind: string(k), Source: source(ctx),
@@ -240,7 +272,7 @@ func (s *Service) ask(ctx context.Context, actor access.Principal, id uuid.UUID,
 			TargetID: inst.ID.String(), Diff: map[string]any{"name": inst.Name}})
 	})
 	if err != nil {
-		return Instance{}, fmt.Errorf("%s stack instance: %w", k, err)
+		return Instance{}, fmt.Errorf("%s stack instance: %w", what, err)
 	}
 	return s.Get(ctx, actor, id)
 }

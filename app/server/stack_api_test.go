@@ -213,8 +213,13 @@ func TestAPI_StackDraftProblemsNameTheFieldAndTheRule(t *testing.T) {
 			d.Parameters = json.RawMessage(`{"type":"object","properties":{"size":{"type":"integer"},"pw":{"type":"string","x-secret":true}}}`)
 			web(d).Inputs["name"] = stack.Wiring{Kind: stack.Expression, Expr: `"web-" + params.pw`}
 		}},
-		{"secret operation input", "operations.resize.input_schema.token", "secret", false, func(d *stack.Definition) {
-			op(d, "resize").InputSchema = json.RawMessage(`{"type":"object","properties":{"token":{"type":"string","x-secret":true}}}`)
+		{"action reading a secret operation input into a plain input", "operations.resize.actions.0.inputs.name", "secret", false, func(d *stack.Definition) {
+			op(d, "resize").InputSchema = json.RawMessage(`{"type":"object","properties":{"cores":{"type":"integer"},"token":{"type":"string","x-secret":true}}}`)
+			op(d, "resize").Actions[0].Inputs["name"] = `"web-" + inputs.token`
+		}},
+		{"transition action reading a secret parameter into a plain input", "machine.transitions.1.action.0.inputs.name", "secret", false, func(d *stack.Definition) {
+			d.Parameters = json.RawMessage(`{"type":"object","properties":{"size":{"type":"integer"},"pw":{"type":"string","x-secret":true}}}`)
+			transition(d, "stop").Action = []stack.Action{{Slot: "web", Do: stack.Update, Inputs: map[string]string{"name": "params.pw"}}}
 		}},
 		{"operation without states", "operations.resize.required_states", "required", false, func(d *stack.Definition) { op(d, "resize").RequiredStates = nil }},
 		{"operation in an unknown state", "operations.resize.required_states", "exists", false, func(d *stack.Definition) {
@@ -264,6 +269,15 @@ func TestAPI_StackDraftProblemsNameTheFieldAndTheRule(t *testing.T) {
 		})
 	}
 
+	t.Run("a secret operation input is taken", func(t *testing.T) {
+		d := stackDraft(parts.machine, 1)
+		op(&d, "resize").InputSchema = json.RawMessage(`{"type":"object","properties":{"cores":{"type":"integer"},"token":{"type":"string","x-secret":true}}}`)
+		r := s.call(t, "PUT", "/api/v1/stacks/"+simcloud, admin, map[string]any{"draft": d})
+		wantStatus(t, r, http.StatusOK)
+		if got := problems(t, r); len(got) > 0 {
+			t.Fatalf("problems: %+v", got)
+		}
+	})
 	t.Run("a resolver fills a required input", func(t *testing.T) {
 		d := stackDraft(parts.machine, 1)
 		db(&d).Component = parts.bound

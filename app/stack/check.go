@@ -335,14 +335,6 @@ func checkOperations(def Definition, schemas Schemas, v *problem.ValidationError
 		}
 		seen[op.Name] = true
 		inputs := component.ParseSchema(path+".input_schema", op.InputSchema, v)
-		if inputs != nil {
-			for _, name := range inputs.Names() {
-				// A run keeps the inputs it was asked with, for its page and its steps.
-				if inputs.Secret(name) {
-					v.Add(path+".input_schema."+name, "secret", "a day-2 operation's inputs are kept with its run: wire secrets from the stack's parameters instead")
-				}
-			}
-		}
 		if len(op.RequiredStates) == 0 {
 			v.Add(path+".required_states", "required", "name at least one state in which the operation may run")
 		}
@@ -402,6 +394,21 @@ func checkAction(def Definition, schemas Schemas, inputs *component.Schema, a Ac
 		}
 		if _, err := Compile(a.Inputs[name], scope, want); err != nil {
 			v.Add(path+".inputs."+name, "expression", "%s", err)
+			continue
+		}
+		if want.Secret {
+			continue
+		}
+		// A secret may flow only into a secret input, which the slot's deployment keeps sealed.
+		for _, p := range ParamsIn(a.Inputs[name]) {
+			if prop := schemas.Params.Properties[p]; prop != nil && prop.Secret {
+				v.Add(path+".inputs."+name, "secret", "the expression reads secret parameter %s, and input %s of slot %s is not secret: its value would be kept in plain text", p, name, a.Slot)
+			}
+		}
+		for _, in := range InputsIn(a.Inputs[name]) {
+			if inputs != nil && inputs.Secret(in) {
+				v.Add(path+".inputs."+name, "secret", "the expression reads secret input %s, and input %s of slot %s is not secret: its value would be kept in plain text", in, name, a.Slot)
+			}
 		}
 	}
 }

@@ -283,6 +283,10 @@ func declared(scope Scope, name string) bool {
 // the order met; nil when it does not parse.
 func ParamsIn(text string) []string { return selectedFrom(text, "params") }
 
+// InputsIn returns the day-2 operation's inputs an expression reads (inputs.<name>), each
+// once, in the order met; nil when it does not parse.
+func InputsIn(text string) []string { return selectedFrom(text, "inputs") }
+
 // SlotsIn returns the slots an expression reads (slots.<name>), each once, in the order met;
 // nil when it does not parse.
 func SlotsIn(text string) []string { return selectedFrom(text, "slots") }

@@ -452,6 +452,8 @@ type StackRun struct {
 	CreatedAt     time.Time       `json:"created_at"`
 	StartedAt     *time.Time      `json:"started_at"`
 	FinishedAt    *time.Time      `json:"finished_at"`
+	SecretInputs  []byte          `json:"secret_inputs"`
+	SecretKeyID   *string         `json:"secret_key_id"`
 }
 
 type StackRunStep struct {

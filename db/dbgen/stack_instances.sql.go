@@ -70,12 +70,15 @@ func (q *Queries) CreateStackInstance(ctx context.Context, arg CreateStackInstan
 }
 
 const createStackRun = `-- name: CreateStackRun :one
-INSERT INTO stack_runs (instance_id, kind, trigger, operation, inputs, from_version, to_version, source, requested_by, keep_on_failure)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-RETURNING id, instance_id, kind, status, trigger, operation, inputs, from_version, to_version, source, requested_by, keep_on_failure, error, created_at, started_at, finished_at
+INSERT INTO stack_runs (id, instance_id, kind, trigger, operation, inputs, from_version, to_version, source, requested_by, keep_on_failure,
+    secret_inputs, secret_key_id)
+VALUES (coalesce($1::uuid, gen_random_uuid()), $2, $3, $4, $5, $6, $7, $8,
+    $9, $10, $11, $12, $13)
+RETURNING id, instance_id, kind, status, trigger, operation, inputs, from_version, to_version, source, requested_by, keep_on_failure, error, created_at, started_at, finished_at, secret_inputs, secret_key_id
 `
 
 type CreateStackRunParams struct {
+	ID            uuid.NullUUID   `json:"id"`
 	InstanceID    uuid.UUID       `json:"instance_id"`
 	Kind          string          `json:"kind"`
 	Trigger       string          `json:"trigger"`
@@ -86,10 +89,14 @@ type CreateStackRunParams struct {
 	Source        string          `json:"source"`
 	RequestedBy   uuid.NullUUID   `json:"requested_by"`
 	KeepOnFailure bool            `json:"keep_on_failure"`
+	SecretInputs  []byte          `json:"secret_inputs"`
+	SecretKeyID   *string         `json:"secret_key_id"`
 }
 
+// id may be given, for secret inputs sealed with it bound in; else one is made.
 func (q *Queries) CreateStackRun(ctx context.Context, arg CreateStackRunParams) (StackRun, error) {
 	row := q.db.QueryRow(ctx, createStackRun,
+		arg.ID,
 		arg.InstanceID,
 		arg.Kind,
 		arg.Trigger,
@@ -100,6 +107,8 @@ func (q *Queries) CreateStackRun(ctx context.Context, arg CreateStackRunParams) 
 		arg.Source,
 		arg.RequestedBy,
 		arg.KeepOnFailure,
+		arg.SecretInputs,
+		arg.SecretKeyID,
 	)
 	var i StackRun
 	err := row.Scan(
@@ -119,6 +128,8 @@ func (q *Queries) CreateStackRun(ctx context.Context, arg CreateStackRunParams) 
 		&i.CreatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.SecretInputs,
+		&i.SecretKeyID,
 	)
 	return i, err
 }
@@ -359,6 +370,19 @@ func (q *Queries) InstanceDeployments(ctx context.Context, stackInstanceID uuid.
 	return items, nil
 }
 
+const lastEndedStackRunKind = `-- name: LastEndedStackRunKind :one
+SELECT kind FROM stack_runs WHERE instance_id = $1 AND status IN ('succeeded', 'failed')
+ORDER BY finished_at DESC, id DESC LIMIT 1
+`
+
+// The kind of the newest run of an instance that ran, succeeded or failed (not refused).
+func (q *Queries) LastEndedStackRunKind(ctx context.Context, instanceID uuid.UUID) (string, error) {
+	row := q.db.QueryRow(ctx, lastEndedStackRunKind, instanceID)
+	var kind string
+	err := row.Scan(&kind)
+	return kind, err
+}
+
 const listStackInstances = `-- name: ListStackInstances :many
 SELECT i.id, i.tenant_id, i.environment_id, i.stack_id, i.version, i.name, i.parameters, i.secret_parameters, i.secret_key_id, i.status, i.current_state, i.state_entered_at, i.error, i.deployed_at, i.created_by, i.created_at, i.updated_at, s.name AS stack_name, s.display_name AS stack_display_name, e.name AS environment_name, t.name AS tenant_name
 FROM stack_instances i
@@ -523,7 +547,7 @@ func (q *Queries) MarkStackInstanceDeployed(ctx context.Context, id uuid.UUID) e
 }
 
 const nextQueuedStackRun = `-- name: NextQueuedStackRun :one
-SELECT id, instance_id, kind, status, trigger, operation, inputs, from_version, to_version, source, requested_by, keep_on_failure, error, created_at, started_at, finished_at FROM stack_runs WHERE instance_id = $1 AND status = 'queued'
+SELECT id, instance_id, kind, status, trigger, operation, inputs, from_version, to_version, source, requested_by, keep_on_failure, error, created_at, started_at, finished_at, secret_inputs, secret_key_id FROM stack_runs WHERE instance_id = $1 AND status = 'queued'
 ORDER BY (source = 'system') DESC, created_at, id LIMIT 1
 `
 
@@ -549,12 +573,14 @@ func (q *Queries) NextQueuedStackRun(ctx context.Context, instanceID uuid.UUID) 
 		&i.CreatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.SecretInputs,
+		&i.SecretKeyID,
 	)
 	return i, err
 }
 
 const runningStackRun = `-- name: RunningStackRun :one
-SELECT id, instance_id, kind, status, trigger, operation, inputs, from_version, to_version, source, requested_by, keep_on_failure, error, created_at, started_at, finished_at FROM stack_runs WHERE instance_id = $1 AND status = 'running'
+SELECT id, instance_id, kind, status, trigger, operation, inputs, from_version, to_version, source, requested_by, keep_on_failure, error, created_at, started_at, finished_at, secret_inputs, secret_key_id FROM stack_runs WHERE instance_id = $1 AND status = 'running'
 `
 
 func (q *Queries) RunningStackRun(ctx context.Context, instanceID uuid.UUID) (StackRun, error) {
@@ -577,6 +603,8 @@ func (q *Queries) RunningStackRun(ctx context.Context, instanceID uuid.UUID) (St
 		&i.CreatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.SecretInputs,
+		&i.SecretKeyID,
 	)
 	return i, err
 }
@@ -686,7 +714,7 @@ func (q *Queries) StackRunSteps(ctx context.Context, runID uuid.UUID) ([]StackRu
 }
 
 const stackRuns = `-- name: StackRuns :many
-SELECT r.id, r.instance_id, r.kind, r.status, r.trigger, r.operation, r.inputs, r.from_version, r.to_version, r.source, r.requested_by, r.keep_on_failure, r.error, r.created_at, r.started_at, r.finished_at, u.email AS requested_by_email
+SELECT r.id, r.instance_id, r.kind, r.status, r.trigger, r.operation, r.inputs, r.from_version, r.to_version, r.source, r.requested_by, r.keep_on_failure, r.error, r.created_at, r.started_at, r.finished_at, r.secret_inputs, r.secret_key_id, u.email AS requested_by_email
 FROM stack_runs r LEFT JOIN users u ON u.id = r.requested_by
 WHERE r.instance_id = $1
 ORDER BY r.created_at DESC, r.id DESC
@@ -715,6 +743,8 @@ type StackRunsRow struct {
 	CreatedAt        time.Time       `json:"created_at"`
 	StartedAt        *time.Time      `json:"started_at"`
 	FinishedAt       *time.Time      `json:"finished_at"`
+	SecretInputs     []byte          `json:"secret_inputs"`
+	SecretKeyID      *string         `json:"secret_key_id"`
 	RequestedByEmail *string         `json:"requested_by_email"`
 }
 
@@ -744,6 +774,8 @@ func (q *Queries) StackRuns(ctx context.Context, arg StackRunsParams) ([]StackRu
 			&i.CreatedAt,
 			&i.StartedAt,
 			&i.FinishedAt,
+			&i.SecretInputs,
+			&i.SecretKeyID,
 			&i.RequestedByEmail,
 		); err != nil {
 			return nil, err

@@ -15,7 +15,7 @@ import (
 )
 
 const getStackRun = `-- name: GetStackRun :one
-SELECT r.id, r.instance_id, r.kind, r.status, r.trigger, r.operation, r.inputs, r.from_version, r.to_version, r.source, r.requested_by, r.keep_on_failure, r.error, r.created_at, r.started_at, r.finished_at, u.email AS requested_by_email
+SELECT r.id, r.instance_id, r.kind, r.status, r.trigger, r.operation, r.inputs, r.from_version, r.to_version, r.source, r.requested_by, r.keep_on_failure, r.error, r.created_at, r.started_at, r.finished_at, r.secret_inputs, r.secret_key_id, u.email AS requested_by_email
 FROM stack_runs r LEFT JOIN users u ON u.id = r.requested_by
 WHERE r.id = $1
 `
@@ -37,6 +37,8 @@ type GetStackRunRow struct {
 	CreatedAt        time.Time       `json:"created_at"`
 	StartedAt        *time.Time      `json:"started_at"`
 	FinishedAt       *time.Time      `json:"finished_at"`
+	SecretInputs     []byte          `json:"secret_inputs"`
+	SecretKeyID      *string         `json:"secret_key_id"`
 	RequestedByEmail *string         `json:"requested_by_email"`
 }
 
@@ -60,6 +62,8 @@ func (q *Queries) GetStackRun(ctx context.Context, id uuid.UUID) (GetStackRunRow
 		&i.CreatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.SecretInputs,
+		&i.SecretKeyID,
 		&i.RequestedByEmail,
 	)
 	return i, err

@@ -53,9 +53,17 @@ WHERE d.stack_instance_id = $1
 ORDER BY d.slot, d.created_at DESC;
 
 -- name: CreateStackRun :one
-INSERT INTO stack_runs (instance_id, kind, trigger, operation, inputs, from_version, to_version, source, requested_by, keep_on_failure)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+-- id may be given, for secret inputs sealed with it bound in; else one is made.
+INSERT INTO stack_runs (id, instance_id, kind, trigger, operation, inputs, from_version, to_version, source, requested_by, keep_on_failure,
+    secret_inputs, secret_key_id)
+VALUES (coalesce(sqlc.narg(id)::uuid, gen_random_uuid()), @instance_id, @kind, @trigger, @operation, @inputs, @from_version, @to_version,
+    @source, @requested_by, @keep_on_failure, @secret_inputs, @secret_key_id)
 RETURNING *;
+
+-- name: LastEndedStackRunKind :one
+-- The kind of the newest run of an instance that ran, succeeded or failed (not refused).
+SELECT kind FROM stack_runs WHERE instance_id = $1 AND status IN ('succeeded', 'failed')
+ORDER BY finished_at DESC, id DESC LIMIT 1;
 
 -- name: RunningStackRun :one
 SELECT * FROM stack_runs WHERE instance_id = $1 AND status = 'running';
