@@ -120,4 +120,3 @@ func deref(s *string) string {
 	}
 	return *s
 }
-

@@ -99,39 +99,48 @@ func (r *Receiver) Receive(c echo.Context) error {
 
 // accept writes the events that are new to the log and queues their routing, all or none.
 func (r *Receiver) accept(ctx context.Context, src dbgen.EventSource, events []Event) (Accepted, error) {
-	out := Accepted{IDs: []uuid.UUID{}}
+	var out Accepted
 	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
-		var route []river.InsertManyParams
-		for _, e := range events {
-			payload, err := json.Marshal(stored{Source: e.Source, Data: Redacted(e.Data), Target: e.Target})
-			if err != nil {
-				return err
-			}
-			id, err := q.LogEvent(ctx, dbgen.LogEventParams{SourceID: uuid.NullUUID{UUID: src.ID, Valid: true},
-				LandingZoneID: uuid.NullUUID{UUID: src.LandingZoneID, Valid: true}, SourceKind: src.Kind, EventID: e.ID,
-				Type: e.Type, Subject: e.Subject, OccurredAt: e.Time, Payload: payload})
-			if errors.Is(err, pgx.ErrNoRows) {
-				out.Duplicates++
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			out.Accepted++
-			out.IDs = append(out.IDs, id)
-			route = append(route, river.InsertManyParams{Args: RouteArgs{Event: id}})
-		}
-		if len(route) == 0 {
-			return nil
-		}
-		_, err := r.queue.InsertManyTx(ctx, tx, route)
+		var err error
+		out, err = Record(ctx, tx, r.queue, src, events)
 		return err
 	})
 	if err != nil {
 		return Accepted{}, fmt.Errorf("log %d events: %w", len(events), err)
 	}
 	return out, nil
+}
+
+// Record writes the events of a source that are new to the log, in tx, and queues their
+// routing: what the receiver does with a webhook's events, and a poller with what it saw.
+func Record(ctx context.Context, tx pgx.Tx, queue Queue, src dbgen.EventSource, events []Event) (Accepted, error) {
+	out := Accepted{IDs: []uuid.UUID{}}
+	q := dbgen.New(tx)
+	var route []river.InsertManyParams
+	for _, e := range events {
+		payload, err := json.Marshal(stored{Source: e.Source, Data: Redacted(e.Data), Target: e.Target})
+		if err != nil {
+			return out, err
+		}
+		id, err := q.LogEvent(ctx, dbgen.LogEventParams{SourceID: uuid.NullUUID{UUID: src.ID, Valid: true},
+			LandingZoneID: uuid.NullUUID{UUID: src.LandingZoneID, Valid: true}, SourceKind: src.Kind, EventID: e.ID,
+			Type: e.Type, Subject: e.Subject, OccurredAt: e.Time, Payload: payload})
+		if errors.Is(err, pgx.ErrNoRows) {
+			out.Duplicates++
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		out.Accepted++
+		out.IDs = append(out.IDs, id)
+		route = append(route, river.InsertManyParams{Args: RouteArgs{Event: id}})
+	}
+	if len(route) == 0 {
+		return out, nil
+	}
+	_, err := queue.InsertManyTx(ctx, tx, route)
+	return out, err
 }
 
 // stored is what the log's payload holds of an event beside its columns.

@@ -89,7 +89,12 @@ func (w *Router) route(ctx context.Context, tx pgx.Tx, queue component.JobInsert
 		r.Outcome, r.Detail = Unrouted, "its payload cannot be read"
 		return
 	}
-	t, err := findTarget(ctx, dbgen.New(tx), row.LandingZoneID.UUID, st.Target, row.Subject)
+	// A source reaches what lives in its landing zone; Nimbus's own events name what they tell of.
+	zone := row.LandingZoneID
+	if row.SourceKind == Nimbus {
+		zone = uuid.NullUUID{}
+	}
+	t, err := findTarget(ctx, dbgen.New(tx), zone, st.Target, row.Subject)
 	if err != nil {
 		r.Outcome, r.Detail = Unrouted, err.Error()
 		return
@@ -101,6 +106,11 @@ func (w *Router) route(ctx context.Context, tx pgx.Tx, queue component.JobInsert
 		return
 	}
 	r.InstanceID = uuid.NullUUID{UUID: t.instance, Valid: true}
+	if row.SourceKind == Nimbus && strings.HasPrefix(row.Type, "stack.") {
+		// An instance's own state changes would otherwise be able to move it for ever.
+		r.Outcome, r.Detail = Unmatched, "an instance's own changes are not routed back to it"
+		return
+	}
 	def, err := stack.LoadVersion(ctx, dbgen.New(tx), t.stack, t.version)
 	if err != nil {
 		r.Outcome, r.Detail = Unmatched, "its instance's stack version cannot be read"
@@ -160,7 +170,7 @@ type target struct {
 // findTarget looks for what an event names within its source's landing zone: an instance or a
 // deployment by ID, else a resource by an output's value or a URN; the subject is tried as
 // each of those when the event names nothing else.
-func findTarget(ctx context.Context, q *dbgen.Queries, zone uuid.UUID, named Target, subject string) (target, error) {
+func findTarget(ctx context.Context, q *dbgen.Queries, zone uuid.NullUUID, named Target, subject string) (target, error) {
 	if named == (Target{}) {
 		named = Target{Instance: subject, Deployment: subject, Resource: subject}
 	}
@@ -170,7 +180,7 @@ func findTarget(ctx context.Context, q *dbgen.Queries, zone uuid.UUID, named Tar
 		}
 	}
 	if id, err := uuid.Parse(named.Deployment); err == nil {
-		d, err := q.EventTargetDeployment(ctx, dbgen.EventTargetDeploymentParams{ID: id, LandingZoneID: uuid.NullUUID{UUID: zone, Valid: true}})
+		d, err := q.EventTargetDeployment(ctx, dbgen.EventTargetDeploymentParams{ID: id, Zone: zone})
 		if err == nil {
 			return deploymentTarget(ctx, q, zone, d.ID, d.TenantID, d.EnvironmentID, d.StackInstanceID)
 		}
@@ -179,7 +189,7 @@ func findTarget(ctx context.Context, q *dbgen.Queries, zone uuid.UUID, named Tar
 		}
 	}
 	if named.Resource != "" {
-		found, err := q.EventTargetResource(ctx, dbgen.EventTargetResourceParams{Zone: uuid.NullUUID{UUID: zone, Valid: true}, Resource: named.Resource})
+		found, err := q.EventTargetResource(ctx, dbgen.EventTargetResourceParams{Zone: zone, Resource: named.Resource})
 		if err != nil {
 			return target{}, err
 		}
@@ -194,15 +204,15 @@ func findTarget(ctx context.Context, q *dbgen.Queries, zone uuid.UUID, named Tar
 	return target{}, errors.New("it names no stack instance, deployment or resource of this landing zone")
 }
 
-func instanceTarget(ctx context.Context, q *dbgen.Queries, zone, id uuid.UUID) (target, error) {
-	i, err := q.EventTargetInstance(ctx, dbgen.EventTargetInstanceParams{ID: id, LandingZoneID: uuid.NullUUID{UUID: zone, Valid: true}})
+func instanceTarget(ctx context.Context, q *dbgen.Queries, zone uuid.NullUUID, id uuid.UUID) (target, error) {
+	i, err := q.EventTargetInstance(ctx, dbgen.EventTargetInstanceParams{ID: id, Zone: zone})
 	if err != nil {
 		return target{}, err
 	}
 	return target{tenant: i.TenantID, environment: i.EnvironmentID, instance: i.ID, stack: i.StackID, version: int(i.Version)}, nil
 }
 
-func deploymentTarget(ctx context.Context, q *dbgen.Queries, zone, id, tenant, env uuid.UUID, inst uuid.NullUUID) (target, error) {
+func deploymentTarget(ctx context.Context, q *dbgen.Queries, zone uuid.NullUUID, id, tenant, env uuid.UUID, inst uuid.NullUUID) (target, error) {
 	if !inst.Valid {
 		return target{tenant: tenant, environment: env, deployment: id}, nil
 	}

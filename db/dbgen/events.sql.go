@@ -250,12 +250,12 @@ func (q *Queries) EventRules(ctx context.Context, arg EventRulesParams) ([]Event
 const eventTargetDeployment = `-- name: EventTargetDeployment :one
 SELECT d.id, d.tenant_id, d.environment_id, d.stack_instance_id
 FROM deployed_components d JOIN environments e ON e.id = d.environment_id
-WHERE d.id = $1 AND e.landing_zone_id = $2 AND d.status <> 'destroyed'
+WHERE d.id = $1 AND ($2::uuid IS NULL OR e.landing_zone_id = $2) AND d.status <> 'destroyed'
 `
 
 type EventTargetDeploymentParams struct {
-	ID            uuid.UUID     `json:"id"`
-	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
+	ID   uuid.UUID     `json:"id"`
+	Zone uuid.NullUUID `json:"zone"`
 }
 
 type EventTargetDeploymentRow struct {
@@ -267,7 +267,7 @@ type EventTargetDeploymentRow struct {
 
 // A deployment an event names by its ID, when it lives in the source's landing zone.
 func (q *Queries) EventTargetDeployment(ctx context.Context, arg EventTargetDeploymentParams) (EventTargetDeploymentRow, error) {
-	row := q.db.QueryRow(ctx, eventTargetDeployment, arg.ID, arg.LandingZoneID)
+	row := q.db.QueryRow(ctx, eventTargetDeployment, arg.ID, arg.Zone)
 	var i EventTargetDeploymentRow
 	err := row.Scan(
 		&i.ID,
@@ -281,12 +281,12 @@ func (q *Queries) EventTargetDeployment(ctx context.Context, arg EventTargetDepl
 const eventTargetInstance = `-- name: EventTargetInstance :one
 SELECT i.id, i.tenant_id, i.environment_id, i.stack_id, i.version
 FROM stack_instances i JOIN environments e ON e.id = i.environment_id
-WHERE i.id = $1 AND e.landing_zone_id = $2
+WHERE i.id = $1 AND ($2::uuid IS NULL OR e.landing_zone_id = $2)
 `
 
 type EventTargetInstanceParams struct {
-	ID            uuid.UUID     `json:"id"`
-	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
+	ID   uuid.UUID     `json:"id"`
+	Zone uuid.NullUUID `json:"zone"`
 }
 
 type EventTargetInstanceRow struct {
@@ -298,8 +298,9 @@ type EventTargetInstanceRow struct {
 }
 
 // A stack instance an event names, when it lives in the source's landing zone.
+// Nimbus's own events (no zone) reach any.
 func (q *Queries) EventTargetInstance(ctx context.Context, arg EventTargetInstanceParams) (EventTargetInstanceRow, error) {
-	row := q.db.QueryRow(ctx, eventTargetInstance, arg.ID, arg.LandingZoneID)
+	row := q.db.QueryRow(ctx, eventTargetInstance, arg.ID, arg.Zone)
 	var i EventTargetInstanceRow
 	err := row.Scan(
 		&i.ID,
@@ -314,7 +315,7 @@ func (q *Queries) EventTargetInstance(ctx context.Context, arg EventTargetInstan
 const eventTargetResource = `-- name: EventTargetResource :many
 SELECT d.id, d.tenant_id, d.environment_id, d.stack_instance_id
 FROM deployed_components d JOIN environments e ON e.id = d.environment_id
-WHERE e.landing_zone_id = $1 AND d.status <> 'destroyed'
+WHERE ($1::uuid IS NULL OR e.landing_zone_id = $1) AND d.status <> 'destroyed'
   AND (EXISTS (SELECT 1 FROM jsonb_each_text(d.outputs) o WHERE o.value = $2::text)
        OR EXISTS (SELECT 1 FROM operations op JOIN operation_resources r ON r.operation_id = op.id
                   WHERE op.deployment_id = d.id AND r.urn = $2::text))
@@ -443,6 +444,39 @@ func (q *Queries) LogEvent(ctx context.Context, arg LogEventParams) (uuid.UUID, 
 		arg.Subject,
 		arg.OccurredAt,
 		arg.Payload,
+	)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
+const logOwnEvent = `-- name: LogOwnEvent :one
+INSERT INTO event_log (landing_zone_id, source_kind, event_id, type, subject, payload, tenant_id, environment_id, instance_id, deployment_id)
+VALUES ((SELECT landing_zone_id FROM environments WHERE id = $1::uuid), 'nimbus', gen_random_uuid()::text,
+        $2, $3, $4, $5, $1, $6, $7)
+RETURNING id
+`
+
+type LogOwnEventParams struct {
+	Environment uuid.NullUUID   `json:"environment"`
+	Type        string          `json:"type"`
+	Subject     string          `json:"subject"`
+	Payload     json.RawMessage `json:"payload"`
+	Tenant      uuid.NullUUID   `json:"tenant"`
+	Instance    uuid.NullUUID   `json:"instance"`
+	Deployment  uuid.NullUUID   `json:"deployment"`
+}
+
+// One of Nimbus's own events, its target known: written in the transaction of the change.
+func (q *Queries) LogOwnEvent(ctx context.Context, arg LogOwnEventParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, logOwnEvent,
+		arg.Environment,
+		arg.Type,
+		arg.Subject,
+		arg.Payload,
+		arg.Tenant,
+		arg.Instance,
+		arg.Deployment,
 	)
 	var id uuid.UUID
 	err := row.Scan(&id)

@@ -36,22 +36,23 @@ WHERE id = $1;
 
 -- name: EventTargetInstance :one
 -- A stack instance an event names, when it lives in the source's landing zone.
+-- Nimbus's own events (no zone) reach any.
 SELECT i.id, i.tenant_id, i.environment_id, i.stack_id, i.version
 FROM stack_instances i JOIN environments e ON e.id = i.environment_id
-WHERE i.id = $1 AND e.landing_zone_id = $2;
+WHERE i.id = sqlc.arg(id) AND (sqlc.narg(zone)::uuid IS NULL OR e.landing_zone_id = sqlc.narg(zone));
 
 -- name: EventTargetDeployment :one
 -- A deployment an event names by its ID, when it lives in the source's landing zone.
 SELECT d.id, d.tenant_id, d.environment_id, d.stack_instance_id
 FROM deployed_components d JOIN environments e ON e.id = d.environment_id
-WHERE d.id = $1 AND e.landing_zone_id = $2 AND d.status <> 'destroyed';
+WHERE d.id = sqlc.arg(id) AND (sqlc.narg(zone)::uuid IS NULL OR e.landing_zone_id = sqlc.narg(zone)) AND d.status <> 'destroyed';
 
 -- name: EventTargetResource :many
 -- The live deployments of the source's landing zone that hold a resource: one of their
 -- outputs has the value given, or one of their resources has it as its URN.
 SELECT d.id, d.tenant_id, d.environment_id, d.stack_instance_id
 FROM deployed_components d JOIN environments e ON e.id = d.environment_id
-WHERE e.landing_zone_id = sqlc.arg(zone) AND d.status <> 'destroyed'
+WHERE (sqlc.narg(zone)::uuid IS NULL OR e.landing_zone_id = sqlc.narg(zone)) AND d.status <> 'destroyed'
   AND (EXISTS (SELECT 1 FROM jsonb_each_text(d.outputs) o WHERE o.value = sqlc.arg(resource)::text)
        OR EXISTS (SELECT 1 FROM operations op JOIN operation_resources r ON r.operation_id = op.id
                   WHERE op.deployment_id = d.id AND r.urn = sqlc.arg(resource)::text))
@@ -81,3 +82,10 @@ WHERE (sqlc.narg(tenant)::uuid IS NULL OR l.tenant_id = sqlc.narg(tenant))
   AND (sqlc.arg(provider)::boolean OR l.tenant_id = ANY(sqlc.arg(tenants)::uuid[]))
 ORDER BY l.received_at DESC, l.id DESC
 LIMIT sqlc.arg(lim);
+
+-- name: LogOwnEvent :one
+-- One of Nimbus's own events, its target known: written in the transaction of the change.
+INSERT INTO event_log (landing_zone_id, source_kind, event_id, type, subject, payload, tenant_id, environment_id, instance_id, deployment_id)
+VALUES ((SELECT landing_zone_id FROM environments WHERE id = sqlc.narg(environment)::uuid), 'nimbus', gen_random_uuid()::text,
+        sqlc.arg(type), sqlc.arg(subject), sqlc.arg(payload), sqlc.narg(tenant), sqlc.narg(environment), sqlc.narg(instance), sqlc.narg(deployment))
+RETURNING id;
