@@ -30,6 +30,7 @@ import (
 	"nimbus/app/dashboard"
 	"nimbus/app/deploy"
 	"nimbus/app/environment"
+	"nimbus/app/event"
 	"nimbus/app/governance"
 	"nimbus/app/graph"
 	"nimbus/app/instance"
@@ -169,6 +170,8 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	instance.NewHandlers(instances).Pages(signed)
 	dashboard.NewHandlers(dashboard.NewService(d.Pool, environments, pools, approvals)).Routes(signed)
 	stack.NewHandlers(stack.NewService(d.Pool), components, stackInstances(instances)).Routes(signed, api)
+	event.NewHandlers(event.NewService(d.Pool, d.Keys), event.NewReceiver(d.Pool, d.Keys, queue, d.Log.With("component", "events"))).
+		Routes(e, api)
 
 	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
 
@@ -239,6 +242,7 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 			Serve(graph.ParentEnvironment, environment.NewGraph(pool, eng.Keys)).
 			Serve(graph.ParentStackInstance, instance.NewParent(pool, eng.Keys)))
 		river.AddWorker(w, instance.NewTimeoutWorker(pool, eng.Keys))
+		river.AddWorker(w, event.NewRouter(pool, instance.NewSignaller(pool, eng.Keys), instance.Refused))
 	}
 }
 

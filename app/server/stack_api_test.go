@@ -200,6 +200,14 @@ func TestAPI_StackDraftProblemsNameTheFieldAndTheRule(t *testing.T) {
 		{"transition action on an unknown slot", "machine.transitions.1.action.0.slot", "exists", false, func(d *stack.Definition) {
 			transition(d, "stop").Action[0].Slot = "cache"
 		}},
+		{"route source", "routes.0.source", "enum", false, func(d *stack.Definition) {
+			d.Routes = []stack.Route{{Source: "pagerduty", Type: "alert.firing", Trigger: "stop"}}
+		}},
+		{"route type", "routes.0.type", "pattern", false, func(d *stack.Definition) { d.Routes = []stack.Route{{Type: "vm.[", Trigger: "stop"}} }},
+		{"route trigger", "routes.0.trigger", "trigger", false, func(d *stack.Definition) { d.Routes = []stack.Route{{Type: "vm.*", Trigger: "explode"}} }},
+		{"route filter", "routes.0.filter", "expression", false, func(d *stack.Definition) {
+			d.Routes = []stack.Route{{Type: "alert.firing", Filter: `"critical"`, Trigger: "stop"}}
+		}},
 		{"operation name", "operations.Resize.name", "pattern", false, func(d *stack.Definition) { op(d, "resize").Name = "Resize" }},
 		{"operation name taken", "operations.resize.name", "unique", false, func(d *stack.Definition) { op(d, "restart").Name = "resize" }},
 		{"operation input schema", "operations.resize.input_schema", "json_schema", false, func(d *stack.Definition) {

@@ -55,6 +55,7 @@ func Check(ctx context.Context, q *dbgen.Queries, def Definition, scope Owner) (
 	checkSlots(def, schemas, v)
 	checkMachine(def, schemas, v)
 	checkOperations(def, schemas, v)
+	checkRoutes(def, v)
 	return v.Fields, nil
 }
 

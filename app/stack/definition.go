@@ -11,8 +11,9 @@ import (
 	"github.com/google/uuid"
 )
 
-// Definition is what a stack's draft holds and a version snapshots. Day-2 operations are kept
-// beside it in a version (stack_day2_operations), and inside it in a draft.
+// Definition is what a stack's draft holds and a version snapshots. Day-2 operations and routes
+// are kept beside it in a version (stack_day2_operations, event_routing_rules), and inside it in
+// a draft.
 type Definition struct {
 	// Parameters is the stack's input schema, in the component schema subset
 	// (component.Schema): what a person deploying the stack fills in.
@@ -20,6 +21,8 @@ type Definition struct {
 	Slots      []Slot          `json:"slots"`
 	Machine    Machine         `json:"machine"`
 	Operations []Operation     `json:"operations,omitempty"`
+	// Routes turn events into triggers of the state machine.
+	Routes []Route `json:"routes,omitempty"`
 }
 
 // Slot is one component of the stack, deployed as one deployment of each instance.

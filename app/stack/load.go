@@ -10,7 +10,7 @@ import (
 	"nimbus/db/dbgen"
 )
 
-// LoadVersion reads a published version's definition with its day-2 operations.
+// LoadVersion reads a published version's definition with its day-2 operations and routes.
 func LoadVersion(ctx context.Context, q *dbgen.Queries, stackID uuid.UUID, version int) (Definition, error) {
 	var def Definition
 	raw, err := q.StackVersionDefinition(ctx, dbgen.StackVersionDefinitionParams{StackID: stackID, Version: int32(version)})
@@ -32,6 +32,13 @@ func LoadVersion(ctx context.Context, q *dbgen.Queries, stackID uuid.UUID, versi
 			return def, fmt.Errorf("actions of %s: %w", o.Name, err)
 		}
 		def.Operations[i] = op
+	}
+	rules, err := q.EventRules(ctx, dbgen.EventRulesParams{StackID: stackID, Version: int32(version)})
+	if err != nil {
+		return def, fmt.Errorf("read the routing rules of version %d of stack %s: %w", version, stackID, err)
+	}
+	for _, r := range rules {
+		def.Routes = append(def.Routes, Route{Source: r.SourceKind, Type: r.EventType, Filter: r.Filter, Trigger: r.Trigger})
 	}
 	return def, nil
 }

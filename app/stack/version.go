@@ -84,8 +84,8 @@ func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.U
 // record writes def as the stack's next version: the definition without its operations, and
 // each operation as a row.
 func record(ctx context.Context, q *dbgen.Queries, actor access.Principal, id uuid.UUID, def Definition, changelog string) (int, error) {
-	ops := def.Operations
-	def.Operations = nil
+	ops, routes := def.Operations, def.Routes
+	def.Operations, def.Routes = nil, nil
 	raw, err := json.Marshal(def)
 	if err != nil {
 		return 0, err
@@ -109,6 +109,13 @@ func record(ctx context.Context, q *dbgen.Queries, actor access.Principal, id uu
 			StackID: id, Version: n, Name: op.Name, DisplayName: op.DisplayName, Description: op.Description, InputSchema: schema,
 			RequiredStates: op.RequiredStates, Actions: actions, TriggersTransition: op.TriggersTransition, Position: int32(i),
 		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	for i, r := range routes {
+		err := q.CreateEventRule(ctx, dbgen.CreateEventRuleParams{StackID: id, Version: n, Position: int32(i), SourceKind: r.Source,
+			EventType: r.Type, Filter: r.Filter, Trigger: r.Trigger})
 		if err != nil {
 			return 0, err
 		}

@@ -192,6 +192,52 @@ type EnvironmentTemplate struct {
 	UpdatedAt     time.Time     `json:"updated_at"`
 }
 
+type EventLog struct {
+	ID            uuid.UUID       `json:"id"`
+	SourceID      uuid.NullUUID   `json:"source_id"`
+	LandingZoneID uuid.NullUUID   `json:"landing_zone_id"`
+	SourceKind    string          `json:"source_kind"`
+	EventID       string          `json:"event_id"`
+	Type          string          `json:"type"`
+	Subject       string          `json:"subject"`
+	OccurredAt    *time.Time      `json:"occurred_at"`
+	ReceivedAt    time.Time       `json:"received_at"`
+	Payload       json.RawMessage `json:"payload"`
+	TenantID      uuid.NullUUID   `json:"tenant_id"`
+	EnvironmentID uuid.NullUUID   `json:"environment_id"`
+	InstanceID    uuid.NullUUID   `json:"instance_id"`
+	DeploymentID  uuid.NullUUID   `json:"deployment_id"`
+	Outcome       string          `json:"outcome"`
+	Detail        string          `json:"detail"`
+	RulePosition  pgtype.Int4     `json:"rule_position"`
+	Trigger       *string         `json:"trigger"`
+	RunID         uuid.NullUUID   `json:"run_id"`
+	RoutedAt      *time.Time      `json:"routed_at"`
+}
+
+type EventRoutingRule struct {
+	StackID    uuid.UUID `json:"stack_id"`
+	Version    int32     `json:"version"`
+	Position   int32     `json:"position"`
+	SourceKind string    `json:"source_kind"`
+	EventType  string    `json:"event_type"`
+	Filter     string    `json:"filter"`
+	Trigger    string    `json:"trigger"`
+}
+
+type EventSource struct {
+	ID            uuid.UUID       `json:"id"`
+	LandingZoneID uuid.UUID       `json:"landing_zone_id"`
+	Name          string          `json:"name"`
+	Kind          string          `json:"kind"`
+	Config        json.RawMessage `json:"config"`
+	Secret        []byte          `json:"secret"`
+	SecretKeyID   *string         `json:"secret_key_id"`
+	Active        bool            `json:"active"`
+	CreatedBy     uuid.NullUUID   `json:"created_by"`
+	CreatedAt     time.Time       `json:"created_at"`
+}
+
 type ImageCatalog struct {
 	ID           uuid.UUID `json:"id"`
 	Provider     string    `json:"provider"`

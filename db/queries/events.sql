@@ -1,0 +1,91 @@
+-- name: CreateEventSource :one
+INSERT INTO event_sources (id, landing_zone_id, name, kind, config, secret, secret_key_id, created_by)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+RETURNING *;
+
+-- name: GetEventSource :one
+SELECT * FROM event_sources WHERE id = $1;
+
+-- name: ZoneEventSources :many
+SELECT * FROM event_sources WHERE landing_zone_id = $1 ORDER BY name;
+
+-- name: SetEventSourceSecret :one
+UPDATE event_sources SET secret = $2, secret_key_id = $3 WHERE id = $1 RETURNING *;
+
+-- name: SetEventSourceActive :one
+UPDATE event_sources SET active = $2 WHERE id = $1 RETURNING *;
+
+-- name: DeleteEventSource :exec
+DELETE FROM event_sources WHERE id = $1;
+
+-- name: LogEvent :one
+-- Writes an accepted event once: the same sender's id from the same source again returns no row.
+INSERT INTO event_log (source_id, landing_zone_id, source_kind, event_id, type, subject, occurred_at, payload)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (source_id, event_id) DO NOTHING
+RETURNING id;
+
+-- name: LockLoggedEvent :one
+SELECT * FROM event_log WHERE id = $1 FOR UPDATE;
+
+-- name: RouteEvent :exec
+UPDATE event_log
+SET tenant_id = $2, environment_id = $3, instance_id = $4, deployment_id = $5, outcome = $6, detail = $7,
+    rule_position = $8, trigger = $9, run_id = $10, routed_at = now()
+WHERE id = $1;
+
+-- name: EventTargetInstance :one
+-- A stack instance an event names, when it lives in the source's landing zone.
+-- Nimbus's own events (no zone) reach any.
+SELECT i.id, i.tenant_id, i.environment_id, i.stack_id, i.version
+FROM stack_instances i JOIN environments e ON e.id = i.environment_id
+WHERE i.id = sqlc.arg(id) AND (sqlc.narg(zone)::uuid IS NULL OR e.landing_zone_id = sqlc.narg(zone));
+
+-- name: EventTargetDeployment :one
+-- A deployment an event names by its ID, when it lives in the source's landing zone.
+SELECT d.id, d.tenant_id, d.environment_id, d.stack_instance_id
+FROM deployed_components d JOIN environments e ON e.id = d.environment_id
+WHERE d.id = sqlc.arg(id) AND (sqlc.narg(zone)::uuid IS NULL OR e.landing_zone_id = sqlc.narg(zone)) AND d.status <> 'destroyed';
+
+-- name: EventTargetResource :many
+-- The live deployments of the source's landing zone that hold a resource: one of their
+-- outputs has the value given, or one of their resources has it as its URN.
+SELECT d.id, d.tenant_id, d.environment_id, d.stack_instance_id
+FROM deployed_components d JOIN environments e ON e.id = d.environment_id
+WHERE (sqlc.narg(zone)::uuid IS NULL OR e.landing_zone_id = sqlc.narg(zone)) AND d.status <> 'destroyed'
+  AND (EXISTS (SELECT 1 FROM jsonb_each_text(d.outputs) o WHERE o.value = sqlc.arg(resource)::text)
+       OR EXISTS (SELECT 1 FROM operations op JOIN operation_resources r ON r.operation_id = op.id
+                  WHERE op.deployment_id = d.id AND r.urn = sqlc.arg(resource)::text))
+LIMIT 2;
+
+-- name: EventRules :many
+SELECT * FROM event_routing_rules WHERE stack_id = $1 AND version = $2 ORDER BY position;
+
+-- name: CreateEventRule :exec
+INSERT INTO event_routing_rules (stack_id, version, position, source_kind, event_type, filter, trigger)
+VALUES ($1, $2, $3, $4, $5, $6, $7);
+
+-- name: EventLog :many
+-- The log, newest first, filtered; keyset paging on (received_at, id).
+SELECT l.*, s.name AS source_name, i.name AS instance_name, r.status AS run_status
+FROM event_log l
+LEFT JOIN event_sources s ON s.id = l.source_id
+LEFT JOIN stack_instances i ON i.id = l.instance_id
+LEFT JOIN stack_runs r ON r.id = l.run_id
+WHERE (sqlc.narg(tenant)::uuid IS NULL OR l.tenant_id = sqlc.narg(tenant))
+  AND (sqlc.narg(environment)::uuid IS NULL OR l.environment_id = sqlc.narg(environment))
+  AND (sqlc.narg(instance)::uuid IS NULL OR l.instance_id = sqlc.narg(instance))
+  AND (sqlc.narg(zone)::uuid IS NULL OR l.landing_zone_id = sqlc.narg(zone))
+  AND (sqlc.narg(type)::text IS NULL OR l.type = sqlc.narg(type))
+  AND (sqlc.narg(outcome)::text IS NULL OR l.outcome = sqlc.narg(outcome))
+  AND (sqlc.narg(before_at)::timestamptz IS NULL OR (l.received_at, l.id) < (sqlc.narg(before_at), sqlc.narg(before_id)::uuid))
+  AND (sqlc.arg(provider)::boolean OR l.tenant_id = ANY(sqlc.arg(tenants)::uuid[]))
+ORDER BY l.received_at DESC, l.id DESC
+LIMIT sqlc.arg(lim);
+
+-- name: LogOwnEvent :one
+-- One of Nimbus's own events, its target known: written in the transaction of the change.
+INSERT INTO event_log (landing_zone_id, source_kind, event_id, type, subject, payload, tenant_id, environment_id, instance_id, deployment_id)
+VALUES ((SELECT landing_zone_id FROM environments WHERE id = sqlc.narg(environment)::uuid), 'nimbus', gen_random_uuid()::text,
+        sqlc.arg(type), sqlc.arg(subject), sqlc.arg(payload), sqlc.narg(tenant), sqlc.narg(environment), sqlc.narg(instance), sqlc.narg(deployment))
+RETURNING id;
