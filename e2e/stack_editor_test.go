@@ -18,11 +18,12 @@ import (
 // TestBrowser_StackEditorPublishForkAndParentMovesOn is a stack's whole story. A provider admin
 // builds it in the editor — its parameters, a network and three machines wired to it, a state
 // machine and a day-2 operation — sees an expression naming an unknown parameter refused
-// beside its input, fixes it and publishes. A tenant user deploys it (the two web machines
-// deploy at once), resizes it, and takes it to maintenance and back. A tenant admin forks it,
-// adds a slot, publishes and deploys the fork. The provider publishes a second version with
-// one more slot; the fork's page says its parent has moved on, and the first instance is
-// upgraded to it; destroying it takes the slots down in reverse order.
+// beside its input, fixes it, renames a slot and publishes from the editor. A tenant user
+// deploys it (the two web machines deploy at once), resizes it, and takes it to maintenance
+// and back. A tenant admin forks it, adds a slot, publishes and deploys the fork. The provider
+// publishes a second version with one more slot; the fork's page says its parent has moved
+// on, and the first instance is upgraded to it; destroying it takes the slots down in reverse
+// order.
 func TestBrowser_StackEditorPublishForkAndParentMovesOn(t *testing.T) {
 	t.Parallel()
 	a := startApp(t)
@@ -162,8 +163,23 @@ func TestBrowser_StackEditorPublishForkAndParentMovesOn(t *testing.T) {
 		t.Fatal("the program's editor is not read-only")
 	}
 
-	// Published from the stack's page.
-	admin.publishStack(stackPath, "first version")
+	// Renaming the network takes the machines' wiring to it along.
+	admin.setField("s.0.name", "network")
+	admin.pressIn(`[data-testid="slots"] [data-testid="save"]`)
+	if got := eval[string](admin, `document.querySelector('[name="s.1.in.network_id.kind"]').value`); got != "output:network.network_id" {
+		t.Fatalf("after renaming the network, web1's network_id comes from %q", got)
+	}
+
+	// Published from the editor: refused without a changelog, then published.
+	admin.pressIn(`[data-testid="publish"]`)
+	if got := admin.text(`[data-testid="refused"]`); !strings.Contains(got, "not published") {
+		t.Fatalf("a publish without a changelog says %q", got)
+	}
+	admin.setField("changelog", "first version")
+	admin.pressIn(`[data-testid="publish"]`)
+	if got := admin.text(`[data-testid="published"]`); !strings.Contains(got, "Published v1") {
+		t.Fatalf("the editor says %q after publishing", got)
+	}
 
 	// A tenant user deploys it through the wizard; the two web machines deploy at once.
 	dev := newSession(t, browser, a)
@@ -280,7 +296,7 @@ func TestBrowser_StackEditorPublishForkAndParentMovesOn(t *testing.T) {
 		SELECT dc.name, o.started_at, o.finished_at FROM operations o JOIN deployed_components dc ON dc.id = o.deployment_id
 		WHERE o.kind = 'destroy' AND dc.name LIKE 'shop-%')
 		SELECT (SELECT finished_at FROM d WHERE name = 'shop-db') < ALL (SELECT started_at FROM d WHERE name IN ('shop-web1', 'shop-web2'))
-		   AND (SELECT max(finished_at) FROM d WHERE name IN ('shop-web1', 'shop-web2')) < (SELECT started_at FROM d WHERE name = 'shop-net')`).Scan(&inOrder); err != nil {
+		   AND (SELECT max(finished_at) FROM d WHERE name IN ('shop-web1', 'shop-web2')) < (SELECT started_at FROM d WHERE name = 'shop-network')`).Scan(&inOrder); err != nil {
 		t.Fatal(err)
 	}
 	if !inOrder {

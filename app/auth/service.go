@@ -267,6 +267,23 @@ func Principal(ctx context.Context, q *dbgen.Queries, u dbgen.User) (access.Prin
 	return p, nil
 }
 
+// Requester is whom work done in the background for user by (a graph's steps, a stack
+// instance's run) is requested and audited as: that user with the roles they hold now, or the
+// system when by is not set or the user is gone. Their permission was checked when they asked.
+func Requester(ctx context.Context, q *dbgen.Queries, by uuid.NullUUID) (access.Principal, error) {
+	if !by.Valid {
+		return audit.System, nil
+	}
+	u, err := q.GetUser(ctx, by.UUID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return audit.System, nil
+	}
+	if err != nil {
+		return access.Principal{}, fmt.Errorf("load user %s: %w", by.UUID, err)
+	}
+	return Principal(ctx, q, u)
+}
+
 // CheckEmail says what is wrong with an email address, naming field.
 func CheckEmail(field, email string) error {
 	switch {

@@ -51,22 +51,22 @@ WHERE o.status = 'queued' AND o.created_at < now() - interval '1 minute'
 // with its server, and River would rescue it only hours later; a step asked for twice changes
 // nothing the second time.
 const stalled = `
-SELECT 'stack_instance' AS parent, i.id FROM stack_instances i
-JOIN stack_runs r ON r.instance_id = i.id AND r.status = 'running' AND r.started_at < now() - interval '1 minute'
+WITH idle AS (
+    SELECT 'stack_instance' AS parent, i.id FROM stack_instances i
+    JOIN stack_runs r ON r.instance_id = i.id AND r.status = 'running' AND r.started_at < now() - interval '1 minute'
+    WHERE NOT EXISTS (
+        SELECT 1 FROM stack_run_steps s JOIN operations o ON o.id = s.operation_id
+        WHERE s.run_id = r.id AND o.status IN ('queued', 'running', 'awaiting_approval'))
+    UNION ALL
+    SELECT 'environment', e.id FROM environments e
+    WHERE e.status IN ('provisioning', 'decommissioning') AND e.updated_at < now() - interval '1 minute'
+      AND NOT EXISTS (
+        SELECT 1 FROM deployed_components d JOIN operations o ON o.deployment_id = d.id
+        WHERE d.environment_id = e.id AND o.status IN ('queued', 'running', 'awaiting_approval')))
+SELECT idle.parent, idle.id FROM idle
 WHERE NOT EXISTS (
-    SELECT 1 FROM stack_run_steps s JOIN operations o ON o.id = s.operation_id
-    WHERE s.run_id = r.id AND o.status IN ('queued', 'running', 'awaiting_approval'))
-UNION ALL
-SELECT 'environment', e.id FROM environments e
-WHERE e.status IN ('provisioning', 'decommissioning') AND e.updated_at < now() - interval '1 minute'
-  AND NOT EXISTS (
-    SELECT 1 FROM deployed_components d JOIN operations o ON o.deployment_id = d.id
-    WHERE d.environment_id = e.id AND o.status IN ('queued', 'running', 'awaiting_approval'))`
-
-const graphJobWaiting = `
-SELECT EXISTS (
     SELECT 1 FROM river_job j
-    WHERE j.kind = 'graph' AND j.args->>'id' = $1::text
+    WHERE j.kind = 'graph' AND j.args->>'id' = idle.id::text
       AND (j.state IN ('available', 'pending', 'retryable', 'scheduled')
         OR j.state = 'running' AND j.attempted_at > now() - interval '2 minutes'))`
 
@@ -116,21 +116,7 @@ func (r *Reaper) stalledGraphs(ctx context.Context) ([]graph.Args, error) {
 	if err != nil {
 		return nil, err
 	}
-	parents, err := pgx.CollectRows(rows, pgx.RowToStructByPos[graph.Args])
-	if err != nil {
-		return nil, err
-	}
-	var out []graph.Args
-	for _, p := range parents {
-		var waiting bool
-		if err := r.pool.QueryRow(ctx, graphJobWaiting, p.ID).Scan(&waiting); err != nil {
-			return nil, err
-		}
-		if !waiting {
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[graph.Args])
 }
 
 // ReaperSchedule is how often the reaper sweeps: a dead worker's operation resumes within

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"nimbus/app/access"
+	"nimbus/app/auth"
 	"nimbus/app/deploy"
 	"nimbus/app/graph"
 	"nimbus/app/secrets"
@@ -67,7 +68,13 @@ func (g *Graph) Load(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*graph.Run, 
 	if err != nil {
 		return nil, err
 	}
-	actor, err := requester(ctx, q, env)
+	// The operations a step starts are requested by whoever started the provisioning or
+	// decommissioning under way, or else made the environment; approvers see who asked.
+	by := env.StatusBy
+	if !by.Valid {
+		by = env.CreatedBy
+	}
+	actor, err := auth.Requester(ctx, q, by)
 	if err != nil {
 		return nil, err
 	}
@@ -223,26 +230,6 @@ func (r *run) named(nodes []graph.Node, states ...graph.State) []string {
 		}
 	}
 	return out
-}
-
-// requester is whom the operations a step starts are requested by, and audited as: whoever
-// started the provisioning or decommissioning under way. Their permission was checked when
-// they asked; approvers see who asked.
-func requester(ctx context.Context, q *dbgen.Queries, env dbgen.GetEnvironmentRow) (access.Principal, error) {
-	p := access.Principal{Email: "system"}
-	by := env.StatusBy
-	if !by.Valid {
-		by = env.CreatedBy
-	}
-	if by.Valid {
-		u, err := q.GetUser(ctx, by.UUID)
-		if err == nil {
-			p.UserID, p.Email = u.ID, u.Email
-		} else if !errors.Is(err, pgx.ErrNoRows) {
-			return p, err
-		}
-	}
-	return p, nil
 }
 
 // mandatory are the deployments made for the environment's template, in template order.

@@ -126,28 +126,11 @@ func (d *runner) load(ctx context.Context, tx pgx.Tx, inst dbgen.StackInstance, 
 	if err != nil {
 		return nil, err
 	}
-	actor, err := requester(ctx, q, run.RequestedBy)
+	actor, err := auth.Requester(ctx, q, run.RequestedBy)
 	if err != nil {
 		return nil, err
 	}
 	return &runCtx{tx: tx, q: q, inst: inst, run: run, def: def, slots: slots, steps: steps, actor: actor, deps: d}, nil
-}
-
-// requester is whom a run's operations are requested by, and audited as: whoever asked for the
-// run, with the roles they hold now. Their permission for the run was checked when they asked;
-// the deploy service checks theirs for each deployment it makes.
-func requester(ctx context.Context, q *dbgen.Queries, by uuid.NullUUID) (access.Principal, error) {
-	if !by.Valid {
-		return access.Principal{Email: "system"}, nil
-	}
-	u, err := q.GetUser(ctx, by.UUID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return access.Principal{Email: "system"}, nil
-	}
-	if err != nil {
-		return access.Principal{}, err
-	}
-	return auth.Principal(ctx, q, u)
 }
 
 // queue records a run asked for and starts it when no other run is under way, in the caller's

@@ -10,8 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+
 	"nimbus/app/deploy"
 	"nimbus/app/environment"
+	"nimbus/app/graph"
 )
 
 // waitOperation polls an operation until it ends and returns it.
@@ -378,5 +382,46 @@ func TestReaper_RunsAnOrphanedOperation(t *testing.T) {
 	}
 	if op := s.waitOperation(t, user, orphan); op["status"] != "succeeded" {
 		t.Fatalf("the orphan: %v", op)
+	}
+}
+
+// A graph that nothing moves (its step's job died with its server) is asked for its next step
+// by the reaper, in the one sweep; one whose step is waiting in the queue is left to it.
+func TestReaper_AsksStalledGraphsForTheirNextStep(t *testing.T) {
+	s := newSite(t)
+	ctx := t.Context()
+	envs := environment.NewService(s.pool)
+	stuck, err := envs.Create(ctx, s.adminA, s.a.ID, "stuck")
+	must(t, err)
+	waiting, err := envs.Create(ctx, s.adminA, s.a.ID, "waiting")
+	must(t, err)
+	for _, id := range []uuid.UUID{stuck.ID, waiting.ID} {
+		_, err := s.pool.Exec(ctx, `UPDATE environments SET status = 'provisioning', updated_at = now() - interval '2 minutes' WHERE id = $1`, id)
+		must(t, err)
+	}
+	_, err = s.jobs.Insert(ctx, graph.Args{Parent: graph.ParentEnvironment, ID: waiting.ID}, &river.InsertOpts{ScheduledAt: time.Now().Add(time.Hour)})
+	must(t, err)
+	graphJobs := func(id uuid.UUID) (n int) {
+		must(t, s.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'graph' AND args->>'id' = $1::text`, id).Scan(&n))
+		return n
+	}
+	before := graphJobs(waiting.ID)
+
+	if _, err := s.jobs.Insert(ctx, deploy.ReaperArgs{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	status := func(id uuid.UUID) (st string) {
+		must(t, s.pool.QueryRow(ctx, `SELECT status FROM environments WHERE id = $1`, id).Scan(&st))
+		return st
+	}
+	deadline := time.Now().Add(time.Minute)
+	for status(stuck.ID) == "provisioning" && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st := status(stuck.ID); st != "active" {
+		t.Fatalf("the stalled environment is %s, want active: its graph's step was not asked for", st)
+	}
+	if n := graphJobs(waiting.ID); n != before || status(waiting.ID) != "provisioning" {
+		t.Fatalf("the environment whose step waits has %d graph jobs (%d before the sweep) and is %s; want it left to its job", n, before, status(waiting.ID))
 	}
 }

@@ -110,3 +110,89 @@ func TestPages_StackPageListsItsInstancesAndKeepsTheirVersion(t *testing.T) {
 	}
 	wantNotIn(t, s.call(t, "GET", "/stacks/"+stackID.String(), admin, nil), "badge-muted\">archived")
 }
+
+// TestPages_EditorRenamesWhatNamesASlotAndPublishes: renaming a slot and a parameter in the
+// editor rewrites the wiring, waits, actions and expressions naming them, and nothing else;
+// the editor publishes the draft it saves, refusing one without a changelog or with problems,
+// which it lists.
+func TestPages_EditorRenamesWhatNamesASlotAndPublishes(t *testing.T) {
+	s := newSite(t)
+	admin, adminA := s.token(t, s.admin), s.token(t, s.adminA)
+	r := s.call(t, "POST", "/api/v1/stacks", admin, map[string]any{"provider": "simcloud", "name": "shop", "draft": stackDraft(s.shared.ID, 1)})
+	wantStatus(t, r, http.StatusCreated)
+	id := r.json(t)["id"].(string)
+
+	machine := s.shared.ID.String()
+	form := url.Values{
+		"display_name": {"Shop"}, "op": {"save"},
+		"p.0.was": {"size"}, "p.0.name": {"size"}, "p.0.type": {"integer"}, "p.0.default": {"2"},
+		"p.1.was": {"label"}, "p.1.name": {"tag"}, "p.1.type": {"string"}, "p.1.default": {"shop"},
+		"s.0.was": {"db"}, "s.0.name": {"database"}, "s.0.component": {machine}, "s.0.version": {"1"},
+		"s.0.inputs": {"name"}, "s.0.in.name.type": {"string"}, "s.0.in.name.kind": {"literal"}, "s.0.in.name.literal": {"db"},
+		"s.1.was": {"web"}, "s.1.name": {"web"}, "s.1.component": {machine}, "s.1.version": {"1"}, "s.1.dep": {"db"},
+		"s.1.inputs":       {"name", "cores", "ip_address"},
+		"s.1.in.name.type": {"string"}, "s.1.in.name.kind": {"expr"},
+		"s.1.in.name.expr":  {`"web-" + params.label + "-slots.db." + slots.db.outputs.ip_address`},
+		"s.1.in.cores.type": {"integer"}, "s.1.in.cores.kind": {"param:size"},
+		"s.1.in.ip_address.type": {"string"}, "s.1.in.ip_address.kind": {"output:db.ip_address"},
+		"m.s.0.name": {"running"}, "m.initial": {"0"},
+		"m.s.1.name": {"retired"}, "m.s.1.terminal": {"on"},
+		"m.t.0.from": {"running"}, "m.t.0.to": {"retired"}, "m.t.0.trigger": {"retire"},
+		"m.t.0.a.0.slot": {"db"}, "m.t.0.a.0.do": {"refresh"},
+	}
+	r = s.submit(t, "/stacks/"+id+"/edit", admin, form)
+	wantStatus(t, r, http.StatusOK)
+	wantIn(t, r, `data-testid="no-problems"`, `data-slot="database"`)
+	var st stack.Stack
+	must(t, json.Unmarshal(s.call(t, "GET", "/api/v1/stacks/"+id, admin, nil).body, &st))
+	web := st.Draft.Slots[1]
+	if got, want := web.Inputs["name"].Expr, `"web-" + params.tag + "-slots.db." + slots.database.outputs.ip_address`; got != want {
+		t.Errorf("web's name reads %s, want %s", got, want)
+	}
+	if w := web.Inputs["ip_address"]; w.Slot != "database" {
+		t.Errorf("web's ip_address is wired to %+v, want the renamed slot", w)
+	}
+	if len(web.DependsOn) != 1 || web.DependsOn[0] != "database" {
+		t.Errorf("web waits for %q, want the renamed slot", web.DependsOn)
+	}
+	if a := st.Draft.Machine.Transitions[0].Action[0]; a.Slot != "database" {
+		t.Errorf("retire refreshes %q, want the renamed slot", a.Slot)
+	}
+
+	// No changelog: saved, not published.
+	form.Set("op", "publish")
+	form.Set("p.1.was", "tag")
+	form.Set("s.0.was", "database")
+	form["s.1.dep"] = []string{"database"}
+	form.Set("s.1.in.name.expr", `"web-" + params.tag + slots.database.outputs.ip_address`)
+	form.Set("s.1.in.ip_address.kind", "output:database.ip_address")
+	form.Set("m.t.0.a.0.slot", "database")
+	r = s.submit(t, "/stacks/"+id+"/edit", admin, form)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, `data-testid="refused"`, "not published", `data-field-error="changelog"`)
+
+	// A draft with a problem: refused, the problem listed.
+	form.Set("changelog", "renamed the database")
+	form.Set("s.1.in.name.expr", `"web-" + params.label`)
+	r = s.submit(t, "/stacks/"+id+"/edit", admin, form)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, "not published: fix its 1 problem", `data-field="slots.web.inputs.name"`, "params.label not known here", "renamed the database")
+	if v := s.call(t, "GET", "/api/v1/stacks/"+id+"/versions", admin, nil).body; strings.Contains(string(v), "renamed the database") {
+		t.Fatalf("a draft with problems was published: %s", v)
+	}
+
+	// Fixed: published from the editor.
+	form.Set("s.1.in.name.expr", `"web-" + params.tag`)
+	r = s.submit(t, "/stacks/"+id+"/edit", admin, form)
+	wantStatus(t, r, http.StatusOK)
+	wantIn(t, r, `data-testid="published"`, "Published v1")
+	if v := s.call(t, "GET", "/api/v1/stacks/"+id+"/versions", admin, nil).body; !strings.Contains(string(v), "renamed the database") {
+		t.Fatalf("the versions after publishing from the editor: %s", v)
+	}
+
+	// A tenant's admin, who sees the published stack, may publish it from the editor no more
+	// than from its page.
+	publish := url.Values{"op": {"publish"}, "changelog": {"mine"}}
+	wantStatus(t, s.submit(t, "/stacks/"+id+"/publish", adminA, publish), http.StatusForbidden)
+	wantStatus(t, s.submit(t, "/stacks/"+id+"/edit", adminA, publish), http.StatusForbidden)
+}

@@ -195,22 +195,10 @@ func paramRows(raw json.RawMessage) []ParamRow {
 }
 
 // definitionFrom reads the whole draft from the editor's form. inputs names each slot's
-// component inputs by type, to read literals as values of the right type.
+// component inputs by type, to read literals as values of the right type. A slot or a
+// parameter renamed (its field "was" holds the name it had) takes what names it along.
 func definitionFrom(f editorForm, inputType func(slot int, input string) string) Definition {
 	def := Definition{Parameters: paramsFrom(f, "p")}
-	renamed := map[string]string{}
-	for i := range f.count("s", "name") {
-		at := func(k string) string { return f.get(fmt.Sprintf("s.%d.%s", i, k)) }
-		if was := at("was"); was != "" {
-			renamed[was] = at("name")
-		}
-	}
-	name := func(was string) string {
-		if now, ok := renamed[was]; ok {
-			return now
-		}
-		return was
-	}
 	for i := range f.count("s", "name") {
 		prefix := fmt.Sprintf("s.%d.", i)
 		s := Slot{Name: f.get(prefix + "name"), Inputs: map[string]Wiring{}}
@@ -228,15 +216,13 @@ func definitionFrom(f editorForm, inputType func(slot int, input string) string)
 				s.Inputs[input] = Wiring{Kind: Param, Param: strings.TrimPrefix(kind, "param:")}
 			case strings.HasPrefix(kind, "output:"):
 				slot, out, _ := strings.Cut(strings.TrimPrefix(kind, "output:"), ".")
-				s.Inputs[input] = Wiring{Kind: Output, Slot: name(slot), Output: out}
+				s.Inputs[input] = Wiring{Kind: Output, Slot: slot, Output: out}
 			}
 		}
 		if len(s.Inputs) == 0 {
 			s.Inputs = nil
 		}
-		for _, d := range f.all(prefix + "dep") {
-			s.DependsOn = append(s.DependsOn, name(d))
-		}
+		s.DependsOn = slices.Clone(f.all(prefix + "dep"))
 		def.Slots = append(def.Slots, s)
 	}
 	initial := f.get("m.initial")
@@ -248,24 +234,40 @@ func definitionFrom(f editorForm, inputType func(slot int, input string) string)
 		prefix := fmt.Sprintf("m.t.%d", i)
 		at := func(k string) string { return f.get(prefix + "." + k) }
 		def.Machine.Transitions = append(def.Machine.Transitions, Transition{From: at("from"), To: at("to"), Trigger: at("trigger"),
-			Timeout: at("timeout"), OnTimeout: at("on_timeout"), Action: actionsFrom(f, prefix+".a", name)})
+			Timeout: at("timeout"), OnTimeout: at("on_timeout"), Action: actionsFrom(f, prefix+".a")})
 	}
 	for i := range f.count("o", "name") {
 		prefix := fmt.Sprintf("o.%d", i)
 		at := func(k string) string { return f.get(prefix + "." + k) }
-		def.Operations = append(def.Operations, Operation{Name: at("name"), DisplayName: at("display_name"), Description: at("description"),
-			InputSchema: paramsFrom(f, prefix+".p"), RequiredStates: f.all(prefix + ".states"), Actions: actionsFrom(f, prefix+".a", name),
-			TriggersTransition: at("triggers")})
+		op := Operation{Name: at("name"), DisplayName: at("display_name"), Description: at("description"),
+			InputSchema: paramsFrom(f, prefix+".p"), RequiredStates: f.all(prefix + ".states"), Actions: actionsFrom(f, prefix+".a"),
+			TriggersTransition: at("triggers")}
+		op.renameInputs(renamed(f, prefix+".p"))
+		def.Operations = append(def.Operations, op)
 	}
+	def.renameSlots(renamed(f, "s"))
+	def.renameParams(renamed(f, "p"))
 	return def
 }
 
+// renamed maps the old name of each row under prefix whose name was changed to its new one.
+func renamed(f editorForm, prefix string) map[string]string {
+	out := map[string]string{}
+	for i := range f.count(prefix, "name") {
+		at := func(k string) string { return f.get(fmt.Sprintf("%s.%d.%s", prefix, i, k)) }
+		if was, now := at("was"), at("name"); was != "" && now != "" && was != now {
+			out[was] = now
+		}
+	}
+	return out
+}
+
 // actionsFrom reads a list of slot actions; an update keeps the expressions written.
-func actionsFrom(f editorForm, prefix string, slotName func(string) string) []Action {
+func actionsFrom(f editorForm, prefix string) []Action {
 	var out []Action
 	for k := range f.count(prefix, "slot") {
 		at := fmt.Sprintf("%s.%d.", prefix, k)
-		a := Action{Slot: slotName(f.get(at + "slot")), Do: Verb(f.get(at + "do"))}
+		a := Action{Slot: f.get(at + "slot"), Do: Verb(f.get(at + "do"))}
 		if a.Do == Update {
 			for _, input := range f.all(at + "inputs") {
 				if e := f.raw(at + "in." + input); strings.TrimSpace(e) != "" {
@@ -432,9 +434,15 @@ type EditorView struct {
 	Ops      []OperationView
 	Triggers []string
 	Problems []problem.FieldError
-	// Refused says why the last save was not kept; SavedAt when it was.
-	Refused string
-	SavedAt string
+	// Refused says why the last save, or publish, was not done; SavedAt when it was saved,
+	// Published the version it was published as.
+	Refused   string
+	SavedAt   string
+	Published int
+	// Changelog is what a refused publish was asked with, and ChangelogError what was wrong
+	// with it.
+	Changelog      string
+	ChangelogError string
 }
 
 // SlotView is one slot: its component, its inputs' wiring and its program.
@@ -513,7 +521,8 @@ func (h *Handlers) EditPage(c echo.Context) error {
 
 // SaveForm answers POST /stacks/{id}/edit: it reads the whole draft from the editor, does what
 // the pressed button asks, saves it and shows the editor again with the draft's problems. A
-// draft that cannot be saved is shown as it was typed, with why.
+// draft that cannot be saved is shown as it was typed, with why. The publish button then
+// publishes what was saved, as the stack's page does.
 func (h *Handlers) SaveForm(c echo.Context) error {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
@@ -558,6 +567,37 @@ func (h *Handlers) SaveForm(c echo.Context) error {
 	}
 	e.Stack, e.Def, e.Problems = saved, *saved.Draft, saved.Problems
 	e.SavedAt = time.Now().UTC().Format("15:04:05 UTC")
+	if f.get("op") == "publish" {
+		return h.publishDraft(c, e, f.raw("changelog"))
+	}
+	return h.renderEditor(c, http.StatusOK, e)
+}
+
+// publishDraft publishes the draft just saved and shows the editor again: with the version
+// published, or with why not (no changelog, or the draft's problems, listed).
+func (h *Handlers) publishDraft(c echo.Context, e EditorView, changelog string) error {
+	ver, err := h.svc.Publish(web.Ctx(c), web.Actor(c), e.Stack.ID, changelog)
+	if errs := web.FormErrors(err); errs != nil {
+		e.Changelog, e.ChangelogError, e.SavedAt = changelog, errs["changelog"], ""
+		var v *problem.ValidationError
+		if errs["changelog"] == "" && errors.As(err, &v) {
+			e.Problems = v.Fields // as the publish found them
+		}
+		if n := len(e.Problems); n > 0 {
+			e.Refused = fmt.Sprintf("The draft was saved, not published: fix its %d %s first.", n, views.Plural(n, "problem", "problems"))
+		} else {
+			e.Refused = "The draft was saved, not published: " + strings.Join(views.Others(errs), "; ") + "."
+		}
+		return h.renderEditor(c, http.StatusUnprocessableEntity, e)
+	}
+	if err != nil {
+		return err
+	}
+	st, err := h.svc.Get(web.Ctx(c), web.Actor(c), e.Stack.ID)
+	if err != nil {
+		return err
+	}
+	e.Stack, e.Published = st, ver.Version
 	return h.renderEditor(c, http.StatusOK, e)
 }
 

@@ -8,17 +8,17 @@ import (
 	"github.com/google/uuid"
 )
 
-// TestEditorForm_ReadsTheDraftAsTyped reads an editor form into a definition: a slot renamed
-// takes the wiring and waits that name it along, a literal that does not fit its type is
+// TestEditorForm_ReadsTheDraftAsTyped reads an editor form into a definition: a slot or a
+// parameter renamed takes the wiring, waits, actions and expressions that name it along, a literal that does not fit its type is
 // kept as typed, and the buttons add, move and remove rows.
 func TestEditorForm_ReadsTheDraftAsTyped(t *testing.T) {
 	net := uuid.New()
 	form := url.Values{
-		"p.0.name": {"prefix"}, "p.0.type": {"string"}, "p.0.required": {"on"},
+		"p.0.was": {"pfx"}, "p.0.name": {"prefix"}, "p.0.type": {"string"}, "p.0.required": {"on"},
 		"p.1.name": {"cores"}, "p.1.type": {"integer"}, "p.1.default": {"two"},
 		"s.0.was": {"net"}, "s.0.name": {"network"}, "s.0.component": {net.String()}, "s.0.version": {"1"},
 		"s.0.inputs": {"cidr", "name"}, "s.0.in.cidr.kind": {"literal"}, "s.0.in.cidr.literal": {"10.0.0.0/16"},
-		"s.0.in.name.kind": {"expr"}, "s.0.in.name.expr": {"params.prefix"},
+		"s.0.in.name.kind": {"expr"}, "s.0.in.name.expr": {"params.pfx"},
 		"s.1.was": {"web"}, "s.1.name": {"web"}, "s.1.component": {net.String()}, "s.1.version": {"1"},
 		"s.1.inputs": {"network_id", "cores"}, "s.1.in.network_id.kind": {"output:net.network_id"},
 		"s.1.in.cores.kind": {"literal"}, "s.1.in.cores.literal": {"four"}, "s.1.dep": {"net"},
@@ -28,6 +28,7 @@ func TestEditorForm_ReadsTheDraftAsTyped(t *testing.T) {
 		"o.0.name": {"resize"}, "o.0.states": {"active"}, "o.0.p.0.name": {"cores"}, "o.0.p.0.type": {"integer"},
 		"o.0.a.0.slot": {"web"}, "o.0.a.0.do": {"update"}, "o.0.a.0.inputs": {"cores", "memory_mb"},
 		"o.0.a.0.in.cores": {"inputs.cores"}, "o.0.a.0.in.memory_mb": {""},
+		"o.0.a.1.slot": {"net"}, "o.0.a.1.do": {"update"}, "o.0.a.1.inputs": {"name"}, "o.0.a.1.in.name": {"slots.net.outputs.name"},
 	}
 	types := map[string]string{"cores": "integer"}
 	def := definitionFrom(editorForm{form}, func(_ int, input string) string { return types[input] })
@@ -53,6 +54,12 @@ func TestEditorForm_ReadsTheDraftAsTyped(t *testing.T) {
 	if a := def.Operations[0].Actions[0]; !reflect.DeepEqual(a.Inputs, map[string]string{"cores": "inputs.cores"}) {
 		t.Errorf("the update sets %v, want only the inputs given an expression", a.Inputs)
 	}
+	if a := def.Operations[0].Actions[1]; a.Slot != "network" || a.Inputs["name"] != "slots.network.outputs.name" {
+		t.Errorf("the second update is %+v, want it on the renamed slot, reading it by its new name", a)
+	}
+	if e := def.Slots[0].Inputs["name"].Expr; e != "params.prefix" {
+		t.Errorf("the network's name reads %q, want the renamed parameter", e)
+	}
 	if s := def.Machine.States; !s[0].Initial || s[1].Initial || !s[1].Terminal {
 		t.Errorf("states read back as %+v", s)
 	}
@@ -66,8 +73,8 @@ func TestEditorForm_ReadsTheDraftAsTyped(t *testing.T) {
 		t.Errorf("after removing the first parameter: %+v", got)
 	}
 	applyOp(&def, "add-op-action:0", editorForm{})
-	if n := len(def.Operations[0].Actions); n != 2 {
-		t.Errorf("resize has %d actions after adding one, want 2", n)
+	if n := len(def.Operations[0].Actions); n != 3 {
+		t.Errorf("resize has %d actions after adding one, want 3", n)
 	}
 	applyOp(&def, "add-slot", editorForm{url.Values{"new_slot.name": {"db"}, "new_slot.component": {net.String() + "@3"}}})
 	if last := def.Slots[len(def.Slots)-1]; last.Name != "db" || last.Component != net || last.Version != 3 {
