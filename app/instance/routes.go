@@ -16,6 +16,8 @@ func (h *Handlers) Routes(api *echo.Group) {
 	api.DELETE("/stack-instances/:id", h.DestroyAPI, seen)
 	api.POST("/stack-instances/:id/destroy", h.DestroyAPI, seen)
 	api.POST("/stack-instances/:id/retry", h.RetryAPI, seen)
+	api.POST("/stack-instances/:id/deploy", h.StartAPI, seen)
+	api.POST("/stack-instances/:id/discard", h.DiscardAPI, seen)
 	api.GET("/stack-instances/:id/runs", h.RunsAPI, seen)
 	api.GET("/stack-instances/:id/upgrade", h.UpgradePlanAPI, seen)
 	api.POST("/stack-instances/:id/upgrade", h.UpgradeAPI, seen)

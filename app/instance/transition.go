@@ -20,7 +20,7 @@ var from = map[Status][]Status{
 	Degraded:   {Active, Degraded, Upgrading},
 	Upgrading:  {Active, Degraded, Upgrading},
 	Failed:     {Deploying, Upgrading, Destroying, Failed},
-	Destroying: {Active, Degraded, Failed, Deploying},
+	Destroying: {Active, Degraded, Failed, Deploying, Pending},
 	Destroyed:  {Destroying},
 }
 
