@@ -3,7 +3,6 @@ package instance
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -117,16 +116,4 @@ func startPlanned(ctx context.Context, r *runCtx, d dbgen.InstanceDeploymentsRow
 		}
 	}
 	return r.deps.deploys.StartTx(ctx, r.tx, r.actor, d.ID, deploy.KindDeploy)
-}
-
-// unpreviewed names the slots of a version that a pending instance cannot preview, with the
-// slots they wait for.
-func unpreviewed(def stack.Definition) map[string][]string {
-	out := map[string][]string{}
-	for _, s := range def.Slots {
-		if !previewable(s) {
-			out[s.Name] = slices.Clone(s.Upstream())
-		}
-	}
-	return out
 }

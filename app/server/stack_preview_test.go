@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -144,4 +146,66 @@ func TestStack_PreviewOnlyInstanceIsPendingWithItsFirstLayerPreviewedThenDeploys
 		t.Fatalf("discarding a plan changed the cloud: it holds %d things", got)
 	}
 	plan("spare")
+}
+
+func TestStackPages_PlanShowsEachSlotsPreviewAndEditGoesBackWithTheValues(t *testing.T) {
+	s := newSite(t)
+	stackID := publishedStack(t, s, "netvm", netAndMachine(t, s))
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	user := s.token(t, s.userA)
+	wizard := "/stacks/" + stackID.String() + "/deploy"
+	form := url.Values{"environment_id": {env.ID.String()}, "name": {"shop"}, "p.prefix": {"shop"}, "action": {"plan"}}
+
+	r := s.submit(t, wizard, user, form)
+	wantStatus(t, r, http.StatusSeeOther)
+	plan := r.header.Get("Location")
+	if !strings.HasSuffix(plan, "/plan") {
+		t.Fatalf("the wizard's plan leads to %s", plan)
+	}
+	page := strings.TrimSuffix(plan, "/plan")
+	// The instance's page of a pending instance is its plan.
+	if r := s.call(t, "GET", page, user, nil); !strings.Contains(string(r.body), `data-testid="plan-view"`) {
+		t.Fatalf("a pending instance's page (%d) is not its plan", r.status)
+	}
+
+	// The plan follows the network's preview until it has ended, then shows what it plans.
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		r = s.call(t, "GET", plan, user, nil)
+		wantStatus(t, r, http.StatusOK)
+		if strings.Contains(string(r.body), `data-live="idle"`) {
+			break
+		}
+		wantIn(t, r, `id="plan-live"`, `data-live="busy"`)
+		if time.Now().After(deadline) {
+			t.Fatalf("the plan still follows a preview after 3 minutes:\n%.3000s", r.body)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	wantIn(t, r, `data-testid="slot-preview" data-slot="net" data-status="succeeded"`, "Deploying would create 1 resource.",
+		`data-resource="network"`, `data-testid="slot-preview" data-slot="vm" data-status=""`, "Previewed when net has deployed",
+		`data-slot="vm" data-input="network_id" data-kind="output"`, `data-testid="deploy"`, `data-testid="discard"`)
+
+	// Edit goes back to the form with the values, and lets the plan go: planning again may take
+	// the same name.
+	r = s.submit(t, page+"/edit", user, nil)
+	wantStatus(t, r, http.StatusOK)
+	wantIn(t, r, `data-testid="wizard-form"`, `name="name" type="text" value="shop"`, `name="p.prefix"`, `value="shop"`)
+	id := strings.TrimPrefix(page, "/stack-instances/")
+	s.waitInstance(t, user, id, status("destroyed"))
+	r = s.submit(t, wizard, user, form)
+	wantStatus(t, r, http.StatusSeeOther)
+
+	// Deploying from the plan goes on to the instance's page; Discard, to the list.
+	again := strings.TrimSuffix(r.header.Get("Location"), "/plan")
+	r = s.submit(t, again+"/deploy", user, nil)
+	wantStatus(t, r, http.StatusSeeOther)
+	if got := r.header.Get("Location"); got != again {
+		t.Fatalf("deploying the plan leads to %s", got)
+	}
+	s.waitInstance(t, user, strings.TrimPrefix(again, "/stack-instances/"), status("active"))
+	r = s.submit(t, again+"/discard", user, nil)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, "only a pending instance is discarded")
 }
