@@ -67,7 +67,8 @@ func (s *Service) Start(ctx context.Context, actor access.Principal, id uuid.UUI
 }
 
 // Discard lets a pending instance go: the deployments its slots were given, never deployed, are
-// let go (previews still under way are waited for), and it ends destroyed. Whoever may deploy
+// let go (previews not started are withdrawn, one running is waited for), and it ends
+// destroyed. Whoever may deploy
 // it may discard it, as holding nothing yet.
 func (s *Service) Discard(ctx context.Context, actor access.Principal, id uuid.UUID) (Instance, error) {
 	return s.ask(ctx, actor, id, access.StackInstanceDeploy, dbgen.CreateStackRunParams{Kind: string(RunDestroy)}, pending("discarded"))
