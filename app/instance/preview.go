@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/access"
+	"nimbus/app/audit"
 	"nimbus/app/deploy"
 	"nimbus/app/problem"
 	"nimbus/app/stack"
@@ -67,11 +68,50 @@ func (s *Service) Start(ctx context.Context, actor access.Principal, id uuid.UUI
 }
 
 // Discard lets a pending instance go: the deployments its slots were given, never deployed, are
-// let go (previews not started are withdrawn, one running is waited for), and it ends
-// destroyed. Whoever may deploy
-// it may discard it, as holding nothing yet.
+// let go (previews not started are withdrawn) and it ends destroyed at once, its names free
+// again. A slot whose preview is running is waited for: then the instance is destroyed by a
+// destroy run, as Destroy does. Whoever may deploy it may discard it, as holding nothing yet.
 func (s *Service) Discard(ctx context.Context, actor access.Principal, id uuid.UUID) (Instance, error) {
-	return s.ask(ctx, actor, id, access.StackInstanceDeploy, dbgen.CreateStackRunParams{Kind: string(RunDestroy)}, pending("discarded"))
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := dbgen.New(tx)
+		inst, err := s.lockFor(ctx, q, actor, id, access.StackInstanceDeploy)
+		if err != nil {
+			return err
+		}
+		if err := pending("discarded")(inst); err != nil {
+			return err
+		}
+		rows, err := q.InstanceDeployments(ctx, uuid.NullUUID{UUID: inst.ID, Valid: true})
+		if err != nil {
+			return err
+		}
+		left := false
+		for _, d := range rows {
+			if d.Status == string(deploy.Destroyed) {
+				continue
+			}
+			gone, err := deploy.Discard(ctx, q, d.ID)
+			if err != nil {
+				return err
+			}
+			left = left || !gone
+		}
+		if left {
+			_, err = s.run.queue(ctx, tx, inst, dbgen.CreateStackRunParams{Kind: string(RunDestroy), Source: source(ctx),
+				RequestedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}})
+		} else {
+			err = move(ctx, q, inst, Destroyed, "")
+		}
+		if err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Event{Tenant: inst.TenantID, Action: "stack_instance.discard", TargetType: "stack_instance",
+			TargetID: inst.ID.String(), Diff: map[string]any{"name": inst.Name}})
+	})
+	if err != nil {
+		return Instance{}, fmt.Errorf("discard stack instance: %w", err)
+	}
+	return s.Get(ctx, actor, id)
 }
 
 // pending refuses an instance that is not pending, saying what only a pending one is.
