@@ -89,7 +89,7 @@ func (h *Handlers) showPage(c echo.Context, refused refusals, status int) error 
 	if err != nil {
 		return err
 	}
-	if inst.Status == Pending {
+	if inst.Status == Pending && refused == (refusals{}) {
 		return c.Redirect(http.StatusSeeOther, "/stack-instances/"+id.String()+"/plan")
 	}
 	runs, err := h.svc.Runs(ctx, actor, id)
