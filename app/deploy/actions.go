@@ -134,14 +134,58 @@ func (s *Service) Apply(ctx context.Context, actor access.Principal, previewID u
 	if !actor.Can(permission[kind], d.TenantID) {
 		return Operation{}, problem.ErrForbidden
 	}
+	in, err := applying(p)
+	if err != nil {
+		return Operation{}, err
+	}
+	return s.enqueue(ctx, actor, d, kind, Change{Version: int(in.Version)}, in, &p.CreatedAt)
+}
+
+// applying is what an operation carrying out a preview brings: exactly the preview's version
+// and parameters, resolved ones included, and the preview whose plan it takes.
+func applying(p dbgen.OperationViewRow) (inputs, error) {
 	in := inputs{Version: p.TargetVersion.Int32, Plain: map[string]any{}, Sealed: p.SecretParameters, Applies: p.ID}
 	if p.SecretKeyID != nil {
 		in.KeyID = *p.SecretKeyID
 	}
 	if err := json.Unmarshal(p.Parameters, &in.Plain); err != nil {
-		return Operation{}, fmt.Errorf("parameters of the preview: %w", err)
+		return in, fmt.Errorf("parameters of the preview: %w", err)
 	}
-	return s.enqueue(ctx, actor, d, kind, Change{Version: int(in.Version)}, in, &p.CreatedAt)
+	return in, nil
+}
+
+// ApplyTx queues, in the caller's transaction, the first deploy of a deployment recorded by
+// Plan carrying out its succeeded preview, as Apply does, on behalf of the user whose request
+// led to it: a step of a graph, whose permission was checked when the graph was asked for.
+func (s *Service) ApplyTx(ctx context.Context, tx pgx.Tx, actor access.Principal, previewID uuid.UUID) (uuid.UUID, error) {
+	q := dbgen.New(tx)
+	p, err := q.OperationView(ctx, previewID)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	if Kind(p.Kind) != KindPreview || Status(p.Status) != Succeeded {
+		return uuid.Nil, fmt.Errorf("operation %s is a %s that %s, not a succeeded preview", p.ID, p.Kind, p.Status)
+	}
+	if err := q.LockDeployment(ctx, p.DeploymentID); err != nil {
+		return uuid.Nil, err
+	}
+	d, err := q.GetDeployment(ctx, p.DeploymentID)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	in, err := applying(p)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	if err := s.allowed(ctx, q, d, KindDeploy, Change{Version: int(in.Version)}); err != nil {
+		return uuid.Nil, err
+	}
+	op, err := s.queue(ctx, tx, actor, d.ID, KindDeploy, in)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return op.ID, audit.Record(ctx, q, actor, audit.Event{Tenant: d.TenantID, Action: "deployment.deploy", TargetType: "deployment",
+		TargetID: d.ID.String(), Diff: map[string]any{"name": d.Name, "kind": KindDeploy, "applies": p.ID}})
 }
 
 // enqueue records the operation, audited, in one transaction that holds the deployment's row,

@@ -174,6 +174,14 @@ func (h *Handlers) plan(c echo.Context, componentID, op uuid.UUID) (PlanView, er
 	v := PlanView{OperationID: d.ID.String(), DeploymentID: d.DeploymentID.String(), Deployment: d.Deployment,
 		Status: string(d.Status), Ended: d.Status.Ended(), Error: d.Error, CSRF: web.CSRF(c),
 		PollURL: "/components/" + componentID.String() + "/deploy?preview=" + d.ID.String()}
+	v.Rows, v.Summary = Planned(d)
+	return v, nil
+}
+
+// Planned is what a preview plans, as people read it: each resource it would create or change,
+// and what that comes to in words.
+func Planned(d Detail) ([]PlanRow, string) {
+	var rows []PlanRow
 	for _, r := range d.Resources {
 		if strings.HasPrefix(r.Type, "pulumi:") {
 			continue // the stack and its providers: bookkeeping, not what the user asked for
@@ -182,10 +190,9 @@ func (h *Handlers) plan(c echo.Context, componentID, op uuid.UUID) (PlanView, er
 		for _, ch := range r.Changes {
 			row.Changes = append(row.Changes, fmt.Sprintf("%s: %s → %s", ch.Path, views.Value(ch.Old), views.Value(ch.New)))
 		}
-		v.Rows = append(v.Rows, row)
+		rows = append(rows, row)
 	}
-	v.Summary = planSummary(v.Rows)
-	return v, nil
+	return rows, planSummary(rows)
 }
 
 // planSummary says what deploying would do to the resources, such as "create 2 resources".

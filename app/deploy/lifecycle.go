@@ -169,6 +169,13 @@ func cancelQueued(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (bool, er
 	return n > 0, err
 }
 
+// withdrawPreviews ends a deployment's previews that have not started: what they would show
+// no longer matters once the deployment is let go.
+func withdrawPreviews(ctx context.Context, q *dbgen.Queries, deploymentID uuid.UUID) error {
+	_, err := q.CancelQueuedPreviews(ctx, deploymentID)
+	return err
+}
+
 // requestCancel asks a running operation to stop at its next heartbeat; it reports false when
 // it was not running.
 func requestCancel(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (bool, error) {

@@ -57,14 +57,18 @@ func riverJobs(ctx context.Context) func() (component.JobInserter, error) {
 
 // Discard lets go of a deployment that never had a stack of its own — recorded, and never
 // deployed nor tried — marking it destroyed without running the engine, in the caller's
-// transaction, and giving back anything resolvers handed it. Any other deployment, or one with
-// an operation under way, is left alone and Discard reports false: it needs a destroy.
+// transaction, and giving back anything resolvers handed it; its previews not started yet are
+// withdrawn. Any other deployment, or one with an operation under way, is left alone and
+// Discard reports false: it needs a destroy.
 func Discard(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (bool, error) {
 	if err := q.LockDeployment(ctx, id); err != nil {
 		return false, err
 	}
 	d, err := q.GetDeployment(ctx, id)
 	if err != nil || d.Status != "pending" {
+		return false, err
+	}
+	if err := withdrawPreviews(ctx, q, id); err != nil {
 		return false, err
 	}
 	for _, check := range []func(context.Context, uuid.UUID) (bool, error){q.EngineEverRan, q.AnyOperationPending} {

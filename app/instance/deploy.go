@@ -21,7 +21,7 @@ import (
 var deployKind = kind{
 	begin: func(ctx context.Context, r *runCtx) ([]step, error) {
 		switch Status(r.inst.Status) {
-		case Deploying, Failed:
+		case Pending, Deploying, Failed:
 		default:
 			return nil, refuse("%s is %s: only a new or failed instance is deployed", r.inst.Name, r.inst.Status)
 		}
@@ -32,7 +32,7 @@ var deployKind = kind{
 			}
 			out = append(out, step{name: s.Name, slot: s.Name, action: "deploy", after: s.Upstream()})
 		}
-		if Status(r.inst.Status) == Failed {
+		if Status(r.inst.Status) != Deploying {
 			return out, move(ctx, r.q, r.inst, Deploying, "")
 		}
 		return out, nil
@@ -71,28 +71,34 @@ var deployKind = kind{
 
 // startDeploy deploys one slot: its inputs worked out from its wiring, over the parameters and
 // the outputs of the slots deployed, into a deployment made for it (or the one a failed try
-// left).
+// left, or a pending instance's preview planned).
 func startDeploy(ctx context.Context, r *runCtx, s dbgen.StackRunStepsRow) (uuid.UUID, map[string]any, error) {
 	if d, ok := r.slots[s.Slot]; ok && d.Status != string(deploy.Destroyed) {
-		op, err := r.deps.deploys.StartTx(ctx, r.tx, r.actor, d.ID, deploy.KindDeploy)
+		op, err := startPlanned(ctx, r, d)
 		return op, map[string]any{"deployment": d.ID}, err
 	}
 	slot, ok := r.def.Slot(s.Slot)
 	if !ok {
 		return uuid.Nil, nil, fmt.Errorf("version %d has no slot %s", r.inst.Version, s.Slot)
 	}
-	inputs, err := r.wire(ctx, slot)
-	if err != nil {
-		return uuid.Nil, nil, err
-	}
-	id, err := r.deps.deploys.Plan(ctx, r.tx, r.actor, deploy.Request{ComponentID: slot.Component, Version: slot.Version,
-		EnvironmentID: r.inst.EnvironmentID, Name: DeploymentName(r.inst.Name, slot.Name), Parameters: inputs},
-		deploy.Owner{StackInstance: r.inst.ID, Slot: slot.Name})
+	id, err := r.plan(ctx, slot)
 	if err != nil {
 		return uuid.Nil, nil, err
 	}
 	op, err := r.deps.deploys.StartTx(ctx, r.tx, r.actor, id, deploy.KindDeploy)
 	return op, map[string]any{"deployment": id}, err
+}
+
+// plan records the deployment of a slot, its inputs worked out from its wiring over the
+// parameters and the outputs of the slots deployed, without deploying it.
+func (r *runCtx) plan(ctx context.Context, slot stack.Slot) (uuid.UUID, error) {
+	inputs, err := r.wire(ctx, slot)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return r.deps.deploys.Plan(ctx, r.tx, r.actor, deploy.Request{ComponentID: slot.Component, Version: slot.Version,
+		EnvironmentID: r.inst.EnvironmentID, Name: DeploymentName(r.inst.Name, slot.Name), Parameters: inputs},
+		deploy.Owner{StackInstance: r.inst.ID, Slot: slot.Name})
 }
 
 // DeploymentName is the name of the deployment holding an instance's slot.

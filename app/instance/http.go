@@ -97,7 +97,7 @@ func filterOf(c echo.Context) (Filter, error) {
 }
 
 // DeployAPI answers POST /api/v1/stack-instances with 202: the instance is recorded and its
-// slots are being deployed.
+// slots are being deployed, or with preview_only, it is pending and its slots being previewed.
 func (h *Handlers) DeployAPI(c echo.Context) error {
 	var req Request
 	if err := web.DecodeJSON(c, &req); err != nil {
@@ -128,6 +128,26 @@ func (h *Handlers) DestroyAPI(c echo.Context) error { return h.act(c, h.svc.Dest
 
 // RetryAPI answers POST /api/v1/stack-instances/{id}/retry with 202.
 func (h *Handlers) RetryAPI(c echo.Context) error { return h.act(c, h.svc.Retry) }
+
+// StartAPI answers POST /api/v1/stack-instances/{id}/deploy {keep_on_failure} (the body may be
+// left out) with 202: the pending instance deploys.
+func (h *Handlers) StartAPI(c echo.Context) error {
+	var in struct {
+		KeepOnFailure bool `json:"keep_on_failure"`
+	}
+	if c.Request().ContentLength != 0 {
+		if err := web.DecodeJSON(c, &in); err != nil {
+			return err
+		}
+	}
+	return h.act(c, func(ctx context.Context, actor access.Principal, id uuid.UUID) (Instance, error) {
+		return h.svc.Start(ctx, actor, id, in.KeepOnFailure)
+	})
+}
+
+// DiscardAPI answers POST /api/v1/stack-instances/{id}/discard with 202: the pending instance
+// is let go.
+func (h *Handlers) DiscardAPI(c echo.Context) error { return h.act(c, h.svc.Discard) }
 
 func (h *Handlers) act(c echo.Context, do func(context.Context, access.Principal, uuid.UUID) (Instance, error)) error {
 	id, err := web.IDParam(c, "id")

@@ -65,6 +65,9 @@ type Slot struct {
 	Deployment   string         `json:"deployment"`
 	Status       string         `json:"status"` // the deployment's; "pending" before it exists
 	Outputs      map[string]any `json:"outputs"`
+	// Preview is the newest preview of the slot's deployment, if it had one: a pending
+	// instance's plan.
+	Preview *Preview `json:"preview,omitempty"`
 }
 
 func fromRow(r dbgen.GetStackInstanceRow) Instance {

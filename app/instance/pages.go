@@ -15,6 +15,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/component"
+	"nimbus/app/deploy"
 	"nimbus/app/graph"
 	"nimbus/app/paramform"
 	"nimbus/app/problem"
@@ -88,6 +89,9 @@ func (h *Handlers) showPage(c echo.Context, refused refusals, status int) error 
 	if err != nil {
 		return err
 	}
+	if inst.Status == Pending && refused == (refusals{}) {
+		return c.Redirect(http.StatusSeeOther, "/stack-instances/"+id.String()+"/plan")
+	}
 	runs, err := h.svc.Runs(ctx, actor, id)
 	if err != nil {
 		return err
@@ -140,7 +144,7 @@ func (h *Handlers) showPage(c echo.Context, refused refusals, status int) error 
 		}
 	}
 	switch inst.Status {
-	case Pending, Deploying, Destroying, Upgrading:
+	case Deploying, Destroying, Upgrading:
 		v.Busy = true
 	}
 	for _, hr := range history {
@@ -400,9 +404,8 @@ func (h *Handlers) WizardPage(c echo.Context) error {
 	return h.wizard(c, d, url.Values{}, nil, http.StatusOK)
 }
 
-// WizardForm answers the wizard's steps: plan shows what deploying would do, with the form's
-// values kept; edit goes back to the form; deploy deploys and goes on to the instance's page.
-// Problems show beside the fields they name.
+// WizardForm records the wizard's plan: a pending instance whose slots are previewed where
+// they can be, shown on its plan page. Problems show beside the fields they name.
 func (h *Handlers) WizardForm(c echo.Context) error {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
@@ -421,27 +424,19 @@ func (h *Handlers) WizardForm(c echo.Context) error {
 	if err != nil {
 		return h.wizard(c, d, form, err, http.StatusUnprocessableEntity)
 	}
-	req := Request{StackID: d.id, Version: d.version, Name: strings.TrimSpace(form.Get("name")), Parameters: params}
+	req := Request{StackID: d.id, Version: d.version, Name: strings.TrimSpace(form.Get("name")), Parameters: params, PreviewOnly: true}
 	req.EnvironmentID, _ = uuid.Parse(form.Get("environment_id")) // none chosen: check and Deploy say so
-	switch form.Get("action") {
-	case "edit":
-		return h.wizard(c, d, form, nil, http.StatusOK)
-	case "plan":
-		if err := check(d, req); err != nil {
-			return h.wizard(c, d, form, err, http.StatusUnprocessableEntity)
-		}
-		return h.plan(c, d, form, req)
-	case "deploy":
-		inst, err := h.svc.Deploy(ctx, actor, req)
-		if web.FormErrors(err) != nil {
-			return h.wizard(c, d, form, err, http.StatusUnprocessableEntity)
-		}
-		if err != nil {
-			return err
-		}
-		return web.Redirect(c, "/stack-instances/"+inst.ID.String())
+	if err := check(d, req); err != nil {
+		return h.wizard(c, d, form, err, http.StatusUnprocessableEntity)
 	}
-	return problem.Invalid("action", "enum", "must be plan, edit or deploy")
+	inst, err := h.svc.Deploy(ctx, actor, req)
+	if web.FormErrors(err) != nil {
+		return h.wizard(c, d, form, err, http.StatusUnprocessableEntity)
+	}
+	if err != nil {
+		return err
+	}
+	return web.Redirect(c, "/stack-instances/"+inst.ID.String()+"/plan")
 }
 
 // check refuses a request the service would refuse for its name or parameters, before the
@@ -495,16 +490,39 @@ func wizardPage(c echo.Context, d deployable) views.Page {
 	return web.Page(c, "Deploy "+d.name).Under(views.Crumb{Label: "Stack instances", URL: "/stack-instances"})
 }
 
-// plan shows what deploying would do: the slots in the groups that deploy at once, and where
-// each slot's inputs come from. The form's values ride along for the deploy.
-func (h *Handlers) plan(c echo.Context, d deployable, form url.Values, req Request) error {
-	layers, groups := slotLayers(d.def, nil)
+// PlanPage shows a pending instance's plan: its slots in the groups that deploy at once, each
+// slot's preview as it comes (the part reloads itself while one runs), and where each slot's
+// inputs come from; with Deploy, Edit and Discard. An instance no longer pending has its own
+// page.
+func (h *Handlers) PlanPage(c echo.Context) error { return h.planPage(c, "", http.StatusOK) }
+
+func (h *Handlers) planPage(c echo.Context, refused string, status int) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	inst, err := h.svc.Get(ctx, actor, id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case inst.Status != Pending && refused != "":
+		return h.showPage(c, refusals{action: refused}, status)
+	case inst.Status != Pending:
+		return c.Redirect(http.StatusSeeOther, "/stack-instances/"+id.String())
+	}
 	q := dbgen.New(h.svc.pool)
-	ids := make([]uuid.UUID, len(d.def.Slots))
-	for i, s := range d.def.Slots {
+	def, err := stack.LoadVersion(ctx, q, inst.StackID, inst.Version)
+	if err != nil {
+		return err
+	}
+	layers, groups := slotLayers(def, inst.Slots)
+	ids := make([]uuid.UUID, len(def.Slots))
+	for i, s := range def.Slots {
 		ids[i] = s.Component
 	}
-	names, err := q.ComponentNames(web.Ctx(c), ids)
+	names, err := q.ComponentNames(ctx, ids)
 	if err != nil {
 		return err
 	}
@@ -514,38 +532,120 @@ func (h *Handlers) plan(c echo.Context, d deployable, form url.Values, req Reque
 	}
 	for _, layer := range layers {
 		for i := range layer {
-			sl, _ := d.def.Slot(layer[i].Name)
+			sl, _ := def.Slot(layer[i].Name)
 			layer[i].Note = fmt.Sprintf("%s v%d", component[sl.Component], sl.Version)
 		}
 	}
-	secret := secretNames(d.def)
-	schemas, err := stack.LoadSchemas(web.Ctx(c), q, d.def)
+	schemas, err := stack.LoadSchemas(ctx, q, def)
 	if err != nil {
 		return err
 	}
-	params := req.Parameters
-	if schemas.Params != nil {
-		params = schemas.Params.Apply("parameters", req.Parameters, &problem.ValidationError{})
-	}
-	v := PlanView{StackID: d.id.String(), Stack: d.name, Version: d.version, Name: req.Name, Layers: layers, Groups: groups}
-	for _, o := range d.environments {
-		if o.Value == req.EnvironmentID.String() {
-			v.Environment = o.Label
-		}
-	}
-	for _, sl := range d.def.Slots {
+	v := PlanView{ID: inst.ID.String(), Stack: stackLabel(inst), Version: inst.Version, Name: inst.Name,
+		Environment: inst.TenantName + " / " + inst.EnvironmentName, Layers: layers, Groups: groups, Error: refused,
+		Live: c.Request().URL.Path}
+	secret := secretNames(def)
+	for _, sl := range def.Slots {
 		for _, input := range slices.Sorted(maps.Keys(sl.Inputs)) {
-			v.Wiring = append(v.Wiring, wiringRow(web.Ctx(c), schemas, sl, input, params, secret))
+			v.Wiring = append(v.Wiring, wiringRow(ctx, schemas, sl, input, inst.Parameters, secret))
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(form)) {
-		if k != "_csrf" && k != "action" {
-			for _, val := range form[k] {
-				v.Carry = append(v.Carry, views.KeyValue{Key: k, Value: val})
-			}
+	for _, sl := range inst.Slots {
+		row, err := h.slotPreview(ctx, actor, def, sl)
+		if err != nil {
+			return err
 		}
+		row.Component = fmt.Sprintf("%s v%d", component[sl.ComponentID], sl.Version)
+		if row.Status != "" && !deploy.Status(row.Status).Ended() {
+			v.Busy = true
+		}
+		v.Slots = append(v.Slots, row)
 	}
-	return web.Render(c, http.StatusOK, PlanPage(wizardPage(c, d), v))
+	page := web.Page(c, "Plan of "+inst.Name).Under(views.Crumb{Label: "Stack instances", URL: "/stack-instances"})
+	return web.Render(c, status, PlanPage(page, v))
+}
+
+// slotPreview is what the plan shows of one slot: its preview as it stands, or the slots whose
+// outputs it waits for.
+func (h *Handlers) slotPreview(ctx context.Context, actor access.Principal, def stack.Definition, sl Slot) (SlotPreview, error) {
+	row := SlotPreview{Slot: sl.Name}
+	if sl.Preview == nil {
+		if s, ok := def.Slot(sl.Name); ok {
+			row.Waits = s.Upstream()
+		}
+		return row, nil
+	}
+	d, err := h.svc.run.deploys.Detail(ctx, actor, sl.Preview.OperationID)
+	if err != nil {
+		return row, err
+	}
+	row.OperationID, row.Status, row.Error = d.ID.String(), string(d.Status), d.Error
+	if d.Status == deploy.Succeeded {
+		row.Rows, row.Summary = deploy.Planned(d)
+	}
+	return row, nil
+}
+
+// StartForm deploys the pending instance from its plan, and goes on to its page.
+func (h *Handlers) StartForm(c echo.Context) error {
+	return h.actOnPlan(c, func(ctx context.Context, actor access.Principal, id uuid.UUID) (string, error) {
+		_, err := h.svc.Start(ctx, actor, id, false)
+		return "/stack-instances/" + id.String(), err
+	})
+}
+
+// DiscardForm lets the pending instance go, and goes back to the list.
+func (h *Handlers) DiscardForm(c echo.Context) error {
+	return h.actOnPlan(c, func(ctx context.Context, actor access.Principal, id uuid.UUID) (string, error) {
+		_, err := h.svc.Discard(ctx, actor, id)
+		return "/stack-instances", err
+	})
+}
+
+// actOnPlan does what a button of the plan asks and goes where it says; a refusal is said on
+// the plan, in words.
+func (h *Handlers) actOnPlan(c echo.Context, do func(context.Context, access.Principal, uuid.UUID) (string, error)) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	to, err := do(web.Ctx(c), web.Actor(c), id)
+	if errs := web.FormErrors(err); errs != nil {
+		var words []string
+		for _, k := range views.SortedErrorKeys(errs) {
+			words = append(words, errs[k])
+		}
+		return h.planPage(c, strings.Join(words, " "), http.StatusUnprocessableEntity)
+	}
+	if err != nil {
+		return err
+	}
+	return web.Redirect(c, to)
+}
+
+// EditForm goes back from a plan to the wizard's form, filled with the plan's values (secret
+// ones are typed again), and lets the pending instance go: planning again records a new one.
+func (h *Handlers) EditForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	inst, err := h.svc.Discard(ctx, actor, id)
+	if errs := web.FormErrors(err); errs != nil {
+		return h.planPage(c, errs["instance"], http.StatusUnprocessableEntity)
+	}
+	if err != nil {
+		return err
+	}
+	d, err := h.deployable(ctx, actor, inst.StackID)
+	if err != nil {
+		return err
+	}
+	form := url.Values{"environment_id": {inst.EnvironmentID.String()}, "name": {inst.Name}}
+	for k, val := range inst.Parameters {
+		form.Set("p."+k, paramform.Text(val))
+	}
+	return h.wizard(c, d, form, nil, http.StatusOK)
 }
 
 // wiringRow says where one input of a slot comes from, in words, with the value it will have

@@ -41,6 +41,10 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	if err != nil {
 		return inst, err
 	}
+	seen, err := previews(ctx, q, id)
+	if err != nil {
+		return inst, err
+	}
 	for _, sl := range def.Slots {
 		out := Slot{Name: sl.Name, ComponentID: sl.Component, Version: sl.Version, After: sl.Upstream(), Status: "pending", Outputs: map[string]any{}}
 		if out.After == nil {
@@ -50,6 +54,9 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 			if d.Slot != nil && *d.Slot == sl.Name {
 				out.DeploymentID, out.Deployment, out.Status = &d.ID, d.Name, d.Status
 				_ = json.Unmarshal(d.Outputs, &out.Outputs)
+				if p, ok := seen[sl.Name]; ok && p.deployment == d.ID {
+					out.Preview = &p
+				}
 				break
 			}
 		}

@@ -44,6 +44,9 @@ type Request struct {
 	Parameters    map[string]any `json:"parameters"`
 	// KeepOnFailure keeps what a failed first deploy made, for a retry, instead of taking it down.
 	KeepOnFailure bool `json:"keep_on_failure"`
+	// PreviewOnly records the instance pending and previews the slots whose inputs are known
+	// before anything deploys (see preview.go); Start deploys it after.
+	PreviewOnly bool `json:"preview_only"`
 }
 
 // Each slot's deployment is named <instance>-<slot>, within the 40 characters of a deployment's
@@ -51,7 +54,8 @@ type Request struct {
 var instanceName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,18}$`)
 
 // Deploy checks the request — the environment, the stack and its version, the name, the
-// stack's parameters — records the instance and starts deploying its slots, in one transaction.
+// stack's parameters — records the instance and starts deploying its slots, or only previewing
+// them (PreviewOnly), in one transaction.
 func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Request) (Instance, error) {
 	var id uuid.UUID
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -87,6 +91,9 @@ func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Reques
 			return err
 		}
 		v := &problem.ValidationError{}
+		if req.PreviewOnly && req.KeepOnFailure {
+			v.Add("keep_on_failure", "preview", "a preview deploys nothing: ask to keep what fails when you deploy the pending instance")
+		}
 		req.Name = strings.TrimSpace(req.Name)
 		if !instanceName.MatchString(req.Name) {
 			v.Add("name", "pattern", "must be 1–19 lower-case letters, digits and -, starting with a letter")
@@ -120,11 +127,17 @@ func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Reques
 		if err != nil {
 			return err
 		}
-		if _, err := s.run.queue(ctx, tx, inst, dbgen.CreateStackRunParams{Kind: string(RunDeploy), RequestedBy: inst.CreatedBy,
+		action := "stack_instance.deploy"
+		if req.PreviewOnly {
+			action = "stack_instance.preview"
+			if err := s.run.preview(ctx, tx, actor, inst, def); err != nil {
+				return err
+			}
+		} else if _, err := s.run.queue(ctx, tx, inst, dbgen.CreateStackRunParams{Kind: string(RunDeploy), RequestedBy: inst.CreatedBy,
 			Source: source(ctx), KeepOnFailure: req.KeepOnFailure}); err != nil {
 			return err
 		}
-		return audit.Record(ctx, q, actor, audit.Event{Tenant: env.TenantID, Action: "stack_instance.deploy", TargetType: "stack_instance",
+		return audit.Record(ctx, q, actor, audit.Event{Tenant: env.TenantID, Action: action, TargetType: "stack_instance",
 			TargetID: id.String(), Diff: map[string]any{"name": req.Name, "stack": st.Name, "version": version, "environment": env.Name,
 				"parameters": json.RawMessage(plain)}})
 	})
@@ -214,7 +227,7 @@ func (d *runner) open(id uuid.UUID, keyID *string, sealed []byte) (map[string]an
 // Destroy takes every slot of an instance down, in reverse order, once the run under way (if
 // any) has ended.
 func (s *Service) Destroy(ctx context.Context, actor access.Principal, id uuid.UUID) (Instance, error) {
-	return s.ask(ctx, actor, id, access.StackInstanceDestroy, "destroy", func(_ *dbgen.Queries, inst dbgen.StackInstance) (RunKind, error) {
+	return s.ask(ctx, actor, id, access.StackInstanceDestroy, "destroy", dbgen.CreateStackRunParams{}, func(_ *dbgen.Queries, inst dbgen.StackInstance) (RunKind, error) {
 		if Status(inst.Status) == Destroyed || Status(inst.Status) == Destroying {
 			return "", problem.Invalid("instance", "state", "%s is %s already", inst.Name, inst.Status)
 		}
@@ -226,7 +239,7 @@ func (s *Service) Destroy(ctx context.Context, actor access.Principal, id uuid.U
 // destroyed is destroyed again, by those who may destroy it; any other deploys what a failed
 // deploy left missing.
 func (s *Service) Retry(ctx context.Context, actor access.Principal, id uuid.UUID) (Instance, error) {
-	return s.ask(ctx, actor, id, access.StackInstanceDeploy, "retry", func(q *dbgen.Queries, inst dbgen.StackInstance) (RunKind, error) {
+	return s.ask(ctx, actor, id, access.StackInstanceDeploy, "retry", dbgen.CreateStackRunParams{}, func(q *dbgen.Queries, inst dbgen.StackInstance) (RunKind, error) {
 		if Status(inst.Status) != Failed {
 			return "", problem.Invalid("instance", "state", "%s is %s: only a failed instance is retried", inst.Name, inst.Status)
 		}
@@ -251,9 +264,10 @@ func retries(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (RunKind, erro
 	return RunDeploy, nil
 }
 
-// ask queues the run that pick chooses (or refuses) on an instance the actor may act on with
-// perm, audited, in one transaction; what names the request in errors.
-func (s *Service) ask(ctx context.Context, actor access.Principal, id uuid.UUID, perm access.Permission, what string, pick func(*dbgen.Queries, dbgen.StackInstance) (RunKind, error)) (Instance, error) {
+// ask queues a run of the kind pick chooses (or refuses), with run's other fields (on a first
+// deploy, whether to keep what fails), on an instance the actor may act on with perm, audited,
+// in one transaction; what names the request in errors.
+func (s *Service) ask(ctx context.Context, actor access.Principal, id uuid.UUID, perm access.Permission, what string, run dbgen.CreateStackRunParams, pick func(*dbgen.Queries, dbgen.StackInstance) (RunKind, error)) (Instance, error) {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := dbgen.New(tx)
 		inst, err := s.lockFor(ctx, q, actor, id, perm)
@@ -264,8 +278,8 @@ func (s *Service) ask(ctx context.Context, actor access.Principal, id uuid.UUID,
 		if err != nil {
 			return err
 		}
-		if _, err := s.run.queue(ctx, tx, inst, dbgen.CreateStackRunParams{Kind: string(k), Source: source(ctx),
-			RequestedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}}); err != nil {
+		run.Kind, run.Source, run.RequestedBy = string(k), source(ctx), uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}
+		if _, err := s.run.queue(ctx, tx, inst, run); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Event{Tenant: inst.TenantID, Action: "stack_instance." + string(k), TargetType: "stack_instance",

@@ -20,8 +20,8 @@ var from = map[Status][]Status{
 	Degraded:   {Active, Degraded, Upgrading},
 	Upgrading:  {Active, Degraded, Upgrading},
 	Failed:     {Deploying, Upgrading, Destroying, Failed},
-	Destroying: {Active, Degraded, Failed, Deploying},
-	Destroyed:  {Destroying},
+	Destroying: {Active, Degraded, Failed, Deploying, Pending},
+	Destroyed:  {Destroying, Pending}, // a pending instance discarded holds nothing to take down
 }
 
 // move sets an instance's status, with why it is there (empty but for a failure). A move its

@@ -60,6 +60,19 @@ func (w *world) deployStack(t *testing.T, name string) instance.Instance {
 	return inst
 }
 
+// planStack has A's user plan the web stack in A's environment dev, under name: it is
+// pending, its slot's preview queued.
+func (w *world) planStack(t *testing.T, name string) instance.Instance {
+	t.Helper()
+	inst, err := w.instances(t).Deploy(context.Background(), w.userA, instance.Request{StackID: w.webStackID(t), EnvironmentID: w.dev(t).ID,
+		Name: name, PreviewOnly: true})
+	must(t, err)
+	if inst.Status != instance.Pending || len(inst.Slots) != 1 || inst.Slots[0].Preview == nil {
+		t.Fatalf("a plan is %s with slots %+v", inst.Status, inst.Slots)
+	}
+	return inst
+}
+
 // stackInstance is an instance of tenant A being deployed.
 func (w *world) stackInstance(t *testing.T) instance.Instance {
 	return fixture(w, "stackInstance", func() instance.Instance { return w.deployStack(t, "shop") })
@@ -192,6 +205,37 @@ var instanceCases = map[string]authzCase{
 		then: func(t *testing.T, w *world) {
 			_, err := w.instances(t).Retry(context.Background(), w.userA, w.stackInstance(t).ID)
 			wantField(t, err, "instance") // not failed
+		},
+	},
+	"instance.Service.Start": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {readerA, problem.ErrForbidden}},
+		served:  []actor{userA, adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			inst, err := w.instances(t).Start(context.Background(), p, w.planStack(t, instanceName(p)).ID, false)
+			if err == nil && inst.Status != instance.Deploying {
+				t.Errorf("a plan deployed is %s", inst.Status)
+			}
+			return err
+		},
+		then: func(t *testing.T, w *world) {
+			_, err := w.instances(t).Start(context.Background(), w.userA, w.stackInstance(t).ID, false)
+			wantField(t, err, "instance") // not pending
+		},
+	},
+	"instance.Service.Discard": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {readerA, problem.ErrForbidden}},
+		served:  []actor{userA, adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			// No worker took the plan's preview: it is withdrawn, and the plan ends at once.
+			inst, err := w.instances(t).Discard(context.Background(), p, w.planStack(t, instanceName(p)).ID)
+			if err == nil && (inst.Status != instance.Destroyed || inst.Slots[0].Status != "destroyed" || inst.Slots[0].Preview != nil) {
+				t.Errorf("a plan discarded is %s with slots %+v", inst.Status, inst.Slots)
+			}
+			return err
+		},
+		then: func(t *testing.T, w *world) {
+			_, err := w.instances(t).Discard(context.Background(), w.userA, w.activeStack(t).ID)
+			wantField(t, err, "instance") // not pending
 		},
 	},
 	"instance.Service.Get": {

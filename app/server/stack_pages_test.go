@@ -57,20 +57,28 @@ func TestStackPages_WizardRefusesBesideTheFieldsAndOtherTenantsSeeNothing(t *tes
 	form.Set("name", "shop")
 	form.Set("p.prefix", "shop")
 	r = s.submit(t, wizard, user, form)
+	wantStatus(t, r, http.StatusSeeOther)
+	plan := r.header.Get("Location")
+	page := strings.TrimSuffix(plan, "/plan")
+	id := strings.TrimPrefix(page, "/stack-instances/")
+	r = s.call(t, "GET", plan, user, nil)
 	wantStatus(t, r, http.StatusOK)
 	wantIn(t, r, `data-testid="plan-view"`, `id="plan-graph"`, `data-slot="a" data-input="network_id" data-kind="output"`)
 
-	form.Set("action", "deploy")
-	r = s.submit(t, wizard, user, form)
-	wantStatus(t, r, http.StatusSeeOther)
-	page := r.header.Get("Location")
-	id := strings.TrimPrefix(page, "/stack-instances/")
+	wantStatus(t, s.submit(t, page+"/deploy", user, nil), http.StatusSeeOther)
 	s.waitInstance(t, user, id, status("active"))
 
-	// The same name again: refused beside the name.
+	// The same name again: refused beside the name. A plan is an instance's page no more.
 	r = s.submit(t, wizard, user, form)
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 	wantIn(t, r, `data-field-error="name"`, "already has deployments named shop-a")
+	r = s.call(t, "GET", plan, user, nil)
+	if r.status != http.StatusOK || strings.Contains(string(r.body), `data-testid="plan-view"`) {
+		t.Fatalf("the plan of a deployed instance (%d) is not its page: %.2000s", r.status, r.body)
+	}
+	r = s.submit(t, page+"/edit", user, nil)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, "only a pending instance is discarded")
 
 	r = s.call(t, "GET", page, user, nil)
 	wantStatus(t, r, http.StatusOK)

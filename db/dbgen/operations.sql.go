@@ -27,6 +27,19 @@ func (q *Queries) CancelQueuedOperation(ctx context.Context, id uuid.UUID) (int6
 	return result.RowsAffected(), nil
 }
 
+const cancelQueuedPreviews = `-- name: CancelQueuedPreviews :execrows
+UPDATE operations SET status = 'cancelled', error = 'withdrawn before it started: its deployment was let go', finished_at = now(), updated_at = now()
+WHERE deployment_id = $1 AND kind = 'preview' AND status = 'queued'
+`
+
+func (q *Queries) CancelQueuedPreviews(ctx context.Context, deploymentID uuid.UUID) (int64, error) {
+	result, err := q.db.Exec(ctx, cancelQueuedPreviews, deploymentID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const claimOperation = `-- name: ClaimOperation :one
 UPDATE operations SET status = 'running', lease = $1, heartbeat_at = now(),
     started_at = coalesce(started_at, now()), updated_at = now()

@@ -16,7 +16,7 @@ import (
 
 const createStackInstance = `-- name: CreateStackInstance :one
 INSERT INTO stack_instances (id, tenant_id, environment_id, stack_id, version, name, parameters, secret_parameters, secret_key_id, status, created_by)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'deploying', $10)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10)
 RETURNING id, tenant_id, environment_id, stack_id, version, name, parameters, secret_parameters, secret_key_id, status, current_state, state_entered_at, error, deployed_at, created_by, created_at, updated_at
 `
 
@@ -33,6 +33,7 @@ type CreateStackInstanceParams struct {
 	CreatedBy        uuid.NullUUID   `json:"created_by"`
 }
 
+// An instance is recorded pending: its deploy run, when it starts, moves it on.
 func (q *Queries) CreateStackInstance(ctx context.Context, arg CreateStackInstanceParams) (StackInstance, error) {
 	row := q.db.QueryRow(ctx, createStackInstance,
 		arg.ID,
@@ -657,6 +658,47 @@ func (q *Queries) SetStackRunStep(ctx context.Context, arg SetStackRunStepParams
 		arg.Detail,
 	)
 	return err
+}
+
+const slotPreviews = `-- name: SlotPreviews :many
+SELECT DISTINCT ON (d.slot) d.slot::text AS slot, d.id AS deployment_id, o.id, o.status
+FROM deployed_components d
+JOIN operations o ON o.deployment_id = d.id AND o.kind = 'preview'
+WHERE d.stack_instance_id = $1 AND d.status <> 'destroyed'
+ORDER BY d.slot, o.created_at DESC, o.id DESC
+`
+
+type SlotPreviewsRow struct {
+	Slot         string    `json:"slot"`
+	DeploymentID uuid.UUID `json:"deployment_id"`
+	ID           uuid.UUID `json:"id"`
+	Status       string    `json:"status"`
+}
+
+// The newest preview of each slot's deployment not destroyed, of an instance.
+func (q *Queries) SlotPreviews(ctx context.Context, stackInstanceID uuid.NullUUID) ([]SlotPreviewsRow, error) {
+	rows, err := q.db.Query(ctx, slotPreviews, stackInstanceID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SlotPreviewsRow{}
+	for rows.Next() {
+		var i SlotPreviewsRow
+		if err := rows.Scan(
+			&i.Slot,
+			&i.DeploymentID,
+			&i.ID,
+			&i.Status,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const stackRunSteps = `-- name: StackRunSteps :many

@@ -58,6 +58,10 @@ WHERE id = sqlc.arg(id) AND status = 'awaiting_approval';
 UPDATE operations SET status = 'cancelled', error = 'cancelled before it started', finished_at = now(), updated_at = now()
 WHERE id = $1 AND status = 'queued';
 
+-- name: CancelQueuedPreviews :execrows
+UPDATE operations SET status = 'cancelled', error = 'withdrawn before it started: its deployment was let go', finished_at = now(), updated_at = now()
+WHERE deployment_id = $1 AND kind = 'preview' AND status = 'queued';
+
 -- name: RequestOperationCancel :execrows
 UPDATE operations SET cancel_requested_at = now(), updated_at = now() WHERE id = $1 AND status = 'running';
 

@@ -1,6 +1,7 @@
 -- name: CreateStackInstance :one
+-- An instance is recorded pending: its deploy run, when it starts, moves it on.
 INSERT INTO stack_instances (id, tenant_id, environment_id, stack_id, version, name, parameters, secret_parameters, secret_key_id, status, created_by)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'deploying', $10)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10)
 RETURNING *;
 
 -- name: LockStackInstance :one
@@ -51,6 +52,14 @@ SELECT d.id, d.slot, d.name, d.status, d.outputs, d.component_id, d.version, d.p
 FROM deployed_components d
 WHERE d.stack_instance_id = $1
 ORDER BY d.slot, d.created_at DESC;
+
+-- name: SlotPreviews :many
+-- The newest preview of each slot's deployment not destroyed, of an instance.
+SELECT DISTINCT ON (d.slot) d.slot::text AS slot, d.id AS deployment_id, o.id, o.status
+FROM deployed_components d
+JOIN operations o ON o.deployment_id = d.id AND o.kind = 'preview'
+WHERE d.stack_instance_id = $1 AND d.status <> 'destroyed'
+ORDER BY d.slot, o.created_at DESC, o.id DESC;
 
 -- name: CreateStackRun :one
 -- id may be given, for secret inputs sealed with it bound in; else one is made.
