@@ -61,15 +61,20 @@ func NewRouter(pool *pgxpool.Pool, signals Signaller, refusal func(error) bool) 
 // Timeout bounds routing one event, which reads and queues.
 func (w *Router) Timeout(*river.Job[RouteArgs]) time.Duration { return time.Minute }
 
-// Work routes the event once: one routed already is let be.
+// Work routes the event.
 func (w *Router) Work(ctx context.Context, job *river.Job[RouteArgs]) error {
+	return w.routeOne(ctx, job.Args.Event)
+}
+
+// routeOne routes an event once: one routed already, or being routed, is let be.
+func (w *Router) routeOne(ctx context.Context, id uuid.UUID) error {
 	queue, err := jobs.FromContext(ctx)
 	if err != nil {
 		return err
 	}
 	return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		q := dbgen.New(tx)
-		row, err := q.LockLoggedEvent(ctx, job.Args.Event)
+		row, err := q.LockLoggedEvent(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}

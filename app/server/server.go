@@ -242,13 +242,15 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 			Serve(graph.ParentEnvironment, environment.NewGraph(pool, eng.Keys)).
 			Serve(graph.ParentStackInstance, instance.NewParent(pool, eng.Keys)))
 		river.AddWorker(w, instance.NewTimeoutWorker(pool, eng.Keys))
-		river.AddWorker(w, event.NewRouter(pool, instance.NewSignaller(pool, eng.Keys), instance.Refused))
+		router := event.NewRouter(pool, instance.NewSignaller(pool, eng.Keys), instance.Refused)
+		river.AddWorker(w, router)
+		river.AddWorker(w, event.NewSweeper(router))
 	}
 }
 
 // Periodic lists the domains' scheduled jobs.
 func Periodic() []*river.PeriodicJob {
-	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule()}
+	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), event.SweepSchedule()}
 }
 
 func requireProviderAdmin(next echo.HandlerFunc) echo.HandlerFunc {

@@ -384,7 +384,7 @@ func (q *Queries) GetEventSource(ctx context.Context, id uuid.UUID) (EventSource
 }
 
 const lockLoggedEvent = `-- name: LockLoggedEvent :one
-SELECT id, source_id, landing_zone_id, source_kind, event_id, type, subject, occurred_at, received_at, payload, tenant_id, environment_id, instance_id, deployment_id, outcome, detail, rule_position, trigger, run_id, routed_at FROM event_log WHERE id = $1 FOR UPDATE
+SELECT id, source_id, landing_zone_id, source_kind, event_id, type, subject, occurred_at, received_at, payload, tenant_id, environment_id, instance_id, deployment_id, outcome, detail, rule_position, trigger, run_id, routed_at FROM event_log WHERE id = $1 FOR UPDATE SKIP LOCKED
 `
 
 func (q *Queries) LockLoggedEvent(ctx context.Context, id uuid.UUID) (EventLog, error) {
@@ -481,6 +481,34 @@ func (q *Queries) LogOwnEvent(ctx context.Context, arg LogOwnEventParams) (uuid.
 	var id uuid.UUID
 	err := row.Scan(&id)
 	return id, err
+}
+
+const pendingEvents = `-- name: PendingEvents :many
+SELECT id FROM event_log
+WHERE outcome = 'pending' AND (source_kind = 'nimbus' OR received_at < now() - interval '1 minute')
+ORDER BY received_at LIMIT 500
+`
+
+// Events waiting to be routed: Nimbus's own, which the sweep routes, and any other whose
+// routing job has not run a minute after it was accepted.
+func (q *Queries) PendingEvents(ctx context.Context) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, pendingEvents)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const routeEvent = `-- name: RouteEvent :exec

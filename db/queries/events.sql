@@ -26,7 +26,7 @@ ON CONFLICT (source_id, event_id) DO NOTHING
 RETURNING id;
 
 -- name: LockLoggedEvent :one
-SELECT * FROM event_log WHERE id = $1 FOR UPDATE;
+SELECT * FROM event_log WHERE id = $1 FOR UPDATE SKIP LOCKED;
 
 -- name: RouteEvent :exec
 UPDATE event_log
@@ -89,3 +89,10 @@ INSERT INTO event_log (landing_zone_id, source_kind, event_id, type, subject, pa
 VALUES ((SELECT landing_zone_id FROM environments WHERE id = sqlc.narg(environment)::uuid), 'nimbus', gen_random_uuid()::text,
         sqlc.arg(type), sqlc.arg(subject), sqlc.arg(payload), sqlc.narg(tenant), sqlc.narg(environment), sqlc.narg(instance), sqlc.narg(deployment))
 RETURNING id;
+
+-- name: PendingEvents :many
+-- Events waiting to be routed: Nimbus's own, which the sweep routes, and any other whose
+-- routing job has not run a minute after it was accepted.
+SELECT id FROM event_log
+WHERE outcome = 'pending' AND (source_kind = 'nimbus' OR received_at < now() - interval '1 minute')
+ORDER BY received_at LIMIT 500;
