@@ -81,9 +81,16 @@ func (w *Router) routeOne(ctx context.Context, id uuid.UUID) error {
 		if err != nil || row.Outcome != Pending {
 			return err
 		}
-		r := dbgen.RouteEventParams{ID: row.ID}
+		r := dbgen.RouteEventParams{ID: row.ID, TenantID: row.TenantID, EnvironmentID: row.EnvironmentID, InstanceID: row.InstanceID,
+			DeploymentID: row.DeploymentID}
 		w.route(ctx, tx, queue, row, &r)
-		return q.RouteEvent(ctx, r)
+		if err := q.RouteEvent(ctx, r); err != nil {
+			return err
+		}
+		if row.SourceKind != Nimbus {
+			return nil
+		}
+		return deliver(ctx, tx, queue, row, r.TenantID)
 	})
 }
 
@@ -94,9 +101,14 @@ func (w *Router) route(ctx context.Context, tx pgx.Tx, queue component.JobInsert
 		r.Outcome, r.Detail = Unrouted, "its payload cannot be read"
 		return
 	}
-	// A source reaches what lives in its landing zone; Nimbus's own events name what they tell of.
+	// A source reaches what lives in its landing zone; Nimbus's own events name what they tell
+	// of, or nothing a rule could take.
 	zone := row.LandingZoneID
 	if row.SourceKind == Nimbus {
+		if st.Target == (Target{}) {
+			r.Outcome, r.Detail = Unmatched, "it is about no stack instance"
+			return
+		}
 		zone = uuid.NullUUID{}
 	}
 	t, err := findTarget(ctx, dbgen.New(tx), zone, st.Target, row.Subject)

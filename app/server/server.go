@@ -212,6 +212,8 @@ type Engine struct {
 	// GraphParallel bounds the operations of one graph (a stack instance's slots, an
 	// environment's components) running at once; graph.DefaultParallel when zero.
 	GraphParallel int
+	// Deliveries is how Nimbus's own events are sent to subscriptions.
+	Deliveries event.DeliveryConfig
 }
 
 // startOnFirstUse serves the River UI, starting its background work (it counts the jobs of
@@ -245,6 +247,7 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 		router := event.NewRouter(pool, instance.NewSignaller(pool, eng.Keys), instance.Refused)
 		river.AddWorker(w, router)
 		river.AddWorker(w, event.NewSweeper(router))
+		river.AddWorker(w, event.NewDeliverer(pool, eng.Keys, eng.Deliveries))
 	}
 }
 
