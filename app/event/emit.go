@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"nimbus/db/dbgen"
 )
@@ -58,7 +59,9 @@ const SweepEvery = 2 * time.Second
 // SweepSchedule runs the sweep every SweepEvery, one at a time.
 func SweepSchedule() *river.PeriodicJob {
 	return river.NewPeriodicJob(river.PeriodicInterval(SweepEvery), func() (river.JobArgs, *river.InsertOpts) {
-		return SweepArgs{}, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
+		// One waiting or running at a time; a finished one does not keep the next away.
+		return SweepArgs{}, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning, rivertype.JobStateRetryable, rivertype.JobStateScheduled}}}
 	}, &river.PeriodicJobOpts{RunOnStart: true})
 }
 
