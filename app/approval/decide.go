@@ -13,6 +13,7 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/audit"
 	"nimbus/app/deploy"
+	"nimbus/app/event"
 	"nimbus/app/problem"
 	"nimbus/db/dbgen"
 )
@@ -143,7 +144,11 @@ func (s *Service) void(ctx context.Context, tx pgx.Tx, actor access.Principal, r
 
 // resume closes the request as approved and sends its operation on.
 func (s *Service) resume(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalRequestRow) error {
-	if _, err := dbgen.New(tx).CloseApprovalRequest(ctx, dbgen.CloseApprovalRequestParams{ID: r.ID, Status: "approved"}); err != nil {
+	q := dbgen.New(tx)
+	if _, err := q.CloseApprovalRequest(ctx, dbgen.CloseApprovalRequestParams{ID: r.ID, Status: "approved"}); err != nil {
+		return err
+	}
+	if err := decided(ctx, q, r, "approved", ""); err != nil {
 		return err
 	}
 	return deploy.Resume(ctx, tx, s.jobs, r.OperationID)
@@ -159,6 +164,9 @@ func (s *Service) reject(ctx context.Context, tx pgx.Tx, actor access.Principal,
 		return err
 	}
 	reason := "rejected by " + actor.Email + ": " + comment
+	if err := decided(ctx, q, r, "rejected", comment); err != nil {
+		return err
+	}
 	if err := deploy.EndWaiting(ctx, tx, s.jobs, r.OperationID, deploy.Rejected, reason); err != nil {
 		return err
 	}
@@ -174,11 +182,20 @@ func (s *Service) expire(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalReq
 		return err
 	}
 	reason := fmt.Sprintf("not approved in time: its approval request expired at %s", r.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC"))
+	if err := decided(ctx, q, r, "expired", ""); err != nil {
+		return err
+	}
 	err := deploy.EndWaiting(ctx, tx, s.jobs, r.OperationID, deploy.Rejected, reason)
 	if err != nil && !errors.Is(err, deploy.ErrNotWaiting) { // an operation that moved on keeps its own end
 		return err
 	}
 	return record(ctx, q, audit.System, r, "approval.expire", map[string]any{"expires_at": r.ExpiresAt})
+}
+
+// decided tells subscribers how a request ended.
+func decided(ctx context.Context, q *dbgen.Queries, r dbgen.LockApprovalRequestRow, decision, comment string) error {
+	return event.Emit(ctx, q, event.Own{Type: "approval.decided", Subject: r.DeploymentName, Tenant: r.TenantID, Deployment: r.DeploymentID,
+		Data: map[string]any{"request": r.ID, "operation": r.OperationID, "kind": r.Kind, "decision": decision, "comment": comment}})
 }
 
 // record audits a decision on the request.

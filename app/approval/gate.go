@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/access"
+	"nimbus/app/event"
 	"nimbus/app/problem"
 	"nimbus/db/dbgen"
 )
@@ -49,9 +50,14 @@ func (g *Gate) Hold(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, d
 	if n == 0 {
 		return false, nil
 	}
-	_, err = q.OpenApprovalRequest(ctx, dbgen.OpenApprovalRequestParams{OperationID: op.ID, ApprovalsRequired: int32(n),
+	req, err := q.OpenApprovalRequest(ctx, dbgen.OpenApprovalRequestParams{OperationID: op.ID, ApprovalsRequired: int32(n),
 		ApproverRole: string(role), TtlSeconds: g.ttl.Seconds()})
-	return err == nil, err
+	if err != nil {
+		return false, err
+	}
+	return true, event.Emit(ctx, q, event.Own{Type: "approval.requested", Subject: dep.Name, Tenant: dep.TenantID, Environment: dep.EnvironmentID,
+		Instance: dep.StackInstanceID.UUID, Deployment: dep.ID, Data: map[string]any{"request": req.ID, "operation": op.ID, "kind": op.Kind,
+			"approvals_required": n, "approver_role": role}})
 }
 
 // Binds reports whether the operation has a request, or policies that will ask for one.

@@ -55,6 +55,8 @@ type config struct {
 	Sandbox sandbox.Mode
 	// Languages are the program languages components may be written in; YAML always.
 	Languages []string
+	// WebhooksPrivate lets event subscriptions deliver to private and loopback addresses.
+	WebhooksPrivate bool
 	// DatabaseRestartTimeout is how long a dead embedded Postgres is tried to be restarted
 	// before Nimbus gives up and exits.
 	DatabaseRestartTimeout time.Duration
@@ -97,6 +99,14 @@ var options = []option{
 			return fmt.Errorf("secure cookies must be true or false, not %q", v)
 		}
 		c.SecureCookies = b
+		return nil
+	}},
+	{"webhooks-private", "NIMBUS_WEBHOOKS_PRIVATE", "false", "let event subscriptions deliver to private, loopback and link-local addresses (off: only public ones)", func(c *config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("webhooks private must be true or false, not %q", v)
+		}
+		c.WebhooksPrivate = b
 		return nil
 	}},
 	{"pulumi-dir", "NIMBUS_PULUMI_DIR", "", "directory holding the pulumi CLI and language hosts (else PATH)", func(c *config, v string) error { c.PulumiDir = v; return nil }},

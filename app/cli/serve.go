@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"nimbus/app/component"
+	"nimbus/app/event"
 	"nimbus/app/pulumix"
 	"nimbus/app/sandbox"
 	"nimbus/app/secrets"
@@ -96,7 +97,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	}
 	log.Info("secrets keyring loaded", "keyring", keys)
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objs.store, OperationTimeout: cfg.JobTimeout, ApprovalTTL: cfg.ApprovalTTL,
-		ChecksPerTenant: cfg.ChecksPerTenant, GraphParallel: cfg.GraphParallel}
+		ChecksPerTenant: cfg.ChecksPerTenant, GraphParallel: cfg.GraphParallel, Deliveries: event.DeliveryConfig{AllowPrivate: cfg.WebhooksPrivate}}
 	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, CheckWorkers: cfg.CheckWorkers, Timeout: cfg.JobTimeout,
 		Register: server.Workers(d.Pool, eng, log), Periodic: server.Periodic()})
 	if err != nil {

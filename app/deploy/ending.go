@@ -1,10 +1,13 @@
 package deploy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
+	events "nimbus/app/event"
+	"nimbus/db/dbgen"
 	"nimbus/jobs/saga"
 )
 
@@ -68,4 +71,31 @@ func end(kind Kind, o outcome, limit time.Duration) ending {
 		return ending{status: Failed, message: o.refused.Error()}
 	}
 	return ending{status: Succeeded}
+}
+
+// tell writes the event an operation's end is news of, beside the end: a change that
+// succeeded, failed or took a deployment down. Previews and refreshes change nothing and tell
+// nothing.
+func tell(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, e ending) error {
+	if !Kind(op.Kind).changes() {
+		return nil
+	}
+	var typ string
+	switch {
+	case e.status == Succeeded && Kind(op.Kind) == KindDestroy:
+		typ = "deployment.destroyed"
+	case e.status == Succeeded:
+		typ = "deployment.succeeded"
+	case e.status == Failed:
+		typ = "deployment.failed"
+	default:
+		return nil
+	}
+	d, err := q.GetDeployment(ctx, op.DeploymentID)
+	if err != nil {
+		return err
+	}
+	return events.Emit(ctx, q, events.Own{Type: typ, Subject: d.Name, Tenant: d.TenantID, Environment: d.EnvironmentID,
+		Instance: d.StackInstanceID.UUID, Deployment: d.ID,
+		Data: map[string]any{"operation": op.ID, "kind": op.Kind, "status": e.status, "error": e.message, "slot": d.Slot}})
 }

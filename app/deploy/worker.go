@@ -261,10 +261,15 @@ func (w *Worker) settle(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 			w.log.Warn("operation taken over before it finished here", "operation", op.ID)
 			return nil
 		}
-		if err != nil || e.deployment == "" {
+		if err != nil {
 			return err
 		}
-		return moveDeployment(ctx, q, op.DeploymentID, e.deployment)
+		if e.deployment != "" {
+			if err := moveDeployment(ctx, q, op.DeploymentID, e.deployment); err != nil {
+				return err
+			}
+		}
+		return tell(ctx, q, op, e)
 	})
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"nimbus/app/event"
 	"nimbus/app/problem"
 	"nimbus/db/dbgen"
 )
@@ -144,7 +145,12 @@ func end(ctx context.Context, q *dbgen.Queries, env dbgen.Environment, to Status
 		}
 		failed = &in
 	}
-	return q.SetEnvironmentStatus(ctx, dbgen.SetEnvironmentStatusParams{ID: env.ID, Status: string(to), StatusReason: reason, FailedTransition: failed})
+	err := q.SetEnvironmentStatus(ctx, dbgen.SetEnvironmentStatusParams{ID: env.ID, Status: string(to), StatusReason: reason, FailedTransition: failed})
+	if err != nil {
+		return err
+	}
+	return event.Emit(ctx, q, event.Own{Type: "environment." + string(to), Subject: env.Name, Tenant: env.TenantID, Environment: env.ID,
+		Data: map[string]any{"from": env.Status, "to": to, "reason": reason, "failed_transition": failed}})
 }
 
 // lockFor locks an environment and returns it, or refuses when its status may not become to.

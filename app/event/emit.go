@@ -4,18 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
-	"nimbus/app/component"
 	"nimbus/db/dbgen"
 )
 
 // Own is one of Nimbus's own events: what it tells of (Type, such as deployment.succeeded or
-// stack.state_changed) and what it is about. It is written to the log in the transaction of
-// the change it tells of, so that it is sent exactly when the change happens, and routed like
-// any other event.
+// stack.state_changed) and what it is about.
 type Own struct {
 	Type    string
 	Subject string
@@ -25,8 +24,10 @@ type Own struct {
 	Data                                      map[string]any
 }
 
-// Emit writes an event of Nimbus's own in tx and queues its routing.
-func Emit(ctx context.Context, tx pgx.Tx, queue component.JobInserter, e Own) error {
+// Emit writes one of Nimbus's own events to the log with q, in the transaction of the change
+// it tells of (the log is the outbox): the event exists exactly when the change does. The
+// sweep routes it and hands it to the subscriptions moments later.
+func Emit(ctx context.Context, q *dbgen.Queries, e Own) error {
 	target := Target{}
 	if e.Instance != uuid.Nil {
 		target.Instance = e.Instance.String()
@@ -37,11 +38,55 @@ func Emit(ctx context.Context, tx pgx.Tx, queue component.JobInserter, e Own) er
 	if err != nil {
 		return err
 	}
-	id, err := dbgen.New(tx).LogOwnEvent(ctx, dbgen.LogOwnEventParams{Type: e.Type, Subject: e.Subject, Payload: payload,
+	_, err = q.LogOwnEvent(ctx, dbgen.LogOwnEventParams{Type: e.Type, Subject: e.Subject, Payload: payload,
 		Tenant: null(e.Tenant), Environment: null(e.Environment), Instance: null(e.Instance), Deployment: null(e.Deployment)})
 	if err != nil {
 		return fmt.Errorf("log event %s: %w", e.Type, err)
 	}
-	_, err = queue.InsertTx(ctx, tx, RouteArgs{Event: id}, nil)
-	return err
+	return nil
+}
+
+// SweepArgs routes the events waiting: Nimbus's own, and any whose routing job was lost.
+type SweepArgs struct{}
+
+// Kind names the job in River.
+func (SweepArgs) Kind() string { return "event_sweep" }
+
+// SweepEvery is how often the sweep runs: how long one of Nimbus's own events waits, at most,
+// before it is routed and delivered.
+const SweepEvery = 2 * time.Second
+
+// SweepSchedule runs the sweep every SweepEvery, one at a time.
+func SweepSchedule() *river.PeriodicJob {
+	return river.NewPeriodicJob(river.PeriodicInterval(SweepEvery), func() (river.JobArgs, *river.InsertOpts) {
+		// One waiting or running at a time; a finished one does not keep the next away.
+		return SweepArgs{}, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning, rivertype.JobStateRetryable, rivertype.JobStateScheduled}}}
+	}, &river.PeriodicJobOpts{RunOnStart: true})
+}
+
+// Sweeper routes the waiting events, each in a transaction of its own.
+type Sweeper struct {
+	river.WorkerDefaults[SweepArgs]
+	router *Router
+}
+
+// NewSweeper returns the sweeper, which routes with router.
+func NewSweeper(router *Router) *Sweeper { return &Sweeper{router: router} }
+
+// Timeout bounds one sweep.
+func (w *Sweeper) Timeout(*river.Job[SweepArgs]) time.Duration { return time.Minute }
+
+// Work routes what waits; an event another worker is routing is left to it.
+func (w *Sweeper) Work(ctx context.Context, _ *river.Job[SweepArgs]) error {
+	ids, err := dbgen.New(w.router.pool).PendingEvents(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := w.router.routeOne(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }

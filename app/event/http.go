@@ -33,6 +33,90 @@ func (h *Handlers) Routes(root *echo.Echo, api *echo.Group) {
 	api.PATCH("/event-sources/:id", h.UpdateSourceAPI)
 	api.POST("/event-sources/:id/secret", h.RotateSecretAPI)
 	api.DELETE("/event-sources/:id", h.DeleteSourceAPI)
+	api.GET("/event-subscriptions", h.SubscriptionsAPI)
+	api.POST("/event-subscriptions", h.SubscribeAPI)
+	api.PATCH("/event-subscriptions/:id", h.UpdateSubscriptionAPI)
+	api.DELETE("/event-subscriptions/:id", h.UnsubscribeAPI)
+	api.GET("/event-subscriptions/:id/deliveries", h.DeliveriesAPI)
+}
+
+// SubscriptionsAPI answers GET /api/v1/event-subscriptions[?tenant_id=].
+func (h *Handlers) SubscriptionsAPI(c echo.Context) error {
+	var tenant *uuid.UUID
+	if raw := c.QueryParam("tenant_id"); raw != "" {
+		id, err := uuid.Parse(raw)
+		if err != nil {
+			return problem.Invalid("tenant_id", "uuid", "must be an ID")
+		}
+		tenant = &id
+	}
+	list, err := h.svc.Subscriptions(web.Ctx(c), web.Actor(c), tenant)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"subscriptions": list})
+}
+
+// SubscribeAPI answers POST /api/v1/event-subscriptions with the subscription and its signing
+// secret, shown this once.
+func (h *Handlers) SubscribeAPI(c echo.Context) error {
+	var in NewSubscription
+	if err := web.DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	out, err := h.svc.Subscribe(web.Ctx(c), web.Actor(c), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, out)
+}
+
+// UpdateSubscriptionAPI answers PATCH /api/v1/event-subscriptions/{id} {"active": bool}.
+func (h *Handlers) UpdateSubscriptionAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Active *bool `json:"active"`
+	}
+	if err := web.DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	if in.Active == nil {
+		return problem.Invalid("active", "required", "say whether the subscription takes events")
+	}
+	out, err := h.svc.SetSubscriptionActive(web.Ctx(c), web.Actor(c), id, *in.Active)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// UnsubscribeAPI answers DELETE /api/v1/event-subscriptions/{id}.
+func (h *Handlers) UnsubscribeAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := h.svc.Unsubscribe(web.Ctx(c), web.Actor(c), id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// DeliveriesAPI answers GET /api/v1/event-subscriptions/{id}/deliveries: the latest, with
+// every attempt.
+func (h *Handlers) DeliveriesAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	list, err := h.svc.Deliveries(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"deliveries": list})
 }
 
 // ListAPI answers GET /api/v1/events: the log, newest first, filtered by tenant_id,

@@ -61,24 +61,36 @@ func NewRouter(pool *pgxpool.Pool, signals Signaller, refusal func(error) bool) 
 // Timeout bounds routing one event, which reads and queues.
 func (w *Router) Timeout(*river.Job[RouteArgs]) time.Duration { return time.Minute }
 
-// Work routes the event once: one routed already is let be.
+// Work routes the event.
 func (w *Router) Work(ctx context.Context, job *river.Job[RouteArgs]) error {
+	return w.routeOne(ctx, job.Args.Event)
+}
+
+// routeOne routes an event once: one routed already, or being routed, is let be.
+func (w *Router) routeOne(ctx context.Context, id uuid.UUID) error {
 	queue, err := jobs.FromContext(ctx)
 	if err != nil {
 		return err
 	}
 	return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		q := dbgen.New(tx)
-		row, err := q.LockLoggedEvent(ctx, job.Args.Event)
+		row, err := q.LockLoggedEvent(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
 		if err != nil || row.Outcome != Pending {
 			return err
 		}
-		r := dbgen.RouteEventParams{ID: row.ID}
+		r := dbgen.RouteEventParams{ID: row.ID, TenantID: row.TenantID, EnvironmentID: row.EnvironmentID, InstanceID: row.InstanceID,
+			DeploymentID: row.DeploymentID}
 		w.route(ctx, tx, queue, row, &r)
-		return q.RouteEvent(ctx, r)
+		if err := q.RouteEvent(ctx, r); err != nil {
+			return err
+		}
+		if row.SourceKind != Nimbus {
+			return nil
+		}
+		return deliver(ctx, tx, queue, row, r.TenantID)
 	})
 }
 
@@ -89,9 +101,14 @@ func (w *Router) route(ctx context.Context, tx pgx.Tx, queue component.JobInsert
 		r.Outcome, r.Detail = Unrouted, "its payload cannot be read"
 		return
 	}
-	// A source reaches what lives in its landing zone; Nimbus's own events name what they tell of.
+	// A source reaches what lives in its landing zone; Nimbus's own events name what they tell
+	// of, or nothing a rule could take.
 	zone := row.LandingZoneID
 	if row.SourceKind == Nimbus {
+		if st.Target == (Target{}) {
+			r.Outcome, r.Detail = Unmatched, "it is about no stack instance"
+			return
+		}
 		zone = uuid.NullUUID{}
 	}
 	t, err := findTarget(ctx, dbgen.New(tx), zone, st.Target, row.Subject)

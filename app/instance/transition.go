@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"nimbus/app/event"
 	"nimbus/db/dbgen"
 )
 
@@ -51,9 +52,14 @@ func enter(ctx context.Context, q *dbgen.Queries, inst dbgen.StackInstance, stat
 	if ops == nil {
 		ops = []uuid.UUID{}
 	}
-	return q.InsertStackStateHistory(ctx, dbgen.InsertStackStateHistoryParams{InstanceID: inst.ID, FromState: inst.CurrentState,
+	err := q.InsertStackStateHistory(ctx, dbgen.InsertStackStateHistoryParams{InstanceID: inst.ID, FromState: inst.CurrentState,
 		ToState: state, Trigger: c.trigger, Source: c.source, Actor: c.actor, RunID: uuid.NullUUID{UUID: c.run, Valid: c.run != uuid.Nil},
 		Operations: ops})
+	if err != nil {
+		return err
+	}
+	return event.Emit(ctx, q, event.Own{Type: "stack.state_changed", Subject: inst.Name, Tenant: inst.TenantID, Environment: inst.EnvironmentID,
+		Instance: inst.ID, Data: map[string]any{"from": inst.CurrentState, "to": state, "trigger": c.trigger, "source": c.source, "run": c.run}})
 }
 
 // cause is what moved an instance's state: a trigger from a source (a person, the API, a

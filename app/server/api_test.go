@@ -24,6 +24,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"nimbus/app/access"
+	"nimbus/app/event"
 	"nimbus/app/objstore"
 	"nimbus/app/objstore/s3test"
 	"nimbus/app/pulumix"
@@ -100,6 +101,8 @@ type siteConfig struct {
 	graphParallel int
 	// toolchain is the engine's toolchain directory; NIMBUS_PULUMI_DIR when empty.
 	toolchain string
+	// deliveries is how events are sent to subscriptions.
+	deliveries event.DeliveryConfig
 }
 
 // newSiteWith starts a server as cfg says.
@@ -143,7 +146,7 @@ func newSiteWith(t testing.TB, cfg siteConfig, configure ...func(*server.Deps)) 
 	}
 	runner, _ := pulumix.NewRunner(cfg.toolchain, data, map[string]string{"SIMCLOUD_DIR": cloud}, opts...)
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.operationTimeout, ApprovalTTL: cfg.approvalTTL,
-		ChecksPerTenant: cfg.checksPerTenant, GraphParallel: cfg.graphParallel}
+		ChecksPerTenant: cfg.checksPerTenant, GraphParallel: cfg.graphParallel, Deliveries: cfg.deliveries}
 	client, err := jobs.NewClient(w.pool, log, jobs.Config{CheckWorkers: cfg.checkWorkers, Register: server.Workers(w.pool, eng, log), Periodic: server.Periodic()})
 	if err != nil {
 		t.Fatal(err)

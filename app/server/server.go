@@ -212,6 +212,8 @@ type Engine struct {
 	// GraphParallel bounds the operations of one graph (a stack instance's slots, an
 	// environment's components) running at once; graph.DefaultParallel when zero.
 	GraphParallel int
+	// Deliveries is how Nimbus's own events are sent to subscriptions.
+	Deliveries event.DeliveryConfig
 }
 
 // startOnFirstUse serves the River UI, starting its background work (it counts the jobs of
@@ -242,13 +244,16 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 			Serve(graph.ParentEnvironment, environment.NewGraph(pool, eng.Keys)).
 			Serve(graph.ParentStackInstance, instance.NewParent(pool, eng.Keys)))
 		river.AddWorker(w, instance.NewTimeoutWorker(pool, eng.Keys))
-		river.AddWorker(w, event.NewRouter(pool, instance.NewSignaller(pool, eng.Keys), instance.Refused))
+		router := event.NewRouter(pool, instance.NewSignaller(pool, eng.Keys), instance.Refused)
+		river.AddWorker(w, router)
+		river.AddWorker(w, event.NewSweeper(router))
+		river.AddWorker(w, event.NewDeliverer(pool, eng.Keys, eng.Deliveries))
 	}
 }
 
 // Periodic lists the domains' scheduled jobs.
 func Periodic() []*river.PeriodicJob {
-	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule()}
+	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), event.SweepSchedule()}
 }
 
 func requireProviderAdmin(next echo.HandlerFunc) echo.HandlerFunc {

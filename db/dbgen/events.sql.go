@@ -14,6 +14,24 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const createDelivery = `-- name: CreateDelivery :one
+INSERT INTO event_deliveries (subscription_id, event_id) VALUES ($1, $2)
+ON CONFLICT DO NOTHING
+RETURNING id
+`
+
+type CreateDeliveryParams struct {
+	SubscriptionID uuid.UUID `json:"subscription_id"`
+	EventID        uuid.UUID `json:"event_id"`
+}
+
+func (q *Queries) CreateDelivery(ctx context.Context, arg CreateDeliveryParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, createDelivery, arg.SubscriptionID, arg.EventID)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
 const createEventRule = `-- name: CreateEventRule :exec
 INSERT INTO event_routing_rules (stack_id, version, position, source_kind, event_type, filter, trigger)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -86,6 +104,52 @@ func (q *Queries) CreateEventSource(ctx context.Context, arg CreateEventSourcePa
 	return i, err
 }
 
+const createSubscription = `-- name: CreateSubscription :one
+INSERT INTO event_subscriptions (id, tenant_id, name, url, types, secret, secret_key_id, created_by)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+RETURNING id, tenant_id, name, url, types, secret, secret_key_id, active, failures, disabled_reason, created_by, created_at
+`
+
+type CreateSubscriptionParams struct {
+	ID          uuid.UUID     `json:"id"`
+	TenantID    uuid.NullUUID `json:"tenant_id"`
+	Name        string        `json:"name"`
+	Url         string        `json:"url"`
+	Types       []string      `json:"types"`
+	Secret      []byte        `json:"secret"`
+	SecretKeyID string        `json:"secret_key_id"`
+	CreatedBy   uuid.NullUUID `json:"created_by"`
+}
+
+func (q *Queries) CreateSubscription(ctx context.Context, arg CreateSubscriptionParams) (EventSubscription, error) {
+	row := q.db.QueryRow(ctx, createSubscription,
+		arg.ID,
+		arg.TenantID,
+		arg.Name,
+		arg.Url,
+		arg.Types,
+		arg.Secret,
+		arg.SecretKeyID,
+		arg.CreatedBy,
+	)
+	var i EventSubscription
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.Name,
+		&i.Url,
+		&i.Types,
+		&i.Secret,
+		&i.SecretKeyID,
+		&i.Active,
+		&i.Failures,
+		&i.DisabledReason,
+		&i.CreatedBy,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
 const deleteEventSource = `-- name: DeleteEventSource :exec
 DELETE FROM event_sources WHERE id = $1
 `
@@ -93,6 +157,46 @@ DELETE FROM event_sources WHERE id = $1
 func (q *Queries) DeleteEventSource(ctx context.Context, id uuid.UUID) error {
 	_, err := q.db.Exec(ctx, deleteEventSource, id)
 	return err
+}
+
+const deleteSubscription = `-- name: DeleteSubscription :exec
+DELETE FROM event_subscriptions WHERE id = $1
+`
+
+func (q *Queries) DeleteSubscription(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, deleteSubscription, id)
+	return err
+}
+
+const deliveryAttempts = `-- name: DeliveryAttempts :many
+SELECT delivery_id, attempt, at, status_code, error, took_ms FROM event_delivery_attempts WHERE delivery_id = ANY($1::uuid[]) ORDER BY delivery_id, attempt
+`
+
+func (q *Queries) DeliveryAttempts(ctx context.Context, ids []uuid.UUID) ([]EventDeliveryAttempt, error) {
+	rows, err := q.db.Query(ctx, deliveryAttempts, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EventDeliveryAttempt{}
+	for rows.Next() {
+		var i EventDeliveryAttempt
+		if err := rows.Scan(
+			&i.DeliveryID,
+			&i.Attempt,
+			&i.At,
+			&i.StatusCode,
+			&i.Error,
+			&i.TookMs,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const eventLog = `-- name: EventLog :many
@@ -361,6 +465,47 @@ func (q *Queries) EventTargetResource(ctx context.Context, arg EventTargetResour
 	return items, nil
 }
 
+const getDelivery = `-- name: GetDelivery :one
+SELECT d.id, d.subscription_id, d.event_id, d.status, d.attempts, d.created_at, d.finished_at, s.url, s.secret, s.secret_key_id, s.active AS subscription_active, s.name AS subscription_name
+FROM event_deliveries d JOIN event_subscriptions s ON s.id = d.subscription_id
+WHERE d.id = $1
+`
+
+type GetDeliveryRow struct {
+	ID                 uuid.UUID  `json:"id"`
+	SubscriptionID     uuid.UUID  `json:"subscription_id"`
+	EventID            uuid.UUID  `json:"event_id"`
+	Status             string     `json:"status"`
+	Attempts           int32      `json:"attempts"`
+	CreatedAt          time.Time  `json:"created_at"`
+	FinishedAt         *time.Time `json:"finished_at"`
+	Url                string     `json:"url"`
+	Secret             []byte     `json:"secret"`
+	SecretKeyID        string     `json:"secret_key_id"`
+	SubscriptionActive bool       `json:"subscription_active"`
+	SubscriptionName   string     `json:"subscription_name"`
+}
+
+func (q *Queries) GetDelivery(ctx context.Context, id uuid.UUID) (GetDeliveryRow, error) {
+	row := q.db.QueryRow(ctx, getDelivery, id)
+	var i GetDeliveryRow
+	err := row.Scan(
+		&i.ID,
+		&i.SubscriptionID,
+		&i.EventID,
+		&i.Status,
+		&i.Attempts,
+		&i.CreatedAt,
+		&i.FinishedAt,
+		&i.Url,
+		&i.Secret,
+		&i.SecretKeyID,
+		&i.SubscriptionActive,
+		&i.SubscriptionName,
+	)
+	return i, err
+}
+
 const getEventSource = `-- name: GetEventSource :one
 SELECT id, landing_zone_id, name, kind, config, secret, secret_key_id, active, created_by, created_at FROM event_sources WHERE id = $1
 `
@@ -383,8 +528,78 @@ func (q *Queries) GetEventSource(ctx context.Context, id uuid.UUID) (EventSource
 	return i, err
 }
 
+const getSubscription = `-- name: GetSubscription :one
+SELECT id, tenant_id, name, url, types, secret, secret_key_id, active, failures, disabled_reason, created_by, created_at FROM event_subscriptions WHERE id = $1
+`
+
+func (q *Queries) GetSubscription(ctx context.Context, id uuid.UUID) (EventSubscription, error) {
+	row := q.db.QueryRow(ctx, getSubscription, id)
+	var i EventSubscription
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.Name,
+		&i.Url,
+		&i.Types,
+		&i.Secret,
+		&i.SecretKeyID,
+		&i.Active,
+		&i.Failures,
+		&i.DisabledReason,
+		&i.CreatedBy,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const listSubscriptions = `-- name: ListSubscriptions :many
+SELECT id, tenant_id, name, url, types, secret, secret_key_id, active, failures, disabled_reason, created_by, created_at FROM event_subscriptions
+WHERE ($1::boolean AND ($2::uuid IS NULL OR tenant_id = $2))
+   OR (tenant_id = ANY($3::uuid[]) AND ($2::uuid IS NULL OR tenant_id = $2))
+ORDER BY tenant_id NULLS FIRST, name
+`
+
+type ListSubscriptionsParams struct {
+	Provider bool          `json:"provider"`
+	Tenant   uuid.NullUUID `json:"tenant"`
+	Tenants  []uuid.UUID   `json:"tenants"`
+}
+
+func (q *Queries) ListSubscriptions(ctx context.Context, arg ListSubscriptionsParams) ([]EventSubscription, error) {
+	rows, err := q.db.Query(ctx, listSubscriptions, arg.Provider, arg.Tenant, arg.Tenants)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EventSubscription{}
+	for rows.Next() {
+		var i EventSubscription
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.Name,
+			&i.Url,
+			&i.Types,
+			&i.Secret,
+			&i.SecretKeyID,
+			&i.Active,
+			&i.Failures,
+			&i.DisabledReason,
+			&i.CreatedBy,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockLoggedEvent = `-- name: LockLoggedEvent :one
-SELECT id, source_id, landing_zone_id, source_kind, event_id, type, subject, occurred_at, received_at, payload, tenant_id, environment_id, instance_id, deployment_id, outcome, detail, rule_position, trigger, run_id, routed_at FROM event_log WHERE id = $1 FOR UPDATE
+SELECT id, source_id, landing_zone_id, source_kind, event_id, type, subject, occurred_at, received_at, payload, tenant_id, environment_id, instance_id, deployment_id, outcome, detail, rule_position, trigger, run_id, routed_at FROM event_log WHERE id = $1 FOR UPDATE SKIP LOCKED
 `
 
 func (q *Queries) LockLoggedEvent(ctx context.Context, id uuid.UUID) (EventLog, error) {
@@ -483,6 +698,97 @@ func (q *Queries) LogOwnEvent(ctx context.Context, arg LogOwnEventParams) (uuid.
 	return id, err
 }
 
+const loggedEvent = `-- name: LoggedEvent :one
+SELECT id, source_id, landing_zone_id, source_kind, event_id, type, subject, occurred_at, received_at, payload, tenant_id, environment_id, instance_id, deployment_id, outcome, detail, rule_position, trigger, run_id, routed_at FROM event_log WHERE id = $1
+`
+
+func (q *Queries) LoggedEvent(ctx context.Context, id uuid.UUID) (EventLog, error) {
+	row := q.db.QueryRow(ctx, loggedEvent, id)
+	var i EventLog
+	err := row.Scan(
+		&i.ID,
+		&i.SourceID,
+		&i.LandingZoneID,
+		&i.SourceKind,
+		&i.EventID,
+		&i.Type,
+		&i.Subject,
+		&i.OccurredAt,
+		&i.ReceivedAt,
+		&i.Payload,
+		&i.TenantID,
+		&i.EnvironmentID,
+		&i.InstanceID,
+		&i.DeploymentID,
+		&i.Outcome,
+		&i.Detail,
+		&i.RulePosition,
+		&i.Trigger,
+		&i.RunID,
+		&i.RoutedAt,
+	)
+	return i, err
+}
+
+const pendingEvents = `-- name: PendingEvents :many
+SELECT id FROM event_log
+WHERE outcome = 'pending' AND (source_kind = 'nimbus' OR received_at < now() - interval '1 minute')
+ORDER BY received_at LIMIT 500
+`
+
+// Events waiting to be routed: Nimbus's own, which the sweep routes, and any other whose
+// routing job has not run a minute after it was accepted.
+func (q *Queries) PendingEvents(ctx context.Context) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, pendingEvents)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const recordAttempt = `-- name: RecordAttempt :exec
+WITH a AS (
+    INSERT INTO event_delivery_attempts (delivery_id, attempt, status_code, error, took_ms)
+    VALUES ($3, $1, $4, $5, $6)
+)
+UPDATE event_deliveries SET attempts = $1, status = $2,
+    finished_at = CASE WHEN $2::text = 'pending' THEN NULL ELSE now() END
+WHERE id = $3
+`
+
+type RecordAttemptParams struct {
+	Attempt    int32       `json:"attempt"`
+	Status     string      `json:"status"`
+	ID         uuid.UUID   `json:"id"`
+	StatusCode pgtype.Int4 `json:"status_code"`
+	Error      string      `json:"error"`
+	TookMs     int32       `json:"took_ms"`
+}
+
+func (q *Queries) RecordAttempt(ctx context.Context, arg RecordAttemptParams) error {
+	_, err := q.db.Exec(ctx, recordAttempt,
+		arg.Attempt,
+		arg.Status,
+		arg.ID,
+		arg.StatusCode,
+		arg.Error,
+		arg.TookMs,
+	)
+	return err
+}
+
 const routeEvent = `-- name: RouteEvent :exec
 UPDATE event_log
 SET tenant_id = $2, environment_id = $3, instance_id = $4, deployment_id = $5, outcome = $6, detail = $7,
@@ -572,6 +878,163 @@ func (q *Queries) SetEventSourceSecret(ctx context.Context, arg SetEventSourceSe
 		&i.CreatedAt,
 	)
 	return i, err
+}
+
+const setSubscriptionActive = `-- name: SetSubscriptionActive :one
+UPDATE event_subscriptions SET active = $2, failures = 0, disabled_reason = '' WHERE id = $1 RETURNING id, tenant_id, name, url, types, secret, secret_key_id, active, failures, disabled_reason, created_by, created_at
+`
+
+type SetSubscriptionActiveParams struct {
+	ID     uuid.UUID `json:"id"`
+	Active bool      `json:"active"`
+}
+
+// Turning a subscription on again forgets the failures that turned it off.
+func (q *Queries) SetSubscriptionActive(ctx context.Context, arg SetSubscriptionActiveParams) (EventSubscription, error) {
+	row := q.db.QueryRow(ctx, setSubscriptionActive, arg.ID, arg.Active)
+	var i EventSubscription
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.Name,
+		&i.Url,
+		&i.Types,
+		&i.Secret,
+		&i.SecretKeyID,
+		&i.Active,
+		&i.Failures,
+		&i.DisabledReason,
+		&i.CreatedBy,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const subscriptionDeliveries = `-- name: SubscriptionDeliveries :many
+SELECT d.id, d.subscription_id, d.event_id, d.status, d.attempts, d.created_at, d.finished_at, l.type AS event_type, l.subject AS event_subject
+FROM event_deliveries d JOIN event_log l ON l.id = d.event_id
+WHERE d.subscription_id = $1
+ORDER BY d.created_at DESC, d.id DESC
+LIMIT 200
+`
+
+type SubscriptionDeliveriesRow struct {
+	ID             uuid.UUID  `json:"id"`
+	SubscriptionID uuid.UUID  `json:"subscription_id"`
+	EventID        uuid.UUID  `json:"event_id"`
+	Status         string     `json:"status"`
+	Attempts       int32      `json:"attempts"`
+	CreatedAt      time.Time  `json:"created_at"`
+	FinishedAt     *time.Time `json:"finished_at"`
+	EventType      string     `json:"event_type"`
+	EventSubject   string     `json:"event_subject"`
+}
+
+func (q *Queries) SubscriptionDeliveries(ctx context.Context, subscriptionID uuid.UUID) ([]SubscriptionDeliveriesRow, error) {
+	rows, err := q.db.Query(ctx, subscriptionDeliveries, subscriptionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SubscriptionDeliveriesRow{}
+	for rows.Next() {
+		var i SubscriptionDeliveriesRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.SubscriptionID,
+			&i.EventID,
+			&i.Status,
+			&i.Attempts,
+			&i.CreatedAt,
+			&i.FinishedAt,
+			&i.EventType,
+			&i.EventSubject,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const subscriptionFailed = `-- name: SubscriptionFailed :one
+UPDATE event_subscriptions
+SET failures = failures + 1,
+    active = CASE WHEN failures + 1 >= $1::integer THEN false ELSE active END,
+    disabled_reason = CASE WHEN failures + 1 >= $1::integer AND active
+        THEN $2::text ELSE disabled_reason END
+WHERE id = $3
+RETURNING id, tenant_id, name, url, types, secret, secret_key_id, active, failures, disabled_reason, created_by, created_at
+`
+
+type SubscriptionFailedParams struct {
+	LimitFailures int32     `json:"limit_failures"`
+	Reason        string    `json:"reason"`
+	ID            uuid.UUID `json:"id"`
+}
+
+// Counts a failed attempt; at the limit the subscription is turned off, saying why.
+func (q *Queries) SubscriptionFailed(ctx context.Context, arg SubscriptionFailedParams) (EventSubscription, error) {
+	row := q.db.QueryRow(ctx, subscriptionFailed, arg.LimitFailures, arg.Reason, arg.ID)
+	var i EventSubscription
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.Name,
+		&i.Url,
+		&i.Types,
+		&i.Secret,
+		&i.SecretKeyID,
+		&i.Active,
+		&i.Failures,
+		&i.DisabledReason,
+		&i.CreatedBy,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const subscriptionSucceeded = `-- name: SubscriptionSucceeded :exec
+UPDATE event_subscriptions SET failures = 0 WHERE id = $1
+`
+
+func (q *Queries) SubscriptionSucceeded(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, subscriptionSucceeded, id)
+	return err
+}
+
+const subscriptionsFor = `-- name: SubscriptionsFor :many
+SELECT id, types FROM event_subscriptions
+WHERE active AND (tenant_id IS NULL OR tenant_id = $1::uuid)
+`
+
+type SubscriptionsForRow struct {
+	ID    uuid.UUID `json:"id"`
+	Types []string  `json:"types"`
+}
+
+// The active subscriptions an event of a tenant goes to: the tenant's own and the provider-wide.
+func (q *Queries) SubscriptionsFor(ctx context.Context, tenant uuid.NullUUID) ([]SubscriptionsForRow, error) {
+	rows, err := q.db.Query(ctx, subscriptionsFor, tenant)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SubscriptionsForRow{}
+	for rows.Next() {
+		var i SubscriptionsForRow
+		if err := rows.Scan(&i.ID, &i.Types); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const zoneEventSources = `-- name: ZoneEventSources :many

@@ -192,6 +192,25 @@ type EnvironmentTemplate struct {
 	UpdatedAt     time.Time     `json:"updated_at"`
 }
 
+type EventDelivery struct {
+	ID             uuid.UUID  `json:"id"`
+	SubscriptionID uuid.UUID  `json:"subscription_id"`
+	EventID        uuid.UUID  `json:"event_id"`
+	Status         string     `json:"status"`
+	Attempts       int32      `json:"attempts"`
+	CreatedAt      time.Time  `json:"created_at"`
+	FinishedAt     *time.Time `json:"finished_at"`
+}
+
+type EventDeliveryAttempt struct {
+	DeliveryID uuid.UUID   `json:"delivery_id"`
+	Attempt    int32       `json:"attempt"`
+	At         time.Time   `json:"at"`
+	StatusCode pgtype.Int4 `json:"status_code"`
+	Error      string      `json:"error"`
+	TookMs     int32       `json:"took_ms"`
+}
+
 type EventLog struct {
 	ID            uuid.UUID       `json:"id"`
 	SourceID      uuid.NullUUID   `json:"source_id"`
@@ -236,6 +255,21 @@ type EventSource struct {
 	Active        bool            `json:"active"`
 	CreatedBy     uuid.NullUUID   `json:"created_by"`
 	CreatedAt     time.Time       `json:"created_at"`
+}
+
+type EventSubscription struct {
+	ID             uuid.UUID     `json:"id"`
+	TenantID       uuid.NullUUID `json:"tenant_id"`
+	Name           string        `json:"name"`
+	Url            string        `json:"url"`
+	Types          []string      `json:"types"`
+	Secret         []byte        `json:"secret"`
+	SecretKeyID    string        `json:"secret_key_id"`
+	Active         bool          `json:"active"`
+	Failures       int32         `json:"failures"`
+	DisabledReason string        `json:"disabled_reason"`
+	CreatedBy      uuid.NullUUID `json:"created_by"`
+	CreatedAt      time.Time     `json:"created_at"`
 }
 
 type ImageCatalog struct {

@@ -26,7 +26,7 @@ ON CONFLICT (source_id, event_id) DO NOTHING
 RETURNING id;
 
 -- name: LockLoggedEvent :one
-SELECT * FROM event_log WHERE id = $1 FOR UPDATE;
+SELECT * FROM event_log WHERE id = $1 FOR UPDATE SKIP LOCKED;
 
 -- name: RouteEvent :exec
 UPDATE event_log
@@ -89,3 +89,81 @@ INSERT INTO event_log (landing_zone_id, source_kind, event_id, type, subject, pa
 VALUES ((SELECT landing_zone_id FROM environments WHERE id = sqlc.narg(environment)::uuid), 'nimbus', gen_random_uuid()::text,
         sqlc.arg(type), sqlc.arg(subject), sqlc.arg(payload), sqlc.narg(tenant), sqlc.narg(environment), sqlc.narg(instance), sqlc.narg(deployment))
 RETURNING id;
+
+-- name: PendingEvents :many
+-- Events waiting to be routed: Nimbus's own, which the sweep routes, and any other whose
+-- routing job has not run a minute after it was accepted.
+SELECT id FROM event_log
+WHERE outcome = 'pending' AND (source_kind = 'nimbus' OR received_at < now() - interval '1 minute')
+ORDER BY received_at LIMIT 500;
+
+-- name: CreateSubscription :one
+INSERT INTO event_subscriptions (id, tenant_id, name, url, types, secret, secret_key_id, created_by)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+RETURNING *;
+
+-- name: GetSubscription :one
+SELECT * FROM event_subscriptions WHERE id = $1;
+
+-- name: ListSubscriptions :many
+SELECT * FROM event_subscriptions
+WHERE (sqlc.arg(provider)::boolean AND (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant)))
+   OR (tenant_id = ANY(sqlc.arg(tenants)::uuid[]) AND (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant)))
+ORDER BY tenant_id NULLS FIRST, name;
+
+-- name: SetSubscriptionActive :one
+-- Turning a subscription on again forgets the failures that turned it off.
+UPDATE event_subscriptions SET active = $2, failures = 0, disabled_reason = '' WHERE id = $1 RETURNING *;
+
+-- name: DeleteSubscription :exec
+DELETE FROM event_subscriptions WHERE id = $1;
+
+-- name: SubscriptionsFor :many
+-- The active subscriptions an event of a tenant goes to: the tenant's own and the provider-wide.
+SELECT id, types FROM event_subscriptions
+WHERE active AND (tenant_id IS NULL OR tenant_id = sqlc.narg(tenant)::uuid);
+
+-- name: CreateDelivery :one
+INSERT INTO event_deliveries (subscription_id, event_id) VALUES ($1, $2)
+ON CONFLICT DO NOTHING
+RETURNING id;
+
+-- name: GetDelivery :one
+SELECT d.*, s.url, s.secret, s.secret_key_id, s.active AS subscription_active, s.name AS subscription_name
+FROM event_deliveries d JOIN event_subscriptions s ON s.id = d.subscription_id
+WHERE d.id = $1;
+
+-- name: RecordAttempt :exec
+WITH a AS (
+    INSERT INTO event_delivery_attempts (delivery_id, attempt, status_code, error, took_ms)
+    VALUES (sqlc.arg(id), sqlc.arg(attempt), sqlc.narg(status_code), sqlc.arg(error), sqlc.arg(took_ms))
+)
+UPDATE event_deliveries SET attempts = sqlc.arg(attempt), status = sqlc.arg(status),
+    finished_at = CASE WHEN sqlc.arg(status)::text = 'pending' THEN NULL ELSE now() END
+WHERE id = sqlc.arg(id);
+
+-- name: SubscriptionSucceeded :exec
+UPDATE event_subscriptions SET failures = 0 WHERE id = $1;
+
+-- name: SubscriptionFailed :one
+-- Counts a failed attempt; at the limit the subscription is turned off, saying why.
+UPDATE event_subscriptions
+SET failures = failures + 1,
+    active = CASE WHEN failures + 1 >= sqlc.arg(limit_failures)::integer THEN false ELSE active END,
+    disabled_reason = CASE WHEN failures + 1 >= sqlc.arg(limit_failures)::integer AND active
+        THEN sqlc.arg(reason)::text ELSE disabled_reason END
+WHERE id = sqlc.arg(id)
+RETURNING *;
+
+-- name: SubscriptionDeliveries :many
+SELECT d.*, l.type AS event_type, l.subject AS event_subject
+FROM event_deliveries d JOIN event_log l ON l.id = d.event_id
+WHERE d.subscription_id = $1
+ORDER BY d.created_at DESC, d.id DESC
+LIMIT 200;
+
+-- name: DeliveryAttempts :many
+SELECT * FROM event_delivery_attempts WHERE delivery_id = ANY(sqlc.arg(ids)::uuid[]) ORDER BY delivery_id, attempt;
+
+-- name: LoggedEvent :one
+SELECT * FROM event_log WHERE id = $1;

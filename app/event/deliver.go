@@ -1,0 +1,279 @@
+package event
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+
+	"nimbus/app/secrets"
+	"nimbus/db/dbgen"
+)
+
+// DeliverArgs sends one event to one subscription.
+type DeliverArgs struct {
+	Delivery uuid.UUID `json:"delivery"`
+}
+
+// Kind names the job in River.
+func (DeliverArgs) Kind() string { return "event_delivery" }
+
+// InsertOpts gives a delivery enough attempts to outlast GiveUpAfter; the worker gives up then.
+func (DeliverArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 100} }
+
+// Delivery's defaults.
+const (
+	// DefaultBackoff is the wait before the second attempt; each later one waits twice as
+	// long as the last, up to MaxBackoff.
+	DefaultBackoff = 30 * time.Second
+	MaxBackoff     = time.Hour
+	// DefaultDisableAfter is how many attempts in a row may fail before the subscription is
+	// turned off.
+	DefaultDisableAfter = 30
+	// GiveUpAfter is how long an event is retried.
+	GiveUpAfter = 24 * time.Hour
+)
+
+// DeliveryConfig is how deliveries are made.
+type DeliveryConfig struct {
+	Backoff      time.Duration
+	DisableAfter int
+	// AllowPrivate lets deliveries reach loopback, private and link-local addresses: off, a
+	// subscription's URL cannot be used to reach into the network Nimbus runs in.
+	AllowPrivate bool
+	// TLS is the TLS configuration of deliveries (the system's roots when nil).
+	TLS *tls.Config
+}
+
+// Deliverer sends Nimbus's own events to subscriptions as CloudEvents (structured mode),
+// signed as webhooks into Nimbus are (Sign), records every attempt, retries with a growing
+// wait for GiveUpAfter, and turns off a subscription that keeps failing, saying why.
+type Deliverer struct {
+	river.WorkerDefaults[DeliverArgs]
+	pool   *pgxpool.Pool
+	keys   *secrets.Keyring
+	cfg    DeliveryConfig
+	client *http.Client
+}
+
+// NewDeliverer returns the worker; keys opens the subscriptions' secrets.
+func NewDeliverer(pool *pgxpool.Pool, keys *secrets.Keyring, cfg DeliveryConfig) *Deliverer {
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = DefaultBackoff
+	}
+	if cfg.DisableAfter <= 0 {
+		cfg.DisableAfter = DefaultDisableAfter
+	}
+	dialer := &net.Dialer{Timeout: 10 * time.Second}
+	if !cfg.AllowPrivate {
+		dialer.Control = publicOnly
+	}
+	transport := &http.Transport{DialContext: dialer.DialContext, TLSClientConfig: cfg.TLS, TLSHandshakeTimeout: 10 * time.Second,
+		MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute}
+	client := &http.Client{Transport: transport, Timeout: 15 * time.Second,
+		// A redirect is an answer like any other that is not a success.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &Deliverer{pool: pool, keys: keys, cfg: cfg, client: client}
+}
+
+// publicOnly refuses a connection to an address that is not public, after the name is
+// resolved, so that no name can be pointed inside.
+func publicOnly(_, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() {
+		return fmt.Errorf("%s is not a public address", host)
+	}
+	return nil
+}
+
+// Timeout bounds one attempt.
+func (w *Deliverer) Timeout(*river.Job[DeliverArgs]) time.Duration { return time.Minute }
+
+// NextRetry waits Backoff, doubling with each attempt, up to MaxBackoff.
+func (w *Deliverer) NextRetry(job *river.Job[DeliverArgs]) time.Time {
+	wait := w.cfg.Backoff
+	for i := 1; i < job.Attempt && wait < MaxBackoff; i++ {
+		wait *= 2
+	}
+	return time.Now().Add(min(wait, MaxBackoff))
+}
+
+// Work makes one attempt. The request is made outside any transaction; what it got is
+// recorded after.
+func (w *Deliverer) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
+	q := dbgen.New(w.pool)
+	d, err := q.GetDelivery(ctx, job.Args.Delivery)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil || d.Status != "pending" {
+		return err
+	}
+	if !d.SubscriptionActive || time.Since(d.CreatedAt) > GiveUpAfter {
+		status := "cancelled"
+		if d.SubscriptionActive {
+			status = "failed"
+		}
+		return q.RecordAttempt(ctx, dbgen.RecordAttemptParams{ID: d.ID, Attempt: d.Attempts, Status: status,
+			Error: "given up: " + map[string]string{"cancelled": "the subscription is off", "failed": "retried for a day"}[status]})
+	}
+	body, err := w.body(ctx, q, d.EventID)
+	if err != nil {
+		return err
+	}
+	secret, err := w.keys.Open(d.SecretKeyID, d.Secret, d.SubscriptionID[:])
+	if err != nil {
+		return fmt.Errorf("open the secret of subscription %s: %w", d.SubscriptionName, err)
+	}
+	start := time.Now()
+	code, sendErr := w.send(ctx, d.Url, secret, body)
+	attempt := dbgen.RecordAttemptParams{ID: d.ID, Attempt: d.Attempts + 1, Status: "delivered", TookMs: int32(time.Since(start).Milliseconds())}
+	if code != 0 {
+		attempt.StatusCode = pgtype.Int4{Int32: int32(code), Valid: true}
+	}
+	if sendErr != nil {
+		attempt.Status, attempt.Error = "pending", sendErr.Error()
+	}
+	var off bool
+	err = pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		q := dbgen.New(tx)
+		if sendErr == nil {
+			if err := q.RecordAttempt(ctx, attempt); err != nil {
+				return err
+			}
+			return q.SubscriptionSucceeded(ctx, d.SubscriptionID)
+		}
+		sub, err := q.SubscriptionFailed(ctx, dbgen.SubscriptionFailedParams{ID: d.SubscriptionID, LimitFailures: int32(w.cfg.DisableAfter),
+			Reason: fmt.Sprintf("turned off after %d failed attempts in a row; the last: %s", w.cfg.DisableAfter, sendErr)})
+		if err != nil {
+			return err
+		}
+		if off = !sub.Active; off {
+			attempt.Status = "cancelled"
+			if sub.DisabledReason != "" && sub.Failures == int32(w.cfg.DisableAfter) {
+				if err := Emit(ctx, q, Own{Type: "subscription.disabled", Subject: sub.Name, Tenant: sub.TenantID.UUID,
+					Data: map[string]any{"subscription": sub.ID, "reason": sub.DisabledReason}}); err != nil {
+					return err
+				}
+			}
+		}
+		return q.RecordAttempt(ctx, attempt)
+	})
+	if err != nil || sendErr == nil || off {
+		return err
+	}
+	return sendErr
+}
+
+// body is the event as a CloudEvent in structured mode.
+func (w *Deliverer) body(ctx context.Context, q *dbgen.Queries, id uuid.UUID) ([]byte, error) {
+	row, err := q.LoggedEvent(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("read event %s: %w", id, err)
+	}
+	var st stored
+	if err := json.Unmarshal(row.Payload, &st); err != nil {
+		return nil, err
+	}
+	ce := cloudevents.New()
+	ce.SetID(row.ID.String())
+	ce.SetSource("nimbus")
+	ce.SetType(row.Type)
+	ce.SetSubject(row.Subject)
+	ce.SetTime(row.ReceivedAt)
+	data := map[string]any{"data": st.Data}
+	for k, v := range map[string]uuid.NullUUID{"tenant_id": row.TenantID, "environment_id": row.EnvironmentID,
+		"stack_instance_id": row.InstanceID, "deployment_id": row.DeploymentID} {
+		if v.Valid {
+			data[k] = v.UUID
+		}
+	}
+	if err := ce.SetData(cloudevents.ApplicationJSON, data); err != nil {
+		return nil, err
+	}
+	return json.Marshal(ce)
+}
+
+// send posts body, signed; a 2xx answer is a delivery, anything else an error naming it.
+func (w *Deliverer) send(ctx context.Context, url string, secret, body []byte) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	now := time.Now()
+	req.Header.Set("Content-Type", "application/cloudevents+json")
+	req.Header.Set(TimestampHeader, fmt.Sprint(now.Unix()))
+	req.Header.Set(SignatureHeader, Sign(secret, now, body))
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return 0, errors.New(strings.TrimPrefix(err.Error(), "Post \""+url+"\": "))
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp.StatusCode, fmt.Errorf("the receiver answered %s", resp.Status)
+	}
+	return resp.StatusCode, nil
+}
+
+// deliver queues the deliveries of one of Nimbus's own events to the active subscriptions of
+// its tenant and the provider-wide ones whose types take it.
+func deliver(ctx context.Context, tx pgx.Tx, queue Queue, row dbgen.EventLog, tenant uuid.NullUUID) error {
+	q := dbgen.New(tx)
+	subs, err := q.SubscriptionsFor(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	var jobs []river.InsertManyParams
+	for _, s := range subs {
+		if !takesType(s.Types, row.Type) {
+			continue
+		}
+		id, err := q.CreateDelivery(ctx, dbgen.CreateDeliveryParams{SubscriptionID: s.ID, EventID: row.ID})
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		jobs = append(jobs, river.InsertManyParams{Args: DeliverArgs{Delivery: id}})
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	_, err = queue.InsertManyTx(ctx, tx, jobs)
+	return err
+}
+
+func takesType(globs []string, typ string) bool {
+	if len(globs) == 0 {
+		return true
+	}
+	for _, g := range globs {
+		if ok, _ := path.Match(g, typ); ok {
+			return true
+		}
+	}
+	return false
+}
