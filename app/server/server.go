@@ -37,6 +37,7 @@ import (
 	"nimbus/app/ipam"
 	"nimbus/app/landingzone"
 	"nimbus/app/objstore"
+	"nimbus/app/poller"
 	"nimbus/app/problem"
 	"nimbus/app/pulumix"
 	"nimbus/app/resolver"
@@ -170,7 +171,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	instance.NewHandlers(instances).Pages(signed)
 	dashboard.NewHandlers(dashboard.NewService(d.Pool, environments, pools, approvals)).Routes(signed)
 	stack.NewHandlers(stack.NewService(d.Pool), components, stackInstances(instances)).Routes(signed, api)
-	event.NewHandlers(event.NewService(d.Pool, d.Keys), event.NewReceiver(d.Pool, d.Keys, queue, d.Log.With("component", "events"))).
+	event.NewHandlers(event.NewService(d.Pool, d.Keys).CheckingConfig(poller.Check), event.NewReceiver(d.Pool, d.Keys, queue, d.Log.With("component", "events"))).
 		Routes(e, api)
 
 	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
@@ -212,6 +213,12 @@ type Engine struct {
 	// GraphParallel bounds the operations of one graph (a stack instance's slots, an
 	// environment's components) running at once; graph.DefaultParallel when zero.
 	GraphParallel int
+	// Cloud is the folder of the simulated cloud the runner deploys to, which simcloud event
+	// sources poll; empty for none.
+	Cloud string
+	// PollInterval is how often the clouds of cloud_provider event sources are polled;
+	// poller.DefaultInterval when zero.
+	PollInterval time.Duration
 }
 
 // startOnFirstUse serves the River UI, starting its background work (it counts the jobs of
@@ -243,12 +250,14 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 			Serve(graph.ParentStackInstance, instance.NewParent(pool, eng.Keys)))
 		river.AddWorker(w, instance.NewTimeoutWorker(pool, eng.Keys))
 		river.AddWorker(w, event.NewRouter(pool, instance.NewSignaller(pool, eng.Keys), instance.Refused))
+		river.AddWorker(w, poller.NewWorker(pool, poller.Clouds{Simcloud: eng.Cloud, Keys: eng.Keys, Client: &http.Client{Timeout: time.Minute}},
+			log.With("component", "poller")))
 	}
 }
 
 // Periodic lists the domains' scheduled jobs.
-func Periodic() []*river.PeriodicJob {
-	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule()}
+func Periodic(eng Engine) []*river.PeriodicJob {
+	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), poller.Schedule(eng.PollInterval)}
 }
 
 func requireProviderAdmin(next echo.HandlerFunc) echo.HandlerFunc {
