@@ -105,7 +105,8 @@ func (s *Service) CreateSource(ctx context.Context, actor access.Principal, zone
 	config := in.Config
 	if len(config) == 0 || string(config) == "null" {
 		config = json.RawMessage("{}")
-	} else if config[0] != '{' || !json.Valid(config) {
+	}
+	if config[0] != '{' || !json.Valid(config) {
 		v.Add("config", "type", "must be a JSON object")
 	} else if in.Kind == CloudProvider && s.checkConfig != nil {
 		in.Config = config
