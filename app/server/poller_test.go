@@ -129,6 +129,10 @@ func TestPoller_AStoppedMachineDegradesItsInstance(t *testing.T) {
 	}
 	var machine string
 	must(t, s.pool.QueryRow(t.Context(), `SELECT outputs->>'machine_id' FROM deployed_components WHERE stack_instance_id = $1`, id).Scan(&machine))
+	// A source made before its config was checked is logged as misconfigured and skipped; the
+	// others are polled all the same.
+	_, err = s.pool.Exec(t.Context(), `INSERT INTO event_sources (landing_zone_id, name, kind, config) VALUES ($1, 'old', 'cloud_provider', '{"provider":"nowhere"}')`, zone)
+	must(t, err)
 
 	// The stop must be a change the poller sees, not its first sight of the machine.
 	s.waitPolled(t, machine, "running")
@@ -160,6 +164,9 @@ func TestPoller_AStoppedMachineDegradesItsInstance(t *testing.T) {
 	must(t, s.pool.QueryRow(t.Context(), `SELECT count(*) FROM event_log WHERE type = 'vm.stopped'`).Scan(&stops))
 	if stops != 1 {
 		t.Fatalf("%d vm.stopped events, want 1", stops)
+	}
+	if !strings.Contains(s.logs.String(), "event source misconfigured") {
+		t.Fatal("the misconfigured source was not logged as such")
 	}
 }
 
