@@ -2,11 +2,14 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -181,4 +184,51 @@ func (s *site) waitPolled(t *testing.T, resource, state string) {
 		}
 	}
 	t.Fatalf("the poller saw %s as %q, want %q", resource, got, state)
+}
+
+// TestPoller_AProxmoxNodeIsPolledWithItsToken polls a fake Proxmox node with the token's
+// sealed secret: a VM stopped there is logged as vm.stopped with the task that stopped it.
+func TestPoller_AProxmoxNodeIsPolledWithItsToken(t *testing.T) {
+	s := newSiteWith(t, siteConfig{backend: "file", pollInterval: 100 * time.Millisecond})
+	var mu sync.Mutex
+	status, tasks := "running", `[]`
+	pve := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "PVEAPIToken=nimbus@pve!poller=token-secret" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/api2/json/nodes/pve1/qemu":
+			fmt.Fprintf(w, `{"data":[{"vmid":101,"name":"web","status":%q}]}`, status)
+		case "/api2/json/cluster/tasks":
+			fmt.Fprintf(w, `{"data":%s}`, tasks)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(pve.Close)
+	root := s.token(t, s.admin)
+	r := s.call(t, "POST", "/api/v1/landing-zones", root, map[string]any{"name": "pve", "provider": "simcloud"})
+	wantStatus(t, r, http.StatusCreated)
+	zone := r.json(t)["id"].(string)
+	r = s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/event-sources", root, map[string]any{"name": "pve1", "kind": "cloud_provider",
+		"secret": "token-secret", "config": map[string]any{"provider": "proxmox", "url": pve.URL, "node": "pve1", "token_id": "nimbus@pve!poller"}})
+	wantStatus(t, r, http.StatusCreated)
+
+	s.waitPolled(t, "101", "running")
+	mu.Lock()
+	status = "stopped"
+	tasks = `[{"upid":"UPID:pve1:00001A2B:0000C0DE:6747A000:qmstop:101:root@pam:","node":"pve1","type":"qmstop","id":"101",
+		"user":"root@pam","starttime":1764205200,"endtime":1764205203,"status":"OK"}]`
+	mu.Unlock()
+	e := s.loggedEvents(t, root, zone, 1)[0]
+	data, _ := e["payload"].(map[string]any)["data"].(map[string]any)
+	task, _ := data["task"].(map[string]any)
+	// No deployment of the zone holds VM 101: the event is kept, unrouted.
+	if e["type"] != "vm.stopped" || e["subject"] != "101" || e["outcome"] != event.Unrouted || e["occurred_at"] != "2025-11-27T01:00:03Z" ||
+		task["type"] != "qmstop" || task["user"] != "root@pam" {
+		t.Fatalf("the stop's event: %v", e)
+	}
 }
