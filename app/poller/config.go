@@ -46,12 +46,17 @@ func Check(in event.NewSource, v *problem.ValidationError) {
 		v.Add("config", "fields", "%s", err)
 		return
 	}
+	check(c, in.Secret != "", v)
+}
+
+// check adds to v what is wrong with a parsed config, for a source with or without a secret.
+func check(c Config, secret bool, v *problem.ValidationError) {
 	switch c.Provider {
 	case SimcloudProvider:
 		if c.URL != "" || c.Node != "" || c.TokenID != "" {
 			v.Add("config", "fields", "a simcloud source takes only provider: it polls the simulated cloud the server deploys to")
 		}
-		if in.Secret != "" {
+		if secret {
 			v.Add("secret", "forbidden", "a simcloud source takes no secret")
 		}
 	case ProxmoxProvider:
@@ -64,7 +69,7 @@ func Check(in event.NewSource, v *problem.ValidationError) {
 		if !proxmoxToken.MatchString(c.TokenID) {
 			v.Add("config.token_id", "pattern", "must name an API token as user@realm!name")
 		}
-		if in.Secret == "" {
+		if !secret {
 			v.Add("secret", "required", "a proxmox source needs its API token's secret")
 		}
 	default:
@@ -103,10 +108,9 @@ func (c Clouds) open(src dbgen.EventSource) (Cloud, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: config %v", errMisconfigured, err)
 	}
-	// Sources are checked when made; this catches one made before a check it now fails. The
-	// sealed secret stands in for the secret: Check asks only whether there is one.
+	// Sources are checked when made; this catches one made before a check it now fails.
 	v := &problem.ValidationError{}
-	Check(event.NewSource{Config: src.Config, Secret: string(src.Secret)}, v)
+	check(cfg, len(src.Secret) > 0, v)
 	if err := v.Err(); err != nil {
 		return nil, "", fmt.Errorf("%w: %v", errMisconfigured, err)
 	}
