@@ -15,6 +15,7 @@ import (
 
 	"nimbus/app/graph"
 	"nimbus/app/objstore"
+	"nimbus/app/poller"
 	"nimbus/app/sandbox"
 )
 
@@ -45,6 +46,8 @@ type config struct {
 	ChecksPerMinute int
 	// ApprovalTTL is how long an operation waits for approval before its request expires.
 	ApprovalTTL time.Duration
+	// PollInterval is how often the cloud_provider event sources' clouds are polled.
+	PollInterval time.Duration
 	// TrustedProxies are the networks of the proxies whose X-Forwarded-For is believed.
 	TrustedProxies []*net.IPNet
 	// MaxStateSize caps a stack state restored through the API, in bytes.
@@ -125,6 +128,8 @@ var options = []option{
 		countSetter("graph parallel", 1, 1000, func(c *config, n int) { c.GraphParallel = n })},
 	{"job-timeout", "NIMBUS_JOB_TIMEOUT", "2h", "longest any one job may run", durationSetter(func(c *config, d time.Duration) { c.JobTimeout = d })},
 	{"approval-ttl", "NIMBUS_APPROVAL_TTL", "72h", "how long an operation waits for approval before its request expires and it ends", durationSetter(func(c *config, d time.Duration) { c.ApprovalTTL = d })},
+	{"poll-interval", "NIMBUS_POLL_INTERVAL", poller.DefaultInterval.String(), "how often the clouds of cloud_provider event sources are polled for machines stopped, started or deleted outside Nimbus",
+		durationSetter(func(c *config, d time.Duration) { c.PollInterval = d })},
 	{"max-state-size", "NIMBUS_MAX_STATE_SIZE", "256MiB", "largest stack state a provider admin may restore through the API (such as 64MiB or 1GiB)", func(c *config, v string) error {
 		n, err := parseSize(v)
 		if err != nil {

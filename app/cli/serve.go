@@ -27,7 +27,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	cfg, err := parseConfig(fs, args, env.Getenv,
 		"addr", "data-dir", "database-url", "database-restart-timeout", "log-format", "log-level", "admin-email", "session-ttl", "session-max-age",
 		"secure-cookies", "pulumi-dir", "job-workers", "check-workers", "checks-per-tenant", "checks-per-minute", "graph-parallel",
-		"job-timeout", "approval-ttl", "trusted-proxies", "max-state-size",
+		"job-timeout", "approval-ttl", "poll-interval", "trusted-proxies", "max-state-size",
 		"s3-endpoint", "s3-bucket", "s3-access-key", "s3-secret-key-file", "s3-region", "sandbox", "languages")
 	if err != nil {
 		return err
@@ -97,9 +97,10 @@ func serve(ctx context.Context, args []string, env Env) error {
 	}
 	log.Info("secrets keyring loaded", "keyring", keys)
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objs.store, OperationTimeout: cfg.JobTimeout, ApprovalTTL: cfg.ApprovalTTL,
-		ChecksPerTenant: cfg.ChecksPerTenant, GraphParallel: cfg.GraphParallel, Deliveries: event.DeliveryConfig{AllowPrivate: cfg.WebhooksPrivate}}
+		ChecksPerTenant: cfg.ChecksPerTenant, GraphParallel: cfg.GraphParallel, Cloud: cloud, PollInterval: cfg.PollInterval,
+		Deliveries: event.DeliveryConfig{AllowPrivate: cfg.WebhooksPrivate}}
 	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, CheckWorkers: cfg.CheckWorkers, Timeout: cfg.JobTimeout,
-		Register: server.Workers(d.Pool, eng, log), Periodic: server.Periodic()})
+		Register: server.Workers(d.Pool, eng, log), Periodic: server.Periodic(eng)})
 	if err != nil {
 		return err
 	}

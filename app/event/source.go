@@ -59,19 +59,33 @@ type NewSource struct {
 	Name   string          `json:"name"`
 	Kind   string          `json:"kind"`
 	Config json.RawMessage `json:"config"`
+	// Secret is what a cloud_provider source's poller signs in to its cloud with, such as an
+	// API token's secret: sealed, and never shown again. A webhook's is made for it.
+	Secret string `json:"secret"`
 }
+
+// ConfigCheck adds to v what is wrong with a cloud_provider source's config (fields under
+// "config"); the pollers know what each cloud needs.
+type ConfigCheck func(in NewSource, v *problem.ValidationError)
 
 var sourceName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
 
 // Service manages event sources and reads the event log.
 type Service struct {
-	pool *pgxpool.Pool
-	keys *secrets.Keyring
+	pool        *pgxpool.Pool
+	keys        *secrets.Keyring
+	checkConfig ConfigCheck
 }
 
 // NewService returns the service; keys seals the sources' secrets.
 func NewService(pool *pgxpool.Pool, keys *secrets.Keyring) *Service {
 	return &Service{pool: pool, keys: keys}
+}
+
+// CheckingConfig has the service check cloud_provider sources' configs with check.
+func (s *Service) CheckingConfig(check ConfigCheck) *Service {
+	s.checkConfig = check
+	return s
 }
 
 // CreateSource makes a source in a landing zone; provider admins may. A webhook's secret is
@@ -91,8 +105,15 @@ func (s *Service) CreateSource(ctx context.Context, actor access.Principal, zone
 	config := in.Config
 	if len(config) == 0 || string(config) == "null" {
 		config = json.RawMessage("{}")
-	} else if config[0] != '{' || !json.Valid(config) {
+	}
+	if config[0] != '{' || !json.Valid(config) {
 		v.Add("config", "type", "must be a JSON object")
+	} else if in.Kind == CloudProvider && s.checkConfig != nil {
+		in.Config = config
+		s.checkConfig(in, v)
+	}
+	if in.Secret != "" && in.Kind != CloudProvider {
+		v.Add("secret", "forbidden", "only a cloud_provider source is given a secret; a webhook's is made for it")
 	}
 	if err := v.Err(); err != nil {
 		return Created{}, err
@@ -101,11 +122,18 @@ func (s *Service) CreateSource(ctx context.Context, actor access.Principal, zone
 	var secret string
 	var sealed []byte
 	var keyID *string
-	if in.Kind == Webhook {
+	switch {
+	case in.Kind == Webhook:
 		var err error
 		if secret, keyID, sealed, err = s.newSecret(id); err != nil {
 			return Created{}, err
 		}
+	case in.Secret != "":
+		k, box, err := s.keys.Seal([]byte(in.Secret), id[:])
+		if err != nil {
+			return Created{}, fmt.Errorf("seal the source's secret: %w", err)
+		}
+		keyID, sealed = &k, box
 	}
 	var out Created
 	err := db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {

@@ -99,6 +99,8 @@ type siteConfig struct {
 	checkWorkers, checksPerTenant int
 	// graphParallel bounds the deployments of one graph running at once; the default when zero.
 	graphParallel int
+	// pollInterval is how often the clouds of event sources are polled; the default when zero.
+	pollInterval time.Duration
 	// toolchain is the engine's toolchain directory; NIMBUS_PULUMI_DIR when empty.
 	toolchain string
 	// deliveries is how events are sent to subscriptions.
@@ -146,8 +148,8 @@ func newSiteWith(t testing.TB, cfg siteConfig, configure ...func(*server.Deps)) 
 	}
 	runner, _ := pulumix.NewRunner(cfg.toolchain, data, map[string]string{"SIMCLOUD_DIR": cloud}, opts...)
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.operationTimeout, ApprovalTTL: cfg.approvalTTL,
-		ChecksPerTenant: cfg.checksPerTenant, GraphParallel: cfg.graphParallel, Deliveries: cfg.deliveries}
-	client, err := jobs.NewClient(w.pool, log, jobs.Config{CheckWorkers: cfg.checkWorkers, Register: server.Workers(w.pool, eng, log), Periodic: server.Periodic()})
+		ChecksPerTenant: cfg.checksPerTenant, GraphParallel: cfg.graphParallel, Cloud: cloud, PollInterval: cfg.pollInterval, Deliveries: cfg.deliveries}
+	client, err := jobs.NewClient(w.pool, log, jobs.Config{CheckWorkers: cfg.checkWorkers, Register: server.Workers(w.pool, eng, log), Periodic: server.Periodic(eng)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,7 @@ import (
 	"nimbus/app/ipam"
 	"nimbus/app/landingzone"
 	"nimbus/app/objstore"
+	"nimbus/app/poller"
 	"nimbus/app/problem"
 	"nimbus/app/pulumix"
 	"nimbus/app/resolver"
@@ -170,8 +171,8 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	instance.NewHandlers(instances).Pages(signed)
 	dashboard.NewHandlers(dashboard.NewService(d.Pool, environments, pools, approvals)).Routes(signed)
 	stack.NewHandlers(stack.NewService(d.Pool), components, stackInstances(instances)).Routes(signed, api)
-	event.NewHandlers(event.NewService(d.Pool, d.Keys), event.NewReceiver(d.Pool, d.Keys, queue, d.Log.With("component", "events"))).
-		Routes(e, api)
+	event.NewHandlers(event.NewService(d.Pool, d.Keys).CheckingConfig(poller.Check),
+		event.NewReceiver(d.Pool, d.Keys, queue, d.Log.With("component", "events"))).Routes(e, api)
 
 	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
 
@@ -214,6 +215,12 @@ type Engine struct {
 	GraphParallel int
 	// Deliveries is how Nimbus's own events are sent to subscriptions.
 	Deliveries event.DeliveryConfig
+	// Cloud is the folder of the simulated cloud the runner deploys to, which simcloud event
+	// sources poll; empty for none.
+	Cloud string
+	// PollInterval is how often the clouds of cloud_provider event sources are polled;
+	// poller.DefaultInterval when zero.
+	PollInterval time.Duration
 }
 
 // startOnFirstUse serves the River UI, starting its background work (it counts the jobs of
@@ -248,12 +255,14 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 		river.AddWorker(w, router)
 		river.AddWorker(w, event.NewSweeper(router))
 		river.AddWorker(w, event.NewDeliverer(pool, eng.Keys, eng.Deliveries))
+		river.AddWorker(w, poller.NewWorker(pool, poller.Clouds{Simcloud: eng.Cloud, Keys: eng.Keys, Client: &http.Client{Timeout: time.Minute}},
+			log.With("component", "poller")))
 	}
 }
 
 // Periodic lists the domains' scheduled jobs.
-func Periodic() []*river.PeriodicJob {
-	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), event.SweepSchedule()}
+func Periodic(eng Engine) []*river.PeriodicJob {
+	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), event.SweepSchedule(), poller.Schedule(eng.PollInterval)}
 }
 
 func requireProviderAdmin(next echo.HandlerFunc) echo.HandlerFunc {

@@ -234,6 +234,13 @@ type EventLog struct {
 	RoutedAt      *time.Time      `json:"routed_at"`
 }
 
+type EventPollerState struct {
+	SourceID uuid.UUID `json:"source_id"`
+	Resource string    `json:"resource"`
+	State    string    `json:"state"`
+	SeenAt   time.Time `json:"seen_at"`
+}
+
 type EventRoutingRule struct {
 	StackID    uuid.UUID `json:"stack_id"`
 	Version    int32     `json:"version"`

@@ -74,7 +74,7 @@ var kinds = []*resourceKind{
 		},
 		computed: []property{
 			{name: "ip", typ: "string", description: "The machine's address."},
-			{name: "status", typ: "string", description: `Always "running".`},
+			{name: "status", typ: "string", description: `"running", or "stopped" while an operator has it stopped; an update leaves it as it is.`},
 		},
 	},
 }

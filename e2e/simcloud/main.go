@@ -12,6 +12,14 @@
 //
 //	SIMCLOUD_DIR=<dir> pulumi-resource-simcloud image set <family> <id>
 //
+// Machines have a power state (status: running or stopped) that an operator changes outside
+// any deployment, which is what Nimbus's cloud poller watches for:
+//
+//	SIMCLOUD_DIR=<dir> pulumi-resource-simcloud machine stop <id>
+//	SIMCLOUD_DIR=<dir> pulumi-resource-simcloud machine start <id>
+//
+// Deleting a machine by hand is removing its file, <dir>/machine/<id>.json.
+//
 // Pulumi finds it as an ambient plugin: an executable named pulumi-resource-simcloud on PATH
 // (scripts/simcloud.sh puts one beside the pinned CLI). Pulumi warns "using
 // pulumi-resource-simcloud from $PATH" on every run; installing it into the plugin cache
@@ -55,6 +63,9 @@ func main() {
 func run(args []string, getenv func(string) string) error {
 	if len(args) > 0 && args[0] == "image" {
 		return imageCommand(args[1:], getenv("SIMCLOUD_DIR"))
+	}
+	if len(args) > 0 && args[0] == "machine" {
+		return machineCommand(args[1:], getenv("SIMCLOUD_DIR"))
 	}
 	return provider.Main("simcloud", func(*provider.HostClient) (pulumirpc.ResourceProviderServer, error) {
 		return newProvider(), nil
@@ -270,7 +281,16 @@ func (p *simcloud) apply(k *resourceKind, id string, news, olds resource.Propert
 			return nil, err
 		}
 		outs["ip"] = ip
-		outs["status"] = resource.NewProperty("running")
+		// A new machine runs; an update leaves its power state as the cloud has it.
+		status := running
+		switch {
+		case olds == nil:
+		case !preview:
+			status = p.currentPower(k, id) // under the lock, so no stop in between is lost
+		case olds["status"].IsString():
+			status = olds["status"].StringValue()
+		}
+		outs["status"] = resource.NewProperty(status)
 	}
 	if !preview {
 		if err := p.write(k, id, outs); err != nil {

@@ -496,3 +496,64 @@ func TestImageCommand(t *testing.T) {
 		t.Errorf("failed commands left %v", entries)
 	}
 }
+
+func TestMachineCommand_StopsAndStartsOutsideTheEngine(t *testing.T) {
+	p, dir := configured(t)
+	ctx := t.Context()
+	env := func(k string) string { return map[string]string{"SIMCLOUD_DIR": dir}[k] }
+	resp, err := p.Create(ctx, &pulumirpc.CreateRequest{Urn: urn(machine), Properties: pstruct(t, map[string]any{"name": "a", "cores": 2})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, created := resp.GetId(), pmap(t, resp.GetProperties())
+
+	if err := run([]string{"machine", "stop", id}, env); err != nil {
+		t.Fatal(err)
+	}
+	if got := stored(t, dir, "machine")[id]; got["status"] != "stopped" || got["ip"] != "10.0.0.2" || got["id"] != id {
+		t.Fatalf("after stop the file holds %v", got)
+	}
+	// A refresh reads the stopped machine as the same resource, its inputs unchanged.
+	read, err := p.Read(ctx, &pulumirpc.ReadRequest{Id: id, Urn: urn(machine)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read.GetId() != id || pmap(t, read.GetProperties())["status"] != "stopped" || pmap(t, read.GetInputs())["cores"] != 2.0 {
+		t.Fatalf("read of a stopped machine = %v", read)
+	}
+	// An update changes what it was asked to and leaves the machine stopped.
+	upd, err := p.Update(ctx, &pulumirpc.UpdateRequest{Id: id, Urn: urn(machine), Olds: pstruct(t, created),
+		News: pstruct(t, map[string]any{"name": "a", "cores": 4})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := pmap(t, upd.GetProperties()); out["status"] != "stopped" || stored(t, dir, "machine")[id]["cores"] != 4.0 {
+		t.Fatalf("after an update of a stopped machine: outputs %v", out)
+	}
+	if err := run([]string{"machine", "start", id}, env); err != nil {
+		t.Fatal(err)
+	}
+	if got := stored(t, dir, "machine")[id]; got["status"] != "running" || got["cores"] != 4.0 {
+		t.Fatalf("after start the file holds %v", got)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		dir     string
+		wantErr string
+	}{
+		{name: "usage", args: []string{"machine", "reboot", id}, dir: dir, wantErr: "usage: pulumi-resource-simcloud machine stop|start <id>"},
+		{name: "no directory", args: []string{"machine", "stop", id}, wantErr: "set the environment variable SIMCLOUD_DIR"},
+		{name: "no such machine", args: []string{"machine", "stop", "m-00000000"}, dir: dir, wantErr: "no machine m-00000000"},
+		{name: "not a machine", args: []string{"machine", "stop", "d-12345678"}, dir: dir, wantErr: "is not a machine ID"},
+		{name: "outside the cloud", args: []string{"machine", "stop", "../m-12345678"}, dir: dir, wantErr: "is not a machine ID"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := run(tc.args, func(k string) string { return map[string]string{"SIMCLOUD_DIR": tc.dir}[k] })
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("err = %v, want it to contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
