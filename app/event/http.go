@@ -24,9 +24,10 @@ func NewHandlers(svc *Service, receiver *Receiver) *Handlers {
 }
 
 // Routes registers the receiver on root, outside sign-in (a source's secret authenticates
-// it), and the rest under the signed-in API.
-func (h *Handlers) Routes(root *echo.Echo, api *echo.Group) {
+// it), the log's page on pages and the rest under the signed-in API.
+func (h *Handlers) Routes(root *echo.Echo, pages, api *echo.Group) {
 	root.POST("/api/v1/events/:source_id", h.receiver.Receive)
+	pages.GET("/events", h.LogPageHandler)
 	api.GET("/events", h.ListAPI)
 	api.GET("/landing-zones/:id/event-sources", h.SourcesAPI)
 	api.POST("/landing-zones/:id/event-sources", h.CreateSourceAPI)

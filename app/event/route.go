@@ -117,7 +117,9 @@ func (w *Router) route(ctx context.Context, tx pgx.Tx, queue component.JobInsert
 		return
 	}
 	r.TenantID, r.EnvironmentID = uuid.NullUUID{UUID: t.tenant, Valid: true}, uuid.NullUUID{UUID: t.environment, Valid: true}
-	r.DeploymentID = uuid.NullUUID{UUID: t.deployment, Valid: t.deployment != uuid.Nil}
+	if t.deployment != uuid.Nil {
+		r.DeploymentID = uuid.NullUUID{UUID: t.deployment, Valid: true}
+	}
 	if t.instance == uuid.Nil {
 		r.Outcome, r.Detail = Unmatched, "its deployment belongs to no stack instance: only stack instances have routing rules"
 		return

@@ -380,3 +380,33 @@ func TestEvents_RulesMoveAStackInstance(t *testing.T) {
 		t.Fatalf("an event of another zone naming the instance: %s", outcome)
 	}
 }
+
+func TestEventPages_TheLogShowsWhatCameAndWhatItDid(t *testing.T) {
+	s := newSite(t)
+	_, path, secret := webhook(t, s, "paged")
+	wantStatus(t, s.send(t, path, []byte(`{"id":"p-1","type":"backup.failed","subject":"db-1","data":{"password":"p4ss"}}`),
+		"Content-Type", "application/json", "Authorization", "Bearer "+secret), http.StatusAccepted)
+	root := s.token(t, s.admin)
+	var page string
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		r := s.call(t, "GET", "/events?type=backup.failed", root, nil)
+		wantStatus(t, r, http.StatusOK)
+		if page = string(r.body); strings.Contains(page, `data-outcome="unrouted"`) {
+			break
+		}
+	}
+	for _, want := range []string{`data-type="backup.failed"`, `data-outcome="unrouted"`, "db-1", "[redacted]", `hx-trigger="every 3s"`} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the log page lacks %s:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, "p4ss") {
+		t.Fatal("the log page shows a secret")
+	}
+	r := s.call(t, "GET", "/events?type=backup.failed", s.token(t, s.readerA), nil)
+	wantStatus(t, r, http.StatusOK)
+	if strings.Contains(string(r.body), "db-1") {
+		t.Fatal("a tenant's reader sees an event that reached no tenant")
+	}
+	wantStatus(t, s.call(t, "GET", "/events?stack_instance_id=nope", root, nil), http.StatusUnprocessableEntity)
+}

@@ -245,6 +245,10 @@ func definitionFrom(f editorForm, inputType func(slot int, input string) string)
 		op.renameInputs(renamed(f, prefix+".p"))
 		def.Operations = append(def.Operations, op)
 	}
+	for i := range f.count("r", "type") {
+		at := func(k string) string { return f.get(fmt.Sprintf("r.%d.%s", i, k)) }
+		def.Routes = append(def.Routes, Route{Source: at("source"), Type: at("type"), Filter: f.raw(fmt.Sprintf("r.%d.filter", i)), Trigger: at("trigger")})
+	}
 	def.renameSlots(renamed(f, "s"))
 	def.renameParams(renamed(f, "p"))
 	return def
@@ -334,6 +338,10 @@ func applyOp(def *Definition, op string, f editorForm) {
 		if t := arg(0); t >= 0 && t < len(def.Machine.Transitions) {
 			def.Machine.Transitions[t].Action = remove(def.Machine.Transitions[t].Action, arg(1))
 		}
+	case "add-route":
+		def.Routes = append(def.Routes, Route{Type: "alert.firing"})
+	case "remove-route":
+		def.Routes = remove(def.Routes, arg(0))
 	case "add-op":
 		def.Operations = append(def.Operations, Operation{InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)})
 	case "remove-op":

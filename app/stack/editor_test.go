@@ -29,6 +29,8 @@ func TestEditorForm_ReadsTheDraftAsTyped(t *testing.T) {
 		"o.0.a.0.slot": {"web"}, "o.0.a.0.do": {"update"}, "o.0.a.0.inputs": {"cores", "memory_mb"},
 		"o.0.a.0.in.cores": {"inputs.cores"}, "o.0.a.0.in.memory_mb": {""},
 		"o.0.a.1.slot": {"net"}, "o.0.a.1.do": {"update"}, "o.0.a.1.inputs": {"name"}, "o.0.a.1.in.name": {"slots.net.outputs.name"},
+		"r.0.source": {"webhook"}, "r.0.type": {"alert.firing"}, "r.0.filter": {` event.data.labels.severity == "critical" `}, "r.0.trigger": {"retire"},
+		"r.1.source": {""}, "r.1.type": {"vm.*"}, "r.1.filter": {""}, "r.1.trigger": {"retire"},
 	}
 	types := map[string]string{"cores": "integer"}
 	def := definitionFrom(editorForm{form}, func(_ int, input string) string { return types[input] })
@@ -37,6 +39,10 @@ func TestEditorForm_ReadsTheDraftAsTyped(t *testing.T) {
 		{Name: "prefix", Type: "string", Required: true}, {Name: "cores", Type: "integer", Default: "two"},
 	}) {
 		t.Errorf("parameters read back as %+v", got)
+	}
+	if want := []Route{{Source: "webhook", Type: "alert.firing", Filter: ` event.data.labels.severity == "critical" `, Trigger: "retire"},
+		{Type: "vm.*", Trigger: "retire"}}; !reflect.DeepEqual(def.Routes, want) {
+		t.Errorf("the routes read back as %+v", def.Routes)
 	}
 	web := def.Slots[1]
 	if w := web.Inputs["network_id"]; w.Kind != Output || w.Slot != "network" {
