@@ -90,7 +90,6 @@ func (h *Handlers) LogPageHandler(c echo.Context) error {
 	return web.Render(c, http.StatusOK, LogPage(page, rows, form, choices, pager, live, nil))
 }
 
-
 func indent(raw json.RawMessage) string {
 	var out bytes.Buffer
 	if json.Indent(&out, raw, "", "  ") != nil {
