@@ -261,8 +261,16 @@ func (w *Worker) settle(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 			w.log.Warn("operation taken over before it finished here", "operation", op.ID)
 			return nil
 		}
-		if err != nil || e.deployment == "" {
+		if err != nil {
 			return err
+		}
+		if e.status == Succeeded {
+			if err := settleDrift(ctx, tx, riverJobs(ctx), op); err != nil {
+				return err
+			}
+		}
+		if e.deployment == "" {
+			return nil
 		}
 		return moveDeployment(ctx, q, op.DeploymentID, e.deployment)
 	})
