@@ -47,7 +47,7 @@ type Overview struct {
 	Awaiting []dbgen.ActiveOperationsRow
 	Failures []dbgen.RecentFailuresRow
 	Waiting  int
-	Drifted  int // deployments whose last drift check found changes
+	Drifted  int         // deployments whose last drift check found changes
 	Pools    []ipam.Pool // for provider admins
 	// FirstSteps is how far a new install has come, for provider admins.
 	FirstSteps *dbgen.FirstStepsRow

@@ -1,0 +1,224 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"nimbus/app/environment"
+)
+
+// editMachine changes a property of the cloud's one machine by hand, outside Nimbus, as the
+// simulated cloud's own command does (pulumi-resource-simcloud edit machine <id> cores=4):
+// the stored resource rewritten in place.
+func editMachine(t *testing.T, s *site, property string, value any) {
+	t.Helper()
+	machines, _ := filepath.Glob(filepath.Join(s.cloud, "machine", "*.json"))
+	if len(machines) != 1 {
+		t.Fatalf("machines in the cloud: %v", machines)
+	}
+	raw, err := os.ReadFile(machines[0])
+	must(t, err)
+	var m map[string]any
+	must(t, json.Unmarshal(raw, &m))
+	m[property] = value
+	raw, _ = json.MarshalIndent(m, "", "  ")
+	must(t, os.WriteFile(machines[0], append(raw, '\n'), 0o644))
+}
+
+// machineCores is how many cores the cloud's one machine has.
+func machineCores(t *testing.T, s *site) float64 {
+	t.Helper()
+	machines, _ := filepath.Glob(filepath.Join(s.cloud, "machine", "*.json"))
+	if len(machines) != 1 {
+		t.Fatalf("machines in the cloud: %v", machines)
+	}
+	raw, err := os.ReadFile(machines[0])
+	must(t, err)
+	var m struct{ Cores float64 }
+	must(t, json.Unmarshal(raw, &m))
+	return m.Cores
+}
+
+// waitDrift polls the deployment until its drift status is want, and returns it.
+func (s *site) waitDrift(t *testing.T, token, id, want string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	var dep map[string]any
+	for time.Now().Before(deadline) {
+		dep = s.call(t, "GET", "/api/v1/deployments/"+id, token, nil).json(t)
+		if dep["drift_status"] == want {
+			return dep
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("deployment %s is not %s after 3 minutes: %v", id, want, dep)
+	return nil
+}
+
+// driftEvents are the logged events of the type about the deployment.
+func (s *site) driftEvents(t *testing.T, token, env, typ, deployment string) []map[string]any {
+	t.Helper()
+	r := s.call(t, "GET", "/api/v1/events?type="+typ+"&environment_id="+env, token, nil)
+	wantStatus(t, r, http.StatusOK)
+	var page struct{ Events []map[string]any }
+	must(t, json.Unmarshal(r.body, &page))
+	var out []map[string]any
+	for _, e := range page.Events {
+		if e["deployment_id"] == deployment {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// coresChange is the change of the machine's cores a drift lists, as "old → new".
+func coresChange(t *testing.T, dep map[string]any) string {
+	t.Helper()
+	resources, _ := dep["drift"].([]any)
+	for _, r := range resources {
+		res := r.(map[string]any)
+		if res["name"] != "machine" {
+			continue
+		}
+		for _, c := range res["changes"].([]any) {
+			if ch := c.(map[string]any); ch["path"] == "cores" {
+				return fmt.Sprintf("%v → %v", ch["old"], ch["new"])
+			}
+		}
+	}
+	return ""
+}
+
+func TestDrift_ScheduledCheckFindsItReconcilePutsItBackAcceptAdoptsIt(t *testing.T) {
+	s := newSite(t)
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	envID := env.ID.String()
+	user, admin := s.token(t, s.userA), s.token(t, s.adminA)
+
+	r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
+		"component_id": s.shared.ID, "environment_id": env.ID, "name": "web", "parameters": map[string]any{"name": "web-1", "cores": 2},
+	})
+	wantStatus(t, r, http.StatusAccepted)
+	body := r.json(t)
+	depID := body["deployment"].(map[string]any)["id"].(string)
+	if op := s.waitOperation(t, user, body["operation"].(map[string]any)["id"].(string)); op["status"] != "succeeded" {
+		t.Fatalf("deploy: %v", op)
+	}
+	if dep := s.call(t, "GET", "/api/v1/deployments/"+depID, user, nil).json(t); dep["drift_status"] != "unknown" {
+		t.Fatalf("a deployment never checked: %v", dep["drift_status"])
+	}
+
+	// The environment's schedule: its tenant's admins set it, clearly refused when wrong.
+	path := "/api/v1/environments/" + envID + "/drift-interval"
+	wantStatus(t, s.call(t, "PUT", path, user, map[string]any{"drift_interval": "1s"}), http.StatusForbidden)
+	r = s.call(t, "PUT", path, admin, map[string]any{"drift_interval": "soon"})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), "drift_interval") || !strings.Contains(string(r.body), "6h") {
+		t.Fatalf("a bad interval: %s", r.body)
+	}
+	r = s.call(t, "PUT", path, admin, map[string]any{"drift_interval": "1s"})
+	wantStatus(t, r, http.StatusOK)
+	if got := r.json(t); got["effective"] != "1s" || got["zone"] != nil {
+		t.Fatalf("the environment's interval: %s", r.body)
+	}
+
+	// The machine is changed behind Nimbus's back; the scheduled check finds it.
+	editMachine(t, s, "cores", 4)
+	dep := s.waitDrift(t, user, depID, "drifted")
+	if got := coresChange(t, dep); got != "2 → 4" {
+		t.Fatalf("the drift of the machine's cores: %q in %v", got, dep["drift"])
+	}
+	if dep["drift_checked_at"] == nil {
+		t.Fatalf("a checked deployment says no time: %v", dep)
+	}
+	checks := s.call(t, "GET", "/api/v1/operations?kind=drift_check&deployment_id="+depID, user, nil).json(t)["operations"].([]any)
+	if len(checks) == 0 || checks[len(checks)-1].(map[string]any)["requested_by"] != nil {
+		t.Fatalf("the scheduled checks: %v, want checks no one asked for", checks)
+	}
+	detected := s.driftEvents(t, admin, envID, "drift.detected", depID)
+	if len(detected) != 1 || !strings.Contains(string(mustJSON(t, detected[0]["payload"])), `"cores"`) {
+		t.Fatalf("drift.detected events of the deployment: %v", detected)
+	}
+	b := newBrowser(t, s.url)
+	b.signIn(t, "user-a@example.com", "long enough password")
+	page := string(b.get(t, "/deployments/"+depID).body)
+	for _, want := range []string{`data-testid="drift-status">drifted<`, `data-path="cores">cores: 2 → 4<`, `data-testid="reconcile"`, `data-testid="accept"`} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the deployment page does not show %s: %.3000s", want, page[strings.Index(page, `id="drift"`):])
+		}
+	}
+	if home := string(b.get(t, "/").body); !strings.Contains(home, `data-testid="drifted-count">1<`) {
+		t.Fatalf("the dashboard does not count the drifted deployment: %.2000s", home)
+	}
+
+	// Reconcile puts the machine back as declared.
+	r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/reconcile", user, nil)
+	wantStatus(t, r, http.StatusAccepted)
+	if op := s.waitOperation(t, user, r.json(t)["id"].(string)); op["status"] != "succeeded" || op["kind"] != "update" || op["refresh"] != true {
+		t.Fatalf("reconcile: %v", op)
+	}
+	if cores := machineCores(t, s); cores != 2 {
+		t.Fatalf("after the reconcile the machine has %v cores, want 2 as declared", cores)
+	}
+	if dep := s.call(t, "GET", "/api/v1/deployments/"+depID, user, nil).json(t); dep["drift_status"] != "in_sync" || len(dep["drift"].([]any)) != 0 {
+		t.Fatalf("after the reconcile: %v %v", dep["drift_status"], dep["drift"])
+	}
+	if resolved := s.driftEvents(t, admin, envID, "drift.resolved", depID); len(resolved) != 1 {
+		t.Fatalf("drift.resolved events after the reconcile: %v", resolved)
+	}
+
+	// A second drift, checked on demand, is accepted: the cloud stays as it is, and is what
+	// the deployment holds from now on.
+	editMachine(t, s, "cores", 6)
+	r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/drift-checks", user, nil)
+	wantStatus(t, r, http.StatusAccepted)
+	if op := s.waitOperation(t, user, r.json(t)["id"].(string)); op["status"] != "succeeded" || op["kind"] != "drift_check" {
+		t.Fatalf("drift check: %v", op)
+	}
+	if dep := s.waitDrift(t, user, depID, "drifted"); coresChange(t, dep) != "2 → 6" {
+		t.Fatalf("the second drift: %v", dep["drift"])
+	}
+	r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/refresh", user, nil)
+	wantStatus(t, r, http.StatusAccepted)
+	if op := s.waitOperation(t, user, r.json(t)["id"].(string)); op["status"] != "succeeded" {
+		t.Fatalf("accept: %v", op)
+	}
+	if dep := s.call(t, "GET", "/api/v1/deployments/"+depID, user, nil).json(t); dep["drift_status"] != "in_sync" {
+		t.Fatalf("after the accept: %v", dep["drift_status"])
+	}
+	if cores := machineCores(t, s); cores != 6 {
+		t.Fatalf("the accept changed the machine: %v cores, want the 6 it was given by hand", cores)
+	}
+	r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/drift-checks", user, nil)
+	wantStatus(t, r, http.StatusAccepted)
+	s.waitOperation(t, user, r.json(t)["id"].(string))
+	if dep := s.call(t, "GET", "/api/v1/deployments/"+depID, user, nil).json(t); dep["drift_status"] != "in_sync" {
+		t.Fatalf("a check after the accept: %v %v", dep["drift_status"], dep["drift"])
+	}
+	if detected := s.driftEvents(t, admin, envID, "drift.detected", depID); len(detected) != 2 {
+		t.Fatalf("drift.detected events: %d, want one per drift", len(detected))
+	}
+
+	// Readers may not check; zero turns the schedule off for the environment.
+	reader := s.token(t, s.readerA)
+	wantStatus(t, s.call(t, "POST", "/api/v1/deployments/"+depID+"/drift-checks", reader, nil), http.StatusForbidden)
+	r = s.call(t, "PUT", path, admin, map[string]any{"drift_interval": "0s"})
+	wantStatus(t, r, http.StatusOK)
+	if got := r.json(t); got["effective"] != nil || got["own"] != "0s" {
+		t.Fatalf("the interval turned off: %s", r.body)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	must(t, err)
+	return b
+}
