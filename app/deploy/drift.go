@@ -61,7 +61,7 @@ func settleDrift(ctx context.Context, tx pgx.Tx, queue func() (component.JobInse
 		status = Drifted
 	}
 	raw, _ := json.Marshal(found)
-	was, err := q.RecordDrift(ctx, dbgen.RecordDriftParams{ID: op.DeploymentID, DriftStatus: status, Drift: raw})
+	was, err := recordDrift(ctx, q, op.DeploymentID, status, raw)
 	if err != nil {
 		return err
 	}
@@ -251,6 +251,9 @@ func (s *Service) SetEnvironmentDriftInterval(ctx context.Context, actor access.
 	if !actor.Can(access.EnvironmentManage, env.TenantID) {
 		return DriftInterval{}, problem.ErrForbidden
 	}
+	if every != nil && *every < 0 {
+		return DriftInterval{}, problem.Invalid("drift_interval", "positive", "must not be negative")
+	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := dbgen.New(tx)
 		if err := q.SetEnvironmentDriftInterval(ctx, dbgen.SetEnvironmentDriftIntervalParams{ID: envID, Seconds: seconds(every)}); err != nil {
@@ -270,6 +273,9 @@ func (s *Service) SetEnvironmentDriftInterval(ctx context.Context, actor access.
 func (s *Service) SetZoneDriftInterval(ctx context.Context, actor access.Principal, zoneID uuid.UUID, every *time.Duration) (*Interval, error) {
 	if !actor.ProviderAdmin {
 		return nil, problem.ErrNotFound
+	}
+	if every != nil && *every <= 0 {
+		return nil, problem.Invalid("drift_interval", "positive", "must be longer than zero: leave it empty for never")
 	}
 	q := dbgen.New(s.pool)
 	if _, err := q.ZoneDriftInterval(ctx, zoneID); errors.Is(err, pgx.ErrNoRows) {

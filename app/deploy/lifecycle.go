@@ -252,3 +252,9 @@ func land(ctx context.Context, q *dbgen.Queries, in dbgen.UpdateDeploymentInputs
 	}
 	return q.RecordDeploymentOutputs(ctx, dbgen.RecordDeploymentOutputsParams{ID: in.ID, Status: string(to), Outputs: outputs})
 }
+
+// recordDrift records a deployment's drift: what a check found, or that it is in sync again.
+// It returns the drift as it was before, for the event that tells of the change.
+func recordDrift(ctx context.Context, q *dbgen.Queries, id uuid.UUID, status string, found json.RawMessage) (dbgen.RecordDriftRow, error) {
+	return q.RecordDrift(ctx, dbgen.RecordDriftParams{ID: id, DriftStatus: status, Drift: found})
+}
