@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"nimbus/app/environment"
+	"nimbus/db/dbgen"
 )
 
 // editMachine changes a property of the cloud's one machine by hand, outside Nimbus, as the
@@ -174,20 +177,23 @@ func TestDrift_ScheduledCheckFindsItReconcilePutsItBackAcceptAdoptsIt(t *testing
 		t.Fatalf("drift.resolved events after the reconcile: %v", resolved)
 	}
 
-	// A second drift, checked on demand, is accepted: the cloud stays as it is, and is what
-	// the deployment holds from now on.
+	// A second drift, checked from the deployment page, is accepted there: the cloud stays as
+	// it is, and is what the deployment holds from now on.
 	editMachine(t, s, "cores", 6)
-	r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/drift-checks", user, nil)
-	wantStatus(t, r, http.StatusAccepted)
-	if op := s.waitOperation(t, user, r.json(t)["id"].(string)); op["status"] != "succeeded" || op["kind"] != "drift_check" {
+	b.get(t, "/deployments/"+depID)
+	button := func(action string) map[string]any {
+		t.Helper()
+		r := b.post(t, "/deployments/"+depID+"/"+action, url.Values{"_csrf": {b.csrf}})
+		wantStatus(t, r, http.StatusSeeOther)
+		return s.waitOperation(t, user, strings.TrimPrefix(r.header.Get("Location"), "/operations/"))
+	}
+	if op := button("drift-check"); op["status"] != "succeeded" || op["kind"] != "drift_check" {
 		t.Fatalf("drift check: %v", op)
 	}
 	if dep := s.waitDrift(t, user, depID, "drifted"); coresChange(t, dep) != "2 → 6" {
 		t.Fatalf("the second drift: %v", dep["drift"])
 	}
-	r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/refresh", user, nil)
-	wantStatus(t, r, http.StatusAccepted)
-	if op := s.waitOperation(t, user, r.json(t)["id"].(string)); op["status"] != "succeeded" {
+	if op := button("refresh"); op["status"] != "succeeded" || op["kind"] != "refresh" {
 		t.Fatalf("accept: %v", op)
 	}
 	if dep := s.call(t, "GET", "/api/v1/deployments/"+depID, user, nil).json(t); dep["drift_status"] != "in_sync" {
@@ -221,4 +227,57 @@ func mustJSON(t *testing.T, v any) []byte {
 	b, err := json.Marshal(v)
 	must(t, err)
 	return b
+}
+
+// A deployment's checks are due by its environment's own interval, else its zone's; an
+// environment's zero turns its zone's off, and a deployment with an operation under way waits.
+func TestDrift_DueByTheEnvironmentElseItsZone(t *testing.T) {
+	w := newWorld(t)
+	ctx := t.Context()
+	d := w.live(t)
+	zone := w.zone(t).zone.ID
+	_, err := w.pool.Exec(ctx, `UPDATE environments SET landing_zone_id = $1 WHERE id = $2`, zone, d.EnvironmentID)
+	must(t, err)
+	// Made ten minutes ago.
+	_, err = w.pool.Exec(ctx, `UPDATE deployed_components SET created_at = now() - interval '10 minutes' WHERE id = $1`, d.ID)
+	must(t, err)
+	due := func() bool {
+		t.Helper()
+		ids, err := dbgen.New(w.pool).DriftDue(ctx, 50)
+		must(t, err)
+		return slices.Contains(ids, d.ID)
+	}
+	minutes := func(n int) *time.Duration { d := time.Duration(n) * time.Minute; return &d }
+	steps := []struct {
+		name      string
+		zone, env *time.Duration
+		want      bool
+	}{
+		{"neither set", nil, nil, false},
+		{"the zone's, passed", minutes(5), nil, true},
+		{"the environment's own, not yet", minutes(5), minutes(60), false},
+		{"the environment's own, passed", minutes(60), minutes(5), true},
+		{"the environment's zero", minutes(5), new(time.Duration), false},
+	}
+	for _, st := range steps {
+		_, err := w.deploys.SetZoneDriftInterval(ctx, w.admin, zone, st.zone)
+		must(t, err)
+		_, err = w.deploys.SetEnvironmentDriftInterval(ctx, w.adminA, d.EnvironmentID, st.env)
+		must(t, err)
+		if got := due(); got != st.want {
+			t.Errorf("%s: due %v, want %v", st.name, got, st.want)
+		}
+	}
+
+	_, err = w.deploys.SetEnvironmentDriftInterval(ctx, w.adminA, d.EnvironmentID, minutes(5))
+	must(t, err)
+	op, err := w.deploys.CheckDrift(ctx, w.userA, d.ID)
+	must(t, err)
+	if due() {
+		t.Error("a deployment with a check queued is due again")
+	}
+	w.succeed(t, op.ID)
+	if due() {
+		t.Error("a deployment checked just now is due again")
+	}
 }
