@@ -328,7 +328,7 @@ func (s *Service) RequestTx(ctx context.Context, tx pgx.Tx, actor access.Princip
 		return uuid.Nil, err
 	}
 	in := inputs{Plain: map[string]any{}}
-	if kind != KindDestroy && kind != KindRefresh {
+	if kind != KindDestroy && kind != KindRefresh && kind != KindDriftCheck {
 		if in, err = s.target(ctx, q, d, kind, c); err != nil {
 			return uuid.Nil, err
 		}
