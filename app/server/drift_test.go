@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"nimbus/app/environment"
+	"nimbus/app/stack"
 	"nimbus/db/dbgen"
 )
 
@@ -280,4 +283,62 @@ func TestDrift_DueByTheEnvironmentElseItsZone(t *testing.T) {
 	if due() {
 		t.Error("a deployment checked just now is due again")
 	}
+}
+
+// A drift of a stack instance's slot is routed to the instance: a route of its version can
+// degrade it, and the drift's end recover it. The slot is accepted, never reconciled, by hand.
+func TestDrift_ASlotsDriftMovesItsStackInstance(t *testing.T) {
+	s := newSite(t)
+	root, user := s.token(t, s.admin), s.token(t, s.userA)
+	ids := builtinIDs(t, s)
+	def := stack.Definition{
+		Parameters: json.RawMessage(`{"type":"object","properties":{}}`),
+		Slots: []stack.Slot{{Name: "vm", Component: uuid.MustParse(ids["simcloud-machine"]), Version: 1, Inputs: map[string]stack.Wiring{
+			"name": {Kind: stack.Literal, Value: "slot-vm"}}}},
+		Machine: stack.Machine{
+			States: []stack.State{{Name: "active", Initial: true}, {Name: "degraded"}},
+			Transitions: []stack.Transition{
+				{From: "active", To: "degraded", Trigger: "degrade"},
+				{From: "degraded", To: "active", Trigger: "recover"},
+			},
+		},
+		Routes: []stack.Route{{Type: "drift.detected", Trigger: "degrade"}, {Type: "drift.resolved", Trigger: "recover"}},
+	}
+	r := s.call(t, "POST", "/api/v1/stacks", root, map[string]any{"provider": "simcloud", "name": "drifting", "draft": def})
+	wantStatus(t, r, http.StatusCreated)
+	stackID := r.json(t)["id"].(string)
+	wantStatus(t, s.call(t, "POST", "/api/v1/stacks/"+stackID+"/publish", root, map[string]any{"changelog": "first"}), http.StatusCreated)
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "ops")
+	must(t, err)
+	r = s.call(t, "POST", "/api/v1/stack-instances", user, map[string]any{"stack_id": stackID, "environment_id": env.ID, "name": "drifting"})
+	wantStatus(t, r, http.StatusAccepted)
+	id := r.json(t)["id"].(string)
+	if inst := s.waitInstance(t, user, id, status("active", "failed")); inst["state"] != "active" {
+		t.Fatalf("deploy: %v", inst)
+	}
+	var depID string
+	must(t, s.pool.QueryRow(t.Context(), `SELECT id::text FROM deployed_components WHERE stack_instance_id = $1`, id).Scan(&depID))
+
+	editMachine(t, s, "cores", 8)
+	r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/drift-checks", user, nil)
+	wantStatus(t, r, http.StatusAccepted)
+	s.waitOperation(t, user, r.json(t)["id"].(string))
+	s.waitInstance(t, user, id, func(m map[string]any) bool { return m["state"] == "degraded" && m["status"] == "active" })
+	r = s.call(t, "GET", "/api/v1/events?type=drift.detected&stack_instance_id="+id, user, nil)
+	wantStatus(t, r, http.StatusOK)
+	detected := r.json(t)["events"].([]any)
+	if len(detected) != 1 || detected[0].(map[string]any)["trigger"] != "degrade" || detected[0].(map[string]any)["outcome"] != "signalled" {
+		t.Fatalf("the slot's drift.detected: %s", r.body)
+	}
+
+	// Its instance changes the slot: a reconcile by hand is refused, naming why.
+	r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/reconcile", user, nil)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), "stack instance") {
+		t.Fatalf("a slot reconciled by hand: %s", r.body)
+	}
+	r = s.call(t, "POST", "/api/v1/deployments/"+depID+"/refresh", user, nil)
+	wantStatus(t, r, http.StatusAccepted)
+	s.waitOperation(t, user, r.json(t)["id"].(string))
+	s.waitInstance(t, user, id, func(m map[string]any) bool { return m["state"] == "active" && m["status"] == "active" })
 }
