@@ -87,6 +87,26 @@ func TestDriftCheck_FindsWhatChangedAndWhatIsGoneAndRefreshingPutsItBack(t *test
 		t.Fatalf("the preview's plan: %+v", preview.events)
 	}
 
+	// A preview that refreshes first finds the same drift, and plans to put it back.
+	refreshing := st
+	refreshing.Refresh = true
+	preview = &recorder{}
+	if pres, err = r.Preview(ctx, refreshing, preview); err != nil {
+		t.Fatalf("preview --refresh: %v\n%s", err, preview.String())
+	}
+	if len(pres.Drift) != 1 || len(pres.Drift[0].Changes) != 1 || pres.Drift[0].Changes[0].New != float64(4) {
+		t.Fatalf("the drift a refreshing preview found: %+v", pres.Drift)
+	}
+	var last Event
+	for _, e := range preview.events {
+		if e.Name == "machine" {
+			last = e
+		}
+	}
+	if last.Status != "planned" || last.Op != "update" || last.Changes[0].Old != float64(4) || last.Changes[0].New != float64(2) {
+		t.Fatalf("the refreshing preview's plan ends with %+v, want the machine's cores put back from 4 to 2", last)
+	}
+
 	// Up with Refresh reads the machine back and puts its cores back.
 	st.Refresh = true
 	if _, err := r.Up(ctx, st, nil); err != nil {

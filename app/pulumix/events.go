@@ -93,15 +93,15 @@ func convert(ev apitype.EngineEvent) (Event, bool) {
 // when it found it changed or gone: the step ends as the change the refresh would record.
 // The values are the resource's inputs where it has the property as one, else its outputs.
 func drifted(m apitype.StepEventMetadata) (Drifted, bool) {
-	if m.Op != apitype.OpUpdate && m.Op != apitype.OpDelete || m.Old == nil || strings.HasPrefix(m.Type, "pulumi:") {
+	// A refresh previewed on its own ends as update or delete; one that begins a preview of the
+	// program ends as refresh, with the same differences.
+	if m.Op != apitype.OpUpdate && m.Op != apitype.OpDelete && m.Op != apitype.OpRefresh || m.Old == nil || strings.HasPrefix(m.Type, "pulumi:") {
 		return Drifted{}, false
 	}
-	d := Drifted{URN: m.URN, Type: m.Type, Name: nameOf(m.URN), Op: string(m.Op), Changes: []Change{}}
-	if m.Op == apitype.OpDelete {
-		return d, true
-	}
+	d := Drifted{URN: m.URN, Type: m.Type, Name: nameOf(m.URN), Op: string(apitype.OpUpdate), Changes: []Change{}}
 	if m.New == nil {
-		return Drifted{}, false
+		d.Op = string(apitype.OpDelete)
+		return d, true
 	}
 	paths := slices.Clone(m.Diffs)
 	for p := range m.DetailedDiff {

@@ -38,7 +38,8 @@ type Result struct {
 	// Began says the engine went past its preview to the resources themselves: an up that
 	// failed without it changed nothing.
 	Began bool
-	// Drift is what a DriftCheck found: the resources whose cloud differs from the state.
+	// Drift is what a DriftCheck found, or the refresh of a Preview, Up or Apply that refreshes
+	// first: the resources whose cloud differs from the state.
 	Drift []Drifted
 }
 
@@ -94,7 +95,7 @@ func (r *Runner) Preview(ctx context.Context, st Stack, progress io.Writer) (Res
 	plan := filepath.Join(ws.tmp, "plan-"+randomHex(8)+".json")
 	defer os.Remove(plan)
 	run, err := r.run(ctx, ws, progress, refreshing(st, "preview", "--parallel", parallel, "--save-plan", plan)...)
-	out := Result{Changes: run.changes, Output: run.output}
+	out := Result{Changes: run.changes, Output: run.output, Drift: run.drift}
 	if err != nil {
 		return out, err
 	}
@@ -140,7 +141,7 @@ func refreshing(st Stack, args ...string) []string {
 
 func (r *Runner) up(ctx context.Context, ws workspace, progress io.Writer, args ...string) (Result, error) {
 	run, err := r.run(ctx, ws, progress, append([]string{"up", "--yes", "--parallel", parallel}, args...)...)
-	out := Result{Outputs: run.outputs, Changes: run.changes, Output: run.output, Began: run.began}
+	out := Result{Outputs: run.outputs, Changes: run.changes, Output: run.output, Began: run.began, Drift: run.drift}
 	if out.Outputs == nil {
 		out.Outputs = map[string]any{}
 	}
