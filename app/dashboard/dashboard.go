@@ -47,6 +47,7 @@ type Overview struct {
 	Awaiting []dbgen.ActiveOperationsRow
 	Failures []dbgen.RecentFailuresRow
 	Waiting  int
+	Drifted  int         // deployments whose last drift check found changes
 	Pools    []ipam.Pool // for provider admins
 	// FirstSteps is how far a new install has come, for provider admins.
 	FirstSteps *dbgen.FirstStepsRow
@@ -85,6 +86,11 @@ func (s *Service) Overview(ctx context.Context, actor access.Principal) (Overvie
 		Since: time.Now().Add(-failureWindow)}); err != nil {
 		return o, fmt.Errorf("recent failures: %w", err)
 	}
+	drifted, err := q.CountDrifted(ctx, dbgen.CountDriftedParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants})
+	if err != nil {
+		return o, fmt.Errorf("drifted deployments: %w", err)
+	}
+	o.Drifted = int(drifted)
 	if o.Waiting, err = s.approvals.Waiting(ctx, actor); err != nil {
 		return o, err
 	}
@@ -133,7 +139,7 @@ func (h *Handlers) Page(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := DashboardView{Waiting: o.Waiting}
+	v := DashboardView{Waiting: o.Waiting, Drifted: o.Drifted}
 	for _, e := range o.Environments {
 		v.Environments = append(v.Environments, environment.EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: string(e.Status),
 			LandingZone: e.LandingZone, Template: e.Template, Created: e.CreatedAt})

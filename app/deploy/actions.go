@@ -48,6 +48,17 @@ func (s *Service) Refresh(ctx context.Context, actor access.Principal, id uuid.U
 	return s.request(ctx, actor, id, KindRefresh, Change{})
 }
 
+// CheckDrift queues a drift check: what the cloud has, compared with what the stack recorded.
+func (s *Service) CheckDrift(ctx context.Context, actor access.Principal, id uuid.UUID) (Operation, error) {
+	return s.request(ctx, actor, id, KindDriftCheck, Change{})
+}
+
+// Reconcile puts back what drifted: an update that reads the resources back first and applies
+// the deployment's own version and parameters again. Accepting a drift instead is a Refresh.
+func (s *Service) Reconcile(ctx context.Context, actor access.Principal, id uuid.UUID) (Operation, error) {
+	return s.request(ctx, actor, id, KindUpdate, Change{reconcile: true})
+}
+
 // Destroy queues the destruction of a deployment; tenant admins may.
 func (s *Service) Destroy(ctx context.Context, actor access.Principal, id uuid.UUID) (Operation, error) {
 	return s.request(ctx, actor, id, KindDestroy, Change{})
@@ -57,6 +68,7 @@ func (s *Service) Destroy(ctx context.Context, actor access.Principal, id uuid.U
 var permission = map[Kind]access.Permission{
 	KindPreview: access.ComponentPreview, KindDeploy: access.ComponentDeploy, KindUpdate: access.ComponentDeploy,
 	KindRefresh: access.ComponentDeploy, KindUpgrade: access.ComponentUpgrade, KindDestroy: access.ComponentDestroy,
+	KindDriftCheck: access.ComponentPreview,
 }
 
 // request checks that the actor may ask for kind and that the deployment is in a state to
@@ -79,11 +91,12 @@ func (s *Service) request(ctx context.Context, actor access.Principal, id uuid.U
 		return Operation{}, err
 	}
 	in := inputs{Plain: map[string]any{}}
-	if kind != KindRefresh && kind != KindDestroy {
+	if kind != KindRefresh && kind != KindDestroy && kind != KindDriftCheck {
 		if in, err = s.target(ctx, q, d, kind, c); err != nil {
 			return Operation{}, err
 		}
 	}
+	in.Refresh = c.reconcile
 	return s.enqueue(ctx, actor, d, kind, c, in, nil)
 }
 
@@ -91,7 +104,7 @@ func (s *Service) request(ctx context.Context, actor access.Principal, id uuid.U
 // the instance's runs change it, with its wiring, and its state would no longer say what is
 // there. Looking (a preview, a refresh) is left to them.
 func ownedByStack(d dbgen.GetDeploymentRow, kind Kind) error {
-	if !d.StackInstanceID.Valid || kind == KindPreview || kind == KindRefresh {
+	if !d.StackInstanceID.Valid || kind == KindPreview || kind == KindRefresh || kind == KindDriftCheck {
 		return nil
 	}
 	return problem.Invalid("deployment", "stack", "%s holds slot %s of a stack instance: %s it through the instance", d.Name, slotName(d.Slot), kind)
@@ -275,7 +288,7 @@ func (s *Service) allowed(ctx context.Context, q *dbgen.Queries, d dbgen.GetDepl
 		} else if deploying {
 			return problem.Invalid("deployment", "state", "%s is being deployed already", d.Name)
 		}
-	case KindUpdate, KindUpgrade, KindRefresh:
+	case KindUpdate, KindUpgrade, KindRefresh, KindDriftCheck:
 		if fresh {
 			return problem.Invalid("deployment", "state", "%s has not been deployed yet: deploy it first", d.Name)
 		}

@@ -51,8 +51,15 @@ type Deployment struct {
 	SecretNames   []string         `json:"secret_names"` // the secret parameters set, never their values
 	Outputs       map[string]any   `json:"outputs"`
 	Status        DeploymentStatus `json:"status"`
-	CreatedAt     time.Time        `json:"created_at"`
-	UpdatedAt     time.Time        `json:"updated_at"`
+	// DriftStatus is in_sync, drifted or unknown (never checked), as the last drift check,
+	// reconcile or accept left it at DriftCheckedAt; Drift is what a check found drifted.
+	DriftStatus string `json:"drift_status"`
+	// Slot is the stack instance slot the deployment holds, if any: the instance changes it.
+	Slot           string            `json:"slot,omitempty"`
+	DriftCheckedAt *time.Time        `json:"drift_checked_at"`
+	Drift          []pulumix.Drifted `json:"drift"`
+	CreatedAt      time.Time         `json:"created_at"`
+	UpdatedAt      time.Time         `json:"updated_at"`
 }
 
 func deploymentFromRow(r dbgen.GetDeploymentRow, secretNames []string) Deployment {
@@ -62,6 +69,9 @@ func deploymentFromRow(r dbgen.GetDeploymentRow, secretNames []string) Deploymen
 		SecretNames: secretNames}
 	_ = json.Unmarshal(r.Parameters, &d.Parameters)
 	_ = json.Unmarshal(r.Outputs, &d.Outputs)
+	d.DriftStatus, d.DriftCheckedAt, d.Drift = r.DriftStatus, r.DriftCheckedAt, []pulumix.Drifted{}
+	_ = json.Unmarshal(r.Drift, &d.Drift)
+	d.Slot = slotName(r.Slot)
 	if d.SecretNames == nil {
 		d.SecretNames = []string{}
 	}
@@ -100,6 +110,8 @@ type Change struct {
 	// Back lets an upgrade return to an earlier version: a stack instance's failed upgrade rolls
 	// its slots back so. People and the API cannot ask for it.
 	Back bool `json:"-"`
+	// reconcile reads the resources back first, so that the update puts back what drifted.
+	reconcile bool
 }
 
 // OperationArgs asks a worker to run an operation.
@@ -316,7 +328,7 @@ func (s *Service) RequestTx(ctx context.Context, tx pgx.Tx, actor access.Princip
 		return uuid.Nil, err
 	}
 	in := inputs{Plain: map[string]any{}}
-	if kind != KindDestroy && kind != KindRefresh {
+	if kind != KindDestroy && kind != KindRefresh && kind != KindDriftCheck {
 		if in, err = s.target(ctx, q, d, kind, c); err != nil {
 			return uuid.Nil, err
 		}

@@ -43,12 +43,13 @@ func TestEnd(t *testing.T) {
 	timeMsg := "ran out of its 30m0s: " + timedOut.Error()
 	gaveUp := "gave up after its last attempt: database went away"
 	refusedMsg := "vm is deployed already"
-	// A preview and a refresh change nothing, however they end.
+	// A preview, a refresh and a drift check change nothing, however they end.
 	unchanged := []row{{Succeeded, keep, ""}, {Failed, keep, undoneMsg}, {Failed, keep, halfMsg}, {Cancelled, keep, cancelMsg},
 		{Failed, keep, timeMsg}, {Failed, keep, gaveUp}, {Failed, keep, refusedMsg}}
 	want := map[Kind][]row{
-		KindPreview: unchanged,
-		KindRefresh: unchanged,
+		KindPreview:    unchanged,
+		KindRefresh:    unchanged,
+		KindDriftCheck: unchanged,
 		KindDeploy: {{Succeeded, keep, ""},
 			{Failed, Broken, undoneMsg + " (everything it created was removed)"},
 			{Failed, Broken, halfMsg},

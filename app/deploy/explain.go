@@ -16,6 +16,7 @@ var stepFailures = map[string]string{
 	StepRefresh: "The engine could not read the resources back",
 	StepDestroy: "The engine could not delete the resources",
 	StepRecord:  "What it did could not be recorded",
+	StepDrift:   "The engine could not compare the resources with the cloud",
 }
 
 // What the engine does to a resource, as "could not be …" says it.

@@ -108,7 +108,7 @@ func filter(c echo.Context, statuses []string) (Filter, error) {
 
 // What a list may be filtered by, in the order errors and pages name them.
 var (
-	kinds              = names(KindPreview, KindDeploy, KindUpdate, KindUpgrade, KindRefresh, KindDestroy, KindRestore)
+	kinds              = names(KindPreview, KindDeploy, KindUpdate, KindUpgrade, KindRefresh, KindDestroy, KindRestore, KindDriftCheck)
 	deploymentStatuses = names(Pending, Deploying, Deployed, Broken, Interrupted, Destroying, Destroyed, Upgrading)
 	operationStatuses  = names(Queued, Running, AwaitingApproval, Succeeded, Failed, Cancelled, Rejected)
 )
@@ -312,4 +312,79 @@ func Size(n int64) string {
 		return strconv.FormatInt(n>>10, 10) + " KiB"
 	}
 	return strconv.FormatInt(n, 10) + " bytes"
+}
+
+// DriftCheckAPI answers POST /api/v1/deployments/{id}/drift-checks with 202 and the queued check.
+func (h *Handlers) DriftCheckAPI(c echo.Context) error {
+	return web.OnID(c, h.svc.CheckDrift, web.Accepted[Operation](c))
+}
+
+// ReconcileAPI answers POST /api/v1/deployments/{id}/reconcile with 202 and the queued update
+// that puts back what drifted.
+func (h *Handlers) ReconcileAPI(c echo.Context) error {
+	return web.OnID(c, h.svc.Reconcile, web.Accepted[Operation](c))
+}
+
+// intervalBody is what a drift interval setting takes: a duration such as 6h, or null.
+type intervalBody struct {
+	DriftInterval *string `json:"drift_interval"`
+}
+
+// EnvironmentDriftAPI answers GET /api/v1/environments/{id}/drift-interval.
+func (h *Handlers) EnvironmentDriftAPI(c echo.Context) error {
+	return web.OnID(c, h.svc.EnvironmentDriftInterval, func(v DriftInterval) error { return c.JSON(http.StatusOK, v) })
+}
+
+// SetEnvironmentDriftAPI answers PUT /api/v1/environments/{id}/drift-interval: its own
+// interval ("0s" turns its zone's off; null follows the zone's).
+func (h *Handlers) SetEnvironmentDriftAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	if _, err := h.svc.EnvironmentDriftInterval(ctx, actor, id); err != nil {
+		return err // one who may not see it learns nothing of their body's faults
+	}
+	every, err := intervalOf(c, true)
+	if err != nil {
+		return err
+	}
+	v, err := h.svc.SetEnvironmentDriftInterval(ctx, actor, id, every)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// SetZoneDriftAPI answers PUT /api/v1/landing-zones/{id}/drift-interval (null: never).
+func (h *Handlers) SetZoneDriftAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if !web.Actor(c).ProviderAdmin {
+		return problem.ErrNotFound
+	}
+	every, err := intervalOf(c, false)
+	if err != nil {
+		return err
+	}
+	v, err := h.svc.SetZoneDriftInterval(web.Ctx(c), web.Actor(c), id, every)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"drift_interval": v})
+}
+
+// intervalOf reads the body of a drift interval setting.
+func intervalOf(c echo.Context, zeroAllowed bool) (*time.Duration, error) {
+	var body intervalBody
+	if err := web.DecodeJSON(c, &body); err != nil {
+		return nil, err
+	}
+	if body.DriftInterval == nil {
+		return nil, nil
+	}
+	return ParseInterval("drift_interval", *body.DriftInterval, zeroAllowed)
 }

@@ -27,6 +27,8 @@ type inputs struct {
 	Rotate  []string // secret inputs to make up anew
 	// Applies is the succeeded preview whose plan the operation carries out, if any.
 	Applies uuid.UUID
+	// Refresh reads the resources back before changing them: a reconcile.
+	Refresh bool
 }
 
 // version reads a published, unarchived version of the component; 0 asks for the latest.

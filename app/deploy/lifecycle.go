@@ -43,7 +43,7 @@ func leased(id uuid.UUID) uuid.NullUUID { return uuid.NullUUID{UUID: id, Valid: 
 func queueOperation(ctx context.Context, tx pgx.Tx, jobs component.JobInserter, deploymentID uuid.UUID, kind Kind, by uuid.UUID, in inputs) (dbgen.Operation, error) {
 	plain, _ := json.Marshal(in.Plain)
 	params := dbgen.CreateOperationParams{DeploymentID: deploymentID, Kind: string(kind),
-		RequestedBy: nullID(by), Parameters: plain, Rotate: []string{}, Applies: nullID(in.Applies)}
+		RequestedBy: nullID(by), Parameters: plain, Rotate: []string{}, Applies: nullID(in.Applies), Refresh: in.Refresh}
 	if in.Rotate != nil {
 		params.Rotate = in.Rotate
 	}
@@ -258,4 +258,10 @@ func land(ctx context.Context, q *dbgen.Queries, in dbgen.UpdateDeploymentInputs
 		return err
 	}
 	return q.RecordDeploymentOutputs(ctx, dbgen.RecordDeploymentOutputsParams{ID: in.ID, Status: string(to), Outputs: outputs})
+}
+
+// recordDrift records a deployment's drift: what a check found, or that it is in sync again.
+// It returns the drift as it was before, for the event that tells of the change.
+func recordDrift(ctx context.Context, q *dbgen.Queries, id uuid.UUID, status string, found json.RawMessage) (dbgen.RecordDriftRow, error) {
+	return q.RecordDrift(ctx, dbgen.RecordDriftParams{ID: id, DriftStatus: status, Drift: found})
 }

@@ -22,11 +22,13 @@ const (
 	KindRefresh Kind = "refresh" // reads back what the resources look like now
 	KindDestroy Kind = "destroy" // deletes the resources
 	KindRestore Kind = "restore" // replaces the stack's state; runs in its request, not in a worker
+	// KindDriftCheck compares what the cloud has with what the stack recorded, changing neither.
+	KindDriftCheck Kind = "drift_check"
 )
 
 // changes reports whether an operation of the kind changes the deployment's resources; a
-// preview and a refresh leave the deployment as it was, however they end.
-func (k Kind) changes() bool { return k != KindPreview && k != KindRefresh }
+// preview, a refresh and a drift check leave the deployment as it was, however they end.
+func (k Kind) changes() bool { return k != KindPreview && k != KindRefresh && k != KindDriftCheck }
 
 // Status is where an operation stands. Its moves are the functions of lifecycle.go:
 //
@@ -96,9 +98,11 @@ type Operation struct {
 	Version      int            `json:"version,omitempty"` // the component version it brings, when it brings one
 	Parameters   map[string]any `json:"parameters"`        // the plain parameters it applies
 	RequestedBy  string         `json:"requested_by,omitempty"`
-	Error        string         `json:"error,omitempty"`
-	ExitCode     *int           `json:"exit_code,omitempty"`
-	Changes      map[string]int `json:"changes"`
+	// Refresh: the operation reads the resources back before it changes them (a reconcile).
+	Refresh  bool           `json:"refresh,omitempty"`
+	Error    string         `json:"error,omitempty"`
+	ExitCode *int           `json:"exit_code,omitempty"`
+	Changes  map[string]int `json:"changes"`
 	// Position is how many operations on the same deployment come first, while it waits.
 	Position int `json:"position,omitempty"`
 	// CancelRequested: someone cancelled it while it ran, and it is stopping.
@@ -146,7 +150,7 @@ func operationFromRow(r dbgen.ListOperationsRow) Operation {
 	o := Operation{ID: r.ID, DeploymentID: r.DeploymentID, Deployment: r.DeploymentName, Kind: Kind(r.Kind), Status: Status(r.Status),
 		RequestedBy: r.RequestedByEmail, Error: r.Error, LogTruncated: r.LogTruncated, CreatedAt: r.CreatedAt,
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Changes: map[string]int{}, Parameters: map[string]any{},
-		CancelRequested: r.CancelRequestedAt != nil}
+		CancelRequested: r.CancelRequestedAt != nil, Refresh: r.Refresh}
 	if r.TargetVersion.Valid {
 		o.Version = int(r.TargetVersion.Int32)
 	}

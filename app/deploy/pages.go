@@ -199,6 +199,7 @@ func (h *Handlers) showPage(c echo.Context, formErr error, destroyErr string, st
 		v.Upgrades = append(v.Upgrades, UpgradeOption{Version: u.Version, Changelog: u.Changelog})
 	}
 	v.Fresh = st.Fresh
+	v.Drift = driftView(d, actor)
 	buttons := []FormButton{{Value: "preview", Label: "Preview"}, {Value: "update", Label: "Update", Primary: true}}
 	if st.Fresh {
 		buttons = []FormButton{{Value: "preview", Label: "Preview"}, {Value: "deploy", Label: "Deploy", Primary: true}}
@@ -217,6 +218,24 @@ func (h *Handlers) showPage(c echo.Context, formErr error, destroyErr string, st
 	page := web.Page(c, d.Name).Under(views.Crumb{Label: "Deployments", URL: "/deployments"},
 		views.Crumb{Label: d.Environment, URL: "/environments/" + d.EnvironmentID.String()})
 	return web.Render(c, status, DeploymentPage(page, v))
+}
+
+// driftView is the drift section of a deployment's page.
+func driftView(d Deployment, actor access.Principal) DriftView {
+	v := DriftView{Status: d.DriftStatus, CanCheck: actor.Can(access.ComponentPreview, d.TenantID),
+		CanAccept: actor.Can(access.ComponentDeploy, d.TenantID), Slot: d.Slot != ""}
+	v.CanReconcile = v.CanAccept && !v.Slot
+	if d.DriftCheckedAt != nil {
+		v.Checked = views.Stamp(*d.DriftCheckedAt)
+	}
+	for _, r := range d.Drift {
+		row := ResourceRow{Name: r.Name, Type: r.Type, Op: r.Op}
+		for _, ch := range r.Changes {
+			row.Changes = append(row.Changes, ChangeRow{Path: ch.Path, Kind: ch.Kind, Old: views.Value(ch.Old), New: views.Value(ch.New)})
+		}
+		v.Resources = append(v.Resources, row)
+	}
+	return v
 }
 
 func operationRow(o Operation) OperationRow {
@@ -319,6 +338,16 @@ func (h *Handlers) DestroyForm(c echo.Context) error {
 // RefreshForm queues a refresh and follows it.
 func (h *Handlers) RefreshForm(c echo.Context) error {
 	return web.OnID(c, h.svc.Refresh, web.Follow(c, operationURL))
+}
+
+// DriftCheckForm queues a drift check and follows it.
+func (h *Handlers) DriftCheckForm(c echo.Context) error {
+	return web.OnID(c, h.svc.CheckDrift, web.Follow(c, operationURL))
+}
+
+// ReconcileForm queues the update that puts back what drifted, and follows it.
+func (h *Handlers) ReconcileForm(c echo.Context) error {
+	return web.OnID(c, h.svc.Reconcile, web.Follow(c, operationURL))
 }
 
 // CancelForm cancels an operation from its page, and stays there.

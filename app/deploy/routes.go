@@ -16,6 +16,8 @@ func (h *Handlers) Routes(pages, api *echo.Group, seenComponent echo.MiddlewareF
 	pages.POST("/deployments/:id/apply", h.ApplyForm, seenDeployment)
 	pages.POST("/deployments/:id/upgrade", h.UpgradeForm, seenDeployment)
 	pages.POST("/deployments/:id/refresh", h.RefreshForm, seenDeployment)
+	pages.POST("/deployments/:id/drift-check", h.DriftCheckForm, seenDeployment)
+	pages.POST("/deployments/:id/reconcile", h.ReconcileForm, seenDeployment)
 	pages.POST("/deployments/:id/destroy", h.DestroyForm, seenDeployment)
 	pages.GET("/operations/:id", h.OperationPage, seenOperation)
 	pages.GET("/operations/:id/stream", h.Stream, seenOperation)
@@ -34,6 +36,11 @@ func (h *Handlers) Routes(pages, api *echo.Group, seenComponent echo.MiddlewareF
 	api.POST("/operations/:id/apply", h.ApplyPreviewAPI, seenOperation)
 	api.GET("/deployments/:id/state", h.StateAPI, seenDeployment)
 	api.PUT("/deployments/:id/state", h.RestoreStateAPI, seenDeployment)
+	api.POST("/deployments/:id/drift-checks", h.DriftCheckAPI, seenDeployment)
+	api.POST("/deployments/:id/reconcile", h.ReconcileAPI, seenDeployment)
+	api.GET("/environments/:id/drift-interval", h.EnvironmentDriftAPI)
+	api.PUT("/environments/:id/drift-interval", h.SetEnvironmentDriftAPI)
+	api.PUT("/landing-zones/:id/drift-interval", h.SetZoneDriftAPI)
 	for _, kind := range []string{"preview", "deploy", "update", "upgrade", "refresh", "destroy"} {
 		api.POST("/deployments/:id/"+kind, h.ActionAPI(kind), seenDeployment)
 	}

@@ -28,6 +28,7 @@ const (
 	StepRefresh = "refresh" // the engine reads the resources back
 	StepDestroy = "destroy" // the engine deletes the resources
 	StepRecord  = "record"  // the deployment takes what the operation left
+	StepDrift   = "drift"   // the engine compares the cloud with the state
 )
 
 // steps lists the steps of the run's operation, top to bottom; a step's Undo reverses it when a
@@ -52,6 +53,9 @@ func (r *run) steps() []saga.Step {
 			{Name: StepRecord, Do: r.recordDeployed}}
 	case KindRefresh:
 		return []saga.Step{{Name: StepRefresh, Do: r.refresh}}
+	case KindDriftCheck:
+		// What it found is recorded as the operation ends (see recordDrift).
+		return []saga.Step{{Name: StepDrift, Do: r.checkDrift}}
 	case KindDestroy:
 		// The preview shows its approvers what it would delete.
 		return []saga.Step{{Name: StepPreview, Do: r.previewDestroy}, approve,
@@ -262,6 +266,19 @@ func (r *run) converge(ctx context.Context, st pulumix.Stack, plan []byte, after
 	return res, nil
 }
 
+// checkDrift finds what changed in the cloud behind the state's back; its result is the list.
+func (r *run) checkDrift(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
+	res, err := r.w.runner.DriftCheck(ctx, r.current, r.progress)
+	r.count(res)
+	if err != nil {
+		return nil, r.engine(err)
+	}
+	if res.Drift == nil {
+		res.Drift = []pulumix.Drifted{}
+	}
+	return json.Marshal(res.Drift)
+}
+
 func (r *run) refresh(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
 	res, err := r.w.runner.Refresh(ctx, alone(r.current), r.progress)
 	return r.count(res), r.engine(err)
@@ -322,7 +339,9 @@ func (r *run) target(ctx context.Context) (pulumix.Stack, error) {
 	if err != nil {
 		return pulumix.Stack{}, saga.Transient(err)
 	}
-	return stackOf(ctx, q, r.w.keys, r.dep, now.TargetVersion.Int32, now.Parameters, now.SecretKeyID, now.SecretParameters)
+	st, err := stackOf(ctx, q, r.w.keys, r.dep, now.TargetVersion.Int32, now.Parameters, now.SecretKeyID, now.SecretParameters)
+	st.Refresh = r.op.Refresh
+	return st, err
 }
 
 // alone marks a stack the operation's lease holds alone, for the engine steps that take its

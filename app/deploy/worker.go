@@ -264,6 +264,11 @@ func (w *Worker) settle(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 		if err != nil {
 			return err
 		}
+		if e.status == Succeeded {
+			if err := settleDrift(ctx, q, op); err != nil {
+				return err
+			}
+		}
 		if e.deployment != "" {
 			if err := moveDeployment(ctx, q, op.DeploymentID, e.deployment); err != nil {
 				return err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 )
@@ -28,6 +29,10 @@ type engineRun struct {
 	outputs map[string]any // the stack's outputs after an update, secrets as "[secret]"
 	changes map[string]int // by kind, from the last summary: an up's update, not its preview
 	began   bool           // a step past the planning: the engine set about the resources
+	drift   []Drifted      // what a refresh preview found changed or gone
+	// refreshing are the resources whose latest planned step is a refresh: how a refresh
+	// preview's step ends says what it found.
+	refreshing map[string]bool
 }
 
 // run runs one CLI command on the workspace's stack: its text output goes to progress as it
@@ -64,6 +69,9 @@ func (r *Runner) run(ctx context.Context, ws workspace, progress io.Writer, args
 // note takes what an event tells: a resource's step for the sink, the stack's outputs, the
 // summary's counts.
 func (run *engineRun) note(ev apitype.EngineEvent, sink EventSink) {
+	if run.found(ev, sink) {
+		return
+	}
 	if sink != nil {
 		if e, ok := convert(ev); ok {
 			sink.Event(e)
@@ -85,6 +93,37 @@ func (run *engineRun) note(ev apitype.EngineEvent, sink EventSink) {
 			run.outputs[k] = masked(v)
 		}
 	}
+}
+
+// refreshed reports whether the event ends a planned refresh of a resource, which found drift()
+// tells. Any other planned step of it begins anew.
+func (run *engineRun) refreshed(ev apitype.EngineEvent) bool {
+	if pre := ev.ResourcePreEvent; pre != nil && pre.Planning {
+		if run.refreshing == nil {
+			run.refreshing = map[string]bool{}
+		}
+		run.refreshing[pre.Metadata.URN] = pre.Metadata.Op == apitype.OpRefresh
+	}
+	out := ev.ResOutputsEvent
+	return out != nil && out.Planning && run.refreshing[out.Metadata.URN]
+}
+
+// found keeps what the end of a planned refresh found changed or gone, and tells the sink.
+func (run *engineRun) found(ev apitype.EngineEvent, sink EventSink) bool {
+	if !run.refreshed(ev) {
+		return false
+	}
+	m := ev.ResOutputsEvent.Metadata
+	d, ok := drifted(m)
+	if !ok {
+		d = Drifted{URN: m.URN, Type: m.Type, Name: nameOf(m.URN), Op: string(apitype.OpSame)}
+	} else {
+		run.drift = append(run.drift, d)
+	}
+	if sink != nil {
+		sink.Event(Event{At: time.Now(), URN: d.URN, Type: d.Type, Name: d.Name, Op: d.Op, Status: "done", Changes: d.Changes})
+	}
+	return true
 }
 
 // masked replaces every secret in an output value with "[secret]". The engine shows a secret

@@ -89,6 +89,39 @@ func convert(ev apitype.EngineEvent) (Event, bool) {
 	return Event{}, false
 }
 
+// drifted is what a refresh preview found of one resource whose step began as a refresh,
+// when it found it changed or gone: the step ends as the change the refresh would record.
+// The values are the resource's inputs where it has the property as one, else its outputs.
+func drifted(m apitype.StepEventMetadata) (Drifted, bool) {
+	// A refresh previewed on its own ends as update or delete; one that begins a preview of the
+	// program ends as refresh, with the same differences.
+	if m.Op != apitype.OpUpdate && m.Op != apitype.OpDelete && m.Op != apitype.OpRefresh || m.Old == nil || strings.HasPrefix(m.Type, "pulumi:") {
+		return Drifted{}, false
+	}
+	d := Drifted{URN: m.URN, Type: m.Type, Name: nameOf(m.URN), Op: string(apitype.OpUpdate), Changes: []Change{}}
+	if m.New == nil {
+		d.Op = string(apitype.OpDelete)
+		return d, true
+	}
+	paths := slices.Clone(m.Diffs)
+	for p := range m.DetailedDiff {
+		if !slices.Contains(paths, p) {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	value := func(s *apitype.StepEventStateMetadata, p string) any {
+		if v, ok := s.Inputs[p]; ok {
+			return masked(v)
+		}
+		return masked(s.Outputs[p])
+	}
+	for _, p := range paths {
+		d.Changes = append(d.Changes, Change{Path: p, Kind: "update", Old: value(m.Old, p), New: value(m.New, p)})
+	}
+	return d, len(d.Changes) > 0
+}
+
 // nameOf is the last part of a URN: urn:pulumi:stack::project::type::name.
 func nameOf(urn string) string {
 	if i := strings.LastIndex(urn, "::"); i >= 0 {

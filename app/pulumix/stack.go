@@ -24,6 +24,9 @@ type Stack struct {
 	// Exclusive says the caller holds the stack alone (an operation's lease): a lock found on it
 	// was left by an engine that crashed, and is cleared before the engine starts.
 	Exclusive bool
+	// Refresh makes Preview, Up and Apply read the resources back from the cloud first, so that
+	// they change what drifted back to what the program declares.
+	Refresh bool
 }
 
 // Result is what an operation did.
@@ -35,6 +38,19 @@ type Result struct {
 	// Began says the engine went past its preview to the resources themselves: an up that
 	// failed without it changed nothing.
 	Began bool
+	// Drift is what a DriftCheck found, or the refresh of a Preview, Up or Apply that refreshes
+	// first: the resources whose cloud differs from the state.
+	Drift []Drifted
+}
+
+// Drifted is a resource whose cloud differs from what the stack's state recorded: its
+// properties that differ (old is the recorded value, new the one found), or gone (Op delete).
+type Drifted struct {
+	URN     string   `json:"urn"`
+	Type    string   `json:"type"`
+	Name    string   `json:"name"`
+	Op      string   `json:"op"` // update: properties differ; delete: gone from the cloud
+	Changes []Change `json:"changes"`
 }
 
 // EngineError is a failure the engine reported: the program or a provider refused or failed.
@@ -78,8 +94,8 @@ func (r *Runner) Preview(ctx context.Context, st Stack, progress io.Writer) (Res
 	}
 	plan := filepath.Join(ws.tmp, "plan-"+randomHex(8)+".json")
 	defer os.Remove(plan)
-	run, err := r.run(ctx, ws, progress, "preview", "--parallel", parallel, "--save-plan", plan)
-	out := Result{Changes: run.changes, Output: run.output}
+	run, err := r.run(ctx, ws, progress, refreshing(st, "preview", "--parallel", parallel, "--save-plan", plan)...)
+	out := Result{Changes: run.changes, Output: run.output, Drift: run.drift}
 	if err != nil {
 		return out, err
 	}
@@ -96,7 +112,7 @@ func (r *Runner) Up(ctx context.Context, st Stack, progress io.Writer) (Result, 
 	if err != nil {
 		return Result{}, err
 	}
-	return r.up(ctx, ws, progress)
+	return r.up(ctx, ws, progress, refreshing(st)...)
 }
 
 // Apply carries out a plan that Preview saved, without previewing again: the engine refuses any
@@ -112,12 +128,20 @@ func (r *Runner) Apply(ctx context.Context, st Stack, plan []byte, progress io.W
 		return Result{}, fmt.Errorf("write the plan of %s: %w", st.Name, err)
 	}
 	defer os.Remove(file)
-	return r.up(ctx, ws, progress, "--skip-preview", "--plan", file)
+	return r.up(ctx, ws, progress, refreshing(st, "--skip-preview", "--plan", file)...)
+}
+
+// refreshing adds the flag that reads the resources back first, when the stack asks for it.
+func refreshing(st Stack, args ...string) []string {
+	if st.Refresh {
+		return append(args, "--refresh")
+	}
+	return args
 }
 
 func (r *Runner) up(ctx context.Context, ws workspace, progress io.Writer, args ...string) (Result, error) {
 	run, err := r.run(ctx, ws, progress, append([]string{"up", "--yes", "--parallel", parallel}, args...)...)
-	out := Result{Outputs: run.outputs, Changes: run.changes, Output: run.output, Began: run.began}
+	out := Result{Outputs: run.outputs, Changes: run.changes, Output: run.output, Began: run.began, Drift: run.drift}
 	if out.Outputs == nil {
 		out.Outputs = map[string]any{}
 	}
@@ -133,6 +157,19 @@ func (r *Runner) Refresh(ctx context.Context, st Stack, progress io.Writer) (Res
 	}
 	run, err := r.run(ctx, ws, progress, "refresh", "--yes", "--skip-preview", "--parallel", parallel)
 	return Result{Changes: run.changes, Output: run.output}, err
+}
+
+// DriftCheck reads the stack's resources back from the cloud and compares them with the
+// state, changing neither: the refresh that `preview --refresh` begins with, without the
+// program. Result.Drift lists the resources that differ; the progress's events are one per
+// resource, update (properties differ, recorded → found), delete (gone) or same.
+func (r *Runner) DriftCheck(ctx context.Context, st Stack, progress io.Writer) (Result, error) {
+	ws, err := r.open(ctx, st, false)
+	if err != nil {
+		return Result{}, err
+	}
+	run, err := r.run(ctx, ws, progress, "refresh", "--preview-only", "--parallel", parallel)
+	return Result{Changes: run.changes, Output: run.output, Drift: run.drift}, err
 }
 
 // Destroy deletes the stack's resources, then the stack itself from the backend and its working

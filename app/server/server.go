@@ -247,6 +247,7 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 			Gated(approval.NewGate(eng.ApprovalTTL)))
 		river.AddWorker(w, approval.NewExpirer(pool, log.With("component", "approvals")))
 		river.AddWorker(w, deploy.NewReaper(pool))
+		river.AddWorker(w, deploy.NewDriftScanner(pool))
 		river.AddWorker(w, graph.NewRunner(pool, eng.GraphParallel, problem.Refusal).
 			Serve(graph.ParentEnvironment, environment.NewGraph(pool, eng.Keys)).
 			Serve(graph.ParentStackInstance, instance.NewParent(pool, eng.Keys)))
@@ -262,7 +263,8 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 
 // Periodic lists the domains' scheduled jobs.
 func Periodic(eng Engine) []*river.PeriodicJob {
-	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), event.SweepSchedule(), poller.Schedule(eng.PollInterval)}
+	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), deploy.DriftSchedule(), event.SweepSchedule(),
+		poller.Schedule(eng.PollInterval)}
 }
 
 func requireProviderAdmin(next echo.HandlerFunc) echo.HandlerFunc {

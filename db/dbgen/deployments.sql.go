@@ -92,7 +92,7 @@ INSERT INTO deployed_components (id, tenant_id, environment_id, component_id, ve
     secret_parameters, secret_key_id, project, stack, state_location, created_by, template_component_id,
     stack_instance_id, slot)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-RETURNING id, tenant_id, environment_id, component_id, version, name, parameters, secret_parameters, secret_key_id, outputs, status, project, stack, state_location, created_by, created_at, updated_at, template_component_id, stack_instance_id, slot
+RETURNING id, tenant_id, environment_id, component_id, version, name, parameters, secret_parameters, secret_key_id, outputs, status, project, stack, state_location, created_by, created_at, updated_at, template_component_id, stack_instance_id, slot, drift_status, drift_checked_at, drift
 `
 
 type CreateDeploymentParams struct {
@@ -155,6 +155,9 @@ func (q *Queries) CreateDeployment(ctx context.Context, arg CreateDeploymentPara
 		&i.TemplateComponentID,
 		&i.StackInstanceID,
 		&i.Slot,
+		&i.DriftStatus,
+		&i.DriftCheckedAt,
+		&i.Drift,
 	)
 	return i, err
 }
@@ -173,7 +176,7 @@ func (q *Queries) EngineEverRan(ctx context.Context, deploymentID uuid.UUID) (bo
 }
 
 const getDeployment = `-- name: GetDeployment :one
-SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, d.stack_instance_id, d.slot, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
+SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, d.stack_instance_id, d.slot, d.drift_status, d.drift_checked_at, d.drift, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
@@ -202,6 +205,9 @@ type GetDeploymentRow struct {
 	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
 	StackInstanceID     uuid.NullUUID   `json:"stack_instance_id"`
 	Slot                *string         `json:"slot"`
+	DriftStatus         string          `json:"drift_status"`
+	DriftCheckedAt      *time.Time      `json:"drift_checked_at"`
+	Drift               json.RawMessage `json:"drift"`
 	ComponentName       string          `json:"component_name"`
 	EnvironmentName     string          `json:"environment_name"`
 	TenantName          string          `json:"tenant_name"`
@@ -231,6 +237,9 @@ func (q *Queries) GetDeployment(ctx context.Context, id uuid.UUID) (GetDeploymen
 		&i.TemplateComponentID,
 		&i.StackInstanceID,
 		&i.Slot,
+		&i.DriftStatus,
+		&i.DriftCheckedAt,
+		&i.Drift,
 		&i.ComponentName,
 		&i.EnvironmentName,
 		&i.TenantName,
@@ -239,7 +248,7 @@ func (q *Queries) GetDeployment(ctx context.Context, id uuid.UUID) (GetDeploymen
 }
 
 const getOperation = `-- name: GetOperation :one
-SELECT id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies FROM operations WHERE id = $1
+SELECT id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh FROM operations WHERE id = $1
 `
 
 func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, error) {
@@ -268,6 +277,7 @@ func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, er
 		&i.SecretKeyID,
 		&i.Rotate,
 		&i.Applies,
+		&i.Refresh,
 	)
 	return i, err
 }
@@ -332,7 +342,7 @@ func (q *Queries) ListDeploymentChoices(ctx context.Context, arg ListDeploymentC
 }
 
 const listDeploymentOperationsBy = `-- name: ListDeploymentOperationsBy :many
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -386,6 +396,7 @@ type ListDeploymentOperationsByRow struct {
 	SecretKeyID       *string         `json:"secret_key_id"`
 	Rotate            []string        `json:"rotate"`
 	Applies           uuid.NullUUID   `json:"applies"`
+	Refresh           bool            `json:"refresh"`
 	DeploymentName    string          `json:"deployment_name"`
 	TenantID          uuid.UUID       `json:"tenant_id"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -434,6 +445,7 @@ func (q *Queries) ListDeploymentOperationsBy(ctx context.Context, arg ListDeploy
 			&i.SecretKeyID,
 			&i.Rotate,
 			&i.Applies,
+			&i.Refresh,
 			&i.DeploymentName,
 			&i.TenantID,
 			&i.RequestedByEmail,
@@ -449,7 +461,7 @@ func (q *Queries) ListDeploymentOperationsBy(ctx context.Context, arg ListDeploy
 }
 
 const listDeployments = `-- name: ListDeployments :many
-SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, d.stack_instance_id, d.slot, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
+SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, d.stack_instance_id, d.slot, d.drift_status, d.drift_checked_at, d.drift, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
@@ -497,6 +509,9 @@ type ListDeploymentsRow struct {
 	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
 	StackInstanceID     uuid.NullUUID   `json:"stack_instance_id"`
 	Slot                *string         `json:"slot"`
+	DriftStatus         string          `json:"drift_status"`
+	DriftCheckedAt      *time.Time      `json:"drift_checked_at"`
+	Drift               json.RawMessage `json:"drift"`
 	ComponentName       string          `json:"component_name"`
 	EnvironmentName     string          `json:"environment_name"`
 	TenantName          string          `json:"tenant_name"`
@@ -542,6 +557,9 @@ func (q *Queries) ListDeployments(ctx context.Context, arg ListDeploymentsParams
 			&i.TemplateComponentID,
 			&i.StackInstanceID,
 			&i.Slot,
+			&i.DriftStatus,
+			&i.DriftCheckedAt,
+			&i.Drift,
 			&i.ComponentName,
 			&i.EnvironmentName,
 			&i.TenantName,
@@ -557,7 +575,7 @@ func (q *Queries) ListDeployments(ctx context.Context, arg ListDeploymentsParams
 }
 
 const listDeploymentsBy = `-- name: ListDeploymentsBy :many
-SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, d.stack_instance_id, d.slot, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
+SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, d.stack_instance_id, d.slot, d.drift_status, d.drift_checked_at, d.drift, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
@@ -620,6 +638,9 @@ type ListDeploymentsByRow struct {
 	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
 	StackInstanceID     uuid.NullUUID   `json:"stack_instance_id"`
 	Slot                *string         `json:"slot"`
+	DriftStatus         string          `json:"drift_status"`
+	DriftCheckedAt      *time.Time      `json:"drift_checked_at"`
+	Drift               json.RawMessage `json:"drift"`
 	ComponentName       string          `json:"component_name"`
 	EnvironmentName     string          `json:"environment_name"`
 	TenantName          string          `json:"tenant_name"`
@@ -673,6 +694,9 @@ func (q *Queries) ListDeploymentsBy(ctx context.Context, arg ListDeploymentsByPa
 			&i.TemplateComponentID,
 			&i.StackInstanceID,
 			&i.Slot,
+			&i.DriftStatus,
+			&i.DriftCheckedAt,
+			&i.Drift,
 			&i.ComponentName,
 			&i.EnvironmentName,
 			&i.TenantName,
@@ -688,7 +712,7 @@ func (q *Queries) ListDeploymentsBy(ctx context.Context, arg ListDeploymentsByPa
 }
 
 const listOperations = `-- name: ListOperations :many
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -738,6 +762,7 @@ type ListOperationsRow struct {
 	SecretKeyID       *string         `json:"secret_key_id"`
 	Rotate            []string        `json:"rotate"`
 	Applies           uuid.NullUUID   `json:"applies"`
+	Refresh           bool            `json:"refresh"`
 	DeploymentName    string          `json:"deployment_name"`
 	TenantID          uuid.UUID       `json:"tenant_id"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -784,6 +809,7 @@ func (q *Queries) ListOperations(ctx context.Context, arg ListOperationsParams) 
 			&i.SecretKeyID,
 			&i.Rotate,
 			&i.Applies,
+			&i.Refresh,
 			&i.DeploymentName,
 			&i.TenantID,
 			&i.RequestedByEmail,
@@ -883,7 +909,7 @@ func (q *Queries) OperationResources(ctx context.Context, operationID uuid.UUID)
 }
 
 const operationView = `-- name: OperationView :one
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -913,6 +939,7 @@ type OperationViewRow struct {
 	SecretKeyID       *string         `json:"secret_key_id"`
 	Rotate            []string        `json:"rotate"`
 	Applies           uuid.NullUUID   `json:"applies"`
+	Refresh           bool            `json:"refresh"`
 	DeploymentName    string          `json:"deployment_name"`
 	TenantID          uuid.UUID       `json:"tenant_id"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -944,6 +971,7 @@ func (q *Queries) OperationView(ctx context.Context, id uuid.UUID) (OperationVie
 		&i.SecretKeyID,
 		&i.Rotate,
 		&i.Applies,
+		&i.Refresh,
 		&i.DeploymentName,
 		&i.TenantID,
 		&i.RequestedByEmail,

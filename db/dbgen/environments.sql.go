@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const createEnvironment = `-- name: CreateEnvironment :one
 INSERT INTO environments (tenant_id, name, created_by, landing_zone_id, template_id, status)
-VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at, template_id, status_reason, status_by, failed_transition
+VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at, template_id, status_reason, status_by, failed_transition, drift_interval
 `
 
 type CreateEnvironmentParams struct {
@@ -54,6 +55,7 @@ func (q *Queries) CreateEnvironment(ctx context.Context, arg CreateEnvironmentPa
 		&i.StatusReason,
 		&i.StatusBy,
 		&i.FailedTransition,
+		&i.DriftInterval,
 	)
 	return i, err
 }
@@ -194,7 +196,7 @@ func (q *Queries) EnvironmentInTransition(ctx context.Context, id uuid.UUID) (uu
 }
 
 const getEnvironment = `-- name: GetEnvironment :one
-SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, e.status_by, e.failed_transition, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
+SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, e.status_by, e.failed_transition, e.drift_interval, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
 FROM environments e JOIN tenants t ON t.id = e.tenant_id
 LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
 LEFT JOIN environment_templates tp ON tp.id = e.template_id
@@ -202,22 +204,23 @@ WHERE e.id = $1 AND e.deleted_at IS NULL AND t.deleted_at IS NULL
 `
 
 type GetEnvironmentRow struct {
-	ID               uuid.UUID     `json:"id"`
-	TenantID         uuid.UUID     `json:"tenant_id"`
-	Name             string        `json:"name"`
-	LandingZoneID    uuid.NullUUID `json:"landing_zone_id"`
-	Status           string        `json:"status"`
-	CreatedBy        uuid.NullUUID `json:"created_by"`
-	CreatedAt        time.Time     `json:"created_at"`
-	UpdatedAt        time.Time     `json:"updated_at"`
-	DeletedAt        *time.Time    `json:"deleted_at"`
-	TemplateID       uuid.NullUUID `json:"template_id"`
-	StatusReason     string        `json:"status_reason"`
-	StatusBy         uuid.NullUUID `json:"status_by"`
-	FailedTransition *string       `json:"failed_transition"`
-	TenantName       string        `json:"tenant_name"`
-	LandingZoneName  string        `json:"landing_zone_name"`
-	TemplateName     string        `json:"template_name"`
+	ID               uuid.UUID       `json:"id"`
+	TenantID         uuid.UUID       `json:"tenant_id"`
+	Name             string          `json:"name"`
+	LandingZoneID    uuid.NullUUID   `json:"landing_zone_id"`
+	Status           string          `json:"status"`
+	CreatedBy        uuid.NullUUID   `json:"created_by"`
+	CreatedAt        time.Time       `json:"created_at"`
+	UpdatedAt        time.Time       `json:"updated_at"`
+	DeletedAt        *time.Time      `json:"deleted_at"`
+	TemplateID       uuid.NullUUID   `json:"template_id"`
+	StatusReason     string          `json:"status_reason"`
+	StatusBy         uuid.NullUUID   `json:"status_by"`
+	FailedTransition *string         `json:"failed_transition"`
+	DriftInterval    pgtype.Interval `json:"drift_interval"`
+	TenantName       string          `json:"tenant_name"`
+	LandingZoneName  string          `json:"landing_zone_name"`
+	TemplateName     string          `json:"template_name"`
 }
 
 func (q *Queries) GetEnvironment(ctx context.Context, id uuid.UUID) (GetEnvironmentRow, error) {
@@ -237,6 +240,7 @@ func (q *Queries) GetEnvironment(ctx context.Context, id uuid.UUID) (GetEnvironm
 		&i.StatusReason,
 		&i.StatusBy,
 		&i.FailedTransition,
+		&i.DriftInterval,
 		&i.TenantName,
 		&i.LandingZoneName,
 		&i.TemplateName,
@@ -245,7 +249,7 @@ func (q *Queries) GetEnvironment(ctx context.Context, id uuid.UUID) (GetEnvironm
 }
 
 const listEnvironments = `-- name: ListEnvironments :many
-SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, e.status_by, e.failed_transition, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
+SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, e.status_by, e.failed_transition, e.drift_interval, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
 FROM environments e JOIN tenants t ON t.id = e.tenant_id
 LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
 LEFT JOIN environment_templates tp ON tp.id = e.template_id
@@ -260,22 +264,23 @@ type ListEnvironmentsParams struct {
 }
 
 type ListEnvironmentsRow struct {
-	ID               uuid.UUID     `json:"id"`
-	TenantID         uuid.UUID     `json:"tenant_id"`
-	Name             string        `json:"name"`
-	LandingZoneID    uuid.NullUUID `json:"landing_zone_id"`
-	Status           string        `json:"status"`
-	CreatedBy        uuid.NullUUID `json:"created_by"`
-	CreatedAt        time.Time     `json:"created_at"`
-	UpdatedAt        time.Time     `json:"updated_at"`
-	DeletedAt        *time.Time    `json:"deleted_at"`
-	TemplateID       uuid.NullUUID `json:"template_id"`
-	StatusReason     string        `json:"status_reason"`
-	StatusBy         uuid.NullUUID `json:"status_by"`
-	FailedTransition *string       `json:"failed_transition"`
-	TenantName       string        `json:"tenant_name"`
-	LandingZoneName  string        `json:"landing_zone_name"`
-	TemplateName     string        `json:"template_name"`
+	ID               uuid.UUID       `json:"id"`
+	TenantID         uuid.UUID       `json:"tenant_id"`
+	Name             string          `json:"name"`
+	LandingZoneID    uuid.NullUUID   `json:"landing_zone_id"`
+	Status           string          `json:"status"`
+	CreatedBy        uuid.NullUUID   `json:"created_by"`
+	CreatedAt        time.Time       `json:"created_at"`
+	UpdatedAt        time.Time       `json:"updated_at"`
+	DeletedAt        *time.Time      `json:"deleted_at"`
+	TemplateID       uuid.NullUUID   `json:"template_id"`
+	StatusReason     string          `json:"status_reason"`
+	StatusBy         uuid.NullUUID   `json:"status_by"`
+	FailedTransition *string         `json:"failed_transition"`
+	DriftInterval    pgtype.Interval `json:"drift_interval"`
+	TenantName       string          `json:"tenant_name"`
+	LandingZoneName  string          `json:"landing_zone_name"`
+	TemplateName     string          `json:"template_name"`
 }
 
 // Environments of the tenants the viewer may see (all for provider admins), by tenant and name;
@@ -303,6 +308,7 @@ func (q *Queries) ListEnvironments(ctx context.Context, arg ListEnvironmentsPara
 			&i.StatusReason,
 			&i.StatusBy,
 			&i.FailedTransition,
+			&i.DriftInterval,
 			&i.TenantName,
 			&i.LandingZoneName,
 			&i.TemplateName,
@@ -318,7 +324,7 @@ func (q *Queries) ListEnvironments(ctx context.Context, arg ListEnvironmentsPara
 }
 
 const lockEnvironment = `-- name: LockEnvironment :one
-SELECT id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at, template_id, status_reason, status_by, failed_transition FROM environments WHERE id = $1 FOR UPDATE
+SELECT id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at, template_id, status_reason, status_by, failed_transition, drift_interval FROM environments WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockEnvironment(ctx context.Context, id uuid.UUID) (Environment, error) {
@@ -338,6 +344,7 @@ func (q *Queries) LockEnvironment(ctx context.Context, id uuid.UUID) (Environmen
 		&i.StatusReason,
 		&i.StatusBy,
 		&i.FailedTransition,
+		&i.DriftInterval,
 	)
 	return i, err
 }

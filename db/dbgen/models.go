@@ -162,22 +162,26 @@ type DeployedComponent struct {
 	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
 	StackInstanceID     uuid.NullUUID   `json:"stack_instance_id"`
 	Slot                *string         `json:"slot"`
+	DriftStatus         string          `json:"drift_status"`
+	DriftCheckedAt      *time.Time      `json:"drift_checked_at"`
+	Drift               json.RawMessage `json:"drift"`
 }
 
 type Environment struct {
-	ID               uuid.UUID     `json:"id"`
-	TenantID         uuid.UUID     `json:"tenant_id"`
-	Name             string        `json:"name"`
-	LandingZoneID    uuid.NullUUID `json:"landing_zone_id"`
-	Status           string        `json:"status"`
-	CreatedBy        uuid.NullUUID `json:"created_by"`
-	CreatedAt        time.Time     `json:"created_at"`
-	UpdatedAt        time.Time     `json:"updated_at"`
-	DeletedAt        *time.Time    `json:"deleted_at"`
-	TemplateID       uuid.NullUUID `json:"template_id"`
-	StatusReason     string        `json:"status_reason"`
-	StatusBy         uuid.NullUUID `json:"status_by"`
-	FailedTransition *string       `json:"failed_transition"`
+	ID               uuid.UUID       `json:"id"`
+	TenantID         uuid.UUID       `json:"tenant_id"`
+	Name             string          `json:"name"`
+	LandingZoneID    uuid.NullUUID   `json:"landing_zone_id"`
+	Status           string          `json:"status"`
+	CreatedBy        uuid.NullUUID   `json:"created_by"`
+	CreatedAt        time.Time       `json:"created_at"`
+	UpdatedAt        time.Time       `json:"updated_at"`
+	DeletedAt        *time.Time      `json:"deleted_at"`
+	TemplateID       uuid.NullUUID   `json:"template_id"`
+	StatusReason     string          `json:"status_reason"`
+	StatusBy         uuid.NullUUID   `json:"status_by"`
+	FailedTransition *string         `json:"failed_transition"`
+	DriftInterval    pgtype.Interval `json:"drift_interval"`
 }
 
 type EnvironmentTemplate struct {
@@ -326,17 +330,18 @@ type IssuedName struct {
 }
 
 type LandingZone struct {
-	ID                  uuid.UUID     `json:"id"`
-	Name                string        `json:"name"`
-	Description         string        `json:"description"`
-	Provider            string        `json:"provider"`
-	Status              string        `json:"status"`
-	SystemEnvironmentID uuid.NullUUID `json:"system_environment_id"`
-	CreatedBy           uuid.NullUUID `json:"created_by"`
-	CreatedAt           time.Time     `json:"created_at"`
-	UpdatedAt           time.Time     `json:"updated_at"`
-	PublishedAt         *time.Time    `json:"published_at"`
-	RetiredAt           *time.Time    `json:"retired_at"`
+	ID                  uuid.UUID       `json:"id"`
+	Name                string          `json:"name"`
+	Description         string          `json:"description"`
+	Provider            string          `json:"provider"`
+	Status              string          `json:"status"`
+	SystemEnvironmentID uuid.NullUUID   `json:"system_environment_id"`
+	CreatedBy           uuid.NullUUID   `json:"created_by"`
+	CreatedAt           time.Time       `json:"created_at"`
+	UpdatedAt           time.Time       `json:"updated_at"`
+	PublishedAt         *time.Time      `json:"published_at"`
+	RetiredAt           *time.Time      `json:"retired_at"`
+	DriftInterval       pgtype.Interval `json:"drift_interval"`
 }
 
 type LoginFailure struct {
@@ -383,6 +388,7 @@ type Operation struct {
 	SecretKeyID       *string         `json:"secret_key_id"`
 	Rotate            []string        `json:"rotate"`
 	Applies           uuid.NullUUID   `json:"applies"`
+	Refresh           bool            `json:"refresh"`
 }
 
 type OperationLog struct {

@@ -45,7 +45,7 @@ UPDATE operations SET status = 'running', lease = $1, heartbeat_at = now(),
     started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = $2
   AND (status = 'queued' OR (status = 'running' AND heartbeat_at < now() - interval '1 minute'))
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh
 `
 
 type ClaimOperationParams struct {
@@ -80,15 +80,16 @@ func (q *Queries) ClaimOperation(ctx context.Context, arg ClaimOperationParams) 
 		&i.SecretKeyID,
 		&i.Rotate,
 		&i.Applies,
+		&i.Refresh,
 	)
 	return i, err
 }
 
 const createOperation = `-- name: CreateOperation :one
 
-INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate, applies)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $9::text[], $8)
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies
+INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate, applies, refresh)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $9::text[], $8, $10)
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh
 `
 
 type CreateOperationParams struct {
@@ -101,6 +102,7 @@ type CreateOperationParams struct {
 	TargetVersion    pgtype.Int4     `json:"target_version"`
 	Applies          uuid.NullUUID   `json:"applies"`
 	Rotate           []string        `json:"rotate"`
+	Refresh          bool            `json:"refresh"`
 }
 
 // The moves of an operation and the writes of its steps' checkpoints: the only statements that
@@ -117,6 +119,7 @@ func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams
 		arg.TargetVersion,
 		arg.Applies,
 		arg.Rotate,
+		arg.Refresh,
 	)
 	var i Operation
 	err := row.Scan(
@@ -142,6 +145,7 @@ func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams
 		&i.SecretKeyID,
 		&i.Rotate,
 		&i.Applies,
+		&i.Refresh,
 	)
 	return i, err
 }
@@ -453,7 +457,7 @@ func (q *Queries) SetOperationSecrets(ctx context.Context, arg SetOperationSecre
 const startRestore = `-- name: StartRestore :one
 INSERT INTO operations (deployment_id, kind, status, requested_by, lease, heartbeat_at, started_at)
 VALUES ($1, 'restore', 'running', $2, $3, now(), now())
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh
 `
 
 type StartRestoreParams struct {
@@ -489,6 +493,7 @@ func (q *Queries) StartRestore(ctx context.Context, arg StartRestoreParams) (Ope
 		&i.SecretKeyID,
 		&i.Rotate,
 		&i.Applies,
+		&i.Refresh,
 	)
 	return i, err
 }

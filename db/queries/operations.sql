@@ -3,8 +3,8 @@
 -- statuses names the status it starts from, so that a move from anywhere else changes no row.
 
 -- name: CreateOperation :one
-INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate, applies)
-VALUES ($1, $2, $3, $4, $5, $6, $7, sqlc.arg(rotate)::text[], $8)
+INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate, applies, refresh)
+VALUES ($1, $2, $3, $4, $5, $6, $7, sqlc.arg(rotate)::text[], $8, sqlc.arg(refresh))
 RETURNING *;
 
 -- name: StartRestore :one

@@ -20,6 +20,10 @@
 //
 // Deleting a machine by hand is removing its file, <dir>/machine/<id>.json.
 //
+// A resource changed by hand, outside Pulumi (drift), is one edited in place:
+//
+//	SIMCLOUD_DIR=<dir> pulumi-resource-simcloud edit machine <id> cores=4
+//
 // Pulumi finds it as an ambient plugin: an executable named pulumi-resource-simcloud on PATH
 // (scripts/simcloud.sh puts one beside the pinned CLI). Pulumi warns "using
 // pulumi-resource-simcloud from $PATH" on every run; installing it into the plugin cache
@@ -66,6 +70,9 @@ func run(args []string, getenv func(string) string) error {
 	}
 	if len(args) > 0 && args[0] == "machine" {
 		return machineCommand(args[1:], getenv("SIMCLOUD_DIR"))
+	}
+	if len(args) > 0 && args[0] == "edit" {
+		return editCommand(args[1:], getenv("SIMCLOUD_DIR"))
 	}
 	return provider.Main("simcloud", func(*provider.HostClient) (pulumirpc.ResourceProviderServer, error) {
 		return newProvider(), nil
