@@ -87,7 +87,8 @@ func startApp(t *testing.T) *app {
 	if err != nil {
 		t.Fatalf("the Pulumi toolchain is needed for checks: run go tool task toolchain (%v)", err)
 	}
-	client, err := jobs.NewClient(pool, jobsLog, jobs.Config{Register: server.Workers(pool, server.Engine{Runner: runner, Keys: keys, OperationTimeout: time.Minute}, jobsLog), Periodic: server.Periodic()})
+	eng := server.Engine{Runner: runner, Keys: keys, OperationTimeout: time.Minute}
+	client, err := jobs.NewClient(pool, jobsLog, jobs.Config{Register: server.Workers(pool, eng, jobsLog), Periodic: server.Periodic(eng)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,7 +98,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objs.store, OperationTimeout: cfg.JobTimeout, ApprovalTTL: cfg.ApprovalTTL,
 		ChecksPerTenant: cfg.ChecksPerTenant, GraphParallel: cfg.GraphParallel}
 	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, CheckWorkers: cfg.CheckWorkers, Timeout: cfg.JobTimeout,
-		Register: server.Workers(d.Pool, eng, log), Periodic: server.Periodic()})
+		Register: server.Workers(d.Pool, eng, log), Periodic: server.Periodic(eng)})
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,9 @@ func (h *Handlers) CreateAPI(c echo.Context) error {
 	}
 	ctx, actor := web.Ctx(c), web.Actor(c)
 	if in.TemplateID == uuid.Nil {
+		if in.ExpiresAt != nil || in.TTL != "" {
+			return problem.Invalid("template_id", "expiry", "only an environment opened from a landing zone's template expires: choose a template")
+		}
 		env, err := h.svc.Create(ctx, actor, in.TenantID, in.Name)
 		if err != nil {
 			return err

@@ -212,6 +212,9 @@ type Engine struct {
 	// GraphParallel bounds the operations of one graph (a stack instance's slots, an
 	// environment's components) running at once; graph.DefaultParallel when zero.
 	GraphParallel int
+	// ExpiryCheck is how often environments' expiries are looked at;
+	// environment.DefaultExpiryCheck when zero.
+	ExpiryCheck time.Duration
 }
 
 // startOnFirstUse serves the River UI, starting its background work (it counts the jobs of
@@ -243,12 +246,25 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 			Serve(graph.ParentStackInstance, instance.NewParent(pool, eng.Keys)))
 		river.AddWorker(w, instance.NewTimeoutWorker(pool, eng.Keys))
 		river.AddWorker(w, event.NewRouter(pool, instance.NewSignaller(pool, eng.Keys), instance.Refused))
+		river.AddWorker(w, environment.NewExpirer(pool, expiredInstances(pool, eng.Keys), log.With("component", "expiry")))
 	}
 }
 
-// Periodic lists the domains' scheduled jobs.
-func Periodic() []*river.PeriodicJob {
-	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule()}
+// expiredInstances destroys the stack instances of expired environments through the
+// instances' own service, queuing with the client of the job that asks.
+func expiredInstances(pool *pgxpool.Pool, keys *secrets.Keyring) func(component.JobInserter) environment.DestroyInstance {
+	return func(queue component.JobInserter) environment.DestroyInstance {
+		instances := instance.NewService(pool, deploy.NewService(pool, keys, queue, nil, nil), keys, queue)
+		return func(ctx context.Context, actor access.Principal, id uuid.UUID) error {
+			_, err := instances.Destroy(ctx, actor, id)
+			return err
+		}
+	}
+}
+
+// Periodic lists the domains' scheduled jobs, some as often as eng says.
+func Periodic(eng Engine) []*river.PeriodicJob {
+	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), environment.ExpirySchedule(eng.ExpiryCheck)}
 }
 
 func requireProviderAdmin(next echo.HandlerFunc) echo.HandlerFunc {

@@ -178,6 +178,14 @@ type Environment struct {
 	StatusReason     string        `json:"status_reason"`
 	StatusBy         uuid.NullUUID `json:"status_by"`
 	FailedTransition *string       `json:"failed_transition"`
+	ExpiresAt        *time.Time    `json:"expires_at"`
+}
+
+type EnvironmentExpiryWarning struct {
+	EnvironmentID uuid.UUID `json:"environment_id"`
+	ExpiresAt     time.Time `json:"expires_at"`
+	Point         string    `json:"point"`
+	SentAt        time.Time `json:"sent_at"`
 }
 
 type EnvironmentTemplate struct {
@@ -296,6 +304,8 @@ type LandingZone struct {
 	UpdatedAt           time.Time     `json:"updated_at"`
 	PublishedAt         *time.Time    `json:"published_at"`
 	RetiredAt           *time.Time    `json:"retired_at"`
+	DefaultTtlSeconds   *int64        `json:"default_ttl_seconds"`
+	MaxTtlSeconds       *int64        `json:"max_ttl_seconds"`
 }
 
 type LoginFailure struct {
