@@ -76,7 +76,10 @@ func (w *Router) Work(ctx context.Context, job *river.Job[RouteArgs]) error {
 		if err != nil || row.Outcome != Pending {
 			return err
 		}
-		r := dbgen.RouteEventParams{ID: row.ID}
+		// What the event was written about stays when the router finds no target: Nimbus's own
+		// events about an environment name no instance nor deployment.
+		r := dbgen.RouteEventParams{ID: row.ID, TenantID: row.TenantID, EnvironmentID: row.EnvironmentID, InstanceID: row.InstanceID,
+			DeploymentID: row.DeploymentID}
 		w.route(ctx, tx, queue, row, &r)
 		return q.RouteEvent(ctx, r)
 	})
