@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"nimbus/app/environment"
 )
 
 // ttlZone publishes a landing zone whose template deploys one machine, with the lifetimes
@@ -122,6 +124,40 @@ func TestEnvironmentTTL_WarnsThenDecommissionsItself(t *testing.T) {
 	must(t, s.pool.QueryRow(context.Background(), `SELECT actor_email FROM audit_events WHERE action = 'environment.expire' AND target_id = $1`, id).Scan(&actor))
 	if actor != "system" {
 		t.Fatalf("the expiry is audited as done by %q", actor)
+	}
+}
+
+// An expired environment's stack instances are destroyed first, through their own destroy and
+// as the system; then the environment is decommissioned.
+func TestEnvironmentTTL_ExpiryDestroysStackInstancesFirst(t *testing.T) {
+	s := newSiteWith(t, siteConfig{backend: "file", expiryCheck: time.Second})
+	stackID := publishedStack(t, s, "web", webStack(t, s, 0))
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	admin := s.token(t, s.adminA)
+	r := s.call(t, "POST", "/api/v1/stack-instances", admin, map[string]any{
+		"stack_id": stackID, "environment_id": env.ID, "name": "shop", "parameters": map[string]any{"prefix": "shop", "cores": 1}})
+	wantStatus(t, r, http.StatusAccepted)
+	inst := r.json(t)["id"].(string)
+	if got := s.waitInstance(t, admin, inst, status("active", "failed")); got["status"] != "active" {
+		t.Fatalf("the instance: %v", got)
+	}
+	_, err = s.pool.Exec(t.Context(), `UPDATE environments SET expires_at = now() + interval '3 seconds' WHERE id = $1`, env.ID)
+	must(t, err)
+
+	waitFor(t, "the decommissioning", func() bool {
+		return s.call(t, "GET", "/api/v1/environments/"+env.ID.String(), admin, nil).json(t)["status"] == "decommissioned"
+	})
+	if got := s.call(t, "GET", "/api/v1/stack-instances/"+inst, admin, nil).json(t); got["status"] != "destroyed" {
+		t.Fatalf("the instance of the expired environment: %v", got)
+	}
+	var by string
+	must(t, s.pool.QueryRow(t.Context(), `SELECT actor_email FROM audit_events WHERE action = 'stack_instance.destroy' AND target_id = $1`, inst).Scan(&by))
+	if by != "system" {
+		t.Fatalf("the instance's destroy is audited as %q's", by)
+	}
+	if n := ownEvents(t, s, env.ID.String(), "environment.expired"); n != 1 {
+		t.Fatalf("%d environment.expired events, want 1", n)
 	}
 }
 
