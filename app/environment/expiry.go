@@ -116,7 +116,8 @@ func (e *Expirer) warn(ctx context.Context, queue component.JobInserter, env dbg
 }
 
 // expire takes an expired environment down once it is active or failed: one still being
-// provisioned is taken down when that ends. Its stack instances go first, each destroyed
+// provisioned is taken down when that ends; one whose decommissioning failed is left to the
+// people who retry it, so that a destroy that keeps failing is not tried once a minute. Its stack instances go first, each destroyed
 // once; while any is left the environment waits, and one whose destroy failed keeps it
 // waiting for a person.
 func (e *Expirer) expire(ctx context.Context, queue component.JobInserter, row dbgen.ExpiringEnvironmentsRow) error {
@@ -142,15 +143,13 @@ func (e *Expirer) expire(ctx context.Context, queue component.JobInserter, row d
 	}
 	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		q := dbgen.New(tx)
-		if _, err := q.LockEnvironment(ctx, row.ID); err != nil {
-			return err
-		}
-		env, err := q.GetEnvironment(ctx, row.ID)
+		env, err := q.LockEnvironment(ctx, row.ID)
 		if err != nil {
 			return err
 		}
-		// Extended, or taken down by a person, since it was read.
-		if s := Status(env.Status); env.ExpiresAt == nil || env.ExpiresAt.After(time.Now()) || s != Active && s != Failed {
+		// Extended, or taken down by a person, since it was read; or its decommissioning failed,
+		// which a person retries.
+		if s := Status(env.Status); env.ExpiresAt == nil || env.ExpiresAt.After(time.Now()) || s != Active && s != Failed || failedIn(env) == decommission {
 			return nil
 		}
 		if err := (&Lifecycle{pool: e.pool, jobs: queue}).StartDecommission(ctx, tx, expiry, env.ID); err != nil {

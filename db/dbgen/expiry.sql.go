@@ -64,6 +64,7 @@ SELECT e.id, e.tenant_id, e.name, e.status, e.created_at, e.expires_at::timestam
 FROM environments e
 WHERE e.expires_at IS NOT NULL AND e.deleted_at IS NULL
   AND e.status IN ('planned', 'provisioning', 'active', 'failed')
+  AND (e.status <> 'failed' OR e.failed_transition IS DISTINCT FROM 'decommission')
   AND e.expires_at - least(interval '1 day', (e.expires_at - e.created_at) / 2) <= now()
 ORDER BY e.expires_at
 LIMIT 100
@@ -79,7 +80,8 @@ type ExpiringEnvironmentsRow struct {
 }
 
 // Environments past their first warning point (a day before expiry, or halfway through a
-// shorter life) that are not being taken down already, soonest expiry first.
+// shorter life) that are not being taken down already, soonest expiry first. One whose
+// decommissioning failed waits for a person to retry it.
 func (q *Queries) ExpiringEnvironments(ctx context.Context) ([]ExpiringEnvironmentsRow, error) {
 	rows, err := q.db.Query(ctx, expiringEnvironments)
 	if err != nil {

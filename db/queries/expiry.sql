@@ -5,11 +5,13 @@ UPDATE environments SET expires_at = $2 WHERE id = $1;
 
 -- name: ExpiringEnvironments :many
 -- Environments past their first warning point (a day before expiry, or halfway through a
--- shorter life) that are not being taken down already, soonest expiry first.
+-- shorter life) that are not being taken down already, soonest expiry first. One whose
+-- decommissioning failed waits for a person to retry it.
 SELECT e.id, e.tenant_id, e.name, e.status, e.created_at, e.expires_at::timestamptz AS expires_at
 FROM environments e
 WHERE e.expires_at IS NOT NULL AND e.deleted_at IS NULL
   AND e.status IN ('planned', 'provisioning', 'active', 'failed')
+  AND (e.status <> 'failed' OR e.failed_transition IS DISTINCT FROM 'decommission')
   AND e.expires_at - least(interval '1 day', (e.expires_at - e.created_at) / 2) <= now()
 ORDER BY e.expires_at
 LIMIT 100;
