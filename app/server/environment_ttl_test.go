@@ -188,8 +188,21 @@ func TestEnvironmentTTL_RequestedLifetimeWithinTheMaximum(t *testing.T) {
 	before := time.Now()
 	r := s.call(t, "POST", "/api/v1/environments", admin, map[string]any{"tenant_id": s.a.ID, "name": "dev", "template_id": template, "ttl": "3d"})
 	wantStatus(t, r, http.StatusAccepted)
-	if at := expiresAt(t, r.json(t)); at.Before(before.Add(72*time.Hour)) || at.After(time.Now().Add(72*time.Hour)) {
+	env := r.json(t)
+	at := expiresAt(t, env)
+	if at.Before(before.Add(72*time.Hour)) || at.After(time.Now().Add(72*time.Hour)) {
 		t.Fatalf("asking for 3d gave an expiry at %s", at)
+	}
+
+	// The page offers the extension; beyond the maximum it says so beside the field.
+	page := "/environments/" + env["id"].(string)
+	wantIn(t, s.call(t, "GET", page, admin, nil), `data-testid="extend-form"`, `data-testid="environment-expires"`)
+	r = s.submit(t, page+"/extend", admin, url.Values{"by": {"30d"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, `data-field-error="by"`)
+	wantStatus(t, s.submit(t, page+"/extend", admin, url.Values{"by": {"1d"}}), http.StatusSeeOther)
+	if got := expiresAt(t, s.call(t, "GET", "/api/v1"+page, admin, nil).json(t)); got.Sub(at) != 24*time.Hour {
+		t.Fatalf("extended by a day from the page, the expiry moved by %s", got.Sub(at))
 	}
 
 	for _, c := range []struct {
