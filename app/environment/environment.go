@@ -38,13 +38,19 @@ type Environment struct {
 	TemplateID    *uuid.UUID `json:"template_id"`
 	Template      string     `json:"template"`
 	CreatedAt     time.Time  `json:"created_at"`
+	// ExpiresAt is when it is decommissioned on its own; nil when it does not expire.
+	ExpiresAt *time.Time `json:"expires_at"`
 }
 
-// New is an environment to make: from a landing zone's template when TemplateID is set.
+// New is an environment to make: from a landing zone's template when TemplateID is set. An
+// environment opened in a zone may ask when it expires, at ExpiresAt or TTL from now (as
+// ParseTTL reads it), within the zone's maximum; it gets the zone's default otherwise.
 type New struct {
-	TenantID   uuid.UUID `json:"tenant_id"`
-	Name       string    `json:"name"`
-	TemplateID uuid.UUID `json:"template_id"`
+	TenantID   uuid.UUID  `json:"tenant_id"`
+	Name       string     `json:"name"`
+	TemplateID uuid.UUID  `json:"template_id"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	TTL        string     `json:"ttl"`
 }
 
 // TemplateChoice is a template an environment can be opened from.
@@ -55,7 +61,7 @@ type TemplateChoice struct {
 
 func environmentOf(r dbgen.GetEnvironmentRow) Environment {
 	e := Environment{ID: r.ID, TenantID: r.TenantID, TenantName: r.TenantName, Name: r.Name, Status: Status(r.Status), StatusReason: r.StatusReason,
-		LandingZone: r.LandingZoneName, Template: r.TemplateName, CreatedAt: r.CreatedAt}
+		LandingZone: r.LandingZoneName, Template: r.TemplateName, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
 	if r.LandingZoneID.Valid {
 		e.LandingZoneID = &r.LandingZoneID.UUID
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -61,6 +62,9 @@ func (h *Handlers) CreateAPI(c echo.Context) error {
 	}
 	ctx, actor := web.Ctx(c), web.Actor(c)
 	if in.TemplateID == uuid.Nil {
+		if in.ExpiresAt != nil || in.TTL != "" {
+			return problem.Invalid("template_id", "expiry", "only an environment opened from a landing zone's template expires: choose a template")
+		}
 		env, err := h.svc.Create(ctx, actor, in.TenantID, in.Name)
 		if err != nil {
 			return err
@@ -82,6 +86,41 @@ func (h *Handlers) CreateAPI(c echo.Context) error {
 // environment's deployments are destroyed, the template's last.
 func (h *Handlers) DecommissionAPI(c echo.Context) error {
 	return h.lifecycleAPI(c, h.lifecycle.Decommission)
+}
+
+// ExtendAPI answers POST /api/v1/environments/{id}/extend with the environment and its new
+// expiry.
+func (h *Handlers) ExtendAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var in Extension
+	if err := web.DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	env, err := h.svc.Extend(web.Ctx(c), web.Actor(c), id, in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, env)
+}
+
+// ExtendForm extends an environment from its page, by the lifetime typed.
+func (h *Handlers) ExtendForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	_, err = h.svc.Extend(web.Ctx(c), web.Actor(c), id, Extension{By: c.FormValue("by")})
+	if web.FormErrors(err) != nil {
+		return h.renderShow(c, http.StatusUnprocessableEntity, err)
+	}
+	if err != nil {
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, "Extended.")
+	return web.Redirect(c, "/environments/"+id.String())
 }
 
 // RetryAPI answers POST /api/v1/environments/{id}/retry with 202: a failed provisioning or
@@ -209,7 +248,8 @@ func (h *Handlers) renderShow(c echo.Context, status int, err error) error {
 		return derr
 	}
 	v := EnvironmentView{ID: d.ID.String(), TenantID: d.TenantID.String(), Tenant: d.TenantName, Name: d.Name, Status: string(d.Status), Reason: d.StatusReason,
-		LandingZoneID: zoneID(actor, d.LandingZoneID), LandingZone: d.LandingZone, Template: d.Template, CanManage: actor.Can(access.EnvironmentManage, d.TenantID), Errors: web.FormErrors(err)}
+		LandingZoneID: zoneID(actor, d.LandingZoneID), LandingZone: d.LandingZone, Template: d.Template, CanManage: actor.Can(access.EnvironmentManage, d.TenantID), Errors: web.FormErrors(err),
+		ExpiresAt: d.ExpiresAt, Expiring: d.Expiring(time.Now())}
 	for _, dep := range d.Deployments {
 		v.Deployments = append(v.Deployments, EnvDeploymentRow{ID: dep.ID.String(), Name: dep.Name, Component: dep.ComponentName, ComponentID: dep.ComponentID.String(),
 			Status: dep.Status, Outputs: outputs(dep.Outputs), Mandatory: dep.TemplateComponentID.Valid})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -98,8 +99,12 @@ func (l *Lifecycle) Open(ctx context.Context, actor access.Principal, in New) (u
 		if Status(system.Status) != Active {
 			return problem.Invalid("template_id", "ready", "landing zone %s cannot take environments while its system services are %s", z.Name, system.Status)
 		}
+		expires, err := expiryOf(z, in.ExpiresAt, in.TTL, time.Now())
+		if err != nil {
+			return err
+		}
 		env, err := create(ctx, q, dbgen.CreateEnvironmentParams{TenantID: in.TenantID, Name: in.Name,
-			LandingZoneID: nullID(z.ID), TemplateID: nullID(t.ID), CreatedBy: nullID(actor.UserID)})
+			LandingZoneID: nullID(z.ID), TemplateID: nullID(t.ID), CreatedBy: nullID(actor.UserID), ExpiresAt: expires})
 		if db.IsUniqueViolation(err) {
 			return problem.Invalid("name", "unique", "this tenant already has an environment named %q", in.Name)
 		}
@@ -110,8 +115,12 @@ func (l *Lifecycle) Open(ctx context.Context, actor access.Principal, in New) (u
 		if err := l.Provision(ctx, tx, actor, env.ID, "mandatory component "); err != nil {
 			return err
 		}
+		diff := map[string]any{"name": in.Name, "template": t.Name, "landing_zone": z.Name}
+		if expires != nil {
+			diff["expires_at"] = expires.UTC()
+		}
 		return audit.Record(ctx, q, actor, audit.Event{Tenant: in.TenantID, Action: "environment.create", TargetType: "environment",
-			TargetID: env.ID.String(), Diff: map[string]any{"name": in.Name, "template": t.Name, "landing_zone": z.Name}})
+			TargetID: env.ID.String(), Diff: diff})
 	})
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("open environment: %w", err)

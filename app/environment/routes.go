@@ -14,11 +14,13 @@ func (h *Handlers) Routes(pages, api *echo.Group) {
 	pages.GET("/environments/:id", h.ShowPage, seen)
 	pages.POST("/environments/:id/decommission", h.DecommissionForm, seen)
 	pages.POST("/environments/:id/retry", h.RetryForm, seen)
+	pages.POST("/environments/:id/extend", h.ExtendForm, seen)
 	api.GET("/environments", h.ListAPI)
 	api.POST("/environments", h.CreateAPI)
 	api.GET("/environments/:id", h.GetAPI, seen)
 	api.POST("/environments/:id/decommission", h.DecommissionAPI, seen)
 	api.POST("/environments/:id/retry", h.RetryAPI, seen)
+	api.POST("/environments/:id/extend", h.ExtendAPI, seen)
 }
 
 // Seen answers a request about a environment the actor cannot see with 404 (see web.Seen), for

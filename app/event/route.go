@@ -81,6 +81,8 @@ func (w *Router) routeOne(ctx context.Context, id uuid.UUID) error {
 		if err != nil || row.Outcome != Pending {
 			return err
 		}
+		// What the event was written about stays when the router finds no target: Nimbus's own
+		// events about an environment name no instance nor deployment.
 		r := dbgen.RouteEventParams{ID: row.ID, TenantID: row.TenantID, EnvironmentID: row.EnvironmentID, InstanceID: row.InstanceID,
 			DeploymentID: row.DeploymentID}
 		w.route(ctx, tx, queue, row, &r)

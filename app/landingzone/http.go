@@ -130,3 +130,21 @@ func (h *Handlers) PublishAPI(c echo.Context) error {
 func (h *Handlers) RetireAPI(c echo.Context) error {
 	return web.OnID(c, h.svc.Retire, web.Accepted[Zone](c))
 }
+
+// LifetimesAPI answers PUT /api/v1/landing-zones/{id}/lifetimes with the zone: how long the
+// environments opened in it live, and how far they may be extended.
+func (h *Handlers) LifetimesAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var in Lifetimes
+	if err := web.DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	z, err := h.svc.SetLifetimes(web.Ctx(c), web.Actor(c), id, in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, z)
+}

@@ -82,6 +82,8 @@ type pageForms struct {
 	service  MemberForm
 	template TemplateForm
 	zone     bool // the refusal is of publish or retire
+	// lifetimes is what was typed into the lifetimes form, when it was refused.
+	lifetimes *Lifetimes
 }
 
 func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err error) error {
@@ -98,6 +100,10 @@ func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err e
 		SystemStatus: z.SystemStatus, SystemReason: z.SystemReason, ServiceForm: forms.service, TemplateForm: forms.template}
 	if forms.zone {
 		v.Errors = web.FormErrors(err)
+	}
+	v.Lifetimes = z.Lifetimes
+	if forms.lifetimes != nil {
+		v.Lifetimes, v.LifetimeErrors = *forms.lifetimes, web.FormErrors(err)
 	}
 	for len(v.TemplateForm.Rows) < templateRows {
 		v.TemplateForm.Rows = append(v.TemplateForm.Rows, MemberForm{})
@@ -326,6 +332,24 @@ func (h *Handlers) removeForm(c echo.Context, param string, remove func(context.
 	}
 	web.SetFlash(c, web.FlashSuccess, done)
 	return web.Redirect(c, "/landing-zones/"+zone.String())
+}
+
+// LifetimesForm sets the zone's environment lifetimes from its page.
+func (h *Handlers) LifetimesForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	in := Lifetimes{Default: c.FormValue("default_ttl"), Max: c.FormValue("max_ttl")}
+	_, err = h.svc.SetLifetimes(web.Ctx(c), web.Actor(c), id, in)
+	if web.FormErrors(err) != nil {
+		return h.renderShow(c, http.StatusUnprocessableEntity, pageForms{lifetimes: &in}, err)
+	}
+	if err != nil {
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, "Environment lifetimes saved: environments opened from now on get them.")
+	return web.Redirect(c, "/landing-zones/"+id.String())
 }
 
 // PublishForm publishes the zone from its page.

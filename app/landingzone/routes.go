@@ -17,6 +17,7 @@ func (h *Handlers) Routes(pages, api *echo.Group) {
 	pages.POST("/landing-zones/:id/templates", h.AddTemplateForm, seen)
 	pages.POST("/landing-zones/:id/templates/:template_id/withdraw", h.WithdrawTemplateForm, seen)
 	pages.POST("/landing-zones/:id/system-services/:service_id/remove", h.RemoveSystemServiceForm, seen)
+	pages.POST("/landing-zones/:id/lifetimes", h.LifetimesForm, seen)
 	pages.POST("/landing-zones/:id/publish", h.PublishForm, seen)
 	pages.POST("/landing-zones/:id/retire", h.RetireForm, seen)
 	api.GET("/landing-zones", h.ListAPI)
@@ -26,6 +27,7 @@ func (h *Handlers) Routes(pages, api *echo.Group) {
 	api.POST("/landing-zones/:id/templates", h.AddTemplateAPI, seen)
 	api.DELETE("/landing-zones/:id/templates/:template_id", h.WithdrawTemplateAPI, seen)
 	api.DELETE("/landing-zones/:id/system-services/:service_id", h.RemoveSystemServiceAPI, seen)
+	api.PUT("/landing-zones/:id/lifetimes", h.LifetimesAPI, seen)
 	api.POST("/landing-zones/:id/publish", h.PublishAPI, seen)
 	api.POST("/landing-zones/:id/retire", h.RetireAPI, seen)
 }

@@ -51,6 +51,8 @@ type Zone struct {
 	PublishedAt         *time.Time `json:"published_at"`
 	RetiredAt           *time.Time `json:"retired_at"`
 	EnvironmentCount    int        `json:"environment_count"`
+	// Lifetimes of the environments opened in it.
+	Lifetimes
 }
 
 // ZoneEnv is a tenant environment opened in a zone.
@@ -173,7 +175,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal) ([]Zone, err
 func zoneOf(z dbgen.LandingZone) Zone {
 	return Zone{ID: z.ID, Name: z.Name, Description: z.Description, Provider: z.Provider, Status: z.Status,
 		SystemEnvironmentID: z.SystemEnvironmentID.UUID, CreatedAt: z.CreatedAt, PublishedAt: z.PublishedAt, RetiredAt: z.RetiredAt,
-		SystemServices: []Member{}, Templates: []Template{}, Resolvers: []string{}, Environments: []ZoneEnv{}}
+		SystemServices: []Member{}, Templates: []Template{}, Resolvers: []string{}, Environments: []ZoneEnv{}, Lifetimes: lifetimesOf(z)}
 }
 
 // Get returns a landing zone with its system services and their status, its templates, the

@@ -105,6 +105,8 @@ type siteConfig struct {
 	toolchain string
 	// deliveries is how events are sent to subscriptions.
 	deliveries event.DeliveryConfig
+	// expiryCheck is how often environments' expiries are looked at; the default when zero.
+	expiryCheck time.Duration
 }
 
 // newSiteWith starts a server as cfg says.
@@ -148,7 +150,8 @@ func newSiteWith(t testing.TB, cfg siteConfig, configure ...func(*server.Deps)) 
 	}
 	runner, _ := pulumix.NewRunner(cfg.toolchain, data, map[string]string{"SIMCLOUD_DIR": cloud}, opts...)
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.operationTimeout, ApprovalTTL: cfg.approvalTTL,
-		ChecksPerTenant: cfg.checksPerTenant, GraphParallel: cfg.graphParallel, Cloud: cloud, PollInterval: cfg.pollInterval, Deliveries: cfg.deliveries}
+		ChecksPerTenant: cfg.checksPerTenant, GraphParallel: cfg.graphParallel, Cloud: cloud, PollInterval: cfg.pollInterval, Deliveries: cfg.deliveries,
+		ExpiryCheck: cfg.expiryCheck}
 	client, err := jobs.NewClient(w.pool, log, jobs.Config{CheckWorkers: cfg.checkWorkers, Register: server.Workers(w.pool, eng, log), Periodic: server.Periodic(eng)})
 	if err != nil {
 		t.Fatal(err)

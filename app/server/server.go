@@ -221,6 +221,9 @@ type Engine struct {
 	// PollInterval is how often the clouds of cloud_provider event sources are polled;
 	// poller.DefaultInterval when zero.
 	PollInterval time.Duration
+	// ExpiryCheck is how often environments' expiries are looked at;
+	// environment.DefaultExpiryCheck when zero.
+	ExpiryCheck time.Duration
 }
 
 // startOnFirstUse serves the River UI, starting its background work (it counts the jobs of
@@ -258,13 +261,26 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 		river.AddWorker(w, event.NewDeliverer(pool, eng.Keys, eng.Deliveries))
 		river.AddWorker(w, poller.NewWorker(pool, poller.Clouds{Simcloud: eng.Cloud, Keys: eng.Keys, Client: &http.Client{Timeout: time.Minute}},
 			log.With("component", "poller")))
+		river.AddWorker(w, environment.NewExpirer(pool, expiredInstances(pool, eng.Keys), log.With("component", "expiry")))
 	}
 }
 
-// Periodic lists the domains' scheduled jobs.
+// expiredInstances destroys the stack instances of expired environments through the
+// instances' own service, queuing with the client of the job that asks.
+func expiredInstances(pool *pgxpool.Pool, keys *secrets.Keyring) func(component.JobInserter) environment.DestroyInstance {
+	return func(queue component.JobInserter) environment.DestroyInstance {
+		instances := instance.NewService(pool, deploy.NewService(pool, keys, queue, nil, nil), keys, queue)
+		return func(ctx context.Context, actor access.Principal, id uuid.UUID) error {
+			_, err := instances.Destroy(ctx, actor, id)
+			return err
+		}
+	}
+}
+
+// Periodic lists the domains' scheduled jobs, some as often as eng says.
 func Periodic(eng Engine) []*river.PeriodicJob {
 	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), deploy.DriftSchedule(), event.SweepSchedule(),
-		poller.Schedule(eng.PollInterval)}
+		poller.Schedule(eng.PollInterval), environment.ExpirySchedule(eng.ExpiryCheck)}
 }
 
 func requireProviderAdmin(next echo.HandlerFunc) echo.HandlerFunc {

@@ -16,8 +16,8 @@ import (
 )
 
 const createEnvironment = `-- name: CreateEnvironment :one
-INSERT INTO environments (tenant_id, name, created_by, landing_zone_id, template_id, status)
-VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at, template_id, status_reason, status_by, failed_transition, drift_interval
+INSERT INTO environments (tenant_id, name, created_by, landing_zone_id, template_id, status, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at, template_id, status_reason, status_by, failed_transition, drift_interval, expires_at
 `
 
 type CreateEnvironmentParams struct {
@@ -27,6 +27,7 @@ type CreateEnvironmentParams struct {
 	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
 	TemplateID    uuid.NullUUID `json:"template_id"`
 	Status        string        `json:"status"`
+	ExpiresAt     *time.Time    `json:"expires_at"`
 }
 
 // Writes the status, as SetEnvironmentStatus and StartEnvironmentTransition do: only
@@ -39,6 +40,7 @@ func (q *Queries) CreateEnvironment(ctx context.Context, arg CreateEnvironmentPa
 		arg.LandingZoneID,
 		arg.TemplateID,
 		arg.Status,
+		arg.ExpiresAt,
 	)
 	var i Environment
 	err := row.Scan(
@@ -56,6 +58,7 @@ func (q *Queries) CreateEnvironment(ctx context.Context, arg CreateEnvironmentPa
 		&i.StatusBy,
 		&i.FailedTransition,
 		&i.DriftInterval,
+		&i.ExpiresAt,
 	)
 	return i, err
 }
@@ -196,7 +199,7 @@ func (q *Queries) EnvironmentInTransition(ctx context.Context, id uuid.UUID) (uu
 }
 
 const getEnvironment = `-- name: GetEnvironment :one
-SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, e.status_by, e.failed_transition, e.drift_interval, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
+SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, e.status_by, e.failed_transition, e.drift_interval, e.expires_at, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
 FROM environments e JOIN tenants t ON t.id = e.tenant_id
 LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
 LEFT JOIN environment_templates tp ON tp.id = e.template_id
@@ -218,6 +221,7 @@ type GetEnvironmentRow struct {
 	StatusBy         uuid.NullUUID   `json:"status_by"`
 	FailedTransition *string         `json:"failed_transition"`
 	DriftInterval    pgtype.Interval `json:"drift_interval"`
+	ExpiresAt        *time.Time      `json:"expires_at"`
 	TenantName       string          `json:"tenant_name"`
 	LandingZoneName  string          `json:"landing_zone_name"`
 	TemplateName     string          `json:"template_name"`
@@ -241,6 +245,7 @@ func (q *Queries) GetEnvironment(ctx context.Context, id uuid.UUID) (GetEnvironm
 		&i.StatusBy,
 		&i.FailedTransition,
 		&i.DriftInterval,
+		&i.ExpiresAt,
 		&i.TenantName,
 		&i.LandingZoneName,
 		&i.TemplateName,
@@ -249,7 +254,7 @@ func (q *Queries) GetEnvironment(ctx context.Context, id uuid.UUID) (GetEnvironm
 }
 
 const listEnvironments = `-- name: ListEnvironments :many
-SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, e.status_by, e.failed_transition, e.drift_interval, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
+SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, e.status_by, e.failed_transition, e.drift_interval, e.expires_at, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
 FROM environments e JOIN tenants t ON t.id = e.tenant_id
 LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
 LEFT JOIN environment_templates tp ON tp.id = e.template_id
@@ -278,6 +283,7 @@ type ListEnvironmentsRow struct {
 	StatusBy         uuid.NullUUID   `json:"status_by"`
 	FailedTransition *string         `json:"failed_transition"`
 	DriftInterval    pgtype.Interval `json:"drift_interval"`
+	ExpiresAt        *time.Time      `json:"expires_at"`
 	TenantName       string          `json:"tenant_name"`
 	LandingZoneName  string          `json:"landing_zone_name"`
 	TemplateName     string          `json:"template_name"`
@@ -309,6 +315,7 @@ func (q *Queries) ListEnvironments(ctx context.Context, arg ListEnvironmentsPara
 			&i.StatusBy,
 			&i.FailedTransition,
 			&i.DriftInterval,
+			&i.ExpiresAt,
 			&i.TenantName,
 			&i.LandingZoneName,
 			&i.TemplateName,
@@ -324,7 +331,7 @@ func (q *Queries) ListEnvironments(ctx context.Context, arg ListEnvironmentsPara
 }
 
 const lockEnvironment = `-- name: LockEnvironment :one
-SELECT id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at, template_id, status_reason, status_by, failed_transition, drift_interval FROM environments WHERE id = $1 FOR UPDATE
+SELECT id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at, template_id, status_reason, status_by, failed_transition, drift_interval, expires_at FROM environments WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockEnvironment(ctx context.Context, id uuid.UUID) (Environment, error) {
@@ -345,6 +352,7 @@ func (q *Queries) LockEnvironment(ctx context.Context, id uuid.UUID) (Environmen
 		&i.StatusBy,
 		&i.FailedTransition,
 		&i.DriftInterval,
+		&i.ExpiresAt,
 	)
 	return i, err
 }

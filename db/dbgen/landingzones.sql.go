@@ -47,7 +47,7 @@ func (q *Queries) AddTemplateComponent(ctx context.Context, arg AddTemplateCompo
 }
 
 const createLandingZone = `-- name: CreateLandingZone :one
-INSERT INTO landing_zones (name, description, provider, created_by) VALUES ($1, $2, $3, $4) RETURNING id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval
+INSERT INTO landing_zones (name, description, provider, created_by) VALUES ($1, $2, $3, $4) RETURNING id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval, default_ttl_seconds, max_ttl_seconds
 `
 
 type CreateLandingZoneParams struct {
@@ -78,6 +78,8 @@ func (q *Queries) CreateLandingZone(ctx context.Context, arg CreateLandingZonePa
 		&i.PublishedAt,
 		&i.RetiredAt,
 		&i.DriftInterval,
+		&i.DefaultTtlSeconds,
+		&i.MaxTtlSeconds,
 	)
 	return i, err
 }
@@ -119,7 +121,7 @@ func (q *Queries) CreateTemplate(ctx context.Context, arg CreateTemplateParams) 
 }
 
 const getLandingZone = `-- name: GetLandingZone :one
-SELECT id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval FROM landing_zones WHERE id = $1
+SELECT id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval, default_ttl_seconds, max_ttl_seconds FROM landing_zones WHERE id = $1
 `
 
 func (q *Queries) GetLandingZone(ctx context.Context, id uuid.UUID) (LandingZone, error) {
@@ -138,6 +140,8 @@ func (q *Queries) GetLandingZone(ctx context.Context, id uuid.UUID) (LandingZone
 		&i.PublishedAt,
 		&i.RetiredAt,
 		&i.DriftInterval,
+		&i.DefaultTtlSeconds,
+		&i.MaxTtlSeconds,
 	)
 	return i, err
 }
@@ -184,7 +188,7 @@ func (q *Queries) GetTemplate(ctx context.Context, id uuid.UUID) (GetTemplateRow
 }
 
 const listLandingZones = `-- name: ListLandingZones :many
-SELECT z.id, z.name, z.description, z.provider, z.status, z.system_environment_id, z.created_by, z.created_at, z.updated_at, z.published_at, z.retired_at, z.drift_interval, (SELECT count(*) FROM environments e
+SELECT z.id, z.name, z.description, z.provider, z.status, z.system_environment_id, z.created_by, z.created_at, z.updated_at, z.published_at, z.retired_at, z.drift_interval, z.default_ttl_seconds, z.max_ttl_seconds, (SELECT count(*) FROM environments e
         WHERE e.landing_zone_id = z.id AND e.id IS DISTINCT FROM z.system_environment_id
           AND e.status <> 'decommissioned' AND e.deleted_at IS NULL) AS environments
 FROM landing_zones z
@@ -205,6 +209,8 @@ type ListLandingZonesRow struct {
 	PublishedAt         *time.Time      `json:"published_at"`
 	RetiredAt           *time.Time      `json:"retired_at"`
 	DriftInterval       pgtype.Interval `json:"drift_interval"`
+	DefaultTtlSeconds   *int64          `json:"default_ttl_seconds"`
+	MaxTtlSeconds       *int64          `json:"max_ttl_seconds"`
 	Environments        int64           `json:"environments"`
 }
 
@@ -230,6 +236,8 @@ func (q *Queries) ListLandingZones(ctx context.Context, status *string) ([]ListL
 			&i.PublishedAt,
 			&i.RetiredAt,
 			&i.DriftInterval,
+			&i.DefaultTtlSeconds,
+			&i.MaxTtlSeconds,
 			&i.Environments,
 		); err != nil {
 			return nil, err
@@ -243,7 +251,7 @@ func (q *Queries) ListLandingZones(ctx context.Context, status *string) ([]ListL
 }
 
 const lockLandingZone = `-- name: LockLandingZone :one
-SELECT id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval FROM landing_zones WHERE id = $1 FOR UPDATE
+SELECT id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval, default_ttl_seconds, max_ttl_seconds FROM landing_zones WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockLandingZone(ctx context.Context, id uuid.UUID) (LandingZone, error) {
@@ -262,6 +270,8 @@ func (q *Queries) LockLandingZone(ctx context.Context, id uuid.UUID) (LandingZon
 		&i.PublishedAt,
 		&i.RetiredAt,
 		&i.DriftInterval,
+		&i.DefaultTtlSeconds,
+		&i.MaxTtlSeconds,
 	)
 	return i, err
 }
@@ -358,7 +368,7 @@ func (q *Queries) SetSystemEnvironment(ctx context.Context, arg SetSystemEnviron
 }
 
 const shareLandingZone = `-- name: ShareLandingZone :one
-SELECT id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval FROM landing_zones WHERE id = $1 FOR SHARE
+SELECT id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval, default_ttl_seconds, max_ttl_seconds FROM landing_zones WHERE id = $1 FOR SHARE
 `
 
 // The zone as it stays until the transaction ends: not retired meanwhile.
@@ -378,6 +388,8 @@ func (q *Queries) ShareLandingZone(ctx context.Context, id uuid.UUID) (LandingZo
 		&i.PublishedAt,
 		&i.RetiredAt,
 		&i.DriftInterval,
+		&i.DefaultTtlSeconds,
+		&i.MaxTtlSeconds,
 	)
 	return i, err
 }
@@ -518,7 +530,7 @@ func (q *Queries) ZoneComponentChoices(ctx context.Context, name string) ([]Zone
 }
 
 const zoneOfSystemEnvironment = `-- name: ZoneOfSystemEnvironment :one
-SELECT id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval FROM landing_zones WHERE system_environment_id = $1
+SELECT id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval, default_ttl_seconds, max_ttl_seconds FROM landing_zones WHERE system_environment_id = $1
 `
 
 // The landing zone whose system services the environment holds, if it is such an environment.
@@ -538,6 +550,8 @@ func (q *Queries) ZoneOfSystemEnvironment(ctx context.Context, systemEnvironment
 		&i.PublishedAt,
 		&i.RetiredAt,
 		&i.DriftInterval,
+		&i.DefaultTtlSeconds,
+		&i.MaxTtlSeconds,
 	)
 	return i, err
 }

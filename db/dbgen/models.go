@@ -182,6 +182,14 @@ type Environment struct {
 	StatusBy         uuid.NullUUID   `json:"status_by"`
 	FailedTransition *string         `json:"failed_transition"`
 	DriftInterval    pgtype.Interval `json:"drift_interval"`
+	ExpiresAt        *time.Time      `json:"expires_at"`
+}
+
+type EnvironmentExpiryWarning struct {
+	EnvironmentID uuid.UUID `json:"environment_id"`
+	ExpiresAt     time.Time `json:"expires_at"`
+	Point         string    `json:"point"`
+	SentAt        time.Time `json:"sent_at"`
 }
 
 type EnvironmentTemplate struct {
@@ -342,6 +350,8 @@ type LandingZone struct {
 	PublishedAt         *time.Time      `json:"published_at"`
 	RetiredAt           *time.Time      `json:"retired_at"`
 	DriftInterval       pgtype.Interval `json:"drift_interval"`
+	DefaultTtlSeconds   *int64          `json:"default_ttl_seconds"`
+	MaxTtlSeconds       *int64          `json:"max_ttl_seconds"`
 }
 
 type LoginFailure struct {

@@ -1,8 +1,8 @@
 -- name: CreateEnvironment :one
 -- Writes the status, as SetEnvironmentStatus and StartEnvironmentTransition do: only
 -- app/environment's transitions call these three, and no other query writes it (a test says so).
-INSERT INTO environments (tenant_id, name, created_by, landing_zone_id, template_id, status)
-VALUES ($1, $2, $3, $4, $5, $6) RETURNING *;
+INSERT INTO environments (tenant_id, name, created_by, landing_zone_id, template_id, status, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *;
 
 -- name: GetEnvironment :one
 SELECT e.*, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
