@@ -94,3 +94,10 @@ func IsExclusionViolation(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.ExclusionViolation
 }
+
+// IsForeignKeyViolation reports whether err is Postgres refusing a row that names a row that
+// is not there, such as a tenant given by ID that does not exist.
+func IsForeignKeyViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.ForeignKeyViolation
+}

@@ -65,7 +65,8 @@ CREATE TABLE event_log (
     trigger         text,
     run_id          uuid REFERENCES stack_runs (id) ON DELETE SET NULL,
     routed_at       timestamptz,
-    UNIQUE NULLS NOT DISTINCT (source_id, event_id)
+    -- Once per sender's id and source; a deleted source's events no longer collide.
+    UNIQUE (source_id, event_id)
 );
 
 CREATE INDEX event_log_received_idx ON event_log (received_at DESC, id DESC);

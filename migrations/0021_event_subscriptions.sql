@@ -12,6 +12,7 @@ CREATE TABLE event_subscriptions (
     active          boolean NOT NULL DEFAULT true,
     -- Attempts failed in a row; a subscription that keeps failing is turned off, saying why.
     failures        integer NOT NULL DEFAULT 0,
+    failing_since   timestamptz,
     disabled_reason text NOT NULL DEFAULT '',
     created_by      uuid REFERENCES users (id) ON DELETE SET NULL,
     created_at      timestamptz NOT NULL DEFAULT now(),

@@ -60,6 +60,8 @@ type config struct {
 	Languages []string
 	// WebhooksPrivate lets event subscriptions deliver to private and loopback addresses.
 	WebhooksPrivate bool
+	// EventRetention is how long the event log keeps an event.
+	EventRetention time.Duration
 	// DatabaseRestartTimeout is how long a dead embedded Postgres is tried to be restarted
 	// before Nimbus gives up and exits.
 	DatabaseRestartTimeout time.Duration
@@ -104,6 +106,7 @@ var options = []option{
 		c.SecureCookies = b
 		return nil
 	}},
+	{"event-retention", "NIMBUS_EVENT_RETENTION", "720h", "how long the event log keeps an event", durationSetter(func(c *config, d time.Duration) { c.EventRetention = d })},
 	{"webhooks-private", "NIMBUS_WEBHOOKS_PRIVATE", "false", "let event subscriptions deliver to private, loopback and link-local addresses (off: only public ones)", func(c *config, v string) error {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

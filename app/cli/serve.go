@@ -98,7 +98,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	log.Info("secrets keyring loaded", "keyring", keys)
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objs.store, OperationTimeout: cfg.JobTimeout, ApprovalTTL: cfg.ApprovalTTL,
 		ChecksPerTenant: cfg.ChecksPerTenant, GraphParallel: cfg.GraphParallel, Cloud: cloud, PollInterval: cfg.PollInterval,
-		Deliveries: event.DeliveryConfig{AllowPrivate: cfg.WebhooksPrivate}}
+		Deliveries: event.DeliveryConfig{AllowPrivate: cfg.WebhooksPrivate}, EventRetention: cfg.EventRetention}
 	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, CheckWorkers: cfg.CheckWorkers, Timeout: cfg.JobTimeout,
 		Register: server.Workers(d.Pool, eng, log), Periodic: server.Periodic(eng)})
 	if err != nil {

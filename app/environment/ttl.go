@@ -34,7 +34,7 @@ func ParseTTL(field, s string) (time.Duration, error) {
 	var d time.Duration
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.Atoi(days)
-		if err != nil {
+		if err != nil || n < 0 || n > 3650 {
 			return 0, problem.Invalid(field, "duration", "must be a duration such as 7d, 36h or 90m")
 		}
 		d = time.Duration(n) * 24 * time.Hour

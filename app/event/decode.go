@@ -27,7 +27,7 @@ const MaxEvents = 500
 // structured or binary mode, or a batch of them; an Alertmanager (or Grafana) webhook
 // notification, one event per alert; or plain JSON with a type and a subject. What cannot be
 // read is refused with the field and the rule.
-func Decode(header http.Header, body []byte) ([]Event, error) {
+func Decode(header http.Header, body []byte, now time.Time) ([]Event, error) {
 	msg := cehttp.NewMessage(header, io.NopCloser(bytes.NewReader(body)))
 	defer msg.Finish(nil)
 	switch msg.ReadEncoding() {
@@ -69,7 +69,7 @@ func Decode(header http.Header, body []byte) ([]Event, error) {
 	if shape.Alerts != nil {
 		return fromAlertmanager(body)
 	}
-	return fromPlain(body)
+	return fromPlain(body, now)
 }
 
 // Extensions a CloudEvent may carry to name its target.
@@ -181,8 +181,9 @@ type plain struct {
 }
 
 // fromPlain reads a JSON object with a type and a subject; without an id, its id is a digest
-// of the body, so the same body sent twice is one event.
-func fromPlain(body []byte) ([]Event, error) {
+// of the body and of the five minutes it came in, so the same body sent again at once (a
+// sender's retry) is one event, and sent again later, another.
+func fromPlain(body []byte, now time.Time) ([]Event, error) {
 	var p plain
 	if err := json.Unmarshal(body, &p); err != nil {
 		return nil, problem.Invalid("body", "json", "%v", err)
@@ -199,7 +200,7 @@ func fromPlain(body []byte) ([]Event, error) {
 	}
 	id := p.ID
 	if id == "" {
-		sum := sha256.Sum256(body)
+		sum := sha256.Sum256(fmt.Appendf(body[:len(body):len(body)], "@%d", now.Truncate(SignatureWindow).Unix()))
 		id = hex.EncodeToString(sum[:16])
 	}
 	return []Event{{ID: clean(id, 200), Type: clean(p.Type, 200), Subject: clean(p.Subject, 500), Time: p.Time, Data: p.Data,

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"path"
 	"strings"
 	"syscall"
@@ -43,9 +44,10 @@ const (
 	// long as the last, up to MaxBackoff.
 	DefaultBackoff = 30 * time.Second
 	MaxBackoff     = time.Hour
-	// DefaultDisableAfter is how many attempts in a row may fail before the subscription is
-	// turned off.
+	// DefaultDisableAfter is how many attempts in a row may fail, over DefaultFailingFor at
+	// least, before the subscription is turned off: a receiver down for an hour loses nothing.
 	DefaultDisableAfter = 30
+	DefaultFailingFor   = 24 * time.Hour
 	// GiveUpAfter is how long an event is retried.
 	GiveUpAfter = 24 * time.Hour
 )
@@ -54,6 +56,9 @@ const (
 type DeliveryConfig struct {
 	Backoff      time.Duration
 	DisableAfter int
+	// FailingFor is how long a subscription's attempts must have been failing before it is
+	// turned off; DefaultFailingFor when zero, none when negative.
+	FailingFor time.Duration
 	// AllowPrivate lets deliveries reach loopback, private and link-local addresses: off, a
 	// subscription's URL cannot be used to reach into the network Nimbus runs in.
 	AllowPrivate bool
@@ -80,6 +85,12 @@ func NewDeliverer(pool *pgxpool.Pool, keys *secrets.Keyring, cfg DeliveryConfig)
 	if cfg.DisableAfter <= 0 {
 		cfg.DisableAfter = DefaultDisableAfter
 	}
+	switch {
+	case cfg.FailingFor == 0:
+		cfg.FailingFor = DefaultFailingFor
+	case cfg.FailingFor < 0:
+		cfg.FailingFor = 0
+	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second}
 	if !cfg.AllowPrivate {
 		dialer.Control = publicOnly
@@ -92,19 +103,51 @@ func NewDeliverer(pool *pgxpool.Pool, keys *secrets.Keyring, cfg DeliveryConfig)
 	return &Deliverer{pool: pool, keys: keys, cfg: cfg, client: client}
 }
 
+// notPublic are the ranges beyond loopback, private, link-local and multicast that are not
+// the public internet: shared address space (where some clouds keep their metadata), benchmark,
+// protocol assignments, reserved and broadcast.
+var notPublic = []netip.Prefix{
+	netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("198.18.0.0/15"), netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("240.0.0.0/4"), netip.MustParsePrefix("0.0.0.0/8"),
+}
+
+// embedsIPv4 are the IPv6 ranges that carry an IPv4 address: NAT64 (in its last four bytes)
+// and 6to4 (in bytes 2 to 5).
+var nat64, sixToFour = netip.MustParsePrefix("64:ff9b::/96"), netip.MustParsePrefix("2002::/16")
+
 // publicOnly refuses a connection to an address that is not public, after the name is
 // resolved, so that no name can be pointed inside.
 func publicOnly(_, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
+	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return err
 	}
-	ip := net.ParseIP(host)
-	if ip == nil || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() {
-		return fmt.Errorf("%s is not a public address", host)
+	if !public(ap.Addr()) {
+		return fmt.Errorf("%s is not a public address", ap.Addr())
 	}
 	return nil
+}
+
+func public(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	if ip.Is6() {
+		b := ip.As16()
+		switch {
+		case nat64.Contains(ip):
+			return public(netip.AddrFrom4([4]byte(b[12:16])))
+		case sixToFour.Contains(ip):
+			return public(netip.AddrFrom4([4]byte(b[2:6])))
+		}
+	}
+	if !ip.IsGlobalUnicast() || ip.IsPrivate() || ip.IsLoopback() {
+		return false
+	}
+	for _, p := range notPublic {
+		if p.Contains(ip) {
+			return false
+		}
+	}
+	return true
 }
 
 // Timeout bounds one attempt.
@@ -130,13 +173,11 @@ func (w *Deliverer) Work(ctx context.Context, job *river.Job[DeliverArgs]) error
 	if err != nil || d.Status != "pending" {
 		return err
 	}
-	if !d.SubscriptionActive || time.Since(d.CreatedAt) > GiveUpAfter {
-		status := "cancelled"
-		if d.SubscriptionActive {
-			status = "failed"
-		}
-		return q.RecordAttempt(ctx, dbgen.RecordAttemptParams{ID: d.ID, Attempt: d.Attempts, Status: status,
-			Error: "given up: " + map[string]string{"cancelled": "the subscription is off", "failed": "retried for a day"}[status]})
+	switch {
+	case !d.SubscriptionActive:
+		return q.FinishDelivery(ctx, dbgen.FinishDeliveryParams{ID: d.ID, Status: "cancelled"})
+	case time.Since(d.CreatedAt) > GiveUpAfter:
+		return q.FinishDelivery(ctx, dbgen.FinishDeliveryParams{ID: d.ID, Status: "failed"})
 	}
 	body, err := w.body(ctx, q, d.EventID)
 	if err != nil {
@@ -165,13 +206,14 @@ func (w *Deliverer) Work(ctx context.Context, job *river.Job[DeliverArgs]) error
 			return q.SubscriptionSucceeded(ctx, d.SubscriptionID)
 		}
 		sub, err := q.SubscriptionFailed(ctx, dbgen.SubscriptionFailedParams{ID: d.SubscriptionID, LimitFailures: int32(w.cfg.DisableAfter),
-			Reason: fmt.Sprintf("turned off after %d failed attempts in a row; the last: %s", w.cfg.DisableAfter, sendErr)})
+			LimitSpan: pgtype.Interval{Microseconds: w.cfg.FailingFor.Microseconds(), Valid: true},
+			Reason:    fmt.Sprintf("turned off: every attempt failed for %s; the last: %s", w.cfg.FailingFor, sendErr)})
 		if err != nil {
 			return err
 		}
 		if off = !sub.Active; off {
 			attempt.Status = "cancelled"
-			if sub.DisabledReason != "" && sub.Failures == int32(w.cfg.DisableAfter) {
+			if sub.WasActive {
 				if err := Emit(ctx, q, Own{Type: "subscription.disabled", Subject: sub.Name, Tenant: sub.TenantID.UUID,
 					Data: map[string]any{"subscription": sub.ID, "reason": sub.DisabledReason}}); err != nil {
 					return err

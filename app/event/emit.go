@@ -3,6 +3,7 @@ package event
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -77,16 +78,18 @@ func NewSweeper(router *Router) *Sweeper { return &Sweeper{router: router} }
 // Timeout bounds one sweep.
 func (w *Sweeper) Timeout(*river.Job[SweepArgs]) time.Duration { return time.Minute }
 
-// Work routes what waits; an event another worker is routing is left to it.
+// Work routes what waits; an event another worker is routing is left to it, and one that
+// cannot be routed now does not hold up the others: the next sweep tries it again.
 func (w *Sweeper) Work(ctx context.Context, _ *river.Job[SweepArgs]) error {
 	ids, err := dbgen.New(w.router.pool).PendingEvents(ctx)
 	if err != nil {
 		return err
 	}
+	var failed []error
 	for _, id := range ids {
 		if err := w.router.routeOne(ctx, id); err != nil {
-			return err
+			failed = append(failed, fmt.Errorf("route event %s: %w", id, err))
 		}
 	}
-	return nil
+	return errors.Join(failed...)
 }

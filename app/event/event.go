@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Event is an event as Nimbus keeps it, whatever shape it came in.
@@ -51,7 +52,8 @@ func (e Event) Fields() map[string]any {
 // token or a password in a label or a field, and the log is read by many.
 var secretKey = regexp.MustCompile(`(?i)secret|passw|token|credential|private.?key|api.?key|authorization`)
 
-// Redacted is data with the values of secret-looking keys replaced, at any depth.
+// Redacted is data with the values of secret-looking keys replaced, at any depth, and its
+// strings made fit to keep.
 func Redacted(data any) any {
 	switch x := data.(type) {
 	case map[string]any:
@@ -70,15 +72,21 @@ func Redacted(data any) any {
 			out[i] = Redacted(v)
 		}
 		return out
+	case string:
+		return clean(x, len(x))
 	}
 	return data
 }
 
-// clean trims a sender's string to what the log keeps of it.
+// clean trims a sender's string to what the log keeps of it: valid UTF-8 without NULs (which
+// Postgres's text refuses), at most max bytes, cut between characters.
 func clean(s string, max int) string {
-	s = strings.TrimSpace(s)
+	s = strings.TrimSpace(strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD"))
 	if len(s) > max {
 		s = s[:max]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
 	}
 	return s
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -86,7 +88,7 @@ func (r *Receiver) Receive(c echo.Context) error {
 	if !src.Active {
 		return echo.NewHTTPError(http.StatusForbidden, "this event source is turned off")
 	}
-	events, err := Decode(c.Request().Header, body)
+	events, err := Decode(c.Request().Header, body, r.now())
 	if err != nil {
 		return err
 	}
@@ -117,6 +119,9 @@ func Record(ctx context.Context, tx pgx.Tx, queue Queue, src dbgen.EventSource, 
 	out := Accepted{IDs: []uuid.UUID{}}
 	q := dbgen.New(tx)
 	var route []river.InsertManyParams
+	// In one order, so that two batches holding the same events cannot wait on each other.
+	events = slices.Clone(events)
+	slices.SortStableFunc(events, func(a, b Event) int { return strings.Compare(a.ID, b.ID) })
 	for _, e := range events {
 		payload, err := json.Marshal(stored{Source: e.Source, Data: Redacted(e.Data), Target: e.Target})
 		if err != nil {

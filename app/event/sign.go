@@ -33,13 +33,18 @@ func Sign(secret []byte, t time.Time, body []byte) string {
 }
 
 // verify checks that a request knows secret, by its bearer token or its signature; the error
-// says why not, for the log (never the secret or the body).
+// says why not, for the log (never the secret or the body). A signature covers the body only,
+// so a signed CloudEvent must be sent whole in the body (structured mode): in binary mode its
+// id, type and target are headers a replay could change.
 func verify(secret []byte, h http.Header, body []byte, now time.Time) error {
 	if token, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer "); ok {
 		if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), secret) == 1 {
 			return nil
 		}
 		return errors.New("wrong bearer token")
+	}
+	if h.Get("Ce-Specversion") != "" {
+		return errors.New("a signed CloudEvent in binary mode: sign a structured one, or send the bearer token")
 	}
 	sig := h.Get(SignatureHeader)
 	if sig == "" {

@@ -111,12 +111,15 @@ func (s *Service) Subscribe(ctx context.Context, actor access.Principal, in NewS
 		if db.IsUniqueViolation(err) {
 			return problem.Invalid("name", "unique", "a subscription named %q exists already", in.Name)
 		}
+		if db.IsForeignKeyViolation(err) {
+			return problem.Invalid("tenant_id", "exists", "no such tenant")
+		}
 		if err != nil {
 			return err
 		}
 		out = NewSubscribed{Subscription: subscriptionView(row), Secret: secret}
 		return audit.Record(ctx, q, actor, audit.Event{Tenant: tenant.UUID, Action: "event_subscription.create", TargetType: "event_subscription",
-			TargetID: id.String(), Diff: map[string]any{"name": in.Name, "url": in.URL, "types": in.Types}})
+			TargetID: id.String(), Diff: map[string]any{"name": in.Name, "host": hostOf(in.URL), "types": in.Types}})
 	})
 	if err != nil {
 		return NewSubscribed{}, fmt.Errorf("subscribe: %w", err)
@@ -239,6 +242,16 @@ func (s *Service) Deliveries(ctx context.Context, actor access.Principal, id uui
 		d.Attempts = append(d.Attempts, Attempt{N: int(a.Attempt), At: a.At, StatusCode: int(a.StatusCode.Int32), Error: a.Error, TookMs: int(a.TookMs)})
 	}
 	return out, nil
+}
+
+// hostOf is where a URL points, without the path or query some receivers keep their
+// credentials in: what the audit log keeps of a subscription's URL.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 func subscriptionView(r dbgen.EventSubscription) Subscription {

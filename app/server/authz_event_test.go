@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -31,7 +32,64 @@ func (w *world) loggedEvent(t *testing.T) uuid.UUID {
 	})
 }
 
+// subscription is tenant A's subscription, made by its admin.
+func (w *world) subscription(t *testing.T) event.NewSubscribed {
+	return fixture(w, "subscription", func() event.NewSubscribed {
+		sub, err := event.NewService(w.pool, w.keys).Subscribe(context.Background(), w.adminA,
+			event.NewSubscription{TenantID: &w.a.ID, Name: "hooks", URL: "https://hooks.example.com/nimbus"})
+		must(t, err)
+		return sub
+	})
+}
+
 var eventCases = map[string]authzCase{
+	"event.Service.Subscribe": {
+		refused: []refusal{{userA, problem.ErrForbidden}, {adminB, problem.ErrNotFound}},
+		served:  []actor{providerAdmin, adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			sub, err := event.NewService(w.pool, w.keys).Subscribe(context.Background(), p,
+				event.NewSubscription{TenantID: &w.a.ID, Name: "mine-" + strings.ToLower(strings.Split(p.Email, "@")[0]), URL: "https://hooks.example.com/x"})
+			if err == nil && sub.Secret == "" {
+				t.Error("a new subscription comes without its secret")
+			}
+			return err
+		},
+	},
+	"event.Service.Subscriptions": {
+		refused: []refusal{{userA, errHidden}, {adminB, errHidden}},
+		served:  []actor{providerAdmin, adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			sub := w.subscription(t)
+			list, err := event.NewService(w.pool, w.keys).Subscriptions(context.Background(), p, nil)
+			return shown(list, err, func(s event.Subscription) bool { return s.ID == sub.ID })
+		},
+	},
+	"event.Service.SetSubscriptionActive": {
+		refused: []refusal{{userA, problem.ErrForbidden}, {adminB, problem.ErrNotFound}},
+		served:  []actor{providerAdmin, adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			got, err := event.NewService(w.pool, w.keys).SetSubscriptionActive(context.Background(), p, w.subscription(t).ID, false)
+			if err == nil && got.Active {
+				t.Error("the subscription is still active")
+			}
+			return err
+		},
+	},
+	"event.Service.Deliveries": {
+		refused: []refusal{{userA, problem.ErrForbidden}, {adminB, problem.ErrNotFound}},
+		served:  []actor{providerAdmin, adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			_, err := event.NewService(w.pool, w.keys).Deliveries(context.Background(), p, w.subscription(t).ID)
+			return err
+		},
+	},
+	"event.Service.Unsubscribe": {
+		refused: []refusal{{userA, problem.ErrForbidden}, {adminB, problem.ErrNotFound}},
+		served:  []actor{adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			return event.NewService(w.pool, w.keys).Unsubscribe(context.Background(), p, w.subscription(t).ID)
+		},
+	},
 	"event.Service.CreateSource": {
 		refused: []refusal{{adminA, problem.ErrForbidden}},
 		served:  []actor{providerAdmin},

@@ -302,7 +302,7 @@ func TestDrift_ASlotsDriftMovesItsStackInstance(t *testing.T) {
 				{From: "degraded", To: "active", Trigger: "recover"},
 			},
 		},
-		Routes: []stack.Route{{Type: "drift.detected", Trigger: "degrade"}, {Type: "drift.resolved", Trigger: "recover"}},
+		Routes: []stack.Route{{Source: "nimbus", Type: "drift.detected", Trigger: "degrade"}, {Source: "nimbus", Type: "drift.resolved", Trigger: "recover"}},
 	}
 	r := s.call(t, "POST", "/api/v1/stacks", root, map[string]any{"provider": "simcloud", "name": "drifting", "draft": def})
 	wantStatus(t, r, http.StatusCreated)

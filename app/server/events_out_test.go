@@ -17,6 +17,7 @@ import (
 
 // received is one delivery as a receiver saw it.
 type received struct {
+	path   string
 	header http.Header
 	body   []byte
 }
@@ -25,7 +26,7 @@ func TestEvents_SubscriptionsGetSignedEventsAndOneThatKeepsFailingIsTurnedOff(t 
 	got := make(chan received, 100)
 	good := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		got <- received{header: r.Header.Clone(), body: body}
+		got <- received{path: r.URL.Path, header: r.Header.Clone(), body: body}
 	}))
 	defer good.Close()
 	bad := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -34,7 +35,7 @@ func TestEvents_SubscriptionsGetSignedEventsAndOneThatKeepsFailingIsTurnedOff(t 
 	defer bad.Close()
 	tlsConfig := good.Client().Transport.(*http.Transport).TLSClientConfig
 	s := newSiteWith(t, siteConfig{backend: "file", deliveries: event.DeliveryConfig{AllowPrivate: true, TLS: tlsConfig,
-		Backoff: 20 * time.Millisecond, DisableAfter: 3}})
+		Backoff: 20 * time.Millisecond, DisableAfter: 3, FailingFor: -1}})
 	admin, user := s.token(t, s.adminA), s.token(t, s.userA)
 
 	// Tenant admins subscribe their tenant; only provider admins subscribe every tenant.
@@ -49,6 +50,9 @@ func TestEvents_SubscriptionsGetSignedEventsAndOneThatKeepsFailingIsTurnedOff(t 
 		"types": []string{"stack.state_changed"}})
 	wantStatus(t, r, http.StatusCreated)
 	secret := r.json(t)["secret"].(string)
+	// Another tenant's subscription hears nothing of tenant A.
+	wantStatus(t, s.call(t, "POST", "/api/v1/event-subscriptions", s.token(t, s.adminB), map[string]any{"tenant_id": s.b.ID, "name": "nosy",
+		"url": good.URL + "/nosy"}), http.StatusCreated)
 	r = s.call(t, "POST", "/api/v1/event-subscriptions", admin, map[string]any{"tenant_id": s.a.ID, "name": "flaky", "url": bad.URL,
 		"types": []string{"deployment.*"}})
 	wantStatus(t, r, http.StatusCreated)
@@ -100,7 +104,13 @@ func TestEvents_SubscriptionsGetSignedEventsAndOneThatKeepsFailingIsTurnedOff(t 
 		}
 	}
 	if sub["active"] != false || !strings.Contains(fmt.Sprint(sub["disabled_reason"]), "503") {
-		t.Fatalf("the failing subscription: %v", sub)
+		var jobs []string
+		for _, l := range strings.Split(s.logs.String(), "\n") {
+			if strings.Contains(l, "event_delivery") || strings.Contains(l, "event_sweep") {
+				jobs = append(jobs, l)
+			}
+		}
+		t.Fatalf("the failing subscription: %v\n%s", sub, strings.Join(jobs, "\n"))
 	}
 	r = s.call(t, "GET", "/api/v1/event-subscriptions/"+flaky+"/deliveries", admin, nil)
 	wantStatus(t, r, http.StatusOK)
@@ -117,6 +127,11 @@ func TestEvents_SubscriptionsGetSignedEventsAndOneThatKeepsFailingIsTurnedOff(t 
 		t.Fatalf("%d attempts recorded, want 3: %s", attempts, r.body)
 	}
 	wantStatus(t, s.call(t, "GET", "/api/v1/event-subscriptions/"+flaky+"/deliveries", s.token(t, s.adminB), nil), http.StatusNotFound)
+	for len(got) > 0 {
+		if d := <-got; d.path == "/nosy" {
+			t.Fatalf("tenant B's subscription received tenant A's event: %s", d.body)
+		}
+	}
 	r = s.call(t, "GET", "/api/v1/events?type=subscription.disabled", admin, nil)
 	if !strings.Contains(string(r.body), `"subject":"flaky"`) {
 		t.Fatalf("no notice of the subscription turned off: %s", r.body)

@@ -215,6 +215,8 @@ type Engine struct {
 	GraphParallel int
 	// Deliveries is how Nimbus's own events are sent to subscriptions.
 	Deliveries event.DeliveryConfig
+	// EventRetention is how long the event log keeps an event; event.DefaultRetention when zero.
+	EventRetention time.Duration
 	// Cloud is the folder of the simulated cloud the runner deploys to, which simcloud event
 	// sources poll; empty for none.
 	Cloud string
@@ -259,6 +261,7 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 		river.AddWorker(w, router)
 		river.AddWorker(w, event.NewSweeper(router))
 		river.AddWorker(w, event.NewDeliverer(pool, eng.Keys, eng.Deliveries))
+		river.AddWorker(w, event.NewRetainer(pool, eng.EventRetention))
 		river.AddWorker(w, poller.NewWorker(pool, poller.Clouds{Simcloud: eng.Cloud, Keys: eng.Keys, Client: &http.Client{Timeout: time.Minute}},
 			log.With("component", "poller")))
 		river.AddWorker(w, environment.NewExpirer(pool, expiredInstances(pool, eng.Keys), log.With("component", "expiry")))
@@ -279,7 +282,7 @@ func expiredInstances(pool *pgxpool.Pool, keys *secrets.Keyring) func(component.
 
 // Periodic lists the domains' scheduled jobs, some as often as eng says.
 func Periodic(eng Engine) []*river.PeriodicJob {
-	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), deploy.DriftSchedule(), event.SweepSchedule(),
+	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), deploy.DriftSchedule(), event.SweepSchedule(), event.RetentionSchedule(),
 		poller.Schedule(eng.PollInterval), environment.ExpirySchedule(eng.ExpiryCheck)}
 }
 

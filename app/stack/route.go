@@ -17,7 +17,7 @@ import (
 // order; the first that takes an event routes it.
 type Route struct {
 	// Source is the kind of source the event came from (webhook, cloud_provider, nimbus);
-	// empty for any.
+	// empty for any but Nimbus's own.
 	Source string `json:"source,omitempty"`
 	// Type is a glob over the event's type, such as vm.* or alert.firing.
 	Type string `json:"type"`
@@ -42,7 +42,9 @@ func CompileFilter(text string) (*Expr, error) {
 // CompileFilter's event) are event; a filter that fails on this event (a key it lacks) does
 // not take it, and says why.
 func (r Route) Takes(ctx context.Context, kind, typ string, event map[string]any) (bool, error) {
-	if r.Source != "" && r.Source != kind {
+	// Nimbus's own events are taken only by rules that name them: a rule for any source
+	// taking its instance's own news could move it without end.
+	if r.Source != kind && (r.Source != "" || kind == "nimbus") {
 		return false, nil
 	}
 	if ok, err := path.Match(r.Type, typ); err != nil || !ok {

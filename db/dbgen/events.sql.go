@@ -107,7 +107,7 @@ func (q *Queries) CreateEventSource(ctx context.Context, arg CreateEventSourcePa
 const createSubscription = `-- name: CreateSubscription :one
 INSERT INTO event_subscriptions (id, tenant_id, name, url, types, secret, secret_key_id, created_by)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-RETURNING id, tenant_id, name, url, types, secret, secret_key_id, active, failures, disabled_reason, created_by, created_at
+RETURNING id, tenant_id, name, url, types, secret, secret_key_id, active, failures, failing_since, disabled_reason, created_by, created_at
 `
 
 type CreateSubscriptionParams struct {
@@ -143,6 +143,7 @@ func (q *Queries) CreateSubscription(ctx context.Context, arg CreateSubscription
 		&i.SecretKeyID,
 		&i.Active,
 		&i.Failures,
+		&i.FailingSince,
 		&i.DisabledReason,
 		&i.CreatedBy,
 		&i.CreatedAt,
@@ -157,6 +158,19 @@ DELETE FROM event_sources WHERE id = $1
 func (q *Queries) DeleteEventSource(ctx context.Context, id uuid.UUID) error {
 	_, err := q.db.Exec(ctx, deleteEventSource, id)
 	return err
+}
+
+const deleteOldEvents = `-- name: DeleteOldEvents :execrows
+DELETE FROM event_log WHERE id IN (SELECT o.id FROM event_log o WHERE o.received_at < $1::timestamptz LIMIT 5000)
+`
+
+// The log's retention: events received before the cutoff go, a batch at a time.
+func (q *Queries) DeleteOldEvents(ctx context.Context, before time.Time) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteOldEvents, before)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const deleteSubscription = `-- name: DeleteSubscription :exec
@@ -418,9 +432,9 @@ func (q *Queries) EventTargetInstance(ctx context.Context, arg EventTargetInstan
 
 const eventTargetResource = `-- name: EventTargetResource :many
 SELECT d.id, d.tenant_id, d.environment_id, d.stack_instance_id
-FROM deployed_components d JOIN environments e ON e.id = d.environment_id
+FROM deployed_components d JOIN environments e ON e.id = d.environment_id JOIN components c ON c.id = d.component_id
 WHERE ($1::uuid IS NULL OR e.landing_zone_id = $1) AND d.status <> 'destroyed'
-  AND (EXISTS (SELECT 1 FROM jsonb_each_text(d.outputs) o WHERE o.value = $2::text)
+  AND ((c.tenant_id IS NULL AND EXISTS (SELECT 1 FROM jsonb_each_text(d.outputs) o WHERE o.value = $2::text))
        OR EXISTS (SELECT 1 FROM operations op JOIN operation_resources r ON r.operation_id = op.id
                   WHERE op.deployment_id = d.id AND r.urn = $2::text))
 LIMIT 2
@@ -439,7 +453,9 @@ type EventTargetResourceRow struct {
 }
 
 // The live deployments of the source's landing zone that hold a resource: one of their
-// outputs has the value given, or one of their resources has it as its URN.
+// resources has it as its URN, or one of their outputs has the value given, where the
+// component is the provider's (a tenant's program chooses its outputs, and could claim
+// another's machine).
 func (q *Queries) EventTargetResource(ctx context.Context, arg EventTargetResourceParams) ([]EventTargetResourceRow, error) {
 	rows, err := q.db.Query(ctx, eventTargetResource, arg.Zone, arg.Resource)
 	if err != nil {
@@ -463,6 +479,20 @@ func (q *Queries) EventTargetResource(ctx context.Context, arg EventTargetResour
 		return nil, err
 	}
 	return items, nil
+}
+
+const finishDelivery = `-- name: FinishDelivery :exec
+UPDATE event_deliveries SET status = $2, finished_at = now() WHERE id = $1
+`
+
+type FinishDeliveryParams struct {
+	ID     uuid.UUID `json:"id"`
+	Status string    `json:"status"`
+}
+
+func (q *Queries) FinishDelivery(ctx context.Context, arg FinishDeliveryParams) error {
+	_, err := q.db.Exec(ctx, finishDelivery, arg.ID, arg.Status)
+	return err
 }
 
 const getDelivery = `-- name: GetDelivery :one
@@ -529,7 +559,7 @@ func (q *Queries) GetEventSource(ctx context.Context, id uuid.UUID) (EventSource
 }
 
 const getSubscription = `-- name: GetSubscription :one
-SELECT id, tenant_id, name, url, types, secret, secret_key_id, active, failures, disabled_reason, created_by, created_at FROM event_subscriptions WHERE id = $1
+SELECT id, tenant_id, name, url, types, secret, secret_key_id, active, failures, failing_since, disabled_reason, created_by, created_at FROM event_subscriptions WHERE id = $1
 `
 
 func (q *Queries) GetSubscription(ctx context.Context, id uuid.UUID) (EventSubscription, error) {
@@ -545,6 +575,7 @@ func (q *Queries) GetSubscription(ctx context.Context, id uuid.UUID) (EventSubsc
 		&i.SecretKeyID,
 		&i.Active,
 		&i.Failures,
+		&i.FailingSince,
 		&i.DisabledReason,
 		&i.CreatedBy,
 		&i.CreatedAt,
@@ -553,7 +584,7 @@ func (q *Queries) GetSubscription(ctx context.Context, id uuid.UUID) (EventSubsc
 }
 
 const listSubscriptions = `-- name: ListSubscriptions :many
-SELECT id, tenant_id, name, url, types, secret, secret_key_id, active, failures, disabled_reason, created_by, created_at FROM event_subscriptions
+SELECT id, tenant_id, name, url, types, secret, secret_key_id, active, failures, failing_since, disabled_reason, created_by, created_at FROM event_subscriptions
 WHERE ($1::boolean AND ($2::uuid IS NULL OR tenant_id = $2))
    OR (tenant_id = ANY($3::uuid[]) AND ($2::uuid IS NULL OR tenant_id = $2))
 ORDER BY tenant_id NULLS FIRST, name
@@ -584,6 +615,7 @@ func (q *Queries) ListSubscriptions(ctx context.Context, arg ListSubscriptionsPa
 			&i.SecretKeyID,
 			&i.Active,
 			&i.Failures,
+			&i.FailingSince,
 			&i.DisabledReason,
 			&i.CreatedBy,
 			&i.CreatedAt,
@@ -881,7 +913,7 @@ func (q *Queries) SetEventSourceSecret(ctx context.Context, arg SetEventSourceSe
 }
 
 const setSubscriptionActive = `-- name: SetSubscriptionActive :one
-UPDATE event_subscriptions SET active = $2, failures = 0, disabled_reason = '' WHERE id = $1 RETURNING id, tenant_id, name, url, types, secret, secret_key_id, active, failures, disabled_reason, created_by, created_at
+UPDATE event_subscriptions SET active = $2, failures = 0, failing_since = NULL, disabled_reason = '' WHERE id = $1 RETURNING id, tenant_id, name, url, types, secret, secret_key_id, active, failures, failing_since, disabled_reason, created_by, created_at
 `
 
 type SetSubscriptionActiveParams struct {
@@ -903,6 +935,7 @@ func (q *Queries) SetSubscriptionActive(ctx context.Context, arg SetSubscription
 		&i.SecretKeyID,
 		&i.Active,
 		&i.Failures,
+		&i.FailingSince,
 		&i.DisabledReason,
 		&i.CreatedBy,
 		&i.CreatedAt,
@@ -961,25 +994,53 @@ func (q *Queries) SubscriptionDeliveries(ctx context.Context, subscriptionID uui
 }
 
 const subscriptionFailed = `-- name: SubscriptionFailed :one
-UPDATE event_subscriptions
-SET failures = failures + 1,
-    active = CASE WHEN failures + 1 >= $1::integer THEN false ELSE active END,
-    disabled_reason = CASE WHEN failures + 1 >= $1::integer AND active
-        THEN $2::text ELSE disabled_reason END
-WHERE id = $3
-RETURNING id, tenant_id, name, url, types, secret, secret_key_id, active, failures, disabled_reason, created_by, created_at
+UPDATE event_subscriptions s
+SET failures = s.failures + 1,
+    failing_since = coalesce(s.failing_since, now()),
+    active = CASE WHEN s.failures + 1 >= $1::integer
+                   AND now() - coalesce(s.failing_since, now()) >= $2::interval THEN false ELSE s.active END,
+    disabled_reason = CASE WHEN s.active AND s.failures + 1 >= $1::integer
+                   AND now() - coalesce(s.failing_since, now()) >= $2::interval THEN $3::text ELSE s.disabled_reason END
+FROM (SELECT o.id, o.active AS was_active FROM event_subscriptions o WHERE o.id = $4 FOR UPDATE) old
+WHERE s.id = old.id
+RETURNING s.id, s.tenant_id, s.name, s.url, s.types, s.secret, s.secret_key_id, s.active, s.failures, s.failing_since, s.disabled_reason, s.created_by, s.created_at, old.was_active
 `
 
 type SubscriptionFailedParams struct {
-	LimitFailures int32     `json:"limit_failures"`
-	Reason        string    `json:"reason"`
-	ID            uuid.UUID `json:"id"`
+	LimitFailures int32           `json:"limit_failures"`
+	LimitSpan     pgtype.Interval `json:"limit_span"`
+	Reason        string          `json:"reason"`
+	ID            uuid.UUID       `json:"id"`
 }
 
-// Counts a failed attempt; at the limit the subscription is turned off, saying why.
-func (q *Queries) SubscriptionFailed(ctx context.Context, arg SubscriptionFailedParams) (EventSubscription, error) {
-	row := q.db.QueryRow(ctx, subscriptionFailed, arg.LimitFailures, arg.Reason, arg.ID)
-	var i EventSubscription
+type SubscriptionFailedRow struct {
+	ID             uuid.UUID     `json:"id"`
+	TenantID       uuid.NullUUID `json:"tenant_id"`
+	Name           string        `json:"name"`
+	Url            string        `json:"url"`
+	Types          []string      `json:"types"`
+	Secret         []byte        `json:"secret"`
+	SecretKeyID    string        `json:"secret_key_id"`
+	Active         bool          `json:"active"`
+	Failures       int32         `json:"failures"`
+	FailingSince   *time.Time    `json:"failing_since"`
+	DisabledReason string        `json:"disabled_reason"`
+	CreatedBy      uuid.NullUUID `json:"created_by"`
+	CreatedAt      time.Time     `json:"created_at"`
+	WasActive      bool          `json:"was_active"`
+}
+
+// Counts a failed attempt; a subscription whose attempts have all failed, at least
+// limit_failures of them over at least limit_span, is turned off, saying why. was_active tells
+// the attempt that turned it off from those after.
+func (q *Queries) SubscriptionFailed(ctx context.Context, arg SubscriptionFailedParams) (SubscriptionFailedRow, error) {
+	row := q.db.QueryRow(ctx, subscriptionFailed,
+		arg.LimitFailures,
+		arg.LimitSpan,
+		arg.Reason,
+		arg.ID,
+	)
+	var i SubscriptionFailedRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,
@@ -990,15 +1051,17 @@ func (q *Queries) SubscriptionFailed(ctx context.Context, arg SubscriptionFailed
 		&i.SecretKeyID,
 		&i.Active,
 		&i.Failures,
+		&i.FailingSince,
 		&i.DisabledReason,
 		&i.CreatedBy,
 		&i.CreatedAt,
+		&i.WasActive,
 	)
 	return i, err
 }
 
 const subscriptionSucceeded = `-- name: SubscriptionSucceeded :exec
-UPDATE event_subscriptions SET failures = 0 WHERE id = $1
+UPDATE event_subscriptions SET failures = 0, failing_since = NULL WHERE id = $1
 `
 
 func (q *Queries) SubscriptionSucceeded(ctx context.Context, id uuid.UUID) error {

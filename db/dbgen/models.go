@@ -286,6 +286,7 @@ type EventSubscription struct {
 	SecretKeyID    string        `json:"secret_key_id"`
 	Active         bool          `json:"active"`
 	Failures       int32         `json:"failures"`
+	FailingSince   *time.Time    `json:"failing_since"`
 	DisabledReason string        `json:"disabled_reason"`
 	CreatedBy      uuid.NullUUID `json:"created_by"`
 	CreatedAt      time.Time     `json:"created_at"`

@@ -49,11 +49,13 @@ WHERE d.id = sqlc.arg(id) AND (sqlc.narg(zone)::uuid IS NULL OR e.landing_zone_i
 
 -- name: EventTargetResource :many
 -- The live deployments of the source's landing zone that hold a resource: one of their
--- outputs has the value given, or one of their resources has it as its URN.
+-- resources has it as its URN, or one of their outputs has the value given, where the
+-- component is the provider's (a tenant's program chooses its outputs, and could claim
+-- another's machine).
 SELECT d.id, d.tenant_id, d.environment_id, d.stack_instance_id
-FROM deployed_components d JOIN environments e ON e.id = d.environment_id
+FROM deployed_components d JOIN environments e ON e.id = d.environment_id JOIN components c ON c.id = d.component_id
 WHERE (sqlc.narg(zone)::uuid IS NULL OR e.landing_zone_id = sqlc.narg(zone)) AND d.status <> 'destroyed'
-  AND (EXISTS (SELECT 1 FROM jsonb_each_text(d.outputs) o WHERE o.value = sqlc.arg(resource)::text)
+  AND ((c.tenant_id IS NULL AND EXISTS (SELECT 1 FROM jsonb_each_text(d.outputs) o WHERE o.value = sqlc.arg(resource)::text))
        OR EXISTS (SELECT 1 FROM operations op JOIN operation_resources r ON r.operation_id = op.id
                   WHERE op.deployment_id = d.id AND r.urn = sqlc.arg(resource)::text))
 LIMIT 2;
@@ -90,6 +92,10 @@ VALUES ((SELECT landing_zone_id FROM environments WHERE id = sqlc.narg(environme
         sqlc.arg(type), sqlc.arg(subject), sqlc.arg(payload), sqlc.narg(tenant), sqlc.narg(environment), sqlc.narg(instance), sqlc.narg(deployment))
 RETURNING id;
 
+-- name: DeleteOldEvents :execrows
+-- The log's retention: events received before the cutoff go, a batch at a time.
+DELETE FROM event_log WHERE id IN (SELECT o.id FROM event_log o WHERE o.received_at < sqlc.arg(before)::timestamptz LIMIT 5000);
+
 -- name: PendingEvents :many
 -- Events waiting to be routed: Nimbus's own, which the sweep routes, and any other whose
 -- routing job has not run a minute after it was accepted.
@@ -113,7 +119,7 @@ ORDER BY tenant_id NULLS FIRST, name;
 
 -- name: SetSubscriptionActive :one
 -- Turning a subscription on again forgets the failures that turned it off.
-UPDATE event_subscriptions SET active = $2, failures = 0, disabled_reason = '' WHERE id = $1 RETURNING *;
+UPDATE event_subscriptions SET active = $2, failures = 0, failing_since = NULL, disabled_reason = '' WHERE id = $1 RETURNING *;
 
 -- name: DeleteSubscription :exec
 DELETE FROM event_subscriptions WHERE id = $1;
@@ -143,17 +149,25 @@ UPDATE event_deliveries SET attempts = sqlc.arg(attempt), status = sqlc.arg(stat
 WHERE id = sqlc.arg(id);
 
 -- name: SubscriptionSucceeded :exec
-UPDATE event_subscriptions SET failures = 0 WHERE id = $1;
+UPDATE event_subscriptions SET failures = 0, failing_since = NULL WHERE id = $1;
 
 -- name: SubscriptionFailed :one
--- Counts a failed attempt; at the limit the subscription is turned off, saying why.
-UPDATE event_subscriptions
-SET failures = failures + 1,
-    active = CASE WHEN failures + 1 >= sqlc.arg(limit_failures)::integer THEN false ELSE active END,
-    disabled_reason = CASE WHEN failures + 1 >= sqlc.arg(limit_failures)::integer AND active
-        THEN sqlc.arg(reason)::text ELSE disabled_reason END
-WHERE id = sqlc.arg(id)
-RETURNING *;
+-- Counts a failed attempt; a subscription whose attempts have all failed, at least
+-- limit_failures of them over at least limit_span, is turned off, saying why. was_active tells
+-- the attempt that turned it off from those after.
+UPDATE event_subscriptions s
+SET failures = s.failures + 1,
+    failing_since = coalesce(s.failing_since, now()),
+    active = CASE WHEN s.failures + 1 >= sqlc.arg(limit_failures)::integer
+                   AND now() - coalesce(s.failing_since, now()) >= sqlc.arg(limit_span)::interval THEN false ELSE s.active END,
+    disabled_reason = CASE WHEN s.active AND s.failures + 1 >= sqlc.arg(limit_failures)::integer
+                   AND now() - coalesce(s.failing_since, now()) >= sqlc.arg(limit_span)::interval THEN sqlc.arg(reason)::text ELSE s.disabled_reason END
+FROM (SELECT o.id, o.active AS was_active FROM event_subscriptions o WHERE o.id = sqlc.arg(id) FOR UPDATE) old
+WHERE s.id = old.id
+RETURNING s.*, old.was_active;
+
+-- name: FinishDelivery :exec
+UPDATE event_deliveries SET status = $2, finished_at = now() WHERE id = $1;
 
 -- name: SubscriptionDeliveries :many
 SELECT d.*, l.type AS event_type, l.subject AS event_subject
