@@ -346,7 +346,7 @@ func wantField(t *testing.T, err error, field string) {
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 
 // webhook makes a webhook source in a new landing zone and returns the zone, the source's
 // receiving path and its secret.
-func webhook(t *testing.T, s *site, name string) (zone, path, secret string) {
+func webhook(t testing.TB, s *site, name string) (zone, path, secret string) {
 	t.Helper()
 	root := s.token(t, s.admin)
 	r := s.call(t, "POST", "/api/v1/landing-zones", root, map[string]any{"name": name, "provider": "simcloud"})
@@ -262,7 +262,7 @@ func TestEvents_AFloodIsStoredOnceAndRouted(t *testing.T) {
 
 // alertStack is one network with a lifecycle active ⇄ degraded, and rules: a critical alert
 // degrades, a stopped machine degrades, a resolved alert recovers.
-func alertStack(t *testing.T, s *site) stack.Definition {
+func alertStack(t testing.TB, s *site) stack.Definition {
 	ids := builtinIDs(t, s)
 	return stack.Definition{
 		Parameters: json.RawMessage(`{"type":"object","properties":{}}`),

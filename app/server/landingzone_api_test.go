@@ -11,7 +11,7 @@ import (
 )
 
 // builtinIDs makes sure the built-in components exist and returns their IDs by name.
-func builtinIDs(t *testing.T, s *site) map[string]string {
+func builtinIDs(t testing.TB, s *site) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := component.EnsureBuiltins(ctx, component.NewService(s.pool, nil, nil)); err != nil {
