@@ -194,8 +194,8 @@ func (s *Service) expire(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalReq
 
 // decided tells subscribers how a request ended.
 func decided(ctx context.Context, q *dbgen.Queries, r dbgen.LockApprovalRequestRow, decision, comment string) error {
-	return event.Emit(ctx, q, event.Own{Type: "approval.decided", Subject: r.DeploymentName, Tenant: r.TenantID, Deployment: r.DeploymentID,
-		Data: map[string]any{"request": r.ID, "operation": r.OperationID, "kind": r.Kind, "decision": decision, "comment": comment}})
+	return event.Emit(ctx, q, event.Own{Type: "approval.decided", Subject: r.DeploymentName, Tenant: r.TenantID, Environment: r.EnvironmentID,
+		Instance: r.StackInstanceID.UUID, Deployment: r.DeploymentID, Data: map[string]any{"request": r.ID, "operation": r.OperationID, "kind": r.Kind, "decision": decision, "comment": comment}})
 }
 
 // record audits a decision on the request.

@@ -181,6 +181,10 @@ func intervalIn(seconds float64) *Interval {
 	return &i
 }
 
+// TenantDriftFloor is the shortest drift interval a tenant's admins may set for their
+// environment: every check is an engine run on the shared workers. Provider admins may set any.
+const TenantDriftFloor = 15 * time.Minute
+
 // ParseInterval reads an interval setting: a duration such as 6h or 30m, or "" for none.
 // Zero is allowed only where it turns a zone's setting off (zeroAllowed).
 func ParseInterval(field, text string, zeroAllowed bool) (*time.Duration, error) {
@@ -247,6 +251,9 @@ func (s *Service) SetEnvironmentDriftInterval(ctx context.Context, actor access.
 	}
 	if every != nil && *every < 0 {
 		return DriftInterval{}, problem.Invalid("drift_interval", "positive", "must not be negative")
+	}
+	if every != nil && *every > 0 && *every < TenantDriftFloor && !actor.ProviderAdmin {
+		return DriftInterval{}, problem.Invalid("drift_interval", "minimum", "must be at least %s: each check runs the engine", TenantDriftFloor)
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := dbgen.New(tx)

@@ -129,7 +129,13 @@ func TestDrift_ScheduledCheckFindsItReconcilePutsItBackAcceptAdoptsIt(t *testing
 	if !strings.Contains(string(r.body), "drift_interval") || !strings.Contains(string(r.body), "6h") {
 		t.Fatalf("a bad interval: %s", r.body)
 	}
+	// Tenant admins check at most every 15 minutes; the provider may check as often as it likes.
 	r = s.call(t, "PUT", path, admin, map[string]any{"drift_interval": "1s"})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), `"rule":"minimum"`) {
+		t.Fatalf("a tenant admin's 1s interval: %s", r.body)
+	}
+	r = s.call(t, "PUT", path, s.token(t, s.admin), map[string]any{"drift_interval": "1s"})
 	wantStatus(t, r, http.StatusOK)
 	if got := r.json(t); got["effective"] != "1s" || got["zone"] != nil {
 		t.Fatalf("the environment's interval: %s", r.body)

@@ -614,7 +614,7 @@ func (q *Queries) ListApprovalRequests(ctx context.Context, arg ListApprovalRequ
 }
 
 const lockApprovalRequest = `-- name: LockApprovalRequest :one
-SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, r.approver_role, r.status, r.previewed_at, r.expires_at, r.decided_at, r.created_at, o.kind, o.deployment_id, d.name AS deployment_name, (r.expires_at <= now())::boolean AS lapsed
+SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, r.approver_role, r.status, r.previewed_at, r.expires_at, r.decided_at, r.created_at, o.kind, o.deployment_id, d.name AS deployment_name, d.environment_id, d.stack_instance_id, (r.expires_at <= now())::boolean AS lapsed
 FROM approval_requests r
 JOIN operations o ON o.id = r.operation_id
 JOIN deployed_components d ON d.id = o.deployment_id
@@ -637,6 +637,8 @@ type LockApprovalRequestRow struct {
 	Kind              string        `json:"kind"`
 	DeploymentID      uuid.UUID     `json:"deployment_id"`
 	DeploymentName    string        `json:"deployment_name"`
+	EnvironmentID     uuid.UUID     `json:"environment_id"`
+	StackInstanceID   uuid.NullUUID `json:"stack_instance_id"`
 	Lapsed            bool          `json:"lapsed"`
 }
 
@@ -659,6 +661,8 @@ func (q *Queries) LockApprovalRequest(ctx context.Context, id uuid.UUID) (LockAp
 		&i.Kind,
 		&i.DeploymentID,
 		&i.DeploymentName,
+		&i.EnvironmentID,
+		&i.StackInstanceID,
 		&i.Lapsed,
 	)
 	return i, err
