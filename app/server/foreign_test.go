@@ -171,6 +171,16 @@ var byIDRoutes = []struct{ method, path, kind string }{
 	{"GET", "/api/v1/stack-instances/{id}/operations", "stack_instance"},
 	{"POST", "/api/v1/stack-instances/{id}/operations/{other}", "stack_instance"},
 	{"GET", "/api/v1/stack-instances/{id}/history", "stack_instance"},
+	{"POST", "/api/v1/stack-instances/{id}/deploy", "stack_instance"},
+	{"POST", "/api/v1/stack-instances/{id}/discard", "stack_instance"},
+	{"GET", "/stack-instances/{id}/plan", "stack_instance"},
+	{"POST", "/stack-instances/{id}/deploy", "stack_instance"},
+	{"POST", "/stack-instances/{id}/discard", "stack_instance"},
+	{"POST", "/stack-instances/{id}/edit", "stack_instance"},
+	{"POST", "/environments/{id}/extend", "environment"},
+	{"POST", "/api/v1/environments/{id}/extend", "environment"},
+	{"POST", "/landing-zones/{id}/lifetimes", "zone"},
+	{"PUT", "/api/v1/landing-zones/{id}/lifetimes", "zone"},
 }
 
 // badQuery and badForm break every rule a query or a form of these routes may have, so that
