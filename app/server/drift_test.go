@@ -271,14 +271,14 @@ func TestDrift_DueByTheEnvironmentElseItsZone(t *testing.T) {
 	for _, st := range steps {
 		_, err := w.deploys.SetZoneDriftInterval(ctx, w.admin, zone, st.zone)
 		must(t, err)
-		_, err = w.deploys.SetEnvironmentDriftInterval(ctx, w.adminA, d.EnvironmentID, st.env)
+		_, err = w.deploys.SetEnvironmentDriftInterval(ctx, w.admin, d.EnvironmentID, st.env)
 		must(t, err)
 		if got := due(); got != st.want {
 			t.Errorf("%s: due %v, want %v", st.name, got, st.want)
 		}
 	}
 
-	_, err = w.deploys.SetEnvironmentDriftInterval(ctx, w.adminA, d.EnvironmentID, minutes(5))
+	_, err = w.deploys.SetEnvironmentDriftInterval(ctx, w.admin, d.EnvironmentID, minutes(5))
 	must(t, err)
 	op, err := w.deploys.CheckDrift(ctx, w.userA, d.ID)
 	must(t, err)
