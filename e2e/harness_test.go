@@ -453,3 +453,30 @@ func column(rows [][]string, i int) []string {
 	}
 	return out
 }
+
+// token creates an API token of the user with that email and returns its secret, for what a
+// test sets up through the API as a script would.
+func (a *app) token(t *testing.T, email string) string {
+	t.Helper()
+	tok, err := auth.NewService(a.pool, slog.New(slog.DiscardHandler), time.Hour).CreateToken(context.Background(), a.principal(t, email), "seed", 0)
+	if err != nil {
+		t.Fatalf("token of %s: %v", email, err)
+	}
+	return tok.Secret
+}
+
+// reloadUntil opens path again and again until js holds on it, for pages that do not follow
+// a change made elsewhere, and fails once the budget is spent.
+func (s *session) reloadUntil(path, js string, budget time.Duration) {
+	s.t.Helper()
+	if !pollUntil(budget, func() bool {
+		s.open(path)
+		if eval[bool](s, js) {
+			return true
+		}
+		time.Sleep(500 * time.Millisecond)
+		return false
+	}) {
+		s.t.Fatalf("%s never showed %s", path, js)
+	}
+}
