@@ -164,3 +164,70 @@ func TestBrowser_AlertDegradesAStackInstance(t *testing.T) {
 	}
 	s.screenshot("events-of-an-instance")
 }
+
+// TestBrowser_StackEditorRoutesEvents gives a stack a rule in the editor's Events panel: a
+// filter that is not CEL is refused beside the rule, kept as typed, and once fixed the draft
+// is published from the editor; the published version holds the rule, and a rule added and
+// removed again leaves no trace.
+func TestBrowser_StackEditorRoutesEvents(t *testing.T) {
+	t.Parallel()
+	a := startApp(t)
+	if _, err := component.EnsureBuiltins(context.Background(), component.NewService(a.pool, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	root := a.token(t, adminEmail)
+	stackID := createStack(t, a, root, "watched", watchedStack(t, a, false))
+	editPath := "/stacks/" + stackID + "/edit"
+
+	s := newSession(t, newBrowser(t), a)
+	s.signIn(adminEmail, adminPassword)
+	s.open(editPath)
+	if n := eval[int](s, `document.querySelectorAll('[data-route]').length`); n != 0 {
+		t.Fatalf("the stack starts with %d rules", n)
+	}
+
+	// A critical alert from a webhook degrades, with a filter written as if CEL compared with =.
+	s.pressIn(`[data-op="add-route"]`)
+	s.setField("r.0.source", "webhook")
+	s.setField("r.0.type", "alert.firing")
+	s.setField("r.0.filter", `event.data.labels.severity = "critical"`)
+	s.setField("r.0.trigger", "degrade")
+	s.pressIn(`[data-testid="routes"] [data-testid="save"]`)
+	if got := eval[[]string](s, `[...document.querySelectorAll('[data-testid="problems"] li')].map(li => li.dataset.field)`); strings.Join(got, ",") != "routes.0.filter" {
+		t.Fatalf("the draft's problems are at %q, want the rule's filter alone", got)
+	}
+	if msg := s.text(`[data-route="0"] [data-problem="routes.0"]`); !strings.Contains(msg, "Syntax error") || !strings.Contains(msg, "'= '") {
+		t.Fatalf("beside the rule the editor says %q, want the filter's syntax error at its =", msg)
+	}
+	if got := eval[string](s, `document.querySelector('[name="r.0.filter"]').value`); got != `event.data.labels.severity = "critical"` {
+		t.Fatalf("the filter typed is now %q, want it kept as typed", got)
+	}
+	s.screenshot("stack-editor-route-error")
+	s.setField("r.0.filter", `event.data.labels.severity == "critical"`)
+
+	// A second rule, added and removed again.
+	s.pressIn(`[data-op="add-route"]`)
+	if n := eval[int](s, `document.querySelectorAll('[data-route]').length`); n != 2 {
+		t.Fatalf("after adding a second rule the editor shows %d", n)
+	}
+	s.pressIn(`[data-op="remove-route:1"]`)
+	if n := eval[int](s, `document.querySelectorAll('[data-route]').length`); n != 1 {
+		t.Fatalf("after removing the second rule the editor shows %d", n)
+	}
+	if eval[int](s, `document.querySelectorAll('[data-testid="no-problems"]').length`) != 1 {
+		t.Fatalf("the fixed draft has problems: %q", s.text(`[data-testid="problems"]`))
+	}
+	s.screenshot("stack-editor-routes")
+
+	s.setField("changelog", "degrade on critical alerts")
+	s.pressIn(`[data-testid="publish"]`)
+	if got := s.text(`[data-testid="published"]`); !strings.Contains(got, "Published v1") {
+		t.Fatalf("the editor says %q after publishing", got)
+	}
+	var v stack.Version
+	apiGet(t, a.url+"/api/v1/stacks/"+stackID+"/versions/1", root, &v)
+	want := stack.Route{Source: "webhook", Type: "alert.firing", Filter: `event.data.labels.severity == "critical"`, Trigger: "degrade"}
+	if v.Definition == nil || len(v.Definition.Routes) != 1 || v.Definition.Routes[0] != want {
+		t.Fatalf("the published version's rules: %+v", v.Definition)
+	}
+}
