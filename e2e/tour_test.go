@@ -63,6 +63,7 @@ func TestBrowser_Tour(t *testing.T) {
 		{"approvals", "/approvals"},
 		{"approval-policies", "/approval-policies"},
 		{"governance", "/tenants/" + acme.ID.String() + "/governance"},
+		{"events", "/events"},
 		{"audit", "/audit"},
 		{"images", "/images"},
 	}
