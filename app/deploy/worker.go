@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"nimbus/app/cluster"
 	"nimbus/app/objstore"
 	"nimbus/app/pulumix"
 	"nimbus/app/secrets"
@@ -217,6 +218,12 @@ func stackOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyring, dep d
 			b, _ := json.Marshal(x)
 			st.Secrets[k] = string(b)
 		}
+	}
+	if err := clusterConfig(ctx, q, keys, dep.ID, st.Secrets); err != nil {
+		if errors.Is(err, errNotOnCluster) || errors.Is(err, cluster.ErrNoCluster) {
+			return fail(err)
+		}
+		return pulumix.Stack{}, saga.Transient(err)
 	}
 	kid := ""
 	if dep.SecretKeyID != nil {

@@ -146,7 +146,7 @@ func (r *Runner) writeSettings(file, project string, st Stack, shared bool) erro
 		if err != nil {
 			return fmt.Errorf("config %s: %w", k, err)
 		}
-		if err := ps.Config.Set(config.MustMakeKey(project, k), value, false); err != nil {
+		if err := ps.Config.Set(configKey(project, k), value, false); err != nil {
 			return fmt.Errorf("config %s: %w", k, err)
 		}
 	}
@@ -155,7 +155,7 @@ func (r *Runner) writeSettings(file, project string, st Stack, shared bool) erro
 		if err != nil {
 			return fmt.Errorf("secret config %s: %w", k, err)
 		}
-		if err := ps.Config.Set(config.MustMakeKey(project, k), config.NewSecureValue(sealed), false); err != nil {
+		if err := ps.Config.Set(configKey(project, k), config.NewSecureValue(sealed), false); err != nil {
 			return fmt.Errorf("secret config %s: %w", k, err)
 		}
 	}
@@ -163,6 +163,15 @@ func (r *Runner) writeSettings(file, project string, st Stack, shared bool) erro
 		return fmt.Errorf("write stack settings: %w", err)
 	}
 	return nil
+}
+
+// configKey is a program's own input in the project's namespace, or a provider's setting
+// (such as kubernetes:kubeconfig) in the provider's: a program's input names hold no colon.
+func configKey(project, k string) config.Key {
+	if key, err := config.ParseKey(k); err == nil && strings.Contains(k, ":") {
+		return key
+	}
+	return config.MustMakeKey(project, k)
 }
 
 // stackSalt is the salt a shared stack starts with, made from its name and passphrase, in the

@@ -26,6 +26,7 @@ import (
 	"nimbus/app/approval"
 	"nimbus/app/audit"
 	"nimbus/app/auth"
+	"nimbus/app/cluster"
 	"nimbus/app/component"
 	"nimbus/app/dashboard"
 	"nimbus/app/deploy"
@@ -166,6 +167,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 		Routes(signed, api, componentH.Seen())
 	envH.Routes(signed, api)
 	zoneH.Routes(signed, api)
+	cluster.NewHandlers(cluster.NewService(d.Pool, d.Keys)).Routes(signed, api, zoneH.Seen())
 	approval.NewHandlers(approvals, deployments).Routes(signed, api)
 	instance.NewHandlers(instances).Routes(api)
 	instance.NewHandlers(instances).Pages(signed)

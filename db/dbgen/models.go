@@ -621,3 +621,16 @@ type User struct {
 	UpdatedAt       time.Time  `json:"updated_at"`
 	DeletedAt       *time.Time `json:"deleted_at"`
 }
+
+type ZoneCluster struct {
+	LandingZoneID uuid.UUID     `json:"landing_zone_id"`
+	Server        string        `json:"server"`
+	Kubeconfig    []byte        `json:"kubeconfig"`
+	SecretKeyID   string        `json:"secret_key_id"`
+	ServerVersion string        `json:"server_version"`
+	SignedInAs    string        `json:"signed_in_as"`
+	CheckedAt     time.Time     `json:"checked_at"`
+	SetBy         uuid.NullUUID `json:"set_by"`
+	CreatedAt     time.Time     `json:"created_at"`
+	UpdatedAt     time.Time     `json:"updated_at"`
+}

@@ -1,0 +1,28 @@
+-- name: SetZoneCluster :one
+INSERT INTO zone_clusters (landing_zone_id, server, kubeconfig, secret_key_id, server_version, signed_in_as, checked_at, set_by)
+VALUES ($1, $2, $3, $4, $5, $6, now(), $7)
+ON CONFLICT (landing_zone_id) DO UPDATE SET
+    server = excluded.server, kubeconfig = excluded.kubeconfig, secret_key_id = excluded.secret_key_id,
+    server_version = excluded.server_version, signed_in_as = excluded.signed_in_as,
+    checked_at = excluded.checked_at, set_by = excluded.set_by, updated_at = now()
+RETURNING *;
+
+-- name: GetZoneCluster :one
+SELECT * FROM zone_clusters WHERE landing_zone_id = $1;
+
+-- name: RemoveZoneCluster :execrows
+DELETE FROM zone_clusters WHERE landing_zone_id = $1;
+
+-- name: CheckedZoneCluster :exec
+UPDATE zone_clusters SET server_version = $2, signed_in_as = $3, checked_at = now() WHERE landing_zone_id = $1;
+
+-- name: DeploymentCluster :one
+-- What decides the cluster credentials a deployment's engine gets: its component's provider,
+-- its environment's landing zone, and whether it belongs to the provider's own tenant.
+SELECT p.name AS provider, e.landing_zone_id, t.system
+FROM deployed_components d
+JOIN components c ON c.id = d.component_id
+JOIN semantic_providers p ON p.id = c.provider_id
+JOIN environments e ON e.id = d.environment_id
+JOIN tenants t ON t.id = d.tenant_id
+WHERE d.id = $1;
