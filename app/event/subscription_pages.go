@@ -2,6 +2,7 @@ package event
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"nimbus/app/access"
 	"nimbus/app/problem"
 	"nimbus/app/web"
 	"nimbus/db/dbgen"
@@ -50,8 +52,18 @@ func (h *Handlers) renderSubscriptions(c echo.Context, status int, tenant *uuid.
 		v.Tenant, v.Action, v.CanCreate = name, "/tenants/"+tenant.String()+"/event-subscriptions", true
 		page = page.Under(views.Crumb{Label: "Tenants", URL: "/tenants"}, views.Crumb{Label: name, URL: "/tenants/" + tenant.String()})
 	}
+	var names map[uuid.UUID]string
+	if tenant == nil {
+		if names, err = h.svc.tenantNames(ctx, actor); err != nil {
+			return err
+		}
+	}
 	for _, s := range list {
-		v.Rows = append(v.Rows, subscriptionRow(s))
+		row := subscriptionRow(s)
+		if s.TenantID != nil {
+			row.Tenant = names[*s.TenantID]
+		}
+		v.Rows = append(v.Rows, row)
 	}
 	if shown != nil {
 		v.Revealed = &SubscriptionSecret{ID: shown.ID.String(), Name: shown.Name, Secret: shown.Secret}
@@ -66,6 +78,19 @@ func (s *Service) tenantName(ctx context.Context, id uuid.UUID) (string, error) 
 		return "", err
 	}
 	return t.Name, nil
+}
+
+// tenantNames names the tenants the actor sees, by ID.
+func (s *Service) tenantNames(ctx context.Context, actor access.Principal) (map[uuid.UUID]string, error) {
+	rows, err := dbgen.New(s.pool).ListTenants(ctx, dbgen.ListTenantsParams{AllTenants: actor.ProviderAdmin, UserID: actor.UserID})
+	if err != nil {
+		return nil, fmt.Errorf("list tenants: %w", err)
+	}
+	names := make(map[uuid.UUID]string, len(rows))
+	for _, r := range rows {
+		names[r.ID] = r.Name
+	}
+	return names, nil
 }
 
 func subscriptionRow(s Subscription) SubscriptionRow {

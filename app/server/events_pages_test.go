@@ -203,7 +203,7 @@ func TestEventPages_ATenantAdminSubscribesAndSeesTheDeliveries(t *testing.T) {
 	if strings.Contains(string(s.call(t, "GET", "/event-subscriptions", otherAdmin, nil).body), "subscription-hooks") {
 		t.Fatal("another tenant's admin sees the subscription in their list")
 	}
-	wantIn(t, s.call(t, "GET", "/event-subscriptions", root, nil), "subscription-hooks", `data-testid="subscription-form"`)
+	wantIn(t, s.call(t, "GET", "/event-subscriptions", root, nil), "subscription-hooks", ">"+s.a.Name+"</a>", `data-testid="subscription-form"`)
 
 	r = s.submit(t, hooks+"/delete", admin, url.Values{})
 	wantStatus(t, r, http.StatusSeeOther)
