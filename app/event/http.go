@@ -23,24 +23,6 @@ func NewHandlers(svc *Service, receiver *Receiver) *Handlers {
 	return &Handlers{svc: svc, receiver: receiver}
 }
 
-// Routes registers the receiver on root, outside sign-in (a source's secret authenticates
-// it), the log's page on pages and the rest under the signed-in API.
-func (h *Handlers) Routes(root *echo.Echo, pages, api *echo.Group) {
-	root.POST("/api/v1/events/:source_id", h.receiver.Receive)
-	pages.GET("/events", h.LogPageHandler)
-	api.GET("/events", h.ListAPI)
-	api.GET("/landing-zones/:id/event-sources", h.SourcesAPI)
-	api.POST("/landing-zones/:id/event-sources", h.CreateSourceAPI)
-	api.PATCH("/event-sources/:id", h.UpdateSourceAPI)
-	api.POST("/event-sources/:id/secret", h.RotateSecretAPI)
-	api.DELETE("/event-sources/:id", h.DeleteSourceAPI)
-	api.GET("/event-subscriptions", h.SubscriptionsAPI)
-	api.POST("/event-subscriptions", h.SubscribeAPI)
-	api.PATCH("/event-subscriptions/:id", h.UpdateSubscriptionAPI)
-	api.DELETE("/event-subscriptions/:id", h.UnsubscribeAPI)
-	api.GET("/event-subscriptions/:id/deliveries", h.DeliveriesAPI)
-}
-
 // SubscriptionsAPI answers GET /api/v1/event-subscriptions[?tenant_id=].
 func (h *Handlers) SubscriptionsAPI(c echo.Context) error {
 	var tenant *uuid.UUID

@@ -250,6 +250,22 @@ func (s *Service) DeleteSource(ctx context.Context, actor access.Principal, id u
 	})
 }
 
+// Source reads one source; to those who may not manage sources it is not found, as the
+// landing zones it belongs to are not.
+func (s *Service) Source(ctx context.Context, actor access.Principal, id uuid.UUID) (Source, error) {
+	if !actor.Can(access.EventsSourceManage, uuid.Nil) {
+		return Source{}, problem.ErrNotFound
+	}
+	row, err := dbgen.New(s.pool).GetEventSource(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Source{}, problem.ErrNotFound
+	}
+	if err != nil {
+		return Source{}, fmt.Errorf("get event source %s: %w", id, err)
+	}
+	return sourceView(row), nil
+}
+
 // Sources lists a landing zone's sources; provider admins may.
 func (s *Service) Sources(ctx context.Context, actor access.Principal, zoneID uuid.UUID) ([]Source, error) {
 	if !actor.Can(access.EventsSourceManage, uuid.Nil) {

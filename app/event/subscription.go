@@ -128,8 +128,13 @@ func (s *Service) Subscribe(ctx context.Context, actor access.Principal, in NewS
 }
 
 // Subscriptions lists the subscriptions the actor may manage, of one tenant when tenant is
-// not nil.
+// not nil: then refused to those who may not manage that tenant's.
 func (s *Service) Subscriptions(ctx context.Context, actor access.Principal, tenant *uuid.UUID) ([]Subscription, error) {
+	if tenant != nil {
+		if err := mayManage(actor, tenant); err != nil {
+			return nil, err
+		}
+	}
 	p := dbgen.ListSubscriptionsParams{Provider: actor.ProviderAdmin, Tenants: actor.TenantsWith(access.EventsRulesManage)}
 	if tenant != nil {
 		p.Tenant = uuid.NullUUID{UUID: *tenant, Valid: true}
@@ -143,6 +148,15 @@ func (s *Service) Subscriptions(ctx context.Context, actor access.Principal, ten
 		out[i] = subscriptionView(r)
 	}
 	return out, nil
+}
+
+// Subscription reads one subscription the actor may manage.
+func (s *Service) Subscription(ctx context.Context, actor access.Principal, id uuid.UUID) (Subscription, error) {
+	row, err := s.subscription(ctx, dbgen.New(s.pool), actor, id)
+	if err != nil {
+		return Subscription{}, err
+	}
+	return subscriptionView(row), nil
 }
 
 // subscription reads one the actor may manage.

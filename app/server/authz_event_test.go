@@ -141,6 +141,30 @@ var eventCases = map[string]authzCase{
 			return event.NewService(w.pool, w.keys).DeleteSource(context.Background(), p, w.eventSource(t).ID)
 		},
 	},
+	"event.Service.Source": {
+		refused: []refusal{{adminA, problem.ErrNotFound}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			src := w.eventSource(t)
+			got, err := event.NewService(w.pool, w.keys).Source(context.Background(), p, src.ID)
+			if err == nil && got.ID != src.ID {
+				t.Errorf("got source %s, want %s", got.ID, src.ID)
+			}
+			return err
+		},
+	},
+	"event.Service.Subscription": {
+		refused: []refusal{{userA, problem.ErrForbidden}, {adminB, problem.ErrNotFound}},
+		served:  []actor{providerAdmin, adminA},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			sub := w.subscription(t)
+			got, err := event.NewService(w.pool, w.keys).Subscription(context.Background(), p, sub.ID)
+			if err == nil && got.ID != sub.ID {
+				t.Errorf("got subscription %s, want %s", got.ID, sub.ID)
+			}
+			return err
+		},
+	},
 	"event.Service.List": {
 		refused: []refusal{{adminB, errHidden}},
 		served:  []actor{providerAdmin, readerA},

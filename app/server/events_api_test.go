@@ -120,7 +120,7 @@ func TestEvents_WebhookAuthenticatesDecodesAndLogsOnce(t *testing.T) {
 	if strings.Contains(string(list.body), secret) || !strings.Contains(string(list.body), `"kind":"webhook"`) {
 		t.Fatalf("the sources list: %s", list.body)
 	}
-	wantStatus(t, s.call(t, "GET", "/api/v1/landing-zones/"+zone+"/event-sources", s.token(t, s.adminA), nil), http.StatusForbidden)
+	wantStatus(t, s.call(t, "GET", "/api/v1/landing-zones/"+zone+"/event-sources", s.token(t, s.adminA), nil), http.StatusNotFound)
 	var sealed []byte
 	must(t, s.pool.QueryRow(t.Context(), `SELECT secret FROM event_sources WHERE landing_zone_id = $1`, zone).Scan(&sealed))
 	if bytes.Contains(sealed, []byte(secret)) {

@@ -181,6 +181,24 @@ var byIDRoutes = []struct{ method, path, kind string }{
 	{"POST", "/api/v1/environments/{id}/extend", "environment"},
 	{"POST", "/landing-zones/{id}/lifetimes", "zone"},
 	{"PUT", "/api/v1/landing-zones/{id}/lifetimes", "zone"},
+	{"GET", "/landing-zones/{id}/event-sources", "zone"},
+	{"POST", "/landing-zones/{id}/event-sources", "zone"},
+	{"POST", "/event-sources/{id}/secret", "event_source"},
+	{"POST", "/event-sources/{id}/active", "event_source"},
+	{"POST", "/event-sources/{id}/delete", "event_source"},
+	{"GET", "/tenants/{id}/event-subscriptions", "tenant"},
+	{"POST", "/tenants/{id}/event-subscriptions", "tenant"},
+	{"GET", "/event-subscriptions/{id}", "subscription"},
+	{"POST", "/event-subscriptions/{id}/active", "subscription"},
+	{"POST", "/event-subscriptions/{id}/delete", "subscription"},
+	{"GET", "/api/v1/landing-zones/{id}/event-sources", "zone"},
+	{"POST", "/api/v1/landing-zones/{id}/event-sources", "zone"},
+	{"PATCH", "/api/v1/event-sources/{id}", "event_source"},
+	{"POST", "/api/v1/event-sources/{id}/secret", "event_source"},
+	{"DELETE", "/api/v1/event-sources/{id}", "event_source"},
+	{"PATCH", "/api/v1/event-subscriptions/{id}", "subscription"},
+	{"DELETE", "/api/v1/event-subscriptions/{id}", "subscription"},
+	{"GET", "/api/v1/event-subscriptions/{id}/deliveries", "subscription"},
 }
 
 // badQuery and badForm break every rule a query or a form of these routes may have, so that
@@ -221,12 +239,19 @@ func TestAccess_AnotherTenantsObjectAnswersAsAMissingOne(t *testing.T) {
 	r = g.call(t, "POST", "/api/v1/stack-instances", g.as.admin, map[string]any{"stack_id": stackOfA, "environment_id": g.env, "name": "a-shop"})
 	wantStatus(t, r, http.StatusAccepted)
 	instanceOfA := r.json(t)["id"].(string)
+	r = g.call(t, "POST", "/api/v1/landing-zones/"+zone+"/event-sources", root, map[string]any{"name": "alerts", "kind": "webhook"})
+	wantStatus(t, r, http.StatusCreated)
+	source := r.json(t)["id"].(string)
+	r = g.call(t, "POST", "/api/v1/event-subscriptions", g.as.admin, map[string]any{"tenant_id": g.a.ID, "name": "hooks",
+		"url": "https://hooks.example.com/nimbus"})
+	wantStatus(t, r, http.StatusCreated)
+	subscriptionOfA := r.json(t)["id"].(string)
 	foreign := map[string]string{
 		"tenant": g.a.ID.String(), "component": g.ofA.ID.String(), "check": check.json(t)["id"].(string),
 		"deployment": g.deployment, "operation": op["id"].(string), "environment": g.env, "pool": pool, "zone": zone,
 		"approval": request["id"].(string), "policy": policies[0].(map[string]any)["id"].(string),
 		"token": token.Token.ID.String(), "user": g.userA.UserID.String(), "stack": stackOfA,
-		"stack_instance": instanceOfA,
+		"stack_instance": instanceOfA, "event_source": source, "subscription": subscriptionOfA,
 	}
 
 	// Tenant B's admin asks about each of them, and about an object that does not exist.

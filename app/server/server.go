@@ -174,7 +174,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	dashboard.NewHandlers(dashboard.NewService(d.Pool, environments, pools, approvals)).Routes(signed)
 	stack.NewHandlers(stack.NewService(d.Pool), components, stackInstances(instances)).Routes(signed, api)
 	event.NewHandlers(event.NewService(d.Pool, d.Keys).CheckingConfig(poller.Check),
-		event.NewReceiver(d.Pool, d.Keys, queue, d.Log.With("component", "events"))).Routes(e, signed, api)
+		event.NewReceiver(d.Pool, d.Keys, queue, d.Log.With("component", "events"))).Routes(e, signed, api, zoneH.Seen(), tenantH.Seen())
 
 	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
 

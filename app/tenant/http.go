@@ -87,7 +87,7 @@ func (h *Handlers) renderShow(c echo.Context, status int, email, role, rename st
 		rename = t.Name
 	}
 	v := TenantView{ID: id.String(), Name: t.Name, Members: rows, CanManage: actor.Can(access.TenantMemberManage, id),
-		CanAdminister: actor.ProviderAdmin, Roles: roles, Email: email, Role: role, Rename: rename, Errors: errs}
+		CanAdminister: actor.ProviderAdmin, CanSubscribe: actor.Can(access.EventsRulesManage, id), Roles: roles, Email: email, Role: role, Rename: rename, Errors: errs}
 	page := web.Page(c, t.Name).Under(views.Crumb{Label: "Tenants", URL: "/tenants"})
 	return web.Render(c, status, TenantPage(page, v))
 }
