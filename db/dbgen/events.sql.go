@@ -996,17 +996,18 @@ func (q *Queries) SubscriptionDeliveries(ctx context.Context, subscriptionID uui
 const subscriptionFailed = `-- name: SubscriptionFailed :one
 UPDATE event_subscriptions s
 SET failures = s.failures + 1,
-    failing_since = coalesce(s.failing_since, now()),
-    active = CASE WHEN s.failures + 1 >= $1::integer
-                   AND now() - coalesce(s.failing_since, now()) >= $2::interval THEN false ELSE s.active END,
-    disabled_reason = CASE WHEN s.active AND s.failures + 1 >= $1::integer
-                   AND now() - coalesce(s.failing_since, now()) >= $2::interval THEN $3::text ELSE s.disabled_reason END
-FROM (SELECT o.id, o.active AS was_active FROM event_subscriptions o WHERE o.id = $4 FOR UPDATE) old
+    failing_since = coalesce(s.failing_since, $1::timestamptz),
+    active = CASE WHEN s.failures + 1 >= $2::integer
+                   AND $1::timestamptz - coalesce(s.failing_since, $1::timestamptz) >= $3::interval THEN false ELSE s.active END,
+    disabled_reason = CASE WHEN s.active AND s.failures + 1 >= $2::integer
+                   AND $1::timestamptz - coalesce(s.failing_since, $1::timestamptz) >= $3::interval THEN $4::text ELSE s.disabled_reason END
+FROM (SELECT o.id, o.active AS was_active FROM event_subscriptions o WHERE o.id = $5 FOR UPDATE) old
 WHERE s.id = old.id
 RETURNING s.id, s.tenant_id, s.name, s.url, s.types, s.secret, s.secret_key_id, s.active, s.failures, s.failing_since, s.disabled_reason, s.created_by, s.created_at, old.was_active
 `
 
 type SubscriptionFailedParams struct {
+	At            time.Time       `json:"at"`
 	LimitFailures int32           `json:"limit_failures"`
 	LimitSpan     pgtype.Interval `json:"limit_span"`
 	Reason        string          `json:"reason"`
@@ -1032,9 +1033,10 @@ type SubscriptionFailedRow struct {
 
 // Counts a failed attempt; a subscription whose attempts have all failed, at least
 // limit_failures of them over at least limit_span, is turned off, saying why. was_active tells
-// the attempt that turned it off from those after.
+// the attempt that turned it off from those after. at is when the attempt failed.
 func (q *Queries) SubscriptionFailed(ctx context.Context, arg SubscriptionFailedParams) (SubscriptionFailedRow, error) {
 	row := q.db.QueryRow(ctx, subscriptionFailed,
+		arg.At,
 		arg.LimitFailures,
 		arg.LimitSpan,
 		arg.Reason,

@@ -154,14 +154,14 @@ UPDATE event_subscriptions SET failures = 0, failing_since = NULL WHERE id = $1;
 -- name: SubscriptionFailed :one
 -- Counts a failed attempt; a subscription whose attempts have all failed, at least
 -- limit_failures of them over at least limit_span, is turned off, saying why. was_active tells
--- the attempt that turned it off from those after.
+-- the attempt that turned it off from those after. at is when the attempt failed.
 UPDATE event_subscriptions s
 SET failures = s.failures + 1,
-    failing_since = coalesce(s.failing_since, now()),
+    failing_since = coalesce(s.failing_since, sqlc.arg(at)::timestamptz),
     active = CASE WHEN s.failures + 1 >= sqlc.arg(limit_failures)::integer
-                   AND now() - coalesce(s.failing_since, now()) >= sqlc.arg(limit_span)::interval THEN false ELSE s.active END,
+                   AND sqlc.arg(at)::timestamptz - coalesce(s.failing_since, sqlc.arg(at)::timestamptz) >= sqlc.arg(limit_span)::interval THEN false ELSE s.active END,
     disabled_reason = CASE WHEN s.active AND s.failures + 1 >= sqlc.arg(limit_failures)::integer
-                   AND now() - coalesce(s.failing_since, now()) >= sqlc.arg(limit_span)::interval THEN sqlc.arg(reason)::text ELSE s.disabled_reason END
+                   AND sqlc.arg(at)::timestamptz - coalesce(s.failing_since, sqlc.arg(at)::timestamptz) >= sqlc.arg(limit_span)::interval THEN sqlc.arg(reason)::text ELSE s.disabled_reason END
 FROM (SELECT o.id, o.active AS was_active FROM event_subscriptions o WHERE o.id = sqlc.arg(id) FOR UPDATE) old
 WHERE s.id = old.id
 RETURNING s.*, old.was_active;
