@@ -75,6 +75,9 @@ type Deliverer struct {
 	keys   *secrets.Keyring
 	cfg    DeliveryConfig
 	client *http.Client
+	// now is the clock that says when a delivery is given up and a subscription has failed
+	// long enough to be turned off.
+	now func() time.Time
 }
 
 // NewDeliverer returns the worker; keys opens the subscriptions' secrets.
@@ -100,7 +103,7 @@ func NewDeliverer(pool *pgxpool.Pool, keys *secrets.Keyring, cfg DeliveryConfig)
 	client := &http.Client{Transport: transport, Timeout: 15 * time.Second,
 		// A redirect is an answer like any other that is not a success.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &Deliverer{pool: pool, keys: keys, cfg: cfg, client: client}
+	return &Deliverer{pool: pool, keys: keys, cfg: cfg, client: client, now: time.Now}
 }
 
 // notPublic are the ranges beyond loopback, private, link-local and multicast that are not
@@ -176,7 +179,7 @@ func (w *Deliverer) Work(ctx context.Context, job *river.Job[DeliverArgs]) error
 	switch {
 	case !d.SubscriptionActive:
 		return q.FinishDelivery(ctx, dbgen.FinishDeliveryParams{ID: d.ID, Status: "cancelled"})
-	case time.Since(d.CreatedAt) > GiveUpAfter:
+	case w.now().Sub(d.CreatedAt) > GiveUpAfter:
 		return q.FinishDelivery(ctx, dbgen.FinishDeliveryParams{ID: d.ID, Status: "failed"})
 	}
 	body, err := w.body(ctx, q, d.EventID)
@@ -205,7 +208,7 @@ func (w *Deliverer) Work(ctx context.Context, job *river.Job[DeliverArgs]) error
 			}
 			return q.SubscriptionSucceeded(ctx, d.SubscriptionID)
 		}
-		sub, err := q.SubscriptionFailed(ctx, dbgen.SubscriptionFailedParams{ID: d.SubscriptionID, LimitFailures: int32(w.cfg.DisableAfter),
+		sub, err := q.SubscriptionFailed(ctx, dbgen.SubscriptionFailedParams{ID: d.SubscriptionID, At: w.now(), LimitFailures: int32(w.cfg.DisableAfter),
 			LimitSpan: pgtype.Interval{Microseconds: w.cfg.FailingFor.Microseconds(), Valid: true},
 			Reason:    fmt.Sprintf("turned off: every attempt failed for %s; the last: %s", w.cfg.FailingFor, sendErr)})
 		if err != nil {

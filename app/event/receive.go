@@ -115,37 +115,55 @@ func (r *Receiver) accept(ctx context.Context, src dbgen.EventSource, events []E
 
 // Record writes the events of a source that are new to the log, in tx, and queues their
 // routing: what the receiver does with a webhook's events, and a poller with what it saw.
+// However many events there are, they are written in one statement and queued in another.
 func Record(ctx context.Context, tx pgx.Tx, queue Queue, src dbgen.EventSource, events []Event) (Accepted, error) {
 	out := Accepted{IDs: []uuid.UUID{}}
-	q := dbgen.New(tx)
-	var route []river.InsertManyParams
-	// In one order, so that two batches holding the same events cannot wait on each other.
-	events = slices.Clone(events)
-	slices.SortStableFunc(events, func(a, b Event) int { return strings.Compare(a.ID, b.ID) })
-	for _, e := range events {
+	if len(events) == 0 {
+		return out, nil
+	}
+	batch := make([]batchEvent, len(events))
+	for i, e := range events {
 		payload, err := json.Marshal(stored{Source: e.Source, Data: Redacted(e.Data), Target: e.Target})
 		if err != nil {
 			return out, err
 		}
-		id, err := q.LogEvent(ctx, dbgen.LogEventParams{SourceID: uuid.NullUUID{UUID: src.ID, Valid: true},
-			LandingZoneID: uuid.NullUUID{UUID: src.LandingZoneID, Valid: true}, SourceKind: src.Kind, EventID: e.ID,
-			Type: e.Type, Subject: e.Subject, OccurredAt: e.Time, Payload: payload})
-		if errors.Is(err, pgx.ErrNoRows) {
-			out.Duplicates++
-			continue
+		batch[i] = batchEvent{EventID: e.ID, Type: e.Type, Subject: e.Subject, OccurredAt: e.Time, Payload: payload}
+		if e.Time != nil {
+			// Postgres keeps microseconds; a parameter would be cut to them, not rounded.
+			at := e.Time.Truncate(time.Microsecond)
+			batch[i].OccurredAt = &at
 		}
-		if err != nil {
-			return out, err
-		}
-		out.Accepted++
-		out.IDs = append(out.IDs, id)
-		route = append(route, river.InsertManyParams{Args: RouteArgs{Event: id}})
+	}
+	rows, err := json.Marshal(batch)
+	if err != nil {
+		return out, err
+	}
+	written, err := dbgen.New(tx).LogEvents(ctx, dbgen.LogEventsParams{SourceID: src.ID, LandingZoneID: src.LandingZoneID,
+		SourceKind: src.Kind, Events: rows})
+	if err != nil {
+		return out, err
+	}
+	slices.SortFunc(written, func(a, b dbgen.LogEventsRow) int { return strings.Compare(a.EventID, b.EventID) })
+	out.Accepted, out.Duplicates = len(written), len(events)-len(written)
+	route := make([]river.InsertManyParams, 0, len(written))
+	for _, w := range written {
+		out.IDs = append(out.IDs, w.ID)
+		route = append(route, river.InsertManyParams{Args: RouteArgs{Event: w.ID}})
 	}
 	if len(route) == 0 {
 		return out, nil
 	}
-	_, err := queue.InsertManyTx(ctx, tx, route)
+	_, err = queue.InsertManyTx(ctx, tx, route)
 	return out, err
+}
+
+// batchEvent is one event as LogEvents takes it.
+type batchEvent struct {
+	EventID    string          `json:"event_id"`
+	Type       string          `json:"type"`
+	Subject    string          `json:"subject"`
+	OccurredAt *time.Time      `json:"occurred_at"`
+	Payload    json.RawMessage `json:"payload"`
 }
 
 // stored is what the log's payload holds of an event beside its columns.

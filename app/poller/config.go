@@ -2,6 +2,8 @@ package poller
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +33,10 @@ type Config struct {
 	Node string `json:"node,omitempty"`
 	// TokenID names the Proxmox API token (user@realm!name); the source's secret is its secret.
 	TokenID string `json:"token_id,omitempty"`
+	// CACert is the PEM of the certificate authority that signs the API's certificate, such
+	// as a cluster's own (/etc/pve/pve-root-ca.pem), for an API the system's roots do not
+	// trust. The certificate is still checked, against this authority alone.
+	CACert string `json:"ca_cert,omitempty"`
 }
 
 var (
@@ -53,15 +59,21 @@ func Check(in event.NewSource, v *problem.ValidationError) {
 func check(c Config, secret bool, v *problem.ValidationError) {
 	switch c.Provider {
 	case SimcloudProvider:
-		if c.URL != "" || c.Node != "" || c.TokenID != "" {
+		if c.URL != "" || c.Node != "" || c.TokenID != "" || c.CACert != "" {
 			v.Add("config", "fields", "a simcloud source takes only provider: it polls the simulated cloud the server deploys to")
 		}
 		if secret {
 			v.Add("secret", "forbidden", "a simcloud source takes no secret")
 		}
 	case ProxmoxProvider:
-		if u, err := url.Parse(c.URL); err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" || u.User != nil {
-			v.Add("config.url", "url", "must be the Proxmox API's http(s) address, such as https://pve.example:8006, without a user")
+		// The token's secret travels in every request: never in the clear.
+		if u, err := url.Parse(c.URL); err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
+			v.Add("config.url", "https", "must be the Proxmox API's https:// address, such as https://pve.example:8006, without a user: the API token is sent with every request")
+		}
+		if c.CACert != "" {
+			if _, err := roots(c.CACert); err != nil {
+				v.Add("config.ca_cert", "pem", "%s", err)
+			}
 		}
 		if !proxmoxNode.MatchString(c.Node) {
 			v.Add("config.node", "pattern", "must be the name of a Proxmox node: letters, digits, . and -")
@@ -83,9 +95,18 @@ func parse(raw []byte) (Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return Config{}, fmt.Errorf("must hold provider and, for proxmox, url, node and token_id: %v", err)
+		return Config{}, fmt.Errorf("must hold provider and, for proxmox, url, node, token_id and, if its certificate needs it, ca_cert: %v", err)
 	}
 	return c, nil
+}
+
+// roots is the pool of the PEM certificates given.
+func roots(pem string) (*x509.CertPool, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(pem)) {
+		return nil, errors.New("must hold the PEM of one or more CA certificates (-----BEGIN CERTIFICATE-----)")
+	}
+	return pool, nil
 }
 
 // Clouds is what the server lends its pollers.
@@ -125,6 +146,35 @@ func (c Clouds) open(src dbgen.EventSource) (Cloud, string, error) {
 		if err != nil {
 			return nil, "", fmt.Errorf("open the source's secret: %w", err)
 		}
-		return Proxmox{URL: cfg.URL, Node: cfg.Node, TokenID: cfg.TokenID, Secret: string(secret), Client: c.Client}, cfg.Provider, nil
+		client := c.Client
+		if cfg.CACert != "" {
+			pool, err := roots(cfg.CACert)
+			if err != nil {
+				return nil, "", fmt.Errorf("%w: config.ca_cert %v", errMisconfigured, err)
+			}
+			client = trusting(c.Client, pool)
+		}
+		return Proxmox{URL: cfg.URL, Node: cfg.Node, TokenID: cfg.TokenID, Secret: string(secret), Client: client}, cfg.Provider, nil
 	}
+}
+
+// trusting is a client like base (http.DefaultClient when nil) that trusts only the
+// authorities in pool. It keeps no connection between polls: each poll makes its own.
+func trusting(base *http.Client, pool *x509.CertPool) *http.Client {
+	if base == nil {
+		base = http.DefaultClient
+	}
+	transport, ok := base.Transport.(*http.Transport)
+	if !ok || transport == nil {
+		transport = http.DefaultTransport.(*http.Transport)
+	}
+	transport = transport.Clone()
+	if transport.TLSClientConfig == nil {
+		transport.TLSClientConfig = &tls.Config{}
+	}
+	transport.TLSClientConfig.RootCAs = pool
+	transport.DisableKeepAlives = true
+	client := *base
+	client.Transport = transport
+	return &client
 }

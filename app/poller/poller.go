@@ -2,11 +2,11 @@
 // or deleted by hand — and records each change as an event of the cloud_provider source that
 // watches the cloud, for the router to send to the stack instance the machine belongs to.
 //
-// Each source's last sight of its cloud is kept in Postgres (event_poller_state). A poll
-// compares the cloud with it and writes the changed states and the events they make in one
-// transaction, so a crash between looking and saving repeats the poll rather than losing or
-// doubling an event; each event's ID is made from the state it replaces, so the same change
-// seen twice is logged once.
+// Each source's last sight of its cloud is kept in Postgres (event_poller_state). A poll asks
+// the cloud first, outside any transaction, then compares what it got with that sight and
+// writes the changed states and the events they make in one transaction, so a crash between
+// looking and saving repeats the poll rather than losing or doubling an event; each event's
+// ID is made from the state it replaces, so the same change seen twice is logged once.
 package poller
 
 import (
@@ -59,6 +59,8 @@ type Seen struct {
 	State string
 	Since time.Time
 }
+
+func (s Seen) equal(o Seen) bool { return s.State == o.State && s.Since.Equal(o.Since) }
 
 // Diff is what one poll writes: the states that are new or changed, the machines that are
 // gone, and the events the changes make.

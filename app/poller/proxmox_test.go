@@ -9,11 +9,11 @@ import (
 	"time"
 )
 
-// fakeProxmox answers the two calls the poller makes as Proxmox VE 8 does, for the token
-// nimbus@pve!poller with the secret s3cret.
+// fakeProxmox answers the two calls the poller makes as Proxmox VE 8 does, over TLS with a
+// certificate of its own, for the token nimbus@pve!poller with the secret s3cret.
 func fakeProxmox(t *testing.T, qemu, tasks string) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "PVEAPIToken=nimbus@pve!poller=s3cret" {
 			http.Error(w, `{"data":null}`, http.StatusUnauthorized)
 			return
@@ -81,17 +81,21 @@ func TestProxmox_ReadsStatusAndTheTaskLog(t *testing.T) {
 
 func TestProxmox_Failures(t *testing.T) {
 	srv := fakeProxmox(t, qemu, tasks)
+	html, odd := fakeProxmox(t, `<html>`, tasks), fakeProxmox(t, `{"data":[{"vmid":1e3,"status":"running"}]}`, tasks)
 	for _, tc := range []struct {
 		name    string
 		p       Proxmox
 		wantErr string
 	}{
-		{name: "wrong secret", p: Proxmox{URL: srv.URL, Node: "pve1", TokenID: "nimbus@pve!poller", Secret: "nope"}, wantErr: "401"},
-		{name: "no such node", p: Proxmox{URL: srv.URL, Node: "pve9", TokenID: "nimbus@pve!poller", Secret: "s3cret"}, wantErr: "404"},
-		{name: "not an API", p: Proxmox{URL: fakeProxmox(t, `<html>`, tasks).URL, Node: "pve1", TokenID: "nimbus@pve!poller", Secret: "s3cret"},
+		{name: "wrong secret", p: Proxmox{URL: srv.URL, Node: "pve1", TokenID: "nimbus@pve!poller", Secret: "nope", Client: srv.Client()}, wantErr: "401"},
+		{name: "no such node", p: Proxmox{URL: srv.URL, Node: "pve9", TokenID: "nimbus@pve!poller", Secret: "s3cret", Client: srv.Client()}, wantErr: "404"},
+		{name: "not an API", p: Proxmox{URL: html.URL, Node: "pve1", TokenID: "nimbus@pve!poller", Secret: "s3cret", Client: html.Client()},
 			wantErr: "invalid character"},
-		{name: "odd VM ID", p: Proxmox{URL: fakeProxmox(t, `{"data":[{"vmid":1e3,"status":"running"}]}`, tasks).URL, Node: "pve1",
-			TokenID: "nimbus@pve!poller", Secret: "s3cret"}, wantErr: "VM ID"},
+		{name: "odd VM ID", p: Proxmox{URL: odd.URL, Node: "pve1", TokenID: "nimbus@pve!poller", Secret: "s3cret", Client: odd.Client()},
+			wantErr: "VM ID"},
+		// The system's roots do not know the node's certificate.
+		{name: "an unknown certificate", p: Proxmox{URL: srv.URL, Node: "pve1", TokenID: "nimbus@pve!poller", Secret: "s3cret"},
+			wantErr: "certificate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.p.Machines(t.Context())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/google/uuid"
@@ -81,9 +82,30 @@ func (w *Worker) Work(ctx context.Context, _ *river.Job[Args]) error {
 }
 
 // poll compares one source's cloud with what it saw last and records the difference. The
-// source's row is held for the poll, so two polls of one source never overlap; one already
-// under way is left to finish.
+// cloud is asked first, outside any transaction, so that no row is held while a cloud is slow
+// to answer; then the source's row is locked (a poll already saving is left to finish) and
+// what was seen last read again. When another poll has saved since this one began, this
+// one's look may be older than what is saved: it saves nothing, and the next round looks again.
 func (w *Worker) poll(ctx context.Context, queue event.Queue, id uuid.UUID) error {
+	q := dbgen.New(w.pool)
+	src, err := q.GetEventSource(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && (src.Kind != event.CloudProvider || !src.Active) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	cloud, provider, err := w.clouds.open(src)
+	if err != nil {
+		return err
+	}
+	before, err := seen(ctx, q, id)
+	if err != nil {
+		return err
+	}
+	machines, err := cloud.Machines(ctx)
+	if err != nil {
+		return err
+	}
 	return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		q := dbgen.New(tx)
 		src, err := q.LockPolledSource(ctx, id)
@@ -92,21 +114,12 @@ func (w *Worker) poll(ctx context.Context, queue event.Queue, id uuid.UUID) erro
 		} else if err != nil {
 			return err
 		}
-		cloud, provider, err := w.clouds.open(src)
+		last, err := seen(ctx, q, id)
 		if err != nil {
 			return err
 		}
-		machines, err := cloud.Machines(ctx)
-		if err != nil {
-			return err
-		}
-		rows, err := q.PollerState(ctx, id)
-		if err != nil {
-			return err
-		}
-		last := make(map[string]Seen, len(rows))
-		for _, r := range rows {
-			last[r.Resource] = Seen{State: r.State, Since: r.SeenAt}
+		if !maps.EqualFunc(before, last, Seen.equal) {
+			return nil
 		}
 		// Postgres keeps microseconds: the time stored is the time an event's ID is made from.
 		at := w.now().UTC().Truncate(time.Microsecond)
@@ -127,4 +140,17 @@ func (w *Worker) poll(ctx context.Context, queue event.Queue, id uuid.UUID) erro
 		_, err = event.Record(ctx, tx, queue, src, d.Events)
 		return err
 	})
+}
+
+// seen is what a source saw last of each machine.
+func seen(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (map[string]Seen, error) {
+	rows, err := q.PollerState(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	last := make(map[string]Seen, len(rows))
+	for _, r := range rows {
+		last[r.Resource] = Seen{State: r.State, Since: r.SeenAt}
+	}
+	return last, nil
 }

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/environment"
 	"nimbus/app/event"
@@ -56,6 +58,9 @@ func TestPoller_SourcesConfigIsChecked(t *testing.T) {
 		{name: "proxmox incomplete", body: map[string]any{"kind": "cloud_provider",
 			"config": map[string]any{"provider": "proxmox", "url": "ftp://pve", "node": "pve 1", "token_id": "root"}},
 			wants: []string{"config.url", "config.node", "config.token_id", "secret"}},
+		{name: "proxmox over http", body: map[string]any{"kind": "cloud_provider", "secret": "token-secret",
+			"config": map[string]any{"provider": "proxmox", "url": "http://pve.example:8006", "node": "pve1", "token_id": "nimbus@pve!poller"}},
+			wants: []string{"config.url"}},
 		{name: "a webhook given a secret", body: map[string]any{"kind": "webhook", "secret": "mine"}, wants: []string{"secret"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,13 +191,18 @@ func (s *site) waitPolled(t *testing.T, resource, state string) {
 	t.Fatalf("the poller saw %s as %q, want %q", resource, got, state)
 }
 
-// TestPoller_AProxmoxNodeIsPolledWithItsToken polls a fake Proxmox node with the token's
-// sealed secret: a VM stopped there is logged as vm.stopped with the task that stopped it.
+// TestPoller_AProxmoxNodeIsPolledWithItsToken polls a fake Proxmox node over TLS, trusting the
+// node's own certificate through the source's ca_cert, with the token's sealed secret: a VM
+// stopped there is logged as vm.stopped with the task that stopped it.
 func TestPoller_AProxmoxNodeIsPolledWithItsToken(t *testing.T) {
 	s := newSiteWith(t, siteConfig{backend: "file", pollInterval: 100 * time.Millisecond})
 	var mu sync.Mutex
 	status, tasks := "running", `[]`
-	pve := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// While the node answers, the source's row comes free: the poller holds no transaction
+	// while it waits on a cloud.
+	var asked int
+	var heldWhileAsked error
+	pve := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "PVEAPIToken=nimbus@pve!poller=token-secret" {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
@@ -201,6 +211,22 @@ func TestPoller_AProxmoxNodeIsPolledWithItsToken(t *testing.T) {
 		defer mu.Unlock()
 		switch r.URL.Path {
 		case "/api2/json/nodes/pve1/qemu":
+			asked++
+			// Another round's poll may be saving, briefly; a poll holding the row while it
+			// waits on this answer would never let it go.
+			var err error
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				err = pgx.BeginFunc(r.Context(), s.pool, func(tx pgx.Tx) error {
+					_, err := tx.Exec(r.Context(), `SELECT 1 FROM event_sources WHERE kind = 'cloud_provider' FOR NO KEY UPDATE NOWAIT`)
+					return err
+				})
+				if err == nil {
+					break
+				}
+			}
+			if err != nil && heldWhileAsked == nil {
+				heldWhileAsked = err
+			}
 			fmt.Fprintf(w, `{"data":[{"vmid":101,"name":"web","status":%q}]}`, status)
 		case "/api2/json/cluster/tasks":
 			fmt.Fprintf(w, `{"data":%s}`, tasks)
@@ -214,7 +240,8 @@ func TestPoller_AProxmoxNodeIsPolledWithItsToken(t *testing.T) {
 	wantStatus(t, r, http.StatusCreated)
 	zone := r.json(t)["id"].(string)
 	r = s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/event-sources", root, map[string]any{"name": "pve1", "kind": "cloud_provider",
-		"secret": "token-secret", "config": map[string]any{"provider": "proxmox", "url": pve.URL, "node": "pve1", "token_id": "nimbus@pve!poller"}})
+		"secret": "token-secret", "config": map[string]any{"provider": "proxmox", "url": pve.URL, "node": "pve1", "token_id": "nimbus@pve!poller",
+			"ca_cert": string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: pve.Certificate().Raw}))}})
 	wantStatus(t, r, http.StatusCreated)
 
 	s.waitPolled(t, "101", "running")
@@ -230,5 +257,10 @@ func TestPoller_AProxmoxNodeIsPolledWithItsToken(t *testing.T) {
 	if e["type"] != "vm.stopped" || e["subject"] != "101" || e["outcome"] != event.Unrouted || e["occurred_at"] != "2025-11-27T01:00:03Z" ||
 		task["type"] != "qmstop" || task["user"] != "root@pam" {
 		t.Fatalf("the stop's event: %v", e)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if asked == 0 || heldWhileAsked != nil {
+		t.Fatalf("asked %d times; the source's row was held while the node answered: %v", asked, heldWhileAsked)
 	}
 }

@@ -662,39 +662,55 @@ func (q *Queries) LockLoggedEvent(ctx context.Context, id uuid.UUID) (EventLog, 
 	return i, err
 }
 
-const logEvent = `-- name: LogEvent :one
+const logEvents = `-- name: LogEvents :many
 INSERT INTO event_log (source_id, landing_zone_id, source_kind, event_id, type, subject, occurred_at, payload)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+SELECT $1::uuid, $2::uuid, $3::text,
+       e.event_id, e.type, e.subject, e.occurred_at, e.payload
+FROM jsonb_to_recordset($4::jsonb) AS e(event_id text, type text, subject text, occurred_at timestamptz, payload jsonb)
+ORDER BY e.event_id
 ON CONFLICT (source_id, event_id) DO NOTHING
-RETURNING id
+RETURNING id, event_id
 `
 
-type LogEventParams struct {
-	SourceID      uuid.NullUUID   `json:"source_id"`
-	LandingZoneID uuid.NullUUID   `json:"landing_zone_id"`
+type LogEventsParams struct {
+	SourceID      uuid.UUID       `json:"source_id"`
+	LandingZoneID uuid.UUID       `json:"landing_zone_id"`
 	SourceKind    string          `json:"source_kind"`
-	EventID       string          `json:"event_id"`
-	Type          string          `json:"type"`
-	Subject       string          `json:"subject"`
-	OccurredAt    *time.Time      `json:"occurred_at"`
-	Payload       json.RawMessage `json:"payload"`
+	Events        json.RawMessage `json:"events"`
 }
 
-// Writes an accepted event once: the same sender's id from the same source again returns no row.
-func (q *Queries) LogEvent(ctx context.Context, arg LogEventParams) (uuid.UUID, error) {
-	row := q.db.QueryRow(ctx, logEvent,
+type LogEventsRow struct {
+	ID      uuid.UUID `json:"id"`
+	EventID string    `json:"event_id"`
+}
+
+// Writes the events of one request or poll in one statement, each once: an event whose
+// sender's id the source sent before returns no row. The events are a JSON array of
+// {event_id, type, subject, occurred_at, payload}, written in one order (by event_id), so that
+// two batches holding the same events cannot wait on each other.
+func (q *Queries) LogEvents(ctx context.Context, arg LogEventsParams) ([]LogEventsRow, error) {
+	rows, err := q.db.Query(ctx, logEvents,
 		arg.SourceID,
 		arg.LandingZoneID,
 		arg.SourceKind,
-		arg.EventID,
-		arg.Type,
-		arg.Subject,
-		arg.OccurredAt,
-		arg.Payload,
+		arg.Events,
 	)
-	var id uuid.UUID
-	err := row.Scan(&id)
-	return id, err
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LogEventsRow{}
+	for rows.Next() {
+		var i LogEventsRow
+		if err := rows.Scan(&i.ID, &i.EventID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const logOwnEvent = `-- name: LogOwnEvent :one
@@ -996,17 +1012,18 @@ func (q *Queries) SubscriptionDeliveries(ctx context.Context, subscriptionID uui
 const subscriptionFailed = `-- name: SubscriptionFailed :one
 UPDATE event_subscriptions s
 SET failures = s.failures + 1,
-    failing_since = coalesce(s.failing_since, now()),
-    active = CASE WHEN s.failures + 1 >= $1::integer
-                   AND now() - coalesce(s.failing_since, now()) >= $2::interval THEN false ELSE s.active END,
-    disabled_reason = CASE WHEN s.active AND s.failures + 1 >= $1::integer
-                   AND now() - coalesce(s.failing_since, now()) >= $2::interval THEN $3::text ELSE s.disabled_reason END
-FROM (SELECT o.id, o.active AS was_active FROM event_subscriptions o WHERE o.id = $4 FOR UPDATE) old
+    failing_since = coalesce(s.failing_since, $1::timestamptz),
+    active = CASE WHEN s.failures + 1 >= $2::integer
+                   AND $1::timestamptz - coalesce(s.failing_since, $1::timestamptz) >= $3::interval THEN false ELSE s.active END,
+    disabled_reason = CASE WHEN s.active AND s.failures + 1 >= $2::integer
+                   AND $1::timestamptz - coalesce(s.failing_since, $1::timestamptz) >= $3::interval THEN $4::text ELSE s.disabled_reason END
+FROM (SELECT o.id, o.active AS was_active FROM event_subscriptions o WHERE o.id = $5 FOR UPDATE) old
 WHERE s.id = old.id
 RETURNING s.id, s.tenant_id, s.name, s.url, s.types, s.secret, s.secret_key_id, s.active, s.failures, s.failing_since, s.disabled_reason, s.created_by, s.created_at, old.was_active
 `
 
 type SubscriptionFailedParams struct {
+	At            time.Time       `json:"at"`
 	LimitFailures int32           `json:"limit_failures"`
 	LimitSpan     pgtype.Interval `json:"limit_span"`
 	Reason        string          `json:"reason"`
@@ -1032,9 +1049,10 @@ type SubscriptionFailedRow struct {
 
 // Counts a failed attempt; a subscription whose attempts have all failed, at least
 // limit_failures of them over at least limit_span, is turned off, saying why. was_active tells
-// the attempt that turned it off from those after.
+// the attempt that turned it off from those after. at is when the attempt failed.
 func (q *Queries) SubscriptionFailed(ctx context.Context, arg SubscriptionFailedParams) (SubscriptionFailedRow, error) {
 	row := q.db.QueryRow(ctx, subscriptionFailed,
+		arg.At,
 		arg.LimitFailures,
 		arg.LimitSpan,
 		arg.Reason,

@@ -31,7 +31,7 @@ SELECT id, landing_zone_id, name, kind, config, secret, secret_key_id, active, c
 FOR NO KEY UPDATE SKIP LOCKED
 `
 
-// Takes a source for one poll; none when it is being polled already, turned off or gone.
+// Takes a source to save one poll; none when another poll is saving, or it is turned off or gone.
 // NO KEY: the events the poll logs take a key share of the same row.
 func (q *Queries) LockPolledSource(ctx context.Context, id uuid.UUID) (EventSource, error) {
 	row := q.db.QueryRow(ctx, lockPolledSource, id)

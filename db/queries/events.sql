@@ -18,12 +18,18 @@ UPDATE event_sources SET active = $2 WHERE id = $1 RETURNING *;
 -- name: DeleteEventSource :exec
 DELETE FROM event_sources WHERE id = $1;
 
--- name: LogEvent :one
--- Writes an accepted event once: the same sender's id from the same source again returns no row.
+-- name: LogEvents :many
+-- Writes the events of one request or poll in one statement, each once: an event whose
+-- sender's id the source sent before returns no row. The events are a JSON array of
+-- {event_id, type, subject, occurred_at, payload}, written in one order (by event_id), so that
+-- two batches holding the same events cannot wait on each other.
 INSERT INTO event_log (source_id, landing_zone_id, source_kind, event_id, type, subject, occurred_at, payload)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+SELECT sqlc.arg(source_id)::uuid, sqlc.arg(landing_zone_id)::uuid, sqlc.arg(source_kind)::text,
+       e.event_id, e.type, e.subject, e.occurred_at, e.payload
+FROM jsonb_to_recordset(sqlc.arg(events)::jsonb) AS e(event_id text, type text, subject text, occurred_at timestamptz, payload jsonb)
+ORDER BY e.event_id
 ON CONFLICT (source_id, event_id) DO NOTHING
-RETURNING id;
+RETURNING id, event_id;
 
 -- name: LockLoggedEvent :one
 SELECT * FROM event_log WHERE id = $1 FOR UPDATE SKIP LOCKED;
@@ -154,14 +160,14 @@ UPDATE event_subscriptions SET failures = 0, failing_since = NULL WHERE id = $1;
 -- name: SubscriptionFailed :one
 -- Counts a failed attempt; a subscription whose attempts have all failed, at least
 -- limit_failures of them over at least limit_span, is turned off, saying why. was_active tells
--- the attempt that turned it off from those after.
+-- the attempt that turned it off from those after. at is when the attempt failed.
 UPDATE event_subscriptions s
 SET failures = s.failures + 1,
-    failing_since = coalesce(s.failing_since, now()),
+    failing_since = coalesce(s.failing_since, sqlc.arg(at)::timestamptz),
     active = CASE WHEN s.failures + 1 >= sqlc.arg(limit_failures)::integer
-                   AND now() - coalesce(s.failing_since, now()) >= sqlc.arg(limit_span)::interval THEN false ELSE s.active END,
+                   AND sqlc.arg(at)::timestamptz - coalesce(s.failing_since, sqlc.arg(at)::timestamptz) >= sqlc.arg(limit_span)::interval THEN false ELSE s.active END,
     disabled_reason = CASE WHEN s.active AND s.failures + 1 >= sqlc.arg(limit_failures)::integer
-                   AND now() - coalesce(s.failing_since, now()) >= sqlc.arg(limit_span)::interval THEN sqlc.arg(reason)::text ELSE s.disabled_reason END
+                   AND sqlc.arg(at)::timestamptz - coalesce(s.failing_since, sqlc.arg(at)::timestamptz) >= sqlc.arg(limit_span)::interval THEN sqlc.arg(reason)::text ELSE s.disabled_reason END
 FROM (SELECT o.id, o.active AS was_active FROM event_subscriptions o WHERE o.id = sqlc.arg(id) FOR UPDATE) old
 WHERE s.id = old.id
 RETURNING s.*, old.was_active;

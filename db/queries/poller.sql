@@ -3,7 +3,7 @@
 SELECT id FROM event_sources WHERE kind = 'cloud_provider' AND active ORDER BY id;
 
 -- name: LockPolledSource :one
--- Takes a source for one poll; none when it is being polled already, turned off or gone.
+-- Takes a source to save one poll; none when another poll is saving, or it is turned off or gone.
 -- NO KEY: the events the poll logs take a key share of the same row.
 SELECT * FROM event_sources WHERE id = $1 AND kind = 'cloud_provider' AND active
 FOR NO KEY UPDATE SKIP LOCKED;

@@ -1,0 +1,9 @@
+package event
+
+import (
+	"testing"
+
+	"nimbus/db/dbtest"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
