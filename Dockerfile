@@ -28,10 +28,13 @@ RUN PULUMI_HOME=/tmp/pulumi-home "$(tail -n1 /tools.path)"/pulumi plugin install
 
 COPY . .
 ARG VERSION=dev
-# The simulated cloud's provider is built beside the CLI, as `go tool task toolchain` does.
+# The simulated cloud's and the Kubernetes provider are built beside the CLI, as
+# `go tool task toolchain` does; the cache links the latter, so it is copied out whole.
 RUN scripts/assets.sh && \
     go build -trimpath -ldflags "-s -w -X nimbus/app/cli.Version=${VERSION}" -o /out/nimbus . && \
     scripts/simcloud.sh /out/pulumi >/dev/null && \
+    NIMBUS_TOOLS_DIR=/tools scripts/kubernetes-provider.sh /tmp/kubernetes >/dev/null && \
+    cp -L /tmp/kubernetes/pulumi-resource-kubernetes /out/pulumi/ && \
     cp -L "$(tail -n1 /tools.path)"/pulumi "$(tail -n1 /tools.path)"/pulumi-language-yaml /out/pulumi/
 
 FROM debian:bookworm-slim
@@ -49,7 +52,8 @@ COPY --from=build /out/nimbus /usr/local/bin/nimbus
 # Named one by one: a build that failed to make one of them stops here rather than shipping
 # an image whose components cannot deploy.
 COPY --from=build /out/pulumi/pulumi /out/pulumi/pulumi-language-yaml \
-     /out/pulumi/pulumi-resource-simcloud /out/pulumi/pulumi-resource-proxmoxve /opt/pulumi/bin/
+     /out/pulumi/pulumi-resource-simcloud /out/pulumi/pulumi-resource-proxmoxve /out/pulumi/pulumi-resource-kubernetes \
+     /opt/pulumi/bin/
 ENV PATH=/opt/pulumi/bin:/usr/lib/postgresql/15/bin:$PATH \
     NIMBUS_DATA_DIR=/data \
     NIMBUS_ADDR=0.0.0.0:8080 \

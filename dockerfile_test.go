@@ -306,9 +306,7 @@ func toolchainScripts(t *testing.T) []string {
 	var out []string
 	for _, c := range taskfile.Tasks["toolchain"].Cmds {
 		if s, ok := c.(string); ok {
-			if f := strings.Fields(s); len(f) > 0 && strings.HasPrefix(f[0], "scripts/") {
-				out = append(out, f[0])
-			}
+			out = append(out, regexp.MustCompile(`scripts/[a-z0-9-]+\.sh`).FindAllString(s, -1)...)
 		}
 	}
 	if len(out) == 0 {

@@ -83,7 +83,7 @@ func (h *Handlers) RemoveAPI(c echo.Context) error {
 // kubeconfigOf is the kubeconfig a form gives: an uploaded file, else the pasted text.
 func kubeconfigOf(c echo.Context) ([]byte, error) {
 	fh, err := c.FormFile("file")
-	if errors.Is(err, http.ErrMissingFile) || err == nil && fh.Size == 0 {
+	if errors.Is(err, http.ErrMissingFile) || errors.Is(err, http.ErrNotMultipart) || err == nil && fh.Size == 0 {
 		return []byte(c.FormValue("kubeconfig")), nil
 	}
 	if err != nil {

@@ -20,6 +20,7 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 var builtinNames = []string{
 	"simcloud-machine", "simcloud-network",
 	"proxmox-vm", "proxmox-lxc", "proxmox-storage", "proxmox-network", "proxmox-firewall-rule",
+	"k8s-namespace",
 }
 
 func builtinByName(t *testing.T, name string) New {
@@ -64,7 +65,7 @@ func TestBuiltins_AreValid(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Every program tells its provider's resources apart from other providers'.
-			if !strings.Contains(b.Code, "type: "+map[string]string{"simcloud": "simcloud:", "proxmox": "proxmoxve:"}[b.Provider]) {
+			if !strings.Contains(b.Code, "type: "+map[string]string{"simcloud": "simcloud:", "proxmox": "proxmoxve:", "kubernetes": "kubernetes:"}[b.Provider]) {
 				t.Fatalf("no %s resource in the program", b.Provider)
 			}
 		})

@@ -15,6 +15,19 @@ import (
 	"nimbus/views"
 )
 
+// scope says whose events alone the page shows, or "" for all the viewer may see.
+func (f LogFilter) scope() string {
+	switch {
+	case f.Instance != "":
+		return "one stack instance"
+	case f.Environment != "":
+		return "one environment"
+	case f.Tenant != "":
+		return "one tenant"
+	}
+	return ""
+}
+
 // LogPageHandler answers GET /events: the log for the viewer, filtered like the API, the first
 // page kept up to date as events come.
 func (h *Handlers) LogPageHandler(c echo.Context) error {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -125,25 +126,8 @@ func TestSecret_CanaryIsNowhere(t *testing.T) {
 			t.Errorf("the secret output shows as %v, want [secret]", out)
 		}
 
-		tables, err := s.pool.Query(ctx, `SELECT format('%I.%I', table_schema, table_name) FROM information_schema.tables
-		WHERE table_schema NOT IN ('pg_catalog', 'information_schema') AND table_type = 'BASE TABLE'`)
-		must(t, err)
-		var names []string
-		for tables.Next() {
-			var n string
-			must(t, tables.Scan(&n))
-			names = append(names, n)
-		}
-		must(t, tables.Err())
-		if len(names) < 10 {
-			t.Fatalf("only %d tables to look through", len(names))
-		}
-		for _, table := range names {
-			var n int
-			must(t, s.pool.QueryRow(ctx, `SELECT count(*) FROM `+table+` t WHERE t::text LIKE '%' || $1 || '%'`, canary).Scan(&n))
-			if n > 0 {
-				t.Errorf("%d rows of %s hold the secret", n, table)
-			}
+		if where := s.tablesHolding(t, canary); len(where) > 0 {
+			t.Errorf("tables holding the secret: %v", where)
 		}
 
 		if strings.Contains(s.logs.String(), canary) {
@@ -186,6 +170,34 @@ func TestSecret_CanaryIsNowhere(t *testing.T) {
 			}
 		}
 	})
+}
+
+// tablesHolding lists the tables with a row whose text holds value.
+func (s *site) tablesHolding(t *testing.T, value string) []string {
+	t.Helper()
+	ctx := context.Background()
+	tables, err := s.pool.Query(ctx, `SELECT format('%I.%I', table_schema, table_name) FROM information_schema.tables
+		WHERE table_schema NOT IN ('pg_catalog', 'information_schema') AND table_type = 'BASE TABLE'`)
+	must(t, err)
+	var names []string
+	for tables.Next() {
+		var n string
+		must(t, tables.Scan(&n))
+		names = append(names, n)
+	}
+	must(t, tables.Err())
+	if len(names) < 10 {
+		t.Fatalf("only %d tables to look through", len(names))
+	}
+	var holding []string
+	for _, table := range names {
+		var n int
+		must(t, s.pool.QueryRow(ctx, `SELECT count(*) FROM `+table+` t WHERE t::text LIKE '%' || $1 || '%'`, value).Scan(&n))
+		if n > 0 {
+			holding = append(holding, fmt.Sprintf("%s (%d rows)", table, n))
+		}
+	}
+	return holding
 }
 
 // processesWith lists the processes whose command line or environment holds value.

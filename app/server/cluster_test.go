@@ -1,0 +1,179 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"nimbus/app/cluster"
+	"nimbus/app/environment"
+	"nimbus/e2e/kubeplane"
+)
+
+// kubePlane runs a Kubernetes control plane for one test, from the binaries in NIMBUS_KUBE_DIR.
+func kubePlane(t testing.TB) *kubeplane.Plane {
+	t.Helper()
+	bin := os.Getenv(kubeplane.BinEnv)
+	if bin == "" {
+		t.Fatalf("%s is not set: go tool task test builds etcd and kube-apiserver and sets it", kubeplane.BinEnv)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p, err := kubeplane.Start(ctx, bin, t.TempDir())
+	must(t, err)
+	t.Cleanup(p.Stop)
+	return p
+}
+
+func TestCluster_AProviderAdminSetsAZonesClusterCheckedByItsAPIServer(t *testing.T) {
+	plane := kubePlane(t)
+	s := newSite(t)
+	root, tenantAdmin := s.token(t, s.admin), s.token(t, s.adminA)
+	r := s.call(t, "POST", "/api/v1/landing-zones", root, map[string]any{"name": "k8s", "provider": "kubernetes"})
+	wantStatus(t, r, http.StatusCreated)
+	zone := r.json(t)["id"].(string)
+	api, page := "/api/v1/landing-zones/"+zone+"/cluster", "/landing-zones/"+zone+"/cluster"
+	wantIn(t, s.call(t, "GET", "/landing-zones/"+zone, root, nil), `href="`+page+`"`)
+	wantStatus(t, s.call(t, "GET", api, root, nil), http.StatusNotFound)
+
+	// Refused, each with why, and nothing kept.
+	for _, c := range []struct {
+		name, config, want string
+	}{
+		{"wrong token", string(plane.KubeconfigWith("not-the-token")), "refused the credentials"},
+		{"no server there", string(cluster.Kubeconfig{Server: "https://127.0.0.1:1", CA: plane.CA, Token: plane.Token}.Marshal()), "cannot reach"},
+		{"another CA", string(cluster.Kubeconfig{Server: plane.URL, Token: plane.Token}.Marshal()), "certificate"},
+		{"exec plugin", strings.Replace(string(plane.Kubeconfig()), "token: "+plane.Token, "exec: {command: /bin/true}", 1), "runs a program"},
+	} {
+		r := s.call(t, "PUT", api, root, map[string]any{"kubeconfig": c.config})
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		if !strings.Contains(string(r.body), `"kubeconfig"`) || !strings.Contains(string(r.body), c.want) {
+			t.Errorf("%s: got %s, want a kubeconfig problem saying %q", c.name, r.body, c.want)
+		}
+	}
+	wantStatus(t, s.call(t, "GET", api, root, nil), http.StatusNotFound)
+
+	// The page takes it pasted, checks it with the API server and shows what it said.
+	r = s.submit(t, page, root, url.Values{"kubeconfig": {string(plane.Kubeconfig())}})
+	wantStatus(t, r, http.StatusOK)
+	wantIn(t, r, `data-testid="cluster-saved"`, plane.URL, `data-testid="cluster-version">v1.37.2<`, `data-testid="cluster-user">admin<`)
+	if strings.Contains(string(r.body), plane.Token) {
+		t.Fatal("the page shows the cluster's token")
+	}
+	got := s.call(t, "GET", api, root, nil).json(t)
+	if got["version"] != "v1.37.2" || got["server"] != plane.URL || got["signed_in_as"] != "admin" {
+		t.Fatalf("the zone's cluster: %v", got)
+	}
+	wantStatus(t, s.call(t, "POST", api+"/check", root, nil), http.StatusOK)
+
+	// Tenants see none of it.
+	wantStatus(t, s.call(t, "GET", api, tenantAdmin, nil), http.StatusNotFound)
+	wantStatus(t, s.call(t, "GET", page, tenantAdmin, nil), http.StatusNotFound)
+	wantStatus(t, s.call(t, "PUT", api, tenantAdmin, map[string]any{"kubeconfig": string(plane.Kubeconfig())}), http.StatusNotFound)
+
+	// The token is sealed: in no table in the clear.
+	if where := s.tablesHolding(t, plane.Token); len(where) > 0 {
+		t.Fatalf("the cluster's token is in the clear in %v", where)
+	}
+
+	// A cluster that stops answering is said to, and keeps its last check.
+	plane.Stop()
+	r = s.call(t, "POST", api+"/check", root, nil)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, "cannot reach")
+	wantStatus(t, s.call(t, "DELETE", api, root, nil), http.StatusNoContent)
+	wantStatus(t, s.call(t, "GET", api, root, nil), http.StatusNotFound)
+}
+
+// kubeGet reads an object from the plane's API server as its admin: its JSON, or nil when it
+// is not there.
+func kubeGet(t *testing.T, plane *kubeplane.Plane, path string) map[string]any {
+	t.Helper()
+	req, _ := http.NewRequest("GET", plane.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+plane.Token)
+	resp, err := plane.Client().Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return nil
+	}
+	var out map[string]any
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", path, resp.Status)
+	}
+	must(t, json.NewDecoder(resp.Body).Decode(&out))
+	return out
+}
+
+// A Kubernetes zone's system service is deployed on its cluster with the zone's kubeconfig,
+// which reaches the engine sealed; a tenant's Kubernetes deployment does not get it.
+func TestCluster_ASystemServiceIsDeployedOnTheZonesCluster(t *testing.T) {
+	plane := kubePlane(t)
+	s := newSite(t)
+	ids := builtinIDs(t, s)
+	root := s.token(t, s.admin)
+	r := s.call(t, "POST", "/api/v1/landing-zones", root, map[string]any{"name": "k8s", "provider": "kubernetes"})
+	wantStatus(t, r, http.StatusCreated)
+	zone := r.json(t)["id"].(string)
+	wantStatus(t, s.call(t, "PUT", "/api/v1/landing-zones/"+zone+"/cluster", root, map[string]any{"kubeconfig": string(plane.Kubeconfig())}), http.StatusOK)
+	wantStatus(t, s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/system-services", root, map[string]any{
+		"component_id": ids["k8s-namespace"], "name": "platform", "parameters": map[string]any{"name": "platform", "pod_security": "baseline"}}), http.StatusCreated)
+	wantStatus(t, s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/publish", root, nil), http.StatusAccepted)
+	if z := s.waitZoneServices(t, root, zone); z["system_status"] != "active" {
+		t.Fatalf("after publishing: %v", z)
+	}
+	ns := kubeGet(t, plane, "/api/v1/namespaces/platform")
+	if ns == nil {
+		t.Fatal("the API server has no namespace platform")
+	}
+	labels := ns["metadata"].(map[string]any)["labels"].(map[string]any)
+	if labels["pod-security.kubernetes.io/enforce"] != "baseline" || labels["app.kubernetes.io/managed-by"] != "nimbus" {
+		t.Fatalf("the namespace's labels: %v", labels)
+	}
+
+	// The cluster's token went to the engine sealed: nowhere in the clear.
+	if where := s.tablesHolding(t, plane.Token); len(where) > 0 {
+		t.Errorf("the cluster's token is in the clear in %v", where)
+	}
+	if strings.Contains(s.logs.String(), plane.Token) {
+		t.Error("the server's log holds the cluster's token")
+	}
+	files := 0
+	must(t, filepath.WalkDir(s.data, func(path string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		files++
+		if strings.Contains(readFile(t, path), plane.Token) {
+			t.Errorf("%s holds the cluster's token", strings.TrimPrefix(path, s.data))
+		}
+		return nil
+	}))
+	if files == 0 {
+		t.Fatal("no state or work files to look through")
+	}
+
+	// A tenant's deployment of a Kubernetes component is not given the zone's kubeconfig.
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	_, err = s.pool.Exec(t.Context(), `UPDATE environments SET landing_zone_id = $1 WHERE id = $2`, zone, env.ID)
+	must(t, err)
+	admin := s.token(t, s.adminA)
+	r = s.call(t, "POST", "/api/v1/deployments", admin, map[string]any{"component_id": ids["k8s-namespace"], "environment_id": env.ID,
+		"name": "mine", "parameters": map[string]any{"name": "mine"}})
+	wantStatus(t, r, http.StatusAccepted)
+	op := s.waitOperation(t, admin, r.json(t)["operation"].(map[string]any)["id"].(string))
+	if op["status"] != "failed" || !strings.Contains(fmt.Sprint(op), "tenant factory") {
+		t.Fatalf("a tenant's Kubernetes deploy: %v", op)
+	}
+	if kubeGet(t, plane, "/api/v1/namespaces/mine") != nil {
+		t.Fatal("the tenant's namespace was made with the zone's credentials")
+	}
+}
