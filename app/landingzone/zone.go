@@ -269,7 +269,8 @@ func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.U
 
 // complete refuses a zone whose templates leave a required input to a resolver the zone does
 // not configure, naming each: an environment opened there could not deploy them. An input the
-// template gives a value, or that has a default, needs no resolver.
+// template gives a value, or that has a default, needs no resolver. A Kubernetes zone needs its
+// cluster.
 func complete(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone) error {
 	configs, err := q.OwnResolverConfigs(ctx, dbgen.OwnResolverConfigsParams{LandingZoneID: nullID(z.ID)})
 	if err != nil {
@@ -284,6 +285,13 @@ func complete(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone) error 
 		return err
 	}
 	v := &problem.ValidationError{}
+	if z.Provider == "kubernetes" {
+		if _, err := q.GetZoneCluster(ctx, z.ID); errors.Is(err, pgx.ErrNoRows) {
+			v.Add("cluster", "required", "landing zone %s has no Kubernetes cluster: set one on its cluster page, where its system services and environments deploy", z.Name)
+		} else if err != nil {
+			return err
+		}
+	}
 	for _, m := range members {
 		bindings, err := resolver.ParseBindings(m.ResolverBindings)
 		if err != nil {

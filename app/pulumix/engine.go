@@ -21,6 +21,8 @@ type workspace struct {
 	dir   string   // the working directory: Pulumi.yaml, Pulumi.<stack>.yaml
 	tmp   string   // the engine's temporary directory, where event pipes and plans go
 	env   []string // the engine's environment, KEY=value
+	// volatile says tmp is the operation's own, in memory, and goes when it ends (close).
+	volatile bool
 }
 
 // engineRun is what one engine process said: its output's tail and what its events told.

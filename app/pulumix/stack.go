@@ -92,6 +92,7 @@ func (r *Runner) Preview(ctx context.Context, st Stack, progress io.Writer) (Res
 	if err != nil {
 		return Result{}, err
 	}
+	defer ws.close()
 	plan := filepath.Join(ws.tmp, "plan-"+randomHex(8)+".json")
 	defer os.Remove(plan)
 	run, err := r.run(ctx, ws, progress, refreshing(st, "preview", "--parallel", parallel, "--save-plan", plan)...)
@@ -112,6 +113,7 @@ func (r *Runner) Up(ctx context.Context, st Stack, progress io.Writer) (Result, 
 	if err != nil {
 		return Result{}, err
 	}
+	defer ws.close()
 	return r.up(ctx, ws, progress, refreshing(st)...)
 }
 
@@ -123,6 +125,7 @@ func (r *Runner) Apply(ctx context.Context, st Stack, plan []byte, progress io.W
 	if err != nil {
 		return Result{}, err
 	}
+	defer ws.close()
 	file := filepath.Join(ws.tmp, "plan-"+randomHex(8)+".json")
 	if err := os.WriteFile(file, plan, 0o600); err != nil {
 		return Result{}, fmt.Errorf("write the plan of %s: %w", st.Name, err)
@@ -155,6 +158,7 @@ func (r *Runner) Refresh(ctx context.Context, st Stack, progress io.Writer) (Res
 	if err != nil {
 		return Result{}, err
 	}
+	defer ws.close()
 	run, err := r.run(ctx, ws, progress, "refresh", "--yes", "--skip-preview", "--parallel", parallel)
 	return Result{Changes: run.changes, Output: run.output}, err
 }
@@ -168,6 +172,7 @@ func (r *Runner) DriftCheck(ctx context.Context, st Stack, progress io.Writer) (
 	if err != nil {
 		return Result{}, err
 	}
+	defer ws.close()
 	run, err := r.run(ctx, ws, progress, "refresh", "--preview-only", "--parallel", parallel)
 	return Result{Changes: run.changes, Output: run.output, Drift: run.drift}, err
 }
@@ -185,6 +190,7 @@ func (r *Runner) Destroy(ctx context.Context, st Stack, progress io.Writer) (Res
 	} else if err != nil {
 		return Result{}, err
 	}
+	defer ws.close()
 	// --remove takes the stack out of the backend once its resources are gone; with resources
 	// left, the backend keeps the only record of them, and the stack stays.
 	// Its preview, within the same process, plans the delete of each resource for the pages.
@@ -209,6 +215,7 @@ func (r *Runner) PreviewDestroy(ctx context.Context, st Stack, progress io.Write
 	} else if err != nil {
 		return Result{}, err
 	}
+	defer ws.close()
 	run, err := r.run(ctx, ws, progress, "destroy", "--preview-only", "--parallel", parallel)
 	return Result{Changes: run.changes, Output: run.output}, err
 }
@@ -224,6 +231,7 @@ func (r *Runner) Export(ctx context.Context, st Stack) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer ws.close()
 	stdout, stderr, _, err := r.cli.Run(ctx, ws.dir, nil, nil, nil, ws.env, "stack", "export", "--stack", st.Name)
 	if err != nil {
 		if ctx.Err() != nil {

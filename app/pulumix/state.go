@@ -32,6 +32,7 @@ func (r *Runner) Import(ctx context.Context, st Stack, state io.Reader) error {
 	if err != nil {
 		return err
 	}
+	defer ws.close()
 	file := filepath.Join(ws.tmp, "import-"+randomHex(8)+".json")
 	data, err := json.Marshal(dep)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"nimbus/app/objstore"
 )
@@ -147,7 +148,44 @@ func (r *Runner) open(ctx context.Context, st Stack, create bool) (workspace, er
 	if err != nil {
 		return workspace{}, err
 	}
-	return workspace{stack: st.Name, dir: dir, tmp: filepath.Join(h, "tmp"), env: r.engineEnv(backend, st.Passphrase, h)}, nil
+	ws := workspace{stack: st.Name, dir: dir, tmp: filepath.Join(h, "tmp"), env: r.engineEnv(backend, st.Passphrase, h)}
+	if holdsProviderSecret(st) {
+		tmp, err := os.MkdirTemp(memoryDir, "nimbus-engine-")
+		if err != nil {
+			return workspace{}, fmt.Errorf("the engine's temporary directory in memory (%s): %w", memoryDir, err)
+		}
+		ws.tmp, ws.volatile = tmp, true
+		for i, kv := range ws.env {
+			if strings.HasPrefix(kv, "TMPDIR=") {
+				ws.env[i] = "TMPDIR=" + tmp
+			}
+		}
+	}
+	return ws, nil
+}
+
+// memoryDir is where the engine of a stack holding a provider's credentials keeps its
+// temporary files, removed when the operation ends: a provider may write its credentials
+// there (the Kubernetes provider writes its kubeconfig for Helm, and leaves it), and they must
+// reach no disk.
+var memoryDir = "/dev/shm"
+
+// holdsProviderSecret reports whether a stack's secrets include a provider's own setting, such
+// as kubernetes:kubeconfig.
+func holdsProviderSecret(st Stack) bool {
+	for k := range st.Secrets {
+		if strings.Contains(k, ":") {
+			return true
+		}
+	}
+	return false
+}
+
+// close removes what the engine left in a temporary directory of its own.
+func (ws workspace) close() {
+	if ws.volatile {
+		_ = os.RemoveAll(ws.tmp)
+	}
 }
 
 func checkStack(st Stack, needPassphrase bool) error {

@@ -62,6 +62,11 @@ func TestCluster_AProviderAdminSetsAZonesClusterCheckedByItsAPIServer(t *testing
 
 	// The page takes it pasted, checks it with the API server and shows what it said.
 	r = s.submit(t, page, root, url.Values{"kubeconfig": {string(plane.Kubeconfig())}})
+	wantStatus(t, r, http.StatusSeeOther)
+	if loc := r.header.Get("Location"); loc != page+"?saved=1" {
+		t.Fatalf("saving sends to %q", loc)
+	}
+	r = s.call(t, "GET", page+"?saved=1", root, nil)
 	wantStatus(t, r, http.StatusOK)
 	wantIn(t, r, `data-testid="cluster-saved"`, plane.URL, `data-testid="cluster-version">v1.37.2<`, `data-testid="cluster-user">admin<`)
 	if strings.Contains(string(r.body), plane.Token) {
@@ -122,9 +127,12 @@ func TestCluster_ASystemServiceIsDeployedOnTheZonesCluster(t *testing.T) {
 	r := s.call(t, "POST", "/api/v1/landing-zones", root, map[string]any{"name": "k8s", "provider": "kubernetes"})
 	wantStatus(t, r, http.StatusCreated)
 	zone := r.json(t)["id"].(string)
-	wantStatus(t, s.call(t, "PUT", "/api/v1/landing-zones/"+zone+"/cluster", root, map[string]any{"kubeconfig": string(plane.Kubeconfig())}), http.StatusOK)
 	wantStatus(t, s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/system-services", root, map[string]any{
 		"component_id": ids["k8s-namespace"], "name": "platform", "parameters": map[string]any{"name": "platform", "pod_security": "baseline"}}), http.StatusCreated)
+	r = s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/publish", root, nil)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, `"field":"cluster"`, "has no Kubernetes cluster")
+	wantStatus(t, s.call(t, "PUT", "/api/v1/landing-zones/"+zone+"/cluster", root, map[string]any{"kubeconfig": string(plane.Kubeconfig())}), http.StatusOK)
 	wantStatus(t, s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/publish", root, nil), http.StatusAccepted)
 	if z := s.waitZoneServices(t, root, zone); z["system_status"] != "active" {
 		t.Fatalf("after publishing: %v", z)

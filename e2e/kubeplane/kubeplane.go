@@ -9,6 +9,7 @@
 package kubeplane
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -17,6 +18,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -49,6 +51,8 @@ type Plane struct {
 	Token string
 
 	procs []*process
+	stop  context.CancelFunc
+	done  chan struct{}
 }
 
 // Start runs etcd and kube-apiserver from binDir with their data in dir and returns once the
@@ -118,7 +122,71 @@ func Start(ctx context.Context, binDir, dir string) (*Plane, error) {
 		p.Stop()
 		return nil, err
 	}
+	finalizing, stop := context.WithCancel(context.Background())
+	p.stop, p.done = stop, make(chan struct{})
+	go p.finalizeNamespaces(finalizing)
 	return p, nil
+}
+
+// finalizeNamespaces stands in for the namespace controller of kube-controller-manager, which
+// the plane does not run: a namespace being deleted waits for that controller to empty it and
+// lift its finalizer, and without it waits for ever. Here the finalizer is lifted at once (and
+// the namespace deleted again, as that controller does, which now removes it), and
+// what the namespace still holds is left in the store: whoever deletes a namespace here deletes
+// its contents first (the engine does, in the reverse order of their making).
+func (p *Plane) finalizeNamespaces(ctx context.Context) {
+	defer close(p.done)
+	client := p.Client()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+		var list struct {
+			Items []map[string]any `json:"items"`
+		}
+		if err := p.call(ctx, client, http.MethodGet, "/api/v1/namespaces", nil, &list); err != nil {
+			continue
+		}
+		for _, ns := range list.Items {
+			meta, _ := ns["metadata"].(map[string]any)
+			spec, _ := ns["spec"].(map[string]any)
+			finalizers, _ := spec["finalizers"].([]any)
+			if meta["deletionTimestamp"] == nil || len(finalizers) == 0 {
+				continue
+			}
+			spec["finalizers"] = []any{}
+			body, _ := json.Marshal(ns)
+			// Lifted, the finalizer no longer holds the namespace back: deleted again, it goes.
+			path := "/api/v1/namespaces/" + meta["name"].(string)
+			if p.call(ctx, client, http.MethodPut, path+"/finalize", body, nil) == nil {
+				_ = p.call(ctx, client, http.MethodDelete, path, nil, nil)
+			}
+		}
+	}
+}
+
+// call sends a request as the admin; into, when given, receives the JSON answer.
+func (p *Plane) call(ctx context.Context, client *http.Client, method, path string, body []byte, into any) error {
+	req, err := http.NewRequestWithContext(ctx, method, p.URL+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+p.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+	}
+	if into == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(into)
 }
 
 // Kubeconfig is an admin kubeconfig for the plane.
@@ -142,6 +210,11 @@ func (p *Plane) Client() *http.Client {
 
 // Stop ends the API server, then etcd, and waits for both.
 func (p *Plane) Stop() {
+	if p.stop != nil {
+		p.stop()
+		<-p.done
+		p.stop = nil
+	}
 	for i := len(p.procs) - 1; i >= 0; i-- {
 		p.procs[i].stop()
 	}
