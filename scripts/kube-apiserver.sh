@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Ensures the pinned etcd and kube-apiserver are built from Go module sources into the tool
-# cache, keyed by version: the control plane that tests and `go tool task kube` run on loopback
-# (see e2e/kubeplane).
+# Ensures the pinned etcd, kube-apiserver and kube-controller-manager are built from Go module
+# sources into the tool cache, keyed by version: the control plane that tests and
+# `go tool task kube` run on loopback (see e2e/kubeplane).
 #
-# Prints, as the last line on stdout, the directory holding both. Everything else goes to
+# Prints, as the last line on stdout, the directory holding them. Everything else goes to
 # stderr.
 set -euo pipefail
 
@@ -31,10 +31,11 @@ mkdir -p "$root/kubernetes"
 root=$(cd "$root" && pwd -P)
 dir=$root/kubernetes/$KUBERNETES_VERSION+etcd-$ETCD_VERSION/bin
 
-apiserver_ok() { [[ -x $1 ]] && "$1" --version 2>/dev/null | grep -qx "Kubernetes $KUBERNETES_VERSION"; }
+kube_ok() { [[ -x $1 ]] && "$1" --version 2>/dev/null | grep -qx "Kubernetes $KUBERNETES_VERSION"; }
+apiserver_ok() { kube_ok "$1/kube-apiserver" && kube_ok "$1/kube-controller-manager"; }
 etcd_ok() { [[ -x $1 ]] && "$1" --version 2>/dev/null | grep -q "etcd Version: ${ETCD_VERSION#v}"; }
 
-if apiserver_ok "$dir/kube-apiserver" && etcd_ok "$dir/etcd"; then
+if apiserver_ok "$dir" && etcd_ok "$dir/etcd"; then
 	log "$dir is cached"
 	printf '%s\n' "$dir"
 	exit 0
@@ -120,17 +121,19 @@ build_apiserver() {
 			require k8s.io/kubernetes $KUBERNETES_VERSION
 
 			tool k8s.io/kubernetes/cmd/kube-apiserver
+			tool k8s.io/kubernetes/cmd/kube-controller-manager
 		EOF
 		go mod edit "${edits[@]}"
 		log "resolving k8s.io/kubernetes@$KUBERNETES_VERSION with ${#edits[@]} staging modules at $STAGING_VERSION"
 		go mod tidy >&2
-		log "building kube-apiserver (takes several minutes the first time)"
+		log "building kube-apiserver and kube-controller-manager (takes several minutes the first time)"
+		mkdir bin
 		go build -trimpath \
 			-ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$KUBERNETES_VERSION -X k8s.io/client-go/pkg/version.gitVersion=$KUBERNETES_VERSION" \
-			-o kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver >&2
+			-o bin/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager >&2
 	)
-	apiserver_ok "$mod/kube-apiserver" || die "built kube-apiserver does not report $KUBERNETES_VERSION"
-	mv -f "$mod/kube-apiserver" "$dir/kube-apiserver"
+	apiserver_ok "$mod/bin" || die "built kube-apiserver or kube-controller-manager does not report $KUBERNETES_VERSION"
+	mv -f "$mod/bin/kube-apiserver" "$mod/bin/kube-controller-manager" "$dir/"
 }
 
 timed() { # <label> <command...>
@@ -140,6 +143,6 @@ timed() { # <label> <command...>
 }
 
 etcd_ok "$dir/etcd" || timed "etcd build" build_etcd
-apiserver_ok "$dir/kube-apiserver" || timed "kube-apiserver build" build_apiserver
+apiserver_ok "$dir" || timed "kube-apiserver build" build_apiserver
 
 printf '%s\n' "$dir"

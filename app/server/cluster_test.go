@@ -184,4 +184,15 @@ func TestCluster_ASystemServiceIsDeployedOnTheZonesCluster(t *testing.T) {
 	if kubeGet(t, plane, "/api/v1/namespaces/mine") != nil {
 		t.Fatal("the tenant's namespace was made with the zone's credentials")
 	}
+
+	// Retiring the zone takes its system service off the cluster.
+	_, err = s.pool.Exec(t.Context(), `UPDATE environments SET landing_zone_id = NULL WHERE id = $1`, env.ID)
+	must(t, err)
+	wantStatus(t, s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/retire", root, nil), http.StatusAccepted)
+	if z := s.waitZoneServices(t, root, zone); z["system_status"] != "decommissioned" {
+		t.Fatalf("after retiring: %v", z)
+	}
+	if ns := kubeGet(t, plane, "/api/v1/namespaces/platform"); ns != nil {
+		t.Fatalf("the namespace is still there: %v", ns["status"])
+	}
 }

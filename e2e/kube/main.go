@@ -40,9 +40,6 @@ func main() {
 	}
 	defer plane.Stop()
 	config := filepath.Join(dir, "admin.kubeconfig")
-	if err := os.WriteFile(config, plane.Kubeconfig(), 0o600); err != nil {
-		fail(err)
-	}
 	fmt.Printf("Kubernetes API server on %s (logs and data in %s)\n", plane.URL, dir)
 	fmt.Printf("Admin kubeconfig (also in %s):\n\n%s\nCtrl-C stops it.\n", config, plane.Kubeconfig())
 	<-ctx.Done()

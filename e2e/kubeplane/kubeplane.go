@@ -1,15 +1,15 @@
-// Package kubeplane runs a Kubernetes control plane on loopback: etcd and kube-apiserver from
-// the binaries scripts/kube-apiserver.sh builds, with a certificate authority, a serving
-// certificate, a service-account signing key and an admin token made for each start.
+// Package kubeplane runs a Kubernetes control plane on loopback: etcd, kube-apiserver and
+// kube-controller-manager from the binaries scripts/kube-apiserver.sh builds, with a
+// certificate authority, a serving certificate, a service-account signing key and an admin
+// token made for each start.
 //
-// No kubelet, scheduler or controller manager runs: what Nimbus makes on a cluster
-// (namespaces, quotas, policies, secrets, ingresses, service accounts, role bindings) are API
-// objects, stored and authorised by the API server alone. RBAC is on, so a service account's
-// token is held to what its bindings allow, as on a real cluster.
+// No kubelet or scheduler runs, and of the controllers only those that finish deletions: what
+// Nimbus makes on a cluster (namespaces, quotas, policies, secrets, ingresses, service
+// accounts, role bindings) are API objects, stored and authorised by the API server. RBAC is
+// on, so a service account's token is held to what its bindings allow, as on a real cluster.
 package kubeplane
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -18,7 +18,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -51,14 +50,12 @@ type Plane struct {
 	Token string
 
 	procs []*process
-	stop  context.CancelFunc
-	done  chan struct{}
 }
 
 // Start runs etcd and kube-apiserver from binDir with their data in dir and returns once the
 // API server answers ready, or ctx ends.
 func Start(ctx context.Context, binDir, dir string) (*Plane, error) {
-	for _, name := range []string{"etcd", "kube-apiserver"} {
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
 		if _, err := os.Stat(filepath.Join(binDir, name)); err != nil {
 			return nil, fmt.Errorf("%s: %w (build it with scripts/kube-apiserver.sh)", name, err)
 		}
@@ -122,71 +119,28 @@ func Start(ctx context.Context, binDir, dir string) (*Plane, error) {
 		p.Stop()
 		return nil, err
 	}
-	finalizing, stop := context.WithCancel(context.Background())
-	p.stop, p.done = stop, make(chan struct{})
-	go p.finalizeNamespaces(finalizing)
+	// Written where Start was told, and kept there: the controllers read it, and so may people.
+	// The namespace controller empties a deleted namespace and lets it go; the garbage
+	// collector finishes deletions that wait for their dependents (a foreground deletion, which
+	// the Kubernetes provider asks for). Without them a deleted namespace is never gone.
+	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
+	if err := os.WriteFile(kubeconfig, p.Kubeconfig(), 0o600); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	controllers, err := startProcess(filepath.Join(binDir, "kube-controller-manager"), filepath.Join(dir, "kube-controller-manager.log"),
+		"--kubeconfig="+kubeconfig,
+		"--controllers=namespace-controller,garbage-collector-controller",
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port=0",
+		"--v=0")
+	if err != nil {
+		p.Stop()
+		return nil, err
+	}
+	p.procs = append(p.procs, controllers)
 	return p, nil
-}
-
-// finalizeNamespaces stands in for the namespace controller of kube-controller-manager, which
-// the plane does not run: a namespace being deleted waits for that controller to empty it and
-// lift its finalizer, and without it waits for ever. Here the finalizer is lifted at once (and
-// the namespace deleted again, as that controller does, which now removes it), and
-// what the namespace still holds is left in the store: whoever deletes a namespace here deletes
-// its contents first (the engine does, in the reverse order of their making).
-func (p *Plane) finalizeNamespaces(ctx context.Context) {
-	defer close(p.done)
-	client := p.Client()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(250 * time.Millisecond):
-		}
-		var list struct {
-			Items []map[string]any `json:"items"`
-		}
-		if err := p.call(ctx, client, http.MethodGet, "/api/v1/namespaces", nil, &list); err != nil {
-			continue
-		}
-		for _, ns := range list.Items {
-			meta, _ := ns["metadata"].(map[string]any)
-			spec, _ := ns["spec"].(map[string]any)
-			finalizers, _ := spec["finalizers"].([]any)
-			if meta["deletionTimestamp"] == nil || len(finalizers) == 0 {
-				continue
-			}
-			spec["finalizers"] = []any{}
-			body, _ := json.Marshal(ns)
-			// Lifted, the finalizer no longer holds the namespace back: deleted again, it goes.
-			path := "/api/v1/namespaces/" + meta["name"].(string)
-			if p.call(ctx, client, http.MethodPut, path+"/finalize", body, nil) == nil {
-				_ = p.call(ctx, client, http.MethodDelete, path, nil, nil)
-			}
-		}
-	}
-}
-
-// call sends a request as the admin; into, when given, receives the JSON answer.
-func (p *Plane) call(ctx context.Context, client *http.Client, method, path string, body []byte, into any) error {
-	req, err := http.NewRequestWithContext(ctx, method, p.URL+path, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+p.Token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
-	}
-	if into == nil {
-		return nil
-	}
-	return json.NewDecoder(resp.Body).Decode(into)
 }
 
 // Kubeconfig is an admin kubeconfig for the plane.
@@ -208,13 +162,8 @@ func (p *Plane) Client() *http.Client {
 	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 }
 
-// Stop ends the API server, then etcd, and waits for both.
+// Stop ends the servers in the reverse order of their start, and waits for each.
 func (p *Plane) Stop() {
-	if p.stop != nil {
-		p.stop()
-		<-p.done
-		p.stop = nil
-	}
 	for i := len(p.procs) - 1; i >= 0; i-- {
 		p.procs[i].stop()
 	}
