@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 var builtinNames = []string{
 	"simcloud-machine", "simcloud-network",
 	"proxmox-vm", "proxmox-lxc", "proxmox-storage", "proxmox-network", "proxmox-firewall-rule",
-	"k8s-namespace",
+	"k8s-namespace", "k8s-quota", "k8s-network-policy",
 }
 
 func builtinByName(t *testing.T, name string) New {

@@ -146,6 +146,45 @@ func TestCluster_ASystemServiceIsDeployedOnTheZonesCluster(t *testing.T) {
 		t.Fatalf("the namespace's labels: %v", labels)
 	}
 
+	// The provider sizes the namespace and closes its network, beside the system service.
+	sysEnv := s.call(t, "GET", "/api/v1/landing-zones/"+zone, root, nil).json(t)["system_environment_id"].(string)
+	var provisioned []string
+	for _, d := range []struct {
+		component string
+		params    map[string]any
+	}{
+		{"k8s-quota", map[string]any{"namespace": "platform", "tier": "medium", "cpu": "4", "memory": "8Gi", "pods": "40"}},
+		{"k8s-network-policy", map[string]any{"namespace": "platform"}},
+	} {
+		r := s.call(t, "POST", "/api/v1/deployments", root, map[string]any{"component_id": ids[d.component], "environment_id": sysEnv,
+			"name": d.component, "parameters": d.params})
+		wantStatus(t, r, http.StatusAccepted)
+		body := r.json(t)
+		if op := s.waitOperation(t, root, body["operation"].(map[string]any)["id"].(string)); op["status"] != "succeeded" {
+			t.Fatalf("deploying %s: %v", d.component, op)
+		}
+		provisioned = append(provisioned, body["deployment"].(map[string]any)["id"].(string))
+	}
+	quota := kubeGet(t, plane, "/api/v1/namespaces/platform/resourcequotas/tier")
+	if quota == nil {
+		t.Fatal("no quota in the namespace")
+	}
+	hard := quota["spec"].(map[string]any)["hard"].(map[string]any)
+	if hard["limits.cpu"] != "4" || hard["requests.memory"] != "8Gi" || hard["pods"] != "40" ||
+		quota["metadata"].(map[string]any)["labels"].(map[string]any)["nimbus.io/tier"] != "medium" {
+		t.Fatalf("the quota: %v", quota)
+	}
+	if kubeGet(t, plane, "/api/v1/namespaces/platform/limitranges/tier") == nil {
+		t.Fatal("no limit range in the namespace")
+	}
+	deny := kubeGet(t, plane, "/apis/networking.k8s.io/v1/namespaces/platform/networkpolicies/deny-all")
+	if deny == nil || fmt.Sprint(deny["spec"].(map[string]any)["policyTypes"]) != "[Ingress Egress]" {
+		t.Fatalf("the deny-all policy: %v", deny)
+	}
+	if kubeGet(t, plane, "/apis/networking.k8s.io/v1/namespaces/platform/networkpolicies/allow-namespace-dns-ingress") == nil {
+		t.Fatal("no allowances policy")
+	}
+
 	// The cluster's token went to the engine sealed: nowhere in the clear.
 	if where := s.tablesHolding(t, plane.Token); len(where) > 0 {
 		t.Errorf("the cluster's token is in the clear in %v", where)
@@ -188,6 +227,16 @@ func TestCluster_ASystemServiceIsDeployedOnTheZonesCluster(t *testing.T) {
 	// Retiring the zone takes its system service off the cluster.
 	_, err = s.pool.Exec(t.Context(), `UPDATE environments SET landing_zone_id = NULL WHERE id = $1`, env.ID)
 	must(t, err)
+	for _, id := range provisioned {
+		r := s.call(t, "POST", "/api/v1/deployments/"+id+"/destroy", root, nil)
+		wantStatus(t, r, http.StatusAccepted)
+		if op := s.waitOperation(t, root, r.json(t)["id"].(string)); op["status"] != "succeeded" {
+			t.Fatalf("destroying: %v", op)
+		}
+	}
+	if kubeGet(t, plane, "/api/v1/namespaces/platform/resourcequotas/tier") != nil {
+		t.Fatal("the quota is still there")
+	}
 	wantStatus(t, s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/retire", root, nil), http.StatusAccepted)
 	if z := s.waitZoneServices(t, root, zone); z["system_status"] != "decommissioned" {
 		t.Fatalf("after retiring: %v", z)

@@ -3,7 +3,7 @@
 // certificate authority, a serving certificate, a service-account signing key and an admin
 // token made for each start.
 //
-// No kubelet or scheduler runs, and of the controllers only those that finish deletions: what
+// No kubelet or scheduler runs, and of the controllers only those the provider waits for: what
 // Nimbus makes on a cluster (namespaces, quotas, policies, secrets, ingresses, service
 // accounts, role bindings) are API objects, stored and authorised by the API server. RBAC is
 // on, so a service account's token is held to what its bindings allow, as on a real cluster.
@@ -122,7 +122,9 @@ func Start(ctx context.Context, binDir, dir string) (*Plane, error) {
 	// Written where Start was told, and kept there: the controllers read it, and so may people.
 	// The namespace controller empties a deleted namespace and lets it go; the garbage
 	// collector finishes deletions that wait for their dependents (a foreground deletion, which
-	// the Kubernetes provider asks for). Without them a deleted namespace is never gone.
+	// the Kubernetes provider asks for); the quota controller reports a quota's use, which the
+	// provider waits for. Without them a deleted namespace is never gone and a quota never
+	// ready.
 	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
 	if err := os.WriteFile(kubeconfig, p.Kubeconfig(), 0o600); err != nil {
 		p.Stop()
@@ -130,7 +132,7 @@ func Start(ctx context.Context, binDir, dir string) (*Plane, error) {
 	}
 	controllers, err := startProcess(filepath.Join(binDir, "kube-controller-manager"), filepath.Join(dir, "kube-controller-manager.log"),
 		"--kubeconfig="+kubeconfig,
-		"--controllers=namespace-controller,garbage-collector-controller",
+		"--controllers=namespace-controller,garbage-collector-controller,resourcequota-controller",
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port=0",
