@@ -16,6 +16,10 @@ RUN go mod download
 COPY package.json package-lock.json ./
 COPY scripts ./scripts
 RUN NIMBUS_TOOLS_DIR=/tools scripts/pulumi-toolchain.sh > /tools.path
+# The Kubernetes provider, as `go tool task toolchain` builds it; before the sources are copied,
+# so a change to them does not build it again. The cache links it, so it is copied out whole.
+RUN NIMBUS_TOOLS_DIR=/tools scripts/kubernetes-provider.sh /tmp/kubernetes >/dev/null && \
+    mkdir -p /out/pulumi && cp -L /tmp/kubernetes/pulumi-resource-kubernetes /out/pulumi/
 
 # The Proxmox components pin this release of their provider; a plugin on the CLI's PATH is
 # used whatever the version a program asks for, so it must be the one they were written for.
@@ -28,13 +32,10 @@ RUN PULUMI_HOME=/tmp/pulumi-home "$(tail -n1 /tools.path)"/pulumi plugin install
 
 COPY . .
 ARG VERSION=dev
-# The simulated cloud's and the Kubernetes provider are built beside the CLI, as
-# `go tool task toolchain` does; the cache links the latter, so it is copied out whole.
+# The simulated cloud's provider is built beside the CLI, as `go tool task toolchain` does.
 RUN scripts/assets.sh && \
     go build -trimpath -ldflags "-s -w -X nimbus/app/cli.Version=${VERSION}" -o /out/nimbus . && \
     scripts/simcloud.sh /out/pulumi >/dev/null && \
-    NIMBUS_TOOLS_DIR=/tools scripts/kubernetes-provider.sh /tmp/kubernetes >/dev/null && \
-    cp -L /tmp/kubernetes/pulumi-resource-kubernetes /out/pulumi/ && \
     cp -L "$(tail -n1 /tools.path)"/pulumi "$(tail -n1 /tools.path)"/pulumi-language-yaml /out/pulumi/
 
 FROM debian:bookworm-slim

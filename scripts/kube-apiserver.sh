@@ -31,9 +31,10 @@ mkdir -p "$root/kubernetes"
 root=$(cd "$root" && pwd -P)
 dir=$root/kubernetes/$KUBERNETES_VERSION+etcd-$ETCD_VERSION/bin
 
-kube_ok() { [[ -x $1 ]] && "$1" --version 2>/dev/null | grep -qx "Kubernetes $KUBERNETES_VERSION"; }
+# The output is read whole before it is compared: grep -q stopping early would fail the pipeline.
+kube_ok() { [[ -x $1 ]] && [[ $("$1" --version 2>/dev/null) == "Kubernetes $KUBERNETES_VERSION" ]]; }
 apiserver_ok() { kube_ok "$1/kube-apiserver" && kube_ok "$1/kube-controller-manager"; }
-etcd_ok() { [[ -x $1 ]] && "$1" --version 2>/dev/null | grep -q "etcd Version: ${ETCD_VERSION#v}"; }
+etcd_ok() { [[ -x $1 ]] && [[ $("$1" --version 2>/dev/null) == *$'etcd Version: '"${ETCD_VERSION#v}"$'\n'* ]]; }
 
 if apiserver_ok "$dir" && etcd_ok "$dir/etcd"; then
 	log "$dir is cached"

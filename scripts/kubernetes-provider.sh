@@ -79,6 +79,6 @@ if ! plugin_ok "$bin"; then
 fi
 
 # Linked, not copied, so the cache keeps the one binary; replaced atomically.
-ln -sfn "$bin" "$target/pulumi-resource-kubernetes.tmp"
-mv -Tf "$target/pulumi-resource-kubernetes.tmp" "$target/pulumi-resource-kubernetes"
+ln -sfn "$bin" "$target/pulumi-resource-kubernetes.$$.tmp"
+mv -Tf "$target/pulumi-resource-kubernetes.$$.tmp" "$target/pulumi-resource-kubernetes"
 printf '%s\n' "$target"

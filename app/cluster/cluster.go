@@ -18,6 +18,9 @@ import (
 	"nimbus/db/dbgen"
 )
 
+// Provider is the Nimbus provider whose landing zones and components deploy on a cluster.
+const Provider = "kubernetes"
+
 // Cluster is a landing zone's cluster as provider admins see it: never its kubeconfig.
 type Cluster struct {
 	LandingZoneID uuid.UUID `json:"landing_zone_id"`
@@ -48,8 +51,12 @@ func (s *Service) Set(ctx context.Context, actor access.Principal, zoneID uuid.U
 	if !actor.ProviderAdmin {
 		return Cluster{}, problem.ErrForbidden
 	}
-	if err := s.zoneExists(ctx, zoneID); err != nil {
+	z, err := s.zone(ctx, zoneID)
+	if err != nil {
 		return Cluster{}, err
+	}
+	if z.Provider != Provider {
+		return Cluster{}, problem.Invalid("kubeconfig", "provider", "landing zone %s is for %s, not Kubernetes: it has no cluster", z.Name, z.Provider)
 	}
 	kc, err := ParseKubeconfig(kubeconfig)
 	if err != nil {
@@ -117,6 +124,10 @@ func (s *Service) Recheck(ctx context.Context, actor access.Principal, zoneID uu
 	if err != nil {
 		return Cluster{}, err
 	}
+	before, err := q.GetZoneCluster(ctx, zoneID)
+	if err != nil {
+		return Cluster{}, err
+	}
 	kc, err := ParseKubeconfig(data)
 	if err != nil {
 		return Cluster{}, err
@@ -127,21 +138,30 @@ func (s *Service) Recheck(ctx context.Context, actor access.Principal, zoneID uu
 	if err != nil {
 		return Cluster{}, problem.Invalid("kubeconfig", "reachable", "%s", err)
 	}
-	if err := q.CheckedZoneCluster(ctx, dbgen.CheckedZoneClusterParams{LandingZoneID: zoneID, ServerVersion: check.Version, SignedInAs: check.User}); err != nil {
-		return Cluster{}, err
+	// Recorded only on the kubeconfig it checked: one set or removed meanwhile is not this one.
+	row, err := q.CheckedZoneCluster(ctx, dbgen.CheckedZoneClusterParams{LandingZoneID: zoneID, ServerVersion: check.Version,
+		SignedInAs: check.User, UpdatedAt: before.UpdatedAt})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Cluster{}, problem.Invalid("kubeconfig", "current", "the cluster was replaced or forgotten while it was checked: check again")
 	}
-	row, err := q.GetZoneCluster(ctx, zoneID)
 	if err != nil {
 		return Cluster{}, err
 	}
 	return view(row), nil
 }
 
-// Remove forgets the landing zone's cluster. What was deployed on it stays there; deploying
-// more, or changing or destroying what is there, waits for a cluster to be set again.
+// Remove forgets the landing zone's cluster, while the zone is a draft or retired: a published
+// zone's deployments are changed and destroyed with it. What was deployed on it stays there.
 func (s *Service) Remove(ctx context.Context, actor access.Principal, zoneID uuid.UUID) error {
 	if !actor.ProviderAdmin {
 		return problem.ErrForbidden
+	}
+	z, err := s.zone(ctx, zoneID)
+	if err != nil {
+		return err
+	}
+	if z.Status == "published" {
+		return problem.Invalid("kubeconfig", "published", "landing zone %s is published: its deployments need the cluster; replace the kubeconfig instead, or retire the zone first", z.Name)
 	}
 	return db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
 		n, err := q.RemoveZoneCluster(ctx, zoneID)
@@ -156,7 +176,7 @@ func (s *Service) Remove(ctx context.Context, actor access.Principal, zoneID uui
 }
 
 func (s *Service) zoneExists(ctx context.Context, zoneID uuid.UUID) error {
-	_, err := s.zoneName(ctx, zoneID)
+	_, err := s.zone(ctx, zoneID)
 	return err
 }
 

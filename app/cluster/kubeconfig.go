@@ -53,7 +53,8 @@ type rawConfig struct {
 // What a cluster and a user entry may hold, and what each refused key does instead.
 var (
 	clusterKeys = map[string]string{
-		"server": "", "certificate-authority-data": "", "tls-server-name": "",
+		"server": "", "certificate-authority-data": "",
+		"tls-server-name":          "checks the certificate against another name than the server's; give a server address its certificate names",
 		"certificate-authority":    "names a file on the server; give certificate-authority-data instead",
 		"insecure-skip-tls-verify": "turns off the check of the cluster's certificate; give certificate-authority-data instead",
 		"proxy-url":                "sends the engine's traffic through another server",
@@ -142,6 +143,9 @@ func ParseKubeconfig(data []byte) (Kubeconfig, error) {
 	}
 	if u.Scheme != "https" {
 		return bad("https", "cluster %q: the server must be reached over https, not %s", clusterName, u.Scheme)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return bad("server", "cluster %q: the server address must be scheme, host, port and path only: no user, password, query or fragment", clusterName)
 	}
 	kc.Server = strings.TrimRight(server, "/")
 	if kc.CA, err = pemField(cluster, "certificate-authority-data", "CERTIFICATE"); err != nil {

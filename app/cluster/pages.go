@@ -11,6 +11,7 @@ import (
 
 	"nimbus/app/problem"
 	"nimbus/app/web"
+	"nimbus/db/dbgen"
 )
 
 // Page answers GET /landing-zones/{id}/cluster.
@@ -76,17 +77,19 @@ func (h *Handlers) render(c echo.Context, status int, v PageView) error {
 	if v.Cluster, err = h.svc.Get(ctx, web.Actor(c), id); err != nil {
 		return err
 	}
-	if v.ZoneName, err = h.svc.zoneName(ctx, id); err != nil {
+	z, err := h.svc.zone(ctx, id)
+	if err != nil {
 		return err
 	}
+	v.ZoneName = z.Name
 	v.ZoneID = id.String()
 	return web.Render(c, status, ClusterPage(web.Page(c, "Kubernetes cluster"), v))
 }
 
-func (s *Service) zoneName(ctx context.Context, id uuid.UUID) (string, error) {
+func (s *Service) zone(ctx context.Context, id uuid.UUID) (dbgen.LandingZone, error) {
 	z, err := s.q().GetLandingZone(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", problem.ErrNotFound
+		return z, problem.ErrNotFound
 	}
-	return z.Name, err
+	return z, err
 }

@@ -32,7 +32,9 @@ func (kc Kubeconfig) Client() (*http.Client, error) {
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	}
-	return &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, Proxy: nil}}, nil
+	// A redirect would carry the credentials elsewhere: the API server never sends one.
+	return &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, Proxy: nil},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
 }
 
 // Do sends req to the cluster with kc's credentials.
@@ -57,6 +59,7 @@ func (kc Kubeconfig) Check(ctx context.Context) (Check, error) {
 	if err != nil {
 		return Check{}, err
 	}
+	defer client.CloseIdleConnections()
 	var v struct {
 		GitVersion string `json:"gitVersion"`
 	}

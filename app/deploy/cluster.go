@@ -23,12 +23,12 @@ const kubeconfigKey = "kubernetes:kubeconfig"
 // clusterConfig adds to secrets the cluster credentials a deployment's engine needs: none but
 // for a Kubernetes component, whose engine always gets a kubeconfig, so that the provider never
 // falls back to one it finds on the server.
-func clusterConfig(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyring, depID uuid.UUID, secrets map[string]string) error {
+func clusterConfig(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyring, depID uuid.UUID, into map[string]string) error {
 	c, err := q.DeploymentCluster(ctx, depID)
 	if err != nil {
 		return err
 	}
-	if c.Provider != "kubernetes" {
+	if c.Provider != cluster.Provider {
 		return nil
 	}
 	if !c.System {
@@ -41,6 +41,6 @@ func clusterConfig(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyring,
 	if err != nil {
 		return err
 	}
-	secrets[kubeconfigKey] = string(kc)
+	into[kubeconfigKey] = string(kc)
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
+	"nimbus/app/cluster"
 	"nimbus/app/component"
 	"nimbus/app/governance"
 	"nimbus/app/objstore"
@@ -222,6 +223,15 @@ func (s *Service) prepare(ctx context.Context, q *dbgen.Queries, actor access.Pr
 	}
 	if err != nil {
 		return prepared{}, err
+	}
+	if comp.Provider == cluster.Provider {
+		t, err := q.GetTenant(ctx, env.TenantID)
+		if err != nil {
+			return prepared{}, err
+		}
+		if !t.System {
+			return prepared{}, problem.Invalid("component_id", "cluster", "%s", errNotOnCluster)
+		}
 	}
 	ver, err := version(ctx, q, comp, int32(req.Version))
 	if err != nil {

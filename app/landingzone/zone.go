@@ -23,6 +23,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
+	"nimbus/app/cluster"
 	"nimbus/app/component"
 	"nimbus/app/environment"
 	"nimbus/app/problem"
@@ -285,11 +286,13 @@ func complete(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone) error 
 		return err
 	}
 	v := &problem.ValidationError{}
-	if z.Provider == "kubernetes" {
-		if _, err := q.GetZoneCluster(ctx, z.ID); errors.Is(err, pgx.ErrNoRows) {
-			v.Add("cluster", "required", "landing zone %s has no Kubernetes cluster: set one on its cluster page, where its system services and environments deploy", z.Name)
-		} else if err != nil {
+	if z.Provider == cluster.Provider {
+		has, err := q.ZoneHasCluster(ctx, z.ID)
+		if err != nil {
 			return err
+		}
+		if !has {
+			v.Add("cluster", "required", "landing zone %s has no Kubernetes cluster: set one on its cluster page, where its system services and environments deploy", z.Name)
 		}
 	}
 	for _, m := range members {

@@ -7,8 +7,11 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"nimbus/app/access"
 	"nimbus/app/cluster"
+	"nimbus/app/landingzone"
 	"nimbus/app/problem"
 )
 
@@ -35,10 +38,19 @@ func fakeAPIServer(t *testing.T) []byte {
 	return cluster.Kubeconfig{Server: srv.URL, CA: ca, Token: "fake-token"}.Marshal()
 }
 
-// zoneCluster gives the draft zone a cluster.
+// kubeZone is a draft landing zone for Kubernetes.
+func (w *world) kubeZone(t *testing.T) uuid.UUID {
+	return fixture(w, "kubeZone", func() uuid.UUID {
+		z, err := w.zones.Create(context.Background(), w.admin, landingzone.NewZone{Name: "kube", Provider: "kubernetes"})
+		must(t, err)
+		return z.ID
+	})
+}
+
+// zoneCluster gives the Kubernetes zone a cluster.
 func (w *world) zoneCluster(t *testing.T) cluster.Cluster {
 	return fixture(w, "zoneCluster", func() cluster.Cluster {
-		c, err := cluster.NewService(w.pool, w.keys).Set(context.Background(), w.admin, w.draftZone(t).zone.ID, fakeAPIServer(t))
+		c, err := cluster.NewService(w.pool, w.keys).Set(context.Background(), w.admin, w.kubeZone(t), fakeAPIServer(t))
 		must(t, err)
 		return c
 	})
@@ -49,7 +61,7 @@ var clusterCases = map[string]authzCase{
 		refused: []refusal{{adminA, problem.ErrForbidden}, {userA, problem.ErrForbidden}},
 		served:  []actor{providerAdmin},
 		call: func(t *testing.T, w *world, p access.Principal) error {
-			_, err := cluster.NewService(w.pool, w.keys).Set(context.Background(), p, w.draftZone(t).zone.ID, fakeAPIServer(t))
+			_, err := cluster.NewService(w.pool, w.keys).Set(context.Background(), p, w.kubeZone(t), fakeAPIServer(t))
 			return err
 		},
 	},
@@ -58,7 +70,7 @@ var clusterCases = map[string]authzCase{
 		served:  []actor{providerAdmin},
 		call: func(t *testing.T, w *world, p access.Principal) error {
 			w.zoneCluster(t)
-			c, err := cluster.NewService(w.pool, w.keys).Get(context.Background(), p, w.draftZone(t).zone.ID)
+			c, err := cluster.NewService(w.pool, w.keys).Get(context.Background(), p, w.kubeZone(t))
 			if err == nil && c == nil {
 				t.Error("the zone's cluster is missing")
 			}
@@ -70,7 +82,7 @@ var clusterCases = map[string]authzCase{
 		served:  []actor{providerAdmin},
 		call: func(t *testing.T, w *world, p access.Principal) error {
 			w.zoneCluster(t)
-			_, err := cluster.NewService(w.pool, w.keys).Recheck(context.Background(), p, w.draftZone(t).zone.ID)
+			_, err := cluster.NewService(w.pool, w.keys).Recheck(context.Background(), p, w.kubeZone(t))
 			return err
 		},
 	},
@@ -79,10 +91,10 @@ var clusterCases = map[string]authzCase{
 		served:  []actor{providerAdmin},
 		call: func(t *testing.T, w *world, p access.Principal) error {
 			svc := cluster.NewService(w.pool, w.keys)
-			if _, err := svc.Set(context.Background(), w.admin, w.draftZone(t).zone.ID, fakeAPIServer(t)); err != nil {
+			if _, err := svc.Set(context.Background(), w.admin, w.kubeZone(t), fakeAPIServer(t)); err != nil {
 				t.Fatal(err)
 			}
-			return svc.Remove(context.Background(), p, w.draftZone(t).zone.ID)
+			return svc.Remove(context.Background(), p, w.kubeZone(t))
 		},
 	},
 }

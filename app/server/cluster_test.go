@@ -40,6 +40,11 @@ func TestCluster_AProviderAdminSetsAZonesClusterCheckedByItsAPIServer(t *testing
 	wantStatus(t, r, http.StatusCreated)
 	zone := r.json(t)["id"].(string)
 	api, page := "/api/v1/landing-zones/"+zone+"/cluster", "/landing-zones/"+zone+"/cluster"
+	r = s.call(t, "POST", "/api/v1/landing-zones", root, map[string]any{"name": "sim", "provider": "simcloud"})
+	wantStatus(t, r, http.StatusCreated)
+	r = s.call(t, "PUT", "/api/v1/landing-zones/"+r.json(t)["id"].(string)+"/cluster", root, map[string]any{"kubeconfig": string(plane.Kubeconfig())})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, "is for simcloud, not Kubernetes")
 	wantIn(t, s.call(t, "GET", "/landing-zones/"+zone, root, nil), `href="`+page+`"`)
 	wantStatus(t, s.call(t, "GET", api, root, nil), http.StatusNotFound)
 
@@ -215,11 +220,8 @@ func TestCluster_ASystemServiceIsDeployedOnTheZonesCluster(t *testing.T) {
 	admin := s.token(t, s.adminA)
 	r = s.call(t, "POST", "/api/v1/deployments", admin, map[string]any{"component_id": ids["k8s-namespace"], "environment_id": env.ID,
 		"name": "mine", "parameters": map[string]any{"name": "mine"}})
-	wantStatus(t, r, http.StatusAccepted)
-	op := s.waitOperation(t, admin, r.json(t)["operation"].(map[string]any)["id"].(string))
-	if op["status"] != "failed" || !strings.Contains(fmt.Sprint(op), "tenant factory") {
-		t.Fatalf("a tenant's Kubernetes deploy: %v", op)
-	}
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, `"field":"component_id"`, "tenant factory")
 	if kubeGet(t, plane, "/api/v1/namespaces/mine") != nil {
 		t.Fatal("the tenant's namespace was made with the zone's credentials")
 	}
@@ -227,6 +229,10 @@ func TestCluster_ASystemServiceIsDeployedOnTheZonesCluster(t *testing.T) {
 	// Retiring the zone takes its system service off the cluster.
 	_, err = s.pool.Exec(t.Context(), `UPDATE environments SET landing_zone_id = NULL WHERE id = $1`, env.ID)
 	must(t, err)
+	// A published zone keeps its cluster: its deployments are changed and destroyed with it.
+	r = s.call(t, "DELETE", "/api/v1/landing-zones/"+zone+"/cluster", root, nil)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, "is published")
 	for _, id := range provisioned {
 		r := s.call(t, "POST", "/api/v1/deployments/"+id+"/destroy", root, nil)
 		wantStatus(t, r, http.StatusAccepted)

@@ -7,23 +7,45 @@ package dbgen
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
 
-const checkedZoneCluster = `-- name: CheckedZoneCluster :exec
-UPDATE zone_clusters SET server_version = $2, signed_in_as = $3, checked_at = now() WHERE landing_zone_id = $1
+const checkedZoneCluster = `-- name: CheckedZoneCluster :one
+UPDATE zone_clusters SET server_version = $2, signed_in_as = $3, checked_at = now()
+WHERE landing_zone_id = $1 AND updated_at = $4
+RETURNING landing_zone_id, server, kubeconfig, secret_key_id, server_version, signed_in_as, checked_at, set_by, created_at, updated_at
 `
 
 type CheckedZoneClusterParams struct {
 	LandingZoneID uuid.UUID `json:"landing_zone_id"`
 	ServerVersion string    `json:"server_version"`
 	SignedInAs    string    `json:"signed_in_as"`
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
-func (q *Queries) CheckedZoneCluster(ctx context.Context, arg CheckedZoneClusterParams) error {
-	_, err := q.db.Exec(ctx, checkedZoneCluster, arg.LandingZoneID, arg.ServerVersion, arg.SignedInAs)
-	return err
+func (q *Queries) CheckedZoneCluster(ctx context.Context, arg CheckedZoneClusterParams) (ZoneCluster, error) {
+	row := q.db.QueryRow(ctx, checkedZoneCluster,
+		arg.LandingZoneID,
+		arg.ServerVersion,
+		arg.SignedInAs,
+		arg.UpdatedAt,
+	)
+	var i ZoneCluster
+	err := row.Scan(
+		&i.LandingZoneID,
+		&i.Server,
+		&i.Kubeconfig,
+		&i.SecretKeyID,
+		&i.ServerVersion,
+		&i.SignedInAs,
+		&i.CheckedAt,
+		&i.SetBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
 }
 
 const deploymentCluster = `-- name: DeploymentCluster :one
@@ -129,4 +151,15 @@ func (q *Queries) SetZoneCluster(ctx context.Context, arg SetZoneClusterParams) 
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const zoneHasCluster = `-- name: ZoneHasCluster :one
+SELECT EXISTS (SELECT 1 FROM zone_clusters WHERE landing_zone_id = $1)
+`
+
+func (q *Queries) ZoneHasCluster(ctx context.Context, landingZoneID uuid.UUID) (bool, error) {
+	row := q.db.QueryRow(ctx, zoneHasCluster, landingZoneID)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
 }

@@ -13,8 +13,13 @@ SELECT * FROM zone_clusters WHERE landing_zone_id = $1;
 -- name: RemoveZoneCluster :execrows
 DELETE FROM zone_clusters WHERE landing_zone_id = $1;
 
--- name: CheckedZoneCluster :exec
-UPDATE zone_clusters SET server_version = $2, signed_in_as = $3, checked_at = now() WHERE landing_zone_id = $1;
+-- name: CheckedZoneCluster :one
+UPDATE zone_clusters SET server_version = $2, signed_in_as = $3, checked_at = now()
+WHERE landing_zone_id = $1 AND updated_at = $4
+RETURNING *;
+
+-- name: ZoneHasCluster :one
+SELECT EXISTS (SELECT 1 FROM zone_clusters WHERE landing_zone_id = $1);
 
 -- name: DeploymentCluster :one
 -- What decides the cluster credentials a deployment's engine gets: its component's provider,

@@ -36,7 +36,8 @@ import (
 	"nimbus/app/cluster"
 )
 
-// BinEnv names the directory holding etcd and kube-apiserver, for tests.
+// BinEnv names the directory holding etcd, kube-apiserver and kube-controller-manager, for
+// tests.
 const BinEnv = "NIMBUS_KUBE_DIR"
 
 // Plane is a running control plane. Stop ends it and removes nothing: its directory is the
@@ -52,8 +53,8 @@ type Plane struct {
 	procs []*process
 }
 
-// Start runs etcd and kube-apiserver from binDir with their data in dir and returns once the
-// API server answers ready, or ctx ends.
+// Start runs etcd, kube-apiserver and kube-controller-manager from binDir with their data in
+// dir, and returns once the API server answers ready, or ctx ends.
 func Start(ctx context.Context, binDir, dir string) (*Plane, error) {
 	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
 		if _, err := os.Stat(filepath.Join(binDir, name)); err != nil {
