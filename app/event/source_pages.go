@@ -3,12 +3,14 @@ package event
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/problem"
@@ -57,10 +59,10 @@ func (h *Handlers) renderSources(c echo.Context, status int, zoneID uuid.UUID, f
 // zoneName is the name of a landing zone the actor was let see.
 func (s *Service) zoneName(ctx context.Context, id uuid.UUID) (string, error) {
 	z, err := dbgen.New(s.pool).GetLandingZone(ctx, id)
-	if err != nil {
-		return "", err
+	if errors.Is(err, pgx.ErrNoRows) { // deleted since it was seen
+		return "", problem.ErrNotFound
 	}
-	return z.Name, nil
+	return z.Name, err
 }
 
 // receiverURL is where a webhook source takes events, as the browser reached this server.

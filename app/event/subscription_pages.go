@@ -2,6 +2,7 @@ package event
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/access"
@@ -74,10 +76,10 @@ func (h *Handlers) renderSubscriptions(c echo.Context, status int, tenant *uuid.
 // tenantName is the name of a tenant the actor was let see.
 func (s *Service) tenantName(ctx context.Context, id uuid.UUID) (string, error) {
 	t, err := dbgen.New(s.pool).GetTenant(ctx, id)
-	if err != nil {
-		return "", err
+	if errors.Is(err, pgx.ErrNoRows) { // deleted since it was seen
+		return "", problem.ErrNotFound
 	}
-	return t.Name, nil
+	return t.Name, err
 }
 
 // tenantNames names the tenants the actor sees, by ID.
