@@ -213,7 +213,8 @@ func (s *session) follow(sel string) {
 	s.t.Helper()
 	from := eval[string](s, `location.href`)
 	s.click(sel)
-	s.across(`location.href !== `+jsString(from)+` && document.readyState === 'complete'`, 10*time.Second)
+	// A deadline, not a wait: a busy machine can take this long to load a page and its assets.
+	s.across(`location.href !== `+jsString(from)+` && document.readyState === 'complete'`, time.Minute)
 }
 
 func cloudFiles(t *testing.T, a *app) []string {
