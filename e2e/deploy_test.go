@@ -204,7 +204,7 @@ func (s *session) submitButton(sel string) {
 	s.t.Helper()
 	from := s.path()
 	s.click(sel)
-	s.across(`location.pathname !== `+jsString(from)+` && document.readyState === 'complete'`, 10*time.Second)
+	s.across(`location.pathname !== `+jsString(from)+` && document.readyState === 'complete'`, time.Minute)
 }
 
 // follow clicks a link or button that leads to another URL, the path perhaps the same, and
@@ -312,7 +312,7 @@ func TestBrowser_CancelARunningDeploy(t *testing.T) {
 	s.fill(`#f-p\.name`, "doomed-1")
 	s.choose(`#f-p\.fail_on`, "create")
 	s.click(`[data-testid="deploy-form"] button[value="deploy"]`)
-	s.across(`location.pathname.startsWith('/operations/') && document.readyState === 'complete'`, 10*time.Second)
+	s.across(`location.pathname.startsWith('/operations/') && document.readyState === 'complete'`, time.Minute)
 	s.waitOperation("failed")
 	s.screenshot("deploy-failed")
 	if got := s.text(`[data-testid="operation-summary"]`); !strings.HasPrefix(got, "The machine could not be created: ") ||
@@ -346,7 +346,7 @@ func TestBrowser_CancelARunningDeploy(t *testing.T) {
 	s.fill(`#f-p\.name`, "slow-1")
 	s.retype(`#f-p\.delay_ms`, "600000")
 	s.click(`[data-testid="deploy-form"] button[value="deploy"]`)
-	s.across(`location.pathname.startsWith('/operations/') && document.readyState === 'complete'`, 10*time.Second)
+	s.across(`location.pathname.startsWith('/operations/') && document.readyState === 'complete'`, time.Minute)
 	s.waitLong(`document.querySelector('[data-resource="machine"]')?.textContent.includes('running')`, 60*time.Second)
 	if got := strings.Join(cloudFiles(t, a), ","); got != "disk" {
 		t.Fatalf("while the machine is being made the cloud holds %q, want its disk", got)

@@ -83,7 +83,7 @@ func TestBrowser_LandingZoneEnvironmentLifecycle(t *testing.T) {
 		t.Fatalf("the template lists %v", got)
 	}
 	admin.click(`[data-testid="zone-policies"]`)
-	admin.across(`location.pathname === '/approval-policies' && document.readyState === 'complete'`, 10*time.Second)
+	admin.across(`location.pathname === '/approval-policies' && document.readyState === 'complete'`, time.Minute)
 	if got := eval[string](admin, `document.getElementById('f-scope_id').selectedOptions[0].textContent`); got != "sim-eu" {
 		t.Fatalf("the policy form starts at %q, want the zone", got)
 	}
@@ -143,7 +143,7 @@ func TestBrowser_LandingZoneEnvironmentLifecycle(t *testing.T) {
 	ops.signIn("ops@acme.test", userPassword)
 	lead.open(envPage)
 	lead.click(`a[href^="/deployments/"]:not([href$="/"])`)
-	lead.across(`location.pathname.startsWith('/deployments/') && document.readyState === 'complete'`, 10*time.Second)
+	lead.across(`location.pathname.startsWith('/deployments/') && document.readyState === 'complete'`, time.Minute)
 	name := lead.text(`h1`)
 	name = strings.Fields(name)[0]
 	lead.fill(`[data-testid="destroy-form"] input[name="confirm"]`, name)
@@ -185,7 +185,7 @@ func approveAll(t *testing.T, s *session, n int) {
 		s.open("/approvals")
 		s.across(`document.querySelector('[data-testid="approvals-waiting"] tbody a') !== null || (location.reload(), false)`, 60*time.Second)
 		s.click(`[data-testid="approvals-waiting"] tbody a`)
-		s.across(`location.pathname.startsWith('/approvals/') && document.readyState === 'complete'`, 10*time.Second)
+		s.across(`location.pathname.startsWith('/approvals/') && document.readyState === 'complete'`, time.Minute)
 		s.fill("#f-comment", "approved in the test")
 		if status := s.submit(`[data-testid="decide-form"]`); status != 200 {
 			t.Fatalf("approving: %d", status)
