@@ -96,7 +96,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, zoneID uuid.U
 	if !actor.ProviderAdmin {
 		return nil, problem.ErrNotFound
 	}
-	if err := s.zoneExists(ctx, zoneID); err != nil {
+	if _, err := s.zone(ctx, zoneID); err != nil {
 		return nil, err
 	}
 	row, err := dbgen.New(s.pool).GetZoneCluster(ctx, zoneID)
@@ -117,14 +117,14 @@ func (s *Service) Recheck(ctx context.Context, actor access.Principal, zoneID uu
 		return Cluster{}, problem.ErrForbidden
 	}
 	q := dbgen.New(s.pool)
-	data, err := Open(ctx, q, s.keys, zoneID)
-	if errors.Is(err, ErrNoCluster) {
+	before, err := q.GetZoneCluster(ctx, zoneID)
+	if errors.Is(err, pgx.ErrNoRows) {
 		return Cluster{}, problem.ErrNotFound
 	}
 	if err != nil {
 		return Cluster{}, err
 	}
-	before, err := q.GetZoneCluster(ctx, zoneID)
+	data, err := open(s.keys, before)
 	if err != nil {
 		return Cluster{}, err
 	}
@@ -175,11 +175,6 @@ func (s *Service) Remove(ctx context.Context, actor access.Principal, zoneID uui
 	})
 }
 
-func (s *Service) zoneExists(ctx context.Context, zoneID uuid.UUID) error {
-	_, err := s.zone(ctx, zoneID)
-	return err
-}
-
 func (s *Service) q() *dbgen.Queries { return dbgen.New(s.pool) }
 
 func view(r dbgen.ZoneCluster) Cluster {
@@ -199,7 +194,11 @@ func Open(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyring, zoneID u
 	if err != nil {
 		return nil, err
 	}
-	kc, err := keys.Open(row.SecretKeyID, row.Kubeconfig, zoneID[:])
+	return open(keys, row)
+}
+
+func open(keys *secrets.Keyring, row dbgen.ZoneCluster) ([]byte, error) {
+	kc, err := keys.Open(row.SecretKeyID, row.Kubeconfig, row.LandingZoneID[:])
 	if err != nil {
 		return nil, fmt.Errorf("open the cluster's kubeconfig: %w", err)
 	}
