@@ -48,8 +48,44 @@ func (q *Queries) CheckedZoneCluster(ctx context.Context, arg CheckedZoneCluster
 	return i, err
 }
 
+const createTenantNamespace = `-- name: CreateTenantNamespace :one
+INSERT INTO tenant_namespaces (tenant_id, landing_zone_id, namespace, stack_instance_id, created_by)
+VALUES ($1, $2, $3, $4, $5)
+RETURNING id, tenant_id, landing_zone_id, namespace, stack_instance_id, created_by, created_at, updated_at
+`
+
+type CreateTenantNamespaceParams struct {
+	TenantID        uuid.UUID     `json:"tenant_id"`
+	LandingZoneID   uuid.UUID     `json:"landing_zone_id"`
+	Namespace       string        `json:"namespace"`
+	StackInstanceID uuid.NullUUID `json:"stack_instance_id"`
+	CreatedBy       uuid.NullUUID `json:"created_by"`
+}
+
+func (q *Queries) CreateTenantNamespace(ctx context.Context, arg CreateTenantNamespaceParams) (TenantNamespace, error) {
+	row := q.db.QueryRow(ctx, createTenantNamespace,
+		arg.TenantID,
+		arg.LandingZoneID,
+		arg.Namespace,
+		arg.StackInstanceID,
+		arg.CreatedBy,
+	)
+	var i TenantNamespace
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.LandingZoneID,
+		&i.Namespace,
+		&i.StackInstanceID,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const deploymentCluster = `-- name: DeploymentCluster :one
-SELECT p.name AS provider, e.landing_zone_id, t.system
+SELECT p.name AS provider, e.landing_zone_id, t.system, d.tenant_id
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN semantic_providers p ON p.id = c.provider_id
@@ -62,6 +98,7 @@ type DeploymentClusterRow struct {
 	Provider      string        `json:"provider"`
 	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
 	System        bool          `json:"system"`
+	TenantID      uuid.UUID     `json:"tenant_id"`
 }
 
 // What decides the cluster credentials a deployment's engine gets: its component's provider,
@@ -69,7 +106,12 @@ type DeploymentClusterRow struct {
 func (q *Queries) DeploymentCluster(ctx context.Context, id uuid.UUID) (DeploymentClusterRow, error) {
 	row := q.db.QueryRow(ctx, deploymentCluster, id)
 	var i DeploymentClusterRow
-	err := row.Scan(&i.Provider, &i.LandingZoneID, &i.System)
+	err := row.Scan(
+		&i.Provider,
+		&i.LandingZoneID,
+		&i.System,
+		&i.TenantID,
+	)
 	return i, err
 }
 
@@ -147,6 +189,32 @@ func (q *Queries) SetZoneCluster(ctx context.Context, arg SetZoneClusterParams) 
 		&i.SignedInAs,
 		&i.CheckedAt,
 		&i.SetBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const tenantNamespace = `-- name: TenantNamespace :one
+SELECT id, tenant_id, landing_zone_id, namespace, stack_instance_id, created_by, created_at, updated_at FROM tenant_namespaces WHERE tenant_id = $1 AND landing_zone_id = $2
+`
+
+type TenantNamespaceParams struct {
+	TenantID      uuid.UUID `json:"tenant_id"`
+	LandingZoneID uuid.UUID `json:"landing_zone_id"`
+}
+
+// The namespace a tenant's Kubernetes deploys on a zone's cluster run in.
+func (q *Queries) TenantNamespace(ctx context.Context, arg TenantNamespaceParams) (TenantNamespace, error) {
+	row := q.db.QueryRow(ctx, tenantNamespace, arg.TenantID, arg.LandingZoneID)
+	var i TenantNamespace
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.LandingZoneID,
+		&i.Namespace,
+		&i.StackInstanceID,
+		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 	)

@@ -47,7 +47,7 @@ func (q *Queries) AddTemplateComponent(ctx context.Context, arg AddTemplateCompo
 }
 
 const createLandingZone = `-- name: CreateLandingZone :one
-INSERT INTO landing_zones (name, description, provider, created_by) VALUES ($1, $2, $3, $4) RETURNING id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval, default_ttl_seconds, max_ttl_seconds
+INSERT INTO landing_zones (name, description, provider, created_by) VALUES ($1, $2, $3, $4) RETURNING id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval, default_ttl_seconds, max_ttl_seconds, tenant_stack_id
 `
 
 type CreateLandingZoneParams struct {
@@ -80,6 +80,7 @@ func (q *Queries) CreateLandingZone(ctx context.Context, arg CreateLandingZonePa
 		&i.DriftInterval,
 		&i.DefaultTtlSeconds,
 		&i.MaxTtlSeconds,
+		&i.TenantStackID,
 	)
 	return i, err
 }
@@ -121,7 +122,7 @@ func (q *Queries) CreateTemplate(ctx context.Context, arg CreateTemplateParams) 
 }
 
 const getLandingZone = `-- name: GetLandingZone :one
-SELECT id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval, default_ttl_seconds, max_ttl_seconds FROM landing_zones WHERE id = $1
+SELECT id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval, default_ttl_seconds, max_ttl_seconds, tenant_stack_id FROM landing_zones WHERE id = $1
 `
 
 func (q *Queries) GetLandingZone(ctx context.Context, id uuid.UUID) (LandingZone, error) {
@@ -142,6 +143,7 @@ func (q *Queries) GetLandingZone(ctx context.Context, id uuid.UUID) (LandingZone
 		&i.DriftInterval,
 		&i.DefaultTtlSeconds,
 		&i.MaxTtlSeconds,
+		&i.TenantStackID,
 	)
 	return i, err
 }
@@ -188,7 +190,7 @@ func (q *Queries) GetTemplate(ctx context.Context, id uuid.UUID) (GetTemplateRow
 }
 
 const listLandingZones = `-- name: ListLandingZones :many
-SELECT z.id, z.name, z.description, z.provider, z.status, z.system_environment_id, z.created_by, z.created_at, z.updated_at, z.published_at, z.retired_at, z.drift_interval, z.default_ttl_seconds, z.max_ttl_seconds, (SELECT count(*) FROM environments e
+SELECT z.id, z.name, z.description, z.provider, z.status, z.system_environment_id, z.created_by, z.created_at, z.updated_at, z.published_at, z.retired_at, z.drift_interval, z.default_ttl_seconds, z.max_ttl_seconds, z.tenant_stack_id, (SELECT count(*) FROM environments e
         WHERE e.landing_zone_id = z.id AND e.id IS DISTINCT FROM z.system_environment_id
           AND e.status <> 'decommissioned' AND e.deleted_at IS NULL) AS environments
 FROM landing_zones z
@@ -211,6 +213,7 @@ type ListLandingZonesRow struct {
 	DriftInterval       pgtype.Interval `json:"drift_interval"`
 	DefaultTtlSeconds   *int64          `json:"default_ttl_seconds"`
 	MaxTtlSeconds       *int64          `json:"max_ttl_seconds"`
+	TenantStackID       uuid.NullUUID   `json:"tenant_stack_id"`
 	Environments        int64           `json:"environments"`
 }
 
@@ -238,6 +241,7 @@ func (q *Queries) ListLandingZones(ctx context.Context, status *string) ([]ListL
 			&i.DriftInterval,
 			&i.DefaultTtlSeconds,
 			&i.MaxTtlSeconds,
+			&i.TenantStackID,
 			&i.Environments,
 		); err != nil {
 			return nil, err
@@ -251,7 +255,7 @@ func (q *Queries) ListLandingZones(ctx context.Context, status *string) ([]ListL
 }
 
 const lockLandingZone = `-- name: LockLandingZone :one
-SELECT id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval, default_ttl_seconds, max_ttl_seconds FROM landing_zones WHERE id = $1 FOR UPDATE
+SELECT id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval, default_ttl_seconds, max_ttl_seconds, tenant_stack_id FROM landing_zones WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockLandingZone(ctx context.Context, id uuid.UUID) (LandingZone, error) {
@@ -272,6 +276,7 @@ func (q *Queries) LockLandingZone(ctx context.Context, id uuid.UUID) (LandingZon
 		&i.DriftInterval,
 		&i.DefaultTtlSeconds,
 		&i.MaxTtlSeconds,
+		&i.TenantStackID,
 	)
 	return i, err
 }
@@ -368,7 +373,7 @@ func (q *Queries) SetSystemEnvironment(ctx context.Context, arg SetSystemEnviron
 }
 
 const shareLandingZone = `-- name: ShareLandingZone :one
-SELECT id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval, default_ttl_seconds, max_ttl_seconds FROM landing_zones WHERE id = $1 FOR SHARE
+SELECT id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval, default_ttl_seconds, max_ttl_seconds, tenant_stack_id FROM landing_zones WHERE id = $1 FOR SHARE
 `
 
 // The zone as it stays until the transaction ends: not retired meanwhile.
@@ -390,6 +395,7 @@ func (q *Queries) ShareLandingZone(ctx context.Context, id uuid.UUID) (LandingZo
 		&i.DriftInterval,
 		&i.DefaultTtlSeconds,
 		&i.MaxTtlSeconds,
+		&i.TenantStackID,
 	)
 	return i, err
 }
@@ -530,7 +536,7 @@ func (q *Queries) ZoneComponentChoices(ctx context.Context, name string) ([]Zone
 }
 
 const zoneOfSystemEnvironment = `-- name: ZoneOfSystemEnvironment :one
-SELECT id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval, default_ttl_seconds, max_ttl_seconds FROM landing_zones WHERE system_environment_id = $1
+SELECT id, name, description, provider, status, system_environment_id, created_by, created_at, updated_at, published_at, retired_at, drift_interval, default_ttl_seconds, max_ttl_seconds, tenant_stack_id FROM landing_zones WHERE system_environment_id = $1
 `
 
 // The landing zone whose system services the environment holds, if it is such an environment.
@@ -552,6 +558,7 @@ func (q *Queries) ZoneOfSystemEnvironment(ctx context.Context, systemEnvironment
 		&i.DriftInterval,
 		&i.DefaultTtlSeconds,
 		&i.MaxTtlSeconds,
+		&i.TenantStackID,
 	)
 	return i, err
 }

@@ -353,6 +353,7 @@ type LandingZone struct {
 	DriftInterval       pgtype.Interval `json:"drift_interval"`
 	DefaultTtlSeconds   *int64          `json:"default_ttl_seconds"`
 	MaxTtlSeconds       *int64          `json:"max_ttl_seconds"`
+	TenantStackID       uuid.NullUUID   `json:"tenant_stack_id"`
 }
 
 type LoginFailure struct {
@@ -610,6 +611,17 @@ type Tenant struct {
 	UpdatedAt time.Time  `json:"updated_at"`
 	DeletedAt *time.Time `json:"deleted_at"`
 	System    bool       `json:"system"`
+}
+
+type TenantNamespace struct {
+	ID              uuid.UUID     `json:"id"`
+	TenantID        uuid.UUID     `json:"tenant_id"`
+	LandingZoneID   uuid.UUID     `json:"landing_zone_id"`
+	Namespace       string        `json:"namespace"`
+	StackInstanceID uuid.NullUUID `json:"stack_instance_id"`
+	CreatedBy       uuid.NullUUID `json:"created_by"`
+	CreatedAt       time.Time     `json:"created_at"`
+	UpdatedAt       time.Time     `json:"updated_at"`
 }
 
 type User struct {

@@ -24,10 +24,19 @@ SELECT EXISTS (SELECT 1 FROM zone_clusters WHERE landing_zone_id = $1);
 -- name: DeploymentCluster :one
 -- What decides the cluster credentials a deployment's engine gets: its component's provider,
 -- its environment's landing zone, and whether it belongs to the provider's own tenant.
-SELECT p.name AS provider, e.landing_zone_id, t.system
+SELECT p.name AS provider, e.landing_zone_id, t.system, d.tenant_id
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN semantic_providers p ON p.id = c.provider_id
 JOIN environments e ON e.id = d.environment_id
 JOIN tenants t ON t.id = d.tenant_id
 WHERE d.id = $1;
+
+-- name: CreateTenantNamespace :one
+INSERT INTO tenant_namespaces (tenant_id, landing_zone_id, namespace, stack_instance_id, created_by)
+VALUES ($1, $2, $3, $4, $5)
+RETURNING *;
+
+-- name: TenantNamespace :one
+-- The namespace a tenant's Kubernetes deploys on a zone's cluster run in.
+SELECT * FROM tenant_namespaces WHERE tenant_id = $1 AND landing_zone_id = $2;
