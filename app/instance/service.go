@@ -58,8 +58,22 @@ var instanceName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,18}$`)
 // them (PreviewOnly), in one transaction.
 func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Request) (Instance, error) {
 	var id uuid.UUID
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		id, err = s.DeployTx(ctx, tx, actor, req)
+		return err
+	})
+	if err != nil {
+		return Instance{}, fmt.Errorf("deploy stack: %w", err)
+	}
+	return s.Get(ctx, actor, id)
+}
+
+// DeployTx is Deploy within the caller's transaction, for what records the instance with rows
+// of its own; it returns the instance's ID.
+func (s *Service) DeployTx(ctx context.Context, tx pgx.Tx, actor access.Principal, req Request) (uuid.UUID, error) {
+	q := dbgen.New(tx)
+	id := uuid.New()
+	err := func() error {
 		env, err := q.GetEnvironment(ctx, req.EnvironmentID)
 		if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can(access.EnvironmentRead, env.TenantID) {
 			return problem.Invalid("environment_id", "exists", "no environment with this ID that you can see")
@@ -113,7 +127,6 @@ func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Reques
 				v.Add("name", "unique", "%s already has deployments named %s, which this stack's slots would take", env.Name, strings.Join(taken, ", "))
 			}
 		}
-		id = uuid.New()
 		plain, keyID, sealed, err := s.run.sealParameters(id, def, req.Parameters, v)
 		if err != nil {
 			return err
@@ -140,11 +153,8 @@ func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Reques
 		return audit.Record(ctx, q, actor, audit.Event{Tenant: env.TenantID, Action: action, TargetType: "stack_instance",
 			TargetID: id.String(), Diff: map[string]any{"name": req.Name, "stack": st.Name, "version": version, "environment": env.Name,
 				"parameters": json.RawMessage(plain)}})
-	})
-	if err != nil {
-		return Instance{}, fmt.Errorf("deploy stack: %w", err)
-	}
-	return s.Get(ctx, actor, id)
+	}()
+	return id, err
 }
 
 // pick is the version to deploy: the one asked for, published and not archived, or the latest.

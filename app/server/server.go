@@ -40,6 +40,7 @@ import (
 	"nimbus/app/objstore"
 	"nimbus/app/poller"
 	"nimbus/app/problem"
+	"nimbus/app/provision"
 	"nimbus/app/pulumix"
 	"nimbus/app/resolver"
 	"nimbus/app/secrets"
@@ -113,12 +114,14 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 
 	// Every service is built once and shared by the handlers that need it.
 	authSvc := auth.NewService(d.Pool, d.Log, d.SessionTTL).MaxAge(d.SessionMaxAge)
-	tenants := tenant.NewService(d.Pool)
 	pools := ipam.NewService(d.Pool)
 	environments := environment.NewService(d.Pool)
 	queue := jobs.NewInserter(d.Jobs)
 	deployments := deploy.NewService(d.Pool, d.Keys, queue, d.Runner, d.Objects).Withdrawing(approval.Withdraw)
 	instances := instance.NewService(d.Pool, deployments, d.Keys, queue)
+	stacks := stack.NewService(d.Pool)
+	provisions := provision.NewService(d.Pool, stacks, instances)
+	tenants := tenant.NewService(d.Pool).WithProvisioning(provisions)
 	lifecycle := environment.NewLifecycle(d.Pool, deployments, queue)
 	zones := landingzone.NewService(d.Pool, lifecycle)
 	components := component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir, Enabled: d.Info.Languages}, queue).
@@ -168,11 +171,12 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	envH.Routes(signed, api)
 	zoneH.Routes(signed, api)
 	cluster.NewHandlers(cluster.NewService(d.Pool, d.Keys)).Routes(signed, api, zoneH.Seen())
+	provision.NewHandlers(provisions).Routes(signed, api, zoneH.Seen())
 	approval.NewHandlers(approvals, deployments).Routes(signed, api)
 	instance.NewHandlers(instances).Routes(api)
 	instance.NewHandlers(instances).Pages(signed)
 	dashboard.NewHandlers(dashboard.NewService(d.Pool, environments, pools, approvals)).Routes(signed)
-	stack.NewHandlers(stack.NewService(d.Pool), components, stackInstances(instances)).Routes(signed, api)
+	stack.NewHandlers(stacks, components, stackInstances(instances)).Routes(signed, api)
 	event.NewHandlers(event.NewService(d.Pool, d.Keys).CheckingConfig(poller.Check),
 		event.NewReceiver(d.Pool, d.Keys, queue, d.Log.With("component", "events"))).Routes(e, signed, api, zoneH.Seen(), tenantH.Seen())
 

@@ -10,6 +10,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/problem"
+	"nimbus/app/provision"
 	"nimbus/app/web"
 	"nimbus/views"
 )
@@ -21,12 +22,17 @@ type Handlers struct{ svc *Service }
 func NewHandlers(svc *Service) *Handlers { return &Handlers{svc: svc} }
 
 // ListPage shows the tenants with the form to create one.
-func (h *Handlers) ListPage(c echo.Context) error { return h.renderList(c, http.StatusOK, "", nil) }
+func (h *Handlers) ListPage(c echo.Context) error {
+	return h.renderList(c, http.StatusOK, "", Provisioning{}, nil)
+}
 
-func (h *Handlers) renderList(c echo.Context, status int, name string, errs views.Errors) error {
+func (h *Handlers) renderList(c echo.Context, status int, name string, prov Provisioning, errs views.Errors) error {
 	actor := web.Actor(c)
 	tenants, err := h.svc.List(web.Ctx(c), actor)
 	if err != nil {
+		return err
+	}
+	if err := h.provisioning(c, &prov, "Not now"); err != nil {
 		return err
 	}
 	rows := make([]TenantRow, len(tenants))
@@ -39,29 +45,77 @@ func (h *Handlers) renderList(c echo.Context, status int, name string, errs view
 		"members": func(a, b TenantRow) int { return cmp.Compare(a.Members, b.Members) },
 		"created": func(a, b TenantRow) int { return a.Created.Compare(b.Created) },
 	})
-	return web.Render(c, status, Tenants(web.Page(c, "Tenants"), sort, rows, actor.ProviderAdmin, name, errs))
+	return web.Render(c, status, Tenants(web.Page(c, "Tenants"), sort, rows, actor.ProviderAdmin, name, prov, errs))
 }
 
-// CreateForm creates a tenant from the list page.
+// provisioning fills the choices of a form that provisions a tenant on a zone's cluster: the
+// zones with a tenant factory after a first choice of none, and their tiers. It offers nothing
+// to those who may not provision, or where no zone can be provisioned on.
+func (h *Handlers) provisioning(c echo.Context, p *Provisioning, none string) error {
+	if h.svc.provision == nil || !web.Actor(c).ProviderAdmin {
+		return nil
+	}
+	zones, err := h.svc.provision.Zones(web.Ctx(c), web.Actor(c))
+	if err != nil || len(zones) == 0 {
+		return err
+	}
+	p.Zones = []views.Option{{Value: "", Label: none}}
+	seen := map[string]bool{}
+	for _, z := range zones {
+		p.Zones = append(p.Zones, views.Option{Value: z.LandingZoneID.String(), Label: z.ZoneName + " (" + z.StackName + ")"})
+		for _, t := range z.Tiers {
+			if !seen[t] {
+				seen[t] = true
+				p.Tiers = append(p.Tiers, views.Option{Value: t, Label: t})
+			}
+		}
+	}
+	return nil
+}
+
+// provisionRequest reads a provisioning form whose fields are named with prefix; nil when no
+// zone was chosen.
+func provisionRequest(c echo.Context, prefix string) (*provision.Request, Provisioning, error) {
+	form := Provisioning{Zone: c.FormValue(prefix + "landing_zone_id"), Tier: c.FormValue(prefix + "tier"),
+		Namespace: c.FormValue(prefix + "namespace")}
+	if form.Zone == "" {
+		return nil, form, nil
+	}
+	zone, err := uuid.Parse(form.Zone)
+	if err != nil {
+		return nil, form, problem.Invalid(prefix+"landing_zone_id", "format", "choose a landing zone from the list")
+	}
+	return &provision.Request{LandingZoneID: zone, Tier: form.Tier, Namespace: form.Namespace}, form, nil
+}
+
+// CreateForm creates a tenant from the list page, and provisions it on the zone chosen.
 func (h *Handlers) CreateForm(c echo.Context) error {
 	name := c.FormValue("name")
-	t, err := h.svc.Create(web.Ctx(c), web.Actor(c), name)
+	on, form, err := provisionRequest(c, "provision.")
+	var t Tenant
+	if err == nil {
+		t, err = h.svc.CreateProvisioned(web.Ctx(c), web.Actor(c), name, on)
+	}
 	if errs := web.FormErrors(err); errs != nil {
-		return h.renderList(c, http.StatusUnprocessableEntity, name, errs)
+		return h.renderList(c, http.StatusUnprocessableEntity, name, form, errs)
 	}
 	if err != nil {
 		return err
 	}
-	web.SetFlash(c, web.FlashSuccess, "Tenant "+t.Name+" created.")
+	if on != nil {
+		web.SetFlash(c, web.FlashSuccess, "Tenant "+t.Name+" created; its namespace is being provisioned.")
+	} else {
+		web.SetFlash(c, web.FlashSuccess, "Tenant "+t.Name+" created.")
+	}
 	return web.Redirect(c, "/tenants/"+t.ID.String())
 }
 
 // ShowPage shows a tenant and its members.
 func (h *Handlers) ShowPage(c echo.Context) error {
-	return h.renderShow(c, http.StatusOK, "", string(access.User), "", nil)
+	return h.renderShow(c, http.StatusOK, "", string(access.User), "", Provisioning{}, nil)
 }
 
-func (h *Handlers) renderShow(c echo.Context, status int, email, role, rename string, errs views.Errors) error {
+func (h *Handlers) renderShow(c echo.Context, status int, email, role, rename string, prov Provisioning, errs views.Errors) error {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
 		return err
@@ -87,7 +141,24 @@ func (h *Handlers) renderShow(c echo.Context, status int, email, role, rename st
 		rename = t.Name
 	}
 	v := TenantView{ID: id.String(), Name: t.Name, Members: rows, CanManage: actor.Can(access.TenantMemberManage, id),
-		CanAdminister: actor.ProviderAdmin, CanSubscribe: actor.Can(access.EventsRulesManage, id), Roles: roles, Email: email, Role: role, Rename: rename, Errors: errs}
+		CanAdminister: actor.ProviderAdmin, CanSubscribe: actor.Can(access.EventsRulesManage, id), Roles: roles, Email: email, Role: role, Rename: rename,
+		Provision: prov, Errors: errs}
+	if h.svc.provision != nil && actor.ProviderAdmin {
+		if err := h.provisioning(c, &v.Provision, ""); err != nil {
+			return err
+		}
+		namespaces, err := h.svc.provision.List(web.Ctx(c), actor, id)
+		if err != nil {
+			return err
+		}
+		for _, n := range namespaces {
+			row := NamespaceRow{ID: n.ID.String(), Zone: n.ZoneName, Namespace: n.Namespace, Status: n.Status, Error: n.Error}
+			if n.InstanceID != nil {
+				row.InstanceID = n.InstanceID.String()
+			}
+			v.Namespaces = append(v.Namespaces, row)
+		}
+	}
 	page := web.Page(c, t.Name).Under(views.Crumb{Label: "Tenants", URL: "/tenants"})
 	return web.Render(c, status, TenantPage(page, v))
 }
@@ -101,7 +172,7 @@ func (h *Handlers) RenameForm(c echo.Context) error {
 	name := c.FormValue("name")
 	t, err := h.svc.Rename(web.Ctx(c), web.Actor(c), id, name)
 	if errs := web.FormErrors(err); errs != nil {
-		return h.renderShow(c, http.StatusUnprocessableEntity, "", string(access.User), name, errs)
+		return h.renderShow(c, http.StatusUnprocessableEntity, "", string(access.User), name, Provisioning{}, errs)
 	}
 	if err != nil {
 		return err
@@ -124,7 +195,11 @@ func (h *Handlers) DeleteForm(c echo.Context) error {
 	}
 	err = h.svc.Delete(web.Ctx(c), actor, id)
 	var v *problem.ValidationError
+	var d *Decommissioning
 	switch {
+	case errors.As(err, &d):
+		web.SetFlash(c, web.FlashInfo, d.Error()+".")
+		return web.Redirect(c, "/tenants/"+id.String())
 	case errors.As(err, &v):
 		web.SetFlash(c, web.FlashError, "Not deleted: "+v.Fields[0].Message+".")
 		return web.Redirect(c, "/tenants/"+id.String())
@@ -148,7 +223,7 @@ func (h *Handlers) SetMemberForm(c echo.Context) error {
 		_, err = h.svc.SetMember(web.Ctx(c), actor, id, userID, access.Role(role))
 	}
 	if errs := web.FormErrors(err); errs != nil {
-		return h.renderShow(c, http.StatusUnprocessableEntity, email, role, "", errs)
+		return h.renderShow(c, http.StatusUnprocessableEntity, email, role, "", Provisioning{}, errs)
 	}
 	if err != nil {
 		return err
@@ -204,12 +279,13 @@ func (h *Handlers) GetAPI(c echo.Context) error {
 // CreateAPI answers POST /api/v1/tenants.
 func (h *Handlers) CreateAPI(c echo.Context) error {
 	var in struct {
-		Name string `json:"name"`
+		Name      string             `json:"name"`
+		Provision *provision.Request `json:"provision"`
 	}
 	if err := web.DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	t, err := h.svc.Create(web.Ctx(c), web.Actor(c), in.Name)
+	t, err := h.svc.CreateProvisioned(web.Ctx(c), web.Actor(c), in.Name, in.Provision)
 	if err != nil {
 		return err
 	}
@@ -242,7 +318,12 @@ func (h *Handlers) DeleteAPI(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := h.svc.Delete(web.Ctx(c), web.Actor(c), id); err != nil {
+	err = h.svc.Delete(web.Ctx(c), web.Actor(c), id)
+	var d *Decommissioning
+	if errors.As(err, &d) {
+		return c.JSON(http.StatusAccepted, map[string]any{"message": d.Error(), "tenant": d.Tenant, "decommissioning": d.Namespaces})
+	}
+	if err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -16,6 +16,8 @@ func (h *Handlers) Routes(pages, api *echo.Group) {
 	pages.POST("/tenants/:id/delete", h.DeleteForm, seen)
 	pages.POST("/tenants/:id/members", h.SetMemberForm, seen)
 	pages.POST("/tenants/:id/members/:user_id/delete", h.RemoveMemberForm, seen)
+	pages.POST("/tenants/:id/namespaces", h.ProvisionForm, seen)
+	pages.POST("/tenants/:id/namespaces/:namespace_id/decommission", h.DecommissionForm, seen)
 	api.GET("/tenants", h.ListAPI)
 	api.POST("/tenants", h.CreateAPI)
 	api.GET("/tenants/:id", h.GetAPI, seen)
@@ -25,6 +27,9 @@ func (h *Handlers) Routes(pages, api *echo.Group) {
 	api.POST("/tenants/:id/members", h.SetMemberAPI, seen)
 	api.DELETE("/tenants/:id/members", h.RemoveMemberAPI, seen)
 	api.DELETE("/tenants/:id/members/:user_id", h.RemoveMemberAPI, seen)
+	api.GET("/tenants/:id/namespaces", h.NamespacesAPI, seen)
+	api.POST("/tenants/:id/namespaces", h.ProvisionAPI, seen)
+	api.DELETE("/tenants/:id/namespaces/:namespace_id", h.DecommissionAPI, seen)
 }
 
 // Seen answers a request about a tenant the actor cannot see with 404 (see web.Seen), for

@@ -16,6 +16,7 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/audit"
 	"nimbus/app/problem"
+	"nimbus/app/provision"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 )
@@ -41,10 +42,19 @@ type Member struct {
 // Service reads and changes tenants on behalf of a principal.
 type Service struct {
 	pool *pgxpool.Pool
+	// provision gives tenants namespaces on zones' clusters; nil where nothing is provisioned.
+	provision *provision.Service
 }
 
 // NewService returns a Service on pool.
 func NewService(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
+
+// WithProvisioning lets tenants be provisioned on zones' clusters as they are created, and
+// decommissioned from them as they are removed.
+func (s *Service) WithProvisioning(p *provision.Service) *Service {
+	s.provision = p
+	return s
+}
 
 // List returns the tenants the actor may see: all for provider admins, their own otherwise.
 func (s *Service) List(ctx context.Context, actor access.Principal) ([]Tenant, error) {
@@ -76,6 +86,12 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 
 // Create adds a tenant; only provider admins may.
 func (s *Service) Create(ctx context.Context, actor access.Principal, name string) (Tenant, error) {
+	return s.CreateProvisioned(ctx, actor, name, nil)
+}
+
+// CreateProvisioned adds a tenant and, when on is given, provisions it on a zone's cluster with
+// the zone's tenant factory, in one transaction: a refused provisioning creates no tenant.
+func (s *Service) CreateProvisioned(ctx context.Context, actor access.Principal, name string, on *provision.Request) (Tenant, error) {
 	if !actor.ProviderAdmin {
 		return Tenant{}, problem.ErrForbidden
 	}
@@ -83,8 +99,12 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, name strin
 	if err := checkName(name); err != nil {
 		return Tenant{}, err
 	}
+	if on != nil && s.provision == nil {
+		return Tenant{}, problem.Invalid("provision", "available", "this Nimbus provisions no tenants on clusters")
+	}
 	var out Tenant
-	err := db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := dbgen.New(tx)
 		taken, err := q.TenantNameTaken(ctx, name)
 		if err != nil {
 			return err
@@ -100,9 +120,16 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, name strin
 			return err
 		}
 		out = Tenant{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt}
-		return audit.Record(ctx, q, actor, audit.Event{
+		if err := audit.Record(ctx, q, actor, audit.Event{
 			Tenant: t.ID, Action: "tenant.create", TargetType: "tenant", TargetID: t.ID.String(), Diff: map[string]any{"name": name},
-		})
+		}); err != nil {
+			return err
+		}
+		if on == nil {
+			return nil
+		}
+		_, err = s.provision.ProvisionTx(ctx, tx, actor, t.ID, *on)
+		return provisionField(err)
 	})
 	if err != nil {
 		return Tenant{}, fmt.Errorf("create tenant: %w", err)
@@ -167,6 +194,7 @@ func (s *Service) Delete(ctx context.Context, actor access.Principal, id uuid.UU
 	if !actor.ProviderAdmin {
 		return problem.ErrForbidden
 	}
+	decommission := false
 	err = db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
 		// Held until the end, so that nobody joins the tenant between the count and the delete:
 		// whoever adds to a tenant shares its row first (ShareTenant), and so either waits for
@@ -177,6 +205,10 @@ func (s *Service) Delete(ctx context.Context, actor access.Principal, id uuid.UU
 		c, err := q.TenantContents(ctx, id)
 		if err != nil {
 			return err
+		}
+		if c.Namespaces > 0 && c.Members+c.Environments+c.Deployments+c.Components == 0 && s.provision != nil {
+			decommission = true
+			return nil
 		}
 		if held := holds(c); held != "" {
 			return problem.Invalid("tenant", "empty", "%s still has %s: remove them first", t.Name, held)
@@ -191,7 +223,54 @@ func (s *Service) Delete(ctx context.Context, actor access.Principal, id uuid.UU
 	if err != nil {
 		return fmt.Errorf("delete tenant: %w", err)
 	}
+	if decommission {
+		return s.decommission(ctx, actor, t)
+	}
 	return nil
+}
+
+// Decommissioning says that a tenant's removal began with its namespaces on clusters: the
+// tenant is removed once they are gone, by asking again.
+type Decommissioning struct {
+	Tenant     string   `json:"tenant"`
+	Namespaces []string `json:"namespaces"`
+}
+
+func (d *Decommissioning) Error() string {
+	return fmt.Sprintf("%s's namespaces (%s) are being decommissioned: remove the tenant once they are gone", d.Tenant, strings.Join(d.Namespaces, ", "))
+}
+
+// decommission starts decommissioning a tenant's namespaces, the last of what it holds.
+func (s *Service) decommission(ctx context.Context, actor access.Principal, t Tenant) error {
+	if _, err := s.provision.DecommissionTenant(ctx, actor, t.ID); err != nil {
+		return fmt.Errorf("decommission tenant: %w", err)
+	}
+	all, err := s.provision.List(ctx, actor, t.ID)
+	if err != nil {
+		return err
+	}
+	d := &Decommissioning{Tenant: t.Name}
+	for _, n := range all {
+		if n.Status != "destroyed" {
+			d.Namespaces = append(d.Namespaces, n.Namespace+" on "+n.ZoneName)
+		}
+	}
+	return d
+}
+
+// provisionField names the fields of a refused provisioning as the request to create a tenant
+// holds them, under provision.
+func provisionField(err error) error {
+	var v *problem.ValidationError
+	if !errors.As(err, &v) {
+		return err
+	}
+	out := &problem.ValidationError{}
+	for _, f := range v.Fields {
+		f.Field = "provision." + f.Field
+		out.Fields = append(out.Fields, f)
+	}
+	return out
 }
 
 // holds says what a tenant still holds, as a sentence lists it; "" when nothing.
@@ -205,6 +284,7 @@ func holds(c dbgen.TenantContentsRow) string {
 		{c.Environments, "environment", "environments"},
 		{c.Deployments, "deployment", "deployments"},
 		{c.Components, "component", "components"},
+		{c.Namespaces, "namespace on a cluster", "namespaces on clusters"},
 	} {
 		switch {
 		case n.count == 1:

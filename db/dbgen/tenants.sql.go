@@ -263,7 +263,9 @@ SELECT
     (SELECT count(*) FROM environments e WHERE e.tenant_id = $1 AND e.deleted_at IS NULL
      AND e.status <> 'decommissioned') AS environments,
     (SELECT count(*) FROM deployed_components d WHERE d.tenant_id = $1 AND d.status <> 'destroyed') AS deployments,
-    (SELECT count(*) FROM components c WHERE c.tenant_id = $1 AND c.deleted_at IS NULL) AS components
+    (SELECT count(*) FROM components c WHERE c.tenant_id = $1 AND c.deleted_at IS NULL) AS components,
+    (SELECT count(*) FROM tenant_namespaces n JOIN stack_instances i ON i.id = n.stack_instance_id
+     WHERE n.tenant_id = $1 AND i.status <> 'destroyed') AS namespaces
 `
 
 type TenantContentsRow struct {
@@ -271,6 +273,7 @@ type TenantContentsRow struct {
 	Environments int64 `json:"environments"`
 	Deployments  int64 `json:"deployments"`
 	Components   int64 `json:"components"`
+	Namespaces   int64 `json:"namespaces"`
 }
 
 // What keeps a tenant from being deleted: the people in it and what they made, still there.
@@ -282,6 +285,7 @@ func (q *Queries) TenantContents(ctx context.Context, id uuid.UUID) (TenantConte
 		&i.Environments,
 		&i.Deployments,
 		&i.Components,
+		&i.Namespaces,
 	)
 	return i, err
 }

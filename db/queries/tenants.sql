@@ -50,7 +50,9 @@ SELECT
     (SELECT count(*) FROM environments e WHERE e.tenant_id = sqlc.arg(id) AND e.deleted_at IS NULL
      AND e.status <> 'decommissioned') AS environments,
     (SELECT count(*) FROM deployed_components d WHERE d.tenant_id = sqlc.arg(id) AND d.status <> 'destroyed') AS deployments,
-    (SELECT count(*) FROM components c WHERE c.tenant_id = sqlc.arg(id) AND c.deleted_at IS NULL) AS components;
+    (SELECT count(*) FROM components c WHERE c.tenant_id = sqlc.arg(id) AND c.deleted_at IS NULL) AS components,
+    (SELECT count(*) FROM tenant_namespaces n JOIN stack_instances i ON i.id = n.stack_instance_id
+     WHERE n.tenant_id = sqlc.arg(id) AND i.status <> 'destroyed') AS namespaces;
 
 -- name: DeleteTenant :execrows
 -- Deleted tenants are kept, marked, for the audit log and the records that name them.

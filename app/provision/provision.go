@@ -1,0 +1,295 @@
+package provision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"nimbus/app/access"
+	"nimbus/app/audit"
+	"nimbus/app/cluster"
+	"nimbus/app/instance"
+	"nimbus/app/problem"
+	"nimbus/app/stack"
+	"nimbus/db"
+	"nimbus/db/dbgen"
+)
+
+// Service provisions tenants on zones' clusters and decommissions them, for provider admins.
+type Service struct {
+	pool      *pgxpool.Pool
+	stacks    *stack.Service
+	instances *instance.Service
+}
+
+// NewService returns the service: stacks creates the factory's stack, instances deploys and
+// destroys the factory's instances.
+func NewService(pool *pgxpool.Pool, stacks *stack.Service, instances *instance.Service) *Service {
+	return &Service{pool: pool, stacks: stacks, instances: instances}
+}
+
+// Namespace is a tenant's namespace on a zone's cluster and the factory instance that made it.
+type Namespace struct {
+	ID            uuid.UUID `json:"id"`
+	TenantID      uuid.UUID `json:"tenant_id"`
+	LandingZoneID uuid.UUID `json:"landing_zone_id"`
+	ZoneName      string    `json:"landing_zone_name"`
+	Namespace     string    `json:"namespace"`
+	// InstanceID is the factory's instance in the zone's system environment; Status is how it
+	// stands (active once the namespace is ready, destroyed once it is decommissioned).
+	InstanceID *uuid.UUID `json:"stack_instance_id,omitempty"`
+	Status     string     `json:"status"`
+	Error      string     `json:"error,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+}
+
+// Request asks for a tenant to be provisioned on a zone's cluster.
+type Request struct {
+	LandingZoneID uuid.UUID `json:"landing_zone_id"`
+	// Namespace defaults to the tenant's name, made a valid namespace name.
+	Namespace string `json:"namespace"`
+	// Tier is passed to the factory when its stack takes one.
+	Tier string `json:"tier"`
+}
+
+var namespaceName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,18}$`)
+
+// reserved are the namespaces Kubernetes and its add-ons keep for themselves: a factory
+// adopting one would hand a tenant the cluster's own.
+func reserved(ns string) bool {
+	return ns == "default" || strings.HasPrefix(ns, "kube-") || strings.HasPrefix(ns, "nimbus-")
+}
+
+// NamespaceFor makes a tenant's name a namespace name: lower case, runs of anything else
+// turned to -, at most 19 characters, starting with a letter.
+func NamespaceFor(tenant string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(tenant) {
+		switch {
+		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9' && b.Len() > 0:
+			b.WriteRune(r)
+			dash = false
+		case b.Len() > 0 && !dash:
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	s := b.String()
+	if len(s) > 19 {
+		s = s[:19]
+	}
+	return strings.TrimRight(s, "-")
+}
+
+func fromRow(id, tenant, zone uuid.UUID, zoneName, ns string, inst uuid.NullUUID, status, msg string, at time.Time) Namespace {
+	n := Namespace{ID: id, TenantID: tenant, LandingZoneID: zone, ZoneName: zoneName, Namespace: ns, Status: status, Error: msg, CreatedAt: at}
+	if inst.Valid {
+		n.InstanceID = &inst.UUID
+	}
+	return n
+}
+
+// List returns a tenant's namespaces on clusters, to provider admins.
+func (s *Service) List(ctx context.Context, actor access.Principal, tenantID uuid.UUID) ([]Namespace, error) {
+	if !actor.ProviderAdmin {
+		return nil, problem.ErrNotFound
+	}
+	rows, err := dbgen.New(s.pool).TenantNamespaces(ctx, tenantID)
+	if err != nil {
+		return nil, fmt.Errorf("tenant namespaces: %w", err)
+	}
+	out := make([]Namespace, len(rows))
+	for i, r := range rows {
+		out[i] = fromRow(r.ID, r.TenantID, r.LandingZoneID, r.ZoneName, r.Namespace, r.StackInstanceID, r.InstanceStatus, r.InstanceError, r.CreatedAt)
+	}
+	return out, nil
+}
+
+// Get returns one of a tenant's namespaces, to provider admins.
+func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID) (Namespace, error) {
+	if !actor.ProviderAdmin {
+		return Namespace{}, problem.ErrNotFound
+	}
+	r, err := dbgen.New(s.pool).GetTenantNamespace(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Namespace{}, problem.ErrNotFound
+	}
+	if err != nil {
+		return Namespace{}, err
+	}
+	return fromRow(r.ID, r.TenantID, r.LandingZoneID, r.ZoneName, r.Namespace, r.StackInstanceID, r.InstanceStatus, r.InstanceError, r.CreatedAt), nil
+}
+
+// Provision runs the zone's tenant factory for a tenant: an instance of the factory's stack,
+// named after the namespace, in the zone's system environment, where it deploys with the
+// zone's credentials. The namespace and the instance are recorded in one transaction.
+func (s *Service) Provision(ctx context.Context, actor access.Principal, tenantID uuid.UUID, in Request) (Namespace, error) {
+	var id uuid.UUID
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		id, err = s.ProvisionTx(ctx, tx, actor, tenantID, in)
+		return err
+	})
+	if err != nil {
+		return Namespace{}, fmt.Errorf("provision tenant: %w", err)
+	}
+	return s.Get(ctx, actor, id)
+}
+
+// ProvisionTx is Provision within the caller's transaction, for a tenant created in it; it
+// returns the namespace's ID.
+func (s *Service) ProvisionTx(ctx context.Context, tx pgx.Tx, actor access.Principal, tenantID uuid.UUID, in Request) (uuid.UUID, error) {
+	if !actor.ProviderAdmin {
+		return uuid.Nil, problem.ErrForbidden
+	}
+	q := dbgen.New(tx)
+	var id uuid.UUID
+	err := func() error {
+		t, err := q.ShareTenant(ctx, tenantID)
+		if errors.Is(err, pgx.ErrNoRows) || err == nil && t.System {
+			return problem.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		in.Namespace = strings.TrimSpace(in.Namespace)
+		if in.Namespace == "" {
+			in.Namespace = NamespaceFor(t.Name)
+		}
+		v := &problem.ValidationError{}
+		switch {
+		case !namespaceName.MatchString(in.Namespace):
+			v.Add("namespace", "pattern", "a namespace's name is 1–19 lower-case letters, digits and -, starting with a letter")
+		case reserved(in.Namespace):
+			v.Add("namespace", "reserved", "%s is the cluster's own: default, kube-* and nimbus-* are not given to tenants", in.Namespace)
+		}
+		z, err := q.ShareLandingZone(ctx, in.LandingZoneID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			v.Add("landing_zone_id", "exists", "no landing zone with this ID")
+			return v
+		}
+		if err != nil {
+			return err
+		}
+		switch has, err := q.ZoneHasCluster(ctx, z.ID); {
+		case err != nil:
+			return err
+		case z.Provider != cluster.Provider:
+			v.Add("landing_zone_id", "provider", "%s is a %s zone: tenants are provisioned on Kubernetes zones", z.Name, z.Provider)
+		case z.Status != "published":
+			v.Add("landing_zone_id", "state", "%s is %s: tenants are provisioned on published zones", z.Name, z.Status)
+		case !has:
+			v.Add("landing_zone_id", "cluster", "%s has no cluster: set one on its cluster page", z.Name)
+		case !z.TenantStackID.Valid:
+			v.Add("landing_zone_id", "factory", "%s has no tenant factory: choose its stack on the zone's tenant factory page", z.Name)
+		}
+		if err := v.Err(); err != nil {
+			return err
+		}
+		if err := q.ForgetDecommissionedNamespaces(ctx, dbgen.ForgetDecommissionedNamespacesParams{TenantID: t.ID, LandingZoneID: z.ID}); err != nil {
+			return err
+		}
+		switch held, err := q.TenantNamespace(ctx, dbgen.TenantNamespaceParams{TenantID: t.ID, LandingZoneID: z.ID}); {
+		case err == nil:
+			return problem.Invalid("landing_zone_id", "unique", "%s has namespace %s on %s already", t.Name, held.Namespace, z.Name)
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+		params := map[string]any{"namespace": in.Namespace}
+		if in.Tier != "" {
+			params["tier"] = in.Tier
+		}
+		inst, err := s.instances.DeployTx(ctx, tx, actor, instance.Request{StackID: z.TenantStackID.UUID,
+			EnvironmentID: z.SystemEnvironmentID.UUID, Name: in.Namespace, Parameters: params})
+		if err != nil {
+			return asked(err)
+		}
+		n, err := q.CreateTenantNamespace(ctx, dbgen.CreateTenantNamespaceParams{TenantID: t.ID, LandingZoneID: z.ID,
+			Namespace: in.Namespace, StackInstanceID: uuid.NullUUID{UUID: inst, Valid: true},
+			CreatedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}})
+		if db.IsUniqueViolation(err) {
+			return problem.Invalid("namespace", "unique", "namespace %s on %s is another tenant's", in.Namespace, z.Name)
+		}
+		if err != nil {
+			return err
+		}
+		id = n.ID
+		return audit.Record(ctx, q, actor, audit.Event{Tenant: t.ID, Action: "tenant.provision", TargetType: "tenant_namespace",
+			TargetID: n.ID.String(), Diff: map[string]any{"landing_zone": z.Name, "namespace": in.Namespace, "tier": in.Tier,
+				"stack_instance_id": inst.String()}})
+	}()
+	return id, err
+}
+
+// asked names a refusal of the factory's instance by the fields of a Request: the instance is
+// named after the namespace, and its parameters are the namespace and the tier.
+func asked(err error) error {
+	var v *problem.ValidationError
+	if !errors.As(err, &v) {
+		return err
+	}
+	out := &problem.ValidationError{}
+	for _, f := range v.Fields {
+		switch {
+		case f.Field == "name":
+			f.Field = "namespace"
+			if f.Rule == "unique" {
+				f.Message = "the zone's system environment holds a factory instance of this name already: the namespace is taken"
+			}
+		case strings.HasPrefix(f.Field, "parameters."):
+			f.Field = strings.TrimPrefix(f.Field, "parameters.")
+		}
+		out.Fields = append(out.Fields, f)
+	}
+	return out
+}
+
+// Decommission destroys the factory's instance that made a tenant's namespace: the namespace and
+// everything in it are deleted from the cluster. The record goes once the instance is destroyed.
+func (s *Service) Decommission(ctx context.Context, actor access.Principal, id uuid.UUID) (Namespace, error) {
+	n, err := s.Get(ctx, actor, id)
+	if err != nil {
+		return Namespace{}, err
+	}
+	if n.InstanceID == nil || n.Status == string(instance.Destroyed) {
+		return Namespace{}, problem.Invalid("namespace", "state", "%s on %s is decommissioned already", n.Namespace, n.ZoneName)
+	}
+	if _, err := s.instances.Destroy(ctx, actor, *n.InstanceID); err != nil {
+		return Namespace{}, err
+	}
+	if err := db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+		return audit.Record(ctx, q, actor, audit.Event{Tenant: n.TenantID, Action: "tenant.decommission", TargetType: "tenant_namespace",
+			TargetID: n.ID.String(), Diff: map[string]any{"landing_zone": n.ZoneName, "namespace": n.Namespace}})
+	}); err != nil {
+		return Namespace{}, err
+	}
+	return s.Get(ctx, actor, id)
+}
+
+// DecommissionTenant decommissions every namespace of a tenant's that is not being or has not
+// been already, and returns those it started on: removing a tenant takes its namespaces first.
+func (s *Service) DecommissionTenant(ctx context.Context, actor access.Principal, tenantID uuid.UUID) ([]Namespace, error) {
+	all, err := s.List(ctx, actor, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	var started []Namespace
+	for _, n := range all {
+		if n.InstanceID == nil || n.Status == string(instance.Destroyed) || n.Status == string(instance.Destroying) {
+			continue
+		}
+		d, err := s.Decommission(ctx, actor, n.ID)
+		if err != nil {
+			return started, err
+		}
+		started = append(started, d)
+	}
+	return started, nil
+}

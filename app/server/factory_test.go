@@ -1,0 +1,135 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+)
+
+// namespacesOf lists a tenant's namespaces on clusters.
+func (s *site) namespacesOf(t *testing.T, token, tenant string) []map[string]any {
+	t.Helper()
+	r := s.call(t, "GET", "/api/v1/tenants/"+tenant+"/namespaces", token, nil)
+	wantStatus(t, r, http.StatusOK)
+	var out []map[string]any
+	must(t, json.Unmarshal(r.body, &out))
+	return out
+}
+
+// factoryZone makes a published Kubernetes zone on plane's cluster whose tenant factory is the
+// built-in one, and returns the zone's and the factory stack's IDs.
+func (s *site) factoryZone(t *testing.T, root string, kubeconfig []byte) (zone, factory string) {
+	t.Helper()
+	builtinIDs(t, s)
+	r := s.call(t, "POST", "/api/v1/landing-zones", root, map[string]any{"name": "k8s", "provider": "kubernetes"})
+	wantStatus(t, r, http.StatusCreated)
+	zone = r.json(t)["id"].(string)
+	wantStatus(t, s.call(t, "PUT", "/api/v1/landing-zones/"+zone+"/cluster", root, map[string]any{"kubeconfig": string(kubeconfig)}), http.StatusOK)
+	wantStatus(t, s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/publish", root, nil), http.StatusAccepted)
+	if z := s.waitZoneServices(t, root, zone); z["system_status"] != "active" {
+		t.Fatalf("after publishing: %v", z)
+	}
+	r = s.call(t, "POST", "/api/v1/stacks/tenant-factory", root, nil)
+	wantStatus(t, r, http.StatusCreated)
+	factory = r.json(t)["id"].(string)
+	// A draft is no factory yet.
+	r = s.call(t, "PUT", "/api/v1/landing-zones/"+zone+"/tenant-factory", root, map[string]any{"stack_id": factory})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, `"field":"stack_id"`, "publish it first")
+	wantStatus(t, s.call(t, "POST", "/api/v1/stacks/"+factory+"/publish", root, map[string]any{"changelog": "The tenant factory."}), http.StatusCreated)
+	r = s.call(t, "PUT", "/api/v1/landing-zones/"+zone+"/tenant-factory", root, map[string]any{"stack_id": factory})
+	wantStatus(t, r, http.StatusOK)
+	return zone, factory
+}
+
+// quotaHard reads the tenant namespace's quota: its hard limits and its UID.
+func quotaHard(t *testing.T, get func(string) map[string]any, ns string) (map[string]any, string) {
+	t.Helper()
+	q := get("/api/v1/namespaces/" + ns + "/resourcequotas/tier")
+	if q == nil {
+		t.Fatalf("no quota in namespace %s", ns)
+	}
+	return q["spec"].(map[string]any)["hard"].(map[string]any), q["metadata"].(map[string]any)["uid"].(string)
+}
+
+func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T) {
+	plane := kubePlane(t)
+	s := newSite(t)
+	root := s.token(t, s.admin)
+	zone, _ := s.factoryZone(t, root, plane.Kubeconfig())
+	get := func(path string) map[string]any { return kubeGet(t, plane, path) }
+
+	// A namespace of the cluster's own is refused, and no tenant is left behind.
+	r := s.call(t, "POST", "/api/v1/tenants", root, map[string]any{"name": "Kube", "provision": map[string]any{
+		"landing_zone_id": zone, "namespace": "kube-system"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, `"field":"provision.namespace"`, "cluster's own")
+	wantStatus(t, s.call(t, "POST", "/api/v1/tenants", root, map[string]any{"name": "Kube"}), http.StatusCreated)
+
+	r = s.call(t, "POST", "/api/v1/tenants", root, map[string]any{"name": "Acme", "provision": map[string]any{
+		"landing_zone_id": zone, "tier": "small"}})
+	wantStatus(t, r, http.StatusCreated)
+	tenant := r.json(t)["id"].(string)
+	spaces := s.namespacesOf(t, root, tenant)
+	if len(spaces) != 1 || spaces[0]["namespace"] != "acme" {
+		t.Fatalf("acme's namespaces: %v", spaces)
+	}
+	inst := spaces[0]["stack_instance_id"].(string)
+	s.waitInstance(t, root, inst, status("active"))
+
+	ns := get("/api/v1/namespaces/acme")
+	if ns == nil || ns["metadata"].(map[string]any)["labels"].(map[string]any)["pod-security.kubernetes.io/enforce"] != "restricted" {
+		t.Fatalf("namespace acme: %v", ns)
+	}
+	hard, uid := quotaHard(t, get, "acme")
+	if hard["limits.cpu"] != "2" || hard["requests.memory"] != "4Gi" || hard["pods"] != "20" {
+		t.Fatalf("a small tier's quota: %v", hard)
+	}
+	if get("/api/v1/namespaces/acme/limitranges/tier") == nil || get("/apis/networking.k8s.io/v1/namespaces/acme/networkpolicies/deny-all") == nil {
+		t.Fatal("acme has no limit range or no deny-all policy")
+	}
+
+	// Running the factory again changes nothing.
+	r = s.call(t, "POST", "/api/v1/stack-instances/"+inst+"/operations/reconcile", root, map[string]any{})
+	wantStatus(t, r, http.StatusAccepted)
+	run := s.waitRun(t, root, inst, r.json(t)["id"].(string))
+	if run["status"] != "succeeded" {
+		t.Fatalf("running the factory again: %v", run)
+	}
+	steps := run["steps"].([]any)
+	if len(steps) == 0 {
+		t.Fatal("running again ran no step")
+	}
+	for _, st := range steps {
+		op := s.call(t, "GET", "/api/v1/operations/"+st.(map[string]any)["operation_id"].(string), root, nil).json(t)
+		for kind, n := range op["changes"].(map[string]any) {
+			if kind != "same" && n.(float64) > 0 {
+				t.Errorf("running again %s %v resources of %s", kind, n, st.(map[string]any)["slot"])
+			}
+		}
+	}
+
+	// A larger tier updates the quota in place.
+	r = s.call(t, "POST", "/api/v1/stack-instances/"+inst+"/operations/change_tier", root, map[string]any{"inputs": map[string]any{"tier": "medium"}})
+	wantStatus(t, r, http.StatusAccepted)
+	if run := s.waitRun(t, root, inst, r.json(t)["id"].(string)); run["status"] != "succeeded" {
+		t.Fatalf("changing the tier: %v", run)
+	}
+	hard, after := quotaHard(t, get, "acme")
+	if hard["limits.cpu"] != "4" || hard["requests.memory"] != "8Gi" || hard["pods"] != "40" || after != uid {
+		t.Fatalf("a medium tier's quota (uid %s, was %s): %v", after, uid, hard)
+	}
+
+	// Removing the tenant decommissions its namespace first, then removes it.
+	r = s.call(t, "DELETE", "/api/v1/tenants/"+tenant, root, nil)
+	wantStatus(t, r, http.StatusAccepted)
+	wantIn(t, r, "acme on k8s")
+	s.waitInstance(t, root, inst, status("destroyed"))
+	if ns := get("/api/v1/namespaces/acme"); ns != nil {
+		t.Fatalf("namespace acme is still there: %v", ns["status"])
+	}
+	wantStatus(t, s.call(t, "DELETE", "/api/v1/tenants/"+tenant, root, nil), http.StatusNoContent)
+	if where := s.tablesHolding(t, plane.Token); len(where) > 0 {
+		t.Errorf("the cluster's token is in the clear in %v", where)
+	}
+}
