@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"testing"
 )
 
@@ -65,6 +66,10 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 	wantIn(t, r, `"field":"provision.namespace"`, "cluster's own")
 	wantStatus(t, s.call(t, "POST", "/api/v1/tenants", root, map[string]any{"name": "Kube"}), http.StatusCreated)
+	// The form says so beside the field, and offers the zone.
+	r = s.submit(t, "/tenants", root, url.Values{"name": {"Kube2"}, "provision.landing_zone_id": {zone}, "provision.namespace": {"default"}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, `data-field-error="provision.namespace"`, "k8s (tenant-factory)", ">medium<")
 
 	r = s.call(t, "POST", "/api/v1/tenants", root, map[string]any{"name": "Acme", "provision": map[string]any{
 		"landing_zone_id": zone, "tier": "small"}})
@@ -76,6 +81,8 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 	}
 	inst := spaces[0]["stack_instance_id"].(string)
 	s.waitInstance(t, root, inst, status("active"))
+	wantIn(t, s.call(t, "GET", "/tenants/"+tenant, root, nil), `data-testid="namespace-acme"`, `data-status="active"`)
+	wantIn(t, s.call(t, "GET", "/landing-zones/"+zone+"/tenant-factory", root, nil), `data-testid="factory-stack"`, "<code>acme</code>")
 
 	ns := get("/api/v1/namespaces/acme")
 	if ns == nil || ns["metadata"].(map[string]any)["labels"].(map[string]any)["pod-security.kubernetes.io/enforce"] != "restricted" {
