@@ -8,7 +8,7 @@ import (
 )
 
 // namespacesOf lists a tenant's namespaces on clusters.
-func (s *site) namespacesOf(t *testing.T, token, tenant string) []map[string]any {
+func (s *site) namespacesOf(t testing.TB, token, tenant string) []map[string]any {
 	t.Helper()
 	r := s.call(t, "GET", "/api/v1/tenants/"+tenant+"/namespaces", token, nil)
 	wantStatus(t, r, http.StatusOK)
@@ -19,7 +19,7 @@ func (s *site) namespacesOf(t *testing.T, token, tenant string) []map[string]any
 
 // factoryZone makes a published Kubernetes zone on plane's cluster whose tenant factory is the
 // built-in one, and returns the zone's and the factory stack's IDs.
-func (s *site) factoryZone(t *testing.T, root string, kubeconfig []byte) (zone, factory string) {
+func (s *site) factoryZone(t testing.TB, root string, kubeconfig []byte) (zone, factory string) {
 	t.Helper()
 	builtinIDs(t, s)
 	r := s.call(t, "POST", "/api/v1/landing-zones", root, map[string]any{"name": "k8s", "provider": "kubernetes"})

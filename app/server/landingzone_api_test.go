@@ -46,7 +46,7 @@ func (s *site) waitEnvironment(t *testing.T, token, id string) map[string]any {
 }
 
 // waitZoneServices polls a landing zone until its system services settle.
-func (s *site) waitZoneServices(t *testing.T, token, id string) map[string]any {
+func (s *site) waitZoneServices(t testing.TB, token, id string) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(4 * time.Minute)
 	for time.Now().Before(deadline) {

@@ -27,7 +27,7 @@ func (s *site) submit(t *testing.T, path, token string, form url.Values) reply {
 	return reply{status: resp.StatusCode, header: resp.Header, body: data}
 }
 
-func wantIn(t *testing.T, r reply, parts ...string) {
+func wantIn(t testing.TB, r reply, parts ...string) {
 	t.Helper()
 	for _, p := range parts {
 		if !strings.Contains(string(r.body), p) {

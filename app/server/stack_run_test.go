@@ -80,7 +80,7 @@ func webStack(t *testing.T, s *site, delayMs int) stack.Definition {
 }
 
 // waitInstance polls a stack instance until check holds and returns it.
-func (s *site) waitInstance(t *testing.T, token, id string, check func(map[string]any) bool) map[string]any {
+func (s *site) waitInstance(t testing.TB, token, id string, check func(map[string]any) bool) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Minute)
 	var inst map[string]any
