@@ -206,6 +206,9 @@ func (s *Service) ProvisionTx(ctx context.Context, tx pgx.Tx, actor access.Princ
 		if in.Tier != "" {
 			params["tier"] = in.Tier
 		}
+		if err := governed(ctx, q, t.ID, z.TenantStackID.UUID, params); err != nil {
+			return err
+		}
 		inst, err := s.instances.DeployTx(ctx, tx, actor, instance.Request{StackID: z.TenantStackID.UUID,
 			EnvironmentID: z.SystemEnvironmentID.UUID, Name: in.Namespace, Parameters: params})
 		if err != nil {

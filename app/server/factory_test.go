@@ -65,7 +65,15 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 		"landing_zone_id": zone, "namespace": "kube-system"}})
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 	wantIn(t, r, `"field":"provision.namespace"`, "cluster's own")
-	wantStatus(t, s.call(t, "POST", "/api/v1/tenants", root, map[string]any{"name": "Kube"}), http.StatusCreated)
+	r = s.call(t, "POST", "/api/v1/tenants", root, map[string]any{"name": "Kube"})
+	wantStatus(t, r, http.StatusCreated)
+	// Governance bounds a tenant's tier as it bounds the quota component's.
+	kube := r.json(t)["id"].(string)
+	wantStatus(t, s.call(t, "PUT", "/api/v1/tenants/"+kube+"/governance/"+builtinIDs(t, s)["k8s-quota"], root, map[string]any{
+		"scope": "provider", "is_allowed": true, "parameter_constraints": map[string]any{"tier": map[string]any{"allowed": []string{"small"}}}}), http.StatusOK)
+	r = s.call(t, "POST", "/api/v1/tenants/"+kube+"/namespaces", root, map[string]any{"landing_zone_id": zone, "tier": "large"})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, `"field":"tier"`, "not one of the allowed values", "factory's quota")
 	// The form says so beside the field, and offers the zone.
 	r = s.submit(t, "/tenants", root, url.Values{"name": {"Kube2"}, "provision.landing_zone_id": {zone}, "provision.namespace": {"default"}})
 	wantStatus(t, r, http.StatusUnprocessableEntity)
