@@ -17,6 +17,7 @@ import (
 	"nimbus/app/cluster"
 	"nimbus/app/instance"
 	"nimbus/app/problem"
+	"nimbus/app/secrets"
 	"nimbus/app/stack"
 	"nimbus/db"
 	"nimbus/db/dbgen"
@@ -25,14 +26,15 @@ import (
 // Service provisions tenants on zones' clusters and decommissions them, for provider admins.
 type Service struct {
 	pool      *pgxpool.Pool
+	keys      *secrets.Keyring
 	stacks    *stack.Service
 	instances *instance.Service
 }
 
-// NewService returns the service: stacks creates the factory's stack, instances deploys and
-// destroys the factory's instances.
-func NewService(pool *pgxpool.Pool, stacks *stack.Service, instances *instance.Service) *Service {
-	return &Service{pool: pool, stacks: stacks, instances: instances}
+// NewService returns the service: keys opens zones' kubeconfigs, stacks creates the factory's
+// stack, instances deploys and destroys the factory's instances.
+func NewService(pool *pgxpool.Pool, keys *secrets.Keyring, stacks *stack.Service, instances *instance.Service) *Service {
+	return &Service{pool: pool, keys: keys, stacks: stacks, instances: instances}
 }
 
 // Namespace is a tenant's namespace on a zone's cluster and the factory instance that made it.
@@ -132,8 +134,21 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 // named after the namespace, in the zone's system environment, where it deploys with the
 // zone's credentials. The namespace and the instance are recorded in one transaction.
 func (s *Service) Provision(ctx context.Context, actor access.Principal, tenantID uuid.UUID, in Request) (Namespace, error) {
+	if !actor.ProviderAdmin {
+		return Namespace{}, problem.ErrForbidden
+	}
+	t, err := dbgen.New(s.pool).GetTenant(ctx, tenantID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Namespace{}, problem.ErrNotFound
+	}
+	if err != nil {
+		return Namespace{}, err
+	}
+	if err := s.Vacant(ctx, t.Name, in); err != nil {
+		return Namespace{}, err
+	}
 	var id uuid.UUID
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
 		id, err = s.ProvisionTx(ctx, tx, actor, tenantID, in)
 		return err
 	})
@@ -143,8 +158,41 @@ func (s *Service) Provision(ctx context.Context, actor access.Principal, tenantI
 	return s.Get(ctx, actor, id)
 }
 
+// Vacant refuses a namespace that the zone's cluster has already, which the factory would
+// adopt and delete with everything in it on decommissioning. It asks the API server, and so is
+// called before the transaction that provisions: tenant is the tenant's name, whose namespace
+// name is the default. Anything else wrong with the request is left to ProvisionTx to say.
+func (s *Service) Vacant(ctx context.Context, tenant string, in Request) error {
+	ns := strings.TrimSpace(in.Namespace)
+	if ns == "" {
+		ns = NamespaceFor(tenant)
+	}
+	if !namespaceName.MatchString(ns) || reserved(ns) {
+		return nil
+	}
+	raw, err := cluster.Open(ctx, dbgen.New(s.pool), s.keys, in.LandingZoneID)
+	if errors.Is(err, cluster.ErrNoCluster) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	kc, err := cluster.ParseKubeconfig(raw)
+	if err != nil {
+		return err
+	}
+	exists, err := kc.NamespaceExists(ctx, ns)
+	switch {
+	case err != nil:
+		return problem.Invalid("landing_zone_id", "reachable", "%v", err)
+	case exists:
+		return problem.Invalid("namespace", "vacant", "the cluster has a namespace %s already: a tenant is given a namespace the factory makes, never one it would take over", ns)
+	}
+	return nil
+}
+
 // ProvisionTx is Provision within the caller's transaction, for a tenant created in it; it
-// returns the namespace's ID.
+// returns the namespace's ID. The caller has asked Vacant first.
 func (s *Service) ProvisionTx(ctx context.Context, tx pgx.Tx, actor access.Principal, tenantID uuid.UUID, in Request) (uuid.UUID, error) {
 	if !actor.ProviderAdmin {
 		return uuid.Nil, problem.ErrForbidden

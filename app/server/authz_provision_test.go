@@ -15,7 +15,7 @@ import (
 // provisions is the world's provisioning service; no worker deploys its factories.
 func (w *world) provisions(t *testing.T) *provision.Service {
 	return fixture(w, "provisions", func() *provision.Service {
-		return provision.NewService(w.pool, w.stacks(), w.instances(t))
+		return provision.NewService(w.pool, w.keys, w.stacks(), w.instances(t))
 	})
 }
 

@@ -74,6 +74,13 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 	r = s.call(t, "POST", "/api/v1/tenants/"+kube+"/namespaces", root, map[string]any{"landing_zone_id": zone, "tier": "large"})
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 	wantIn(t, r, `"field":"tier"`, "not one of the allowed values", "factory's quota")
+	// A namespace the cluster has already is not taken over.
+	r = s.call(t, "POST", "/api/v1/tenants/"+kube+"/namespaces", root, map[string]any{"landing_zone_id": zone, "namespace": "kube"})
+	wantStatus(t, r, http.StatusAccepted)
+	s.waitInstance(t, root, r.json(t)["stack_instance_id"].(string), status("active"))
+	r = s.call(t, "POST", "/api/v1/tenants", root, map[string]any{"name": "Kube!", "provision": map[string]any{"landing_zone_id": zone}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, `"field":"provision.namespace"`, "has a namespace kube already")
 	// The form says so beside the field, and offers the zone.
 	r = s.submit(t, "/tenants", root, url.Values{"name": {"Kube2"}, "provision.landing_zone_id": {zone}, "provision.namespace": {"default"}})
 	wantStatus(t, r, http.StatusUnprocessableEntity)

@@ -120,7 +120,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	deployments := deploy.NewService(d.Pool, d.Keys, queue, d.Runner, d.Objects).Withdrawing(approval.Withdraw)
 	instances := instance.NewService(d.Pool, deployments, d.Keys, queue)
 	stacks := stack.NewService(d.Pool)
-	provisions := provision.NewService(d.Pool, stacks, instances)
+	provisions := provision.NewService(d.Pool, d.Keys, stacks, instances)
 	tenants := tenant.NewService(d.Pool).WithProvisioning(provisions)
 	lifecycle := environment.NewLifecycle(d.Pool, deployments, queue)
 	zones := landingzone.NewService(d.Pool, lifecycle)

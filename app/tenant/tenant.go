@@ -102,6 +102,11 @@ func (s *Service) CreateProvisioned(ctx context.Context, actor access.Principal,
 	if on != nil && s.provision == nil {
 		return Tenant{}, problem.Invalid("provision", "available", "this Nimbus provisions no tenants on clusters")
 	}
+	if on != nil {
+		if err := s.provision.Vacant(ctx, name, *on); err != nil {
+			return Tenant{}, provisionField(err)
+		}
+	}
 	var out Tenant
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := dbgen.New(tx)

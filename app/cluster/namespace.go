@@ -1,0 +1,34 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+)
+
+// NamespaceExists asks the API server whether the cluster has a namespace of this name. The
+// provider applies objects server-side and so would adopt one it finds, and delete it with its
+// contents when it is destroyed: a namespace is given to a tenant only while it does not exist.
+func (kc Kubeconfig) NamespaceExists(ctx context.Context, name string) (bool, error) {
+	client, err := kc.Client()
+	if err != nil {
+		return false, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, kc.Server+"/api/v1/namespaces/"+url.PathEscape(name), nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := kc.Do(client, req)
+	if err != nil {
+		return false, fmt.Errorf("cannot reach %s: %w", kc.Server, err)
+	}
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		return true, nil
+	case resp.StatusCode == http.StatusNotFound:
+		return false, nil
+	}
+	return false, fmt.Errorf("the API server answered %s when asked for namespace %s", resp.Status, name)
+}
