@@ -26,8 +26,9 @@ type Schema struct {
 	Order      []string             `json:"x-order,omitempty"`
 }
 
-// Property is one input or output: a scalar, an enum, an array of scalars or an object of
-// scalars, with the constraints the form enforces.
+// Property is one input or output: a scalar, an enum, an array of scalars, an object of
+// scalars, or a map of strings (an object with additionalProperties of type string and no
+// properties, such as a namespace's labels), with the constraints the form enforces.
 type Property struct {
 	Type        string               `json:"type"`
 	Title       string               `json:"title,omitempty"`
@@ -41,8 +42,20 @@ type Property struct {
 	Pattern     string               `json:"pattern,omitempty"`
 	Items       *Property            `json:"items,omitempty"`
 	Properties  map[string]*Property `json:"properties,omitempty"`
-	Secret      bool                 `json:"x-secret,omitempty"`
+	// AdditionalProperties, on an object without properties, makes it a map of strings.
+	AdditionalProperties *Property `json:"additionalProperties,omitempty"`
+	Secret               bool      `json:"x-secret,omitempty"`
 }
+
+// Bounds of a map of strings, so that one input cannot carry a document.
+const (
+	MaxMapEntries  = 64
+	MaxMapKeyLen   = 253
+	MaxMapValueLen = 4096
+)
+
+// IsMap reports whether the property is a map of strings.
+func (p *Property) IsMap() bool { return p.Type == "object" && p.AdditionalProperties != nil }
 
 var (
 	scalarTypes  = map[string]bool{"string": true, "integer": true, "number": true, "boolean": true}
@@ -112,6 +125,16 @@ func checkProperty(field, path, name string, p *Property, nested bool, v *proble
 	case p.Type == "array" && !nested:
 		if p.Items == nil || !scalarTypes[p.Items.Type] {
 			v.Add(field, "json_schema", `%s: an array needs "items" with a type of string, integer, number or boolean`, path)
+		}
+	case p.IsMap() && !nested:
+		if len(p.Properties) > 0 {
+			v.Add(field, "json_schema", `%s: an object has either "properties" or "additionalProperties", not both`, path)
+		}
+		if show(p.AdditionalProperties) != `{"type":"string"}` {
+			v.Add(field, "json_schema", `%s: "additionalProperties" must be {"type": "string"}: a map's values are strings, with no other keyword`, path)
+		}
+		if len(p.Enum) > 0 {
+			v.Add(field, "json_schema", "%s: a map of strings takes no enum", path)
 		}
 	case p.Type == "object" && !nested:
 		if len(p.Properties) == 0 {
@@ -210,8 +233,17 @@ func (p *Property) check(value any, withRules bool) string {
 		}
 		return ""
 	case "object":
-		if _, ok := value.(map[string]any); !ok {
+		m, ok := value.(map[string]any)
+		if !ok {
 			return "is not an object"
+		}
+		if p.IsMap() {
+			if problems := mapProblems(m); len(problems) > 0 {
+				if k := problems[0].key; k != "" {
+					return fmt.Sprintf("at key %q: %s", k, problems[0].message)
+				}
+				return problems[0].message
+			}
 		}
 		return ""
 	}
@@ -226,10 +258,44 @@ func (p *Property) check(value any, withRules bool) string {
 	return ""
 }
 
+// mapProblem is one thing wrong with a map of strings: at key, or with the whole map when key
+// is "".
+type mapProblem struct{ key, message string }
+
+// mapProblems lists what is wrong with a value given for a map of strings, keys in order.
+func mapProblems(m map[string]any) []mapProblem {
+	var out []mapProblem
+	if len(m) > MaxMapEntries {
+		out = append(out, mapProblem{"", fmt.Sprintf("has %d entries; a map holds at most %d", len(m), MaxMapEntries)})
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		switch s, ok := m[k].(string); {
+		case strings.TrimSpace(k) == "":
+			out = append(out, mapProblem{"", "has an empty key; every key must be a non-empty string"})
+		case len(k) > MaxMapKeyLen:
+			out = append(out, mapProblem{k, fmt.Sprintf("the key is longer than %d characters", MaxMapKeyLen)})
+		case !ok:
+			out = append(out, mapProblem{k, fmt.Sprintf("%s is not a string; a map's values are strings (quote numbers and true or false)", show(m[k]))})
+		case len(s) > MaxMapValueLen:
+			out = append(out, mapProblem{k, fmt.Sprintf("is longer than %d characters", MaxMapValueLen)})
+		}
+	}
+	return out
+}
+
+// show is a value as JSON writes it, for messages.
+func show(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
 func schemaDecodeMessage(err error) string {
 	msg := err.Error()
 	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return "unknown keyword " + rest + "; Nimbus understands type, title, description, default, enum, minimum, maximum, minLength, maxLength, pattern, items, properties, required, x-order and x-secret"
+		return "unknown keyword " + rest + "; Nimbus understands type, title, description, default, enum, minimum, maximum, minLength, maxLength, pattern, items, properties, additionalProperties, required, x-order and x-secret"
 	}
 	var typ *json.UnmarshalTypeError
 	if errors.As(err, &typ) {
@@ -334,6 +400,18 @@ func (s *Schema) Apply(field string, params map[string]any, v *problem.Validatio
 				v.Add(field+"."+name, "required", "is required")
 			}
 			continue
+		}
+		if m, ok := value.(map[string]any); ok && p.IsMap() {
+			if problems := mapProblems(m); len(problems) > 0 {
+				for _, pr := range problems {
+					if pr.key == "" {
+						v.Add(field+"."+name, "map", "%s", pr.message)
+					} else {
+						v.Add(field+"."+name+"."+pr.key, "map", "%s", pr.message)
+					}
+				}
+				continue
+			}
 		}
 		if msg := p.check(value, true); msg != "" {
 			v.Add(field+"."+name, "schema", "%v %s", value, msg)
