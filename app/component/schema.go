@@ -44,7 +44,10 @@ type Property struct {
 	Properties  map[string]*Property `json:"properties,omitempty"`
 	// AdditionalProperties, on an object without properties, makes it a map of strings.
 	AdditionalProperties *Property `json:"additionalProperties,omitempty"`
-	Secret               bool      `json:"x-secret,omitempty"`
+	// ReservedKeys are keys of a map the program sets itself, which a value may not give; one
+	// ending in / reserves every key under that prefix.
+	ReservedKeys []string `json:"x-reserved-keys,omitempty"`
+	Secret       bool     `json:"x-secret,omitempty"`
 }
 
 // Bounds of a map of strings, so that one input cannot carry a document.
@@ -136,6 +139,11 @@ func checkProperty(field, path, name string, p *Property, nested bool, v *proble
 		if len(p.Enum) > 0 {
 			v.Add(field, "json_schema", "%s: a map of strings takes no enum", path)
 		}
+		for _, k := range p.ReservedKeys {
+			if strings.TrimSpace(k) == "" {
+				v.Add(field, "json_schema", "%s: x-reserved-keys holds an empty key", path)
+			}
+		}
 	case p.Type == "object" && !nested:
 		if len(p.Properties) == 0 {
 			v.Add(field, "json_schema", `%s: an object needs "properties"`, path)
@@ -151,6 +159,9 @@ func checkProperty(field, path, name string, p *Property, nested bool, v *proble
 	default:
 		v.Add(field, "json_schema", "%s: the type must be string, integer, number, boolean, array or object, not %q", path, p.Type)
 		return
+	}
+	if len(p.ReservedKeys) > 0 && !p.IsMap() {
+		v.Add(field, "json_schema", "%s: x-reserved-keys applies only to a map of strings", path)
 	}
 	if (p.Minimum != nil || p.Maximum != nil) && p.Type != "integer" && p.Type != "number" {
 		v.Add(field, "json_schema", "%s: minimum and maximum apply only to integer and number", path)
@@ -238,7 +249,7 @@ func (p *Property) check(value any, withRules bool) string {
 			return "is not an object"
 		}
 		if p.IsMap() {
-			if problems := mapProblems(m); len(problems) > 0 {
+			if problems := p.mapProblems(m); len(problems) > 0 {
 				if k := problems[0].key; k != "" {
 					return fmt.Sprintf("at key %q: %s", k, problems[0].message)
 				}
@@ -263,7 +274,7 @@ func (p *Property) check(value any, withRules bool) string {
 type mapProblem struct{ key, message string }
 
 // mapProblems lists what is wrong with a value given for a map of strings, keys in order.
-func mapProblems(m map[string]any) []mapProblem {
+func (p *Property) mapProblems(m map[string]any) []mapProblem {
 	var out []mapProblem
 	if len(m) > MaxMapEntries {
 		out = append(out, mapProblem{"", fmt.Sprintf("has %d entries; a map holds at most %d", len(m), MaxMapEntries)})
@@ -274,6 +285,8 @@ func mapProblems(m map[string]any) []mapProblem {
 			out = append(out, mapProblem{"", "has an empty key; every key must be a non-empty string"})
 		case len(k) > MaxMapKeyLen:
 			out = append(out, mapProblem{k, fmt.Sprintf("the key is longer than %d characters", MaxMapKeyLen)})
+		case p.reserved(k):
+			out = append(out, mapProblem{k, "is a key the component sets itself; choose another"})
 		case !ok:
 			out = append(out, mapProblem{k, fmt.Sprintf("%s is not a string; a map's values are strings (quote numbers and true or false)", show(m[k]))})
 		case len(s) > MaxMapValueLen:
@@ -281,6 +294,16 @@ func mapProblems(m map[string]any) []mapProblem {
 		}
 	}
 	return out
+}
+
+// reserved reports whether key is among the map's reserved keys, or under a reserved prefix.
+func (p *Property) reserved(key string) bool {
+	for _, r := range p.ReservedKeys {
+		if key == r || strings.HasSuffix(r, "/") && strings.HasPrefix(key, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // show is a value as JSON writes it, for messages.
@@ -295,7 +318,7 @@ func show(v any) string {
 func schemaDecodeMessage(err error) string {
 	msg := err.Error()
 	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return "unknown keyword " + rest + "; Nimbus understands type, title, description, default, enum, minimum, maximum, minLength, maxLength, pattern, items, properties, additionalProperties, required, x-order and x-secret"
+		return "unknown keyword " + rest + "; Nimbus understands type, title, description, default, enum, minimum, maximum, minLength, maxLength, pattern, items, properties, additionalProperties, required, x-order, x-secret and x-reserved-keys"
 	}
 	var typ *json.UnmarshalTypeError
 	if errors.As(err, &typ) {
@@ -402,7 +425,7 @@ func (s *Schema) Apply(field string, params map[string]any, v *problem.Validatio
 			continue
 		}
 		if m, ok := value.(map[string]any); ok && p.IsMap() {
-			if problems := mapProblems(m); len(problems) > 0 {
+			if problems := p.mapProblems(m); len(problems) > 0 {
 				for _, pr := range problems {
 					if pr.key == "" {
 						v.Add(field+"."+name, "map", "%s", pr.message)

@@ -23,6 +23,7 @@ func TestParseSchema_AMapOfStrings(t *testing.T) {
 		{"a bare true", `{"type": "object", "additionalProperties": true}`, `"additionalProperties" must be an object`},
 		{"a default that is not a map of strings", `{"type": "object", "additionalProperties": {"type": "string"}, "default": {"n": 1}}`, `the default`},
 		{"a map in a list", `{"type": "array", "items": {"type": "object", "additionalProperties": {"type": "string"}}}`, "items"},
+		{"reserved keys on a string", `{"type": "string", "x-reserved-keys": ["a"]}`, "only to a map"},
 		{"length rules on the map", `{"type": "object", "additionalProperties": {"type": "string"}, "maxLength": 3}`, "apply only to strings"},
 	} {
 		v := &problem.ValidationError{}
@@ -76,5 +77,23 @@ func TestSchemaApply_AMapOfStringsNamesEachBadEntry(t *testing.T) {
 	}
 	if msg := s.Check("labels", map[string]any{"team": 1.0}); !strings.Contains(msg, `"team"`) {
 		t.Errorf("Check names the key: %q", msg)
+	}
+}
+
+func TestSchemaApply_AMapRefusesTheKeysItsProgramSets(t *testing.T) {
+	s := ParseSchema("input_schema", []byte(`{"type": "object", "properties": {"labels": {"type": "object",
+		"additionalProperties": {"type": "string"}, "x-reserved-keys": ["app.kubernetes.io/managed-by", "pod-security.kubernetes.io/"]}}}`), &problem.ValidationError{})
+	v := &problem.ValidationError{}
+	s.Apply("parameters", map[string]any{"labels": map[string]any{
+		"app.kubernetes.io/managed-by": "me", "pod-security.kubernetes.io/enforce": "privileged", "app.kubernetes.io/name": "shop"}}, v)
+	want := map[string]bool{"parameters.labels.app.kubernetes.io/managed-by": true, "parameters.labels.pod-security.kubernetes.io/enforce": true}
+	for _, f := range v.Fields {
+		if !want[f.Field] || !strings.Contains(f.Message, "sets itself") {
+			t.Errorf("%s: %s", f.Field, f.Message)
+		}
+		delete(want, f.Field)
+	}
+	if len(want) > 0 {
+		t.Fatalf("not refused: %v", want)
 	}
 }
