@@ -237,4 +237,17 @@ func TestCluster_TheTenantFactorysComponentsOnARealAPIServer(t *testing.T) {
 			t.Errorf("the tenant's account may %s: %d, want %d (%v)", c.what, status, c.want, body["message"])
 		}
 	}
+
+	// Labels taken out of the map are taken off the namespace; its own stay.
+	var nsDeployment string
+	must(t, s.pool.QueryRow(t.Context(), `SELECT id::text FROM deployed_components WHERE environment_id = $1 AND name = 'acme'`, sysEnv).Scan(&nsDeployment))
+	r = s.call(t, "POST", "/api/v1/deployments/"+nsDeployment+"/update", root, map[string]any{"parameters": map[string]any{"labels": map[string]any{"team": "green"}}})
+	wantStatus(t, r, http.StatusAccepted)
+	if op := s.waitOperation(t, root, r.json(t)["id"].(string)); op["status"] != "succeeded" {
+		t.Fatalf("changing the labels: %v", op)
+	}
+	labels = kubeGet(t, plane, "/api/v1/namespaces/acme")["metadata"].(map[string]any)["labels"].(map[string]any)
+	if labels["team"] != "green" || labels["app.kubernetes.io/part-of"] != nil || labels["pod-security.kubernetes.io/enforce"] != "baseline" {
+		t.Fatalf("the namespace's labels after the change: %v", labels)
+	}
 }
