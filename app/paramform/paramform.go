@@ -161,6 +161,18 @@ func Build(prefix string, rawSchema []byte, values map[string]any, errs views.Er
 	return f
 }
 
+// Fill sets the fields under prefix to values, as the form holds them: the inverse of Read.
+func Fill(form url.Values, prefix string, rawSchema []byte, values map[string]any) {
+	schema := component.ParseSchema("input_schema", rawSchema, &problem.ValidationError{})
+	for k, v := range values {
+		if schema != nil && schema.Properties[k] != nil && schema.Properties[k].IsMap() {
+			form.Set(prefix+"p."+k, mapText(v))
+		} else {
+			form.Set(prefix+"p."+k, Text(v))
+		}
+	}
+}
+
 // Given is what was typed into the form's fields under prefix, by input, to fill them again.
 func Given(form url.Values, prefix string) map[string]any {
 	out := map[string]any{}

@@ -96,6 +96,12 @@ func TestLayoutAndRead_AMapOfStringsIsKeyValueLines(t *testing.T) {
 			t.Errorf("problem %d: %+v, want %q", i, v.Fields[i], want)
 		}
 	}
+	// Filled in from the values, the form reads them back.
+	form := url.Values{}
+	Fill(form, "r.", []byte(mapSchema), map[string]any{"labels": labels})
+	if again, err := Read(form, "r.", []byte(mapSchema)); err != nil || len(again["labels"].(map[string]any)) != 3 {
+		t.Fatalf("filled %v, read back %v, %v", form, again, err)
+	}
 	// What was typed comes back as typed, to be corrected.
 	if f, _ := Layout("", []byte(mapSchema), Given(url.Values{"p.labels": {"no equals"}}, ""), nil); f.Fields[0].Value != "no equals" {
 		t.Fatalf("refilled with %q", f.Fields[0].Value)
