@@ -424,25 +424,46 @@ func (s *Schema) Apply(field string, params map[string]any, v *problem.Validatio
 			}
 			continue
 		}
-		if m, ok := value.(map[string]any); ok && p.IsMap() {
-			if problems := p.mapProblems(m); len(problems) > 0 {
-				for _, pr := range problems {
-					if pr.key == "" {
-						v.Add(field+"."+name, "map", "%s", pr.message)
-					} else {
-						v.Add(field+"."+name+"."+pr.key, "map", "%s", pr.message)
-					}
-				}
-				continue
-			}
+		if p.report(field+"."+name, value, v) {
+			out[name] = value
 		}
-		if msg := p.check(value, true); msg != "" {
-			v.Add(field+"."+name, "schema", "%v %s", value, msg)
-			continue
-		}
-		out[name] = value
 	}
 	return out
+}
+
+// CheckAt records what is wrong with value for the named input under field ("parameters.cores"),
+// each bad entry of a map under its key ("parameters.labels.team"); false when something is.
+func (s *Schema) CheckAt(field, name string, value any, v *problem.ValidationError) bool {
+	p, ok := s.Properties[name]
+	if !ok {
+		v.Add(field, "unknown", "is not an input of this component")
+		return false
+	}
+	if value == nil {
+		v.Add(field, "schema", "is empty")
+		return false
+	}
+	return p.report(field, value, v)
+}
+
+// report records under field what is wrong with value; false when something is.
+func (p *Property) report(field string, value any, v *problem.ValidationError) bool {
+	if m, ok := value.(map[string]any); ok && p.IsMap() {
+		problems := p.mapProblems(m)
+		for _, pr := range problems {
+			if pr.key == "" {
+				v.Add(field, "map", "%s", pr.message)
+			} else {
+				v.Add(field+"."+pr.key, "map", "%s", pr.message)
+			}
+		}
+		return len(problems) == 0
+	}
+	if msg := p.check(value, true); msg != "" {
+		v.Add(field, "schema", "%v %s", value, msg)
+		return false
+	}
+	return true
 }
 
 // Check reports what is wrong with value for the named input, or "" when nothing is.

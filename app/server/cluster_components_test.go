@@ -47,6 +47,11 @@ func TestCluster_TheTenantFactorysComponentsOnARealAPIServer(t *testing.T) {
 	wantStatus(t, r, http.StatusCreated)
 	zone := r.json(t)["id"].(string)
 	wantStatus(t, s.call(t, "PUT", "/api/v1/landing-zones/"+zone+"/cluster", root, map[string]any{"kubeconfig": string(plane.Kubeconfig())}), http.StatusOK)
+	// A label the namespace sets itself is refused by its key, as a system service as anywhere.
+	r = s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/system-services", root, map[string]any{"component_id": ids["k8s-namespace"], "name": "other",
+		"parameters": map[string]any{"name": "other", "labels": map[string]any{"app.kubernetes.io/managed-by": "me", "team": "blue"}}})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, `.labels.app.kubernetes.io/managed-by"`, "sets itself")
 	namespace := map[string]any{"name": "acme", "pod_security": "baseline",
 		"labels": map[string]any{"team": "blue", "app.kubernetes.io/part-of": "acme"}, "annotations": map[string]any{"nimbus.io/owner": "acme admins"}}
 	wantStatus(t, s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/system-services", root, map[string]any{
@@ -113,6 +118,9 @@ func TestCluster_TheTenantFactorysComponentsOnARealAPIServer(t *testing.T) {
 	}
 	if where := s.tablesHolding(t, string(password)); len(where) > 0 {
 		t.Errorf("the password is in the clear in %v", where)
+	}
+	if strings.Contains(s.logs.String(), string(password)) {
+		t.Error("the server's log holds the password")
 	}
 	if out := outputs("k8s-secret"); out["name"] != "tenant-credentials" || out["namespace"] != "acme" || strings.Contains(fmt.Sprint(out), string(password)) {
 		t.Errorf("the secret's outputs: %v", out)
