@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 var builtinNames = []string{
 	"simcloud-machine", "simcloud-network",
 	"proxmox-vm", "proxmox-lxc", "proxmox-storage", "proxmox-network", "proxmox-firewall-rule",
-	"k8s-namespace", "k8s-quota", "k8s-network-policy",
+	"k8s-namespace", "k8s-quota", "k8s-network-policy", "k8s-secret", "k8s-ingress", "k8s-tenant-access",
 }
 
 func builtinByName(t *testing.T, name string) New {
@@ -82,6 +82,7 @@ func TestBuiltins_Bindings(t *testing.T) {
 		"proxmox-vm":       {"ip_address": "ipam", "name": "naming", "os_template": "image_catalog"},
 		"proxmox-lxc":      {"ip_address": "ipam", "name": "naming"},
 		"proxmox-network":  {"cidr": "ipam.subnet"},
+		"k8s-secret":       {"password": "secret_provisioner"},
 	}
 	for _, name := range builtinNames {
 		var got map[string]string

@@ -124,8 +124,11 @@ func contract(raw json.RawMessage) []PropertyRow {
 	for _, name := range s.Names() {
 		p := s.Properties[name]
 		row := PropertyRow{Name: name, Title: p.Title, Type: p.Type, Description: p.Description, Required: required[name], Secret: p.Secret}
-		if p.Type == "array" && p.Items != nil {
+		switch {
+		case p.Type == "array" && p.Items != nil:
 			row.Type = "list of " + p.Items.Type
+		case p.IsMap():
+			row.Type = "map of strings"
 		}
 		if p.Default != nil {
 			row.Default = views.Value(p.Default)

@@ -26,8 +26,9 @@ type Schema struct {
 	Order      []string             `json:"x-order,omitempty"`
 }
 
-// Property is one input or output: a scalar, an enum, an array of scalars or an object of
-// scalars, with the constraints the form enforces.
+// Property is one input or output: a scalar, an enum, an array of scalars, an object of
+// scalars, or a map of strings (an object with additionalProperties of type string and no
+// properties, such as a namespace's labels), with the constraints the form enforces.
 type Property struct {
 	Type        string               `json:"type"`
 	Title       string               `json:"title,omitempty"`
@@ -41,8 +42,23 @@ type Property struct {
 	Pattern     string               `json:"pattern,omitempty"`
 	Items       *Property            `json:"items,omitempty"`
 	Properties  map[string]*Property `json:"properties,omitempty"`
-	Secret      bool                 `json:"x-secret,omitempty"`
+	// AdditionalProperties, on an object without properties, makes it a map of strings.
+	AdditionalProperties *Property `json:"additionalProperties,omitempty"`
+	// ReservedKeys are keys of a map the program sets itself, which a value may not give; one
+	// ending in / reserves every key under that prefix.
+	ReservedKeys []string `json:"x-reserved-keys,omitempty"`
+	Secret       bool     `json:"x-secret,omitempty"`
 }
+
+// Bounds of a map of strings, so that one input cannot carry a document.
+const (
+	MaxMapEntries  = 64
+	MaxMapKeyLen   = 253
+	MaxMapValueLen = 4096
+)
+
+// IsMap reports whether the property is a map of strings.
+func (p *Property) IsMap() bool { return p.Type == "object" && p.AdditionalProperties != nil }
 
 var (
 	scalarTypes  = map[string]bool{"string": true, "integer": true, "number": true, "boolean": true}
@@ -113,6 +129,21 @@ func checkProperty(field, path, name string, p *Property, nested bool, v *proble
 		if p.Items == nil || !scalarTypes[p.Items.Type] {
 			v.Add(field, "json_schema", `%s: an array needs "items" with a type of string, integer, number or boolean`, path)
 		}
+	case p.IsMap() && !nested:
+		if len(p.Properties) > 0 {
+			v.Add(field, "json_schema", `%s: an object has either "properties" or "additionalProperties", not both`, path)
+		}
+		if show(p.AdditionalProperties) != `{"type":"string"}` {
+			v.Add(field, "json_schema", `%s: "additionalProperties" must be {"type": "string"}: a map's values are strings, with no other keyword`, path)
+		}
+		if len(p.Enum) > 0 {
+			v.Add(field, "json_schema", "%s: a map of strings takes no enum", path)
+		}
+		for _, k := range p.ReservedKeys {
+			if strings.TrimSpace(k) == "" {
+				v.Add(field, "json_schema", "%s: x-reserved-keys holds an empty key", path)
+			}
+		}
 	case p.Type == "object" && !nested:
 		if len(p.Properties) == 0 {
 			v.Add(field, "json_schema", `%s: an object needs "properties"`, path)
@@ -128,6 +159,9 @@ func checkProperty(field, path, name string, p *Property, nested bool, v *proble
 	default:
 		v.Add(field, "json_schema", "%s: the type must be string, integer, number, boolean, array or object, not %q", path, p.Type)
 		return
+	}
+	if len(p.ReservedKeys) > 0 && !p.IsMap() {
+		v.Add(field, "json_schema", "%s: x-reserved-keys applies only to a map of strings", path)
 	}
 	if (p.Minimum != nil || p.Maximum != nil) && p.Type != "integer" && p.Type != "number" {
 		v.Add(field, "json_schema", "%s: minimum and maximum apply only to integer and number", path)
@@ -210,8 +244,17 @@ func (p *Property) check(value any, withRules bool) string {
 		}
 		return ""
 	case "object":
-		if _, ok := value.(map[string]any); !ok {
+		m, ok := value.(map[string]any)
+		if !ok {
 			return "is not an object"
+		}
+		if p.IsMap() {
+			if problems := p.mapProblems(m); len(problems) > 0 {
+				if k := problems[0].key; k != "" {
+					return fmt.Sprintf("at key %q: %s", k, problems[0].message)
+				}
+				return problems[0].message
+			}
 		}
 		return ""
 	}
@@ -226,10 +269,56 @@ func (p *Property) check(value any, withRules bool) string {
 	return ""
 }
 
+// mapProblem is one thing wrong with a map of strings: at key, or with the whole map when key
+// is "".
+type mapProblem struct{ key, message string }
+
+// mapProblems lists what is wrong with a value given for a map of strings, keys in order.
+func (p *Property) mapProblems(m map[string]any) []mapProblem {
+	var out []mapProblem
+	if len(m) > MaxMapEntries {
+		out = append(out, mapProblem{"", fmt.Sprintf("has %d entries; a map holds at most %d", len(m), MaxMapEntries)})
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		switch s, ok := m[k].(string); {
+		case strings.TrimSpace(k) == "":
+			out = append(out, mapProblem{"", "has an empty key; every key must be a non-empty string"})
+		case len(k) > MaxMapKeyLen:
+			out = append(out, mapProblem{k, fmt.Sprintf("the key is longer than %d characters", MaxMapKeyLen)})
+		case p.reserved(k):
+			out = append(out, mapProblem{k, "is a key the component sets itself; choose another"})
+		case !ok:
+			out = append(out, mapProblem{k, fmt.Sprintf("%s is not a string; a map's values are strings (quote numbers and true or false)", show(m[k]))})
+		case len(s) > MaxMapValueLen:
+			out = append(out, mapProblem{k, fmt.Sprintf("is longer than %d characters", MaxMapValueLen)})
+		}
+	}
+	return out
+}
+
+// reserved reports whether key is among the map's reserved keys, or under a reserved prefix.
+func (p *Property) reserved(key string) bool {
+	for _, r := range p.ReservedKeys {
+		if key == r || strings.HasSuffix(r, "/") && strings.HasPrefix(key, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// show is a value as JSON writes it, for messages.
+func show(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
 func schemaDecodeMessage(err error) string {
 	msg := err.Error()
 	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return "unknown keyword " + rest + "; Nimbus understands type, title, description, default, enum, minimum, maximum, minLength, maxLength, pattern, items, properties, required, x-order and x-secret"
+		return "unknown keyword " + rest + "; Nimbus understands type, title, description, default, enum, minimum, maximum, minLength, maxLength, pattern, items, properties, additionalProperties, required, x-order, x-secret and x-reserved-keys"
 	}
 	var typ *json.UnmarshalTypeError
 	if errors.As(err, &typ) {
@@ -335,13 +424,46 @@ func (s *Schema) Apply(field string, params map[string]any, v *problem.Validatio
 			}
 			continue
 		}
-		if msg := p.check(value, true); msg != "" {
-			v.Add(field+"."+name, "schema", "%v %s", value, msg)
-			continue
+		if p.report(field+"."+name, value, v) {
+			out[name] = value
 		}
-		out[name] = value
 	}
 	return out
+}
+
+// CheckAt records what is wrong with value for the named input under field ("parameters.cores"),
+// each bad entry of a map under its key ("parameters.labels.team"); false when something is.
+func (s *Schema) CheckAt(field, name string, value any, v *problem.ValidationError) bool {
+	p, ok := s.Properties[name]
+	if !ok {
+		v.Add(field, "unknown", "is not an input of this component")
+		return false
+	}
+	if value == nil {
+		v.Add(field, "schema", "is empty")
+		return false
+	}
+	return p.report(field, value, v)
+}
+
+// report records under field what is wrong with value; false when something is.
+func (p *Property) report(field string, value any, v *problem.ValidationError) bool {
+	if m, ok := value.(map[string]any); ok && p.IsMap() {
+		problems := p.mapProblems(m)
+		for _, pr := range problems {
+			if pr.key == "" {
+				v.Add(field, "map", "%s", pr.message)
+			} else {
+				v.Add(field+"."+pr.key, "map", "%s", pr.message)
+			}
+		}
+		return len(problems) == 0
+	}
+	if msg := p.check(value, true); msg != "" {
+		v.Add(field, "schema", "%v %s", value, msg)
+		return false
+	}
+	return true
 }
 
 // Check reports what is wrong with value for the named input, or "" when nothing is.

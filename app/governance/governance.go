@@ -203,7 +203,11 @@ func params(s schema) []Param {
 	var out []Param
 	for _, name := range s.names() {
 		in := s.Properties[name]
-		out = append(out, Param{Name: name, Type: in.Type, Minimum: in.Minimum, Maximum: in.Maximum, Enum: in.Enum,
+		typ := in.Type
+		if in.isMap() {
+			typ = "map of strings"
+		}
+		out = append(out, Param{Name: name, Type: typ, Minimum: in.Minimum, Maximum: in.Maximum, Enum: in.Enum,
 			Bounded: in.numeric(), Patterned: in.Type == "string", Listed: in.scalar()})
 	}
 	return out

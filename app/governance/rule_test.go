@@ -1,6 +1,7 @@
 package governance
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -146,13 +147,14 @@ func TestGovernanceCheckInstances_RefusesAtTheLimit(t *testing.T) {
 
 // machine is the input schema of the simulated-cloud machine used in tests.
 var machine = schema{Properties: map[string]input{
-	"name":  {Type: "string", Pattern: "^[a-z][a-z0-9-]*$", MaxLength: n(63)},
-	"cores": {Type: "integer", Minimum: f(1), Maximum: f(64)},
-	"ratio": {Type: "number"},
-	"image": {Type: "string"},
-	"tier":  {Type: "string", Enum: []any{"small", "large"}},
-	"tags":  {Type: "array"},
-	"fast":  {Type: "boolean"},
+	"name":   {Type: "string", Pattern: "^[a-z][a-z0-9-]*$", MaxLength: n(63)},
+	"cores":  {Type: "integer", Minimum: f(1), Maximum: f(64)},
+	"ratio":  {Type: "number"},
+	"image":  {Type: "string"},
+	"tier":   {Type: "string", Enum: []any{"small", "large"}},
+	"tags":   {Type: "array"},
+	"fast":   {Type: "boolean"},
+	"labels": {Type: "object", AdditionalProperties: json.RawMessage(`{"type": "string"}`)},
 }}
 
 // refusal is what a refused rule must say: the field and rule exactly, and words of the message.
@@ -208,7 +210,13 @@ func TestGovernanceValidate_ConstraintMustNarrowTheSchemaAndAgreeWithItself(t *t
 			want: refusal{"parameter_constraints.image.allowed", "schema", []string{"is not text"}}},
 		"an empty list":               {c: map[string]Constraint{"image": {Allowed: []any{}}}, want: refusal{"parameter_constraints.image.allowed", "required", []string{"deny it instead"}}},
 		"allowed values for an array": {c: map[string]Constraint{"tags": {Allowed: []any{"x"}}}, want: refusal{"parameter_constraints.tags.allowed", "type", []string{"an array"}}},
-		"a negative instance limit":   {max: n(-1), want: refusal{"max_instances", "minimum", []string{"0 or more"}}},
+		"allowed values for a map": {c: map[string]Constraint{"labels": {Allowed: []any{"x"}}},
+			want: refusal{"parameter_constraints.labels.allowed", "type", []string{"labels is a map of strings"}}},
+		"a pattern on a map": {c: map[string]Constraint{"labels": {Pattern: "^a"}},
+			want: refusal{"parameter_constraints.labels.pattern", "type", []string{"only to string inputs, and labels is a map of strings"}}},
+		"bounds on a map": {c: map[string]Constraint{"labels": {Maximum: f(3)}},
+			want: refusal{"parameter_constraints.labels", "type", []string{"labels is a map of strings"}}},
+		"a negative instance limit": {max: n(-1), want: refusal{"max_instances", "minimum", []string{"0 or more"}}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -22,6 +22,8 @@ type input struct {
 	MinLength *int     `json:"minLength"`
 	MaxLength *int     `json:"maxLength"`
 	Pattern   string   `json:"pattern"`
+	// AdditionalProperties makes an object a map of strings, which no constraint applies to.
+	AdditionalProperties json.RawMessage `json:"additionalProperties"`
 }
 
 // schema is the part of a published input schema that governance reads.
@@ -58,6 +60,16 @@ func (s schema) names() []string {
 	}
 	return out
 }
+
+// kind names the input's type with its article, in messages: "an integer", "a map of strings".
+func (in input) kind() string {
+	if in.isMap() {
+		return "a map of strings"
+	}
+	return article(in.Type)
+}
+
+func (in input) isMap() bool { return in.Type == "object" && len(in.AdditionalProperties) > 0 }
 
 func (in input) numeric() bool { return in.Type == "integer" || in.Type == "number" }
 
@@ -169,7 +181,7 @@ func validate(scope string, r Rule, s schema, ceiling *Rule) (Rule, error) {
 func checkConstraint(field, name string, c Constraint, in input, v *problem.ValidationError) {
 	if c.Minimum != nil || c.Maximum != nil {
 		if !in.numeric() {
-			v.Add(field, "type", "minimum and maximum apply only to integer and number inputs, and %s is %s", name, article(in.Type))
+			v.Add(field, "type", "minimum and maximum apply only to integer and number inputs, and %s is %s", name, in.kind())
 		} else {
 			bound(field+".minimum", "minimum", c.Minimum, in, v)
 			bound(field+".maximum", "maximum", c.Maximum, in, v)
@@ -183,7 +195,7 @@ func checkConstraint(field, name string, c Constraint, in input, v *problem.Vali
 		var err error
 		switch {
 		case in.Type != "string":
-			v.Add(field+".pattern", "type", "a pattern applies only to string inputs, and %s is %s", name, article(in.Type))
+			v.Add(field+".pattern", "type", "a pattern applies only to string inputs, and %s is %s", name, in.kind())
 		default:
 			if re, err = regexp.Compile(c.Pattern); err != nil {
 				v.Add(field+".pattern", "pattern", "is not a valid regular expression: %v", err)
@@ -194,7 +206,7 @@ func checkConstraint(field, name string, c Constraint, in input, v *problem.Vali
 		return
 	}
 	if !in.scalar() {
-		v.Add(field+".allowed", "type", "allowed values apply only to string, integer, number and boolean inputs, and %s is %s", name, article(in.Type))
+		v.Add(field+".allowed", "type", "allowed values apply only to string, integer, number and boolean inputs, and %s is %s", name, in.kind())
 		return
 	}
 	if len(c.Allowed) == 0 {

@@ -642,9 +642,7 @@ func (h *Handlers) EditForm(c echo.Context) error {
 		return err
 	}
 	form := url.Values{"environment_id": {inst.EnvironmentID.String()}, "name": {inst.Name}}
-	for k, val := range inst.Parameters {
-		form.Set("p."+k, paramform.Text(val))
-	}
+	paramform.Fill(form, "", d.def.Parameters, inst.Parameters)
 	return h.wizard(c, d, form, nil, http.StatusOK)
 }
 

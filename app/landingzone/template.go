@@ -283,9 +283,7 @@ func checkMember(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, fie
 		case schema.Secret(name):
 			v.Add(at("parameters."+name), "secret", "is a secret input: bind it to the secret provisioner rather than keep its value in a template")
 		default:
-			if msg := schema.Check(name, value); msg != "" {
-				v.Add(at("parameters."+name), "schema", "%v %s", value, msg)
-			}
+			schema.CheckAt(at("parameters."+name), name, value, v)
 		}
 	}
 	return nil

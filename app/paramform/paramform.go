@@ -11,6 +11,7 @@ package paramform
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"net/url"
 	"slices"
@@ -35,7 +36,8 @@ type Form struct {
 	Follows bool
 }
 
-// Field is one input. Layout gives it a Kind of text, number, select, json, boolean or secret;
+// Field is one input. Layout gives it a Kind of text, number, select, json, map, boolean or
+// secret (a map of strings is a textarea of key=value lines);
 // callers make booleans and secrets what they ask for (a select, a checkbox, a password, a
 // field shown only), and a field that a resolver fills "resolved": shown, not asked for.
 type Field struct {
@@ -72,11 +74,15 @@ func Layout(prefix string, rawSchema []byte, values map[string]any, errs views.E
 		if field.Label == "" {
 			field.Label = name
 		}
+		text := Text
+		if p.IsMap() {
+			text = mapText
+		}
 		if v, ok := values[name]; ok && v != nil {
-			field.Value = Text(v)
+			field.Value = text(v)
 		}
 		if p.Default != nil {
-			field.Default = Text(p.Default)
+			field.Default = text(p.Default)
 		}
 		if p.MinLength != nil {
 			field.MinLength = strconv.Itoa(*p.MinLength)
@@ -105,6 +111,8 @@ func Layout(prefix string, rawSchema []byte, values map[string]any, errs views.E
 			if p.Maximum != nil {
 				field.Max = strconv.FormatFloat(*p.Maximum, 'f', -1, 64)
 			}
+		case p.IsMap():
+			field.Kind = "map"
 		case p.Type == "array" || p.Type == "object":
 			field.Kind = "json"
 		}
@@ -153,6 +161,18 @@ func Build(prefix string, rawSchema []byte, values map[string]any, errs views.Er
 	return f
 }
 
+// Fill sets the fields under prefix to values, as the form holds them: the inverse of Read.
+func Fill(form url.Values, prefix string, rawSchema []byte, values map[string]any) {
+	schema := component.ParseSchema("input_schema", rawSchema, &problem.ValidationError{})
+	for k, v := range values {
+		if schema != nil && schema.Properties[k] != nil && schema.Properties[k].IsMap() {
+			form.Set(prefix+"p."+k, mapText(v))
+		} else {
+			form.Set(prefix+"p."+k, Text(v))
+		}
+	}
+}
+
 // Given is what was typed into the form's fields under prefix, by input, to fill them again.
 func Given(form url.Values, prefix string) map[string]any {
 	out := map[string]any{}
@@ -194,6 +214,12 @@ func Read(form url.Values, prefix string, rawSchema []byte) (map[string]any, err
 				continue
 			}
 			out[name] = n
+		case p.IsMap():
+			m, ok := readMap(field, raw, v)
+			if !ok {
+				continue
+			}
+			out[name] = m
 		case p.Type == "array" || p.Type == "object":
 			var val any
 			if err := json.Unmarshal([]byte(raw), &val); err != nil {
@@ -206,6 +232,45 @@ func Read(form url.Values, prefix string, rawSchema []byte) (map[string]any, err
 		}
 	}
 	return out, v.Err()
+}
+
+// readMap reads a map of strings written one key=value a line; blank lines are skipped and the
+// value is everything after the first =, so it may hold one itself. Problems name the line.
+func readMap(field, raw string, v *problem.ValidationError) (map[string]any, bool) {
+	out := map[string]any{}
+	before := len(v.Fields)
+	for i, line := range strings.Split(raw, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		key, value, ok := strings.Cut(line, "=")
+		key = strings.TrimSpace(key)
+		switch _, seen := out[key]; {
+		case !ok:
+			v.Add(field, "map", "line %d: write key=value, such as team=blue", i+1)
+		case key == "":
+			v.Add(field, "map", "line %d: the key before = is empty", i+1)
+		case seen:
+			v.Add(field, "map", "line %d: %s is given twice", i+1, key)
+		default:
+			out[key] = strings.TrimSpace(value)
+		}
+	}
+	return out, len(v.Fields) == before
+}
+
+// mapText writes a map one key=value a line, keys in order: how the form takes it back.
+func mapText(v any) string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return Text(v)
+	}
+	lines := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		lines = append(lines, k+"="+Text(m[k]))
+	}
+	return strings.Join(lines, "\n")
 }
 
 func example(typ string) string {

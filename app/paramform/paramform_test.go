@@ -67,3 +67,43 @@ func TestRead_RefusesNumbersJSONCannotHold(t *testing.T) {
 		}
 	}
 }
+
+const mapSchema = `{"type": "object", "properties": {
+	"labels": {"type": "object", "additionalProperties": {"type": "string"}, "default": {"tier": "web"}}}}`
+
+// A map of strings is a textarea of key=value lines, read back as the map it shows.
+func TestLayoutAndRead_AMapOfStringsIsKeyValueLines(t *testing.T) {
+	f, ok := Layout("", []byte(mapSchema), map[string]any{"labels": map[string]any{"team": "blue", "a": "x=y"}}, nil)
+	if !ok || f.Fields[0].Kind != "map" || f.Fields[0].Value != "a=x=y\nteam=blue" || f.Fields[0].Default != "tier=web" {
+		t.Fatalf("laid out: %+v", f.Fields)
+	}
+	got, err := Read(url.Values{"p.labels": {f.Fields[0].Value + "\n\n  owner = ops  \n"}}, "", []byte(mapSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := got["labels"].(map[string]any)
+	if len(labels) != 3 || labels["a"] != "x=y" || labels["team"] != "blue" || labels["owner"] != "ops" {
+		t.Fatalf("read %v", labels)
+	}
+
+	_, err = Read(url.Values{"p.labels": {"team=blue\nno equals\n=x\nteam=red"}}, "", []byte(mapSchema))
+	v, ok := err.(*problem.ValidationError)
+	if !ok || len(v.Fields) != 3 {
+		t.Fatalf("err = %v", err)
+	}
+	for i, want := range []string{"line 2: write key=value, such as team=blue", "line 3: the key before = is empty", "line 4: team is given twice"} {
+		if v.Fields[i].Field != "parameters.labels" || v.Fields[i].Message != want {
+			t.Errorf("problem %d: %+v, want %q", i, v.Fields[i], want)
+		}
+	}
+	// Filled in from the values, the form reads them back.
+	form := url.Values{}
+	Fill(form, "r.", []byte(mapSchema), map[string]any{"labels": labels})
+	if again, err := Read(form, "r.", []byte(mapSchema)); err != nil || len(again["labels"].(map[string]any)) != 3 {
+		t.Fatalf("filled %v, read back %v, %v", form, again, err)
+	}
+	// What was typed comes back as typed, to be corrected.
+	if f, _ := Layout("", []byte(mapSchema), Given(url.Values{"p.labels": {"no equals"}}, ""), nil); f.Fields[0].Value != "no equals" {
+		t.Fatalf("refilled with %q", f.Fields[0].Value)
+	}
+}

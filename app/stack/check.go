@@ -219,13 +219,16 @@ func sameType(want, got *component.Property) bool {
 	if want.Type == "number" && got.Type == "integer" {
 		return true
 	}
-	if want.Type != got.Type {
+	if want.Type != got.Type || want.IsMap() != got.IsMap() {
 		return false
 	}
 	return want.Items == nil || got.Items == nil || sameType(want.Items, got.Items)
 }
 
 func typeName(p *component.Property) string {
+	if p.IsMap() {
+		return "a map of strings"
+	}
 	switch p.Type {
 	case "integer":
 		return "an integer"

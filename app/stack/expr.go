@@ -62,6 +62,9 @@ func celType(p *component.Property) *cel.Type {
 		}
 		return cel.ListType(cel.DynType)
 	}
+	if p.IsMap() {
+		return cel.MapType(cel.StringType, cel.StringType)
+	}
 	return cel.MapType(cel.StringType, cel.DynType)
 }
 
@@ -137,6 +140,9 @@ func typeWords(t *cel.Type) string {
 	case types.ListKind:
 		return "a list"
 	case types.MapKind:
+		if ps := t.Parameters(); len(ps) == 2 && ps[1].Kind() == types.StringKind {
+			return "a map of strings"
+		}
 		return "an object"
 	}
 	return t.String()
@@ -210,9 +216,13 @@ func celValue(v any, t *cel.Type) any {
 		}
 		return out
 	case map[string]any:
+		elem := cel.DynType
+		if t.Kind() == types.MapKind && len(t.Parameters()) == 2 {
+			elem = t.Parameters()[1]
+		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = celValue(e, cel.DynType)
+			out[k] = celValue(e, elem)
 		}
 		return out
 	}

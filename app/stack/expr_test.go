@@ -72,3 +72,46 @@ func TestSlotsIn(t *testing.T) {
 		t.Fatalf("SlotsIn = %v", got)
 	}
 }
+
+// A map of strings is a map(string, string) to CEL: read, built and handed on as a map.
+func TestCompile_AMapOfStrings(t *testing.T) {
+	labels := &component.Property{Type: "object", AdditionalProperties: &component.Property{Type: "string"}}
+	scope := Scope{}
+	scope.AddSchema("params", &component.Schema{Properties: map[string]*component.Property{
+		"labels": labels, "name": {Type: "string"}, "cores": {Type: "integer"},
+	}})
+	in := map[string]any{"params.labels": map[string]any{"team": "blue"}, "params.name": "web", "params.cores": 2.0}
+	for _, c := range []struct {
+		expr string
+		want *component.Property
+		out  any
+		err  string
+	}{
+		{expr: `params.labels`, want: labels, out: map[string]any{"team": "blue"}},
+		{expr: `{"app": params.name, "team": params.labels["team"]}`, want: labels, out: map[string]any{"app": "web", "team": "blue"}},
+		{expr: `params.labels.team + "-" + params.name`, want: &component.Property{Type: "string"}, out: "blue-web"},
+		{expr: `{"cores": params.cores}`, want: labels, err: "gives an object, and this input takes a map of strings"},
+		{expr: `params.labels`, want: &component.Property{Type: "string"}, err: "gives a map of strings, and this input takes a string"},
+	} {
+		e, err := Compile(c.expr, scope, c.want)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v, want one saying %q", c.expr, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.expr, err)
+		}
+		got, err := e.Eval(context.Background(), in)
+		if err != nil {
+			t.Fatalf("%s: eval: %v", c.expr, err)
+		}
+		if !reflect.DeepEqual(got, c.out) {
+			t.Errorf("%s = %#v, want %#v", c.expr, got, c.out)
+		}
+	}
+	if sameType(labels, &component.Property{Type: "object", Properties: map[string]*component.Property{"a": {Type: "string"}}}) {
+		t.Error("an object of named properties is wired where a map of strings is taken")
+	}
+}

@@ -1,0 +1,59 @@
+package stack
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"nimbus/app/component"
+	"nimbus/app/problem"
+)
+
+// A map parameter wires into a map input as a map, by name or through an expression; what is
+// not a map of strings is refused where it is wired.
+func TestWire_AMapOfStringsReachesTheSlotAsAMap(t *testing.T) {
+	strMap := func() *component.Property {
+		return &component.Property{Type: "object", AdditionalProperties: &component.Property{Type: "string"}}
+	}
+	schemas := Schemas{
+		Params: &component.Schema{Properties: map[string]*component.Property{"labels": strMap(), "tenant": {Type: "string"},
+			"settings": {Type: "object", Properties: map[string]*component.Property{"a": {Type: "string"}}}}},
+		Inputs: map[string]*component.Schema{"ns": {Properties: map[string]*component.Property{"labels": strMap(), "annotations": strMap()}}},
+	}
+	slot := Slot{Name: "ns", Inputs: map[string]Wiring{
+		"labels":      {Kind: Param, Param: "labels"},
+		"annotations": {Kind: Expression, Expr: `{"nimbus.io/tenant": params.tenant, "team": params.labels.team}`},
+	}}
+	def := Definition{Slots: []Slot{slot}}
+	for input, w := range slot.Inputs {
+		v := &problem.ValidationError{}
+		checkWiring(def, schemas, slot, input, w, "slots.ns.inputs."+input, v)
+		if v.Err() != nil {
+			t.Fatalf("%s: %v", input, v.Err())
+		}
+	}
+	got, err := Wire(t.Context(), schemas, slot, Values(map[string]any{"labels": map[string]any{"team": "blue"}, "tenant": "acme"}, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"labels": map[string]any{"team": "blue"}, "annotations": map[string]any{"nimbus.io/tenant": "acme", "team": "blue"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("wired %v, want %v", got, want)
+	}
+
+	for _, c := range []struct {
+		w    Wiring
+		want string
+	}{
+		{Wiring{Kind: Param, Param: "settings"}, "parameter settings is an object, and this input takes a map of strings"},
+		{Wiring{Kind: Param, Param: "tenant"}, "is a string, and this input takes a map of strings"},
+		{Wiring{Kind: Literal, Value: map[string]any{"team": 5.0}}, `at key "team": 5 is not a string`},
+		{Wiring{Kind: Expression, Expr: `{"n": 1}`}, "gives an object, and this input takes a map of strings"},
+	} {
+		v := &problem.ValidationError{}
+		checkWiring(def, schemas, slot, "labels", c.w, "slots.ns.inputs.labels", v)
+		if v.Err() == nil || !strings.Contains(v.Err().Error(), c.want) {
+			t.Errorf("%+v: %v, want a problem saying %q", c.w, v.Err(), c.want)
+		}
+	}
+}
