@@ -44,6 +44,9 @@ func (a clusterAccess) give(st *pulumix.Stack) {
 	st.Secrets[kubeconfigKey] = a.kubeconfig
 	if a.namespace != "" {
 		st.Config[namespaceKey] = a.namespace
+		// The state keeps the provider's settings of the last run, whose token has expired or
+		// soon will.
+		st.CurrentProviders = true
 	}
 }
 

@@ -27,6 +27,10 @@ type Stack struct {
 	// Refresh makes Preview, Up and Apply read the resources back from the cloud first, so that
 	// they change what drifted back to what the program declares.
 	Refresh bool
+	// CurrentProviders makes refresh and destroy run the program too, so that the default
+	// providers are configured with the settings written now rather than those the state
+	// recorded: for provider credentials issued per operation, which expire.
+	CurrentProviders bool
 }
 
 // Result is what an operation did.

@@ -149,6 +149,9 @@ func (r *Runner) open(ctx context.Context, st Stack, create bool) (workspace, er
 		return workspace{}, err
 	}
 	ws := workspace{stack: st.Name, dir: dir, tmp: filepath.Join(h, "tmp"), env: r.engineEnv(backend, st.Passphrase, h)}
+	if st.CurrentProviders {
+		ws.env = append(ws.env, "PULUMI_RUN_PROGRAM=true")
+	}
 	if holdsProviderSecret(st) {
 		tmp, err := os.MkdirTemp(memoryDir, "nimbus-engine-")
 		if err != nil {
