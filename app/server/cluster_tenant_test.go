@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -263,6 +264,17 @@ func TestCluster_ATenantsDeploysRunWithItsOwnAccountAndReachNoOtherTenant(t *tes
 	}
 	kubeSend(t, plane, "POST", "/api/v1/namespaces/acme/serviceaccounts", kubeObject{"apiVersion": "v1", "kind": "ServiceAccount",
 		"metadata": kubeObject{"name": cluster.TenantAccount}})
+	// The state remembers the old token; a drift check and a destroy take the one issued now.
+	kubeSend(t, plane, "PUT", "/api/v1/namespaces/acme/configmaps/settings", kubeObject{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": kubeObject{"name": "settings", "namespace": "acme"}, "data": kubeObject{"greeting": "changed by hand"}})
+	r = s.call(t, "POST", "/api/v1/deployments/"+mine+"/drift-checks", user, nil)
+	wantStatus(t, r, http.StatusAccepted)
+	if op := s.waitOperation(t, user, r.json(t)["id"].(string)); op["status"] != "succeeded" {
+		t.Fatalf("checking drift with a new account's token: %v", op)
+	}
+	if d := s.waitDrift(t, user, mine, "drifted"); !strings.Contains(fmt.Sprint(d["drift"]), "data.greeting") {
+		t.Fatalf("the drift found: %v", d["drift"])
+	}
 	r = s.call(t, "POST", "/api/v1/deployments/"+mine+"/destroy", admin, nil)
 	wantStatus(t, r, http.StatusAccepted)
 	if op := s.waitOperation(t, admin, r.json(t)["id"].(string)); op["status"] != "succeeded" {
