@@ -6,13 +6,12 @@ package cluster
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
+import "github.com/a-h/templ"
+import templruntime "github.com/a-h/templ/runtime"
+
 import (
-	"time"
-
-	"github.com/a-h/templ"
-	templruntime "github.com/a-h/templ/runtime"
-
 	"nimbus/views"
+	"time"
 )
 
 // PageView is a landing zone's cluster page.
