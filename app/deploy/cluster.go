@@ -27,6 +27,8 @@ var errNoNamespace = errors.New("the tenant has no namespace on the landing zone
 const (
 	kubeconfigKey = "kubernetes:kubeconfig"
 	namespaceKey  = "kubernetes:namespace" // where objects that name no namespace are made
+	// kubeconfigFile is where the provider reads a kubeconfig it is not given as a setting.
+	kubeconfigFile = "KUBECONFIG"
 )
 
 // clusterAccess is what a deployment's engine is given to reach its cluster: nothing but for a
@@ -36,17 +38,17 @@ type clusterAccess struct {
 	namespace  string // the tenant's; "" for the provider's own deployments
 }
 
-// give sets the access in the stack's settings.
+// give sets the access in the stack's settings. The zone's kubeconfig is a setting. A tenant's
+// is a file of the run's own: a token issued per operation would otherwise be a setting that
+// changes each time, which a saved plan refuses and the state keeps after it has expired.
 func (a clusterAccess) give(st *pulumix.Stack) {
-	if a.kubeconfig == "" {
-		return
-	}
-	st.Secrets[kubeconfigKey] = a.kubeconfig
-	if a.namespace != "" {
+	switch {
+	case a.kubeconfig == "":
+	case a.namespace == "":
+		st.Secrets[kubeconfigKey] = a.kubeconfig
+	default:
+		st.Files = map[string][]byte{kubeconfigFile: []byte(a.kubeconfig)}
 		st.Config[namespaceKey] = a.namespace
-		// The state keeps the provider's settings of the last run, whose token has expired or
-		// soon will.
-		st.CurrentProviders = true
 	}
 }
 

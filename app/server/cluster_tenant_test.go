@@ -209,6 +209,23 @@ func TestCluster_ATenantsDeploysRunWithItsOwnAccountAndReachNoOtherTenant(t *tes
 		t.Fatalf("acme's config map: %v", cm)
 	}
 
+	// A preview's plan holds when it is carried out with the token issued for the apply.
+	r = s.call(t, "POST", "/api/v1/deployments", user, map[string]any{"component_id": appConfig, "environment_id": env.ID,
+		"name": "planned", "parameters": map[string]any{"name": "planned"}, "preview_only": true})
+	wantStatus(t, r, http.StatusAccepted)
+	preview := r.json(t)["operation"].(map[string]any)["id"].(string)
+	if op := s.waitOperation(t, user, preview); op["status"] != "succeeded" {
+		t.Fatalf("previewing: %v", op)
+	}
+	r = s.call(t, "POST", "/api/v1/operations/"+preview+"/apply", user, nil)
+	wantStatus(t, r, http.StatusAccepted)
+	if op := s.waitOperation(t, user, r.json(t)["id"].(string)); op["status"] != "succeeded" {
+		t.Fatalf("applying the preview: %v", op)
+	}
+	if kubeGet(t, plane, "/api/v1/namespaces/acme/configmaps/planned") == nil {
+		t.Fatal("the applied preview made no config map")
+	}
+
 	// What the tenant's own program makes in globex's namespace, or beside every namespace, is
 	// refused by RBAC.
 	for name, program := range map[string]string{"foreign-config": foreignConfigMap, "own-namespace": clusterNamespace} {
@@ -264,7 +281,8 @@ func TestCluster_ATenantsDeploysRunWithItsOwnAccountAndReachNoOtherTenant(t *tes
 	}
 	kubeSend(t, plane, "POST", "/api/v1/namespaces/acme/serviceaccounts", kubeObject{"apiVersion": "v1", "kind": "ServiceAccount",
 		"metadata": kubeObject{"name": cluster.TenantAccount}})
-	// The state remembers the old token; a drift check and a destroy take the one issued now.
+	// The token the deploy used died with the old account; a drift check and a destroy take the
+	// one issued for them.
 	kubeSend(t, plane, "PUT", "/api/v1/namespaces/acme/configmaps/settings", kubeObject{"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": kubeObject{"name": "settings", "namespace": "acme"}, "data": kubeObject{"greeting": "changed by hand"}})
 	r = s.call(t, "POST", "/api/v1/deployments/"+mine+"/drift-checks", user, nil)
