@@ -29,6 +29,9 @@ type Kubeconfig struct {
 	Token  string
 	Cert   []byte // PEM client certificate, with Key
 	Key    []byte
+	// Namespace is the context's namespace, where objects naming none are made: a tenant's
+	// (see TenantKubeconfig). A provider admin's kubeconfig keeps none.
+	Namespace string
 }
 
 type rawConfig struct {
@@ -224,12 +227,16 @@ func (kc Kubeconfig) Marshal() []byte {
 		user["client-certificate-data"] = base64.StdEncoding.EncodeToString(kc.Cert)
 		user["client-key-data"] = base64.StdEncoding.EncodeToString(kc.Key)
 	}
+	context := map[string]any{"cluster": "cluster", "user": "nimbus"}
+	if kc.Namespace != "" {
+		context["namespace"] = kc.Namespace
+	}
 	doc := map[string]any{
 		"apiVersion":      "v1",
 		"kind":            "Config",
 		"clusters":        []any{map[string]any{"name": "cluster", "cluster": cluster}},
 		"users":           []any{map[string]any{"name": "nimbus", "user": user}},
-		"contexts":        []any{map[string]any{"name": "nimbus", "context": map[string]any{"cluster": "cluster", "user": "nimbus"}}},
+		"contexts":        []any{map[string]any{"name": "nimbus", "context": context}},
 		"current-context": "nimbus",
 	}
 	out, _ := yaml.Marshal(doc)

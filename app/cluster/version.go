@@ -103,7 +103,9 @@ func (kc Kubeconfig) call(ctx context.Context, client *http.Client, method, path
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized:
-		return errors.New("the API server refused the credentials (401): the token or client certificate is not valid on this cluster")
+		return &Refusal{Status: resp.StatusCode, msg: "the API server refused the credentials (401): the token or client certificate is not valid on this cluster"}
+	case resp.StatusCode/100 == 4:
+		return &Refusal{Status: resp.StatusCode, Reason: statusMessage(answer), msg: fmt.Sprintf("the API server answered %s to %s", resp.Status, path)}
 	case resp.StatusCode/100 != 2:
 		return fmt.Errorf("the API server answered %s to %s", resp.Status, path)
 	}
@@ -111,4 +113,37 @@ func (kc Kubeconfig) call(ctx context.Context, client *http.Client, method, path
 		return fmt.Errorf("the server's answer to %s is not JSON: is it a Kubernetes API server?", path)
 	}
 	return nil
+}
+
+// ErrRefused is what every Refusal is: the API server turned the request down, and asking again
+// changes nothing until someone changes the cluster or the credentials.
+var ErrRefused = errors.New("the API server refused the request")
+
+// Refusal is a 4xx answer of the API server.
+type Refusal struct {
+	Status int    // the HTTP status, such as 403
+	Reason string // the API server's own message, such as "… is forbidden: User … cannot …"
+	msg    string
+}
+
+func (r *Refusal) Error() string {
+	if r.Reason == "" {
+		return r.msg
+	}
+	return r.msg + ": " + r.Reason
+}
+
+func (r *Refusal) Unwrap() error { return ErrRefused }
+
+// statusMessage is the message of the Status object the API server answers a refusal with, or
+// "" when the answer is not one.
+func statusMessage(answer []byte) string {
+	var st struct {
+		Kind    string `json:"kind"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(answer, &st) != nil || st.Kind != "Status" {
+		return ""
+	}
+	return st.Message
 }

@@ -3,44 +3,111 @@ package deploy
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/cluster"
+	"nimbus/app/problem"
+	"nimbus/app/pulumix"
 	"nimbus/app/secrets"
 	"nimbus/db/dbgen"
 )
 
-// errNotOnCluster refuses a tenant's Kubernetes deployment: the zone's kubeconfig is the
-// provider's, for what the provider deploys; a tenant's components run with the tenant's own
-// account on the cluster, which the tenant factory makes.
-var errNotOnCluster = errors.New("Kubernetes components deploy into a tenant's environment once the tenant factory has provisioned the tenant on the landing zone's cluster")
+// errNoNamespace refuses a tenant's Kubernetes deployment on a zone whose cluster holds no
+// namespace of the tenant's: the zone's kubeconfig is the provider's, for what the provider
+// deploys, and a tenant's components run with the tenant's own account in its namespace, which
+// the tenant factory makes.
+var errNoNamespace = errors.New("the tenant has no namespace on the landing zone's Kubernetes cluster: a provider admin provisions the tenant there with the zone's tenant factory")
 
-// kubeconfigKey is the Kubernetes provider's own setting: the engine's default provider reads
-// it, so the program never names the credentials and cannot choose others.
-const kubeconfigKey = "kubernetes:kubeconfig"
+// The Kubernetes provider's own settings: the engine's default provider reads them, so the
+// program never names the credentials and cannot choose others.
+const (
+	kubeconfigKey = "kubernetes:kubeconfig"
+	namespaceKey  = "kubernetes:namespace" // where objects that name no namespace are made
+	// kubeconfigFile is where the provider reads a kubeconfig it is not given as a setting.
+	kubeconfigFile = "KUBECONFIG"
+)
 
-// clusterConfig adds to secrets the cluster credentials a deployment's engine needs: none but
-// for a Kubernetes component, whose engine always gets a kubeconfig, so that the provider never
-// falls back to one it finds on the server.
-func clusterConfig(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyring, depID uuid.UUID, into map[string]string) error {
+// clusterAccess is what a deployment's engine is given to reach its cluster: nothing but for a
+// Kubernetes component.
+type clusterAccess struct {
+	kubeconfig string // the zone's for the provider's own deployments, a tenant's token otherwise
+	namespace  string // the tenant's; "" for the provider's own deployments
+}
+
+// give sets the access in the stack's settings. The zone's kubeconfig is a setting. A tenant's
+// is a file of the run's own: a token issued per operation would otherwise be a setting that
+// changes each time, which a saved plan refuses and the state keeps after it has expired.
+func (a clusterAccess) give(st *pulumix.Stack) {
+	switch {
+	case a.kubeconfig == "":
+	case a.namespace == "":
+		st.Secrets[kubeconfigKey] = a.kubeconfig
+	default:
+		st.Files = map[string][]byte{kubeconfigFile: []byte(a.kubeconfig)}
+		st.Config[namespaceKey] = a.namespace
+	}
+}
+
+// clusterAccessOf is the cluster access of a deployment's engine. A Kubernetes component's
+// engine always gets a kubeconfig, so that the provider never falls back to one it finds on
+// the server: the zone's for the provider's system tenant, and for any other tenant one holding
+// a token of the tenant's account in its namespace on the zone's cluster, issued now with the
+// zone's credentials and good for lifetime. The token is kept nowhere: a resumed or retried
+// operation asks for another.
+func clusterAccessOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyring, depID uuid.UUID, lifetime time.Duration) (clusterAccess, error) {
 	c, err := q.DeploymentCluster(ctx, depID)
 	if err != nil {
-		return err
+		return clusterAccess{}, err
 	}
 	if c.Provider != cluster.Provider {
-		return nil
-	}
-	if !c.System {
-		return errNotOnCluster
+		return clusterAccess{}, nil
 	}
 	if !c.LandingZoneID.Valid {
-		return cluster.ErrNoCluster
+		return clusterAccess{}, cluster.ErrNoCluster
 	}
-	kc, err := cluster.Open(ctx, q, keys, c.LandingZoneID.UUID)
+	zone, err := cluster.Open(ctx, q, keys, c.LandingZoneID.UUID)
 	if err != nil {
+		return clusterAccess{}, err
+	}
+	if c.System {
+		return clusterAccess{kubeconfig: string(zone)}, nil
+	}
+	ns, err := q.TenantNamespace(ctx, dbgen.TenantNamespaceParams{TenantID: c.TenantID, LandingZoneID: c.LandingZoneID.UUID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return clusterAccess{}, errNoNamespace
+	}
+	if err != nil {
+		return clusterAccess{}, err
+	}
+	kc, err := cluster.TenantKubeconfig(ctx, zone, ns.Namespace, lifetime)
+	if err != nil {
+		return clusterAccess{}, fmt.Errorf("the tenant's account on the cluster: %w", err)
+	}
+	return clusterAccess{kubeconfig: string(kc), namespace: ns.Namespace}, nil
+}
+
+// finalOnCluster reports whether a failure to reach the cluster would fail again on a retry.
+func finalOnCluster(err error) bool {
+	return errors.Is(err, errNoNamespace) || errors.Is(err, cluster.ErrNoCluster) || errors.Is(err, cluster.ErrRefused)
+}
+
+// onCluster refuses a Kubernetes deployment into an environment of a tenant that has no
+// namespace on the cluster of the environment's landing zone. The provider's system tenant
+// deploys with the zone's own credentials.
+func onCluster(ctx context.Context, q *dbgen.Queries, env dbgen.GetEnvironmentRow) error {
+	t, err := q.GetTenant(ctx, env.TenantID)
+	if err != nil || t.System {
 		return err
 	}
-	into[kubeconfigKey] = string(kc)
-	return nil
+	if env.LandingZoneID.Valid {
+		_, err = q.TenantNamespace(ctx, dbgen.TenantNamespaceParams{TenantID: env.TenantID, LandingZoneID: env.LandingZoneID.UUID})
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+	}
+	return problem.Invalid("component_id", "cluster", "%s: %s", t.Name, errNoNamespace)
 }

@@ -225,12 +225,8 @@ func (s *Service) prepare(ctx context.Context, q *dbgen.Queries, actor access.Pr
 		return prepared{}, err
 	}
 	if comp.Provider == cluster.Provider {
-		t, err := q.GetTenant(ctx, env.TenantID)
-		if err != nil {
+		if err := onCluster(ctx, q, env); err != nil {
 			return prepared{}, err
-		}
-		if !t.System {
-			return prepared{}, problem.Invalid("component_id", "cluster", "%s", errNotOnCluster)
 		}
 	}
 	ver, err := version(ctx, q, comp, int32(req.Version))

@@ -74,6 +74,7 @@ type run struct {
 	lease    uuid.UUID
 	resumed  bool             // an earlier attempt began it: its engine may have made resources the state does not show
 	current  pulumix.Stack    // the deployment as it is before the operation
+	access   clusterAccess    // how its engine reaches the cluster, the same whatever version it runs
 	resting  DeploymentStatus // what the deployment shows while the operation awaits approval
 	progress *progress        // the engine's output and resource events, recorded as they come
 	// What the engine steps said, for the operation's end: the changes by kind (a later step's
@@ -340,8 +341,12 @@ func (r *run) target(ctx context.Context) (pulumix.Stack, error) {
 		return pulumix.Stack{}, saga.Transient(err)
 	}
 	st, err := stackOf(ctx, q, r.w.keys, r.dep, now.TargetVersion.Int32, now.Parameters, now.SecretKeyID, now.SecretParameters)
+	if err != nil {
+		return pulumix.Stack{}, err
+	}
+	r.access.give(&st)
 	st.Refresh = r.op.Refresh
-	return st, err
+	return st, nil
 }
 
 // alone marks a stack the operation's lease holds alone, for the engine steps that take its

@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
-	"nimbus/app/cluster"
 	"nimbus/app/objstore"
 	"nimbus/app/pulumix"
 	"nimbus/app/secrets"
@@ -182,16 +181,26 @@ func (w *Worker) begin(ctx context.Context, op dbgen.Operation, lease uuid.UUID,
 	if err != nil {
 		return stop(outcome{err: err})
 	}
+	// Asked for on every attempt: a token issued for an earlier one is not kept anywhere.
+	access, err := clusterAccessOf(ctx, q, w.keys, dep.ID, w.Timeout(nil))
+	if finalOnCluster(err) {
+		return stop(outcome{err: &saga.Failure{Step: "start", Err: err, Compensated: true}})
+	}
+	if err != nil {
+		return stop(outcome{err: saga.Transient(err)})
+	}
+	access.give(&current)
 	before, err := resting(ctx, q, dep) // read before the run marks the deployment
 	if err != nil {
 		return stop(outcome{err: saga.Transient(err)})
 	}
-	return &run{w: w, op: op, dep: dep, lease: lease, resumed: resumed, current: current, resting: before,
+	return &run{w: w, op: op, dep: dep, lease: lease, resumed: resumed, current: current, access: access, resting: before,
 		progress: newProgress(ctx, w.pool, w.objects, op.ID, w.log), changes: map[string]int{}}, nil
 }
 
 // stackOf is the Pulumi stack of a deployment at a version with the given inputs, secrets
-// opened. What cannot be read now will not be readable on a retry either: the failure is final.
+// opened, without the access to a cluster only an operation's engine is given (clusterAccess).
+// What cannot be read now will not be readable on a retry either: the failure is final.
 func stackOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyring, dep dbgen.GetDeploymentRow, version int32, plain []byte, keyID *string, sealed []byte) (pulumix.Stack, error) {
 	fail := func(err error) (pulumix.Stack, error) {
 		return pulumix.Stack{}, &saga.Failure{Step: "start", Err: err, Compensated: true}
@@ -218,12 +227,6 @@ func stackOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyring, dep d
 			b, _ := json.Marshal(x)
 			st.Secrets[k] = string(b)
 		}
-	}
-	if err := clusterConfig(ctx, q, keys, dep.ID, st.Secrets); err != nil {
-		if errors.Is(err, errNotOnCluster) || errors.Is(err, cluster.ErrNoCluster) {
-			return fail(err)
-		}
-		return pulumix.Stack{}, saga.Transient(err)
 	}
 	kid := ""
 	if dep.SecretKeyID != nil {

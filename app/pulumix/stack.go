@@ -27,6 +27,13 @@ type Stack struct {
 	// Refresh makes Preview, Up and Apply read the resources back from the cloud first, so that
 	// they change what drifted back to what the program declares.
 	Refresh bool
+	// Files are credentials issued for this run alone, such as a kubeconfig holding a token
+	// that expires: each is written, readable by the engine only, in its temporary directory in
+	// memory, which goes when the run ends, and named to it by the environment variable its key
+	// is (KUBECONFIG). Being in no setting, they are in neither the state nor a saved plan, so
+	// a plan made with one holds when carried out with the next, and a refresh or destroy uses
+	// the one given now, not one the state recorded.
+	Files map[string][]byte
 }
 
 // Result is what an operation did.

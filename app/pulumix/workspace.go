@@ -161,6 +161,14 @@ func (r *Runner) open(ctx context.Context, st Stack, create bool) (workspace, er
 			}
 		}
 	}
+	for name, data := range st.Files {
+		file := filepath.Join(ws.tmp, strings.ToLower(name))
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			ws.close()
+			return workspace{}, fmt.Errorf("give the engine %s: %w", name, err)
+		}
+		ws.env = append(ws.env, name+"="+file)
+	}
 	return ws, nil
 }
 
@@ -171,8 +179,11 @@ func (r *Runner) open(ctx context.Context, st Stack, create bool) (workspace, er
 var memoryDir = "/dev/shm"
 
 // holdsProviderSecret reports whether a stack's secrets include a provider's own setting, such
-// as kubernetes:kubeconfig.
+// as kubernetes:kubeconfig, or it is given credentials in files.
 func holdsProviderSecret(st Stack) bool {
+	if len(st.Files) > 0 {
+		return true
+	}
 	for k := range st.Secrets {
 		if strings.Contains(k, ":") {
 			return true
