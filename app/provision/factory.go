@@ -49,7 +49,7 @@ func quotaInputs(tier string) map[string]string {
 
 var factoryParameters = json.RawMessage(`{
   "type": "object",
-  "x-order": ["namespace", "tier"],
+  "x-order": ["namespace", "tier", "domain"],
   "required": ["namespace"],
   "properties": {
     "namespace": {
@@ -64,6 +64,13 @@ var factoryParameters = json.RawMessage(`{
       "description": "How much the namespace may use: small (2 CPU, 4Gi, 20 pods), medium (4 CPU, 8Gi, 40 pods) or large (8 CPU, 16Gi, 80 pods).",
       "enum": ["small", "medium", "large"],
       "default": "small"
+    },
+    "domain": {
+      "type": "string",
+      "title": "Domain",
+      "description": "The domain under which each tenant's ingress answers, as <namespace>.<domain>.",
+      "pattern": "^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$",
+      "default": "apps.example.com"
     }
   }
 }`)
@@ -76,24 +83,28 @@ var changeTierInputs = json.RawMessage(`{
   }
 }`)
 
-// factoryComponents are the built-in components the factory is made of.
-var factoryComponents = []string{"k8s-namespace", "k8s-quota", "k8s-network-policy"}
+// parts are the factory's slots, in order, and the built-in component each deploys.
+var parts = []struct{ slot, component string }{
+	{"namespace", "k8s-namespace"}, {"quota", "k8s-quota"}, {"network", "k8s-network-policy"},
+	{"access", "k8s-tenant-access"}, {"secret", "k8s-secret"}, {"ingress", "k8s-ingress"},
+}
 
 // FactoryDraft is the tenant factory's definition, made of the built-in Kubernetes components
-// at their latest versions: the namespace first, the rest wired to its name.
+// at their latest versions: the namespace first, the rest wired to its name. The secret's
+// password comes from the zone's secret provisioner; the ingress answers at
+// <namespace>.<domain> for the tenant's service web.
 func FactoryDraft(ctx context.Context, q *dbgen.Queries) (stack.Definition, error) {
-	rows, err := q.ProviderComponentsByName(ctx, dbgen.ProviderComponentsByNameParams{Provider: cluster.Provider, Names: factoryComponents})
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		names[i] = p.component
+	}
+	rows, err := q.ProviderComponentsByName(ctx, dbgen.ProviderComponentsByNameParams{Provider: cluster.Provider, Names: names})
 	if err != nil {
 		return stack.Definition{}, err
 	}
-	slot := map[string]stack.Slot{}
+	latest := map[string]stack.Slot{}
 	for _, r := range rows {
-		slot[r.Name] = stack.Slot{Component: r.ID, Version: int(r.LatestVersion)}
-	}
-	for _, name := range factoryComponents {
-		if slot[name].Version == 0 {
-			return stack.Definition{}, fmt.Errorf("the built-in component %s is missing or unpublished", name)
-		}
+		latest[r.Name] = stack.Slot{Component: r.ID, Version: int(r.LatestVersion)}
 	}
 	ns := stack.Wiring{Kind: stack.Output, Slot: "namespace", Output: "namespace"}
 	param := func(name string) stack.Wiring { return stack.Wiring{Kind: stack.Param, Param: name} }
@@ -103,30 +114,37 @@ func FactoryDraft(ctx context.Context, q *dbgen.Queries) (stack.Definition, erro
 		quota[input] = expr(e)
 	}
 	quota["tier"] = param("tier")
-	tierChange := quotaInputs("inputs.tier")
-
-	with := func(name, component string, inputs map[string]stack.Wiring) stack.Slot {
-		s := slot[component]
-		s.Name, s.Inputs = name, inputs
-		return s
+	inputs := map[string]map[string]stack.Wiring{
+		"namespace": {"name": param("namespace"), "pod_security": {Kind: stack.Literal, Value: "restricted"}},
+		"quota":     quota,
+		"ingress": {"namespace": ns, "host": expr(`params.namespace + "." + params.domain`),
+			"service": {Kind: stack.Literal, Value: "web"}},
+	}
+	var slots []stack.Slot
+	var redeploy []stack.Action
+	for _, p := range parts {
+		s, ok := latest[p.component]
+		if !ok || s.Version == 0 {
+			return stack.Definition{}, fmt.Errorf("the built-in component %s is missing or unpublished", p.component)
+		}
+		s.Name, s.Inputs = p.slot, inputs[p.slot]
+		if s.Inputs == nil {
+			s.Inputs = map[string]stack.Wiring{"namespace": ns}
+		}
+		slots = append(slots, s)
+		redeploy = append(redeploy, stack.Action{Slot: p.slot, Do: stack.Redeploy})
 	}
 	return stack.Definition{
 		Parameters: factoryParameters,
-		Slots: []stack.Slot{
-			with("namespace", "k8s-namespace", map[string]stack.Wiring{
-				"name": param("namespace"), "pod_security": {Kind: stack.Literal, Value: "restricted"}}),
-			with("quota", "k8s-quota", quota),
-			with("network", "k8s-network-policy", map[string]stack.Wiring{"namespace": ns}),
-		},
-		Machine: stack.Machine{States: []stack.State{{Name: "active", Initial: true}}},
+		Slots:      slots,
+		Machine:    stack.Machine{States: []stack.State{{Name: "active", Initial: true}}},
 		Operations: []stack.Operation{
 			{Name: "change_tier", DisplayName: "Change tier", InputSchema: changeTierInputs, RequiredStates: []string{"active"},
 				Description: "Update the namespace's quota and limits to another tier's, in place.",
-				Actions:     []stack.Action{{Slot: "quota", Do: stack.Update, Inputs: tierChange}}},
+				Actions:     []stack.Action{{Slot: "quota", Do: stack.Update, Inputs: quotaInputs("inputs.tier")}}},
 			{Name: "reconcile", DisplayName: "Run again", RequiredStates: []string{"active"},
 				Description: "Deploy every part again as it is defined: nothing changes unless the cluster was changed by hand.",
-				Actions: []stack.Action{{Slot: "namespace", Do: stack.Redeploy}, {Slot: "quota", Do: stack.Redeploy},
-					{Slot: "network", Do: stack.Redeploy}}},
+				Actions:     redeploy},
 		},
 	}, nil
 }

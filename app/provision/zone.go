@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -14,6 +15,7 @@ import (
 	"nimbus/app/cluster"
 	"nimbus/app/component"
 	"nimbus/app/problem"
+	"nimbus/app/resolver"
 	"nimbus/app/stack"
 	"nimbus/db"
 	"nimbus/db/dbgen"
@@ -118,7 +120,7 @@ func (s *Service) SetFactory(ctx context.Context, actor access.Principal, zoneID
 			if err != nil {
 				return err
 			}
-			if err := fits(ctx, q, st); err != nil {
+			if err := fits(ctx, q, z, st); err != nil {
 				return err
 			}
 			diff["stack_id"], diff["stack"] = st.ID.String(), st.Name
@@ -130,8 +132,9 @@ func (s *Service) SetFactory(ctx context.Context, actor access.Principal, zoneID
 	})
 }
 
-// fits refuses a stack that cannot be a zone's tenant factory.
-func fits(ctx context.Context, q *dbgen.Queries, st stack.Stack) error {
+// fits refuses a stack that cannot be a zone's tenant factory, and one whose parts would ask the
+// zone for a resolver it does not configure: every tenant provisioned would fail there.
+func fits(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, st stack.Stack) error {
 	switch {
 	case !st.ProviderLevel():
 		return problem.Invalid("stack_id", "provider_level", "%s is a tenant's stack: a tenant factory is one of the provider's", st.Name)
@@ -148,7 +151,41 @@ func fits(ctx context.Context, q *dbgen.Queries, st stack.Stack) error {
 	if p, ok := schema.Properties["namespace"]; !ok || p.Type != "string" {
 		return problem.Invalid("stack_id", "namespace", "%s takes no namespace parameter: a tenant factory is given the tenant's namespace", st.Name)
 	}
-	return nil
+	return resolved(ctx, q, z, def)
+}
+
+// resolved refuses a factory with a slot input left to a resolver the zone does not configure;
+// an input the slot wires, or that has a default, needs none.
+func resolved(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, def stack.Definition) error {
+	configs, err := q.OwnResolverConfigs(ctx, dbgen.OwnResolverConfigsParams{LandingZoneID: uuid.NullUUID{UUID: z.ID, Valid: true}})
+	if err != nil {
+		return err
+	}
+	configured := map[string]bool{}
+	for _, c := range configs {
+		configured[c.Type] = true
+	}
+	v := &problem.ValidationError{}
+	for _, slot := range def.Slots {
+		cv, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: slot.Component, Version: int32(slot.Version)})
+		if err != nil {
+			return err
+		}
+		bindings, err := resolver.ParseBindings(cv.ResolverBindings)
+		if err != nil {
+			return err
+		}
+		inputs := component.ParseSchema("input_schema", cv.InputSchema, &problem.ValidationError{})
+		for _, b := range bindings {
+			p, ok := inputs.Properties[b.Input]
+			if _, wired := slot.Inputs[b.Input]; wired || configured[b.Type] || !ok || p.Default != nil || !slices.Contains(inputs.Required, b.Input) {
+				continue
+			}
+			v.Add("resolvers."+b.Type, "configured", "the factory's %s needs %s from %s, which landing zone %s does not configure",
+				slot.Name, b.Input, resolver.Label(b.Type), z.Name)
+		}
+	}
+	return v.Err()
 }
 
 func nullable(id *uuid.UUID) uuid.NullUUID {

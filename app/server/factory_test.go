@@ -1,10 +1,17 @@
 package server_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
+
+	"github.com/google/uuid"
+
+	"nimbus/app/environment"
 )
 
 // namespacesOf lists a tenant's namespaces on clusters.
@@ -38,6 +45,11 @@ func (s *site) factoryZone(t testing.TB, root string, kubeconfig []byte) (zone, 
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 	wantIn(t, r, `"field":"stack_id"`, "publish it first")
 	wantStatus(t, s.call(t, "POST", "/api/v1/stacks/"+factory+"/publish", root, map[string]any{"changelog": "The tenant factory."}), http.StatusCreated)
+	// Its secret's password comes from the zone's secret provisioner, which the zone must have.
+	r = s.call(t, "PUT", "/api/v1/landing-zones/"+zone+"/tenant-factory", root, map[string]any{"stack_id": factory})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, `"field":"resolvers.secret_provisioner"`, "factory's secret needs password")
+	wantStatus(t, s.call(t, "PUT", "/api/v1/landing-zones/"+zone+"/resolvers/secret_provisioner", root, `{"length": 32}`), http.StatusOK)
 	r = s.call(t, "PUT", "/api/v1/landing-zones/"+zone+"/tenant-factory", root, map[string]any{"stack_id": factory})
 	wantStatus(t, r, http.StatusOK)
 	return zone, factory
@@ -110,6 +122,47 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 	if get("/api/v1/namespaces/acme/limitranges/tier") == nil || get("/apis/networking.k8s.io/v1/namespaces/acme/networkpolicies/deny-all") == nil {
 		t.Fatal("acme has no limit range or no deny-all policy")
 	}
+	if get("/api/v1/namespaces/acme/serviceaccounts/nimbus-tenant") == nil || get("/apis/rbac.authorization.k8s.io/v1/namespaces/acme/rolebindings/nimbus-tenant") == nil {
+		t.Fatal("acme has no account of its own")
+	}
+	ingress := get("/apis/networking.k8s.io/v1/namespaces/acme/ingresses/tenant")
+	if ingress == nil {
+		t.Fatal("acme has no ingress")
+	}
+	spec := ingress["spec"].(map[string]any)
+	if rule := spec["rules"].([]any)[0].(map[string]any); rule["host"] != "acme.apps.example.com" ||
+		fmt.Sprint(spec["tls"]) != "[map[hosts:[acme.apps.example.com] secretName:tenant-tls]]" {
+		t.Fatalf("acme's ingress: %v", spec)
+	}
+	secret := get("/api/v1/namespaces/acme/secrets/tenant-credentials")
+	if secret == nil {
+		t.Fatal("acme has no credentials")
+	}
+	password, err := base64.StdEncoding.DecodeString(secret["data"].(map[string]any)["password"].(string))
+	must(t, err)
+	if len(password) < 32 {
+		t.Fatalf("acme's password is %d characters", len(password))
+	}
+
+	// The tenant's own deploys run in its namespace with the account the factory made.
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.admin, uuid.MustParse(tenant), "dev")
+	must(t, err)
+	_, err = s.pool.Exec(t.Context(), `UPDATE environments SET landing_zone_id = $1 WHERE id = $2`, zone, env.ID)
+	must(t, err)
+	appConfig := kubeComponent(t, s, s.admin, nil, "app-config", "  settings:\n    type: kubernetes:core/v1:ConfigMap\n    properties:\n      metadata:\n        name: ${name}\n")
+	r = s.call(t, "POST", "/api/v1/deployments", root, map[string]any{"component_id": appConfig, "environment_id": env.ID,
+		"name": "settings", "parameters": map[string]any{"name": "settings"}})
+	wantStatus(t, r, http.StatusAccepted)
+	if op := s.waitOperation(t, root, r.json(t)["operation"].(map[string]any)["id"].(string)); op["status"] != "succeeded" {
+		t.Fatalf("acme's own deploy: %v", op)
+	}
+	if get("/api/v1/namespaces/acme/configmaps/settings") == nil {
+		t.Fatal("acme's config map is not in its namespace")
+	}
+	wantStatus(t, s.call(t, "POST", "/api/v1/environments/"+env.ID.String()+"/decommission", root, nil), http.StatusAccepted)
+	if e := s.waitEnvironment(t, root, env.ID.String()); e["status"] != "decommissioned" {
+		t.Fatalf("decommissioning acme's environment: %v", e)
+	}
 
 	// Running the factory again changes nothing.
 	r = s.call(t, "POST", "/api/v1/stack-instances/"+inst+"/operations/reconcile", root, map[string]any{})
@@ -151,7 +204,12 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 		t.Fatalf("namespace acme is still there: %v", ns["status"])
 	}
 	wantStatus(t, s.call(t, "DELETE", "/api/v1/tenants/"+tenant, root, nil), http.StatusNoContent)
-	if where := s.tablesHolding(t, plane.Token); len(where) > 0 {
-		t.Errorf("the cluster's token is in the clear in %v", where)
+	for what, secret := range map[string]string{"the cluster's token": plane.Token, "acme's password": string(password)} {
+		if where := s.tablesHolding(t, secret); len(where) > 0 {
+			t.Errorf("%s is in the clear in %v", what, where)
+		}
+		if strings.Contains(s.logs.String(), secret) {
+			t.Errorf("the server's log holds %s", what)
+		}
 	}
 }

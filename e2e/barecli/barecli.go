@@ -5,6 +5,7 @@ package barecli
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,9 +56,19 @@ func (c *CLI) Deploy(tb testing.TB, name string) time.Duration {
 // before the timed part.
 func (c *CLI) DeployWith(tb testing.TB, name string, config map[string]string) time.Duration {
 	tb.Helper()
+	return c.DeploySecretly(tb, name, config, nil)
+}
+
+// DeploySecretly is DeployWith with secret settings too, each set as a user sets one: with
+// --secret, the value read from standard input rather than given as an argument.
+func (c *CLI) DeploySecretly(tb testing.TB, name string, config, secrets map[string]string) time.Duration {
+	tb.Helper()
 	c.run(tb, "stack", "init", name)
 	for k, v := range config {
 		c.run(tb, "config", "set", k, v, "--stack", name)
+	}
+	for k, v := range secrets {
+		c.runWith(tb, strings.NewReader(v), "config", "set", "--secret", k, "--stack", name)
 	}
 	start := time.Now()
 	c.run(tb, "preview", "--stack", name)
@@ -74,8 +85,13 @@ func (c *CLI) Output(tb testing.TB, name, key string) string {
 
 func (c *CLI) run(tb testing.TB, args ...string) []byte {
 	tb.Helper()
+	return c.runWith(tb, nil, args...)
+}
+
+func (c *CLI) runWith(tb testing.TB, stdin io.Reader, args ...string) []byte {
+	tb.Helper()
 	cmd := exec.Command(c.path, append(args, "--non-interactive")...)
-	cmd.Dir, cmd.Env = c.dir, c.env
+	cmd.Dir, cmd.Env, cmd.Stdin = c.dir, c.env, stdin
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
