@@ -221,11 +221,11 @@ func TestPolicy_SavingChecksEachFieldAndEveryChangeIsAVersionAndAudited(t *testi
 		t.Helper()
 		wantStatus(t, r, http.StatusUnprocessableEntity)
 		var body struct {
-			Fields []struct{ Field, Rule, Message string }
+			Errors []struct{ Field, Rule, Message string }
 		}
 		must(t, json.Unmarshal(r.body, &body))
 		out := map[string]string{}
-		for _, f := range body.Fields {
+		for _, f := range body.Errors {
 			out[f.Field] = f.Rule + ": " + f.Message
 		}
 		return out
