@@ -109,12 +109,14 @@ func CheckPlan(ctx context.Context, q *dbgen.Queries, op uuid.UUID, plan []Resou
 	return c, nil
 }
 
-// ErrStale refuses to carry out a preview whose plan was checked against other policies than
-// its zone has now.
-var ErrStale = problem.Invalid("operation", "stale", "the landing zone's policies changed after the preview this operation applies: preview it again")
+// stale refuses to carry out a preview whose plan was checked against other policies than its
+// zone has now.
+func stale() error {
+	return problem.Invalid("operation", "stale", "the landing zone's policies changed after the preview this operation applies: preview it again")
+}
 
 // Carry gives an operation that carries out a preview the check of that preview's plan, when
-// the zone's policies are still those it was checked against; ErrStale when they are not.
+// the zone's policies are still those it was checked against, and refuses it when they are not.
 func Carry(ctx context.Context, q *dbgen.Queries, op, preview uuid.UUID) error {
 	_, version, rules, err := current(ctx, q, op)
 	if err != nil || len(rules) == 0 {
@@ -122,7 +124,7 @@ func Carry(ctx context.Context, q *dbgen.Queries, op, preview uuid.UUID) error {
 	}
 	c, err := q.GetPolicyCheck(ctx, preview)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && c.Version != version {
-		return ErrStale
+		return stale()
 	}
 	if err != nil {
 		return err
