@@ -1,6 +1,10 @@
 package pulumix
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 )
 
@@ -68,4 +72,37 @@ func (p *plan) resources() []Planned {
 		out = append(out, *p.by[urn])
 	}
 	return out
+}
+
+// unknown is how a plan writes a value the preview could not know.
+const unknown = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+// looseStackOutputs marks the stack's outputs in an update plan as values the preview could not
+// know. A provider that previews through a dry run of its API (Kubernetes' server-side dry run)
+// plans values such as an object's uid that the real change gives otherwise; the engine holds
+// the stack's outputs to the plan too, and fails such an update — after making every resource,
+// and without a word. The outputs are what the program reports: every resource stays held to
+// the plan.
+func looseStackOutputs(plan []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(plan))
+	dec.UseNumber() // numbers kept as written
+	var doc map[string]any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("read the plan: %w", err)
+	}
+	resources, _ := doc["resourcePlans"].(map[string]any)
+	for _, r := range resources {
+		goal, _ := r.(map[string]any)["goal"].(map[string]any)
+		if goal == nil || goal["type"] != "pulumi:pulumi:Stack" {
+			continue
+		}
+		diff, _ := goal["outputDiff"].(map[string]any)
+		for _, kind := range []string{"adds", "updates"} {
+			values, _ := diff[kind].(map[string]any)
+			for k := range values {
+				values[k] = unknown
+			}
+		}
+	}
+	return json.Marshal(doc)
 }

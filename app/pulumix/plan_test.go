@@ -1,6 +1,7 @@
 package pulumix
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -34,5 +35,37 @@ func TestPlan_OneEntryPerResourceWithItsNewInputsSecretsMasked(t *testing.T) {
 	}
 	if got := p.resources(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("planned\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestLooseStackOutputs_OnlyTheStacksOutputsAreLeftOpen(t *testing.T) {
+	plan := []byte(`{"manifest":{"magic":"m"},"resourcePlans":{
+		"urn::stack":{"goal":{"type":"pulumi:pulumi:Stack","outputDiff":{"adds":{"uid":"648bbf03"},"updates":{"n":12345678901234567890}}}},
+		"urn::ns":{"goal":{"type":"kubernetes:core/v1:Namespace","adds":{"metadata":{"name":"a"}},"outputDiff":{"adds":{"uid":"648bbf03"}}}}}}`)
+	got, err := looseStackOutputs(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Manifest      map[string]string `json:"manifest"`
+		ResourcePlans map[string]struct {
+			Goal struct {
+				Adds       map[string]any `json:"adds"`
+				OutputDiff struct {
+					Adds    map[string]any `json:"adds"`
+					Updates map[string]any `json:"updates"`
+				} `json:"outputDiff"`
+			} `json:"goal"`
+		} `json:"resourcePlans"`
+	}
+	if err := json.Unmarshal(got, &doc); err != nil {
+		t.Fatal(err)
+	}
+	stack, ns := doc.ResourcePlans["urn::stack"].Goal, doc.ResourcePlans["urn::ns"].Goal
+	if stack.OutputDiff.Adds["uid"] != unknown || stack.OutputDiff.Updates["n"] != unknown {
+		t.Errorf("the stack's outputs are still held: %+v", stack.OutputDiff)
+	}
+	if ns.OutputDiff.Adds["uid"] != "648bbf03" || ns.Adds["metadata"].(map[string]any)["name"] != "a" || doc.Manifest["magic"] != "m" {
+		t.Errorf("the rest of the plan changed: %s", got)
 	}
 }

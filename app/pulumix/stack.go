@@ -128,6 +128,10 @@ func (r *Runner) Apply(ctx context.Context, st Stack, plan []byte, progress io.W
 		return Result{}, err
 	}
 	defer ws.close()
+	plan, err = looseStackOutputs(plan)
+	if err != nil {
+		return Result{}, fmt.Errorf("the plan of %s: %w", st.Name, err)
+	}
 	file := filepath.Join(ws.tmp, "plan-"+randomHex(8)+".json")
 	if err := os.WriteFile(file, plan, 0o600); err != nil {
 		return Result{}, fmt.Errorf("write the plan of %s: %w", st.Name, err)

@@ -8,7 +8,7 @@ import (
 
 // Policies read a Kubernetes plan as the provider plans it: its type tokens and the inputs
 // of each object. A namespace planned without a quota is refused before the API server hears
-// of it; as advice, the preview shows it.
+// of it; as advice, the namespace is made and the advice shown.
 func TestPolicy_OnAKubernetesZoneTheNamespaceIsRefusedBeforeTheAPIServerHearsOfIt(t *testing.T) {
 	plane := kubePlane(t)
 	s := newSite(t)
@@ -46,7 +46,8 @@ func TestPolicy_OnAKubernetesZoneTheNamespaceIsRefusedBeforeTheAPIServerHearsOfI
 		t.Fatal("the refused namespace is on the API server")
 	}
 
-	// As advice, with a second policy over the namespace's labels: a preview shows both.
+	// As advice, with a second policy over the namespace's labels: the namespace is made, through
+	// the plan that was checked, and the advice shown.
 	wantStatus(t, s.call(t, "PUT", policies+"/"+quota, root, map[string]any{"name": "namespace-has-quota", "level": "advisory",
 		"message":    "every Namespace has a ResourceQuota in the same plan",
 		"expression": `resource.type != "kubernetes:core/v1:Namespace" || plan.exists(r, r.type == "kubernetes:core/v1:ResourceQuota")`}), http.StatusOK)
@@ -54,9 +55,9 @@ func TestPolicy_OnAKubernetesZoneTheNamespaceIsRefusedBeforeTheAPIServerHearsOfI
 		"message":    "namespaces enforce the restricted Pod Security level",
 		"expression": `resource.type != "kubernetes:core/v1:Namespace" || resource.inputs.metadata.labels["pod-security.kubernetes.io/enforce"] == "restricted"`}),
 		http.StatusCreated)
-	op = deploy("shared", "baseline", true)
+	op = deploy("shared", "baseline", false)
 	if op["status"] != "succeeded" {
-		t.Fatalf("a preview against advice: %v", op["error"])
+		t.Fatalf("a deploy against advice: %v", op["error"])
 	}
 	version, violations := check(t, op)
 	var failed []string
@@ -65,5 +66,8 @@ func TestPolicy_OnAKubernetesZoneTheNamespaceIsRefusedBeforeTheAPIServerHearsOfI
 	}
 	if version != 3 || strings.Join(failed, ",") != "namespace-has-quota kubernetes:core/v1:Namespace namespace,restricted-pods kubernetes:core/v1:Namespace namespace" {
 		t.Fatalf("checked against version %v: %v", version, failed)
+	}
+	if kubeGet(t, plane, "/api/v1/namespaces/shared") == nil {
+		t.Fatal("the namespace deployed against advice is not on the API server")
 	}
 }
