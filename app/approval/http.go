@@ -10,6 +10,7 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/cursor"
 	"nimbus/app/deploy"
+	"nimbus/app/policy"
 	"nimbus/app/problem"
 	"nimbus/app/web"
 )
@@ -48,6 +49,7 @@ func (h *Handlers) ListAPI(c echo.Context) error {
 type withPlan struct {
 	Detail
 	Resources []deploy.Resource `json:"resources"`
+	Policy    *policy.Check     `json:"policy,omitempty"`
 }
 
 // GetAPI answers GET /api/v1/approvals/{id} with the request, its parameters, its decisions
@@ -61,7 +63,7 @@ func (h *Handlers) GetAPI(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, withPlan{Detail: d, Resources: plan.Resources})
+	return c.JSON(http.StatusOK, withPlan{Detail: d, Resources: plan.Resources, Policy: plan.Policy})
 }
 
 func (h *Handlers) detail(ctx context.Context, actor access.Principal, id uuid.UUID) (Detail, deploy.Detail, error) {

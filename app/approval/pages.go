@@ -86,6 +86,7 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 	v := ApprovalView{ApprovalRow: row(d.Request), Version: d.Version, Previewed: d.PreviewedAt,
 		CanDecide: d.CanDecide, Why: whyNot(actor, d)}
 	v.Resources, _, _ = deploy.ResourceRows(plan.Resources)
+	v.Policy = plan.Policy
 	v.Parameters = views.Values(d.Parameters)
 	for _, x := range d.Decisions {
 		v.Decisions = append(v.Decisions, DecisionRow{By: x.By, Decision: past(x.Decision), Comment: x.Comment, At: x.At})

@@ -175,6 +175,7 @@ func (h *Handlers) plan(c echo.Context, componentID, op uuid.UUID) (PlanView, er
 		Status: string(d.Status), Ended: d.Status.Ended(), Error: d.Error, CSRF: web.CSRF(c),
 		PollURL: "/components/" + componentID.String() + "/deploy?preview=" + d.ID.String()}
 	v.Rows, v.Summary = Planned(d)
+	v.Policy = d.Policy
 	return v, nil
 }
 

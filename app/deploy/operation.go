@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"nimbus/app/policy"
 	"nimbus/app/pulumix"
 	"nimbus/db/dbgen"
 )
@@ -144,6 +145,9 @@ type Detail struct {
 	Operation
 	Steps     []Step     `json:"steps"`
 	Resources []Resource `json:"resources"`
+	// Policy is the check of the operation's plan against its landing zone's policies; nil
+	// when nothing was checked.
+	Policy *policy.Check `json:"policy,omitempty"`
 }
 
 func operationFromRow(r dbgen.ListOperationsRow) Operation {

@@ -440,6 +440,7 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error)
 		v.Steps = append(v.Steps, row)
 	}
 	v.Resources, v.Planned, v.Done = ResourceRows(d.Resources)
+	v.Policy = d.Policy
 	for i, r := range v.Resources {
 		if strings.HasPrefix(r.Type, "pulumi:") {
 			continue

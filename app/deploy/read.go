@@ -17,6 +17,7 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/cursor"
 	"nimbus/app/objstore"
+	"nimbus/app/policy"
 	"nimbus/app/problem"
 	"nimbus/app/pulumix"
 	"nimbus/db/dbgen"
@@ -205,6 +206,9 @@ func (s *Service) Detail(ctx context.Context, actor access.Principal, id uuid.UU
 			UndoOp: r.UndoOp, UndoStatus: r.UndoStatus,
 			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Changes: []pulumix.Change{}}
 		_ = json.Unmarshal(r.Changes, &d.Resources[i].Changes)
+	}
+	if d.Policy, err = policy.OfOperation(ctx, q, id); err != nil {
+		return Detail{}, fmt.Errorf("operation policy check: %w", err)
 	}
 	return d, nil
 }

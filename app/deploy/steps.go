@@ -126,8 +126,9 @@ type previewed struct {
 
 // preview shows what the operation would change. An operation that goes straight on to its up
 // leaves the preview to the up, which previews and applies in one engine process; one that
-// waits for approval, and a preview of its own, saves the plan the approvers see and the up
-// later applies; one that carries out an earlier preview takes that preview's plan.
+// waits for approval or for its zone's policies, and a preview of its own, saves the plan the
+// approvers see, the policies check and the up later applies; one that carries out an earlier
+// preview takes that preview's plan.
 func (r *run) preview(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
 	if r.op.Applies.Valid {
 		return r.applied(ctx, r.op.Applies.UUID)
@@ -137,7 +138,11 @@ func (r *run) preview(ctx context.Context, _ *saga.Run) (json.RawMessage, error)
 		if err != nil {
 			return nil, err
 		}
-		if !bound {
+		policed, err := r.policed(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !bound && !policed {
 			// A result all the same: a run resumed after a crash reads it, and a null one is
 			// no result.
 			return json.Marshal(previewed{})
@@ -151,6 +156,9 @@ func (r *run) preview(ctx context.Context, _ *saga.Run) (json.RawMessage, error)
 	r.count(res)
 	if err != nil {
 		return nil, r.engine(err)
+	}
+	if err := r.police(ctx, res.Planned); err != nil {
+		return nil, err
 	}
 	return json.Marshal(previewed{Changes: res.Changes, Plan: res.Plan})
 }
@@ -179,6 +187,9 @@ func (r *run) applied(ctx context.Context, preview uuid.UUID) (json.RawMessage, 
 	}
 	if err := r.progress.planOf(preview); err != nil {
 		return nil, saga.Transient(err)
+	}
+	if err := r.carryCheck(ctx, preview); err != nil {
+		return nil, err
 	}
 	for k, n := range p.Changes {
 		r.changes[k] = n

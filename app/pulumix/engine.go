@@ -35,6 +35,7 @@ type engineRun struct {
 	// refreshing are the resources whose latest planned step is a refresh: how a refresh
 	// preview's step ends says what it found.
 	refreshing map[string]bool
+	plan       plan // what a preview plans
 }
 
 // run runs one CLI command on the workspace's stack: its text output goes to progress as it
@@ -81,6 +82,9 @@ func (run *engineRun) note(ev apitype.EngineEvent, sink EventSink) {
 	}
 	if ev.ResourcePreEvent != nil && !ev.ResourcePreEvent.Planning {
 		run.began = true
+	}
+	if ev.ResourcePreEvent != nil && ev.ResourcePreEvent.Planning {
+		run.plan.note(ev.ResourcePreEvent.Metadata)
 	}
 	switch {
 	case ev.SummaryEvent != nil:

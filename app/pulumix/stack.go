@@ -48,6 +48,8 @@ type Result struct {
 	// Drift is what a DriftCheck found, or the refresh of a Preview, Up or Apply that refreshes
 	// first: the resources whose cloud differs from the state.
 	Drift []Drifted
+	// Planned is what a Preview plans, resource by resource, in the engine's order.
+	Planned []Planned
 }
 
 // Drifted is a resource whose cloud differs from what the stack's state recorded: its
@@ -103,7 +105,7 @@ func (r *Runner) Preview(ctx context.Context, st Stack, progress io.Writer) (Res
 	plan := filepath.Join(ws.tmp, "plan-"+randomHex(8)+".json")
 	defer os.Remove(plan)
 	run, err := r.run(ctx, ws, progress, refreshing(st, "preview", "--parallel", parallel, "--save-plan", plan)...)
-	out := Result{Changes: run.changes, Output: run.output, Drift: run.drift}
+	out := Result{Changes: run.changes, Output: run.output, Drift: run.drift, Planned: run.plan.resources()}
 	if err != nil {
 		return out, err
 	}
@@ -133,6 +135,10 @@ func (r *Runner) Apply(ctx context.Context, st Stack, plan []byte, progress io.W
 		return Result{}, err
 	}
 	defer ws.close()
+	plan, err = looseStackOutputs(plan)
+	if err != nil {
+		return Result{}, fmt.Errorf("the plan of %s: %w", st.Name, err)
+	}
 	file := filepath.Join(ws.tmp, "plan-"+randomHex(8)+".json")
 	if err := os.WriteFile(file, plan, 0o600); err != nil {
 		return Result{}, fmt.Errorf("write the plan of %s: %w", st.Name, err)

@@ -356,7 +356,7 @@ func must(t testing.TB, err error) {
 // authzCases holds the authorization case of every data-access method. Each domain keeps its
 // cases in its own map.
 var authzCases = merge(accountCases, componentCases, environmentCases, deployCases, governanceCases, resolverCases, approvalCases, zoneCases,
-	stackCases, instanceCases, eventCases, driftCases, ttlCases, clusterCases, provisionCases)
+	stackCases, instanceCases, eventCases, driftCases, ttlCases, clusterCases, provisionCases, policyCases)
 
 func merge(maps ...map[string]authzCase) map[string]authzCase {
 	out := map[string]authzCase{}

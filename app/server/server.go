@@ -38,6 +38,7 @@ import (
 	"nimbus/app/ipam"
 	"nimbus/app/landingzone"
 	"nimbus/app/objstore"
+	"nimbus/app/policy"
 	"nimbus/app/poller"
 	"nimbus/app/problem"
 	"nimbus/app/provision"
@@ -172,6 +173,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	zoneH.Routes(signed, api)
 	cluster.NewHandlers(cluster.NewService(d.Pool, d.Keys)).Routes(signed, api, zoneH.Seen())
 	provision.NewHandlers(provisions).Routes(signed, api, zoneH.Seen())
+	policy.NewHandlers(policy.NewService(d.Pool)).Routes(signed, api, zoneH.Seen())
 	approval.NewHandlers(approvals, deployments).Routes(signed, api)
 	instance.NewHandlers(instances).Routes(api)
 	instance.NewHandlers(instances).Pages(signed)

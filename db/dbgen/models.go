@@ -410,6 +410,16 @@ type OperationLog struct {
 	Line        string    `json:"line"`
 }
 
+type OperationPolicyCheck struct {
+	OperationID   uuid.UUID       `json:"operation_id"`
+	LandingZoneID uuid.UUID       `json:"landing_zone_id"`
+	Version       int32           `json:"version"`
+	Policies      int32           `json:"policies"`
+	Resources     int32           `json:"resources"`
+	Violations    json.RawMessage `json:"violations"`
+	CreatedAt     time.Time       `json:"created_at"`
+}
+
 type OperationResource struct {
 	OperationID uuid.UUID       `json:"operation_id"`
 	Urn         string          `json:"urn"`
@@ -439,6 +449,28 @@ type OperationStep struct {
 	FinishedAt  *time.Time      `json:"finished_at"`
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
+}
+
+type PlanPolicy struct {
+	ID            uuid.UUID `json:"id"`
+	LandingZoneID uuid.UUID `json:"landing_zone_id"`
+	Name          string    `json:"name"`
+	Message       string    `json:"message"`
+	Expression    string    `json:"expression"`
+	Level         string    `json:"level"`
+	Enabled       bool      `json:"enabled"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+}
+
+type PlanPolicyVersion struct {
+	LandingZoneID uuid.UUID       `json:"landing_zone_id"`
+	Version       int32           `json:"version"`
+	Change        string          `json:"change"`
+	PolicyName    string          `json:"policy_name"`
+	Policies      json.RawMessage `json:"policies"`
+	ChangedBy     uuid.NullUUID   `json:"changed_by"`
+	CreatedAt     time.Time       `json:"created_at"`
 }
 
 type ProviderResourceType struct {

@@ -1,0 +1,126 @@
+package policy
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+const ingress = "kubernetes:networking.k8s.io/v1:Ingress"
+
+func plan() []Resource {
+	return []Resource{
+		{Type: "pulumi:pulumi:Stack", Name: "d-1", Op: "create"},
+		{Type: "pulumi:providers:kubernetes", Name: "default", Op: "create"},
+		{Type: "kubernetes:core/v1:Namespace", Name: "ns", URN: "urn:ns", Op: "create",
+			Inputs: map[string]any{"metadata": map[string]any{"name": "acme"}}},
+		{Type: "kubernetes:core/v1:ResourceQuota", Name: "quota", URN: "urn:quota", Op: "create",
+			Inputs: map[string]any{"spec": map[string]any{"hard": map[string]any{"pods": "10"}}, "replicas": float64(3)}},
+		{Type: ingress, Name: "web", URN: "urn:web", Op: "update",
+			Inputs: map[string]any{"spec": map[string]any{"rules": []any{}}, "password": "[secret]"}},
+		{Type: "kubernetes:core/v1:Secret", Name: "gone", URN: "urn:gone", Op: "delete"},
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	cases := []struct {
+		name, expr string
+		failing    []string // resources that do not comply
+		detail     string   // part of the detail of each, when the expression failed
+	}{
+		{"true passes all", "true", nil, ""},
+		{"false fails the checked resources only: not the stack, its providers or what is deleted",
+			"false", []string{"ns", "quota", "web"}, ""},
+		{"an ingress without TLS", `resource.type != "` + ingress + `" || has(resource.inputs.spec.tls)`, []string{"web"}, ""},
+		{"every namespace has a quota in the same plan",
+			`resource.type != "kubernetes:core/v1:Namespace" || plan.exists(r, r.type == "kubernetes:core/v1:ResourceQuota")`, nil, ""},
+		{"a namespace without a network policy in the plan",
+			`resource.type != "kubernetes:core/v1:Namespace" || plan.exists(r, r.type == "kubernetes:networking.k8s.io/v1:NetworkPolicy")`,
+			[]string{"ns"}, ""},
+		{"names match a convention", `resource.name.matches("^[a-z]{2,5}$")`, nil, ""},
+		{"op is what the plan does", `resource.op == "create"`, []string{"web"}, ""},
+		{"whole numbers compare with integers", `!has(resource.inputs.replicas) || resource.inputs.replicas == 3`, nil, ""},
+		{"secrets are masked", `!has(resource.inputs.password) || resource.inputs.password == "[secret]"`, nil, ""},
+		{"a missing key fails closed with the error as detail", `resource.inputs.spec.tls.size() > 0`,
+			[]string{"ns", "quota", "web"}, "no such key"},
+		{"a result that is not true or false fails", `resource.inputs`, []string{"ns", "quota", "web"}, "not true or false"},
+		{"endless work is cut off", endless, []string{"ns", "quota", "web"}, "cost"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := compile(tc.expr); err != nil {
+				t.Fatalf("compile: %v", err)
+			}
+			got := evaluate(context.Background(), []Policy{{Rule: Rule{Name: "p", Message: "m", Expression: tc.expr, Level: Mandatory, Enabled: true}}}, plan())
+			var names []string
+			for _, v := range got {
+				names = append(names, v.Name)
+				if !strings.Contains(v.Detail, tc.detail) {
+					t.Errorf("%s: detail %q, want it to say %q", v.Name, v.Detail, tc.detail)
+				}
+				if v.Policy != "p" || v.Message != "m" || v.Level != Mandatory {
+					t.Errorf("violation %+v does not name the policy", v)
+				}
+			}
+			if strings.Join(names, ",") != strings.Join(tc.failing, ",") {
+				t.Errorf("failing %v, want %v", names, tc.failing)
+			}
+		})
+	}
+}
+
+// endless would take a very long time: seven nested passes over ten numbers.
+var endless = strings.Repeat("[0,1,2,3,4,5,6,7,8,9].all(x, ", 7) + "true" + strings.Repeat(")", 7)
+
+func TestEvaluate_DisabledPoliciesAreNotChecked(t *testing.T) {
+	got := evaluate(context.Background(), []Policy{{Rule: Rule{Name: "off", Expression: "false", Level: Mandatory}}}, plan())
+	if len(got) != 0 {
+		t.Errorf("a disabled policy failed %v", got)
+	}
+}
+
+func TestCompile_RefusesWithCELsWords(t *testing.T) {
+	cases := map[string]string{
+		"":                           "empty",
+		"resource.type ==":           "line 1, column",
+		"resourse.type == \"x\"":     "resourse is not known here",
+		"resource.name + 1":          "must give true",
+		`"a string"`:                 "must give true",
+		"1 + 2":                      "must give true",
+		strings.Repeat("a", 5000):    "longer than",
+		`resource.name.matches("(")`: "",
+	}
+	for expr, want := range cases {
+		_, err := compile(expr)
+		if want == "" {
+			// A bad regular expression is found only when it runs: a violation then.
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("compile(%.30q) = %v, want an error saying %q", expr, err, want)
+		}
+	}
+}
+
+func TestCheck_RefusalNamesResourcePolicyAndMessage(t *testing.T) {
+	c := &Check{Violations: []Violation{
+		{Policy: "tls", Level: Mandatory, Message: "every Ingress has TLS", Type: ingress, Name: "web"},
+		{Policy: "labels", Level: Advisory, Message: "label it", Type: ingress, Name: "web"},
+	}}
+	err := c.Refusal()
+	if err == nil {
+		t.Fatal("a mandatory violation did not refuse")
+	}
+	for _, want := range []string{"tls", "every Ingress has TLS", "web", ingress} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "label it") {
+		t.Errorf("refusal %q names an advisory policy", err)
+	}
+	c.Violations = c.Violations[1:]
+	if err := c.Refusal(); err != nil {
+		t.Errorf("an advisory violation refused: %v", err)
+	}
+}

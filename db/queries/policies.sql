@@ -1,0 +1,67 @@
+-- name: LockPolicyZone :one
+-- Taken before a change of the zone's policies, so that versions follow one another.
+SELECT * FROM landing_zones WHERE id = $1 FOR UPDATE;
+
+-- name: ListPlanPolicies :many
+SELECT * FROM plan_policies WHERE landing_zone_id = $1 ORDER BY name;
+
+-- name: GetPlanPolicy :one
+SELECT * FROM plan_policies WHERE id = $1 AND landing_zone_id = $2;
+
+-- name: CreatePlanPolicy :one
+INSERT INTO plan_policies (landing_zone_id, name, message, expression, level, enabled)
+VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING *;
+
+-- name: UpdatePlanPolicy :one
+UPDATE plan_policies SET name = $3, message = $4, expression = $5, level = $6, enabled = $7, updated_at = now()
+WHERE id = $1 AND landing_zone_id = $2
+RETURNING *;
+
+-- name: DeletePlanPolicy :one
+DELETE FROM plan_policies WHERE id = $1 AND landing_zone_id = $2
+RETURNING *;
+
+-- name: AddPlanPolicyVersion :one
+-- The zone's set as it is now becomes its next version.
+INSERT INTO plan_policy_versions (landing_zone_id, version, change, policy_name, policies, changed_by)
+SELECT sqlc.arg(landing_zone_id),
+       coalesce((SELECT max(v.version) FROM plan_policy_versions v WHERE v.landing_zone_id = sqlc.arg(landing_zone_id)), 0) + 1,
+       sqlc.arg(change), sqlc.arg(policy_name),
+       coalesce((SELECT jsonb_agg(jsonb_build_object('id', p.id, 'name', p.name, 'message', p.message,
+                    'expression', p.expression, 'level', p.level, 'enabled', p.enabled) ORDER BY p.name)
+                 FROM plan_policies p WHERE p.landing_zone_id = sqlc.arg(landing_zone_id)), '[]'::jsonb),
+       sqlc.narg(changed_by)
+RETURNING *;
+
+-- name: ListPlanPolicyVersions :many
+SELECT v.*, coalesce(u.email, '')::text AS changed_by_email
+FROM plan_policy_versions v LEFT JOIN users u ON u.id = v.changed_by
+WHERE v.landing_zone_id = $1 ORDER BY v.version DESC;
+
+-- name: LatestPlanPolicyVersion :one
+SELECT * FROM plan_policy_versions WHERE landing_zone_id = $1 ORDER BY version DESC LIMIT 1;
+
+-- name: OperationPolicyZone :one
+-- The landing zone whose policies an operation's plan answers to: its environment's.
+SELECT e.landing_zone_id FROM operations o
+JOIN deployed_components d ON d.id = o.deployment_id
+JOIN environments e ON e.id = d.environment_id
+WHERE o.id = $1;
+
+-- name: RecordPolicyCheck :exec
+INSERT INTO operation_policy_checks (operation_id, landing_zone_id, version, policies, resources, violations)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (operation_id) DO UPDATE SET
+    landing_zone_id = excluded.landing_zone_id, version = excluded.version, policies = excluded.policies,
+    resources = excluded.resources, violations = excluded.violations, created_at = now();
+
+-- name: GetPolicyCheck :one
+SELECT * FROM operation_policy_checks WHERE operation_id = $1;
+
+-- name: CopyPolicyCheck :exec
+-- An operation that carries out a preview shows the check of that preview's plan.
+INSERT INTO operation_policy_checks (operation_id, landing_zone_id, version, policies, resources, violations)
+SELECT sqlc.arg(operation_id), c.landing_zone_id, c.version, c.policies, c.resources, c.violations
+FROM operation_policy_checks c WHERE c.operation_id = sqlc.arg(preview_id)
+ON CONFLICT (operation_id) DO NOTHING;
