@@ -159,6 +159,24 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 	if get("/api/v1/namespaces/acme/configmaps/settings") == nil {
 		t.Fatal("acme's config map is not in its namespace")
 	}
+
+	// A mandatory policy of the zone refuses an ingress without TLS after its preview: nothing
+	// reaches the cluster.
+	wantStatus(t, s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/policies", root, map[string]any{
+		"name": "ingress-tls", "level": "mandatory", "message": "every Ingress serves TLS",
+		"expression": `resource.type != "kubernetes:networking.k8s.io/v1:Ingress" || (has(resource.inputs.spec) && has(resource.inputs.spec.tls) && size(resource.inputs.spec.tls) > 0)`,
+	}), http.StatusCreated)
+	openIngress := kubeComponent(t, s, s.admin, nil, "open-ingress", "  web:\n    type: kubernetes:networking.k8s.io/v1:Ingress\n    properties:\n      metadata:\n        name: ${name}\n        annotations:\n          pulumi.com/skipAwait: \"true\"\n      spec:\n        rules:\n          - host: open.apps.example.com\n            http:\n              paths:\n                - path: /\n                  pathType: Prefix\n                  backend:\n                    service:\n                      name: web\n                      port:\n                        number: 80\n")
+	r = s.call(t, "POST", "/api/v1/deployments", root, map[string]any{"component_id": openIngress, "environment_id": env.ID,
+		"name": "open", "parameters": map[string]any{"name": "open"}})
+	wantStatus(t, r, http.StatusAccepted)
+	op := s.waitOperation(t, root, r.json(t)["operation"].(map[string]any)["id"].(string))
+	if op["status"] != "failed" || !strings.Contains(op["error"].(string), "every Ingress serves TLS") || !strings.Contains(op["error"].(string), "ingress-tls") {
+		t.Fatalf("an ingress without TLS under a mandatory policy: %v", op)
+	}
+	if get("/apis/networking.k8s.io/v1/namespaces/acme/ingresses/open") != nil {
+		t.Fatal("the refused ingress reached the cluster")
+	}
 	wantStatus(t, s.call(t, "POST", "/api/v1/environments/"+env.ID.String()+"/decommission", root, nil), http.StatusAccepted)
 	if e := s.waitEnvironment(t, root, env.ID.String()); e["status"] != "decommissioned" {
 		t.Fatalf("decommissioning acme's environment: %v", e)
