@@ -183,8 +183,15 @@ func (a *app) deployMachine(t *testing.T, email, environment string) string {
 // apiPost calls the JSON API with a bearer token and decodes the accepted answer.
 func apiPost(t *testing.T, url, token string, body, into any) {
 	t.Helper()
+	apiSend(t, http.MethodPost, url, token, body, into)
+}
+
+// apiSend sends body as JSON with method and decodes the answer into into; any answer that is
+// not a success fails the test.
+func apiSend(t *testing.T, method, url, token string, body, into any) {
+	t.Helper()
 	data, _ := json.Marshal(body)
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(data))
+	req, err := http.NewRequest(method, url, bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,14 +199,14 @@ func apiPost(t *testing.T, url, token string, body, into any) {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
-		t.Fatalf("POST %s: %v", url, err)
+		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode >= 300 {
-		t.Fatalf("POST %s: status %d: %s", url, resp.StatusCode, answer)
+		t.Fatalf("%s %s: status %d: %s", method, url, resp.StatusCode, answer)
 	}
 	if err := json.Unmarshal(answer, into); err != nil {
-		t.Fatalf("POST %s: %v in %s", url, err, answer)
+		t.Fatalf("%s %s: %v in %s", method, url, err, answer)
 	}
 }

@@ -234,13 +234,38 @@ func (r reach) token(at *yaml.Node, token, what string) {
 		return
 	}
 	parts := strings.Split(token, ":")
-	pkg := parts[0]
 	if len(parts) == 3 && parts[0] == "pulumi" && parts[1] == "providers" {
-		pkg = parts[2]
+		r.v.AddAt("code", at.Line, at.Column, RuleForeign, "%s %q is not allowed in tenant components: a provider of their own would choose the credentials and the endpoint it reaches, where Nimbus gives the tenant's",
+			what, token)
+		return
 	}
-	if pkg != r.scope.Package || len(parts) < 2 {
+	if parts[0] != r.scope.Package || len(parts) < 2 {
 		r.v.AddAt("code", at.Line, at.Column, RuleForeign, "%s %q is not of the %s package: a tenant's component may use only its provider's resources and functions",
 			what, token, r.scope.Package)
+		return
+	}
+	module := strings.ToLower(parts[1])
+	for _, m := range overlays[parts[0]] {
+		if module == m || strings.HasPrefix(module, m+"/") || strings.HasPrefix(module, m+".") {
+			r.v.AddAt("code", at.Line, at.Column, RuleNetworkFetch, "%s %q is not allowed in tenant components: it reads manifests or charts from files and URLs on the server",
+				what, token)
+			return
+		}
+	}
+}
+
+// overlays are the modules of a package whose resources and functions render objects from
+// files, URLs or chart repositories rather than take them as properties: what the engine would
+// fetch or read on the tenant's behalf, as fn::readFile and fn::remoteAsset would.
+var overlays = map[string][]string{
+	"kubernetes": {"yaml", "helm", "kustomize"},
+}
+
+// config checks a config key a program declares: a key of the form <package>:<name> is a
+// provider's own setting, and one with a value would set it, credentials included.
+func (r reach) config(key *yaml.Node) {
+	if !r.scope.ProviderLevel && strings.Contains(key.Value, ":") {
+		r.v.AddAt("code", key.Line, key.Column, RuleForeign, "config %q is not allowed in tenant components: it is a provider's own setting, which Nimbus gives", key.Value)
 	}
 }
 

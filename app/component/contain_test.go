@@ -214,12 +214,50 @@ func TestContain_RefusedWhereverWritten(t *testing.T) {
 	}
 }
 
+// A tenant's Kubernetes program makes API objects with the credentials Nimbus gives: it names
+// no kubeconfig of its own, and renders nothing from files, URLs or chart repositories.
+func TestContain_TenantKubernetesProgramsMakeOnlyAPIObjects(t *testing.T) {
+	kube := Scope{Package: "kubernetes"}
+	for name, c := range map[string]struct{ code, rule string }{
+		"a provider of its own":     {"resources:\n  p:\n    type: pulumi:providers:kubernetes\n    properties:\n      kubeconfig: x\n", RuleForeign},
+		"the provider's kubeconfig": {"config:\n  kubernetes:kubeconfig:\n    value: x\n", RuleForeign},
+		"the older config section":  {"configuration:\n  Kubernetes:Context:\n    default: x\n", RuleForeign},
+		"manifests from a file":     {"resources:\n  g:\n    type: kubernetes:yaml/v2:ConfigFile\n    properties:\n      file: /etc/passwd\n", RuleNetworkFetch},
+		"the first yaml module":     {"resources:\n  g:\n    type: kubernetes:yaml:ConfigGroup\n", RuleNetworkFetch},
+		"a chart":                   {"resources:\n  r:\n    type: kubernetes:helm.sh/v3:Release\n", RuleNetworkFetch},
+		"a chart in capitals":       {"resources:\n  r:\n    type: kubernetes:Helm.sh/v4:Chart\n", RuleNetworkFetch},
+		"a kustomization":           {"resources:\n  k:\n    type: kubernetes:kustomize/v2:Directory\n", RuleNetworkFetch},
+		"a chart rendered":          {"variables:\n  t:\n    fn::kubernetes:helm:template: {}\n", RuleNetworkFetch},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code := "name: p\nruntime: yaml\n" + c.code
+			v := &problem.ValidationError{}
+			ParseYAML(code, kube, v)
+			if len(v.Fields) != 1 || v.Fields[0].Rule != c.rule || v.Fields[0].Line == 0 {
+				t.Fatalf("got %+v, want one %s with its place", v.Fields, c.rule)
+			}
+			v = &problem.ValidationError{}
+			ParseYAML(code, Scope{ProviderLevel: true, Package: "kubernetes"}, v)
+			if len(v.Fields) != 0 {
+				t.Fatalf("refused in a provider-level program: %+v", v.Fields)
+			}
+		})
+	}
+	v := &problem.ValidationError{}
+	ParseYAML("name: p\nruntime: yaml\nconfig:\n  name:\n    type: string\nresources:\n  c:\n    type: kubernetes:core/v1:ConfigMap\n  i:\n    type: kubernetes:networking.k8s.io/v1:Ingress\n", kube, v)
+	if err := v.Err(); err != nil {
+		t.Fatalf("API objects are refused: %v", err)
+	}
+}
+
 func TestContain_TenantProgramsStayWithTheirProvider(t *testing.T) {
 	cases := []struct {
 		name, code, rule string
 	}{
 		{"foreign resource", "resources:\n  b:\n    type: aws:s3/bucket:Bucket\n", RuleForeign},
 		{"foreign provider resource", "resources:\n  p:\n    type: pulumi:providers:aws\n", RuleForeign},
+		{"a provider of its own", "resources:\n  p:\n    type: pulumi:providers:simcloud\n    defaultProvider: true\n", RuleForeign},
+		{"a provider's setting", "config:\n  simcloud:dir:\n    value: /etc\n", RuleForeign},
 		{"foreign invoke", "variables:\n  i:\n    fn::invoke:\n      function: aws:ec2:getAmi\n", RuleForeign},
 		{"foreign invoke, spelled otherwise", "variables:\n  i:\n    FN::INVOKE:\n      Function: aws:ec2:getAmi\n", RuleForeign},
 		{"foreign invoke shorthand", "variables:\n  i:\n    fn::aws:ec2:getAmi: {}\n", RuleForeign},
@@ -257,9 +295,8 @@ config:
     type: integer
     default: 2
 resources:
-  prov:
-    type: pulumi:providers:simcloud
-    defaultProvider: true
+  d:
+    type: simcloud:index:Disk
   m:
     Type: simcloud:index:Machine
     Properties:
@@ -267,8 +304,7 @@ resources:
         Fn::Join: ["-", [a, "$${literal}"]]
       cores: ${size}
     OPTIONS:
-      DependsOn: ["${prov}"]
-      Provider: ${prov}
+      DependsOn: ["${d}"]
       protect: false
 variables:
   img:
@@ -278,7 +314,7 @@ variables:
     fn::invoke:
       function: simcloud:index:getImage
       arguments: {name: debian}
-      options: {provider: "${prov}", Version: 1.0.0}
+      options: {Version: 1.0.0}
       return: id
   enc:
     FN::TOBASE64: x

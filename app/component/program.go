@@ -94,6 +94,7 @@ func ParseYAML(code string, scope Scope, v *problem.ValidationError) *Program {
 	for _, section := range []string{"config", "configuration"} {
 		if cfg := seen[section]; cfg != nil {
 			forEachEntry(cfg, section, v, func(key, val *yaml.Node) {
+				r.config(key)
 				p.Config[key.Value] = readConfig(section, key, val, v)
 				names[key.Value] = true
 			})

@@ -76,7 +76,7 @@ func clusterAccessOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyrin
 	if c.System {
 		return clusterAccess{kubeconfig: string(zone)}, nil
 	}
-	ns, err := q.TenantNamespace(ctx, dbgen.TenantNamespaceParams{TenantID: c.TenantID, LandingZoneID: c.LandingZoneID.UUID})
+	ns, err := q.LiveTenantNamespace(ctx, dbgen.LiveTenantNamespaceParams{TenantID: c.TenantID, LandingZoneID: c.LandingZoneID.UUID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return clusterAccess{}, errNoNamespace
 	}
@@ -104,7 +104,7 @@ func onCluster(ctx context.Context, q *dbgen.Queries, env dbgen.GetEnvironmentRo
 		return err
 	}
 	if env.LandingZoneID.Valid {
-		_, err = q.TenantNamespace(ctx, dbgen.TenantNamespaceParams{TenantID: env.TenantID, LandingZoneID: env.LandingZoneID.UUID})
+		_, err = q.LiveTenantNamespace(ctx, dbgen.LiveTenantNamespaceParams{TenantID: env.TenantID, LandingZoneID: env.LandingZoneID.UUID})
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}

@@ -39,6 +39,15 @@ func (r *run) police(ctx context.Context, planned []pulumix.Planned) error {
 	return check.Refusal()
 }
 
+// holds refuses to apply a plan checked against other policies than the zone has now.
+func (r *run) holds(ctx context.Context) error {
+	err := policy.Holds(ctx, dbgen.New(r.w.pool), r.op.ID)
+	if err != nil && !problem.Refusal(err) {
+		return saga.Transient(err)
+	}
+	return err
+}
+
 // carryCheck shows the check of the applied preview's plan as the operation's; policies
 // changed since that preview refuse it, as a changed deployment does.
 func (r *run) carryCheck(ctx context.Context, preview uuid.UUID) error {

@@ -219,6 +219,12 @@ func (r *run) up(ctx context.Context, sr *saga.Run) (json.RawMessage, error) {
 		return nil, err
 	}
 	interrupted := sr.Interrupted(StepUp)
+	if !interrupted {
+		if err := r.holds(ctx); err != nil {
+			r.untouched = true
+			return nil, err
+		}
+	}
 	res, err := r.converge(ctx, alone(st), p.Plan, interrupted)
 	if err != nil {
 		// Refused in its preview or by its plan before touching a resource, it leaves nothing

@@ -237,12 +237,20 @@ func (d *runner) open(id uuid.UUID, keyID *string, sealed []byte) (map[string]an
 // Destroy takes every slot of an instance down, in reverse order, once the run under way (if
 // any) has ended.
 func (s *Service) Destroy(ctx context.Context, actor access.Principal, id uuid.UUID) (Instance, error) {
-	return s.ask(ctx, actor, id, access.StackInstanceDestroy, "destroy", dbgen.CreateStackRunParams{}, func(_ *dbgen.Queries, inst dbgen.StackInstance) (RunKind, error) {
-		if Status(inst.Status) == Destroyed || Status(inst.Status) == Destroying {
-			return "", problem.Invalid("instance", "state", "%s is %s already", inst.Name, inst.Status)
-		}
-		return RunDestroy, nil
-	})
+	return s.ask(ctx, actor, id, access.StackInstanceDestroy, "destroy", dbgen.CreateStackRunParams{}, destroys)
+}
+
+// DestroyTx is Destroy within the caller's transaction, for what records the destroy with rows
+// of its own.
+func (s *Service) DestroyTx(ctx context.Context, tx pgx.Tx, actor access.Principal, id uuid.UUID) error {
+	return s.askTx(ctx, tx, actor, id, access.StackInstanceDestroy, dbgen.CreateStackRunParams{}, destroys)
+}
+
+func destroys(_ *dbgen.Queries, inst dbgen.StackInstance) (RunKind, error) {
+	if Status(inst.Status) == Destroyed || Status(inst.Status) == Destroying {
+		return "", problem.Invalid("instance", "state", "%s is %s already", inst.Name, inst.Status)
+	}
+	return RunDestroy, nil
 }
 
 // Retry takes up again what a failed instance was doing: an instance that failed while being
@@ -278,27 +286,29 @@ func retries(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (RunKind, erro
 // deploy, whether to keep what fails), on an instance the actor may act on with perm, audited,
 // in one transaction; what names the request in errors.
 func (s *Service) ask(ctx context.Context, actor access.Principal, id uuid.UUID, perm access.Permission, what string, run dbgen.CreateStackRunParams, pick func(*dbgen.Queries, dbgen.StackInstance) (RunKind, error)) (Instance, error) {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
-		inst, err := s.lockFor(ctx, q, actor, id, perm)
-		if err != nil {
-			return err
-		}
-		k, err := pick(q, inst)
-		if err != nil {
-			return err
-		}
-		run.Kind, run.Source, run.RequestedBy = string(k), source(ctx), uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}
-		if _, err := s.run.queue(ctx, tx, inst, run); err != nil {
-			return err
-		}
-		return audit.Record(ctx, q, actor, audit.Event{Tenant: inst.TenantID, Action: "stack_instance." + string(k), TargetType: "stack_instance",
-			TargetID: inst.ID.String(), Diff: map[string]any{"name": inst.Name}})
-	})
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.askTx(ctx, tx, actor, id, perm, run, pick) })
 	if err != nil {
 		return Instance{}, fmt.Errorf("%s stack instance: %w", what, err)
 	}
 	return s.Get(ctx, actor, id)
+}
+
+func (s *Service) askTx(ctx context.Context, tx pgx.Tx, actor access.Principal, id uuid.UUID, perm access.Permission, run dbgen.CreateStackRunParams, pick func(*dbgen.Queries, dbgen.StackInstance) (RunKind, error)) error {
+	q := dbgen.New(tx)
+	inst, err := s.lockFor(ctx, q, actor, id, perm)
+	if err != nil {
+		return err
+	}
+	k, err := pick(q, inst)
+	if err != nil {
+		return err
+	}
+	run.Kind, run.Source, run.RequestedBy = string(k), source(ctx), uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}
+	if _, err := s.run.queue(ctx, tx, inst, run); err != nil {
+		return err
+	}
+	return audit.Record(ctx, q, actor, audit.Event{Tenant: inst.TenantID, Action: "stack_instance." + string(k), TargetType: "stack_instance",
+		TargetID: inst.ID.String(), Diff: map[string]any{"name": inst.Name}})
 }
 
 // lockFor locks an instance the actor may see, and refuses them unless they hold perm in its

@@ -132,6 +132,21 @@ func Carry(ctx context.Context, q *dbgen.Queries, op, preview uuid.UUID) error {
 	return q.CopyPolicyCheck(ctx, dbgen.CopyPolicyCheckParams{OperationID: op, PreviewID: preview})
 }
 
+// Holds refuses to apply an operation's plan when its zone's policies are no longer those the
+// plan was checked against: changed while the operation waited for approval, or made since its
+// preview, which then checked nothing.
+func Holds(ctx context.Context, q *dbgen.Queries, op uuid.UUID) error {
+	_, version, rules, err := current(ctx, q, op)
+	if err != nil || len(rules) == 0 {
+		return err
+	}
+	c, err := q.GetPolicyCheck(ctx, op)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && c.Version != version {
+		return problem.Invalid("operation", "stale", "the landing zone's policies changed after this operation's plan was checked: run it again")
+	}
+	return err
+}
+
 // OfOperation returns the check of an operation's plan, or nil when it had none. The caller
 // has shown the actor may read the operation.
 func OfOperation(ctx context.Context, q *dbgen.Queries, op uuid.UUID) (*Check, error) {

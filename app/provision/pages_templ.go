@@ -147,7 +147,7 @@ func FactoryPage(page views.Page, v PageView) templ.Component {
 				}
 			}
 			if !v.HasFactoryStack {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "<form method=\"post\" action=\"/stacks/tenant-factory\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "<form method=\"post\" action=\"/stacks/tenant-factory\" data-testid=\"create-factory-form\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -155,7 +155,7 @@ func FactoryPage(page views.Page, v PageView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "<p class=\"muted\">The built-in factory is a stack of the namespace, quota and network policy components, wired by the namespace's name, with a tier for the quota. It is created as a draft: read it, then publish it.</p><button type=\"submit\" class=\"btn\" data-testid=\"create-factory\">Create the tenant factory stack</button></form>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "<p class=\"muted\">The built-in factory is a stack of the namespace, quota, network policy, tenant account, secret and ingress components, wired by the namespace's name, with a tier for the quota. It is created as a draft: read it, then publish it.</p><button type=\"submit\" class=\"btn\" data-testid=\"create-factory\">Create the tenant factory stack</button></form>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -21,6 +21,7 @@ import (
 	"nimbus/app/stack"
 	"nimbus/db"
 	"nimbus/db/dbgen"
+	"nimbus/views"
 )
 
 // Service provisions tenants on zones' clusters and decommissions them, for provider admins.
@@ -241,7 +242,7 @@ func (s *Service) ProvisionTx(ctx context.Context, tx pgx.Tx, actor access.Princ
 		if err := v.Err(); err != nil {
 			return err
 		}
-		if err := q.ForgetDecommissionedNamespaces(ctx, dbgen.ForgetDecommissionedNamespacesParams{TenantID: t.ID, LandingZoneID: z.ID}); err != nil {
+		if err := q.ForgetDecommissionedNamespaces(ctx, dbgen.ForgetDecommissionedNamespacesParams{TenantID: t.ID, LandingZoneID: z.ID, Namespace: in.Namespace}); err != nil {
 			return err
 		}
 		switch held, err := q.TenantNamespace(ctx, dbgen.TenantNamespaceParams{TenantID: t.ID, LandingZoneID: z.ID}); {
@@ -312,14 +313,25 @@ func (s *Service) Decommission(ctx context.Context, actor access.Principal, id u
 	if n.InstanceID == nil || n.Status == string(instance.Destroyed) {
 		return Namespace{}, problem.Invalid("namespace", "state", "%s on %s is decommissioned already", n.Namespace, n.ZoneName)
 	}
-	if _, err := s.instances.Destroy(ctx, actor, *n.InstanceID); err != nil {
-		return Namespace{}, err
-	}
-	if err := db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := dbgen.New(tx)
+		// The tenant's deployments live in the namespace and are destroyed with its account's
+		// token: taken down first, they would be left where nothing can destroy them.
+		live, err := q.TenantZoneDeployments(ctx, dbgen.TenantZoneDeploymentsParams{TenantID: n.TenantID, LandingZoneID: uuid.NullUUID{UUID: n.LandingZoneID, Valid: true}})
+		if err != nil {
+			return err
+		}
+		if live > 0 {
+			return problem.Invalid("namespace", "in_use", "%s still has %d %s on %s: destroy them first", n.Namespace, live, views.Plural(int(live), "deployment", "deployments"), n.ZoneName)
+		}
+		if err := s.instances.DestroyTx(ctx, tx, actor, *n.InstanceID); err != nil {
+			return err
+		}
 		return audit.Record(ctx, q, actor, audit.Event{Tenant: n.TenantID, Action: "tenant.decommission", TargetType: "tenant_namespace",
 			TargetID: n.ID.String(), Diff: map[string]any{"landing_zone": n.ZoneName, "namespace": n.Namespace}})
-	}); err != nil {
-		return Namespace{}, err
+	})
+	if err != nil {
+		return Namespace{}, fmt.Errorf("decommission: %w", err)
 	}
 	return s.Get(ctx, actor, id)
 }

@@ -73,6 +73,7 @@ func NewRunner(toolchainDir, dataDir string, extraEnv map[string]string, opts ..
 			return nil, fmt.Errorf("prepare %s: %w", d, err)
 		}
 	}
+	sweepMemory(memoryDir, time.Now().Add(-leftFor))
 	if r.backend.URL == "" {
 		if err := splitState(r.stateDir()); err != nil {
 			return nil, fmt.Errorf("give each stack its own state directory: %w", err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"nimbus/app/objstore"
 )
@@ -177,6 +178,22 @@ func (r *Runner) open(ctx context.Context, st Stack, create bool) (workspace, er
 // there (the Kubernetes provider writes its kubeconfig for Helm, and leaves it), and they must
 // reach no disk.
 var memoryDir = "/dev/shm"
+
+// leftFor is how long an engine's temporary directory in memory may stand before a starting
+// Nimbus takes it for one left by a Nimbus that died mid-operation: longer than any operation
+// runs, so that the directories of other Nimbus processes on the machine are left alone.
+const leftFor = 24 * time.Hour
+
+// sweepMemory removes engines' temporary directories in dir last changed before cutoff: a
+// Nimbus that died mid-operation never removed them, and they may hold credentials.
+func sweepMemory(dir string, cutoff time.Time) {
+	left, _ := filepath.Glob(filepath.Join(dir, "nimbus-engine-*"))
+	for _, d := range left {
+		if info, err := os.Stat(d); err == nil && info.IsDir() && info.ModTime().Before(cutoff) {
+			_ = os.RemoveAll(d)
+		}
+	}
+}
 
 // holdsProviderSecret reports whether a stack's secrets include a provider's own setting, such
 // as kubernetes:kubeconfig, or it is given credentials in files.

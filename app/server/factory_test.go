@@ -98,6 +98,8 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 	wantIn(t, r, `data-field-error="provision.namespace"`, "k8s (tenant-factory)", ">medium<")
 
+	// No engine process is given the cluster's token in its command line or environment.
+	stop := watchProcesses(plane.Token)
 	r = s.call(t, "POST", "/api/v1/tenants", root, map[string]any{"name": "Acme", "provision": map[string]any{
 		"landing_zone_id": zone, "tier": "small"}})
 	wantStatus(t, r, http.StatusCreated)
@@ -108,6 +110,9 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 	}
 	inst := spaces[0]["stack_instance_id"].(string)
 	s.waitInstance(t, root, inst, status("active"))
+	if seen, looks := stop(); len(seen) > 0 || looks < 10 {
+		t.Fatalf("in %d looks while the factory ran, the cluster's token was in %v", looks, seen)
+	}
 	wantIn(t, s.call(t, "GET", "/tenants/"+tenant, root, nil), `data-testid="namespace-acme"`, `data-status="active"`)
 	wantIn(t, s.call(t, "GET", "/landing-zones/"+zone+"/tenant-factory", root, nil), `data-testid="factory-stack"`, "<code>acme</code>")
 
@@ -144,7 +149,9 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 		t.Fatalf("acme's password is %d characters", len(password))
 	}
 
-	// The tenant's own deploys run in its namespace with the account the factory made.
+	// The tenant's own deploys run in its namespace with the account the factory made, and no
+	// process is given the cluster's token or acme's password, then or when the factory runs again.
+	stop = watchProcesses(plane.Token, string(password))
 	env, err := environment.NewService(s.pool).Create(t.Context(), s.admin, uuid.MustParse(tenant), "dev")
 	must(t, err)
 	_, err = s.pool.Exec(t.Context(), `UPDATE environments SET landing_zone_id = $1 WHERE id = $2`, zone, env.ID)
@@ -177,6 +184,10 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 	if get("/apis/networking.k8s.io/v1/namespaces/acme/ingresses/open") != nil {
 		t.Fatal("the refused ingress reached the cluster")
 	}
+	// Its namespace stays while deployments live in it.
+	r = s.call(t, "DELETE", "/api/v1/tenants/"+tenant+"/namespaces/"+spaces[0]["id"].(string), root, nil)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, `"rule":"in_use"`, "acme still has 2 deployments on k8s")
 	wantStatus(t, s.call(t, "POST", "/api/v1/environments/"+env.ID.String()+"/decommission", root, nil), http.StatusAccepted)
 	if e := s.waitEnvironment(t, root, env.ID.String()); e["status"] != "decommissioned" {
 		t.Fatalf("decommissioning acme's environment: %v", e)
@@ -211,6 +222,10 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 	hard, after := quotaHard(t, get, "acme")
 	if hard["limits.cpu"] != "4" || hard["requests.memory"] != "8Gi" || hard["pods"] != "40" || after != uid {
 		t.Fatalf("a medium tier's quota (uid %s, was %s): %v", after, uid, hard)
+	}
+
+	if seen, looks := stop(); len(seen) > 0 || looks < 10 {
+		t.Fatalf("in %d looks while acme's deploys ran, a secret was in %v", looks, seen)
 	}
 
 	// Removing the tenant decommissions its namespace first, then removes it.

@@ -67,30 +67,7 @@ func TestSecret_CanaryIsNowhere(t *testing.T) {
 		user := s.token(t, s.userA)
 
 		// Watch every process's command line and environment while the operation runs.
-		stop := make(chan struct{})
-		var (
-			mu    sync.Mutex
-			seen  []string
-			polls int
-		)
-		var watching sync.WaitGroup
-		watching.Add(1)
-		go func() {
-			defer watching.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(20 * time.Millisecond):
-				}
-				found := processesWith(canary)
-				mu.Lock()
-				polls++
-				seen = append(seen, found...)
-				mu.Unlock()
-			}
-		}()
-
+		stop := watchProcesses(canary)
 		r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
 			"component_id": c.ID, "environment_id": env.ID, "name": "vault", "parameters": map[string]any{"name": "vault", "token": canary},
 		})
@@ -98,8 +75,7 @@ func TestSecret_CanaryIsNowhere(t *testing.T) {
 		body := r.json(t)
 		depID := body["deployment"].(map[string]any)["id"].(string)
 		op := s.waitOperation(t, user, body["operation"].(map[string]any)["id"].(string))
-		close(stop)
-		watching.Wait()
+		seen, polls := stop()
 		if op["status"] != "succeeded" {
 			t.Fatalf("deploy: %v", op)
 		}
@@ -200,16 +176,55 @@ func (s *site) tablesHolding(t *testing.T, value string) []string {
 	return holding
 }
 
-// processesWith lists the processes whose command line or environment holds value.
-func processesWith(value string) []string {
+// watchProcesses looks at every process's command line and environment, every 20 ms, until the
+// function it returns is called; that says where it saw any of values, and how many looks it
+// took, for a test to be sure it looked while the engine ran.
+func watchProcesses(values ...string) func() (seen []string, looks int) {
+	done := make(chan struct{})
+	var (
+		mu       sync.Mutex
+		seen     []string
+		looks    int
+		watching sync.WaitGroup
+	)
+	watching.Add(1)
+	go func() {
+		defer watching.Done()
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			found := processesWith(values)
+			mu.Lock()
+			looks++
+			seen = append(seen, found...)
+			mu.Unlock()
+		}
+	}()
+	return func() ([]string, int) {
+		close(done)
+		watching.Wait()
+		return seen, looks
+	}
+}
+
+// processesWith lists the processes whose command line or environment holds any of values.
+func processesWith(values []string) []string {
 	var found []string
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, dir := range dirs {
 		for _, f := range []string{"cmdline", "environ"} {
 			data, err := os.ReadFile(filepath.Join(dir, f))
-			if err == nil && strings.Contains(string(data), value) {
-				cmd, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
-				found = append(found, f+" of "+strings.ReplaceAll(string(cmd), "\x00", " "))
+			if err != nil {
+				continue
+			}
+			for _, v := range values {
+				if strings.Contains(string(data), v) {
+					cmd, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
+					found = append(found, f+" of "+strings.ReplaceAll(string(cmd), "\x00", " "))
+				}
 			}
 		}
 	}

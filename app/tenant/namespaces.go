@@ -1,6 +1,7 @@
 package tenant
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -67,8 +68,9 @@ func (h *Handlers) DecommissionForm(c echo.Context) error {
 		return err
 	}
 	n, err = h.svc.provision.Decommission(web.Ctx(c), web.Actor(c), n.ID)
-	if errs := web.FormErrors(err); errs != nil {
-		web.SetFlash(c, web.FlashError, "Not decommissioned: "+errs["namespace"]+".")
+	var v *problem.ValidationError
+	if errors.As(err, &v) {
+		web.SetFlash(c, web.FlashError, "Not decommissioned: "+v.Fields[0].Message+".")
 		return web.Redirect(c, "/tenants/"+id.String())
 	}
 	if err != nil {

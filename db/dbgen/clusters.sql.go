@@ -137,6 +137,36 @@ func (q *Queries) GetZoneCluster(ctx context.Context, landingZoneID uuid.UUID) (
 	return i, err
 }
 
+const liveTenantNamespace = `-- name: LiveTenantNamespace :one
+SELECT n.id, n.tenant_id, n.landing_zone_id, n.namespace, n.stack_instance_id, n.created_by, n.created_at, n.updated_at FROM tenant_namespaces n
+LEFT JOIN stack_instances i ON i.id = n.stack_instance_id
+WHERE n.tenant_id = $1 AND n.landing_zone_id = $2
+  AND (n.stack_instance_id IS NULL OR i.status NOT IN ('pending', 'destroying', 'destroyed'))
+`
+
+type LiveTenantNamespaceParams struct {
+	TenantID      uuid.UUID `json:"tenant_id"`
+	LandingZoneID uuid.UUID `json:"landing_zone_id"`
+}
+
+// The namespace a tenant's Kubernetes deploys on a zone's cluster run in: one whose factory
+// has made it and is not taking it down (or that no factory instance of Nimbus's made).
+func (q *Queries) LiveTenantNamespace(ctx context.Context, arg LiveTenantNamespaceParams) (TenantNamespace, error) {
+	row := q.db.QueryRow(ctx, liveTenantNamespace, arg.TenantID, arg.LandingZoneID)
+	var i TenantNamespace
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.LandingZoneID,
+		&i.Namespace,
+		&i.StackInstanceID,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const removeZoneCluster = `-- name: RemoveZoneCluster :execrows
 DELETE FROM zone_clusters WHERE landing_zone_id = $1
 `
@@ -204,7 +234,7 @@ type TenantNamespaceParams struct {
 	LandingZoneID uuid.UUID `json:"landing_zone_id"`
 }
 
-// The namespace a tenant's Kubernetes deploys on a zone's cluster run in.
+// A tenant's namespace on a zone's cluster, however its factory instance stands.
 func (q *Queries) TenantNamespace(ctx context.Context, arg TenantNamespaceParams) (TenantNamespace, error) {
 	row := q.db.QueryRow(ctx, tenantNamespace, arg.TenantID, arg.LandingZoneID)
 	var i TenantNamespace

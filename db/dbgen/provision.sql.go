@@ -50,19 +50,21 @@ func (q *Queries) FactoryCandidates(ctx context.Context, provider string) ([]Fac
 
 const forgetDecommissionedNamespaces = `-- name: ForgetDecommissionedNamespaces :exec
 DELETE FROM tenant_namespaces n
-WHERE (n.tenant_id = $1 OR n.landing_zone_id = $2)
+WHERE n.landing_zone_id = $1
+  AND (n.tenant_id = $2 OR n.namespace = $3)
   AND NOT EXISTS (SELECT 1 FROM stack_instances i WHERE i.id = n.stack_instance_id AND i.status <> 'destroyed')
 `
 
 type ForgetDecommissionedNamespacesParams struct {
-	TenantID      uuid.UUID `json:"tenant_id"`
 	LandingZoneID uuid.UUID `json:"landing_zone_id"`
+	TenantID      uuid.UUID `json:"tenant_id"`
+	Namespace     string    `json:"namespace"`
 }
 
 // Namespaces whose factory instance is destroyed are gone from the cluster: their rows give way
 // to a new provisioning of the tenant or of the namespace's name.
 func (q *Queries) ForgetDecommissionedNamespaces(ctx context.Context, arg ForgetDecommissionedNamespacesParams) error {
-	_, err := q.db.Exec(ctx, forgetDecommissionedNamespaces, arg.TenantID, arg.LandingZoneID)
+	_, err := q.db.Exec(ctx, forgetDecommissionedNamespaces, arg.LandingZoneID, arg.TenantID, arg.Namespace)
 	return err
 }
 
@@ -267,6 +269,25 @@ func (q *Queries) TenantNamespaces(ctx context.Context, tenantID uuid.UUID) ([]T
 		return nil, err
 	}
 	return items, nil
+}
+
+const tenantZoneDeployments = `-- name: TenantZoneDeployments :one
+SELECT count(*) FROM deployed_components d
+JOIN environments e ON e.id = d.environment_id
+WHERE d.tenant_id = $1 AND e.landing_zone_id = $2 AND d.status <> 'destroyed'
+`
+
+type TenantZoneDeploymentsParams struct {
+	TenantID      uuid.UUID     `json:"tenant_id"`
+	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
+}
+
+// How many of a tenant's deployments on a zone are not destroyed: they live in its namespace.
+func (q *Queries) TenantZoneDeployments(ctx context.Context, arg TenantZoneDeploymentsParams) (int64, error) {
+	row := q.db.QueryRow(ctx, tenantZoneDeployments, arg.TenantID, arg.LandingZoneID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }
 
 const zoneTenantNamespaces = `-- name: ZoneTenantNamespaces :many

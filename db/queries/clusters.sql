@@ -38,5 +38,13 @@ VALUES ($1, $2, $3, $4, $5)
 RETURNING *;
 
 -- name: TenantNamespace :one
--- The namespace a tenant's Kubernetes deploys on a zone's cluster run in.
+-- A tenant's namespace on a zone's cluster, however its factory instance stands.
 SELECT * FROM tenant_namespaces WHERE tenant_id = $1 AND landing_zone_id = $2;
+
+-- name: LiveTenantNamespace :one
+-- The namespace a tenant's Kubernetes deploys on a zone's cluster run in: one whose factory
+-- has made it and is not taking it down (or that no factory instance of Nimbus's made).
+SELECT n.* FROM tenant_namespaces n
+LEFT JOIN stack_instances i ON i.id = n.stack_instance_id
+WHERE n.tenant_id = $1 AND n.landing_zone_id = $2
+  AND (n.stack_instance_id IS NULL OR i.status NOT IN ('pending', 'destroying', 'destroyed'));

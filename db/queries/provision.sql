@@ -40,7 +40,8 @@ WHERE n.id = $1;
 -- Namespaces whose factory instance is destroyed are gone from the cluster: their rows give way
 -- to a new provisioning of the tenant or of the namespace's name.
 DELETE FROM tenant_namespaces n
-WHERE (n.tenant_id = sqlc.arg(tenant_id) OR n.landing_zone_id = sqlc.arg(landing_zone_id))
+WHERE n.landing_zone_id = sqlc.arg(landing_zone_id)
+  AND (n.tenant_id = sqlc.arg(tenant_id) OR n.namespace = sqlc.arg(namespace))
   AND NOT EXISTS (SELECT 1 FROM stack_instances i WHERE i.id = n.stack_instance_id AND i.status <> 'destroyed');
 
 -- name: FactoryCandidates :many
@@ -51,6 +52,12 @@ JOIN semantic_providers p ON p.id = s.provider_id
 WHERE p.name = sqlc.arg(provider) AND s.tenant_id IS NULL AND s.deleted_at IS NULL
   AND EXISTS (SELECT 1 FROM stack_versions v WHERE v.stack_id = s.id)
 ORDER BY lower(s.name);
+
+-- name: TenantZoneDeployments :one
+-- How many of a tenant's deployments on a zone are not destroyed: they live in its namespace.
+SELECT count(*) FROM deployed_components d
+JOIN environments e ON e.id = d.environment_id
+WHERE d.tenant_id = $1 AND e.landing_zone_id = $2 AND d.status <> 'destroyed';
 
 -- name: ZoneTenantNamespaces :many
 -- The namespaces provisioned on a zone's cluster, with their tenants.
