@@ -22,12 +22,13 @@ import (
 // the tenant factory makes.
 var errNoNamespace = errors.New("the tenant has no namespace on the landing zone's Kubernetes cluster: a provider admin provisions the tenant there with the zone's tenant factory")
 
-// The Kubernetes provider's own settings: the engine's default provider reads them, so the
-// program never names the credentials and cannot choose others.
+// How the engine's default Kubernetes provider is given its cluster, so that the program never
+// names the credentials and cannot choose others (the validator refuses a provider of its own).
 const (
-	kubeconfigKey = "kubernetes:kubeconfig"
-	namespaceKey  = "kubernetes:namespace" // where objects that name no namespace are made
-	// kubeconfigFile is where the provider reads a kubeconfig it is not given as a setting.
+	namespaceKey = "kubernetes:namespace" // a setting: where objects that name no namespace are made
+	// kubeconfigFile names the file the provider reads its kubeconfig from. The kubeconfig is
+	// never a setting: the engine hands a provider its settings in its environment, in the clear
+	// (PULUMI_CONFIG), and a saved plan or the state would hold a token that changes each run.
 	kubeconfigFile = "KUBECONFIG"
 )
 
@@ -38,16 +39,14 @@ type clusterAccess struct {
 	namespace  string // the tenant's; "" for the provider's own deployments
 }
 
-// give sets the access in the stack's settings. The zone's kubeconfig is a setting. A tenant's
-// is a file of the run's own: a token issued per operation would otherwise be a setting that
-// changes each time, which a saved plan refuses and the state keeps after it has expired.
+// give hands the access to the stack's engine: the kubeconfig as a file of the run's own, in
+// memory and removed when the run ends, and a tenant's namespace as a setting.
 func (a clusterAccess) give(st *pulumix.Stack) {
-	switch {
-	case a.kubeconfig == "":
-	case a.namespace == "":
-		st.Secrets[kubeconfigKey] = a.kubeconfig
-	default:
-		st.Files = map[string][]byte{kubeconfigFile: []byte(a.kubeconfig)}
+	if a.kubeconfig == "" {
+		return
+	}
+	st.Files = map[string][]byte{kubeconfigFile: []byte(a.kubeconfig)}
+	if a.namespace != "" {
 		st.Config[namespaceKey] = a.namespace
 	}
 }

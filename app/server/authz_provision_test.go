@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/google/uuid"
@@ -33,6 +34,9 @@ func (w *world) factoryZone(t *testing.T) uuid.UUID {
 		}
 		st, err := w.provisions(t).CreateFactory(ctx, w.admin)
 		must(t, err)
+		if _, err := w.resolvers.SetZoneConfig(ctx, w.admin, w.kubeZone(t), "secret_provisioner", json.RawMessage(`{"length": 32}`)); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := w.stacks().Publish(ctx, w.admin, st.ID, "The factory."); err != nil {
 			t.Fatal(err)
 		}

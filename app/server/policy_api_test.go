@@ -335,3 +335,26 @@ func TestPolicy_TheZonesPagesAddEditAndRemoveAPolicy(t *testing.T) {
 	wantStatus(t, b.post(t, page+"/"+id+"/remove", url.Values{"_csrf": {b.csrf}}), http.StatusSeeOther)
 	wantIn(t, b.get(t, page), `data-testid="no-policies"`, `data-testid="version-3"`)
 }
+
+// A policy added while a deploy waits for approval holds it: the plan it would apply was
+// checked against other policies, and nothing is made.
+func TestPolicy_APolicyAddedWhileADeployWaitsRefusesItsApply(t *testing.T) {
+	p := newPoliced(t)
+	p.addPolicy(t, "current-image", "advisory", `!has(resource.inputs.image) || resource.inputs.image != "debian-11"`, "debian-11 is going away")
+	r := p.call(t, "POST", "/api/v1/approval-policies", p.admin, map[string]any{"scope": "environment", "scope_id": p.env,
+		"operations": []string{"deploy"}, "approver_role": "tenant_admin"})
+	wantStatus(t, r, http.StatusCreated)
+	_, id := p.deploy(t, "big", 4)
+	g := &gated{site: p.site}
+	g.waitStatus(t, p.user, id, "awaiting_approval")
+	p.addPolicy(t, "small-machines", "mandatory", smallMachines, "machines have at most 2 cores")
+	req := g.requestOf(t, p.admin, id, "")
+	g.decide(t, p.admin, req["id"].(string), "approve", "looks fine", http.StatusOK)
+	op := p.waitOperation(t, p.user, id)
+	if op["status"] != "failed" || !strings.Contains(op["error"].(string), "policies changed") {
+		t.Fatalf("the approved deploy under a policy added since its check: %v", op)
+	}
+	if files := p.cloudFiles(t); len(files) != 0 {
+		t.Fatalf("the cloud holds %v", files)
+	}
+}
