@@ -67,14 +67,15 @@ func TestBrowser_AProviderAdminProvisionsATenantOnTheZonesCluster(t *testing.T) 
 	apiPost(t, a.url+"/api/v1/landing-zones/"+zone.ID+"/publish", root, nil, &map[string]any{})
 
 	// The zone's tenant factory: the built-in stack, made as a draft, published, chosen.
-	admin.click(`[data-testid="tenant-factory-link"]`)
-	admin.waitFor(`location.pathname.endsWith("/tenant-factory")`)
+	admin.follow(`[data-testid="tenant-factory-link"]`)
 	if got := admin.text(`[data-testid="no-factory"]`); !strings.Contains(got, "no tenant factory") {
 		t.Fatalf("a zone without a factory says %q", got)
 	}
-	admin.submit(`[data-testid="create-factory-form"]`)
-	admin.waitFor(`location.pathname.startsWith("/stacks/")`)
+	admin.submitButton(`[data-testid="create-factory"]`)
 	stack := admin.path()
+	if !strings.HasPrefix(stack, "/stacks/") {
+		t.Fatalf("making the factory led to %s", stack)
+	}
 	admin.fill(`#f-changelog`, "The tenant factory.")
 	if status := admin.submit(`[data-testid="publish-form"]`); status != 200 {
 		t.Fatalf("publishing the factory: status %d", status)
