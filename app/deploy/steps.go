@@ -218,12 +218,12 @@ func (r *run) up(ctx context.Context, sr *saga.Run) (json.RawMessage, error) {
 	if err := sr.Result(StepPreview, &p); err != nil {
 		return nil, err
 	}
+	// Asked again when a crash interrupted the up: policies changed meanwhile refuse the rest of
+	// it, and what the first attempt may have applied is undone.
 	interrupted := sr.Interrupted(StepUp)
-	if !interrupted {
-		if err := r.holds(ctx); err != nil {
-			r.untouched = true
-			return nil, err
-		}
+	if err := r.holds(ctx); err != nil {
+		r.untouched = !interrupted
+		return nil, err
 	}
 	res, err := r.converge(ctx, alone(st), p.Plan, interrupted)
 	if err != nil {
