@@ -109,4 +109,32 @@ func TestBrowser_AProviderAdminProvisionsATenantOnTheZonesCluster(t *testing.T) 
 	if hasNamespace(t, plane, "acme") {
 		t.Fatal("namespace acme is still on the cluster")
 	}
+
+	// Provisioned again from its page, under a name of the admin's.
+	admin.choose(`[data-testid="provision-form"] #f-landing_zone_id`, zone.ID)
+	admin.choose(`[data-testid="provision-form"] #f-tier`, "medium")
+	admin.fill(`[data-testid="provision-form"] #f-namespace`, "acme-web")
+	if status := admin.submit(`[data-testid="provision-form"]`); status != 200 {
+		t.Fatalf("provisioning acme-web: status %d on %s", status, admin.path())
+	}
+	admin.reloadUntil(acme, `document.querySelector('[data-testid="namespace-acme-web"] [data-status="active"]') !== null`, 5*time.Minute)
+	if !hasNamespace(t, plane, "acme-web") {
+		t.Fatal("the cluster has no namespace acme-web")
+	}
+
+	// Deleting the tenant decommissions its namespace, then removes it.
+	admin.eval(`window.confirm = () => true`)
+	admin.submit(`[data-testid="delete-tenant-form"]`)
+	if got := admin.text(`[data-testid="tenant-removing"]`); !strings.Contains(got, "namespaces are being decommissioned") {
+		t.Fatalf("after asking to delete Acme its page says %q", got)
+	}
+	if !pollUntil(5*time.Minute, func() bool {
+		time.Sleep(500 * time.Millisecond)
+		return admin.open(acme) == http.StatusNotFound
+	}) {
+		t.Fatal("Acme was not removed once its namespace was decommissioned")
+	}
+	if hasNamespace(t, plane, "acme-web") {
+		t.Fatal("namespace acme-web is still on the cluster")
+	}
 }

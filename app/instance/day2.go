@@ -130,6 +130,9 @@ var day2Kind = kind{
 			return err
 		}
 		op, _ := r.def.Operation(r.run.Operation)
+		if err := r.keepParams(ctx, op); err != nil {
+			return err
+		}
 		if op.TriggersTransition != "" {
 			// Behind this run: it starts once this one has ended, and is checked against the
 			// state then.
@@ -142,6 +145,36 @@ var day2Kind = kind{
 			TargetType: "stack_instance", TargetID: r.inst.ID.String(), Diff: map[string]any{"name": r.inst.Name,
 				"operation": r.run.Operation, "run": r.run.ID}})
 	},
+}
+
+// keepParams makes the plain inputs of a day-2 operation that succeeded the instance's
+// parameters where they are named like one and fit it: after an operation such as change_tier
+// the instance says what it now is, and an upgrade, which works its slots' inputs out from the
+// parameters again, keeps it.
+func (r *runCtx) keepParams(ctx context.Context, op stack.Operation) error {
+	given := map[string]any{}
+	if err := json.Unmarshal(r.run.Inputs, &given); err != nil {
+		return err
+	}
+	params := component.ParseSchema("parameters", r.def.Parameters, &problem.ValidationError{})
+	inputs := component.ParseSchema("input_schema", op.InputSchema, &problem.ValidationError{})
+	if params == nil || inputs == nil {
+		return nil
+	}
+	kept := map[string]any{}
+	for name, v := range given {
+		if !inputs.Secret(name) && !params.Secret(name) && params.Check(name, v) == "" {
+			kept[name] = v
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	raw, err := json.Marshal(kept)
+	if err != nil {
+		return err
+	}
+	return r.q.MergeStackInstanceParameters(ctx, dbgen.MergeStackInstanceParametersParams{ID: r.inst.ID, Parameters: raw})
 }
 
 // Offer is something a person may do to an instance from its page: a day-2 operation of its

@@ -199,7 +199,10 @@ var destroyKind = kind{
 	start: startDestroy,
 	end: func(ctx context.Context, r *runCtx, outcome graph.Step, refusal error) error {
 		if outcome.Done {
-			return move(ctx, r.q, r.inst, Destroyed, "")
+			if err := move(ctx, r.q, r.inst, Destroyed, ""); err != nil || r.deps.destroyed == nil {
+				return err
+			}
+			return r.deps.destroyed(ctx, r.q, r.actor, r.inst)
 		}
 		return move(ctx, r.q, r.inst, Failed, "Destroying stopped: "+failure(r, outcome, refusal)+". Destroy again to take down what is left.")
 	},

@@ -91,7 +91,12 @@ func CheckPlan(ctx context.Context, q *dbgen.Queries, op uuid.UUID, plan []Resou
 	if err != nil || len(rules) == 0 {
 		return nil, err
 	}
-	c := &Check{Version: version, Policies: int32(len(rules)), Violations: evaluate(ctx, rules, plan)}
+	s, err := q.OperationPolicySubject(ctx, op)
+	if err != nil {
+		return nil, err
+	}
+	subject := Subject{Name: s.Name, Component: s.Component, Tenant: s.Tenant, Environment: s.Environment, Namespace: s.Namespace, System: s.System}
+	c := &Check{Version: version, Policies: int32(len(rules)), Violations: evaluate(ctx, rules, subject, plan)}
 	for _, r := range plan {
 		if r.Checked() {
 			c.Resources++

@@ -11,11 +11,14 @@ import (
 	"github.com/google/cel-go/common/types"
 )
 
-// A policy's expression is CEL over one planned resource at a time, with the whole plan beside
-// it:
+// A policy's expression is CEL over one planned resource at a time, with the whole plan and
+// the deployment it is for beside it:
 //
-//	resource  {type, name, urn, op, inputs}: the resource being checked
-//	plan      the list of every planned resource, each shaped like resource
+//	resource    {type, name, urn, op, inputs}: the resource being checked
+//	plan        the list of every planned resource, each shaped like resource
+//	deployment  {name, component, tenant, environment, namespace, system}: namespace is the
+//	            tenant's on the zone's cluster ("" when it has none); system is true for the
+//	            zone's own deployments, such as its tenant factory's
 //
 // It is true when the resource complies. type is the Pulumi type token
 // (kubernetes:networking.k8s.io/v1:Ingress), name the program's name for it, op what the plan
@@ -58,6 +61,7 @@ func mustEnv() *cel.Env {
 	e, err := cel.NewEnv(
 		cel.Variable("resource", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("plan", cel.ListType(cel.MapType(cel.StringType, cel.DynType))),
+		cel.Variable("deployment", cel.MapType(cel.StringType, cel.DynType)),
 	)
 	if err != nil {
 		panic(err) // the declarations above are fixed: a failure is a programming error
@@ -96,7 +100,7 @@ func issueText(issues *cel.Issues) string {
 		msg := e.Message
 		if name, ok := strings.CutPrefix(msg, "undeclared reference to '"); ok {
 			name, _, _ = strings.Cut(name, "'")
-			msg = name + " is not known here: an expression reads resource and plan"
+			msg = name + " is not known here: an expression reads resource, plan and deployment"
 		}
 		if e.Location != nil && e.Location.Line() > 0 {
 			msg = fmt.Sprintf("line %d, column %d: %s", e.Location.Line(), e.Location.Column()+1, msg)
@@ -109,10 +113,10 @@ func issueText(issues *cel.Issues) string {
 // complies evaluates the expression for one resource of the plan: true, or why not. An
 // expression that fails or gives something else than true or false does not comply, with the
 // reason as detail.
-func (p *program) complies(ctx context.Context, resource map[string]any, plan []any) (bool, string) {
+func (p *program) complies(ctx context.Context, resource map[string]any, plan []any, deployment map[string]any) (bool, string) {
 	ctx, cancel := context.WithTimeout(ctx, evalTime)
 	defer cancel()
-	v, _, err := p.prg.ContextEval(ctx, map[string]any{"resource": resource, "plan": plan})
+	v, _, err := p.prg.ContextEval(ctx, map[string]any{"resource": resource, "plan": plan, "deployment": deployment})
 	if err != nil {
 		return false, "the expression failed: " + err.Error()
 	}
@@ -156,6 +160,23 @@ func (r Resource) value() map[string]any {
 	return map[string]any{"type": r.Type, "name": r.Name, "urn": r.URN, "op": r.Op, "inputs": inputs}
 }
 
+// Subject is the deployment a plan is for, as policies see it.
+type Subject struct {
+	Name        string
+	Component   string
+	Tenant      string
+	Environment string
+	// Namespace is the tenant's namespace on the zone's cluster, "" when it has none.
+	Namespace string
+	// System is a deployment of the zone's own, such as its tenant factory's parts.
+	System bool
+}
+
+func (s Subject) value() map[string]any {
+	return map[string]any{"name": s.Name, "component": s.Component, "tenant": s.Tenant, "environment": s.Environment,
+		"namespace": s.Namespace, "system": s.System}
+}
+
 // Violation is a resource that did not comply with a policy.
 type Violation struct {
 	Policy  string `json:"policy"`
@@ -171,7 +192,8 @@ type Violation struct {
 // evaluate checks every checked resource of plan against each enabled policy and returns what
 // did not comply, in the plan's order, policy by policy. A policy whose expression no longer
 // compiles (the language changed under it) fails every resource.
-func evaluate(ctx context.Context, policies []Policy, plan []Resource) []Violation {
+func evaluate(ctx context.Context, policies []Policy, subject Subject, plan []Resource) []Violation {
+	deployment := subject.value()
 	var checked []Resource
 	var all []any
 	for _, r := range plan {
@@ -193,7 +215,7 @@ func evaluate(ctx context.Context, policies []Policy, plan []Resource) []Violati
 				out = append(out, v)
 				continue
 			}
-			ok, detail := prg.complies(ctx, all[i].(map[string]any), all)
+			ok, detail := prg.complies(ctx, all[i].(map[string]any), all, deployment)
 			if !ok {
 				v.Detail = detail
 				out = append(out, v)

@@ -8,6 +8,9 @@ import (
 
 const ingress = "kubernetes:networking.k8s.io/v1:Ingress"
 
+// acme is a tenant's deployment in its namespace acme.
+var acme = Subject{Name: "web", Component: "k8s-ingress", Tenant: "Acme", Environment: "dev", Namespace: "acme"}
+
 func plan() []Resource {
 	return []Resource{
 		{Type: "pulumi:pulumi:Stack", Name: "d-1", Op: "create"},
@@ -38,6 +41,13 @@ func TestEvaluate(t *testing.T) {
 			`resource.type != "kubernetes:core/v1:Namespace" || plan.exists(r, r.type == "kubernetes:networking.k8s.io/v1:NetworkPolicy")`,
 			[]string{"ns"}, ""},
 		{"names match a convention", `resource.name.matches("^[a-z]{2,5}$")`, nil, ""},
+		{"objects are named after the tenant's namespace",
+			`!has(resource.inputs.metadata) || resource.inputs.metadata.name.startsWith(deployment.namespace)`, nil, ""},
+		{"an ingress's hosts are under the tenant's namespace",
+			`resource.type != "` + ingress + `" || deployment.system || resource.inputs.spec.rules.all(r, r.host.endsWith("." + deployment.namespace + ".apps.example.com"))`,
+			nil, ""},
+		{"the deployment's own names", `deployment.tenant == "Acme" && deployment.component == "k8s-ingress" && deployment.environment == "dev" && deployment.name == "web" && !deployment.system`, nil, ""},
+		{"a deployment of another tenant", `deployment.namespace == "globex"`, []string{"ns", "quota", "web"}, ""},
 		{"op is what the plan does", `resource.op == "create"`, []string{"web"}, ""},
 		{"whole numbers compare with integers", `!has(resource.inputs.replicas) || resource.inputs.replicas == 3`, nil, ""},
 		{"secrets are masked", `!has(resource.inputs.password) || resource.inputs.password == "[secret]"`, nil, ""},
@@ -51,7 +61,7 @@ func TestEvaluate(t *testing.T) {
 			if _, err := compile(tc.expr); err != nil {
 				t.Fatalf("compile: %v", err)
 			}
-			got := evaluate(context.Background(), []Policy{{Rule: Rule{Name: "p", Message: "m", Expression: tc.expr, Level: Mandatory, Enabled: true}}}, plan())
+			got := evaluate(context.Background(), []Policy{{Rule: Rule{Name: "p", Message: "m", Expression: tc.expr, Level: Mandatory, Enabled: true}}}, acme, plan())
 			var names []string
 			for _, v := range got {
 				names = append(names, v.Name)
@@ -73,7 +83,7 @@ func TestEvaluate(t *testing.T) {
 var endless = strings.Repeat("[0,1,2,3,4,5,6,7,8,9].all(x, ", 7) + "true" + strings.Repeat(")", 7)
 
 func TestEvaluate_DisabledPoliciesAreNotChecked(t *testing.T) {
-	got := evaluate(context.Background(), []Policy{{Rule: Rule{Name: "off", Expression: "false", Level: Mandatory}}}, plan())
+	got := evaluate(context.Background(), []Policy{{Rule: Rule{Name: "off", Expression: "false", Level: Mandatory}}}, acme, plan())
 	if len(got) != 0 {
 		t.Errorf("a disabled policy failed %v", got)
 	}

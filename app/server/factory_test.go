@@ -173,13 +173,18 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 		"name": "ingress-tls", "level": "mandatory", "message": "every Ingress serves TLS",
 		"expression": `resource.type != "kubernetes:networking.k8s.io/v1:Ingress" || (has(resource.inputs.spec) && has(resource.inputs.spec.tls) && size(resource.inputs.spec.tls) > 0)`,
 	}), http.StatusCreated)
+	wantStatus(t, s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/policies", root, map[string]any{
+		"name": "tenant-hosts", "level": "mandatory", "message": "a tenant's Ingress answers under its namespace's name",
+		"expression": `resource.type != "kubernetes:networking.k8s.io/v1:Ingress" || deployment.system || resource.inputs.spec.rules.all(r, r.host.endsWith("." + deployment.namespace + ".apps.example.com"))`,
+	}), http.StatusCreated)
 	openIngress := kubeComponent(t, s, s.admin, nil, "open-ingress", "  web:\n    type: kubernetes:networking.k8s.io/v1:Ingress\n    properties:\n      metadata:\n        name: ${name}\n        annotations:\n          pulumi.com/skipAwait: \"true\"\n      spec:\n        rules:\n          - host: open.apps.example.com\n            http:\n              paths:\n                - path: /\n                  pathType: Prefix\n                  backend:\n                    service:\n                      name: web\n                      port:\n                        number: 80\n")
 	r = s.call(t, "POST", "/api/v1/deployments", root, map[string]any{"component_id": openIngress, "environment_id": env.ID,
 		"name": "open", "parameters": map[string]any{"name": "open"}})
 	wantStatus(t, r, http.StatusAccepted)
 	op := s.waitOperation(t, root, r.json(t)["operation"].(map[string]any)["id"].(string))
-	if op["status"] != "failed" || !strings.Contains(op["error"].(string), "every Ingress serves TLS") || !strings.Contains(op["error"].(string), "ingress-tls") {
-		t.Fatalf("an ingress without TLS under a mandatory policy: %v", op)
+	if op["status"] != "failed" || !strings.Contains(op["error"].(string), "every Ingress serves TLS") || !strings.Contains(op["error"].(string), "ingress-tls") ||
+		!strings.Contains(op["error"].(string), "tenant-hosts") {
+		t.Fatalf("an ingress without TLS, on another's host, under mandatory policies: %v", op)
 	}
 	if get("/apis/networking.k8s.io/v1/namespaces/acme/ingresses/open") != nil {
 		t.Fatal("the refused ingress reached the cluster")
@@ -223,12 +228,15 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 	if hard["limits.cpu"] != "4" || hard["requests.memory"] != "8Gi" || hard["pods"] != "40" || after != uid {
 		t.Fatalf("a medium tier's quota (uid %s, was %s): %v", after, uid, hard)
 	}
+	if params := s.call(t, "GET", "/api/v1/stack-instances/"+inst, root, nil).json(t)["parameters"].(map[string]any); params["tier"] != "medium" {
+		t.Errorf("after changing the tier the instance's parameters are %v", params)
+	}
 
 	if seen, looks := stop(); len(seen) > 0 || looks < 10 {
 		t.Fatalf("in %d looks while acme's deploys ran, a secret was in %v", looks, seen)
 	}
 
-	// Removing the tenant decommissions its namespace first, then removes it.
+	// Removing the tenant decommissions its namespace first, then removes it on its own.
 	r = s.call(t, "DELETE", "/api/v1/tenants/"+tenant, root, nil)
 	wantStatus(t, r, http.StatusAccepted)
 	wantIn(t, r, "acme on k8s")
@@ -236,7 +244,15 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 	if ns := get("/api/v1/namespaces/acme"); ns != nil {
 		t.Fatalf("namespace acme is still there: %v", ns["status"])
 	}
-	wantStatus(t, s.call(t, "DELETE", "/api/v1/tenants/"+tenant, root, nil), http.StatusNoContent)
+	waitFor(t, "acme's removal", func() bool {
+		return s.call(t, "GET", "/api/v1/tenants/"+tenant, root, nil).status == http.StatusNotFound
+	})
+	var removed int
+	must(t, s.pool.QueryRow(t.Context(), `SELECT count(*) FROM audit_events
+		WHERE action = 'tenant.delete' AND target_id = $1 AND diff->>'after' = 'decommissioning acme'`, tenant).Scan(&removed))
+	if removed != 1 {
+		t.Errorf("%d audit events say acme was removed after its namespace", removed)
+	}
 	for what, secret := range map[string]string{"the cluster's token": plane.Token, "acme's password": string(password)} {
 		if where := s.tablesHolding(t, secret); len(where) > 0 {
 			t.Errorf("%s is in the clear in %v", what, where)

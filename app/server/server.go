@@ -263,7 +263,7 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 		river.AddWorker(w, deploy.NewDriftScanner(pool))
 		river.AddWorker(w, graph.NewRunner(pool, eng.GraphParallel, problem.Refusal).
 			Serve(graph.ParentEnvironment, environment.NewGraph(pool, eng.Keys)).
-			Serve(graph.ParentStackInstance, instance.NewParent(pool, eng.Keys)))
+			Serve(graph.ParentStackInstance, instance.NewParent(pool, eng.Keys).OnDestroyed(tenant.RemoveWhenDecommissioned)))
 		river.AddWorker(w, instance.NewTimeoutWorker(pool, eng.Keys))
 		router := event.NewRouter(pool, instance.NewSignaller(pool, eng.Keys), instance.Refused)
 		river.AddWorker(w, router)

@@ -142,7 +142,7 @@ func (h *Handlers) renderShow(c echo.Context, status int, email, role, rename st
 	}
 	v := TenantView{ID: id.String(), Name: t.Name, Members: rows, CanManage: actor.Can(access.TenantMemberManage, id),
 		CanAdminister: actor.ProviderAdmin, CanSubscribe: actor.Can(access.EventsRulesManage, id), Roles: roles, Email: email, Role: role, Rename: rename,
-		Provision: prov, Errors: errs}
+		Provision: prov, Removing: t.RemovalRequestedAt != nil, Errors: errs}
 	if h.svc.provision != nil && actor.ProviderAdmin {
 		if err := h.provisioning(c, &v.Provision, ""); err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -27,6 +28,9 @@ type Tenant struct {
 	Name        string    `json:"name"`
 	MemberCount int64     `json:"member_count"`
 	CreatedAt   time.Time `json:"created_at"`
+	// RemovalRequestedAt is when removing the tenant was asked for while its namespaces on
+	// clusters were still there: it is removed once they are decommissioned.
+	RemovalRequestedAt *time.Time `json:"removal_requested_at,omitempty"`
 }
 
 // Member is one user's membership of a tenant.
@@ -81,7 +85,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	if err != nil {
 		return Tenant{}, fmt.Errorf("get tenant: %w", err)
 	}
-	return Tenant{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt}, nil
+	return Tenant{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, RemovalRequestedAt: t.RemovalRequestedAt}, nil
 }
 
 // Create adds a tenant; only provider admins may.
@@ -213,17 +217,16 @@ func (s *Service) Delete(ctx context.Context, actor access.Principal, id uuid.UU
 		}
 		if c.Namespaces > 0 && c.Members+c.Environments+c.Deployments+c.Components == 0 && s.provision != nil {
 			decommission = true
-			return nil
+			if err := q.RequestTenantRemoval(ctx, id); err != nil {
+				return err
+			}
+			return audit.Record(ctx, q, actor, audit.Event{Tenant: id, Action: "tenant.remove", TargetType: "tenant", TargetID: id.String(),
+				Diff: map[string]any{"name": t.Name, "after": "its namespaces are decommissioned"}})
 		}
 		if held := holds(c); held != "" {
 			return problem.Invalid("tenant", "empty", "%s still has %s: remove them first", t.Name, held)
 		}
-		if _, err := q.DeleteTenant(ctx, id); err != nil {
-			return err
-		}
-		return audit.Record(ctx, q, actor, audit.Event{
-			Tenant: id, Action: "tenant.delete", TargetType: "tenant", TargetID: id.String(), Diff: map[string]any{"name": t.Name},
-		})
+		return remove(ctx, q, actor, id, t.Name, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("delete tenant: %w", err)
@@ -234,15 +237,62 @@ func (s *Service) Delete(ctx context.Context, actor access.Principal, id uuid.UU
 	return nil
 }
 
+// remove deletes a tenant, with the audit event that says so; why, when given, says what it
+// waited for.
+func remove(ctx context.Context, q *dbgen.Queries, actor access.Principal, id uuid.UUID, name string, why map[string]any) error {
+	if _, err := q.DeleteTenant(ctx, id); err != nil {
+		return err
+	}
+	diff := map[string]any{"name": name}
+	maps.Copy(diff, why)
+	return audit.Record(ctx, q, actor, audit.Event{Tenant: id, Action: "tenant.delete", TargetType: "tenant", TargetID: id.String(), Diff: diff})
+}
+
+// RemoveWhenDecommissioned is told of each stack instance destroyed: when it is the factory
+// instance of the last namespace of a tenant whose removal was asked for, the tenant goes with
+// it. A tenant that came to hold something else meanwhile stays, and is no longer being removed:
+// removing it is asked for again once it is empty.
+func RemoveWhenDecommissioned(ctx context.Context, q *dbgen.Queries, actor access.Principal, inst dbgen.StackInstance) error {
+	n, err := q.InstanceTenantNamespace(ctx, uuid.NullUUID{UUID: inst.ID, Valid: true})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	t, err := q.LockTenantRemoval(ctx, n.TenantID)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && t.RemovalRequestedAt == nil {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	c, err := q.TenantContents(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	switch {
+	case c.Namespaces > 0:
+		return nil // the others are still being decommissioned; the last one removes it
+	case holds(c) != "":
+		if err := q.DropTenantRemoval(ctx, t.ID); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Event{Tenant: t.ID, Action: "tenant.remove_stopped", TargetType: "tenant", TargetID: t.ID.String(),
+			Diff: map[string]any{"name": t.Name, "holds": holds(c)}})
+	}
+	return remove(ctx, q, actor, t.ID, t.Name, map[string]any{"after": "decommissioning " + n.Namespace})
+}
+
 // Decommissioning says that a tenant's removal began with its namespaces on clusters: the
-// tenant is removed once they are gone, by asking again.
+// tenant is removed once the last is gone.
 type Decommissioning struct {
 	Tenant     string   `json:"tenant"`
 	Namespaces []string `json:"namespaces"`
 }
 
 func (d *Decommissioning) Error() string {
-	return fmt.Sprintf("%s's namespaces (%s) are being decommissioned: remove the tenant once they are gone", d.Tenant, strings.Join(d.Namespaces, ", "))
+	return fmt.Sprintf("%s's namespaces (%s) are being decommissioned: the tenant is removed once they are gone", d.Tenant, strings.Join(d.Namespaces, ", "))
 }
 
 // decommission starts decommissioning a tenant's namespaces, the last of what it holds.

@@ -637,12 +637,13 @@ type TemplateComponent struct {
 }
 
 type Tenant struct {
-	ID        uuid.UUID  `json:"id"`
-	Name      string     `json:"name"`
-	CreatedAt time.Time  `json:"created_at"`
-	UpdatedAt time.Time  `json:"updated_at"`
-	DeletedAt *time.Time `json:"deleted_at"`
-	System    bool       `json:"system"`
+	ID                 uuid.UUID  `json:"id"`
+	Name               string     `json:"name"`
+	CreatedAt          time.Time  `json:"created_at"`
+	UpdatedAt          time.Time  `json:"updated_at"`
+	DeletedAt          *time.Time `json:"deleted_at"`
+	System             bool       `json:"system"`
+	RemovalRequestedAt *time.Time `json:"removal_requested_at"`
 }
 
 type TenantNamespace struct {

@@ -309,6 +309,43 @@ func (q *Queries) LockPolicyZone(ctx context.Context, id uuid.UUID) (LandingZone
 	return i, err
 }
 
+const operationPolicySubject = `-- name: OperationPolicySubject :one
+SELECT d.name, c.name AS component, t.name AS tenant, t.system, e.name AS environment,
+       coalesce((SELECT n.namespace FROM tenant_namespaces n
+                 WHERE n.tenant_id = d.tenant_id AND n.landing_zone_id = e.landing_zone_id), '')::text AS namespace
+FROM operations o
+JOIN deployed_components d ON d.id = o.deployment_id
+JOIN components c ON c.id = d.component_id
+JOIN tenants t ON t.id = d.tenant_id
+JOIN environments e ON e.id = d.environment_id
+WHERE o.id = $1
+`
+
+type OperationPolicySubjectRow struct {
+	Name        string `json:"name"`
+	Component   string `json:"component"`
+	Tenant      string `json:"tenant"`
+	System      bool   `json:"system"`
+	Environment string `json:"environment"`
+	Namespace   string `json:"namespace"`
+}
+
+// The deployment an operation's plan is for, as policies read it: its names, and the namespace
+// its tenant has on the zone's cluster (” when none).
+func (q *Queries) OperationPolicySubject(ctx context.Context, id uuid.UUID) (OperationPolicySubjectRow, error) {
+	row := q.db.QueryRow(ctx, operationPolicySubject, id)
+	var i OperationPolicySubjectRow
+	err := row.Scan(
+		&i.Name,
+		&i.Component,
+		&i.Tenant,
+		&i.System,
+		&i.Environment,
+		&i.Namespace,
+	)
+	return i, err
+}
+
 const operationPolicyZone = `-- name: OperationPolicyZone :one
 SELECT e.landing_zone_id FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id

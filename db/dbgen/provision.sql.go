@@ -112,6 +112,27 @@ func (q *Queries) GetTenantNamespace(ctx context.Context, id uuid.UUID) (GetTena
 	return i, err
 }
 
+const instanceTenantNamespace = `-- name: InstanceTenantNamespace :one
+SELECT id, tenant_id, landing_zone_id, namespace, stack_instance_id, created_by, created_at, updated_at FROM tenant_namespaces WHERE stack_instance_id = $1
+`
+
+// The tenant namespace a factory instance made, if any.
+func (q *Queries) InstanceTenantNamespace(ctx context.Context, stackInstanceID uuid.NullUUID) (TenantNamespace, error) {
+	row := q.db.QueryRow(ctx, instanceTenantNamespace, stackInstanceID)
+	var i TenantNamespace
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.LandingZoneID,
+		&i.Namespace,
+		&i.StackInstanceID,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const providerComponentsByName = `-- name: ProviderComponentsByName :many
 SELECT c.id, c.name, c.latest_version
 FROM components c

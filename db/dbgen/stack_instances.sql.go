@@ -547,6 +547,21 @@ func (q *Queries) MarkStackInstanceDeployed(ctx context.Context, id uuid.UUID) e
 	return err
 }
 
+const mergeStackInstanceParameters = `-- name: MergeStackInstanceParameters :exec
+UPDATE stack_instances SET parameters = parameters || $1::jsonb, updated_at = now() WHERE id = $2
+`
+
+type MergeStackInstanceParametersParams struct {
+	Parameters json.RawMessage `json:"parameters"`
+	ID         uuid.UUID       `json:"id"`
+}
+
+// Plain parameters a day-2 operation changed, over the others.
+func (q *Queries) MergeStackInstanceParameters(ctx context.Context, arg MergeStackInstanceParametersParams) error {
+	_, err := q.db.Exec(ctx, mergeStackInstanceParameters, arg.Parameters, arg.ID)
+	return err
+}
+
 const nextQueuedStackRun = `-- name: NextQueuedStackRun :one
 SELECT id, instance_id, kind, status, trigger, operation, inputs, from_version, to_version, source, requested_by, keep_on_failure, error, created_at, started_at, finished_at, secret_inputs, secret_key_id FROM stack_runs WHERE instance_id = $1 AND status = 'queued'
 ORDER BY (source = 'system') DESC, created_at, id LIMIT 1

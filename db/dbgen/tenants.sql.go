@@ -13,7 +13,7 @@ import (
 )
 
 const createTenant = `-- name: CreateTenant :one
-INSERT INTO tenants (name) VALUES ($1) RETURNING id, name, created_at, updated_at, deleted_at, system
+INSERT INTO tenants (name) VALUES ($1) RETURNING id, name, created_at, updated_at, deleted_at, system, removal_requested_at
 `
 
 func (q *Queries) CreateTenant(ctx context.Context, name string) (Tenant, error) {
@@ -26,6 +26,7 @@ func (q *Queries) CreateTenant(ctx context.Context, name string) (Tenant, error)
 		&i.UpdatedAt,
 		&i.DeletedAt,
 		&i.System,
+		&i.RemovalRequestedAt,
 	)
 	return i, err
 }
@@ -61,6 +62,15 @@ func (q *Queries) DeleteTenant(ctx context.Context, id uuid.UUID) (int64, error)
 	return result.RowsAffected(), nil
 }
 
+const dropTenantRemoval = `-- name: DropTenantRemoval :exec
+UPDATE tenants SET removal_requested_at = NULL, updated_at = now() WHERE id = $1
+`
+
+func (q *Queries) DropTenantRemoval(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, dropTenantRemoval, id)
+	return err
+}
+
 const getMembership = `-- name: GetMembership :one
 SELECT tenant_id, user_id, role, created_at, updated_at FROM memberships WHERE tenant_id = $1 AND user_id = $2
 `
@@ -84,7 +94,7 @@ func (q *Queries) GetMembership(ctx context.Context, arg GetMembershipParams) (M
 }
 
 const getTenant = `-- name: GetTenant :one
-SELECT id, name, created_at, updated_at, deleted_at, system FROM tenants WHERE id = $1 AND deleted_at IS NULL
+SELECT id, name, created_at, updated_at, deleted_at, system, removal_requested_at FROM tenants WHERE id = $1 AND deleted_at IS NULL
 `
 
 func (q *Queries) GetTenant(ctx context.Context, id uuid.UUID) (Tenant, error) {
@@ -97,6 +107,7 @@ func (q *Queries) GetTenant(ctx context.Context, id uuid.UUID) (Tenant, error) {
 		&i.UpdatedAt,
 		&i.DeletedAt,
 		&i.System,
+		&i.RemovalRequestedAt,
 	)
 	return i, err
 }
@@ -144,7 +155,7 @@ func (q *Queries) ListMembers(ctx context.Context, tenantID uuid.UUID) ([]ListMe
 }
 
 const listTenants = `-- name: ListTenants :many
-SELECT t.id, t.name, t.created_at, t.updated_at, t.deleted_at, t.system, (SELECT count(*) FROM memberships m JOIN users u ON u.id = m.user_id
+SELECT t.id, t.name, t.created_at, t.updated_at, t.deleted_at, t.system, t.removal_requested_at, (SELECT count(*) FROM memberships m JOIN users u ON u.id = m.user_id
              WHERE m.tenant_id = t.id AND u.deleted_at IS NULL) AS member_count
 FROM tenants t
 WHERE t.deleted_at IS NULL AND NOT t.system
@@ -159,13 +170,14 @@ type ListTenantsParams struct {
 }
 
 type ListTenantsRow struct {
-	ID          uuid.UUID  `json:"id"`
-	Name        string     `json:"name"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-	DeletedAt   *time.Time `json:"deleted_at"`
-	System      bool       `json:"system"`
-	MemberCount int64      `json:"member_count"`
+	ID                 uuid.UUID  `json:"id"`
+	Name               string     `json:"name"`
+	CreatedAt          time.Time  `json:"created_at"`
+	UpdatedAt          time.Time  `json:"updated_at"`
+	DeletedAt          *time.Time `json:"deleted_at"`
+	System             bool       `json:"system"`
+	RemovalRequestedAt *time.Time `json:"removal_requested_at"`
+	MemberCount        int64      `json:"member_count"`
 }
 
 // Every tenant for a provider admin (all_tenants), otherwise the tenants the user belongs to;
@@ -187,6 +199,7 @@ func (q *Queries) ListTenants(ctx context.Context, arg ListTenantsParams) ([]Lis
 			&i.UpdatedAt,
 			&i.DeletedAt,
 			&i.System,
+			&i.RemovalRequestedAt,
 			&i.MemberCount,
 		); err != nil {
 			return nil, err
@@ -210,10 +223,28 @@ func (q *Queries) LockTenant(ctx context.Context, id uuid.UUID) (uuid.UUID, erro
 	return id_2, err
 }
 
+const lockTenantRemoval = `-- name: LockTenantRemoval :one
+SELECT id, name, removal_requested_at FROM tenants WHERE id = $1 AND deleted_at IS NULL FOR UPDATE
+`
+
+type LockTenantRemovalRow struct {
+	ID                 uuid.UUID  `json:"id"`
+	Name               string     `json:"name"`
+	RemovalRequestedAt *time.Time `json:"removal_requested_at"`
+}
+
+// A live tenant, locked, with when its removal was asked for (null when it was not).
+func (q *Queries) LockTenantRemoval(ctx context.Context, id uuid.UUID) (LockTenantRemovalRow, error) {
+	row := q.db.QueryRow(ctx, lockTenantRemoval, id)
+	var i LockTenantRemovalRow
+	err := row.Scan(&i.ID, &i.Name, &i.RemovalRequestedAt)
+	return i, err
+}
+
 const renameTenant = `-- name: RenameTenant :one
 UPDATE tenants SET name = $1, updated_at = now()
 WHERE id = $2 AND deleted_at IS NULL AND NOT system
-RETURNING id, name, created_at, updated_at, deleted_at, system
+RETURNING id, name, created_at, updated_at, deleted_at, system, removal_requested_at
 `
 
 type RenameTenantParams struct {
@@ -231,12 +262,22 @@ func (q *Queries) RenameTenant(ctx context.Context, arg RenameTenantParams) (Ten
 		&i.UpdatedAt,
 		&i.DeletedAt,
 		&i.System,
+		&i.RemovalRequestedAt,
 	)
 	return i, err
 }
 
+const requestTenantRemoval = `-- name: RequestTenantRemoval :exec
+UPDATE tenants SET removal_requested_at = now(), updated_at = now() WHERE id = $1 AND deleted_at IS NULL
+`
+
+func (q *Queries) RequestTenantRemoval(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, requestTenantRemoval, id)
+	return err
+}
+
 const shareTenant = `-- name: ShareTenant :one
-SELECT id, name, created_at, updated_at, deleted_at, system FROM tenants WHERE id = $1 AND deleted_at IS NULL FOR SHARE
+SELECT id, name, created_at, updated_at, deleted_at, system, removal_requested_at FROM tenants WHERE id = $1 AND deleted_at IS NULL FOR SHARE
 `
 
 // A live tenant, held until the end of the caller's transaction so that it is not deleted under
@@ -252,6 +293,7 @@ func (q *Queries) ShareTenant(ctx context.Context, id uuid.UUID) (Tenant, error)
 		&i.UpdatedAt,
 		&i.DeletedAt,
 		&i.System,
+		&i.RemovalRequestedAt,
 	)
 	return i, err
 }

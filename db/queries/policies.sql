@@ -65,3 +65,16 @@ INSERT INTO operation_policy_checks (operation_id, landing_zone_id, version, pol
 SELECT sqlc.arg(operation_id), c.landing_zone_id, c.version, c.policies, c.resources, c.violations
 FROM operation_policy_checks c WHERE c.operation_id = sqlc.arg(preview_id)
 ON CONFLICT (operation_id) DO NOTHING;
+
+-- name: OperationPolicySubject :one
+-- The deployment an operation's plan is for, as policies read it: its names, and the namespace
+-- its tenant has on the zone's cluster ('' when none).
+SELECT d.name, c.name AS component, t.name AS tenant, t.system, e.name AS environment,
+       coalesce((SELECT n.namespace FROM tenant_namespaces n
+                 WHERE n.tenant_id = d.tenant_id AND n.landing_zone_id = e.landing_zone_id), '')::text AS namespace
+FROM operations o
+JOIN deployed_components d ON d.id = o.deployment_id
+JOIN components c ON c.id = d.component_id
+JOIN tenants t ON t.id = d.tenant_id
+JOIN environments e ON e.id = d.environment_id
+WHERE o.id = $1;

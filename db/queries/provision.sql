@@ -67,3 +67,7 @@ JOIN tenants t ON t.id = n.tenant_id
 LEFT JOIN stack_instances i ON i.id = n.stack_instance_id
 WHERE n.landing_zone_id = $1
 ORDER BY n.namespace;
+
+-- name: InstanceTenantNamespace :one
+-- The tenant namespace a factory instance made, if any.
+SELECT * FROM tenant_namespaces WHERE stack_instance_id = $1;

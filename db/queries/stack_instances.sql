@@ -139,3 +139,7 @@ SELECT name FROM stack_instances WHERE environment_id = $1 AND status <> 'destro
 SELECT name FROM deployed_components
 WHERE environment_id = $1 AND status <> 'destroyed' AND lower(name) = ANY(@names::text[])
 ORDER BY name;
+
+-- name: MergeStackInstanceParameters :exec
+-- Plain parameters a day-2 operation changed, over the others.
+UPDATE stack_instances SET parameters = parameters || sqlc.arg(parameters)::jsonb, updated_at = now() WHERE id = sqlc.arg(id);

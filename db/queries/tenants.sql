@@ -67,3 +67,13 @@ SELECT id FROM tenants WHERE id = $1 FOR UPDATE;
 -- what the caller adds to it. A delete that commits first leaves no row: the deleted_at
 -- condition is checked again on the row as the delete left it.
 SELECT * FROM tenants WHERE id = $1 AND deleted_at IS NULL FOR SHARE;
+
+-- name: RequestTenantRemoval :exec
+UPDATE tenants SET removal_requested_at = now(), updated_at = now() WHERE id = $1 AND deleted_at IS NULL;
+
+-- name: DropTenantRemoval :exec
+UPDATE tenants SET removal_requested_at = NULL, updated_at = now() WHERE id = $1;
+
+-- name: LockTenantRemoval :one
+-- A live tenant, locked, with when its removal was asked for (null when it was not).
+SELECT id, name, removal_requested_at FROM tenants WHERE id = $1 AND deleted_at IS NULL FOR UPDATE;
