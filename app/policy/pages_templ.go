@@ -618,7 +618,7 @@ func policyForm(page views.Page, action string, in Input, errs views.Errors, sub
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 48, "</textarea> <span class=\"muted\">Reads <code>resource</code> (type, name, urn, op, inputs) <code>plan</code>, the list of every planned resource, and <code>deployment</code> (name, component, tenant, environment, namespace: the tenant's on the zone's cluster, system: the zone's own). For example: <code>resource.type != \"kubernetes:networking.k8s.io/v1:Ingress\" || has(resource.inputs.spec.tls)</code></span>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 48, "</textarea> <span class=\"muted\">Reads <code>resource</code> (type, name, urn, op, inputs), <code>plan</code>, the list of every planned resource, and <code>deployment</code> (name, component, tenant, environment, namespace: the tenant's on the zone's cluster, system: the zone's own). For example: <code>resource.type != \"kubernetes:networking.k8s.io/v1:Ingress\" || has(resource.inputs.spec.tls)</code></span>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

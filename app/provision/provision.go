@@ -208,6 +208,9 @@ func (s *Service) ProvisionTx(ctx context.Context, tx pgx.Tx, actor access.Princ
 		if err != nil {
 			return err
 		}
+		if t.RemovalRequestedAt != nil {
+			return problem.Invalid("tenant", "state", "%s is being removed: it is given no new namespace", t.Name)
+		}
 		in.Namespace = strings.TrimSpace(in.Namespace)
 		if in.Namespace == "" {
 			in.Namespace = NamespaceFor(t.Name)

@@ -240,6 +240,12 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 	r = s.call(t, "DELETE", "/api/v1/tenants/"+tenant, root, nil)
 	wantStatus(t, r, http.StatusAccepted)
 	wantIn(t, r, "acme on k8s")
+	// While it goes it is given no new namespace (unless it is gone already).
+	r = s.call(t, "POST", "/api/v1/tenants/"+tenant+"/namespaces", root, map[string]any{"landing_zone_id": zone, "namespace": "acme-two"})
+	if r.status != http.StatusNotFound {
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		wantProblem(t, r, "tenant", "state")
+	}
 	s.waitInstance(t, root, inst, status("destroyed"))
 	if ns := get("/api/v1/namespaces/acme"); ns != nil {
 		t.Fatalf("namespace acme is still there: %v", ns["status"])

@@ -319,7 +319,7 @@ func TenantPage(page views.Page, v TenantView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, ": its namespaces are being decommissioned, and the tenant is removed once the last is gone.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, ": its namespaces are being decommissioned, and the tenant is removed once the last is gone. If decommissioning one fails, delete the tenant again to retry.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -670,7 +670,7 @@ func TenantPage(page views.Page, v TenantView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if len(v.Provision.Zones) > 1 {
+				if len(v.Provision.Zones) > 1 && !v.Removing {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 60, "<form class=\"form\" method=\"post\" action=\"")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
@@ -758,9 +758,9 @@ func TenantPage(page views.Page, v TenantView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var31 string
-				templ_7745c5c3_Var31, templ_7745c5c3_Err = templruntime.NewAttributeExpression("Delete the tenant " + v.Name + "? Only an empty tenant can be deleted.").Resolve(ctx)
+				templ_7745c5c3_Var31, templ_7745c5c3_Err = templruntime.NewAttributeExpression(deleteConfirm(v)).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `tenant/pages.templ`, Line: 221, Col: 202}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `tenant/pages.templ`, Line: 221, Col: 146}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var31)
 				if templ_7745c5c3_Err != nil {
@@ -774,7 +774,7 @@ func TenantPage(page views.Page, v TenantView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 69, "<p class=\"muted\">A tenant can be deleted once it has no members, environments, deployments or components of its own.</p><button type=\"submit\" class=\"btn btn-danger\">Delete tenant</button></form></section>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 69, "<p class=\"muted\">A tenant can be deleted once it has no members, environments, deployments or components of its own. Its namespaces on clusters are decommissioned first, with everything in them, and the tenant goes with the last.</p><button type=\"submit\" class=\"btn btn-danger\">Delete tenant</button></form></section>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -791,6 +791,17 @@ func TenantPage(page views.Page, v TenantView) templ.Component {
 		}
 		return nil
 	})
+}
+
+// deleteConfirm is what the delete button asks: a tenant with namespaces on clusters loses
+// them, with everything in them, first.
+func deleteConfirm(v TenantView) string {
+	for _, n := range v.Namespaces {
+		if n.Status != "destroyed" {
+			return "Delete the tenant " + v.Name + "? Its namespaces on clusters are decommissioned first, with everything in them."
+		}
+	}
+	return "Delete the tenant " + v.Name + "? Only an empty tenant can be deleted."
 }
 
 var _ = templruntime.GeneratedTemplate

@@ -232,7 +232,16 @@ func (s *Service) Delete(ctx context.Context, actor access.Principal, id uuid.UU
 		return fmt.Errorf("delete tenant: %w", err)
 	}
 	if decommission {
-		return s.decommission(ctx, actor, t)
+		err := s.decommission(ctx, actor, t)
+		var d *Decommissioning
+		if !errors.As(err, &d) {
+			// Nothing is being decommissioned, so nothing would end the removal: it is asked
+			// for again.
+			if drop := dbgen.New(s.pool).DropTenantRemoval(ctx, id); drop != nil {
+				return errors.Join(err, drop)
+			}
+		}
+		return err
 	}
 	return nil
 }
