@@ -86,7 +86,7 @@ func onBackends(t *testing.T, f func(t *testing.T, s *site)) {
 // siteConfig is how a test's server differs from the usual one.
 type siteConfig struct {
 	// backend keeps stack state and blobs in "file" (the data directory) or "s3" (a bucket of
-	// its own on the package's SeaweedFS).
+	// its own on the package's S3 server).
 	backend string
 	// operationTimeout bounds each operation; a minute when zero.
 	operationTimeout time.Duration

@@ -1,8 +1,8 @@
-// Package s3test runs a real S3-compatible server, SeaweedFS, for tests: the object store and
-// the Pulumi state backend are tested against it rather than against a fake.
+// Package s3test runs a real S3-compatible server, versitygw serving a directory, for tests: the
+// object store and the Pulumi state backend are tested against it rather than against a fake.
 //
-// The server binary comes from NIMBUS_WEED, else from the tool cache that
-// `go tool task s3server` fills (scripts/seaweedfs.sh).
+// The server binary comes from NIMBUS_VERSITYGW, else from the tool cache that
+// `go tool task s3server` fills (scripts/s3server.sh).
 package s3test
 
 import (
@@ -10,7 +10,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -18,7 +17,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,7 +29,7 @@ import (
 	"nimbus/app/objstore"
 )
 
-// server is a running SeaweedFS with one identity allowed everything.
+// server is a running S3 server whose one account owns everything.
 type server struct {
 	endpoint  string // http://127.0.0.1:<port>
 	accessKey string
@@ -40,7 +38,6 @@ type server struct {
 
 	cmd    *exec.Cmd
 	exited chan struct{}
-	ports  []int
 	log    string // the server's output, for a failed start's message
 }
 
@@ -68,7 +65,7 @@ func Start(tb testing.TB) objstore.S3Config {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Logf("SeaweedFS at %s answered writes after %s", s.endpoint, s.took.Round(time.Millisecond))
+	tb.Logf("S3 server at %s answered writes after %s", s.endpoint, s.took.Round(time.Millisecond))
 	return s.config(Bucket(tb))
 }
 
@@ -116,7 +113,7 @@ func Shared(tb testing.TB) objstore.S3Config {
 		}
 		shared.srv, shared.err = start(bin, shared.dir)
 		if shared.err == nil {
-			tb.Logf("SeaweedFS at %s answered writes after %s", shared.srv.endpoint, shared.srv.took.Round(time.Millisecond))
+			tb.Logf("S3 server at %s answered writes after %s", shared.srv.endpoint, shared.srv.took.Round(time.Millisecond))
 		}
 	})
 	if shared.err != nil {
@@ -137,24 +134,24 @@ func Bucket(tb testing.TB) string {
 
 var nonBucket = regexp.MustCompile(`[^a-z0-9]+`)
 
-// binary finds the weed binary. A test that needs it fails without it, so that a run that
+// binary finds the server's binary. A test that needs it fails without it, so that a run that
 // forgot to build it cannot pass by skipping; only -short skips.
 func binary(tb testing.TB) string {
 	tb.Helper()
-	if p := os.Getenv("NIMBUS_WEED"); p != "" {
+	if p := os.Getenv("NIMBUS_VERSITYGW"); p != "" {
 		return p
 	}
 	if p := cached(); p != "" {
 		return p
 	}
 	if testing.Short() {
-		tb.Skip("SeaweedFS (weed) is not built; -short skips the tests that need it")
+		tb.Skip("the S3 server is not built; -short skips the tests that need it")
 	}
-	tb.Fatal("SeaweedFS (weed) is needed: run `go tool task s3server`, or set NIMBUS_WEED to a weed binary")
+	tb.Fatal("an S3 server is needed: run `go tool task s3server`, or set NIMBUS_VERSITYGW to a versitygw binary")
 	return ""
 }
 
-// cached returns the newest weed that scripts/seaweedfs.sh built into the tool cache, or "".
+// cached returns the newest server that scripts/s3server.sh built into the tool cache, or "".
 func cached() string {
 	root := os.Getenv("NIMBUS_TOOLS_DIR")
 	if root == "" {
@@ -164,7 +161,7 @@ func cached() string {
 		}
 		root = filepath.Join(cache, "nimbus", "tools")
 	}
-	found, _ := filepath.Glob(filepath.Join(root, "seaweedfs", "*", "weed"))
+	found, _ := filepath.Glob(filepath.Join(root, "versitygw", "*", "versitygw"))
 	sort.Slice(found, func(i, j int) bool { return modTime(found[i]).Before(modTime(found[j])) })
 	if len(found) == 0 {
 		return ""
@@ -180,57 +177,27 @@ func modTime(path string) time.Time {
 	return info.ModTime()
 }
 
-// start runs `weed mini` — a master, a volume server, a filer and the S3 gateway in one
-// process, the quickest of SeaweedFS's modes to become writable — bound to loopback on free
-// ports, and waits until a write through S3 succeeds: the gateway answers before the filer has
-// joined and before any volume exists.
+// start runs the server's POSIX gateway on dir, bound to a free loopback port, and waits until a
+// write through S3 succeeds. Its credentials reach it in its environment, not its arguments.
 func start(bin, dir string) (*server, error) {
 	started := time.Now()
-	ports, err := freePorts(10)
+	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	s := &server{
-		endpoint:  fmt.Sprintf("http://127.0.0.1:%d", ports[6]),
+		endpoint:  fmt.Sprintf("http://127.0.0.1:%d", port),
 		accessKey: "nimbus-" + randomHex(4),
 		secretKey: randomHex(16),
 		exited:    make(chan struct{}),
-		ports:     ports,
-		log:       filepath.Join(dir, "weed.log"),
-	}
-	identities, err := json.Marshal(map[string]any{"identities": []any{map[string]any{
-		"name":        "nimbus",
-		"credentials": []any{map[string]string{"accessKey": s.accessKey, "secretKey": s.secretKey}},
-		"actions":     []string{"Admin", "Read", "Write", "List", "Tagging"},
-	}}})
-	if err != nil {
-		return nil, err
-	}
-	config := filepath.Join(dir, "s3.json")
-	if err := os.WriteFile(config, identities, 0o600); err != nil {
-		return nil, err
+		log:       filepath.Join(dir, "server.log"),
 	}
 	data := filepath.Join(dir, "data")
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return nil, err
 	}
-	p := func(i int) string { return strconv.Itoa(ports[i]) }
-	s.cmd = exec.Command(bin, "mini",
-		"-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-dir="+data,
-		"-master.port="+p(0), "-master.port.grpc="+p(1),
-		"-volume.port="+p(2), "-volume.port.grpc="+p(3),
-		"-filer.port="+p(4), "-filer.port.grpc="+p(5),
-		"-s3.port="+p(6), "-s3.port.grpc="+p(7), "-s3.config="+config,
-		// Its maintenance server cannot be turned off; its default ports are fixed, and would
-		// clash between test binaries running at once.
-		"-admin.port="+p(8), "-admin.port.grpc="+p(9), "-admin.port.legacy=0", "-admin.ui=false",
-		// The Iceberg and Lance catalogs would take fixed ports too; telemetry would leave the
-		// machine.
-		"-s3.port.iceberg=0", "-s3.port.lance=0", "-webdav=false", "-master.telemetry=false",
-		// The volume server otherwise waits 10s before it stops.
-		"-volume.preStopSeconds=0",
-		"-filer.localSocket="+filepath.Join(dir, "filer.sock"), "-s3.localSocket="+filepath.Join(dir, "s3.sock"),
-	)
+	s.cmd = exec.Command(bin, "--port", fmt.Sprintf("127.0.0.1:%d", port), "--region", objstore.DefaultRegion, "posix", data)
+	s.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.accessKey, "ROOT_SECRET_KEY="+s.secretKey)
 	s.cmd.Dir = dir
 	logFile, err := os.Create(s.log)
 	if err != nil {
@@ -268,7 +235,7 @@ func (s *server) waitWritable(within time.Duration) error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-s.exited:
-			return fmt.Errorf("weed mini exited while starting: %v\n%s", s.cmd.ProcessState, s.logTail())
+			return fmt.Errorf("the S3 server exited while starting: %v\n%s", s.cmd.ProcessState, s.logTail())
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -279,7 +246,7 @@ func (s *server) waitWritable(within time.Duration) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("weed mini did not accept writes within %s: %v\n%s", within, last, s.logTail())
+	return fmt.Errorf("the S3 server did not accept writes within %s: %v\n%s", within, last, s.logTail())
 }
 
 func probe(ctx context.Context, c *minio.Client) error {
@@ -307,8 +274,7 @@ func probe(ctx context.Context, c *minio.Client) error {
 	return nil
 }
 
-// stop asks the server to stop, and kills it if it has not within a few seconds. Either way no
-// process is left, nor any of the sockets it keeps in /tmp under names of its own choosing.
+// stop asks the server to stop, and kills it if it has not within a few seconds.
 func (s *server) stop() {
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -316,12 +282,6 @@ func (s *server) stop() {
 	case <-time.After(10 * time.Second):
 		_ = s.cmd.Process.Kill()
 		<-s.exited
-	}
-	for _, svc := range []struct {
-		name string
-		port int
-	}{{"master", s.ports[1]}, {"volume", s.ports[3]}, {"filer", s.ports[5]}, {"s3", s.ports[7]}, {"admin", s.ports[9]}} {
-		os.Remove(fmt.Sprintf("/tmp/seaweedfs-%s-grpc-%d.sock", svc.name, svc.port))
 	}
 }
 
@@ -333,19 +293,15 @@ func (s *server) logTail() string {
 	return string(out)
 }
 
-// freePorts asks the kernel for n distinct free loopback ports. They are released before weed
-// binds them; another process taking one in between is unlikely, and shows as a failed start.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer ln.Close()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+// freePort asks the kernel for a free loopback port. It is released before the server binds
+// it; another process taking it in between is unlikely, and shows as a failed start.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
 	}
-	return ports, nil
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 func randomHex(n int) string {
