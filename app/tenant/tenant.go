@@ -280,15 +280,15 @@ func RemoveWhenDecommissioned(ctx context.Context, q *dbgen.Queries, actor acces
 	if err != nil {
 		return err
 	}
-	switch {
-	case c.Namespaces > 0:
+	if c.Namespaces > 0 {
 		return nil // the others are still being decommissioned; the last one removes it
-	case holds(c) != "":
+	}
+	if held := holds(c); held != "" {
 		if err := q.DropTenantRemoval(ctx, t.ID); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Event{Tenant: t.ID, Action: "tenant.remove_stopped", TargetType: "tenant", TargetID: t.ID.String(),
-			Diff: map[string]any{"name": t.Name, "holds": holds(c)}})
+			Diff: map[string]any{"name": t.Name, "holds": held}})
 	}
 	return remove(ctx, q, actor, t.ID, t.Name, map[string]any{"after": "decommissioning " + n.Namespace})
 }

@@ -3,6 +3,8 @@ package tenant_test
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -214,5 +216,111 @@ func TestDeletedTenant_LeavesTheListsOfLiveThings(t *testing.T) {
 		if n != 0 {
 			t.Errorf("deleted tenant: %d %s, want none", n, what)
 		}
+	}
+}
+
+// decommissioning makes tenant acme, its removal asked for, with a namespace on each of n
+// clusters made by a factory instance of the provider's; the first instance is destroyed, as a
+// destroy run leaves it when it tells RemoveWhenDecommissioned, the others are still active.
+func decommissioning(t *testing.T, pool *pgxpool.Pool, n int) (tenantID uuid.UUID, destroyed dbgen.StackInstance) {
+	t.Helper()
+	ctx := context.Background()
+	err := pool.QueryRow(ctx, `INSERT INTO tenants (name, removal_requested_at) VALUES ('acme', now()) RETURNING id`).Scan(&tenantID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var envID, providerID, stackID uuid.UUID
+	err = pool.QueryRow(ctx, `
+		WITH t AS (INSERT INTO tenants (name) VALUES ('provider') RETURNING id),
+		e AS (INSERT INTO environments (tenant_id, name) SELECT id, 'system' FROM t RETURNING id, tenant_id),
+		s AS (INSERT INTO stacks (provider_id, name) SELECT id, 'tenant-factory' FROM semantic_providers LIMIT 1 RETURNING id),
+		v AS (INSERT INTO stack_versions (stack_id, version, definition, changelog) SELECT id, 1, '{}', 'first' FROM s RETURNING stack_id)
+		SELECT e.id, e.tenant_id, v.stack_id FROM e, v`).Scan(&envID, &providerID, &stackID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		status := "active"
+		if i == 0 {
+			status = "destroyed"
+		}
+		var id uuid.UUID
+		err := pool.QueryRow(ctx, `
+			WITH z AS (INSERT INTO landing_zones (name, provider) SELECT 'cluster-' || $6, name FROM semantic_providers LIMIT 1 RETURNING id),
+			i AS (INSERT INTO stack_instances (tenant_id, environment_id, stack_id, version, name, status)
+				VALUES ($2, $3, $4, 1, 'acme', $5) RETURNING id),
+			n AS (INSERT INTO tenant_namespaces (tenant_id, landing_zone_id, namespace, stack_instance_id)
+				SELECT $1, z.id, 'acme', i.id FROM z, i)
+			SELECT id FROM i`, tenantID, providerID, envID, stackID, status, strconv.Itoa(i)).Scan(&id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			destroyed = dbgen.StackInstance{ID: id}
+		}
+	}
+	return tenantID, destroyed
+}
+
+// TestRemoveWhenDecommissioned: the destroy of a tenant's last namespace removes the tenant whose
+// removal was asked for; one that namespaces are still leaving waits for them, and one that came
+// to hold something else meanwhile stays, no longer being removed. Each step is in the audit log.
+func TestRemoveWhenDecommissioned(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name       string
+		namespaces int
+		member     bool
+		removed    bool // the tenant is deleted
+		marked     bool // the tenant left is still being removed
+		audited    string
+	}{
+		{name: "last namespace", namespaces: 1, removed: true, audited: "tenant.delete"},
+		{name: "another namespace left", namespaces: 2, marked: true},
+		{name: "a member joined meanwhile", namespaces: 1, member: true, audited: "tenant.remove_stopped"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool := dbtest.Pool(t)
+			tenantID, inst := decommissioning(t, pool, tc.namespaces)
+			if tc.member {
+				_, err := pool.Exec(ctx, `
+					WITH u AS (INSERT INTO users (email, password_hash) VALUES ('ann@acme.example', 'x') RETURNING id)
+					INSERT INTO memberships (user_id, tenant_id, role) SELECT id, $1, 'user' FROM u`, tenantID)
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if err := tenant.RemoveWhenDecommissioned(ctx, dbgen.New(tx), admin, inst); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+
+			var removed, marked bool
+			var actions []string
+			err = pool.QueryRow(ctx, `
+				SELECT deleted_at IS NOT NULL, removal_requested_at IS NOT NULL,
+					coalesce((SELECT array_agg(action ORDER BY id) FROM audit_events WHERE target_id = $2), '{}')
+				FROM tenants WHERE id = $1`, tenantID, tenantID.String()).Scan(&removed, &marked, &actions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if removed != tc.removed || !removed && marked != tc.marked {
+				t.Errorf("removed %v, still being removed %v; want %v, %v", removed, marked, tc.removed, tc.marked)
+			}
+			want := []string{}
+			if tc.audited != "" {
+				want = []string{tc.audited}
+			}
+			if strings.Join(actions, ",") != strings.Join(want, ",") {
+				t.Errorf("audited %v, want %v", actions, want)
+			}
+		})
 	}
 }
