@@ -50,7 +50,6 @@ func (s *server) config(bucket string) objstore.S3Config {
 // of a bucket on it (not created yet: objstore.NewS3 does that).
 func Start(tb testing.TB) objstore.S3Config {
 	tb.Helper()
-	// Not tb.TempDir: the server's Unix sockets go in it, and a socket's path must stay short.
 	dir, err := os.MkdirTemp("", "s3test-")
 	if err != nil {
 		tb.Fatal(err)
