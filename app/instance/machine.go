@@ -18,6 +18,7 @@ import (
 	"nimbus/app/audit"
 	"nimbus/app/component"
 	"nimbus/app/deploy"
+	"nimbus/app/governance"
 	"nimbus/app/graph"
 	"nimbus/app/problem"
 	"nimbus/app/stack"
@@ -229,6 +230,9 @@ func startAction(ctx context.Context, r *runCtx, actions []stack.Action, inputs 
 		if err != nil {
 			return uuid.Nil, nil, err
 		}
+		if err := r.governed(ctx, d.ComponentID, params); err != nil {
+			return uuid.Nil, nil, err
+		}
 		detail["inputs"] = slices.Sorted(maps.Keys(params))
 		op, err := r.deps.deploys.RequestTx(ctx, r.tx, r.actor, d.ID, deploy.KindUpdate, deploy.Change{Parameters: params})
 		return op, detail, err
@@ -252,6 +256,28 @@ func startAction(ctx context.Context, r *runCtx, actions []stack.Action, inputs 
 		return op, detail, err
 	}
 	return uuid.Nil, nil, problem.Invalid("slots."+a.Slot, "action", "%q is not an action: update, refresh, upgrade or redeploy", a.Do)
+}
+
+// governed holds an update of a tenant factory's slot to the governance of the tenant whose
+// namespace the instance made, as provisioning it was: a day-2 operation such as change_tier
+// gives the tenant nothing its governance would refuse it. Refusals name the slot's input and
+// the namespace.
+func (r *runCtx) governed(ctx context.Context, componentID uuid.UUID, params map[string]any) error {
+	n, err := r.q.InstanceTenantNamespace(ctx, uuid.NullUUID{UUID: r.inst.ID, Valid: true})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	err = governance.Check(ctx, r.q, n.TenantID, componentID, params)
+	var refused *problem.ValidationError
+	if errors.As(err, &refused) {
+		for i, f := range refused.Fields {
+			refused.Fields[i].Message = strings.TrimSuffix(f.Message, ".") + " (the tenant of namespace " + n.Namespace + ")"
+		}
+	}
+	return err
 }
 
 // actionInputs works out an update's inputs from its expressions, as things are now.

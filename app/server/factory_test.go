@@ -89,7 +89,21 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 	// A namespace the cluster has already is not taken over.
 	r = s.call(t, "POST", "/api/v1/tenants/"+kube+"/namespaces", root, map[string]any{"landing_zone_id": zone, "namespace": "kube"})
 	wantStatus(t, r, http.StatusAccepted)
-	s.waitInstance(t, root, r.json(t)["stack_instance_id"].(string), status("active"))
+	kubeInst := r.json(t)["stack_instance_id"].(string)
+	s.waitInstance(t, root, kubeInst, status("active"))
+	// Nor does a day-2 operation give it a tier its governance refuses: the run stops before the
+	// quota is touched, saying why.
+	r = s.call(t, "POST", "/api/v1/stack-instances/"+kubeInst+"/operations/change_tier", root, map[string]any{"inputs": map[string]any{"tier": "large"}})
+	wantStatus(t, r, http.StatusAccepted)
+	if run := s.waitRun(t, root, kubeInst, r.json(t)["id"].(string)); run["status"] != "failed" ||
+		!strings.Contains(run["error"].(string), `slot quota: invalid input: parameters.tier: "large" is not one of the allowed values`) ||
+		!strings.Contains(run["error"].(string), "(the tenant of namespace kube)") {
+		t.Fatalf("a tier kube's governance refuses, through change_tier: %v", run)
+	}
+	if hard, _ := quotaHard(t, get, "kube"); hard["pods"] != "20" {
+		t.Fatalf("kube's quota after a refused change_tier: %v", hard)
+	}
+	s.waitInstance(t, root, kubeInst, status("active"))
 	r = s.call(t, "POST", "/api/v1/tenants", root, map[string]any{"name": "Kube!", "provision": map[string]any{"landing_zone_id": zone}})
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 	wantIn(t, r, `"field":"provision.namespace"`, "has a namespace kube already")
