@@ -230,7 +230,7 @@ func startAction(ctx context.Context, r *runCtx, actions []stack.Action, inputs 
 		if err != nil {
 			return uuid.Nil, nil, err
 		}
-		if err := r.governed(ctx, d.ComponentID, params); err != nil {
+		if err := r.governed(ctx, a.Slot, d, params); err != nil {
 			return uuid.Nil, nil, err
 		}
 		detail["inputs"] = slices.Sorted(maps.Keys(params))
@@ -259,10 +259,11 @@ func startAction(ctx context.Context, r *runCtx, actions []stack.Action, inputs 
 }
 
 // governed holds an update of a tenant factory's slot to the governance of the tenant whose
-// namespace the instance made, as provisioning it was: a day-2 operation such as change_tier
-// gives the tenant nothing its governance would refuse it. Refusals name the slot's input and
-// the namespace.
-func (r *runCtx) governed(ctx context.Context, componentID uuid.UUID, params map[string]any) error {
+// namespace the instance made: a day-2 operation such as change_tier gives the tenant nothing
+// its governance would refuse it. Every plain input the update sets is checked, those worked
+// out from others too; secret ones are not, so that no refusal quotes one. Refusals name the
+// slot's input and the namespace.
+func (r *runCtx) governed(ctx context.Context, slot string, d dbgen.InstanceDeploymentsRow, params map[string]any) error {
 	n, err := r.q.InstanceTenantNamespace(ctx, uuid.NullUUID{UUID: r.inst.ID, Valid: true})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
@@ -270,12 +271,27 @@ func (r *runCtx) governed(ctx context.Context, componentID uuid.UUID, params map
 	if err != nil {
 		return err
 	}
-	err = governance.Check(ctx, r.q, n.TenantID, componentID, params)
+	ver, err := r.q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: d.ComponentID, Version: d.Version})
+	if err != nil {
+		return err
+	}
+	schema := component.ParseSchema("input_schema", ver.InputSchema, &problem.ValidationError{})
+	plain := map[string]any{}
+	for k, v := range params {
+		if !schema.Secret(k) {
+			plain[k] = v
+		}
+	}
+	err = governance.Check(ctx, r.q, n.TenantID, d.ComponentID, plain)
 	var refused *problem.ValidationError
-	if errors.As(err, &refused) {
+	var denied *problem.Denied
+	switch {
+	case errors.As(err, &refused):
 		for i, f := range refused.Fields {
 			refused.Fields[i].Message = strings.TrimSuffix(f.Message, ".") + " (the tenant of namespace " + n.Namespace + ")"
 		}
+	case errors.As(err, &denied):
+		return problem.Invalid("slots."+slot, "governance", "%s (the tenant of namespace %s)", denied.Message, n.Namespace)
 	}
 	return err
 }

@@ -191,12 +191,23 @@ func start(bin, dir string) (*server, error) {
 		exited:    make(chan struct{}),
 		log:       filepath.Join(dir, "server.log"),
 	}
-	data := filepath.Join(dir, "data")
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		return nil, err
+	// Objects' metadata in files beside them rather than in extended attributes, which a temporary
+	// directory's filesystem may not have.
+	data, meta := filepath.Join(dir, "data"), filepath.Join(dir, "meta")
+	for _, d := range []string{data, meta} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
 	}
-	s.cmd = exec.Command(bin, "--port", fmt.Sprintf("127.0.0.1:%d", port), "--region", objstore.DefaultRegion, "posix", data)
-	s.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.accessKey, "ROOT_SECRET_KEY="+s.secretKey)
+	s.cmd = exec.Command(bin, "--port", fmt.Sprintf("127.0.0.1:%d", port), "--region", objstore.DefaultRegion,
+		"posix", "--sidecar", meta, data)
+	// The server reads its settings from variables too: none of the caller's may reach it.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ROOT_") && !strings.HasPrefix(kv, "VGW_") {
+			s.cmd.Env = append(s.cmd.Env, kv)
+		}
+	}
+	s.cmd.Env = append(s.cmd.Env, "ROOT_ACCESS_KEY_ID="+s.accessKey, "ROOT_SECRET_ACCESS_KEY="+s.secretKey)
 	s.cmd.Dir = dir
 	logFile, err := os.Create(s.log)
 	if err != nil {
