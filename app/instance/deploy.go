@@ -90,10 +90,14 @@ func startDeploy(ctx context.Context, r *runCtx, s dbgen.StackRunStepsRow) (uuid
 }
 
 // plan records the deployment of a slot, its inputs worked out from its wiring over the
-// parameters and the outputs of the slots deployed, without deploying it.
+// parameters and the outputs of the slots deployed, without deploying it. A tenant factory's
+// slot is held to the tenant's governance first.
 func (r *runCtx) plan(ctx context.Context, slot stack.Slot) (uuid.UUID, error) {
 	inputs, err := r.wire(ctx, slot)
 	if err != nil {
+		return uuid.Nil, err
+	}
+	if err := r.governed(ctx, slot.Name, slot.Component, int32(slot.Version), inputs); err != nil {
 		return uuid.Nil, err
 	}
 	return r.deps.deploys.Plan(ctx, r.tx, r.actor, deploy.Request{ComponentID: slot.Component, Version: slot.Version,

@@ -230,7 +230,7 @@ func startAction(ctx context.Context, r *runCtx, actions []stack.Action, inputs 
 		if err != nil {
 			return uuid.Nil, nil, err
 		}
-		if err := r.governed(ctx, a.Slot, d, params); err != nil {
+		if err := r.governed(ctx, a.Slot, d.ComponentID, d.Version, params); err != nil {
 			return uuid.Nil, nil, err
 		}
 		detail["inputs"] = slices.Sorted(maps.Keys(params))
@@ -258,12 +258,13 @@ func startAction(ctx context.Context, r *runCtx, actions []stack.Action, inputs 
 	return uuid.Nil, nil, problem.Invalid("slots."+a.Slot, "action", "%q is not an action: update, refresh, upgrade or redeploy", a.Do)
 }
 
-// governed holds an update of a tenant factory's slot to the governance of the tenant whose
-// namespace the instance made: a day-2 operation such as change_tier gives the tenant nothing
-// its governance would refuse it. Every plain input the update sets is checked, those worked
-// out from others too; secret ones are not, so that no refusal quotes one. Refusals name the
-// slot's input and the namespace.
-func (r *runCtx) governed(ctx context.Context, slot string, d dbgen.InstanceDeploymentsRow, params map[string]any) error {
+// governed holds what a tenant factory's slot is given when it first deploys or is updated to
+// the governance of the tenant whose namespace the instance makes: neither an input wired to
+// another slot's output, which provisioning cannot check before the run, nor a day-2 operation
+// such as change_tier gives the tenant anything its governance would refuse it. Every plain
+// input is checked, those worked out from others too; secret ones are not, so that no refusal
+// quotes one. Refusals name the slot's input and the namespace.
+func (r *runCtx) governed(ctx context.Context, slot string, componentID uuid.UUID, version int32, params map[string]any) error {
 	n, err := r.q.InstanceTenantNamespace(ctx, uuid.NullUUID{UUID: r.inst.ID, Valid: true})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
@@ -271,7 +272,7 @@ func (r *runCtx) governed(ctx context.Context, slot string, d dbgen.InstanceDepl
 	if err != nil {
 		return err
 	}
-	ver, err := r.q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: d.ComponentID, Version: d.Version})
+	ver, err := r.q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: componentID, Version: version})
 	if err != nil {
 		return err
 	}
@@ -282,7 +283,7 @@ func (r *runCtx) governed(ctx context.Context, slot string, d dbgen.InstanceDepl
 			plain[k] = v
 		}
 	}
-	err = governance.Check(ctx, r.q, n.TenantID, d.ComponentID, plain)
+	err = governance.Check(ctx, r.q, n.TenantID, componentID, plain)
 	var refused *problem.ValidationError
 	var denied *problem.Denied
 	switch {

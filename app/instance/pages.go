@@ -543,10 +543,10 @@ func (h *Handlers) planPage(c echo.Context, refused string, status int) error {
 	v := PlanView{ID: inst.ID.String(), Stack: stackLabel(inst), Version: inst.Version, Name: inst.Name,
 		Environment: inst.TenantName + " / " + inst.EnvironmentName, Layers: layers, Groups: groups, Error: refused,
 		Live: c.Request().URL.Path}
-	secret := secretNames(def)
 	for _, sl := range def.Slots {
+		known := stack.FromParams(ctx, schemas, sl, inst.Parameters)
 		for _, input := range slices.Sorted(maps.Keys(sl.Inputs)) {
-			v.Wiring = append(v.Wiring, wiringRow(ctx, schemas, sl, input, inst.Parameters, secret))
+			v.Wiring = append(v.Wiring, wiringRow(sl, input, known))
 		}
 	}
 	for _, sl := range inst.Slots {
@@ -648,7 +648,7 @@ func (h *Handlers) EditForm(c echo.Context) error {
 
 // wiringRow says where one input of a slot comes from, in words, with the value it will have
 // where the parameters alone give it (no secret shown).
-func wiringRow(ctx context.Context, schemas stack.Schemas, sl stack.Slot, input string, params map[string]any, secret []string) WiringRow {
+func wiringRow(sl stack.Slot, input string, known map[string]stack.Known) WiringRow {
 	w := sl.Inputs[input]
 	row := WiringRow{Slot: sl.Name, Input: input}
 	switch w.Kind {
@@ -656,25 +656,13 @@ func wiringRow(ctx context.Context, schemas stack.Schemas, sl stack.Slot, input 
 		row.Kind, row.From = "literal", views.Value(w.Value)
 	case stack.Param:
 		row.Kind, row.From = "parameter", w.Param
-		if val, ok := params[w.Param]; ok && !slices.Contains(secret, w.Param) {
-			row.Value = views.Value(val)
-		}
 	case stack.Output:
 		row.Kind, row.From = "output", w.Slot+"."+w.Output
 	case stack.Expression:
 		row.Kind, row.From = "expression", w.Expr
-		if len(stack.SlotsIn(w.Expr)) > 0 || slices.ContainsFunc(secret, func(p string) bool { return strings.Contains(w.Expr, "params."+p) }) {
-			break
-		}
-		var want *component.Property
-		if in := schemas.Inputs[sl.Name]; in != nil {
-			want = in.Properties[input]
-		}
-		if e, err := stack.Compile(w.Expr, schemas.SlotScope(sl), want); err == nil {
-			if val, err := e.Eval(ctx, stack.Values(params, nil, nil)); err == nil {
-				row.Value = views.Value(val)
-			}
-		}
+	}
+	if k, ok := known[input]; ok && w.Kind != stack.Literal {
+		row.Value = views.Value(k.Value)
 	}
 	return row
 }

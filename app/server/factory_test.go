@@ -79,13 +79,36 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 	wantIn(t, r, `"field":"provision.namespace"`, "cluster's own")
 	r = s.call(t, "POST", "/api/v1/tenants", root, map[string]any{"name": "Kube"})
 	wantStatus(t, r, http.StatusCreated)
-	// Governance bounds a tenant's tier as it bounds the quota component's.
+	// Governance bounds a tenant's tier as it bounds the quota component's, and what the
+	// factory works out from the tier too: medium is an allowed tier, but its 40 pods are not.
 	kube := r.json(t)["id"].(string)
 	wantStatus(t, s.call(t, "PUT", "/api/v1/tenants/"+kube+"/governance/"+builtinIDs(t, s)["k8s-quota"], root, map[string]any{
-		"scope": "provider", "is_allowed": true, "parameter_constraints": map[string]any{"tier": map[string]any{"allowed": []string{"small"}}}}), http.StatusOK)
+		"scope": "provider", "is_allowed": true, "parameter_constraints": map[string]any{
+			"tier": map[string]any{"allowed": []string{"small", "medium"}}, "pods": map[string]any{"allowed": []string{"20"}}}}), http.StatusOK)
 	r = s.call(t, "POST", "/api/v1/tenants/"+kube+"/namespaces", root, map[string]any{"landing_zone_id": zone, "tier": "large"})
 	wantStatus(t, r, http.StatusUnprocessableEntity)
-	wantIn(t, r, `"field":"tier"`, "not one of the allowed values", "factory's quota")
+	wantIn(t, r, `"field":"tier"`, `\"large\" is not one of the allowed values`, "for the factory's quota")
+	r = s.call(t, "POST", "/api/v1/tenants/"+kube+"/namespaces", root, map[string]any{"landing_zone_id": zone, "tier": "medium"})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	wantIn(t, r, `"field":"tier"`, `the factory's quota, input pods (from tier \"medium\"): \"40\" is not one of the allowed values (\"20\")`)
+	// What comes from another slot is held to the tenant's governance when its slot deploys:
+	// the quota's namespace is the namespace slot's output.
+	r = s.call(t, "POST", "/api/v1/tenants", root, map[string]any{"name": "Guarded"})
+	wantStatus(t, r, http.StatusCreated)
+	guarded := r.json(t)["id"].(string)
+	wantStatus(t, s.call(t, "PUT", "/api/v1/tenants/"+guarded+"/governance/"+builtinIDs(t, s)["k8s-quota"], root, map[string]any{
+		"scope": "provider", "is_allowed": true, "parameter_constraints": map[string]any{"namespace": map[string]any{"pattern": "^team-"}}}), http.StatusOK)
+	r = s.call(t, "POST", "/api/v1/tenants/"+guarded+"/namespaces", root, map[string]any{"landing_zone_id": zone})
+	wantStatus(t, r, http.StatusAccepted)
+	if inst := s.waitInstance(t, root, r.json(t)["stack_instance_id"].(string), func(m map[string]any) bool {
+		return m["status"] == "failed" && strings.Contains(m["error"].(string), "removed")
+	}); !strings.Contains(inst["error"].(string), `parameters.namespace: "guarded" does not match the pattern ^team-`) ||
+		!strings.Contains(inst["error"].(string), "(the tenant of namespace guarded)") {
+		t.Fatalf("a namespace guarded's governance refuses its quota: %v", inst)
+	}
+	if get("/api/v1/namespaces/guarded/resourcequotas/tier") != nil {
+		t.Fatal("guarded has a quota its governance refuses")
+	}
 	// A namespace the cluster has already is not taken over.
 	r = s.call(t, "POST", "/api/v1/tenants/"+kube+"/namespaces", root, map[string]any{"landing_zone_id": zone, "namespace": "kube"})
 	wantStatus(t, r, http.StatusAccepted)
@@ -96,7 +119,9 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 	r = s.call(t, "POST", "/api/v1/stack-instances/"+kubeInst+"/operations/change_tier", root, map[string]any{"inputs": map[string]any{"tier": "large"}})
 	wantStatus(t, r, http.StatusAccepted)
 	if run := s.waitRun(t, root, kubeInst, r.json(t)["id"].(string)); run["status"] != "failed" ||
-		!strings.Contains(run["error"].(string), `slot quota: invalid input: parameters.tier: "large" is not one of the allowed values`) ||
+		!strings.Contains(run["error"].(string), "slot quota: invalid input: ") ||
+		!strings.Contains(run["error"].(string), `parameters.tier: "large" is not one of the allowed values`) ||
+		!strings.Contains(run["error"].(string), `parameters.pods: "80" is not one of the allowed values`) ||
 		!strings.Contains(run["error"].(string), "(the tenant of namespace kube)") {
 		t.Fatalf("a tier kube's governance refuses, through change_tier: %v", run)
 	}

@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -128,6 +129,66 @@ func Wire(ctx context.Context, s Schemas, slot Slot, values map[string]any) (map
 		}
 	}
 	return out, nil
+}
+
+// Known is an input's value that the parameters alone give, with how it is wired and the
+// parameters it is worked out from (none for a literal).
+type Known struct {
+	Value  any
+	Kind   WiringKind
+	Params []string
+}
+
+// FromParams works out the inputs of a slot that the parameters alone give: literals,
+// parameters, and expressions that read parameters only. An input the component marks secret,
+// or one read from a secret parameter, is left out, so that what shows or quotes these values
+// shows no secret; so is one without a value yet or whose expression fails (its deploy says
+// why).
+func FromParams(ctx context.Context, s Schemas, slot Slot, params map[string]any) map[string]Known {
+	out := map[string]Known{}
+	values := Values(params, nil, nil)
+	for name, w := range slot.Inputs {
+		k := Known{Value: w.Value, Kind: w.Kind}
+		switch w.Kind {
+		case Param:
+			k.Params = []string{w.Param}
+		case Expression:
+			if len(SlotsIn(w.Expr)) > 0 {
+				continue
+			}
+			k.Params = ParamsIn(w.Expr)
+		case Output:
+			continue
+		}
+		if secret(s.Inputs[slot.Name], name) || slices.ContainsFunc(k.Params, func(p string) bool { return secret(s.Params, p) }) {
+			continue
+		}
+		switch w.Kind {
+		case Param:
+			k.Value = params[w.Param]
+		case Expression:
+			var want *component.Property
+			if in := s.Inputs[slot.Name]; in != nil {
+				want = in.Properties[name]
+			}
+			e, err := Compile(w.Expr, s.SlotScope(slot), want)
+			if err != nil {
+				continue
+			}
+			if k.Value, err = e.Eval(ctx, values); err != nil {
+				continue
+			}
+		}
+		if k.Value != nil {
+			out[name] = k
+		}
+	}
+	return out
+}
+
+// secret reports whether schema, which may be missing, marks name secret.
+func secret(schema *component.Schema, name string) bool {
+	return schema != nil && schema.Secret(name)
 }
 
 // boundInputs are the inputs a component version leaves to resolvers.

@@ -57,3 +57,36 @@ func TestWire_AMapOfStringsReachesTheSlotAsAMap(t *testing.T) {
 		}
 	}
 }
+
+// What the parameters alone give is worked out with the parameters it comes from; nothing read
+// from an upstream output, a secret parameter or into a secret input is, so nothing shown or
+// quoted from it is a secret.
+func TestFromParams_GivesWhatTheParametersAloneWorkOut(t *testing.T) {
+	str := func(secret bool) *component.Property { return &component.Property{Type: "string", Secret: secret} }
+	schemas := Schemas{
+		Params: &component.Schema{Properties: map[string]*component.Property{"tier": str(false), "password": str(true)}},
+		Inputs: map[string]*component.Schema{"quota": {Properties: map[string]*component.Property{
+			"tier": str(false), "pods": str(false), "kind": str(false), "namespace": str(false),
+			"owner": str(false), "hint": str(false), "token": str(true), "broken": str(false)}}},
+		Outputs: map[string]*component.Schema{"ns": {Properties: map[string]*component.Property{"namespace": str(false)}}},
+	}
+	slot := Slot{Name: "quota", Inputs: map[string]Wiring{
+		"tier":      {Kind: Param, Param: "tier"},
+		"pods":      {Kind: Expression, Expr: `{"small": "20", "large": "80"}[params.tier]`},
+		"kind":      {Kind: Literal, Value: "tier"},
+		"namespace": {Kind: Output, Slot: "ns", Output: "namespace"},
+		"owner":     {Kind: Expression, Expr: `slots.ns.outputs.namespace + "-" + params.tier`},
+		"hint":      {Kind: Expression, Expr: `params.password + "!"`},
+		"token":     {Kind: Param, Param: "tier"},
+		"broken":    {Kind: Expression, Expr: `{"small": "20"}[params.tier]`},
+	}}
+	got := FromParams(t.Context(), schemas, slot, map[string]any{"tier": "large", "password": "hunter2"})
+	want := map[string]Known{
+		"tier": {Value: "large", Kind: Param, Params: []string{"tier"}},
+		"pods": {Value: "80", Kind: Expression, Params: []string{"tier"}},
+		"kind": {Value: "tier", Kind: Literal},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("known %+v, want %+v", got, want)
+	}
+}

@@ -218,6 +218,9 @@ func FormErrors(err error) views.Errors {
 	}
 	errs := views.Errors{}
 	for _, f := range v.Fields {
+		if was, ok := errs[f.Field]; ok {
+			f.Message = was + "; " + f.Message // one field shows every problem it has
+		}
 		errs[f.Field] = f.Message
 	}
 	return errs
