@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -80,12 +81,11 @@ func freePort(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// TestCrash_ServerKilledDuringUpResumes kills the server with SIGKILL while a deploy's up is
-// running, starts another on the same data directory, and expects the operation to resume and
-// finish with every resource existing once.
 // A server killed while an environment provisions, in the middle of its two machines' ups
 // (they deploy at once): the restarted server resumes both, and the environment ends active
-// with exactly one of each.
+// with exactly one of each. The zone's policies check what each resumed up plans anew: an
+// advisory policy that flags what is created flags the disks before the crash, and no longer
+// once they exist.
 func TestCrash_ServerKilledWhileProvisioningResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("takes about two minutes: a dead worker's operation is taken over after a minute of silence")
@@ -111,21 +111,20 @@ func TestCrash_ServerKilledWhileProvisioningResumes(t *testing.T) {
 			{"component_id": comp["id"], "name": "slow", "parameters": map[string]any{"name": "slow", "delay_ms": 8000}},
 			{"component_id": comp["id"], "name": "quick", "parameters": map[string]any{"name": "quick", "delay_ms": 8000}},
 		}})
+	first.api(t, token, "POST", "/api/v1/landing-zones/"+zone["id"].(string)+"/policies", map[string]any{
+		"name": "made", "level": "advisory", "message": "this is made anew", "expression": `resource.op != "create"`})
 	first.api(t, token, "POST", "/api/v1/landing-zones/"+zone["id"].(string)+"/publish", nil)
 	env := first.api(t, token, "POST", "/api/v1/environments", map[string]any{"tenant_id": tenant["id"], "name": "dev", "template_id": template["id"]})
 
-	// The two deploy at once. Both ups have begun once both disks exist: each machine is waiting
-	// out its delay, so the kill finds no machine made and not yet recorded.
+	// The two deploy at once. Both ups have begun once both disks are recorded made: each
+	// machine is waiting out its delay, so the kill finds no machine made and not yet recorded.
 	cloud := filepath.Join(data, "simcloud")
 	deadline := time.Now().Add(time.Minute)
-	for {
-		if disks, _ := filepath.Glob(filepath.Join(cloud, "disk", "*.json")); len(disks) == 2 {
-			break
-		}
+	for disksMade(t, first, token) < 2 {
 		if time.Now().After(deadline) {
 			t.Fatalf("up never began:\n%s", first.out)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
 	}
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -164,6 +163,36 @@ func TestCrash_ServerKilledWhileProvisioningResumes(t *testing.T) {
 	if n := len(ops["operations"].([]any)); n != 2 {
 		t.Fatalf("%d succeeded deploys, want one per machine: %v", n, ops)
 	}
+	for _, op := range ops["operations"].([]any) {
+		check, ok := second.api(t, token, "GET", "/api/v1/operations/"+op.(map[string]any)["id"].(string), nil)["policy"].(map[string]any)
+		if !ok {
+			t.Fatalf("deploy %v has no policy check", op)
+		}
+		var flagged []string
+		for _, v := range check["violations"].([]any) {
+			flagged = append(flagged, v.(map[string]any)["type"].(string))
+		}
+		// The machine is flagged too, unless the killed engine lived long enough to make it.
+		if slices.Contains(flagged, "simcloud:index:Disk") {
+			t.Fatalf("the resumed up's plan flagged %v: the disk it had made is made anew: %v", flagged, check)
+		}
+	}
+}
+
+// disksMade counts the deploys running whose up has reported its disk made: the engine saves
+// it in the stack's state as it reports it, long before the report reaches the API.
+func disksMade(t *testing.T, s *process, token string) int {
+	t.Helper()
+	made := 0
+	for _, op := range s.api(t, token, "GET", "/api/v1/operations?kind=deploy&status=running", nil)["operations"].([]any) {
+		detail := s.api(t, token, "GET", "/api/v1/operations/"+op.(map[string]any)["id"].(string), nil)
+		for _, r := range detail["resources"].([]any) {
+			if r := r.(map[string]any); r["type"] == "simcloud:index:Disk" && r["status"] == "done" {
+				made++
+			}
+		}
+	}
+	return made
 }
 
 // killStrays kills the processes whose environment names dir: plugins of an engine that died

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -225,7 +226,13 @@ func (r *run) up(ctx context.Context, sr *saga.Run) (json.RawMessage, error) {
 		r.untouched = !interrupted
 		return nil, err
 	}
-	res, err := r.converge(ctx, alone(st), p.Plan, interrupted)
+	recheck := false
+	if interrupted {
+		if recheck, err = r.policed(ctx); err != nil {
+			return nil, err
+		}
+	}
+	res, err := r.converge(ctx, alone(st), p.Plan, interrupted, recheck)
 	if err != nil {
 		// Refused in its preview or by its plan before touching a resource, it leaves nothing
 		// to undo; after a crash, an earlier attempt may have.
@@ -256,19 +263,32 @@ func (r *run) rollBack(ctx context.Context, _ *saga.Run) error {
 	ctx, cancel := context.WithTimeout(ctx, r.w.timeout)
 	defer cancel()
 	r.progress.undo()
-	_, err := r.converge(ctx, alone(r.current), nil, r.resumed)
+	_, err := r.converge(ctx, alone(r.current), nil, r.resumed, false)
 	return err
 }
 
 // converge brings the stack's resources to st: exactly as plan says, when there is one. A
 // worker that died during an up left resources the state may not show: after one, the
-// operation learns what exists first, and no longer holds to a plan made before them.
-func (r *run) converge(ctx context.Context, st pulumix.Stack, plan []byte, afterCrash bool) (pulumix.Result, error) {
+// operation learns what exists first, and no longer holds to a plan made before them. With
+// recheck (the zone has policies), the plan made after the refresh is checked and recorded in
+// place of the first, then applied: a resumed up answers to the policies as the first did.
+func (r *run) converge(ctx context.Context, st pulumix.Stack, plan []byte, afterCrash, recheck bool) (pulumix.Result, error) {
 	if afterCrash {
 		if _, err := r.w.runner.Refresh(ctx, st, r.progress); err != nil {
 			return pulumix.Result{}, r.engine(err)
 		}
 		plan = nil
+		if recheck {
+			// Its log joins the operation's; its events would mark done resources planned again.
+			res, err := r.w.runner.Preview(ctx, st, struct{ io.Writer }{r.progress})
+			if err != nil {
+				return res, r.engine(err)
+			}
+			if err := r.police(ctx, res.Planned); err != nil {
+				return pulumix.Result{}, err
+			}
+			plan = res.Plan
+		}
 	}
 	var res pulumix.Result
 	var err error

@@ -95,8 +95,10 @@ func CheckPlan(ctx context.Context, q *dbgen.Queries, op uuid.UUID, plan []Resou
 	if err != nil {
 		return nil, err
 	}
-	subject := Subject{Name: s.Name, Component: s.Component, Tenant: s.Tenant, Environment: s.Environment, Namespace: s.Namespace, System: s.System}
-	c := &Check{Version: version, Policies: int32(len(rules)), Violations: evaluate(ctx, rules, subject, plan)}
+	subject := Subject(s)
+	checking, cancel := context.WithTimeout(ctx, checkTime)
+	defer cancel()
+	c := &Check{Version: version, Policies: int32(len(rules)), Violations: evaluate(checking, rules, subject, plan)}
 	for _, r := range plan {
 		if r.Checked() {
 			c.Resources++

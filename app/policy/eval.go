@@ -35,6 +35,11 @@ const evalCost = 1_000_000
 // evalTime bounds one evaluation's time, whatever its cost.
 const evalTime = time.Second
 
+// checkTime bounds a whole plan's check: many policies, each cut off by its cost, over a plan
+// of hundreds of resources would otherwise hold the operation for minutes. What is left when
+// it is spent fails, so a mandatory policy still refuses what it did not see.
+const checkTime = 30 * time.Second
+
 // Resource is one resource of a preview's plan, as policies see it.
 type Resource struct {
 	Type   string         `json:"type"`
@@ -160,16 +165,17 @@ func (r Resource) value() map[string]any {
 	return map[string]any{"type": r.Type, "name": r.Name, "urn": r.URN, "op": r.Op, "inputs": inputs}
 }
 
-// Subject is the deployment a plan is for, as policies see it.
+// Subject is the deployment a plan is for, as policies see it: the row the database gives,
+// field for field.
 type Subject struct {
-	Name        string
-	Component   string
-	Tenant      string
+	Name      string
+	Component string
+	Tenant    string
+	// System is a deployment of the zone's own, such as its tenant factory's parts.
+	System      bool
 	Environment string
 	// Namespace is the tenant's namespace on the zone's cluster, "" when it has none.
 	Namespace string
-	// System is a deployment of the zone's own, such as its tenant factory's parts.
-	System bool
 }
 
 func (s Subject) value() map[string]any {
@@ -191,7 +197,8 @@ type Violation struct {
 
 // evaluate checks every checked resource of plan against each enabled policy and returns what
 // did not comply, in the plan's order, policy by policy. A policy whose expression no longer
-// compiles (the language changed under it) fails every resource.
+// compiles (the language changed under it) fails every resource; so does every pair left
+// unchecked once ctx is done.
 func evaluate(ctx context.Context, policies []Policy, subject Subject, plan []Resource) []Violation {
 	deployment := subject.value()
 	var checked []Resource
@@ -210,6 +217,11 @@ func evaluate(ctx context.Context, policies []Policy, subject Subject, plan []Re
 		prg, err := compile(p.Expression)
 		for i, r := range checked {
 			v := Violation{Policy: p.Name, Level: p.Level, Message: p.Message, Type: r.Type, Name: r.Name, URN: r.URN}
+			if why := unchecked(ctx); why != "" {
+				v.Detail = why
+				out = append(out, v)
+				continue
+			}
 			if err != nil {
 				v.Detail = "the expression does not compile: " + err.Error()
 				out = append(out, v)
@@ -223,4 +235,16 @@ func evaluate(ctx context.Context, policies []Policy, subject Subject, plan []Re
 		}
 	}
 	return out
+}
+
+// unchecked says why nothing more of a plan is checked, once its check has run out of time or
+// was stopped; "" while it goes on.
+func unchecked(ctx context.Context) string {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Sprintf("not checked: checking the plan took longer than its %s", checkTime)
+	case ctx.Err() != nil:
+		return "not checked: the check was stopped"
+	}
+	return ""
 }

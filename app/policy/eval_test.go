@@ -89,6 +89,26 @@ func TestEvaluate_DisabledPoliciesAreNotChecked(t *testing.T) {
 	}
 }
 
+// A check out of time fails what it has not checked, saying so, rather than letting it through.
+func TestEvaluate_WhatACheckOutOfTimeLeavesFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 0)
+	defer cancel()
+	got := evaluate(ctx, []Policy{{Rule: Rule{Name: "p", Expression: "true", Level: Mandatory, Enabled: true}}}, acme, plan())
+	var names []string
+	for _, v := range got {
+		names = append(names, v.Name)
+		if !strings.Contains(v.Detail, "not checked: checking the plan took longer than its 30s") {
+			t.Errorf("%s: detail %q", v.Name, v.Detail)
+		}
+	}
+	if strings.Join(names, ",") != "ns,quota,web" {
+		t.Errorf("failing %v, want every checked resource", names)
+	}
+	if (&Check{Violations: got}).Refusal() == nil {
+		t.Error("a mandatory policy left unchecked did not refuse")
+	}
+}
+
 func TestCompile_RefusesWithCELsWords(t *testing.T) {
 	cases := map[string]string{
 		"":                           "empty",
