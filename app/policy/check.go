@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -96,6 +97,15 @@ func CheckPlan(ctx context.Context, q *dbgen.Queries, op uuid.UUID, plan []Resou
 		return nil, err
 	}
 	subject := Subject(s)
+	slot, declared, err := stackPlan(ctx, q, op)
+	if err != nil {
+		return nil, err
+	}
+	plan = slices.Clone(plan)
+	for i := range plan {
+		plan[i].Slot = slot
+	}
+	plan = append(plan, declared...)
 	checking, cancel := context.WithTimeout(ctx, checkTime)
 	defer cancel()
 	c := &Check{Version: version, Policies: int32(len(rules)), Violations: evaluate(checking, rules, subject, plan)}

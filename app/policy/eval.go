@@ -14,8 +14,11 @@ import (
 // A policy's expression is CEL over one planned resource at a time, with the whole plan and
 // the deployment it is for beside it:
 //
-//	resource    {type, name, urn, op, inputs}: the resource being checked
-//	plan        the list of every planned resource, each shaped like resource
+//	resource    {type, name, urn, op, inputs, slot}: the resource being checked; slot is the
+//	            stack instance slot whose deployment plans it ("" outside a stack instance)
+//	plan        the list of every planned resource, each shaped like resource; for a slot of a
+//	            stack instance, also what the instance's other slots declare, with op
+//	            "declared" and no inputs, since each slot plans its own when it deploys
 //	deployment  {name, component, tenant, environment, namespace, system}: namespace is the
 //	            tenant's on the zone's cluster ("" when it has none); system is true for the
 //	            zone's own deployments, such as its tenant factory's
@@ -23,7 +26,9 @@ import (
 // It is true when the resource complies. type is the Pulumi type token
 // (kubernetes:networking.k8s.io/v1:Ingress), name the program's name for it, op what the plan
 // does to it (create, update, replace, same, read) and inputs what it will be given, secrets
-// as "[secret]". Each evaluation is bounded in cost and time: a plan is written by tenants.
+// as "[secret]". Only the operation's own resources are checked; what other slots declare is
+// checked when they deploy. Each evaluation is bounded in cost and time: a plan is written by
+// tenants.
 
 // MaxExpr is the longest expression taken, in bytes.
 const MaxExpr = 4000
@@ -47,12 +52,14 @@ type Resource struct {
 	URN    string         `json:"urn"`
 	Op     string         `json:"op"`
 	Inputs map[string]any `json:"inputs"`
+	// Slot is the stack instance slot that plans the resource, "" outside a stack instance.
+	Slot string `json:"slot"`
 }
 
 // Checked says whether a resource answers to policies: the stack itself and the providers
 // are the engine's own, and what the plan deletes is going.
 func (r Resource) Checked() bool {
-	return r.Op != "delete" && r.Type != "pulumi:pulumi:Stack" && !strings.HasPrefix(r.Type, "pulumi:providers:")
+	return r.Op != "delete" && r.Op != Declared && r.Type != "pulumi:pulumi:Stack" && !strings.HasPrefix(r.Type, "pulumi:providers:")
 }
 
 // program is a policy's expression, compiled and checked.
@@ -162,7 +169,7 @@ func (r Resource) value() map[string]any {
 	for k, v := range r.Inputs {
 		inputs[k] = celValue(v)
 	}
-	return map[string]any{"type": r.Type, "name": r.Name, "urn": r.URN, "op": r.Op, "inputs": inputs}
+	return map[string]any{"type": r.Type, "name": r.Name, "urn": r.URN, "op": r.Op, "inputs": inputs, "slot": r.Slot}
 }
 
 // Subject is the deployment a plan is for, as policies see it: the row the database gives,
@@ -206,6 +213,11 @@ func evaluate(ctx context.Context, policies []Policy, subject Subject, plan []Re
 	for _, r := range plan {
 		if r.Checked() {
 			checked = append(checked, r)
+			all = append(all, r.value())
+		}
+	}
+	for _, r := range plan {
+		if r.Op == Declared {
 			all = append(all, r.value())
 		}
 	}

@@ -89,6 +89,32 @@ func TestEvaluate_DisabledPoliciesAreNotChecked(t *testing.T) {
 	}
 }
 
+// A slot of a stack instance is checked with what the instance's other slots declare beside its
+// own plan: they are in plan, never checked themselves, and have no inputs.
+func TestEvaluate_OtherSlotsDeclaredAreInThePlan(t *testing.T) {
+	const namespace, quota = "kubernetes:core/v1:Namespace", "kubernetes:core/v1:ResourceQuota"
+	own := []Resource{{Type: namespace, Name: "namespace", URN: "urn:ns", Op: "create", Slot: "namespace",
+		Inputs: map[string]any{"metadata": map[string]any{"name": "acme"}}}}
+	siblings := []Resource{{Type: quota, Name: "quota", Op: Declared, Slot: "quota", Inputs: map[string]any{}}}
+	policies := func(expr string) []Policy {
+		return []Policy{{Rule: Rule{Name: "p", Expression: expr, Level: Mandatory, Enabled: true}}}
+	}
+	hasQuota := `resource.type != "` + namespace + `" || plan.exists(r, r.type == "` + quota + `")`
+	if got := evaluate(context.Background(), policies(hasQuota), acme, own); len(got) != 1 {
+		t.Errorf("a namespace alone: %v, want it refused", got)
+	}
+	if got := evaluate(context.Background(), policies(hasQuota), acme, append(own, siblings...)); len(got) != 0 {
+		t.Errorf("a namespace whose instance's quota slot declares one: %v", got)
+	}
+	got := evaluate(context.Background(), policies(`resource.slot == "namespace" && plan.all(r, r.op != "declared" || r.inputs.size() == 0)`), acme, append(own, siblings...))
+	if len(got) != 0 {
+		t.Errorf("the slot and what is declared, as read: %v", got)
+	}
+	if got := evaluate(context.Background(), policies("false"), acme, append(own, siblings...)); len(got) != 1 || got[0].Name != "namespace" {
+		t.Errorf("what other slots declare was checked: %v", got)
+	}
+}
+
 // A check out of time fails what it has not checked, saying so, rather than letting it through.
 func TestEvaluate_WhatACheckOutOfTimeLeavesFails(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 0)

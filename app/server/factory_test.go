@@ -137,6 +137,13 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 	wantIn(t, r, `data-field-error="provision.namespace"`, "k8s (tenant-factory)", ">medium<")
 
+	// The zone's policies see a factory's part with what its other parts declare: each namespace
+	// it makes comes with a quota, though the quota is the next part's to plan.
+	wantStatus(t, s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/policies", root, map[string]any{
+		"name": "namespace-quota", "level": "mandatory", "message": "every namespace the factory makes has a quota",
+		"expression": `!deployment.system || resource.type != "kubernetes:core/v1:Namespace" || plan.exists(r, r.type == "kubernetes:core/v1:ResourceQuota")`,
+	}), http.StatusCreated)
+
 	// No engine process is given the cluster's token in its command line or environment.
 	stop := watchProcesses(plane.Token)
 	r = s.call(t, "POST", "/api/v1/tenants", root, map[string]any{"name": "Acme", "provision": map[string]any{
@@ -148,6 +155,11 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 		t.Fatalf("acme's namespaces: %v", spaces)
 	}
 	inst := spaces[0]["stack_instance_id"].(string)
+	s.waitInstance(t, root, inst, status("active", "failed"))
+	if check, ok := s.slotOperations(t, root, inst, "deploy")["namespace"]["policy"].(map[string]any); !ok ||
+		check["resources"] != 2.0 || len(check["violations"].([]any)) != 0 {
+		t.Fatalf("the policy check of acme's namespace: %v", check)
+	}
 	s.waitInstance(t, root, inst, status("active"))
 	if seen, looks := stop(); len(seen) > 0 || looks < 10 {
 		t.Fatalf("in %d looks while the factory ran, the cluster's token was in %v", looks, seen)

@@ -361,6 +361,29 @@ func (q *Queries) OperationPolicyZone(ctx context.Context, id uuid.UUID) (uuid.N
 	return landing_zone_id, err
 }
 
+const operationStackSlot = `-- name: OperationStackSlot :one
+SELECT i.stack_id, i.version, d.slot::text AS slot
+FROM operations o
+JOIN deployed_components d ON d.id = o.deployment_id
+JOIN stack_instances i ON i.id = d.stack_instance_id
+WHERE o.id = $1
+`
+
+type OperationStackSlotRow struct {
+	StackID uuid.UUID `json:"stack_id"`
+	Version int32     `json:"version"`
+	Slot    string    `json:"slot"`
+}
+
+// The stack instance slot an operation's deployment holds, with the stack version the instance
+// is at; no row for a deployment of no stack instance.
+func (q *Queries) OperationStackSlot(ctx context.Context, id uuid.UUID) (OperationStackSlotRow, error) {
+	row := q.db.QueryRow(ctx, operationStackSlot, id)
+	var i OperationStackSlotRow
+	err := row.Scan(&i.StackID, &i.Version, &i.Slot)
+	return i, err
+}
+
 const recordPolicyCheck = `-- name: RecordPolicyCheck :exec
 INSERT INTO operation_policy_checks (operation_id, landing_zone_id, version, policies, resources, violations)
 VALUES ($1, $2, $3, $4, $5, $6)

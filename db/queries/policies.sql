@@ -78,3 +78,12 @@ JOIN components c ON c.id = d.component_id
 JOIN tenants t ON t.id = d.tenant_id
 JOIN environments e ON e.id = d.environment_id
 WHERE o.id = $1;
+
+-- name: OperationStackSlot :one
+-- The stack instance slot an operation's deployment holds, with the stack version the instance
+-- is at; no row for a deployment of no stack instance.
+SELECT i.stack_id, i.version, d.slot::text AS slot
+FROM operations o
+JOIN deployed_components d ON d.id = o.deployment_id
+JOIN stack_instances i ON i.id = d.stack_instance_id
+WHERE o.id = $1;
