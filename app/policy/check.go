@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -96,19 +95,13 @@ func CheckPlan(ctx context.Context, q *dbgen.Queries, op uuid.UUID, plan []Resou
 	if err != nil {
 		return nil, err
 	}
-	subject := Subject(s)
-	slot, declared, err := stackPlan(ctx, q, op)
+	others, err := declared(ctx, q, op)
 	if err != nil {
 		return nil, err
 	}
-	plan = slices.Clone(plan)
-	for i := range plan {
-		plan[i].Slot = slot
-	}
-	plan = append(plan, declared...)
 	checking, cancel := context.WithTimeout(ctx, checkTime)
 	defer cancel()
-	c := &Check{Version: version, Policies: int32(len(rules)), Violations: evaluate(checking, rules, subject, plan)}
+	c := &Check{Version: version, Policies: int32(len(rules)), Violations: evaluate(checking, rules, Subject(s), plan, others)}
 	for _, r := range plan {
 		if r.Checked() {
 			c.Resources++

@@ -14,21 +14,20 @@ import (
 // A policy's expression is CEL over one planned resource at a time, with the whole plan and
 // the deployment it is for beside it:
 //
-//	resource    {type, name, urn, op, inputs, slot}: the resource being checked; slot is the
-//	            stack instance slot whose deployment plans it ("" outside a stack instance)
-//	plan        the list of every planned resource, each shaped like resource; for a slot of a
-//	            stack instance, also what the instance's other slots declare, with op
-//	            "declared" and no inputs, since each slot plans its own when it deploys
-//	deployment  {name, component, tenant, environment, namespace, system}: namespace is the
-//	            tenant's on the zone's cluster ("" when it has none); system is true for the
-//	            zone's own deployments, such as its tenant factory's
+//	resource    {type, name, urn, op, inputs}: the resource being checked
+//	plan        the list of every planned resource, each shaped like resource
+//	declared    for a slot of a stack instance, the list of what the instance's other slots
+//	            declare, {type, name, slot}, since each slot plans its own when it deploys;
+//	            empty elsewhere
+//	deployment  {name, component, tenant, environment, namespace, system, slot}: namespace is
+//	            the tenant's on the zone's cluster ("" when it has none); system is true for
+//	            the zone's own deployments, such as its tenant factory's; slot is the stack
+//	            instance slot the deployment holds ("" when none)
 //
 // It is true when the resource complies. type is the Pulumi type token
 // (kubernetes:networking.k8s.io/v1:Ingress), name the program's name for it, op what the plan
 // does to it (create, update, replace, same, read) and inputs what it will be given, secrets
-// as "[secret]". Only the operation's own resources are checked; what other slots declare is
-// checked when they deploy. Each evaluation is bounded in cost and time: a plan is written by
-// tenants.
+// as "[secret]". Each evaluation is bounded in cost and time: a plan is written by tenants.
 
 // MaxExpr is the longest expression taken, in bytes.
 const MaxExpr = 4000
@@ -52,14 +51,12 @@ type Resource struct {
 	URN    string         `json:"urn"`
 	Op     string         `json:"op"`
 	Inputs map[string]any `json:"inputs"`
-	// Slot is the stack instance slot that plans the resource, "" outside a stack instance.
-	Slot string `json:"slot"`
 }
 
 // Checked says whether a resource answers to policies: the stack itself and the providers
 // are the engine's own, and what the plan deletes is going.
 func (r Resource) Checked() bool {
-	return r.Op != "delete" && r.Op != Declared && r.Type != "pulumi:pulumi:Stack" && !strings.HasPrefix(r.Type, "pulumi:providers:")
+	return r.Op != "delete" && r.Type != "pulumi:pulumi:Stack" && !strings.HasPrefix(r.Type, "pulumi:providers:")
 }
 
 // program is a policy's expression, compiled and checked.
@@ -73,6 +70,7 @@ func mustEnv() *cel.Env {
 	e, err := cel.NewEnv(
 		cel.Variable("resource", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("plan", cel.ListType(cel.MapType(cel.StringType, cel.DynType))),
+		cel.Variable("declared", cel.ListType(cel.MapType(cel.StringType, cel.StringType))),
 		cel.Variable("deployment", cel.MapType(cel.StringType, cel.DynType)),
 	)
 	if err != nil {
@@ -112,7 +110,7 @@ func issueText(issues *cel.Issues) string {
 		msg := e.Message
 		if name, ok := strings.CutPrefix(msg, "undeclared reference to '"); ok {
 			name, _, _ = strings.Cut(name, "'")
-			msg = name + " is not known here: an expression reads resource, plan and deployment"
+			msg = name + " is not known here: an expression reads resource, plan, declared and deployment"
 		}
 		if e.Location != nil && e.Location.Line() > 0 {
 			msg = fmt.Sprintf("line %d, column %d: %s", e.Location.Line(), e.Location.Column()+1, msg)
@@ -125,10 +123,10 @@ func issueText(issues *cel.Issues) string {
 // complies evaluates the expression for one resource of the plan: true, or why not. An
 // expression that fails or gives something else than true or false does not comply, with the
 // reason as detail.
-func (p *program) complies(ctx context.Context, resource map[string]any, plan []any, deployment map[string]any) (bool, string) {
+func (p *program) complies(ctx context.Context, resource map[string]any, plan, declared []any, deployment map[string]any) (bool, string) {
 	ctx, cancel := context.WithTimeout(ctx, evalTime)
 	defer cancel()
-	v, _, err := p.prg.ContextEval(ctx, map[string]any{"resource": resource, "plan": plan, "deployment": deployment})
+	v, _, err := p.prg.ContextEval(ctx, map[string]any{"resource": resource, "plan": plan, "declared": declared, "deployment": deployment})
 	if err != nil {
 		return false, "the expression failed: " + err.Error()
 	}
@@ -169,7 +167,7 @@ func (r Resource) value() map[string]any {
 	for k, v := range r.Inputs {
 		inputs[k] = celValue(v)
 	}
-	return map[string]any{"type": r.Type, "name": r.Name, "urn": r.URN, "op": r.Op, "inputs": inputs, "slot": r.Slot}
+	return map[string]any{"type": r.Type, "name": r.Name, "urn": r.URN, "op": r.Op, "inputs": inputs}
 }
 
 // Subject is the deployment a plan is for, as policies see it: the row the database gives,
@@ -183,11 +181,13 @@ type Subject struct {
 	Environment string
 	// Namespace is the tenant's namespace on the zone's cluster, "" when it has none.
 	Namespace string
+	// Slot is the stack instance slot the deployment holds, "" when none.
+	Slot string
 }
 
 func (s Subject) value() map[string]any {
 	return map[string]any{"name": s.Name, "component": s.Component, "tenant": s.Tenant, "environment": s.Environment,
-		"namespace": s.Namespace, "system": s.System}
+		"namespace": s.Namespace, "system": s.System, "slot": s.Slot}
 }
 
 // Violation is a resource that did not comply with a policy.
@@ -202,11 +202,11 @@ type Violation struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// evaluate checks every checked resource of plan against each enabled policy and returns what
-// did not comply, in the plan's order, policy by policy. A policy whose expression no longer
-// compiles (the language changed under it) fails every resource; so does every pair left
-// unchecked once ctx is done.
-func evaluate(ctx context.Context, policies []Policy, subject Subject, plan []Resource) []Violation {
+// evaluate checks every checked resource of plan against each enabled policy, with what other
+// slots declare beside it, and returns what did not comply, in the plan's order, policy by
+// policy. A policy whose expression no longer compiles (the language changed under it) fails
+// every resource; so does every pair left unchecked once ctx is done.
+func evaluate(ctx context.Context, policies []Policy, subject Subject, plan []Resource, declared []Declared) []Violation {
 	deployment := subject.value()
 	var checked []Resource
 	var all []any
@@ -216,10 +216,9 @@ func evaluate(ctx context.Context, policies []Policy, subject Subject, plan []Re
 			all = append(all, r.value())
 		}
 	}
-	for _, r := range plan {
-		if r.Op == Declared {
-			all = append(all, r.value())
-		}
+	others := make([]any, len(declared))
+	for i, d := range declared {
+		others[i] = d.value()
 	}
 	out := []Violation{}
 	for _, p := range policies {
@@ -239,7 +238,7 @@ func evaluate(ctx context.Context, policies []Policy, subject Subject, plan []Re
 				out = append(out, v)
 				continue
 			}
-			ok, detail := prg.complies(ctx, all[i].(map[string]any), all, deployment)
+			ok, detail := prg.complies(ctx, all[i].(map[string]any), all, others, deployment)
 			if !ok {
 				v.Detail = detail
 				out = append(out, v)

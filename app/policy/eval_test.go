@@ -61,7 +61,7 @@ func TestEvaluate(t *testing.T) {
 			if _, err := compile(tc.expr); err != nil {
 				t.Fatalf("compile: %v", err)
 			}
-			got := evaluate(context.Background(), []Policy{{Rule: Rule{Name: "p", Message: "m", Expression: tc.expr, Level: Mandatory, Enabled: true}}}, acme, plan())
+			got := evaluate(context.Background(), []Policy{{Rule: Rule{Name: "p", Message: "m", Expression: tc.expr, Level: Mandatory, Enabled: true}}}, acme, plan(), nil)
 			var names []string
 			for _, v := range got {
 				names = append(names, v.Name)
@@ -83,34 +83,35 @@ func TestEvaluate(t *testing.T) {
 var endless = strings.Repeat("[0,1,2,3,4,5,6,7,8,9].all(x, ", 7) + "true" + strings.Repeat(")", 7)
 
 func TestEvaluate_DisabledPoliciesAreNotChecked(t *testing.T) {
-	got := evaluate(context.Background(), []Policy{{Rule: Rule{Name: "off", Expression: "false", Level: Mandatory}}}, acme, plan())
+	got := evaluate(context.Background(), []Policy{{Rule: Rule{Name: "off", Expression: "false", Level: Mandatory}}}, acme, plan(), nil)
 	if len(got) != 0 {
 		t.Errorf("a disabled policy failed %v", got)
 	}
 }
 
 // A slot of a stack instance is checked with what the instance's other slots declare beside its
-// own plan: they are in plan, never checked themselves, and have no inputs.
-func TestEvaluate_OtherSlotsDeclaredAreInThePlan(t *testing.T) {
+// own plan, each with its slot; they are read, never checked themselves.
+func TestEvaluate_WhatOtherSlotsDeclareIsBesideThePlan(t *testing.T) {
 	const namespace, quota = "kubernetes:core/v1:Namespace", "kubernetes:core/v1:ResourceQuota"
-	own := []Resource{{Type: namespace, Name: "namespace", URN: "urn:ns", Op: "create", Slot: "namespace",
+	own := []Resource{{Type: namespace, Name: "namespace", URN: "urn:ns", Op: "create",
 		Inputs: map[string]any{"metadata": map[string]any{"name": "acme"}}}}
-	siblings := []Resource{{Type: quota, Name: "quota", Op: Declared, Slot: "quota", Inputs: map[string]any{}}}
+	others := []Declared{{Type: quota, Name: "quota", Slot: "quota"}, {Type: "kubernetes:core/v1:Secret", Name: "credentials", Slot: "secret"}}
+	slot := acme
+	slot.Slot = "namespace"
 	policies := func(expr string) []Policy {
 		return []Policy{{Rule: Rule{Name: "p", Expression: expr, Level: Mandatory, Enabled: true}}}
 	}
-	hasQuota := `resource.type != "` + namespace + `" || plan.exists(r, r.type == "` + quota + `")`
-	if got := evaluate(context.Background(), policies(hasQuota), acme, own); len(got) != 1 {
+	hasQuota := `resource.type != "` + namespace + `" || plan.exists(r, r.type == "` + quota + `") || declared.exists(r, r.type == "` + quota + `" && r.slot == "quota")`
+	if got := evaluate(context.Background(), policies(hasQuota), slot, own, nil); len(got) != 1 {
 		t.Errorf("a namespace alone: %v, want it refused", got)
 	}
-	if got := evaluate(context.Background(), policies(hasQuota), acme, append(own, siblings...)); len(got) != 0 {
+	if got := evaluate(context.Background(), policies(hasQuota), slot, own, others); len(got) != 0 {
 		t.Errorf("a namespace whose instance's quota slot declares one: %v", got)
 	}
-	got := evaluate(context.Background(), policies(`resource.slot == "namespace" && plan.all(r, r.op != "declared" || r.inputs.size() == 0)`), acme, append(own, siblings...))
-	if len(got) != 0 {
-		t.Errorf("the slot and what is declared, as read: %v", got)
+	if got := evaluate(context.Background(), policies(`deployment.slot == "namespace" && size(plan) == 1 && size(declared) == 2`), slot, own, others); len(got) != 0 {
+		t.Errorf("the slot, the plan and what is declared, as read: %v", got)
 	}
-	if got := evaluate(context.Background(), policies("false"), acme, append(own, siblings...)); len(got) != 1 || got[0].Name != "namespace" {
+	if got := evaluate(context.Background(), policies("false"), slot, own, others); len(got) != 1 || got[0].Name != "namespace" {
 		t.Errorf("what other slots declare was checked: %v", got)
 	}
 }
@@ -119,7 +120,7 @@ func TestEvaluate_OtherSlotsDeclaredAreInThePlan(t *testing.T) {
 func TestEvaluate_WhatACheckOutOfTimeLeavesFails(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 0)
 	defer cancel()
-	got := evaluate(ctx, []Policy{{Rule: Rule{Name: "p", Expression: "true", Level: Mandatory, Enabled: true}}}, acme, plan())
+	got := evaluate(ctx, []Policy{{Rule: Rule{Name: "p", Expression: "true", Level: Mandatory, Enabled: true}}}, acme, plan(), nil)
 	var names []string
 	for _, v := range got {
 		names = append(names, v.Name)

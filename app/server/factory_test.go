@@ -141,7 +141,8 @@ func TestFactory_CreatingATenantProvisionsItsNamespaceOnTheCluster(t *testing.T)
 	// it makes comes with a quota, though the quota is the next part's to plan.
 	wantStatus(t, s.call(t, "POST", "/api/v1/landing-zones/"+zone+"/policies", root, map[string]any{
 		"name": "namespace-quota", "level": "mandatory", "message": "every namespace the factory makes has a quota",
-		"expression": `!deployment.system || resource.type != "kubernetes:core/v1:Namespace" || plan.exists(r, r.type == "kubernetes:core/v1:ResourceQuota")`,
+		"expression": `!deployment.system || resource.type != "kubernetes:core/v1:Namespace" || plan.exists(r, r.type == "kubernetes:core/v1:ResourceQuota") ||
+			deployment.slot == "namespace" && declared.exists(r, r.type == "kubernetes:core/v1:ResourceQuota" && r.slot == "quota")`,
 	}), http.StatusCreated)
 
 	// No engine process is given the cluster's token in its command line or environment.

@@ -312,7 +312,8 @@ func (q *Queries) LockPolicyZone(ctx context.Context, id uuid.UUID) (LandingZone
 const operationPolicySubject = `-- name: OperationPolicySubject :one
 SELECT d.name, c.name AS component, t.name AS tenant, t.system, e.name AS environment,
        coalesce((SELECT n.namespace FROM tenant_namespaces n
-                 WHERE n.tenant_id = d.tenant_id AND n.landing_zone_id = e.landing_zone_id), '')::text AS namespace
+                 WHERE n.tenant_id = d.tenant_id AND n.landing_zone_id = e.landing_zone_id), '')::text AS namespace,
+       coalesce(d.slot, '')::text AS slot
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 JOIN components c ON c.id = d.component_id
@@ -328,10 +329,12 @@ type OperationPolicySubjectRow struct {
 	System      bool   `json:"system"`
 	Environment string `json:"environment"`
 	Namespace   string `json:"namespace"`
+	Slot        string `json:"slot"`
 }
 
-// The deployment an operation's plan is for, as policies read it: its names, and the namespace
-// its tenant has on the zone's cluster (” when none).
+// The deployment an operation's plan is for, as policies read it: its names, the namespace
+// its tenant has on the zone's cluster (” when none) and the stack instance slot it holds
+// (” when none).
 func (q *Queries) OperationPolicySubject(ctx context.Context, id uuid.UUID) (OperationPolicySubjectRow, error) {
 	row := q.db.QueryRow(ctx, operationPolicySubject, id)
 	var i OperationPolicySubjectRow
@@ -342,6 +345,7 @@ func (q *Queries) OperationPolicySubject(ctx context.Context, id uuid.UUID) (Ope
 		&i.System,
 		&i.Environment,
 		&i.Namespace,
+		&i.Slot,
 	)
 	return i, err
 }
@@ -361,27 +365,47 @@ func (q *Queries) OperationPolicyZone(ctx context.Context, id uuid.UUID) (uuid.N
 	return landing_zone_id, err
 }
 
-const operationStackSlot = `-- name: OperationStackSlot :one
-SELECT i.stack_id, i.version, d.slot::text AS slot
+const operationStackPrograms = `-- name: OperationStackPrograms :many
+SELECT s.name::text AS slot, v.code
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 JOIN stack_instances i ON i.id = d.stack_instance_id
-WHERE o.id = $1
+LEFT JOIN stack_run_steps st ON st.operation_id = o.id
+LEFT JOIN stack_runs r ON r.id = st.run_id
+JOIN stack_versions sv ON sv.stack_id = i.stack_id AND sv.version = coalesce(r.to_version, i.version)
+CROSS JOIN LATERAL jsonb_to_recordset(sv.definition->'slots') AS s(name text, component_id uuid, version integer)
+JOIN component_versions v ON v.component_id = s.component_id AND v.version = s.version
+WHERE o.id = $1 AND s.name <> d.slot AND v.language = 'yaml'
+ORDER BY 1
 `
 
-type OperationStackSlotRow struct {
-	StackID uuid.UUID `json:"stack_id"`
-	Version int32     `json:"version"`
-	Slot    string    `json:"slot"`
+type OperationStackProgramsRow struct {
+	Slot string `json:"slot"`
+	Code string `json:"code"`
 }
 
-// The stack instance slot an operation's deployment holds, with the stack version the instance
-// is at; no row for a deployment of no stack instance.
-func (q *Queries) OperationStackSlot(ctx context.Context, id uuid.UUID) (OperationStackSlotRow, error) {
-	row := q.db.QueryRow(ctx, operationStackSlot, id)
-	var i OperationStackSlotRow
-	err := row.Scan(&i.StackID, &i.Version, &i.Slot)
-	return i, err
+// The programs of the other slots of the stack instance whose slot an operation's deployment
+// holds, in the stack version the operation's run brings the instance to (an upgrade's or a
+// rollback's) or else the one it is at; none for a deployment of no stack instance. Slots
+// whose component is not written in YAML are left out.
+func (q *Queries) OperationStackPrograms(ctx context.Context, id uuid.UUID) ([]OperationStackProgramsRow, error) {
+	rows, err := q.db.Query(ctx, operationStackPrograms, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OperationStackProgramsRow{}
+	for rows.Next() {
+		var i OperationStackProgramsRow
+		if err := rows.Scan(&i.Slot, &i.Code); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const recordPolicyCheck = `-- name: RecordPolicyCheck :exec

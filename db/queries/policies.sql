@@ -67,11 +67,13 @@ FROM operation_policy_checks c WHERE c.operation_id = sqlc.arg(preview_id)
 ON CONFLICT (operation_id) DO NOTHING;
 
 -- name: OperationPolicySubject :one
--- The deployment an operation's plan is for, as policies read it: its names, and the namespace
--- its tenant has on the zone's cluster ('' when none).
+-- The deployment an operation's plan is for, as policies read it: its names, the namespace
+-- its tenant has on the zone's cluster ('' when none) and the stack instance slot it holds
+-- ('' when none).
 SELECT d.name, c.name AS component, t.name AS tenant, t.system, e.name AS environment,
        coalesce((SELECT n.namespace FROM tenant_namespaces n
-                 WHERE n.tenant_id = d.tenant_id AND n.landing_zone_id = e.landing_zone_id), '')::text AS namespace
+                 WHERE n.tenant_id = d.tenant_id AND n.landing_zone_id = e.landing_zone_id), '')::text AS namespace,
+       coalesce(d.slot, '')::text AS slot
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 JOIN components c ON c.id = d.component_id
@@ -79,11 +81,19 @@ JOIN tenants t ON t.id = d.tenant_id
 JOIN environments e ON e.id = d.environment_id
 WHERE o.id = $1;
 
--- name: OperationStackSlot :one
--- The stack instance slot an operation's deployment holds, with the stack version the instance
--- is at; no row for a deployment of no stack instance.
-SELECT i.stack_id, i.version, d.slot::text AS slot
+-- name: OperationStackPrograms :many
+-- The programs of the other slots of the stack instance whose slot an operation's deployment
+-- holds, in the stack version the operation's run brings the instance to (an upgrade's or a
+-- rollback's) or else the one it is at; none for a deployment of no stack instance. Slots
+-- whose component is not written in YAML are left out.
+SELECT s.name::text AS slot, v.code
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 JOIN stack_instances i ON i.id = d.stack_instance_id
-WHERE o.id = $1;
+LEFT JOIN stack_run_steps st ON st.operation_id = o.id
+LEFT JOIN stack_runs r ON r.id = st.run_id
+JOIN stack_versions sv ON sv.stack_id = i.stack_id AND sv.version = coalesce(r.to_version, i.version)
+CROSS JOIN LATERAL jsonb_to_recordset(sv.definition->'slots') AS s(name text, component_id uuid, version integer)
+JOIN component_versions v ON v.component_id = s.component_id AND v.version = s.version
+WHERE o.id = $1 AND s.name <> d.slot AND v.language = 'yaml'
+ORDER BY 1;
