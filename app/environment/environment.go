@@ -155,6 +155,7 @@ type Detail struct {
 	Deployments []dbgen.EnvironmentDeploymentsRow
 	Addresses   []dbgen.EnvironmentAllocationsRow
 	Names       []dbgen.IssuedNamesRow
+	Policies    []dbgen.EnvironmentPoliciesRow
 }
 
 // Detail returns an environment the actor may see, with its deployments, the addresses they
@@ -175,7 +176,24 @@ func (s *Service) Detail(ctx context.Context, actor access.Principal, id uuid.UU
 	if d.Names, err = q.IssuedNames(ctx, id); err != nil {
 		return Detail{}, fmt.Errorf("environment names: %w", err)
 	}
+	if d.Policies, err = q.EnvironmentPolicies(ctx, id); err != nil {
+		return Detail{}, fmt.Errorf("environment policies: %w", err)
+	}
 	return d, nil
+}
+
+// Policies returns the enabled plan policies of the landing zone of an environment the actor
+// may see: what every deploy into it answers to, so that those deploying read the rules
+// before a preview names one they broke. Empty for an environment of no zone.
+func (s *Service) Policies(ctx context.Context, actor access.Principal, id uuid.UUID) ([]dbgen.EnvironmentPoliciesRow, error) {
+	if _, err := s.Get(ctx, actor, id); err != nil {
+		return nil, err
+	}
+	rows, err := dbgen.New(s.pool).EnvironmentPolicies(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("environment policies: %w", err)
+	}
+	return rows, nil
 }
 
 // manageable lists the tenants the actor may add environments to; a failed read lists none,

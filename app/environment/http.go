@@ -52,6 +52,20 @@ func (h *Handlers) GetAPI(c echo.Context) error {
 	return c.JSON(http.StatusOK, env)
 }
 
+// PoliciesAPI answers GET /api/v1/environments/{id}/policies: the enabled policies of its
+// landing zone, by name.
+func (h *Handlers) PoliciesAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	rows, err := h.svc.Policies(web.Ctx(c), web.Actor(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"policies": rows})
+}
+
 // CreateAPI answers POST /api/v1/environments: with a template_id it opens the environment and
 // starts provisioning it (202, the environment planned or provisioning); without, it makes a
 // bare active environment (201).
@@ -249,7 +263,7 @@ func (h *Handlers) renderShow(c echo.Context, status int, err error) error {
 	}
 	v := EnvironmentView{ID: d.ID.String(), TenantID: d.TenantID.String(), Tenant: d.TenantName, Name: d.Name, Status: string(d.Status), Reason: d.StatusReason,
 		LandingZoneID: zoneID(actor, d.LandingZoneID), LandingZone: d.LandingZone, Template: d.Template, CanManage: actor.Can(access.EnvironmentManage, d.TenantID), Errors: web.FormErrors(err),
-		ExpiresAt: d.ExpiresAt, Expiring: d.Expiring(time.Now())}
+		ExpiresAt: d.ExpiresAt, Expiring: d.Expiring(time.Now()), Policies: d.Policies}
 	for _, dep := range d.Deployments {
 		v.Deployments = append(v.Deployments, EnvDeploymentRow{ID: dep.ID.String(), Name: dep.Name, Component: dep.ComponentName, ComponentID: dep.ComponentID.String(),
 			Status: dep.Status, Outputs: outputs(dep.Outputs), Mandatory: dep.TemplateComponentID.Valid})

@@ -18,6 +18,7 @@ func (h *Handlers) Routes(pages, api *echo.Group) {
 	api.GET("/environments", h.ListAPI)
 	api.POST("/environments", h.CreateAPI)
 	api.GET("/environments/:id", h.GetAPI, seen)
+	api.GET("/environments/:id/policies", h.PoliciesAPI, seen)
 	api.POST("/environments/:id/decommission", h.DecommissionAPI, seen)
 	api.POST("/environments/:id/retry", h.RetryAPI, seen)
 	api.POST("/environments/:id/extend", h.ExtendAPI, seen)

@@ -119,6 +119,7 @@ var byIDRoutes = []struct{ method, path, kind string }{
 	{"PUT", "/api/v1/landing-zones/{id}/drift-interval", "zone"},
 	{"GET", "/api/v1/ipam/pools/{id}", "pool"},
 	{"GET", "/api/v1/environments/{id}", "environment"},
+	{"GET", "/api/v1/environments/{id}/policies", "environment"},
 	{"POST", "/api/v1/environments/{id}/decommission", "environment"},
 	{"POST", "/api/v1/environments/{id}/retry", "environment"},
 	{"GET", "/api/v1/environments/{id}/resolvers", "environment"},

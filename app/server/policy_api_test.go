@@ -120,6 +120,36 @@ func TestPolicy_AMandatoryPolicyRefusesTheDeployBeforeAnythingIsMade(t *testing.
 	}
 }
 
+// Those who deploy into an environment read the policies of its zone before a preview names one
+// they broke; a disabled policy is not among them, and another tenant sees nothing.
+func TestPolicy_ThoseWhoDeployReadTheirZonesPolicies(t *testing.T) {
+	p := newPoliced(t)
+	p.addPolicy(t, "small-machines", "mandatory", smallMachines, "machines have at most 2 cores")
+	p.addPolicy(t, "named", "advisory", `resource.name.size() > 2`, "names say what they are")
+	off := p.addPolicy(t, "off", "mandatory", "false", "nothing passes")
+	wantStatus(t, p.call(t, "PUT", "/api/v1/landing-zones/"+p.zone+"/policies/"+off["id"].(string), p.root, map[string]any{
+		"name": "off", "level": "mandatory", "expression": "false", "message": "nothing passes", "enabled": false}), http.StatusOK)
+
+	r := p.call(t, "GET", "/api/v1/environments/"+p.env+"/policies", p.user, nil)
+	wantStatus(t, r, http.StatusOK)
+	var got struct{ Policies []map[string]any }
+	must(t, json.Unmarshal(r.body, &got))
+	if len(got.Policies) != 2 || got.Policies[0]["name"] != "named" || got.Policies[1]["name"] != "small-machines" ||
+		got.Policies[1]["level"] != "mandatory" || got.Policies[1]["message"] != "machines have at most 2 cores" || got.Policies[1]["expression"] != smallMachines {
+		t.Fatalf("user A's environment's policies: %s", r.body)
+	}
+	wantStatus(t, p.call(t, "GET", "/api/v1/environments/"+p.env+"/policies", p.token(t, p.adminB), nil), http.StatusNotFound)
+
+	b := newBrowser(t, p.url)
+	b.signIn(t, "user-a@example.com", "long enough password")
+	page := b.get(t, "/environments/"+p.env)
+	wantStatus(t, page, http.StatusOK)
+	wantIn(t, page, `data-testid="environment-policy-small-machines"`, "machines have at most 2 cores", `data-testid="environment-policy-named"`)
+	if strings.Contains(string(page.body), "nothing passes") {
+		t.Error("the environment's page shows a disabled policy")
+	}
+}
+
 func TestPolicy_AnAdvisoryPolicyIsShownOnTheOperationAndInItsApproval(t *testing.T) {
 	p := newPoliced(t)
 	p.addPolicy(t, "current-image", "advisory", `!has(resource.inputs.image) || resource.inputs.image != "debian-11"`,

@@ -137,6 +137,47 @@ func (q *Queries) DeletePlanPolicy(ctx context.Context, arg DeletePlanPolicyPara
 	return i, err
 }
 
+const environmentPolicies = `-- name: EnvironmentPolicies :many
+SELECT p.name, p.level, p.message, p.expression
+FROM plan_policies p
+JOIN environments e ON e.landing_zone_id = p.landing_zone_id
+WHERE e.id = $1 AND p.enabled
+ORDER BY p.name
+`
+
+type EnvironmentPoliciesRow struct {
+	Name       string `json:"name"`
+	Level      string `json:"level"`
+	Message    string `json:"message"`
+	Expression string `json:"expression"`
+}
+
+// The enabled policies of an environment's landing zone: what every deploy into it answers to.
+func (q *Queries) EnvironmentPolicies(ctx context.Context, id uuid.UUID) ([]EnvironmentPoliciesRow, error) {
+	rows, err := q.db.Query(ctx, environmentPolicies, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EnvironmentPoliciesRow{}
+	for rows.Next() {
+		var i EnvironmentPoliciesRow
+		if err := rows.Scan(
+			&i.Name,
+			&i.Level,
+			&i.Message,
+			&i.Expression,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const getPlanPolicy = `-- name: GetPlanPolicy :one
 SELECT id, landing_zone_id, name, message, expression, level, enabled, created_at, updated_at FROM plan_policies WHERE id = $1 AND landing_zone_id = $2
 `

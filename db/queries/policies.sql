@@ -97,3 +97,11 @@ CROSS JOIN LATERAL jsonb_to_recordset(sv.definition->'slots') AS s(name text, co
 JOIN component_versions v ON v.component_id = s.component_id AND v.version = s.version
 WHERE o.id = $1 AND s.name <> d.slot AND v.language = 'yaml'
 ORDER BY 1;
+
+-- name: EnvironmentPolicies :many
+-- The enabled policies of an environment's landing zone: what every deploy into it answers to.
+SELECT p.name, p.level, p.message, p.expression
+FROM plan_policies p
+JOIN environments e ON e.landing_zone_id = p.landing_zone_id
+WHERE e.id = $1 AND p.enabled
+ORDER BY p.name;
