@@ -88,6 +88,14 @@ var environmentCases = map[string]authzCase{
 			return err
 		},
 	},
+	"environment.Service.Policies": {
+		refused: []refusal{{adminB, problem.ErrNotFound}},
+		served:  []actor{readerA, providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			_, err := w.envs.Policies(context.Background(), p, w.dev(t).ID)
+			return err
+		},
+	},
 	"environment.Service.List": {
 		refused: []refusal{{adminB, errHidden}},
 		served:  []actor{readerA, providerAdmin},
