@@ -112,15 +112,8 @@ func Wire(ctx context.Context, s Schemas, slot Slot, values map[string]any) (map
 		case Output:
 			v = values["slots."+w.Slot+".outputs."+w.Output]
 		case Expression:
-			var want *component.Property
-			if in := s.Inputs[slot.Name]; in != nil {
-				want = in.Properties[name]
-			}
-			e, err := Compile(w.Expr, s.SlotScope(slot), want)
-			if err != nil {
-				return nil, fmt.Errorf("slot %s, input %s: %w", slot.Name, name, err)
-			}
-			if v, err = e.Eval(ctx, values); err != nil {
+			var err error
+			if v, err = s.evalInput(ctx, slot, name, w.Expr, values); err != nil {
 				return nil, fmt.Errorf("slot %s, input %s: %w", slot.Name, name, err)
 			}
 		}
@@ -129,6 +122,19 @@ func Wire(ctx context.Context, s Schemas, slot Slot, values map[string]any) (map
 		}
 	}
 	return out, nil
+}
+
+// evalInput works out the expression wired to a slot's input, checked against the input's type.
+func (s Schemas) evalInput(ctx context.Context, slot Slot, input, expr string, values map[string]any) (any, error) {
+	var want *component.Property
+	if in := s.Inputs[slot.Name]; in != nil {
+		want = in.Properties[input]
+	}
+	e, err := Compile(expr, s.SlotScope(slot), want)
+	if err != nil {
+		return nil, err
+	}
+	return e.Eval(ctx, values)
 }
 
 // Known is an input's value that the parameters alone give, with how it is wired and the
@@ -167,15 +173,8 @@ func FromParams(ctx context.Context, s Schemas, slot Slot, params map[string]any
 		case Param:
 			k.Value = params[w.Param]
 		case Expression:
-			var want *component.Property
-			if in := s.Inputs[slot.Name]; in != nil {
-				want = in.Properties[name]
-			}
-			e, err := Compile(w.Expr, s.SlotScope(slot), want)
-			if err != nil {
-				continue
-			}
-			if k.Value, err = e.Eval(ctx, values); err != nil {
+			var err error
+			if k.Value, err = s.evalInput(ctx, slot, name, w.Expr, values); err != nil {
 				continue
 			}
 		}
