@@ -107,7 +107,7 @@ var options = []option{
 		return nil
 	}},
 	{"event-retention", "NIMBUS_EVENT_RETENTION", "720h", "how long the event log keeps an event", durationSetter(func(c *config, d time.Duration) { c.EventRetention = d })},
-	{"webhooks-private", "NIMBUS_WEBHOOKS_PRIVATE", "false", "let event subscriptions deliver to private, loopback and link-local addresses (off: only public ones)", func(c *config, v string) error {
+	{"webhooks-private", "NIMBUS_WEBHOOKS_PRIVATE", "false", "let event subscriptions deliver to the operator's own networks: private-use, shared, loopback, link-local and unique-local addresses (off: only public ones; documentation, reserved and other special-purpose ranges stay closed)", func(c *config, v string) error {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
 			return fmt.Errorf("webhooks private must be true or false, not %q", v)

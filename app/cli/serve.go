@@ -140,7 +140,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 		Pool: d.Pool, Log: log, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SessionMaxAge: cfg.SessionMaxAge, SecureCookies: cfg.SecureCookies,
 		Keys: keys, Runner: runner, ChecksPerMinute: cfg.ChecksPerMinute, MaxStateSize: cfg.MaxStateSize,
 		TrustedProxies: cfg.TrustedProxies, Objects: objs.store,
-		DatabaseDown: watched.Down, Alive: watched.Alive,
+		DatabaseDown: watched.Down, Alive: watched.Alive, WebhooksPrivate: cfg.WebhooksPrivate,
 		Info: system.Info{
 			Version: Version, Database: d.Where, PulumiDir: cfg.PulumiDir,
 			State: objs.state, Objects: objs.where, Sandbox: sandboxStatus(runner, cfg.Sandbox), Languages: cfg.Languages,

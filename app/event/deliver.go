@@ -8,12 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
+	neturl "net/url"
 	"path"
-	"strings"
-	"syscall"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
@@ -23,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"nimbus/app/egress"
 	"nimbus/app/secrets"
 	"nimbus/db/dbgen"
 )
@@ -59,11 +59,16 @@ type DeliveryConfig struct {
 	// FailingFor is how long a subscription's attempts must have been failing before it is
 	// turned off; DefaultFailingFor when zero, none when negative.
 	FailingFor time.Duration
-	// AllowPrivate lets deliveries reach loopback, private and link-local addresses: off, a
-	// subscription's URL cannot be used to reach into the network Nimbus runs in.
+	// AllowPrivate lets deliveries reach the operator's own networks (egress.Private: private-use,
+	// shared address space, loopback, link-local, unique-local): off, a subscription's URL
+	// cannot be used to reach into the network Nimbus runs in. The other special-purpose ranges
+	// (documentation, reserved, …) stay closed either way.
 	AllowPrivate bool
 	// TLS is the TLS configuration of deliveries (the system's roots when nil).
 	TLS *tls.Config
+	// Resolver finds the addresses of receivers' names (the system's when nil); whatever it
+	// answers is checked as it is dialled.
+	Resolver *net.Resolver
 }
 
 // Deliverer sends Nimbus's own events to subscriptions as CloudEvents (structured mode),
@@ -78,10 +83,13 @@ type Deliverer struct {
 	// now is the clock that says when a delivery is given up and a subscription has failed
 	// long enough to be turned off.
 	now func() time.Time
+	// log has the network's own words of every failed attempt, for operators: the delivery
+	// log tenants see has only a plain category (egress.Told).
+	log *slog.Logger
 }
 
 // NewDeliverer returns the worker; keys opens the subscriptions' secrets.
-func NewDeliverer(pool *pgxpool.Pool, keys *secrets.Keyring, cfg DeliveryConfig) *Deliverer {
+func NewDeliverer(pool *pgxpool.Pool, keys *secrets.Keyring, cfg DeliveryConfig, log *slog.Logger) *Deliverer {
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = DefaultBackoff
 	}
@@ -94,63 +102,15 @@ func NewDeliverer(pool *pgxpool.Pool, keys *secrets.Keyring, cfg DeliveryConfig)
 	case cfg.FailingFor < 0:
 		cfg.FailingFor = 0
 	}
-	dialer := &net.Dialer{Timeout: 10 * time.Second}
-	if !cfg.AllowPrivate {
-		dialer.Control = publicOnly
-	}
+	// The address is checked as it is dialled, after the name is resolved, so that no name
+	// (nor a change of its answer since the subscription was saved) can point a delivery inside.
+	dialer := &net.Dialer{Timeout: 10 * time.Second, Resolver: cfg.Resolver, Control: egress.Policy{AllowPrivate: cfg.AllowPrivate}.Control}
 	transport := &http.Transport{DialContext: dialer.DialContext, TLSClientConfig: cfg.TLS, TLSHandshakeTimeout: 10 * time.Second,
 		MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute}
 	client := &http.Client{Transport: transport, Timeout: 15 * time.Second,
 		// A redirect is an answer like any other that is not a success.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &Deliverer{pool: pool, keys: keys, cfg: cfg, client: client, now: time.Now}
-}
-
-// notPublic are the ranges beyond loopback, private, link-local and multicast that are not
-// the public internet: shared address space (where some clouds keep their metadata), benchmark,
-// protocol assignments, reserved and broadcast.
-var notPublic = []netip.Prefix{
-	netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("198.18.0.0/15"), netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("240.0.0.0/4"), netip.MustParsePrefix("0.0.0.0/8"),
-}
-
-// embedsIPv4 are the IPv6 ranges that carry an IPv4 address: NAT64 (in its last four bytes)
-// and 6to4 (in bytes 2 to 5).
-var nat64, sixToFour = netip.MustParsePrefix("64:ff9b::/96"), netip.MustParsePrefix("2002::/16")
-
-// publicOnly refuses a connection to an address that is not public, after the name is
-// resolved, so that no name can be pointed inside.
-func publicOnly(_, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return err
-	}
-	if !public(ap.Addr()) {
-		return fmt.Errorf("%s is not a public address", ap.Addr())
-	}
-	return nil
-}
-
-func public(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	if ip.Is6() {
-		b := ip.As16()
-		switch {
-		case nat64.Contains(ip):
-			return public(netip.AddrFrom4([4]byte(b[12:16])))
-		case sixToFour.Contains(ip):
-			return public(netip.AddrFrom4([4]byte(b[2:6])))
-		}
-	}
-	if !ip.IsGlobalUnicast() || ip.IsPrivate() || ip.IsLoopback() {
-		return false
-	}
-	for _, p := range notPublic {
-		if p.Contains(ip) {
-			return false
-		}
-	}
-	return true
+	return &Deliverer{pool: pool, keys: keys, cfg: cfg, client: client, now: time.Now, log: log}
 }
 
 // Timeout bounds one attempt.
@@ -196,8 +156,19 @@ func (w *Deliverer) Work(ctx context.Context, job *river.Job[DeliverArgs]) error
 	if code != 0 {
 		attempt.StatusCode = pgtype.Int4{Int32: int32(code), Valid: true}
 	}
+	// told is what the tenant sees of a failure; the error itself is for the server's log.
+	var told string
+	switch {
+	case sendErr != nil:
+		told = egress.Told(sendErr)
+		w.log.Warn("event delivery failed", "delivery", d.ID, "subscription", d.SubscriptionID, "host", hostOf(d.Url), "told", told, "err", sendErr)
+		sendErr = fmt.Errorf("deliver to %s: %w", hostOf(d.Url), sendErr)
+	case code < 200 || code > 299:
+		told = egress.Answered(code)
+		sendErr = errors.New(told)
+	}
 	if sendErr != nil {
-		attempt.Status, attempt.Error = "pending", sendErr.Error()
+		attempt.Status, attempt.Error = "pending", told
 	}
 	var off bool
 	err = pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
@@ -210,7 +181,7 @@ func (w *Deliverer) Work(ctx context.Context, job *river.Job[DeliverArgs]) error
 		}
 		sub, err := q.SubscriptionFailed(ctx, dbgen.SubscriptionFailedParams{ID: d.SubscriptionID, At: w.now(), LimitFailures: int32(w.cfg.DisableAfter),
 			LimitSpan: pgtype.Interval{Microseconds: w.cfg.FailingFor.Microseconds(), Valid: true},
-			Reason:    fmt.Sprintf("turned off: every attempt failed for %s; the last: %s", w.cfg.FailingFor, sendErr)})
+			Reason:    fmt.Sprintf("turned off: every attempt failed for %s; the last: %s", w.cfg.FailingFor, told)})
 		if err != nil {
 			return err
 		}
@@ -260,7 +231,9 @@ func (w *Deliverer) body(ctx context.Context, q *dbgen.Queries, id uuid.UUID) ([
 	return json.Marshal(ce)
 }
 
-// send posts body, signed; a 2xx answer is a delivery, anything else an error naming it.
+// send posts body, signed, and returns the answer's status code, or the error that kept it
+// from being answered: the network's own, without the URL (whose query may hold a receiver's
+// credentials).
 func (w *Deliverer) send(ctx context.Context, url string, secret, body []byte) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -271,14 +244,14 @@ func (w *Deliverer) send(ctx context.Context, url string, secret, body []byte) (
 	req.Header.Set(TimestampHeader, fmt.Sprint(now.Unix()))
 	req.Header.Set(SignatureHeader, Sign(secret, now, body))
 	resp, err := w.client.Do(req)
+	if uerr := (*neturl.Error)(nil); errors.As(err, &uerr) {
+		return 0, uerr.Err
+	}
 	if err != nil {
-		return 0, errors.New(strings.TrimPrefix(err.Error(), "Post \""+url+"\": "))
+		return 0, err
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp.StatusCode, fmt.Errorf("the receiver answered %s", resp.Status)
-	}
 	return resp.StatusCode, nil
 }
 

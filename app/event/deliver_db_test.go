@@ -2,6 +2,7 @@ package event
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -68,7 +69,7 @@ func newDeliveryFixture(t *testing.T, cfg DeliveryConfig) *deliveryFixture {
 	f.exec(t, `INSERT INTO event_subscriptions (id, name, url, secret, secret_key_id) VALUES ($1, 'flaky', $2, $3, $4)`,
 		f.sub, f.receiver.URL, sealed, keyID)
 	cfg.AllowPrivate = true
-	f.w = NewDeliverer(pool, keys, cfg)
+	f.w = NewDeliverer(pool, keys, cfg, slog.New(slog.DiscardHandler))
 	f.w.now = func() time.Time { return f.clock }
 	return f
 }

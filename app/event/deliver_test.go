@@ -2,20 +2,6 @@ package event
 
 import "testing"
 
-func TestPublicOnly(t *testing.T) {
-	for addr, public := range map[string]bool{
-		"127.0.0.1:443": false, "[::1]:443": false, "10.1.2.3:443": false, "192.168.0.9:8443": false, "172.20.0.1:443": false,
-		"169.254.169.254:80": false, "0.0.0.0:443": false, "[fd00::1]:443": false, "[fe80::1]:443": false,
-		"100.100.100.200:80": false, "198.18.0.1:443": false, "240.0.0.1:443": false, "255.255.255.255:443": false,
-		"[64:ff9b::a00:1]:443": false, "[2002:a00:1::]:443": false, "[::ffff:127.0.0.1]:443": false,
-		"[64:ff9b::808:808]:443": true, "203.0.113.7:443": true, "[2001:db8::7]:443": true, "8.8.8.8:443": true,
-	} {
-		if err := publicOnly("tcp", addr, nil); (err == nil) != public {
-			t.Errorf("%s: %v, want public %v", addr, err, public)
-		}
-	}
-}
-
 func TestTakesType(t *testing.T) {
 	for _, c := range []struct {
 		globs []string

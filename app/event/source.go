@@ -18,6 +18,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
+	"nimbus/app/egress"
 	"nimbus/app/problem"
 	"nimbus/app/secrets"
 	"nimbus/db"
@@ -75,6 +76,8 @@ type Service struct {
 	pool        *pgxpool.Pool
 	keys        *secrets.Keyring
 	checkConfig ConfigCheck
+	// addresses is where subscriptions' URLs may point, as deliveries will dial them.
+	addresses egress.Policy
 }
 
 // NewService returns the service; keys seals the sources' secrets.
@@ -85,6 +88,13 @@ func NewService(pool *pgxpool.Pool, keys *secrets.Keyring) *Service {
 // CheckingConfig has the service check cloud_provider sources' configs with check.
 func (s *Service) CheckingConfig(check ConfigCheck) *Service {
 	s.checkConfig = check
+	return s
+}
+
+// AllowingPrivate lets subscriptions' URLs name addresses of the operator's own networks, as
+// DeliveryConfig.AllowPrivate lets deliveries reach them.
+func (s *Service) AllowingPrivate(allow bool) *Service {
+	s.addresses.AllowPrivate = allow
 	return s
 }
 

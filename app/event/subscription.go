@@ -14,6 +14,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
+	"nimbus/app/egress"
 	"nimbus/app/problem"
 	"nimbus/db"
 	"nimbus/db/dbgen"
@@ -83,6 +84,9 @@ func (s *Service) Subscribe(ctx context.Context, actor access.Principal, in NewS
 		v.Add("url", "https", "must be an https:// URL without credentials in it")
 	} else if len(in.URL) > 2000 {
 		v.Add("url", "max", "must be at most 2000 characters")
+	} else if err := s.addresses.CheckHost(u.Hostname()); err != nil {
+		// A name is checked when each delivery dials it, against what it resolves to then.
+		v.Add("url", "address", "%s", addressRefusal(err))
 	}
 	if in.Types == nil {
 		in.Types = []string{}
@@ -256,6 +260,19 @@ func (s *Service) Deliveries(ctx context.Context, actor access.Principal, id uui
 		d.Attempts = append(d.Attempts, Attempt{N: int(a.Attempt), At: a.At, StatusCode: int(a.StatusCode.Int32), Error: a.Error, TookMs: int(a.TookMs)})
 	}
 	return out, nil
+}
+
+// addressRefusal says why a subscription's URL may not point where it does, and for the
+// operator's own networks, that the server's setting would open them.
+func addressRefusal(err error) string {
+	var refused *egress.Refused
+	switch {
+	case !errors.As(err, &refused):
+		return err.Error()
+	case refused.In.Reach == egress.Private:
+		return err.Error() + ": deliveries go there only when the server is started with --webhooks-private"
+	}
+	return err.Error() + ": no delivery may go there"
 }
 
 // hostOf is where a URL points, without the path or query some receivers keep their

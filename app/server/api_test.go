@@ -161,7 +161,7 @@ func newSiteWith(t testing.TB, cfg siteConfig, configure ...func(*server.Deps)) 
 	}
 	t.Cleanup(func() { _ = client.Stop(context.Background()) })
 	deps := server.Deps{Pool: w.pool, Log: log, Jobs: client, SessionTTL: time.Hour, Keys: keys, Runner: runner, Objects: objects,
-		Info: system.Info{Version: "test"}}
+		Info: system.Info{Version: "test"}, WebhooksPrivate: cfg.deliveries.AllowPrivate}
 	for _, f := range configure {
 		f(&deps)
 	}

@@ -93,6 +93,9 @@ type Deps struct {
 	DatabaseDown func() bool
 	// Alive says whether the process can still do its work, for /healthz; nil means it can.
 	Alive func() error
+	// WebhooksPrivate lets event subscriptions' URLs name private, loopback and link-local
+	// addresses, as Engine.Deliveries.AllowPrivate lets deliveries reach them.
+	WebhooksPrivate bool
 }
 
 // New builds the HTTP handler. ctx bounds the River UI's background work, which begins when
@@ -179,7 +182,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	instance.NewHandlers(instances).Pages(signed)
 	dashboard.NewHandlers(dashboard.NewService(d.Pool, environments, pools, approvals)).Routes(signed)
 	stack.NewHandlers(stacks, components, stackInstances(instances)).Routes(signed, api)
-	event.NewHandlers(event.NewService(d.Pool, d.Keys).CheckingConfig(poller.Check),
+	event.NewHandlers(event.NewService(d.Pool, d.Keys).CheckingConfig(poller.Check).AllowingPrivate(d.WebhooksPrivate),
 		event.NewReceiver(d.Pool, d.Keys, queue, d.Log.With("component", "events"))).Routes(e, signed, api, zoneH.Seen(), tenantH.Seen())
 
 	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
@@ -268,7 +271,7 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 		router := event.NewRouter(pool, instance.NewSignaller(pool, eng.Keys), instance.Refused)
 		river.AddWorker(w, router)
 		river.AddWorker(w, event.NewSweeper(router))
-		river.AddWorker(w, event.NewDeliverer(pool, eng.Keys, eng.Deliveries))
+		river.AddWorker(w, event.NewDeliverer(pool, eng.Keys, eng.Deliveries, log.With("component", "deliveries")))
 		river.AddWorker(w, event.NewRetainer(pool, eng.EventRetention))
 		river.AddWorker(w, poller.NewWorker(pool, poller.Clouds{Simcloud: eng.Cloud, Keys: eng.Keys, Client: &http.Client{Timeout: time.Minute}},
 			log.With("component", "poller")))
