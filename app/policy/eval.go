@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+
+	"nimbus/app/expression"
 )
 
 // A policy's expression is CEL over one planned resource at a time, with the whole plan and
@@ -27,7 +29,8 @@ import (
 // It is true when the resource complies. type is the Pulumi type token
 // (kubernetes:networking.k8s.io/v1:Ingress), name the program's name for it, op what the plan
 // does to it (create, update, replace, same, read) and inputs what it will be given, secrets
-// as "[secret]". Each evaluation is bounded in cost and time: a plan is written by tenants.
+// as "[secret]". Each evaluation is bounded in cost and time, and its regular expressions in
+// size and work (see package expression): a plan is written by tenants.
 
 // MaxExpr is the longest expression taken, in bytes.
 const MaxExpr = 4000
@@ -35,9 +38,6 @@ const MaxExpr = 4000
 // evalCost bounds the work of one evaluation, in CEL's cost units: enough for a few passes
 // over a plan of a few hundred resources.
 const evalCost = 1_000_000
-
-// evalTime bounds one evaluation's time, whatever its cost.
-const evalTime = time.Second
 
 // checkTime bounds a whole plan's check: many policies, each cut off by its cost, over a plan
 // of hundreds of resources would otherwise hold the operation for minutes. What is left when
@@ -67,7 +67,7 @@ type program struct {
 var env = mustEnv()
 
 func mustEnv() *cel.Env {
-	e, err := cel.NewEnv(
+	e, err := expression.NewEnv(
 		cel.Variable("resource", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("plan", cel.ListType(cel.MapType(cel.StringType, cel.DynType))),
 		cel.Variable("declared", cel.ListType(cel.MapType(cel.StringType, cel.StringType))),
@@ -95,7 +95,7 @@ func compile(text string) (*program, error) {
 	if out := checked.OutputType(); out.Kind() != types.BoolKind && out.Kind() != types.DynKind {
 		return nil, fmt.Errorf("the expression gives %s: it must give true (complies) or false", out)
 	}
-	prg, err := env.Program(checked, cel.CostLimit(evalCost), cel.InterruptCheckFrequency(100))
+	prg, err := expression.Program(env, checked, evalCost)
 	if err != nil {
 		return nil, err
 	}
@@ -124,9 +124,7 @@ func issueText(issues *cel.Issues) string {
 // expression that fails or gives something else than true or false does not comply, with the
 // reason as detail.
 func (p *program) complies(ctx context.Context, resource map[string]any, plan, declared []any, deployment map[string]any) (bool, string) {
-	ctx, cancel := context.WithTimeout(ctx, evalTime)
-	defer cancel()
-	v, _, err := p.prg.ContextEval(ctx, map[string]any{"resource": resource, "plan": plan, "declared": declared, "deployment": deployment})
+	v, err := expression.Eval(ctx, p.prg, map[string]any{"resource": resource, "plan": plan, "declared": declared, "deployment": deployment})
 	if err != nil {
 		return false, "the expression failed: " + err.Error()
 	}

@@ -145,16 +145,38 @@ func TestCompile_RefusesWithCELsWords(t *testing.T) {
 		`"a string"`:                 "must give true",
 		"1 + 2":                      "must give true",
 		strings.Repeat("a", 5000):    "longer than",
-		`resource.name.matches("(")`: "",
+		`resource.name.matches("(")`: `"(" is not a regular expression`,
+		`resource.name.matches("[a-z]{1000}[a-z]{1000}[a-z]{1000}x")`: "is too large: it compiles to 3003 steps",
 	}
 	for expr, want := range cases {
 		_, err := compile(expr)
-		if want == "" {
-			// A bad regular expression is found only when it runs: a violation then.
-			continue
-		}
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("compile(%.30q) = %v, want an error saying %q", expr, err, want)
+		}
+	}
+}
+
+// A pattern the plan gives is held to the same bounds as a literal one, and so is the text it
+// runs over: a resource that would make a check run for seconds fails, saying why.
+func TestEvaluate_RegularExpressionsFromThePlanAreBounded(t *testing.T) {
+	text := strings.Repeat("a", 100_000)
+	own := []Resource{
+		{Type: "simcloud:index:Network", Name: "issue", URN: "urn:issue", Op: "create",
+			Inputs: map[string]any{"data": text, "pattern": "[a-z]{1000}[a-z]{1000}[a-z]{1000}x"}},
+		{Type: "simcloud:index:Network", Name: "work", URN: "urn:work", Op: "create",
+			Inputs: map[string]any{"data": text, "pattern": "[a-z]{300}x"}},
+		{Type: "simcloud:index:Network", Name: "fine", URN: "urn:fine", Op: "create",
+			Inputs: map[string]any{"data": text, "pattern": "^a+$"}},
+	}
+	p := []Policy{{Rule: Rule{Name: "p", Expression: `resource.inputs.data.matches(resource.inputs.pattern)`, Level: Mandatory, Enabled: true}}}
+	got := evaluate(context.Background(), p, acme, own, nil)
+	want := map[string]string{"issue": "is too large: it compiles to 3003 steps", "work": "against 100000 bytes is too much work"}
+	if len(got) != len(want) {
+		t.Fatalf("violations %+v, want %v", got, want)
+	}
+	for _, v := range got {
+		if !strings.Contains(v.Detail, want[v.Name]) {
+			t.Errorf("%s: detail %q, want it to say %q", v.Name, v.Detail, want[v.Name])
 		}
 	}
 }

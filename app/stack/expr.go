@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
@@ -18,13 +17,15 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"nimbus/app/component"
+	"nimbus/app/expression"
 )
 
 // Expressions are CEL over the values a stack knows, each declared as a typed variable under
 // its dotted name: params.<name> (the stack's parameters), slots.<slot>.outputs.<name> (an
 // upstream slot's outputs) and, in a day-2 operation, inputs.<name> (the operation's own). A
 // name not declared is refused when the expression is saved, and so is a result of the wrong
-// type. Tenants write them, so each is bounded in length and in the work it may do.
+// type. Tenants write them, so each is bounded in length, in the work it may do and in its
+// time, and so are its regular expressions (see package expression).
 
 // MaxExpr is the longest expression taken, in bytes.
 const MaxExpr = 2000
@@ -104,7 +105,7 @@ func Compile(text string, scope Scope, want *component.Property) (*Expr, error) 
 	if want != nil && !fits(celType(want), out) {
 		return nil, fmt.Errorf("the expression gives %s, and this input takes %s", typeWords(out), typeWords(celType(want)))
 	}
-	prg, err := env.Program(checked, cel.CostLimit(evalCost), cel.InterruptCheckFrequency(100))
+	prg, err := expression.Program(env, checked, evalCost)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +117,7 @@ func newEnv(scope Scope) (*cel.Env, error) {
 	for _, name := range slices.Sorted(maps.Keys(scope)) {
 		opts = append(opts, cel.Variable(name, scope[name]))
 	}
-	return cel.NewEnv(opts...)
+	return expression.NewEnv(opts...)
 }
 
 // fits reports whether a value of type got may be given where want is asked for.
@@ -164,17 +165,15 @@ func issueText(issues *cel.Issues) string {
 
 // Eval evaluates the expression over values, keyed by the scope's dotted names, and returns the
 // value as JSON gives it back (string, float64, bool, []any, map[string]any): what a
-// deployment's parameters hold.
+// deployment's parameters hold. An error names the expression.
 func (e *Expr) Eval(ctx context.Context, values map[string]any) (any, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
 	act := make(map[string]any, len(values))
 	for k, v := range values {
 		if t, ok := e.scope[k]; ok {
 			act[k] = celValue(v, t)
 		}
 	}
-	v, _, err := e.program.ContextEval(ctx, act)
+	v, err := expression.Eval(ctx, e.program, act)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", e.Text, err)
 	}
