@@ -97,6 +97,11 @@ func (r *runCtx) plan(ctx context.Context, slot stack.Slot) (uuid.UUID, error) {
 	if err != nil {
 		return uuid.Nil, err
 	}
+	return r.planWired(ctx, slot, inputs)
+}
+
+// planWired is plan with the slot's inputs worked out already.
+func (r *runCtx) planWired(ctx context.Context, slot stack.Slot, inputs map[string]any) (uuid.UUID, error) {
 	if err := r.governed(ctx, slot.Name, slot.Component, int32(slot.Version), inputs); err != nil {
 		return uuid.Nil, err
 	}
@@ -131,15 +136,10 @@ func (r *runCtx) wire(ctx context.Context, slot stack.Slot) (map[string]any, err
 // values are what expressions read: the instance's parameters (secret ones opened), an
 // operation's inputs, and the outputs of every slot deployed.
 func (r *runCtx) values(inputs map[string]any) (map[string]any, error) {
-	params := map[string]any{}
-	if err := json.Unmarshal(r.inst.Parameters, &params); err != nil {
-		return nil, err
-	}
-	secret, err := r.deps.openParameters(r.inst)
+	params, err := r.params()
 	if err != nil {
 		return nil, err
 	}
-	maps.Copy(params, secret)
 	outputs := map[string]map[string]any{}
 	for slot, d := range r.slots {
 		if d.Status != string(deploy.Deployed) {
@@ -152,6 +152,20 @@ func (r *runCtx) values(inputs map[string]any) (map[string]any, error) {
 		outputs[slot] = o
 	}
 	return stack.Values(params, inputs, outputs), nil
+}
+
+// params are the instance's parameters, secret ones opened.
+func (r *runCtx) params() (map[string]any, error) {
+	params := map[string]any{}
+	if err := json.Unmarshal(r.inst.Parameters, &params); err != nil {
+		return nil, err
+	}
+	secret, err := r.deps.openParameters(r.inst)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(params, secret)
+	return params, nil
 }
 
 // deployedSlots names the slots whose deployment is deployed.

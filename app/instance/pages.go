@@ -536,17 +536,17 @@ func (h *Handlers) planPage(c echo.Context, refused string, status int) error {
 			layer[i].Note = fmt.Sprintf("%s v%d", component[sl.Component], sl.Version)
 		}
 	}
-	schemas, err := stack.LoadSchemas(ctx, q, def)
+	// What the wiring gave was worked out when the plan was made: a view evaluates nothing.
+	planned, kept, err := plannedWiring(ctx, q, inst.ID)
 	if err != nil {
 		return err
 	}
 	v := PlanView{ID: inst.ID.String(), Stack: stackLabel(inst), Version: inst.Version, Name: inst.Name,
 		Environment: inst.TenantName + " / " + inst.EnvironmentName, Layers: layers, Groups: groups, Error: refused,
-		Live: c.Request().URL.Path}
+		Live: c.Request().URL.Path, WiringNotKept: !kept}
 	for _, sl := range def.Slots {
-		known := stack.FromParams(ctx, schemas, sl, inst.Parameters)
 		for _, input := range slices.Sorted(maps.Keys(sl.Inputs)) {
-			v.Wiring = append(v.Wiring, wiringRow(sl, input, known))
+			v.Wiring = append(v.Wiring, wiringRow(sl, input, planned[sl.Name]))
 		}
 	}
 	for _, sl := range inst.Slots {
@@ -646,9 +646,9 @@ func (h *Handlers) EditForm(c echo.Context) error {
 	return h.wizard(c, d, form, nil, http.StatusOK)
 }
 
-// wiringRow says where one input of a slot comes from, in words, with the value it will have
-// where the parameters alone give it (no secret shown).
-func wiringRow(sl stack.Slot, input string, known map[string]stack.Known) WiringRow {
+// wiringRow says where one input of a slot comes from, in words, with the value the plan
+// worked out for it where the parameters alone give it (no secret shown).
+func wiringRow(sl stack.Slot, input string, known map[string]any) WiringRow {
 	w := sl.Inputs[input]
 	row := WiringRow{Slot: sl.Name, Input: input}
 	switch w.Kind {
@@ -661,8 +661,8 @@ func wiringRow(sl stack.Slot, input string, known map[string]stack.Known) Wiring
 	case stack.Expression:
 		row.Kind, row.From = "expression", w.Expr
 	}
-	if k, ok := known[input]; ok && w.Kind != stack.Literal {
-		row.Value = views.Value(k.Value)
+	if v, ok := known[input]; ok && w.Kind != stack.Literal {
+		row.Value = views.Value(v)
 	}
 	return row
 }

@@ -2,6 +2,8 @@ package instance
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -41,14 +43,33 @@ func previewable(s stack.Slot) bool {
 }
 
 // preview records the deployment of every slot of a new pending instance whose inputs are
-// known, and queues its preview, in the caller's transaction.
+// known, and queues its preview, in the caller's transaction. What the wiring gives is worked
+// out here, once, and kept for the plan's page (wired): tenants' expressions run when a plan
+// is made or deployed, never when one is looked at.
 func (d *runner) preview(ctx context.Context, tx pgx.Tx, actor access.Principal, inst dbgen.StackInstance, def stack.Definition) error {
 	r := &runCtx{tx: tx, q: dbgen.New(tx), inst: inst, def: def, slots: map[string]dbgen.InstanceDeploymentsRow{}, actor: actor, deps: d}
+	schemas, err := stack.LoadSchemas(ctx, r.q, def)
+	if err != nil {
+		return err
+	}
+	params, err := r.params()
+	if err != nil {
+		return err
+	}
+	kept := wired{}
 	for _, s := range def.Slots {
 		if !previewable(s) {
+			// Its deploy wires it, over its upstream slots' outputs; what the parameters alone
+			// give of it is worked out for the plan now.
+			kept.keep(s.Name, stack.FromParams(ctx, schemas, s, params))
 			continue
 		}
-		id, err := r.plan(ctx, s)
+		inputs, err := r.wire(ctx, s)
+		if err != nil {
+			return err
+		}
+		kept.keep(s.Name, stack.FromWired(schemas, s, inputs))
+		id, err := r.planWired(ctx, s, inputs)
 		if err != nil {
 			return err
 		}
@@ -56,7 +77,39 @@ func (d *runner) preview(ctx context.Context, tx pgx.Tx, actor access.Principal,
 			return fmt.Errorf("preview slot %s: %w", s.Name, err)
 		}
 	}
-	return nil
+	raw, err := json.Marshal(kept)
+	if err != nil {
+		return err
+	}
+	return r.q.RecordInstanceWiring(ctx, dbgen.RecordInstanceWiringParams{InstanceID: inst.ID, Inputs: raw})
+}
+
+// wired is what a pending instance's wiring gave when its plan was made, by slot and input:
+// each input the parameters alone give, secret ones left out (see stack.FromParams).
+type wired map[string]map[string]any
+
+func (w wired) keep(slot string, known map[string]stack.Known) {
+	w[slot] = map[string]any{}
+	for input, k := range known {
+		w[slot][input] = k.Value
+	}
+}
+
+// plannedWiring reads what an instance's wiring gave when its plan was made; false for a plan
+// made before that was kept.
+func plannedWiring(ctx context.Context, q *dbgen.Queries, instanceID uuid.UUID) (wired, bool, error) {
+	raw, err := q.InstanceWiring(ctx, instanceID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	var w wired
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, false, fmt.Errorf("read the wiring of instance %s: %w", instanceID, err)
+	}
+	return w, true, nil
 }
 
 // Start deploys a pending instance: each slot's succeeded preview is carried out, the other

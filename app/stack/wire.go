@@ -151,10 +151,34 @@ type Known struct {
 // shows no secret; so is one without a value yet or whose expression fails (its deploy says
 // why).
 func FromParams(ctx context.Context, s Schemas, slot Slot, params map[string]any) map[string]Known {
-	out := map[string]Known{}
 	values := Values(params, nil, nil)
+	return s.known(slot, func(name string, w Wiring) any {
+		switch w.Kind {
+		case Param:
+			return params[w.Param]
+		case Expression:
+			v, err := s.evalInput(ctx, slot, name, w.Expr, values)
+			if err != nil {
+				return nil
+			}
+			return v
+		}
+		return w.Value
+	})
+}
+
+// FromWired is FromParams over the inputs Wire gave a slot already: what of them the
+// parameters alone give, left out as FromParams leaves out, without evaluating anything again.
+func FromWired(s Schemas, slot Slot, inputs map[string]any) map[string]Known {
+	return s.known(slot, func(name string, _ Wiring) any { return inputs[name] })
+}
+
+// known is what of a slot's inputs the parameters alone give, each valued by value; one
+// valued nil is left out.
+func (s Schemas) known(slot Slot, value func(name string, w Wiring) any) map[string]Known {
+	out := map[string]Known{}
 	for name, w := range slot.Inputs {
-		k := Known{Value: w.Value, Kind: w.Kind}
+		k := Known{Kind: w.Kind}
 		switch w.Kind {
 		case Param:
 			k.Params = []string{w.Param}
@@ -169,16 +193,7 @@ func FromParams(ctx context.Context, s Schemas, slot Slot, params map[string]any
 		if secret(s.Inputs[slot.Name], name) || slices.ContainsFunc(k.Params, func(p string) bool { return secret(s.Params, p) }) {
 			continue
 		}
-		switch w.Kind {
-		case Param:
-			k.Value = params[w.Param]
-		case Expression:
-			var err error
-			if k.Value, err = s.evalInput(ctx, slot, name, w.Expr, values); err != nil {
-				continue
-			}
-		}
-		if k.Value != nil {
+		if k.Value = value(name, w); k.Value != nil {
 			out[name] = k
 		}
 	}

@@ -58,10 +58,9 @@ func TestWire_AMapOfStringsReachesTheSlotAsAMap(t *testing.T) {
 	}
 }
 
-// What the parameters alone give is worked out with the parameters it comes from; nothing read
-// from an upstream output, a secret parameter or into a secret input is, so nothing shown or
-// quoted from it is a secret.
-func TestFromParams_GivesWhatTheParametersAloneWorkOut(t *testing.T) {
+// quota is a slot wired every way, with secret parameters and inputs, and what the parameters
+// alone give of it when tier is large.
+func quota() (Schemas, Slot, map[string]Known) {
 	str := func(secret bool) *component.Property { return &component.Property{Type: "string", Secret: secret} }
 	schemas := Schemas{
 		Params: &component.Schema{Properties: map[string]*component.Property{"tier": str(false), "password": str(true)}},
@@ -80,13 +79,32 @@ func TestFromParams_GivesWhatTheParametersAloneWorkOut(t *testing.T) {
 		"token":     {Kind: Param, Param: "tier"},
 		"broken":    {Kind: Expression, Expr: `{"small": "20"}[params.tier]`},
 	}}
-	got := FromParams(t.Context(), schemas, slot, map[string]any{"tier": "large", "password": "hunter2"})
 	want := map[string]Known{
 		"tier": {Value: "large", Kind: Param, Params: []string{"tier"}},
 		"pods": {Value: "80", Kind: Expression, Params: []string{"tier"}},
 		"kind": {Value: "tier", Kind: Literal},
 	}
+	return schemas, slot, want
+}
+
+// What the parameters alone give is worked out with the parameters it comes from; nothing read
+// from an upstream output, a secret parameter or into a secret input is, so nothing shown or
+// quoted from it is a secret.
+func TestFromParams_GivesWhatTheParametersAloneWorkOut(t *testing.T) {
+	schemas, slot, want := quota()
+	got := FromParams(t.Context(), schemas, slot, map[string]any{"tier": "large", "password": "hunter2"})
 	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("known %+v, want %+v", got, want)
+	}
+}
+
+// What Wire gave a slot shows as FromParams would have worked it out, secrets and outputs left
+// out, from the values given rather than by evaluating anything again.
+func TestFromWired_ShowsWhatWireGaveAsFromParamsWould(t *testing.T) {
+	schemas, slot, want := quota()
+	wired := map[string]any{"tier": "large", "pods": "80", "kind": "tier", "namespace": "ns-1", "owner": "ns-1-large",
+		"hint": "hunter2!", "token": "large"}
+	if got := FromWired(schemas, slot, wired); !reflect.DeepEqual(got, want) {
 		t.Fatalf("known %+v, want %+v", got, want)
 	}
 }

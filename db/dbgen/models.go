@@ -572,6 +572,13 @@ type StackInstance struct {
 	UpdatedAt        time.Time       `json:"updated_at"`
 }
 
+type StackInstanceWiring struct {
+	InstanceID uuid.UUID       `json:"instance_id"`
+	Inputs     json.RawMessage `json:"inputs"`
+	CreatedAt  time.Time       `json:"created_at"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+}
+
 type StackRun struct {
 	ID            uuid.UUID       `json:"id"`
 	InstanceID    uuid.UUID       `json:"instance_id"`

@@ -371,6 +371,17 @@ func (q *Queries) InstanceDeployments(ctx context.Context, stackInstanceID uuid.
 	return items, nil
 }
 
+const instanceWiring = `-- name: InstanceWiring :one
+SELECT inputs FROM stack_instance_wiring WHERE instance_id = $1
+`
+
+func (q *Queries) InstanceWiring(ctx context.Context, instanceID uuid.UUID) (json.RawMessage, error) {
+	row := q.db.QueryRow(ctx, instanceWiring, instanceID)
+	var inputs json.RawMessage
+	err := row.Scan(&inputs)
+	return inputs, err
+}
+
 const lastEndedStackRunKind = `-- name: LastEndedStackRunKind :one
 SELECT kind FROM stack_runs WHERE instance_id = $1 AND status IN ('succeeded', 'failed')
 ORDER BY finished_at DESC, id DESC LIMIT 1
@@ -593,6 +604,22 @@ func (q *Queries) NextQueuedStackRun(ctx context.Context, instanceID uuid.UUID) 
 		&i.SecretKeyID,
 	)
 	return i, err
+}
+
+const recordInstanceWiring = `-- name: RecordInstanceWiring :exec
+INSERT INTO stack_instance_wiring (instance_id, inputs) VALUES ($1, $2)
+ON CONFLICT (instance_id) DO UPDATE SET inputs = EXCLUDED.inputs, updated_at = now()
+`
+
+type RecordInstanceWiringParams struct {
+	InstanceID uuid.UUID       `json:"instance_id"`
+	Inputs     json.RawMessage `json:"inputs"`
+}
+
+// What a pending instance's wiring gave, by slot and input, when its plan was recorded.
+func (q *Queries) RecordInstanceWiring(ctx context.Context, arg RecordInstanceWiringParams) error {
+	_, err := q.db.Exec(ctx, recordInstanceWiring, arg.InstanceID, arg.Inputs)
+	return err
 }
 
 const runningStackRun = `-- name: RunningStackRun :one

@@ -143,3 +143,11 @@ ORDER BY name;
 -- name: MergeStackInstanceParameters :exec
 -- Plain parameters a day-2 operation changed, over the others.
 UPDATE stack_instances SET parameters = parameters || sqlc.arg(parameters)::jsonb, updated_at = now() WHERE id = sqlc.arg(id);
+
+-- name: RecordInstanceWiring :exec
+-- What a pending instance's wiring gave, by slot and input, when its plan was recorded.
+INSERT INTO stack_instance_wiring (instance_id, inputs) VALUES ($1, $2)
+ON CONFLICT (instance_id) DO UPDATE SET inputs = EXCLUDED.inputs, updated_at = now();
+
+-- name: InstanceWiring :one
+SELECT inputs FROM stack_instance_wiring WHERE instance_id = $1;
