@@ -261,6 +261,21 @@ var overlays = map[string][]string{
 	"kubernetes": {"yaml", "helm", "kustomize"},
 }
 
+// packages are the Pulumi packages of the providers Nimbus knows, and Pulumi's own.
+var knownPackages = []string{"pulumi", "proxmoxve", "kubernetes", "aws", "oci", "simcloud"}
+
+// packageNamed is the package whose name the program's name is, in any case, or "". The engine
+// never sees a program's name as its project (Nimbus names it), so this only says early what
+// could never work as meant.
+func packageNamed(name string, scope Scope) string {
+	for _, p := range append(knownPackages, scope.Package) {
+		if p != "" && strings.EqualFold(name, p) {
+			return p
+		}
+	}
+	return ""
+}
+
 // config checks a config key a program declares: a key of the form <package>:<name> is a
 // provider's own setting, and one with a value would set it, credentials included.
 func (r reach) config(key *yaml.Node) {

@@ -382,3 +382,24 @@ func TestSpellings_CoverEveryCase(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+// A program named after a package, in any spelling, is refused for anyone: Nimbus names the
+// project, and this refusal stands should that wall ever fall.
+func TestContain_ProgramNamedAfterAPackageIsRefused(t *testing.T) {
+	for _, pkg := range []string{"simcloud", "kubernetes", "proxmoxve", "pulumi", "aws"} {
+		for _, name := range spellings(pkg) {
+			if strings.IndexFunc(name, func(r rune) bool { return r > unicode.MaxASCII }) >= 0 {
+				continue // a config namespace is compared as written: only ASCII case matters
+			}
+			for _, scope := range []Scope{simcloud, {ProviderLevel: true, Package: "simcloud"}} {
+				at := refusedAt(t, "name: "+name+"\nruntime: yaml\n", scope, 1, 7)
+				if len(at) != 1 || at[0].Rule != RuleForeign || !strings.Contains(at[0].Message, pkg+" package") {
+					t.Fatalf("name %q (provider level %v): %+v", name, scope.ProviderLevel, at)
+				}
+			}
+		}
+	}
+	if at := refusedAt(t, "name: simcloud-machine\nruntime: yaml\n", simcloud, 1, 7); len(at) != 0 {
+		t.Fatalf("a name that only starts with a package's: %+v", at)
+	}
+}

@@ -82,6 +82,8 @@ func ParseYAML(code string, scope Scope, v *problem.ValidationError) *Program {
 	}
 	if n := seen["name"]; n == nil || n.Kind != yaml.ScalarNode || n.Value == "" {
 		v.AddAt("code", 1, 1, "pulumi_yaml", "the program needs a name")
+	} else if pkg := packageNamed(n.Value, scope); pkg != "" {
+		v.AddAt("code", n.Line, n.Column, RuleForeign, "name %q is the name of the %s package: a program named after a package would configure it; choose another name", n.Value, pkg)
 	}
 	switch rt := seen["runtime"]; {
 	case rt == nil:
