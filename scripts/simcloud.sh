@@ -4,12 +4,16 @@
 # Pulumi CLI finds it on PATH beside itself.
 #
 # Reruns are cheap: the build is skipped while the binary is newer than every file of the
-# provider and go.mod.
+# provider, go.mod and this script.
 #
 # Prints the directory as the last line on stdout; everything else goes to stderr.
 #
 # Usage: PATH="$(scripts/simcloud.sh | tail -n1):$PATH"
 set -euo pipefail
+
+# Static, as the rest of the toolchain: the engine's sandbox lets it execute its own binaries
+# and nothing else, the dynamic loader included.
+export CGO_ENABLED=0
 
 log() { printf 'simcloud: %s\n' "$*" >&2; }
 
@@ -26,8 +30,9 @@ if [[ -z ${dir-} ]]; then
 fi
 bin=$dir/pulumi-resource-simcloud
 
-# go.mod counts because a dependency upgrade changes the binary without touching the sources.
-if [[ -x $bin && -z $(find e2e/simcloud go.mod -newer "$bin" -print -quit) ]]; then
+# go.mod counts because a dependency upgrade changes the binary without touching the sources,
+# and this script because it says how the binary is built.
+if [[ -x $bin && -z $(find e2e/simcloud go.mod scripts/simcloud.sh -newer "$bin" -print -quit) ]]; then
 	log "$bin is up to date"
 else
 	log "building $bin"
@@ -36,7 +41,7 @@ else
 	# binary, which cannot be overwritten in place, and must never start a half-written one.
 	tmp=$bin.$$.tmp
 	trap 'rm -f "$tmp"' EXIT
-	go build -o "$tmp" ./e2e/simcloud >&2
+	go build -trimpath -o "$tmp" ./e2e/simcloud >&2
 	mv -f "$tmp" "$bin"
 	log "built in $((SECONDS - start))s"
 fi

@@ -16,6 +16,7 @@ import (
 	"nimbus/app/graph"
 	"nimbus/app/objstore"
 	"nimbus/app/poller"
+	"nimbus/app/pulumix"
 	"nimbus/app/sandbox"
 )
 
@@ -56,6 +57,8 @@ type config struct {
 	S3 objstore.S3Config
 	// Sandbox says whether engine processes must, may or must not run in Landlock.
 	Sandbox sandbox.Mode
+	// EngineUser is the account engine processes run as when Nimbus runs as root.
+	EngineUser string
 	// Languages are the program languages components may be written in; YAML always.
 	Languages []string
 	// WebhooksPrivate lets event subscriptions deliver to private and loopback addresses.
@@ -197,6 +200,10 @@ var options = []option{
 			return fmt.Errorf("sandbox %w", err)
 		}
 		c.Sandbox = m
+		return nil
+	}},
+	{"engine-user", "NIMBUS_ENGINE_USER", pulumix.DefaultAccount, "the unprivileged account engine processes run as when Nimbus runs as root; Nimbus as any other user runs them as itself", func(c *config, v string) error {
+		c.EngineUser = v
 		return nil
 	}},
 	{"languages", "NIMBUS_LANGUAGES", "yaml", "comma-separated languages components may be written in: yaml, typescript, python; programs not in YAML run unread, so only provider admins may write them", func(c *config, v string) error {

@@ -41,7 +41,7 @@ func openObjects(ctx context.Context, cfg *config, log *slog.Logger) (*objects, 
 	log.Info("object storage and Pulumi state in S3", "s3", cfg.S3)
 	return &objects{
 		store:   s3,
-		backend: []pulumix.Option{pulumix.WithBackend(pulumix.S3Backend(s3))},
+		backend: []pulumix.Option{pulumix.WithSharedState(s3)},
 		where:   fmt.Sprintf("bucket %s at %s", cfg.S3.Bucket, cfg.S3.Endpoint),
 		state:   s3.BackendURL(),
 	}, nil

@@ -76,7 +76,8 @@ func serve(ctx context.Context, args []string, env Env) error {
 
 	cloud := filepath.Join(cfg.DataDir, "simcloud")
 	runner, err := pulumix.NewRunner(cfg.PulumiDir, cfg.DataDir, map[string]string{"SIMCLOUD_DIR": cloud},
-		append(objs.backend, pulumix.WithSandbox(cfg.Sandbox), pulumix.CloudDirs(cloud))...)
+		append(objs.backend, pulumix.WithSandbox(cfg.Sandbox), pulumix.CloudDirs(cloud), pulumix.WithAccount(cfg.EngineUser),
+			pulumix.WithClosedPorts(closedPorts(cfg)...), pulumix.WithLog(log))...)
 	switch {
 	case err != nil && cfg.Sandbox == sandbox.Required && sandbox.ABI() == 0:
 		return err

@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -241,4 +242,28 @@ func (kc Kubeconfig) Marshal() []byte {
 	}
 	out, _ := yaml.Marshal(doc)
 	return out
+}
+
+// APIPort is the TCP port of the cluster's API server a kubeconfig names, the one port on
+// which the engine of a deployment to that cluster reaches it.
+func APIPort(kubeconfig []byte) (uint16, error) {
+	kc, err := ParseKubeconfig(kubeconfig)
+	if err != nil {
+		return 0, err
+	}
+	u, err := url.Parse(kc.Server)
+	if err != nil {
+		return 0, fmt.Errorf("the cluster's server %q: %w", kc.Server, err)
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil {
+			return 0, fmt.Errorf("the cluster's server %q: port %q: %w", kc.Server, p, err)
+		}
+		return uint16(n), nil
+	}
+	if u.Scheme == "http" {
+		return 80, nil
+	}
+	return 443, nil
 }

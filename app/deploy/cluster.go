@@ -32,22 +32,29 @@ const (
 	kubeconfigFile = "KUBECONFIG"
 )
 
-// clusterAccess is what a deployment's engine is given to reach its cluster: nothing but for a
-// Kubernetes component.
+// providerPorts are the TCP ports a provider without a cluster of the zone's reaches its cloud
+// on: the Proxmox VE API's and HTTPS. The simulated cloud is a directory and needs none.
+var providerPorts = map[string][]uint16{"proxmox": {8006, 443}}
+
+// clusterAccess is what a deployment's engine is given to reach its cloud: the ports its
+// provider needs, and for a Kubernetes component its cluster.
 type clusterAccess struct {
-	kubeconfig string // the zone's for the provider's own deployments, a tenant's token otherwise
-	namespace  string // the tenant's; "" for the provider's own deployments
+	kubeconfig string   // the zone's for the provider's own deployments, a tenant's token otherwise
+	ports      []uint16 // the TCP ports the provider reaches its cloud on: the API server's
+	namespace  string   // the tenant's; "" for the provider's own deployments
 }
 
 // give hands the access to the stack's engine: the kubeconfig as a file of the run's own, in
-// memory and removed when the run ends, and a tenant's namespace as a setting.
+// memory and removed when the run ends, the API server's port as the one its sandbox opens,
+// and a tenant's namespace as a setting.
 func (a clusterAccess) give(st *pulumix.Stack) {
+	st.Ports = a.ports
 	if a.kubeconfig == "" {
 		return
 	}
 	st.Files = map[string][]byte{kubeconfigFile: []byte(a.kubeconfig)}
 	if a.namespace != "" {
-		st.Config[namespaceKey] = a.namespace
+		st.Settings = map[string]string{namespaceKey: a.namespace}
 	}
 }
 
@@ -63,7 +70,7 @@ func clusterAccessOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyrin
 		return clusterAccess{}, err
 	}
 	if c.Provider != cluster.Provider {
-		return clusterAccess{}, nil
+		return clusterAccess{ports: providerPorts[c.Provider]}, nil
 	}
 	if !c.LandingZoneID.Valid {
 		return clusterAccess{}, cluster.ErrNoCluster
@@ -72,8 +79,12 @@ func clusterAccessOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyrin
 	if err != nil {
 		return clusterAccess{}, err
 	}
+	port, err := cluster.APIPort(zone)
+	if err != nil {
+		return clusterAccess{}, err
+	}
 	if c.System {
-		return clusterAccess{kubeconfig: string(zone)}, nil
+		return clusterAccess{kubeconfig: string(zone), ports: []uint16{port}}, nil
 	}
 	ns, err := q.LiveTenantNamespace(ctx, dbgen.LiveTenantNamespaceParams{TenantID: c.TenantID, LandingZoneID: c.LandingZoneID.UUID})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -86,7 +97,7 @@ func clusterAccessOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyrin
 	if err != nil {
 		return clusterAccess{}, fmt.Errorf("the tenant's account on the cluster: %w", err)
 	}
-	return clusterAccess{kubeconfig: string(kc), namespace: ns.Namespace}, nil
+	return clusterAccess{kubeconfig: string(kc), ports: []uint16{port}, namespace: ns.Namespace}, nil
 }
 
 // finalOnCluster reports whether a failure to reach the cluster would fail again on a retry.

@@ -10,22 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"nimbus/app/objstore"
 	"nimbus/app/sandbox"
 )
 
-// Backend is where the engine keeps stack state: a DIY backend, which Nimbus can also read and
-// write directly.
-type Backend struct {
-	URL string // file://<dir> or s3://<bucket>?endpoint=…
-	// Env is what the engine needs to reach the backend, such as credentials. It travels in
-	// the environment only, never on a command line.
-	Env map[string]string
-	// Bucket holds the same files as URL, for creating stacks and clearing locks.
-	Bucket Bucket
-}
-
-// Bucket is direct access to a backend's files, by slash-separated key.
+// Bucket is direct access to a DIY backend's files, by slash-separated key: a stack's own file
+// backend, or the bucket every replica shares.
 type Bucket interface {
 	List(ctx context.Context, prefix string) ([]string, error)
 	Get(ctx context.Context, key string) (io.ReadCloser, error)
@@ -34,18 +23,13 @@ type Bucket interface {
 	Delete(ctx context.Context, key string) error
 }
 
-// S3Backend keeps stack state in the object store's bucket, under .pulumi/ beside Nimbus's blobs,
-// so that every replica sees every stack.
-func S3Backend(s *objstore.S3) Backend {
-	return Backend{URL: s.BackendURL(), Env: s.BackendEnv(), Bucket: s}
-}
-
 // Option changes how NewRunner sets up a Runner.
 type Option func(*Runner)
 
-// WithBackend keeps every stack's state in b instead of file backends under the data
-// directory.
-func WithBackend(b Backend) Option { return func(r *Runner) { r.backend = b } }
+// WithSharedState keeps every stack's state in b, such as the object store's bucket, where every
+// replica finds it, under .pulumi/ beside Nimbus's blobs. The engine still works on a file
+// backend of the stack's own and never gets b's credentials (see mirror).
+func WithSharedState(b Bucket) Option { return func(r *Runner) { r.shared = b } }
 
 // WithSandbox says how engine processes are confined; sandbox.Auto when not given.
 func WithSandbox(m sandbox.Mode) Option { return func(r *Runner) { r.mode = m } }

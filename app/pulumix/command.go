@@ -28,10 +28,8 @@ type command struct {
 	// grace is how long an interrupted engine gets to stop cleanly and unlock its stack
 	// before it is killed.
 	grace time.Duration
-	// sandbox confines each run to the directories its own stack uses (see policy), and
-	// clouds are directories every run may write: the simulated cloud's.
+	// sandbox confines each run to the directories its own stack uses (see policy).
 	sandbox sandbox.Sandbox
-	clouds  []string
 }
 
 // passedEnv is what the engine keeps of Nimbus's environment: where programs are, the locale,
@@ -67,7 +65,9 @@ func newCommand(path string, grace time.Duration) (command, error) {
 
 // Run runs the CLI non-interactively. Cancelling ctx interrupts the whole process group with
 // SIGINT, as Ctrl-C would, and kills it only if it has not stopped within the grace period.
-func (c command) Run(ctx context.Context, workdir string, stdin io.Reader, out, errOut []io.Writer,
+// Beyond its own directories, the run reaches what extra grants: the clouds it may write, the
+// ports it may connect to.
+func (c command) Run(ctx context.Context, workdir string, extra sandbox.Policy, stdin io.Reader, out, errOut []io.Writer,
 	extraEnv []string, args ...string) (string, string, int, error) {
 	if !slices.Contains(args, "--non-interactive") {
 		args = append([]string{"--non-interactive"}, args...)
@@ -98,7 +98,7 @@ func (c command) Run(ctx context.Context, workdir string, stdin io.Reader, out, 
 		return syscall.Kill(-pid, syscall.SIGINT)
 	}
 	cmd.WaitDelay = c.grace + 5*time.Second
-	err := c.sandbox.Start(cmd, c.policy(workdir, extraEnv))
+	err := c.sandbox.Start(cmd, c.policy(workdir, extraEnv).Union(extra))
 	if err == nil {
 		err = cmd.Wait()
 	}
@@ -113,12 +113,12 @@ func (c command) Run(ctx context.Context, workdir string, stdin io.Reader, out, 
 	return stdout.String(), stderr.String(), code, err
 }
 
-// policy is what one run may write: its working directory, the home, temporary and state
+// policy is what one run may write: its working directory, and the home, temporary and state
 // directories its environment names (the Runner gives each stack its own; its event pipe,
-// plans and states to import are in its temporary directory), and the clouds. The environment
-// is the Runner's, never a program's.
+// plans and states to import are in its temporary directory). The environment is the
+// Runner's, never a program's.
 func (c command) policy(workdir string, env []string) sandbox.Policy {
-	p := sandbox.Policy{Write: append([]string{workdir}, c.clouds...)}
+	p := sandbox.Policy{Write: []string{workdir}}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {

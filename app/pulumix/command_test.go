@@ -70,7 +70,7 @@ func TestCommand_KeepsNimbusSecretsFromTheEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _, code, err := cmd.Run(context.Background(), t.TempDir(), nil, nil, nil, []string{"PULUMI_HOME=/x"}, "preview")
+	out, _, code, err := cmd.Run(context.Background(), t.TempDir(), sandbox.Policy{}, nil, nil, nil, []string{"PULUMI_HOME=/x"}, "preview")
 	if err != nil || code != 0 {
 		t.Fatalf("run: %v %d", err, code)
 	}
@@ -99,7 +99,7 @@ func TestCommand_CancelInterruptsGracefully(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, ready := interruptWhen(t, "trapped")
-	out, _, code, _ := cmd.Run(ctx, t.TempDir(), nil, []io.Writer{ready}, nil, nil, "up")
+	out, _, code, _ := cmd.Run(ctx, t.TempDir(), sandbox.Policy{}, nil, []io.Writer{ready}, nil, nil, "up")
 	ready.requireSeen(t)
 	if code != 3 || !strings.Contains(out, "interrupted") {
 		t.Fatalf("exit %d, output %q: want a graceful stop on SIGINT", code, out)
@@ -117,7 +117,7 @@ func TestCommand_StubbornEngineIsKilledWithItsChildren(t *testing.T) {
 	dir := t.TempDir()
 	ctx, ready := interruptWhen(t, "ready")
 	start := time.Now()
-	_, _, _, _ = cmd.Run(ctx, dir, nil, []io.Writer{ready}, nil, nil, "up")
+	_, _, _, _ = cmd.Run(ctx, dir, sandbox.Policy{}, nil, []io.Writer{ready}, nil, nil, "up")
 	ready.requireSeen(t)
 	if took := time.Since(start); took > 10*time.Second {
 		t.Fatalf("a stubborn engine ran on for %s", took)
@@ -155,10 +155,13 @@ func TestCommand_ConfinedToItsStack(t *testing.T) {
 	}
 	base := sandbox.System()
 	base.Read = append(base.Read, filepath.Dir(cmd.path))
+	// The stand-in is a script: it needs its shell, the programs it runs and their loader,
+	// where the engine needs nothing but its own static binaries.
+	base.Exec = []string{cmd.path, "/bin/sh", "/usr/bin/cat", "/usr/bin/ls", "/lib64/ld-linux-x86-64.so.2"}
 	env := []string{"HOME=" + home, "PULUMI_BACKEND_URL=file://" + state}
 
 	cmd.sandbox = sandbox.New(sandbox.Required, base)
-	out, stderr, code, err := cmd.Run(context.Background(), work, nil, nil, nil, env, outside)
+	out, stderr, code, err := cmd.Run(context.Background(), work, sandbox.Policy{}, nil, nil, nil, env, outside)
 	if err != nil || code != 0 {
 		t.Fatalf("confined run: %v %d %s", err, code, stderr)
 	}
@@ -167,7 +170,7 @@ func TestCommand_ConfinedToItsStack(t *testing.T) {
 	}
 	// The same command unconfined reads it: the refusal above is the sandbox's.
 	cmd.sandbox = sandbox.Sandbox{}
-	if out, _, _, _ := cmd.Run(context.Background(), work, nil, nil, nil, env, outside); !strings.Contains(out, "secret") {
+	if out, _, _, _ := cmd.Run(context.Background(), work, sandbox.Policy{}, nil, nil, nil, env, outside); !strings.Contains(out, "secret") {
 		t.Fatalf("unconfined run said %q", out)
 	}
 }

@@ -21,8 +21,15 @@ type workspace struct {
 	dir   string   // the working directory: Pulumi.yaml, Pulumi.<stack>.yaml
 	tmp   string   // the engine's temporary directory, where event pipes and plans go
 	env   []string // the engine's environment, KEY=value
+	state string   // the stack's own file backend
+	ports []uint16 // the TCP ports its provider needs
+	// mirror keeps the state in the bucket every replica shares; nil when there is none.
+	mirror *mirror
 	// volatile says tmp is the operation's own, in memory, and goes when it ends (close).
 	volatile bool
+	// scratch says the stack is a check's, which writes nothing but its own directories: not
+	// the clouds every deployment's engine may write.
+	scratch bool
 }
 
 // engineRun is what one engine process said: its output's tail and what its events told.
@@ -54,10 +61,14 @@ func (r *Runner) run(ctx context.Context, ws workspace, progress io.Writer, args
 
 	said, w := r.streams(progress)
 	args = append(args, "--stack", ws.stack, "--color", "never", "--event-log", pipe.path)
-	_, stderr, _, err := r.cli.Run(ctx, ws.dir, nil, []io.Writer{w}, []io.Writer{w}, ws.env, args...)
+	synced := ws.watch(ctx)
+	_, stderr, err := r.exec(ctx, ws, []io.Writer{w}, []io.Writer{w}, args...)
 	pipe.done() // the engine has closed its end: what it wrote is read to the end, then EOF
 	if rerr := <-read; rerr != nil && err == nil {
 		err = fmt.Errorf("read the engine's events: %w", rerr)
+	}
+	if serr := synced(); serr != nil && err == nil {
+		err = serr
 	}
 	run.output = said.text()
 	if err != nil {
@@ -67,6 +78,15 @@ func (r *Runner) run(ctx context.Context, ws workspace, progress io.Writer, args
 		return run, failure(ctx, args[0], ws.stack, err, run.output)
 	}
 	return run, nil
+}
+
+// watch keeps the shared bucket in step with the state the engine writes, until the returned
+// function is called; that pushes what the engine left and says whether it could.
+func (ws workspace) watch(ctx context.Context) func() error {
+	if ws.mirror == nil {
+		return func() error { return nil }
+	}
+	return ws.mirror.watch(ctx, filepath.Join(ws.state, filepath.FromSlash(checkpointKey(project, ws.stack))))
 }
 
 // note takes what an event tells: a resource's step for the sink, the stack's outputs, the

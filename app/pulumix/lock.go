@@ -11,7 +11,6 @@ import (
 	"path"
 	"strings"
 	"syscall"
-	"time"
 
 	"nimbus/app/objstore"
 )
@@ -20,47 +19,40 @@ import (
 // later operation. The caller guarantees that no engine runs the stack: removing a live engine's
 // lock lets two engines write one state.
 //
-// A DIY backend, on disk or in a bucket, keeps one file per lock holder at
-// .pulumi/locks/organization/<project>/<stack>/<lock id>.json.
-func (r *Runner) clearLock(st Stack, project string) error {
-	// Its callers have no context to give: a bucket that does not answer must not hold the
-	// operation forever.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	backend, err := r.backendOf(st.Name)
+// The stack's file backend, b, keeps one file per lock holder at
+// .pulumi/locks/organization/<project>/<stack>/<lock id>.json. Each replica's engines work on a
+// backend of their own (see mirror), so a lock is always of an engine on this host.
+func (r *Runner) clearLock(ctx context.Context, b Bucket, stack string) error {
+	dir := lockDir(stack)
+	locks, err := b.List(ctx, dir)
 	if err != nil {
-		return fmt.Errorf("clear lock of %s: %w", st.Name, err)
-	}
-	dir := lockDir(project, st.Name)
-	locks, err := backend.Bucket.List(ctx, dir)
-	if err != nil {
-		return fmt.Errorf("clear lock of %s: %w", st.Name, err)
+		return fmt.Errorf("clear lock of %s: %w", stack, err)
 	}
 	host, _ := os.Hostname()
 	for _, key := range locks {
 		if name := strings.TrimPrefix(key, dir); strings.Contains(name, "/") || !strings.HasSuffix(name, ".json") {
 			continue
 		}
-		content, err := readLock(ctx, backend.Bucket, key)
+		content, err := readLock(ctx, b, key)
 		if errors.Is(err, objstore.ErrNotFound) {
 			continue // its engine finished meanwhile
 		} else if err != nil {
-			return fmt.Errorf("clear lock of %s: %w", st.Name, err)
+			return fmt.Errorf("clear lock of %s: %w", stack, err)
 		}
 		if held(content, host) {
 			// The engine that took it still runs — a crashed server leaves its engine behind —
 			// and two engines on one stack would corrupt it: wait for it to finish.
-			return fmt.Errorf("clear lock of %s: %w", st.Name, ErrLocked)
+			return fmt.Errorf("clear lock of %s: %w", stack, ErrLocked)
 		}
-		if err := backend.Bucket.Delete(ctx, key); err != nil {
-			return fmt.Errorf("clear lock of %s: %w", st.Name, err)
+		if err := b.Delete(ctx, key); err != nil {
+			return fmt.Errorf("clear lock of %s: %w", stack, err)
 		}
 	}
 	return nil
 }
 
 // lockDir is the prefix of a stack's lock files in a DIY backend.
-func lockDir(project, stack string) string {
+func lockDir(stack string) string {
 	return path.Join(".pulumi", "locks", "organization", project, stack) + "/"
 }
 
@@ -73,9 +65,7 @@ func readLock(ctx context.Context, b Bucket, key string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(rc, 64<<10)) // a lock is a line of JSON
 }
 
-// held reports whether the lock names a process on this host that is still alive. A lock from
-// another host cannot be checked; the operation's lease has already established that its
-// server is gone.
+// held reports whether the lock names a process on this host that is still alive.
 func held(content []byte, host string) bool {
 	var lock struct {
 		PID      int    `json:"pid"`

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,12 +34,17 @@ type Runner struct {
 	bin  string // the toolchain directory, put first on PATH so language hosts and providers are found
 	data string // the data directory
 	env  map[string]string
-	// backend keeps every stack's state when it is shared (S3); empty, each stack has a file
-	// backend of its own under state/.
-	backend Backend
-	mode    sandbox.Mode
-	clouds  []string
-	keys    keyring // the stacks' secrets keys, derived from their passphrases once
+	// shared keeps every stack's state where every replica finds it (S3); nil, the file
+	// backend each stack's engine works on is the only one.
+	shared Bucket
+	mode   sandbox.Mode
+	clouds []string // directories that stand for a cloud, which deployments' engines may write
+	closed []uint16 // TCP ports no engine may connect to (see WithClosedPorts)
+	ports  portSets
+	keys   keyring // the stacks' secrets keys, derived from their passphrases once
+	// accountName is the account engine processes run as when Nimbus runs as root.
+	accountName string
+	log         *slog.Logger
 }
 
 // NewRunner finds the pinned toolchain (see Detect) and prepares the directories under dataDir.
@@ -57,27 +63,41 @@ func NewRunner(toolchainDir, dataDir string, extraEnv map[string]string, opts ..
 	if err != nil {
 		return nil, fmt.Errorf("pulumi CLI: %w", err)
 	}
-	r := &Runner{cli: cli, bin: bin, data: dataDir, env: extraEnv, mode: sandbox.Auto}
+	r := &Runner{cli: cli, bin: bin, data: dataDir, env: extraEnv, mode: sandbox.Auto, log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(r)
+	}
+	account, err := engineAccount(r.accountName)
+	if err != nil {
+		return nil, err
 	}
 	if r.mode == sandbox.Required && sandbox.ABI() == 0 {
 		return nil, errors.New("the engine's sandbox is required (NIMBUS_SANDBOX=required), but this kernel has no Landlock")
 	}
 	base := sandbox.System()
-	base.Read = append(base.Read, programDirs(bin)...)
+	programs := programDirs(bin)
+	base.Read = append(base.Read, programs...)
+	base.Exec = toolchainPrograms(programs)
 	r.cli.sandbox = sandbox.New(r.mode, base)
-	r.cli.clouds = r.clouds
-	for _, d := range append([]string{r.workDir()}, r.clouds...) {
+	r.cli.sandbox.Account = account
+	if p := dynamic(base.Exec); p != "" && r.cli.sandbox.Confined() {
+		return nil, fmt.Errorf("%s is linked dynamically, and the engine's sandbox lets it execute only the toolchain's own static binaries: build it with CGO_ENABLED=0 (or, for diagnosis only, set NIMBUS_SANDBOX=off)", p)
+	}
+	own := append([]string{r.workDir(), r.stateDir(), filepath.Join(r.data, "stacks")}, r.clouds...)
+	for _, d := range own {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("prepare %s: %w", d, err)
 		}
 	}
+	if err := r.reachable(append(own, programs...)...); err != nil {
+		return nil, err
+	}
+	if err := r.own(r.clouds...); err != nil {
+		return nil, err
+	}
 	sweepMemory(memoryDir, time.Now().Add(-leftFor))
-	if r.backend.URL == "" {
-		if err := splitState(r.stateDir()); err != nil {
-			return nil, fmt.Errorf("give each stack its own state directory: %w", err)
-		}
+	if err := splitState(r.stateDir()); err != nil {
+		return nil, fmt.Errorf("give each stack its own state directory: %w", err)
 	}
 	return r, nil
 }
@@ -127,17 +147,13 @@ type CheckResult struct {
 // provider errors surface before anyone deploys. Progress goes to progress as it happens. The
 // workspace and its state are removed afterwards.
 func (r *Runner) Check(ctx context.Context, code string, config map[string]any, secrets map[string]string, progress io.Writer) (CheckResult, error) {
-	project, err := projectOf(code)
-	if err != nil {
-		return CheckResult{Changes: map[string]int{}, Output: err.Error()}, nil
-	}
 	dir, err := os.MkdirTemp(r.workDir(), "check-")
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check workspace: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte(code), 0o600); err != nil {
-		return CheckResult{}, fmt.Errorf("write program: %w", err)
+	if err := writeProgram(dir, code); err != nil {
+		return CheckResult{}, err
 	}
 	// A backend of its own, whatever the Runner's: a check must leave nothing in shared state.
 	state, err := objstore.NewDir(filepath.Join(dir, ".state"))
@@ -145,22 +161,22 @@ func (r *Runner) Check(ctx context.Context, code string, config map[string]any, 
 		return CheckResult{}, err
 	}
 	const stack = "check"
-	if err := createStack(ctx, state, project, stack); err != nil {
+	if err := createStack(ctx, state, stack); err != nil {
 		return CheckResult{}, err
 	}
 	// The scratch stack holds no secret worth keeping, and its state is thrown away with it.
 	passphrase := randomHex(16)
 	settings := filepath.Join(dir, "Pulumi."+stack+".yaml")
-	if err := r.writeSettings(settings, project, Stack{Name: stack, Config: config, Secrets: secrets, Passphrase: passphrase}, false); err != nil {
+	if err := r.writeSettings(settings, Stack{Name: stack, Config: config, Secrets: secrets, Passphrase: passphrase}, false); err != nil {
 		return CheckResult{}, err
 	}
 	h, err := home(dir)
 	if err != nil {
 		return CheckResult{}, err
 	}
-	env := append(r.engineEnv(Backend{URL: "file://" + state.Root()}, passphrase, h),
+	env := append(r.engineEnv(state.Root(), passphrase, h),
 		"SIMCLOUD_DIR="+filepath.Join(dir, "cloud")) // its cloud is thrown away with it
-	ws := workspace{stack: stack, dir: dir, tmp: filepath.Join(h, "tmp"), env: env}
+	ws := workspace{stack: stack, dir: dir, tmp: filepath.Join(h, "tmp"), state: state.Root(), env: env, scratch: true}
 	started := time.Now()
 	run, err := r.run(ctx, ws, progress, "preview", "--parallel", parallel)
 	out := CheckResult{Changes: run.changes, Output: run.output}

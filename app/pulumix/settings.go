@@ -31,21 +31,6 @@ import (
 //   - in a DIY backend, .pulumi/meta.yaml (the backend's layout) and the stack's empty
 //     checkpoint, .pulumi/stacks/<project>/<stack>.json.
 
-// projectOf is the program's project name, checked to be usable as a path element: it names
-// the stack's directory in the backend.
-func projectOf(code string) (string, error) {
-	var p struct {
-		Name string `yaml:"name"`
-	}
-	if err := yaml.Unmarshal([]byte(code), &p); err != nil {
-		return "", fmt.Errorf("read program: %w", err)
-	}
-	if !validProjectName.MatchString(p.Name) || p.Name == "." || p.Name == ".." {
-		return "", fmt.Errorf("read program: invalid project name %q", p.Name)
-	}
-	return p.Name, nil
-}
-
 // checkpointKey is where a DIY backend keeps the stack's state.
 func checkpointKey(project, stack string) string {
 	return path.Join(".pulumi", "stacks", project, stack+".json")
@@ -55,7 +40,7 @@ const metaKey = ".pulumi/meta.yaml"
 
 // readStack reports whether the backend holds the stack and, when salt is asked for, the
 // passphrase salt its state records.
-func readStack(ctx context.Context, b Bucket, project, stack string, salt bool) (bool, string, error) {
+func readStack(ctx context.Context, b Bucket, stack string, salt bool) (bool, string, error) {
 	rc, err := b.Get(ctx, checkpointKey(project, stack))
 	if errors.Is(err, objstore.ErrNotFound) {
 		return false, "", nil
@@ -90,7 +75,7 @@ func readStack(ctx context.Context, b Bucket, project, stack string, salt bool) 
 // createStack writes what `stack init` writes into a DIY backend: the layout marker, when the
 // backend is new (without it the CLI takes a backend holding stacks for the old layout), and an
 // empty checkpoint.
-func createStack(ctx context.Context, b Bucket, project, stack string) error {
+func createStack(ctx context.Context, b Bucket, stack string) error {
 	if rc, err := b.Get(ctx, metaKey); errors.Is(err, objstore.ErrNotFound) {
 		meta := []byte("version: 1\n")
 		if err := b.PutEngine(ctx, metaKey, bytes.NewReader(meta), int64(len(meta))); err != nil {
@@ -114,7 +99,7 @@ func createStack(ctx context.Context, b Bucket, project, stack string) error {
 // that a plan saved on one is read on another before any state records a salt; so does a
 // scratch stack with secrets to encrypt, and one without leaves it to the engine. A state
 // encrypted under an older salt is still read through the salt the state records.
-func (r *Runner) writeSettings(file, project string, st Stack, shared bool) error {
+func (r *Runner) writeSettings(file string, st Stack, shared bool) error {
 	salt := ""
 	if data, err := os.ReadFile(file); err == nil {
 		var old struct {
@@ -142,21 +127,38 @@ func (r *Runner) writeSettings(file, project string, st Stack, shared bool) erro
 		if _, dup := st.Secrets[k]; dup {
 			return fmt.Errorf("config %s: both a plain and a secret input", k)
 		}
+		key, err := inputKey(k)
+		if err != nil {
+			return err
+		}
 		value, err := configValue(v)
 		if err != nil {
 			return fmt.Errorf("config %s: %w", k, err)
 		}
-		if err := ps.Config.Set(configKey(project, k), value, false); err != nil {
+		if err := ps.Config.Set(key, value, false); err != nil {
 			return fmt.Errorf("config %s: %w", k, err)
 		}
 	}
 	for k, v := range st.Secrets {
+		key, err := inputKey(k)
+		if err != nil {
+			return err
+		}
 		sealed, err := crypter.EncryptValue(context.Background(), v)
 		if err != nil {
 			return fmt.Errorf("secret config %s: %w", k, err)
 		}
-		if err := ps.Config.Set(configKey(project, k), config.NewSecureValue(sealed), false); err != nil {
+		if err := ps.Config.Set(key, config.NewSecureValue(sealed), false); err != nil {
 			return fmt.Errorf("secret config %s: %w", k, err)
+		}
+	}
+	for k, v := range st.Settings {
+		key, err := config.ParseKey(k)
+		if err != nil || key.Namespace() == project || key.Namespace() == "pulumi" {
+			return fmt.Errorf("provider setting %q: not a setting of a provider's package", k)
+		}
+		if err := ps.Config.Set(key, config.NewValue(v), false); err != nil {
+			return fmt.Errorf("provider setting %s: %w", k, err)
 		}
 	}
 	if err := ps.Save(file); err != nil {
@@ -165,13 +167,13 @@ func (r *Runner) writeSettings(file, project string, st Stack, shared bool) erro
 	return nil
 }
 
-// configKey is a program's own input in the project's namespace, or a provider's setting
-// (such as kubernetes:kubeconfig) in the provider's: a program's input names hold no colon.
-func configKey(project, k string) config.Key {
-	if key, err := config.ParseKey(k); err == nil && strings.Contains(k, ":") {
-		return key
+// inputKey is a program's input in the project's namespace: an input is never a provider's
+// setting, whatever it is called.
+func inputKey(name string) (config.Key, error) {
+	if !validInput.MatchString(name) {
+		return config.Key{}, fmt.Errorf("input %q: an input's name is letters, digits and _, starting with a letter", name)
 	}
-	return config.MustMakeKey(project, k)
+	return config.MustMakeKey(project, name), nil
 }
 
 // stackSalt is the salt a shared stack starts with, made from its name and passphrase, in the

@@ -16,11 +16,17 @@ import (
 
 // Stack says which deployment's stack to act on and with what.
 type Stack struct {
-	Name       string            // stack name, unique per deployment, e.g. "d-<id>"
-	Code       string            // the YAML program (Pulumi.yaml); its `name` is the project
-	Config     map[string]any    // plain inputs: scalars as text, lists and objects structured (see configValue)
-	Secrets    map[string]string // secret inputs: stored encrypted in the stack, never on a command line
-	Passphrase string            // the stack's secrets passphrase (derived per stack by the caller)
+	Name    string            // stack name, unique per deployment, e.g. "d-<id>"
+	Code    string            // the YAML program; Nimbus names the project (see project.go)
+	Config  map[string]any    // plain inputs: scalars as text, lists and objects structured (see configValue)
+	Secrets map[string]string // secret inputs: stored encrypted in the stack, never on a command line
+	// Ports are the TCP ports its provider reaches its cloud on, such as the cluster's API
+	// server's: the engine may connect to these and to the ports its own processes listen on.
+	Ports []uint16
+	// Settings are the provider's settings, <package>:<name>, such as kubernetes:namespace: only
+	// Nimbus sets them, never the program or its inputs, which are the project's own.
+	Settings   map[string]string
+	Passphrase string // the stack's secrets passphrase (derived per stack by the caller)
 	// Exclusive says the caller holds the stack alone (an operation's lease): a lock found on it
 	// was left by an engine that crashed, and is cleared before the engine starts.
 	Exclusive bool
@@ -88,6 +94,8 @@ var ErrNoStack = errors.New("no such stack")
 var (
 	validStackName   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$`)
 	validProjectName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
+	// validInput is the name of a component's input, as its schema allows.
+	validInput = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,62}$`)
 )
 
 // Every operation uses the same, modest degree of parallelism: the engine's default grows with
@@ -136,6 +144,10 @@ func (r *Runner) Apply(ctx context.Context, st Stack, plan []byte, progress io.W
 	}
 	defer ws.close()
 	plan, err = looseStackOutputs(plan)
+	if err == nil {
+		// A plan saved before Nimbus named the project speaks of the program's.
+		plan, err = adoptURNs(plan, st.Name)
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("the plan of %s: %w", st.Name, err)
 	}
@@ -245,7 +257,7 @@ func (r *Runner) Export(ctx context.Context, st Stack) ([]byte, error) {
 		return nil, err
 	}
 	defer ws.close()
-	stdout, stderr, _, err := r.cli.Run(ctx, ws.dir, nil, nil, nil, ws.env, "stack", "export", "--stack", st.Name)
+	stdout, stderr, err := r.exec(ctx, ws, nil, nil, "stack", "export", "--stack", st.Name)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("export %s: %w", st.Name, ctx.Err())

@@ -43,7 +43,7 @@ func stackRunner(t *testing.T, backend string) (r *Runner, data, cloud string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts = append(opts, WithBackend(S3Backend(store)))
+		opts = append(opts, WithSharedState(store))
 	}
 	r, err := NewRunner(toolchain(t), data, map[string]string{"SIMCLOUD_DIR": cloud}, append(opts, CloudDirs(cloud))...)
 	if err != nil {
@@ -344,11 +344,11 @@ func testSecretsStayEncrypted(t *testing.T, backend string) {
 	}
 }
 
-// lockFiles lists the keys of the DIY backend's lock files for a stack of project. On disk,
-// each has a sidecar of attributes (<lock>.json.attrs) that is not a lock.
-func lockFiles(t *testing.T, r *Runner, project, stack string) []string {
+// lockFiles lists the keys of the DIY backend's lock files for a stack. On disk, each has a
+// sidecar of attributes (<lock>.json.attrs) that is not a lock.
+func lockFiles(t *testing.T, r *Runner, stack string) []string {
 	t.Helper()
-	keys, err := bucketOf(t, r, stack).List(context.Background(), lockDir(project, stack))
+	keys, err := bucketOf(t, r, stack).List(context.Background(), lockDir(stack))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,14 +361,14 @@ func lockFiles(t *testing.T, r *Runner, project, stack string) []string {
 	return locks
 }
 
-// bucketOf is the stack's backend's files.
+// bucketOf is the files of the stack's own backend, which its engine works on.
 func bucketOf(t *testing.T, r *Runner, stack string) Bucket {
 	t.Helper()
-	b, err := r.backendOf(stack)
+	b, err := r.stateOf(stack)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b.Bucket
+	return b
 }
 
 // readBackendFile reads a file of the stack's backend by key.
@@ -446,7 +446,7 @@ func testCrashedEngineLeavesALockThatClearLockRemoves(t *testing.T, backend stri
 	// has begun.
 	var lock []string
 	waitFor(t, "the lock and the disk", time.Minute, func() bool {
-		lock = lockFiles(t, r, "simcloud-machine", st.Name)
+		lock = lockFiles(t, r, st.Name)
 		return len(lock) == 1 && len(cloudFiles(t, cloud, "disk")) == 1
 	})
 	content := readBackendFile(t, r, st.Name, lock[0])
@@ -455,17 +455,22 @@ func testCrashedEngineLeavesALockThatClearLockRemoves(t *testing.T, backend stri
 	if err := json.Unmarshal(content, &holder); err != nil || holder.Pid <= 0 {
 		t.Fatalf("lock content %s: %v", content, err)
 	}
-	// The engine holds the stack's passphrase and, with S3, the bucket's secret key, but none
-	// of its processes shows them in the process list.
-	secrets := []string{st.Passphrase}
-	if s3, ok := r.backend.Bucket.(*objstore.S3); ok {
-		secrets = append(secrets, s3.Config().SecretKey)
-	}
+	// The engine holds the stack's passphrase, but none of its processes shows it in the
+	// process list; with S3, none of them holds the bucket's keys at all.
 	for _, pid := range append(descendants(holder.Pid), holder.Pid) {
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		for _, secret := range secrets {
-			if bytes.Contains(cmdline, []byte(secret)) {
-				t.Errorf("process %d shows a secret in its command line: %q", pid, cmdline)
+		if bytes.Contains(cmdline, []byte(st.Passphrase)) {
+			t.Errorf("process %d shows a secret in its command line: %q", pid, cmdline)
+		}
+		if s3, ok := r.shared.(*objstore.S3); ok {
+			environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, key := range []string{s3.Config().SecretKey, s3.Config().AccessKey} {
+				if bytes.Contains(environ, []byte(key)) || bytes.Contains(cmdline, []byte(key)) {
+					t.Errorf("process %d holds the bucket's keys", pid)
+				}
 			}
 		}
 	}
@@ -484,7 +489,7 @@ func testCrashedEngineLeavesALockThatClearLockRemoves(t *testing.T, backend stri
 		t.Fatalf("killed up: %v: want a plain error", err)
 	}
 	t.Logf("killed up: %.200s", err)
-	if len(lockFiles(t, r, "simcloud-machine", st.Name)) != 1 {
+	if len(lockFiles(t, r, st.Name)) != 1 {
 		t.Fatal("the killed engine's lock is gone")
 	}
 
@@ -500,7 +505,7 @@ func testCrashedEngineLeavesALockThatClearLockRemoves(t *testing.T, backend stri
 	if _, err := timed(t, "refresh", func() (Result, error) { return r.Refresh(ctx, st, nil) }); err != nil {
 		t.Fatal(err)
 	}
-	if l := lockFiles(t, r, "simcloud-machine", st.Name); len(l) != 0 {
+	if l := lockFiles(t, r, st.Name); len(l) != 0 {
 		t.Fatalf("clearLock left %v", l)
 	}
 	res, err := timed(t, "up after clearLock", func() (Result, error) { return r.Up(ctx, st, nil) })
@@ -555,7 +560,7 @@ func testCancelStopsTheEngineAndUnlocks(t *testing.T, backend string) {
 	if took > 15*time.Second {
 		t.Errorf("cancelled up took %s to return", took)
 	}
-	if l := lockFiles(t, r, "simcloud-machine", st.Name); len(l) != 0 {
+	if l := lockFiles(t, r, st.Name); len(l) != 0 {
 		t.Fatalf("the cancelled engine left its lock: %v", l)
 	}
 
@@ -582,81 +587,28 @@ func TestClearLock_WaitsForALiveEngine(t *testing.T) {
 func testClearLockWaitsForALiveEngine(t *testing.T, backend string) {
 	r, _, _ := stackRunner(t, backend)
 	st := Stack{Name: "d-held", Code: "name: held\nruntime: yaml\n"}
-	key := lockDir("held", st.Name) + "l.json"
+	key := lockDir(st.Name) + "l.json"
 	host, _ := os.Hostname()
 	// This test process stands for an engine a crashed server left running.
 	writeBackendFile(t, r, st.Name, key, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, os.Getpid(), host))
-	if err := r.clearLock(st, "held"); !errors.Is(err, ErrLocked) {
+	if err := r.clearLock(t.Context(), bucketOf(t, r, st.Name), st.Name); !errors.Is(err, ErrLocked) {
 		t.Fatalf("cleared a lock its live engine holds: %v", err)
 	}
-	if l := lockFiles(t, r, "held", st.Name); len(l) != 1 {
+	if l := lockFiles(t, r, st.Name); len(l) != 1 {
 		t.Fatalf("locks %v: want the live engine's kept", l)
 	}
 	// A lock of another stack whose name starts the same is not this stack's.
-	other := lockDir("held", st.Name+"-2") + "l.json"
+	other := lockDir(st.Name+"-2") + "l.json"
 	writeBackendFile(t, r, st.Name+"-2", other, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, 1<<22+7, host))
 	writeBackendFile(t, r, st.Name, key, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, 1<<22+7, host))
-	if err := r.clearLock(st, "held"); err != nil {
+	if err := r.clearLock(t.Context(), bucketOf(t, r, st.Name), st.Name); err != nil {
 		t.Fatalf("kept a dead engine's lock: %v", err)
 	}
-	if l := lockFiles(t, r, "held", st.Name); len(l) != 0 {
+	if l := lockFiles(t, r, st.Name); len(l) != 0 {
 		t.Fatalf("clearLock left %v", l)
 	}
-	if l := lockFiles(t, r, "held", st.Name+"-2"); len(l) != 1 {
+	if l := lockFiles(t, r, st.Name+"-2"); len(l) != 1 {
 		t.Fatalf("clearLock of %s removed another stack's lock", st.Name)
-	}
-}
-
-// Stacks that earlier versions kept in one file backend for all move into backends of their
-// own, and carry on from the state they had.
-func TestStack_SharedFileBackendIsSplitPerStack(t *testing.T) {
-	data, cloud := t.TempDir(), t.TempDir()
-	shared, err := objstore.NewDir(filepath.Join(data, "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{"SIMCLOUD_DIR": cloud}
-	old, err := NewRunner(toolchain(t), data, env, CloudDirs(cloud, shared.Root()),
-		WithBackend(Backend{URL: "file://" + shared.Root(), Bucket: shared}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	stacks := []Stack{machineStack(t, "d-one", map[string]any{"name": "one"}), machineStack(t, "d-two", map[string]any{"name": "two"})}
-	for _, st := range stacks {
-		if _, err := old.Up(ctx, st, nil); err != nil {
-			t.Fatalf("up %s on the shared backend: %v", st.Name, err)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(shared.Root(), ".pulumi", "stacks", "simcloud-machine", "d-one.json")); err != nil {
-		t.Fatalf("the shared backend does not hold the stack where this test expects: %v", err)
-	}
-
-	r, err := NewRunner(toolchain(t), data, env, CloudDirs(cloud))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(shared.Root(), ".pulumi")); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("the shared backend is still there: %v", err)
-	}
-	for _, st := range stacks {
-		res, err := r.Preview(ctx, st, nil)
-		if err != nil {
-			t.Fatalf("preview %s: %v", st.Name, err)
-		}
-		if res.Changes["same"] != 3 || res.Changes["create"] != 0 { // the stack, its disk and its machine
-			t.Fatalf("%s after the split: changes %v, want its two resources as they were", st.Name, res.Changes)
-		}
-		if _, err := r.Destroy(ctx, st, nil); err != nil {
-			t.Fatalf("destroy %s: %v", st.Name, err)
-		}
-	}
-	if left := append(cloudFiles(t, cloud, "machine"), cloudFiles(t, cloud, "disk")...); len(left) != 0 {
-		t.Fatalf("left in the cloud: %v", left)
-	}
-	if entries, _ := os.ReadDir(filepath.Join(data, "state")); len(entries) != 0 {
-		t.Fatalf("destroyed stacks left state behind: %v", entries)
 	}
 }
 
@@ -672,7 +624,7 @@ func TestStack_ReplicasShareStacksAndPlans(t *testing.T) {
 	cloud := t.TempDir()
 	replica := func() *Runner {
 		r, err := NewRunner(toolchain(t), t.TempDir(), map[string]string{"SIMCLOUD_DIR": cloud},
-			WithBackend(S3Backend(store)), CloudDirs(cloud))
+			WithSharedState(store), CloudDirs(cloud))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,6 +35,10 @@ func (r *Runner) Import(ctx context.Context, st Stack, state io.Reader) error {
 	defer ws.close()
 	file := filepath.Join(ws.tmp, "import-"+randomHex(8)+".json")
 	data, err := json.Marshal(dep)
+	if err == nil {
+		// An export made before Nimbus named the project speaks of the program's.
+		data, err = adoptURNs(data, st.Name)
+	}
 	if err != nil {
 		return err
 	}
@@ -42,12 +46,15 @@ func (r *Runner) Import(ctx context.Context, st Stack, state io.Reader) error {
 		return fmt.Errorf("import %s: %w", st.Name, err)
 	}
 	defer os.Remove(file)
-	_, stderr, _, err := r.cli.Run(ctx, ws.dir, nil, nil, nil, ws.env, "stack", "import", "--stack", st.Name, "--file", file)
+	_, stderr, err := r.exec(ctx, ws, nil, nil, "stack", "import", "--stack", st.Name, "--file", file)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("import %s: %w", st.Name, ctx.Err())
 		}
 		return fmt.Errorf("%w: %s", ErrBadState, gist(stderr))
+	}
+	if ws.mirror != nil {
+		return ws.mirror.push(ctx)
 	}
 	return nil
 }

@@ -21,17 +21,18 @@ func (r *Runner) stackDir(name string) string { return filepath.Join(r.data, "st
 // workDir is where scratch workspaces are made.
 func (r *Runner) workDir() string { return filepath.Join(r.data, "work") }
 
-// backendOf is where the stack's state is: the shared backend, else a file backend of its own,
-// so that the sandbox can let its engine reach exactly its own state.
-func (r *Runner) backendOf(stack string) (Backend, error) {
-	if r.backend.URL != "" {
-		return r.backend, nil
+// stateOf is the stack's own file backend, which its engine works on: the sandbox lets the
+// engine reach exactly that state.
+func (r *Runner) stateOf(stack string) (*objstore.Dir, error) {
+	return objstore.NewDir(filepath.Join(r.stateDir(), stack))
+}
+
+// mirrorOf keeps the stack's state in the shared bucket, when there is one.
+func (r *Runner) mirrorOf(stack string, local Bucket) *mirror {
+	if r.shared == nil {
+		return nil
 	}
-	dir, err := objstore.NewDir(filepath.Join(r.stateDir(), stack))
-	if err != nil {
-		return Backend{}, err
-	}
-	return Backend{URL: "file://" + dir.Root(), Bucket: dir}, nil
+	return &mirror{shared: r.shared, local: local, stack: stack, synced: filepath.Join(r.data, "synced", stack)}
 }
 
 // forget removes the stack's directories: its working directory and its own file backend.
@@ -39,20 +40,20 @@ func (r *Runner) forget(name string) error {
 	if err := os.RemoveAll(r.stackDir(name)); err != nil {
 		return fmt.Errorf("remove the working directory of %s: %w", name, err)
 	}
-	if r.backend.URL == "" {
-		if err := os.RemoveAll(filepath.Join(r.stateDir(), name)); err != nil {
-			return fmt.Errorf("remove the state directory of %s: %w", name, err)
-		}
+	if err := os.RemoveAll(filepath.Join(r.stateDir(), name)); err != nil {
+		return fmt.Errorf("remove the state directory of %s: %w", name, err)
+	}
+	if err := os.Remove(filepath.Join(r.data, "synced", name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("forget the state of %s: %w", name, err)
 	}
 	return nil
 }
 
 // engineEnv is the environment of every engine process: the toolchain first on PATH, no
-// network look-ups, the extra entries NewRunner was given, then the state backend with what
-// reaching it takes and the secrets passphrase, which no extra entry may replace. Credentials
-// and the passphrase travel in the environment only: a command line is visible to every user
-// of the machine.
-func (r *Runner) engineEnv(backend Backend, passphrase, home string) []string {
+// network look-ups, the extra entries NewRunner was given, then the stack's file backend and
+// the secrets passphrase, which no extra entry may replace. The passphrase travels in the
+// environment only: a command line is visible to every user of the machine.
+func (r *Runner) engineEnv(state, passphrase, home string) []string {
 	env := map[string]string{
 		"HOME":                                 home,
 		"TMPDIR":                               filepath.Join(home, "tmp"),
@@ -68,10 +69,7 @@ func (r *Runner) engineEnv(backend Backend, passphrase, home string) []string {
 	for k, v := range r.env {
 		env[k] = v
 	}
-	for k, v := range backend.Env {
-		env[k] = v
-	}
-	env["PULUMI_BACKEND_URL"] = backend.URL
+	env["PULUMI_BACKEND_URL"] = "file://" + state
 	env["PULUMI_CONFIG_PASSPHRASE"] = passphrase
 	out := make([]string, 0, len(env))
 	for k, v := range env {
@@ -87,32 +85,32 @@ func (r *Runner) open(ctx context.Context, st Stack, create bool) (workspace, er
 	if err := checkStack(st, true); err != nil {
 		return workspace{}, err
 	}
-	project, err := projectOf(st.Code)
+	state, err := r.stateOf(st.Name)
 	if err != nil {
 		return workspace{}, err
 	}
-	if st.Exclusive {
-		err := r.clearLock(st, project)
-		if err != nil && !errors.Is(err, ErrLocked) {
-			// Its own minute ran out, not the caller's time: the error must not read as the
-			// caller's deadline, which would make it final.
-			err = errors.New(err.Error())
+	legacy := legacyProject(st.Code)
+	m := r.mirrorOf(st.Name, state)
+	if m != nil {
+		if err := m.pull(ctx, legacy); err != nil {
+			return workspace{}, err
 		}
-		if err != nil {
+	}
+	if err := adoptState(ctx, state, st.Name, legacy); err != nil {
+		return workspace{}, fmt.Errorf("move stack %s to its project: %w", st.Name, err)
+	}
+	if st.Exclusive {
+		if err := r.clearLock(ctx, state, st.Name); err != nil {
 			return workspace{}, err
 		}
 	}
 	dir := r.stackDir(st.Name)
 	settings := filepath.Join(dir, "Pulumi."+st.Name+".yaml")
-	backend, err := r.backendOf(st.Name)
-	if err != nil {
-		return workspace{}, err
-	}
 	// The backend says whether the stack exists, not the working directory: another replica
 	// may have removed the stack, or made it, and then this one has no settings of its own.
 	_, statErr := os.Stat(settings)
 	local := statErr == nil
-	exists, salt, err := readStack(ctx, backend.Bucket, project, st.Name, !local)
+	exists, salt, err := readStack(ctx, state, st.Name, !local)
 	if err != nil {
 		return workspace{}, fmt.Errorf("look up stack %s: %w", st.Name, err)
 	}
@@ -125,7 +123,7 @@ func (r *Runner) open(ctx context.Context, st Stack, create bool) (workspace, er
 		return workspace{}, fmt.Errorf("%w named %s", ErrNoStack, st.Name)
 	}
 	if !exists {
-		if err := createStack(ctx, backend.Bucket, project, st.Name); err != nil {
+		if err := createStack(ctx, state, st.Name); err != nil {
 			return workspace{}, err
 		}
 	}
@@ -139,17 +137,18 @@ func (r *Runner) open(ctx context.Context, st Stack, create bool) (workspace, er
 		}
 	}
 	// Written every time: the deployment may have moved to a new version of its program.
-	if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte(st.Code), 0o600); err != nil {
-		return workspace{}, fmt.Errorf("write program: %w", err)
+	if err := writeProgram(dir, st.Code); err != nil {
+		return workspace{}, err
 	}
-	if err := r.writeSettings(settings, project, st, true); err != nil {
+	if err := r.writeSettings(settings, st, true); err != nil {
 		return workspace{}, err
 	}
 	h, err := home(dir)
 	if err != nil {
 		return workspace{}, err
 	}
-	ws := workspace{stack: st.Name, dir: dir, tmp: filepath.Join(h, "tmp"), env: r.engineEnv(backend, st.Passphrase, h)}
+	ws := workspace{stack: st.Name, dir: dir, tmp: filepath.Join(h, "tmp"), state: state.Root(), mirror: m, ports: st.Ports,
+		env: r.engineEnv(state.Root(), st.Passphrase, h)}
 	if holdsProviderSecret(st) {
 		tmp, err := os.MkdirTemp(memoryDir, "nimbus-engine-")
 		if err != nil {
@@ -195,19 +194,8 @@ func sweepMemory(dir string, cutoff time.Time) {
 	}
 }
 
-// holdsProviderSecret reports whether a stack's secrets include a provider's own setting, such
-// as kubernetes:kubeconfig, or it is given credentials in files.
-func holdsProviderSecret(st Stack) bool {
-	if len(st.Files) > 0 {
-		return true
-	}
-	for k := range st.Secrets {
-		if strings.Contains(k, ":") {
-			return true
-		}
-	}
-	return false
-}
+// holdsProviderSecret reports whether a stack is given credentials in files.
+func holdsProviderSecret(st Stack) bool { return len(st.Files) > 0 }
 
 // close removes what the engine left in a temporary directory of its own.
 func (ws workspace) close() {

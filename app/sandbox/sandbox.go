@@ -1,11 +1,13 @@
 // Package sandbox confines the engine: every process of a Pulumi operation (the CLI, the
 // language host, each provider plugin) may read the toolchain and the system's libraries and
-// certificates, read and write only its own stack's directories, and use bounded resources.
+// certificates, execute only the toolchain's own binaries, read and write only its own stack's
+// directories, connect only to the TCP ports it is given, and use bounded resources.
 //
 // Go cannot yet start a child under a Landlock ruleset (that arrives in Go 1.28). A Landlock
 // restriction belongs to a thread, though, and a child inherits it from the thread that forks
 // it: so Start restricts an OS thread of its own (no other goroutine ever runs on it, and it
 // ends with its goroutine), starts the engine from it, and sets the child's resource limits.
+// The network's rules are a layer of their own, made once per set of ports (see Ports).
 // Everything the engine starts inherits both. Where the kernel has no Landlock only the limits
 // apply, and the program validator is the only wall: Nimbus says so at start and on the system
 // page.
@@ -17,6 +19,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -55,20 +58,24 @@ type Limits struct {
 	FileSize     uint64 // bytes of the largest file it may write
 }
 
-// Policy is what a confined process may reach.
+// Policy is what a confined process may reach. Nothing it may write may it execute, and it
+// may execute nothing but the files named in Exec.
 type Policy struct {
-	Read       []string // directories it may read and execute from
+	Read       []string // directories it may read
+	Exec       []string // files it may execute (and read): the engine's own binaries
 	Write      []string // directories it may read, write and rename within
 	ReadFiles  []string // single files it may read
 	WriteFiles []string // single files it may read and write (devices such as /dev/null)
-	Limits     Limits
+	// Connect are the TCP ports it may connect to, on any address; nil leaves TCP as it is.
+	Connect *Ports
+	Limits  Limits
 }
 
-// System is what every engine process needs of the machine: programs and libraries,
-// certificates, name resolution, the time zone and the user database (for its own name), and
-// the null and random devices. Missing ones are skipped. Its limits fit the engine with room to
-// spare: the CLI and its Go plugins reserve a few GiB of address space each, and a day of CPU
-// time is beyond any operation.
+// System is what every engine process needs of the machine: libraries and the directories of
+// programs (to read, not to run), certificates, name resolution, the time zone and the user
+// database (for its own name), and the null and random devices. Missing ones are skipped. Its
+// limits fit the engine with room to spare: the CLI and its Go plugins reserve a few GiB of
+// address space each, and a day of CPU time is beyond any operation.
 func System() Policy {
 	return Policy{
 		Read: []string{"/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc/ssl", "/etc/ca-certificates", "/etc/pki"},
@@ -80,14 +87,19 @@ func System() Policy {
 	}
 }
 
-// Union is p with q's paths added; q's limits win where set.
+// Union is p with q's paths added; q's ports and limits win where set.
 func (p Policy) Union(q Policy) Policy {
 	out := Policy{
 		Read:       append(append([]string(nil), p.Read...), q.Read...),
+		Exec:       append(append([]string(nil), p.Exec...), q.Exec...),
 		Write:      append(append([]string(nil), p.Write...), q.Write...),
 		ReadFiles:  append(append([]string(nil), p.ReadFiles...), q.ReadFiles...),
 		WriteFiles: append(append([]string(nil), p.WriteFiles...), q.WriteFiles...),
+		Connect:    p.Connect,
 		Limits:     p.Limits,
+	}
+	if q.Connect != nil {
+		out.Connect = q.Connect
 	}
 	set := func(dst *uint64, v uint64) {
 		if v != 0 {
@@ -111,43 +123,65 @@ func ABI() int {
 	return v
 }
 
+// netABI is the first Landlock ABI that can restrict TCP connections.
+const netABI = 4
+
 // Sandbox starts engine commands confined. The zero Sandbox starts them as they are.
 type Sandbox struct {
 	Mode Mode
 	// Base is granted to every command: System() and the toolchain.
 	Base Policy
-	// prlimit is util-linux's prlimit(1), which sets a command's limits before it runs.
-	prlimit string
+	// Account is who confined commands run as, when Nimbus may choose (it runs as root): an
+	// unprivileged account of the engine's own. Nil runs them as Nimbus.
+	Account *syscall.Credential
+	nets    *netRulesets
 }
 
 // New returns a Sandbox confining commands as mode says, granting each base.
 func New(mode Mode, base Policy) Sandbox {
-	path, _ := exec.LookPath("prlimit")
-	return Sandbox{Mode: mode, Base: base, prlimit: path}
+	return Sandbox{Mode: mode, Base: base, nets: &netRulesets{fds: map[string]int{}}}
 }
 
 // Confined reports whether commands are confined by Landlock, not only limited.
 func (s Sandbox) Confined() bool { return s.Mode != "" && s.Mode != Off && ABI() > 0 }
 
-// Start starts cmd under s.Base and p, as cmd.Start does.
+// ConfinesNetwork reports whether confined commands reach only the TCP ports they are given.
+func (s Sandbox) ConfinesNetwork() bool { return s.Confined() && ABI() >= netABI }
+
+// Start starts cmd under s.Base and p, as cmd.Start does, as s.Account where one is set. Limits
+// are set on the process as soon as it runs: what it starts inherits them, and the CLI reads
+// its program and settings before it starts a language host or a plugin, long after these few
+// system calls. (A launcher that set them first would have to be executable by the engine too,
+// and prlimit(1) can change the limits of other processes of the account.)
+//
+// The thread that starts the command takes on the account itself, as it takes on the Landlock
+// rules: the child is then the account's from its first instruction, and the thread may set
+// its limits as the child's owner, a right root needs CAP_SYS_RESOURCE for, which containers
+// often drop.
 func (s Sandbox) Start(cmd *exec.Cmd, p Policy) error {
 	if s.Mode == "" || s.Mode == Off {
+		if s.Account != nil {
+			if cmd.SysProcAttr == nil {
+				cmd.SysProcAttr = &syscall.SysProcAttr{}
+			}
+			cmd.SysProcAttr.Credential = s.Account
+		}
 		return cmd.Start()
 	}
 	p = s.Base.Union(p)
-	limited := s.prlimit != ""
-	if limited {
-		// prlimit sets the limits on itself, then executes the command in its place.
-		args := append([]string{"prlimit"}, limitFlags(p.Limits)...)
-		cmd.Args = append(append(args, "--", cmd.Path), cmd.Args[1:]...)
-		cmd.Path = s.prlimit
-	}
 	fd, flags, err := ruleset(p, s.Mode == Required)
 	if err != nil {
 		return err
 	}
 	if fd >= 0 {
 		defer unix.Close(fd)
+	}
+	net := -1
+	if fd >= 0 && p.Connect != nil && ABI() >= netABI {
+		if net, err = s.nets.get(p.Connect); err != nil {
+			return err
+		}
+		defer unix.Close(net)
 	}
 	started := make(chan error, 1)
 	go func() {
@@ -158,31 +192,56 @@ func (s Sandbox) Start(cmd *exec.Cmd, p Policy) error {
 				started <- fmt.Errorf("sandbox: no new privileges: %w", err)
 				return
 			}
+			if net >= 0 {
+				if err := llsyscall.LandlockRestrictSelf(net, 0); err != nil {
+					started <- fmt.Errorf("sandbox: landlock network: %w", err)
+					return
+				}
+			}
 			if err := llsyscall.LandlockRestrictSelf(fd, flags); err != nil {
 				started <- fmt.Errorf("sandbox: landlock: %w", err)
 				return
 			}
 		}
-		started <- cmd.Start()
+		if s.Account != nil {
+			if err := becomeThread(s.Account); err != nil {
+				started <- err
+				return
+			}
+		}
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		if err := limit(cmd.Process.Pid, p.Limits); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			started <- err
+			return
+		}
+		started <- nil
 	}()
-	if err := <-started; err != nil || limited {
-		return err
+	return <-started
+}
+
+// becomeThread makes the calling thread, and no other, the account's: the raw system calls
+// change one thread's credentials, where the C library's would change every thread's.
+func becomeThread(a *syscall.Credential) error {
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+		return fmt.Errorf("sandbox: drop groups: %w", e)
 	}
-	// Without prlimit, the limits are set on the child once it runs: what it starts inherits
-	// them, and the CLI reads its program and settings before it starts a language host or a
-	// plugin, long after these few system calls.
-	if err := limit(cmd.Process.Pid, p.Limits); err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return err
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(a.Gid), uintptr(a.Gid), uintptr(a.Gid)); e != 0 {
+		return fmt.Errorf("sandbox: become group %d: %w", a.Gid, e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(a.Uid), uintptr(a.Uid), uintptr(a.Uid)); e != 0 {
+		return fmt.Errorf("sandbox: become user %d: %w", a.Uid, e)
 	}
 	return nil
 }
 
-// rlimit is one of Limits, as the kernel and prlimit name it.
+// rlimit is one of Limits, as the kernel names it.
 type rlimit struct {
 	resource int
-	flag     string
 	name     string
 	value    uint64
 }
@@ -192,12 +251,12 @@ type rlimit struct {
 func rlimits(l Limits) []rlimit {
 	var out []rlimit
 	for _, r := range []rlimit{
-		{unix.RLIMIT_AS, "as", "address space", l.AddressSpace},
-		{unix.RLIMIT_CPU, "cpu", "CPU time", l.CPUSeconds},
-		{unix.RLIMIT_NOFILE, "nofile", "open files", l.OpenFiles},
-		{unix.RLIMIT_NPROC, "nproc", "processes", l.Processes},
-		{unix.RLIMIT_FSIZE, "fsize", "file size", l.FileSize},
-		{unix.RLIMIT_CORE, "core", "core size", 0},
+		{unix.RLIMIT_AS, "address space", l.AddressSpace},
+		{unix.RLIMIT_CPU, "CPU time", l.CPUSeconds},
+		{unix.RLIMIT_NOFILE, "open files", l.OpenFiles},
+		{unix.RLIMIT_NPROC, "processes", l.Processes},
+		{unix.RLIMIT_FSIZE, "file size", l.FileSize},
+		{unix.RLIMIT_CORE, "core size", 0},
 	} {
 		if r.value == 0 && r.resource != unix.RLIMIT_CORE {
 			continue
@@ -209,14 +268,6 @@ func rlimits(l Limits) []rlimit {
 		out = append(out, r)
 	}
 	return out
-}
-
-func limitFlags(l Limits) []string {
-	var flags []string
-	for _, r := range rlimits(l) {
-		flags = append(flags, fmt.Sprintf("--%s=%d", r.flag, r.value))
-	}
-	return flags
 }
 
 func limit(pid int, l Limits) error {
@@ -235,10 +286,20 @@ func limitErr(name string, err error) error {
 	return fmt.Errorf("sandbox: limit %s: %w", name, err)
 }
 
-// ruleset makes the Landlock ruleset of p; -1 when the kernel has none and it is not required.
-// Only the filesystem and the scopes are handled: the engine needs the network (its plugins
-// speak gRPC on loopback, and providers reach their clouds), and the scopes keep it from
-// signalling processes outside its sandbox.
+// The rights a confined process has on what its policy names. Reading a directory lets it list
+// and read what is inside, never execute it; writing one lets it make, change and remove what is
+// inside, never execute it either (a file it wrote, or one in a directory it shares with others).
+const (
+	readRights  = landlock.AccessFSSet(llsyscall.AccessFSReadFile | llsyscall.AccessFSReadDir)
+	execRights  = landlock.AccessFSSet(llsyscall.AccessFSExecute | llsyscall.AccessFSReadFile)
+	writeRights = landlock.AccessFSSet(llsyscall.AccessFSReadFile | llsyscall.AccessFSReadDir | llsyscall.AccessFSWriteFile |
+		llsyscall.AccessFSRemoveDir | llsyscall.AccessFSRemoveFile | llsyscall.AccessFSMakeDir | llsyscall.AccessFSMakeReg |
+		llsyscall.AccessFSMakeSock | llsyscall.AccessFSMakeFifo | llsyscall.AccessFSMakeSym | llsyscall.AccessFSTruncate)
+	fileRights = landlock.AccessFSSet(llsyscall.AccessFSReadFile | llsyscall.AccessFSWriteFile | llsyscall.AccessFSTruncate)
+)
+
+// ruleset makes the Landlock ruleset of p's files and scopes; -1 when the kernel has none and it
+// is not required. The scopes keep it from signalling processes outside its sandbox.
 func ruleset(p Policy, required bool) (int, uint32, error) {
 	cfg := landlock.Config{HandledAccessFS: landlock.V7.HandledAccessFS, Scoped: landlock.V7.Scoped}
 	if !required {
@@ -246,10 +307,13 @@ func ruleset(p Policy, required bool) (int, uint32, error) {
 	}
 	var rules []landlock.Rule
 	if len(p.Read) > 0 {
-		rules = append(rules, landlock.RODirs(p.Read...).IgnoreIfMissing())
+		rules = append(rules, landlock.PathAccess(readRights, p.Read...).IgnoreIfMissing())
+	}
+	if len(p.Exec) > 0 {
+		rules = append(rules, landlock.PathAccess(execRights, p.Exec...).IgnoreIfMissing())
 	}
 	if len(p.Write) > 0 {
-		w := landlock.RWDirs(p.Write...)
+		w := landlock.PathAccess(writeRights, p.Write...)
 		if ABI() >= 2 {
 			// Renames between its own directories. Asked of an older kernel, the refer right
 			// would make best effort give up on Landlock altogether.
@@ -258,10 +322,10 @@ func ruleset(p Policy, required bool) (int, uint32, error) {
 		rules = append(rules, w)
 	}
 	if len(p.ReadFiles) > 0 {
-		rules = append(rules, landlock.ROFiles(p.ReadFiles...).IgnoreIfMissing())
+		rules = append(rules, landlock.PathAccess(landlock.AccessFSSet(llsyscall.AccessFSReadFile), p.ReadFiles...).IgnoreIfMissing())
 	}
 	if len(p.WriteFiles) > 0 {
-		rules = append(rules, landlock.RWFiles(p.WriteFiles...).IgnoreIfMissing())
+		rules = append(rules, landlock.PathAccess(fileRights, p.WriteFiles...).IgnoreIfMissing())
 	}
 	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {

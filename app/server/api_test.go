@@ -133,7 +133,7 @@ func newSiteWith(t testing.TB, cfg siteConfig, configure ...func(*server.Deps)) 
 		objects, err = objstore.NewDir(filepath.Join(data, "objects"))
 	case "s3":
 		if bucket, err = objstore.NewS3(ctx, s3test.Shared(t)); err == nil {
-			objects, opts = bucket, []pulumix.Option{pulumix.WithBackend(pulumix.S3Backend(bucket))}
+			objects, opts = bucket, []pulumix.Option{pulumix.WithSharedState(bucket)}
 		}
 	default:
 		t.Fatalf("no backend %q", cfg.backend)

@@ -35,7 +35,8 @@ func TestContain_SandboxAloneStopsWhatTheValidatorMissed(t *testing.T) {
 			ctx := t.Context()
 			canary := "canary-" + randomHex(t)
 			outside := filepath.Join(s.data, "outside.txt")
-			must(t, os.WriteFile(outside, []byte(canary), 0o600))
+			// Readable by every account, so that what refuses the program is the sandbox.
+			must(t, os.WriteFile(outside, []byte(canary), 0o644))
 			env, err := environment.NewService(s.pool).Create(ctx, s.adminA, s.a.ID, "dev")
 			must(t, err)
 			user, admin := s.token(t, s.userA), s.token(t, s.adminA)

@@ -101,6 +101,20 @@ var functions = []*function{
 		},
 		call: (*simcloud).getImage,
 	},
+	{
+		token: "simcloud:index:probe",
+		description: "For Nimbus's tests only, and refused unless they turn it on: tries to run a command, " +
+			"connect to a TCP address and write a file on the machine the provider runs on, and says how each went.",
+		inputs: []property{
+			{name: "exec", typ: "string", description: "A command and its arguments, split at spaces."},
+			{name: "connect", typ: "string", description: "A host:port to open a TCP connection to."},
+			{name: "write", typ: "string", description: "A file to write."},
+		},
+		outputs: []property{
+			{name: "result", typ: "string", description: "One line for each thing tried: done, or refused and why."},
+		},
+		call: (*simcloud).probe,
+	},
 }
 
 func functionOf(token string) (*function, error) {

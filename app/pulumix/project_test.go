@@ -1,0 +1,250 @@
+package pulumix
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"nimbus/app/objstore"
+	"nimbus/app/objstore/s3test"
+	"nimbus/app/sandbox"
+)
+
+// legacyUp deploys st the way Nimbus did before it named the project: the program itself as
+// Pulumi.yaml, so that the project, the URNs and the path of the state carry the program's
+// name, on the backend at url reached with env.
+func legacyUp(t *testing.T, url string, env map[string]string, cloud string, st Stack) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), []byte(st.Code), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := toolchain(t)
+	environ := []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "HOME=" + dir, "PULUMI_HOME=" + filepath.Join(dir, ".pulumi-home"),
+		"PULUMI_BACKEND_URL=" + url, "PULUMI_CONFIG_PASSPHRASE=" + st.Passphrase, "SIMCLOUD_DIR=" + cloud,
+		"PULUMI_SKIP_UPDATE_CHECK=true", "PULUMI_DIY_BACKEND_NO_LEGACY_WARNING=true"}
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	run := func(args ...string) {
+		cmd := exec.Command(filepath.Join(bin, "pulumi"), append([]string{"--non-interactive"}, args...)...)
+		cmd.Dir, cmd.Env = dir, environ
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("pulumi %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	run("stack", "init", st.Name)
+	for k, v := range st.Config {
+		run("config", "set", k, v.(string), "--stack", st.Name)
+	}
+	run("up", "--yes", "--stack", st.Name)
+}
+
+// carriesOn previews a stack made before the change and finds every resource as it was, then
+// destroys it.
+func carriesOn(ctx context.Context, t *testing.T, r *Runner, st Stack) {
+	t.Helper()
+	res, err := r.Preview(ctx, st, nil)
+	if err != nil {
+		t.Fatalf("preview %s: %v\n%s", st.Name, err, res.Output)
+	}
+	if res.Changes["same"] != 3 || len(res.Changes) != 1 { // the stack, its disk and its machine
+		t.Fatalf("%s under Nimbus's project: changes %v, want its resources as they were\n%s", st.Name, res.Changes, res.Output)
+	}
+	up, err := r.Up(ctx, st, nil)
+	if err != nil || up.Changes["same"] != 3 || len(up.Changes) != 1 {
+		t.Fatalf("up %s: %v, changes %v\n%s", st.Name, err, up.Changes, up.Output)
+	}
+	for _, p := range up.Drift {
+		t.Errorf("drift after the move: %+v", p)
+	}
+	if _, err := r.Destroy(ctx, st, nil); err != nil {
+		t.Fatalf("destroy %s: %v", st.Name, err)
+	}
+}
+
+// emptyCloud fails the test when the cloud holds anything.
+func emptyCloud(t *testing.T, cloud string) {
+	t.Helper()
+	if left := append(cloudFiles(t, cloud, "machine"), cloudFiles(t, cloud, "disk")...); len(left) != 0 {
+		t.Fatalf("left in the cloud: %v", left)
+	}
+}
+
+// Stacks that earlier versions kept in one file backend for all, under the program's own name,
+// move into backends of their own under Nimbus's project, and carry on from the state they had.
+func TestStack_SharedFileBackendIsSplitPerStack(t *testing.T) {
+	data, cloud := t.TempDir(), t.TempDir()
+	shared := filepath.Join(data, "state")
+	if err := os.MkdirAll(shared, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	stacks := []Stack{machineStack(t, "d-one", map[string]any{"name": "one"}), machineStack(t, "d-two", map[string]any{"name": "two"})}
+	for _, st := range stacks {
+		legacyUp(t, "file://"+shared, nil, cloud, st)
+	}
+	if _, err := os.Stat(filepath.Join(shared, ".pulumi", "stacks", "simcloud-machine", "d-one.json")); err != nil {
+		t.Fatalf("the shared backend does not hold the stack where this test expects: %v", err)
+	}
+	r, err := NewRunner(toolchain(t), data, map[string]string{"SIMCLOUD_DIR": cloud}, CloudDirs(cloud))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(shared, ".pulumi")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the shared backend is still there: %v", err)
+	}
+	for _, st := range stacks {
+		carriesOn(ctx, t, r, st)
+	}
+	emptyCloud(t, cloud)
+	if entries, _ := os.ReadDir(shared); len(entries) != 0 {
+		t.Fatalf("destroyed stacks left state behind: %v", entries)
+	}
+}
+
+// A stack a replica kept in the shared bucket under the program's own name moves to Nimbus's
+// key the first time a replica opens it, and carries on.
+func TestStack_SharedBucketStackMovesToNimbussProject(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	store, err := objstore.NewS3(ctx, s3test.Shared(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloud := t.TempDir()
+	st := machineStack(t, "d-legacy-"+randomHex(4), map[string]any{"name": "old"})
+	legacyUp(t, store.BackendURL(), store.BackendEnv(), cloud, st)
+	old := checkpointKey("simcloud-machine", st.Name)
+	if _, err := get(ctx, store, old); err != nil {
+		t.Fatalf("the bucket does not hold the stack where this test expects: %v", err)
+	}
+	r, err := NewRunner(toolchain(t), t.TempDir(), map[string]string{"SIMCLOUD_DIR": cloud}, WithSharedState(store), CloudDirs(cloud))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Preview(ctx, st, nil)
+	if err != nil || res.Changes["same"] != 3 || len(res.Changes) != 1 {
+		t.Fatalf("preview: %v, changes %v\n%s", err, res.Changes, res.Output)
+	}
+	if _, err := get(ctx, store, old); !errors.Is(err, objstore.ErrNotFound) {
+		t.Fatalf("the stack is still under the program's name: %v", err)
+	}
+	moved, err := get(ctx, store, checkpointKey(project, st.Name))
+	if err != nil || !strings.Contains(string(moved), "urn:pulumi:"+st.Name+"::nimbus::simcloud:index:Machine::machine") {
+		t.Fatalf("the stack under Nimbus's project: %v\n%.400s", err, moved)
+	}
+	carriesOn(ctx, t, r, st)
+	emptyCloud(t, cloud)
+	if _, err := get(ctx, store, checkpointKey(project, st.Name)); !errors.Is(err, objstore.ErrNotFound) {
+		t.Fatalf("the destroyed stack is still in the bucket: %v", err)
+	}
+}
+
+// A program named after its provider's package, declaring that provider's settings in every
+// section and spelling, sets none of them: the project is Nimbus's, and the program's config is
+// never the CLI's. Unconfined, the simulated cloud's provider would write wherever its dir
+// setting pointed; it writes to the cloud Nimbus gives it.
+func TestStack_ProgramSetsNoProviderSetting(t *testing.T) {
+	data, cloud, elsewhere := t.TempDir(), t.TempDir(), t.TempDir()
+	r, err := NewRunner(toolchain(t), data, map[string]string{"SIMCLOUD_DIR": cloud}, CloudDirs(cloud), WithSandbox(sandbox.Off))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const network = `
+resources:
+  net:
+    type: simcloud:index:Network
+    properties:
+      name: probe
+      cidr: 10.0.0.0/24
+`
+	for name, sections := range map[string]string{
+		"config": `config:
+  simcloud:dir:
+    type: string
+    default: ` + elsewhere + `
+  SimCloud:dir:
+    default: ` + elsewhere + `
+  dir:
+    type: string
+    default: ` + elsewhere + `
+  Dir:
+    type: string
+    default: ` + elsewhere,
+		"configuration": `configuration:
+  simcloud:Dir:
+    type: String
+    default: ` + elsewhere + `
+  DIR:
+    Type: String
+    Default: ` + elsewhere,
+		"variables": `variables:
+  simcloud:dir: ` + elsewhere + `
+  dir: ` + elsewhere,
+		"outputs": `outputs:
+  simcloud:dir: ` + elsewhere + `
+  dir: ` + elsewhere,
+	} {
+		for _, named := range []string{"simcloud", "SimCloud"} {
+			st := Stack{Name: "d-" + name, Code: "name: " + named + "\nruntime: yaml\n" + sections + network, Passphrase: "p"}
+			res, err := r.Up(ctx, st, nil)
+			if err != nil {
+				t.Fatalf("%s, named %s: up: %v\n%s", name, named, err, res.Output)
+			}
+			if got := cloudFiles(t, elsewhere, "network"); len(got) != 0 {
+				t.Fatalf("%s, named %s: the program chose where the provider writes: %v", name, named, got)
+			}
+			if got := cloudFiles(t, cloud, "network"); len(got) != 1 {
+				t.Fatalf("%s, named %s: the network is not in the cloud Nimbus gave: %v", name, named, got)
+			}
+			if settings, err := os.ReadFile(filepath.Join(data, "stacks", st.Name, "Pulumi.yaml")); err != nil || string(settings) != projectFile {
+				t.Fatalf("the project file is not Nimbus's: %v\n%s", err, settings)
+			}
+			if _, err := r.Destroy(ctx, st, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func TestAdoptURNs_RenamesTheProjectOfTheStacksURNsOnly(t *testing.T) {
+	in := `{"checkpoint":{"stack":"organization/old/d-1","latest":{"resources":[
+{"urn":"urn:pulumi:d-1::old::pulumi:pulumi:Stack::old-d-1"},
+{"urn":"urn:pulumi:d-1::old::pulumi:providers:simcloud::default","parent":"urn:pulumi:d-1::old::pulumi:pulumi:Stack::old-d-1"},
+{"urn":"urn:pulumi:d-1::old::simcloud:index:Disk$simcloud:index:Part::p","provider":"urn:pulumi:d-1::old::pulumi:providers:simcloud::default::04da6b54",
+ "dependencies":["urn:pulumi:d-1::old::simcloud:index:Disk::disk"],"outputs":{"n":1.50,"other":"urn:pulumi:d-2::old::x:y:Z::z"}}]}},
+"resourcePlans":{"urn:pulumi:d-1::old::simcloud:index:Disk::disk":{}}}`
+	out, err := adoptURNs([]byte(in), "d-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(out)
+	for _, want := range []string{
+		`"organization/nimbus/d-1"`,
+		`"urn:pulumi:d-1::nimbus::pulumi:pulumi:Stack::nimbus-d-1"`,
+		`"parent":"urn:pulumi:d-1::nimbus::pulumi:pulumi:Stack::nimbus-d-1"`,
+		`"urn:pulumi:d-1::nimbus::simcloud:index:Disk$simcloud:index:Part::p"`,
+		`"provider":"urn:pulumi:d-1::nimbus::pulumi:providers:simcloud::default::04da6b54"`,
+		`["urn:pulumi:d-1::nimbus::simcloud:index:Disk::disk"]`,
+		`"urn:pulumi:d-1::nimbus::simcloud:index:Disk::disk":{}`,
+		`"other":"urn:pulumi:d-2::old::x:y:Z::z"`, // another stack's is left alone
+		`"n":1.50`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("want %s in\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "::old::pulumi") || strings.Contains(got, "d-1::old::simcloud") {
+		t.Errorf("left the old project in\n%s", got)
+	}
+}

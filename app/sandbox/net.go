@@ -1,0 +1,159 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// Landlock tells TCP connections apart by port alone, never by address. The engine's
+// processes speak gRPC to each other on loopback, each listening on a port the kernel picks
+// from its ephemeral range, so an engine must reach that range; a provider reaches its cloud on
+// the ports its zone declares. Every other port is closed: Nimbus's own (8080), Postgres's
+// (5432), the object store's. Where Nimbus or a server it uses listens inside the ephemeral
+// range itself, that port is taken out of it.
+
+// Ports is a set of TCP ports. Its Landlock ruleset is made once and kept by the Sandbox: the
+// ephemeral range alone is some 28,000 rules, ten milliseconds to make.
+type Ports struct {
+	list []uint16
+	key  string
+}
+
+// NewPorts is the set of the given ports.
+func NewPorts(ports ...uint16) *Ports {
+	list := slices.Clone(ports)
+	slices.Sort(list)
+	list = slices.Compact(list)
+	var key strings.Builder
+	for _, p := range list {
+		key.WriteString(strconv.Itoa(int(p)))
+		key.WriteByte(',')
+	}
+	return &Ports{list: list, key: key.String()}
+}
+
+// Contains reports whether port is in the set.
+func (p *Ports) Contains(port uint16) bool {
+	_, ok := slices.BinarySearch(p.list, port)
+	return ok
+}
+
+// Len is how many ports the set holds.
+func (p *Ports) Len() int { return len(p.list) }
+
+// EphemeralRange is the range of local ports the kernel picks from for a listener that asks for
+// any port, as /proc/sys/net/ipv4/ip_local_port_range says (Linux's default when unreadable).
+func EphemeralRange() (first, last uint16) {
+	first, last = 32768, 60999
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return first, last
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return first, last
+	}
+	lo, err1 := strconv.ParseUint(f[0], 10, 16)
+	hi, err2 := strconv.ParseUint(f[1], 10, 16)
+	if err1 != nil || err2 != nil || lo > hi {
+		return first, last
+	}
+	return uint16(lo), uint16(hi)
+}
+
+// Listening lists the TCP ports this process listens on, on any address: a confined process
+// must never reach them, even where they fall in the ephemeral range (a test's servers do).
+func Listening() ([]uint16, error) {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return nil, err
+	}
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if inode, ok := strings.CutPrefix(target, "socket:["); err == nil && ok {
+			inodes[strings.TrimSuffix(inode, "]")] = true
+		}
+	}
+	var ports []uint16
+	for _, table := range []string{"/proc/self/net/tcp", "/proc/self/net/tcp6"} {
+		b, err := os.ReadFile(table)
+		if err != nil {
+			continue // no IPv6
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Scan() // the header
+		for sc.Scan() {
+			// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+			f := strings.Fields(sc.Text())
+			const listen = "0A"
+			if len(f) < 10 || f[3] != listen || !inodes[f[9]] {
+				continue
+			}
+			_, hex, _ := strings.Cut(f[1], ":")
+			if port, err := strconv.ParseUint(hex, 16, 16); err == nil {
+				ports = append(ports, uint16(port))
+			}
+		}
+	}
+	return ports, nil
+}
+
+// netRulesets keeps the Landlock rulesets of the sets of ports confined processes were given,
+// by set: few sets are ever in use (one per kind of provider and zone), and each is costly to
+// make. Past maxRulesets it starts again empty.
+type netRulesets struct {
+	mu  sync.Mutex
+	fds map[string]int
+}
+
+const maxRulesets = 64
+
+// get returns the ruleset that lets a process connect to ports and nowhere else by TCP, as a
+// descriptor of the caller's own to close.
+func (n *netRulesets) get(ports *Ports) (int, error) {
+	if n == nil {
+		return netRuleset(ports) // a Sandbox made without New keeps none
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if fd, ok := n.fds[ports.key]; ok {
+		return unix.Dup(fd)
+	}
+	if len(n.fds) >= maxRulesets {
+		for k, fd := range n.fds {
+			unix.Close(fd)
+			delete(n.fds, k)
+		}
+	}
+	fd, err := netRuleset(ports)
+	if err != nil {
+		return -1, err
+	}
+	n.fds[ports.key] = fd
+	return unix.Dup(fd)
+}
+
+func netRuleset(ports *Ports) (int, error) {
+	rules := make([]landlock.Rule, 0, len(ports.list))
+	for _, p := range ports.list {
+		rules = append(rules, landlock.ConnectTCP(p))
+	}
+	cfg := landlock.Config{HandledAccessNet: llsyscall.AccessNetConnectTCP}
+	fd, _, err := cfg.NewRulesetFD(rules...)
+	if err != nil {
+		return -1, fmt.Errorf("sandbox: landlock network ruleset: %s", strings.TrimPrefix(err.Error(), "landlock: "))
+	}
+	return fd, nil
+}
