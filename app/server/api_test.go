@@ -94,6 +94,8 @@ type siteConfig struct {
 	approvalTTL time.Duration
 	// sandbox confines the engine as NIMBUS_SANDBOX does; auto when empty.
 	sandbox sandbox.Mode
+	// probes turns on the simulated cloud's test-only probe (see e2e/simcloud).
+	probes bool
 	// checkWorkers and checksPerTenant bound the checks running at once, on the node and per
 	// tenant; the defaults when zero.
 	checkWorkers, checksPerTenant int
@@ -148,7 +150,11 @@ func newSiteWith(t testing.TB, cfg siteConfig, configure ...func(*server.Deps)) 
 	if cfg.toolchain == "" {
 		cfg.toolchain = os.Getenv("NIMBUS_PULUMI_DIR")
 	}
-	runner, _ := pulumix.NewRunner(cfg.toolchain, data, map[string]string{"SIMCLOUD_DIR": cloud}, opts...)
+	engineEnv := map[string]string{"SIMCLOUD_DIR": cloud}
+	if cfg.probes {
+		engineEnv["SIMCLOUD_PROBES"] = "1"
+	}
+	runner, _ := pulumix.NewRunner(cfg.toolchain, data, engineEnv, opts...)
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.operationTimeout, ApprovalTTL: cfg.approvalTTL,
 		ChecksPerTenant: cfg.checksPerTenant, GraphParallel: cfg.graphParallel, Cloud: cloud, PollInterval: cfg.pollInterval, Deliveries: cfg.deliveries,
 		ExpiryCheck: cfg.expiryCheck}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -102,6 +103,121 @@ func TestContain_SandboxAloneStopsWhatTheValidatorMissed(t *testing.T) {
 				t.Errorf("the other stack's state is gone: %v", err)
 			}
 		})
+	}
+}
+
+// TestContain_SandboxAloneStopsWhatAProviderWouldDo lets a tenant's program past the validator
+// and calls the simulated cloud's test-only probe, which does what a provider that could be
+// talked into it would: run a command, connect to Nimbus's own port, write into another
+// stack's state and into the cloud every deployment shares. Through a check and a deploy, the
+// sandbox alone refuses each, and a check writes nothing outside its own scratch. Run
+// unconfined, the same program does it all: the refusals are the sandbox's.
+func TestContain_SandboxAloneStopsWhatAProviderWouldDo(t *testing.T) {
+	if sandbox.ABI() < 4 {
+		t.Fatalf("this kernel's Landlock (ABI %d) cannot confine TCP: the sandbox cannot be shown here", sandbox.ABI())
+	}
+	for _, mode := range []sandbox.Mode{sandbox.Required, sandbox.Off} {
+		t.Run(string(mode), func(t *testing.T) {
+			s := newSiteWith(t, siteConfig{backend: "file", sandbox: mode, probes: true})
+			ctx := t.Context()
+			env, err := environment.NewService(s.pool).Create(ctx, s.adminA, s.a.ID, "dev")
+			must(t, err)
+			user, admin := s.token(t, s.userA), s.token(t, s.adminA)
+			r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
+				"component_id": s.shared.ID, "environment_id": env.ID, "name": "other", "parameters": map[string]any{"name": "other"}})
+			wantStatus(t, r, http.StatusAccepted)
+			if op := s.waitOperation(t, user, r.json(t)["operation"].(map[string]any)["id"].(string)); op["status"] != "succeeded" {
+				t.Fatalf("deploy the other stack: %v", op)
+			}
+			stateDirs, _ := filepath.Glob(filepath.Join(s.data, "state", "d-*"))
+			if len(stateDirs) != 1 {
+				t.Fatalf("state directories %v, want the other stack's", stateDirs)
+			}
+			// Open to every account, so that what refuses a write there is the sandbox.
+			must(t, os.Chmod(stateDirs[0], 0o777))
+			nimbus := strings.TrimPrefix(s.url, "http://")
+			planted, shared := filepath.Join(stateDirs[0], "planted"), filepath.Join(s.cloud, "planted")
+
+			_, err = s.components.Publish(ctx, s.admin, s.ofA.ID, s.ofA.Revision, "first")
+			must(t, err)
+			evil := s.ofA.Code + `
+variables:
+  spread:
+    fn::invoke:
+      function: simcloud:index:probe
+      arguments:
+        write: ` + shared + `
+      return: result
+  found:
+    fn::invoke:
+      function: simcloud:index:probe
+      arguments:
+        exec: /bin/sh -c id
+        connect: ` + nimbus + `
+        write: ` + planted + `
+        report: error
+      return: result
+`
+			if r := s.call(t, "PATCH", "/api/v1/components/"+s.ofA.ID.String(), admin, map[string]any{"code": evil}); r.status == http.StatusOK {
+				t.Log("the validator lets the probe through: it is the provider's own function")
+			}
+			_, err = s.pool.Exec(ctx, `UPDATE components SET code = $1 WHERE id = $2`, evil, s.ofA.ID)
+			must(t, err)
+			_, err = s.pool.Exec(ctx, `UPDATE component_versions SET code = $1 WHERE component_id = $2`, evil, s.ofA.ID)
+			must(t, err)
+
+			chk := s.check(t, admin, s.ofA.ID.String())
+			checked, _ := chk["output"].(string)
+			_, err = os.Stat(shared)
+			checkWroteTheCloud := err == nil
+			_ = os.Remove(shared)
+			r = s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
+				"component_id": s.ofA.ID, "environment_id": env.ID, "name": "prober", "parameters": map[string]any{"name": "prober"}})
+			wantStatus(t, r, http.StatusAccepted)
+			op := s.waitOperation(t, user, r.json(t)["operation"].(map[string]any)["id"].(string))
+			logs := string(s.call(t, "GET", "/api/v1/operations/"+op["id"].(string)+"/logs", user, nil).body)
+			t.Logf("check: %s\ndeploy: %s", checked, logs)
+			for _, said := range []string{checked, logs} {
+				if !strings.Contains(said, "probe found:") {
+					t.Fatalf("the probe said nothing:\n%s", said)
+				}
+				for _, what := range []string{"exec /bin/sh -c id", "connect " + nimbus, "write " + planted} {
+					refused := strings.Contains(said, what+": refused: ")
+					if refused != (mode != sandbox.Off) {
+						t.Errorf("%s: %q refused %v:\n%s", mode, what, refused, said)
+					}
+				}
+			}
+			if checkWroteTheCloud != (mode == sandbox.Off) {
+				t.Errorf("%s: the check wrote into the cloud every deployment shares: %v", mode, checkWroteTheCloud)
+			}
+		})
+	}
+}
+
+// With the sandbox off, the validator alone refuses every program the review tried: a program
+// named after its provider's package, provider settings through config in every spelling, a
+// provider of its own pointed elsewhere, a runtime that names a command, and the file reads.
+func TestContain_ValidatorAloneRefusesEveryProgramThatTried(t *testing.T) {
+	s := newSiteWith(t, siteConfig{backend: "file", sandbox: sandbox.Off})
+	admin := s.token(t, s.adminA)
+	kubeconfig := "apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    exec:\n      command: /usr/bin/env\n      args: [bash, -c, id]\n"
+	programs := map[string]string{
+		"named after the package, its kubeconfig in config": "name: kubernetes\nruntime: yaml\nconfig:\n  kubeconfig:\n    type: string\n    default: " + strconv.Quote(kubeconfig) + "\n",
+		"named after the package, its dir in config":        "name: simcloud\nruntime: yaml\nconfig:\n  dir:\n    default: /var/lib\n",
+		"named after the package in capitals":               "name: SIMCLOUD\nruntime: yaml\n",
+		"a provider's setting":                              "name: p\nruntime: yaml\nconfig:\n  simcloud:dir:\n    default: /var/lib\n",
+		"a provider's setting in capitals":                  "name: p\nruntime: yaml\nconfig:\n  SimCloud:Dir:\n    default: /var/lib\n",
+		"a provider's setting in configuration":             "name: p\nruntime: yaml\nconfiguration:\n  simcloud:dir:\n    type: String\n    default: /var/lib\n",
+		"a provider of its own":                             "name: p\nruntime: yaml\nresources:\n  mine:\n    type: pulumi:providers:simcloud\n    properties:\n      dir: /var/lib\n",
+		"a runtime naming a command":                        "name: p\nruntime:\n  name: yaml\n  options:\n    compiler: /bin/sh -c id\n",
+		"a file read":                                       "name: p\nruntime: yaml\noutputs:\n  o:\n    fn::readFile: /etc/passwd\n",
+	}
+	for name, code := range programs {
+		r := s.call(t, "PATCH", "/api/v1/components/"+s.ofA.ID.String(), admin, map[string]any{"code": code})
+		if r.status != http.StatusUnprocessableEntity {
+			t.Errorf("%s: %d %s", name, r.status, r.body)
+		}
 	}
 }
 

@@ -109,6 +109,7 @@ var functions = []*function{
 			{name: "exec", typ: "string", description: "A command and its arguments, split at spaces."},
 			{name: "connect", typ: "string", description: "A host:port to open a TCP connection to."},
 			{name: "write", typ: "string", description: "A file to write."},
+			{name: "report", typ: "string", oneOf: []string{"", "result", "error"}, description: `"error" makes the findings the call's error.`},
 		},
 		outputs: []property{
 			{name: "result", typ: "string", description: "One line for each thing tried: done, or refused and why."},

@@ -19,7 +19,8 @@ import (
 const probesVariable = "SIMCLOUD_PROBES"
 
 // probe answers simcloud:index:probe: it tries each thing asked for and says, in one line each,
-// how it went. Trying never fails the call: the answer is the finding.
+// how it went, as its result or, when asked to report as an error, as the call's error (a
+// preview shows what its failures say).
 func (p *simcloud) probe(args resource.PropertyMap) (resource.PropertyMap, error) {
 	if os.Getenv(probesVariable) != "1" {
 		return nil, errors.New("simcloud: probes are for Nimbus's tests, which turn them on")
@@ -41,7 +42,11 @@ func (p *simcloud) probe(args resource.PropertyMap) (resource.PropertyMap, error
 		err := os.WriteFile(path.StringValue(), []byte("written by a probe\n"), 0o644)
 		said = append(said, told("write "+path.StringValue(), "written", err))
 	}
-	return resource.PropertyMap{"result": resource.NewProperty(strings.Join(said, "\n"))}, nil
+	result := strings.Join(said, "\n")
+	if r := args["report"]; r.IsString() && r.StringValue() == "error" {
+		return nil, fmt.Errorf("simcloud: probe found:\n%s", result)
+	}
+	return resource.PropertyMap{"result": resource.NewProperty(result)}, nil
 }
 
 func told(what, done string, err error) string {
