@@ -89,8 +89,11 @@ func serve(ctx context.Context, args []string, env Env) error {
 		log.Error("engine processes are NOT confined: tenants' programs are held by the program validator alone; "+
 			"run on a kernel with Landlock, or set NIMBUS_SANDBOX=required to refuse to start without it",
 			"sandbox", cfg.Sandbox, "landlock_abi", sandbox.ABI())
+	case !runner.ConfinesNetwork():
+		log.Error("engine processes run in a Landlock sandbox, but this kernel's Landlock cannot confine TCP: they may connect to any port, Nimbus's own and its database's among them",
+			"landlock_abi", sandbox.ABI(), "needs", 4)
 	default:
-		log.Info("engine processes run in a Landlock sandbox", "landlock_abi", sandbox.ABI())
+		log.Info("engine processes run in a Landlock sandbox", "landlock_abi", sandbox.ABI(), "account", runner.Account())
 	}
 	keys, err := secrets.Load(cfg.DataDir, env.Getenv)
 	if err != nil {
@@ -187,8 +190,14 @@ func sandboxStatus(runner *pulumix.Runner, mode sandbox.Mode) system.Sandbox {
 	switch {
 	case runner == nil:
 		return system.Sandbox{Text: "no engine: the Pulumi toolchain is not installed"}
+	case runner.Confined() && !runner.ConfinesNetwork():
+		return system.Sandbox{Text: fmt.Sprintf("Landlock ABI %d: each engine process reaches only its own stack's directories and runs only the toolchain, but this kernel cannot confine TCP (ABI 4 can): it may connect to any port, Nimbus's own and its database's among them", sandbox.ABI())}
 	case runner.Confined():
-		return system.Sandbox{Confined: true, Text: fmt.Sprintf("Landlock ABI %d: each engine process reaches only its own stack's directories and the toolchain", sandbox.ABI())}
+		as := ""
+		if a := runner.Account(); a != "" {
+			as = ", as " + a
+		}
+		return system.Sandbox{Confined: true, Text: fmt.Sprintf("Landlock ABI %d: each engine process runs only the toolchain%s, reaches only its own stack's directories and connects only to its provider's ports", sandbox.ABI(), as)}
 	case mode == sandbox.Off:
 		return system.Sandbox{Text: "off (NIMBUS_SANDBOX=off): engine processes are not confined; the program validator is the only wall"}
 	}

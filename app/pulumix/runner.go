@@ -105,6 +105,21 @@ func NewRunner(toolchainDir, dataDir string, extraEnv map[string]string, opts ..
 // Confined reports whether engine processes run in a Landlock sandbox, not only under limits.
 func (r *Runner) Confined() bool { return r.cli.sandbox.Confined() }
 
+// ConfinesNetwork reports whether engine processes connect only to the TCP ports they are
+// given, which needs Landlock ABI 4.
+func (r *Runner) ConfinesNetwork() bool { return r.cli.sandbox.ConfinesNetwork() }
+
+// Account is the account engine processes run as, "" when they run as Nimbus.
+func (r *Runner) Account() string {
+	if r.cli.sandbox.Account == nil {
+		return ""
+	}
+	if r.accountName == "" {
+		return DefaultAccount
+	}
+	return r.accountName
+}
+
 // programDirs are the directories engine processes may run programs from: the toolchain's, the
 // ones its links point into, and those on PATH, where language hosts and plugins are found.
 func programDirs(bin string) []string {
