@@ -1,6 +1,8 @@
 package pulumix
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,6 +45,7 @@ type engineRun struct {
 	// preview's step ends says what it found.
 	refreshing map[string]bool
 	plan       plan // what a preview plans
+	dropped    int  // the size of the largest event too large to read, 0 when none was
 }
 
 // run runs one CLI command on the workspace's stack: its text output goes to progress as it
@@ -57,7 +60,9 @@ func (r *Runner) run(ctx context.Context, ws workspace, progress io.Writer, args
 	sink, _ := progress.(EventSink)
 	run := engineRun{changes: map[string]int{}}
 	read := make(chan error, 1)
-	go func() { read <- pipe.read(func(ev apitype.EngineEvent) { run.note(ev, sink) }) }()
+	go func() {
+		read <- pipe.read(func(ev apitype.EngineEvent) { run.note(ev, sink) }, func(size int) { run.dropped = max(run.dropped, size) })
+	}()
 
 	said, w := r.streams(progress)
 	args = append(args, "--stack", ws.stack, "--color", "never", "--event-log", pipe.path)
@@ -71,6 +76,10 @@ func (r *Runner) run(ctx context.Context, ws workspace, progress io.Writer, args
 		err = serr
 	}
 	run.output = said.text()
+	if err == nil && run.dropped > 0 {
+		return run, tooLarge(args[0], fmt.Sprintf("the engine reported an event of %s, and Nimbus reads none over %s: a program's outputs and each resource's properties must stay within that",
+			Size(run.dropped), Size(MaxEvent)), run.output)
+	}
 	if err != nil {
 		if run.output == "" {
 			run.output = quiet(stderr)
@@ -210,24 +219,53 @@ func openEvents(dir string) (*eventPipe, error) {
 	return &eventPipe{path: p, r: r, w: w}, nil
 }
 
-// read decodes events until the pipe ends. A line that is not an event (an engine killed
-// mid-write) ends the reading, and the rest is drained so the engine never blocks on it.
-func (e *eventPipe) read(each func(apitype.EngineEvent)) error {
-	dec := json.NewDecoder(e.r)
+// MaxEvent is the largest engine event read: one resource's properties, or the stack's
+// outputs. A program can make a value of any size (a string doubled a few times is gigabytes);
+// an event beyond this is dropped unread, and the run fails saying so (see tooLarge).
+const MaxEvent = 4 << 20
+
+// read decodes events, one per line, until the pipe ends. A line longer than MaxEvent is
+// skipped to its end and its size reported to dropped, never held whole. A line that is not an
+// event (an engine killed mid-write) ends the reading, and the rest is drained so the engine
+// never blocks on it.
+func (e *eventPipe) read(each func(apitype.EngineEvent), dropped func(size int)) error {
+	r := bufio.NewReaderSize(e.r, 64<<10)
+	var line []byte
 	for {
-		var ev apitype.EngineEvent
-		err := dec.Decode(&ev)
+		chunk, err := r.ReadSlice('\n')
+		switch {
+		case len(line)+len(chunk) > MaxEvent:
+			size := len(line) + len(chunk)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				chunk, err = r.ReadSlice('\n')
+				size += len(chunk)
+			}
+			dropped(size)
+			line = line[:0]
+		case errors.Is(err, bufio.ErrBufferFull):
+			line = append(line, chunk...)
+			continue
+		default:
+			line = append(line, chunk...)
+			if len(bytes.TrimSpace(line)) > 0 {
+				var ev apitype.EngineEvent
+				if jerr := json.Unmarshal(line, &ev); jerr != nil {
+					_, _ = io.Copy(io.Discard, e.r)
+					if err != nil {
+						return nil // cut short by a killed engine: what came before counts
+					}
+					return jerr
+				}
+				each(ev)
+			}
+			line = line[:0]
+		}
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			_, _ = io.Copy(io.Discard, e.r)
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil // cut short by a killed engine: what came before counts
-			}
 			return err
 		}
-		each(ev)
 	}
 }
 

@@ -205,6 +205,8 @@ func (r *Runner) Check(ctx context.Context, code string, config map[string]any, 
 		}
 		if out.Output == "" {
 			out.Output = err.Error()
+		} else if ee.Refused != "" {
+			out.Output += "\n\nerror: " + ee.Refused
 		}
 		return out, nil
 	}

@@ -2,6 +2,7 @@ package pulumix
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -75,11 +76,27 @@ type EngineError struct {
 	Op       string // preview, up, refresh or destroy
 	ExitCode int
 	Output   string // the tail of the engine's output, as in Result.Output
+	// Refused is why Nimbus refused what the engine did, when the engine itself succeeded: a
+	// program that made more than Nimbus takes.
+	Refused string
 }
 
 func (e *EngineError) Error() string {
+	if e.Refused != "" {
+		return fmt.Sprintf("pulumi %s: %s", e.Op, e.Refused)
+	}
 	return fmt.Sprintf("pulumi %s failed (exit %d): %s", e.Op, e.ExitCode, gist(e.Output))
 }
+
+// tooLarge is the failure of a run whose program made more than Nimbus takes. It is final: the
+// same run makes as much again.
+func tooLarge(op, why, output string) error {
+	return &EngineError{Op: op, Output: output, Refused: why}
+}
+
+// MaxOutputs is the largest a stack's outputs may be, as JSON: they are kept with the
+// deployment, shown on its pages and handed to the slots wired to them.
+const MaxOutputs = 1 << 20
 
 // ErrLocked means another engine holds the stack's lock, or a crashed one left it behind. When
 // the caller knows no engine runs the stack, clearLock frees it (see Stack.Exclusive).
@@ -172,6 +189,12 @@ func (r *Runner) up(ctx context.Context, ws workspace, progress io.Writer, args 
 	out := Result{Outputs: run.outputs, Changes: run.changes, Output: run.output, Began: run.began, Drift: run.drift}
 	if out.Outputs == nil {
 		out.Outputs = map[string]any{}
+	}
+	if err == nil {
+		if b, _ := json.Marshal(out.Outputs); len(b) > MaxOutputs {
+			out.Outputs = map[string]any{}
+			return out, tooLarge("up", fmt.Sprintf("the stack's outputs are %s, and a deployment's may be at most %s", Size(len(b)), Size(MaxOutputs)), out.Output)
+		}
 	}
 	return out, err
 }

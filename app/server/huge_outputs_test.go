@@ -1,0 +1,64 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"nimbus/app/environment"
+)
+
+// A tenant's program that doubles a string into outputs of megabytes is deployed and fails
+// saying how large its outputs are and what a deployment may hold; the deployment keeps none of
+// them. One that doubles it into 64 MiB fails its check saying the engine's event was too large
+// to read, without Nimbus holding it.
+func TestAPI_HugeOutputsAreRefusedWithAClearMessage(t *testing.T) {
+	s := newSite(t)
+	ctx := t.Context()
+	admin, user := s.token(t, s.adminA), s.token(t, s.userA)
+	doubling := func(n int) string {
+		var b strings.Builder
+		b.WriteString("name: big\nruntime: yaml\nconfig:\n  name:\n    type: string\nvariables:\n  v0: " + strings.Repeat("x", 2048) + "\n")
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&b, "  v%d:\n    fn::join: [\"\", [\"${v%d}\", \"${v%d}\"]]\n", i, i-1, i-1)
+		}
+		fmt.Fprintf(&b, "outputs:\n  big: ${v%d}\n", n)
+		return b.String()
+	}
+	create := func(name, code string) string {
+		r := s.call(t, "POST", "/api/v1/components", admin, map[string]any{
+			"name": name, "provider": "simcloud", "semantic_type": "VirtualMachine", "language": "yaml", "tenant_id": s.a.ID, "code": code,
+			"input_schema":  json.RawMessage(`{"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}`),
+			"output_schema": json.RawMessage(`{"type": "object", "properties": {"big": {"type": "string"}}}`)})
+		wantStatus(t, r, http.StatusCreated)
+		return r.json(t)["id"].(string)
+	}
+
+	huge := create("huge", doubling(15))
+	chk := s.check(t, admin, huge)
+	if out, _ := chk["output"].(string); chk["status"] != "failed" || !strings.Contains(out, "Nimbus reads none over 4.0 MiB") {
+		t.Fatalf("the check of 64 MiB outputs: %v %.2000s", chk["status"], out)
+	}
+
+	big := create("big", doubling(10))
+	if chk := s.check(t, admin, big); chk["status"] != "succeeded" {
+		t.Fatalf("the check of 2 MiB outputs: %v", chk)
+	}
+	wantStatus(t, s.publish(t, s.token(t, s.admin), big, "first"), http.StatusCreated)
+	env, err := environment.NewService(s.pool).Create(ctx, s.adminA, s.a.ID, "dev")
+	must(t, err)
+	r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
+		"component_id": big, "environment_id": env.ID, "name": "big", "parameters": map[string]any{"name": "big"}})
+	wantStatus(t, r, http.StatusAccepted)
+	body := r.json(t)
+	op := s.waitOperation(t, user, body["operation"].(map[string]any)["id"].(string))
+	if op["status"] != "failed" || !strings.Contains(fmt.Sprint(op["error"]), "the stack's outputs are 2.0 MiB, and a deployment's may be at most 1.0 MiB") {
+		t.Fatalf("deploy of 2 MiB outputs: %v %v", op["status"], op["error"])
+	}
+	dep := s.call(t, "GET", "/api/v1/deployments/"+body["deployment"].(map[string]any)["id"].(string), user, nil)
+	if len(dep.body) > 64<<10 {
+		t.Fatalf("the deployment holds %d bytes", len(dep.body))
+	}
+}
