@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,6 +47,7 @@ type engineRun struct {
 	refreshing map[string]bool
 	plan       plan // what a preview plans
 	dropped    int  // the size of the largest event too large to read, 0 when none was
+	redact     *strings.Replacer
 }
 
 // run runs one CLI command on the workspace's stack: its text output goes to progress as it
@@ -58,16 +60,19 @@ func (r *Runner) run(ctx context.Context, ws workspace, progress io.Writer, args
 	}
 	defer pipe.close()
 	sink, _ := progress.(EventSink)
-	run := engineRun{changes: map[string]int{}}
+	rep := r.redactor(ws)
+	run := engineRun{changes: map[string]int{}, redact: rep}
 	read := make(chan error, 1)
 	go func() {
 		read <- pipe.read(func(ev apitype.EngineEvent) { run.note(ev, sink) }, func(size int) { run.dropped = max(run.dropped, size) })
 	}()
 
-	said, w := r.streams(progress)
+	said, red, w := r.streams(progress, rep)
 	args = append(args, "--stack", ws.stack, "--color", "never", "--event-log", pipe.path)
 	synced := ws.watch(ctx)
 	_, stderr, err := r.exec(ctx, ws, []io.Writer{w}, []io.Writer{w}, args...)
+	_ = red.Flush()
+	stderr = rep.Replace(stderr)
 	pipe.done() // the engine has closed its end: what it wrote is read to the end, then EOF
 	if rerr := <-read; rerr != nil && err == nil {
 		err = fmt.Errorf("read the engine's events: %w", rerr)
@@ -106,6 +111,7 @@ func (run *engineRun) note(ev apitype.EngineEvent, sink EventSink) {
 	}
 	if sink != nil {
 		if e, ok := convert(ev); ok {
+			e.Message = run.redact.Replace(e.Message)
 			sink.Event(e)
 		}
 	}
@@ -125,7 +131,7 @@ func (run *engineRun) note(ev apitype.EngineEvent, sink EventSink) {
 		ev.ResOutputsEvent.Metadata.Type == "pulumi:pulumi:Stack" && ev.ResOutputsEvent.Metadata.New != nil:
 		run.outputs = map[string]any{}
 		for k, v := range ev.ResOutputsEvent.Metadata.New.Outputs {
-			run.outputs[k] = masked(v)
+			run.outputs[k] = redactValue(masked(v), run.redact)
 		}
 	}
 }

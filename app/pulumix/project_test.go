@@ -248,3 +248,35 @@ func TestAdoptURNs_RenamesTheProjectOfTheStacksURNsOnly(t *testing.T) {
 		t.Errorf("left the old project in\n%s", got)
 	}
 }
+
+// What the engine says names no directory of the server: the stack's own is ".", the others
+// are named by what they hold, in its progress, its errors and a program's outputs.
+func TestStack_EngineOutputNamesNoServerPath(t *testing.T) {
+	r, data, cloud := stackRunner(t, "file")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	code := "name: paths\nruntime: yaml\nresources:\n  net:\n    type: simcloud:index:Network\n    properties:\n      name: n\n      cidr: 10.0.0.0/24\n" +
+		"outputs:\n  cwd: ${pulumi.cwd}\n  file: ${pulumi.cwd}/Main.yaml\n"
+	var progress strings.Builder
+	res, err := r.Up(ctx, Stack{Name: "d-paths", Code: code, Passphrase: "p"}, &progress)
+	if err != nil {
+		t.Fatalf("up: %v\n%s", err, res.Output)
+	}
+	if res.Outputs["cwd"] != "." || res.Outputs["file"] != "./Main.yaml" {
+		t.Fatalf("outputs %v", res.Outputs)
+	}
+	bad := "name: paths\nruntime: yaml\nresources:\n  net:\n    type: simcloud:index:Netwerk\n"
+	failed, err := r.Up(ctx, Stack{Name: "d-paths-2", Code: bad, Passphrase: "p"}, &progress)
+	if err == nil {
+		t.Fatal("an unknown type deployed")
+	}
+	said := progress.String() + res.Output + failed.Output + err.Error()
+	for _, dir := range []string{data, cloud, r.bin, toolchain(t)} {
+		if strings.Contains(said, dir) {
+			t.Errorf("the engine's words name %s:\n%s", dir, said)
+		}
+	}
+	if !strings.Contains(said, "<toolchain>/pulumi-resource-simcloud") {
+		t.Errorf("the toolchain is not named as such:\n%s", said)
+	}
+}

@@ -290,14 +290,17 @@ func (r *Runner) Export(ctx context.Context, st Stack) ([]byte, error) {
 	return []byte(stdout), nil
 }
 
-// streams sends the engine's output to progress as it comes, and keeps its tail for the Result.
-// The CLI's stdout and stderr are copied by two goroutines, so writes are serialised.
-func (r *Runner) streams(progress io.Writer) (*tail, io.Writer) {
+// streams sends the engine's output to progress as it comes, and keeps its tail for the Result,
+// the server's directories replaced in both (see redactor). The CLI's stdout and stderr are
+// copied by two goroutines, so writes are serialised. Flush the returned redacting at the end.
+func (r *Runner) streams(progress io.Writer, rep *strings.Replacer) (*tail, *redacting, io.Writer) {
 	said := &tail{max: 256 << 10}
-	if progress == nil {
-		return said, &serial{w: said}
+	to := io.Writer(said)
+	if progress != nil {
+		to = io.MultiWriter(progress, said)
 	}
-	return said, &serial{w: io.MultiWriter(progress, said)}
+	red := &redacting{w: to, rep: rep}
+	return said, red, &serial{w: red}
 }
 
 type serial struct {

@@ -62,3 +62,42 @@ func TestAPI_HugeOutputsAreRefusedWithAClearMessage(t *testing.T) {
 		t.Fatalf("the deployment holds %d bytes", len(dep.body))
 	}
 }
+
+// What a tenant sees of the engine names no directory of the server: a program's
+// ${pulumi.cwd} is ".", in its outputs and in the operation's log.
+func TestAPI_EngineOutputNamesNoServerPath(t *testing.T) {
+	s := newSite(t)
+	admin, user := s.token(t, s.adminA), s.token(t, s.userA)
+	r := s.call(t, "POST", "/api/v1/components", admin, map[string]any{
+		"name": "paths", "provider": "simcloud", "semantic_type": "VirtualMachine", "language": "yaml", "tenant_id": s.a.ID,
+		"code": "name: paths\nruntime: yaml\nconfig:\n  name:\n    type: string\nresources:\n  net:\n    type: simcloud:index:Network\n    properties:\n      name: ${name}\n      cidr: 10.0.0.0/24\noutputs:\n  cwd: ${pulumi.cwd}\n",
+		"input_schema":  json.RawMessage(`{"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}`),
+		"output_schema": json.RawMessage(`{"type": "object", "properties": {"cwd": {"type": "string"}}}`)})
+	wantStatus(t, r, http.StatusCreated)
+	id := r.json(t)["id"].(string)
+	chk := s.check(t, admin, id)
+	if chk["status"] != "succeeded" {
+		t.Fatalf("check: %v", chk)
+	}
+	wantStatus(t, s.publish(t, s.token(t, s.admin), id, "first"), http.StatusCreated)
+	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
+	must(t, err)
+	r = s.call(t, "POST", "/api/v1/deployments", user, map[string]any{
+		"component_id": id, "environment_id": env.ID, "name": "paths", "parameters": map[string]any{"name": "paths"}})
+	wantStatus(t, r, http.StatusAccepted)
+	body := r.json(t)
+	op := s.waitOperation(t, user, body["operation"].(map[string]any)["id"].(string))
+	if op["status"] != "succeeded" {
+		t.Fatalf("deploy: %v", op)
+	}
+	dep := s.call(t, "GET", "/api/v1/deployments/"+body["deployment"].(map[string]any)["id"].(string), user, nil).json(t)
+	if outs, _ := dep["outputs"].(map[string]any); outs["cwd"] != "." {
+		t.Fatalf("outputs %v", dep["outputs"])
+	}
+	logs := string(s.call(t, "GET", "/api/v1/operations/"+op["id"].(string)+"/logs", user, nil).body)
+	for _, said := range []string{logs, fmt.Sprint(chk["output"]), fmt.Sprint(dep)} {
+		if strings.Contains(said, s.data) || strings.Contains(said, s.cloud) {
+			t.Errorf("a server path shows:\n%s", said)
+		}
+	}
+}
