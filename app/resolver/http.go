@@ -2,7 +2,6 @@ package resolver
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -37,15 +36,31 @@ func (h *Handlers) SetAPI(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := io.ReadAll(c.Request().Body)
-	if err != nil || !json.Valid(body) {
-		return problem.Invalid("config", "json", "the body must be the resolver's configuration as a JSON object")
+	// Who asks is checked before a byte of the body is read.
+	if err := h.svc.MaySetConfig(web.Ctx(c), web.Actor(c), id); err != nil {
+		return err
+	}
+	body, err := readConfig(c)
+	if err != nil {
+		return err
 	}
 	cfg, err := h.svc.SetConfig(web.Ctx(c), web.Actor(c), id, c.Param("type"), body)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, cfg)
+}
+
+// readConfig reads a resolver's configuration from the request's body.
+func readConfig(c echo.Context) (json.RawMessage, error) {
+	body, err := web.ReadBody(c)
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(body) {
+		return nil, problem.Invalid("config", "json", "the body must be the resolver's configuration as a JSON object")
+	}
+	return body, nil
 }
 
 // NextNameAPI answers GET /api/v1/environments/{id}/resolvers/naming/next?pattern= with the
@@ -82,9 +97,10 @@ func (h *Handlers) ZoneSetAPI(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := io.ReadAll(c.Request().Body)
-	if err != nil || !json.Valid(body) {
-		return problem.Invalid("config", "json", "the body must be the resolver's configuration as a JSON object")
+	// Only provider admins see a zone (the route's guard), and they may configure it.
+	body, err := readConfig(c)
+	if err != nil {
+		return err
 	}
 	cfg, err := h.svc.SetZoneConfig(web.Ctx(c), web.Actor(c), id, c.Param("type"), body)
 	if err != nil {

@@ -88,18 +88,31 @@ func configsOf(rows []dbgen.ResolverConfiguration) []Config {
 // SetConfig checks and stores one resolver type's configuration for an environment, overriding
 // its landing zone's. Provider admins configure resolvers.
 func (s *Service) SetConfig(ctx context.Context, actor access.Principal, environmentID uuid.UUID, typ string, config json.RawMessage) (Config, error) {
-	env, err := s.environment(ctx, actor, environmentID)
+	env, err := s.managed(ctx, actor, environmentID)
 	if err != nil {
 		return Config{}, err
-	}
-	if !actor.Can(access.ResolverConfigManage, env.TenantID) {
-		return Config{}, problem.ErrForbidden
 	}
 	scope := Scope{Environment: env.ID, Zone: env.LandingZoneID.UUID}
 	return s.set(ctx, actor, scope, env.TenantID, typ, config, func(q *dbgen.Queries, by uuid.NullUUID) (dbgen.ResolverConfiguration, error) {
 		return q.SetEnvironmentResolverConfig(ctx, dbgen.SetEnvironmentResolverConfigParams{EnvironmentID: nullUUID(env.ID), Type: typ,
 			Config: config, UpdatedBy: by})
 	})
+}
+
+// MaySetConfig answers nil when actor may configure the resolvers of an environment, and
+// otherwise the error SetConfig would: the API asks it before it reads a configuration.
+func (s *Service) MaySetConfig(ctx context.Context, actor access.Principal, environmentID uuid.UUID) error {
+	_, err := s.managed(ctx, actor, environmentID)
+	return err
+}
+
+// managed returns an environment whose resolvers actor may configure.
+func (s *Service) managed(ctx context.Context, actor access.Principal, id uuid.UUID) (dbgen.GetEnvironmentRow, error) {
+	env, err := s.environment(ctx, actor, id)
+	if err == nil && !actor.Can(access.ResolverConfigManage, env.TenantID) {
+		err = problem.ErrForbidden
+	}
+	return env, err
 }
 
 // SetZoneConfig checks and stores one resolver type's configuration for a landing zone, which

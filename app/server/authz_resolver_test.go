@@ -130,6 +130,13 @@ var resolverCases = map[string]authzCase{
 			return err
 		},
 	},
+	"resolver.Service.MaySetConfig": {
+		refused: []refusal{{adminB, problem.ErrNotFound}, {adminA, problem.ErrForbidden}, {readerA, problem.ErrForbidden}},
+		served:  []actor{providerAdmin},
+		call: func(t *testing.T, w *world, p access.Principal) error {
+			return w.resolvers.MaySetConfig(context.Background(), p, w.dev(t).ID)
+		},
+	},
 	"resolver.Service.NextName": {
 		refused: []refusal{{adminB, problem.ErrNotFound}},
 		served:  []actor{readerA},

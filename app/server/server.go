@@ -138,12 +138,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	e.Use(middleware.Recover())
 	e.Use(metrics.Middleware)
 	e.Use(requestLog(d.Log))
-	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: maxBody,
-		// A stack's state can be far larger than any form; its handler sets a limit of its own
-		// (MaxStateSize), and checks who asks before it reads any of it.
-		Skipper: func(c echo.Context) bool {
-			return c.Request().Method == http.MethodPut && strings.HasSuffix(c.Request().URL.Path, "/state")
-		}}))
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: maxBody, Skipper: restoringState}))
 	e.Use(securityHeaders)
 	e.Use((&outage{down: d.DatabaseDown, log: d.Log}).guard)
 	// The count of requests waiting for the viewer's approval, in every page's navigation.
@@ -295,6 +290,18 @@ func expiredInstances(pool *pgxpool.Pool, keys *secrets.Keyring) func(component.
 func Periodic(eng Engine) []*river.PeriodicJob {
 	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), deploy.DriftSchedule(), event.SweepSchedule(), event.RetentionSchedule(),
 		poller.Schedule(eng.PollInterval), environment.ExpirySchedule(eng.ExpiryCheck)}
+}
+
+// restoreStateRoute is the one route whose body may be larger than maxBody: a stack's state
+// can be far larger than any form.
+const restoreStateRoute = "/api/v1/deployments/:id/state"
+
+// restoringState says whether the request is a state restore, which the body limit skips: its
+// handler sets a limit of its own (MaxStateSize) and checks who asks before it reads any of
+// the body. The route Echo matched is compared, not the path, so that no other path, however
+// it ends, escapes the limit.
+func restoringState(c echo.Context) bool {
+	return c.Request().Method == http.MethodPut && c.Path() == restoreStateRoute
 }
 
 func requireProviderAdmin(next echo.HandlerFunc) echo.HandlerFunc {
