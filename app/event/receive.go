@@ -70,11 +70,17 @@ func (r *Receiver) Receive(c echo.Context) error {
 		return err
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, MaxBody))
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
+	var (
+		tooLarge *http.MaxBytesError
+		overLong *echo.HTTPError
+		invalid  *problem.ValidationError
+	)
+	switch {
+	case errors.As(err, &tooLarge), errors.As(err, &overLong) && overLong.Code == http.StatusRequestEntityTooLarge:
 		return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("an event request carries at most %d bytes", MaxBody))
-	}
-	if err != nil {
+	case errors.As(err, &invalid): // a NUL in its JSON, which the log cannot keep
+		return err
+	case err != nil:
 		return problem.Invalid("body", "read", "the body could not be read")
 	}
 	secret, err := r.keys.Open(*src.SecretKeyID, src.Secret, src.ID[:])

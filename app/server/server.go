@@ -139,6 +139,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	e.Use(metrics.Middleware)
 	e.Use(requestLog(d.Log))
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: maxBody, Skipper: restoringState}))
+	e.Use(web.RefuseNUL(restoringState))
 	e.Use(securityHeaders)
 	e.Use((&outage{down: d.DatabaseDown, log: d.Log}).guard)
 	// The count of requests waiting for the viewer's approval, in every page's navigation.

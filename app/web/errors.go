@@ -49,8 +49,11 @@ func jsonProblem(err error) error {
 		typeErr  *json.UnmarshalTypeError
 		maxBytes *http.MaxBytesError
 		tooLarge *echo.HTTPError
+		invalid  *problem.ValidationError
 	)
 	switch {
+	case errors.As(err, &invalid): // what the body holds, such as a NUL (RefuseNUL)
+		return err
 	case errors.As(err, &maxBytes), errors.As(err, &tooLarge) && tooLarge.Code == http.StatusRequestEntityTooLarge:
 		return echo.NewHTTPError(http.StatusRequestEntityTooLarge, "the request body is too large")
 	case errors.Is(err, io.EOF):
