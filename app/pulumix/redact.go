@@ -20,7 +20,7 @@ func (r *Runner) redactor(ws workspace) *strings.Replacer {
 	for _, c := range r.clouds {
 		dirs = append(dirs, dir{c, "<cloud>"})
 	}
-	for _, p := range programDirs(r.bin) {
+	for _, p := range toolchainDirs(r.bin) {
 		dirs = append(dirs, dir{p, "<toolchain>"})
 	}
 	var pairs []string

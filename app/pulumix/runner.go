@@ -123,16 +123,23 @@ func (r *Runner) Account() string {
 // programDirs are the directories engine processes may run programs from: the toolchain's, the
 // ones its links point into, and those on PATH, where language hosts and plugins are found.
 func programDirs(bin string) []string {
+	dirs := toolchainDirs(bin)
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if filepath.IsAbs(d) {
+			dirs = append(dirs, d)
+		}
+	}
+	slices.Sort(dirs)
+	return slices.Compact(dirs)
+}
+
+// toolchainDirs are the toolchain's directory and those its links point into.
+func toolchainDirs(bin string) []string {
 	dirs := []string{bin}
 	entries, _ := os.ReadDir(bin)
 	for _, e := range entries {
 		if target, err := filepath.EvalSymlinks(filepath.Join(bin, e.Name())); err == nil {
 			dirs = append(dirs, filepath.Dir(target))
-		}
-	}
-	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
-		if filepath.IsAbs(d) {
-			dirs = append(dirs, d)
 		}
 	}
 	slices.Sort(dirs)
