@@ -2,11 +2,14 @@ package pulumix
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -278,5 +281,95 @@ func TestStack_EngineOutputNamesNoServerPath(t *testing.T) {
 	}
 	if !strings.Contains(said, "<toolchain>/pulumi-resource-simcloud") {
 		t.Errorf("the toolchain is not named as such:\n%s", said)
+	}
+}
+
+// providerSettings lists the settings a provider plugin's schema declares.
+func providerSettings(t *testing.T, plugin string) []string {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.Command(filepath.Join(toolchain(t), "pulumi"), "package", "get-schema", plugin)
+	cmd.Dir, cmd.Env = home, []string{"HOME=" + home, "PULUMI_HOME=" + home, "PULUMI_SKIP_UPDATE_CHECK=true", "PATH=" + os.Getenv("PATH")}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the schema of %s: %v", plugin, err)
+	}
+	var schema struct {
+		Config struct {
+			Variables map[string]any `json:"variables"`
+		} `json:"config"`
+	}
+	if err := json.Unmarshal(out, &schema); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for k := range schema.Config.Variables {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Every setting of every provider plugin the toolchain holds, given by a program named after
+// its package — through config and configuration, as the package's key and as its own, in
+// several spellings, and through variables and outputs — reaches the provider not at all:
+// the provider's inputs in the plan are exactly what Nimbus set.
+func TestStack_ProviderSettingsAreOnlyNimbuss(t *testing.T) {
+	r, _, _ := stackRunner(t, "file")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	resources := map[string]string{
+		"simcloud":   "  r:\n    type: simcloud:index:Network\n    properties:\n      name: n\n      cidr: 10.0.0.0/24\n",
+		"kubernetes": "  r:\n    type: kubernetes:core/v1:ConfigMap\n    properties:\n      data:\n        a: b\n",
+	}
+	const given = "from-the-program"
+	for pkg, resource := range resources {
+		settings := providerSettings(t, filepath.Join(toolchain(t), "pulumi-resource-"+pkg))
+		if len(settings) == 0 {
+			t.Fatalf("%s declares no settings", pkg)
+		}
+		spell := func(s string, i int) string {
+			switch i % 3 {
+			case 1:
+				return strings.ToUpper(s[:1]) + s[1:]
+			case 2:
+				return strings.ToUpper(s)
+			}
+			return s
+		}
+		var config, configuration, variables, outputs strings.Builder
+		for i, s := range settings {
+			fmt.Fprintf(&config, "  %s:%s:\n    type: string\n    default: %s\n  %s:\n    type: string\n    default: %s\n", spell(pkg, i), spell(s, i), given, spell(s, i+1), given)
+			fmt.Fprintf(&configuration, "  %s:%s:\n    type: String\n    default: %s\n", spell(pkg, i+1), s, given)
+			fmt.Fprintf(&variables, "  %s:%s: %s\n", pkg, s, given)
+			fmt.Fprintf(&outputs, "  %s:%s: %s\n  %s: %s\n", pkg, s, given, s, given)
+		}
+		for section, body := range map[string]string{
+			"config": "config:\n" + config.String(), "Configuration": "Configuration:\n" + configuration.String(),
+			"variables": "variables:\n" + variables.String(), "outputs": "outputs:\n" + outputs.String(),
+		} {
+			st := Stack{Name: "d-" + pkg + "-" + strings.ToLower(section), Passphrase: "p",
+				Code: "name: " + pkg + "\nruntime: yaml\n" + body + "resources:\n" + resource}
+			if pkg == "kubernetes" {
+				st.Settings = map[string]string{"kubernetes:namespace": "given-by-nimbus"}
+			}
+			res, err := r.Preview(ctx, st, nil)
+			var provider *Planned
+			for i, p := range res.Planned {
+				if p.Type == "pulumi:providers:"+pkg {
+					provider = &res.Planned[i]
+				}
+			}
+			if provider == nil {
+				t.Fatalf("%s through %s: no provider planned (%v)\n%s", pkg, section, err, res.Output)
+			}
+			inputs, _ := json.Marshal(provider.Inputs)
+			if strings.Contains(string(inputs), given) {
+				t.Errorf("%s through %s: the program set the provider's settings: %s", pkg, section, inputs)
+			}
+			if pkg == "kubernetes" && provider.Inputs["namespace"] != "given-by-nimbus" {
+				t.Errorf("%s through %s: Nimbus's setting did not reach the provider: %s", pkg, section, inputs)
+			}
+		}
 	}
 }
