@@ -2,6 +2,7 @@ package pulumix
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -10,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"nimbus/app/sandbox"
+	"nimbus/db/localpg"
 )
 
 // probeProgram asks the simulated cloud's test-only probe to run a command, connect to each
@@ -107,14 +111,70 @@ func TestSandbox_AloneStopsWhatAProviderWouldDo(t *testing.T) {
 			}
 			for _, l := range lines {
 				refused := strings.Contains(l, ": refused: ")
-				// The deploy may write the cloud it deploys to; a check may not.
-				mayWrite := strings.HasPrefix(l, "write "+filepath.Join(cloud, "planted"))
+				// The deploy may write the cloud it deploys to; a check may not. (The engine's words
+				// name no server path: the cloud is <cloud>.)
+				mayWrite := strings.HasPrefix(l, "write <cloud>/planted")
 				if mode == sandbox.Off && refused || mode != sandbox.Off && refused == mayWrite {
 					t.Errorf("%s: %s", mode, l)
 				}
 			}
 			if !strings.Contains(checked.String(), "connect "+own.Addr().String()) {
 				t.Errorf("the check did not probe:\n%s", checked.String())
+			}
+		})
+	}
+}
+
+// The database is closed to the engine. A command run through the probe — the execute rule
+// relaxed for this test alone, to run psql — opens neither the embedded database's socket nor
+// its TCP port, with the sandbox on; with it off, the socket's directory (the postgres
+// account's) and the password still keep it out.
+func TestSandbox_TheDatabaseIsClosedToTheEngine(t *testing.T) {
+	psqls, _ := filepath.Glob("/usr/lib/postgresql/*/bin/psql")
+	if len(psqls) == 0 {
+		t.Fatal("psql is needed: it comes with the PostgreSQL server binaries")
+	}
+	pg, err := localpg.Start(t.Context(), localpg.Options{Dir: filepath.Join(t.TempDir(), "postgres"),
+		Settings: map[string]string{"listen_addresses": "127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pg.Close() })
+	conf, err := pgconn.ParseConfig(pg.URL(localpg.DatabaseName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	query := psqls[0] + " -w -d nimbus -U nimbus -tAc select(current_user)"
+	for _, mode := range []sandbox.Mode{sandbox.Required, sandbox.Off} {
+		t.Run(string(mode), func(t *testing.T) {
+			data, cloud := t.TempDir(), t.TempDir()
+			r, err := NewRunner(toolchain(t), data, map[string]string{"SIMCLOUD_DIR": cloud, "SIMCLOUD_PROBES": "1"}, CloudDirs(cloud), WithSandbox(mode))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.cli.sandbox.Base.Exec = append(r.cli.sandbox.Base.Exec, psqls[0], "/lib64/ld-linux-x86-64.so.2")
+			code := "name: db\nruntime: yaml\nvariables:\n" +
+				"  socket:\n    fn::invoke:\n      function: simcloud:index:probe\n      arguments:\n        exec: " + strconv.Quote(query+" -h "+conf.Host) + "\n      return: result\n" +
+				"  tcp:\n    fn::invoke:\n      function: simcloud:index:probe\n      arguments:\n        exec: " + strconv.Quote(query+" -h 127.0.0.1 -p "+strconv.Itoa(int(conf.Port))) +
+				"\n        connect: 127.0.0.1:" + strconv.Itoa(int(conf.Port)) + "\n      return: result\n" +
+				"outputs:\n  socket: ${socket}\n  tcp: ${tcp}\n"
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			res, err := r.Up(ctx, Stack{Name: "d-db", Code: code, Passphrase: "p"}, nil)
+			if err != nil {
+				t.Fatalf("up: %v\n%s", err, res.Output)
+			}
+			said := fmt.Sprint(res.Outputs["socket"], "\n", res.Outputs["tcp"])
+			t.Logf("%s: %s", mode, said)
+			for _, l := range strings.Split(said, "\n") {
+				if strings.HasPrefix(l, "exec ") && !strings.Contains(l, ": refused: ") {
+					t.Errorf("%s: the database answered: %s", mode, l)
+				}
+			}
+			// The TCP connection itself is the sandbox's to refuse: off, it is made.
+			connected := strings.Contains(said, "connect 127.0.0.1:"+strconv.Itoa(int(conf.Port))+": connected")
+			if connected != (mode == sandbox.Off) {
+				t.Errorf("%s: the database's port connected: %v", mode, connected)
 			}
 		})
 	}
