@@ -16,9 +16,23 @@ import (
 	"nimbus/db/dbgen"
 )
 
-// CheckQueue is the queue of component checks. It has workers of its own, so that a burst of
-// checks never holds up a deploy, which runs in River's default queue.
-const CheckQueue = "checks"
+// The queues. Operations, and what is an operation's work (an approved operation going on, a
+// graph's next step, a stack state's timeout that moves its instance), run in River's default
+// queue, where jobs queued before the other queues existed still run. Every other kind of job has a queue with workers of its own, so that a
+// queue full of long operations never delays it, nor it an operation.
+const (
+	// CheckQueue is the queue of component checks.
+	CheckQueue = "checks"
+	// EventQueue is the queue of event routing: an event to the stack instance it names, and
+	// the sweep that routes Nimbus's own events.
+	EventQueue = "events"
+	// DeliveryQueue is the queue of deliveries of events to subscriptions: each waits on a
+	// receiver somewhere on the network.
+	DeliveryQueue = "deliveries"
+	// HousekeepingQueue is the queue of periodic sweeps: the operation reaper, expiries, drift
+	// scans, retention, cloud polls and the deletion of expired sessions.
+	HousekeepingQueue = "housekeeping"
+)
 
 // fetchCooldown is the least time between two fetches of one queue's jobs on a node, and so
 // the longest a job announced by Inserter waits for a fetch: River's default, 100 ms, would be
@@ -28,11 +42,19 @@ const fetchCooldown = 5 * time.Millisecond
 
 // Config tunes the job client.
 type Config struct {
-	// Workers is how many jobs of the default queue (operations, approvals, housekeeping) run
-	// at once on this node.
+	// Workers is how many jobs of the default queue (operations, and graphs' steps) run at
+	// once on this node.
 	Workers int
 	// CheckWorkers is how many component checks run at once on this node, in CheckQueue.
 	CheckWorkers int
+	// EventWorkers is how many events are routed at once on this node, in EventQueue.
+	EventWorkers int
+	// DeliveryWorkers is how many deliveries to subscriptions run at once on this node, in
+	// DeliveryQueue.
+	DeliveryWorkers int
+	// HousekeepingWorkers is how many periodic sweeps run at once on this node, in
+	// HousekeepingQueue.
+	HousekeepingWorkers int
 	// Timeout bounds any one job; never unlimited.
 	Timeout time.Duration
 	// Register adds the domains' workers.
@@ -50,6 +72,15 @@ func NewClient(pool *pgxpool.Pool, log *slog.Logger, cfg Config) (*river.Client[
 	if cfg.CheckWorkers <= 0 {
 		cfg.CheckWorkers = 4
 	}
+	if cfg.EventWorkers <= 0 {
+		cfg.EventWorkers = 4
+	}
+	if cfg.DeliveryWorkers <= 0 {
+		cfg.DeliveryWorkers = 4
+	}
+	if cfg.HousekeepingWorkers <= 0 {
+		cfg.HousekeepingWorkers = 2
+	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = time.Hour
 	}
@@ -65,6 +96,9 @@ func NewClient(pool *pgxpool.Pool, log *slog.Logger, cfg Config) (*river.Client[
 		Queues: map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: cfg.Workers},
 			CheckQueue:         {MaxWorkers: cfg.CheckWorkers},
+			EventQueue:         {MaxWorkers: cfg.EventWorkers},
+			DeliveryQueue:      {MaxWorkers: cfg.DeliveryWorkers},
+			HousekeepingQueue:  {MaxWorkers: cfg.HousekeepingWorkers},
 		},
 		Workers: workers,
 		PeriodicJobs: append([]*river.PeriodicJob{
@@ -84,6 +118,11 @@ type HousekeepingArgs struct{}
 
 // Kind names the job in River.
 func (HousekeepingArgs) Kind() string { return "housekeeping" }
+
+// InsertOpts puts the job in HousekeepingQueue.
+func (HousekeepingArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: HousekeepingQueue}
+}
 
 type housekeepingWorker struct {
 	river.WorkerDefaults[HousekeepingArgs]

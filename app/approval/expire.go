@@ -21,6 +21,11 @@ type ExpiryArgs struct{}
 // Kind names the job in River.
 func (ExpiryArgs) Kind() string { return "approval_expiry" }
 
+// InsertOpts puts the job in the housekeeping queue.
+func (ExpiryArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: jobs.HousekeepingQueue}
+}
+
 // Expirer ends the requests that waited too long, and their operations, so that a forgotten
 // request does not hold its deployment forever.
 type Expirer struct {

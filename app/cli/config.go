@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"nimbus/app/deploy"
 	"nimbus/app/graph"
 	"nimbus/app/objstore"
 	"nimbus/app/poller"
@@ -40,6 +41,12 @@ type config struct {
 	CheckWorkers int
 	// ChecksPerTenant is how many of one tenant's checks run at once, on all nodes together.
 	ChecksPerTenant int
+	// OperationsPerTenant is how many of one tenant's operations run at once, on all nodes
+	// together.
+	OperationsPerTenant int
+	// EventWorkers, DeliveryWorkers and HousekeepingWorkers are how many events are routed,
+	// deliveries sent and periodic sweeps run at once on this node, each in a queue of its own.
+	EventWorkers, DeliveryWorkers, HousekeepingWorkers int
 	// GraphParallel is how many deployments of one graph, such as an environment's mandatory
 	// components, run at once.
 	GraphParallel int
@@ -119,7 +126,7 @@ var options = []option{
 		return nil
 	}},
 	{"pulumi-dir", "NIMBUS_PULUMI_DIR", "", "directory holding the pulumi CLI and language hosts (else PATH)", func(c *config, v string) error { c.PulumiDir = v; return nil }},
-	{"job-workers", "NIMBUS_JOB_WORKERS", "10", "jobs run at once on this node", func(c *config, v string) error {
+	{"job-workers", "NIMBUS_JOB_WORKERS", "10", "operations run at once on this node", func(c *config, v string) error {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
 			return fmt.Errorf("job workers must be a number from 1 to 1000, not %q", v)
@@ -129,6 +136,15 @@ var options = []option{
 	}},
 	{"check-workers", "NIMBUS_CHECK_WORKERS", "4", "component checks run at once on this node, apart from the job workers", countSetter("check workers", 1, 1000, func(c *config, n int) { c.CheckWorkers = n })},
 	{"checks-per-tenant", "NIMBUS_CHECKS_PER_TENANT", "2", "checks of one tenant run at once on all nodes; provider-level components count as one tenant", countSetter("checks per tenant", 1, 1000, func(c *config, n int) { c.ChecksPerTenant = n })},
+	{"operations-per-tenant", "NIMBUS_OPERATIONS_PER_TENANT", strconv.Itoa(deploy.DefaultOperationsPerTenant),
+		"operations of one tenant run at once on all nodes; keep it below the job workers so other tenants' operations still start",
+		countSetter("operations per tenant", 1, 1000, func(c *config, n int) { c.OperationsPerTenant = n })},
+	{"event-workers", "NIMBUS_EVENT_WORKERS", "4", "events routed at once on this node, apart from the operations",
+		countSetter("event workers", 1, 1000, func(c *config, n int) { c.EventWorkers = n })},
+	{"delivery-workers", "NIMBUS_DELIVERY_WORKERS", "4", "events sent to subscriptions at once on this node, apart from the operations",
+		countSetter("delivery workers", 1, 1000, func(c *config, n int) { c.DeliveryWorkers = n })},
+	{"housekeeping-workers", "NIMBUS_HOUSEKEEPING_WORKERS", "2", "periodic sweeps (the operation reaper, expiries, retention, polls) run at once on this node, apart from the operations",
+		countSetter("housekeeping workers", 1, 1000, func(c *config, n int) { c.HousekeepingWorkers = n })},
 	{"checks-per-minute", "NIMBUS_CHECKS_PER_MINUTE", "30", "checks one tenant may ask for in a minute; more are refused with 429", countSetter("checks per minute", 1, 100000, func(c *config, n int) { c.ChecksPerMinute = n })},
 	{"graph-parallel", "NIMBUS_GRAPH_PARALLEL", strconv.Itoa(graph.DefaultParallel), "deployments of one graph (an environment's mandatory components) run at once",
 		countSetter("graph parallel", 1, 1000, func(c *config, n int) { c.GraphParallel = n })},

@@ -27,6 +27,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	cfg, err := parseConfig(fs, args, env.Getenv,
 		"addr", "data-dir", "database-url", "database-restart-timeout", "log-format", "log-level", "admin-email", "session-ttl", "session-max-age",
 		"secure-cookies", "pulumi-dir", "job-workers", "check-workers", "checks-per-tenant", "checks-per-minute", "graph-parallel",
+		"operations-per-tenant", "event-workers", "delivery-workers", "housekeeping-workers",
 		"job-timeout", "approval-ttl", "poll-interval", "trusted-proxies", "max-state-size",
 		"s3-endpoint", "s3-bucket", "s3-access-key", "s3-secret-key-file", "s3-region", "sandbox", "languages")
 	if err != nil {
@@ -34,6 +35,10 @@ func serve(ctx context.Context, args []string, env Env) error {
 	}
 	log := cfg.logger(env.Stderr)
 	started := time.Now()
+	if cfg.OperationsPerTenant >= cfg.JobWorkers {
+		log.Warn("one tenant's operations can take every job worker of this node, and other tenants' then wait for them: set --operations-per-tenant below --job-workers",
+			"operations_per_tenant", cfg.OperationsPerTenant, "job_workers", cfg.JobWorkers)
+	}
 	// Bind first: a taken port should fail before any database work.
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -101,9 +106,10 @@ func serve(ctx context.Context, args []string, env Env) error {
 	}
 	log.Info("secrets keyring loaded", "keyring", keys)
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objs.store, OperationTimeout: cfg.JobTimeout, ApprovalTTL: cfg.ApprovalTTL,
-		ChecksPerTenant: cfg.ChecksPerTenant, GraphParallel: cfg.GraphParallel, Cloud: cloud, PollInterval: cfg.PollInterval,
+		ChecksPerTenant: cfg.ChecksPerTenant, OperationsPerTenant: cfg.OperationsPerTenant, GraphParallel: cfg.GraphParallel, Cloud: cloud, PollInterval: cfg.PollInterval,
 		Deliveries: event.DeliveryConfig{AllowPrivate: cfg.WebhooksPrivate}, EventRetention: cfg.EventRetention}
-	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, CheckWorkers: cfg.CheckWorkers, Timeout: cfg.JobTimeout,
+	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, CheckWorkers: cfg.CheckWorkers, EventWorkers: cfg.EventWorkers,
+		DeliveryWorkers: cfg.DeliveryWorkers, HousekeepingWorkers: cfg.HousekeepingWorkers, Timeout: cfg.JobTimeout,
 		Register: server.Workers(d.Pool, eng, log), Periodic: server.Periodic(eng)})
 	if err != nil {
 		return err
@@ -142,7 +148,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	defer stopUI()
 	handler, err := server.New(uiCtx, server.Deps{
 		Pool: d.Pool, Log: log, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SessionMaxAge: cfg.SessionMaxAge, SecureCookies: cfg.SecureCookies,
-		Keys: keys, Runner: runner, ChecksPerMinute: cfg.ChecksPerMinute, MaxStateSize: cfg.MaxStateSize,
+		Keys: keys, Runner: runner, ChecksPerMinute: cfg.ChecksPerMinute, OperationsPerTenant: cfg.OperationsPerTenant, MaxStateSize: cfg.MaxStateSize,
 		TrustedProxies: cfg.TrustedProxies, Objects: objs.store,
 		DatabaseDown: watched.Down, Alive: watched.Alive, WebhooksPrivate: cfg.WebhooksPrivate,
 		Info: system.Info{

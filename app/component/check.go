@@ -127,7 +127,7 @@ func (s *Service) RequestCheck(ctx context.Context, actor access.Principal, id u
 // the last place.
 func (s *Service) allowCheck(ctx context.Context, q *dbgen.Queries, tenant *uuid.UUID) error {
 	t := nullTenant(tenant)
-	if err := q.LockCheckTenant(ctx, dbgen.LockCheckTenantParams{Kind: "request", TenantID: t}); err != nil {
+	if err := q.LockTenantPlaces(ctx, dbgen.LockTenantPlacesParams{Scope: "checks.request", TenantID: t}); err != nil {
 		return err
 	}
 	recent, err := q.RecentChecks(ctx, dbgen.RecentChecksParams{TenantID: t, WindowSecs: time.Minute.Seconds()})
@@ -182,40 +182,31 @@ const maxCheckOutput = 256 << 10
 // checkTimeout bounds one check; a preview of one component takes seconds.
 const checkTimeout = 10 * time.Minute
 
-// checkWait is how long a check whose tenant already runs its share of checks waits before it
-// asks again.
-const checkWait = time.Second
-
-// CheckWorker runs checks with the Pulumi runner, at most perTenant of one tenant's at once.
-//
-// The limit is kept in Postgres, so that it holds across replicas: a worker claims its check
-// (marks it running) in a transaction that first takes an advisory lock on the check's tenant
-// and counts that tenant's running checks. At the limit it claims nothing and snoozes the job
-// (river.JobSnooze, which costs no attempt), so the check stays queued and its worker is free
-// at once for the next job: another tenant's, which therefore never waits behind this one's.
-// A snoozed job comes back after checkWait, behind jobs queued before that, so a tenant's
-// checks run in turn as places free up. A check left running by a node that died counts
-// against its tenant only until its timeout has passed; River's rescuer later runs its job
-// again, and the claim takes it over (StartCheck accepts a check found running).
+// CheckWorker runs checks with the Pulumi runner, at most so many of one tenant's at once
+// (jobs.PerTenant says how): a check whose tenant runs its share waits queued, its worker free
+// for other tenants' checks. A check left running by a node that died counts against its
+// tenant only until its timeout has passed; River's rescuer later runs its job again, and the
+// claim takes it over (StartCheck accepts a check found running).
 type CheckWorker struct {
 	river.WorkerDefaults[CheckArgs]
-	pool      *pgxpool.Pool
-	runner    *pulumix.Runner // nil when no toolchain is installed
-	log       *slog.Logger
-	perTenant int
+	pool   *pgxpool.Pool
+	runner *pulumix.Runner // nil when no toolchain is installed
+	log    *slog.Logger
+	places jobs.PerTenant
 }
 
 // NewCheckWorker returns the worker; runner may be nil, and then checks fail saying why. It
 // runs DefaultChecksPerTenant of a tenant's checks at once unless PerTenant says otherwise.
 func NewCheckWorker(pool *pgxpool.Pool, runner *pulumix.Runner, log *slog.Logger) *CheckWorker {
-	return &CheckWorker{pool: pool, runner: runner, log: log, perTenant: DefaultChecksPerTenant}
+	return &CheckWorker{pool: pool, runner: runner, log: log,
+		places: jobs.PerTenant{Scope: "checks.run", Limit: DefaultChecksPerTenant, Wait: time.Second}}
 }
 
 // PerTenant sets how many of one tenant's checks run at once, on all nodes together; zero
 // keeps the default.
 func (w *CheckWorker) PerTenant(n int) *CheckWorker {
 	if n > 0 {
-		w.perTenant = n
+		w.places.Limit = n
 	}
 	return w
 }
@@ -235,7 +226,7 @@ func (w *CheckWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 		return err
 	}
 	if !claimed {
-		return river.JobSnooze(checkWait)
+		return w.places.Snooze()
 	}
 	finish := func(status, output string, changes map[string]int) error {
 		// Postgres refuses text that starts inside a character; CutTail starts at one.
@@ -276,7 +267,7 @@ func (w *CheckWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	return finish(status, res.Output, res.Changes)
 }
 
-// claim marks the check running, unless its tenant already runs perTenant checks: then it
+// claim marks the check running, unless its tenant already runs its share of checks: then it
 // returns false and the check stays queued. pgx.ErrNoRows means there is nothing to run.
 func (w *CheckWorker) claim(ctx context.Context, id uuid.UUID) (dbgen.ComponentCheck, bool, error) {
 	var (
@@ -289,12 +280,11 @@ func (w *CheckWorker) claim(ctx context.Context, id uuid.UUID) (dbgen.ComponentC
 		if err != nil {
 			return err
 		}
-		if err := q.LockCheckTenant(ctx, dbgen.LockCheckTenantParams{Kind: "run", TenantID: tenant}); err != nil {
-			return err
-		}
-		running, err := q.CountRunningChecks(ctx, dbgen.CountRunningChecksParams{TenantID: tenant, ID: id,
-			StaleSecs: (checkTimeout + time.Minute).Seconds()})
-		if err != nil || running >= int64(w.perTenant) {
+		room, err := w.places.Room(ctx, q, tenant, func() (int64, error) {
+			return q.CountRunningChecks(ctx, dbgen.CountRunningChecksParams{TenantID: tenant, ID: id,
+				StaleSecs: (checkTimeout + time.Minute).Seconds()})
+		})
+		if err != nil || !room {
 			return err
 		}
 		row, err = q.StartCheck(ctx, id)

@@ -35,6 +35,7 @@ import (
 	"nimbus/app/secrets"
 	"nimbus/db"
 	"nimbus/db/dbgen"
+	"nimbus/jobs"
 )
 
 // Deployment is a component version deployed into an environment.
@@ -136,12 +137,22 @@ type Service struct {
 	objects objstore.Store  // whole logs of long operations; may be nil
 	// withdraw closes the approval request of an operation cancelled while it waited for it.
 	withdraw func(ctx context.Context, q *dbgen.Queries, operation uuid.UUID) error
+	// places is the workers' bound on a tenant's operations running at once, for telling why
+	// an operation waits.
+	places jobs.PerTenant
 }
 
 // NewService returns a Service; keys seals secret parameters, jobs queues the operations,
 // runner reads and writes stack states, objects holds the whole logs of long operations.
 func NewService(pool *pgxpool.Pool, keys *secrets.Keyring, jobs component.JobInserter, runner *pulumix.Runner, objects objstore.Store) *Service {
-	return &Service{pool: pool, keys: keys, jobs: jobs, runner: runner, objects: objects}
+	return &Service{pool: pool, keys: keys, jobs: jobs, runner: runner, objects: objects, places: operationPlaces(0)}
+}
+
+// PerTenant tells the service how many of one tenant's operations the workers run at once (as
+// Worker.PerTenant does them); zero keeps DefaultOperationsPerTenant.
+func (s *Service) PerTenant(n int) *Service {
+	s.places = operationPlaces(n)
+	return s
 }
 
 // Withdrawing returns the service with withdraw closing the approval request of an operation

@@ -94,6 +94,11 @@ type DriftScanArgs struct{}
 // Kind names the job in River.
 func (DriftScanArgs) Kind() string { return "drift_scan" }
 
+// InsertOpts puts the scan in the housekeeping queue; the checks it queues are operations.
+func (DriftScanArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: jobs.HousekeepingQueue}
+}
+
 // DriftScanner queues the drift checks that are due (see DriftDue): deployments in
 // environments whose own drift interval, or else their landing zone's, is set.
 type DriftScanner struct {

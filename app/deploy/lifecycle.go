@@ -75,6 +75,13 @@ func claim(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID) (dbgen.Ope
 	return op, err
 }
 
+// requeue sends an operation whose worker died back to the queue, to wait there for a place
+// among its tenant's running operations; one whose worker is alive is let be.
+func requeue(ctx context.Context, q *dbgen.Queries, id uuid.UUID) error {
+	_, err := q.RequeueStaleOperation(ctx, id)
+	return err
+}
+
 // beat says the holder of the lease is alive, and learns whether a cancel was asked for.
 func beat(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID) (cancelRequested bool, err error) {
 	cancelRequested, err = q.HeartbeatOperation(ctx, dbgen.HeartbeatOperationParams{ID: id, Lease: leased(held)})

@@ -35,6 +35,7 @@ func (k Kind) changes() bool { return k != KindPreview && k != KindRefresh && k 
 //
 //	queued ─claim→ running ─finish→ succeeded | failed | cancelled
 //	running ─release→ queued (for a retry)    running ─park→ awaiting_approval
+//	running ─requeue→ queued (its worker died, and its tenant has no place for it now)
 //	awaiting_approval ─resume or rewind→ queued    awaiting_approval ─end→ rejected | cancelled
 //	queued ─cancel→ cancelled
 type Status string
@@ -106,6 +107,9 @@ type Operation struct {
 	Changes  map[string]int `json:"changes"`
 	// Position is how many operations on the same deployment come first, while it waits.
 	Position int `json:"position,omitempty"`
+	// TenantRunning is how many operations of its tenant run, while it waits for one of them
+	// to end: a tenant runs only so many at once.
+	TenantRunning int `json:"tenant_running,omitempty"`
 	// CancelRequested: someone cancelled it while it ran, and it is stopping.
 	CancelRequested bool       `json:"cancel_requested,omitempty"`
 	LogTruncated    bool       `json:"log_truncated,omitempty"`

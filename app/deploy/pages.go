@@ -418,7 +418,7 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error)
 	if err != nil {
 		return LiveView{}, err
 	}
-	v := LiveView{OperationRow: operationRow(d.Operation), Started: "—", Finished: "—", CSRF: csrf,
+	v := LiveView{OperationRow: operationRow(d.Operation), Started: "—", Finished: "—", CSRF: csrf, TenantRunning: d.TenantRunning,
 		CanCancel: !d.Status.Ended() && actor.Can(access.ComponentDeploy, dep.TenantID)}
 	if d.ExitCode != nil {
 		v.ExitCode = strconv.Itoa(*d.ExitCode)

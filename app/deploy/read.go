@@ -157,8 +157,8 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([
 	return out, nil
 }
 
-// Operation returns an operation of a deployment the actor may see, with its place in the
-// queue while it waits.
+// Operation returns an operation of a deployment the actor may see, with what it waits for
+// while it waits: the operations on its deployment before it, or its tenant's running ones.
 func (s *Service) Operation(ctx context.Context, actor access.Principal, id uuid.UUID) (Operation, error) {
 	q := dbgen.New(s.pool)
 	r, err := q.OperationView(ctx, id)
@@ -178,6 +178,15 @@ func (s *Service) Operation(ctx context.Context, actor access.Principal, id uuid
 			return Operation{}, fmt.Errorf("queue position: %w", err)
 		}
 		op.Position = int(n)
+	}
+	if op.Status == "queued" && op.Position == 0 {
+		n, err := q.CountRunningOperations(ctx, dbgen.CountRunningOperationsParams{TenantID: r.TenantID, ID: r.ID})
+		if err != nil {
+			return Operation{}, fmt.Errorf("the tenant's running operations: %w", err)
+		}
+		if n >= int64(s.places.Limit) {
+			op.TenantRunning = int(n)
+		}
 	}
 	return op, nil
 }

@@ -20,6 +20,12 @@ type ReaperArgs struct{}
 // Kind names the job in River.
 func (ReaperArgs) Kind() string { return "operation_reaper" }
 
+// InsertOpts puts the reaper in the housekeeping queue: it must sweep while every operation
+// worker is busy, for that is when a dead node's operations wait longest.
+func (ReaperArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: jobs.HousekeepingQueue}
+}
+
 // Reaper finds running operations with a stale heartbeat — their worker's process died — and
 // queues them again; claiming them takes the lease over. River's own rescue of stuck jobs
 // waits far longer than an author should.

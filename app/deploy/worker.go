@@ -20,11 +20,29 @@ import (
 	"nimbus/app/secrets"
 	"nimbus/db"
 	"nimbus/db/dbgen"
+	"nimbus/jobs"
 	"nimbus/jobs/saga"
 )
 
+// DefaultOperationsPerTenant is how many of one tenant's operations run at once, on every node
+// together, unless told otherwise: with a node's ten workers, it leaves most of them to the
+// other tenants.
+const DefaultOperationsPerTenant = 4
+
+// operationPlaces bounds how many of one tenant's operations run at once (limit, or
+// DefaultOperationsPerTenant when zero). A zone's system services are deployments of the
+// provider's own tenant, so the provider's work counts as one more tenant.
+func operationPlaces(limit int) jobs.PerTenant {
+	if limit <= 0 {
+		limit = DefaultOperationsPerTenant
+	}
+	return jobs.PerTenant{Scope: "operations", Limit: limit, Wait: 2 * time.Second}
+}
+
 // Worker runs operations. One worker may run many operations at once, each under its own lease
-// on the operation row, so two workers never run the same operation.
+// on the operation row, so two workers never run the same operation; and at most so many of one
+// tenant's at once, on every node together, so that one tenant's long operations never hold
+// every worker (jobs.PerTenant).
 type Worker struct {
 	river.WorkerDefaults[OperationArgs]
 	pool    *pgxpool.Pool
@@ -38,11 +56,21 @@ type Worker struct {
 	beat time.Duration
 	// gate holds operations that need approval; nil lets every one through.
 	gate Gate
+	// places bounds the operations of one tenant running at once.
+	places jobs.PerTenant
 }
 
 // NewWorker returns the operation worker; timeout bounds one operation.
 func NewWorker(pool *pgxpool.Pool, runner *pulumix.Runner, keys *secrets.Keyring, objects objstore.Store, log *slog.Logger, timeout time.Duration) *Worker {
-	return &Worker{pool: pool, runner: runner, keys: keys, objects: objects, log: log, timeout: timeout, beat: 5 * time.Second}
+	return &Worker{pool: pool, runner: runner, keys: keys, objects: objects, log: log, timeout: timeout, beat: 5 * time.Second,
+		places: operationPlaces(0)}
+}
+
+// PerTenant sets how many of one tenant's operations run at once, on every node together; zero
+// keeps DefaultOperationsPerTenant.
+func (w *Worker) PerTenant(n int) *Worker {
+	w.places = operationPlaces(n)
+	return w
 }
 
 // Timeout bounds one run of the job: the operation's own time, then as long again to undo
@@ -50,6 +78,9 @@ func NewWorker(pool *pgxpool.Pool, runner *pulumix.Runner, keys *secrets.Keyring
 func (w *Worker) Timeout(*river.Job[OperationArgs]) time.Duration { return 2*w.timeout + time.Minute }
 
 var errLeaseLost = errors.New("another worker took the operation over")
+
+// errNoPlace says that the operation's tenant runs as many operations as it may at once.
+var errNoPlace = errors.New("the tenant runs its share of operations")
 
 // Work claims the operation, runs its steps (steps.go) and records how it ended.
 func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error {
@@ -72,10 +103,12 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error 
 	// An earlier attempt began it: its engine may have made resources the state does not show.
 	resumed := op.StartedAt != nil
 	lease := uuid.New()
-	op, err = claim(ctx, q, op.ID, lease)
+	op, err = w.take(ctx, op, lease)
 	switch {
 	case errors.Is(err, ErrIllegalMove):
 		return nil // another worker holds it and is alive; the reaper steps in if it dies
+	case errors.Is(err, errNoPlace):
+		return w.places.Snooze() // it waits queued behind its tenant's own, its worker free for others
 	case db.IsUniqueViolation(err):
 		return river.JobSnooze(2 * time.Second) // another operation runs on this deployment
 	case err != nil:
@@ -103,6 +136,39 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error 
 	stopBeats()
 	beats.Wait()
 	return w.settle(ctx, op, lease, result, lastAttempt)
+}
+
+// take claims the operation under lease when its tenant has a place for one more running
+// operation, and says errNoPlace when it has none. Then the operation waits queued: one found
+// running whose worker died goes back to the queue, where it waits for its job like any other
+// rather than showing running, and the reaper leaves it there.
+func (w *Worker) take(ctx context.Context, op dbgen.Operation, lease uuid.UUID) (dbgen.Operation, error) {
+	var (
+		taken dbgen.Operation
+		room  bool
+	)
+	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		q := dbgen.New(tx)
+		tenant, err := q.DeploymentTenant(ctx, op.DeploymentID)
+		if err != nil {
+			return err
+		}
+		room, err = w.places.Room(ctx, q, uuid.NullUUID{UUID: tenant, Valid: true}, func() (int64, error) {
+			return q.CountRunningOperations(ctx, dbgen.CountRunningOperationsParams{TenantID: tenant, ID: op.ID})
+		})
+		if err != nil {
+			return err
+		}
+		if !room {
+			return requeue(ctx, q, op.ID)
+		}
+		taken, err = claim(ctx, q, op.ID, lease)
+		return err
+	})
+	if err == nil && !room {
+		err = errNoPlace
+	}
+	return taken, err
 }
 
 // heartbeat keeps the lease alive and passes a requested cancel on to the run.

@@ -30,6 +30,11 @@ type ExpiryArgs struct{}
 // Kind names the job in River.
 func (ExpiryArgs) Kind() string { return "environment_expiry" }
 
+// InsertOpts puts the job in the housekeeping queue.
+func (ExpiryArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: jobs.HousekeepingQueue}
+}
+
 // ExpirySchedule runs the look every interval (DefaultExpiryCheck when zero).
 func ExpirySchedule(every time.Duration) *river.PeriodicJob {
 	if every <= 0 {

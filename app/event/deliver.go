@@ -25,6 +25,7 @@ import (
 	"nimbus/app/egress"
 	"nimbus/app/secrets"
 	"nimbus/db/dbgen"
+	"nimbus/jobs"
 )
 
 // DeliverArgs sends one event to one subscription.
@@ -35,8 +36,12 @@ type DeliverArgs struct {
 // Kind names the job in River.
 func (DeliverArgs) Kind() string { return "event_delivery" }
 
-// InsertOpts gives a delivery enough attempts to outlast GiveUpAfter; the worker gives up then.
-func (DeliverArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 100} }
+// InsertOpts gives a delivery enough attempts to outlast GiveUpAfter (the worker gives up then),
+// in a queue of its own: a queue full of long operations never holds deliveries up, nor a slow
+// receiver the operations.
+func (DeliverArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: 100, Queue: jobs.DeliveryQueue}
+}
 
 // Delivery's defaults.
 const (

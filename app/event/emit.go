@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"nimbus/db/dbgen"
+	"nimbus/jobs"
 )
 
 // Own is one of Nimbus's own events: what it tells of (Type, such as deployment.succeeded or
@@ -52,6 +53,9 @@ type SweepArgs struct{}
 
 // Kind names the job in River.
 func (SweepArgs) Kind() string { return "event_sweep" }
+
+// InsertOpts puts the sweep with the routing it does.
+func (SweepArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: jobs.EventQueue} }
 
 // SweepEvery is how often the sweep runs: how long one of Nimbus's own events waits, at most,
 // before it is routed and delivered.

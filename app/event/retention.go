@@ -7,6 +7,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"nimbus/db/dbgen"
+	"nimbus/jobs"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -19,6 +20,11 @@ type RetentionArgs struct{}
 
 // Kind names the job in River.
 func (RetentionArgs) Kind() string { return "event_retention" }
+
+// InsertOpts puts the job in the housekeeping queue.
+func (RetentionArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: jobs.HousekeepingQueue}
+}
 
 // RetentionSchedule runs the retention hourly.
 func RetentionSchedule() *river.PeriodicJob {

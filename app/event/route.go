@@ -37,6 +37,10 @@ type RouteArgs struct {
 // Kind names the job in River.
 func (RouteArgs) Kind() string { return "event_route" }
 
+// InsertOpts puts routing in a queue of its own, so that a queue full of long operations never
+// holds up an event.
+func (RouteArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: jobs.EventQueue} }
+
 // Signaller queues a trigger on a stack instance in the caller's transaction; an error that
 // refuse reports true for is a refusal in words (the state does not take it), not a failure.
 type Signaller interface {

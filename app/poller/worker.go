@@ -27,6 +27,9 @@ type Args struct{}
 // Kind names the job in River.
 func (Args) Kind() string { return "cloud_poll" }
 
+// InsertOpts puts the job in the housekeeping queue.
+func (Args) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: jobs.HousekeepingQueue} }
+
 // Schedule polls every interval (DefaultInterval when zero). One job polls every source, each
 // in a transaction of its own: sources come and go at any time, and River's periodic jobs are
 // fixed when the client starts, so a job per source would have to be kept in step with the

@@ -99,6 +99,9 @@ type siteConfig struct {
 	// checkWorkers and checksPerTenant bound the checks running at once, on the node and per
 	// tenant; the defaults when zero.
 	checkWorkers, checksPerTenant int
+	// jobWorkers and operationsPerTenant bound the operations running at once, on the node and
+	// per tenant; the defaults when zero.
+	jobWorkers, operationsPerTenant int
 	// graphParallel bounds the deployments of one graph running at once; the default when zero.
 	graphParallel int
 	// pollInterval is how often the clouds of event sources are polled; the default when zero.
@@ -156,9 +159,9 @@ func newSiteWith(t testing.TB, cfg siteConfig, configure ...func(*server.Deps)) 
 	}
 	runner, _ := pulumix.NewRunner(cfg.toolchain, data, engineEnv, opts...)
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.operationTimeout, ApprovalTTL: cfg.approvalTTL,
-		ChecksPerTenant: cfg.checksPerTenant, GraphParallel: cfg.graphParallel, Cloud: cloud, PollInterval: cfg.pollInterval, Deliveries: cfg.deliveries,
+		ChecksPerTenant: cfg.checksPerTenant, OperationsPerTenant: cfg.operationsPerTenant, GraphParallel: cfg.graphParallel, Cloud: cloud, PollInterval: cfg.pollInterval, Deliveries: cfg.deliveries,
 		ExpiryCheck: cfg.expiryCheck}
-	client, err := jobs.NewClient(w.pool, log, jobs.Config{CheckWorkers: cfg.checkWorkers, Register: server.Workers(w.pool, eng, log), Periodic: server.Periodic(eng)})
+	client, err := jobs.NewClient(w.pool, log, jobs.Config{Workers: cfg.jobWorkers, CheckWorkers: cfg.checkWorkers, Register: server.Workers(w.pool, eng, log), Periodic: server.Periodic(eng)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +170,7 @@ func newSiteWith(t testing.TB, cfg siteConfig, configure ...func(*server.Deps)) 
 	}
 	t.Cleanup(func() { _ = client.Stop(context.Background()) })
 	deps := server.Deps{Pool: w.pool, Log: log, Jobs: client, SessionTTL: time.Hour, Keys: keys, Runner: runner, Objects: objects,
-		Info: system.Info{Version: "test"}, WebhooksPrivate: cfg.deliveries.AllowPrivate}
+		Info: system.Info{Version: "test"}, WebhooksPrivate: cfg.deliveries.AllowPrivate, OperationsPerTenant: cfg.operationsPerTenant}
 	for _, f := range configure {
 		f(&deps)
 	}

@@ -72,6 +72,9 @@ type Deps struct {
 	// ChecksPerMinute is how many component checks one tenant may ask for in a minute;
 	// component.DefaultChecksPerMinute when zero.
 	ChecksPerMinute int
+	// OperationsPerTenant is how many of one tenant's operations the workers run at once (as
+	// Engine.OperationsPerTenant), for the pages that say why an operation waits.
+	OperationsPerTenant int
 	// Keys seals secret parameters of deployments.
 	Keys *secrets.Keyring
 	// Runner exports and restores the states of deployments; nil without a toolchain.
@@ -121,7 +124,8 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	pools := ipam.NewService(d.Pool)
 	environments := environment.NewService(d.Pool)
 	queue := jobs.NewInserter(d.Jobs)
-	deployments := deploy.NewService(d.Pool, d.Keys, queue, d.Runner, d.Objects).Withdrawing(approval.Withdraw)
+	deployments := deploy.NewService(d.Pool, d.Keys, queue, d.Runner, d.Objects).Withdrawing(approval.Withdraw).
+		PerTenant(d.OperationsPerTenant)
 	instances := instance.NewService(d.Pool, deployments, d.Keys, queue)
 	stacks := stack.NewService(d.Pool)
 	provisions := provision.NewService(d.Pool, d.Keys, stacks, instances)
@@ -217,6 +221,9 @@ type Engine struct {
 	// ChecksPerTenant is how many of one tenant's component checks run at once;
 	// component.DefaultChecksPerTenant when zero.
 	ChecksPerTenant int
+	// OperationsPerTenant is how many of one tenant's operations run at once, on every node
+	// together; deploy.DefaultOperationsPerTenant when zero.
+	OperationsPerTenant int
 	// GraphParallel bounds the operations of one graph (a stack instance's slots, an
 	// environment's components) running at once; graph.DefaultParallel when zero.
 	GraphParallel int
@@ -256,7 +263,7 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 	return func(w *river.Workers) {
 		river.AddWorker(w, component.NewCheckWorker(pool, eng.Runner, log.With("component", "checks")).PerTenant(eng.ChecksPerTenant))
 		river.AddWorker(w, deploy.NewWorker(pool, eng.Runner, eng.Keys, eng.Objects, log.With("component", "operations"), eng.OperationTimeout).
-			Gated(approval.NewGate(eng.ApprovalTTL)))
+			Gated(approval.NewGate(eng.ApprovalTTL)).PerTenant(eng.OperationsPerTenant))
 		river.AddWorker(w, approval.NewExpirer(pool, log.With("component", "approvals")))
 		river.AddWorker(w, deploy.NewReaper(pool))
 		river.AddWorker(w, deploy.NewDriftScanner(pool))

@@ -174,23 +174,6 @@ func (q *Queries) LatestCheck(ctx context.Context, componentID uuid.UUID) (Compo
 	return i, err
 }
 
-const lockCheckTenant = `-- name: LockCheckTenant :exec
-SELECT pg_advisory_xact_lock(hashtextextended('nimbus.checks.' || $1::text || ':' ||
-    coalesce($2::uuid::text, 'provider'), 0))
-`
-
-type LockCheckTenantParams struct {
-	Kind     string        `json:"kind"`
-	TenantID uuid.NullUUID `json:"tenant_id"`
-}
-
-// Serialises the callers that count and then add to one tenant's checks, for the rest of the
-// transaction, across every replica. kind keeps the request limit and the run limit apart.
-func (q *Queries) LockCheckTenant(ctx context.Context, arg LockCheckTenantParams) error {
-	_, err := q.db.Exec(ctx, lockCheckTenant, arg.Kind, arg.TenantID)
-	return err
-}
-
 const recentChecks = `-- name: RecentChecks :one
 SELECT count(*) AS n,
     coalesce(extract(epoch FROM min(ch.created_at) + make_interval(secs => $1::float8) - now()), 0)::float8 AS frees_in

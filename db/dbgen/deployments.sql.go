@@ -87,6 +87,27 @@ func (q *Queries) CountOperationLogs(ctx context.Context, operationID uuid.UUID)
 	return count, err
 }
 
+const countRunningOperations = `-- name: CountRunningOperations :one
+SELECT count(*) FROM operations o JOIN deployed_components d ON d.id = o.deployment_id
+WHERE d.tenant_id = $1 AND o.status = 'running'
+  AND o.heartbeat_at >= now() - interval '1 minute' AND o.id <> $2
+`
+
+type CountRunningOperationsParams struct {
+	TenantID uuid.UUID `json:"tenant_id"`
+	ID       uuid.UUID `json:"id"`
+}
+
+// The tenant's operations running now, on every node, leaving out one (the caller's own, when it
+// takes over an operation whose worker died) and those whose worker stopped beating: they were
+// lost with their node, and wait for a place again like any other.
+func (q *Queries) CountRunningOperations(ctx context.Context, arg CountRunningOperationsParams) (int64, error) {
+	row := q.db.QueryRow(ctx, countRunningOperations, arg.TenantID, arg.ID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const createDeployment = `-- name: CreateDeployment :one
 INSERT INTO deployed_components (id, tenant_id, environment_id, component_id, version, name, parameters,
     secret_parameters, secret_key_id, project, stack, state_location, created_by, template_component_id,
@@ -160,6 +181,17 @@ func (q *Queries) CreateDeployment(ctx context.Context, arg CreateDeploymentPara
 		&i.Drift,
 	)
 	return i, err
+}
+
+const deploymentTenant = `-- name: DeploymentTenant :one
+SELECT tenant_id FROM deployed_components WHERE id = $1
+`
+
+func (q *Queries) DeploymentTenant(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, deploymentTenant, id)
+	var tenant_id uuid.UUID
+	err := row.Scan(&tenant_id)
+	return tenant_id, err
 }
 
 const engineEverRan = `-- name: EngineEverRan :one

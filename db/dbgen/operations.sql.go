@@ -389,6 +389,21 @@ func (q *Queries) RequestOperationCancel(ctx context.Context, id uuid.UUID) (int
 	return result.RowsAffected(), nil
 }
 
+const requeueStaleOperation = `-- name: RequeueStaleOperation :execrows
+UPDATE operations SET status = 'queued', lease = NULL, updated_at = now()
+WHERE id = $1 AND status = 'running' AND heartbeat_at < now() - interval '1 minute'
+`
+
+// Sends a running operation whose worker stopped beating back to the queue, to wait there for a
+// place among its tenant's operations; one whose worker is alive is let be.
+func (q *Queries) RequeueStaleOperation(ctx context.Context, id uuid.UUID) (int64, error) {
+	result, err := q.db.Exec(ctx, requeueStaleOperation, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const resumeOperation = `-- name: ResumeOperation :execrows
 UPDATE operations SET status = 'queued', updated_at = now() WHERE id = $1 AND status = 'awaiting_approval'
 `

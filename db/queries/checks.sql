@@ -34,12 +34,6 @@ SELECT * FROM component_checks WHERE component_id = $1 ORDER BY created_at DESC 
 SELECT c.tenant_id FROM component_checks ch JOIN components c ON c.id = ch.component_id
 WHERE ch.id = $1 AND ch.status IN ('queued', 'running');
 
--- name: LockCheckTenant :exec
--- Serialises the callers that count and then add to one tenant's checks, for the rest of the
--- transaction, across every replica. kind keeps the request limit and the run limit apart.
-SELECT pg_advisory_xact_lock(hashtextextended('nimbus.checks.' || sqlc.arg(kind)::text || ':' ||
-    coalesce(sqlc.narg(tenant_id)::uuid::text, 'provider'), 0));
-
 -- name: CountRunningChecks :one
 -- The tenant's checks running now, leaving out one (the caller's own, on a retry) and those
 -- that started more than stale_secs ago: a check that outran its timeout was lost with its node.

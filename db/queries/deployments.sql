@@ -120,6 +120,17 @@ SELECT count(*) FROM operations o
 WHERE o.deployment_id = sqlc.arg(deployment_id) AND o.status IN ('queued', 'running', 'awaiting_approval')
   AND (o.created_at, o.id) < (sqlc.arg(created_at)::timestamptz, sqlc.arg(id)::uuid);
 
+-- name: DeploymentTenant :one
+SELECT tenant_id FROM deployed_components WHERE id = $1;
+
+-- name: CountRunningOperations :one
+-- The tenant's operations running now, on every node, leaving out one (the caller's own, when it
+-- takes over an operation whose worker died) and those whose worker stopped beating: they were
+-- lost with their node, and wait for a place again like any other.
+SELECT count(*) FROM operations o JOIN deployed_components d ON d.id = o.deployment_id
+WHERE d.tenant_id = sqlc.arg(tenant_id) AND o.status = 'running'
+  AND o.heartbeat_at >= now() - interval '1 minute' AND o.id <> sqlc.arg(id);
+
 -- name: PendingOperation :one
 -- Whether an operation of the kind is already waiting or running on the deployment.
 SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind = $2 AND status IN ('queued', 'running', 'awaiting_approval'));

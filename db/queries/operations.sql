@@ -40,6 +40,12 @@ UPDATE operations SET log_truncated = true WHERE id = $1;
 -- Hands a running operation back to the queue for its job's next attempt.
 UPDATE operations SET status = 'queued', lease = NULL, updated_at = now() WHERE id = $1 AND lease = $2 AND status = 'running';
 
+-- name: RequeueStaleOperation :execrows
+-- Sends a running operation whose worker stopped beating back to the queue, to wait there for a
+-- place among its tenant's operations; one whose worker is alive is let be.
+UPDATE operations SET status = 'queued', lease = NULL, updated_at = now()
+WHERE id = $1 AND status = 'running' AND heartbeat_at < now() - interval '1 minute';
+
 -- name: ParkOperation :execrows
 -- An operation waiting for approval gives up its lease and keeps its deployment's active slot;
 -- its job ends, and approving queues it again. One whose cancel was asked for is not parked.
