@@ -363,6 +363,9 @@ func (n noDirs) Open(name string) (fs.File, error) {
 	return f, nil
 }
 
+// requestLog logs each request with its status and how long it took. One the client abandoned
+// (a page left before it loaded, a closed connection) is logged as such, with status 499 and
+// what it was doing when the client left, rather than as a server error.
 func requestLog(log *slog.Logger) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -371,13 +374,17 @@ func requestLog(log *slog.Logger) echo.MiddlewareFunc {
 			if strings.HasPrefix(c.Request().URL.Path, "/static/") {
 				return err
 			}
-			status := c.Response().Status
-			if err != nil {
-				status = web.Status(err)
+			msg, status := "request", c.Response().Status
+			attrs := []slog.Attr{slog.String("method", c.Request().Method), slog.String("path", c.Request().URL.Path)}
+			switch {
+			case web.Abandoned(c, err):
+				msg, status = "request abandoned by the client", web.StatusClientClosedRequest
+				attrs = append(attrs, slog.String("err", err.Error()))
+			case err != nil:
+				status = web.Status(c, err)
 			}
-			log.LogAttrs(c.Request().Context(), slog.LevelDebug, "request",
-				slog.String("method", c.Request().Method), slog.String("path", c.Request().URL.Path),
-				slog.Int("status", status), slog.Duration("took", time.Since(start)))
+			attrs = append(attrs, slog.Int("status", status), slog.Duration("took", time.Since(start)))
+			log.LogAttrs(c.Request().Context(), slog.LevelDebug, msg, attrs...)
 			return err
 		}
 	}

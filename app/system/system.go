@@ -175,7 +175,8 @@ func NewMetrics(pool *pgxpool.Pool) *Metrics {
 }
 
 // Middleware observes each request's latency under its route pattern, not its raw path, so
-// IDs do not explode the label set.
+// IDs do not explode the label set. A request its client abandoned counts under 4xx (499), not
+// as a server error.
 func (m *Metrics) Middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
@@ -186,7 +187,7 @@ func (m *Metrics) Middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		code := c.Response().Status
 		if err != nil {
-			code = web.Status(err)
+			code = web.Status(c, err)
 		}
 		m.latency.WithLabelValues(c.Request().Method, route, fmt.Sprintf("%dxx", code/100)).Observe(time.Since(start).Seconds())
 		return err

@@ -93,7 +93,9 @@ type apiError struct {
 // generic 500 without details.
 func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
-		if c.Response().Committed {
+		// A client that went away has no one left to read an answer, and its leaving is no
+		// fault of ours: the request logger records it as abandoned.
+		if c.Response().Committed || Abandoned(c, err) {
 			return
 		}
 		status, body := classify(err)
@@ -152,8 +154,25 @@ func htmxCurrentPage(c echo.Context) string {
 	return u.RequestURI()
 }
 
-// Status is the HTTP status ErrorHandler answers err with, for logs and metrics.
-func Status(err error) int {
+// StatusClientClosedRequest is the status logs and metrics give a request its client abandoned
+// before the answer, as nginx does: the browser navigated away or closed the connection.
+// Nothing is sent, since no one is left to read it.
+const StatusClientClosedRequest = 499
+
+// Abandoned says whether the handler's err comes of the client going away mid-request: its
+// request's context was cancelled, which the HTTP server does when the connection closes. Any
+// error then (a query cut short, a write to a closed connection) is the leaving's consequence,
+// not a failure of the server.
+func Abandoned(c echo.Context, err error) bool {
+	return err != nil && errors.Is(c.Request().Context().Err(), context.Canceled)
+}
+
+// Status is the HTTP status ErrorHandler answers err with, for logs and metrics; a request its
+// client abandoned is StatusClientClosedRequest, whatever the error.
+func Status(c echo.Context, err error) int {
+	if Abandoned(c, err) {
+		return StatusClientClosedRequest
+	}
 	status, _ := classify(err)
 	return status
 }
