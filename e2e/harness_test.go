@@ -465,18 +465,33 @@ func (a *app) token(t *testing.T, email string) string {
 	return tok.Secret
 }
 
-// reloadUntil opens path again and again until js holds on it, for pages that do not follow
-// a change made elsewhere, and fails once the budget is spent.
+// reloadPace is the least time from one load of a page reloadUntil watches to the next.
+const reloadPace = 2 * time.Second
+
+// reloadUntil waits until js holds on path, for pages that do not follow a change made
+// elsewhere, and fails once the budget is spent. It opens path and lets the page finish loading,
+// however long a busy machine takes; it watches js there until reloadPace has passed since the
+// load began, and only then opens path again. The server sees one load every reloadPace or
+// slower, never a storm of loads each cut short by the next before its page could show anything.
 func (s *session) reloadUntil(path, js string, budget time.Duration) {
 	s.t.Helper()
-	if !pollUntil(budget, func() bool {
-		s.open(path)
-		if eval[bool](s, js) {
-			return true
+	ctx, cancel := context.WithTimeout(s.ctx, budget)
+	defer cancel()
+	var err error
+	for {
+		began := time.Now()
+		if _, err = chromedp.Run(ctx, chromedp.NavigateResponse(s.base+path)); err == nil {
+			// Evaluated at least once, however late the load ended.
+			watch := max(time.Until(began.Add(reloadPace)), time.Millisecond)
+			if err = chromedp.Do(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(watch))); err == nil {
+				return
+			}
 		}
-		time.Sleep(500 * time.Millisecond)
-		return false
-	}) {
-		s.t.Fatalf("%s never showed %s", path, js)
+		// A load that failed at once waits out the pace as well.
+		select {
+		case <-ctx.Done():
+			s.t.Fatalf("%s never showed %s within %s: %v", path, js, budget, err)
+		case <-time.After(time.Until(began.Add(reloadPace))):
+		}
 	}
 }

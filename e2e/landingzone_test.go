@@ -149,14 +149,14 @@ func TestBrowser_LandingZoneEnvironmentLifecycle(t *testing.T) {
 	lead.fill(`[data-testid="destroy-form"] input[name="confirm"]`, name)
 	lead.submitButton(`[data-testid="destroy-form"] button`)
 	lead.across(`document.querySelector('[data-testid="operation-live"]')?.dataset.status === 'awaiting_approval'`, 60*time.Second)
-	approveAll(t, ops, 1)
+	approveAll(t, a, ops, 1)
 	lead.waitOperation("succeeded")
 	phase("destroy approved")
 
 	lead.open(envPage)
 	lead.fill("#f-confirm", "dev")
 	lead.submit(`[data-testid="decommission-form"]`)
-	approveAll(t, ops, 1)
+	approveAll(t, a, ops, 1)
 	lead.across(`document.querySelector('[data-testid="environment-status"]')?.textContent === 'decommissioned'`, 120*time.Second)
 	if got := lead.rows("environment-addresses"); len(got) != 1 || !strings.Contains(got[0][0], "None") {
 		t.Fatalf("addresses after decommissioning: %v", got)
@@ -178,13 +178,35 @@ func TestBrowser_LandingZoneEnvironmentLifecycle(t *testing.T) {
 	}
 }
 
-// approveAll waits until n approval requests wait for the session's user, and approves each.
-func approveAll(t *testing.T, s *session, n int) {
+// approveAll approves, on their pages, n approval requests that wait for the session's user.
+// A request opens only once its operation's preview has ended, which on a busy machine is a
+// while after whatever asked for it: the wait asks the API, as a script would, until one waits
+// for the user, so that a failure tells a request that never came from a page that hides it.
+func approveAll(t *testing.T, a *app, s *session, n int) {
 	t.Helper()
+	approver := s.text(`[data-testid="whoami"]`)
+	token := a.token(t, approver)
+	type request struct {
+		Kind       string `json:"kind"`
+		Deployment string `json:"deployment"`
+		CanDecide  bool   `json:"can_decide"`
+	}
+	const link = `[data-testid="approvals-waiting"] tbody a`
 	for range n {
+		var pending struct {
+			Approvals []request `json:"approvals"`
+		}
+		if !pollUntil(engineWait, func() bool {
+			apiGet(t, a.url+"/api/v1/approvals?status=pending", token, &pending)
+			return slices.ContainsFunc(pending.Approvals, func(r request) bool { return r.CanDecide })
+		}) {
+			t.Fatalf("no approval request waits for %s after %s; pending: %+v", approver, engineWait, pending.Approvals)
+		}
 		s.open("/approvals")
-		s.across(`document.querySelector('[data-testid="approvals-waiting"] tbody a') !== null || (location.reload(), false)`, 60*time.Second)
-		s.click(`[data-testid="approvals-waiting"] tbody a`)
+		if !s.exists(link) {
+			t.Fatalf("the API has %+v waiting for %s, and the approvals page lists %q", pending.Approvals, approver, s.rows("approvals-waiting"))
+		}
+		s.click(link)
 		s.across(`location.pathname.startsWith('/approvals/') && document.readyState === 'complete'`, time.Minute)
 		s.fill("#f-comment", "approved in the test")
 		if status := s.submit(`[data-testid="decide-form"]`); status != 200 {
