@@ -175,13 +175,20 @@ variables:
 				"component_id": s.ofA.ID, "environment_id": env.ID, "name": "prober", "parameters": map[string]any{"name": "prober"}})
 			wantStatus(t, r, http.StatusAccepted)
 			op := s.waitOperation(t, user, r.json(t)["operation"].(map[string]any)["id"].(string))
-			logs := string(s.call(t, "GET", "/api/v1/operations/"+op["id"].(string)+"/logs", user, nil).body)
+			var logLines struct{ Lines []struct{ Line string } }
+			must(t, json.Unmarshal(s.call(t, "GET", "/api/v1/operations/"+op["id"].(string)+"/logs", user, nil).body, &logLines))
+			var text []string
+			for _, l := range logLines.Lines {
+				text = append(text, l.Line)
+			}
+			logs := strings.Join(text, "\n")
 			t.Logf("check: %s\ndeploy: %s", checked, logs)
 			for _, said := range []string{checked, logs} {
 				if !strings.Contains(said, "probe found:") {
 					t.Fatalf("the probe said nothing:\n%s", said)
 				}
-				for _, what := range []string{"exec /bin/sh -c id", "connect " + nimbus, "write " + planted} {
+				// The engine's words name no server path: the data directory is <data-dir>.
+				for _, what := range []string{"exec /bin/sh -c id", "connect " + nimbus, "write " + strings.Replace(planted, s.data, "<data-dir>", 1)} {
 					refused := strings.Contains(said, what+": refused: ")
 					if refused != (mode != sandbox.Off) {
 						t.Errorf("%s: %q refused %v:\n%s", mode, what, refused, said)

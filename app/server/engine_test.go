@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,9 +14,10 @@ import (
 	"nimbus/app/environment"
 )
 
-// countingToolchain is the toolchain with its CLI behind a script that notes each run's
-// arguments in the simulated cloud's directory (the one place every engine may write) before
-// running the real one: engine processes counted from outside Nimbus.
+// countingToolchain is the toolchain with its CLI behind a stand-in (testdata/countcli, built
+// static as the engine's sandbox wants) that notes each run's arguments in the simulated
+// cloud's directory before it becomes the real one: engine processes counted from outside
+// Nimbus.
 func countingToolchain(t *testing.T) string {
 	t.Helper()
 	real := os.Getenv("NIMBUS_PULUMI_DIR")
@@ -26,17 +28,19 @@ func countingToolchain(t *testing.T) string {
 	entries, err := os.ReadDir(real)
 	must(t, err)
 	for _, e := range entries {
-		if e.Name() == "pulumi" {
-			continue
+		name := e.Name()
+		if name == "pulumi" {
+			name = "pulumi-language-counted"
 		}
 		target, err := filepath.EvalSymlinks(filepath.Join(real, e.Name()))
 		must(t, err)
-		must(t, os.Symlink(target, filepath.Join(dir, e.Name())))
+		must(t, os.Symlink(target, filepath.Join(dir, name)))
 	}
-	cli, err := filepath.EvalSymlinks(filepath.Join(real, "pulumi"))
-	must(t, err)
-	script := fmt.Sprintf("#!/bin/sh\n[ -n \"$SIMCLOUD_DIR\" ] && echo \"$*\" >> \"$SIMCLOUD_DIR/engine-runs\"\nexec %s \"$@\"\n", cli)
-	must(t, os.WriteFile(filepath.Join(dir, "pulumi"), []byte(script), 0o755))
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "pulumi"), "./testdata/countcli")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the counting CLI: %v\n%s", err, out)
+	}
 	return dir
 }
 
