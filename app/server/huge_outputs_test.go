@@ -70,7 +70,7 @@ func TestAPI_EngineOutputNamesNoServerPath(t *testing.T) {
 	admin, user := s.token(t, s.adminA), s.token(t, s.userA)
 	r := s.call(t, "POST", "/api/v1/components", admin, map[string]any{
 		"name": "paths", "provider": "simcloud", "semantic_type": "VirtualMachine", "language": "yaml", "tenant_id": s.a.ID,
-		"code": "name: paths\nruntime: yaml\nconfig:\n  name:\n    type: string\nresources:\n  net:\n    type: simcloud:index:Network\n    properties:\n      name: ${name}\n      cidr: 10.0.0.0/24\noutputs:\n  cwd: ${pulumi.cwd}\n",
+		"code":          "name: paths\nruntime: yaml\nconfig:\n  name:\n    type: string\nresources:\n  net:\n    type: simcloud:index:Network\n    properties:\n      name: ${name}\n      cidr: 10.0.0.0/24\noutputs:\n  cwd: ${pulumi.cwd}\n",
 		"input_schema":  json.RawMessage(`{"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}`),
 		"output_schema": json.RawMessage(`{"type": "object", "properties": {"cwd": {"type": "string"}}}`)})
 	wantStatus(t, r, http.StatusCreated)
