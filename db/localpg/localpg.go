@@ -62,6 +62,7 @@ type Server struct {
 	users     *os.File
 	log       *slog.Logger
 	settings  map[string]string // Options.Settings, for a restart
+	password  string            // the superuser's (see password.go)
 }
 
 // Start makes sure the cluster in opts.Dir exists and runs, creating it on first use.
@@ -100,6 +101,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.users = users
 	err = s.withStartLock(ctx, func() error {
+		if s.password, err = s.loadPassword(); err != nil {
+			return err
+		}
 		if err := s.ensureRunning(ctx, s.settings); err != nil {
 			return err
 		}
@@ -114,7 +118,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 
 // URL is a connection string for the given database of the cluster.
 func (s *Server) URL(database string) string {
-	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", connValue(s.socketDir), port, superuser, connValue(database))
+	return fmt.Sprintf("host=%s port=%d user=%s password=%s dbname=%s sslmode=disable", connValue(s.socketDir), port, superuser, connValue(s.password), connValue(database))
 }
 
 // connValue quotes a keyword/value connection string value when it needs it: the socket
@@ -174,6 +178,9 @@ func (s *Server) ensureRunning(ctx context.Context, settings map[string]string) 
 		return err
 	}
 	if err := s.writeSettings(settings); err != nil {
+		return err
+	}
+	if err := s.closeTrust(ctx); err != nil {
 		return err
 	}
 	// Settings go through a file, never pg_ctl -o: pg_ctl pastes its options into a /bin/sh
@@ -298,12 +305,26 @@ func (s *Server) initdb(ctx context.Context) error {
 		return err
 	}
 	started := time.Now()
-	// Only the Unix socket is open, and its directory is private to the server's account.
+	// Only the Unix socket is open, its directory is private to the server's account, and it
+	// asks every connection for the password (see password.go).
 	// The data directory is relative to the command's working directory (s.dir), as for pg_ctl
 	// start, so its path never reaches a shell command line.
-	out, err := s.command(ctx, "initdb", "-D", filepath.Base(tmp), "-U", superuser, "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-instructions").CombinedOutput()
+	pw, err := s.pwfile()
+	if err != nil {
+		return fmt.Errorf("initdb: %w", err)
+	}
+	out, err := s.command(ctx, "initdb", "-D", filepath.Base(tmp), "-U", superuser, "--auth=scram-sha-256", "--pwfile="+filepath.Base(pw),
+		"-E", "UTF8", "--locale=C.UTF-8", "--no-instructions").CombinedOutput()
+	os.Remove(pw)
 	if err != nil {
 		return fmt.Errorf("initdb: %v: %s", err, bytes.TrimSpace(out))
+	}
+	// Nimbus's own pg_hba.conf, so that the first start need not set the password again.
+	if err := os.WriteFile(filepath.Join(tmp, "pg_hba.conf"), []byte(hbaConf), 0o600); err != nil {
+		return fmt.Errorf("write pg_hba.conf: %w", err)
+	}
+	if err := s.chown(filepath.Join(tmp, "pg_hba.conf")); err != nil {
+		return err
 	}
 	// Renamed only when complete, so a crash during initdb never leaves a cluster that looks whole.
 	if err := os.Rename(tmp, s.pgdata); err != nil {

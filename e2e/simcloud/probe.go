@@ -29,6 +29,9 @@ func (p *simcloud) probe(args resource.PropertyMap) (resource.PropertyMap, error
 	if cmd := args["exec"]; cmd.IsString() && cmd.StringValue() != "" {
 		fields := strings.Fields(cmd.StringValue())
 		out, err := exec.Command(fields[0], fields[1:]...).CombinedOutput()
+		if err != nil && len(out) > 0 {
+			err = fmt.Errorf("%w: %s", err, strings.Join(strings.Fields(string(out)), " "))
+		}
 		said = append(said, told("exec "+cmd.StringValue(), strings.TrimSpace(string(out)), err))
 	}
 	if addr := args["connect"]; addr.IsString() && addr.StringValue() != "" {
