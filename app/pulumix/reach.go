@@ -40,24 +40,43 @@ func toolchainPrograms(dirs []string) []string {
 	return out
 }
 
-// dynamic returns the first of programs that needs a dynamic loader: the sandbox lets the
+// linkedDynamically reports whether program needs a dynamic loader: the sandbox lets the
 // engine execute its own binaries only, and the loader can run any file it may read, so the
 // loader is not among them and such a program cannot start.
-func dynamic(programs []string) string {
-	for _, p := range programs {
-		f, err := elf.Open(p)
-		if err != nil {
-			continue // not ELF (a script): it fails on its interpreter, with its own words
-		}
-		for _, prog := range f.Progs {
-			if prog.Type == elf.PT_INTERP {
-				f.Close()
-				return p
-			}
-		}
-		f.Close()
+func linkedDynamically(program string) bool {
+	f, err := elf.Open(program)
+	if err != nil {
+		return false // not ELF (a script): it fails on its interpreter, with its own words
 	}
-	return ""
+	defer f.Close()
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			return true
+		}
+	}
+	return false
+}
+
+// runnable keeps of programs those the confined engine can start. The CLI or a language host
+// that cannot start leaves no engine at all, an error; a provider plugin that cannot is left
+// out, said in the log, and only its deployments fail.
+func (r *Runner) runnable(programs []string) ([]string, error) {
+	if !r.cli.sandbox.Confined() {
+		return programs, nil
+	}
+	var out []string
+	for _, p := range programs {
+		switch {
+		case !linkedDynamically(p):
+			out = append(out, p)
+		case strings.HasPrefix(filepath.Base(p), "pulumi-resource-"):
+			r.log.Error("a provider plugin is linked dynamically, and the engine's sandbox executes only static binaries: its deployments will fail; build it with CGO_ENABLED=0",
+				"plugin", p)
+		default:
+			return nil, fmt.Errorf("%s is linked dynamically, and the engine's sandbox lets it execute only the toolchain's own static binaries: build it with CGO_ENABLED=0 (or, for diagnosis only, set NIMBUS_SANDBOX=off)", p)
+		}
+	}
+	return out, nil
 }
 
 // WithClosedPorts keeps engine processes from connecting to these TCP ports even where they

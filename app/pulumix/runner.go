@@ -77,11 +77,10 @@ func NewRunner(toolchainDir, dataDir string, extraEnv map[string]string, opts ..
 	base := sandbox.System()
 	programs := programDirs(bin)
 	base.Read = append(base.Read, programs...)
-	base.Exec = toolchainPrograms(programs)
 	r.cli.sandbox = sandbox.New(r.mode, base)
 	r.cli.sandbox.Account = account
-	if p := dynamic(base.Exec); p != "" && r.cli.sandbox.Confined() {
-		return nil, fmt.Errorf("%s is linked dynamically, and the engine's sandbox lets it execute only the toolchain's own static binaries: build it with CGO_ENABLED=0 (or, for diagnosis only, set NIMBUS_SANDBOX=off)", p)
+	if r.cli.sandbox.Base.Exec, err = r.runnable(toolchainPrograms(programs)); err != nil {
+		return nil, err
 	}
 	own := append([]string{r.workDir(), r.stateDir(), filepath.Join(r.data, "stacks")}, r.clouds...)
 	for _, d := range own {
