@@ -3,6 +3,7 @@ package e2e
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"nimbus/app/objstore"
 	"nimbus/app/objstore/s3test"
 	"nimbus/db/localpg"
 )
@@ -71,6 +73,19 @@ func TestReplicas_OneKilledMidUpTheOtherFinishes(t *testing.T) {
 	if !pollUntil(2*time.Minute, func() bool { return disksMade(t, first, token) == 1 }) {
 		t.Fatal("the up never began")
 	}
+	// The engine's checkpoint reaches the bucket while the up runs, not only when it ends: the
+	// disk is recorded there before the machine's slow create is over. (A replica that dies
+	// within the mirror's 100 ms of a step loses that step's record, as the README says.)
+	bucket, err := objstore.NewS3(t.Context(), s3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pollUntil(time.Minute, func() bool { return recorded(t, bucket, "simcloud:index:Disk") }) {
+		t.Fatal("the bucket never held the disk while the up ran")
+	}
+	if recorded(t, bucket, "simcloud:index:Machine") {
+		t.Fatal("the machine was made before the kill: the test kills too late to mean anything")
+	}
 	victim, victimData, exited, survivor, logs := a, dataA, exitedA, second, logsB
 	if runsOn(t, dataB) {
 		victim, victimData, exited, survivor, logs = b, dataB, exitedB, first, logsA
@@ -94,6 +109,40 @@ func TestReplicas_OneKilledMidUpTheOtherFinishes(t *testing.T) {
 	if len(machines) != 1 || len(disks) != 1 {
 		t.Fatalf("after the kill: %d machines and %d disks, want one of each", len(machines), len(disks))
 	}
+}
+
+// recorded reports whether a stack's state in the bucket holds a resource of the type made (a
+// pending operation on one does not count).
+func recorded(t *testing.T, bucket *objstore.S3, typ string) bool {
+	t.Helper()
+	keys, err := bucket.List(t.Context(), ".pulumi/stacks/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		rc, err := bucket.Get(t.Context(), k)
+		if err != nil {
+			continue
+		}
+		var chk struct {
+			Checkpoint struct {
+				Latest *struct {
+					Resources []struct{ Type string } `json:"resources"`
+				} `json:"latest"`
+			} `json:"checkpoint"`
+		}
+		err = json.NewDecoder(rc).Decode(&chk)
+		rc.Close()
+		if err != nil || chk.Checkpoint.Latest == nil {
+			continue
+		}
+		for _, r := range chk.Checkpoint.Latest.Resources {
+			if r.Type == typ {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // runsOn reports whether an engine process works in a stack directory of data.
