@@ -63,6 +63,9 @@ type Server struct {
 	log       *slog.Logger
 	settings  map[string]string // Options.Settings, for a restart
 	password  string            // the superuser's (see password.go)
+	// resetPassword says the password was made for a cluster that exists already, so it must
+	// be set in the cluster before its server starts.
+	resetPassword bool
 }
 
 // Start makes sure the cluster in opts.Dir exists and runs, creating it on first use.
@@ -101,7 +104,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.users = users
 	err = s.withStartLock(ctx, func() error {
-		if s.password, err = s.loadPassword(); err != nil {
+		if err := s.loadPassword(); err != nil {
 			return err
 		}
 		if err := s.ensureRunning(ctx, s.settings); err != nil {
@@ -116,9 +119,14 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// URL is a connection string for the given database of the cluster.
+// URL is a connection string for the given database of the cluster. It holds the cluster's
+// password: hand it to a pool, never to a log, a command line or an error message.
+//
+// It requires scram-sha-256: a client then never sends the password, or anything that stands
+// for it, to whatever answers on the socket, and refuses a server that asks for none.
 func (s *Server) URL(database string) string {
-	return fmt.Sprintf("host=%s port=%d user=%s password=%s dbname=%s sslmode=disable", connValue(s.socketDir), port, superuser, connValue(s.password), connValue(database))
+	return fmt.Sprintf("host=%s port=%d user=%s password=%s dbname=%s sslmode=disable require_auth=scram-sha-256",
+		connValue(s.socketDir), port, superuser, connValue(s.password), connValue(database))
 }
 
 // connValue quotes a keyword/value connection string value when it needs it: the socket
@@ -201,8 +209,8 @@ const settingsFile = "postgresql.nimbus.conf"
 
 // includeSettings is the line that makes postgresql.conf read settingsFile. A relative include
 // is resolved against postgresql.conf's directory. It is a plain include, not include_if_exists:
-// without the file the server would listen on localhost TCP with trust authentication, so a
-// missing file must stop it from starting.
+// without the file the server would listen on localhost TCP and put its socket in a shared
+// directory, so a missing file must stop it from starting.
 const includeSettings = "include = '" + settingsFile + "'"
 
 // settingName is what a setting's name may look like (custom settings have a dotted prefix);
@@ -251,6 +259,10 @@ func (s *Server) writeSettings(settings map[string]string) error {
 	return nil
 }
 
+// reserved are settings the caller may not give: they would make the server read who may
+// connect from a file other than the pg_hba.conf Nimbus writes at every start.
+var reserved = map[string]bool{"hba_file": true, "ident_file": true, "config_file": true, "data_directory": true}
+
 // settingsConf renders the server's settings in postgresql.conf syntax: the defaults that keep
 // it on the private socket, overridden by the caller's settings.
 func settingsConf(socketDir string, settings map[string]string) (string, error) {
@@ -264,6 +276,9 @@ func settingsConf(socketDir string, settings map[string]string) (string, error) 
 	for k, v := range settings {
 		if !settingName.MatchString(k) {
 			return "", fmt.Errorf("postgres setting %q: not a valid setting name", k)
+		}
+		if reserved[strings.ToLower(k)] {
+			return "", fmt.Errorf("postgres setting %s: Nimbus decides it, so that no connection is trusted", k)
 		}
 		if strings.ContainsRune(v, 0) {
 			return "", fmt.Errorf("postgres setting %s: value holds a NUL byte", k)

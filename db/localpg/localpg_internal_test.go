@@ -150,22 +150,24 @@ func TestSettingsConf_QuotesValuesAndRejectsBadNames(t *testing.T) {
 			t.Errorf("settings lack %q:\n%s", want, conf)
 		}
 	}
-	for _, bad := range []string{"work_mem = '1GB'\nshared_preload_libraries", "", "a b", "1x"} {
+	for _, bad := range []string{"work_mem = '1GB'\nshared_preload_libraries", "", "a b", "1x", "hba_file", "HBA_File", "ident_file", "config_file"} {
 		if _, err := settingsConf("/run", map[string]string{bad: "x"}); err == nil {
 			t.Errorf("setting name %q accepted", bad)
 		}
 	}
 }
 
-func TestURL_QuotesSocketDirectory(t *testing.T) {
+func TestURL_QuotesSocketDirectoryAndPassword(t *testing.T) {
 	for _, dir := range []string{"/tmp/plain/run", `/tmp/it's a \dir/run`} {
-		s := &Server{socketDir: dir}
+		// A password an operator wrote back into the file may hold anything but a line break.
+		const password = `pa ss'wo\rd`
+		s := &Server{socketDir: dir, password: password}
 		cfg, err := pgconn.ParseConfig(s.URL(DatabaseName))
 		if err != nil {
 			t.Fatalf("%s: %v", dir, err)
 		}
-		if cfg.Host != dir || cfg.Database != DatabaseName || cfg.User != superuser {
-			t.Errorf("%s: parsed host %q database %q user %q", dir, cfg.Host, cfg.Database, cfg.User)
+		if cfg.Host != dir || cfg.Database != DatabaseName || cfg.User != superuser || cfg.Password != password {
+			t.Errorf("%s: parsed host %q database %q user %q password %q", dir, cfg.Host, cfg.Database, cfg.User, cfg.Password)
 		}
 	}
 }

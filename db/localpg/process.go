@@ -98,7 +98,8 @@ func (s *Server) stop() error {
 }
 
 // prepareSocketDir creates the socket directory and makes sure it is a directory private to the
-// server's account: whoever owns it controls the socket, through which connections are trusted.
+// server's account: whoever owns it could put a socket of their own there and pose as the
+// database (the password stays theirs to guess: connections require scram-sha-256).
 // The fallback in the temp dir has a predictable name, so another local user could have created
 // it (or a symlink by that name) first; MkdirAll accepts either without a word.
 func (s *Server) prepareSocketDir() error {
@@ -227,9 +228,9 @@ func pgMajor(path string) int {
 var lookupUser = user.Lookup
 
 // unprivileged returns the account the server runs as when Nimbus runs as root (postgres refuses
-// to run as root): the named one, else postgres. Connections on the socket are trusted, and any
-// process of the server's account can use the socket, so the account must be dedicated to it:
-// a shared one such as nobody would make every process running as nobody a database superuser.
+// to run as root): the named one, else postgres. Every process of the server's account can read
+// the cluster's files, so the account must be dedicated to it: a shared one such as nobody
+// would let every process running as nobody read the whole database.
 func unprivileged(name string) (*syscall.Credential, string, error) {
 	chosen := name != ""
 	if !chosen {
