@@ -43,15 +43,6 @@ func NewPorts(ports ...uint16) *Ports {
 	return &Ports{list: list, key: key.String()}
 }
 
-// Contains reports whether port is in the set.
-func (p *Ports) Contains(port uint16) bool {
-	_, ok := slices.BinarySearch(p.list, port)
-	return ok
-}
-
-// Len is how many ports the set holds.
-func (p *Ports) Len() int { return len(p.list) }
-
 // EphemeralRange is the range of local ports the kernel picks from for a listener that asks for
 // any port, as /proc/sys/net/ipv4/ip_local_port_range says (Linux's default when unreadable).
 func EphemeralRange() (first, last uint16) {
@@ -129,7 +120,7 @@ func (n *netRulesets) get(ports *Ports) (int, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if fd, ok := n.fds[ports.key]; ok {
-		return unix.Dup(fd)
+		return dupCloexec(fd)
 	}
 	if len(n.fds) >= maxRulesets {
 		for k, fd := range n.fds {
@@ -142,8 +133,12 @@ func (n *netRulesets) get(ports *Ports) (int, error) {
 		return -1, err
 	}
 	n.fds[ports.key] = fd
-	return unix.Dup(fd)
+	return dupCloexec(fd)
 }
+
+// dupCloexec is a copy of fd that no child inherits: a process that held the ruleset's
+// descriptor could add rules to it, opening ports for every engine given the same set.
+func dupCloexec(fd int) (int, error) { return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0) }
 
 func netRuleset(ports *Ports) (int, error) {
 	rules := make([]landlock.Rule, 0, len(ports.list))

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func listen(t *testing.T) (net.Listener, uint16) {
@@ -80,5 +82,25 @@ func TestEphemeralRange_IsTheKernels(t *testing.T) {
 	defer ln.Close()
 	if first >= last || port < first || port > last {
 		t.Fatalf("range %d-%d, a listener on any port got %d", first, last, port)
+	}
+}
+
+// The descriptor of a ruleset kept for reuse never reaches a child: a process holding it could
+// add rules, opening ports for every later engine given the same set.
+func TestNetRulesets_AreNotInherited(t *testing.T) {
+	if ABI() < netABI {
+		t.Fatalf("TCP rules need Landlock ABI %d; this kernel has %d", netABI, ABI())
+	}
+	n := &netRulesets{fds: map[string]int{}}
+	for range 2 { // made, then reused
+		fd, err := n.get(NewPorts(1234))
+		if err != nil {
+			t.Fatal(err)
+		}
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		unix.Close(fd)
+		if err != nil || flags&unix.FD_CLOEXEC == 0 {
+			t.Fatalf("the ruleset's descriptor would be inherited: flags %d, %v", flags, err)
+		}
 	}
 }

@@ -176,52 +176,67 @@ func (s Sandbox) Start(cmd *exec.Cmd, p Policy) error {
 	if fd >= 0 {
 		defer unix.Close(fd)
 	}
-	net := -1
+	netFd := -1
 	if fd >= 0 && p.Connect != nil && ABI() >= netABI {
-		if net, err = s.nets.get(p.Connect); err != nil {
+		if netFd, err = s.nets.get(p.Connect); err != nil {
 			return err
 		}
-		defer unix.Close(net)
+		defer unix.Close(netFd)
 	}
 	started := make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread, restricted for good, ends with this goroutine.
-		runtime.LockOSThread()
-		if fd >= 0 {
-			if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-				started <- fmt.Errorf("sandbox: no new privileges: %w", err)
-				return
-			}
-			if net >= 0 {
-				if err := llsyscall.LandlockRestrictSelf(net, 0); err != nil {
-					started <- fmt.Errorf("sandbox: landlock network: %w", err)
-					return
-				}
-			}
-			if err := llsyscall.LandlockRestrictSelf(fd, flags); err != nil {
-				started <- fmt.Errorf("sandbox: landlock: %w", err)
-				return
-			}
-		}
-		if s.Account != nil {
-			if err := becomeThread(s.Account); err != nil {
-				started <- err
-				return
-			}
-		}
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		if err := limit(cmd.Process.Pid, p.Limits); err != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			started <- err
-			return
-		}
-		started <- nil
-	}()
+	go onThreadOfItsOwn(func() { started <- s.start(cmd, p, fd, flags, netFd) })
 	return <-started
+}
+
+// onThreadOfItsOwn runs fn on an OS thread no other goroutine will run on, which ends when fn
+// returns, with whatever fn did to it. The main thread is never that thread: the runtime parks
+// it rather than end it, and a restricted main thread would stand for the whole process (its
+// owner, what may trace it). A goroutine that finds itself on the main thread holds it, so
+// that another goroutine cannot be given it, while a fresh one does the work.
+func onThreadOfItsOwn(fn func()) {
+	runtime.LockOSThread() // never unlocked, but on the main thread: the thread ends with fn
+	if unix.Gettid() != unix.Getpid() {
+		fn()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		onThreadOfItsOwn(fn)
+	}()
+	<-done
+	runtime.UnlockOSThread()
+}
+
+// start restricts the calling thread (see onThreadOfItsOwn) and starts cmd from it.
+func (s Sandbox) start(cmd *exec.Cmd, p Policy, fd int, flags uint32, netFd int) error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("sandbox: no new privileges: %w", err)
+	}
+	if netFd >= 0 {
+		if err := llsyscall.LandlockRestrictSelf(netFd, 0); err != nil {
+			return fmt.Errorf("sandbox: landlock network: %w", err)
+		}
+	}
+	if fd >= 0 {
+		if err := llsyscall.LandlockRestrictSelf(fd, flags); err != nil {
+			return fmt.Errorf("sandbox: landlock: %w", err)
+		}
+	}
+	if s.Account != nil {
+		if err := becomeThread(s.Account); err != nil {
+			return err
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if err := limit(cmd.Process.Pid, p.Limits); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return err
+	}
+	return nil
 }
 
 // becomeThread makes the calling thread, and no other, the account's: the raw system calls
@@ -290,11 +305,14 @@ func limitErr(name string, err error) error {
 // and read what is inside, never execute it; writing one lets it make, change and remove what is
 // inside, never execute it either (a file it wrote, or one in a directory it shares with others).
 const (
-	readRights  = landlock.AccessFSSet(llsyscall.AccessFSReadFile | llsyscall.AccessFSReadDir)
-	execRights  = landlock.AccessFSSet(llsyscall.AccessFSExecute | llsyscall.AccessFSReadFile)
+	readRights = landlock.AccessFSSet(llsyscall.AccessFSReadFile | llsyscall.AccessFSReadDir)
+	execRights = landlock.AccessFSSet(llsyscall.AccessFSExecute | llsyscall.AccessFSReadFile)
+	// No symbolic links: Nimbus writes the engine's program and settings into these directories
+	// and grants the next run its rules by their paths, and a link planted there would point
+	// either somewhere else.
 	writeRights = landlock.AccessFSSet(llsyscall.AccessFSReadFile | llsyscall.AccessFSReadDir | llsyscall.AccessFSWriteFile |
 		llsyscall.AccessFSRemoveDir | llsyscall.AccessFSRemoveFile | llsyscall.AccessFSMakeDir | llsyscall.AccessFSMakeReg |
-		llsyscall.AccessFSMakeSock | llsyscall.AccessFSMakeFifo | llsyscall.AccessFSMakeSym | llsyscall.AccessFSTruncate)
+		llsyscall.AccessFSMakeSock | llsyscall.AccessFSMakeFifo | llsyscall.AccessFSTruncate)
 	fileRights = landlock.AccessFSSet(llsyscall.AccessFSReadFile | llsyscall.AccessFSWriteFile | llsyscall.AccessFSTruncate)
 )
 

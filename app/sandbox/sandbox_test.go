@@ -15,7 +15,7 @@ var required = New(Required, System())
 
 // shell is what a test's scripts need to execute: the shell, the programs they run and the
 // dynamic loader these need, where the engine executes nothing but its own static binaries.
-var shell = []string{"/bin/sh", "/lib64/ld-linux-x86-64.so.2", "/usr/bin/cat", "/usr/bin/ls", "/usr/bin/mkdir", "/usr/bin/mv"}
+var shell = []string{"/bin/sh", "/lib64/ld-linux-x86-64.so.2", "/usr/bin/cat", "/usr/bin/ls", "/usr/bin/mkdir", "/usr/bin/mv", "/usr/bin/ln"}
 
 // run runs script in /bin/sh under s and p, p granting the shell and its programs.
 func run(t *testing.T, s Sandbox, p Policy, script string) (string, error) {
@@ -47,6 +47,7 @@ func TestSandbox_ReachesOnlyItsOwnDirectories(t *testing.T) {
 		t.Fatalf("own directory: %q, %v", out, err)
 	}
 	for _, script := range []string{
+		"ln -s " + other + " " + own + "/elsewhere", // a link Nimbus would follow into another directory
 		"cat " + canary,
 		"ls " + other,
 		"echo x > " + other + "/new",
