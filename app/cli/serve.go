@@ -29,7 +29,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 		"secure-cookies", "pulumi-dir", "job-workers", "check-workers", "checks-per-tenant", "checks-per-minute", "graph-parallel",
 		"operations-per-tenant", "event-workers", "delivery-workers", "housekeeping-workers",
 		"job-timeout", "approval-ttl", "poll-interval", "trusted-proxies", "max-state-size",
-		"s3-endpoint", "s3-bucket", "s3-access-key", "s3-secret-key-file", "s3-region", "sandbox", "languages")
+		"s3-endpoint", "s3-bucket", "s3-access-key", "s3-secret-key-file", "s3-region", "sandbox", "engine-user", "languages")
 	if err != nil {
 		return err
 	}

@@ -150,7 +150,8 @@ func (s *Service) restore(ctx context.Context, opID, lease uuid.UUID, st pulumix
 			}
 		}
 	}
-	return s.runner.Import(ctx, st, state)
+	// The restore holds the operation's lease: the stack is its alone.
+	return s.runner.Import(ctx, alone(st), state)
 }
 
 // stateStack returns the deployment the actor may reach with perm (none for provider admins,

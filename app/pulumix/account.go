@@ -54,6 +54,9 @@ func engineAccount(name string) (*syscall.Credential, error) {
 		return nil, fmt.Errorf("the engine's account %q: uid %q is not an unprivileged one", name, u.Uid)
 	}
 	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err == nil && gid == 0 {
+		err = errors.New("it is root's group")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("the engine's account %q: gid %q: %w", name, u.Gid, err)
 	}

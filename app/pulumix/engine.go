@@ -112,6 +112,10 @@ func (run *engineRun) note(ev apitype.EngineEvent, sink EventSink) {
 	if sink != nil {
 		if e, ok := convert(ev); ok {
 			e.Message = run.redact.Replace(e.Message)
+			for i := range e.Changes {
+				e.Changes[i].Old = redactValue(e.Changes[i].Old, run.redact)
+				e.Changes[i].New = redactValue(e.Changes[i].New, run.redact)
+			}
 			sink.Event(e)
 		}
 	}
@@ -119,7 +123,7 @@ func (run *engineRun) note(ev apitype.EngineEvent, sink EventSink) {
 		run.began = true
 	}
 	if ev.ResourcePreEvent != nil && ev.ResourcePreEvent.Planning {
-		run.plan.note(ev.ResourcePreEvent.Metadata)
+		run.plan.note(ev.ResourcePreEvent.Metadata, run.redact)
 	}
 	switch {
 	case ev.SummaryEvent != nil:
@@ -156,6 +160,10 @@ func (run *engineRun) found(ev apitype.EngineEvent, sink EventSink) bool {
 	}
 	m := ev.ResOutputsEvent.Metadata
 	d, ok := drifted(m)
+	for i := range d.Changes {
+		d.Changes[i].Old = redactValue(d.Changes[i].Old, run.redact)
+		d.Changes[i].New = redactValue(d.Changes[i].New, run.redact)
+	}
 	if !ok {
 		d = Drifted{URN: m.URN, Type: m.Type, Name: nameOf(m.URN), Op: string(apitype.OpSame)}
 	} else {

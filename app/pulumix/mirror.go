@@ -36,6 +36,10 @@ type mirror struct {
 	// places last agreed on, so that a push that failed is made by the next operation here,
 	// unless another replica has moved the stack on since.
 	synced string
+	// lease says the caller holds the stack alone (Stack.Exclusive): only then does the mirror
+	// write the shared bucket, so that a replica reading a stack (an export, a preview) never
+	// overwrites what the replica that holds it pushes.
+	lease bool
 }
 
 // absent is the hash of a checkpoint that does not exist.
@@ -49,10 +53,12 @@ func digest(b []byte, found bool) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// pull brings the shared checkpoint into the file backend, or, when this replica holds a newer
-// one it could not push and the shared one has not moved since, pushes that. A stack the
-// shared bucket holds under the program's own name (legacy), as Nimbus kept stacks before it
-// named the project, moves to Nimbus's key on the way.
+// pull brings the file backend in step with the shared bucket before the engine starts. Where
+// the two differ, the one that moved on since they last agreed wins: the bucket, when another
+// replica ran the stack since; the file backend, when this replica ran it and could not push
+// (then a caller holding the stack pushes it now). A stack the bucket holds under the program's
+// own name (legacy), as Nimbus kept stacks before it named the project, moves to Nimbus's key
+// when the caller holds it. A caller that does not hold the stack writes nothing to the bucket.
 func (m *mirror) pull(ctx context.Context, legacy string) error {
 	key := checkpointKey(project, m.stack)
 	shared, inShared, err := read(ctx, m.shared, key)
@@ -75,23 +81,56 @@ func (m *mirror) pull(ctx context.Context, legacy string) error {
 	if err != nil {
 		return fmt.Errorf("read the state of %s: %w", m.stack, err)
 	}
-	base := m.base()
-	if oldKey == "" && digest(local, inLocal) != base && digest(shared, inShared) == base {
-		return m.put(ctx, m.shared, key, local, inLocal)
-	}
-	if err := m.clearLocal(ctx); err != nil {
-		return err
-	}
-	if err := m.put(ctx, m.local, key, shared, inShared); err != nil {
-		return err
-	}
-	if oldKey != "" {
+	there, here, base := digest(shared, inShared), digest(local, inLocal), m.base()
+	switch {
+	case oldKey != "":
+		// Moving to Nimbus's key: the bucket's is the state, and it takes the new key.
+		if err := m.take(ctx, key, shared, inShared); err != nil {
+			return err
+		}
+		if !m.lease {
+			return nil
+		}
 		if err := m.put(ctx, m.shared, key, shared, true); err != nil {
 			return err
 		}
 		if err := m.shared.Delete(ctx, oldKey); err != nil && !errors.Is(err, objstore.ErrNotFound) {
 			return fmt.Errorf("remove the state of %s under its old name: %w", m.stack, err)
 		}
+		return nil
+	case there == here:
+		if m.lease && base != there {
+			return m.agree(there)
+		}
+		return nil
+	case there == base || !inShared && base == "":
+		// The bucket has not moved since this replica last agreed with it (or never knew the
+		// stack): the file backend is newer.
+		if !m.lease {
+			return nil
+		}
+		return m.put(ctx, m.shared, key, local, inLocal)
+	}
+	// Another replica moved the stack on, or removed it.
+	if err := m.take(ctx, key, shared, inShared); err != nil {
+		return err
+	}
+	if m.lease {
+		return m.agree(there)
+	}
+	return nil
+}
+
+// take makes the file backend hold exactly the bucket's checkpoint, or none.
+func (m *mirror) take(ctx context.Context, key string, data []byte, found bool) error {
+	if err := m.clearLocal(ctx); err != nil {
+		return err
+	}
+	if !found {
+		return nil
+	}
+	if err := m.local.PutEngine(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
+		return fmt.Errorf("keep the state of %s: %w", m.stack, err)
 	}
 	return nil
 }
@@ -114,6 +153,9 @@ func (m *mirror) clearLocal(ctx context.Context) error {
 // push writes the file backend's checkpoint to the shared bucket, or removes it there when
 // the engine removed the stack, unless the two agree already.
 func (m *mirror) push(ctx context.Context) error {
+	if !m.lease {
+		return nil
+	}
 	key := checkpointKey(project, m.stack)
 	local, inLocal, err := read(ctx, m.local, key)
 	if err != nil {
@@ -125,7 +167,8 @@ func (m *mirror) push(ctx context.Context) error {
 	return m.put(ctx, m.shared, key, local, inLocal)
 }
 
-// put writes (or, when !found, removes) key in b and records the content as the synced one.
+// put writes (or, when !found, removes) key in b and records the content as the one both
+// places agree on.
 func (m *mirror) put(ctx context.Context, b Bucket, key string, data []byte, found bool) error {
 	var err error
 	if found {
@@ -136,10 +179,15 @@ func (m *mirror) put(ctx context.Context, b Bucket, key string, data []byte, fou
 	if err != nil {
 		return fmt.Errorf("keep the state of %s: %w", m.stack, err)
 	}
+	return m.agree(digest(data, found))
+}
+
+// agree records the digest of the checkpoint both places hold.
+func (m *mirror) agree(sum string) error {
 	if err := os.MkdirAll(filepath.Dir(m.synced), 0o700); err != nil {
 		return err
 	}
-	return os.WriteFile(m.synced, []byte(digest(data, found)), 0o600)
+	return os.WriteFile(m.synced, []byte(sum), 0o600)
 }
 
 func (m *mirror) base() string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 )
@@ -26,7 +27,7 @@ type plan struct {
 }
 
 // note takes one planned step.
-func (p *plan) note(m apitype.StepEventMetadata) {
+func (p *plan) note(m apitype.StepEventMetadata, rep *strings.Replacer) {
 	op, ok := planOp(m.Op)
 	if !ok {
 		return
@@ -44,7 +45,7 @@ func (p *plan) note(m apitype.StepEventMetadata) {
 		r.Op = op
 	}
 	if m.New != nil {
-		r.Inputs, _ = masked(m.New.Inputs).(map[string]any)
+		r.Inputs, _ = redactValue(masked(m.New.Inputs), rep).(map[string]any)
 	}
 }
 

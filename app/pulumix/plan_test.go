@@ -3,6 +3,7 @@ package pulumix
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
@@ -26,7 +27,7 @@ func TestPlan_OneEntryPerResourceWithItsNewInputsSecretsMasked(t *testing.T) {
 		step("urn::vm", "simcloud:index:Machine", apitype.OpDeleteReplaced, nil),
 		step("urn::old", "simcloud:index:Disk", apitype.OpDelete, nil),
 	} {
-		p.note(m)
+		p.note(m, strings.NewReplacer())
 	}
 	want := []Planned{
 		{URN: "urn::disk", Type: "simcloud:index:Disk", Name: "disk", Op: "same", Inputs: map[string]any{"size": 10.0}},

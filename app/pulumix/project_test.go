@@ -133,9 +133,18 @@ func TestStack_SharedBucketStackMovesToNimbussProject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Reading the stack, without holding it, leaves the bucket as it was.
 	res, err := r.Preview(ctx, st, nil)
 	if err != nil || res.Changes["same"] != 3 || len(res.Changes) != 1 {
 		t.Fatalf("preview: %v, changes %v\n%s", err, res.Changes, res.Output)
+	}
+	if _, err := get(ctx, store, old); err != nil {
+		t.Fatalf("a preview moved the stack: %v", err)
+	}
+	// The first run that holds the stack moves it.
+	st.Exclusive = true
+	if res, err := r.Refresh(ctx, st, nil); err != nil {
+		t.Fatalf("refresh: %v\n%s", err, res.Output)
 	}
 	if _, err := get(ctx, store, old); !errors.Is(err, objstore.ErrNotFound) {
 		t.Fatalf("the stack is still under the program's name: %v", err)
@@ -267,6 +276,17 @@ func TestStack_EngineOutputNamesNoServerPath(t *testing.T) {
 	}
 	if res.Outputs["cwd"] != "." || res.Outputs["file"] != "./Main.yaml" {
 		t.Fatalf("outputs %v", res.Outputs)
+	}
+	// A resource's planned inputs too, which policies and the plan page read.
+	named := strings.Replace(code, "name: n\n", "name: ${pulumi.cwd}/n\n", 1)
+	preview, err := r.Preview(ctx, Stack{Name: "d-paths", Code: named, Passphrase: "p"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range preview.Planned {
+		if p.Type == "simcloud:index:Network" && p.Inputs["name"] != "./n" {
+			t.Fatalf("planned inputs %v", p.Inputs)
+		}
 	}
 	bad := "name: paths\nruntime: yaml\nresources:\n  net:\n    type: simcloud:index:Netwerk\n"
 	failed, err := r.Up(ctx, Stack{Name: "d-paths-2", Code: bad, Passphrase: "p"}, &progress)

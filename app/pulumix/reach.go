@@ -124,8 +124,8 @@ type portSets struct {
 }
 
 // of is the set a run whose provider needs the given ports may connect to: those, name
-// servers, and the range the engine's own processes listen in less the closed ports; never a
-// port this process listens on.
+// servers, and the range the engine's own processes listen in; never a closed port, nor one
+// this process listens on.
 func (s *portSets) of(need, closed []uint16) (*sandbox.Ports, error) {
 	listening, err := sandbox.Listening()
 	if err != nil {
@@ -146,7 +146,8 @@ func (s *portSets) of(need, closed []uint16) (*sandbox.Ports, error) {
 		}
 	}
 	open = append(append(open, dnsPort), need...)
-	open = slices.DeleteFunc(open, func(p uint16) bool { return slices.Contains(listening, p) })
+	// Closed last: a provider said to need the database's port does not get it.
+	open = slices.DeleteFunc(open, func(p uint16) bool { return slices.Contains(listening, p) || slices.Contains(closed, p) })
 	if s.sets == nil || len(s.sets) >= 64 {
 		s.sets = map[string]*sandbox.Ports{}
 	}

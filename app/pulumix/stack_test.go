@@ -631,8 +631,10 @@ func TestStack_ReplicasShareStacksAndPlans(t *testing.T) {
 		return r
 	}
 	a, b := replica(), replica()
+	// Each replica holds the stack alone while it runs it, as an operation's lease makes it:
+	// only then does it write the bucket.
 	st := Stack{Name: "d-shared", Code: secretProgram, Config: map[string]any{"name": "shared"},
-		Secrets: map[string]string{"token": "s3cr3t-token"}, Passphrase: "passphrase of d-shared"}
+		Secrets: map[string]string{"token": "s3cr3t-token"}, Passphrase: "passphrase of d-shared", Exclusive: true}
 	if _, err := a.Up(ctx, st, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -653,7 +655,7 @@ func TestStack_ReplicasShareStacksAndPlans(t *testing.T) {
 	}
 	// A stack only previewed has no state to record its salt: both replicas make the same.
 	fresh := Stack{Name: "d-fresh", Code: secretProgram, Config: map[string]any{"name": "fresh"},
-		Secrets: map[string]string{"token": "other-token"}, Passphrase: "passphrase of d-fresh"}
+		Secrets: map[string]string{"token": "other-token"}, Passphrase: "passphrase of d-fresh", Exclusive: true}
 	if preview, err = a.Preview(ctx, fresh, nil); err != nil {
 		t.Fatal(err)
 	}

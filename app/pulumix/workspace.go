@@ -92,6 +92,7 @@ func (r *Runner) open(ctx context.Context, st Stack, create bool) (workspace, er
 	legacy := legacyProject(st.Code)
 	m := r.mirrorOf(st.Name, state)
 	if m != nil {
+		m.lease = st.Exclusive
 		if err := m.pull(ctx, legacy); err != nil {
 			return workspace{}, err
 		}
