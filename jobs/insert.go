@@ -70,3 +70,9 @@ func announce(ctx context.Context, tx pgx.Tx, inserted []*rivertype.JobInsertRes
 	}
 	return nil
 }
+
+// Queue is the port every domain queues its work through: a job inserted in the caller's
+// transaction exists exactly when the change that asked for it does.
+type Queue interface {
+	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+}

@@ -21,6 +21,7 @@ import (
 	"nimbus/app/cursor"
 	"nimbus/app/problem"
 	"nimbus/db/dbgen"
+	"nimbus/jobs"
 )
 
 // DefaultTTL is how long a request waits for its decisions when nobody says otherwise.
@@ -75,12 +76,12 @@ type Decision struct {
 // Service reads and decides requests and keeps the policies, on behalf of a principal.
 type Service struct {
 	pool *pgxpool.Pool
-	jobs component.JobInserter
+	jobs jobs.Queue
 }
 
-// NewService returns a Service; jobs queues the operations an approval sends on.
-func NewService(pool *pgxpool.Pool, jobs component.JobInserter) *Service {
-	return &Service{pool: pool, jobs: jobs}
+// NewService returns a Service; queue queues the operations an approval sends on.
+func NewService(pool *pgxpool.Pool, queue jobs.Queue) *Service {
+	return &Service{pool: pool, jobs: queue}
 }
 
 // List returns the requests of the tenants the actor belongs to (all for provider admins),

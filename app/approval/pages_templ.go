@@ -6,17 +6,16 @@ package approval
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import "github.com/a-h/templ"
-import templruntime "github.com/a-h/templ/runtime"
-
 import (
+	"nimbus/app/deploy"
+	"nimbus/app/policy"
+	"nimbus/views"
 	"slices"
 	"strconv"
 	"time"
 
-	"nimbus/app/deploy"
-	"nimbus/app/policy"
-	"nimbus/views"
+	"github.com/a-h/templ"
+	templruntime "github.com/a-h/templ/runtime"
 )
 
 // ApprovalRow is one request for approval in a list.

@@ -18,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
@@ -78,11 +77,6 @@ func (s *Service) LimitCheckRequests(perMinute int) *Service {
 		s.checksPerMinute = perMinute
 	}
 	return s
-}
-
-// JobInserter enqueues River jobs in the caller's transaction.
-type JobInserter interface {
-	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
 }
 
 // RequestCheck snapshots the draft and queues a check of it; authors of the component may.

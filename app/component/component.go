@@ -20,6 +20,7 @@ import (
 	"nimbus/app/problem"
 	"nimbus/db"
 	"nimbus/db/dbgen"
+	"nimbus/jobs"
 )
 
 // Component is a component with its editable draft.
@@ -99,16 +100,16 @@ type Engine interface {
 type Service struct {
 	pool   *pgxpool.Pool
 	engine Engine
-	jobs   JobInserter
+	jobs   jobs.Queue
 	// checksPerMinute is how many checks one tenant may ask for in a minute.
 	checksPerMinute int
 }
 
-// NewService returns a Service; engine says what can run here, and jobs queues checks. A
+// NewService returns a Service; engine says what can run here, and queue queues checks. A
 // tenant may ask for DefaultChecksPerMinute checks a minute unless LimitCheckRequests says
 // otherwise.
-func NewService(pool *pgxpool.Pool, engine Engine, jobs JobInserter) *Service {
-	return &Service{pool: pool, engine: engine, jobs: jobs, checksPerMinute: DefaultChecksPerMinute}
+func NewService(pool *pgxpool.Pool, engine Engine, queue jobs.Queue) *Service {
+	return &Service{pool: pool, engine: engine, jobs: queue, checksPerMinute: DefaultChecksPerMinute}
 }
 
 func canRead(actor access.Principal, tenant *uuid.UUID) bool {

@@ -6,15 +6,14 @@ package component
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import "github.com/a-h/templ"
-import templruntime "github.com/a-h/templ/runtime"
-
 import (
 	"fmt"
+	"nimbus/views"
 	"strconv"
 	"time"
 
-	"nimbus/views"
+	"github.com/a-h/templ"
+	templruntime "github.com/a-h/templ/runtime"
 )
 
 // CatalogCard is one component in the catalog.

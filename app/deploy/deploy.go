@@ -26,7 +26,6 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/audit"
 	"nimbus/app/cluster"
-	"nimbus/app/component"
 	"nimbus/app/governance"
 	"nimbus/app/objstore"
 	"nimbus/app/problem"
@@ -132,7 +131,7 @@ func (OperationArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Max
 type Service struct {
 	pool    *pgxpool.Pool
 	keys    *secrets.Keyring
-	jobs    component.JobInserter
+	jobs    jobs.Queue
 	runner  *pulumix.Runner // for state exports and restores; nil without a toolchain
 	objects objstore.Store  // whole logs of long operations; may be nil
 	// withdraw closes the approval request of an operation cancelled while it waited for it.
@@ -142,10 +141,10 @@ type Service struct {
 	places jobs.PerTenant
 }
 
-// NewService returns a Service; keys seals secret parameters, jobs queues the operations,
+// NewService returns a Service; keys seals secret parameters, queue queues the operations,
 // runner reads and writes stack states, objects holds the whole logs of long operations.
-func NewService(pool *pgxpool.Pool, keys *secrets.Keyring, jobs component.JobInserter, runner *pulumix.Runner, objects objstore.Store) *Service {
-	return &Service{pool: pool, keys: keys, jobs: jobs, runner: runner, objects: objects, places: operationPlaces(0)}
+func NewService(pool *pgxpool.Pool, keys *secrets.Keyring, queue jobs.Queue, runner *pulumix.Runner, objects objstore.Store) *Service {
+	return &Service{pool: pool, keys: keys, jobs: queue, runner: runner, objects: objects, places: operationPlaces(0)}
 }
 
 // PerTenant tells the service how many of one tenant's operations the workers run at once (as
@@ -368,4 +367,4 @@ func (s *Service) queue(ctx context.Context, tx pgx.Tx, actor access.Principal, 
 	return queueOperation(ctx, tx, s.jobs, deploymentID, kind, actor.UserID, in)
 }
 
-func (s *Service) inserter() (component.JobInserter, error) { return s.jobs, nil }
+func (s *Service) inserter() (jobs.Queue, error) { return s.jobs, nil }

@@ -9,11 +9,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"nimbus/app/component"
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
 	"nimbus/db"
 	"nimbus/db/dbgen"
+	"nimbus/jobs"
 	"nimbus/jobs/saga"
 )
 
@@ -97,13 +97,13 @@ func resting(ctx context.Context, q *dbgen.Queries, dep dbgen.GetDeploymentRow) 
 // transaction: it ends as status says, with reason as its error; what its resolvers handed it
 // goes back; a deployment that a first deploy was to make is left as a failed (or cancelled)
 // first deploy leaves it, any other as it was; an environment waiting for the deployment goes on.
-func EndWaiting(ctx context.Context, tx pgx.Tx, jobs component.JobInserter, id uuid.UUID, status Status, reason string) error {
+func EndWaiting(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID, status Status, reason string) error {
 	q := dbgen.New(tx)
 	op, err := q.GetOperation(ctx, id)
 	if err != nil {
 		return err
 	}
-	if err := advance(ctx, tx, func() (component.JobInserter, error) { return jobs, nil }, op.DeploymentID); err != nil {
+	if err := advance(ctx, tx, func() (jobs.Queue, error) { return queue, nil }, op.DeploymentID); err != nil {
 		return err
 	}
 	if err := endWaiting(ctx, q, id, status, reason); err != nil {

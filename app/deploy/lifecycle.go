@@ -11,10 +11,10 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"nimbus/app/component"
 	"nimbus/app/problem"
 	"nimbus/db"
 	"nimbus/db/dbgen"
+	"nimbus/jobs"
 	"nimbus/jobs/saga"
 )
 
@@ -40,7 +40,7 @@ var ErrNotWaiting = problem.Invalid("operation", "state", "the operation no long
 func leased(id uuid.UUID) uuid.NullUUID { return uuid.NullUUID{UUID: id, Valid: true} }
 
 // queueOperation records an operation of the kind bringing in, and hands it to the workers.
-func queueOperation(ctx context.Context, tx pgx.Tx, jobs component.JobInserter, deploymentID uuid.UUID, kind Kind, by uuid.UUID, in inputs) (dbgen.Operation, error) {
+func queueOperation(ctx context.Context, tx pgx.Tx, queue jobs.Queue, deploymentID uuid.UUID, kind Kind, by uuid.UUID, in inputs) (dbgen.Operation, error) {
 	plain, _ := json.Marshal(in.Plain)
 	params := dbgen.CreateOperationParams{DeploymentID: deploymentID, Kind: string(kind),
 		RequestedBy: nullID(by), Parameters: plain, Rotate: []string{}, Applies: nullID(in.Applies), Refresh: in.Refresh}
@@ -55,7 +55,7 @@ func queueOperation(ctx context.Context, tx pgx.Tx, jobs component.JobInserter, 
 	if err != nil {
 		return op, err
 	}
-	_, err = jobs.InsertTx(ctx, tx, OperationArgs{OperationID: op.ID}, nil)
+	_, err = queue.InsertTx(ctx, tx, OperationArgs{OperationID: op.ID}, nil)
 	return op, err
 }
 
@@ -129,7 +129,7 @@ func park(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID) error {
 
 // Resume hands an operation that awaited approval back to the workers, in the caller's
 // transaction: it goes on from the step after its approval.
-func Resume(ctx context.Context, tx pgx.Tx, jobs component.JobInserter, id uuid.UUID) error {
+func Resume(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID) error {
 	n, err := dbgen.New(tx).ResumeOperation(ctx, id)
 	if err != nil {
 		return err
@@ -137,14 +137,14 @@ func Resume(ctx context.Context, tx pgx.Tx, jobs component.JobInserter, id uuid.
 	if n == 0 {
 		return ErrNotWaiting
 	}
-	_, err = jobs.InsertTx(ctx, tx, OperationArgs{OperationID: id}, nil)
+	_, err = queue.InsertTx(ctx, tx, OperationArgs{OperationID: id}, nil)
 	return err
 }
 
 // Rewind sends an operation that awaits approval back to one of its steps and hands it to the
 // workers, in the caller's transaction: that step and every one after it run again. Rewound to
 // its preview, it forgets what the preview planned.
-func Rewind(ctx context.Context, tx pgx.Tx, jobs component.JobInserter, id uuid.UUID, step string) error {
+func Rewind(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID, step string) error {
 	q := dbgen.New(tx)
 	n, err := q.RewindOperationSteps(ctx, dbgen.RewindOperationStepsParams{OperationID: id, Step: step})
 	if err != nil {
@@ -158,7 +158,7 @@ func Rewind(ctx context.Context, tx pgx.Tx, jobs component.JobInserter, id uuid.
 			return err
 		}
 	}
-	return Resume(ctx, tx, jobs, id)
+	return Resume(ctx, tx, queue, id)
 }
 
 // endWaiting ends an operation that awaits approval as status, with reason as its error.

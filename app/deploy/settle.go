@@ -7,7 +7,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"nimbus/app/component"
 	"nimbus/app/graph"
 	"nimbus/app/resolver"
 	"nimbus/db/dbgen"
@@ -18,7 +17,7 @@ import (
 // it is being provisioned or decommissioned, its stack instance's, when a run of it is under
 // way — in the transaction that ends an operation in it: the step is asked for exactly when
 // the operation's end is recorded.
-func advance(ctx context.Context, tx pgx.Tx, jobs func() (component.JobInserter, error), deploymentID uuid.UUID) error {
+func advance(ctx context.Context, tx pgx.Tx, queue func() (jobs.Queue, error), deploymentID uuid.UUID) error {
 	q := dbgen.New(tx)
 	var steps []graph.Args
 	env, err := q.EnvironmentInTransition(ctx, deploymentID)
@@ -38,7 +37,7 @@ func advance(ctx context.Context, tx pgx.Tx, jobs func() (component.JobInserter,
 	if len(steps) == 0 {
 		return nil
 	}
-	inserter, err := jobs()
+	inserter, err := queue()
 	if err != nil {
 		return err
 	}
@@ -51,8 +50,8 @@ func advance(ctx context.Context, tx pgx.Tx, jobs func() (component.JobInserter,
 }
 
 // riverJobs queues jobs in the transactions of the worker's job, with the client running it.
-func riverJobs(ctx context.Context) func() (component.JobInserter, error) {
-	return func() (component.JobInserter, error) { return jobs.FromContext(ctx) }
+func riverJobs(ctx context.Context) func() (jobs.Queue, error) {
+	return func() (jobs.Queue, error) { return jobs.FromContext(ctx) }
 }
 
 // Discard lets go of a deployment that never had a stack of its own — recorded, and never

@@ -14,7 +14,6 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
-	"nimbus/app/component"
 	"nimbus/app/event"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
@@ -58,13 +57,13 @@ var expiry = access.Principal{Email: audit.System.Email, ProviderAdmin: true}
 type Expirer struct {
 	river.WorkerDefaults[ExpiryArgs]
 	pool      *pgxpool.Pool
-	instances func(queue component.JobInserter) DestroyInstance
+	instances func(queue jobs.Queue) DestroyInstance
 	log       *slog.Logger
 }
 
 // NewExpirer returns the worker; instances gives the destroy of stack instances, queuing
 // with the job's client.
-func NewExpirer(pool *pgxpool.Pool, instances func(queue component.JobInserter) DestroyInstance, log *slog.Logger) *Expirer {
+func NewExpirer(pool *pgxpool.Pool, instances func(queue jobs.Queue) DestroyInstance, log *slog.Logger) *Expirer {
 	return &Expirer{pool: pool, instances: instances, log: log}
 }
 
@@ -99,7 +98,7 @@ func (e *Expirer) Work(ctx context.Context, _ *river.Job[ExpiryArgs]) error {
 }
 
 // warn sends each warning whose point has passed and that was not sent for this expiry.
-func (e *Expirer) warn(ctx context.Context, queue component.JobInserter, env dbgen.ExpiringEnvironmentsRow, now time.Time) error {
+func (e *Expirer) warn(ctx context.Context, queue jobs.Queue, env dbgen.ExpiringEnvironmentsRow, now time.Time) error {
 	for _, w := range []warning{dayBefore, hourBefore} {
 		if now.Before(warnAt(w, env.CreatedAt, env.ExpiresAt)) {
 			continue
@@ -125,7 +124,7 @@ func (e *Expirer) warn(ctx context.Context, queue component.JobInserter, env dbg
 // people who retry it, so that a destroy that keeps failing is not tried once a minute. Its stack instances go first, each destroyed
 // once; while any is left the environment waits, and one whose destroy failed keeps it
 // waiting for a person.
-func (e *Expirer) expire(ctx context.Context, queue component.JobInserter, row dbgen.ExpiringEnvironmentsRow) error {
+func (e *Expirer) expire(ctx context.Context, queue jobs.Queue, row dbgen.ExpiringEnvironmentsRow) error {
 	if s := Status(row.Status); s != Active && s != Failed {
 		return nil
 	}

@@ -14,12 +14,12 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
-	"nimbus/app/component"
 	"nimbus/app/deploy"
 	"nimbus/app/graph"
 	"nimbus/app/problem"
 	"nimbus/db"
 	"nimbus/db/dbgen"
+	"nimbus/jobs"
 )
 
 // Lifecycle opens environments from landing zones' templates, provisions them, decommissions
@@ -27,14 +27,14 @@ import (
 // graph runner for the steps that run them (see Graph).
 type Lifecycle struct {
 	pool    *pgxpool.Pool
-	jobs    component.JobInserter
+	jobs    jobs.Queue
 	deploys *deploy.Service
 }
 
 // NewLifecycle returns a Lifecycle; deploys plans and starts the deployments of the
-// environments it provisions, jobs queues the environments' steps.
-func NewLifecycle(pool *pgxpool.Pool, deploys *deploy.Service, jobs component.JobInserter) *Lifecycle {
-	return &Lifecycle{pool: pool, jobs: jobs, deploys: deploys}
+// environments it provisions, queue queues the environments' steps.
+func NewLifecycle(pool *pgxpool.Pool, deploys *deploy.Service, queue jobs.Queue) *Lifecycle {
+	return &Lifecycle{pool: pool, jobs: queue, deploys: deploys}
 }
 
 // Templates lists the templates of published zones, for the new-environment form.

@@ -6,13 +6,12 @@ package event
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import "github.com/a-h/templ"
-import templruntime "github.com/a-h/templ/runtime"
-
 import (
+	"nimbus/views"
 	"time"
 
-	"nimbus/views"
+	"github.com/a-h/templ"
+	templruntime "github.com/a-h/templ/runtime"
 )
 
 // LogRow is one event as the log page shows it.

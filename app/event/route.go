@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
-	"nimbus/app/component"
 	"nimbus/app/stack"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
@@ -44,7 +43,7 @@ func (RouteArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: 
 // Signaller queues a trigger on a stack instance in the caller's transaction; an error that
 // refuse reports true for is a refusal in words (the state does not take it), not a failure.
 type Signaller interface {
-	Signal(ctx context.Context, tx pgx.Tx, queue component.JobInserter, id uuid.UUID, trigger, source string, detail any) (uuid.UUID, error)
+	Signal(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID, trigger, source string, detail any) (uuid.UUID, error)
 }
 
 // Router finds a logged event's target and sends its instance the trigger of the first rule of
@@ -101,7 +100,7 @@ func (w *Router) routeOne(ctx context.Context, id uuid.UUID) error {
 }
 
 // route fills in r: the target, the rule and the outcome.
-func (w *Router) route(ctx context.Context, tx pgx.Tx, queue component.JobInserter, row dbgen.EventLog, r *dbgen.RouteEventParams) {
+func (w *Router) route(ctx context.Context, tx pgx.Tx, queue jobs.Queue, row dbgen.EventLog, r *dbgen.RouteEventParams) {
 	var st stored
 	if err := json.Unmarshal(row.Payload, &st); err != nil {
 		r.Outcome, r.Detail = Unrouted, "its payload cannot be read"
@@ -165,7 +164,7 @@ func (w *Router) route(ctx context.Context, tx pgx.Tx, queue component.JobInsert
 
 // signal queues the trigger in a savepoint, so that a refusal leaves the event's own row to be
 // written.
-func (w *Router) signal(ctx context.Context, tx pgx.Tx, queue component.JobInserter, instance uuid.UUID, trigger string, row dbgen.EventLog, r *dbgen.RouteEventParams) {
+func (w *Router) signal(ctx context.Context, tx pgx.Tx, queue jobs.Queue, instance uuid.UUID, trigger string, row dbgen.EventLog, r *dbgen.RouteEventParams) {
 	sp, err := tx.Begin(ctx)
 	if err != nil {
 		r.Outcome, r.Detail = Refused, err.Error()

@@ -6,14 +6,13 @@ package event
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import "github.com/a-h/templ"
-import templruntime "github.com/a-h/templ/runtime"
-
 import (
+	"nimbus/views"
 	"strconv"
 	"time"
 
-	"nimbus/views"
+	"github.com/a-h/templ"
+	templruntime "github.com/a-h/templ/runtime"
 )
 
 // SourceRow is one event source on its landing zone's page.

@@ -14,7 +14,6 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/auth"
-	"nimbus/app/component"
 	"nimbus/app/deploy"
 	"nimbus/app/graph"
 	"nimbus/app/secrets"
@@ -98,7 +97,7 @@ type runCtx struct {
 type runner struct {
 	deploys *deploy.Service
 	keys    *secrets.Keyring
-	jobs    component.JobInserter
+	jobs    jobs.Queue
 	// destroyed, when set, is called where a destroy run records its instance destroyed.
 	destroyed DestroyedFunc
 }

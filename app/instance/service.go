@@ -21,6 +21,7 @@ import (
 	"nimbus/app/stack"
 	"nimbus/db"
 	"nimbus/db/dbgen"
+	"nimbus/jobs"
 )
 
 // Service deploys stacks into environments and acts on their instances for a principal.
@@ -30,9 +31,9 @@ type Service struct {
 }
 
 // NewService returns the service: deploys queues the slots' operations, keys seals secret
-// parameters, jobs queues the graph runner's steps.
-func NewService(pool *pgxpool.Pool, deploys *deploy.Service, keys *secrets.Keyring, jobs component.JobInserter) *Service {
-	return &Service{pool: pool, run: &runner{deploys: deploys, keys: keys, jobs: jobs}}
+// parameters, queue queues the graph runner's steps.
+func NewService(pool *pgxpool.Pool, deploys *deploy.Service, keys *secrets.Keyring, queue jobs.Queue) *Service {
+	return &Service{pool: pool, run: &runner{deploys: deploys, keys: keys, jobs: queue}}
 }
 
 // Request asks for a stack to be deployed into an environment.

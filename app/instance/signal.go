@@ -9,12 +9,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"nimbus/app/component"
 	"nimbus/app/deploy"
 	"nimbus/app/problem"
 	"nimbus/app/secrets"
 	"nimbus/app/stack"
 	"nimbus/db/dbgen"
+	"nimbus/jobs"
 )
 
 // Signaller fires triggers on instances for senders that are not people, such as events.
@@ -41,7 +41,7 @@ func Refused(err error) bool {
 // trigger, one queued behind a run under way is checked when its turn comes; with no run
 // under way, a trigger the instance's state does not take, or an instance that is not whole,
 // is refused at once (Refused tells it from a failure).
-func (s *Signaller) Signal(ctx context.Context, tx pgx.Tx, queue component.JobInserter, id uuid.UUID, trigger, source string, detail any) (uuid.UUID, error) {
+func (s *Signaller) Signal(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID, trigger, source string, detail any) (uuid.UUID, error) {
 	q := dbgen.New(tx)
 	inst, err := q.LockStackInstance(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {

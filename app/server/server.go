@@ -284,8 +284,8 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 
 // expiredInstances destroys the stack instances of expired environments through the
 // instances' own service, queuing with the client of the job that asks.
-func expiredInstances(pool *pgxpool.Pool, keys *secrets.Keyring) func(component.JobInserter) environment.DestroyInstance {
-	return func(queue component.JobInserter) environment.DestroyInstance {
+func expiredInstances(pool *pgxpool.Pool, keys *secrets.Keyring) func(jobs.Queue) environment.DestroyInstance {
+	return func(queue jobs.Queue) environment.DestroyInstance {
 		instances := instance.NewService(pool, deploy.NewService(pool, keys, queue, nil, nil), keys, queue)
 		return func(ctx context.Context, actor access.Principal, id uuid.UUID) error {
 			_, err := instances.Destroy(ctx, actor, id)
