@@ -13,7 +13,7 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/audit"
 	"nimbus/app/deploy"
-	"nimbus/app/event"
+	"nimbus/app/outbox"
 	"nimbus/app/problem"
 	"nimbus/db/dbgen"
 )
@@ -194,7 +194,7 @@ func (s *Service) expire(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalReq
 
 // decided tells subscribers how a request ended.
 func decided(ctx context.Context, q *dbgen.Queries, r dbgen.LockApprovalRequestRow, decision, comment string) error {
-	return event.Emit(ctx, q, event.Own{Type: "approval.decided", Subject: r.DeploymentName, Tenant: r.TenantID, Environment: r.EnvironmentID,
+	return outbox.Emit(ctx, q, outbox.Event{Type: "approval.decided", Subject: r.DeploymentName, Tenant: r.TenantID, Environment: r.EnvironmentID,
 		Instance: r.StackInstanceID.UUID, Deployment: r.DeploymentID, Data: map[string]any{"request": r.ID, "operation": r.OperationID, "kind": r.Kind, "decision": decision, "comment": comment}})
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/access"
-	"nimbus/app/event"
+	"nimbus/app/outbox"
 	"nimbus/app/problem"
 	"nimbus/db/dbgen"
 )
@@ -55,7 +55,7 @@ func (g *Gate) Hold(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, d
 	if err != nil {
 		return false, err
 	}
-	return true, event.Emit(ctx, q, event.Own{Type: "approval.requested", Subject: dep.Name, Tenant: dep.TenantID, Environment: dep.EnvironmentID,
+	return true, outbox.Emit(ctx, q, outbox.Event{Type: "approval.requested", Subject: dep.Name, Tenant: dep.TenantID, Environment: dep.EnvironmentID,
 		Instance: dep.StackInstanceID.UUID, Deployment: dep.ID, Data: map[string]any{"request": req.ID, "operation": op.ID, "kind": op.Kind,
 			"approvals_required": n, "approver_role": role}})
 }

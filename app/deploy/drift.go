@@ -16,7 +16,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
-	events "nimbus/app/event"
+	"nimbus/app/outbox"
 	"nimbus/app/problem"
 	"nimbus/app/pulumix"
 	"nimbus/db/dbgen"
@@ -63,7 +63,7 @@ func settleDrift(ctx context.Context, q *dbgen.Queries, op dbgen.Operation) erro
 	if err != nil {
 		return err
 	}
-	e := events.Own{Subject: was.Name, Tenant: was.TenantID, Environment: was.EnvironmentID,
+	e := outbox.Event{Subject: was.Name, Tenant: was.TenantID, Environment: was.EnvironmentID,
 		Instance: was.StackInstanceID.UUID, Deployment: op.DeploymentID,
 		Data: map[string]any{"deployment": was.Name, "operation": op.ID.String(), "kind": op.Kind, "resources": found}}
 	switch {
@@ -74,7 +74,7 @@ func settleDrift(ctx context.Context, q *dbgen.Queries, op dbgen.Operation) erro
 	default:
 		return nil
 	}
-	return events.Emit(ctx, q, e)
+	return outbox.Emit(ctx, q, e)
 }
 
 // sameDrift reports whether two lists of drifted resources say the same.

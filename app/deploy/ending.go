@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	events "nimbus/app/event"
+	"nimbus/app/outbox"
 	"nimbus/db/dbgen"
 	"nimbus/jobs/saga"
 )
@@ -95,7 +95,7 @@ func tell(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, e ending) e
 	if err != nil {
 		return err
 	}
-	return events.Emit(ctx, q, events.Own{Type: typ, Subject: d.Name, Tenant: d.TenantID, Environment: d.EnvironmentID,
+	return outbox.Emit(ctx, q, outbox.Event{Type: typ, Subject: d.Name, Tenant: d.TenantID, Environment: d.EnvironmentID,
 		Instance: d.StackInstanceID.UUID, Deployment: d.ID,
 		Data: map[string]any{"operation": op.ID, "kind": op.Kind, "status": e.status, "error": e.message, "slot": d.Slot}})
 }

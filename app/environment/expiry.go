@@ -14,7 +14,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
-	"nimbus/app/event"
+	"nimbus/app/outbox"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
@@ -108,7 +108,7 @@ func (e *Expirer) warn(ctx context.Context, queue jobs.Queue, env dbgen.Expiring
 			if err != nil || n == 0 {
 				return err
 			}
-			return event.Emit(ctx, dbgen.New(tx), event.Own{Type: "environment.expiring", Subject: env.Name,
+			return outbox.Emit(ctx, dbgen.New(tx), outbox.Event{Type: "environment.expiring", Subject: env.Name,
 				Tenant: env.TenantID, Environment: env.ID, Data: map[string]any{"name": env.Name, "expires_at": env.ExpiresAt.UTC(),
 					"warning": string(w), "expires_in_seconds": int64(env.ExpiresAt.Sub(now) / time.Second)}})
 		})
@@ -163,7 +163,7 @@ func (e *Expirer) expire(ctx context.Context, queue jobs.Queue, row dbgen.Expiri
 			TargetID: env.ID.String(), Diff: map[string]any{"name": env.Name, "expires_at": env.ExpiresAt.UTC()}}); err != nil {
 			return err
 		}
-		return event.Emit(ctx, q, event.Own{Type: "environment.expired", Subject: env.Name,
+		return outbox.Emit(ctx, q, outbox.Event{Type: "environment.expired", Subject: env.Name,
 			Tenant: env.TenantID, Environment: env.ID, Data: map[string]any{"name": env.Name, "expires_at": env.ExpiresAt.UTC()}})
 	})
 }

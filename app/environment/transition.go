@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"nimbus/app/event"
+	"nimbus/app/outbox"
 	"nimbus/app/problem"
 	"nimbus/db/dbgen"
 )
@@ -149,7 +149,7 @@ func end(ctx context.Context, q *dbgen.Queries, env dbgen.Environment, to Status
 	if err != nil {
 		return err
 	}
-	return event.Emit(ctx, q, event.Own{Type: "environment." + string(to), Subject: env.Name, Tenant: env.TenantID, Environment: env.ID,
+	return outbox.Emit(ctx, q, outbox.Event{Type: "environment." + string(to), Subject: env.Name, Tenant: env.TenantID, Environment: env.ID,
 		Data: map[string]any{"from": env.Status, "to": to, "reason": reason, "failed_transition": failed}})
 }
 

@@ -16,6 +16,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
+	"nimbus/app/outbox"
 	"nimbus/app/problem"
 )
 
@@ -83,7 +84,7 @@ func fromCloudEvent(ce cloudevents.Event) (Event, error) {
 	if err := ce.Validate(); err != nil {
 		return Event{}, problem.Invalid("body", "cloudevent", "%v", err)
 	}
-	e := Event{ID: clean(ce.ID(), 200), Type: clean(ce.Type(), 200), Subject: clean(ce.Subject(), 500), Source: clean(ce.Source(), 500)}
+	e := Event{ID: outbox.Clean(ce.ID(), 200), Type: outbox.Clean(ce.Type(), 200), Subject: outbox.Clean(ce.Subject(), 500), Source: outbox.Clean(ce.Source(), 500)}
 	if t := ce.Time(); !t.IsZero() {
 		e.Time = &t
 	}
@@ -98,9 +99,9 @@ func fromCloudEvent(ce cloudevents.Event) (Event, error) {
 	ext := ce.Extensions()
 	str := func(name string) string {
 		s, _ := ext[name].(string)
-		return clean(s, 500)
+		return outbox.Clean(s, 500)
 	}
-	e.Target = Target{Instance: str(extInstance), Deployment: str(extDeployment), Resource: str(extResource)}
+	e.Target = outbox.Target{Instance: str(extInstance), Deployment: str(extDeployment), Resource: str(extResource)}
 	return e, nil
 }
 
@@ -161,10 +162,10 @@ func fromAlertmanager(body []byte) ([]Event, error) {
 			return nil, err
 		}
 		out = append(out, Event{
-			ID: clean(id+":"+a.Status+":"+start.UTC().Format(time.RFC3339Nano), 200), Type: "alert." + a.Status,
-			Subject: clean(a.Labels["alertname"], 500), Source: clean(n.ExternalURL, 500), Time: &start, Data: plain,
-			Target: Target{Instance: clean(a.Labels[labelInstance], 500), Deployment: clean(a.Labels[labelDeployment], 500),
-				Resource: clean(a.Labels[labelResource], 500)},
+			ID: outbox.Clean(id+":"+a.Status+":"+start.UTC().Format(time.RFC3339Nano), 200), Type: "alert." + a.Status,
+			Subject: outbox.Clean(a.Labels["alertname"], 500), Source: outbox.Clean(n.ExternalURL, 500), Time: &start, Data: plain,
+			Target: outbox.Target{Instance: outbox.Clean(a.Labels[labelInstance], 500), Deployment: outbox.Clean(a.Labels[labelDeployment], 500),
+				Resource: outbox.Clean(a.Labels[labelResource], 500)},
 		})
 	}
 	return out, nil
@@ -177,7 +178,7 @@ type plain struct {
 	Subject string     `json:"subject"`
 	Time    *time.Time `json:"time"`
 	Data    any        `json:"data"`
-	Target
+	outbox.Target
 }
 
 // fromPlain reads a JSON object with a type and a subject; without an id, its id is a digest
@@ -192,7 +193,7 @@ func fromPlain(body []byte, now time.Time) ([]Event, error) {
 	if strings.TrimSpace(p.Type) == "" {
 		v.Add("type", "required", "name the event's type, such as vm.stopped")
 	}
-	if strings.TrimSpace(p.Subject) == "" && p.Target == (Target{}) {
+	if strings.TrimSpace(p.Subject) == "" && p.Target == (outbox.Target{}) {
 		v.Add("subject", "required", "name what the event is about: a subject, stack_instance, deployment or resource")
 	}
 	if err := v.Err(); err != nil {
@@ -203,8 +204,8 @@ func fromPlain(body []byte, now time.Time) ([]Event, error) {
 		sum := sha256.Sum256(fmt.Appendf(body[:len(body):len(body)], "@%d", now.Truncate(SignatureWindow).Unix()))
 		id = hex.EncodeToString(sum[:16])
 	}
-	return []Event{{ID: clean(id, 200), Type: clean(p.Type, 200), Subject: clean(p.Subject, 500), Time: p.Time, Data: p.Data,
-		Target: Target{Instance: clean(p.Instance, 500), Deployment: clean(p.Deployment, 500), Resource: clean(p.Resource, 500)}}}, nil
+	return []Event{{ID: outbox.Clean(id, 200), Type: outbox.Clean(p.Type, 200), Subject: outbox.Clean(p.Subject, 500), Time: p.Time, Data: p.Data,
+		Target: outbox.Target{Instance: outbox.Clean(p.Instance, 500), Deployment: outbox.Clean(p.Deployment, 500), Resource: outbox.Clean(p.Resource, 500)}}}, nil
 }
 
 func stringMap(m map[string]string) map[string]any {

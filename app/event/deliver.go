@@ -23,6 +23,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"nimbus/app/egress"
+	"nimbus/app/outbox"
 	"nimbus/app/secrets"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
@@ -193,7 +194,7 @@ func (w *Deliverer) Work(ctx context.Context, job *river.Job[DeliverArgs]) error
 		if off = !sub.Active; off {
 			attempt.Status = "cancelled"
 			if sub.WasActive {
-				if err := Emit(ctx, q, Own{Type: "subscription.disabled", Subject: sub.Name, Tenant: sub.TenantID.UUID,
+				if err := outbox.Emit(ctx, q, outbox.Event{Type: "subscription.disabled", Subject: sub.Name, Tenant: sub.TenantID.UUID,
 					Data: map[string]any{"subscription": sub.ID, "reason": sub.DisabledReason}}); err != nil {
 					return err
 				}
@@ -213,7 +214,7 @@ func (w *Deliverer) body(ctx context.Context, q *dbgen.Queries, id uuid.UUID) ([
 	if err != nil {
 		return nil, fmt.Errorf("read event %s: %w", id, err)
 	}
-	var st stored
+	var st outbox.Payload
 	if err := json.Unmarshal(row.Payload, &st); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,9 @@
 package event
 
-import "testing"
+import (
+	"nimbus/app/outbox"
+	"testing"
+)
 
 func TestTakesType(t *testing.T) {
 	for _, c := range []struct {
@@ -28,8 +31,8 @@ func TestClean(t *testing.T) {
 		if in == "ééééé" {
 			max = 5
 		}
-		if got := clean(in, max); got != want {
-			t.Errorf("clean(%q, %d) = %q, want %q", in, max, got, want)
+		if got := outbox.Clean(in, max); got != want {
+			t.Errorf("outbox.Clean(%q, %d) = %q, want %q", in, max, got, want)
 		}
 	}
 }

@@ -2,51 +2,16 @@ package event
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
-
-// Own is one of Nimbus's own events: what it tells of (Type, such as deployment.succeeded or
-// stack.state_changed) and what it is about.
-type Own struct {
-	Type    string
-	Subject string
-	// Tenant, Environment, Instance and Deployment name what the event is about; zero where
-	// it is about none.
-	Tenant, Environment, Instance, Deployment uuid.UUID
-	Data                                      map[string]any
-}
-
-// Emit writes one of Nimbus's own events to the log with q, in the transaction of the change
-// it tells of (the log is the outbox): the event exists exactly when the change does. The
-// sweep routes it and hands it to the subscriptions moments later.
-func Emit(ctx context.Context, q *dbgen.Queries, e Own) error {
-	target := Target{}
-	if e.Instance != uuid.Nil {
-		target.Instance = e.Instance.String()
-	} else if e.Deployment != uuid.Nil {
-		target.Deployment = e.Deployment.String()
-	}
-	payload, err := json.Marshal(stored{Source: "nimbus", Data: Redacted(e.Data), Target: target})
-	if err != nil {
-		return err
-	}
-	_, err = q.LogOwnEvent(ctx, dbgen.LogOwnEventParams{Type: e.Type, Subject: e.Subject, Payload: payload,
-		Tenant: null(e.Tenant), Environment: null(e.Environment), Instance: null(e.Instance), Deployment: null(e.Deployment)})
-	if err != nil {
-		return fmt.Errorf("log event %s: %w", e.Type, err)
-	}
-	return nil
-}
 
 // SweepArgs routes the events waiting: Nimbus's own, and any whose routing job was lost.
 type SweepArgs struct{}

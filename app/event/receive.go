@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"nimbus/app/outbox"
 	"nimbus/app/problem"
 	"nimbus/app/secrets"
 	"nimbus/db/dbgen"
@@ -129,7 +130,7 @@ func Record(ctx context.Context, tx pgx.Tx, queue Queue, src dbgen.EventSource, 
 	}
 	batch := make([]batchEvent, len(events))
 	for i, e := range events {
-		payload, err := json.Marshal(stored{Source: e.Source, Data: Redacted(e.Data), Target: e.Target})
+		payload, err := json.Marshal(outbox.Payload{Source: e.Source, Data: outbox.Redacted(e.Data), Target: e.Target})
 		if err != nil {
 			return out, err
 		}
@@ -170,11 +171,4 @@ type batchEvent struct {
 	Subject    string          `json:"subject"`
 	OccurredAt *time.Time      `json:"occurred_at"`
 	Payload    json.RawMessage `json:"payload"`
-}
-
-// stored is what the log's payload holds of an event beside its columns.
-type stored struct {
-	Source string `json:"source,omitempty"`
-	Data   any    `json:"data,omitempty"`
-	Target Target `json:"target,omitzero"`
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"nimbus/app/outbox"
 	"nimbus/app/stack"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
@@ -101,7 +102,7 @@ func (w *Router) routeOne(ctx context.Context, id uuid.UUID) error {
 
 // route fills in r: the target, the rule and the outcome.
 func (w *Router) route(ctx context.Context, tx pgx.Tx, queue jobs.Queue, row dbgen.EventLog, r *dbgen.RouteEventParams) {
-	var st stored
+	var st outbox.Payload
 	if err := json.Unmarshal(row.Payload, &st); err != nil {
 		r.Outcome, r.Detail = Unrouted, "its payload cannot be read"
 		return
@@ -110,7 +111,7 @@ func (w *Router) route(ctx context.Context, tx pgx.Tx, queue jobs.Queue, row dbg
 	// of, or nothing a rule could take.
 	zone := row.LandingZoneID
 	if row.SourceKind == Nimbus {
-		if st.Target == (Target{}) {
+		if st.Target == (outbox.Target{}) {
 			r.Outcome, r.Detail = Unmatched, "it is about no stack instance"
 			return
 		}
@@ -194,9 +195,9 @@ type target struct {
 // findTarget looks for what an event names within its source's landing zone: an instance or a
 // deployment by ID, else a resource by an output's value or a URN; the subject is tried as
 // each of those when the event names nothing else.
-func findTarget(ctx context.Context, q *dbgen.Queries, zone uuid.NullUUID, named Target, subject string) (target, error) {
-	if named == (Target{}) {
-		named = Target{Instance: subject, Deployment: subject, Resource: subject}
+func findTarget(ctx context.Context, q *dbgen.Queries, zone uuid.NullUUID, named outbox.Target, subject string) (target, error) {
+	if named == (outbox.Target{}) {
+		named = outbox.Target{Instance: subject, Deployment: subject, Resource: subject}
 	}
 	if id, err := uuid.Parse(named.Instance); err == nil {
 		if t, err := instanceTarget(ctx, q, zone, id); err == nil || !errors.Is(err, pgx.ErrNoRows) {

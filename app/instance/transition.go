@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"nimbus/app/event"
+	"nimbus/app/outbox"
 	"nimbus/db/dbgen"
 )
 
@@ -58,7 +58,7 @@ func enter(ctx context.Context, q *dbgen.Queries, inst dbgen.StackInstance, stat
 	if err != nil {
 		return err
 	}
-	return event.Emit(ctx, q, event.Own{Type: "stack.state_changed", Subject: inst.Name, Tenant: inst.TenantID, Environment: inst.EnvironmentID,
+	return outbox.Emit(ctx, q, outbox.Event{Type: "stack.state_changed", Subject: inst.Name, Tenant: inst.TenantID, Environment: inst.EnvironmentID,
 		Instance: inst.ID, Data: map[string]any{"from": inst.CurrentState, "to": state, "trigger": c.trigger, "source": c.source, "run": c.run}})
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"nimbus/app/event"
+	"nimbus/app/outbox"
 )
 
 // The power states of a machine that make events; a cloud may report others (paused,
@@ -118,6 +119,6 @@ func change(provider, id, typ string, before Seen, state string, task *Task, at 
 		Source:  provider,
 		Time:    &when,
 		Data:    data,
-		Target:  event.Target{Resource: id},
+		Target:  outbox.Target{Resource: id},
 	}
 }

@@ -1,11 +1,10 @@
 package poller
 
 import (
+	"nimbus/app/outbox"
 	"reflect"
 	"testing"
 	"time"
-
-	"nimbus/app/event"
 )
 
 func TestCompare(t *testing.T) {
@@ -42,7 +41,7 @@ func TestCompare(t *testing.T) {
 			var got []string
 			for _, e := range d.Events {
 				got = append(got, e.Type+" "+e.Subject)
-				if e.Target != (event.Target{Resource: e.Subject}) || e.Source != "simcloud" || !e.Time.Equal(at) {
+				if e.Target != (outbox.Target{Resource: e.Subject}) || e.Source != "simcloud" || !e.Time.Equal(at) {
 					t.Errorf("event %+v: want the machine as its resource, the provider as its source, the poll's time", e)
 				}
 			}

@@ -15,6 +15,7 @@ import (
 
 	"nimbus/app/egress/egresstest"
 	"nimbus/app/event"
+	"nimbus/app/outbox"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 )
@@ -105,7 +106,7 @@ func TestEvents_ADeliveryToANameResolvingToASpecialPurposeAddressIsRefusedWhenDi
 	id := r.json(t)["id"].(string)
 
 	must(t, db.Tx(context.Background(), s.pool, func(q *dbgen.Queries) error {
-		return event.Emit(context.Background(), q, event.Own{Type: "backup.done", Subject: "db-1", Tenant: s.a.ID})
+		return outbox.Emit(context.Background(), q, outbox.Event{Type: "backup.done", Subject: "db-1", Tenant: s.a.ID})
 	}))
 	var attempts []any
 	for deadline := time.Now().Add(time.Minute); len(attempts) == 0; time.Sleep(100 * time.Millisecond) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"nimbus/app/event"
+	"nimbus/app/outbox"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 )
@@ -158,7 +159,7 @@ func TestEventPages_ATenantAdminSubscribesAndSeesTheDeliveries(t *testing.T) {
 
 	// An event of the tenant's is delivered: the second attempt takes; both are on the page.
 	must(t, db.Tx(context.Background(), s.pool, func(q *dbgen.Queries) error {
-		return event.Emit(context.Background(), q, event.Own{Type: "backup.done", Subject: "db-1", Tenant: s.a.ID})
+		return outbox.Emit(context.Background(), q, outbox.Event{Type: "backup.done", Subject: "db-1", Tenant: s.a.ID})
 	}))
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		r = s.call(t, "GET", hooks, admin, nil)

@@ -13,6 +13,7 @@ import (
 	"nimbus/app/deploy"
 	"nimbus/app/environment"
 	"nimbus/app/event"
+	"nimbus/app/outbox"
 	"nimbus/db/dbgen"
 )
 
@@ -194,7 +195,7 @@ func TestJobs_EventsDeliveriesAndSweepsGoOnWhileOperationsFillTheirQueue(t *test
 	}
 
 	// One of Nimbus's own events is swept and delivered.
-	must(t, event.Emit(t.Context(), dbgen.New(s.pool), event.Own{Type: "environment.active", Subject: "dev", Tenant: s.a.ID, Environment: envA.ID}))
+	must(t, outbox.Emit(t.Context(), dbgen.New(s.pool), outbox.Event{Type: "environment.active", Subject: "dev", Tenant: s.a.ID, Environment: envA.ID}))
 	select {
 	case body := <-got:
 		if !strings.Contains(body, "environment.active") {
