@@ -27,10 +27,6 @@ import (
 // DefaultTTL is how long a request waits for its decisions when nobody says otherwise.
 const DefaultTTL = 72 * time.Hour
 
-// Statuses are the states of a request: pending until decided, expired or void; void when the
-// deployment changed after its preview, and cancelled with its operation.
-var Statuses = []string{"pending", "approved", "rejected", "expired", "void", "cancelled"}
-
 // Request is an operation waiting, or having waited, for approval.
 type Request struct {
 	ID                uuid.UUID   `json:"id"`
@@ -43,7 +39,7 @@ type Request struct {
 	TenantID          uuid.UUID   `json:"tenant_id"`
 	Tenant            string      `json:"tenant"`
 	RequestedBy       string      `json:"requested_by"`
-	Status            string      `json:"status"`
+	Status            Status      `json:"status"`
 	Approvals         int         `json:"approvals"`
 	ApprovalsRequired int         `json:"approvals_required"`
 	ApproverRole      access.Role `json:"approver_role"`
@@ -173,10 +169,10 @@ func (s *Service) requests(ctx context.Context, actor access.Principal, id uuid.
 func requestFromRow(actor access.Principal, r dbgen.ListApprovalRequestsRow) Request {
 	out := Request{ID: r.ID, OperationID: r.OperationID, Kind: r.Kind, DeploymentID: r.DeploymentID, Deployment: r.DeploymentName,
 		EnvironmentID: r.EnvironmentID, Environment: r.EnvironmentName, TenantID: r.TenantID, Tenant: r.TenantName, RequestedBy: r.RequestedByEmail,
-		Status: r.Status, Approvals: int(r.Approvals), ApprovalsRequired: int(r.ApprovalsRequired),
+		Status: Status(r.Status), Approvals: int(r.Approvals), ApprovalsRequired: int(r.ApprovalsRequired),
 		ApproverRole: access.Role(r.ApproverRole), PreviewedAt: r.PreviewedAt, ExpiresAt: r.ExpiresAt, DecidedAt: r.DecidedAt,
 		CreatedAt: r.CreatedAt, requester: r.RequestedBy}
-	out.CanDecide = r.Status == "pending" && !r.ViewerDecided && mayDecide(actor, r.TenantID, r.RequestedBy, out.ApproverRole) == nil
+	out.CanDecide = Status(r.Status) == Pending && !r.ViewerDecided && mayDecide(actor, r.TenantID, r.RequestedBy, out.ApproverRole) == nil
 	return out
 }
 

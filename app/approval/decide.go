@@ -61,15 +61,15 @@ func (s *Service) decide(ctx context.Context, actor access.Principal, id uuid.UU
 			return err
 		}
 		switch {
-		case r.Status == "pending" && r.Lapsed:
+		case Status(r.Status) == Pending && r.Lapsed:
 			if err := s.expire(ctx, tx, r); err != nil {
 				return err
 			}
 			refused = expired(r)
 			return nil
-		case r.Status == "expired":
+		case Status(r.Status) == Expired:
 			return expired(r)
-		case r.Status != "pending":
+		case Status(r.Status) != Pending:
 			return problem.Invalid("request", "state", "this request is %s already and takes no more decisions", r.Status)
 		case decision == "reject" && comment == "":
 			// The requester and the other approvers read why in the operation's error.
@@ -97,6 +97,7 @@ func (s *Service) decide(ctx context.Context, actor access.Principal, id uuid.UU
 	return s.Get(ctx, actor, id)
 }
 
+// past is a decision as a sentence tells of it: "you already rejected this".
 func past(decision string) string {
 	if decision == "reject" {
 		return "rejected"
@@ -112,7 +113,7 @@ func expired(r dbgen.LockApprovalRequestRow) error {
 // approve records an approval; the last one needed sends the operation on.
 func (s *Service) approve(ctx context.Context, tx pgx.Tx, actor access.Principal, r dbgen.LockApprovalRequestRow, comment string) error {
 	q := dbgen.New(tx)
-	if err := q.RecordApprovalDecision(ctx, dbgen.RecordApprovalDecisionParams{RequestID: r.ID, UserID: actor.UserID, Decision: "approve", Comment: comment}); err != nil {
+	if err := decide(ctx, q, dbgen.RecordApprovalDecisionParams{RequestID: r.ID, UserID: actor.UserID, Decision: "approve", Comment: comment}); err != nil {
 		return err
 	}
 	n, err := q.CountApprovalsGiven(ctx, r.ID)
@@ -133,7 +134,7 @@ func (s *Service) approve(ctx context.Context, tx pgx.Tx, actor access.Principal
 // preview, which asks for approval again.
 func (s *Service) void(ctx context.Context, tx pgx.Tx, actor access.Principal, r dbgen.LockApprovalRequestRow) error {
 	q := dbgen.New(tx)
-	if _, err := q.CloseApprovalRequest(ctx, dbgen.CloseApprovalRequestParams{ID: r.ID, Status: "void"}); err != nil {
+	if err := closeAs(ctx, q, r.ID, Void); err != nil {
 		return err
 	}
 	if err := deploy.Rewind(ctx, tx, s.jobs, r.OperationID, deploy.StepPreview); err != nil {
@@ -145,10 +146,10 @@ func (s *Service) void(ctx context.Context, tx pgx.Tx, actor access.Principal, r
 // resume closes the request as approved and sends its operation on.
 func (s *Service) resume(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalRequestRow) error {
 	q := dbgen.New(tx)
-	if _, err := q.CloseApprovalRequest(ctx, dbgen.CloseApprovalRequestParams{ID: r.ID, Status: "approved"}); err != nil {
+	if err := closeAs(ctx, q, r.ID, Approved); err != nil {
 		return err
 	}
-	if err := decided(ctx, q, r, "approved", ""); err != nil {
+	if err := decided(ctx, q, r, Approved, ""); err != nil {
 		return err
 	}
 	return deploy.Resume(ctx, tx, s.jobs, r.OperationID)
@@ -157,14 +158,14 @@ func (s *Service) resume(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalReq
 // reject records a rejection and ends the operation.
 func (s *Service) reject(ctx context.Context, tx pgx.Tx, actor access.Principal, r dbgen.LockApprovalRequestRow, comment string) error {
 	q := dbgen.New(tx)
-	if err := q.RecordApprovalDecision(ctx, dbgen.RecordApprovalDecisionParams{RequestID: r.ID, UserID: actor.UserID, Decision: "reject", Comment: comment}); err != nil {
+	if err := decide(ctx, q, dbgen.RecordApprovalDecisionParams{RequestID: r.ID, UserID: actor.UserID, Decision: "reject", Comment: comment}); err != nil {
 		return err
 	}
-	if _, err := q.CloseApprovalRequest(ctx, dbgen.CloseApprovalRequestParams{ID: r.ID, Status: "rejected"}); err != nil {
+	if err := closeAs(ctx, q, r.ID, Rejected); err != nil {
 		return err
 	}
 	reason := "rejected by " + actor.Email + ": " + comment
-	if err := decided(ctx, q, r, "rejected", comment); err != nil {
+	if err := decided(ctx, q, r, Rejected, comment); err != nil {
 		return err
 	}
 	if err := deploy.EndWaiting(ctx, tx, s.jobs, r.OperationID, deploy.Rejected, reason); err != nil {
@@ -178,11 +179,11 @@ func (s *Service) reject(ctx context.Context, tx pgx.Tx, actor access.Principal,
 // that wait for it treat both ends alike while cancelled keeps meaning someone's stop.
 func (s *Service) expire(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalRequestRow) error {
 	q := dbgen.New(tx)
-	if _, err := q.CloseApprovalRequest(ctx, dbgen.CloseApprovalRequestParams{ID: r.ID, Status: "expired"}); err != nil {
+	if err := closeAs(ctx, q, r.ID, Expired); err != nil {
 		return err
 	}
 	reason := fmt.Sprintf("not approved in time: its approval request expired at %s", r.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC"))
-	if err := decided(ctx, q, r, "expired", ""); err != nil {
+	if err := decided(ctx, q, r, Expired, ""); err != nil {
 		return err
 	}
 	err := deploy.EndWaiting(ctx, tx, s.jobs, r.OperationID, deploy.Rejected, reason)
@@ -193,7 +194,7 @@ func (s *Service) expire(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalReq
 }
 
 // decided tells subscribers how a request ended.
-func decided(ctx context.Context, q *dbgen.Queries, r dbgen.LockApprovalRequestRow, decision, comment string) error {
+func decided(ctx context.Context, q *dbgen.Queries, r dbgen.LockApprovalRequestRow, decision Status, comment string) error {
 	return outbox.Emit(ctx, q, outbox.Event{Type: "approval.decided", Subject: r.DeploymentName, Tenant: r.TenantID, Environment: r.EnvironmentID,
 		Instance: r.StackInstanceID.UUID, Deployment: r.DeploymentID, Data: map[string]any{"request": r.ID, "operation": r.OperationID, "kind": r.Kind, "decision": decision, "comment": comment}})
 }

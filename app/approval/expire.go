@@ -67,7 +67,7 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 		expired := false
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			r, err := dbgen.New(tx).LockApprovalRequest(ctx, id)
-			if errors.Is(err, pgx.ErrNoRows) || err == nil && (r.Status != "pending" || !r.Lapsed) {
+			if errors.Is(err, pgx.ErrNoRows) || err == nil && (Status(r.Status) != Pending || !r.Lapsed) {
 				return nil // decided, or gone with its operation, meanwhile
 			}
 			if err != nil {

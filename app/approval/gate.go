@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/access"
@@ -33,9 +32,9 @@ func NewGate(ttl time.Duration) *Gate {
 func (g *Gate) Hold(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, dep dbgen.GetDeploymentRow) (bool, error) {
 	r, err := q.CurrentApprovalRequest(ctx, op.ID)
 	switch {
-	case err == nil && r.Status == "pending":
+	case err == nil && Status(r.Status) == Pending:
 		return true, nil
-	case err == nil && r.Status == "approved":
+	case err == nil && Status(r.Status) == Approved:
 		return false, nil
 	case err == nil:
 		return false, problem.Invalid("operation", "approval", "its approval request is %s", r.Status)
@@ -50,7 +49,7 @@ func (g *Gate) Hold(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, d
 	if n == 0 {
 		return false, nil
 	}
-	req, err := q.OpenApprovalRequest(ctx, dbgen.OpenApprovalRequestParams{OperationID: op.ID, ApprovalsRequired: int32(n),
+	req, err := open(ctx, q, dbgen.OpenApprovalRequestParams{OperationID: op.ID, ApprovalsRequired: int32(n),
 		ApproverRole: string(role), TtlSeconds: g.ttl.Seconds()})
 	if err != nil {
 		return false, err
@@ -73,12 +72,6 @@ func (g *Gate) Binds(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, 
 	}
 	n, _ := need(rows)
 	return n > 0, nil
-}
-
-// Withdraw closes the request of an operation cancelled while it waited for approval, in the
-// caller's transaction.
-func Withdraw(ctx context.Context, q *dbgen.Queries, operation uuid.UUID) error {
-	return q.CancelApprovalRequestOf(ctx, operation)
 }
 
 // need is what the policies binding an operation ask of it together: the most approvals any

@@ -30,9 +30,9 @@ func (h *Handlers) QueuePage(c echo.Context) error {
 	var waiting, others, decided []ApprovalRow
 	for _, r := range list {
 		switch {
-		case r.Status == "pending" && r.CanDecide:
+		case r.Status == Pending && r.CanDecide:
 			waiting = append(waiting, row(r))
-		case r.Status == "pending":
+		case r.Status == Pending:
 			others = append(others, row(r))
 		case len(decided) < recent:
 			decided = append(decided, row(r))
@@ -63,7 +63,7 @@ func row(r Request) ApprovalRow {
 	out := ApprovalRow{ID: r.ID.String(), OperationID: r.OperationID.String(), DeploymentID: r.DeploymentID.String(),
 		Kind: r.Kind, Deployment: r.Deployment, Environment: r.Environment, EnvironmentID: r.EnvironmentID.String(),
 		Tenant: r.Tenant, TenantID: r.TenantID.String(), RequestedBy: r.RequestedBy,
-		Status: r.Status, Role: string(r.ApproverRole), Created: r.CreatedAt, Expires: r.ExpiresAt, Decided: r.DecidedAt,
+		Status: string(r.Status), Role: string(r.ApproverRole), Created: r.CreatedAt, Expires: r.ExpiresAt, Decided: r.DecidedAt,
 		Approvals: r.Approvals, Required: r.ApprovalsRequired}
 	if out.RequestedBy == "" {
 		out.RequestedBy = "Nimbus"
@@ -97,7 +97,7 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 
 // whyNot says what keeps the viewer from deciding a pending request.
 func whyNot(actor access.Principal, d Detail) string {
-	if d.Status != "pending" || d.CanDecide {
+	if d.Status != Pending || d.CanDecide {
 		return ""
 	}
 	if slices.ContainsFunc(d.Decisions, func(x Decision) bool { return x.By == actor.Email }) {
@@ -134,7 +134,7 @@ func (h *Handlers) decideForm(c echo.Context, decide decideFunc, done string) er
 		web.SetFlash(c, web.FlashError, msg)
 	case err != nil:
 		return err
-	case d.Status == "approved":
+	case d.Status == Approved:
 		web.SetFlash(c, web.FlashSuccess, "Approved: the operation goes on.")
 	default:
 		web.SetFlash(c, web.FlashSuccess, done)

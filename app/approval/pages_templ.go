@@ -6,16 +6,17 @@ package approval
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
+import "github.com/a-h/templ"
+import templruntime "github.com/a-h/templ/runtime"
+
 import (
-	"nimbus/app/deploy"
-	"nimbus/app/policy"
-	"nimbus/views"
 	"slices"
 	"strconv"
 	"time"
 
-	"github.com/a-h/templ"
-	templruntime "github.com/a-h/templ/runtime"
+	"nimbus/app/deploy"
+	"nimbus/app/policy"
+	"nimbus/views"
 )
 
 // ApprovalRow is one request for approval in a list.
@@ -70,13 +71,13 @@ type ScopeChoice struct {
 	Scope, ID, Name string
 }
 
-func approvalBadge(status string) string {
+func approvalBadge(status Status) string {
 	switch status {
-	case "approved":
+	case Approved:
 		return "badge badge-ok"
-	case "rejected", "expired":
+	case Rejected, Expired:
 		return "badge badge-err"
-	case "void", "cancelled":
+	case Void, Cancelled:
 		return "badge badge-muted"
 	}
 	return "badge badge-warn"
@@ -415,7 +416,7 @@ func approvalTable(rows []ApprovalRow, sort views.Sort, testid, empty string) te
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				var templ_7745c5c3_Var18 = []any{approvalBadge(r.Status)}
+				var templ_7745c5c3_Var18 = []any{approvalBadge(Status(r.Status))}
 				templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var18...)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -450,7 +451,7 @@ func approvalTable(rows []ApprovalRow, sort views.Sort, testid, empty string) te
 			var templ_7745c5c3_Var20 string
 			templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs(views.StatusWord(r.Status))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `approval/pages.templ`, Line: 140, Col: 78}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `approval/pages.templ`, Line: 140, Col: 86}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var20))
 			if templ_7745c5c3_Err != nil {
@@ -565,7 +566,7 @@ func ApprovalPage(page views.Page, v ApprovalView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				var templ_7745c5c3_Var26 = []any{approvalBadge(v.Status)}
+				var templ_7745c5c3_Var26 = []any{approvalBadge(Status(v.Status))}
 				templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var26...)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -600,7 +601,7 @@ func ApprovalPage(page views.Page, v ApprovalView) templ.Component {
 			var templ_7745c5c3_Var28 string
 			templ_7745c5c3_Var28, templ_7745c5c3_Err = templ.JoinStringErrs(views.StatusWord(v.Status))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `approval/pages.templ`, Line: 159, Col: 103}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `approval/pages.templ`, Line: 159, Col: 111}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var28))
 			if templ_7745c5c3_Err != nil {

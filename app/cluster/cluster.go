@@ -12,6 +12,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/secrets"
 	"nimbus/db"
@@ -160,7 +161,7 @@ func (s *Service) Remove(ctx context.Context, actor access.Principal, zoneID uui
 	if err != nil {
 		return err
 	}
-	if z.Status == "published" {
+	if lifecycle.ZoneStatus(z.Status) == lifecycle.ZonePublished {
 		return problem.Invalid("kubeconfig", "published", "landing zone %s is published: its deployments need the cluster; replace the kubeconfig instead, or retire the zone first", z.Name)
 	}
 	return db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {

@@ -21,17 +21,39 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/pulumix"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
 
+// CheckStatus is where a check stands.
+type CheckStatus string
+
+// The statuses of a check.
+const (
+	CheckQueued    CheckStatus = "queued"
+	CheckRunning   CheckStatus = "running"
+	CheckSucceeded CheckStatus = "succeeded"
+	CheckFailed    CheckStatus = "failed"
+)
+
+// CheckMachine is a check's life; this file alone records checks and moves them. A running
+// check whose worker stopped is taken up again where it stands.
+var CheckMachine = lifecycle.Machine[CheckStatus]{
+	Name: "component check", Table: "component_checks", Column: "status", Writer: "app/component/check.go", Start: CheckQueued,
+	Moves: map[CheckStatus][]CheckStatus{
+		CheckQueued:  {CheckRunning, CheckFailed},
+		CheckRunning: {CheckRunning, CheckSucceeded, CheckFailed},
+	},
+}
+
 // Check is one preview of a draft by the real engine.
 type Check struct {
 	ID          uuid.UUID      `json:"id"`
 	ComponentID uuid.UUID      `json:"component_id"`
-	Status      string         `json:"status"` // queued, running, succeeded, failed
+	Status      CheckStatus    `json:"status"`
 	Output      string         `json:"output"`
 	Changes     map[string]int `json:"changes"`
 	CreatedAt   time.Time      `json:"created_at"`
@@ -40,10 +62,10 @@ type Check struct {
 }
 
 // Done reports whether the check has finished, either way.
-func (c Check) Done() bool { return c.Status == "succeeded" || c.Status == "failed" }
+func (c Check) Done() bool { return CheckMachine.Ended(c.Status) }
 
 func checkFromRow(r dbgen.ComponentCheck) Check {
-	c := Check{ID: r.ID, ComponentID: r.ComponentID, Status: r.Status, Output: r.Output, CreatedAt: r.CreatedAt,
+	c := Check{ID: r.ID, ComponentID: r.ComponentID, Status: CheckStatus(r.Status), Output: r.Output, CreatedAt: r.CreatedAt,
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Changes: map[string]int{}}
 	_ = json.Unmarshal(r.Changes, &c.Changes)
 	return c
@@ -222,14 +244,14 @@ func (w *CheckWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	if !claimed {
 		return w.places.Snooze()
 	}
-	finish := func(status, output string, changes map[string]int) error {
+	finish := func(status CheckStatus, output string, changes map[string]int) error {
 		// Postgres refuses text that starts inside a character; CutTail starts at one.
 		output = pulumix.CutTail(output, maxCheckOutput)
 		ch, _ := json.Marshal(changes)
-		return dbgen.New(w.pool).FinishCheck(context.WithoutCancel(ctx), dbgen.FinishCheckParams{ID: row.ID, Status: status, Output: output, Changes: ch})
+		return dbgen.New(w.pool).FinishCheck(context.WithoutCancel(ctx), dbgen.FinishCheckParams{ID: row.ID, Status: string(status), Output: output, Changes: ch})
 	}
 	if w.runner == nil {
-		return finish("failed", "the Pulumi toolchain is not installed on this server: run go tool task toolchain, or set NIMBUS_PULUMI_DIR", nil)
+		return finish(CheckFailed, "the Pulumi toolchain is not installed on this server: run go tool task toolchain, or set NIMBUS_PULUMI_DIR", nil)
 	}
 	v := &problem.ValidationError{}
 	in := ParseSchema("input_schema", row.InputSchema, v)
@@ -238,7 +260,7 @@ func (w *CheckWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 		for i, f := range v.Fields {
 			said[i] = f.Message
 		}
-		return finish("failed", "The input schema cannot be read: "+strings.Join(said, "; "), nil)
+		return finish(CheckFailed, "The input schema cannot be read: "+strings.Join(said, "; "), nil)
 	}
 	live := &liveOutput{flush: func(s string) {
 		if err := q.AppendCheckOutput(ctx, dbgen.AppendCheckOutputParams{ID: row.ID, Output: s}); err != nil {
@@ -252,11 +274,11 @@ func (w *CheckWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 		return err // stopped by a shutdown or the job's timeout: River runs it again
 	}
 	if err != nil {
-		return finish("failed", "the check could not run: "+err.Error(), nil)
+		return finish(CheckFailed, "the check could not run: "+err.Error(), nil)
 	}
-	status := "failed"
+	status := CheckFailed
 	if res.Succeeded {
-		status = "succeeded"
+		status = CheckSucceeded
 	}
 	return finish(status, res.Output, res.Changes)
 }

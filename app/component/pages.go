@@ -616,7 +616,7 @@ func (h *Handlers) CheckPanel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if chk.Status == "succeeded" {
+	if chk.Status == CheckSucceeded {
 		gate = templ.Join(gate, clearPublishResult())
 	}
 	return web.Render(c, http.StatusOK, templ.Join(checkPanel(chk), gate))

@@ -6,14 +6,15 @@ package component
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
+import "github.com/a-h/templ"
+import templruntime "github.com/a-h/templ/runtime"
+
 import (
 	"fmt"
-	"nimbus/views"
 	"strconv"
 	"time"
 
-	"github.com/a-h/templ"
-	templruntime "github.com/a-h/templ/runtime"
+	"nimbus/views"
 )
 
 // CatalogCard is one component in the catalog.
@@ -3243,7 +3244,7 @@ func SemanticsPage(page views.Page, v SemanticsView) templ.Component {
 }
 
 // CheckPanel shows a check's progress; until it is done it asks again twice a second.
-func CheckPanel(id, status, output, elapsed string, done bool) templ.Component {
+func CheckPanel(id string, status CheckStatus, output, elapsed string, done bool) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -3265,9 +3266,9 @@ func CheckPanel(id, status, output, elapsed string, done bool) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var140 string
-		templ_7745c5c3_Var140, templ_7745c5c3_Err = templruntime.NewAttributeExpression(status).Resolve(ctx)
+		templ_7745c5c3_Var140, templ_7745c5c3_Err = templruntime.NewAttributeExpression(string(status)).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `component/pages.templ`, Line: 745, Col: 66}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `component/pages.templ`, Line: 745, Col: 74}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var140)
 		if templ_7745c5c3_Err != nil {
@@ -3301,17 +3302,17 @@ func CheckPanel(id, status, output, elapsed string, done bool) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		switch status {
-		case "succeeded":
+		case CheckSucceeded:
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 296, "<span class=\"badge badge-ok\">Check passed</span> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-		case "failed":
+		case CheckFailed:
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 297, "<span class=\"badge badge-err\">Check failed</span> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-		case "running":
+		case CheckRunning:
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 298, "<span class=\"badge badge-warn\">Checking…</span> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err

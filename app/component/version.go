@@ -148,10 +148,10 @@ func (s *Service) checkGate(ctx context.Context, q *dbgen.Queries, c Component) 
 	if err != nil {
 		return "", "", err
 	}
-	switch chk.Status {
-	case "succeeded":
+	switch CheckStatus(chk.Status) {
+	case CheckSucceeded:
 		return "", "", nil
-	case "failed":
+	case CheckFailed:
 		return "passed", "The engine's check of this draft failed: fix the draft and check it again.", nil
 	}
 	return "pending", "The engine is still checking this draft: publish once the check has passed.", nil

@@ -295,7 +295,7 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, actor access.Principal,
 		return dbgen.Operation{}, err
 	}
 	plainJSON, _ := json.Marshal(p.in.Plain)
-	_, err = q.CreateDeployment(ctx, dbgen.CreateDeploymentParams{
+	_, err = createDeployment(ctx, q, dbgen.CreateDeploymentParams{
 		ID: p.id, TenantID: p.env.TenantID, EnvironmentID: p.env.ID, ComponentID: p.comp.ID, Version: p.in.Version, Name: p.name,
 		Parameters: plainJSON, SecretParameters: p.in.Sealed, SecretKeyID: &p.in.KeyID, Project: p.comp.Name,
 		Stack: "d-" + strings.ReplaceAll(p.id.String(), "-", ""), StateLocation: "",

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
 	"nimbus/db"
@@ -55,7 +56,7 @@ func (r *run) approve(ctx context.Context, _ *saga.Run) (json.RawMessage, error)
 			return err
 		}
 		err = park(ctx, q, r.op.ID, r.lease)
-		if errors.Is(err, ErrIllegalMove) {
+		if errors.Is(err, lifecycle.ErrIllegalMove) {
 			// Cancelled before the heartbeat passed it on: it ends, undone, rather than wait.
 			if now, err := q.GetOperation(ctx, r.op.ID); err == nil && now.CancelRequestedAt != nil {
 				return saga.ErrCancelled

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/db"
 	"nimbus/db/dbgen"
@@ -26,12 +28,44 @@ import (
 // parameters resolvers completed, a truncated log, a step's checkpoint) are here too, and so is
 // what the deployment shows (moveDeployment, land).
 
-// ErrIllegalMove refuses a move from a status it does not start from: the operation moved on
-// meanwhile (another worker took it over, a decision or a cancel came first).
-var ErrIllegalMove = errors.New("the operation is not where this move starts")
+// OperationMachine is an operation's life. Its moves are the functions below; each is a
+// statement that changes the row only from the statuses it names (db/queries/operations.sql),
+// so a move that finds the operation elsewhere reports lifecycle.ErrIllegalMove: the operation
+// moved on meanwhile (another worker took it over, a decision or a cancel came first).
+var OperationMachine = lifecycle.Machine[Status]{
+	Name: "operation", Table: "operations", Column: "status", Writer: "app/deploy/lifecycle.go", Start: Queued,
+	Moves: map[Status][]Status{
+		Queued:           {Running, Cancelled},
+		Running:          {Succeeded, Failed, Cancelled, Queued, AwaitingApproval},
+		AwaitingApproval: {Queued, Rejected, Cancelled},
+	},
+}
+
+// DeploymentMachine is what a deployment shows: at rest, or busy while an operation changes
+// it; destroyed is its end. An operation may start from any rest and from a busy status (its
+// own, resumed after a crash), and leaves the deployment at any rest; only a busy deployment
+// or a pending one (discarded, never deployed) becomes destroyed.
+var DeploymentMachine = lifecycle.Machine[DeploymentStatus]{
+	Name: "deployment", Table: "deployed_components", Column: "status", Writer: "app/deploy/lifecycle.go", Start: Pending,
+	Moves: deploymentMoves(),
+}
+
+func deploymentMoves() map[DeploymentStatus][]DeploymentStatus {
+	rest := []DeploymentStatus{Pending, Deployed, Broken, Interrupted}
+	busy := []DeploymentStatus{Deploying, Upgrading, Destroying}
+	moves := map[DeploymentStatus][]DeploymentStatus{}
+	for _, s := range rest {
+		moves[s] = slices.Concat(rest, busy)
+	}
+	for _, s := range busy {
+		moves[s] = slices.Concat(rest, busy, []DeploymentStatus{Destroyed})
+	}
+	moves[Pending] = append(moves[Pending], Destroyed)
+	return moves
+}
 
 func illegal(move string, id uuid.UUID) error {
-	return fmt.Errorf("%w: %s operation %s", ErrIllegalMove, move, id)
+	return fmt.Errorf("%w: %s operation %s", lifecycle.ErrIllegalMove, move, id)
 }
 
 // ErrNotWaiting refuses to end, resume or rewind an operation that no longer awaits approval.
@@ -205,9 +239,27 @@ func finish(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID, e ending,
 	return err
 }
 
-// moveDeployment sets the status a deployment shows.
+// createDeployment records a deployment, pending until an operation deploys it.
+func createDeployment(ctx context.Context, q *dbgen.Queries, p dbgen.CreateDeploymentParams) (dbgen.DeployedComponent, error) {
+	return q.CreateDeployment(ctx, p)
+}
+
+// moveDeployment sets the status a deployment shows, from a status the machine moves from.
 func moveDeployment(ctx context.Context, q *dbgen.Queries, id uuid.UUID, to DeploymentStatus) error {
-	return q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: id, Status: string(to)})
+	n, err := q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: id, Status: string(to), Sources: sources(DeploymentMachine, to)})
+	if err == nil && n == 0 {
+		return fmt.Errorf("%w: deployment %s cannot become %s", lifecycle.ErrIllegalMove, id, to)
+	}
+	return err
+}
+
+// sources spells the statuses a machine reaches to from, for a guarded statement.
+func sources[S ~string](m lifecycle.Machine[S], to S) []string {
+	var out []string
+	for _, s := range m.Sources(to) {
+		out = append(out, string(s))
+	}
+	return out
 }
 
 // checkpoints keeps one operation's step checkpoints in operation_steps, for the saga.
@@ -264,7 +316,12 @@ func land(ctx context.Context, q *dbgen.Queries, in dbgen.UpdateDeploymentInputs
 	if err := q.UpdateDeploymentInputs(ctx, in); err != nil {
 		return err
 	}
-	return q.RecordDeploymentOutputs(ctx, dbgen.RecordDeploymentOutputsParams{ID: in.ID, Status: string(to), Outputs: outputs})
+	n, err := q.RecordDeploymentOutputs(ctx, dbgen.RecordDeploymentOutputsParams{ID: in.ID, Status: string(to), Outputs: outputs,
+		Sources: sources(DeploymentMachine, to)})
+	if err == nil && n == 0 {
+		return fmt.Errorf("%w: deployment %s cannot become %s", lifecycle.ErrIllegalMove, in.ID, to)
+	}
+	return err
 }
 
 // recordDrift records a deployment's drift: what a check found, or that it is in sync again.

@@ -52,9 +52,7 @@ const (
 )
 
 // Ended reports whether the operation has ended: it will never run again.
-func (s Status) Ended() bool {
-	return s == Succeeded || s == Failed || s == Cancelled || s == Rejected
-}
+func (s Status) Ended() bool { return OperationMachine.Ended(s) }
 
 // DeploymentStatus is where a deployment stands, moved by the operations on it.
 type DeploymentStatus string

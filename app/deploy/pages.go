@@ -463,7 +463,7 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error)
 	v.Summary = explain(d, v.Resources)
 	v.Diagnostics = DiagnosticsOf(v.Resources)
 	v.Cancelling = d.CancelRequested && !d.Status.Ended()
-	if d.Status == "awaiting_approval" {
+	if d.Status == AwaitingApproval {
 		a, err := h.svc.AwaitedApproval(ctx, actor, d.ID)
 		if err != nil {
 			return LiveView{}, err
@@ -473,12 +473,12 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error)
 			v.Approval.ID = a.ID.String()
 		}
 	}
-	if d.Status == "succeeded" && d.Kind != "preview" && d.Kind != "destroy" {
+	if d.Status == Succeeded && d.Kind != KindPreview && d.Kind != KindDestroy {
 		outputs := map[string]any{}
 		_ = json.Unmarshal(dep.Outputs, &outputs)
 		v.Outputs = views.Values(outputs)
 	}
-	if d.Kind == "preview" && d.Status == "succeeded" && dep.Status != "destroyed" {
+	if d.Kind == KindPreview && d.Status == Succeeded && DeploymentStatus(dep.Status) != Destroyed {
 		fresh, err := h.svc.NeverDeployed(ctx, actor, dep.ID)
 		if err != nil {
 			return LiveView{}, err

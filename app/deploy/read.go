@@ -172,14 +172,14 @@ func (s *Service) Operation(ctx context.Context, actor access.Principal, id uuid
 		return Operation{}, problem.ErrNotFound
 	}
 	op := operationFromRow(dbgen.ListOperationsRow(r))
-	if op.Status == "queued" {
+	if op.Status == Queued {
 		n, err := q.QueuePosition(ctx, dbgen.QueuePositionParams{DeploymentID: r.DeploymentID, CreatedAt: r.CreatedAt, ID: r.ID})
 		if err != nil {
 			return Operation{}, fmt.Errorf("queue position: %w", err)
 		}
 		op.Position = int(n)
 	}
-	if op.Status == "queued" && op.Position == 0 {
+	if op.Status == Queued && op.Position == 0 {
 		n, err := q.CountRunningOperations(ctx, dbgen.CountRunningOperationsParams{TenantID: r.TenantID, ID: r.ID})
 		if err != nil {
 			return Operation{}, fmt.Errorf("the tenant's running operations: %w", err)

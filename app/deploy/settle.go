@@ -64,7 +64,7 @@ func Discard(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (bool, error) 
 		return false, err
 	}
 	d, err := q.GetDeployment(ctx, id)
-	if err != nil || d.Status != "pending" {
+	if err != nil || DeploymentStatus(d.Status) != Pending {
 		return false, err
 	}
 	if err := withdrawPreviews(ctx, q, id); err != nil {
@@ -81,5 +81,5 @@ func Discard(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (bool, error) 
 	if err := q.UpdateDeploymentInputs(ctx, dbgen.UpdateDeploymentInputsParams{ID: d.ID, Version: d.Version, Parameters: d.Parameters}); err != nil {
 		return false, err
 	}
-	return true, q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: d.ID, Status: "destroyed"})
+	return true, moveDeployment(ctx, q, d.ID, Destroyed)
 }

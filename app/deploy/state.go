@@ -13,6 +13,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/pulumix"
 	"nimbus/db"
@@ -106,7 +107,7 @@ func (s *Service) RestoreState(ctx context.Context, actor access.Principal, id u
 			return err
 		}
 		err := finish(done, dbgen.New(tx), op.ID, lease, e, map[string]int{}, nil)
-		if errors.Is(err, ErrIllegalMove) {
+		if errors.Is(err, lifecycle.ErrIllegalMove) {
 			return nil // a worker took it for dead and ended it: what it recorded stands
 		}
 		return err

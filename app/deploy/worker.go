@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"nimbus/app/lifecycle"
 	"nimbus/app/objstore"
 	"nimbus/app/pulumix"
 	"nimbus/app/secrets"
@@ -105,7 +106,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error 
 	lease := uuid.New()
 	op, err = w.take(ctx, op, lease)
 	switch {
-	case errors.Is(err, ErrIllegalMove):
+	case errors.Is(err, lifecycle.ErrIllegalMove):
 		return nil // another worker holds it and is alive; the reaper steps in if it dies
 	case errors.Is(err, errNoPlace):
 		return w.places.Snooze() // it waits queued behind its tenant's own, its worker free for others
@@ -315,7 +316,7 @@ func (w *Worker) settle(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 	stopping := ctx.Err() != nil
 	ctx = context.WithoutCancel(ctx)
 	if res.err != nil && saga.IsTransient(res.err) && (stopping || !lastAttempt) {
-		if err := handBack(ctx, dbgen.New(w.pool), op.ID, lease); err != nil && !errors.Is(err, ErrIllegalMove) {
+		if err := handBack(ctx, dbgen.New(w.pool), op.ID, lease); err != nil && !errors.Is(err, lifecycle.ErrIllegalMove) {
 			return err
 		}
 		if stopping {
@@ -332,7 +333,7 @@ func (w *Worker) settle(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 		}
 		q := dbgen.New(tx)
 		err := finish(ctx, q, op.ID, lease, e, res.changes, res.exit)
-		if errors.Is(err, ErrIllegalMove) {
+		if errors.Is(err, lifecycle.ErrIllegalMove) {
 			// Another worker took the operation over: what it finds is what counts.
 			w.log.Warn("operation taken over before it finished here", "operation", op.ID)
 			return nil

@@ -16,6 +16,7 @@ import (
 	"nimbus/app/audit"
 	"nimbus/app/deploy"
 	"nimbus/app/graph"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/db"
 	"nimbus/db/dbgen"
@@ -89,7 +90,7 @@ func (l *Lifecycle) Open(ctx context.Context, actor access.Principal, in New) (u
 		if err != nil {
 			return err
 		}
-		if z.Status != "published" {
+		if lifecycle.ZoneStatus(z.Status) != lifecycle.ZonePublished {
 			return problem.Invalid("template_id", "published", "landing zone %s is %s: environments are opened in published zones", z.Name, z.Status)
 		}
 		system, err := q.GetEnvironment(ctx, z.SystemEnvironmentID.UUID)

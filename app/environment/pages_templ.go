@@ -6,14 +6,15 @@ package environment
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
+import "github.com/a-h/templ"
+import templruntime "github.com/a-h/templ/runtime"
+
 import (
+	"time"
+
 	"nimbus/app/resolver"
 	"nimbus/db/dbgen"
 	"nimbus/views"
-	"time"
-
-	"github.com/a-h/templ"
-	templruntime "github.com/a-h/templ/runtime"
 )
 
 // EnvironmentRow is one environment in the list. LandingZoneID is set where the viewer may

@@ -3,10 +3,10 @@ package environment
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/google/uuid"
 
+	"nimbus/app/lifecycle"
 	"nimbus/app/outbox"
 	"nimbus/app/problem"
 	"nimbus/db/dbgen"
@@ -26,14 +26,17 @@ const (
 	Decommissioned  Status = "decommissioned"
 )
 
-// moves are the changes of status allowed from each status. A provisioning may be stopped by
-// a decommissioning: a landing zone retired while its system services deploy takes them down.
-var moves = map[Status][]Status{
-	Planned:         {Provisioning, Active},
-	Provisioning:    {Active, Failed, Decommissioning},
-	Active:          {Decommissioning},
-	Failed:          {Provisioning, Decommissioning},
-	Decommissioning: {Decommissioned, Failed},
+// Machine is an environment's life. A provisioning may be stopped by a decommissioning: a
+// landing zone retired while its system services deploy takes them down.
+var Machine = lifecycle.Machine[Status]{
+	Name: "environment", Table: "environments", Column: "status", Writer: "app/environment/transition.go", Start: Active,
+	Moves: map[Status][]Status{
+		Planned:         {Provisioning, Active},
+		Provisioning:    {Active, Failed, Decommissioning},
+		Active:          {Decommissioning},
+		Failed:          {Provisioning, Decommissioning},
+		Decommissioning: {Decommissioned, Failed},
+	},
 }
 
 // transition names the change of status that failed, kept with the failed environment so
@@ -159,14 +162,8 @@ func lockFor(ctx context.Context, q *dbgen.Queries, id uuid.UUID, to Status) (db
 	if err != nil {
 		return env, fmt.Errorf("lock environment %s: %w", id, err)
 	}
-	if !Status(env.Status).can(to) {
-		return env, problem.Invalid("status", "state", "%s is %s: it cannot become %s", env.Name, env.Status, to)
-	}
-	return env, nil
+	return env, Machine.Check(env.Name, Status(env.Status), to)
 }
-
-// can reports whether an environment may move from s to next.
-func (s Status) can(next Status) bool { return slices.Contains(moves[s], next) }
 
 func failedIn(env dbgen.Environment) transition {
 	if env.FailedTransition == nil {

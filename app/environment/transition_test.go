@@ -120,7 +120,7 @@ func TestStatus_MovesFollowTheLifecycle(t *testing.T) {
 	}
 	for _, from := range all {
 		for _, to := range all {
-			if got := from.can(to); got != allowed[[2]Status{from, to}] {
+			if got := Machine.Allows(from, to); got != allowed[[2]Status{from, to}] {
 				t.Errorf("%s → %s allowed: %v", from, to, got)
 			}
 		}

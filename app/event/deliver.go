@@ -23,6 +23,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"nimbus/app/egress"
+	"nimbus/app/lifecycle"
 	"nimbus/app/outbox"
 	"nimbus/app/secrets"
 	"nimbus/db/dbgen"
@@ -131,6 +132,24 @@ func (w *Deliverer) NextRetry(job *river.Job[DeliverArgs]) time.Time {
 	return time.Now().Add(min(wait, MaxBackoff))
 }
 
+// DeliveryStatus is where one event's delivery to one subscription stands: pending while it is
+// tried again, delivered, failed when it gave up, cancelled when its subscription was turned off.
+type DeliveryStatus string
+
+// The statuses of a delivery.
+const (
+	DeliveryPending   DeliveryStatus = "pending"
+	Delivered         DeliveryStatus = "delivered"
+	DeliveryFailed    DeliveryStatus = "failed"
+	DeliveryCancelled DeliveryStatus = "cancelled"
+)
+
+// DeliveryMachine is a delivery's life; this file alone records deliveries and their attempts.
+var DeliveryMachine = lifecycle.Machine[DeliveryStatus]{
+	Name: "delivery", Table: "event_deliveries", Column: "status", Writer: "app/event/deliver.go", Start: DeliveryPending,
+	Moves: map[DeliveryStatus][]DeliveryStatus{DeliveryPending: {DeliveryPending, Delivered, DeliveryFailed, DeliveryCancelled}},
+}
+
 // Work makes one attempt. The request is made outside any transaction; what it got is
 // recorded after.
 func (w *Deliverer) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
@@ -139,14 +158,14 @@ func (w *Deliverer) Work(ctx context.Context, job *river.Job[DeliverArgs]) error
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
-	if err != nil || d.Status != "pending" {
+	if err != nil || DeliveryStatus(d.Status) != DeliveryPending {
 		return err
 	}
 	switch {
 	case !d.SubscriptionActive:
-		return q.FinishDelivery(ctx, dbgen.FinishDeliveryParams{ID: d.ID, Status: "cancelled"})
+		return q.FinishDelivery(ctx, dbgen.FinishDeliveryParams{ID: d.ID, Status: string(DeliveryCancelled)})
 	case w.now().Sub(d.CreatedAt) > GiveUpAfter:
-		return q.FinishDelivery(ctx, dbgen.FinishDeliveryParams{ID: d.ID, Status: "failed"})
+		return q.FinishDelivery(ctx, dbgen.FinishDeliveryParams{ID: d.ID, Status: string(DeliveryFailed)})
 	}
 	body, err := w.body(ctx, q, d.EventID)
 	if err != nil {
@@ -158,7 +177,7 @@ func (w *Deliverer) Work(ctx context.Context, job *river.Job[DeliverArgs]) error
 	}
 	start := time.Now()
 	code, sendErr := w.send(ctx, d.Url, secret, body)
-	attempt := dbgen.RecordAttemptParams{ID: d.ID, Attempt: d.Attempts + 1, Status: "delivered", TookMs: int32(time.Since(start).Milliseconds())}
+	attempt := dbgen.RecordAttemptParams{ID: d.ID, Attempt: d.Attempts + 1, Status: string(Delivered), TookMs: int32(time.Since(start).Milliseconds())}
 	if code != 0 {
 		attempt.StatusCode = pgtype.Int4{Int32: int32(code), Valid: true}
 	}
@@ -174,7 +193,7 @@ func (w *Deliverer) Work(ctx context.Context, job *river.Job[DeliverArgs]) error
 		sendErr = errors.New(told)
 	}
 	if sendErr != nil {
-		attempt.Status, attempt.Error = "pending", told
+		attempt.Status, attempt.Error = string(DeliveryPending), told
 	}
 	var off bool
 	err = pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
@@ -192,7 +211,7 @@ func (w *Deliverer) Work(ctx context.Context, job *river.Job[DeliverArgs]) error
 			return err
 		}
 		if off = !sub.Active; off {
-			attempt.Status = "cancelled"
+			attempt.Status = string(DeliveryCancelled)
 			if sub.WasActive {
 				if err := outbox.Emit(ctx, q, outbox.Event{Type: "subscription.disabled", Subject: sub.Name, Tenant: sub.TenantID.UUID,
 					Data: map[string]any{"subscription": sub.ID, "reason": sub.DisabledReason}}); err != nil {

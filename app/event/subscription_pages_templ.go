@@ -6,13 +6,14 @@ package event
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
+import "github.com/a-h/templ"
+import templruntime "github.com/a-h/templ/runtime"
+
 import (
-	"nimbus/views"
 	"strconv"
 	"time"
 
-	"github.com/a-h/templ"
-	templruntime "github.com/a-h/templ/runtime"
+	"nimbus/views"
 )
 
 // SubscriptionRow is one subscription as its lists and page show it: its URL only by host,

@@ -136,7 +136,7 @@ var day2Kind = kind{
 		if op.TriggersTransition != "" {
 			// Behind this run: it starts once this one has ended, and is checked against the
 			// state then.
-			if _, err := r.q.CreateStackRun(ctx, dbgen.CreateStackRunParams{InstanceID: r.inst.ID, Kind: string(RunTransition),
+			if _, err := record(ctx, r.q, dbgen.CreateStackRunParams{InstanceID: r.inst.ID, Kind: string(RunTransition),
 				Trigger: op.TriggersTransition, Inputs: []byte("{}"), Source: "day2", RequestedBy: r.run.RequestedBy}); err != nil {
 				return err
 			}

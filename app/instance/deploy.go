@@ -63,7 +63,7 @@ var deployKind = kind{
 			return err
 		}
 		why, _ := json.Marshal(map[string]string{"reason": "Deploying failed: " + reason + "."})
-		_, err := r.q.CreateStackRun(ctx, dbgen.CreateStackRunParams{InstanceID: r.inst.ID, Kind: string(RunCompensate),
+		_, err := record(ctx, r.q, dbgen.CreateStackRunParams{InstanceID: r.inst.ID, Kind: string(RunCompensate),
 			Inputs: why, Source: "system", RequestedBy: r.run.RequestedBy})
 		return err
 	},

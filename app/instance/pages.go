@@ -139,7 +139,7 @@ func (h *Handlers) showPage(c echo.Context, refused refusals, status int) error 
 	}
 	for _, r := range runs {
 		v.Runs = append(v.Runs, runRow(r))
-		if r.Status == "queued" || r.Status == "running" {
+		if RunStatus(r.Status) == RunQueued || RunStatus(r.Status) == RunRunning {
 			v.Busy = true
 		}
 	}

@@ -6,16 +6,17 @@ package instance
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
+import "github.com/a-h/templ"
+import templruntime "github.com/a-h/templ/runtime"
+
 import (
-	"nimbus/app/deploy"
-	"nimbus/app/paramform"
-	"nimbus/views"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/a-h/templ"
-	templruntime "github.com/a-h/templ/runtime"
+	"nimbus/app/deploy"
+	"nimbus/app/paramform"
+	"nimbus/views"
 )
 
 // InstanceRow is one instance in the list.

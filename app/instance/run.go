@@ -16,6 +16,7 @@ import (
 	"nimbus/app/auth"
 	"nimbus/app/deploy"
 	"nimbus/app/graph"
+	"nimbus/app/lifecycle"
 	"nimbus/app/secrets"
 	"nimbus/app/stack"
 	"nimbus/db/dbgen"
@@ -36,6 +37,33 @@ const (
 	RunDestroy    RunKind = "destroy"
 	RunCompensate RunKind = "compensate"
 )
+
+// RunStatus is where a run stands.
+type RunStatus string
+
+// The statuses of a run. A run that cannot start is refused, with its reason.
+const (
+	RunQueued    RunStatus = "queued"
+	RunRunning   RunStatus = "running"
+	RunSucceeded RunStatus = "succeeded"
+	RunFailed    RunStatus = "failed"
+	RunRefused   RunStatus = "refused"
+)
+
+// RunMachine is a run's life; this file alone records runs and moves them.
+var RunMachine = lifecycle.Machine[RunStatus]{
+	Name: "stack run", Table: "stack_runs", Column: "status", Writer: "app/instance/run.go", Start: RunQueued,
+	Moves: map[RunStatus][]RunStatus{
+		RunQueued:  {RunRunning, RunRefused, RunFailed},
+		RunRunning: {RunSucceeded, RunFailed},
+	},
+}
+
+// record records a run, queued behind those of its instance asked for before it; the run
+// that ends another asks for its follower (a compensation, a rollback, a transition) so.
+func record(ctx context.Context, q *dbgen.Queries, p dbgen.CreateStackRunParams) (dbgen.StackRun, error) {
+	return q.CreateStackRun(ctx, p)
+}
 
 // step is one step of a run as it is recorded when the run starts.
 type step struct {
@@ -149,7 +177,7 @@ func (d *runner) queue(ctx context.Context, tx pgx.Tx, inst dbgen.StackInstance,
 	if p.Source == "" {
 		p.Source = "person"
 	}
-	run, err := q.CreateStackRun(ctx, p)
+	run, err := record(ctx, q, p)
 	if err != nil {
 		return run, err
 	}
@@ -185,7 +213,7 @@ func (d *runner) startNext(ctx context.Context, tx pgx.Tx, instanceID uuid.UUID)
 		steps, err := kinds[RunKind(run.Kind)].begin(ctx, r)
 		var no *refused
 		if errors.As(err, &no) {
-			if _, err := q.EndStackRun(ctx, dbgen.EndStackRunParams{ID: run.ID, Status: "refused", Error: no.reason}); err != nil {
+			if _, err := q.EndStackRun(ctx, dbgen.EndStackRunParams{ID: run.ID, Status: string(RunRefused), Error: no.reason}); err != nil {
 				return err
 			}
 			continue
@@ -329,11 +357,11 @@ func (p *Parent) Start(ctx context.Context, _ pgx.Tx, run *graph.Run, node strin
 // End records the run's end, through its kind, and starts the next run queued.
 func (p *Parent) End(ctx context.Context, _ pgx.Tx, run *graph.Run, outcome graph.Step, refusal error) error {
 	r := run.Data.(*runCtx)
-	status, reason := "succeeded", ""
+	status, reason := RunSucceeded, ""
 	if !outcome.Done {
-		status, reason = "failed", failure(r, outcome, refusal)
+		status, reason = RunFailed, failure(r, outcome, refusal)
 	}
-	if _, err := r.q.EndStackRun(ctx, dbgen.EndStackRunParams{ID: r.run.ID, Status: status, Error: reason}); err != nil {
+	if _, err := r.q.EndStackRun(ctx, dbgen.EndStackRunParams{ID: r.run.ID, Status: string(status), Error: reason}); err != nil {
 		return err
 	}
 	if err := kinds[RunKind(r.run.Kind)].end(ctx, r, outcome, refusal); err != nil {

@@ -132,7 +132,7 @@ func (s *Service) DeployTx(ctx context.Context, tx pgx.Tx, actor access.Principa
 		if err != nil {
 			return err
 		}
-		inst, err := q.CreateStackInstance(ctx, dbgen.CreateStackInstanceParams{ID: id, TenantID: env.TenantID, EnvironmentID: env.ID,
+		inst, err := create(ctx, q, dbgen.CreateStackInstanceParams{ID: id, TenantID: env.TenantID, EnvironmentID: env.ID,
 			StackID: st.ID, Version: int32(version), Name: req.Name, Parameters: plain, SecretParameters: sealed, SecretKeyID: keyID,
 			CreatedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}})
 		if db.IsUniqueViolation(err) {

@@ -3,33 +3,42 @@ package instance
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/google/uuid"
 
+	"nimbus/app/lifecycle"
 	"nimbus/app/outbox"
 	"nimbus/db/dbgen"
 )
 
 // This file holds the moves of an instance's status and state: the only code that writes
-// them. A move names the statuses it starts from and refuses any other, saying so.
+// them. A move refuses any the machine does not allow, saying so.
 
-// from lists, for each status, those an instance may reach it from.
-var from = map[Status][]Status{
-	Deploying:  {Pending, Failed},
-	Active:     {Deploying, Upgrading, Degraded},
-	Degraded:   {Active, Degraded, Upgrading},
-	Upgrading:  {Active, Degraded, Upgrading},
-	Failed:     {Deploying, Upgrading, Destroying, Failed},
-	Destroying: {Active, Degraded, Failed, Deploying, Pending},
-	Destroyed:  {Destroying, Pending}, // a pending instance discarded holds nothing to take down
+// Machine is an instance's life as a whole; its stack's state machine is apart. A pending
+// instance discarded holds nothing to take down: it is destroyed at once.
+var Machine = lifecycle.Machine[Status]{
+	Name: "stack instance", Table: "stack_instances", Column: "status", Writer: "app/instance/transition.go", Start: Pending,
+	Moves: map[Status][]Status{
+		Pending:    {Deploying, Destroying, Destroyed},
+		Deploying:  {Active, Failed, Destroying},
+		Active:     {Degraded, Upgrading, Destroying},
+		Degraded:   {Active, Degraded, Upgrading, Destroying},
+		Upgrading:  {Active, Degraded, Upgrading, Failed},
+		Failed:     {Deploying, Failed, Destroying},
+		Destroying: {Failed, Destroyed},
+	},
+}
+
+// create records a new instance, pending until its first run deploys it.
+func create(ctx context.Context, q *dbgen.Queries, p dbgen.CreateStackInstanceParams) (dbgen.StackInstance, error) {
+	return q.CreateStackInstance(ctx, p)
 }
 
 // move sets an instance's status, with why it is there (empty but for a failure). A move its
 // status does not allow is refused: a run starting finds the instance elsewhere than it was
 // asked for.
 func move(ctx context.Context, q *dbgen.Queries, inst dbgen.StackInstance, to Status, reason string) error {
-	if !slices.Contains(from[to], Status(inst.Status)) {
+	if !Machine.Allows(Status(inst.Status), to) {
 		return refuse("%s is %s: it cannot become %s", inst.Name, inst.Status, to)
 	}
 	return q.SetStackInstanceStatus(ctx, dbgen.SetStackInstanceStatusParams{ID: inst.ID, Status: string(to), Error: reason})
@@ -37,8 +46,8 @@ func move(ctx context.Context, q *dbgen.Queries, inst dbgen.StackInstance, to St
 
 // deployed records that every slot of an instance is deployed: it is active.
 func deployed(ctx context.Context, q *dbgen.Queries, inst dbgen.StackInstance) error {
-	if !slices.Contains(from[Active], Status(inst.Status)) {
-		return fmt.Errorf("instance %s is %s: it cannot become active", inst.Name, inst.Status)
+	if err := Machine.Check(inst.Name, Status(inst.Status), Active); err != nil {
+		return fmt.Errorf("instance %w", err)
 	}
 	return q.MarkStackInstanceDeployed(ctx, inst.ID)
 }

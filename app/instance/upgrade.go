@@ -281,7 +281,7 @@ var upgradeKind = kind{
 			return err
 		}
 		in, _ := json.Marshal(map[string]any{"reason": why, "upgrade": r.run.ID})
-		_, err := r.q.CreateStackRun(ctx, dbgen.CreateStackRunParams{InstanceID: r.inst.ID, Kind: string(RunRollback), Inputs: in,
+		_, err := record(ctx, r.q, dbgen.CreateStackRunParams{InstanceID: r.inst.ID, Kind: string(RunRollback), Inputs: in,
 			Source: "system", RequestedBy: r.run.RequestedBy, FromVersion: r.run.ToVersion, ToVersion: r.run.FromVersion})
 		return err
 	},

@@ -18,6 +18,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/db"
 	"nimbus/db/dbgen"
@@ -90,7 +91,7 @@ func scopeOf(ctx context.Context, q *dbgen.Queries, actor access.Principal, in N
 		if err != nil {
 			return scope{}, err
 		}
-		if z.Status == "retired" {
+		if lifecycle.ZoneStatus(z.Status) == lifecycle.ZoneRetired {
 			return scope{}, problem.Invalid("landing_zone_id", "retired", "landing zone %s is retired", z.Name)
 		}
 		id := uuid.NullUUID{UUID: z.ID, Valid: true}

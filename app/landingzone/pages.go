@@ -35,7 +35,7 @@ func (h *Handlers) renderList(c echo.Context, status int, form ZoneForm, err err
 	}
 	rows := make([]ZoneRow, len(zones))
 	for i, z := range zones {
-		rows[i] = ZoneRow{ID: z.ID.String(), Name: z.Name, Provider: z.Provider, Status: z.Status, Description: z.Description,
+		rows[i] = ZoneRow{ID: z.ID.String(), Name: z.Name, Provider: z.Provider, Status: string(z.Status), Description: z.Description,
 			Environments: z.EnvironmentCount, Created: z.CreatedAt}
 	}
 	sort := views.SortOf(c.Request().URL.Path, c.QueryParams(), "name", "name", "provider", "status", "environments", "created")

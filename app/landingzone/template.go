@@ -14,6 +14,7 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/audit"
 	"nimbus/app/component"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
 	"nimbus/db"
@@ -110,7 +111,7 @@ func (s *Service) AddTemplate(ctx context.Context, actor access.Principal, zoneI
 			}
 		}
 		// A published zone takes environments now: the template must be whole already.
-		if z.Status == "published" {
+		if lifecycle.ZoneStatus(z.Status) == lifecycle.ZonePublished {
 			if err := complete(ctx, q, z); err != nil {
 				return err
 			}
@@ -148,7 +149,7 @@ func (s *Service) CheckTemplate(ctx context.Context, actor access.Principal, zon
 
 // checkTemplate refuses a template the zone could not offer, naming each problem's field.
 func checkTemplate(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, in NewTemplate) error {
-	if z.Status == "retired" {
+	if lifecycle.ZoneStatus(z.Status) == lifecycle.ZoneRetired {
 		return problem.Invalid("landing_zone", "retired", "landing zone %s is retired", z.Name)
 	}
 	v := &problem.ValidationError{}
@@ -184,7 +185,7 @@ func (s *Service) AddSystemService(ctx context.Context, actor access.Principal, 
 		if err != nil {
 			return err
 		}
-		if z.Status != "draft" {
+		if lifecycle.ZoneStatus(z.Status) != lifecycle.ZoneDraft {
 			return problem.Invalid("landing_zone", "draft", "landing zone %s is %s: system services are added before it is published", z.Name, z.Status)
 		}
 		tpl, err := q.SystemTemplate(ctx, z.ID)
@@ -365,7 +366,7 @@ func (s *Service) RemoveSystemService(ctx context.Context, actor access.Principa
 		if err != nil {
 			return err
 		}
-		if z.Status != "draft" {
+		if lifecycle.ZoneStatus(z.Status) != lifecycle.ZoneDraft {
 			return problem.Invalid("landing_zone", "draft", "landing zone %s is %s: its system services go when it is retired", z.Name, z.Status)
 		}
 		tpl, err := q.SystemTemplate(ctx, z.ID)

@@ -26,6 +26,7 @@ import (
 	"nimbus/app/cluster"
 	"nimbus/app/component"
 	"nimbus/app/environment"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
 	"nimbus/db"
@@ -34,11 +35,11 @@ import (
 
 // Zone is a landing zone as the API and pages show it.
 type Zone struct {
-	ID          uuid.UUID `json:"id"`
-	Name        string    `json:"name"`
-	Description string    `json:"description"`
-	Provider    string    `json:"provider"`
-	Status      string    `json:"status"` // draft, published or retired
+	ID          uuid.UUID            `json:"id"`
+	Name        string               `json:"name"`
+	Description string               `json:"description"`
+	Provider    string               `json:"provider"`
+	Status      lifecycle.ZoneStatus `json:"status"`
 	// The system environment holds the system services; its status says how their
 	// deployment (or removal) goes.
 	SystemEnvironmentID uuid.UUID  `json:"system_environment_id"`
@@ -118,7 +119,7 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, in NewZone
 	}
 	var id uuid.UUID
 	err = db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
-		z, err := q.CreateLandingZone(ctx, dbgen.CreateLandingZoneParams{Name: in.Name, Description: in.Description, Provider: in.Provider,
+		z, err := create(ctx, q, dbgen.CreateLandingZoneParams{Name: in.Name, Description: in.Description, Provider: in.Provider,
 			CreatedBy: nullID(actor.UserID)})
 		if db.IsUniqueViolation(err) {
 			return problem.Invalid("name", "unique", "a landing zone named %q exists already", in.Name)
@@ -174,7 +175,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal) ([]Zone, err
 }
 
 func zoneOf(z dbgen.LandingZone) Zone {
-	return Zone{ID: z.ID, Name: z.Name, Description: z.Description, Provider: z.Provider, Status: z.Status,
+	return Zone{ID: z.ID, Name: z.Name, Description: z.Description, Provider: z.Provider, Status: lifecycle.ZoneStatus(z.Status),
 		SystemEnvironmentID: z.SystemEnvironmentID.UUID, CreatedAt: z.CreatedAt, PublishedAt: z.PublishedAt, RetiredAt: z.RetiredAt,
 		SystemServices: []Member{}, Templates: []Template{}, Resolvers: []string{}, Environments: []ZoneEnv{}, Lifetimes: lifetimesOf(z)}
 }
@@ -247,13 +248,13 @@ func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.U
 		if err != nil {
 			return err
 		}
-		if z.Status != "draft" {
-			return problem.Invalid("status", "draft", "landing zone %s is %s: only a draft is published", z.Name, z.Status)
+		if err := lifecycle.Zones.Check("landing zone "+z.Name, lifecycle.ZoneStatus(z.Status), lifecycle.ZonePublished); err != nil {
+			return err
 		}
 		if err := complete(ctx, q, z); err != nil {
 			return err
 		}
-		if err := q.SetLandingZoneStatus(ctx, dbgen.SetLandingZoneStatusParams{ID: z.ID, Status: "published"}); err != nil {
+		if err := move(ctx, q, z, lifecycle.ZonePublished); err != nil {
 			return err
 		}
 		if err := s.lifecycle.Provision(ctx, tx, actor, z.SystemEnvironmentID.UUID, "system service "); err != nil {
@@ -342,8 +343,8 @@ func (s *Service) Retire(ctx context.Context, actor access.Principal, id uuid.UU
 		if err != nil {
 			return err
 		}
-		if z.Status != "published" {
-			return problem.Invalid("status", "published", "landing zone %s is %s: only a published zone is retired", z.Name, z.Status)
+		if err := lifecycle.Zones.Check("landing zone "+z.Name, lifecycle.ZoneStatus(z.Status), lifecycle.ZoneRetired); err != nil {
+			return err
 		}
 		envs, err := q.ZoneLiveEnvironments(ctx, nullID(z.ID))
 		if err != nil {
@@ -356,7 +357,7 @@ func (s *Service) Retire(ctx context.Context, actor access.Principal, id uuid.UU
 			}
 			return problem.Invalid("environments", "decommissioned", "decommission the environments of %s first: %s", z.Name, strings.Join(names, ", "))
 		}
-		if err := q.SetLandingZoneStatus(ctx, dbgen.SetLandingZoneStatusParams{ID: z.ID, Status: "retired"}); err != nil {
+		if err := move(ctx, q, z, lifecycle.ZoneRetired); err != nil {
 			return err
 		}
 		if err := s.lifecycle.StartDecommission(ctx, tx, actor, z.SystemEnvironmentID.UUID); err != nil {

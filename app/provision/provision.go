@@ -16,6 +16,7 @@ import (
 	"nimbus/app/audit"
 	"nimbus/app/cluster"
 	"nimbus/app/instance"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/secrets"
 	"nimbus/app/stack"
@@ -235,7 +236,7 @@ func (s *Service) ProvisionTx(ctx context.Context, tx pgx.Tx, actor access.Princ
 			return err
 		case z.Provider != cluster.Provider:
 			v.Add("landing_zone_id", "provider", "%s is a %s zone: tenants are provisioned on Kubernetes zones", z.Name, z.Provider)
-		case z.Status != "published":
+		case lifecycle.ZoneStatus(z.Status) != lifecycle.ZonePublished:
 			v.Add("landing_zone_id", "state", "%s is %s: tenants are provisioned on published zones", z.Name, z.Status)
 		case !has:
 			v.Add("landing_zone_id", "cluster", "%s has no cluster: set one on its cluster page", z.Name)

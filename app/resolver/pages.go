@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/access"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/web"
 	"nimbus/views"
@@ -58,7 +59,7 @@ func (h *Handlers) pageOf(c echo.Context) (page, error) {
 				Owner: "landing zone " + z.Name, OwnerURL: "/landing-zones/" + id.String(),
 				Crumbs:    []views.Crumb{{Label: "Landing zones", URL: "/landing-zones"}, {Label: z.Name, URL: "/landing-zones/" + id.String()}},
 				Intro:     "Every environment of this landing zone resolves with these, unless it overrides one. The name preview stands in tenant and env for an environment's own.",
-				CanManage: actor.ProviderAdmin && z.Status != "retired"},
+				CanManage: actor.ProviderAdmin && lifecycle.ZoneStatus(z.Status) != lifecycle.ZoneRetired},
 			configs: configs,
 			pools:   func() ([]PoolChoice, error) { return h.svc.ZonePools(ctx, actor, id) },
 			preview: func(p string) (string, error) { return h.svc.NextZoneName(ctx, actor, id, p) },

@@ -14,6 +14,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/db"
 	"nimbus/db/dbgen"
@@ -122,7 +123,7 @@ func (s *Service) SetZoneConfig(ctx context.Context, actor access.Principal, zon
 	if err != nil {
 		return Config{}, err
 	}
-	if z.Status == "retired" {
+	if lifecycle.ZoneStatus(z.Status) == lifecycle.ZoneRetired {
 		return Config{}, problem.Invalid("status", "retired", "landing zone %s is retired: its configuration no longer changes", z.Name)
 	}
 	return s.set(ctx, actor, Scope{Zone: z.ID}, uuid.Nil, typ, config, func(q *dbgen.Queries, by uuid.NullUUID) (dbgen.ResolverConfiguration, error) {

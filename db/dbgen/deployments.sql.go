@@ -1048,19 +1048,29 @@ func (q *Queries) QueuePosition(ctx context.Context, arg QueuePositionParams) (i
 	return count, err
 }
 
-const recordDeploymentOutputs = `-- name: RecordDeploymentOutputs :exec
-UPDATE deployed_components SET status = $2, outputs = $3, updated_at = now() WHERE id = $1
+const recordDeploymentOutputs = `-- name: RecordDeploymentOutputs :execrows
+UPDATE deployed_components SET status = $1, outputs = $2, updated_at = now()
+WHERE id = $3 AND status = ANY($4::text[])
 `
 
 type RecordDeploymentOutputsParams struct {
-	ID      uuid.UUID       `json:"id"`
 	Status  string          `json:"status"`
 	Outputs json.RawMessage `json:"outputs"`
+	ID      uuid.UUID       `json:"id"`
+	Sources []string        `json:"sources"`
 }
 
-func (q *Queries) RecordDeploymentOutputs(ctx context.Context, arg RecordDeploymentOutputsParams) error {
-	_, err := q.db.Exec(ctx, recordDeploymentOutputs, arg.ID, arg.Status, arg.Outputs)
-	return err
+func (q *Queries) RecordDeploymentOutputs(ctx context.Context, arg RecordDeploymentOutputsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, recordDeploymentOutputs,
+		arg.Status,
+		arg.Outputs,
+		arg.ID,
+		arg.Sources,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const recordResourceDiagnostic = `-- name: RecordResourceDiagnostic :exec
@@ -1165,18 +1175,23 @@ func (q *Queries) Running(ctx context.Context, deploymentID uuid.UUID) (bool, er
 	return exists, err
 }
 
-const setDeploymentStatus = `-- name: SetDeploymentStatus :exec
-UPDATE deployed_components SET status = $2, updated_at = now() WHERE id = $1
+const setDeploymentStatus = `-- name: SetDeploymentStatus :execrows
+UPDATE deployed_components SET status = $1, updated_at = now()
+WHERE id = $2 AND status = ANY($3::text[])
 `
 
 type SetDeploymentStatusParams struct {
-	ID     uuid.UUID `json:"id"`
-	Status string    `json:"status"`
+	Status  string    `json:"status"`
+	ID      uuid.UUID `json:"id"`
+	Sources []string  `json:"sources"`
 }
 
-func (q *Queries) SetDeploymentStatus(ctx context.Context, arg SetDeploymentStatusParams) error {
-	_, err := q.db.Exec(ctx, setDeploymentStatus, arg.ID, arg.Status)
-	return err
+func (q *Queries) SetDeploymentStatus(ctx context.Context, arg SetDeploymentStatusParams) (int64, error) {
+	result, err := q.db.Exec(ctx, setDeploymentStatus, arg.Status, arg.ID, arg.Sources)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const staleOperations = `-- name: StaleOperations :many

@@ -60,11 +60,13 @@ ORDER BY CASE WHEN sqlc.arg(descending)::boolean THEN k.value END DESC,
     d.created_at DESC, d.id DESC
 LIMIT sqlc.arg(max_rows);
 
--- name: SetDeploymentStatus :exec
-UPDATE deployed_components SET status = $2, updated_at = now() WHERE id = $1;
+-- name: SetDeploymentStatus :execrows
+UPDATE deployed_components SET status = sqlc.arg(status), updated_at = now()
+WHERE id = sqlc.arg(id) AND status = ANY(sqlc.arg(sources)::text[]);
 
--- name: RecordDeploymentOutputs :exec
-UPDATE deployed_components SET status = $2, outputs = $3, updated_at = now() WHERE id = $1;
+-- name: RecordDeploymentOutputs :execrows
+UPDATE deployed_components SET status = sqlc.arg(status), outputs = sqlc.arg(outputs), updated_at = now()
+WHERE id = sqlc.arg(id) AND status = ANY(sqlc.arg(sources)::text[]);
 
 -- name: UpdateDeploymentInputs :exec
 -- What an update or upgrade leaves behind once it succeeded.
