@@ -14,8 +14,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/access"
+	"nimbus/app/deploy"
 	"nimbus/app/environment"
 	"nimbus/app/ipam"
+	"nimbus/app/lifecycle"
 	"nimbus/app/web"
 	"nimbus/db/dbgen"
 )
@@ -64,13 +66,13 @@ func (s *Service) Overview(ctx context.Context, actor access.Principal) (Overvie
 		return o, err
 	}
 	for _, e := range envs {
-		if e.Status != environment.Decommissioned {
+		if e.Status != lifecycle.EnvironmentDecommissioned {
 			o.Environments = append(o.Environments, e)
 		}
 	}
 	// What needs a look first: failed, then moving, then settled.
-	rank := map[environment.Status]int{environment.Failed: 0, environment.Provisioning: 1, environment.Decommissioning: 1, environment.Planned: 1,
-		environment.Active: 2}
+	rank := map[lifecycle.EnvironmentStatus]int{lifecycle.EnvironmentFailed: 0, lifecycle.EnvironmentProvisioning: 1, lifecycle.EnvironmentDecommissioning: 1, lifecycle.EnvironmentPlanned: 1,
+		lifecycle.EnvironmentActive: 2}
 	slices.SortStableFunc(o.Environments, func(a, b environment.Environment) int { return rank[a.Status] - rank[b.Status] })
 	tenants := actor.TenantsWith(access.EnvironmentRead)
 	q := dbgen.New(s.pool)
@@ -159,7 +161,7 @@ func (h *Handlers) Page(c echo.Context) error {
 		v.FirstSteps = checklist(*o.FirstSteps)
 	}
 	for _, f := range o.Failures {
-		row := DashboardOperation{ID: f.ID.String(), Kind: f.Kind, Status: "failed", Deployment: f.DeploymentName,
+		row := DashboardOperation{ID: f.ID.String(), Kind: f.Kind, Status: string(deploy.Failed), Deployment: f.DeploymentName,
 			DeploymentID: f.DeploymentID.String(), Tenant: f.TenantName, TenantID: f.TenantID.String(),
 			Environment: f.EnvironmentName, EnvironmentID: f.EnvironmentID.String(), Error: f.Error}
 		if f.FinishedAt != nil {

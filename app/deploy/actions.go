@@ -15,6 +15,7 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/audit"
 	"nimbus/app/governance"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
 	"nimbus/db/dbgen"
@@ -212,7 +213,7 @@ func (s *Service) enqueue(ctx context.Context, actor access.Principal, d dbgen.G
 		// steps would not know what to make of them. Its lock comes first, as in every writer.
 		if status, err := q.ShareEnvironment(ctx, d.EnvironmentID); err != nil {
 			return err
-		} else if status != "active" && status != "failed" {
+		} else if s := lifecycle.EnvironmentStatus(status); s != lifecycle.EnvironmentActive && s != lifecycle.EnvironmentFailed {
 			return problem.Invalid("deployment", "state", "%s is in an environment that is %s: wait until it is active", d.Name, status)
 		}
 		if err := q.LockDeployment(ctx, d.ID); err != nil {
@@ -465,7 +466,7 @@ func (s *Service) Deployable(ctx context.Context, actor access.Principal, compon
 	tenants := map[uuid.UUID]bool{}
 	out.Resolves = map[uuid.UUID][]string{}
 	for _, e := range envs {
-		if e.Status == "active" && (!comp.TenantID.Valid || comp.TenantID.UUID == e.TenantID) {
+		if lifecycle.EnvironmentStatus(e.Status) == lifecycle.EnvironmentActive && (!comp.TenantID.Valid || comp.TenantID.UUID == e.TenantID) {
 			out.Environments = append(out.Environments, e)
 			tenants[e.TenantID] = true
 			configured, err := resolver.Configured(ctx, q, e.ID)

@@ -27,6 +27,7 @@ import (
 	"nimbus/app/audit"
 	"nimbus/app/cluster"
 	"nimbus/app/governance"
+	"nimbus/app/lifecycle"
 	"nimbus/app/objstore"
 	"nimbus/app/problem"
 	"nimbus/app/pulumix"
@@ -272,7 +273,8 @@ func (s *Service) prepare(ctx context.Context, q *dbgen.Queries, actor access.Pr
 // takes refuses a new deployment in an environment that is not active, except the mandatory
 // components (templateComponent) of one being made.
 func takes(env, status string, templateComponent uuid.UUID) error {
-	if status == "active" || templateComponent != uuid.Nil && (status == "planned" || status == "provisioning") {
+	s := lifecycle.EnvironmentStatus(status)
+	if s == lifecycle.EnvironmentActive || templateComponent != uuid.Nil && (s == lifecycle.EnvironmentPlanned || s == lifecycle.EnvironmentProvisioning) {
 		return nil
 	}
 	return problem.Invalid("environment_id", "state", "%s is %s: deploy into an active environment", env, status)

@@ -16,6 +16,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
+	"nimbus/app/lifecycle"
 	"nimbus/app/outbox"
 	"nimbus/app/problem"
 	"nimbus/app/pulumix"
@@ -134,7 +135,7 @@ func (w *DriftScanner) Work(ctx context.Context, _ *river.Job[DriftScanArgs]) er
 			if err != nil {
 				return err
 			}
-			if status, err := q.ShareEnvironment(ctx, d.EnvironmentID); err != nil || status != "active" {
+			if status, err := q.ShareEnvironment(ctx, d.EnvironmentID); err != nil || lifecycle.EnvironmentStatus(status) != lifecycle.EnvironmentActive {
 				return err
 			}
 			if err := q.LockDeployment(ctx, id); err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/db"
 	"nimbus/db/dbgen"
@@ -31,13 +32,13 @@ type Environment struct {
 	TenantName string    `json:"tenant_name"`
 	Name       string    `json:"name"`
 	// Status is where it is in its lifecycle; StatusReason says what failed, and what was kept.
-	Status        Status     `json:"status"`
-	StatusReason  string     `json:"status_reason"`
-	LandingZoneID *uuid.UUID `json:"landing_zone_id"`
-	LandingZone   string     `json:"landing_zone"`
-	TemplateID    *uuid.UUID `json:"template_id"`
-	Template      string     `json:"template"`
-	CreatedAt     time.Time  `json:"created_at"`
+	Status        lifecycle.EnvironmentStatus `json:"status"`
+	StatusReason  string                      `json:"status_reason"`
+	LandingZoneID *uuid.UUID                  `json:"landing_zone_id"`
+	LandingZone   string                      `json:"landing_zone"`
+	TemplateID    *uuid.UUID                  `json:"template_id"`
+	Template      string                      `json:"template"`
+	CreatedAt     time.Time                   `json:"created_at"`
 	// ExpiresAt is when it is decommissioned on its own; nil when it does not expire.
 	ExpiresAt *time.Time `json:"expires_at"`
 }
@@ -60,7 +61,7 @@ type TemplateChoice struct {
 }
 
 func environmentOf(r dbgen.GetEnvironmentRow) Environment {
-	e := Environment{ID: r.ID, TenantID: r.TenantID, TenantName: r.TenantName, Name: r.Name, Status: Status(r.Status), StatusReason: r.StatusReason,
+	e := Environment{ID: r.ID, TenantID: r.TenantID, TenantName: r.TenantName, Name: r.Name, Status: lifecycle.EnvironmentStatus(r.Status), StatusReason: r.StatusReason,
 		LandingZone: r.LandingZoneName, Template: r.TemplateName, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
 	if r.LandingZoneID.Valid {
 		e.LandingZoneID = &r.LandingZoneID.UUID

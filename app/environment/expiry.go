@@ -14,6 +14,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
+	"nimbus/app/lifecycle"
 	"nimbus/app/outbox"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
@@ -125,7 +126,7 @@ func (e *Expirer) warn(ctx context.Context, queue jobs.Queue, env dbgen.Expiring
 // once; while any is left the environment waits, and one whose destroy failed keeps it
 // waiting for a person.
 func (e *Expirer) expire(ctx context.Context, queue jobs.Queue, row dbgen.ExpiringEnvironmentsRow) error {
-	if s := Status(row.Status); s != Active && s != Failed {
+	if s := lifecycle.EnvironmentStatus(row.Status); s != lifecycle.EnvironmentActive && s != lifecycle.EnvironmentFailed {
 		return nil
 	}
 	q := dbgen.New(e.pool)
@@ -136,7 +137,7 @@ func (e *Expirer) expire(ctx context.Context, queue jobs.Queue, row dbgen.Expiri
 	if len(live) > 0 {
 		destroy := e.instances(queue)
 		for _, i := range live {
-			if i.Asked || i.Status == "destroying" {
+			if i.Asked || lifecycle.InstanceStatus(i.Status) == lifecycle.InstanceDestroying {
 				continue
 			}
 			if err := destroy(ctx, expiry, i.ID); err != nil {
@@ -153,7 +154,7 @@ func (e *Expirer) expire(ctx context.Context, queue jobs.Queue, row dbgen.Expiri
 		}
 		// Extended, or taken down by a person, since it was read; or its decommissioning failed,
 		// which a person retries.
-		if s := Status(env.Status); env.ExpiresAt == nil || env.ExpiresAt.After(time.Now()) || s != Active && s != Failed || failedIn(env) == decommission {
+		if s := lifecycle.EnvironmentStatus(env.Status); env.ExpiresAt == nil || env.ExpiresAt.After(time.Now()) || s != lifecycle.EnvironmentActive && s != lifecycle.EnvironmentFailed || failedIn(env) == decommission {
 			return nil
 		}
 		if err := (&Lifecycle{pool: e.pool, jobs: queue}).StartDecommission(ctx, tx, expiry, env.ID); err != nil {

@@ -16,6 +16,7 @@ import (
 	"nimbus/app/auth"
 	"nimbus/app/deploy"
 	"nimbus/app/graph"
+	"nimbus/app/lifecycle"
 	"nimbus/app/secrets"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
@@ -80,13 +81,13 @@ func (g *Graph) Load(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*graph.Run, 
 	}
 	r := &run{env: env, actor: actor, byNode: map[string]dbgen.EnvironmentDeploymentsRow{}}
 	out := &graph.Run{ID: env.ID, Data: r}
-	switch Status(env.Status) {
-	case Provisioning:
+	switch lifecycle.EnvironmentStatus(env.Status) {
+	case lifecycle.EnvironmentProvisioning:
 		r.kind = deploy.KindDeploy
 		for _, d := range mandatory(all) {
 			out.Nodes = append(out.Nodes, r.node(d, state(env, d, "deployed", deploy.KindDeploy)))
 		}
-	case Decommissioning:
+	case lifecycle.EnvironmentDecommissioning:
 		r.kind, out.Reverse = deploy.KindDestroy, true
 		if out.Nodes, err = r.takeDown(ctx, q, all); err != nil {
 			return nil, err
@@ -144,7 +145,7 @@ func state(env dbgen.GetEnvironmentRow, d dbgen.EnvironmentDeploymentsRow, done 
 	switch {
 	case d.Status == done:
 		return graph.Succeeded
-	case d.LastStatus == "queued" || d.LastStatus == "running" || d.LastStatus == "awaiting_approval":
+	case !deploy.Status(d.LastStatus).Ended():
 		return graph.Running
 	case d.LastKind == string(kind) && d.LastAt.After(env.UpdatedAt):
 		return graph.Failed

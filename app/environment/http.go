@@ -261,7 +261,7 @@ func (h *Handlers) renderShow(c echo.Context, status int, err error) error {
 	if derr != nil {
 		return derr
 	}
-	v := EnvironmentView{ID: d.ID.String(), TenantID: d.TenantID.String(), Tenant: d.TenantName, Name: d.Name, Status: string(d.Status), Reason: d.StatusReason,
+	v := EnvironmentView{ID: d.ID.String(), TenantID: d.TenantID.String(), Tenant: d.TenantName, Name: d.Name, Status: d.Status, Reason: d.StatusReason,
 		LandingZoneID: zoneID(actor, d.LandingZoneID), LandingZone: d.LandingZone, Template: d.Template, CanManage: actor.Can(access.EnvironmentManage, d.TenantID), Errors: web.FormErrors(err),
 		ExpiresAt: d.ExpiresAt, Expiring: d.Expiring(time.Now()), Policies: d.Policies}
 	for _, dep := range d.Deployments {

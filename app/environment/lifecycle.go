@@ -97,7 +97,7 @@ func (l *Lifecycle) Open(ctx context.Context, actor access.Principal, in New) (u
 		if err != nil {
 			return err
 		}
-		if Status(system.Status) != Active {
+		if lifecycle.EnvironmentStatus(system.Status) != lifecycle.EnvironmentActive {
 			return problem.Invalid("template_id", "ready", "landing zone %s cannot take environments while its system services are %s", z.Name, system.Status)
 		}
 		expires, err := expiryOf(z, in.ExpiresAt, in.TTL, time.Now())
@@ -200,7 +200,7 @@ func (l *Lifecycle) Decommission(ctx context.Context, actor access.Principal, en
 		if err != nil {
 			return err
 		}
-		if s := Status(env.Status); s != Active && s != Failed {
+		if s := lifecycle.EnvironmentStatus(env.Status); s != lifecycle.EnvironmentActive && s != lifecycle.EnvironmentFailed {
 			return problem.Invalid("status", "state", "%s is %s: only an active or failed environment is decommissioned", env.Name, env.Status)
 		}
 		if live, err := q.LiveStackInstancesIn(ctx, env.ID); err != nil {

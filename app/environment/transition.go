@@ -12,33 +12,6 @@ import (
 	"nimbus/db/dbgen"
 )
 
-// Status is where an environment is in its life:
-// planned → provisioning → active | failed → decommissioning → decommissioned.
-type Status string
-
-// The statuses an environment may have.
-const (
-	Planned         Status = "planned"
-	Provisioning    Status = "provisioning"
-	Active          Status = "active"
-	Failed          Status = "failed"
-	Decommissioning Status = "decommissioning"
-	Decommissioned  Status = "decommissioned"
-)
-
-// Machine is an environment's life. A provisioning may be stopped by a decommissioning: a
-// landing zone retired while its system services deploy takes them down.
-var Machine = lifecycle.Machine[Status]{
-	Name: "environment", Table: "environments", Column: "status", Writer: "app/environment/transition.go", Start: Active,
-	Moves: map[Status][]Status{
-		Planned:         {Provisioning, Active},
-		Provisioning:    {Active, Failed, Decommissioning},
-		Active:          {Decommissioning},
-		Failed:          {Provisioning, Decommissioning},
-		Decommissioning: {Decommissioned, Failed},
-	},
-}
-
 // transition names the change of status that failed, kept with the failed environment so
 // that a retry takes up the same one.
 type transition string
@@ -55,9 +28,9 @@ const (
 // create records a new environment: a bare one is active at once, one opened from a template is
 // planned until it is provisioned.
 func create(ctx context.Context, q *dbgen.Queries, p dbgen.CreateEnvironmentParams) (dbgen.Environment, error) {
-	p.Status = string(Active)
+	p.Status = string(lifecycle.EnvironmentActive)
 	if p.TemplateID.Valid {
-		p.Status = string(Planned)
+		p.Status = string(lifecycle.EnvironmentPlanned)
 	}
 	return q.CreateEnvironment(ctx, p)
 }
@@ -74,76 +47,76 @@ func Plan(ctx context.Context, q *dbgen.Queries, p dbgen.CreateEnvironmentParams
 // startProvisioning moves an environment to provisioning for by, whose operations its steps
 // will be: a planned one, or one whose provisioning failed and is tried again.
 func startProvisioning(ctx context.Context, q *dbgen.Queries, id, by uuid.UUID) error {
-	env, err := lockFor(ctx, q, id, Provisioning)
+	env, err := lockFor(ctx, q, id, lifecycle.EnvironmentProvisioning)
 	if err != nil {
 		return err
 	}
-	if Status(env.Status) == Failed && failedIn(env) == decommission {
+	if lifecycle.EnvironmentStatus(env.Status) == lifecycle.EnvironmentFailed && failedIn(env) == decommission {
 		return problem.Invalid("status", "state", "%s failed while it was decommissioned: it is not provisioned again", env.Name)
 	}
-	return q.StartEnvironmentTransition(ctx, dbgen.StartEnvironmentTransitionParams{ID: id, Status: string(Provisioning), StatusBy: nullID(by)})
+	return q.StartEnvironmentTransition(ctx, dbgen.StartEnvironmentTransitionParams{ID: id, Status: string(lifecycle.EnvironmentProvisioning), StatusBy: nullID(by)})
 }
 
 // startDecommissioning moves an environment to decommissioning for by, whose operations its
 // steps will be.
 func startDecommissioning(ctx context.Context, q *dbgen.Queries, id, by uuid.UUID) error {
-	if _, err := lockFor(ctx, q, id, Decommissioning); err != nil {
+	if _, err := lockFor(ctx, q, id, lifecycle.EnvironmentDecommissioning); err != nil {
 		return err
 	}
-	return q.StartEnvironmentTransition(ctx, dbgen.StartEnvironmentTransitionParams{ID: id, Status: string(Decommissioning), StatusBy: nullID(by)})
+	return q.StartEnvironmentTransition(ctx, dbgen.StartEnvironmentTransitionParams{ID: id, Status: string(lifecycle.EnvironmentDecommissioning), StatusBy: nullID(by)})
 }
 
 // retry starts again the transition a failed environment failed in, and returns the status it
 // is in now. A failed environment that does not say which failed was failed by hand: it
 // provisions.
-func retry(ctx context.Context, q *dbgen.Queries, id, by uuid.UUID) (Status, error) {
+func retry(ctx context.Context, q *dbgen.Queries, id, by uuid.UUID) (lifecycle.EnvironmentStatus, error) {
 	env, err := q.LockEnvironment(ctx, id)
 	if err != nil {
 		return "", fmt.Errorf("lock environment %s: %w", id, err)
 	}
-	if Status(env.Status) != Failed {
+	if lifecycle.EnvironmentStatus(env.Status) != lifecycle.EnvironmentFailed {
 		return "", problem.Invalid("status", "failed", "%s is %s: only a failed environment is retried", env.Name, env.Status)
 	}
 	if failedIn(env) == decommission {
-		return Decommissioning, startDecommissioning(ctx, q, id, by)
+		return lifecycle.EnvironmentDecommissioning, startDecommissioning(ctx, q, id, by)
 	}
-	return Provisioning, startProvisioning(ctx, q, id, by)
+	return lifecycle.EnvironmentProvisioning, startProvisioning(ctx, q, id, by)
 }
 
 // activate ends a provisioning, or a planned environment's that has nothing to deploy.
 func activate(ctx context.Context, q *dbgen.Queries, id uuid.UUID) error {
-	env, err := lockFor(ctx, q, id, Active)
+	env, err := lockFor(ctx, q, id, lifecycle.EnvironmentActive)
 	if err != nil {
 		return err
 	}
-	return end(ctx, q, env, Active, "")
+	return end(ctx, q, env, lifecycle.EnvironmentActive, "")
 }
 
 // finishDecommissioning ends a decommissioning with nothing left.
 func finishDecommissioning(ctx context.Context, q *dbgen.Queries, id uuid.UUID) error {
-	env, err := lockFor(ctx, q, id, Decommissioned)
+	env, err := lockFor(ctx, q, id, lifecycle.EnvironmentDecommissioned)
 	if err != nil {
 		return err
 	}
-	return end(ctx, q, env, Decommissioned, "")
+	return end(ctx, q, env, lifecycle.EnvironmentDecommissioned, "")
 }
 
 // fail ends the provisioning or decommissioning under way, saying why in reason, and keeps
 // which of the two failed.
 func fail(ctx context.Context, q *dbgen.Queries, id uuid.UUID, reason string) error {
-	env, err := lockFor(ctx, q, id, Failed)
+	env, err := lockFor(ctx, q, id, lifecycle.EnvironmentFailed)
 	if err != nil {
 		return err
 	}
-	return end(ctx, q, env, Failed, reason)
+	return end(ctx, q, env, lifecycle.EnvironmentFailed, reason)
 }
 
 // end records how the transition env is in ended; a failed one keeps its name.
-func end(ctx context.Context, q *dbgen.Queries, env dbgen.Environment, to Status, reason string) error {
+func end(ctx context.Context, q *dbgen.Queries, env dbgen.Environment, to lifecycle.EnvironmentStatus, reason string) error {
 	var failed *string
-	if to == Failed {
+	if to == lifecycle.EnvironmentFailed {
 		in := string(provision)
-		if Status(env.Status) == Decommissioning {
+		if lifecycle.EnvironmentStatus(env.Status) == lifecycle.EnvironmentDecommissioning {
 			in = string(decommission)
 		}
 		failed = &in
@@ -157,12 +130,12 @@ func end(ctx context.Context, q *dbgen.Queries, env dbgen.Environment, to Status
 }
 
 // lockFor locks an environment and returns it, or refuses when its status may not become to.
-func lockFor(ctx context.Context, q *dbgen.Queries, id uuid.UUID, to Status) (dbgen.Environment, error) {
+func lockFor(ctx context.Context, q *dbgen.Queries, id uuid.UUID, to lifecycle.EnvironmentStatus) (dbgen.Environment, error) {
 	env, err := q.LockEnvironment(ctx, id)
 	if err != nil {
 		return env, fmt.Errorf("lock environment %s: %w", id, err)
 	}
-	return env, Machine.Check(env.Name, Status(env.Status), to)
+	return env, lifecycle.Environments.Check(env.Name, lifecycle.EnvironmentStatus(env.Status), to)
 }
 
 func failedIn(env dbgen.Environment) transition {

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
@@ -28,15 +29,15 @@ func TestTransitions_RefuseIllegalMovesAndRetryWhatFailed(t *testing.T) {
 	inTx := func(f func(q *dbgen.Queries) error) error {
 		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return f(dbgen.New(tx)) })
 	}
-	status := func() (Status, *string) {
+	status := func() (lifecycle.EnvironmentStatus, *string) {
 		t.Helper()
 		env, err := dbgen.New(pool).LockEnvironment(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return Status(env.Status), env.FailedTransition
+		return lifecycle.EnvironmentStatus(env.Status), env.FailedTransition
 	}
-	want := func(s Status, failed transition) {
+	want := func(s lifecycle.EnvironmentStatus, failed transition) {
 		t.Helper()
 		got, in := status()
 		if got != s || (in == nil) != (failed == "") || in != nil && transition(*in) != failed {
@@ -71,7 +72,7 @@ func TestTransitions_RefuseIllegalMovesAndRetryWhatFailed(t *testing.T) {
 		id = env.ID
 		return err
 	})
-	want(Active, "") // bare
+	want(lifecycle.EnvironmentActive, "") // bare
 	refused("provision", provisionIt)
 	refused("fail", failIt)
 	refused("finish", finishIt)
@@ -81,14 +82,14 @@ func TestTransitions_RefuseIllegalMovesAndRetryWhatFailed(t *testing.T) {
 	refused("activate", activateIt)
 	refused("provision", provisionIt)
 	do("fail", func(q *dbgen.Queries) error { return fail(ctx, q, id, "web did not deploy") })
-	want(Failed, decommission)
+	want(lifecycle.EnvironmentFailed, decommission)
 	refused("provision", provisionIt) // what was half taken down is not provisioned again
 	refused("activate", activateIt)
 
 	do("retry", retryIt)
-	want(Decommissioning, "")
+	want(lifecycle.EnvironmentDecommissioning, "")
 	do("finish", finishIt)
-	want(Decommissioned, "")
+	want(lifecycle.EnvironmentDecommissioned, "")
 	for what, f := range map[string]func(*dbgen.Queries) error{"activate": activateIt, "provision": provisionIt,
 		"decommission": decommissionIt, "fail": failIt, "retry": retryIt, "finish": finishIt} {
 		refused(what, f)
@@ -100,27 +101,27 @@ func TestTransitions_RefuseIllegalMovesAndRetryWhatFailed(t *testing.T) {
 		return err
 	})
 	do("fail", failIt)
-	want(Failed, provision)
+	want(lifecycle.EnvironmentFailed, provision)
 	do("retry", retryIt)
-	want(Provisioning, "")
+	want(lifecycle.EnvironmentProvisioning, "")
 	do("activate", activateIt)
-	want(Active, "")
+	want(lifecycle.EnvironmentActive, "")
 }
 
 // TestStatus_MovesFollowTheLifecycle pins the allowed moves to the lifecycle of DESIGN.md, plus
 // a provisioning stopped by a decommissioning.
 func TestStatus_MovesFollowTheLifecycle(t *testing.T) {
-	all := []Status{Planned, Provisioning, Active, Failed, Decommissioning, Decommissioned}
-	allowed := map[[2]Status]bool{
-		{Planned, Provisioning}: true, {Planned, Active}: true,
-		{Provisioning, Active}: true, {Provisioning, Failed}: true, {Provisioning, Decommissioning}: true,
-		{Active, Decommissioning}: true,
-		{Failed, Provisioning}:    true, {Failed, Decommissioning}: true,
-		{Decommissioning, Decommissioned}: true, {Decommissioning, Failed}: true,
+	all := []lifecycle.EnvironmentStatus{lifecycle.EnvironmentPlanned, lifecycle.EnvironmentProvisioning, lifecycle.EnvironmentActive, lifecycle.EnvironmentFailed, lifecycle.EnvironmentDecommissioning, lifecycle.EnvironmentDecommissioned}
+	allowed := map[[2]lifecycle.EnvironmentStatus]bool{
+		{lifecycle.EnvironmentPlanned, lifecycle.EnvironmentProvisioning}: true, {lifecycle.EnvironmentPlanned, lifecycle.EnvironmentActive}: true,
+		{lifecycle.EnvironmentProvisioning, lifecycle.EnvironmentActive}: true, {lifecycle.EnvironmentProvisioning, lifecycle.EnvironmentFailed}: true, {lifecycle.EnvironmentProvisioning, lifecycle.EnvironmentDecommissioning}: true,
+		{lifecycle.EnvironmentActive, lifecycle.EnvironmentDecommissioning}: true,
+		{lifecycle.EnvironmentFailed, lifecycle.EnvironmentProvisioning}:    true, {lifecycle.EnvironmentFailed, lifecycle.EnvironmentDecommissioning}: true,
+		{lifecycle.EnvironmentDecommissioning, lifecycle.EnvironmentDecommissioned}: true, {lifecycle.EnvironmentDecommissioning, lifecycle.EnvironmentFailed}: true,
 	}
 	for _, from := range all {
 		for _, to := range all {
-			if got := Machine.Allows(from, to); got != allowed[[2]Status{from, to}] {
+			if got := lifecycle.Environments.Allows(from, to); got != allowed[[2]lifecycle.EnvironmentStatus{from, to}] {
 				t.Errorf("%s → %s allowed: %v", from, to, got)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/db/dbgen"
 )
@@ -161,7 +162,7 @@ func (s *Service) Extend(ctx context.Context, actor access.Principal, id uuid.UU
 		if env.ExpiresAt == nil {
 			return problem.Invalid("expires_at", "expires", "%s does not expire: there is nothing to extend", env.Name)
 		}
-		if st := Status(env.Status); st == Decommissioning || st == Decommissioned {
+		if st := lifecycle.EnvironmentStatus(env.Status); st == lifecycle.EnvironmentDecommissioning || st == lifecycle.EnvironmentDecommissioned {
 			return problem.Invalid("status", "state", "%s is %s: it is not extended", env.Name, env.Status)
 		}
 		now, field := time.Now(), "expires_at"
@@ -209,7 +210,7 @@ func (s *Service) Extend(ctx context.Context, actor access.Principal, id uuid.UU
 // Expiring reports whether people are warned, at now, that the environment expires: from its
 // first warning point until it is taken down.
 func (e Environment) Expiring(now time.Time) bool {
-	if e.ExpiresAt == nil || e.Status == Decommissioning || e.Status == Decommissioned {
+	if e.ExpiresAt == nil || e.Status == lifecycle.EnvironmentDecommissioning || e.Status == lifecycle.EnvironmentDecommissioned {
 		return false
 	}
 	return !now.Before(warnAt(dayBefore, e.CreatedAt, *e.ExpiresAt))

@@ -996,12 +996,12 @@ func deliveryTable(rows []DeliveryRow) templ.Component {
 
 // deliveryBadge is the badge class of a delivery's status.
 func deliveryBadge(status string) string {
-	switch status {
-	case "delivered":
+	switch DeliveryStatus(status) {
+	case Delivered:
 		return "badge badge-ok"
-	case "failed":
+	case DeliveryFailed:
 		return "badge badge-err"
-	case "cancelled":
+	case DeliveryCancelled:
 		return "badge badge-muted"
 	}
 	return "badge badge-warn"

@@ -15,6 +15,7 @@ import (
 	"nimbus/app/audit"
 	"nimbus/app/component"
 	"nimbus/app/graph"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/stack"
 	"nimbus/db/dbgen"
@@ -124,7 +125,7 @@ var day2Kind = kind{
 			if len(r.operations()) == 0 {
 				return nil // refused before anything ran: the run says why, the instance is as it was
 			}
-			return move(ctx, r.q, r.inst, Degraded, fmt.Sprintf("The day-2 operation %s stopped: %s.", r.run.Operation, failure(r, outcome, refusal)))
+			return move(ctx, r.q, r.inst, lifecycle.InstanceDegraded, fmt.Sprintf("The day-2 operation %s stopped: %s.", r.run.Operation, failure(r, outcome, refusal)))
 		}
 		if err := r.heal(ctx); err != nil {
 			return err

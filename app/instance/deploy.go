@@ -11,6 +11,7 @@ import (
 
 	"nimbus/app/deploy"
 	"nimbus/app/graph"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/stack"
 	"nimbus/db/dbgen"
@@ -20,8 +21,8 @@ import (
 // first deploy deploys them all, a retry what is missing.
 var deployKind = kind{
 	begin: func(ctx context.Context, r *runCtx) ([]step, error) {
-		switch Status(r.inst.Status) {
-		case Pending, Deploying, Failed:
+		switch lifecycle.InstanceStatus(r.inst.Status) {
+		case lifecycle.InstancePending, lifecycle.InstanceDeploying, lifecycle.InstanceFailed:
 		default:
 			return nil, refuse("%s is %s: only a new or failed instance is deployed", r.inst.Name, r.inst.Status)
 		}
@@ -32,8 +33,8 @@ var deployKind = kind{
 			}
 			out = append(out, step{name: s.Name, slot: s.Name, action: "deploy", after: s.Upstream()})
 		}
-		if Status(r.inst.Status) != Deploying {
-			return out, move(ctx, r.q, r.inst, Deploying, "")
+		if lifecycle.InstanceStatus(r.inst.Status) != lifecycle.InstanceDeploying {
+			return out, move(ctx, r.q, r.inst, lifecycle.InstanceDeploying, "")
 		}
 		return out, nil
 	},
@@ -56,10 +57,10 @@ var deployKind = kind{
 			if len(kept) > 0 {
 				msg += " Kept: " + strings.Join(kept, ", ") + "; a retry deploys what is missing."
 			}
-			return move(ctx, r.q, r.inst, Failed, msg)
+			return move(ctx, r.q, r.inst, lifecycle.InstanceFailed, msg)
 		}
 		// A first deploy that failed takes down what it made, in reverse order.
-		if err := move(ctx, r.q, r.inst, Failed, "Deploying failed: "+reason+". Removing what was made, in reverse order."); err != nil {
+		if err := move(ctx, r.q, r.inst, lifecycle.InstanceFailed, "Deploying failed: "+reason+". Removing what was made, in reverse order."); err != nil {
 			return err
 		}
 		why, _ := json.Marshal(map[string]string{"reason": "Deploying failed: " + reason + "."})
@@ -209,20 +210,20 @@ func startDestroy(ctx context.Context, r *runCtx, s dbgen.StackRunStepsRow) (uui
 var destroyKind = kind{
 	reverse: true,
 	begin: func(ctx context.Context, r *runCtx) ([]step, error) {
-		if Status(r.inst.Status) == Destroyed {
+		if lifecycle.InstanceStatus(r.inst.Status) == lifecycle.InstanceDestroyed {
 			return nil, refuse("%s is destroyed already", r.inst.Name)
 		}
-		return takeDown(r), move(ctx, r.q, r.inst, Destroying, "")
+		return takeDown(r), move(ctx, r.q, r.inst, lifecycle.InstanceDestroying, "")
 	},
 	start: startDestroy,
 	end: func(ctx context.Context, r *runCtx, outcome graph.Step, refusal error) error {
 		if outcome.Done {
-			if err := move(ctx, r.q, r.inst, Destroyed, ""); err != nil || r.deps.destroyed == nil {
+			if err := move(ctx, r.q, r.inst, lifecycle.InstanceDestroyed, ""); err != nil || r.deps.destroyed == nil {
 				return err
 			}
 			return r.deps.destroyed(ctx, r.q, r.actor, r.inst)
 		}
-		return move(ctx, r.q, r.inst, Failed, "Destroying stopped: "+failure(r, outcome, refusal)+". Destroy again to take down what is left.")
+		return move(ctx, r.q, r.inst, lifecycle.InstanceFailed, "Destroying stopped: "+failure(r, outcome, refusal)+". Destroy again to take down what is left.")
 	},
 }
 
@@ -239,8 +240,8 @@ var compensateKind = kind{
 		_ = json.Unmarshal(r.run.Inputs, &in)
 		why := in.Reason
 		if outcome.Done {
-			return move(ctx, r.q, r.inst, Failed, why+" What it had made was removed.")
+			return move(ctx, r.q, r.inst, lifecycle.InstanceFailed, why+" What it had made was removed.")
 		}
-		return move(ctx, r.q, r.inst, Failed, why+" Removing what it made stopped too: "+failure(r, outcome, refusal)+". Destroy the instance to take down what is left.")
+		return move(ctx, r.q, r.inst, lifecycle.InstanceFailed, why+" Removing what it made stopped too: "+failure(r, outcome, refusal)+". Destroy the instance to take down what is left.")
 	},
 }

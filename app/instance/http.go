@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/access"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/web"
 )
@@ -60,8 +61,8 @@ func (h *Handlers) UpgradeAPI(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, inst)
 }
 
-var statuses = []string{string(Pending), string(Deploying), string(Active), string(Degraded), string(Failed),
-	string(Destroying), string(Destroyed), string(Upgrading)}
+var statuses = []string{string(lifecycle.InstancePending), string(lifecycle.InstanceDeploying), string(lifecycle.InstanceActive), string(lifecycle.InstanceDegraded), string(lifecycle.InstanceFailed),
+	string(lifecycle.InstanceDestroying), string(lifecycle.InstanceDestroyed), string(lifecycle.InstanceUpgrading)}
 
 // ListAPI answers GET /api/v1/stack-instances, newest first, filtered by environment_id,
 // stack_id and status.

@@ -10,38 +10,24 @@ import (
 
 	"github.com/google/uuid"
 
+	"nimbus/app/lifecycle"
 	"nimbus/db/dbgen"
-)
-
-// Status is where an instance stands as a whole; its state machine's state is apart.
-type Status string
-
-// The statuses of an instance.
-const (
-	Pending    Status = "pending"
-	Deploying  Status = "deploying"
-	Active     Status = "active"
-	Degraded   Status = "degraded"
-	Failed     Status = "failed"
-	Destroying Status = "destroying"
-	Destroyed  Status = "destroyed"
-	Upgrading  Status = "upgrading"
 )
 
 // Instance is a stack deployed in an environment, as people and the API see it.
 type Instance struct {
-	ID               uuid.UUID      `json:"id"`
-	Name             string         `json:"name"`
-	TenantID         uuid.UUID      `json:"tenant_id"`
-	TenantName       string         `json:"tenant_name"`
-	EnvironmentID    uuid.UUID      `json:"environment_id"`
-	EnvironmentName  string         `json:"environment_name"`
-	StackID          uuid.UUID      `json:"stack_id"`
-	StackName        string         `json:"stack_name"`
-	StackDisplayName string         `json:"stack_display_name"`
-	Version          int            `json:"version"`
-	Parameters       map[string]any `json:"parameters"`
-	Status           Status         `json:"status"`
+	ID               uuid.UUID                `json:"id"`
+	Name             string                   `json:"name"`
+	TenantID         uuid.UUID                `json:"tenant_id"`
+	TenantName       string                   `json:"tenant_name"`
+	EnvironmentID    uuid.UUID                `json:"environment_id"`
+	EnvironmentName  string                   `json:"environment_name"`
+	StackID          uuid.UUID                `json:"stack_id"`
+	StackName        string                   `json:"stack_name"`
+	StackDisplayName string                   `json:"stack_display_name"`
+	Version          int                      `json:"version"`
+	Parameters       map[string]any           `json:"parameters"`
+	Status           lifecycle.InstanceStatus `json:"status"`
 	// State is the state machine's, empty until every slot was deployed.
 	State          string     `json:"state"`
 	StateEnteredAt *time.Time `json:"state_entered_at"`
@@ -73,7 +59,7 @@ type Slot struct {
 func fromRow(r dbgen.GetStackInstanceRow) Instance {
 	in := Instance{ID: r.ID, Name: r.Name, TenantID: r.TenantID, TenantName: r.TenantName, EnvironmentID: r.EnvironmentID,
 		EnvironmentName: r.EnvironmentName, StackID: r.StackID, StackName: r.StackName, StackDisplayName: r.StackDisplayName,
-		Version: int(r.Version), Parameters: map[string]any{}, Status: Status(r.Status), StateEnteredAt: r.StateEnteredAt,
+		Version: int(r.Version), Parameters: map[string]any{}, Status: lifecycle.InstanceStatus(r.Status), StateEnteredAt: r.StateEnteredAt,
 		Error: r.Error, DeployedAt: r.DeployedAt, CreatedAt: r.CreatedAt}
 	_ = json.Unmarshal(r.Parameters, &in.Parameters)
 	if r.CurrentState != nil {

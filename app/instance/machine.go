@@ -20,6 +20,7 @@ import (
 	"nimbus/app/deploy"
 	"nimbus/app/governance"
 	"nimbus/app/graph"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/stack"
 	"nimbus/db/dbgen"
@@ -93,7 +94,7 @@ func (s *Service) runByID(ctx context.Context, id uuid.UUID) (Run, error) {
 // settled refuses, in words, an instance that cannot move or run day-2 operations now: one
 // that is not whole (active, or degraded after a failed action) or has no state yet.
 func settled(inst dbgen.StackInstance) error {
-	if st := Status(inst.Status); st != Active && st != Degraded {
+	if st := lifecycle.InstanceStatus(inst.Status); st != lifecycle.InstanceActive && st != lifecycle.InstanceDegraded {
 		return refuse("%s is %s: only an active or degraded instance moves between states and runs day-2 operations", inst.Name, st)
 	}
 	if inst.CurrentState == nil {
@@ -145,7 +146,7 @@ var transitionKind = kind{
 			if len(r.operations()) == 0 {
 				return nil // refused before anything ran: the run says why, the instance is as it was
 			}
-			return move(ctx, r.q, r.inst, Degraded, fmt.Sprintf("The transition %s stopped: %s. The state stays %s.",
+			return move(ctx, r.q, r.inst, lifecycle.InstanceDegraded, fmt.Sprintf("The transition %s stopped: %s. The state stays %s.",
 				r.run.Trigger, failure(r, outcome, refusal), from))
 		}
 		t, ok := r.def.Machine.Fire(from, r.run.Trigger)
@@ -171,10 +172,10 @@ var transitionKind = kind{
 // heal makes a degraded instance active again once an action run succeeded with every slot
 // deployed: what failed before has been put right.
 func (r *runCtx) heal(ctx context.Context) error {
-	if Status(r.inst.Status) != Degraded || len(r.deployedSlots()) != len(r.def.Slots) {
+	if lifecycle.InstanceStatus(r.inst.Status) != lifecycle.InstanceDegraded || len(r.deployedSlots()) != len(r.def.Slots) {
 		return nil
 	}
-	return move(ctx, r.q, r.inst, Active, "")
+	return move(ctx, r.q, r.inst, lifecycle.InstanceActive, "")
 }
 
 // scheduleTimeout queues, with the state's move, the firing of a transition's on_timeout once

@@ -17,6 +17,7 @@ import (
 	"nimbus/app/component"
 	"nimbus/app/deploy"
 	"nimbus/app/graph"
+	"nimbus/app/lifecycle"
 	"nimbus/app/paramform"
 	"nimbus/app/problem"
 	"nimbus/app/stack"
@@ -89,7 +90,7 @@ func (h *Handlers) showPage(c echo.Context, refused refusals, status int) error 
 	if err != nil {
 		return err
 	}
-	if inst.Status == Pending && refused == (refusals{}) {
+	if inst.Status == lifecycle.InstancePending && refused == (refusals{}) {
 		return c.Redirect(http.StatusSeeOther, "/stack-instances/"+id.String()+"/plan")
 	}
 	runs, err := h.svc.Runs(ctx, actor, id)
@@ -109,8 +110,8 @@ func (h *Handlers) showPage(c echo.Context, refused refusals, status int) error 
 		EnvironmentID: inst.EnvironmentID.String(), Stack: stackLabel(inst), StackID: inst.StackID.String(), Version: inst.Version,
 		Status: string(inst.Status), State: inst.State, Error: inst.Error, Created: inst.CreatedAt, Deployed: inst.DeployedAt,
 		Parameters: views.Values(inst.Parameters, secretNames(def)...), DestroyError: refused.destroy, ActionError: refused.action,
-		CanDestroy: actor.Can(access.StackInstanceDestroy, inst.TenantID) && inst.Status != Destroyed && inst.Status != Destroying,
-		CanRetry:   actor.Can(access.StackInstanceDeploy, inst.TenantID) && inst.Status == Failed, RetryDestroys: inst.Retry == RunDestroy}
+		CanDestroy: actor.Can(access.StackInstanceDestroy, inst.TenantID) && inst.Status != lifecycle.InstanceDestroyed && inst.Status != lifecycle.InstanceDestroying,
+		CanRetry:   actor.Can(access.StackInstanceDeploy, inst.TenantID) && inst.Status == lifecycle.InstanceFailed, RetryDestroys: inst.Retry == RunDestroy}
 	if v.RetryDestroys {
 		v.CanRetry = actor.Can(access.StackInstanceDestroy, inst.TenantID)
 	}
@@ -123,14 +124,14 @@ func (h *Handlers) showPage(c echo.Context, refused refusals, status int) error 
 		v.Slots = append(v.Slots, row)
 	}
 	v.States, v.Transitions = def.Machine.Drawing()
-	if inst.State != "" && inst.Status != Destroyed {
+	if inst.State != "" && inst.Status != lifecycle.InstanceDestroyed {
 		offers, err := h.svc.Operations(ctx, actor, id)
 		if err != nil {
 			return err
 		}
 		v.Triggers, v.Operations = offerRows(offers)
 	}
-	if inst.Status == Active || inst.Status == Degraded {
+	if inst.Status == lifecycle.InstanceActive || inst.Status == lifecycle.InstanceDegraded {
 		if plan, err := h.svc.UpgradePlan(ctx, actor, id, 0); err == nil {
 			v.Upgrade = &UpgradeView{To: plan.To, Slots: plan.Slots, May: actor.Can(access.StackInstanceUpgrade, inst.TenantID)}
 		} else if problem.FieldOf(err) == "" {
@@ -144,7 +145,7 @@ func (h *Handlers) showPage(c echo.Context, refused refusals, status int) error 
 		}
 	}
 	switch inst.Status {
-	case Deploying, Destroying, Upgrading:
+	case lifecycle.InstanceDeploying, lifecycle.InstanceDestroying, lifecycle.InstanceUpgrading:
 		v.Busy = true
 	}
 	for _, hr := range history {
@@ -383,7 +384,7 @@ func (h *Handlers) deployable(ctx context.Context, actor access.Principal, id uu
 		return d, err
 	}
 	for _, e := range envs {
-		if e.Status == "active" && actor.Can(access.StackInstanceDeploy, e.TenantID) && (!st.TenantID.Valid || st.TenantID.UUID == e.TenantID) {
+		if lifecycle.EnvironmentStatus(e.Status) == lifecycle.EnvironmentActive && actor.Can(access.StackInstanceDeploy, e.TenantID) && (!st.TenantID.Valid || st.TenantID.UUID == e.TenantID) {
 			d.environments = append(d.environments, views.Option{Value: e.ID.String(), Label: e.TenantName + " / " + e.Name})
 		}
 	}
@@ -507,9 +508,9 @@ func (h *Handlers) planPage(c echo.Context, refused string, status int) error {
 		return err
 	}
 	switch {
-	case inst.Status != Pending && refused != "":
+	case inst.Status != lifecycle.InstancePending && refused != "":
 		return h.showPage(c, refusals{action: refused}, status)
-	case inst.Status != Pending:
+	case inst.Status != lifecycle.InstancePending:
 		return c.Redirect(http.StatusSeeOther, "/stack-instances/"+id.String())
 	}
 	q := dbgen.New(h.svc.pool)

@@ -12,6 +12,7 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/audit"
 	"nimbus/app/deploy"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/stack"
 	"nimbus/db/dbgen"
@@ -155,7 +156,7 @@ func (s *Service) Discard(ctx context.Context, actor access.Principal, id uuid.U
 			_, err = s.run.queue(ctx, tx, inst, dbgen.CreateStackRunParams{Kind: string(RunDestroy), Source: source(ctx),
 				RequestedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}})
 		} else {
-			err = move(ctx, q, inst, Destroyed, "")
+			err = move(ctx, q, inst, lifecycle.InstanceDestroyed, "")
 		}
 		if err != nil {
 			return err
@@ -172,7 +173,7 @@ func (s *Service) Discard(ctx context.Context, actor access.Principal, id uuid.U
 // pending refuses an instance that is not pending, saying what only a pending one is.
 func pending(what string) func(dbgen.StackInstance) error {
 	return func(inst dbgen.StackInstance) error {
-		if Status(inst.Status) != Pending {
+		if lifecycle.InstanceStatus(inst.Status) != lifecycle.InstancePending {
 			return problem.Invalid("instance", "state", "%s is %s: only a pending instance is %s", inst.Name, inst.Status, what)
 		}
 		return nil

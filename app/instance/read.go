@@ -11,7 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/access"
+	"nimbus/app/deploy"
 	"nimbus/app/graph"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/stack"
 	"nimbus/db/dbgen"
@@ -28,7 +30,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 		return Instance{}, err
 	}
 	inst := fromRow(r)
-	if inst.Status == Failed {
+	if inst.Status == lifecycle.InstanceFailed {
 		if inst.Retry, err = retries(ctx, q, id); err != nil {
 			return inst, err
 		}
@@ -46,7 +48,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 		return inst, err
 	}
 	for _, sl := range def.Slots {
-		out := Slot{Name: sl.Name, ComponentID: sl.Component, Version: sl.Version, After: sl.Upstream(), Status: "pending", Outputs: map[string]any{}}
+		out := Slot{Name: sl.Name, ComponentID: sl.Component, Version: sl.Version, After: sl.Upstream(), Status: string(deploy.Pending), Outputs: map[string]any{}}
 		if out.After == nil {
 			out.After = []string{}
 		}

@@ -16,6 +16,7 @@ import (
 	"nimbus/app/audit"
 	"nimbus/app/component"
 	"nimbus/app/deploy"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/secrets"
 	"nimbus/app/stack"
@@ -87,7 +88,7 @@ func (s *Service) DeployTx(ctx context.Context, tx pgx.Tx, actor access.Principa
 		}
 		if status, err := q.ShareEnvironment(ctx, env.ID); err != nil {
 			return err
-		} else if status != "active" {
+		} else if lifecycle.EnvironmentStatus(status) != lifecycle.EnvironmentActive {
 			return problem.Invalid("environment_id", "state", "%s is %s: deploy into an active environment", env.Name, status)
 		}
 		st, err := q.StackToDeploy(ctx, req.StackID)
@@ -248,7 +249,7 @@ func (s *Service) DestroyTx(ctx context.Context, tx pgx.Tx, actor access.Princip
 }
 
 func destroys(_ *dbgen.Queries, inst dbgen.StackInstance) (RunKind, error) {
-	if Status(inst.Status) == Destroyed || Status(inst.Status) == Destroying {
+	if lifecycle.InstanceStatus(inst.Status) == lifecycle.InstanceDestroyed || lifecycle.InstanceStatus(inst.Status) == lifecycle.InstanceDestroying {
 		return "", problem.Invalid("instance", "state", "%s is %s already", inst.Name, inst.Status)
 	}
 	return RunDestroy, nil
@@ -259,7 +260,7 @@ func destroys(_ *dbgen.Queries, inst dbgen.StackInstance) (RunKind, error) {
 // deploy left missing.
 func (s *Service) Retry(ctx context.Context, actor access.Principal, id uuid.UUID) (Instance, error) {
 	return s.ask(ctx, actor, id, access.StackInstanceDeploy, "retry", dbgen.CreateStackRunParams{}, func(q *dbgen.Queries, inst dbgen.StackInstance) (RunKind, error) {
-		if Status(inst.Status) != Failed {
+		if lifecycle.InstanceStatus(inst.Status) != lifecycle.InstanceFailed {
 			return "", problem.Invalid("instance", "state", "%s is %s: only a failed instance is retried", inst.Name, inst.Status)
 		}
 		k, err := retries(ctx, q, inst.ID)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"nimbus/app/deploy"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/secrets"
 	"nimbus/app/stack"
@@ -50,7 +51,7 @@ func (s *Signaller) Signal(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id 
 	if err != nil {
 		return uuid.Nil, err
 	}
-	if Status(inst.Status) == Destroyed {
+	if lifecycle.InstanceStatus(inst.Status) == lifecycle.InstanceDestroyed {
 		return uuid.Nil, refuse("%s is destroyed", inst.Name)
 	}
 	if idle, err := idle(ctx, q, inst.ID); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"nimbus/app/deploy"
+	"nimbus/app/lifecycle"
 	"nimbus/app/secrets"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
@@ -86,7 +87,7 @@ func (w *TimeoutWorker) Work(ctx context.Context, job *river.Job[TimeoutArgs]) e
 		if err != nil {
 			return err
 		}
-		if Status(inst.Status) == Destroyed || deref(inst.CurrentState) != a.State || inst.StateEnteredAt == nil || !inst.StateEnteredAt.Equal(a.EnteredAt) {
+		if lifecycle.InstanceStatus(inst.Status) == lifecycle.InstanceDestroyed || deref(inst.CurrentState) != a.State || inst.StateEnteredAt == nil || !inst.StateEnteredAt.Equal(a.EnteredAt) {
 			return nil
 		}
 		// Kept with the run, which checks again when its turn comes.

@@ -14,21 +14,6 @@ import (
 // This file holds the moves of an instance's status and state: the only code that writes
 // them. A move refuses any the machine does not allow, saying so.
 
-// Machine is an instance's life as a whole; its stack's state machine is apart. A pending
-// instance discarded holds nothing to take down: it is destroyed at once.
-var Machine = lifecycle.Machine[Status]{
-	Name: "stack instance", Table: "stack_instances", Column: "status", Writer: "app/instance/transition.go", Start: Pending,
-	Moves: map[Status][]Status{
-		Pending:    {Deploying, Destroying, Destroyed},
-		Deploying:  {Active, Failed, Destroying},
-		Active:     {Degraded, Upgrading, Destroying},
-		Degraded:   {Active, Degraded, Upgrading, Destroying},
-		Upgrading:  {Active, Degraded, Upgrading, Failed},
-		Failed:     {Deploying, Failed, Destroying},
-		Destroying: {Failed, Destroyed},
-	},
-}
-
 // create records a new instance, pending until its first run deploys it.
 func create(ctx context.Context, q *dbgen.Queries, p dbgen.CreateStackInstanceParams) (dbgen.StackInstance, error) {
 	return q.CreateStackInstance(ctx, p)
@@ -37,8 +22,8 @@ func create(ctx context.Context, q *dbgen.Queries, p dbgen.CreateStackInstancePa
 // move sets an instance's status, with why it is there (empty but for a failure). A move its
 // status does not allow is refused: a run starting finds the instance elsewhere than it was
 // asked for.
-func move(ctx context.Context, q *dbgen.Queries, inst dbgen.StackInstance, to Status, reason string) error {
-	if !Machine.Allows(Status(inst.Status), to) {
+func move(ctx context.Context, q *dbgen.Queries, inst dbgen.StackInstance, to lifecycle.InstanceStatus, reason string) error {
+	if !lifecycle.Instances.Allows(lifecycle.InstanceStatus(inst.Status), to) {
 		return refuse("%s is %s: it cannot become %s", inst.Name, inst.Status, to)
 	}
 	return q.SetStackInstanceStatus(ctx, dbgen.SetStackInstanceStatusParams{ID: inst.ID, Status: string(to), Error: reason})
@@ -46,7 +31,7 @@ func move(ctx context.Context, q *dbgen.Queries, inst dbgen.StackInstance, to St
 
 // deployed records that every slot of an instance is deployed: it is active.
 func deployed(ctx context.Context, q *dbgen.Queries, inst dbgen.StackInstance) error {
-	if err := Machine.Check(inst.Name, Status(inst.Status), Active); err != nil {
+	if err := lifecycle.Instances.Check(inst.Name, lifecycle.InstanceStatus(inst.Status), lifecycle.InstanceActive); err != nil {
 		return fmt.Errorf("instance %w", err)
 	}
 	return q.MarkStackInstanceDeployed(ctx, inst.ID)

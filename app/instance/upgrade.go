@@ -16,6 +16,7 @@ import (
 	"nimbus/app/audit"
 	"nimbus/app/deploy"
 	"nimbus/app/graph"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/stack"
 	"nimbus/db/dbgen"
@@ -185,7 +186,7 @@ func (s *Service) Upgrade(ctx context.Context, actor access.Principal, id uuid.U
 		if err != nil {
 			return err
 		}
-		if st := Status(inst.Status); st != Active && st != Degraded {
+		if st := lifecycle.InstanceStatus(inst.Status); st != lifecycle.InstanceActive && st != lifecycle.InstanceDegraded {
 			return problem.Invalid("instance", "state", "%s is %s: only an active or degraded instance is upgraded", inst.Name, inst.Status)
 		}
 		to, err := newer(ctx, q, inst.StackID, int(inst.Version), version)
@@ -212,7 +213,7 @@ func (s *Service) Upgrade(ctx context.Context, actor access.Principal, id uuid.U
 // upgradeKind takes the instance to the run's version.
 var upgradeKind = kind{
 	begin: func(ctx context.Context, r *runCtx) ([]step, error) {
-		if st := Status(r.inst.Status); st != Active && st != Degraded {
+		if st := lifecycle.InstanceStatus(r.inst.Status); st != lifecycle.InstanceActive && st != lifecycle.InstanceDegraded {
 			return nil, refuse("%s is %s: only an active or degraded instance is upgraded", r.inst.Name, r.inst.Status)
 		}
 		if r.run.FromVersion.Int32 != r.inst.Version {
@@ -258,7 +259,7 @@ var upgradeKind = kind{
 			}
 			removed[i] = s
 		}
-		return append(out, removed...), move(ctx, r.q, r.inst, Upgrading, "")
+		return append(out, removed...), move(ctx, r.q, r.inst, lifecycle.InstanceUpgrading, "")
 	},
 	start: func(ctx context.Context, r *runCtx, s dbgen.StackRunStepsRow) (uuid.UUID, map[string]any, error) {
 		switch s.Action {
@@ -274,10 +275,10 @@ var upgradeKind = kind{
 			if err := r.q.SetStackInstanceVersion(ctx, dbgen.SetStackInstanceVersionParams{ID: r.inst.ID, Version: r.run.ToVersion.Int32}); err != nil {
 				return err
 			}
-			return move(ctx, r.q, r.inst, Active, "")
+			return move(ctx, r.q, r.inst, lifecycle.InstanceActive, "")
 		}
 		why := fmt.Sprintf("Upgrading to version %d failed: %s.", r.run.ToVersion.Int32, failure(r, outcome, refusal))
-		if err := move(ctx, r.q, r.inst, Upgrading, fmt.Sprintf("%s Rolling back to version %d.", why, r.run.FromVersion.Int32)); err != nil {
+		if err := move(ctx, r.q, r.inst, lifecycle.InstanceUpgrading, fmt.Sprintf("%s Rolling back to version %d.", why, r.run.FromVersion.Int32)); err != nil {
 			return err
 		}
 		in, _ := json.Marshal(map[string]any{"reason": why, "upgrade": r.run.ID})
@@ -376,9 +377,9 @@ var rollbackKind = kind{
 		var in struct{ Reason string }
 		_ = json.Unmarshal(r.run.Inputs, &in)
 		if outcome.Done {
-			return move(ctx, r.q, r.inst, Active, fmt.Sprintf("%s Its slots were rolled back to version %d.", in.Reason, r.run.ToVersion.Int32))
+			return move(ctx, r.q, r.inst, lifecycle.InstanceActive, fmt.Sprintf("%s Its slots were rolled back to version %d.", in.Reason, r.run.ToVersion.Int32))
 		}
-		return move(ctx, r.q, r.inst, Degraded, fmt.Sprintf("%s Rolling back stopped too: %s. Upgrade again, or destroy the instance.",
+		return move(ctx, r.q, r.inst, lifecycle.InstanceDegraded, fmt.Sprintf("%s Rolling back stopped too: %s. Upgrade again, or destroy the instance.",
 			in.Reason, failure(r, outcome, refusal)))
 	},
 }

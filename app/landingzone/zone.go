@@ -43,7 +43,7 @@ type Zone struct {
 	// The system environment holds the system services; its status says how their
 	// deployment (or removal) goes.
 	SystemEnvironmentID uuid.UUID  `json:"system_environment_id"`
-	SystemStatus        string     `json:"system_status"`
+	SystemStatus        lifecycle.EnvironmentStatus `json:"system_status"`
 	SystemReason        string     `json:"system_reason,omitempty"`
 	SystemServices      []Member   `json:"system_services"`
 	Templates           []Template `json:"templates"`
@@ -196,7 +196,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	if err != nil {
 		return Zone{}, fmt.Errorf("system environment: %w", err)
 	}
-	z.SystemStatus, z.SystemReason = env.Status, env.StatusReason
+	z.SystemStatus, z.SystemReason = lifecycle.EnvironmentStatus(env.Status), env.StatusReason
 	deployments, err := q.EnvironmentDeployments(ctx, env.ID)
 	if err != nil {
 		return Zone{}, err

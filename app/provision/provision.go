@@ -48,10 +48,10 @@ type Namespace struct {
 	Namespace     string    `json:"namespace"`
 	// InstanceID is the factory's instance in the zone's system environment; Status is how it
 	// stands (active once the namespace is ready, destroyed once it is decommissioned).
-	InstanceID *uuid.UUID `json:"stack_instance_id,omitempty"`
-	Status     string     `json:"status"`
-	Error      string     `json:"error,omitempty"`
-	CreatedAt  time.Time  `json:"created_at"`
+	InstanceID *uuid.UUID               `json:"stack_instance_id,omitempty"`
+	Status     lifecycle.InstanceStatus `json:"status"`
+	Error      string                   `json:"error,omitempty"`
+	CreatedAt  time.Time                `json:"created_at"`
 }
 
 // Request asks for a tenant to be provisioned on a zone's cluster.
@@ -94,7 +94,7 @@ func NamespaceFor(tenant string) string {
 }
 
 func fromRow(id, tenant, zone uuid.UUID, zoneName, ns string, inst uuid.NullUUID, status, msg string, at time.Time) Namespace {
-	n := Namespace{ID: id, TenantID: tenant, LandingZoneID: zone, ZoneName: zoneName, Namespace: ns, Status: status, Error: msg, CreatedAt: at}
+	n := Namespace{ID: id, TenantID: tenant, LandingZoneID: zone, ZoneName: zoneName, Namespace: ns, Status: lifecycle.InstanceStatus(status), Error: msg, CreatedAt: at}
 	if inst.Valid {
 		n.InstanceID = &inst.UUID
 	}
@@ -314,7 +314,7 @@ func (s *Service) Decommission(ctx context.Context, actor access.Principal, id u
 	if err != nil {
 		return Namespace{}, err
 	}
-	if n.InstanceID == nil || n.Status == string(instance.Destroyed) {
+	if n.InstanceID == nil || n.Status == lifecycle.InstanceDestroyed {
 		return Namespace{}, problem.Invalid("namespace", "state", "%s on %s is decommissioned already", n.Namespace, n.ZoneName)
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -349,7 +349,7 @@ func (s *Service) DecommissionTenant(ctx context.Context, actor access.Principal
 	}
 	var started []Namespace
 	for _, n := range all {
-		if n.InstanceID == nil || n.Status == string(instance.Destroyed) || n.Status == string(instance.Destroying) {
+		if n.InstanceID == nil || n.Status == lifecycle.InstanceDestroyed || n.Status == lifecycle.InstanceDestroying {
 			continue
 		}
 		d, err := s.Decommission(ctx, actor, n.ID)

@@ -10,6 +10,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/instance"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/stack"
 )
@@ -67,7 +68,7 @@ func (w *world) planStack(t *testing.T, name string) instance.Instance {
 	inst, err := w.instances(t).Deploy(context.Background(), w.userA, instance.Request{StackID: w.webStackID(t), EnvironmentID: w.dev(t).ID,
 		Name: name, PreviewOnly: true})
 	must(t, err)
-	if inst.Status != instance.Pending || len(inst.Slots) != 1 || inst.Slots[0].Preview == nil {
+	if inst.Status != lifecycle.InstancePending || len(inst.Slots) != 1 || inst.Slots[0].Preview == nil {
 		t.Fatalf("a plan is %s with slots %+v", inst.Status, inst.Slots)
 	}
 	return inst
@@ -136,7 +137,7 @@ var instanceCases = map[string]authzCase{
 			active := w.activeStack(t)
 			w.webStackV2(t)
 			inst, err := w.instances(t).Upgrade(context.Background(), p, active.ID, 0)
-			if err == nil && inst.Status != instance.Upgrading {
+			if err == nil && inst.Status != lifecycle.InstanceUpgrading {
 				t.Errorf("an instance upgrading is %s", inst.Status)
 			}
 			return err
@@ -167,7 +168,7 @@ var instanceCases = map[string]authzCase{
 		call: func(t *testing.T, w *world, p access.Principal) error {
 			inst, err := w.instances(t).Deploy(context.Background(), p, instance.Request{StackID: w.webStackID(t), EnvironmentID: w.dev(t).ID,
 				Name: instanceName(p)})
-			if err == nil && (inst.Status != instance.Deploying || len(inst.Slots) != 1) {
+			if err == nil && (inst.Status != lifecycle.InstanceDeploying || len(inst.Slots) != 1) {
 				t.Errorf("a new instance is %s with slots %v", inst.Status, inst.Slots)
 			}
 			return err
@@ -187,7 +188,7 @@ var instanceCases = map[string]authzCase{
 		then: func(t *testing.T, w *world) {
 			inst, err := w.instances(t).Get(context.Background(), w.adminA, w.activeStack(t).ID)
 			must(t, err)
-			if inst.Status != instance.Destroying {
+			if inst.Status != lifecycle.InstanceDestroying {
 				t.Fatalf("a destroyed instance is %s", inst.Status)
 			}
 		},
@@ -197,7 +198,7 @@ var instanceCases = map[string]authzCase{
 		served:  []actor{userA},
 		call: func(t *testing.T, w *world, p access.Principal) error {
 			inst, err := w.instances(t).Retry(context.Background(), p, w.failedStack(t).ID)
-			if err == nil && inst.Status != instance.Deploying {
+			if err == nil && inst.Status != lifecycle.InstanceDeploying {
 				t.Errorf("a retried instance is %s", inst.Status)
 			}
 			return err
@@ -212,7 +213,7 @@ var instanceCases = map[string]authzCase{
 		served:  []actor{userA, adminA},
 		call: func(t *testing.T, w *world, p access.Principal) error {
 			inst, err := w.instances(t).Start(context.Background(), p, w.planStack(t, instanceName(p)).ID, false)
-			if err == nil && inst.Status != instance.Deploying {
+			if err == nil && inst.Status != lifecycle.InstanceDeploying {
 				t.Errorf("a plan deployed is %s", inst.Status)
 			}
 			return err
@@ -228,7 +229,7 @@ var instanceCases = map[string]authzCase{
 		call: func(t *testing.T, w *world, p access.Principal) error {
 			// No worker took the plan's preview: it is withdrawn, and the plan ends at once.
 			inst, err := w.instances(t).Discard(context.Background(), p, w.planStack(t, instanceName(p)).ID)
-			if err == nil && (inst.Status != instance.Destroyed || inst.Slots[0].Status != "destroyed" || inst.Slots[0].Preview != nil) {
+			if err == nil && (inst.Status != lifecycle.InstanceDestroyed || inst.Slots[0].Status != "destroyed" || inst.Slots[0].Preview != nil) {
 				t.Errorf("a plan discarded is %s with slots %+v", inst.Status, inst.Slots)
 			}
 			return err

@@ -16,6 +16,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/audit"
+	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
 	"nimbus/app/provision"
 	"nimbus/db"
@@ -315,7 +316,7 @@ func (s *Service) decommission(ctx context.Context, actor access.Principal, t Te
 	}
 	d := &Decommissioning{Tenant: t.Name}
 	for _, n := range all {
-		if n.Status != "destroyed" {
+		if n.Status != lifecycle.InstanceDestroyed {
 			d.Namespaces = append(d.Namespaces, n.Namespace+" on "+n.ZoneName)
 		}
 	}
