@@ -1,4 +1,4 @@
-package server
+package web
 
 import (
 	"bytes"
@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-
-	"nimbus/app/web"
 )
 
 // TestRequestLog_AbandonedRequestIsNoServerError: a browser that leaves a page before it has
@@ -27,8 +25,8 @@ func TestRequestLog_AbandonedRequestIsNoServerError(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	started := make(chan struct{}, 1)
 	e := echo.New()
-	e.HTTPErrorHandler = web.ErrorHandler(log)
-	e.Use(requestLog(log))
+	e.HTTPErrorHandler = ErrorHandler(log)
+	e.Use(RequestLog(log))
 	// Cut short by the client: it waits until the client has gone, as a query would.
 	e.GET("/approvals", func(c echo.Context) error {
 		started <- struct{}{}

@@ -1,0 +1,121 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"nimbus/app/access"
+	"nimbus/app/approval"
+	"nimbus/app/component"
+	"nimbus/app/deploy"
+	"nimbus/app/environment"
+	"nimbus/app/event"
+	"nimbus/app/graph"
+	"nimbus/app/instance"
+	"nimbus/app/objstore"
+	"nimbus/app/poller"
+	"nimbus/app/problem"
+	"nimbus/app/pulumix"
+	"nimbus/app/secrets"
+	"nimbus/app/stack"
+	"nimbus/app/tenant"
+	"nimbus/jobs"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+)
+
+// Engine is what background work needs to drive Pulumi: the runner (nil without a toolchain),
+// the keyring that opens secret parameters, where blobs such as full operation logs go, how
+// long one operation may take, and how long one may wait for approval (approval.DefaultTTL
+// when zero).
+type Engine struct {
+	Runner           *pulumix.Runner
+	Keys             *secrets.Keyring
+	Objects          objstore.Store
+	OperationTimeout time.Duration
+	ApprovalTTL      time.Duration
+	// ChecksPerTenant is how many of one tenant's component checks run at once;
+	// component.DefaultChecksPerTenant when zero.
+	ChecksPerTenant int
+	// OperationsPerTenant is how many of one tenant's operations run at once, on every node
+	// together; deploy.DefaultOperationsPerTenant when zero.
+	OperationsPerTenant int
+	// GraphParallel bounds the operations of one graph (a stack instance's slots, an
+	// environment's components) running at once; graph.DefaultParallel when zero.
+	GraphParallel int
+	// Deliveries is how Nimbus's own events are sent to subscriptions.
+	Deliveries event.DeliveryConfig
+	// EventRetention is how long the event log keeps an event; event.DefaultRetention when zero.
+	EventRetention time.Duration
+	// Cloud is the folder of the simulated cloud the runner deploys to, which simcloud event
+	// sources poll; empty for none.
+	Cloud string
+	// PollInterval is how often the clouds of cloud_provider event sources are polled;
+	// poller.DefaultInterval when zero.
+	PollInterval time.Duration
+	// ExpiryCheck is how often environments' expiries are looked at;
+	// environment.DefaultExpiryCheck when zero.
+	ExpiryCheck time.Duration
+}
+
+// Workers registers the job workers of every domain.
+func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Workers) {
+	return func(w *river.Workers) {
+		river.AddWorker(w, component.NewCheckWorker(pool, eng.Runner, log.With("component", "checks")).PerTenant(eng.ChecksPerTenant))
+		river.AddWorker(w, deploy.NewWorker(pool, eng.Runner, eng.Keys, eng.Objects, log.With("component", "operations"), eng.OperationTimeout).
+			Gated(approval.NewGate(eng.ApprovalTTL)).PerTenant(eng.OperationsPerTenant))
+		river.AddWorker(w, approval.NewExpirer(pool, log.With("component", "approvals")))
+		river.AddWorker(w, deploy.NewReaper(pool))
+		river.AddWorker(w, deploy.NewDriftScanner(pool))
+		river.AddWorker(w, graph.NewRunner(pool, eng.GraphParallel, problem.Refusal).
+			Serve(graph.ParentEnvironment, environment.NewGraph(pool, eng.Keys)).
+			Serve(graph.ParentStackInstance, instance.NewParent(pool, eng.Keys).OnDestroyed(tenant.RemoveWhenDecommissioned)))
+		river.AddWorker(w, instance.NewTimeoutWorker(pool, eng.Keys))
+		router := event.NewRouter(pool, instance.NewSignaller(pool, eng.Keys), instance.Refused)
+		river.AddWorker(w, router)
+		river.AddWorker(w, event.NewSweeper(router))
+		river.AddWorker(w, event.NewDeliverer(pool, eng.Keys, eng.Deliveries, log.With("component", "deliveries")))
+		river.AddWorker(w, event.NewRetainer(pool, eng.EventRetention))
+		river.AddWorker(w, poller.NewWorker(pool, poller.Clouds{Simcloud: eng.Cloud, Keys: eng.Keys, Client: &http.Client{Timeout: time.Minute}},
+			log.With("component", "poller")))
+		river.AddWorker(w, environment.NewExpirer(pool, expiredInstances(pool, eng.Keys), log.With("component", "expiry")))
+	}
+}
+
+// expiredInstances destroys the stack instances of expired environments through the
+// instances' own service, queuing with the client of the job that asks.
+func expiredInstances(pool *pgxpool.Pool, keys *secrets.Keyring) func(jobs.Queue) environment.DestroyInstance {
+	return func(queue jobs.Queue) environment.DestroyInstance {
+		instances := instance.NewService(pool, deploy.NewService(pool, keys, queue, nil, nil), keys, queue)
+		return func(ctx context.Context, actor access.Principal, id uuid.UUID) error {
+			_, err := instances.Destroy(ctx, actor, id)
+			return err
+		}
+	}
+}
+
+// Periodic lists the domains' scheduled jobs, some as often as eng says.
+func Periodic(eng Engine) []*river.PeriodicJob {
+	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), deploy.DriftSchedule(), event.SweepSchedule(), event.RetentionSchedule(),
+		poller.Schedule(eng.PollInterval), environment.ExpirySchedule(eng.ExpiryCheck)}
+}
+
+// stackInstances lists a stack's instances for its page; the stack package cannot ask the
+// instance service itself, which reads stacks.
+func stackInstances(svc *instance.Service) stack.Instances {
+	return func(ctx context.Context, actor access.Principal, id uuid.UUID) ([]stack.InstanceRow, error) {
+		list, err := svc.List(ctx, actor, instance.Filter{StackID: id})
+		if err != nil {
+			return nil, err
+		}
+		out := make([]stack.InstanceRow, len(list))
+		for i, in := range list {
+			out[i] = stack.InstanceRow{ID: in.ID, Name: in.Name, Environment: in.EnvironmentName, Status: string(in.Status),
+				State: in.State, Version: in.Version, CreatedAt: in.CreatedAt}
+		}
+		return out, nil
+	}
+}
