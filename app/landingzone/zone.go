@@ -42,17 +42,17 @@ type Zone struct {
 	Status      lifecycle.ZoneStatus `json:"status"`
 	// The system environment holds the system services; its status says how their
 	// deployment (or removal) goes.
-	SystemEnvironmentID uuid.UUID  `json:"system_environment_id"`
+	SystemEnvironmentID uuid.UUID                   `json:"system_environment_id"`
 	SystemStatus        lifecycle.EnvironmentStatus `json:"system_status"`
-	SystemReason        string     `json:"system_reason,omitempty"`
-	SystemServices      []Member   `json:"system_services"`
-	Templates           []Template `json:"templates"`
-	Resolvers           []string   `json:"resolvers"` // the resolver types it configures
-	Environments        []ZoneEnv  `json:"environments"`
-	CreatedAt           time.Time  `json:"created_at"`
-	PublishedAt         *time.Time `json:"published_at"`
-	RetiredAt           *time.Time `json:"retired_at"`
-	EnvironmentCount    int        `json:"environment_count"`
+	SystemReason        string                      `json:"system_reason,omitempty"`
+	SystemServices      []Member                    `json:"system_services"`
+	Templates           []Template                  `json:"templates"`
+	Resolvers           []string                    `json:"resolvers"` // the resolver types it configures
+	Environments        []ZoneEnv                   `json:"environments"`
+	CreatedAt           time.Time                   `json:"created_at"`
+	PublishedAt         *time.Time                  `json:"published_at"`
+	RetiredAt           *time.Time                  `json:"retired_at"`
+	EnvironmentCount    int                         `json:"environment_count"`
 	// Lifetimes of the environments opened in it.
 	Lifetimes
 }
