@@ -135,7 +135,8 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 	// Problems with no field of their own here (an instance limit, say) go above the form.
 	var general []string
 	for field, msg := range errs {
-		if field != "name" && field != "environment_id" && !strings.HasPrefix(field, "parameters.") {
+		input, ok := problem.Within(field, "parameters")
+		if field != "name" && field != "environment_id" && (!ok || input == "") {
 			general = append(general, sentence(msg))
 		}
 	}

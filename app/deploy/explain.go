@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"nimbus/app/outcome"
 )
 
 // What each step does, as the sentence saying it could not be done puts it.
@@ -25,17 +27,20 @@ var opFailures = map[string]string{
 	"create-replacement": "replaced", "delete-replaced": "deleted", "read": "read", "refresh": "read back",
 }
 
-// explain says in a sentence why an operation did not succeed, from the resource or the step
-// that failed: what a person reads first, the engine's own words below it.
+// explain says in a sentence why an operation did not succeed, from its outcome and the
+// resource or the step that failed: what a person reads first, the engine's own words below it.
+// It reads the outcome's fields; the message is shown whole where it is the only words there are
+// (a refusal, a rejection), never searched.
 func explain(d Detail, rows []ResourceRow) string {
-	if d.Error == "" || d.Status == Succeeded {
+	o := d.Outcome
+	if d.Status != Failed && d.Status != Cancelled && d.Status != Rejected {
 		return ""
 	}
 	undone := ""
 	switch {
-	case strings.Contains(d.Error, "(everything it created was removed)"):
+	case o.Undone:
 		undone = "; what it had made was removed again"
-	case strings.Contains(d.Error, "(rolled back to the previous version and parameters)"):
+	case o.RolledBack:
 		undone = "; the deployment was rolled back to its previous version and parameters"
 	}
 	switch d.Status {
@@ -44,9 +49,8 @@ func explain(d Detail, rows []ResourceRow) string {
 	case Rejected:
 		return "This " + string(d.Kind) + " was rejected: " + d.Error
 	}
-	if strings.HasPrefix(d.Error, "ran out of its ") {
-		limit, _, _ := strings.Cut(strings.TrimPrefix(d.Error, "ran out of its "), ":")
-		return "It took longer than the " + limit + " an operation may run" + undone + "."
+	if o.Kind == outcome.TimedOut {
+		return "It took longer than the " + o.TimedOutAfter.String() + " an operation may run" + undone + "."
 	}
 	for _, r := range rows {
 		if r.Status != "failed" || strings.HasPrefix(r.Type, "pulumi:") {
@@ -62,23 +66,13 @@ func explain(d Detail, rows []ResourceRow) string {
 		}
 		return s + undone + "."
 	}
-	for _, st := range d.Steps {
-		if st.Error == "" {
-			continue
-		}
-		if what, ok := stepFailures[st.Name]; ok {
-			return what + undone + "."
-		}
+	if o.FailedStep == "" {
+		// It ended outside its steps (a refusal before it began, its last attempt given up, a
+		// restore): its message is said in words of its own.
+		return d.Error
 	}
-	// Without its steps at hand (a list of operations), the error names the step that failed.
-	if rest, ok := strings.CutPrefix(d.Error, "step "); ok {
-		name, _, _ := strings.Cut(rest, ":")
-		if what, ok := stepFailures[name]; ok {
-			return what + undone + "."
-		}
-	}
-	if !strings.HasPrefix(d.Error, "step ") {
-		return d.Error // a refusal, said in words already
+	if what, ok := stepFailures[o.FailedStep]; ok {
+		return what + undone + "."
 	}
 	return "It failed" + undone + "."
 }

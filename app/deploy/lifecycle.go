@@ -224,15 +224,16 @@ func requestCancel(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (bool, e
 	return n > 0, err
 }
 
-// finish records how a running operation ended, giving up its lease.
+// finish records how a running operation ended, its outcome as fields, giving up its lease.
 func finish(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID, e ending, changes map[string]int, exit *int) error {
 	code := pgtype.Int4{}
 	if exit != nil {
 		code = pgtype.Int4{Int32: int32(*exit), Valid: true}
 	}
 	raw, _ := json.Marshal(changes)
-	n, err := q.FinishOperation(ctx, dbgen.FinishOperationParams{ID: id, Lease: leased(held), Status: string(e.status),
-		Error: e.message, Changes: raw, ExitCode: code})
+	p := dbgen.FinishOperationParams{ID: id, Lease: leased(held), Status: string(e.status), Error: e.message, Changes: raw, ExitCode: code}
+	recordOutcome(&p, e.outcome)
+	n, err := q.FinishOperation(ctx, p)
 	if err == nil && n == 0 {
 		return illegal("finish", id)
 	}

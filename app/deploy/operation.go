@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"nimbus/app/outcome"
 	"nimbus/app/policy"
 	"nimbus/app/pulumix"
 	"nimbus/db/dbgen"
@@ -103,6 +104,9 @@ type Operation struct {
 	Error    string         `json:"error,omitempty"`
 	ExitCode *int           `json:"exit_code,omitempty"`
 	Changes  map[string]int `json:"changes"`
+	// Outcome is how it came out, once it ended: what its pages say of the ending is read from
+	// it, never from Error.
+	Outcome outcome.Outcome `json:"outcome,omitzero"`
 	// Position is how many operations on the same deployment come first, while it waits.
 	Position int `json:"position,omitempty"`
 	// TenantRunning is how many operations of its tenant run, while it waits for one of them
@@ -156,7 +160,7 @@ func operationFromRow(r dbgen.ListOperationsRow) Operation {
 	o := Operation{ID: r.ID, DeploymentID: r.DeploymentID, Deployment: r.DeploymentName, Kind: Kind(r.Kind), Status: Status(r.Status),
 		RequestedBy: r.RequestedByEmail, Error: r.Error, LogTruncated: r.LogTruncated, CreatedAt: r.CreatedAt,
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Changes: map[string]int{}, Parameters: map[string]any{},
-		CancelRequested: r.CancelRequestedAt != nil, Refresh: r.Refresh}
+		CancelRequested: r.CancelRequestedAt != nil, Refresh: r.Refresh, Outcome: outcomeOf(r)}
 	if r.TargetVersion.Valid {
 		o.Version = int(r.TargetVersion.Int32)
 	}

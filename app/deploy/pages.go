@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -29,7 +30,7 @@ func (h *Handlers) ListPage(c echo.Context) error {
 	}
 	f.Search = strings.TrimSpace(c.QueryParam("q"))
 	if f, err = sortOf(c, f, sortable); err != nil {
-		return problem.Invalid("sort", "enum", "%s", err.Error())
+		return err
 	}
 	sort := c.QueryParam("sort")
 	ctx, actor := web.Ctx(c), web.Actor(c)
@@ -84,7 +85,8 @@ var (
 )
 
 // sortOf is f in the order the request's sort parameter asks for: a column of columns, a -
-// before it to reverse; -created, newest first, is a list's own order.
+// before it to reverse; -created, newest first, is a list's own order. Another column is
+// refused on sort.
 func sortOf(c echo.Context, f Filter, columns []string) (Filter, error) {
 	sort := c.QueryParam("sort")
 	f.Sort, f.Descending = strings.TrimPrefix(sort, "-"), strings.HasPrefix(sort, "-")
@@ -92,7 +94,7 @@ func sortOf(c echo.Context, f Filter, columns []string) (Filter, error) {
 		f.Sort, f.Descending = "", false
 	}
 	if f.Sort != "" && !slices.Contains(columns, f.Sort) {
-		return f, fmt.Errorf("must be one of %s, each with - before it to reverse", strings.Join(columns, ", "))
+		return f, problem.Invalid("sort", "enum", "must be one of %s, each with - before it to reverse", strings.Join(columns, ", "))
 	}
 	return f, nil
 }
@@ -153,8 +155,9 @@ func (h *Handlers) showPage(c echo.Context, formErr error, destroyErr string, st
 	bad := &problem.ValidationError{}
 	at, limit := web.ListPosition(c, bad)
 	hf, err := sortOf(c, Filter{DeploymentID: id, Before: at, Limit: limit}, historySortable)
-	if err != nil {
-		bad.Add("sort", "enum", "%s", err.Error())
+	var badSort *problem.ValidationError
+	if errors.As(err, &badSort) {
+		bad.Fields = append(bad.Fields, badSort.Fields...)
 	}
 	if err := bad.Err(); err != nil {
 		return err
@@ -278,7 +281,7 @@ func (h *Handlers) ApplyForm(c echo.Context) error {
 	default:
 		err = problem.Invalid("action", "enum", "must be preview, deploy or update")
 	}
-	if problem.FieldOf(err) != "" && strings.HasPrefix(problem.FieldOf(err), "parameters") {
+	if _, input := problem.Within(problem.FieldOf(err), "parameters"); input {
 		return h.showPage(c, err, "", http.StatusUnprocessableEntity)
 	}
 	if err != nil {

@@ -96,10 +96,7 @@ func (s *Service) RestoreState(ctx context.Context, actor access.Principal, id u
 		return fmt.Errorf("restore: %w", err)
 	}
 	restoreErr := s.restore(ctx, op.ID, lease, st, state)
-	e := ending{status: Succeeded}
-	if restoreErr != nil {
-		e = ending{status: Failed, message: restoreErr.Error()}
-	}
+	e := restored(restoreErr)
 	// Ended in a transaction that lets an environment waiting for the deployment go on.
 	done := context.WithoutCancel(ctx)
 	err = pgx.BeginFunc(done, s.pool, func(tx pgx.Tx) error {

@@ -17,6 +17,7 @@ import (
 
 	"nimbus/app/lifecycle"
 	"nimbus/app/objstore"
+	"nimbus/app/problem"
 	"nimbus/app/pulumix"
 	"nimbus/app/secrets"
 	"nimbus/db"
@@ -198,9 +199,9 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 }
 
 // run prepares the operation's run and executes its steps.
-func (w *Worker) run(ctx context.Context, op dbgen.Operation, lease uuid.UUID, resumed, lastAttempt bool) outcome {
+func (w *Worker) run(ctx context.Context, op dbgen.Operation, lease uuid.UUID, resumed, lastAttempt bool) ran {
 	if w.runner == nil {
-		return outcome{err: &saga.Failure{Step: "start", Err: errors.New("the Pulumi toolchain is not installed on this server"), Compensated: true}}
+		return ran{err: &saga.Failure{Step: "start", Err: errors.New("the Pulumi toolchain is not installed on this server"), Compensated: true}}
 	}
 	r, stop := w.begin(ctx, op, lease, resumed)
 	if stop != nil {
@@ -209,57 +210,58 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, lease uuid.UUID, r
 	defer r.progress.Close()
 	steps := r.steps()
 	if steps == nil {
-		return outcome{err: &saga.Failure{Step: "start", Err: fmt.Errorf("operations of kind %s are not supported", op.Kind), Compensated: true}}
+		return ran{err: &saga.Failure{Step: "start", Err: fmt.Errorf("operations of kind %s are not supported", op.Kind), Compensated: true}}
 	}
 	if status := Kind(op.Kind).running(); status != "" {
 		if err := moveDeployment(ctx, dbgen.New(w.pool), r.dep.ID, status); err != nil {
-			return outcome{err: saga.Transient(err)}
+			return ran{err: saga.Transient(err)}
 		}
 	}
 	err := saga.Execute(ctx, checkpoints{w.pool, op.ID}, steps, lastAttempt)
-	return outcome{err: err, changes: r.changes, exit: r.exit}
+	return ran{err: err, changes: r.changes, exit: r.exit}
 }
 
 // begin reads what the operation's steps need, or says why it cannot run.
-func (w *Worker) begin(ctx context.Context, op dbgen.Operation, lease uuid.UUID, resumed bool) (*run, *outcome) {
+func (w *Worker) begin(ctx context.Context, op dbgen.Operation, lease uuid.UUID, resumed bool) (*run, *ran) {
 	q := dbgen.New(w.pool)
-	stop := func(o outcome) (*run, *outcome) { return nil, &o }
+	stop := func(o ran) (*run, *ran) { return nil, &o }
 	dep, err := q.GetDeployment(ctx, op.DeploymentID)
 	if err != nil {
-		return stop(outcome{err: saga.Transient(err)})
+		return stop(ran{err: saga.Transient(err)})
 	}
 	switch Kind(op.Kind) {
 	case KindRestore:
 		// Restores run in the request that asks for them; a worker finds one only when the
 		// server died during it.
-		return stop(outcome{refused: errors.New("the server stopped while it restored the state: export it to check it, and restore it again if needed")})
+		return stop(ran{refused: problem.Invalid("deployment", "state",
+			"the server stopped while it restored the state: export it to check it, and restore it again if needed")})
 	case KindDeploy:
 		// Requests are checked when made, but two deploys of one pending deployment may both
 		// have been accepted: the second must not treat the first's resources as its own.
 		deployed, err := q.HasBeenDeployed(ctx, dep.ID)
 		if err != nil {
-			return stop(outcome{err: saga.Transient(err)})
+			return stop(ran{err: saga.Transient(err)})
 		}
 		if deployed {
-			return stop(outcome{refused: fmt.Errorf("%s is deployed already: change it with an update or an upgrade", dep.Name)})
+			return stop(ran{refused: problem.Invalid("deployment", "state", "%s is deployed already: change it with an update or an upgrade", dep.Name)})
 		}
 	}
 	current, err := stackOf(ctx, q, w.keys, dep, dep.Version, dep.Parameters, dep.SecretKeyID, dep.SecretParameters)
 	if err != nil {
-		return stop(outcome{err: err})
+		return stop(ran{err: err})
 	}
 	// Asked for on every attempt: a token issued for an earlier one is not kept anywhere.
 	access, err := clusterAccessOf(ctx, q, w.keys, dep.ID, w.Timeout(nil))
 	if finalOnCluster(err) {
-		return stop(outcome{err: &saga.Failure{Step: "start", Err: err, Compensated: true}})
+		return stop(ran{err: &saga.Failure{Step: "start", Err: err, Compensated: true}})
 	}
 	if err != nil {
-		return stop(outcome{err: saga.Transient(err)})
+		return stop(ran{err: saga.Transient(err)})
 	}
 	access.give(&current)
 	before, err := resting(ctx, q, dep) // read before the run marks the deployment
 	if err != nil {
-		return stop(outcome{err: saga.Transient(err)})
+		return stop(ran{err: saga.Transient(err)})
 	}
 	return &run{w: w, op: op, dep: dep, lease: lease, resumed: resumed, current: current, access: access, resting: before,
 		progress: newProgress(ctx, w.pool, w.objects, op.ID, w.log), changes: map[string]int{}}, nil
@@ -307,7 +309,7 @@ func stackOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyring, dep d
 }
 
 // settle records how the operation ended, or hands it back for River's next attempt.
-func (w *Worker) settle(ctx context.Context, op dbgen.Operation, lease uuid.UUID, res outcome, lastAttempt bool) error {
+func (w *Worker) settle(ctx context.Context, op dbgen.Operation, lease uuid.UUID, res ran, lastAttempt bool) error {
 	if errors.Is(res.err, saga.ErrParked) {
 		// The approve step parked it, lease and all, in the transaction that asked for approval.
 		w.log.Info("operation awaits approval", "operation", op.ID, "kind", op.Kind)

@@ -289,8 +289,9 @@ func (r *runCtx) governed(ctx context.Context, slot string, componentID uuid.UUI
 	var denied *problem.Denied
 	switch {
 	case errors.As(err, &refused):
+		// Whose rules refused it, said after each rule's own words.
 		for i, f := range refused.Fields {
-			refused.Fields[i].Message = strings.TrimSuffix(f.Message, ".") + " (the tenant of namespace " + n.Namespace + ")"
+			refused.Fields[i].Message = fmt.Sprintf("%s (the tenant of namespace %s)", f.Message, n.Namespace)
 		}
 	case errors.As(err, &denied):
 		return problem.Invalid("slots."+slot, "governance", "%s (the tenant of namespace %s)", denied.Message, n.Namespace)

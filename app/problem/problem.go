@@ -19,7 +19,9 @@ var (
 	ErrUnauthenticated = errors.New("sign in required")
 )
 
-// FieldError says which input broke which rule; for errors inside code, also where.
+// FieldError says which input broke which rule; for errors inside code, also where. Field is a
+// path, its parts joined with dots ("parameters.cores"); Message is the rule's words, which a
+// place that tells of the refusal quotes whole inside a sentence of its own, never edits.
 type FieldError struct {
 	Field   string `json:"field"`
 	Rule    string `json:"rule"`
@@ -92,6 +94,19 @@ type TooManyRequests struct {
 }
 
 func (e *TooManyRequests) Error() string { return e.Message }
+
+// Within says where a field's path lies under parent: the rest of the path ("cores" for
+// "parameters.cores" under "parameters"; "" for parent itself), and whether it lies there at
+// all.
+func Within(field, parent string) (rest string, ok bool) {
+	if field == parent {
+		return "", true
+	}
+	if rest, ok := strings.CutPrefix(field, parent+"."); ok {
+		return rest, true
+	}
+	return "", false
+}
 
 // FieldOf returns the first field a validation error names, or "" for any other error.
 func FieldOf(err error) string {

@@ -70,11 +70,14 @@ func governed(ctx context.Context, q *dbgen.Queries, tenantID, stackID uuid.UUID
 // passed on as it is. One from no parameter the provisioning sets is the factory's own doing,
 // refused for the zone.
 func factoryField(f problem.FieldError, slot string, known map[string]stack.Known, params map[string]any) problem.FieldError {
-	input := strings.TrimPrefix(f.Field, "parameters.")
+	input, ok := problem.Within(f.Field, "parameters")
+	if !ok {
+		input = f.Field
+	}
 	k := known[input]
 	if k.Kind == stack.Param && k.Params[0] == input {
 		if _, ok := params[input]; ok {
-			f.Field, f.Message = input, strings.TrimSuffix(f.Message, ".")+" for the factory's "+slot
+			f.Field, f.Message = input, fmt.Sprintf("%s for the factory's %s", f.Message, slot)
 			return f
 		}
 	}

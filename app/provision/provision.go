@@ -293,14 +293,15 @@ func asked(err error) error {
 	}
 	out := &problem.ValidationError{}
 	for _, f := range v.Fields {
+		input, parameter := problem.Within(f.Field, "parameters")
 		switch {
 		case f.Field == "name":
 			f.Field = "namespace"
 			if f.Rule == "unique" {
 				f.Message = "the zone's system environment holds a factory instance of this name already: the namespace is taken"
 			}
-		case strings.HasPrefix(f.Field, "parameters."):
-			f.Field = strings.TrimPrefix(f.Field, "parameters.")
+		case parameter && input != "":
+			f.Field = input
 		}
 		out.Fields = append(out.Fields, f)
 	}

@@ -280,7 +280,7 @@ func (q *Queries) GetDeployment(ctx context.Context, id uuid.UUID) (GetDeploymen
 }
 
 const getOperation = `-- name: GetOperation :one
-SELECT id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh FROM operations WHERE id = $1
+SELECT id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals FROM operations WHERE id = $1
 `
 
 func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, error) {
@@ -310,6 +310,12 @@ func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, er
 		&i.Rotate,
 		&i.Applies,
 		&i.Refresh,
+		&i.Outcome,
+		&i.FailedStep,
+		&i.Undone,
+		&i.RolledBack,
+		&i.TimedOutAfter,
+		&i.Refusals,
 	)
 	return i, err
 }
@@ -374,7 +380,7 @@ func (q *Queries) ListDeploymentChoices(ctx context.Context, arg ListDeploymentC
 }
 
 const listDeploymentOperationsBy = `-- name: ListDeploymentOperationsBy :many
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -429,6 +435,12 @@ type ListDeploymentOperationsByRow struct {
 	Rotate            []string        `json:"rotate"`
 	Applies           uuid.NullUUID   `json:"applies"`
 	Refresh           bool            `json:"refresh"`
+	Outcome           string          `json:"outcome"`
+	FailedStep        string          `json:"failed_step"`
+	Undone            bool            `json:"undone"`
+	RolledBack        bool            `json:"rolled_back"`
+	TimedOutAfter     pgtype.Interval `json:"timed_out_after"`
+	Refusals          json.RawMessage `json:"refusals"`
 	DeploymentName    string          `json:"deployment_name"`
 	TenantID          uuid.UUID       `json:"tenant_id"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -478,6 +490,12 @@ func (q *Queries) ListDeploymentOperationsBy(ctx context.Context, arg ListDeploy
 			&i.Rotate,
 			&i.Applies,
 			&i.Refresh,
+			&i.Outcome,
+			&i.FailedStep,
+			&i.Undone,
+			&i.RolledBack,
+			&i.TimedOutAfter,
+			&i.Refusals,
 			&i.DeploymentName,
 			&i.TenantID,
 			&i.RequestedByEmail,
@@ -744,7 +762,7 @@ func (q *Queries) ListDeploymentsBy(ctx context.Context, arg ListDeploymentsByPa
 }
 
 const listOperations = `-- name: ListOperations :many
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -795,6 +813,12 @@ type ListOperationsRow struct {
 	Rotate            []string        `json:"rotate"`
 	Applies           uuid.NullUUID   `json:"applies"`
 	Refresh           bool            `json:"refresh"`
+	Outcome           string          `json:"outcome"`
+	FailedStep        string          `json:"failed_step"`
+	Undone            bool            `json:"undone"`
+	RolledBack        bool            `json:"rolled_back"`
+	TimedOutAfter     pgtype.Interval `json:"timed_out_after"`
+	Refusals          json.RawMessage `json:"refusals"`
 	DeploymentName    string          `json:"deployment_name"`
 	TenantID          uuid.UUID       `json:"tenant_id"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -842,6 +866,12 @@ func (q *Queries) ListOperations(ctx context.Context, arg ListOperationsParams) 
 			&i.Rotate,
 			&i.Applies,
 			&i.Refresh,
+			&i.Outcome,
+			&i.FailedStep,
+			&i.Undone,
+			&i.RolledBack,
+			&i.TimedOutAfter,
+			&i.Refusals,
 			&i.DeploymentName,
 			&i.TenantID,
 			&i.RequestedByEmail,
@@ -941,7 +971,7 @@ func (q *Queries) OperationResources(ctx context.Context, operationID uuid.UUID)
 }
 
 const operationView = `-- name: OperationView :one
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -972,6 +1002,12 @@ type OperationViewRow struct {
 	Rotate            []string        `json:"rotate"`
 	Applies           uuid.NullUUID   `json:"applies"`
 	Refresh           bool            `json:"refresh"`
+	Outcome           string          `json:"outcome"`
+	FailedStep        string          `json:"failed_step"`
+	Undone            bool            `json:"undone"`
+	RolledBack        bool            `json:"rolled_back"`
+	TimedOutAfter     pgtype.Interval `json:"timed_out_after"`
+	Refusals          json.RawMessage `json:"refusals"`
 	DeploymentName    string          `json:"deployment_name"`
 	TenantID          uuid.UUID       `json:"tenant_id"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -1004,6 +1040,12 @@ func (q *Queries) OperationView(ctx context.Context, id uuid.UUID) (OperationVie
 		&i.Rotate,
 		&i.Applies,
 		&i.Refresh,
+		&i.Outcome,
+		&i.FailedStep,
+		&i.Undone,
+		&i.RolledBack,
+		&i.TimedOutAfter,
+		&i.Refusals,
 		&i.DeploymentName,
 		&i.TenantID,
 		&i.RequestedByEmail,

@@ -401,6 +401,12 @@ type Operation struct {
 	Rotate            []string        `json:"rotate"`
 	Applies           uuid.NullUUID   `json:"applies"`
 	Refresh           bool            `json:"refresh"`
+	Outcome           string          `json:"outcome"`
+	FailedStep        string          `json:"failed_step"`
+	Undone            bool            `json:"undone"`
+	RolledBack        bool            `json:"rolled_back"`
+	TimedOutAfter     pgtype.Interval `json:"timed_out_after"`
+	Refusals          json.RawMessage `json:"refusals"`
 }
 
 type OperationLog struct {

@@ -15,7 +15,7 @@ import (
 )
 
 const cancelQueuedOperation = `-- name: CancelQueuedOperation :execrows
-UPDATE operations SET status = 'cancelled', error = 'cancelled before it started', finished_at = now(), updated_at = now()
+UPDATE operations SET status = 'cancelled', outcome = 'cancelled', error = 'cancelled before it started', finished_at = now(), updated_at = now()
 WHERE id = $1 AND status = 'queued'
 `
 
@@ -28,7 +28,7 @@ func (q *Queries) CancelQueuedOperation(ctx context.Context, id uuid.UUID) (int6
 }
 
 const cancelQueuedPreviews = `-- name: CancelQueuedPreviews :execrows
-UPDATE operations SET status = 'cancelled', error = 'withdrawn before it started: its deployment was let go', finished_at = now(), updated_at = now()
+UPDATE operations SET status = 'cancelled', outcome = 'cancelled', error = 'withdrawn before it started: its deployment was let go', finished_at = now(), updated_at = now()
 WHERE deployment_id = $1 AND kind = 'preview' AND status = 'queued'
 `
 
@@ -45,7 +45,7 @@ UPDATE operations SET status = 'running', lease = $1, heartbeat_at = now(),
     started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = $2
   AND (status = 'queued' OR (status = 'running' AND heartbeat_at < now() - interval '1 minute'))
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals
 `
 
 type ClaimOperationParams struct {
@@ -81,6 +81,12 @@ func (q *Queries) ClaimOperation(ctx context.Context, arg ClaimOperationParams) 
 		&i.Rotate,
 		&i.Applies,
 		&i.Refresh,
+		&i.Outcome,
+		&i.FailedStep,
+		&i.Undone,
+		&i.RolledBack,
+		&i.TimedOutAfter,
+		&i.Refusals,
 	)
 	return i, err
 }
@@ -89,7 +95,7 @@ const createOperation = `-- name: CreateOperation :one
 
 INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate, applies, refresh)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $9::text[], $8, $10)
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals
 `
 
 type CreateOperationParams struct {
@@ -146,12 +152,18 @@ func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams
 		&i.Rotate,
 		&i.Applies,
 		&i.Refresh,
+		&i.Outcome,
+		&i.FailedStep,
+		&i.Undone,
+		&i.RolledBack,
+		&i.TimedOutAfter,
+		&i.Refusals,
 	)
 	return i, err
 }
 
 const endWaitingOperation = `-- name: EndWaitingOperation :execrows
-UPDATE operations SET status = $1, error = $2, finished_at = now(), updated_at = now()
+UPDATE operations SET status = $1, outcome = $1, error = $2, finished_at = now(), updated_at = now()
 WHERE id = $3 AND status = 'awaiting_approval'
 `
 
@@ -161,6 +173,7 @@ type EndWaitingOperationParams struct {
 	ID     uuid.UUID `json:"id"`
 }
 
+// Its outcome is its status: rejected by its approvers, or cancelled while it waited.
 func (q *Queries) EndWaitingOperation(ctx context.Context, arg EndWaitingOperationParams) (int64, error) {
 	result, err := q.db.Exec(ctx, endWaitingOperation, arg.Status, arg.Error, arg.ID)
 	if err != nil {
@@ -186,27 +199,43 @@ func (q *Queries) EnsureOperationStep(ctx context.Context, arg EnsureOperationSt
 }
 
 const finishOperation = `-- name: FinishOperation :execrows
-UPDATE operations SET status = $3, error = $4, changes = $5, exit_code = $6, finished_at = now(), lease = NULL, updated_at = now()
-WHERE id = $1 AND lease = $2 AND status = 'running'
+UPDATE operations SET status = $1, error = $2, changes = $3, exit_code = $4,
+    outcome = $5, failed_step = $6, undone = $7, rolled_back = $8,
+    timed_out_after = $9, refusals = $10,
+    finished_at = now(), lease = NULL, updated_at = now()
+WHERE id = $11 AND lease = $12 AND status = 'running'
 `
 
 type FinishOperationParams struct {
-	ID       uuid.UUID       `json:"id"`
-	Lease    uuid.NullUUID   `json:"lease"`
-	Status   string          `json:"status"`
-	Error    string          `json:"error"`
-	Changes  json.RawMessage `json:"changes"`
-	ExitCode pgtype.Int4     `json:"exit_code"`
+	Status        string          `json:"status"`
+	Error         string          `json:"error"`
+	Changes       json.RawMessage `json:"changes"`
+	ExitCode      pgtype.Int4     `json:"exit_code"`
+	Outcome       string          `json:"outcome"`
+	FailedStep    string          `json:"failed_step"`
+	Undone        bool            `json:"undone"`
+	RolledBack    bool            `json:"rolled_back"`
+	TimedOutAfter pgtype.Interval `json:"timed_out_after"`
+	Refusals      json.RawMessage `json:"refusals"`
+	ID            uuid.UUID       `json:"id"`
+	Lease         uuid.NullUUID   `json:"lease"`
 }
 
+// Ends a running operation with its outcome as fields, beside the message it keeps.
 func (q *Queries) FinishOperation(ctx context.Context, arg FinishOperationParams) (int64, error) {
 	result, err := q.db.Exec(ctx, finishOperation,
-		arg.ID,
-		arg.Lease,
 		arg.Status,
 		arg.Error,
 		arg.Changes,
 		arg.ExitCode,
+		arg.Outcome,
+		arg.FailedStep,
+		arg.Undone,
+		arg.RolledBack,
+		arg.TimedOutAfter,
+		arg.Refusals,
+		arg.ID,
+		arg.Lease,
 	)
 	if err != nil {
 		return 0, err
@@ -472,7 +501,7 @@ func (q *Queries) SetOperationSecrets(ctx context.Context, arg SetOperationSecre
 const startRestore = `-- name: StartRestore :one
 INSERT INTO operations (deployment_id, kind, status, requested_by, lease, heartbeat_at, started_at)
 VALUES ($1, 'restore', 'running', $2, $3, now(), now())
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals
 `
 
 type StartRestoreParams struct {
@@ -509,6 +538,12 @@ func (q *Queries) StartRestore(ctx context.Context, arg StartRestoreParams) (Ope
 		&i.Rotate,
 		&i.Applies,
 		&i.Refresh,
+		&i.Outcome,
+		&i.FailedStep,
+		&i.Undone,
+		&i.RolledBack,
+		&i.TimedOutAfter,
+		&i.Refusals,
 	)
 	return i, err
 }

@@ -57,23 +57,28 @@ WHERE id = $1 AND lease = $2 AND status = 'running' AND cancel_requested_at IS N
 UPDATE operations SET status = 'queued', updated_at = now() WHERE id = $1 AND status = 'awaiting_approval';
 
 -- name: EndWaitingOperation :execrows
-UPDATE operations SET status = sqlc.arg(status), error = sqlc.arg(error), finished_at = now(), updated_at = now()
+-- Its outcome is its status: rejected by its approvers, or cancelled while it waited.
+UPDATE operations SET status = sqlc.arg(status), outcome = sqlc.arg(status), error = sqlc.arg(error), finished_at = now(), updated_at = now()
 WHERE id = sqlc.arg(id) AND status = 'awaiting_approval';
 
 -- name: CancelQueuedOperation :execrows
-UPDATE operations SET status = 'cancelled', error = 'cancelled before it started', finished_at = now(), updated_at = now()
+UPDATE operations SET status = 'cancelled', outcome = 'cancelled', error = 'cancelled before it started', finished_at = now(), updated_at = now()
 WHERE id = $1 AND status = 'queued';
 
 -- name: CancelQueuedPreviews :execrows
-UPDATE operations SET status = 'cancelled', error = 'withdrawn before it started: its deployment was let go', finished_at = now(), updated_at = now()
+UPDATE operations SET status = 'cancelled', outcome = 'cancelled', error = 'withdrawn before it started: its deployment was let go', finished_at = now(), updated_at = now()
 WHERE deployment_id = $1 AND kind = 'preview' AND status = 'queued';
 
 -- name: RequestOperationCancel :execrows
 UPDATE operations SET cancel_requested_at = now(), updated_at = now() WHERE id = $1 AND status = 'running';
 
 -- name: FinishOperation :execrows
-UPDATE operations SET status = $3, error = $4, changes = $5, exit_code = $6, finished_at = now(), lease = NULL, updated_at = now()
-WHERE id = $1 AND lease = $2 AND status = 'running';
+-- Ends a running operation with its outcome as fields, beside the message it keeps.
+UPDATE operations SET status = sqlc.arg(status), error = sqlc.arg(error), changes = sqlc.arg(changes), exit_code = sqlc.arg(exit_code),
+    outcome = sqlc.arg(outcome), failed_step = sqlc.arg(failed_step), undone = sqlc.arg(undone), rolled_back = sqlc.arg(rolled_back),
+    timed_out_after = sqlc.narg(timed_out_after), refusals = sqlc.arg(refusals),
+    finished_at = now(), lease = NULL, updated_at = now()
+WHERE id = sqlc.arg(id) AND lease = sqlc.arg(lease) AND status = 'running';
 
 -- name: EnsureOperationStep :exec
 INSERT INTO operation_steps (operation_id, position, name) VALUES ($1, $2, $3)

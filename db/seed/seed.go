@@ -190,12 +190,14 @@ WITH o AS (
         ELSE 'succeeded' END AS status
     FROM o
 )
-INSERT INTO operations (id, deployment_id, kind, status, requested_by, parameters, error, exit_code, changes,
+INSERT INTO operations (id, deployment_id, kind, status, requested_by, parameters, error, outcome, failed_step, exit_code, changes,
     heartbeat_at, started_at, finished_at, created_at, updated_at)
 SELECT pg_temp.id('o', s.o), pg_temp.id('d', s.d),
     CASE WHEN s.round = 0 THEN 'deploy' ELSE (ARRAY['update', 'refresh', 'upgrade', 'update'])[s.round % 4 + 1] END,
     s.status, pg_temp.id('uu', (s.d - 1) % @tenants::int + 1), '{"cores": 2}',
     CASE s.status WHEN 'failed' THEN 'simcloud: the machine did not start in time' ELSE '' END,
+    CASE WHEN s.status IN ('succeeded', 'failed') THEN s.status ELSE '' END,
+    CASE s.status WHEN 'failed' THEN 'up' ELSE '' END,
     CASE s.status WHEN 'failed' THEN 255 WHEN 'succeeded' THEN 0 END,
     '{"create": 1}', CASE WHEN s.status = 'running' THEN now() END,
     CASE WHEN s.status <> 'queued' THEN s.at + interval '1 second' END,
