@@ -62,7 +62,7 @@ func TestMigration_OutcomesOfOldOperationsComeFromTheirMessages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	text, err := migrations.FS.ReadFile("0031_operation_outcomes.sql")
+	text, err := migrations.FS.ReadFile("0030_operation_outcomes.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
