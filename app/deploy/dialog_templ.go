@@ -894,8 +894,8 @@ func planBody(v PlanView) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		switch v.Status {
-		case "succeeded":
+		switch Status(v.Status) {
+		case Succeeded:
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 74, "<p data-testid=\"plan-summary\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -990,7 +990,7 @@ func planBody(v PlanView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-		case "failed", "cancelled":
+		case Failed, Cancelled:
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 82, "<p class=\"field-error\" data-testid=\"plan-error\">The preview ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err

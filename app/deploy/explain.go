@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"nimbus/app/outcome"
+	"nimbus/app/pulumix"
 )
 
 // What each step does, as the sentence saying it could not be done puts it.
@@ -53,7 +54,7 @@ func explain(d Detail, rows []ResourceRow) string {
 		return "It took longer than the " + o.TimedOutAfter.String() + " an operation may run" + undone + "."
 	}
 	for _, r := range rows {
-		if r.Status != "failed" || strings.HasPrefix(r.Type, "pulumi:") {
+		if pulumix.ResourceStatus(r.Status) != pulumix.ResourceFailed || strings.HasPrefix(r.Type, "pulumi:") {
 			continue
 		}
 		verb := opFailures[r.Op]
@@ -214,15 +215,15 @@ var opDone = map[string]string{
 // undoWords says what the undo did to a resource: "deleted by the undo", "undo running", or
 // that its undo failed.
 func undoWords(op, status string) string {
-	switch status {
-	case "done":
+	switch pulumix.ResourceStatus(status) {
+	case pulumix.ResourceDone:
 		if w, ok := opDone[op]; ok {
 			return w + " by the undo"
 		}
 		return "undone"
-	case "failed":
+	case pulumix.ResourceFailed:
 		return "the undo failed here"
-	case "running":
+	case pulumix.ResourceRunning:
 		return "being undone"
 	}
 	return ""

@@ -132,13 +132,13 @@ type Step struct {
 
 // Resource is what an operation plans or does to one resource of the stack.
 type Resource struct {
-	URN         string           `json:"urn"`
-	Type        string           `json:"type"`
-	Name        string           `json:"name"`
-	Op          string           `json:"op"`
-	Status      string           `json:"status"`
-	Changes     []pulumix.Change `json:"changes"`
-	Diagnostics string           `json:"diagnostics,omitempty"`
+	URN         string                 `json:"urn"`
+	Type        string                 `json:"type"`
+	Name        string                 `json:"name"`
+	Op          string                 `json:"op"`
+	Status      pulumix.ResourceStatus `json:"status"`
+	Changes     []pulumix.Change       `json:"changes"`
+	Diagnostics string                 `json:"diagnostics,omitempty"`
 	// UndoOp and UndoStatus are what the undo of a failed or cancelled operation did to it.
 	UndoOp     string     `json:"undo_op,omitempty"`
 	UndoStatus string     `json:"undo_status,omitempty"`

@@ -16,6 +16,7 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/problem"
+	"nimbus/app/pulumix"
 	"nimbus/app/resolver"
 	"nimbus/app/web"
 	"nimbus/views"
@@ -449,17 +450,17 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error)
 			continue
 		}
 		switch {
-		case r.Status == "failed":
+		case pulumix.ResourceStatus(r.Status) == pulumix.ResourceFailed:
 			v.Failed++
-		case r.Status == "running" && d.Status.Ended():
+		case pulumix.ResourceStatus(r.Status) == pulumix.ResourceRunning && d.Status.Ended():
 			// The engine stopped before it said how the step ended.
 			v.Interrupted++
 			v.Resources[i].Status = "stopped part way"
 		}
-		switch r.UndoStatus {
-		case "done":
+		switch pulumix.ResourceStatus(r.UndoStatus) {
+		case pulumix.ResourceDone:
 			v.Undone++
-		case "failed":
+		case pulumix.ResourceFailed:
 			v.UndoFailed++
 		}
 	}
@@ -505,10 +506,10 @@ func ResourceRows(resources []Resource) (rows []ResourceRow, planned, done int) 
 		// The stack and its providers are bookkeeping, not resources anyone waits for: shown
 		// only when they have something to say.
 		bookkeeping := strings.HasPrefix(r.Type, "pulumi:")
-		if bookkeeping && r.Diagnostics == "" && r.Status != "failed" {
+		if bookkeeping && r.Diagnostics == "" && r.Status != pulumix.ResourceFailed {
 			continue
 		}
-		row := ResourceRow{Name: r.Name, Type: r.Type, Op: r.Op, Status: r.Status, Diagnostics: r.Diagnostics,
+		row := ResourceRow{Name: r.Name, Type: r.Type, Op: r.Op, Status: string(r.Status), Diagnostics: r.Diagnostics,
 			Undo: undoWords(r.UndoOp, r.UndoStatus), UndoStatus: r.UndoStatus}
 		if r.StartedAt != nil && r.FinishedAt != nil {
 			row.Took = r.FinishedAt.Sub(*r.StartedAt).Round(10 * time.Millisecond).String()

@@ -108,11 +108,11 @@ func (p *progress) undo() { p.undoing.Store(true) }
 func (p *progress) Event(e pulumix.Event) {
 	var err error
 	switch {
-	case e.Status == "planned" && p.undoing.Load():
+	case e.Status == pulumix.ResourcePlanned && p.undoing.Load():
 		// An undo's own plan is not what the operation planned.
 	case e.Status != "" && p.undoing.Load():
 		err = p.q.RecordResourceUndo(p.ctx, dbgen.RecordResourceUndoParams{OperationID: p.op, Urn: e.URN, Type: e.Type, Name: e.Name,
-			Op: e.Op, Status: e.Status})
+			Op: e.Op, Status: string(e.Status)})
 	case e.Status == "":
 		err = p.q.RecordResourceDiagnostic(p.ctx, dbgen.RecordResourceDiagnosticParams{OperationID: p.op, Urn: e.URN, Name: e.Name,
 			Line: pulumix.CutLine(e.Severity+": "+e.Message, maxDiagnostic) + "\n"})
@@ -122,7 +122,7 @@ func (p *progress) Event(e pulumix.Event) {
 			changes = []byte("[]")
 		}
 		err = p.q.RecordResourceStep(p.ctx, dbgen.RecordResourceStepParams{OperationID: p.op, Urn: e.URN, Type: e.Type, Name: e.Name,
-			Op: e.Op, Status: e.Status, Changes: changes})
+			Op: e.Op, Status: string(e.Status), Changes: changes})
 	}
 	if err != nil {
 		p.log.Warn("resource event lost", "operation", p.op, "resource", e.URN, "err", err)

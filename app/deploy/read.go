@@ -211,7 +211,7 @@ func (s *Service) Detail(ctx context.Context, actor access.Principal, id uuid.UU
 		d.Steps[i] = Step{Name: st.Name, Status: st.Status, Error: st.Error, Attempts: int(st.Attempts), StartedAt: st.StartedAt, FinishedAt: st.FinishedAt}
 	}
 	for i, r := range resources {
-		d.Resources[i] = Resource{URN: r.Urn, Type: r.Type, Name: r.Name, Op: r.Op, Status: r.Status, Diagnostics: r.Diagnostics,
+		d.Resources[i] = Resource{URN: r.Urn, Type: r.Type, Name: r.Name, Op: r.Op, Status: pulumix.ResourceStatus(r.Status), Diagnostics: r.Diagnostics,
 			UndoOp: r.UndoOp, UndoStatus: r.UndoStatus,
 			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Changes: []pulumix.Change{}}
 		_ = json.Unmarshal(r.Changes, &d.Resources[i].Changes)

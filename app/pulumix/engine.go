@@ -170,7 +170,7 @@ func (run *engineRun) found(ev apitype.EngineEvent, sink EventSink) bool {
 		run.drift = append(run.drift, d)
 	}
 	if sink != nil {
-		sink.Event(Event{At: time.Now(), URN: d.URN, Type: d.Type, Name: d.Name, Op: d.Op, Status: "done", Changes: d.Changes})
+		sink.Event(Event{At: time.Now(), URN: d.URN, Type: d.Type, Name: d.Name, Op: d.Op, Status: ResourceDone, Changes: d.Changes})
 	}
 	return true
 }

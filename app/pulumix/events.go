@@ -8,6 +8,17 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 )
 
+// ResourceStatus is where the engine's step on one resource stands.
+type ResourceStatus string
+
+// The statuses of a resource's step: planned by a preview, running, done or failed.
+const (
+	ResourcePlanned ResourceStatus = "planned"
+	ResourceRunning ResourceStatus = "running"
+	ResourceDone    ResourceStatus = "done"
+	ResourceFailed  ResourceStatus = "failed"
+)
+
 // Event is one thing the engine said about a resource: a step planned, begun, finished or
 // failed, or a diagnostic about it.
 type Event struct {
@@ -16,7 +27,7 @@ type Event struct {
 	Type   string // the resource type token, e.g. simcloud:index:Machine
 	Name   string // the resource's name in the program
 	Op     string // create, update, replace, delete, same, read, refresh…
-	Status string // planned, running, done, failed; empty for a diagnostic
+	Status ResourceStatus // empty for a diagnostic
 	// Changes are the properties the step changes, with their values before and after where
 	// the engine showed them; secret values arrive as "[secret]".
 	Changes  []Change
@@ -42,7 +53,7 @@ type EventSink interface {
 // progress text already carries.
 func convert(ev apitype.EngineEvent) (Event, bool) {
 	at := time.Now() // the engine's own stamp counts whole seconds
-	step := func(m apitype.StepEventMetadata, status string) Event {
+	step := func(m apitype.StepEventMetadata, status ResourceStatus) Event {
 		e := Event{At: at, URN: m.URN, Type: m.Type, Name: nameOf(m.URN), Op: string(m.Op), Status: status}
 		paths := make([]string, 0, len(m.DetailedDiff))
 		for p := range m.DetailedDiff {
@@ -69,18 +80,18 @@ func convert(ev apitype.EngineEvent) (Event, bool) {
 	}
 	switch {
 	case ev.ResourcePreEvent != nil:
-		status := "running"
+		status := ResourceRunning
 		if ev.ResourcePreEvent.Planning {
-			status = "planned"
+			status = ResourcePlanned
 		}
 		return step(ev.ResourcePreEvent.Metadata, status), true
 	case ev.ResOutputsEvent != nil:
 		if ev.ResOutputsEvent.Planning {
 			return Event{}, false // the pre event of a preview said it all
 		}
-		return step(ev.ResOutputsEvent.Metadata, "done"), true
+		return step(ev.ResOutputsEvent.Metadata, ResourceDone), true
 	case ev.ResOpFailedEvent != nil:
-		return step(ev.ResOpFailedEvent.Metadata, "failed"), true
+		return step(ev.ResOpFailedEvent.Metadata, ResourceFailed), true
 	case ev.DiagnosticEvent != nil && ev.DiagnosticEvent.URN != "" && !ev.DiagnosticEvent.Ephemeral:
 		d := ev.DiagnosticEvent
 		severity, _, _ := strings.Cut(d.Severity, "#")

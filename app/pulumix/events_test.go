@@ -22,7 +22,7 @@ func (r *recorder) Event(e Event) {
 	r.events = append(r.events, e)
 }
 
-func (r *recorder) find(name, status string) (Event, bool) {
+func (r *recorder) find(name string, status ResourceStatus) (Event, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, e := range r.events {
