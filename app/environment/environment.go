@@ -156,7 +156,23 @@ type Detail struct {
 	Deployments []dbgen.EnvironmentDeploymentsRow
 	Addresses   []dbgen.EnvironmentAllocationsRow
 	Names       []dbgen.IssuedNamesRow
-	Policies    []dbgen.EnvironmentPoliciesRow
+	Policies    []Policy
+}
+
+// Policy is an enabled plan policy of an environment's landing zone, as those deploying read it.
+type Policy struct {
+	Name       string `json:"name"`
+	Level      string `json:"level"`
+	Message    string `json:"message"`
+	Expression string `json:"expression"`
+}
+
+func policiesOf(rows []dbgen.EnvironmentPoliciesRow) []Policy {
+	out := make([]Policy, len(rows))
+	for i, r := range rows {
+		out[i] = Policy(r)
+	}
+	return out
 }
 
 // Detail returns an environment the actor may see, with its deployments, the addresses they
@@ -177,16 +193,18 @@ func (s *Service) Detail(ctx context.Context, actor access.Principal, id uuid.UU
 	if d.Names, err = q.IssuedNames(ctx, id); err != nil {
 		return Detail{}, fmt.Errorf("environment names: %w", err)
 	}
-	if d.Policies, err = q.EnvironmentPolicies(ctx, id); err != nil {
+	policies, err := q.EnvironmentPolicies(ctx, id)
+	if err != nil {
 		return Detail{}, fmt.Errorf("environment policies: %w", err)
 	}
+	d.Policies = policiesOf(policies)
 	return d, nil
 }
 
 // Policies returns the enabled plan policies of the landing zone of an environment the actor
 // may see: what every deploy into it answers to, so that those deploying read the rules
 // before a preview names one they broke. Empty for an environment of no zone.
-func (s *Service) Policies(ctx context.Context, actor access.Principal, id uuid.UUID) ([]dbgen.EnvironmentPoliciesRow, error) {
+func (s *Service) Policies(ctx context.Context, actor access.Principal, id uuid.UUID) ([]Policy, error) {
 	if _, err := s.Get(ctx, actor, id); err != nil {
 		return nil, err
 	}
@@ -194,7 +212,7 @@ func (s *Service) Policies(ctx context.Context, actor access.Principal, id uuid.
 	if err != nil {
 		return nil, fmt.Errorf("environment policies: %w", err)
 	}
-	return rows, nil
+	return policiesOf(rows), nil
 }
 
 // manageable lists the tenants the actor may add environments to; a failed read lists none,
