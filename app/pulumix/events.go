@@ -24,9 +24,9 @@ const (
 type Event struct {
 	At     time.Time
 	URN    string
-	Type   string // the resource type token, e.g. simcloud:index:Machine
-	Name   string // the resource's name in the program
-	Op     string // create, update, replace, delete, same, read, refresh…
+	Type   string         // the resource type token, e.g. simcloud:index:Machine
+	Name   string         // the resource's name in the program
+	Op     string         // create, update, replace, delete, same, read, refresh…
 	Status ResourceStatus // empty for a diagnostic
 	// Changes are the properties the step changes, with their values before and after where
 	// the engine showed them; secret values arrive as "[secret]".
