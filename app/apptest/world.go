@@ -218,3 +218,9 @@ func (w *World) TokenA(t *testing.T) auth.NewToken {
 		return tok
 	})
 }
+
+// InTx runs f in a transaction on the world's database, committed when f returns no error: the
+// cases of methods that work in their caller's transaction call them in it.
+func (w *World) InTx(f func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(context.Background(), w.Pool, f)
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/access"
 	"nimbus/app/apptest"
@@ -73,7 +74,29 @@ var deployCases = map[string]apptest.AuthzCase{
 			apptest.WantField(t, err, "version")
 		},
 	},
-
+	"deploy.Service.Plan": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: apptest.Invalid("environment_id")}, {Who: apptest.ReaderA, Want: problem.ErrForbidden}},
+		Served:  []apptest.Actor{apptest.UserA},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			ctx, env := context.Background(), w.Dev(t).ID
+			return w.InTx(func(tx pgx.Tx) error {
+				id, err := w.Deploys.Plan(ctx, tx, p, deploy.Request{ComponentID: w.Shared.ID, EnvironmentID: env,
+					Name: "planned", Parameters: map[string]any{"name": "x"}}, deploy.Owner{})
+				if err != nil {
+					return err
+				}
+				// Recorded, and left for the graph that planned it to start.
+				var status string
+				var operations int
+				apptest.Must(t, tx.QueryRow(ctx, `SELECT status, (SELECT count(*) FROM operations WHERE deployment_id = $1)
+					FROM deployed_components WHERE id = $1`, id).Scan(&status, &operations))
+				if status != "pending" || operations != 0 {
+					t.Errorf("a planned deployment is %s with %d operations", status, operations)
+				}
+				return nil
+			})
+		},
+	},
 	"deploy.Service.Destroy": {
 		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}, {Who: apptest.UserA, Want: problem.ErrForbidden}}, // destroying is for tenant admins
 		Served:  []apptest.Actor{apptest.AdminA},

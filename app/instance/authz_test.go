@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
 	"nimbus/app/access"
 	"nimbus/app/apptest"
 	"nimbus/app/instance"
@@ -65,7 +68,27 @@ var instanceCases = map[string]apptest.AuthzCase{
 			apptest.WantField(t, err, "name") // the name is taken
 		},
 	},
-
+	"instance.Service.DeployTx": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: apptest.Invalid("environment_id")}, {Who: apptest.ReaderA, Want: problem.ErrForbidden}},
+		Served:  []apptest.Actor{apptest.UserA, apptest.AdminA},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			ctx, req := context.Background(), instance.Request{StackID: w.WebStackID(t), EnvironmentID: w.Dev(t).ID, Name: instanceName(p)}
+			var id uuid.UUID
+			err := w.InTx(func(tx pgx.Tx) (err error) {
+				id, err = w.Instances(t).DeployTx(ctx, tx, p, req)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			inst, err := w.Instances(t).Get(ctx, p, id)
+			apptest.Must(t, err)
+			if inst.Status != lifecycle.InstanceDeploying || len(inst.Slots) != 1 {
+				t.Errorf("a new instance is %s with slots %v", inst.Status, inst.Slots)
+			}
+			return nil
+		},
+	},
 	"instance.Service.Destroy": {
 		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}, {Who: apptest.ReaderA, Want: problem.ErrForbidden}, {Who: apptest.UserA, Want: problem.ErrForbidden}},
 		Served:  []apptest.Actor{apptest.AdminA},
@@ -81,7 +104,21 @@ var instanceCases = map[string]apptest.AuthzCase{
 			}
 		},
 	},
-
+	"instance.Service.DestroyTx": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}, {Who: apptest.ReaderA, Want: problem.ErrForbidden}, {Who: apptest.UserA, Want: problem.ErrForbidden}},
+		Served:  []apptest.Actor{apptest.AdminA},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			id := w.ActiveStack(t).ID
+			return w.InTx(func(tx pgx.Tx) error { return w.Instances(t).DestroyTx(context.Background(), tx, p, id) })
+		},
+		Then: func(t *testing.T, w *apptest.World) {
+			inst, err := w.Instances(t).Get(context.Background(), w.AdminA, w.ActiveStack(t).ID)
+			apptest.Must(t, err)
+			if inst.Status != lifecycle.InstanceDestroying {
+				t.Fatalf("a destroyed instance is %s", inst.Status)
+			}
+		},
+	},
 	"instance.Service.Retry": {
 		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}, {Who: apptest.ReaderA, Want: problem.ErrForbidden}},
 		Served:  []apptest.Actor{apptest.UserA},

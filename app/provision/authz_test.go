@@ -4,6 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
 	"nimbus/app/access"
 	"nimbus/app/apptest"
 	"nimbus/app/component"
@@ -61,7 +64,27 @@ var provisionCases = map[string]apptest.AuthzCase{
 			return err
 		},
 	},
-
+	"provision.Service.ProvisionTx": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrForbidden}, {Who: apptest.UserA, Want: problem.ErrForbidden}},
+		Served:  []apptest.Actor{apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			ctx, zone := context.Background(), w.FactoryZone(t)
+			var id uuid.UUID
+			err := w.InTx(func(tx pgx.Tx) (err error) {
+				id, err = w.Provisions(t).ProvisionTx(ctx, tx, p, w.A.ID, provision.Request{LandingZoneID: zone})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			n, err := w.Provisions(t).Get(ctx, p, id)
+			apptest.Must(t, err)
+			if n.Namespace != "tenant-a" {
+				t.Errorf("tenant A's namespace: %+v", n)
+			}
+			return nil
+		},
+	},
 	"provision.Service.Get": {
 		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrNotFound}, {Who: apptest.UserA, Want: problem.ErrNotFound}},
 		Served:  []apptest.Actor{apptest.ProviderAdmin},
