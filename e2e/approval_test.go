@@ -4,15 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"nimbus/app/access"
-	"nimbus/app/auth"
+	"nimbus/app/apptest"
 	"nimbus/app/component"
 	"nimbus/app/environment"
 )
@@ -152,10 +150,7 @@ func TestBrowser_DestroyWaitsForAnotherAdminsApproval(t *testing.T) {
 // the user, waits until it is deployed, and returns the deployment's ID.
 func (a *app) deployMachine(t *testing.T, email, environment string) string {
 	t.Helper()
-	tok, err := auth.NewService(a.pool, slog.New(slog.DiscardHandler), time.Hour).CreateToken(context.Background(), a.principal(t, email), "seed", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := a.token(t, email)
 	var machine string
 	if err := a.pool.QueryRow(context.Background(), `SELECT id::text FROM components WHERE name = 'simcloud-machine'`).Scan(&machine); err != nil {
 		t.Fatal(err)
@@ -164,12 +159,12 @@ func (a *app) deployMachine(t *testing.T, email, environment string) string {
 		Deployment struct{ ID string }
 		Operation  struct{ ID string }
 	}
-	apiPost(t, a.url+"/api/v1/deployments", tok.Secret, map[string]any{"component_id": machine, "environment_id": environment,
+	apiPost(t, a.url+"/api/v1/deployments", tok, map[string]any{"component_id": machine, "environment_id": environment,
 		"name": "web", "parameters": map[string]any{"name": "web-1"}}, &created)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var op struct{ Status, Error string }
-		apiGet(t, a.url+"/api/v1/operations/"+created.Operation.ID, tok.Secret, &op)
+		apiGet(t, a.url+"/api/v1/operations/"+created.Operation.ID, tok, &op)
 		switch {
 		case op.Status == "succeeded":
 			return created.Deployment.ID
@@ -197,16 +192,11 @@ func apiSend(t *testing.T, method, url, token string, body, into any) {
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
+	r := apptest.Do(t, &http.Client{Timeout: 10 * time.Second}, req)
+	if r.Status >= 300 {
+		t.Fatalf("%s %s: status %d: %s", method, url, r.Status, r.Body)
 	}
-	defer resp.Body.Close()
-	answer, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		t.Fatalf("%s %s: status %d: %s", method, url, resp.StatusCode, answer)
-	}
-	if err := json.Unmarshal(answer, into); err != nil {
-		t.Fatalf("%s %s: %v in %s", method, url, err, answer)
+	if err := json.Unmarshal(r.Body, into); err != nil {
+		t.Fatalf("%s %s: %v in %s", method, url, err, r.Body)
 	}
 }

@@ -5,10 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,16 +22,11 @@ import (
 	"github.com/riverqueue/river"
 
 	"nimbus/app/access"
-	"nimbus/app/auth"
-	"nimbus/app/pulumix"
-	"nimbus/app/secrets"
+	"nimbus/app/apptest"
 	"nimbus/app/server"
-	"nimbus/app/system"
 	"nimbus/app/tenant"
 	"nimbus/app/user"
-	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
-	"nimbus/jobs"
 )
 
 const (
@@ -65,66 +57,30 @@ type app struct {
 
 func startApp(t *testing.T) *app {
 	t.Helper()
-	// Cancelled last (cleanups run in reverse), after the HTTP server and the job client stop.
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-
 	pool := dbtest.Pool(t)
-	if _, err := user.Bootstrap(ctx, pool, adminEmail, adminPassword); err != nil {
+	if _, err := user.Bootstrap(context.Background(), pool, adminEmail, adminPassword); err != nil {
 		t.Fatalf("bootstrap admin: %v", err)
 	}
-	logs := logBuffer(t)
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	// River's debug lines would bury the requests.
-	jobsLog := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	keys, err := secrets.Load(t.TempDir(), func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
 	pulumiDir := os.Getenv("NIMBUS_PULUMI_DIR") // empty: the runner finds the tool cache
-	cloud := t.TempDir()
-	runner, err := pulumix.NewRunner(pulumiDir, t.TempDir(), map[string]string{"SIMCLOUD_DIR": cloud}, pulumix.CloudDirs(cloud))
-	if err != nil {
-		t.Fatalf("the Pulumi toolchain is needed for checks: run go tool task toolchain (%v)", err)
+	// The server as production builds it, as every package's tests start it; its log is shown
+	// only when the test fails, so a passing run stays quiet.
+	srv := apptest.Start(t, pool, apptest.SiteConfig{Backend: "file", Toolchain: pulumiDir, QuietJobs: true, LogOnFailure: true},
+		func(d *server.Deps) { d.Info.PulumiDir = pulumiDir })
+	if srv.Runner == nil {
+		t.Fatal("the Pulumi toolchain is needed for checks: run go tool task toolchain")
 	}
-	eng := server.Engine{Runner: runner, Keys: keys, OperationTimeout: time.Minute, Cloud: cloud}
-	client, err := jobs.NewClient(pool, jobsLog, jobs.Config{Register: server.Workers(pool, eng, jobsLog), Periodic: server.Periodic(eng)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := client.Start(ctx); err != nil {
-		t.Fatalf("start jobs: %v", err)
-	}
+	// Stopped first, and checked: a job that does not let go of the client fails the test.
 	t.Cleanup(func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := client.Stop(stopCtx); err != nil {
+		if err := srv.Jobs.Stop(stopCtx); err != nil {
 			t.Errorf("stop jobs: %v", err)
 		}
 	})
-	h, err := server.New(ctx, server.Deps{
-		Pool: pool, Log: log, Jobs: client, SessionTTL: time.Hour, Keys: keys, Runner: runner, Info: system.Info{Version: "test", PulumiDir: pulumiDir},
-	})
-	if err != nil {
-		t.Fatalf("server: %v", err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return &app{url: srv.URL, pool: pool, cloud: cloud, jobs: client, pulumiDir: pulumiDir}
+	return &app{url: srv.URL, pool: pool, cloud: srv.Cloud, jobs: srv.Jobs, pulumiDir: pulumiDir}
 }
 
-// logBuffer collects the server's log and shows it only when the test fails: a passing run
-// stays quiet, and lines logged by goroutines that outlive the test cannot reach t.
-func logBuffer(t *testing.T) io.Writer {
-	buf := &lockedBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("server log:\n%s", buf)
-		}
-	})
-	return buf
-}
-
+// lockedBuffer is a bytes.Buffer many goroutines may write: the output of a served binary.
 type lockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
@@ -147,16 +103,7 @@ func (b *lockedBuffer) String() string {
 
 func (a *app) principal(t *testing.T, email string) access.Principal {
 	t.Helper()
-	q := dbgen.New(a.pool)
-	u, err := q.GetUserByEmail(context.Background(), email)
-	if err != nil {
-		t.Fatalf("find %s: %v", email, err)
-	}
-	p, err := auth.Principal(context.Background(), q, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return apptest.PrincipalOf(t, a.pool, email)
 }
 
 func (a *app) createTenant(t *testing.T, name string) tenant.Tenant {
@@ -416,20 +363,12 @@ func apiGet(t *testing.T, url, token string, into any) {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+	r := apptest.Do(t, &http.Client{Timeout: 10 * time.Second}, req)
+	if r.Status != http.StatusOK {
+		t.Fatalf("GET %s: status %d: %s", url, r.Status, r.Body)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: status %d: %s", url, resp.StatusCode, body)
-	}
-	if err := json.Unmarshal(body, into); err != nil {
-		t.Fatalf("GET %s: %v in %s", url, err, body)
+	if err := json.Unmarshal(r.Body, into); err != nil {
+		t.Fatalf("GET %s: %v in %s", url, err, r.Body)
 	}
 }
 
@@ -458,11 +397,7 @@ func column(rows [][]string, i int) []string {
 // test sets up through the API as a script would.
 func (a *app) token(t *testing.T, email string) string {
 	t.Helper()
-	tok, err := auth.NewService(a.pool, slog.New(slog.DiscardHandler), time.Hour).CreateToken(context.Background(), a.principal(t, email), "seed", 0)
-	if err != nil {
-		t.Fatalf("token of %s: %v", email, err)
-	}
-	return tok.Secret
+	return apptest.TokenOf(t, a.pool, a.principal(t, email))
 }
 
 // reloadPace is the least time from one load of a page reloadUntil watches to the next.

@@ -14,13 +14,14 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"nimbus/app/access"
+	"nimbus/app/objstore/s3test"
 	"nimbus/app/problem"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) { dbtest.Main(s3test.Around(m)) }
 
 func TestNeed_MostApprovalsFromTheHighestRole(t *testing.T) {
 	cases := []struct {

@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"nimbus/app/auth"
+	"nimbus/app/objstore/s3test"
 	"nimbus/app/problem"
 	"nimbus/app/user"
 	"nimbus/db/dbtest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) { dbtest.Main(s3test.Around(m)) }
 
 const (
 	email    = "owner@example.com"

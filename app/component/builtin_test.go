@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"nimbus/app/access"
+	"nimbus/app/objstore/s3test"
 	"nimbus/app/pulumix"
 	"nimbus/db/dbtest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) { dbtest.Main(s3test.Around(m)) }
 
 var builtinNames = []string{
 	"simcloud-machine", "simcloud-network",

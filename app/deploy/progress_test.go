@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"nimbus/app/objstore"
+	"nimbus/app/objstore/s3test"
 	"nimbus/app/pulumix"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) { dbtest.Main(s3test.Around(m)) }
 
 func TestProgress_LogCappedInTheDatabaseWholeInTheStore(t *testing.T) {
 	pool := dbtest.Pool(t)

@@ -8,12 +8,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/lifecycle"
+	"nimbus/app/objstore/s3test"
 	"nimbus/app/problem"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) { dbtest.Main(s3test.Around(m)) }
 
 // TestTransitions_RefuseIllegalMovesAndRetryWhatFailed walks an environment through its life,
 // checking at each status that a move it does not allow is refused and changes nothing, and that

@@ -3,7 +3,8 @@ package event
 import (
 	"testing"
 
+	"nimbus/app/objstore/s3test"
 	"nimbus/db/dbtest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) { dbtest.Main(s3test.Around(m)) }

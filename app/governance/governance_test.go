@@ -14,12 +14,13 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/governance"
+	"nimbus/app/objstore/s3test"
 	"nimbus/app/problem"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) { dbtest.Main(s3test.Around(m)) }
 
 const machineInputs = `{"type": "object", "required": ["name"], "properties": {
 	"name":  {"type": "string", "pattern": "^[a-z][a-z0-9-]*$"},

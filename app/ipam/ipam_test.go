@@ -13,12 +13,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"nimbus/app/ipam"
+	"nimbus/app/objstore/s3test"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) { dbtest.Main(s3test.Around(m)) }
 
 // pool makes a pool of prefix in a fresh deployment's environment.
 func pool(tb testing.TB, pg *pgxpool.Pool, prefix string) (uuid.UUID, dbtest.Deployment) {

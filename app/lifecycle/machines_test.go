@@ -103,8 +103,8 @@ func writes(stmt string, d lifecycle.Description, owns []string) bool {
 }
 
 // sources walks the module's hand-written Go and templ files; tests, generated code, the
-// fixtures and the seed that fills a database for benchmarks are left out: they arrange rows
-// as they need.
+// fixtures, the test harness (app/apptest) and the seed that fills a database for benchmarks
+// are left out: they arrange rows as they need.
 func sources(t *testing.T, each func(rel, text string)) {
 	t.Helper()
 	n := 0
@@ -116,7 +116,7 @@ func sources(t *testing.T, each func(rel, text string)) {
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
 			switch {
-			case rel == "node_modules", rel == "db/dbgen", rel == "db/dbtest", rel == "db/seed", rel != "." && strings.HasPrefix(d.Name(), "."):
+			case rel == "node_modules", rel == "db/dbgen", rel == "db/dbtest", rel == "db/seed", rel == "app/apptest", rel != "." && strings.HasPrefix(d.Name(), "."):
 				return filepath.SkipDir
 			}
 			return nil

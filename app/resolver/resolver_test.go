@@ -7,12 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"nimbus/app/objstore/s3test"
 	"nimbus/app/problem"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) { dbtest.Main(s3test.Around(m)) }
 
 func TestPattern_VariablesAndRendering(t *testing.T) {
 	d := Deployment{Name: "web", Tenant: "Acme Corp", Environment: "Dev", Component: "simcloud-machine", SemanticType: "virtualmachine"}

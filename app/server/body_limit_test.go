@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"nimbus/app/apptest"
 	"nimbus/app/environment"
 )
 
@@ -18,13 +19,13 @@ func TestAPI_BodyLimitSparesOnlyTheStateRestore(t *testing.T) {
 		over    = 2 * limit
 		chunked = -1 // no Content-Length: the body's end is known only once it is read
 	)
-	s := newSite(t)
-	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
-	must(t, err)
-	root, adminA, reader := s.token(t, s.admin), s.token(t, s.adminA), s.token(t, s.readerA)
-	r := s.call(t, "POST", "/api/v1/landing-zones", root, map[string]any{"name": "zone", "provider": "simcloud"})
-	wantStatus(t, r, http.StatusCreated)
-	zone := r.json(t)["id"].(string)
+	s := apptest.NewSite(t)
+	env, err := environment.NewService(s.Pool).Create(t.Context(), s.AdminA, s.A.ID, "dev")
+	apptest.Must(t, err)
+	root, adminA, reader := s.Token(t, s.Admin), s.Token(t, s.AdminA), s.Token(t, s.ReaderA)
+	r := s.Call(t, "POST", "/api/v1/landing-zones", root, map[string]any{"name": "zone", "provider": "simcloud"})
+	apptest.WantStatus(t, r, http.StatusCreated)
+	zone := r.JSON(t)["id"].(string)
 	envState := "/api/v1/environments/" + env.ID.String() + "/resolvers/state"
 
 	cases := []struct {
@@ -54,10 +55,10 @@ func TestAPI_BodyLimitSparesOnlyTheStateRestore(t *testing.T) {
 			req.Header.Set("Authorization", "Bearer "+c.token)
 			req.Header.Set("Content-Type", "application/json")
 			rec := httptest.NewRecorder()
-			s.handler.ServeHTTP(rec, req)
-			got := reply{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}
-			wantStatus(t, got, c.status)
-			mentions(t, got, c.mention)
+			s.Handler.ServeHTTP(rec, req)
+			got := apptest.Reply{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+			apptest.WantStatus(t, got, c.status)
+			apptest.Mentions(t, got, c.mention)
 			if body.read > c.maxRead {
 				t.Fatalf("the server read %d bytes of the body, want at most %d", body.read, c.maxRead)
 			}
@@ -65,18 +66,18 @@ func TestAPI_BodyLimitSparesOnlyTheStateRestore(t *testing.T) {
 	}
 
 	t.Run("the restore takes a state over the limit", func(t *testing.T) {
-		user := s.token(t, s.userA)
-		r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{"component_id": s.shared.ID, "environment_id": env.ID,
+		user := s.Token(t, s.UserA)
+		r := s.Call(t, "POST", "/api/v1/deployments", user, map[string]any{"component_id": s.Shared.ID, "environment_id": env.ID,
 			"name": "web", "parameters": map[string]any{"name": "web-1"}})
-		wantStatus(t, r, http.StatusAccepted)
-		deployment := r.json(t)["deployment"].(map[string]any)["id"].(string)
-		if op := s.waitOperation(t, user, r.json(t)["operation"].(map[string]any)["id"].(string)); op["status"] != "succeeded" {
+		apptest.WantStatus(t, r, http.StatusAccepted)
+		deployment := r.JSON(t)["deployment"].(map[string]any)["id"].(string)
+		if op := s.WaitOperation(t, user, r.JSON(t)["operation"].(map[string]any)["id"].(string)); op["status"] != "succeeded" {
 			t.Fatalf("deploy: %v", op)
 		}
-		r = s.call(t, "GET", "/api/v1/deployments/"+deployment+"/state", root, nil)
-		wantStatus(t, r, http.StatusOK)
+		r = s.Call(t, "GET", "/api/v1/deployments/"+deployment+"/state", root, nil)
+		apptest.WantStatus(t, r, http.StatusOK)
 		// The same state, made larger than the limit by white space after it.
-		state := string(r.body) + strings.Repeat(" ", over)
-		wantStatus(t, s.call(t, "PUT", "/api/v1/deployments/"+deployment+"/state", root, state), http.StatusNoContent)
+		state := string(r.Body) + strings.Repeat(" ", over)
+		apptest.WantStatus(t, s.Call(t, "PUT", "/api/v1/deployments/"+deployment+"/state", root, state), http.StatusNoContent)
 	})
 }

@@ -1,11 +1,7 @@
 package server_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"nimbus/app/apptest"
 )
 
 // byIDRoutes are the pages and API endpoints that act on one object named in their path, with
@@ -230,117 +228,74 @@ var byIDRoutes = []struct{ method, path, kind string }{
 	{"GET", "/api/v1/event-subscriptions/{id}/deliveries", "subscription"},
 }
 
-// badQuery and badForm break every rule a query or a form of these routes may have, so that
-// a route that checks its input before the object's access answers differently for an object
-// it hides and for one that is not there.
-var (
-	badQuery = "?from=x&to=y&after=x&part=x&status=x&kind=x&page=0&scope=x"
-	badForm  = url.Values{"name": {"Bad Name!"}, "email": {"x"}, "role": {"x"}, "changelog": {""}, "revision": {"x"},
-		"code": {"x: ["}, "input_schema": {"{"}, "output_schema": {"{"}, "resolver_bindings": {"{"}, "language": {"x"},
-		"component_id": {"x"}, "environment_id": {"x"}, "parameters": {"{"}, "version": {"x"}, "pool_id": {"x"},
-		"pattern": {""}, "comment": {strings.Repeat("x", 5000)}, "is_allowed": {"x"}, "max_instances": {"x"}}
-)
-
 func TestAccess_AnotherTenantsObjectAnswersAsAMissingOne(t *testing.T) {
-	g := newGated(t, siteConfig{backend: "file"})
-	root := g.as.root
+	g := apptest.NewGated(t, apptest.SiteConfig{Backend: "file"})
+	root := g.As.Root
 	// Tenant A's objects, of every kind with pages or endpoints of its own; and a landing zone,
 	// which only provider admins see.
-	g.policy(t, g.as.admin, map[string]any{"scope": "environment", "scope_id": g.env, "operations": []string{"destroy"},
+	g.Policy(t, g.As.Admin, map[string]any{"scope": "environment", "scope_id": g.Env, "operations": []string{"destroy"},
 		"approver_role": "tenant_admin"})
-	op, request := g.destroy(t)
-	check := g.call(t, "POST", "/api/v1/components/"+g.ofA.ID.String()+"/check", g.as.admin, nil)
-	wantStatus(t, check, http.StatusAccepted)
-	r := g.call(t, "POST", "/api/v1/ipam/pools", root, map[string]any{"name": "net", "prefix": "10.70.0.0/29", "environment_id": g.env})
-	wantStatus(t, r, http.StatusCreated)
-	pool := r.json(t)["id"].(string)
-	r = g.call(t, "POST", "/api/v1/landing-zones", root, map[string]any{"name": "sim-eu", "provider": "simcloud"})
-	wantStatus(t, r, http.StatusCreated)
-	zone := r.json(t)["id"].(string)
-	token, err := g.auth.CreateToken(t.Context(), g.userA, "pipeline", 0)
-	must(t, err)
-	policies := g.call(t, "GET", "/api/v1/approval-policies", root, nil).json(t)["policies"].([]any)
-	r = g.call(t, "POST", "/api/v1/stacks", g.as.admin, map[string]any{"tenant_id": g.a.ID, "provider": "simcloud", "name": "a-stack",
-		"draft": stackDraft(g.shared.ID, 1)})
-	wantStatus(t, r, http.StatusCreated)
-	stackOfA := r.json(t)["id"].(string)
-	wantStatus(t, g.call(t, "POST", "/api/v1/stacks/"+stackOfA+"/publish", g.as.admin, map[string]any{"changelog": "first"}), http.StatusCreated)
-	r = g.call(t, "POST", "/api/v1/stack-instances", g.as.admin, map[string]any{"stack_id": stackOfA, "environment_id": g.env, "name": "a-shop"})
-	wantStatus(t, r, http.StatusAccepted)
-	instanceOfA := r.json(t)["id"].(string)
-	r = g.call(t, "POST", "/api/v1/landing-zones/"+zone+"/event-sources", root, map[string]any{"name": "alerts", "kind": "webhook"})
-	wantStatus(t, r, http.StatusCreated)
-	source := r.json(t)["id"].(string)
-	r = g.call(t, "POST", "/api/v1/event-subscriptions", g.as.admin, map[string]any{"tenant_id": g.a.ID, "name": "hooks",
+	op, request := g.Destroy(t)
+	check := g.Call(t, "POST", "/api/v1/components/"+g.OfA.ID.String()+"/check", g.As.Admin, nil)
+	apptest.WantStatus(t, check, http.StatusAccepted)
+	r := g.Call(t, "POST", "/api/v1/ipam/pools", root, map[string]any{"name": "net", "prefix": "10.70.0.0/29", "environment_id": g.Env})
+	apptest.WantStatus(t, r, http.StatusCreated)
+	pool := r.JSON(t)["id"].(string)
+	r = g.Call(t, "POST", "/api/v1/landing-zones", root, map[string]any{"name": "sim-eu", "provider": "simcloud"})
+	apptest.WantStatus(t, r, http.StatusCreated)
+	zone := r.JSON(t)["id"].(string)
+	token, err := g.Auth.CreateToken(t.Context(), g.UserA, "pipeline", 0)
+	apptest.Must(t, err)
+	policies := g.Call(t, "GET", "/api/v1/approval-policies", root, nil).JSON(t)["policies"].([]any)
+	r = g.Call(t, "POST", "/api/v1/stacks", g.As.Admin, map[string]any{"tenant_id": g.A.ID, "provider": "simcloud", "name": "a-stack",
+		"draft": apptest.StackDraft(g.Shared.ID, 1)})
+	apptest.WantStatus(t, r, http.StatusCreated)
+	stackOfA := r.JSON(t)["id"].(string)
+	apptest.WantStatus(t, g.Call(t, "POST", "/api/v1/stacks/"+stackOfA+"/publish", g.As.Admin, map[string]any{"changelog": "first"}), http.StatusCreated)
+	r = g.Call(t, "POST", "/api/v1/stack-instances", g.As.Admin, map[string]any{"stack_id": stackOfA, "environment_id": g.Env, "name": "a-shop"})
+	apptest.WantStatus(t, r, http.StatusAccepted)
+	instanceOfA := r.JSON(t)["id"].(string)
+	r = g.Call(t, "POST", "/api/v1/landing-zones/"+zone+"/event-sources", root, map[string]any{"name": "alerts", "kind": "webhook"})
+	apptest.WantStatus(t, r, http.StatusCreated)
+	source := r.JSON(t)["id"].(string)
+	r = g.Call(t, "POST", "/api/v1/event-subscriptions", g.As.Admin, map[string]any{"tenant_id": g.A.ID, "name": "hooks",
 		"url": "https://hooks.example.com/nimbus"})
-	wantStatus(t, r, http.StatusCreated)
-	subscriptionOfA := r.json(t)["id"].(string)
+	apptest.WantStatus(t, r, http.StatusCreated)
+	subscriptionOfA := r.JSON(t)["id"].(string)
 	foreign := map[string]string{
-		"tenant": g.a.ID.String(), "component": g.ofA.ID.String(), "check": check.json(t)["id"].(string),
-		"deployment": g.deployment, "operation": op["id"].(string), "environment": g.env, "pool": pool, "zone": zone,
+		"tenant": g.A.ID.String(), "component": g.OfA.ID.String(), "check": check.JSON(t)["id"].(string),
+		"deployment": g.Deployment, "operation": op["id"].(string), "environment": g.Env, "pool": pool, "zone": zone,
 		"approval": request["id"].(string), "policy": policies[0].(map[string]any)["id"].(string),
-		"token": token.Token.ID.String(), "user": g.userA.UserID.String(), "stack": stackOfA,
+		"token": token.Token.ID.String(), "user": g.UserA.UserID.String(), "stack": stackOfA,
 		"stack_instance": instanceOfA, "event_source": source, "subscription": subscriptionOfA,
 	}
 
 	// Tenant B's admin asks about each of them, and about an object that does not exist.
-	other := g.as.other
+	other := g.As.Other
 	for _, rt := range byIDRoutes {
 		t.Run(rt.method+" "+rt.path, func(t *testing.T) {
 			id, ok := foreign[rt.kind]
 			if !ok {
 				t.Fatalf("no object of kind %q", rt.kind)
 			}
-			answer := func(id string) reply {
+			answer := func(id string) apptest.Reply {
 				path := strings.NewReplacer("{id}", id, "{other}", uuid.NewString()).Replace(rt.path)
-				return g.ask(t, rt.method, path, other)
+				return g.Ask(t, rt.method, path, other)
 			}
 			ofA, missing := answer(id), answer(uuid.NewString())
-			if ofA.status != http.StatusNotFound || missing.status != http.StatusNotFound {
+			if ofA.Status != http.StatusNotFound || missing.Status != http.StatusNotFound {
 				t.Fatalf("another tenant's %s answers %d (%.300s), a missing one %d (%.300s); want 404 for both",
-					rt.kind, ofA.status, ofA.body, missing.status, missing.body)
+					rt.kind, ofA.Status, ofA.Body, missing.Status, missing.Body)
 			}
 		})
 	}
 	// Nothing of A's was changed by those requests.
-	if got := g.deploymentStatus(t); got != "deployed" {
+	if got := g.DeploymentStatus(t); got != "deployed" {
 		t.Fatalf("A's deployment is %s after B's requests", got)
 	}
-	if got := g.call(t, "GET", "/api/v1/approvals/"+request["id"].(string), g.as.admin, nil).json(t)["status"]; got != "pending" {
+	if got := g.Call(t, "GET", "/api/v1/approvals/"+request["id"].(string), g.As.Admin, nil).JSON(t)["status"]; got != "pending" {
 		t.Fatalf("A's approval request is %v after B's requests", got)
 	}
-}
-
-// ask sends a request meant to be refused: with a query or body that breaks the input's rules,
-// as a page's form or as JSON to the API.
-func (s *site) ask(t *testing.T, method, path, token string) reply {
-	t.Helper()
-	var (
-		body        io.Reader
-		contentType string
-	)
-	switch {
-	case method == "GET":
-		path += badQuery
-	case strings.HasPrefix(path, "/api/"):
-		b, _ := json.Marshal(map[string]any{"unknown_field": true, "name": 7})
-		body, contentType = bytes.NewReader(b), "application/json"
-	default:
-		body, contentType = strings.NewReader(badForm.Encode()), "application/x-www-form-urlencoded"
-	}
-	req, _ := http.NewRequest(method, s.url+path, body)
-	req.Header.Set("Authorization", "Bearer "+token)
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return reply{status: resp.StatusCode, header: resp.Header, body: data}
 }
 
 // sharedByID are routes with an ID in their path whose objects are no tenant's: every tenant
@@ -352,11 +307,11 @@ var routeLine = regexp.MustCompile(`(pages|api)\.(GET|POST|PUT|PATCH|DELETE)\("(
 
 func TestAccess_EveryRouteWithAnIDIsInTheTable(t *testing.T) {
 	files, err := filepath.Glob("../*/routes.go")
-	must(t, err)
+	apptest.Must(t, err)
 	var src []byte
 	for _, f := range files {
 		b, err := os.ReadFile(f)
-		must(t, err)
+		apptest.Must(t, err)
 		src = append(src, b...)
 	}
 	listed := map[string]bool{}

@@ -12,6 +12,7 @@ import (
 
 // layers are the rows of ARCHITECTURE.md's drawing, from the top down.
 var layers = [][]string{
+	{"apptest"},
 	{"cli", "server"},
 	{"tenant", "user", "dashboard"},
 	{"provision", "landingzone", "environment", "instance"},

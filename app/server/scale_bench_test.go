@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"nimbus/app/apptest"
 	"nimbus/app/auth"
 	"nimbus/db/seed"
 )
@@ -18,26 +19,26 @@ const clients = 32
 // tenant) and as a tenant admin (who sees one), against a database seeded at full size, with
 // 32 clients at once; it reports the median and the 99th percentile of each.
 func BenchmarkSeeded(b *testing.B) {
-	s := newSite(b)
+	s := apptest.NewSite(b)
 	ctx := context.Background()
 	const password = "seeded password"
 	hash, err := auth.HashPassword(password)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := seed.Run(ctx, s.pool, seed.Full, hash); err != nil {
+	if err := seed.Run(ctx, s.Pool, seed.Full, hash); err != nil {
 		b.Fatal(err)
 	}
 	var operation string
-	if err := s.pool.QueryRow(ctx, `SELECT o.id FROM operations o JOIN deployed_components d ON d.id = o.deployment_id
+	if err := s.Pool.QueryRow(ctx, `SELECT o.id FROM operations o JOIN deployed_components d ON d.id = o.deployment_id
 		JOIN tenants t ON t.id = d.tenant_id WHERE t.name = 'Tenant 001' ORDER BY o.created_at DESC LIMIT 1`).Scan(&operation); err != nil {
 		b.Fatal(err)
 	}
 	for _, who := range []struct{ role, email string }{{"provider", seed.Provider}, {"tenant", seed.AdminEmail(1)}} {
-		br := newBrowser(b, s.url)
-		br.signIn(b, who.email, password)
-		cookies := br.Jar.Cookies(mustURL(s.url))
-		token := s.token(b, s.principal(b, who.email))
+		br := apptest.NewBrowser(b, s.URL)
+		br.SignIn(b, who.email, password)
+		cookies := br.Jar.Cookies(mustURL(s.URL))
+		token := s.Token(b, s.Principal(b, who.email))
 		for _, p := range []struct{ name, path string }{
 			{"dashboard", "/"},
 			{"catalog", "/catalog"},
@@ -48,7 +49,7 @@ func BenchmarkSeeded(b *testing.B) {
 		} {
 			b.Run(who.role+"/page/"+p.name, func(b *testing.B) {
 				loadSeeded(b, func(c *http.Client) (*http.Response, error) {
-					req, _ := http.NewRequest("GET", s.url+p.path, nil)
+					req, _ := http.NewRequest("GET", s.URL+p.path, nil)
 					for _, ck := range cookies {
 						req.AddCookie(ck)
 					}
@@ -65,7 +66,7 @@ func BenchmarkSeeded(b *testing.B) {
 		} {
 			b.Run(who.role+"/api/"+p.name, func(b *testing.B) {
 				loadSeeded(b, func(c *http.Client) (*http.Response, error) {
-					req, _ := http.NewRequest("GET", s.url+p.path, nil)
+					req, _ := http.NewRequest("GET", s.URL+p.path, nil)
 					req.Header.Set("Authorization", "Bearer "+token)
 					return c.Do(req)
 				})
@@ -79,7 +80,7 @@ func BenchmarkSeeded(b *testing.B) {
 func loadSeeded(b *testing.B, do func(*http.Client) (*http.Response, error)) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 	var (
-		l    latencies
+		l    apptest.Latencies
 		next atomic.Int64
 		wg   sync.WaitGroup
 	)
@@ -94,5 +95,5 @@ func loadSeeded(b *testing.B, do func(*http.Client) (*http.Response, error)) {
 	}
 	wg.Wait()
 	b.StopTimer()
-	l.report(b)
+	l.Report(b)
 }

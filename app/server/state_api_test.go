@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"nimbus/app/apptest"
 	"nimbus/app/environment"
 	"nimbus/app/server"
 )
@@ -33,16 +34,16 @@ func (b *watchedBody) Close() error { return nil }
 
 func TestAPI_RestoreStateRefusesBeforeReadingTheBody(t *testing.T) {
 	const limit = 64 << 10
-	s := newSiteWith(t, siteConfig{backend: "file"}, func(d *server.Deps) { d.MaxStateSize = limit })
-	env, err := environment.NewService(s.pool).Create(t.Context(), s.adminA, s.a.ID, "dev")
-	must(t, err)
-	user := s.token(t, s.userA)
-	r := s.call(t, "POST", "/api/v1/deployments", user, map[string]any{"component_id": s.shared.ID, "environment_id": env.ID,
+	s := apptest.NewSiteWith(t, apptest.SiteConfig{Backend: "file"}, func(d *server.Deps) { d.MaxStateSize = limit })
+	env, err := environment.NewService(s.Pool).Create(t.Context(), s.AdminA, s.A.ID, "dev")
+	apptest.Must(t, err)
+	user := s.Token(t, s.UserA)
+	r := s.Call(t, "POST", "/api/v1/deployments", user, map[string]any{"component_id": s.Shared.ID, "environment_id": env.ID,
 		"name": "web", "parameters": map[string]any{"name": "web-1"}})
-	wantStatus(t, r, http.StatusAccepted)
-	deployment := r.json(t)["deployment"].(map[string]any)["id"].(string)
-	s.waitOperation(t, user, r.json(t)["operation"].(map[string]any)["id"].(string))
-	root, adminA, adminB := s.token(t, s.admin), s.token(t, s.adminA), s.token(t, s.adminB)
+	apptest.WantStatus(t, r, http.StatusAccepted)
+	deployment := r.JSON(t)["deployment"].(map[string]any)["id"].(string)
+	s.WaitOperation(t, user, r.JSON(t)["operation"].(map[string]any)["id"].(string))
+	root, adminA, adminB := s.Token(t, s.Admin), s.Token(t, s.AdminA), s.Token(t, s.AdminB)
 
 	const chunked = -1 // no Content-Length: the body's end is known only once it is read
 	cases := []struct {
@@ -71,16 +72,16 @@ func TestAPI_RestoreStateRefusesBeforeReadingTheBody(t *testing.T) {
 			req.ContentLength = c.contentLength
 			req.Header.Set("Authorization", "Bearer "+c.token)
 			rec := httptest.NewRecorder()
-			s.handler.ServeHTTP(rec, req)
-			got := reply{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}
-			wantStatus(t, got, c.status)
-			mentions(t, got, c.mention)
+			s.Handler.ServeHTTP(rec, req)
+			got := apptest.Reply{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+			apptest.WantStatus(t, got, c.status)
+			apptest.Mentions(t, got, c.mention)
 			if body.read > c.maxRead {
 				t.Fatalf("the server read %d bytes of the body, want at most %d", body.read, c.maxRead)
 			}
 		})
 	}
-	if ops := s.call(t, "GET", "/api/v1/operations?kind=restore", root, nil).json(t)["operations"].([]any); len(ops) != 0 {
+	if ops := s.Call(t, "GET", "/api/v1/operations?kind=restore", root, nil).JSON(t)["operations"].([]any); len(ops) != 0 {
 		t.Fatalf("a refused restore started %d operations", len(ops))
 	}
 }

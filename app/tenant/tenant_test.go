@@ -13,13 +13,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"nimbus/app/access"
+	"nimbus/app/objstore/s3test"
 	"nimbus/app/problem"
 	"nimbus/app/tenant"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) { dbtest.Main(s3test.Around(m)) }
 
 var admin = access.Principal{Email: "root@example.com", ProviderAdmin: true}
 

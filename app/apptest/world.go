@@ -1,0 +1,226 @@
+package apptest
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"nimbus/app/access"
+	"nimbus/app/approval"
+	"nimbus/app/audit"
+	"nimbus/app/auth"
+	"nimbus/app/component"
+	"nimbus/app/deploy"
+	"nimbus/app/environment"
+	"nimbus/app/governance"
+	"nimbus/app/ipam"
+	"nimbus/app/landingzone"
+	"nimbus/app/resolver"
+	"nimbus/app/secrets"
+	"nimbus/app/tenant"
+	"nimbus/app/user"
+	"nimbus/db/dbgen"
+	"nimbus/db/dbtest"
+)
+
+// World is two tenants with people of each role, used to check every data-access method
+// against the actors it must refuse and those it must serve. Fixtures beyond the people and
+// two components are built on first use (see Fixture), so a case pays only for what it uses.
+// Sites build on it too.
+type World struct {
+	Pool                   *pgxpool.Pool
+	Tenants                *tenant.Service
+	Users                  *user.Service
+	Audit                  *audit.Service
+	Auth                   *auth.Service
+	Components             *component.Service
+	Envs                   *environment.Service
+	Deploys                *deploy.Service // queues jobs and works none
+	Zones                  *landingzone.Service
+	Lifecycle              *environment.Lifecycle
+	Governance             *governance.Service
+	Ipam                   *ipam.Service
+	Resolvers              *resolver.Service
+	Approvals              *approval.Service
+	Keys                   *secrets.Keyring // seals the deployments' secrets and stack passphrases
+	A, B                   tenant.Tenant
+	Shared, OfA            component.Component // provider-level, and tenant A's
+	Admin                  access.Principal    // provider admin
+	AdminA, UserA, ReaderA access.Principal
+	AdminB                 access.Principal
+	fixtures               map[string]any
+}
+
+// NewWorld builds a world on a new database: the provider admin (root@example.com, password
+// "correct horse battery"), tenants A and B, A's admin, user and reader and B's admin (each
+// with the password "long enough password"), the shared machine component published, and A's
+// own machine as a draft. Its services queue jobs and work none.
+func NewWorld(t testing.TB) *World {
+	t.Helper()
+	ctx := context.Background()
+	pool := dbtest.Pool(t)
+	keys, jobs := testKeys(t), insertOnly(t, pool)
+	deploys := deploy.NewService(pool, keys, jobs, nil, nil)
+	lifecycle := environment.NewLifecycle(pool, deploys, jobs)
+	w := &World{
+		Pool: pool, Tenants: tenant.NewService(pool), Users: user.NewService(pool),
+		Audit: audit.NewService(pool), Auth: auth.NewService(pool, discardLog(), time.Hour),
+		Components: component.NewService(pool, yamlOnly{}, jobs),
+		Envs:       environment.NewService(pool),
+		Deploys:    deploys,
+		Zones:      landingzone.NewService(pool, lifecycle),
+		Lifecycle:  lifecycle,
+		Governance: governance.NewService(pool),
+		Ipam:       ipam.NewService(pool),
+		Resolvers:  resolver.NewService(pool),
+		Approvals:  approval.NewService(pool, jobs),
+		Keys:       keys,
+		fixtures:   map[string]any{},
+	}
+	if _, err := user.Bootstrap(ctx, pool, "root@example.com", "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	w.Admin = w.Principal(t, "root@example.com")
+	var err error
+	if w.A, err = w.Tenants.Create(ctx, w.Admin, "Tenant A"); err != nil {
+		t.Fatal(err)
+	}
+	if w.B, err = w.Tenants.Create(ctx, w.Admin, "Tenant B"); err != nil {
+		t.Fatal(err)
+	}
+	w.AdminA = w.Member(t, "admin-a@example.com", w.A.ID, access.TenantAdmin)
+	w.UserA = w.Member(t, "user-a@example.com", w.A.ID, access.User)
+	w.ReaderA = w.Member(t, "reader-a@example.com", w.A.ID, access.ReadOnly)
+	w.AdminB = w.Member(t, "admin-b@example.com", w.B.ID, access.TenantAdmin)
+	if w.Shared, err = w.Components.Create(ctx, w.Admin, Machine(t, "shared-machine", nil)); err != nil {
+		t.Fatal(err)
+	}
+	// Tenants see provider-level components once published.
+	if _, err = w.Components.Publish(ctx, w.Admin, w.Shared.ID, w.Shared.Revision, "first"); err != nil {
+		t.Fatal(err)
+	}
+	if w.OfA, err = w.Components.Create(ctx, w.AdminA, Machine(t, "a-machine", &w.A.ID)); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// yamlOnly is an engine that runs YAML programs and knows no provider, so publishing needs no
+// check: the service tests are about who may do what.
+type yamlOnly struct{}
+
+func (yamlOnly) LanguageHosts() map[string]bool { return map[string]bool{"yaml": true} }
+func (yamlOnly) HasProvider(string) bool        { return false }
+
+// insertOnly is a job client that queues jobs and works none, for tests of the services alone.
+func insertOnly(t testing.TB, pool *pgxpool.Pool) *river.Client[pgx.Tx] {
+	t.Helper()
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: discardLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+// Machine is the simulated-cloud machine component from the component package's test data.
+func Machine(t testing.TB, name string, tenantID *uuid.UUID) component.New {
+	t.Helper()
+	read := func(f string) []byte {
+		b, err := os.ReadFile("../component/testdata/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	return component.New{
+		Draft: component.Draft{Name: name, Language: "yaml", Code: string(read("machine.yaml")),
+			InputSchema: read("machine.inputs.json"), OutputSchema: read("machine.outputs.json")},
+		TenantID: tenantID, Provider: "simcloud", SemanticType: "VirtualMachine",
+	}
+}
+
+// Member creates a user with email and gives them role in the tenant.
+func (w *World) Member(t testing.TB, email string, tenantID uuid.UUID, role access.Role) access.Principal {
+	t.Helper()
+	ctx := context.Background()
+	u, err := w.Users.Create(ctx, w.Admin, user.NewUser{Email: email, Password: "long enough password"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Tenants.SetMember(ctx, w.Admin, tenantID, u.ID, role); err != nil {
+		t.Fatal(err)
+	}
+	return w.Principal(t, email)
+}
+
+// Principal is the user with email as the services see them: their roles in each tenant.
+func (w *World) Principal(t testing.TB, email string) access.Principal {
+	t.Helper()
+	return PrincipalOf(t, w.Pool, email)
+}
+
+// PrincipalOf is the user with email, in the database of pool, as the services see them.
+func PrincipalOf(t testing.TB, pool *pgxpool.Pool, email string) access.Principal {
+	t.Helper()
+	q := dbgen.New(pool)
+	u, err := q.GetUserByEmail(context.Background(), email)
+	if err != nil {
+		t.Fatalf("find %s: %v", email, err)
+	}
+	p, err := auth.Principal(context.Background(), q, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TokenOf is the secret of a new API token of p, in the database of pool, to call the API as p.
+func TokenOf(t testing.TB, pool *pgxpool.Pool, p access.Principal) string {
+	t.Helper()
+	tok, err := auth.NewService(pool, discardLog(), time.Hour).CreateToken(context.Background(), p, "test", 0)
+	if err != nil {
+		t.Fatalf("token of %s: %v", p.Email, err)
+	}
+	return tok.Secret
+}
+
+// Fixture returns what build makes, building it the first time a case of this world asks for
+// it by name: every later call, by the same case, gets the same thing.
+func Fixture[T any](w *World, name string, build func() T) T {
+	if v, ok := w.fixtures[name]; ok {
+		return v.(T)
+	}
+	v := build()
+	w.fixtures[name] = v
+	return v
+}
+
+// Must fails the test at once when err is not nil.
+func Must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TokenA is an API token of A's admin.
+func (w *World) TokenA(t *testing.T) auth.NewToken {
+	return Fixture(w, "tokenA", func() auth.NewToken {
+		tok, err := w.Auth.CreateToken(context.Background(), w.AdminA, "a's token", 0)
+		Must(t, err)
+		return tok
+	})
+}
+
+// InTx runs f in a transaction on the world's database, committed when f returns no error: the
+// cases of methods that work in their caller's transaction call them in it.
+func (w *World) InTx(f func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(context.Background(), w.Pool, f)
+}
