@@ -52,6 +52,20 @@ func Tx(ctx context.Context, pool *pgxpool.Pool, fn func(q *dbgen.Queries) error
 	})
 }
 
+// lazyBegin begins a transaction whose commit does not wait for the disk, in one round trip.
+const lazyBegin = "BEGIN; SET LOCAL synchronous_commit TO off"
+
+// LazyTx is Tx for writes that a crash may lose without harm because whatever depends on them
+// outside the database waits for a later commit: its commit returns as soon as the
+// transaction is seen by everyone, before its record reaches the disk. A crash of the database
+// may then lose it, but only together with every transaction committed after it, since the
+// log is written in order: the next commit that waits (any Tx) makes it durable too.
+func LazyTx(ctx context.Context, pool *pgxpool.Pool, fn func(q *dbgen.Queries) error) error {
+	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{BeginQuery: lazyBegin}, func(tx pgx.Tx) error {
+		return fn(dbgen.New(tx))
+	})
+}
+
 // Unavailable reports whether err says the database could not be reached or went away (it is
 // down, restarting or recovering), rather than that it refused what was asked.
 func Unavailable(err error) bool {
