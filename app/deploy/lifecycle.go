@@ -269,10 +269,12 @@ type checkpoints struct {
 	operation uuid.UUID
 }
 
-// Load creates the missing step rows and returns every step's checkpoint in order.
+// Load creates the missing step rows and returns every step's checkpoint in order. The rows it
+// creates are pending steps, which the next Load makes again when a crash loses them: their
+// commit does not wait for the disk.
 func (c checkpoints) Load(ctx context.Context, names []string) ([]saga.State, error) {
 	var rows []dbgen.OperationStep
-	err := db.Tx(ctx, c.pool, func(q *dbgen.Queries) error {
+	err := db.LazyTx(ctx, c.pool, func(q *dbgen.Queries) error {
 		for i, n := range names {
 			if err := q.EnsureOperationStep(ctx, dbgen.EnsureOperationStepParams{OperationID: c.operation, Position: int32(i), Name: n}); err != nil {
 				return err
@@ -297,18 +299,27 @@ func (c checkpoints) Load(ctx context.Context, names []string) ([]saga.State, er
 	return out, nil
 }
 
-// Mark records one move of one step.
-func (c checkpoints) Mark(ctx context.Context, name string, status saga.Status, result json.RawMessage, errMsg string) error {
-	n, err := dbgen.New(c.pool).MarkOperationStep(ctx, dbgen.MarkOperationStepParams{
-		OperationID: c.operation, Name: name, Status: string(status), Result: result, Error: errMsg,
+// Mark records moves of steps in one transaction, such as a step's end and the next one's
+// start; a Lazy one commits without waiting for the disk (see saga.Lazy).
+func (c checkpoints) Mark(ctx context.Context, commit saga.Commit, moves ...saga.Move) error {
+	tx := db.Tx
+	if commit == saga.Lazy {
+		tx = db.LazyTx
+	}
+	return tx(ctx, c.pool, func(q *dbgen.Queries) error {
+		for _, m := range moves {
+			n, err := q.MarkOperationStep(ctx, dbgen.MarkOperationStepParams{
+				OperationID: c.operation, Name: m.Step, Status: string(m.Status), Result: m.Result, Error: m.Error,
+			})
+			if err != nil {
+				return fmt.Errorf("mark step %s %s: %w", m.Step, m.Status, err)
+			}
+			if n != 1 {
+				return fmt.Errorf("mark step %s %s: no such step of operation %s", m.Step, m.Status, c.operation)
+			}
+		}
+		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("mark step %s %s: %w", name, status, err)
-	}
-	if n != 1 {
-		return fmt.Errorf("mark step %s %s: no such step of operation %s", name, status, c.operation)
-	}
-	return nil
 }
 
 // land records what an operation left its deployment with: its inputs, its status and its

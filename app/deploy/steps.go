@@ -34,11 +34,17 @@ const (
 
 // steps lists the steps of the run's operation, top to bottom; a step's Undo reverses it when a
 // later step fails for good. A new kind of operation starts here.
+//
+// The steps that change nothing outside the database but what a preview writes begin without
+// waiting for the disk (saga.Step.LazyStart): none needs to know it was interrupted, and what
+// resolve hands out, the only thing undone, are rows of the database. The engine's changes (up,
+// destroy, refresh) and the drift check begin once their start, and every checkpoint before
+// it, is durable: an up found interrupted refreshes first, and a failure undoes it.
 func (r *run) steps() []saga.Step {
-	resolve := saga.Step{Name: StepResolve, Do: r.resolve, Undo: r.unresolve}
-	govern := saga.Step{Name: StepGovern, Do: r.govern}
-	preview := saga.Step{Name: StepPreview, Do: r.preview}
-	approve := saga.Step{Name: StepApprove, Do: r.approve}
+	resolve := saga.Step{Name: StepResolve, Do: r.resolve, Undo: r.unresolve, LazyStart: true}
+	govern := saga.Step{Name: StepGovern, Do: r.govern, LazyStart: true}
+	preview := saga.Step{Name: StepPreview, Do: r.preview, LazyStart: true}
+	approve := saga.Step{Name: StepApprove, Do: r.approve, LazyStart: true}
 	switch Kind(r.op.Kind) {
 	case KindPreview:
 		return []saga.Step{resolve, govern, preview}
@@ -46,12 +52,12 @@ func (r *run) steps() []saga.Step {
 		// Nothing existed before: undoing it is destroying what it made.
 		return []saga.Step{resolve, govern, preview, approve,
 			{Name: StepUp, Do: r.up, Undo: r.destroyMade},
-			{Name: StepRecord, Do: r.recordDeployed}}
+			{Name: StepRecord, Do: r.recordDeployed, LazyStart: true}}
 	case KindUpdate, KindUpgrade:
 		// The deployment worked before: undoing is going back to how it was.
 		return []saga.Step{resolve, govern, preview, approve,
 			{Name: StepUp, Do: r.up, Undo: r.rollBack},
-			{Name: StepRecord, Do: r.recordDeployed}}
+			{Name: StepRecord, Do: r.recordDeployed, LazyStart: true}}
 	case KindRefresh:
 		return []saga.Step{{Name: StepRefresh, Do: r.refresh}}
 	case KindDriftCheck:
@@ -59,9 +65,9 @@ func (r *run) steps() []saga.Step {
 		return []saga.Step{{Name: StepDrift, Do: r.checkDrift}}
 	case KindDestroy:
 		// The preview shows its approvers what it would delete.
-		return []saga.Step{{Name: StepPreview, Do: r.previewDestroy}, approve,
+		return []saga.Step{{Name: StepPreview, Do: r.previewDestroy, LazyStart: true}, approve,
 			{Name: StepDestroy, Do: r.destroy},
-			{Name: StepRecord, Do: r.recordDestroyed}}
+			{Name: StepRecord, Do: r.recordDestroyed, LazyStart: true}}
 	}
 	return nil
 }

@@ -6,6 +6,10 @@
 // happened — is undone in reverse order, each undo checkpointed too, and the run ends with the
 // first error kept. A run that crashed while undoing resumes the undoing.
 //
+// A step's end and the next step's start are written together. A step runs once its start is
+// durable, and so every checkpoint before it; one whose start a later run need not know of
+// (Step.LazyStart) runs at once, without waiting for the disk.
+//
 // The checkpoints live where the caller keeps them (a Store); deploy keeps an operation's in
 // operation_steps.
 package saga
@@ -24,6 +28,13 @@ type Step struct {
 	Do func(ctx context.Context, run *Run) (json.RawMessage, error)
 	// Undo reverses Do's effects; nil for a step without effects.
 	Undo func(ctx context.Context, run *Run) error
+	// LazyStart says a later run need not know that the step began: Do never asks Interrupted,
+	// and what Undo reverses are rows of the store's own database written after the start,
+	// which a crash that loses the start loses too. Its start, with the end of the step before
+	// it, is then written Lazy and Do runs at once. A step that must be told it was interrupted,
+	// or whose effects outside the database must be undone (an engine's up), leaves it false:
+	// Do runs only once its start, and so every checkpoint before it, is durable.
+	LazyStart bool
 }
 
 // Status is where a step stands.
@@ -48,13 +59,36 @@ type State struct {
 	Error  string
 }
 
+// Move is one step's new checkpoint: its status with its error, and its result (nil keeps the
+// recorded one).
+type Move struct {
+	Step   string
+	Status Status
+	Result json.RawMessage
+	Error  string
+}
+
+// Commit says when a Store's write may return.
+type Commit int
+
+const (
+	// Durable returns once the write survives a crash of the store.
+	Durable Commit = iota
+	// Lazy returns once the write is seen by every reader, perhaps before it reaches the
+	// disk. A crash of the store may lose it, but only with every write after it: the store
+	// keeps its writes in order, so the next Durable write makes it durable too. A lost write
+	// leaves the checkpoints as they were before it, as if the run had stopped there.
+	Lazy
+)
+
 // Store keeps the checkpoints. Each method is one transaction.
 type Store interface {
 	// Load returns the checkpoints of the operation's steps, creating pending ones for names
-	// not yet recorded, in the given order.
+	// not yet recorded, in the given order. It may create them Lazy: a lost pending step is
+	// created again by the next Load.
 	Load(ctx context.Context, names []string) ([]State, error)
-	// Mark records a step's new status with its error; a nil result keeps the recorded one.
-	Mark(ctx context.Context, name string, status Status, result json.RawMessage, errMsg string) error
+	// Mark records moves, in order, all or none.
+	Mark(ctx context.Context, commit Commit, moves ...Move) error
 }
 
 // Run is one execution of a step list; steps read earlier steps' results from it.
@@ -156,20 +190,28 @@ func Execute(ctx context.Context, store Store, steps []Step, lastAttempt bool) e
 			return compensate(ctx, store, steps, states, run, &Failure{Step: st.Name, Err: errors.New(firstError(states))})
 		}
 	}
+	// The end of the step that ran last, written with the start of the next: a crash between
+	// the two leaves that step running, to be run again.
+	var ended []Move
 	for i, step := range steps {
 		if states[i].Status == Done {
 			continue
 		}
 		run.interrupted[step.Name] = states[i].Status == Running
-		if err := store.Mark(ctx, step.Name, Running, nil, ""); err != nil {
+		commit := Durable
+		if step.LazyStart {
+			commit = Lazy
+		}
+		if err := store.Mark(ctx, commit, append(ended, Move{Step: step.Name, Status: Running})...); err != nil {
 			return Transient(fmt.Errorf("checkpoint %s: %w", step.Name, err))
 		}
+		ended = nil
 		states[i].Status = Running
 		result, err := step.Do(ctx, run)
 		if errors.Is(err, ErrParked) {
 			// Before looking at ctx: a parked operation's lease is gone, which may have
 			// cancelled the run since.
-			if markErr := store.Mark(context.WithoutCancel(ctx), step.Name, Pending, nil, ""); markErr != nil {
+			if markErr := store.Mark(context.WithoutCancel(ctx), Durable, Move{Step: step.Name, Status: Pending}); markErr != nil {
 				return Transient(fmt.Errorf("checkpoint %s: %w", step.Name, markErr))
 			}
 			return err
@@ -181,7 +223,7 @@ func Execute(ctx context.Context, store Store, steps []Step, lastAttempt bool) e
 			if IsTransient(err) && !lastAttempt && ctx.Err() == nil {
 				return err
 			}
-			if markErr := store.Mark(context.WithoutCancel(ctx), step.Name, Failed, nil, err.Error()); markErr != nil {
+			if markErr := store.Mark(context.WithoutCancel(ctx), Durable, Move{Step: step.Name, Status: Failed, Error: err.Error()}); markErr != nil {
 				return Transient(fmt.Errorf("checkpoint %s: %w", step.Name, markErr))
 			}
 			states[i].Status, states[i].Error = Failed, err.Error()
@@ -194,11 +236,14 @@ func Execute(ctx context.Context, store Store, steps []Step, lastAttempt bool) e
 		if result == nil {
 			result = json.RawMessage("null")
 		}
-		if err := store.Mark(ctx, step.Name, Done, result, ""); err != nil {
-			return Transient(fmt.Errorf("checkpoint %s: %w", step.Name, err))
-		}
+		ended = []Move{{Step: step.Name, Status: Done, Result: result}}
 		states[i].Status = Done
 		run.results[step.Name] = result
+	}
+	if ended != nil {
+		if err := store.Mark(ctx, Durable, ended...); err != nil {
+			return Transient(fmt.Errorf("checkpoint %s: %w", ended[0].Step, err))
+		}
 	}
 	return nil
 }
@@ -234,18 +279,18 @@ func compensate(ctx context.Context, store Store, steps []Step, states []State, 
 		if step.Undo == nil {
 			continue
 		}
-		if err := store.Mark(ctx, step.Name, Undoing, nil, st.Error); err != nil {
+		if err := store.Mark(ctx, Durable, Move{Step: step.Name, Status: Undoing, Error: st.Error}); err != nil {
 			return Transient(fmt.Errorf("checkpoint undo %s: %w", step.Name, err))
 		}
 		if err := step.Undo(ctx, run); err != nil {
 			f.Compensated = false
 			f.UndoErrs = append(f.UndoErrs, fmt.Errorf("undo %s: %w", step.Name, err))
-			if markErr := store.Mark(ctx, step.Name, UndoFailed, nil, err.Error()); markErr != nil {
+			if markErr := store.Mark(ctx, Durable, Move{Step: step.Name, Status: UndoFailed, Error: err.Error()}); markErr != nil {
 				return Transient(fmt.Errorf("checkpoint undo %s: %w", step.Name, markErr))
 			}
 			continue
 		}
-		if err := store.Mark(ctx, step.Name, Undone, nil, st.Error); err != nil {
+		if err := store.Mark(ctx, Durable, Move{Step: step.Name, Status: Undone, Error: st.Error}); err != nil {
 			return Transient(fmt.Errorf("checkpoint undo %s: %w", step.Name, err))
 		}
 	}

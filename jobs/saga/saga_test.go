@@ -5,27 +5,44 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
-// memStore keeps checkpoints in memory and records every transition.
+// memStore keeps checkpoints in memory, as a database would on a disk: a Lazy write is seen at
+// once but reaches the disk only with the next Durable one, so a crash of the store loses the
+// Lazy writes since. Rows other than checkpoints (what a step hands out) are kept the same way.
 type memStore struct {
 	states  map[string]*State
 	order   []string
-	history []string
-	failOn  string // "step:status" whose Mark fails once, as a lost database would
+	rows    map[string]bool
+	history []string // every Mark, its moves joined by "+", then " lazy" when it was
+	failOn  string   // "step:status" whose Mark fails once, as a lost database would
+
+	durable     map[string]State // what survives a crash: the states and rows at the last Durable write
+	durableRows map[string]bool
+	crashAfter  int  // crash once this many Marks were made (0: never)
+	down        bool // crashed: every call fails until restart
 }
 
-func newMemStore() *memStore { return &memStore{states: map[string]*State{}} }
+func newMemStore() *memStore {
+	return &memStore{states: map[string]*State{}, rows: map[string]bool{}, durable: map[string]State{}, durableRows: map[string]bool{}}
+}
+
+var errDown = errors.New("connection lost")
 
 func (m *memStore) Load(_ context.Context, names []string) ([]State, error) {
+	if m.down {
+		return nil, errDown
+	}
 	out := make([]State, len(names))
 	for i, n := range names {
 		if m.states[n] == nil {
-			m.states[n] = &State{Name: n, Status: Pending}
+			m.states[n] = &State{Name: n, Status: Pending} // lazily: a crash loses it, and the next Load makes it again
 			m.order = append(m.order, n)
 		}
 		out[i] = *m.states[n]
@@ -33,19 +50,72 @@ func (m *memStore) Load(_ context.Context, names []string) ([]State, error) {
 	return out, nil
 }
 
-func (m *memStore) Mark(_ context.Context, name string, status Status, result json.RawMessage, errMsg string) error {
-	if m.failOn == name+":"+string(status) {
-		m.failOn = ""
-		return errors.New("connection lost")
+func (m *memStore) Mark(_ context.Context, commit Commit, moves ...Move) error {
+	if m.down {
+		return errDown
 	}
-	st := m.states[name]
-	st.Status, st.Error = status, errMsg
-	if result != nil {
-		st.Result = result
+	var names []string
+	for _, mv := range moves {
+		if m.failOn == mv.Step+":"+string(mv.Status) {
+			m.failOn = ""
+			return errDown // the whole write fails: all or none
+		}
+		names = append(names, mv.Step+":"+string(mv.Status))
 	}
-	m.history = append(m.history, name+":"+string(status))
+	for _, mv := range moves {
+		st := m.states[mv.Step]
+		st.Status, st.Error = mv.Status, mv.Error
+		if mv.Result != nil {
+			st.Result = mv.Result
+		}
+	}
+	entry := strings.Join(names, "+")
+	if commit == Lazy {
+		entry += " lazy"
+	} else {
+		m.flush()
+	}
+	m.history = append(m.history, entry)
+	if m.crashAfter > 0 && len(m.history) == m.crashAfter {
+		m.crash()
+	}
 	return nil
 }
+
+// put writes a row in its own Durable transaction, as a step's own writes are.
+func (m *memStore) put(row string, present bool) error {
+	if m.down {
+		return errDown
+	}
+	if present {
+		m.rows[row] = true
+	} else {
+		delete(m.rows, row)
+	}
+	m.flush()
+	return nil
+}
+
+// flush makes everything written so far survive a crash.
+func (m *memStore) flush() {
+	m.durable = map[string]State{}
+	for n, st := range m.states {
+		m.durable[n] = *st
+	}
+	m.durableRows = maps.Clone(m.rows)
+}
+
+// crash loses what has not reached the disk, and leaves the store down until restart.
+func (m *memStore) crash() {
+	m.states = map[string]*State{}
+	for n, st := range m.durable {
+		m.states[n] = &st
+	}
+	m.rows = maps.Clone(m.durableRows)
+	m.down = true
+}
+
+func (m *memStore) restart() { m.down = false }
 
 // world is a fake system the steps act on: which effects exist now.
 type world struct {
@@ -324,5 +394,142 @@ func TestExecute_ParkedStepWaitsAndResumesWhereItStopped(t *testing.T) {
 	}
 	if len(w.interrupted) != 0 {
 		t.Fatalf("interrupted %v: a parked run stopped between steps, in none of them", w.interrupted)
+	}
+}
+
+// lazySteps are the steps of a deploy as they begin: every one but the up without waiting for
+// the disk. What resolve hands out and what record writes are rows of the store's database, each
+// written Durable by the step itself; the up's machine is outside it. Each Do checks that it
+// runs only once its start is as durable as it needs.
+func lazySteps(t *testing.T, w *world, store *memStore, failing map[string]error) []Step {
+	row := func(name string) Step {
+		return Step{Name: name, LazyStart: true, Do: func(context.Context, *Run) (json.RawMessage, error) {
+			w.calls = append(w.calls, "do "+name)
+			if err := failing[name]; err != nil {
+				return nil, err // its transaction rolled back
+			}
+			if err := store.put(name, true); err != nil {
+				return nil, Transient(err)
+			}
+			return nil, nil
+		}}
+	}
+	pure := func(name string) Step {
+		return Step{Name: name, LazyStart: true, Do: func(context.Context, *Run) (json.RawMessage, error) {
+			w.calls = append(w.calls, "do "+name)
+			return json.RawMessage(`"` + name + ` result"`), failing[name]
+		}}
+	}
+	resolve := row("resolve")
+	resolve.Undo = func(context.Context, *Run) error {
+		w.calls = append(w.calls, "undo resolve")
+		return store.put("resolve", false)
+	}
+	up := Step{Name: "up",
+		Do: func(_ context.Context, r *Run) (json.RawMessage, error) {
+			w.calls = append(w.calls, "do up")
+			if r.Interrupted("up") {
+				w.interrupted = append(w.interrupted, "up")
+			}
+			for _, before := range []string{"resolve", "govern", "preview"} {
+				if got := store.durable[before].Status; got != Done {
+					t.Errorf("up ran with %s %s on disk, want done", before, got)
+				}
+			}
+			if got := store.durable["up"].Status; got != Running {
+				t.Errorf("up ran with its start %s on disk, want running", got)
+			}
+			w.effects["up"] = true
+			return json.RawMessage(`"up result"`), failing["up"]
+		},
+		Undo: func(context.Context, *Run) error {
+			w.calls = append(w.calls, "undo up")
+			delete(w.effects, "up")
+			return nil
+		}}
+	return []Step{resolve, pure("govern"), pure("preview"), up, row("record")}
+}
+
+func TestExecute_WritesAStepsEndWithTheNextOnesStart(t *testing.T) {
+	w := &world{effects: map[string]bool{}}
+	store := newMemStore()
+	if err := Execute(context.Background(), store, lazySteps(t, w, store, nil), false); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"resolve:running lazy",
+		"resolve:done+govern:running lazy",
+		"govern:done+preview:running lazy",
+		"preview:done+up:running", // the up waits for the disk, and so for everything before it
+		"up:done+record:running lazy",
+		"record:done", // the end of the run is durable
+	}
+	if !reflect.DeepEqual(store.history, want) {
+		t.Fatalf("writes\n%s\nwant\n%s", strings.Join(store.history, "\n"), strings.Join(want, "\n"))
+	}
+	if string(store.states["preview"].Result) != `"preview result"` || string(store.states["up"].Result) != `"up result"` {
+		t.Fatalf("results: preview %s, up %s", store.states["preview"].Result, store.states["up"].Result)
+	}
+}
+
+// A crash of the store after any write loses the Lazy writes since the last Durable one. The
+// run, resumed, ends as a run without a crash does: every step done, or everything undone; an
+// up run again is told it was interrupted, and no step ran before its start was as durable as
+// it needs (lazySteps checks that).
+func TestExecute_StoreCrashAfterAnyWriteResumes(t *testing.T) {
+	cases := []struct {
+		name      string
+		failing   map[string]error
+		writes    int // in a run without a crash
+		wantRows  []string
+		wantUp    bool
+		wantFails bool
+	}{
+		{"succeeds", nil, 6, []string{"record", "resolve"}, true, false},
+		{"record fails", map[string]error{"record": errors.New("boom")}, 10, nil, false, true},
+	}
+	for _, c := range cases {
+		for at := 1; at <= c.writes; at++ {
+			t.Run(fmt.Sprintf("%s/crash after write %d", c.name, at), func(t *testing.T) {
+				w := &world{effects: map[string]bool{}}
+				store := newMemStore()
+				store.crashAfter = at
+				err := Execute(context.Background(), store, lazySteps(t, w, store, c.failing), false)
+				if err != nil && !IsTransient(err) {
+					var f *Failure
+					if !errors.As(err, &f) || !c.wantFails {
+						t.Fatalf("first run: %v", err)
+					}
+				}
+				crashed := slices.Clone(store.history)
+				store.restart()
+				err = Execute(context.Background(), store, lazySteps(t, w, store, c.failing), false)
+				var f *Failure
+				switch {
+				case c.wantFails && (!errors.As(err, &f) || !f.Compensated):
+					t.Fatalf("resumed run: %v, want a compensated failure", err)
+				case !c.wantFails && err != nil:
+					t.Fatalf("resumed run: %v", err)
+				}
+				if got := slices.Sorted(maps.Keys(store.rows)); !slices.Equal(got, c.wantRows) {
+					t.Errorf("rows %v, want %v", got, c.wantRows)
+				}
+				if w.effects["up"] != c.wantUp {
+					t.Errorf("machine made: %v, want %v", w.effects["up"], c.wantUp)
+				}
+				ups := 0
+				for _, call := range w.calls {
+					if call == "do up" {
+						ups++
+					}
+				}
+				if ups > 0 && len(w.interrupted) != ups-1 {
+					t.Errorf("up ran %d times, told it was interrupted %d times: want every run after the first told", ups, len(w.interrupted))
+				}
+				if t.Failed() {
+					t.Logf("writes before the crash: %s\ncalls: %s", strings.Join(crashed, ", "), strings.Join(w.calls, ", "))
+				}
+			})
+		}
 	}
 }
