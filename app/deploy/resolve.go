@@ -66,15 +66,22 @@ func (w *Worker) resolve(ctx context.Context, dep dbgen.GetDeploymentRow, op dbg
 		}
 		// A secret made for the deployment before is kept: making a new one is a rotation.
 		var ask []resolver.Binding
+		kept := false
 		for _, b := range resolver.Active(bindings, configured) {
 			rotate := slices.Contains(op.Rotate, b.Input)
 			if resolver.Secret(b.Type) && !rotate && (secrets[b.Input] != nil || held[b.Input] != nil) {
 				if secrets[b.Input] == nil {
-					secrets[b.Input] = held[b.Input]
+					secrets[b.Input], kept = held[b.Input], true
 				}
 				continue
 			}
 			ask = append(ask, b)
+		}
+		if len(ask) == 0 && !kept {
+			// Nothing to hand out and nothing kept: the parameters stay as they are, with no
+			// write to wait for (no resolver configured where the deployment lives, say).
+			values = map[string]any{}
+			return nil
 		}
 		d := resolver.Deployment{ID: dep.ID, Name: dep.Name, Tenant: rc.TenantName, Environment: rc.EnvironmentName,
 			EnvID: dep.EnvironmentID, Component: rc.ComponentName, SemanticType: strings.ToLower(rc.SemanticType), Provider: rc.Provider}

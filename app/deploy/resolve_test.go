@@ -77,3 +77,50 @@ func TestResolve_RunTwiceHandsOutOnceAndUndoGivesBack(t *testing.T) {
 		t.Fatalf("allocations after the undo: %v", allocations)
 	}
 }
+
+// Where no resolver is configured the step hands nothing out and leaves the operation's
+// parameters as the request wrote them: no write, so no commit to wait for.
+func TestResolve_NothingToHandOutWritesNothing(t *testing.T) {
+	pool := dbtest.Pool(t)
+	ctx := context.Background()
+	d := dbtest.NewDeployment(t, pool)
+	q := dbgen.New(pool)
+	if _, err := pool.Exec(ctx, `UPDATE component_versions SET input_schema = $2, resolver_bindings = $3 WHERE component_id = $1`,
+		d.ComponentID, `{"type": "object", "properties": {"ip_address": {"type": "string"}, "cores": {"type": "integer"}}}`,
+		`{"ip_address": "ipam"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE operations SET target_version = 1, parameters = '{"cores": 2}' WHERE id = $1`, d.OperationID); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := secrets.Load(t.TempDir(), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewWorker(pool, nil, keys, nil, slog.New(slog.DiscardHandler), 0)
+	dep, err := q.GetDeployment(ctx, d.DeploymentID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := q.GetOperation(ctx, d.OperationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := func() (v string) {
+		if err := pool.QueryRow(ctx, `SELECT xmin::text FROM operations WHERE id = $1`, op.ID).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := version()
+	got, err := w.resolve(ctx, dep, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != "{}" {
+		t.Fatalf("result %s, want nothing handed out", got)
+	}
+	if after := version(); after != before {
+		t.Fatalf("the operation was written again (row version %s, then %s)", before, after)
+	}
+}
