@@ -144,13 +144,17 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error 
 // operation, and says errNoPlace when it has none. Then the operation waits queued: one found
 // running whose worker died goes back to the queue, where it waits for its job like any other
 // rather than showing running, and the reaper leaves it there.
+//
+// The claim does not wait for the disk (db.LazyTx). A crash of the database that loses it loses
+// every checkpoint after it too, and nothing the run does before a durable commit needs the
+// lease held for good: a step that takes the stack's lock begins once its start is durable
+// (see steps), and a run whose lease is gone learns it at its next heartbeat.
 func (w *Worker) take(ctx context.Context, op dbgen.Operation, lease uuid.UUID) (dbgen.Operation, error) {
 	var (
 		taken dbgen.Operation
 		room  bool
 	)
-	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+	err := db.LazyTx(ctx, w.pool, func(q *dbgen.Queries) error {
 		tenant, err := q.DeploymentTenant(ctx, op.DeploymentID)
 		if err != nil {
 			return err
@@ -213,7 +217,10 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, lease uuid.UUID, r
 		return ran{err: &saga.Failure{Step: "start", Err: fmt.Errorf("operations of kind %s are not supported", op.Kind), Compensated: true}}
 	}
 	if status := Kind(op.Kind).running(); status != "" {
-		if err := moveDeployment(ctx, dbgen.New(w.pool), r.dep.ID, status); err != nil {
+		// Without waiting for the disk, as the claim: the first step that needs it durable
+		// makes it so.
+		err := db.LazyTx(ctx, w.pool, func(q *dbgen.Queries) error { return moveDeployment(ctx, q, r.dep.ID, status) })
+		if err != nil {
 			return ran{err: saga.Transient(err)}
 		}
 	}
