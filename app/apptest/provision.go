@@ -10,6 +10,7 @@ import (
 
 	"nimbus/app/component"
 	"nimbus/app/provision"
+	"nimbus/app/tenant"
 )
 
 // Provisions is the world's provisioning service; no worker deploys its factories.
@@ -47,7 +48,7 @@ func (w *World) FactoryZone(t *testing.T) uuid.UUID {
 // TenantNamespace provisions tenant A on the factory zone.
 func (w *World) TenantNamespace(t *testing.T) uuid.UUID {
 	return Fixture(w, "tenantNamespace", func() uuid.UUID {
-		n, err := w.Provisions(t).Provision(context.Background(), w.Admin, w.A.ID, provision.Request{LandingZoneID: w.FactoryZone(t), Tier: "small"})
+		n, err := w.Provisions(t).Provision(context.Background(), w.Admin, w.A.ID, tenant.NamespaceRequest{LandingZoneID: w.FactoryZone(t), Tier: "small"})
 		Must(t, err)
 		return n.ID
 	})

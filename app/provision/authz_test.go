@@ -11,7 +11,7 @@ import (
 	"nimbus/app/apptest"
 	"nimbus/app/component"
 	"nimbus/app/problem"
-	"nimbus/app/provision"
+	"nimbus/app/tenant"
 )
 
 var provisionCases = map[string]apptest.AuthzCase{
@@ -60,7 +60,7 @@ var provisionCases = map[string]apptest.AuthzCase{
 		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrForbidden}, {Who: apptest.UserA, Want: problem.ErrForbidden}},
 		Served:  []apptest.Actor{apptest.ProviderAdmin},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			_, err := w.Provisions(t).Provision(context.Background(), p, w.A.ID, provision.Request{LandingZoneID: w.FactoryZone(t)})
+			_, err := w.Provisions(t).Provision(context.Background(), p, w.A.ID, tenant.NamespaceRequest{LandingZoneID: w.FactoryZone(t)})
 			return err
 		},
 	},
@@ -71,7 +71,7 @@ var provisionCases = map[string]apptest.AuthzCase{
 			ctx, zone := context.Background(), w.FactoryZone(t)
 			var id uuid.UUID
 			err := w.InTx(func(tx pgx.Tx) (err error) {
-				id, err = w.Provisions(t).ProvisionTx(ctx, tx, p, w.A.ID, provision.Request{LandingZoneID: zone})
+				id, err = w.Provisions(t).ProvisionTx(ctx, tx, p, w.A.ID, tenant.NamespaceRequest{LandingZoneID: zone})
 				return err
 			})
 			if err != nil {

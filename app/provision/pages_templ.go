@@ -6,10 +6,12 @@ package provision
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import "github.com/a-h/templ"
-import templruntime "github.com/a-h/templ/runtime"
+import (
+	"nimbus/views"
 
-import "nimbus/views"
+	"github.com/a-h/templ"
+	templruntime "github.com/a-h/templ/runtime"
+)
 
 // PageView is a zone's tenant factory page.
 type PageView struct {

@@ -20,6 +20,7 @@ import (
 	"nimbus/app/problem"
 	"nimbus/app/secrets"
 	"nimbus/app/stack"
+	"nimbus/app/tenant"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/views"
@@ -39,30 +40,6 @@ func NewService(pool *pgxpool.Pool, keys *secrets.Keyring, stacks *stack.Service
 	return &Service{pool: pool, keys: keys, stacks: stacks, instances: instances}
 }
 
-// Namespace is a tenant's namespace on a zone's cluster and the factory instance that made it.
-type Namespace struct {
-	ID            uuid.UUID `json:"id"`
-	TenantID      uuid.UUID `json:"tenant_id"`
-	LandingZoneID uuid.UUID `json:"landing_zone_id"`
-	ZoneName      string    `json:"landing_zone_name"`
-	Namespace     string    `json:"namespace"`
-	// InstanceID is the factory's instance in the zone's system environment; Status is how it
-	// stands (active once the namespace is ready, destroyed once it is decommissioned).
-	InstanceID *uuid.UUID               `json:"stack_instance_id,omitempty"`
-	Status     lifecycle.InstanceStatus `json:"status"`
-	Error      string                   `json:"error,omitempty"`
-	CreatedAt  time.Time                `json:"created_at"`
-}
-
-// Request asks for a tenant to be provisioned on a zone's cluster.
-type Request struct {
-	LandingZoneID uuid.UUID `json:"landing_zone_id"`
-	// Namespace defaults to the tenant's name, made a valid namespace name.
-	Namespace string `json:"namespace"`
-	// Tier is passed to the factory when its stack takes one.
-	Tier string `json:"tier"`
-}
-
 var namespaceName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,18}$`)
 
 // reserved are the namespaces Kubernetes and its add-ons keep for themselves: a factory
@@ -73,10 +50,10 @@ func reserved(ns string) bool {
 
 // NamespaceFor makes a tenant's name a namespace name: lower case, runs of anything else
 // turned to -, at most 19 characters, starting with a letter.
-func NamespaceFor(tenant string) string {
+func NamespaceFor(name string) string {
 	var b strings.Builder
 	dash := false
-	for _, r := range strings.ToLower(tenant) {
+	for _, r := range strings.ToLower(name) {
 		switch {
 		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9' && b.Len() > 0:
 			b.WriteRune(r)
@@ -93,8 +70,8 @@ func NamespaceFor(tenant string) string {
 	return strings.TrimRight(s, "-")
 }
 
-func fromRow(id, tenant, zone uuid.UUID, zoneName, ns string, inst uuid.NullUUID, status, msg string, at time.Time) Namespace {
-	n := Namespace{ID: id, TenantID: tenant, LandingZoneID: zone, ZoneName: zoneName, Namespace: ns, Status: lifecycle.InstanceStatus(status), Error: msg, CreatedAt: at}
+func fromRow(id, tenantID, zone uuid.UUID, zoneName, ns string, inst uuid.NullUUID, status, msg string, at time.Time) tenant.Namespace {
+	n := tenant.Namespace{ID: id, TenantID: tenantID, LandingZoneID: zone, ZoneName: zoneName, Namespace: ns, Status: lifecycle.InstanceStatus(status), Error: msg, CreatedAt: at}
 	if inst.Valid {
 		n.InstanceID = &inst.UUID
 	}
@@ -102,7 +79,7 @@ func fromRow(id, tenant, zone uuid.UUID, zoneName, ns string, inst uuid.NullUUID
 }
 
 // List returns a tenant's namespaces on clusters, to provider admins.
-func (s *Service) List(ctx context.Context, actor access.Principal, tenantID uuid.UUID) ([]Namespace, error) {
+func (s *Service) List(ctx context.Context, actor access.Principal, tenantID uuid.UUID) ([]tenant.Namespace, error) {
 	if !actor.ProviderAdmin {
 		return nil, problem.ErrNotFound
 	}
@@ -110,7 +87,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, tenantID uui
 	if err != nil {
 		return nil, fmt.Errorf("tenant namespaces: %w", err)
 	}
-	out := make([]Namespace, len(rows))
+	out := make([]tenant.Namespace, len(rows))
 	for i, r := range rows {
 		out[i] = fromRow(r.ID, r.TenantID, r.LandingZoneID, r.ZoneName, r.Namespace, r.StackInstanceID, r.InstanceStatus, r.InstanceError, r.CreatedAt)
 	}
@@ -118,16 +95,16 @@ func (s *Service) List(ctx context.Context, actor access.Principal, tenantID uui
 }
 
 // Get returns one of a tenant's namespaces, to provider admins.
-func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID) (Namespace, error) {
+func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID) (tenant.Namespace, error) {
 	if !actor.ProviderAdmin {
-		return Namespace{}, problem.ErrNotFound
+		return tenant.Namespace{}, problem.ErrNotFound
 	}
 	r, err := dbgen.New(s.pool).GetTenantNamespace(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Namespace{}, problem.ErrNotFound
+		return tenant.Namespace{}, problem.ErrNotFound
 	}
 	if err != nil {
-		return Namespace{}, err
+		return tenant.Namespace{}, err
 	}
 	return fromRow(r.ID, r.TenantID, r.LandingZoneID, r.ZoneName, r.Namespace, r.StackInstanceID, r.InstanceStatus, r.InstanceError, r.CreatedAt), nil
 }
@@ -135,19 +112,19 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 // Provision runs the zone's tenant factory for a tenant: an instance of the factory's stack,
 // named after the namespace, in the zone's system environment, where it deploys with the
 // zone's credentials. The namespace and the instance are recorded in one transaction.
-func (s *Service) Provision(ctx context.Context, actor access.Principal, tenantID uuid.UUID, in Request) (Namespace, error) {
+func (s *Service) Provision(ctx context.Context, actor access.Principal, tenantID uuid.UUID, in tenant.NamespaceRequest) (tenant.Namespace, error) {
 	if !actor.ProviderAdmin {
-		return Namespace{}, problem.ErrForbidden
+		return tenant.Namespace{}, problem.ErrForbidden
 	}
 	t, err := dbgen.New(s.pool).GetTenant(ctx, tenantID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Namespace{}, problem.ErrNotFound
+		return tenant.Namespace{}, problem.ErrNotFound
 	}
 	if err != nil {
-		return Namespace{}, err
+		return tenant.Namespace{}, err
 	}
 	if err := s.Vacant(ctx, t.Name, in); err != nil {
-		return Namespace{}, err
+		return tenant.Namespace{}, err
 	}
 	var id uuid.UUID
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
@@ -155,19 +132,19 @@ func (s *Service) Provision(ctx context.Context, actor access.Principal, tenantI
 		return err
 	})
 	if err != nil {
-		return Namespace{}, fmt.Errorf("provision tenant: %w", err)
+		return tenant.Namespace{}, fmt.Errorf("provision tenant: %w", err)
 	}
 	return s.Get(ctx, actor, id)
 }
 
 // Vacant refuses a namespace that the zone's cluster has already, which the factory would
 // adopt and delete with everything in it on decommissioning. It asks the API server, and so is
-// called before the transaction that provisions: tenant is the tenant's name, whose namespace
+// called before the transaction that provisions: name is the tenant's name, whose namespace
 // name is the default. Anything else wrong with the request is left to ProvisionTx to say.
-func (s *Service) Vacant(ctx context.Context, tenant string, in Request) error {
+func (s *Service) Vacant(ctx context.Context, name string, in tenant.NamespaceRequest) error {
 	ns := strings.TrimSpace(in.Namespace)
 	if ns == "" {
-		ns = NamespaceFor(tenant)
+		ns = NamespaceFor(name)
 	}
 	if !namespaceName.MatchString(ns) || reserved(ns) {
 		return nil
@@ -195,7 +172,7 @@ func (s *Service) Vacant(ctx context.Context, tenant string, in Request) error {
 
 // ProvisionTx is Provision within the caller's transaction, for a tenant created in it; it
 // returns the namespace's ID. The caller has asked Vacant first.
-func (s *Service) ProvisionTx(ctx context.Context, tx pgx.Tx, actor access.Principal, tenantID uuid.UUID, in Request) (uuid.UUID, error) {
+func (s *Service) ProvisionTx(ctx context.Context, tx pgx.Tx, actor access.Principal, tenantID uuid.UUID, in tenant.NamespaceRequest) (uuid.UUID, error) {
 	if !actor.ProviderAdmin {
 		return uuid.Nil, problem.ErrForbidden
 	}
@@ -310,13 +287,13 @@ func asked(err error) error {
 
 // Decommission destroys the factory's instance that made a tenant's namespace: the namespace and
 // everything in it are deleted from the cluster. The record goes once the instance is destroyed.
-func (s *Service) Decommission(ctx context.Context, actor access.Principal, id uuid.UUID) (Namespace, error) {
+func (s *Service) Decommission(ctx context.Context, actor access.Principal, id uuid.UUID) (tenant.Namespace, error) {
 	n, err := s.Get(ctx, actor, id)
 	if err != nil {
-		return Namespace{}, err
+		return tenant.Namespace{}, err
 	}
 	if n.InstanceID == nil || n.Status == lifecycle.InstanceDestroyed {
-		return Namespace{}, problem.Invalid("namespace", "state", "%s on %s is decommissioned already", n.Namespace, n.ZoneName)
+		return tenant.Namespace{}, problem.Invalid("namespace", "state", "%s on %s is decommissioned already", n.Namespace, n.ZoneName)
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := dbgen.New(tx)
@@ -336,19 +313,19 @@ func (s *Service) Decommission(ctx context.Context, actor access.Principal, id u
 			TargetID: n.ID.String(), Diff: map[string]any{"landing_zone": n.ZoneName, "namespace": n.Namespace}})
 	})
 	if err != nil {
-		return Namespace{}, fmt.Errorf("decommission: %w", err)
+		return tenant.Namespace{}, fmt.Errorf("decommission: %w", err)
 	}
 	return s.Get(ctx, actor, id)
 }
 
 // DecommissionTenant decommissions every namespace of a tenant's that is not being or has not
 // been already, and returns those it started on: removing a tenant takes its namespaces first.
-func (s *Service) DecommissionTenant(ctx context.Context, actor access.Principal, tenantID uuid.UUID) ([]Namespace, error) {
+func (s *Service) DecommissionTenant(ctx context.Context, actor access.Principal, tenantID uuid.UUID) ([]tenant.Namespace, error) {
 	all, err := s.List(ctx, actor, tenantID)
 	if err != nil {
 		return nil, err
 	}
-	var started []Namespace
+	var started []tenant.Namespace
 	for _, n := range all {
 		if n.InstanceID == nil || n.Status == lifecycle.InstanceDestroyed || n.Status == lifecycle.InstanceDestroying {
 			continue

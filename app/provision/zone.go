@@ -17,6 +17,7 @@ import (
 	"nimbus/app/problem"
 	"nimbus/app/resolver"
 	"nimbus/app/stack"
+	"nimbus/app/tenant"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 )
@@ -46,17 +47,8 @@ type Factory struct {
 	StackName string    `json:"stack_name"`
 }
 
-// ZoneFactory is a zone a tenant can be provisioned on and what its factory asks for.
-type ZoneFactory struct {
-	LandingZoneID uuid.UUID `json:"landing_zone_id"`
-	ZoneName      string    `json:"landing_zone_name"`
-	Factory
-	// Tiers are the tiers the factory's stack offers, when it takes one.
-	Tiers []string `json:"tiers,omitempty"`
-}
-
 // Zones returns the zones a tenant can be provisioned on, to provider admins.
-func (s *Service) Zones(ctx context.Context, actor access.Principal) ([]ZoneFactory, error) {
+func (s *Service) Zones(ctx context.Context, actor access.Principal) ([]tenant.NamespaceZone, error) {
 	if !actor.ProviderAdmin {
 		return nil, problem.ErrForbidden
 	}
@@ -65,9 +57,9 @@ func (s *Service) Zones(ctx context.Context, actor access.Principal) ([]ZoneFact
 	if err != nil {
 		return nil, fmt.Errorf("zones with a tenant factory: %w", err)
 	}
-	out := make([]ZoneFactory, len(rows))
+	out := make([]tenant.NamespaceZone, len(rows))
 	for i, r := range rows {
-		out[i] = ZoneFactory{LandingZoneID: r.ID, ZoneName: r.Name, Factory: Factory{StackID: r.TenantStackID.UUID, StackName: r.StackName}}
+		out[i] = tenant.NamespaceZone{LandingZoneID: r.ID, ZoneName: r.Name, StackID: r.TenantStackID.UUID, StackName: r.StackName}
 		def, err := stack.LoadVersion(ctx, q, r.TenantStackID.UUID, int(r.StackVersion))
 		if err != nil {
 			return nil, err

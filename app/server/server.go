@@ -110,7 +110,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	instances := instance.NewService(d.Pool, deployments, d.Keys, queue)
 	stacks := stack.NewService(d.Pool)
 	provisions := provision.NewService(d.Pool, d.Keys, stacks, instances)
-	tenants := tenant.NewService(d.Pool).WithProvisioning(provisions)
+	tenants := tenant.NewService(d.Pool).WithNamespaces(provisions)
 	lifecycle := environment.NewLifecycle(d.Pool, deployments, queue)
 	zones := landingzone.NewService(d.Pool, lifecycle)
 	components := component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir, Enabled: d.Info.Languages}, queue).

@@ -8,7 +8,6 @@ import (
 	"nimbus/app/access"
 	"nimbus/app/apptest"
 	"nimbus/app/problem"
-	"nimbus/app/provision"
 	"nimbus/app/tenant"
 )
 
@@ -17,8 +16,8 @@ var provisionCases = map[string]apptest.AuthzCase{
 		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrForbidden}, {Who: apptest.UserA, Want: problem.ErrForbidden}},
 		Served:  []apptest.Actor{apptest.ProviderAdmin},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			_, err := w.Tenants.WithProvisioning(w.Provisions(t)).CreateProvisioned(context.Background(), p, "Tenant C",
-				&provision.Request{LandingZoneID: w.FactoryZone(t), Tier: "medium"})
+			_, err := w.Tenants.WithNamespaces(w.Provisions(t)).CreateProvisioned(context.Background(), p, "Tenant C",
+				&tenant.NamespaceRequest{LandingZoneID: w.FactoryZone(t), Tier: "medium"})
 			return err
 		},
 	},

@@ -10,7 +10,6 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/problem"
-	"nimbus/app/provision"
 	"nimbus/app/web"
 	"nimbus/views"
 )
@@ -52,10 +51,10 @@ func (h *Handlers) renderList(c echo.Context, status int, name string, prov Prov
 // zones with a tenant factory after a first choice of none, and their tiers. It offers nothing
 // to those who may not provision, or where no zone can be provisioned on.
 func (h *Handlers) provisioning(c echo.Context, p *Provisioning, none string) error {
-	if h.svc.provision == nil || !web.Actor(c).ProviderAdmin {
+	if h.svc.namespaces == nil || !web.Actor(c).ProviderAdmin {
 		return nil
 	}
-	zones, err := h.svc.provision.Zones(web.Ctx(c), web.Actor(c))
+	zones, err := h.svc.namespaces.Zones(web.Ctx(c), web.Actor(c))
 	if err != nil || len(zones) == 0 {
 		return err
 	}
@@ -75,7 +74,7 @@ func (h *Handlers) provisioning(c echo.Context, p *Provisioning, none string) er
 
 // provisionRequest reads a provisioning form whose fields are named with prefix; nil when no
 // zone was chosen.
-func provisionRequest(c echo.Context, prefix string) (*provision.Request, Provisioning, error) {
+func provisionRequest(c echo.Context, prefix string) (*NamespaceRequest, Provisioning, error) {
 	form := Provisioning{Zone: c.FormValue(prefix + "landing_zone_id"), Tier: c.FormValue(prefix + "tier"),
 		Namespace: c.FormValue(prefix + "namespace")}
 	if form.Zone == "" {
@@ -85,7 +84,7 @@ func provisionRequest(c echo.Context, prefix string) (*provision.Request, Provis
 	if err != nil {
 		return nil, form, problem.Invalid(prefix+"landing_zone_id", "format", "choose a landing zone from the list")
 	}
-	return &provision.Request{LandingZoneID: zone, Tier: form.Tier, Namespace: form.Namespace}, form, nil
+	return &NamespaceRequest{LandingZoneID: zone, Tier: form.Tier, Namespace: form.Namespace}, form, nil
 }
 
 // CreateForm creates a tenant from the list page, and provisions it on the zone chosen.
@@ -143,11 +142,11 @@ func (h *Handlers) renderShow(c echo.Context, status int, email, role, rename st
 	v := TenantView{ID: id.String(), Name: t.Name, Members: rows, CanManage: actor.Can(access.TenantMemberManage, id),
 		CanAdminister: actor.ProviderAdmin, CanSubscribe: actor.Can(access.EventsRulesManage, id), Roles: roles, Email: email, Role: role, Rename: rename,
 		Provision: prov, Removing: t.RemovalRequestedAt != nil, Errors: errs}
-	if h.svc.provision != nil && actor.ProviderAdmin {
+	if h.svc.namespaces != nil && actor.ProviderAdmin {
 		if err := h.provisioning(c, &v.Provision, ""); err != nil {
 			return err
 		}
-		namespaces, err := h.svc.provision.List(web.Ctx(c), actor, id)
+		namespaces, err := h.svc.namespaces.List(web.Ctx(c), actor, id)
 		if err != nil {
 			return err
 		}
@@ -279,8 +278,8 @@ func (h *Handlers) GetAPI(c echo.Context) error {
 // CreateAPI answers POST /api/v1/tenants.
 func (h *Handlers) CreateAPI(c echo.Context) error {
 	var in struct {
-		Name      string             `json:"name"`
-		Provision *provision.Request `json:"provision"`
+		Name      string            `json:"name"`
+		Provision *NamespaceRequest `json:"provision"`
 	}
 	if err := web.DecodeJSON(c, &in); err != nil {
 		return err

@@ -9,25 +9,24 @@ import (
 
 	"nimbus/app/access"
 	"nimbus/app/problem"
-	"nimbus/app/provision"
 	"nimbus/app/web"
 )
 
 // namespaceOf reads the tenant and namespace IDs of a request and returns the namespace: one of
 // another tenant's is not found.
-func (h *Handlers) namespaceOf(c echo.Context) (uuid.UUID, provision.Namespace, error) {
+func (h *Handlers) namespaceOf(c echo.Context) (uuid.UUID, Namespace, error) {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
-		return uuid.Nil, provision.Namespace{}, err
+		return uuid.Nil, Namespace{}, err
 	}
 	nsID, err := web.IDParam(c, "namespace_id")
 	if err != nil {
-		return uuid.Nil, provision.Namespace{}, err
+		return uuid.Nil, Namespace{}, err
 	}
-	if h.svc.provision == nil {
-		return uuid.Nil, provision.Namespace{}, problem.ErrNotFound
+	if h.svc.namespaces == nil {
+		return uuid.Nil, Namespace{}, problem.ErrNotFound
 	}
-	n, err := h.svc.provision.Get(web.Ctx(c), web.Actor(c), nsID)
+	n, err := h.svc.namespaces.Get(web.Ctx(c), web.Actor(c), nsID)
 	if err == nil && n.TenantID != id {
 		err = problem.ErrNotFound
 	}
@@ -44,12 +43,12 @@ func (h *Handlers) ProvisionForm(c echo.Context) error {
 	if err == nil && on == nil {
 		err = problem.Invalid("landing_zone_id", "required", "choose the landing zone whose cluster the tenant is provisioned on")
 	}
-	if err == nil && h.svc.provision == nil {
+	if err == nil && h.svc.namespaces == nil {
 		return problem.ErrNotFound
 	}
-	var n provision.Namespace
+	var n Namespace
 	if err == nil {
-		n, err = h.svc.provision.Provision(web.Ctx(c), web.Actor(c), id, *on)
+		n, err = h.svc.namespaces.Provision(web.Ctx(c), web.Actor(c), id, *on)
 	}
 	if errs := web.FormErrors(err); errs != nil {
 		return h.renderShow(c, http.StatusUnprocessableEntity, "", string(access.User), "", form, errs)
@@ -67,7 +66,7 @@ func (h *Handlers) DecommissionForm(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	n, err = h.svc.provision.Decommission(web.Ctx(c), web.Actor(c), n.ID)
+	n, err = h.svc.namespaces.Decommission(web.Ctx(c), web.Actor(c), n.ID)
 	var v *problem.ValidationError
 	if errors.As(err, &v) {
 		web.SetFlash(c, web.FlashError, "Not decommissioned: "+v.Fields[0].Message+".")
@@ -86,10 +85,10 @@ func (h *Handlers) NamespacesAPI(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if h.svc.provision == nil {
-		return c.JSON(http.StatusOK, []provision.Namespace{})
+	if h.svc.namespaces == nil {
+		return c.JSON(http.StatusOK, []Namespace{})
 	}
-	all, err := h.svc.provision.List(web.Ctx(c), web.Actor(c), id)
+	all, err := h.svc.namespaces.List(web.Ctx(c), web.Actor(c), id)
 	if err != nil {
 		return err
 	}
@@ -102,14 +101,14 @@ func (h *Handlers) ProvisionAPI(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var in provision.Request
+	var in NamespaceRequest
 	if err := web.DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	if h.svc.provision == nil {
+	if h.svc.namespaces == nil {
 		return problem.ErrNotFound
 	}
-	n, err := h.svc.provision.Provision(web.Ctx(c), web.Actor(c), id, in)
+	n, err := h.svc.namespaces.Provision(web.Ctx(c), web.Actor(c), id, in)
 	if err != nil {
 		return err
 	}
@@ -123,7 +122,7 @@ func (h *Handlers) DecommissionAPI(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	n, err = h.svc.provision.Decommission(web.Ctx(c), web.Actor(c), n.ID)
+	n, err = h.svc.namespaces.Decommission(web.Ctx(c), web.Actor(c), n.ID)
 	if err != nil {
 		return err
 	}

@@ -6,15 +6,14 @@ package tenant
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import "github.com/a-h/templ"
-import templruntime "github.com/a-h/templ/runtime"
-
 import (
+	"nimbus/app/lifecycle"
+	"nimbus/views"
 	"strconv"
 	"time"
 
-	"nimbus/app/lifecycle"
-	"nimbus/views"
+	"github.com/a-h/templ"
+	templruntime "github.com/a-h/templ/runtime"
 )
 
 // TenantRow is a tenant in the list.

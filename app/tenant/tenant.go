@@ -18,7 +18,6 @@ import (
 	"nimbus/app/audit"
 	"nimbus/app/lifecycle"
 	"nimbus/app/problem"
-	"nimbus/app/provision"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 )
@@ -47,17 +46,17 @@ type Member struct {
 // Service reads and changes tenants on behalf of a principal.
 type Service struct {
 	pool *pgxpool.Pool
-	// provision gives tenants namespaces on zones' clusters; nil where nothing is provisioned.
-	provision *provision.Service
+	// namespaces gives tenants namespaces on zones' clusters; nil where nothing is provisioned.
+	namespaces Namespaces
 }
 
 // NewService returns a Service on pool.
 func NewService(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
 
-// WithProvisioning lets tenants be provisioned on zones' clusters as they are created, and
+// WithNamespaces lets tenants be provisioned on zones' clusters as they are created, and
 // decommissioned from them as they are removed.
-func (s *Service) WithProvisioning(p *provision.Service) *Service {
-	s.provision = p
+func (s *Service) WithNamespaces(n Namespaces) *Service {
+	s.namespaces = n
 	return s
 }
 
@@ -96,7 +95,7 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, name strin
 
 // CreateProvisioned adds a tenant and, when on is given, provisions it on a zone's cluster with
 // the zone's tenant factory, in one transaction: a refused provisioning creates no tenant.
-func (s *Service) CreateProvisioned(ctx context.Context, actor access.Principal, name string, on *provision.Request) (Tenant, error) {
+func (s *Service) CreateProvisioned(ctx context.Context, actor access.Principal, name string, on *NamespaceRequest) (Tenant, error) {
 	if !actor.ProviderAdmin {
 		return Tenant{}, problem.ErrForbidden
 	}
@@ -104,11 +103,11 @@ func (s *Service) CreateProvisioned(ctx context.Context, actor access.Principal,
 	if err := checkName(name); err != nil {
 		return Tenant{}, err
 	}
-	if on != nil && s.provision == nil {
+	if on != nil && s.namespaces == nil {
 		return Tenant{}, problem.Invalid("provision", "available", "this Nimbus provisions no tenants on clusters")
 	}
 	if on != nil {
-		if err := s.provision.Vacant(ctx, name, *on); err != nil {
+		if err := s.namespaces.Vacant(ctx, name, *on); err != nil {
 			return Tenant{}, provisionField(err)
 		}
 	}
@@ -138,7 +137,7 @@ func (s *Service) CreateProvisioned(ctx context.Context, actor access.Principal,
 		if on == nil {
 			return nil
 		}
-		_, err = s.provision.ProvisionTx(ctx, tx, actor, t.ID, *on)
+		_, err = s.namespaces.ProvisionTx(ctx, tx, actor, t.ID, *on)
 		return provisionField(err)
 	})
 	if err != nil {
@@ -216,7 +215,7 @@ func (s *Service) Delete(ctx context.Context, actor access.Principal, id uuid.UU
 		if err != nil {
 			return err
 		}
-		if c.Namespaces > 0 && c.Members+c.Environments+c.Deployments+c.Components == 0 && s.provision != nil {
+		if c.Namespaces > 0 && c.Members+c.Environments+c.Deployments+c.Components == 0 && s.namespaces != nil {
 			decommission = true
 			if err := q.RequestTenantRemoval(ctx, id); err != nil {
 				return err
@@ -307,10 +306,10 @@ func (d *Decommissioning) Error() string {
 
 // decommission starts decommissioning a tenant's namespaces, the last of what it holds.
 func (s *Service) decommission(ctx context.Context, actor access.Principal, t Tenant) error {
-	if _, err := s.provision.DecommissionTenant(ctx, actor, t.ID); err != nil {
+	if _, err := s.namespaces.DecommissionTenant(ctx, actor, t.ID); err != nil {
 		return fmt.Errorf("decommission tenant: %w", err)
 	}
-	all, err := s.provision.List(ctx, actor, t.ID)
+	all, err := s.namespaces.List(ctx, actor, t.ID)
 	if err != nil {
 		return err
 	}
