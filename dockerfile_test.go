@@ -13,7 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"nimbus/app/component"
+	"nimbus/app/domain/component"
 )
 
 // No container engine runs where the tests run, so the image is checked by reading how it is
@@ -340,7 +340,7 @@ func TestDockerignore_KeepsLocalDataOut(t *testing.T) {
 	}
 	for _, path := range []string{
 		"go.mod", "main.go", "package-lock.json", "scripts/simcloud.sh", "e2e/simcloud/main.go",
-		"static/css/app.css", "migrations/0001_accounts.sql", "app/component/builtin/components.json",
+		"static/css/app.css", "migrations/0001_accounts.sql", "app/domain/component/builtin/components.json",
 	} {
 		if ignored(patterns, path) {
 			t.Errorf("%s, which the build needs, is left out", path)

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"nimbus/app/access"
 	"nimbus/app/apptest"
-	"nimbus/app/component"
-	"nimbus/app/environment"
+	"nimbus/app/domain/component"
+	"nimbus/app/kernel/access"
+	"nimbus/app/orchestration/environment"
 )
 
 // TestBrowser_DestroyWaitsForAnotherAdminsApproval is a destroy under an approval policy as two

@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"nimbus/app/access"
+	"nimbus/app/kernel/access"
 )
 
 func TestBrowser_AdminOnboardsTenant(t *testing.T) {

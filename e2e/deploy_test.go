@@ -14,10 +14,10 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
-	"nimbus/app/access"
-	"nimbus/app/component"
-	"nimbus/app/environment"
-	"nimbus/app/pulumix"
+	"nimbus/app/domain/component"
+	"nimbus/app/kernel/access"
+	"nimbus/app/orchestration/environment"
+	"nimbus/app/platform/pulumix"
 )
 
 // TestBrowser_DeployWatchUpdateUpgradeDestroy is the life of a deployment as a tenant admin

@@ -9,11 +9,11 @@ import (
 
 	"github.com/google/uuid"
 
-	"nimbus/app/access"
-	"nimbus/app/component"
-	"nimbus/app/environment"
-	"nimbus/app/governance"
-	"nimbus/app/resolver"
+	"nimbus/app/domain/component"
+	"nimbus/app/domain/governance"
+	"nimbus/app/domain/resolver"
+	"nimbus/app/kernel/access"
+	"nimbus/app/orchestration/environment"
 )
 
 // TestBrowser_DeployDialogSaysWhatEachFieldIs is a tenant's user deploying the built-in

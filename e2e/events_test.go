@@ -10,10 +10,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"nimbus/app/access"
-	"nimbus/app/component"
-	"nimbus/app/environment"
-	"nimbus/app/stack"
+	"nimbus/app/domain/component"
+	"nimbus/app/domain/stack"
+	"nimbus/app/kernel/access"
+	"nimbus/app/orchestration/environment"
 )
 
 // watchedStack is one network with a lifecycle active ⇄ degraded and, when routed, a rule by

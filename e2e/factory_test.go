@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"nimbus/app/component"
+	"nimbus/app/domain/component"
 	"nimbus/e2e/kubeplane"
 )
 

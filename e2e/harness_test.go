@@ -21,11 +21,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
-	"nimbus/app/access"
 	"nimbus/app/apptest"
+	"nimbus/app/domain/tenant"
+	"nimbus/app/domain/user"
+	"nimbus/app/kernel/access"
 	"nimbus/app/server"
-	"nimbus/app/tenant"
-	"nimbus/app/user"
 	"nimbus/db/dbtest"
 )
 

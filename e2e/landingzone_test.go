@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"nimbus/app/access"
-	"nimbus/app/component"
+	"nimbus/app/domain/component"
+	"nimbus/app/kernel/access"
 )
 
 // TestBrowser_LandingZoneEnvironmentLifecycle: a provider admin builds a landing zone for the

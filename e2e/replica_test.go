@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"nimbus/app/objstore"
-	"nimbus/app/objstore/s3test"
+	"nimbus/app/kernel/objstore"
+	"nimbus/app/kernel/objstore/s3test"
 	"nimbus/db/localpg"
 )
 

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"nimbus/app/access"
-	"nimbus/app/component"
-	"nimbus/app/environment"
+	"nimbus/app/domain/component"
+	"nimbus/app/kernel/access"
+	"nimbus/app/orchestration/environment"
 )
 
 // TestBrowser_ResolversAndGovernance: a provider admin sets up an IPAM pool, a naming pattern

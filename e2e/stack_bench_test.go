@@ -13,8 +13,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"nimbus/app/graph"
-	"nimbus/app/stack"
+	"nimbus/app/domain/stack"
+	"nimbus/app/kernel/graph"
 	"nimbus/db"
 	"nimbus/db/localpg"
 )

@@ -16,7 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"nimbus/app/stack"
+	"nimbus/app/domain/stack"
 	"nimbus/db"
 	"nimbus/db/dbtest"
 )

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"nimbus/app/access"
-	"nimbus/app/component"
-	"nimbus/app/environment"
+	"nimbus/app/domain/component"
+	"nimbus/app/kernel/access"
+	"nimbus/app/orchestration/environment"
 )
 
 // TestBrowser_StackEditorPublishForkAndParentMovesOn is a stack's whole story. A provider admin

@@ -8,11 +8,11 @@ import (
 
 	"github.com/google/uuid"
 
-	"nimbus/app/access"
-	"nimbus/app/component"
-	"nimbus/app/environment"
-	"nimbus/app/pulumix"
-	"nimbus/app/stack"
+	"nimbus/app/domain/component"
+	"nimbus/app/domain/stack"
+	"nimbus/app/kernel/access"
+	"nimbus/app/orchestration/environment"
+	"nimbus/app/platform/pulumix"
 )
 
 // webStack records a provider stack, published straight in the database: a network, two

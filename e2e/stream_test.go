@@ -13,9 +13,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
-	"nimbus/app/access"
-	"nimbus/app/component"
-	"nimbus/app/environment"
+	"nimbus/app/domain/component"
+	"nimbus/app/kernel/access"
+	"nimbus/app/orchestration/environment"
 )
 
 // TestBrowser_LiveOperationSaysWhenItsSessionEnds is a person following an operation whose

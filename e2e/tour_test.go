@@ -4,11 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"nimbus/app/access"
-	"nimbus/app/component"
-	"nimbus/app/environment"
-	"nimbus/app/ipam"
-	"nimbus/app/landingzone"
+	"nimbus/app/domain/component"
+	"nimbus/app/domain/ipam"
+	"nimbus/app/kernel/access"
+	"nimbus/app/orchestration/environment"
+	"nimbus/app/orchestration/landingzone"
 )
 
 // TestBrowser_Tour visits the main pages of an installation with something in it, as a provider

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"nimbus/app/component"
+	"nimbus/app/domain/component"
 )
 
 // TestBrowser_ZoneFormsAskByTheSchemaAndRefuseEarly: a provider admin gives a zone's system

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"nimbus/app/user"
+	"nimbus/app/domain/user"
 	"nimbus/db/dbtest"
 	"nimbus/jobs"
 )

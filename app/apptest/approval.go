@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"nimbus/app/access"
-	"nimbus/app/approval"
-	"nimbus/app/environment"
+	"nimbus/app/kernel/access"
+	"nimbus/app/orchestration/approval"
+	"nimbus/app/orchestration/environment"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 )

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"testing"
 
-	"nimbus/app/access"
-	"nimbus/app/problem"
-	"nimbus/app/user"
+	"nimbus/app/domain/user"
+	"nimbus/app/kernel/access"
+	"nimbus/app/kernel/problem"
 )
 
 // Actor names one of the world's people, so that a case can say whom a method refuses and

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"nimbus/app/access"
 	"nimbus/app/apptest"
-	"nimbus/app/problem"
+	"nimbus/app/kernel/access"
+	"nimbus/app/kernel/problem"
 )
 
 // internalEntryPoints are the methods that take the caller's transaction and act for a principal
@@ -39,13 +39,24 @@ type method struct {
 	tx bool
 }
 
+// sources are the files matching pattern of every package under app/: those of the wiring and
+// the harness, and those of each layer's packages.
+func sources(pattern string) ([]string, error) {
+	top, err := filepath.Glob(filepath.Join("..", "*", pattern))
+	if err != nil {
+		return nil, err
+	}
+	layered, err := filepath.Glob(filepath.Join("..", "*", "*", pattern))
+	return append(top, layered...), err
+}
+
 // dataAccessMethods lists every exported method, in every domain package under app/, that
 // acts on behalf of a principal: (ctx, access.Principal, ...), or (ctx, pgx.Tx,
 // access.Principal, ...) for one that works in its caller's transaction. It reads the source,
 // so a new domain or method is found without being registered anywhere.
 func dataAccessMethods(t *testing.T) []method {
 	t.Helper()
-	files, err := filepath.Glob("../*/*.go")
+	files, err := sources("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +133,7 @@ type caseMaps struct {
 // and the calls of apptest.RunAuthz: the cases of each package run in that package's tests.
 func authzCases(t *testing.T) caseMaps {
 	t.Helper()
-	files, err := filepath.Glob("../*/*_test.go")
+	files, err := sources("*_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +144,7 @@ func authzCases(t *testing.T) caseMaps {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dir := filepath.Base(filepath.Dir(path))
+		dir, _ := filepath.Rel("..", filepath.Dir(path))
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.ValueSpec:
@@ -226,8 +237,8 @@ func TestAuthz_EveryDataAccessMethodHasATest(t *testing.T) {
 		if _, ok := known[name]; !ok {
 			t.Errorf("app/%s has a case for %s, which is not a data-access method (renamed?)", cases.where[name], name)
 		}
-		if pkg, _, _ := strings.Cut(name, "."); pkg != cases.where[name] {
-			t.Errorf("the case of %s is in app/%s: it belongs beside its method, in app/%s", name, cases.where[name], pkg)
+		if pkg, _, _ := strings.Cut(name, "."); pkg != filepath.Base(cases.where[name]) {
+			t.Errorf("the case of %s is in app/%s: it belongs beside its method, in package %s", name, cases.where[name], pkg)
 		}
 	}
 	for _, dir := range slices.Sorted(maps.Keys(cases.declared)) {

@@ -12,10 +12,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"nimbus/app/access"
-	"nimbus/app/cluster"
-	"nimbus/app/component"
-	"nimbus/app/landingzone"
+	"nimbus/app/domain/cluster"
+	"nimbus/app/domain/component"
+	"nimbus/app/kernel/access"
+	"nimbus/app/orchestration/landingzone"
 	"nimbus/e2e/kubeplane"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"nimbus/app/component"
+	"nimbus/app/domain/component"
 )
 
 // Ptr is a pointer to a copy of v, for the optional fields of a request.

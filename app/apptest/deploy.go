@@ -15,8 +15,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"nimbus/app/deploy"
-	"nimbus/app/pulumix"
+	"nimbus/app/orchestration/deploy"
+	"nimbus/app/platform/pulumix"
 )
 
 // Deployment is a deployment and the operation that made it, or the last one on it.

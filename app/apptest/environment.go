@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"nimbus/app/environment"
+	"nimbus/app/orchestration/environment"
 )
 
 // Dev is tenant A's environment dev, made by its admin outside any landing zone; it is active.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"nimbus/app/event"
+	"nimbus/app/orchestration/event"
 )
 
 // EventSource is a webhook source of the draft zone.

@@ -13,9 +13,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"nimbus/app/instance"
-	"nimbus/app/lifecycle"
-	"nimbus/app/stack"
+	"nimbus/app/domain/stack"
+	"nimbus/app/kernel/lifecycle"
+	"nimbus/app/orchestration/instance"
 )
 
 // Instances is the world's stack instance service; no worker takes its runs.

@@ -7,9 +7,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"nimbus/app/component"
-	"nimbus/app/environment"
-	"nimbus/app/landingzone"
+	"nimbus/app/domain/component"
+	"nimbus/app/orchestration/environment"
+	"nimbus/app/orchestration/landingzone"
 )
 
 // ZoneFixture is a landing zone with a template of the shared machine, and for a draft zone a

@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"nimbus/app/landingzone"
-	"nimbus/app/policy"
+	"nimbus/app/domain/policy"
+	"nimbus/app/orchestration/landingzone"
 )
 
 // PolicyZone is a draft landing zone with one policy.

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"nimbus/app/component"
-	"nimbus/app/provision"
-	"nimbus/app/tenant"
+	"nimbus/app/domain/component"
+	"nimbus/app/domain/tenant"
+	"nimbus/app/orchestration/provision"
 )
 
 // Provisions is the world's provisioning service; no worker deploys its factories.

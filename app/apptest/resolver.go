@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"nimbus/app/ipam"
-	"nimbus/app/resolver"
+	"nimbus/app/domain/ipam"
+	"nimbus/app/domain/resolver"
 )
 
 // NetA is a pool of tenant A's environment dev, made by the provider admin.

@@ -17,14 +17,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
-	"nimbus/app/event"
-	"nimbus/app/objstore"
-	"nimbus/app/objstore/s3test"
-	"nimbus/app/pulumix"
-	"nimbus/app/sandbox"
-	"nimbus/app/secrets"
+	"nimbus/app/domain/system"
+	"nimbus/app/kernel/objstore"
+	"nimbus/app/kernel/objstore/s3test"
+	"nimbus/app/kernel/sandbox"
+	"nimbus/app/kernel/secrets"
+	"nimbus/app/orchestration/event"
+	"nimbus/app/platform/pulumix"
 	"nimbus/app/server"
-	"nimbus/app/system"
 	"nimbus/jobs"
 )
 

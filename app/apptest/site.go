@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"nimbus/app/access"
+	"nimbus/app/kernel/access"
 	"nimbus/app/server"
 )
 

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"nimbus/app/component"
-	"nimbus/app/problem"
-	"nimbus/app/stack"
+	"nimbus/app/domain/component"
+	"nimbus/app/domain/stack"
+	"nimbus/app/kernel/problem"
 )
 
 // Stacks is the stack definition service of the world.

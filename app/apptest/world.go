@@ -3,6 +3,8 @@ package apptest
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -12,20 +14,20 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
-	"nimbus/app/access"
-	"nimbus/app/approval"
-	"nimbus/app/audit"
-	"nimbus/app/auth"
-	"nimbus/app/component"
-	"nimbus/app/deploy"
-	"nimbus/app/environment"
-	"nimbus/app/governance"
-	"nimbus/app/ipam"
-	"nimbus/app/landingzone"
-	"nimbus/app/resolver"
-	"nimbus/app/secrets"
-	"nimbus/app/tenant"
-	"nimbus/app/user"
+	"nimbus/app/domain/auth"
+	"nimbus/app/domain/component"
+	"nimbus/app/domain/governance"
+	"nimbus/app/domain/ipam"
+	"nimbus/app/domain/resolver"
+	"nimbus/app/domain/tenant"
+	"nimbus/app/domain/user"
+	"nimbus/app/kernel/access"
+	"nimbus/app/kernel/secrets"
+	"nimbus/app/orchestration/approval"
+	"nimbus/app/orchestration/deploy"
+	"nimbus/app/orchestration/environment"
+	"nimbus/app/orchestration/landingzone"
+	"nimbus/app/platform/audit"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
 )
@@ -129,11 +131,18 @@ func insertOnly(t testing.TB, pool *pgxpool.Pool) *river.Client[pgx.Tx] {
 	return client
 }
 
+// componentTestdata is the component package's test data, found from this file's place so
+// that tests of every package, wherever it stands, read the same files.
+func componentTestdata() string {
+	_, here, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(here), "..", "domain", "component", "testdata")
+}
+
 // Machine is the simulated-cloud machine component from the component package's test data.
 func Machine(t testing.TB, name string, tenantID *uuid.UUID) component.New {
 	t.Helper()
 	read := func(f string) []byte {
-		b, err := os.ReadFile("../component/testdata/" + f)
+		b, err := os.ReadFile(filepath.Join(componentTestdata(), f))
 		if err != nil {
 			t.Fatal(err)
 		}

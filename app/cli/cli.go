@@ -17,8 +17,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"nimbus/app/auth"
-	"nimbus/app/user"
+	"nimbus/app/domain/auth"
+	"nimbus/app/domain/user"
 	"nimbus/db"
 	"nimbus/db/localpg"
 )

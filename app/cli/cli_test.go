@@ -19,7 +19,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"nimbus/app/cli"
-	"nimbus/app/objstore/s3test"
+	"nimbus/app/kernel/objstore/s3test"
 )
 
 // syncBuffer is an output a running command writes while the test reads.

@@ -13,12 +13,12 @@ import (
 	"strings"
 	"time"
 
-	"nimbus/app/deploy"
-	"nimbus/app/graph"
-	"nimbus/app/objstore"
-	"nimbus/app/poller"
-	"nimbus/app/pulumix"
-	"nimbus/app/sandbox"
+	"nimbus/app/kernel/graph"
+	"nimbus/app/kernel/objstore"
+	"nimbus/app/kernel/sandbox"
+	"nimbus/app/orchestration/deploy"
+	"nimbus/app/orchestration/poller"
+	"nimbus/app/platform/pulumix"
 )
 
 // config is everything Nimbus can be told, by flag or by NIMBUS_* variable; a flag wins.

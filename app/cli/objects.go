@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"nimbus/app/objstore"
-	"nimbus/app/pulumix"
+	"nimbus/app/kernel/objstore"
+	"nimbus/app/platform/pulumix"
 )
 
 // objects is where Nimbus keeps blobs, and with them, when they are in S3, Pulumi's state.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"nimbus/app/objstore"
+	"nimbus/app/kernel/objstore"
 )
 
 // closedPorts are the TCP ports of the servers Nimbus uses that its engine must never reach:

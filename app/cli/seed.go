@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"nimbus/app/auth"
+	"nimbus/app/domain/auth"
 	"nimbus/db"
 	"nimbus/db/seed"
 )

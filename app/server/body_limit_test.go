@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"nimbus/app/apptest"
-	"nimbus/app/environment"
+	"nimbus/app/orchestration/environment"
 )
 
 // The body limit (1 MiB) holds on every route but the state restore, however a path ends; no

@@ -10,28 +10,27 @@ import (
 	"testing"
 )
 
-// layers are the rows of ARCHITECTURE.md's drawing, from the top down.
-var layers = [][]string{
-	{"apptest"},
-	{"cli", "server"},
-	{"tenant", "user", "dashboard"},
-	{"provision", "landingzone", "environment", "instance"},
-	{"deploy", "approval", "event", "poller"},
-	{"stack", "policy", "component", "paramform"},
-	{"resolver", "governance", "ipam", "cluster", "auth", "audit"},
-	{"web", "pulumix", "system"},
-	{"lifecycle", "outbox", "outcome", "problem", "access", "graph", "secrets", "objstore", "sandbox", "egress", "cursor", "expression"},
+// floors are the folders of app/ from the top down, as ARCHITECTURE.md draws them: a package
+// imports packages of its own floor or of floors below it, never above. The packages of a
+// layer's folder (kernel, platform, domain, orchestration) share its floor.
+var floors = [][]string{
+	{"apptest", "cli"},
+	{"server"},
+	{"orchestration"},
+	{"domain"},
+	{"platform"},
+	{"kernel"},
 }
 
-// No package of app/ imports one on a row above its own, and every package has a row.
+// No package of app/ imports one on a floor above its own, and every folder has a floor.
 func TestLayers_ImportsRunDown(t *testing.T) {
-	row := map[string]int{}
-	for i, names := range layers {
+	floor := map[string]int{}
+	for i, names := range floors {
 		for _, n := range names {
-			row[n] = i
+			floor[n] = i
 		}
 	}
-	dirs, err := os.ReadDir(filepath.Join(".."))
+	dirs, err := os.ReadDir("..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,9 +39,9 @@ func TestLayers_ImportsRunDown(t *testing.T) {
 		if !d.IsDir() {
 			continue
 		}
-		from, ok := row[d.Name()]
+		from, ok := floor[d.Name()]
 		if !ok {
-			t.Errorf("app/%s has no row in the layers: place it in ARCHITECTURE.md's drawing and here", d.Name())
+			t.Errorf("app/%s stands on no floor: place it in ARCHITECTURE.md's drawing and here", d.Name())
 			continue
 		}
 		err := filepath.WalkDir(filepath.Join("..", d.Name()), func(path string, e os.DirEntry, err error) error {
@@ -61,8 +60,8 @@ func TestLayers_ImportsRunDown(t *testing.T) {
 					continue
 				}
 				to := strings.Split(rest, "/")[0]
-				if r, ok := row[to]; ok && r < from {
-					t.Errorf("%s imports app/%s, a row above app/%s", path, to, d.Name())
+				if f, ok := floor[to]; ok && f < from {
+					t.Errorf("%s imports app/%s, a floor above app/%s", path, rest, d.Name())
 				}
 			}
 			return nil

@@ -3,7 +3,7 @@ package server_test
 import (
 	"testing"
 
-	"nimbus/app/objstore/s3test"
+	"nimbus/app/kernel/objstore/s3test"
 	"nimbus/db/dbtest"
 )
 

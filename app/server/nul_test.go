@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"nimbus/app/apptest"
-	"nimbus/app/environment"
-	"nimbus/app/stack"
+	"nimbus/app/domain/stack"
+	"nimbus/app/orchestration/environment"
 )
 
 // Postgres's text cannot hold the NUL character: wherever a request carries one, in any text

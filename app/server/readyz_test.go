@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"nimbus/app/apptest"
-	"nimbus/app/objstore"
+	"nimbus/app/kernel/objstore"
 	"nimbus/app/server"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"nimbus/app/apptest"
-	"nimbus/app/auth"
+	"nimbus/app/domain/auth"
 	"nimbus/db/seed"
 )
 

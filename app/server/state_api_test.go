@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"nimbus/app/apptest"
-	"nimbus/app/environment"
+	"nimbus/app/orchestration/environment"
 	"nimbus/app/server"
 )
 

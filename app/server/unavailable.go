@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"nimbus/app/problem"
+	"nimbus/app/kernel/problem"
 	"nimbus/db"
 )
 

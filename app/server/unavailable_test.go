@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/labstack/echo/v4"
 
-	"nimbus/app/web"
+	"nimbus/app/platform/web"
 )
 
 // TestOutage_AnswersUnavailableAndLogsOnce checks what people and scripts get while the

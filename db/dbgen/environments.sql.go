@@ -31,7 +31,7 @@ type CreateEnvironmentParams struct {
 }
 
 // Writes the status, as SetEnvironmentStatus and StartEnvironmentTransition do: only
-// app/environment's transitions call these three, and no other query writes it (a test says so).
+// app/orchestration/environment's transitions call these three, and no other query writes it (a test says so).
 func (q *Queries) CreateEnvironment(ctx context.Context, arg CreateEnvironmentParams) (Environment, error) {
 	row := q.db.QueryRow(ctx, createEnvironment,
 		arg.TenantID,

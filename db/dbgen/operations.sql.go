@@ -112,7 +112,7 @@ type CreateOperationParams struct {
 }
 
 // The moves of an operation and the writes of its steps' checkpoints: the only statements that
-// write operations and operation_steps, called from app/deploy/lifecycle.go alone. A move between
+// write operations and operation_steps, called from app/orchestration/deploy/lifecycle.go alone. A move between
 // statuses names the status it starts from, so that a move from anywhere else changes no row.
 func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams) (Operation, error) {
 	row := q.db.QueryRow(ctx, createOperation,

@@ -1,6 +1,6 @@
 -- name: CreateEnvironment :one
 -- Writes the status, as SetEnvironmentStatus and StartEnvironmentTransition do: only
--- app/environment's transitions call these three, and no other query writes it (a test says so).
+-- app/orchestration/environment's transitions call these three, and no other query writes it (a test says so).
 INSERT INTO environments (tenant_id, name, created_by, landing_zone_id, template_id, status, expires_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *;
 

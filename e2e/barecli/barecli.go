@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"nimbus/app/pulumix"
+	"nimbus/app/platform/pulumix"
 )
 
 // CLI runs one program with the pulumi CLI of the toolchain, on a state backend of its own.

@@ -33,7 +33,7 @@ import (
 	"syscall"
 	"time"
 
-	"nimbus/app/cluster"
+	"nimbus/app/domain/cluster"
 )
 
 // BinEnv names the directory holding etcd, kube-apiserver and kube-controller-manager, for

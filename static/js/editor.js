@@ -334,7 +334,7 @@
   // The order keys take in a property the builder rewrites; others follow as they were.
   const KEY_ORDER = ["type", "title", "description", "default", "enum", "minimum", "maximum",
     "minLength", "maxLength", "pattern", "items", "properties", "x-secret"];
-  const PROPERTY_NAME = /^[A-Za-z][A-Za-z0-9_]{0,62}$/; // as app/component/schema.go
+  const PROPERTY_NAME = /^[A-Za-z][A-Za-z0-9_]{0,62}$/; // as app/domain/component/schema.go
 
   const isNumeric = (type) => type === "integer" || type === "number";
   const isScalar = (type) => isNumeric(type) || type === "string" || type === "boolean";

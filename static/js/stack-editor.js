@@ -1,4 +1,4 @@
-// Nimbus stack editor (app/stack, EditorPage): shows the value or expression field that fits
+// Nimbus stack editor (app/domain/stack, EditorPage): shows the value or expression field that fits
 // the source chosen for each input, and shows a slot's program read-only in Monaco when its
 // panel is opened. Without JavaScript every field stays visible and the programs stay plain
 // text; the form works the same.

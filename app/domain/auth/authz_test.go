@@ -1,0 +1,82 @@
+package auth_test
+
+import (
+	"context"
+	"maps"
+	"testing"
+
+	"nimbus/app/apptest"
+	"nimbus/app/domain/auth"
+	"nimbus/app/kernel/access"
+	"nimbus/app/kernel/problem"
+	"nimbus/db/dbgen"
+)
+
+var accountCases = map[string]apptest.AuthzCase{
+	"auth.Service.ListTokens": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: apptest.ErrHidden}},
+		Served:  []apptest.Actor{apptest.AdminA},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			mine := w.TokenA(t)
+			got, err := w.Auth.ListTokens(context.Background(), p)
+			for _, tok := range got {
+				if tok.UserID != p.UserID {
+					t.Errorf("%s lists %s's token", p.Email, tok.UserID)
+				}
+			}
+			return apptest.Shown(got, err, func(tok dbgen.ApiToken) bool { return tok.ID == mine.Token.ID })
+		},
+	},
+	"auth.Service.CreateToken": {
+		Open:   "every user makes tokens of their own, which act as them",
+		Served: []apptest.Actor{apptest.ReaderA, apptest.Stranger},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			ctx := context.Background()
+			tok, err := w.Auth.CreateToken(ctx, p, "my token", 0)
+			if err != nil {
+				return err
+			}
+			got, err := w.Auth.TokenPrincipal(ctx, tok.Secret)
+			apptest.Must(t, err)
+			if got.UserID != p.UserID || got.ProviderAdmin != p.ProviderAdmin || !maps.Equal(got.Roles, p.Roles) {
+				t.Errorf("the token of %s acts as %+v", p.Email, got)
+			}
+			return nil
+		},
+	},
+	"auth.Service.RevokeToken": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}},
+		Served:  []apptest.Actor{apptest.AdminA},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			return w.Auth.RevokeToken(context.Background(), p, w.TokenA(t).Token.ID)
+		},
+		Then: func(t *testing.T, w *apptest.World) {
+			_, err := w.Auth.TokenPrincipal(context.Background(), w.TokenA(t).Secret)
+			apptest.WantErr(t, err, problem.ErrUnauthenticated)
+		},
+	},
+	"auth.Service.Logout": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: apptest.ErrIgnored}}, // B cannot end A's session
+		Served:  []apptest.Actor{apptest.AdminA},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			ctx := context.Background()
+			sess := apptest.Fixture(w, "session", func() auth.Session {
+				sess, _, err := w.Auth.Login(ctx, "admin-a@example.com", "long enough password", "192.0.2.1")
+				apptest.Must(t, err)
+				return sess
+			})
+			if err := w.Auth.Logout(ctx, p, sess.ID); err != nil {
+				return err
+			}
+			_, _, err := w.Auth.SessionPrincipal(ctx, sess.Secret)
+			if err == nil {
+				return apptest.ErrIgnored
+			}
+			apptest.WantErr(t, err, problem.ErrUnauthenticated)
+			return nil
+		},
+	},
+}
+
+// TestAuthz_Methods runs the authorization case of each of the package's data-access methods.
+func TestAuthz_Methods(t *testing.T) { apptest.RunAuthz(t, accountCases) }

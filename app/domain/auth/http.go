@@ -1,0 +1,320 @@
+package auth
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"nimbus/app/kernel/access"
+	"nimbus/app/kernel/problem"
+	"nimbus/app/platform/web"
+	"nimbus/db/dbgen"
+	"nimbus/views"
+)
+
+const (
+	sessionCookie = "nimbus_session"
+	loginCSRF     = "nimbus_login_csrf"
+	sessionIDKey  = "nimbus.session"
+	viaTokenKey   = "nimbus.via_token"
+)
+
+// ErrCSRF is a form or request whose CSRF token is missing or wrong.
+var ErrCSRF = echo.NewHTTPError(http.StatusForbidden, "the form has expired or did not come from Nimbus; reload the page and try again")
+
+// Authenticate resolves the session cookie or bearer token to a principal, if any. A bearer
+// token that does not resolve is refused outright rather than ignored.
+func (s *Service) Authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		if h := c.Request().Header.Get(echo.HeaderAuthorization); h != "" {
+			token, ok := strings.CutPrefix(h, "Bearer ")
+			if !ok {
+				return problem.ErrUnauthenticated
+			}
+			token = strings.TrimSpace(token)
+			p, err := s.TokenPrincipal(ctx, token)
+			if err != nil {
+				return err
+			}
+			web.SetPrincipal(c, p, "")
+			web.SetRecheck(c, func(ctx context.Context) (access.Principal, error) { return s.TokenPrincipal(ctx, token) })
+			c.Set(viaTokenKey, true)
+			return next(c)
+		}
+		cookie, err := c.Cookie(sessionCookie)
+		if err != nil || cookie.Value == "" {
+			return next(c)
+		}
+		p, sess, err := s.SessionPrincipal(ctx, cookie.Value)
+		if errors.Is(err, problem.ErrUnauthenticated) {
+			clearCookie(c, sessionCookie)
+			return next(c)
+		}
+		if err != nil {
+			return err
+		}
+		web.SetPrincipal(c, p, sess.CSRF)
+		secret := cookie.Value
+		web.SetRecheck(c, func(ctx context.Context) (access.Principal, error) {
+			p, _, err := s.sessionPrincipal(ctx, secret, false)
+			return p, err
+		})
+		c.Set(sessionIDKey, sess.ID)
+		return next(c)
+	}
+}
+
+// RequireSignIn refuses requests that carry no principal: the API answers 401, pages send the
+// browser to the sign-in form.
+func RequireSignIn(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if _, ok := web.Principal(c); !ok {
+			return problem.ErrUnauthenticated
+		}
+		return next(c)
+	}
+}
+
+// CheckCSRF requires the session's CSRF token on every unsafe request made with a session
+// cookie. Requests with a bearer token carry no ambient credential and need none.
+func CheckCSRF(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		switch c.Request().Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			return next(c)
+		}
+		if via, _ := c.Get(viaTokenKey).(bool); via {
+			return next(c)
+		}
+		// The jobs UI is a script of its own that cannot send our token; it posts JSON, which
+		// a cross-site form cannot, and cross-origin requests are refused before this point.
+		if strings.HasPrefix(c.Path(), "/admin/jobs") && strings.HasPrefix(c.Request().Header.Get(echo.HeaderContentType), echo.MIMEApplicationJSON) {
+			return next(c)
+		}
+		want := web.CSRF(c)
+		if want == "" {
+			return next(c) // signed out: handlers that accept anonymous posts check their own
+		}
+		got := c.Request().Header.Get("X-CSRF-Token")
+		if got == "" {
+			got = c.FormValue("_csrf")
+		}
+		if subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+			return ErrCSRF
+		}
+		return next(c)
+	}
+}
+
+// Handlers serves sign-in, sign-out and API tokens.
+type Handlers struct {
+	svc    *Service
+	secure bool
+}
+
+// NewHandlers returns the handlers; secure marks cookies Secure (Nimbus is served over TLS).
+func NewHandlers(svc *Service, secure bool) *Handlers { return &Handlers{svc: svc, secure: secure} }
+
+// LoginForm shows the sign-in page.
+func (h *Handlers) LoginForm(c echo.Context) error {
+	if _, ok := web.Principal(c); ok {
+		return c.Redirect(http.StatusSeeOther, safeNext(c.QueryParam("next")))
+	}
+	return h.renderLogin(c, http.StatusOK, "", nil)
+}
+
+func (h *Handlers) renderLogin(c echo.Context, status int, email string, errs views.Errors) error {
+	token := newSecret()
+	if ck, err := c.Cookie(loginCSRF); err == nil && ck.Value != "" {
+		token = ck.Value
+	}
+	c.SetCookie(h.cookie(loginCSRF, token, time.Now().Add(2*time.Hour)))
+	page := web.Page(c, "Sign in")
+	page.CSRF = token
+	return web.Render(c, status, Login(page, email, safeNext(c.FormValue("next")), errs))
+}
+
+// Login checks the credentials and opens a session.
+func (h *Handlers) Login(c echo.Context) error {
+	ck, err := c.Cookie(loginCSRF)
+	if err != nil || ck.Value == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(c.FormValue("_csrf"))) != 1 {
+		return ErrCSRF
+	}
+	email := c.FormValue("email")
+	sess, _, err := h.svc.Login(c.Request().Context(), email, c.FormValue("password"), c.RealIP())
+	var limited *problem.TooManyRequests
+	switch {
+	case web.FormErrors(err) != nil:
+		return h.renderLogin(c, http.StatusUnprocessableEntity, email, web.FormErrors(err))
+	case errors.As(err, &limited):
+		c.Response().Header().Set("Retry-After", strconv.Itoa(limited.RetryAfter))
+		return h.renderLogin(c, http.StatusTooManyRequests, email, views.Errors{"form": limited.Message})
+	case err != nil:
+		return err
+	}
+	clearCookie(c, loginCSRF)
+	c.SetCookie(h.cookie(sessionCookie, sess.Secret, time.Time{}))
+	return c.Redirect(http.StatusSeeOther, safeNext(c.FormValue("next")))
+}
+
+// Logout ends the session.
+func (h *Handlers) Logout(c echo.Context) error {
+	if id, ok := c.Get(sessionIDKey).(uuid.UUID); ok {
+		if err := h.svc.Logout(c.Request().Context(), web.Actor(c), id); err != nil {
+			return err
+		}
+	}
+	clearCookie(c, sessionCookie)
+	web.SetFlash(c, web.FlashInfo, "You have signed out.")
+	return c.Redirect(http.StatusSeeOther, "/login")
+}
+
+// TokensPage lists the user's tokens with the form to create one.
+func (h *Handlers) TokensPage(c echo.Context) error {
+	return h.renderTokens(c, http.StatusOK, "", "", nil)
+}
+
+func (h *Handlers) renderTokens(c echo.Context, status int, secret, name string, errs views.Errors) error {
+	tokens, err := h.svc.ListTokens(c.Request().Context(), web.Actor(c))
+	if err != nil {
+		return err
+	}
+	return web.Render(c, status, Tokens(web.Page(c, "API tokens"), tokenRows(tokens), secret, name, errs))
+}
+
+// CreateTokenForm creates a token and shows its secret once.
+func (h *Handlers) CreateTokenForm(c echo.Context) error {
+	name := c.FormValue("name")
+	var ttl time.Duration
+	if days := strings.TrimSpace(c.FormValue("expires_in_days")); days != "" {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 1 || n > 3650 {
+			return h.renderTokens(c, http.StatusUnprocessableEntity, "", name, views.Errors{"expires_in_days": "must be a whole number of days from 1 to 3650"})
+		}
+		ttl = time.Duration(n) * 24 * time.Hour
+	}
+	tok, err := h.svc.CreateToken(c.Request().Context(), web.Actor(c), name, ttl)
+	if errs := web.FormErrors(err); errs != nil {
+		return h.renderTokens(c, http.StatusUnprocessableEntity, "", name, errs)
+	}
+	if err != nil {
+		return err
+	}
+	return h.renderTokens(c, http.StatusCreated, tok.Secret, "", nil)
+}
+
+// RevokeTokenForm revokes a token from the tokens page.
+func (h *Handlers) RevokeTokenForm(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := h.svc.RevokeToken(c.Request().Context(), web.Actor(c), id); err != nil {
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, "Token revoked.")
+	return web.Redirect(c, "/tokens")
+}
+
+// tokenJSON is a token as the API shows it: never its secret, except once on creation.
+type tokenJSON struct {
+	ID         uuid.UUID  `json:"id"`
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	Token      string     `json:"token,omitempty"`
+}
+
+// ListTokensAPI answers GET /api/v1/tokens.
+func (h *Handlers) ListTokensAPI(c echo.Context) error {
+	tokens, err := h.svc.ListTokens(c.Request().Context(), web.Actor(c))
+	if err != nil {
+		return err
+	}
+	out := make([]tokenJSON, len(tokens))
+	for i, t := range tokens {
+		out[i] = tokenJSON{ID: t.ID, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, ExpiresAt: t.ExpiresAt}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"tokens": out})
+}
+
+// CreateTokenAPI answers POST /api/v1/tokens with the new token's secret, shown this once.
+func (h *Handlers) CreateTokenAPI(c echo.Context) error {
+	var in struct {
+		Name          string `json:"name"`
+		ExpiresInDays int    `json:"expires_in_days"`
+	}
+	if err := web.DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	if in.ExpiresInDays < 0 || in.ExpiresInDays > 3650 {
+		return problem.Invalid("expires_in_days", "range", "must be from 0 (never) to 3650")
+	}
+	tok, err := h.svc.CreateToken(c.Request().Context(), web.Actor(c), in.Name, time.Duration(in.ExpiresInDays)*24*time.Hour)
+	if err != nil {
+		return err
+	}
+	t := tok.Token
+	return c.JSON(http.StatusCreated, tokenJSON{ID: t.ID, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, Token: tok.Secret})
+}
+
+// RevokeTokenAPI answers DELETE /api/v1/tokens/{id}.
+func (h *Handlers) RevokeTokenAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := h.svc.RevokeToken(c.Request().Context(), web.Actor(c), id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (h *Handlers) cookie(name, value string, expires time.Time) *http.Cookie {
+	return &http.Cookie{
+		Name: name, Value: value, Path: "/", Expires: expires,
+		HttpOnly: true, Secure: h.secure, SameSite: http.SameSiteLaxMode,
+	}
+}
+
+func clearCookie(c echo.Context, name string) {
+	c.SetCookie(&http.Cookie{Name: name, Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+}
+
+// safeNext keeps a post-sign-in redirect on this site.
+func safeNext(next string) string {
+	u, err := url.Parse(next)
+	if next == "" || err != nil || u.IsAbs() || u.Host != "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, `\`) {
+		return "/"
+	}
+	return next
+}
+
+func tokenRows(tokens []dbgen.ApiToken) []TokenRow {
+	rows := make([]TokenRow, len(tokens))
+	for i, t := range tokens {
+		rows[i] = TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, ExpiresAt: t.ExpiresAt}
+	}
+	return rows
+}
+
+// MeAPI answers GET /api/v1/me: who the token or session acts as.
+func (h *Handlers) MeAPI(c echo.Context) error {
+	p := web.Actor(c)
+	roles := map[string]access.Role{}
+	for t, r := range p.Roles {
+		roles[t.String()] = r
+	}
+	return c.JSON(http.StatusOK, map[string]any{"id": p.UserID, "email": p.Email, "provider_admin": p.ProviderAdmin, "roles": roles})
+}

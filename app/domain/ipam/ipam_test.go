@@ -1,0 +1,150 @@
+package ipam_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"nimbus/app/domain/ipam"
+	"nimbus/app/kernel/objstore/s3test"
+	"nimbus/db"
+	"nimbus/db/dbgen"
+	"nimbus/db/dbtest"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(s3test.Around(m)) }
+
+// pool makes a pool of prefix in a fresh deployment's environment.
+func pool(tb testing.TB, pg *pgxpool.Pool, prefix string) (uuid.UUID, dbtest.Deployment) {
+	tb.Helper()
+	d := dbtest.NewDeployment(tb, pg)
+	p, err := dbgen.New(pg).CreatePool(context.Background(), dbgen.CreatePoolParams{TenantID: uuid.NullUUID{UUID: d.TenantID, Valid: true}, EnvironmentID: uuid.NullUUID{UUID: d.EnvironmentID, Valid: true},
+		Name: "p", Prefix: netip.MustParsePrefix(prefix), Reserved: []netip.Prefix{}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p.ID, d
+}
+
+// allocateConcurrently has clients goroutines ask for n addresses in all, each in its own
+// transaction, and returns what they were given.
+func allocateConcurrently(tb testing.TB, pg *pgxpool.Pool, poolID uuid.UUID, d dbtest.Deployment, clients, n int) ([]netip.Addr, time.Duration) {
+	var (
+		mu   sync.Mutex
+		got  []netip.Addr
+		wg   sync.WaitGroup
+		next = make(chan int)
+	)
+	start := time.Now()
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				var lease ipam.Lease
+				err := db.Tx(context.Background(), pg, func(q *dbgen.Queries) error {
+					var err error
+					lease, err = ipam.Allocate(context.Background(), q, ipam.Request{PoolID: poolID, DeploymentID: d.DeploymentID,
+						OperationID: d.OperationID, Input: fmt.Sprintf("nic-%d", i)})
+					return err
+				})
+				if err != nil {
+					tb.Error(err)
+					continue
+				}
+				mu.Lock()
+				got = append(got, lease.Address)
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return got, time.Since(start)
+}
+
+func duplicates(addrs []netip.Addr) int {
+	seen := map[netip.Addr]bool{}
+	dup := 0
+	for _, a := range addrs {
+		if seen[a] {
+			dup++
+		}
+		seen[a] = true
+	}
+	return dup
+}
+
+func TestAllocate_ConcurrentClientsNeverShareAnAddress(t *testing.T) {
+	pg := dbtest.Pool(t)
+	poolID, d := pool(t, pg, "10.8.0.0/22")
+	got, _ := allocateConcurrently(t, pg, poolID, d, 20, 200)
+	if len(got) != 200 || duplicates(got) != 0 {
+		t.Fatalf("%d addresses, %d of them duplicates", len(got), duplicates(got))
+	}
+	// Asking again for an input is asking once.
+	var again ipam.Lease
+	err := db.Tx(context.Background(), pg, func(q *dbgen.Queries) error {
+		var err error
+		again, err = ipam.Allocate(context.Background(), q, ipam.Request{PoolID: poolID, DeploymentID: d.DeploymentID, Input: "nic-7"})
+		return err
+	})
+	if err != nil || !contains(got, again.Address) {
+		t.Fatalf("asking again for nic-7: %v %v", again, err)
+	}
+	// The database refuses an overlap whatever the code does.
+	_, err = dbgen.New(pg).CreateAllocation(context.Background(), dbgen.CreateAllocationParams{PoolID: poolID,
+		Prefix: netip.PrefixFrom(got[0], 32), Kind: "address", Input: "by-hand"})
+	if !db.IsExclusionViolation(err) {
+		t.Fatalf("a second allocation of %s: %v, want the exclusion constraint to refuse it", got[0], err)
+	}
+}
+
+func TestAllocate_FullPoolSaysSo(t *testing.T) {
+	pg := dbtest.Pool(t)
+	poolID, d := pool(t, pg, "10.9.0.0/30") // .2 is the only address to hand out
+	got, _ := allocateConcurrently(t, pg, poolID, d, 1, 1)
+	if len(got) != 1 || got[0] != netip.MustParseAddr("10.9.0.2") {
+		t.Fatalf("got %v", got)
+	}
+	err := db.Tx(context.Background(), pg, func(q *dbgen.Queries) error {
+		_, err := ipam.Allocate(context.Background(), q, ipam.Request{PoolID: poolID, DeploymentID: d.DeploymentID, Input: "another"})
+		return err
+	})
+	if !errors.Is(err, ipam.ErrFull) {
+		t.Fatalf("the full pool answered %v", err)
+	}
+}
+
+func contains(addrs []netip.Addr, a netip.Addr) bool {
+	for _, x := range addrs {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
+// BenchmarkAllocate has 50 clients take 1,000 addresses from one pool, each in a transaction
+// of its own, and reports the rate and the duplicates (which must be 0).
+func BenchmarkAllocate(b *testing.B) {
+	pg := dbtest.Pool(b)
+	for range b.N {
+		poolID, d := pool(b, pg, "10.16.0.0/20")
+		got, took := allocateConcurrently(b, pg, poolID, d, 50, 1000)
+		b.ReportMetric(float64(len(got))/took.Seconds(), "allocations/s")
+		b.ReportMetric(float64(duplicates(got)), "duplicates")
+		b.Logf("50 clients, %d allocations in %s: %.0f/s, %d duplicates", len(got), took.Round(time.Millisecond),
+			float64(len(got))/took.Seconds(), duplicates(got))
+	}
+}

@@ -1,0 +1,56 @@
+package user_test
+
+import (
+	"context"
+	"testing"
+
+	"nimbus/app/apptest"
+	"nimbus/app/domain/user"
+	"nimbus/app/kernel/access"
+	"nimbus/app/kernel/problem"
+)
+
+var accountCases = map[string]apptest.AuthzCase{
+	"user.Service.List": {
+		Refused: []apptest.Refusal{{Who: apptest.UserA, Want: problem.ErrForbidden}},
+		Served:  []apptest.Actor{apptest.AdminA},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			got, err := w.Users.List(context.Background(), p)
+			if err != nil {
+				return err
+			}
+			for _, u := range got {
+				if u.ID == w.AdminB.UserID || u.ID == w.Admin.UserID {
+					t.Errorf("tenant admin of A sees %s, who is not in A", u.Email)
+				}
+			}
+			if len(got) != 3 {
+				t.Errorf("tenant admin of A sees %d users, want A's 3", len(got))
+			}
+			return nil
+		},
+	},
+	"user.Service.Get": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}, {Who: apptest.ReaderA, Want: problem.ErrNotFound}},
+		Served:  []apptest.Actor{apptest.AdminA, apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			_, err := w.Users.Get(context.Background(), p, w.UserA.UserID)
+			return err
+		},
+		Then: func(t *testing.T, w *apptest.World) {
+			_, err := w.Users.Get(context.Background(), w.AdminA, w.AdminB.UserID)
+			apptest.WantErr(t, err, problem.ErrNotFound)
+		},
+	},
+	"user.Service.Create": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrForbidden}},
+		Served:  []apptest.Actor{apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			_, err := w.Users.Create(context.Background(), p, user.NewUser{Email: "x@example.com", Password: "long enough password"})
+			return err
+		},
+	},
+}
+
+// TestAuthz_Methods runs the authorization case of each of the package's data-access methods.
+func TestAuthz_Methods(t *testing.T) { apptest.RunAuthz(t, accountCases) }

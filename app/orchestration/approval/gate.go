@@ -1,0 +1,88 @@
+package approval
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"nimbus/app/kernel/access"
+	"nimbus/app/kernel/outbox"
+	"nimbus/app/kernel/problem"
+	"nimbus/db/dbgen"
+)
+
+// Gate holds back the operations that approval policies bind, for the deploy worker.
+type Gate struct {
+	ttl time.Duration
+}
+
+// NewGate returns a gate whose requests expire after ttl (DefaultTTL when not positive).
+func NewGate(ttl time.Duration) *Gate {
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	return &Gate{ttl: ttl}
+}
+
+// Hold reports whether the operation must wait for approval: it asks once for what the
+// policies binding it need then, and lets it go once that is given. A policy made or removed
+// while an operation waits does not change what it waits for.
+func (g *Gate) Hold(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, dep dbgen.GetDeploymentRow) (bool, error) {
+	r, err := q.CurrentApprovalRequest(ctx, op.ID)
+	switch {
+	case err == nil && Status(r.Status) == Pending:
+		return true, nil
+	case err == nil && Status(r.Status) == Approved:
+		return false, nil
+	case err == nil:
+		return false, problem.Invalid("operation", "approval", "its approval request is %s", r.Status)
+	case !errors.Is(err, pgx.ErrNoRows):
+		return false, err
+	}
+	rows, err := q.ApprovalPoliciesFor(ctx, dbgen.ApprovalPoliciesForParams{Kind: op.Kind, ComponentID: dep.ComponentID, EnvironmentID: dep.EnvironmentID})
+	if err != nil {
+		return false, err
+	}
+	n, role := need(rows)
+	if n == 0 {
+		return false, nil
+	}
+	req, err := open(ctx, q, dbgen.OpenApprovalRequestParams{OperationID: op.ID, ApprovalsRequired: int32(n),
+		ApproverRole: string(role), TtlSeconds: g.ttl.Seconds()})
+	if err != nil {
+		return false, err
+	}
+	return true, outbox.Emit(ctx, q, outbox.Event{Type: "approval.requested", Subject: dep.Name, Tenant: dep.TenantID, Environment: dep.EnvironmentID,
+		Instance: dep.StackInstanceID.UUID, Deployment: dep.ID, Data: map[string]any{"request": req.ID, "operation": op.ID, "kind": op.Kind,
+			"approvals_required": n, "approver_role": role}})
+}
+
+// Binds reports whether the operation has a request, or policies that will ask for one.
+func (g *Gate) Binds(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, dep dbgen.GetDeploymentRow) (bool, error) {
+	if _, err := q.CurrentApprovalRequest(ctx, op.ID); err == nil {
+		return true, nil
+	} else if !errors.Is(err, pgx.ErrNoRows) {
+		return false, err
+	}
+	rows, err := q.ApprovalPoliciesFor(ctx, dbgen.ApprovalPoliciesForParams{Kind: op.Kind, ComponentID: dep.ComponentID, EnvironmentID: dep.EnvironmentID})
+	if err != nil {
+		return false, err
+	}
+	n, _ := need(rows)
+	return n > 0, nil
+}
+
+// need is what the policies binding an operation ask of it together: the most approvals any
+// asks for, from the highest role any names. No policy needs nothing.
+func need(policies []dbgen.ApprovalPoliciesForRow) (int, access.Role) {
+	n, role := 0, access.User
+	for _, p := range policies {
+		n = max(n, int(p.ApprovalsRequired))
+		if r := access.Role(p.ApproverRole); r.Outranks(role) {
+			role = r
+		}
+	}
+	return n, role
+}

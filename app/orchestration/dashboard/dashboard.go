@@ -1,0 +1,200 @@
+// Package dashboard is the home page: for the signed-in user's tenants, their environments,
+// what runs now, what waits for their approval, what failed lately, and for provider admins
+// how full the IP pools are.
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+
+	"nimbus/app/domain/ipam"
+	"nimbus/app/kernel/access"
+	"nimbus/app/kernel/lifecycle"
+	"nimbus/app/orchestration/deploy"
+	"nimbus/app/orchestration/environment"
+	"nimbus/app/platform/web"
+	"nimbus/db/dbgen"
+)
+
+// Approvals counts the approval requests an actor may decide.
+type Approvals interface {
+	Waiting(ctx context.Context, actor access.Principal) (int, error)
+}
+
+// Service gathers the dashboard.
+type Service struct {
+	pool      *pgxpool.Pool
+	envs      *environment.Service
+	pools     *ipam.Service
+	approvals Approvals
+}
+
+// NewService returns a Service that lists envs and pools; approvals counts what waits for the
+// viewer.
+func NewService(pool *pgxpool.Pool, envs *environment.Service, pools *ipam.Service, approvals Approvals) *Service {
+	return &Service{pool: pool, envs: envs, pools: pools, approvals: approvals}
+}
+
+// Overview is what the dashboard shows one viewer.
+type Overview struct {
+	Environments []environment.Environment
+	Active       []dbgen.ActiveOperationsRow
+	// Awaiting are the operations that wait for approval, whoever may decide them.
+	Awaiting []dbgen.ActiveOperationsRow
+	Failures []dbgen.RecentFailuresRow
+	Waiting  int
+	Drifted  int         // deployments whose last drift check found changes
+	Pools    []ipam.Pool // for provider admins
+	// FirstSteps is how far a new install has come, for provider admins.
+	FirstSteps *dbgen.FirstStepsRow
+}
+
+// failureWindow is how far back the dashboard looks for failures.
+const failureWindow = 7 * 24 * time.Hour
+
+// Overview reads the dashboard of the tenants the actor may see.
+func (s *Service) Overview(ctx context.Context, actor access.Principal) (Overview, error) {
+	var o Overview
+	envs, err := s.envs.List(ctx, actor)
+	if err != nil {
+		return o, err
+	}
+	for _, e := range envs {
+		if e.Status != lifecycle.EnvironmentDecommissioned {
+			o.Environments = append(o.Environments, e)
+		}
+	}
+	// What needs a look first: failed, then moving, then settled.
+	rank := map[lifecycle.EnvironmentStatus]int{lifecycle.EnvironmentFailed: 0, lifecycle.EnvironmentProvisioning: 1, lifecycle.EnvironmentDecommissioning: 1, lifecycle.EnvironmentPlanned: 1,
+		lifecycle.EnvironmentActive: 2}
+	slices.SortStableFunc(o.Environments, func(a, b environment.Environment) int { return rank[a.Status] - rank[b.Status] })
+	tenants := actor.TenantsWith(access.EnvironmentRead)
+	q := dbgen.New(s.pool)
+	if o.Active, err = q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Statuses: []string{"queued", "running"},
+		AllTenants: actor.ProviderAdmin, TenantIds: tenants}); err != nil {
+		return o, fmt.Errorf("active operations: %w", err)
+	}
+	if o.Awaiting, err = q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Statuses: []string{"awaiting_approval"},
+		AllTenants: actor.ProviderAdmin, TenantIds: tenants}); err != nil {
+		return o, fmt.Errorf("operations awaiting approval: %w", err)
+	}
+	if o.Failures, err = q.RecentFailures(ctx, dbgen.RecentFailuresParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
+		Since: time.Now().Add(-failureWindow)}); err != nil {
+		return o, fmt.Errorf("recent failures: %w", err)
+	}
+	drifted, err := q.CountDrifted(ctx, dbgen.CountDriftedParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants})
+	if err != nil {
+		return o, fmt.Errorf("drifted deployments: %w", err)
+	}
+	o.Drifted = int(drifted)
+	if o.Waiting, err = s.approvals.Waiting(ctx, actor); err != nil {
+		return o, err
+	}
+	if actor.ProviderAdmin {
+		steps, err := q.FirstSteps(ctx)
+		if err != nil {
+			return o, fmt.Errorf("first steps: %w", err)
+		}
+		o.FirstSteps = &steps
+		list, err := s.pools.List(ctx, actor, ipam.Filter{})
+		if err != nil {
+			return o, err
+		}
+		for _, p := range list {
+			full, err := s.pools.Get(ctx, actor, p.ID)
+			if err != nil {
+				return o, err
+			}
+			o.Pools = append(o.Pools, full)
+		}
+		// The fullest first: they are the ones to act on.
+		slices.SortStableFunc(o.Pools, func(a, b ipam.Pool) int { return cmpDesc(a.Utilisation, b.Utilisation) })
+	}
+	return o, nil
+}
+
+func cmpDesc(a, b float64) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
+	}
+	return 0
+}
+
+// Handlers serves the dashboard.
+type Handlers struct{ svc *Service }
+
+// NewHandlers returns the handlers for svc.
+func NewHandlers(svc *Service) *Handlers { return &Handlers{svc: svc} }
+
+// Page shows the dashboard; while anything runs it refreshes its list of running operations.
+func (h *Handlers) Page(c echo.Context) error {
+	o, err := h.svc.Overview(web.Ctx(c), web.Actor(c))
+	if err != nil {
+		return err
+	}
+	v := DashboardView{Waiting: o.Waiting, Drifted: o.Drifted}
+	for _, e := range o.Environments {
+		v.Environments = append(v.Environments, environment.EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: string(e.Status),
+			LandingZone: e.LandingZone, Template: e.Template, Created: e.CreatedAt})
+	}
+	operation := func(a dbgen.ActiveOperationsRow) DashboardOperation {
+		return DashboardOperation{ID: a.ID.String(), Kind: a.Kind, Status: a.Status, Deployment: a.DeploymentName,
+			DeploymentID: a.DeploymentID.String(), Tenant: a.TenantName, TenantID: a.TenantID.String(),
+			Environment: a.EnvironmentName, EnvironmentID: a.EnvironmentID.String(), Since: a.CreatedAt}
+	}
+	for _, a := range o.Active {
+		v.Active = append(v.Active, operation(a))
+	}
+	for _, a := range o.Awaiting {
+		v.Awaiting = append(v.Awaiting, operation(a))
+	}
+	if o.FirstSteps != nil {
+		v.FirstSteps = checklist(*o.FirstSteps)
+	}
+	for _, f := range o.Failures {
+		row := DashboardOperation{ID: f.ID.String(), Kind: f.Kind, Status: string(deploy.Failed), Deployment: f.DeploymentName,
+			DeploymentID: f.DeploymentID.String(), Tenant: f.TenantName, TenantID: f.TenantID.String(),
+			Environment: f.EnvironmentName, EnvironmentID: f.EnvironmentID.String(), Error: f.Error}
+		if f.FinishedAt != nil {
+			row.Since = *f.FinishedAt
+		}
+		v.Failures = append(v.Failures, row)
+	}
+	for _, p := range o.Pools {
+		where := "landing zone " + p.LandingZone
+		if p.EnvironmentID != nil {
+			where = p.Environment
+		}
+		v.Pools = append(v.Pools, ipam.PoolRow{ID: p.ID.String(), Name: p.Name, Prefix: p.Prefix.String(), Scope: where, Used: p.Used,
+			Utilisation: p.Utilisation})
+	}
+	v.ShowPools = web.Actor(c).ProviderAdmin
+	return web.Render(c, http.StatusOK, Dashboard(web.Page(c, "Dashboard"), v))
+}
+
+// checklist is the checklist of a new install, in the order the steps depend on each other;
+// none once every step is done.
+func checklist(f dbgen.FirstStepsRow) []FirstStep {
+	steps := []FirstStep{
+		{Key: "tenant", Text: "Create a tenant", Why: "a team that owns environments and deployments", URL: "/tenants", Done: f.HasTenant},
+		{Key: "member", Text: "Add people to it", Why: "create users and give each a role in the tenant", URL: "/users", Done: f.HasMember},
+		{Key: "environment", Text: "Open an environment", Why: "where the tenant's deployments live", URL: "/environments", Done: f.HasEnvironment},
+		{Key: "pool", Text: "Create an IP pool", Why: "addresses handed out to machines as they are deployed", URL: "/ipam", Done: f.HasPool},
+		{Key: "deployment", Text: "Deploy a component", Why: "pick one in the catalog and deploy it into the environment", URL: "/catalog", Done: f.HasDeployment},
+	}
+	for _, s := range steps {
+		if !s.Done {
+			return steps
+		}
+	}
+	return nil
+}

@@ -1,0 +1,343 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"nimbus/app/kernel/lifecycle"
+	"nimbus/app/kernel/problem"
+	"nimbus/db"
+	"nimbus/db/dbgen"
+	"nimbus/jobs"
+	"nimbus/jobs/saga"
+)
+
+// This file holds the moves of an operation and of its steps' checkpoints: the only code that
+// writes operations and operation_steps (TestLifecycle_SoleWriter keeps it so), each through a
+// statement of db/queries/operations.sql in the caller's transaction. A move between statuses
+// names the status it starts from: from anywhere else it changes nothing and says so, with
+// ErrIllegalMove, ErrNotWaiting, or false for a cancel. Writes that move no status (the
+// parameters resolvers completed, a truncated log, a step's checkpoint) are here too, and so is
+// what the deployment shows (moveDeployment, land).
+
+// OperationMachine is an operation's life. Its moves are the functions below; each is a
+// statement that changes the row only from the statuses it names (db/queries/operations.sql),
+// so a move that finds the operation elsewhere reports lifecycle.ErrIllegalMove: the operation
+// moved on meanwhile (another worker took it over, a decision or a cancel came first).
+var OperationMachine = lifecycle.Machine[Status]{
+	Name: "operation", Table: "operations", Column: "status", Writer: "app/orchestration/deploy/lifecycle.go", Start: Queued,
+	Moves: map[Status][]Status{
+		Queued:           {Running, Cancelled},
+		Running:          {Succeeded, Failed, Cancelled, Queued, AwaitingApproval},
+		AwaitingApproval: {Queued, Rejected, Cancelled},
+	},
+}
+
+// DeploymentMachine is what a deployment shows: at rest, or busy while an operation changes
+// it; destroyed is its end. An operation may start from any rest and from a busy status (its
+// own, resumed after a crash), and leaves the deployment at any rest; only a busy deployment
+// or a pending one (discarded, never deployed) becomes destroyed.
+var DeploymentMachine = lifecycle.Machine[DeploymentStatus]{
+	Name: "deployment", Table: "deployed_components", Column: "status", Writer: "app/orchestration/deploy/lifecycle.go", Start: Pending,
+	Moves: deploymentMoves(),
+}
+
+func deploymentMoves() map[DeploymentStatus][]DeploymentStatus {
+	rest := []DeploymentStatus{Pending, Deployed, Broken, Interrupted}
+	busy := []DeploymentStatus{Deploying, Upgrading, Destroying}
+	moves := map[DeploymentStatus][]DeploymentStatus{}
+	for _, s := range rest {
+		moves[s] = slices.Concat(rest, busy)
+	}
+	for _, s := range busy {
+		moves[s] = slices.Concat(rest, busy, []DeploymentStatus{Destroyed})
+	}
+	moves[Pending] = append(moves[Pending], Destroyed)
+	return moves
+}
+
+func illegal(move string, id uuid.UUID) error {
+	return fmt.Errorf("%w: %s operation %s", lifecycle.ErrIllegalMove, move, id)
+}
+
+// ErrNotWaiting refuses to end, resume or rewind an operation that no longer awaits approval.
+var ErrNotWaiting = problem.Invalid("operation", "state", "the operation no longer awaits approval")
+
+func leased(id uuid.UUID) uuid.NullUUID { return uuid.NullUUID{UUID: id, Valid: true} }
+
+// queueOperation records an operation of the kind bringing in, and hands it to the workers.
+func queueOperation(ctx context.Context, tx pgx.Tx, queue jobs.Queue, deploymentID uuid.UUID, kind Kind, by uuid.UUID, in inputs) (dbgen.Operation, error) {
+	plain, _ := json.Marshal(in.Plain)
+	params := dbgen.CreateOperationParams{DeploymentID: deploymentID, Kind: string(kind),
+		RequestedBy: nullID(by), Parameters: plain, Rotate: []string{}, Applies: nullID(in.Applies), Refresh: in.Refresh}
+	if in.Rotate != nil {
+		params.Rotate = in.Rotate
+	}
+	if in.Version != 0 {
+		params.TargetVersion = pgtype.Int4{Int32: in.Version, Valid: true}
+		params.SecretParameters, params.SecretKeyID = in.Sealed, &in.KeyID
+	}
+	op, err := dbgen.New(tx).CreateOperation(ctx, params)
+	if err != nil {
+		return op, err
+	}
+	_, err = queue.InsertTx(ctx, tx, OperationArgs{OperationID: op.ID}, nil)
+	return op, err
+}
+
+// startRestore records a restore running under the given lease in its own request; it takes
+// the deployment's one active slot or fails with a unique violation.
+func startRestore(ctx context.Context, q *dbgen.Queries, deploymentID, by, held uuid.UUID) (dbgen.Operation, error) {
+	return q.StartRestore(ctx, dbgen.StartRestoreParams{DeploymentID: deploymentID, RequestedBy: nullID(by), Lease: leased(held)})
+}
+
+// claim takes a queued operation, or one whose worker stopped beating, under a new lease. A
+// unique violation means another operation runs on the deployment.
+func claim(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID) (dbgen.Operation, error) {
+	op, err := q.ClaimOperation(ctx, dbgen.ClaimOperationParams{ID: id, Lease: leased(held)})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return op, illegal("claim", id)
+	}
+	return op, err
+}
+
+// requeue sends an operation whose worker died back to the queue, to wait there for a place
+// among its tenant's running operations; one whose worker is alive is let be.
+func requeue(ctx context.Context, q *dbgen.Queries, id uuid.UUID) error {
+	_, err := q.RequeueStaleOperation(ctx, id)
+	return err
+}
+
+// beat says the holder of the lease is alive, and learns whether a cancel was asked for.
+func beat(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID) (cancelRequested bool, err error) {
+	cancelRequested, err = q.HeartbeatOperation(ctx, dbgen.HeartbeatOperationParams{ID: id, Lease: leased(held)})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, errLeaseLost
+	}
+	return cancelRequested, err
+}
+
+// fill stores the parameters an operation applies once its resolvers completed them, with its
+// secret ones sealed (nil keeps those it has).
+func fill(ctx context.Context, q *dbgen.Queries, id uuid.UUID, params json.RawMessage, keyID string, sealed []byte) error {
+	if err := q.SetOperationParameters(ctx, dbgen.SetOperationParametersParams{ID: id, Parameters: params}); err != nil {
+		return err
+	}
+	if sealed == nil {
+		return nil
+	}
+	return q.SetOperationSecrets(ctx, dbgen.SetOperationSecretsParams{ID: id, SecretParameters: sealed, SecretKeyID: &keyID})
+}
+
+// markTruncated records that the operation's log outgrew the database.
+func markTruncated(ctx context.Context, q *dbgen.Queries, id uuid.UUID) error {
+	return q.MarkLogTruncated(ctx, id)
+}
+
+// handBack returns a running operation to the queue for its job's next attempt.
+func handBack(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID) error {
+	n, err := q.HandBackOperation(ctx, dbgen.HandBackOperationParams{ID: id, Lease: leased(held)})
+	if err == nil && n == 0 {
+		return illegal("hand back", id)
+	}
+	return err
+}
+
+// park sets a running operation aside until its approval: it gives up its lease and keeps the
+// deployment's active slot. One whose cancel was asked for is not parked.
+func park(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID) error {
+	n, err := q.ParkOperation(ctx, dbgen.ParkOperationParams{ID: id, Lease: leased(held)})
+	if err == nil && n == 0 {
+		return illegal("park", id)
+	}
+	return err
+}
+
+// Resume hands an operation that awaited approval back to the workers, in the caller's
+// transaction: it goes on from the step after its approval.
+func Resume(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID) error {
+	n, err := dbgen.New(tx).ResumeOperation(ctx, id)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrNotWaiting
+	}
+	_, err = queue.InsertTx(ctx, tx, OperationArgs{OperationID: id}, nil)
+	return err
+}
+
+// Rewind sends an operation that awaits approval back to one of its steps and hands it to the
+// workers, in the caller's transaction: that step and every one after it run again. Rewound to
+// its preview, it forgets what the preview planned.
+func Rewind(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID, step string) error {
+	q := dbgen.New(tx)
+	n, err := q.RewindOperationSteps(ctx, dbgen.RewindOperationStepsParams{OperationID: id, Step: step})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrNotWaiting
+	}
+	if step == StepPreview {
+		if err := q.ForgetPlan(ctx, id); err != nil {
+			return err
+		}
+	}
+	return Resume(ctx, tx, queue, id)
+}
+
+// endWaiting ends an operation that awaits approval as status, with reason as its error.
+func endWaiting(ctx context.Context, q *dbgen.Queries, id uuid.UUID, status Status, reason string) error {
+	n, err := q.EndWaitingOperation(ctx, dbgen.EndWaitingOperationParams{ID: id, Status: string(status), Error: reason})
+	if err == nil && n == 0 {
+		return ErrNotWaiting
+	}
+	return err
+}
+
+// cancelQueued ends an operation that has not started; it reports false when it had.
+func cancelQueued(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (bool, error) {
+	n, err := q.CancelQueuedOperation(ctx, id)
+	return n > 0, err
+}
+
+// withdrawPreviews ends a deployment's previews that have not started: what they would show
+// no longer matters once the deployment is let go.
+func withdrawPreviews(ctx context.Context, q *dbgen.Queries, deploymentID uuid.UUID) error {
+	_, err := q.CancelQueuedPreviews(ctx, deploymentID)
+	return err
+}
+
+// requestCancel asks a running operation to stop at its next heartbeat; it reports false when
+// it was not running.
+func requestCancel(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (bool, error) {
+	n, err := q.RequestOperationCancel(ctx, id)
+	return n > 0, err
+}
+
+// finish records how a running operation ended, its outcome as fields, giving up its lease.
+func finish(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID, e ending, changes map[string]int, exit *int) error {
+	code := pgtype.Int4{}
+	if exit != nil {
+		code = pgtype.Int4{Int32: int32(*exit), Valid: true}
+	}
+	raw, _ := json.Marshal(changes)
+	p := dbgen.FinishOperationParams{ID: id, Lease: leased(held), Status: string(e.status), Error: e.message, Changes: raw, ExitCode: code}
+	recordOutcome(&p, e.outcome)
+	n, err := q.FinishOperation(ctx, p)
+	if err == nil && n == 0 {
+		return illegal("finish", id)
+	}
+	return err
+}
+
+// createDeployment records a deployment, pending until an operation deploys it.
+func createDeployment(ctx context.Context, q *dbgen.Queries, p dbgen.CreateDeploymentParams) (dbgen.DeployedComponent, error) {
+	return q.CreateDeployment(ctx, p)
+}
+
+// moveDeployment sets the status a deployment shows, from a status the machine moves from.
+func moveDeployment(ctx context.Context, q *dbgen.Queries, id uuid.UUID, to DeploymentStatus) error {
+	n, err := q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: id, Status: string(to), Sources: sources(DeploymentMachine, to)})
+	if err == nil && n == 0 {
+		return fmt.Errorf("%w: deployment %s cannot become %s", lifecycle.ErrIllegalMove, id, to)
+	}
+	return err
+}
+
+// sources spells the statuses a machine reaches to from, for a guarded statement.
+func sources[S ~string](m lifecycle.Machine[S], to S) []string {
+	var out []string
+	for _, s := range m.Sources(to) {
+		out = append(out, string(s))
+	}
+	return out
+}
+
+// checkpoints keeps one operation's step checkpoints in operation_steps, for the saga.
+type checkpoints struct {
+	pool      *pgxpool.Pool
+	operation uuid.UUID
+}
+
+// Load creates the missing step rows and returns every step's checkpoint in order. The rows it
+// creates are pending steps, which the next Load makes again when a crash loses them: their
+// commit does not wait for the disk.
+func (c checkpoints) Load(ctx context.Context, names []string) ([]saga.State, error) {
+	var rows []dbgen.OperationStep
+	err := db.LazyTx(ctx, c.pool, func(q *dbgen.Queries) error {
+		for i, n := range names {
+			if err := q.EnsureOperationStep(ctx, dbgen.EnsureOperationStepParams{OperationID: c.operation, Position: int32(i), Name: n}); err != nil {
+				return err
+			}
+		}
+		var err error
+		rows, err = q.ListOperationSteps(ctx, c.operation)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load steps of %s: %w", c.operation, err)
+	}
+	byName := make(map[string]dbgen.OperationStep, len(rows))
+	for _, r := range rows {
+		byName[r.Name] = r
+	}
+	out := make([]saga.State, len(names))
+	for i, n := range names {
+		r := byName[n]
+		out[i] = saga.State{Name: n, Status: saga.Status(r.Status), Result: json.RawMessage(r.Result), Error: r.Error}
+	}
+	return out, nil
+}
+
+// Mark records moves of steps in one transaction, such as a step's end and the next one's
+// start; a Lazy one commits without waiting for the disk (see saga.Lazy).
+func (c checkpoints) Mark(ctx context.Context, commit saga.Commit, moves ...saga.Move) error {
+	tx := db.Tx
+	if commit == saga.Lazy {
+		tx = db.LazyTx
+	}
+	return tx(ctx, c.pool, func(q *dbgen.Queries) error {
+		for _, m := range moves {
+			n, err := q.MarkOperationStep(ctx, dbgen.MarkOperationStepParams{
+				OperationID: c.operation, Name: m.Step, Status: string(m.Status), Result: m.Result, Error: m.Error,
+			})
+			if err != nil {
+				return fmt.Errorf("mark step %s %s: %w", m.Step, m.Status, err)
+			}
+			if n != 1 {
+				return fmt.Errorf("mark step %s %s: no such step of operation %s", m.Step, m.Status, c.operation)
+			}
+		}
+		return nil
+	})
+}
+
+// land records what an operation left its deployment with: its inputs, its status and its
+// outputs.
+func land(ctx context.Context, q *dbgen.Queries, in dbgen.UpdateDeploymentInputsParams, to DeploymentStatus, outputs json.RawMessage) error {
+	if err := q.UpdateDeploymentInputs(ctx, in); err != nil {
+		return err
+	}
+	n, err := q.RecordDeploymentOutputs(ctx, dbgen.RecordDeploymentOutputsParams{ID: in.ID, Status: string(to), Outputs: outputs,
+		Sources: sources(DeploymentMachine, to)})
+	if err == nil && n == 0 {
+		return fmt.Errorf("%w: deployment %s cannot become %s", lifecycle.ErrIllegalMove, in.ID, to)
+	}
+	return err
+}
+
+// recordDrift records a deployment's drift: what a check found, or that it is in sync again.
+// It returns the drift as it was before, for the event that tells of the change.
+func recordDrift(ctx context.Context, q *dbgen.Queries, id uuid.UUID, status string, found json.RawMessage) (dbgen.RecordDriftRow, error) {
+	return q.RecordDrift(ctx, dbgen.RecordDriftParams{ID: id, DriftStatus: status, Drift: found})
+}

@@ -1,0 +1,120 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"nimbus/app/domain/component"
+	"nimbus/app/domain/ipam"
+	"nimbus/app/domain/resolver"
+	"nimbus/app/kernel/problem"
+	"nimbus/db"
+	"nimbus/db/dbgen"
+	"nimbus/jobs/saga"
+)
+
+// resolve fills the operation's bound inputs with what its version's resolvers hand out, checks
+// them against the version's inputs, and stores the completed parameters on the operation,
+// all in one transaction: a crash leaves either nothing or everything, and a second run gets
+// what the first was handed.
+func (w *Worker) resolve(ctx context.Context, dep dbgen.GetDeploymentRow, op dbgen.Operation) (json.RawMessage, error) {
+	if !op.TargetVersion.Valid {
+		return nil, nil
+	}
+	q := dbgen.New(w.pool)
+	ver, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: dep.ComponentID, Version: op.TargetVersion.Int32})
+	if err != nil {
+		return nil, saga.Transient(err)
+	}
+	bindings, err := resolver.ParseBindings(ver.ResolverBindings)
+	if err != nil {
+		return nil, err
+	}
+	if len(bindings) == 0 {
+		return nil, nil
+	}
+	v := &problem.ValidationError{}
+	schema := component.ParseSchema("input_schema", ver.InputSchema, v)
+	if schema == nil {
+		return nil, v.Err()
+	}
+	var values map[string]any
+	err = db.Tx(ctx, w.pool, func(q *dbgen.Queries) error {
+		rc, err := q.ResolverContext(ctx, dep.ID)
+		if err != nil {
+			return err
+		}
+		configured, err := resolver.Configured(ctx, q, dep.EnvironmentID)
+		if err != nil {
+			return err
+		}
+		params := map[string]any{}
+		if err := json.Unmarshal(op.Parameters, &params); err != nil {
+			return err
+		}
+		secrets, err := openSecrets(w.keys, dep.ID, op.SecretKeyID, op.SecretParameters)
+		if err != nil {
+			return err
+		}
+		held, err := openSecrets(w.keys, dep.ID, dep.SecretKeyID, dep.SecretParameters)
+		if err != nil {
+			return err
+		}
+		// A secret made for the deployment before is kept: making a new one is a rotation.
+		var ask []resolver.Binding
+		kept := false
+		for _, b := range resolver.Active(bindings, configured) {
+			rotate := slices.Contains(op.Rotate, b.Input)
+			if resolver.Secret(b.Type) && !rotate && (secrets[b.Input] != nil || held[b.Input] != nil) {
+				if secrets[b.Input] == nil {
+					secrets[b.Input], kept = held[b.Input], true
+				}
+				continue
+			}
+			ask = append(ask, b)
+		}
+		if len(ask) == 0 && !kept {
+			// Nothing to hand out and nothing kept: the parameters stay as they are, with no
+			// write to wait for (no resolver configured where the deployment lives, say).
+			values = map[string]any{}
+			return nil
+		}
+		d := resolver.Deployment{ID: dep.ID, Name: dep.Name, Tenant: rc.TenantName, Environment: rc.EnvironmentName,
+			EnvID: dep.EnvironmentID, Component: rc.ComponentName, SemanticType: strings.ToLower(rc.SemanticType), Provider: rc.Provider}
+		if values, err = resolver.Resolve(ctx, q, ask, d, op.ID, params); err != nil {
+			return err
+		}
+		for _, b := range ask {
+			if msg := schema.Check(b.Input, values[b.Input]); msg != "" {
+				return fmt.Errorf("%w %s: the %s resolver gave a value that %s", resolver.ErrUnresolved, b.Input, b.Type, msg)
+			}
+			if resolver.Secret(b.Type) || schema.Secret(b.Input) {
+				secrets[b.Input] = values[b.Input]
+				values[b.Input] = "[secret]" // what the step's checkpoint keeps
+			} else {
+				params[b.Input] = values[b.Input]
+			}
+		}
+		completed, _ := json.Marshal(params)
+		if len(secrets) == 0 {
+			return fill(ctx, q, op.ID, completed, "", nil)
+		}
+		raw, _ := json.Marshal(secrets)
+		keyID, sealed, err := w.keys.Seal(raw, dep.ID[:])
+		if err != nil {
+			return err
+		}
+		return fill(ctx, q, op.ID, completed, keyID, sealed)
+	})
+	if errors.Is(err, resolver.ErrUnresolved) || errors.Is(err, ipam.ErrFull) {
+		return nil, err // the same next time: final
+	}
+	if err != nil {
+		return nil, saga.Transient(err)
+	}
+	return json.Marshal(values)
+}

@@ -1,0 +1,678 @@
+package pulumix
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"nimbus/app/kernel/objstore"
+	"nimbus/app/kernel/objstore/s3test"
+)
+
+// eachBackend runs a test against each kind of state backend: files under the data directory,
+// and a bucket on a real S3-compatible server.
+func eachBackend(t *testing.T, test func(t *testing.T, backend string)) {
+	for _, b := range []string{"file", "s3"} {
+		t.Run(b, func(t *testing.T) { test(t, b) })
+	}
+}
+
+// stackRunner makes a Runner over a fresh data directory and backend, with its simulated cloud
+// in a directory of its own so that tests can look at what the engine created.
+func stackRunner(t *testing.T, backend string) (r *Runner, data, cloud string) {
+	t.Helper()
+	data, cloud = t.TempDir(), t.TempDir()
+	var opts []Option
+	if backend == "s3" {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		store, err := objstore.NewS3(ctx, s3test.Shared(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, WithSharedState(store))
+	}
+	r, err := NewRunner(toolchain(t), data, map[string]string{"SIMCLOUD_DIR": cloud}, append(opts, CloudDirs(cloud))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, data, cloud
+}
+
+// machineStack is a deployment of the machine component's program.
+func machineStack(t *testing.T, name string, config map[string]any) Stack {
+	t.Helper()
+	code, err := os.ReadFile("../../domain/component/testdata/machine.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Stack{Name: name, Code: string(code), Config: config, Passphrase: "passphrase of " + name}
+}
+
+// cloudFiles lists the simulated cloud's resources of one kind ("disk", "machine").
+func cloudFiles(t *testing.T, cloud, kind string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(cloud, kind, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func machineFile(t *testing.T, cloud, id string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(cloud, "machine", id+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func timed(t *testing.T, what string, f func() (Result, error)) (Result, error) {
+	t.Helper()
+	start := time.Now()
+	res, err := f()
+	t.Logf("%s: %s, changes %v", what, time.Since(start).Round(time.Millisecond), res.Changes)
+	return res, err
+}
+
+func TestStack_UpUpdatePreviewDestroy(t *testing.T) { eachBackend(t, testUpUpdatePreviewDestroy) }
+
+func testUpUpdatePreviewDestroy(t *testing.T, backend string) {
+	r, data, cloud := stackRunner(t, backend)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	st := machineStack(t, "d-1", map[string]any{"name": "web", "cores": float64(2)})
+
+	var progress bytes.Buffer
+	res, err := timed(t, "first up", func() (Result, error) { return r.Up(ctx, st, &progress) })
+	if err != nil {
+		t.Fatalf("up: %v\n%s", err, progress.String())
+	}
+	id, _ := res.Outputs["machine_id"].(string)
+	if id == "" || res.Outputs["ip_address"] == "" || res.Outputs["ip_address"] == nil {
+		t.Fatalf("outputs %v", res.Outputs)
+	}
+	// The engine counts the stack itself as a resource, as its own summary does.
+	if res.Changes["create"] != 3 {
+		t.Errorf("changes %v: want the stack, the disk and the machine created", res.Changes)
+	}
+	if progress.Len() == 0 || res.Output == "" {
+		t.Error("the engine's progress was not passed on")
+	}
+	if d := cloudFiles(t, cloud, "disk"); len(d) != 1 {
+		t.Fatalf("disks %v", d)
+	}
+	if m := machineFile(t, cloud, id); m["cores"] != float64(2) || m["name"] != "web" {
+		t.Fatalf("machine %v", m)
+	}
+	dir := filepath.Join(data, "stacks", "d-1")
+	if info, err := os.Stat(dir); err != nil || info.Mode().Perm() != 0o700 {
+		t.Fatalf("working directory: %v %v", info, err)
+	}
+
+	st.Config["cores"] = float64(4)
+	res, err = timed(t, "preview", func() (Result, error) { return r.Preview(ctx, st, nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Changes["update"] != 1 || res.Changes["same"] != 2 {
+		t.Errorf("preview changes %v: want the machine updated, the stack and disk the same", res.Changes)
+	}
+	if m := machineFile(t, cloud, id); m["cores"] != float64(2) {
+		t.Fatalf("the preview changed the machine: %v", m)
+	}
+
+	res, err = timed(t, "second up", func() (Result, error) { return r.Up(ctx, st, nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outputs["machine_id"] != id || res.Changes["update"] != 1 {
+		t.Fatalf("second up: outputs %v, changes %v: want machine %s updated in place", res.Outputs, res.Changes, id)
+	}
+	if m := machineFile(t, cloud, id); m["cores"] != float64(4) {
+		t.Fatalf("machine %v: want 4 cores", m)
+	}
+
+	state, err := r.Export(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !json.Valid(state) || !bytes.Contains(state, []byte(id)) {
+		t.Fatalf("export is not the stack's state:\n%s", state)
+	}
+	// Imported back, as a restore does: the engine reads it from a file of Nimbus's.
+	if err := r.Import(ctx, st, bytes.NewReader(state)); err != nil {
+		t.Fatalf("import the export: %v", err)
+	}
+
+	res, err = timed(t, "preview destroy", func() (Result, error) { return r.PreviewDestroy(ctx, st, nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Changes["delete"] != 3 {
+		t.Errorf("preview destroy changes %v: want the stack, the disk and the machine to be deleted", res.Changes)
+	}
+	if m := machineFile(t, cloud, id); m["cores"] != float64(4) {
+		t.Fatalf("the preview of the destroy changed the machine: %v", m)
+	}
+
+	res, err = timed(t, "destroy", func() (Result, error) { return r.Destroy(ctx, st, nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Changes["delete"] != 3 {
+		t.Errorf("destroy changes %v: want the stack, the disk and the machine deleted", res.Changes)
+	}
+	if left := append(cloudFiles(t, cloud, "disk"), cloudFiles(t, cloud, "machine")...); len(left) != 0 {
+		t.Fatalf("destroy left %v", left)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the working directory is still there: %v", err)
+	}
+	res, err = timed(t, "destroy again", func() (Result, error) { return r.Destroy(ctx, st, nil) })
+	if err != nil {
+		t.Fatalf("destroying a destroyed stack: %v", err)
+	}
+	t.Logf("destroy again: %s", res.Output)
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the second destroy left a working directory: %v", err)
+	}
+	if res, err := r.PreviewDestroy(ctx, st, nil); err != nil || len(res.Changes) != 0 {
+		t.Fatalf("preview of destroying a destroyed stack: %v %v, want nothing to delete", res.Changes, err)
+	}
+	if _, err := r.Export(ctx, st); !errors.Is(err, ErrNoStack) {
+		t.Fatalf("export of a removed stack: %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("export of a removed stack left a working directory: %v", err)
+	}
+}
+
+func TestStack_EngineFailure(t *testing.T) { eachBackend(t, testEngineFailure) }
+
+func testEngineFailure(t *testing.T, backend string) {
+	r, _, cloud := stackRunner(t, backend)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	st := machineStack(t, "d-fail", map[string]any{"name": "web", "fail_on": "create"})
+
+	_, err := timed(t, "failing up", func() (Result, error) { return r.Up(ctx, st, nil) })
+	var engine *EngineError
+	if !errors.As(err, &engine) {
+		t.Fatalf("up: %v: want an EngineError", err)
+	}
+	if engine.Op != "up" || engine.ExitCode == 0 || !strings.Contains(engine.Output, "injected failure") {
+		t.Fatalf("engine error %+v", engine)
+	}
+	t.Logf("error: %v", err)
+	// What was created before the failure stays: undoing it is the caller's decision.
+	if d, m := cloudFiles(t, cloud, "disk"), cloudFiles(t, cloud, "machine"); len(d) != 1 || len(m) != 0 {
+		t.Fatalf("disks %v, machines %v: want the disk only", d, m)
+	}
+	if _, err := timed(t, "destroy", func() (Result, error) { return r.Destroy(ctx, st, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	if d := cloudFiles(t, cloud, "disk"); len(d) != 0 {
+		t.Fatalf("destroy left %v", d)
+	}
+}
+
+const secretProgram = `name: secret-test
+runtime: yaml
+config:
+  name:
+    type: string
+  token:
+    type: string
+resources:
+  disk:
+    type: simcloud:index:Disk
+    properties:
+      name: ${name}-${token}
+outputs:
+  disk_id: ${disk.id}
+  token: ${token}
+`
+
+func TestStack_SecretsStayEncrypted(t *testing.T) { eachBackend(t, testSecretsStayEncrypted) }
+
+func testSecretsStayEncrypted(t *testing.T, backend string) {
+	r, data, cloud := stackRunner(t, backend)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	canary := "canary-" + randomHex(8)
+	st := Stack{Name: "d-secret", Code: secretProgram, Config: map[string]any{"name": "vault"},
+		Secrets: map[string]string{"token": canary}, Passphrase: "passphrase of d-secret"}
+
+	var progress bytes.Buffer
+	res, err := timed(t, "up", func() (Result, error) { return r.Up(ctx, st, &progress) })
+	if err != nil {
+		t.Fatalf("up: %v\n%s", err, progress.String())
+	}
+	if res.Outputs["token"] != "[secret]" || res.Outputs["disk_id"] == "" {
+		t.Fatalf("outputs %v: want the token masked", res.Outputs)
+	}
+	// The program did get the value: the simulated cloud stores what it was given.
+	disks := cloudFiles(t, cloud, "disk")
+	if len(disks) != 1 {
+		t.Fatalf("disks %v", disks)
+	}
+	if b, _ := os.ReadFile(disks[0]); !bytes.Contains(b, []byte(canary)) {
+		t.Fatalf("the program did not receive the secret: %s", b)
+	}
+	if strings.Contains(progress.String(), canary) || strings.Contains(res.Output, canary) {
+		t.Fatal("the engine's output shows the secret")
+	}
+	// The working directory is a cache: without it, the stack's key comes back from the state,
+	// and the secret is set again.
+	if err := os.RemoveAll(filepath.Join(data, "stacks", st.Name)); err != nil {
+		t.Fatal(err)
+	}
+	res, err = timed(t, "up without the working directory", func() (Result, error) { return r.Up(ctx, st, &progress) })
+	if err != nil {
+		t.Fatalf("up: %v\n%s", err, res.Output)
+	}
+	if res.Changes["create"] != 0 || res.Changes["delete"] != 0 {
+		t.Fatalf("changes %v: want the disk kept", res.Changes)
+	}
+	settings, err := os.ReadFile(filepath.Join(data, "stacks", st.Name, "Pulumi."+st.Name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(settings, []byte("secure:")) {
+		t.Fatalf("the secret is not stored encrypted:\n%s", settings)
+	}
+	// Nothing under the data directory — state, stack settings, plugin cache, logs — holds the
+	// value in plain text.
+	files := 0
+	err = filepath.WalkDir(data, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		if bytes.Contains(b, []byte(canary)) {
+			t.Errorf("%s holds the secret in plain text", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("searched %d files under the data directory", files)
+	if files == 0 {
+		t.Fatal("found no files to search")
+	}
+	// Nor does anything the backend keeps, wherever it keeps it.
+	keys, err := bucketOf(t, r, st.Name).List(ctx, ".pulumi/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stacks := 0
+	for _, k := range keys {
+		if bytes.Contains(readBackendFile(t, r, st.Name, k), []byte(canary)) {
+			t.Errorf("the backend's %s holds the secret in plain text", k)
+		}
+		if strings.HasPrefix(k, ".pulumi/stacks/") {
+			stacks++
+		}
+	}
+	t.Logf("searched %d files of the %s backend", len(keys), backend)
+	if stacks == 0 {
+		t.Fatalf("the backend holds no stack state: %v", keys)
+	}
+}
+
+// lockFiles lists the keys of the DIY backend's lock files for a stack. On disk, each has a
+// sidecar of attributes (<lock>.json.attrs) that is not a lock.
+func lockFiles(t *testing.T, r *Runner, stack string) []string {
+	t.Helper()
+	keys, err := bucketOf(t, r, stack).List(context.Background(), lockDir(stack))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var locks []string
+	for _, k := range keys {
+		if strings.HasSuffix(k, ".json") {
+			locks = append(locks, k)
+		}
+	}
+	return locks
+}
+
+// bucketOf is the files of the stack's own backend, which its engine works on.
+func bucketOf(t *testing.T, r *Runner, stack string) Bucket {
+	t.Helper()
+	b, err := r.stateOf(stack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// readBackendFile reads a file of the stack's backend by key.
+func readBackendFile(t *testing.T, r *Runner, stack, key string) []byte {
+	t.Helper()
+	rc, err := bucketOf(t, r, stack).Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// writeBackendFile writes a file into the backend as the engine would, where Nimbus's own
+// stores refuse to.
+func writeBackendFile(t *testing.T, r *Runner, stack, key string, content []byte) {
+	t.Helper()
+	switch b := bucketOf(t, r, stack).(type) {
+	case *objstore.Dir:
+		path := filepath.Join(b.Root(), filepath.FromSlash(key))
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	case *objstore.S3:
+		cfg := b.Config()
+		client, err := minio.New(strings.TrimPrefix(cfg.Endpoint, "http://"), &minio.Options{
+			Creds: credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""), Region: cfg.Region, BucketLookup: minio.BucketLookupPath})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = client.PutObject(context.Background(), cfg.Bucket, key, bytes.NewReader(content), int64(len(content)), minio.PutObjectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatalf("no way to write into a %T", b)
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestStack_CrashedEngineLeavesALockThatClearLockRemoves(t *testing.T) {
+	eachBackend(t, testCrashedEngineLeavesALockThatClearLockRemoves)
+}
+
+func testCrashedEngineLeavesALockThatClearLockRemoves(t *testing.T, backend string) {
+	r, _, cloud := stackRunner(t, backend)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	st := machineStack(t, "d-crash", map[string]any{"name": "web", "delay_ms": float64(20000)})
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Up(ctx, st, nil)
+		done <- err
+	}()
+	// The engine writes its pid into the lock; the disk exists once the machine's slow create
+	// has begun.
+	var lock []string
+	waitFor(t, "the lock and the disk", time.Minute, func() bool {
+		lock = lockFiles(t, r, st.Name)
+		return len(lock) == 1 && len(cloudFiles(t, cloud, "disk")) == 1
+	})
+	content := readBackendFile(t, r, st.Name, lock[0])
+	t.Logf("lock file: %s: %s", lock[0], content)
+	var holder struct{ Pid int }
+	if err := json.Unmarshal(content, &holder); err != nil || holder.Pid <= 0 {
+		t.Fatalf("lock content %s: %v", content, err)
+	}
+	// The engine holds the stack's passphrase, but none of its processes shows it in the
+	// process list; with S3, none of them holds the bucket's keys at all.
+	for _, pid := range append(descendants(holder.Pid), holder.Pid) {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if bytes.Contains(cmdline, []byte(st.Passphrase)) {
+			t.Errorf("process %d shows a secret in its command line: %q", pid, cmdline)
+		}
+		if s3, ok := r.shared.(*objstore.S3); ok {
+			environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, key := range []string{s3.Config().SecretKey, s3.Config().AccessKey} {
+				if bytes.Contains(environ, []byte(key)) || bytes.Contains(cmdline, []byte(key)) {
+					t.Errorf("process %d holds the bucket's keys", pid)
+				}
+			}
+		}
+	}
+	// Kill the CLI and its plugins, as a crash of the machine would, so that nothing gets to
+	// unlock. Plugins lead process groups of their own, so they are found as its children.
+	plugins := descendants(holder.Pid)
+	if err := syscall.Kill(-holder.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range plugins {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	err := <-done
+	var engine *EngineError
+	if err == nil || errors.As(err, &engine) {
+		t.Fatalf("killed up: %v: want a plain error", err)
+	}
+	t.Logf("killed up: %.200s", err)
+	if len(lockFiles(t, r, st.Name)) != 1 {
+		t.Fatal("the killed engine's lock is gone")
+	}
+
+	st.Config["delay_ms"] = float64(0)
+	_, err = timed(t, "up while locked", func() (Result, error) { return r.Up(ctx, st, nil) })
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "locked") {
+		t.Fatalf("up of a locked stack: %v", err)
+	}
+	t.Logf("up while locked: %v", err)
+
+	// A caller that holds the stack alone, as an operation's lease does, gets past the lock.
+	st.Exclusive = true
+	if _, err := timed(t, "refresh", func() (Result, error) { return r.Refresh(ctx, st, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	if l := lockFiles(t, r, st.Name); len(l) != 0 {
+		t.Fatalf("clearLock left %v", l)
+	}
+	res, err := timed(t, "up after clearLock", func() (Result, error) { return r.Up(ctx, st, nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, m := cloudFiles(t, cloud, "disk"), cloudFiles(t, cloud, "machine"); len(d) != 1 || len(m) != 1 {
+		t.Fatalf("disks %v, machines %v: want one of each", d, m)
+	}
+	if m := cloudFiles(t, cloud, "machine"); filepath.Base(m[0]) != res.Outputs["machine_id"].(string)+".json" {
+		t.Fatalf("machine %s, outputs %v", m[0], res.Outputs)
+	}
+	if _, err := r.Destroy(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStack_CancelStopsTheEngineAndUnlocks(t *testing.T) {
+	eachBackend(t, testCancelStopsTheEngineAndUnlocks)
+}
+
+func testCancelStopsTheEngineAndUnlocks(t *testing.T, backend string) {
+	r, _, cloud := stackRunner(t, backend)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	st := machineStack(t, "d-cancel", map[string]any{"name": "web", "delay_ms": float64(5000)})
+
+	upCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	var progress bytes.Buffer // read only once Up has returned
+	go func() {
+		_, err := r.Up(upCtx, st, &progress)
+		done <- err
+	}()
+	waitFor(t, "the machine's create to begin", time.Minute, func() bool {
+		return len(cloudFiles(t, cloud, "disk")) == 1
+	})
+	stop()
+	cancelled := time.Now()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute): // the grace period NewRunner gives
+		t.Fatal("up did not return within the grace period")
+	}
+	took := time.Since(cancelled)
+	t.Logf("cancelled up returned in %s: %v\n%s", took.Round(time.Millisecond), err, quiet(progress.String()))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled up: %v: want context.Canceled", err)
+	}
+	if took > 15*time.Second {
+		t.Errorf("cancelled up took %s to return", took)
+	}
+	if l := lockFiles(t, r, st.Name); len(l) != 0 {
+		t.Fatalf("the cancelled engine left its lock: %v", l)
+	}
+
+	st.Config["delay_ms"] = "0" // scalars may come as text too
+	res, err := timed(t, "up after cancel", func() (Result, error) { return r.Up(ctx, st, nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := cloudFiles(t, cloud, "machine"); len(m) != 1 {
+		t.Fatalf("machines %v: want one", m)
+	}
+	if res.Changes["create"] != 1 || res.Changes["same"] != 2 {
+		t.Errorf("changes %v: want the machine created, the stack and disk kept", res.Changes)
+	}
+	if _, err := r.Destroy(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestClearLock_WaitsForALiveEngine(t *testing.T) {
+	eachBackend(t, testClearLockWaitsForALiveEngine)
+}
+
+func testClearLockWaitsForALiveEngine(t *testing.T, backend string) {
+	r, _, _ := stackRunner(t, backend)
+	st := Stack{Name: "d-held", Code: "name: held\nruntime: yaml\n"}
+	key := lockDir(st.Name) + "l.json"
+	host, _ := os.Hostname()
+	// This test process stands for an engine a crashed server left running.
+	writeBackendFile(t, r, st.Name, key, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, os.Getpid(), host))
+	if err := r.clearLock(t.Context(), bucketOf(t, r, st.Name), st.Name); !errors.Is(err, ErrLocked) {
+		t.Fatalf("cleared a lock its live engine holds: %v", err)
+	}
+	if l := lockFiles(t, r, st.Name); len(l) != 1 {
+		t.Fatalf("locks %v: want the live engine's kept", l)
+	}
+	// A lock of another stack whose name starts the same is not this stack's.
+	other := lockDir(st.Name+"-2") + "l.json"
+	writeBackendFile(t, r, st.Name+"-2", other, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, 1<<22+7, host))
+	writeBackendFile(t, r, st.Name, key, fmt.Appendf(nil, `{"pid":%d,"hostname":%q}`, 1<<22+7, host))
+	if err := r.clearLock(t.Context(), bucketOf(t, r, st.Name), st.Name); err != nil {
+		t.Fatalf("kept a dead engine's lock: %v", err)
+	}
+	if l := lockFiles(t, r, st.Name); len(l) != 0 {
+		t.Fatalf("clearLock left %v", l)
+	}
+	if l := lockFiles(t, r, st.Name+"-2"); len(l) != 1 {
+		t.Fatalf("clearLock of %s removed another stack's lock", st.Name)
+	}
+}
+
+// Replicas share the state in a bucket, each with a data directory of its own: a plan saved on
+// one is applied on another, and a stack one destroys, another makes anew.
+func TestStack_ReplicasShareStacksAndPlans(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	store, err := objstore.NewS3(ctx, s3test.Shared(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloud := t.TempDir()
+	replica := func() *Runner {
+		r, err := NewRunner(toolchain(t), t.TempDir(), map[string]string{"SIMCLOUD_DIR": cloud},
+			WithSharedState(store), CloudDirs(cloud))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a, b := replica(), replica()
+	// Each replica holds the stack alone while it runs it, as an operation's lease makes it:
+	// only then does it write the bucket.
+	st := Stack{Name: "d-shared", Code: secretProgram, Config: map[string]any{"name": "shared"},
+		Secrets: map[string]string{"token": "s3cr3t-token"}, Passphrase: "passphrase of d-shared", Exclusive: true}
+	if _, err := a.Up(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	st.Config["name"] = "renamed"
+	preview, err := a.Preview(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(preview.Plan, []byte("s3cr3t-token")) {
+		t.Fatal("the plan holds the secret in plaintext")
+	}
+	res, err := b.Apply(ctx, st, preview.Plan, nil)
+	if err != nil {
+		t.Fatalf("the other replica could not apply the plan: %v\n%s", err, res.Output)
+	}
+	if res.Outputs["token"] != "[secret]" || res.Changes["replace"]+res.Changes["update"] == 0 {
+		t.Fatalf("apply on the other replica: outputs %v, changes %v", res.Outputs, res.Changes)
+	}
+	// A stack only previewed has no state to record its salt: both replicas make the same.
+	fresh := Stack{Name: "d-fresh", Code: secretProgram, Config: map[string]any{"name": "fresh"},
+		Secrets: map[string]string{"token": "other-token"}, Passphrase: "passphrase of d-fresh", Exclusive: true}
+	if preview, err = a.Preview(ctx, fresh, nil); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := b.Apply(ctx, fresh, preview.Plan, nil); err != nil {
+		t.Fatalf("the other replica could not apply the plan of a stack only previewed: %v\n%s", err, res.Output)
+	}
+	if _, err := b.Destroy(ctx, fresh, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Destroy(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The first replica still has the stack's settings from before; the backend has no stack.
+	if _, err := a.Up(ctx, st, nil); err != nil {
+		t.Fatalf("up after another replica destroyed the stack: %v", err)
+	}
+	if disks := cloudFiles(t, cloud, "disk"); len(disks) != 1 {
+		t.Fatalf("the cloud holds %d disks, want the one made anew", len(disks))
+	}
+}

@@ -1,0 +1,217 @@
+package pulumix
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"nimbus/app/kernel/objstore"
+)
+
+// stateDir holds the stacks' file backends, one directory each, unless the state is shared.
+func (r *Runner) stateDir() string { return filepath.Join(r.data, "state") }
+
+// stackDir is the stack's working directory.
+func (r *Runner) stackDir(name string) string { return filepath.Join(r.data, "stacks", name) }
+
+// workDir is where scratch workspaces are made.
+func (r *Runner) workDir() string { return filepath.Join(r.data, "work") }
+
+// stateOf is the stack's own file backend, which its engine works on: the sandbox lets the
+// engine reach exactly that state.
+func (r *Runner) stateOf(stack string) (*objstore.Dir, error) {
+	return objstore.NewDir(filepath.Join(r.stateDir(), stack))
+}
+
+// mirrorOf keeps the stack's state in the shared bucket, when there is one.
+func (r *Runner) mirrorOf(stack string, local Bucket) *mirror {
+	if r.shared == nil {
+		return nil
+	}
+	return &mirror{shared: r.shared, local: local, stack: stack, synced: filepath.Join(r.data, "synced", stack)}
+}
+
+// forget removes the stack's directories: its working directory and its own file backend.
+func (r *Runner) forget(name string) error {
+	if err := os.RemoveAll(r.stackDir(name)); err != nil {
+		return fmt.Errorf("remove the working directory of %s: %w", name, err)
+	}
+	if err := os.RemoveAll(filepath.Join(r.stateDir(), name)); err != nil {
+		return fmt.Errorf("remove the state directory of %s: %w", name, err)
+	}
+	if err := os.Remove(filepath.Join(r.data, "synced", name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("forget the state of %s: %w", name, err)
+	}
+	return nil
+}
+
+// engineEnv is the environment of every engine process: the toolchain first on PATH, no
+// network look-ups, the extra entries NewRunner was given, then the stack's file backend and
+// the secrets passphrase, which no extra entry may replace. The passphrase travels in the
+// environment only: a command line is visible to every user of the machine.
+func (r *Runner) engineEnv(state, passphrase, home string) []string {
+	env := map[string]string{
+		"HOME":                                 home,
+		"TMPDIR":                               filepath.Join(home, "tmp"),
+		"PATH":                                 r.bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"PULUMI_SKIP_UPDATE_CHECK":             "true",
+		"PULUMI_DIY_BACKEND_NO_LEGACY_WARNING": "true",
+		// The event log is a debugging flag to the CLI.
+		"PULUMI_DEBUG_COMMANDS": "true",
+		"PULUMI_HOME":           home,
+		// Plugins come from the toolchain directory only: a program may not fetch and run one.
+		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+	}
+	for k, v := range r.env {
+		env[k] = v
+	}
+	env["PULUMI_BACKEND_URL"] = "file://" + state
+	env["PULUMI_CONFIG_PASSPHRASE"] = passphrase
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// open readies the stack's workspace: its program and settings written, the stack created in
+// the backend when create is set and it is missing (ErrNoStack otherwise), a lock a crashed
+// engine left cleared when st is Exclusive. No engine process runs for any of it.
+func (r *Runner) open(ctx context.Context, st Stack, create bool) (workspace, error) {
+	if err := checkStack(st, true); err != nil {
+		return workspace{}, err
+	}
+	state, err := r.stateOf(st.Name)
+	if err != nil {
+		return workspace{}, err
+	}
+	legacy := legacyProject(st.Code)
+	m := r.mirrorOf(st.Name, state)
+	if m != nil {
+		m.lease = st.Exclusive
+		if err := m.pull(ctx, legacy); err != nil {
+			return workspace{}, err
+		}
+	}
+	if err := adoptState(ctx, state, st.Name, legacy); err != nil {
+		return workspace{}, fmt.Errorf("move stack %s to its project: %w", st.Name, err)
+	}
+	if st.Exclusive {
+		if err := r.clearLock(ctx, state, st.Name); err != nil {
+			return workspace{}, err
+		}
+	}
+	dir := r.stackDir(st.Name)
+	settings := filepath.Join(dir, "Pulumi."+st.Name+".yaml")
+	// The backend says whether the stack exists, not the working directory: another replica
+	// may have removed the stack, or made it, and then this one has no settings of its own.
+	_, statErr := os.Stat(settings)
+	local := statErr == nil
+	exists, salt, err := readStack(ctx, state, st.Name, !local)
+	if err != nil {
+		return workspace{}, fmt.Errorf("look up stack %s: %w", st.Name, err)
+	}
+	if !exists && local {
+		if err := os.Remove(settings); err != nil {
+			return workspace{}, fmt.Errorf("forget the settings of %s: %w", st.Name, err)
+		}
+	}
+	if !exists && !create {
+		return workspace{}, fmt.Errorf("%w named %s", ErrNoStack, st.Name)
+	}
+	if !exists {
+		if err := createStack(ctx, state, st.Name); err != nil {
+			return workspace{}, err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return workspace{}, fmt.Errorf("prepare %s: %w", dir, err)
+	}
+	if exists && !local && salt != "" {
+		// The salt the state was encrypted with, which a plan saved on another replica needs.
+		if err := os.WriteFile(settings, []byte("encryptionsalt: "+salt+"\n"), 0o600); err != nil {
+			return workspace{}, fmt.Errorf("write stack settings: %w", err)
+		}
+	}
+	// Written every time: the deployment may have moved to a new version of its program.
+	if err := writeProgram(dir, st.Code); err != nil {
+		return workspace{}, err
+	}
+	if err := r.writeSettings(settings, st, true); err != nil {
+		return workspace{}, err
+	}
+	h, err := home(dir)
+	if err != nil {
+		return workspace{}, err
+	}
+	ws := workspace{stack: st.Name, dir: dir, tmp: filepath.Join(h, "tmp"), state: state.Root(), mirror: m, ports: st.Ports,
+		env: r.engineEnv(state.Root(), st.Passphrase, h)}
+	if holdsProviderSecret(st) {
+		tmp, err := os.MkdirTemp(memoryDir, "nimbus-engine-")
+		if err != nil {
+			return workspace{}, fmt.Errorf("the engine's temporary directory in memory (%s): %w", memoryDir, err)
+		}
+		ws.tmp, ws.volatile = tmp, true
+		for i, kv := range ws.env {
+			if strings.HasPrefix(kv, "TMPDIR=") {
+				ws.env[i] = "TMPDIR=" + tmp
+			}
+		}
+	}
+	for name, data := range st.Files {
+		file := filepath.Join(ws.tmp, strings.ToLower(name))
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			ws.close()
+			return workspace{}, fmt.Errorf("give the engine %s: %w", name, err)
+		}
+		ws.env = append(ws.env, name+"="+file)
+	}
+	return ws, nil
+}
+
+// memoryDir is where the engine of a stack holding a provider's credentials keeps its
+// temporary files, removed when the operation ends: a provider may write its credentials
+// there (the Kubernetes provider writes its kubeconfig for Helm, and leaves it), and they must
+// reach no disk.
+var memoryDir = "/dev/shm"
+
+// leftFor is how long an engine's temporary directory in memory may stand before a starting
+// Nimbus takes it for one left by a Nimbus that died mid-operation: longer than any operation
+// runs, so that the directories of other Nimbus processes on the machine are left alone.
+const leftFor = 24 * time.Hour
+
+// sweepMemory removes engines' temporary directories in dir last changed before cutoff: a
+// Nimbus that died mid-operation never removed them, and they may hold credentials.
+func sweepMemory(dir string, cutoff time.Time) {
+	left, _ := filepath.Glob(filepath.Join(dir, "nimbus-engine-*"))
+	for _, d := range left {
+		if info, err := os.Stat(d); err == nil && info.IsDir() && info.ModTime().Before(cutoff) {
+			_ = os.RemoveAll(d)
+		}
+	}
+}
+
+// holdsProviderSecret reports whether a stack is given credentials in files.
+func holdsProviderSecret(st Stack) bool { return len(st.Files) > 0 }
+
+// close removes what the engine left in a temporary directory of its own.
+func (ws workspace) close() {
+	if ws.volatile {
+		_ = os.RemoveAll(ws.tmp)
+	}
+}
+
+func checkStack(st Stack, needPassphrase bool) error {
+	if !validStackName.MatchString(st.Name) {
+		return fmt.Errorf("invalid stack name %q", st.Name)
+	}
+	if needPassphrase && st.Passphrase == "" {
+		// The CLI would otherwise ask for one, or fail with a message about prompting.
+		return fmt.Errorf("stack %s: no secrets passphrase", st.Name)
+	}
+	return nil
+}
