@@ -37,7 +37,7 @@ func (s *session) selectOption(sel, value string) {
 // testdata reads a file of app/domain/component/testdata.
 func testdata(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "app", "component", "testdata", name))
+	b, err := os.ReadFile(filepath.Join("..", "app", "domain", "component", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}

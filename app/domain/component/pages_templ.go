@@ -1669,7 +1669,7 @@ func Diff(page views.Page, d DiffView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 161, "</textarea></div></section><script src=\"/static/vendor/monaco/vs/loader.js\" defer></script> <script src=\"/static/js/editor.js\" defer></script>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 161, "</textarea></div></section><script src=\"/static/vendor/monaco/vs/loader.js\" defer></script> <script src=\"/static/js/dom.js\" defer></script> <script src=\"/static/js/editor.js\" defer></script>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
