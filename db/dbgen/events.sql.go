@@ -107,7 +107,7 @@ func (q *Queries) CreateEventSource(ctx context.Context, arg CreateEventSourcePa
 const createSubscription = `-- name: CreateSubscription :one
 INSERT INTO event_subscriptions (id, tenant_id, name, url, types, secret, secret_key_id, created_by)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-RETURNING id, tenant_id, name, url, types, secret, secret_key_id, active, failures, failing_since, disabled_reason, created_by, created_at
+RETURNING id, tenant_id, name, url, types, secret, secret_key_id, failures, failing_since, disabled_reason, created_by, created_at, status
 `
 
 type CreateSubscriptionParams struct {
@@ -141,12 +141,12 @@ func (q *Queries) CreateSubscription(ctx context.Context, arg CreateSubscription
 		&i.Types,
 		&i.Secret,
 		&i.SecretKeyID,
-		&i.Active,
 		&i.Failures,
 		&i.FailingSince,
 		&i.DisabledReason,
 		&i.CreatedBy,
 		&i.CreatedAt,
+		&i.Status,
 	)
 	return i, err
 }
@@ -496,7 +496,7 @@ func (q *Queries) FinishDelivery(ctx context.Context, arg FinishDeliveryParams) 
 }
 
 const getDelivery = `-- name: GetDelivery :one
-SELECT d.id, d.subscription_id, d.event_id, d.status, d.attempts, d.created_at, d.finished_at, s.url, s.secret, s.secret_key_id, s.active AS subscription_active, s.name AS subscription_name
+SELECT d.id, d.subscription_id, d.event_id, d.status, d.attempts, d.created_at, d.finished_at, s.url, s.secret, s.secret_key_id, s.status AS subscription_status, s.name AS subscription_name
 FROM event_deliveries d JOIN event_subscriptions s ON s.id = d.subscription_id
 WHERE d.id = $1
 `
@@ -512,7 +512,7 @@ type GetDeliveryRow struct {
 	Url                string     `json:"url"`
 	Secret             []byte     `json:"secret"`
 	SecretKeyID        string     `json:"secret_key_id"`
-	SubscriptionActive bool       `json:"subscription_active"`
+	SubscriptionStatus string     `json:"subscription_status"`
 	SubscriptionName   string     `json:"subscription_name"`
 }
 
@@ -530,7 +530,7 @@ func (q *Queries) GetDelivery(ctx context.Context, id uuid.UUID) (GetDeliveryRow
 		&i.Url,
 		&i.Secret,
 		&i.SecretKeyID,
-		&i.SubscriptionActive,
+		&i.SubscriptionStatus,
 		&i.SubscriptionName,
 	)
 	return i, err
@@ -559,7 +559,7 @@ func (q *Queries) GetEventSource(ctx context.Context, id uuid.UUID) (EventSource
 }
 
 const getSubscription = `-- name: GetSubscription :one
-SELECT id, tenant_id, name, url, types, secret, secret_key_id, active, failures, failing_since, disabled_reason, created_by, created_at FROM event_subscriptions WHERE id = $1
+SELECT id, tenant_id, name, url, types, secret, secret_key_id, failures, failing_since, disabled_reason, created_by, created_at, status FROM event_subscriptions WHERE id = $1
 `
 
 func (q *Queries) GetSubscription(ctx context.Context, id uuid.UUID) (EventSubscription, error) {
@@ -573,18 +573,18 @@ func (q *Queries) GetSubscription(ctx context.Context, id uuid.UUID) (EventSubsc
 		&i.Types,
 		&i.Secret,
 		&i.SecretKeyID,
-		&i.Active,
 		&i.Failures,
 		&i.FailingSince,
 		&i.DisabledReason,
 		&i.CreatedBy,
 		&i.CreatedAt,
+		&i.Status,
 	)
 	return i, err
 }
 
 const listSubscriptions = `-- name: ListSubscriptions :many
-SELECT id, tenant_id, name, url, types, secret, secret_key_id, active, failures, failing_since, disabled_reason, created_by, created_at FROM event_subscriptions
+SELECT id, tenant_id, name, url, types, secret, secret_key_id, failures, failing_since, disabled_reason, created_by, created_at, status FROM event_subscriptions
 WHERE ($1::boolean AND ($2::uuid IS NULL OR tenant_id = $2))
    OR (tenant_id = ANY($3::uuid[]) AND ($2::uuid IS NULL OR tenant_id = $2))
 ORDER BY tenant_id NULLS FIRST, name
@@ -613,12 +613,12 @@ func (q *Queries) ListSubscriptions(ctx context.Context, arg ListSubscriptionsPa
 			&i.Types,
 			&i.Secret,
 			&i.SecretKeyID,
-			&i.Active,
 			&i.Failures,
 			&i.FailingSince,
 			&i.DisabledReason,
 			&i.CreatedBy,
 			&i.CreatedAt,
+			&i.Status,
 		); err != nil {
 			return nil, err
 		}
@@ -778,6 +778,41 @@ func (q *Queries) LoggedEvent(ctx context.Context, id uuid.UUID) (EventLog, erro
 	return i, err
 }
 
+const moveSubscription = `-- name: MoveSubscription :one
+UPDATE event_subscriptions SET status = $1, failures = 0, failing_since = NULL, disabled_reason = ''
+WHERE id = $2 AND status = ANY($3::text[])
+RETURNING id, tenant_id, name, url, types, secret, secret_key_id, failures, failing_since, disabled_reason, created_by, created_at, status
+`
+
+type MoveSubscriptionParams struct {
+	Status  string    `json:"status"`
+	ID      uuid.UUID `json:"id"`
+	Sources []string  `json:"sources"`
+}
+
+// Moves a subscription whose status is still one of sources, forgetting the failures counted
+// so far: turned on again, it starts afresh. Called from app/orchestration/event/subscription.go alone.
+func (q *Queries) MoveSubscription(ctx context.Context, arg MoveSubscriptionParams) (EventSubscription, error) {
+	row := q.db.QueryRow(ctx, moveSubscription, arg.Status, arg.ID, arg.Sources)
+	var i EventSubscription
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.Name,
+		&i.Url,
+		&i.Types,
+		&i.Secret,
+		&i.SecretKeyID,
+		&i.Failures,
+		&i.FailingSince,
+		&i.DisabledReason,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.Status,
+	)
+	return i, err
+}
+
 const pendingEvents = `-- name: PendingEvents :many
 SELECT id FROM event_log
 WHERE outcome = 'pending' AND (source_kind = 'nimbus' OR received_at < now() - interval '1 minute')
@@ -928,37 +963,6 @@ func (q *Queries) SetEventSourceSecret(ctx context.Context, arg SetEventSourceSe
 	return i, err
 }
 
-const setSubscriptionActive = `-- name: SetSubscriptionActive :one
-UPDATE event_subscriptions SET active = $2, failures = 0, failing_since = NULL, disabled_reason = '' WHERE id = $1 RETURNING id, tenant_id, name, url, types, secret, secret_key_id, active, failures, failing_since, disabled_reason, created_by, created_at
-`
-
-type SetSubscriptionActiveParams struct {
-	ID     uuid.UUID `json:"id"`
-	Active bool      `json:"active"`
-}
-
-// Turning a subscription on again forgets the failures that turned it off.
-func (q *Queries) SetSubscriptionActive(ctx context.Context, arg SetSubscriptionActiveParams) (EventSubscription, error) {
-	row := q.db.QueryRow(ctx, setSubscriptionActive, arg.ID, arg.Active)
-	var i EventSubscription
-	err := row.Scan(
-		&i.ID,
-		&i.TenantID,
-		&i.Name,
-		&i.Url,
-		&i.Types,
-		&i.Secret,
-		&i.SecretKeyID,
-		&i.Active,
-		&i.Failures,
-		&i.FailingSince,
-		&i.DisabledReason,
-		&i.CreatedBy,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
 const subscriptionDeliveries = `-- name: SubscriptionDeliveries :many
 SELECT d.id, d.subscription_id, d.event_id, d.status, d.attempts, d.created_at, d.finished_at, l.type AS event_type, l.subject AS event_subject
 FROM event_deliveries d JOIN event_log l ON l.id = d.event_id
@@ -1013,13 +1017,13 @@ const subscriptionFailed = `-- name: SubscriptionFailed :one
 UPDATE event_subscriptions s
 SET failures = s.failures + 1,
     failing_since = coalesce(s.failing_since, $1::timestamptz),
-    active = CASE WHEN s.failures + 1 >= $2::integer
-                   AND $1::timestamptz - coalesce(s.failing_since, $1::timestamptz) >= $3::interval THEN false ELSE s.active END,
-    disabled_reason = CASE WHEN s.active AND s.failures + 1 >= $2::integer
+    status = CASE WHEN s.status = 'active' AND s.failures + 1 >= $2::integer
+                   AND $1::timestamptz - coalesce(s.failing_since, $1::timestamptz) >= $3::interval THEN 'disabled' ELSE s.status END,
+    disabled_reason = CASE WHEN s.status = 'active' AND s.failures + 1 >= $2::integer
                    AND $1::timestamptz - coalesce(s.failing_since, $1::timestamptz) >= $3::interval THEN $4::text ELSE s.disabled_reason END
-FROM (SELECT o.id, o.active AS was_active FROM event_subscriptions o WHERE o.id = $5 FOR UPDATE) old
+FROM (SELECT o.id, o.status AS was_status FROM event_subscriptions o WHERE o.id = $5 FOR UPDATE) old
 WHERE s.id = old.id
-RETURNING s.id, s.tenant_id, s.name, s.url, s.types, s.secret, s.secret_key_id, s.active, s.failures, s.failing_since, s.disabled_reason, s.created_by, s.created_at, old.was_active
+RETURNING s.id, s.tenant_id, s.name, s.url, s.types, s.secret, s.secret_key_id, s.failures, s.failing_since, s.disabled_reason, s.created_by, s.created_at, s.status, old.was_status
 `
 
 type SubscriptionFailedParams struct {
@@ -1038,18 +1042,19 @@ type SubscriptionFailedRow struct {
 	Types          []string      `json:"types"`
 	Secret         []byte        `json:"secret"`
 	SecretKeyID    string        `json:"secret_key_id"`
-	Active         bool          `json:"active"`
 	Failures       int32         `json:"failures"`
 	FailingSince   *time.Time    `json:"failing_since"`
 	DisabledReason string        `json:"disabled_reason"`
 	CreatedBy      uuid.NullUUID `json:"created_by"`
 	CreatedAt      time.Time     `json:"created_at"`
-	WasActive      bool          `json:"was_active"`
+	Status         string        `json:"status"`
+	WasStatus      string        `json:"was_status"`
 }
 
-// Counts a failed attempt; a subscription whose attempts have all failed, at least
-// limit_failures of them over at least limit_span, is turned off, saying why. was_active tells
-// the attempt that turned it off from those after. at is when the attempt failed.
+// Counts a failed attempt; an active subscription whose attempts have all failed, at least
+// limit_failures of them over at least limit_span, moves to disabled, saying why. was_status
+// tells the attempt that disabled it from those after. at is when the attempt failed. Called
+// from app/orchestration/event/subscription.go alone.
 func (q *Queries) SubscriptionFailed(ctx context.Context, arg SubscriptionFailedParams) (SubscriptionFailedRow, error) {
 	row := q.db.QueryRow(ctx, subscriptionFailed,
 		arg.At,
@@ -1067,13 +1072,13 @@ func (q *Queries) SubscriptionFailed(ctx context.Context, arg SubscriptionFailed
 		&i.Types,
 		&i.Secret,
 		&i.SecretKeyID,
-		&i.Active,
 		&i.Failures,
 		&i.FailingSince,
 		&i.DisabledReason,
 		&i.CreatedBy,
 		&i.CreatedAt,
-		&i.WasActive,
+		&i.Status,
+		&i.WasStatus,
 	)
 	return i, err
 }
@@ -1089,7 +1094,7 @@ func (q *Queries) SubscriptionSucceeded(ctx context.Context, id uuid.UUID) error
 
 const subscriptionsFor = `-- name: SubscriptionsFor :many
 SELECT id, types FROM event_subscriptions
-WHERE active AND (tenant_id IS NULL OR tenant_id = $1::uuid)
+WHERE status = 'active' AND (tenant_id IS NULL OR tenant_id = $1::uuid)
 `
 
 type SubscriptionsForRow struct {

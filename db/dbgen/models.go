@@ -284,12 +284,12 @@ type EventSubscription struct {
 	Types          []string      `json:"types"`
 	Secret         []byte        `json:"secret"`
 	SecretKeyID    string        `json:"secret_key_id"`
-	Active         bool          `json:"active"`
 	Failures       int32         `json:"failures"`
 	FailingSince   *time.Time    `json:"failing_since"`
 	DisabledReason string        `json:"disabled_reason"`
 	CreatedBy      uuid.NullUUID `json:"created_by"`
 	CreatedAt      time.Time     `json:"created_at"`
+	Status         string        `json:"status"`
 }
 
 type ImageCatalog struct {

@@ -123,9 +123,12 @@ WHERE (sqlc.arg(provider)::boolean AND (sqlc.narg(tenant)::uuid IS NULL OR tenan
    OR (tenant_id = ANY(sqlc.arg(tenants)::uuid[]) AND (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant)))
 ORDER BY tenant_id NULLS FIRST, name;
 
--- name: SetSubscriptionActive :one
--- Turning a subscription on again forgets the failures that turned it off.
-UPDATE event_subscriptions SET active = $2, failures = 0, failing_since = NULL, disabled_reason = '' WHERE id = $1 RETURNING *;
+-- name: MoveSubscription :one
+-- Moves a subscription whose status is still one of sources, forgetting the failures counted
+-- so far: turned on again, it starts afresh. Called from app/orchestration/event/subscription.go alone.
+UPDATE event_subscriptions SET status = sqlc.arg(status), failures = 0, failing_since = NULL, disabled_reason = ''
+WHERE id = sqlc.arg(id) AND status = ANY(sqlc.arg(sources)::text[])
+RETURNING *;
 
 -- name: DeleteSubscription :exec
 DELETE FROM event_subscriptions WHERE id = $1;
@@ -133,7 +136,7 @@ DELETE FROM event_subscriptions WHERE id = $1;
 -- name: SubscriptionsFor :many
 -- The active subscriptions an event of a tenant goes to: the tenant's own and the provider-wide.
 SELECT id, types FROM event_subscriptions
-WHERE active AND (tenant_id IS NULL OR tenant_id = sqlc.narg(tenant)::uuid);
+WHERE status = 'active' AND (tenant_id IS NULL OR tenant_id = sqlc.narg(tenant)::uuid);
 
 -- name: CreateDelivery :one
 INSERT INTO event_deliveries (subscription_id, event_id) VALUES ($1, $2)
@@ -141,7 +144,7 @@ ON CONFLICT DO NOTHING
 RETURNING id;
 
 -- name: GetDelivery :one
-SELECT d.*, s.url, s.secret, s.secret_key_id, s.active AS subscription_active, s.name AS subscription_name
+SELECT d.*, s.url, s.secret, s.secret_key_id, s.status AS subscription_status, s.name AS subscription_name
 FROM event_deliveries d JOIN event_subscriptions s ON s.id = d.subscription_id
 WHERE d.id = $1;
 
@@ -158,19 +161,20 @@ WHERE id = sqlc.arg(id);
 UPDATE event_subscriptions SET failures = 0, failing_since = NULL WHERE id = $1;
 
 -- name: SubscriptionFailed :one
--- Counts a failed attempt; a subscription whose attempts have all failed, at least
--- limit_failures of them over at least limit_span, is turned off, saying why. was_active tells
--- the attempt that turned it off from those after. at is when the attempt failed.
+-- Counts a failed attempt; an active subscription whose attempts have all failed, at least
+-- limit_failures of them over at least limit_span, moves to disabled, saying why. was_status
+-- tells the attempt that disabled it from those after. at is when the attempt failed. Called
+-- from app/orchestration/event/subscription.go alone.
 UPDATE event_subscriptions s
 SET failures = s.failures + 1,
     failing_since = coalesce(s.failing_since, sqlc.arg(at)::timestamptz),
-    active = CASE WHEN s.failures + 1 >= sqlc.arg(limit_failures)::integer
-                   AND sqlc.arg(at)::timestamptz - coalesce(s.failing_since, sqlc.arg(at)::timestamptz) >= sqlc.arg(limit_span)::interval THEN false ELSE s.active END,
-    disabled_reason = CASE WHEN s.active AND s.failures + 1 >= sqlc.arg(limit_failures)::integer
+    status = CASE WHEN s.status = 'active' AND s.failures + 1 >= sqlc.arg(limit_failures)::integer
+                   AND sqlc.arg(at)::timestamptz - coalesce(s.failing_since, sqlc.arg(at)::timestamptz) >= sqlc.arg(limit_span)::interval THEN 'disabled' ELSE s.status END,
+    disabled_reason = CASE WHEN s.status = 'active' AND s.failures + 1 >= sqlc.arg(limit_failures)::integer
                    AND sqlc.arg(at)::timestamptz - coalesce(s.failing_since, sqlc.arg(at)::timestamptz) >= sqlc.arg(limit_span)::interval THEN sqlc.arg(reason)::text ELSE s.disabled_reason END
-FROM (SELECT o.id, o.active AS was_active FROM event_subscriptions o WHERE o.id = sqlc.arg(id) FOR UPDATE) old
+FROM (SELECT o.id, o.status AS was_status FROM event_subscriptions o WHERE o.id = sqlc.arg(id) FOR UPDATE) old
 WHERE s.id = old.id
-RETURNING s.*, old.was_active;
+RETURNING s.*, old.was_status;
 
 -- name: FinishDelivery :exec
 UPDATE event_deliveries SET status = $2, finished_at = now() WHERE id = $1;

@@ -1,7 +1,8 @@
 // Package lifecycle is the one shape every lifecycle of Nimbus takes: a typed status, the moves
 // allowed between statuses written down as data, and the one file that writes the status
 // column. Operations, deployments, environments, landing zones, stack instances, stack runs,
-// approval requests, deliveries and component checks each declare a Machine; the machine test
+// approval requests, deliveries, subscriptions and component checks each declare a Machine; a
+// tenant's namespace lives the life of the factory's stack instance that made it. The machine test
 // holds every one of them to its table and keeps every other writer out.
 package lifecycle
 

@@ -36,6 +36,7 @@ var lifecycles = []struct {
 	{instance.RunMachine, []string{"stack_runs", "stack_run_steps"}},
 	{approval.Machine, []string{"approval_requests", "approval_decisions"}},
 	{event.DeliveryMachine, nil},
+	{event.SubscriptionMachine, nil},
 	{component.CheckMachine, nil},
 }
 

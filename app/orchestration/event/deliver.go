@@ -162,7 +162,7 @@ func (w *Deliverer) Work(ctx context.Context, job *river.Job[DeliverArgs]) error
 		return err
 	}
 	switch {
-	case !d.SubscriptionActive:
+	case SubscriptionStatus(d.SubscriptionStatus) != SubscriptionActive:
 		return q.FinishDelivery(ctx, dbgen.FinishDeliveryParams{ID: d.ID, Status: string(DeliveryCancelled)})
 	case w.now().Sub(d.CreatedAt) > GiveUpAfter:
 		return q.FinishDelivery(ctx, dbgen.FinishDeliveryParams{ID: d.ID, Status: string(DeliveryFailed)})
@@ -204,20 +204,14 @@ func (w *Deliverer) Work(ctx context.Context, job *river.Job[DeliverArgs]) error
 			}
 			return q.SubscriptionSucceeded(ctx, d.SubscriptionID)
 		}
-		sub, err := q.SubscriptionFailed(ctx, dbgen.SubscriptionFailedParams{ID: d.SubscriptionID, At: w.now(), LimitFailures: int32(w.cfg.DisableAfter),
+		off, err = subscriptionFailed(ctx, q, dbgen.SubscriptionFailedParams{ID: d.SubscriptionID, At: w.now(), LimitFailures: int32(w.cfg.DisableAfter),
 			LimitSpan: pgtype.Interval{Microseconds: w.cfg.FailingFor.Microseconds(), Valid: true},
 			Reason:    fmt.Sprintf("turned off: every attempt failed for %s; the last: %s", w.cfg.FailingFor, told)})
 		if err != nil {
 			return err
 		}
-		if off = !sub.Active; off {
+		if off {
 			attempt.Status = string(DeliveryCancelled)
-			if sub.WasActive {
-				if err := outbox.Emit(ctx, q, outbox.Event{Type: "subscription.disabled", Subject: sub.Name, Tenant: sub.TenantID.UUID,
-					Data: map[string]any{"subscription": sub.ID, "reason": sub.DisabledReason}}); err != nil {
-					return err
-				}
-			}
 		}
 		return q.RecordAttempt(ctx, attempt)
 	})

@@ -169,12 +169,14 @@ func TestDeliver_ADeliveryFailingForADayIsGivenUp(t *testing.T) {
 func TestDeliver_ASubscriptionFailingForADayIsTurnedOffWithOneNotice(t *testing.T) {
 	f := newDeliveryFixture(t, DeliveryConfig{DisableAfter: 3})
 	start := f.clock
-	var active bool
+	var status string
 	var failures int
 	var reason string
+	var active bool
 	sub := func() {
 		t.Helper()
-		f.scan(t, `SELECT active, failures, disabled_reason FROM event_subscriptions WHERE id = $1`, []any{f.sub}, &active, &failures, &reason)
+		f.scan(t, `SELECT status, failures, disabled_reason FROM event_subscriptions WHERE id = $1`, []any{f.sub}, &status, &failures, &reason)
+		active = SubscriptionStatus(status) == SubscriptionActive
 	}
 
 	// Three failures in half a day are not enough: a receiver down for hours loses nothing.
@@ -195,8 +197,8 @@ func TestDeliver_ASubscriptionFailingForADayIsTurnedOffWithOneNotice(t *testing.
 			t.Fatalf("a delivery of a subscription turned off is not retried, but its job said %v", err)
 		}
 	}
-	if sub(); active || failures != 5 || !strings.Contains(reason, "503") {
-		t.Fatalf("a day on: active %v, %d failures, reason %q; want off after 5, saying why", active, failures, reason)
+	if sub(); SubscriptionStatus(status) != SubscriptionDisabled || failures != 5 || !strings.Contains(reason, "503") {
+		t.Fatalf("a day on: %s, %d failures, reason %q; want disabled after 5, saying why", status, failures, reason)
 	}
 	for _, d := range []uuid.UUID{d1, d2} {
 		if status, attempts, recorded := f.status(t, d); status != "cancelled" || attempts != 1 || recorded != 1 {

@@ -14,6 +14,8 @@ import (
 
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/egress"
+	"nimbus/app/kernel/lifecycle"
+	"nimbus/app/kernel/outbox"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/audit"
 	"nimbus/db"
@@ -28,12 +30,36 @@ type Subscription struct {
 	Name     string     `json:"name"`
 	URL      string     `json:"url"`
 	Types    []string   `json:"types"`
-	Active   bool       `json:"active"`
+	// Status is where the subscription stands; Active says whether events go to it now.
+	Status SubscriptionStatus `json:"status"`
+	Active bool               `json:"active"`
 	// Failures counts the attempts failed in a row; DisabledReason says why a subscription
 	// that kept failing was turned off.
 	Failures       int       `json:"failures"`
 	DisabledReason string    `json:"disabled_reason,omitempty"`
 	CreatedAt      time.Time `json:"created_at"`
+}
+
+// SubscriptionStatus is where a subscription stands.
+type SubscriptionStatus string
+
+// A subscription's statuses.
+const (
+	SubscriptionActive SubscriptionStatus = "active"
+	// SubscriptionPaused is turned off by a person.
+	SubscriptionPaused SubscriptionStatus = "paused"
+	// SubscriptionDisabled is turned off by Nimbus, after every attempt failed for a while.
+	SubscriptionDisabled SubscriptionStatus = "disabled"
+)
+
+// SubscriptionMachine is a subscription's life; this file alone moves it.
+var SubscriptionMachine = lifecycle.Machine[SubscriptionStatus]{
+	Name: "subscription", Table: "event_subscriptions", Column: "status", Writer: "app/orchestration/event/subscription.go", Start: SubscriptionActive,
+	Moves: map[SubscriptionStatus][]SubscriptionStatus{
+		SubscriptionActive:   {SubscriptionPaused, SubscriptionDisabled},
+		SubscriptionPaused:   {SubscriptionActive},
+		SubscriptionDisabled: {SubscriptionActive, SubscriptionPaused},
+	},
 }
 
 // NewSubscription is what a tenant admin (or, provider-wide, a provider admin) gives.
@@ -175,18 +201,34 @@ func (s *Service) subscription(ctx context.Context, q *dbgen.Queries, actor acce
 	return row, mayManage(actor, ptr(row.TenantID))
 }
 
-// SetSubscriptionActive turns a subscription off, or on again: on again, its failures are
-// forgotten.
+// SetSubscriptionActive turns a subscription off (paused), or on again: on again, its failures
+// are forgotten. Asking for what it is already changes nothing.
 func (s *Service) SetSubscriptionActive(ctx context.Context, actor access.Principal, id uuid.UUID, active bool) (Subscription, error) {
+	to := SubscriptionPaused
+	if active {
+		to = SubscriptionActive
+	}
 	var out Subscription
 	err := db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
-		if _, err := s.subscription(ctx, q, actor, id); err != nil {
-			return err
-		}
-		row, err := q.SetSubscriptionActive(ctx, dbgen.SetSubscriptionActiveParams{ID: id, Active: active})
+		row, err := s.subscription(ctx, q, actor, id)
 		if err != nil {
 			return err
 		}
+		if SubscriptionStatus(row.Status) == to {
+			out = subscriptionView(row)
+			return nil
+		}
+		if err := SubscriptionMachine.Check("subscription "+row.Name, SubscriptionStatus(row.Status), to); err != nil {
+			return err
+		}
+		moved, err := q.MoveSubscription(ctx, dbgen.MoveSubscriptionParams{ID: id, Status: string(to), Sources: sources(to)})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("subscription %s moved meanwhile: %w", row.Name, lifecycle.ErrIllegalMove)
+		}
+		if err != nil {
+			return err
+		}
+		row = moved
 		out = subscriptionView(row)
 		return audit.Record(ctx, q, actor, audit.Event{Tenant: row.TenantID.UUID, Action: "event_subscription.update",
 			TargetType: "event_subscription", TargetID: id.String(), Diff: map[string]any{"name": row.Name, "active": active}})
@@ -285,7 +327,32 @@ func hostOf(raw string) string {
 	return u.Host
 }
 
+// sources are the statuses a subscription may move to to from.
+func sources(to SubscriptionStatus) []string {
+	var out []string
+	for _, s := range SubscriptionMachine.Sources(to) {
+		out = append(out, string(s))
+	}
+	return out
+}
+
+// subscriptionFailed counts a failed attempt of a delivery, disabling the subscription once its
+// attempts have failed for long enough; it reports whether the subscription takes events no
+// more, and emits the news once, from the attempt that disabled it.
+func subscriptionFailed(ctx context.Context, q *dbgen.Queries, arg dbgen.SubscriptionFailedParams) (bool, error) {
+	sub, err := q.SubscriptionFailed(ctx, arg)
+	if err != nil {
+		return false, err
+	}
+	if SubscriptionStatus(sub.WasStatus) == SubscriptionActive && SubscriptionStatus(sub.Status) == SubscriptionDisabled {
+		err = outbox.Emit(ctx, q, outbox.Event{Type: "subscription.disabled", Subject: sub.Name, Tenant: sub.TenantID.UUID,
+			Data: map[string]any{"subscription": sub.ID, "reason": sub.DisabledReason}})
+	}
+	return SubscriptionStatus(sub.Status) != SubscriptionActive, err
+}
+
 func subscriptionView(r dbgen.EventSubscription) Subscription {
-	return Subscription{ID: r.ID, TenantID: ptr(r.TenantID), Name: r.Name, URL: r.Url, Types: r.Types, Active: r.Active,
+	return Subscription{ID: r.ID, TenantID: ptr(r.TenantID), Name: r.Name, URL: r.Url, Types: r.Types,
+		Status: SubscriptionStatus(r.Status), Active: SubscriptionStatus(r.Status) == SubscriptionActive,
 		Failures: int(r.Failures), DisabledReason: r.DisabledReason, CreatedAt: r.CreatedAt}
 }
