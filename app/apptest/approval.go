@@ -13,6 +13,7 @@ import (
 
 	"nimbus/app/kernel/access"
 	"nimbus/app/orchestration/approval"
+	"nimbus/app/orchestration/deploy"
 	"nimbus/app/orchestration/environment"
 	"nimbus/db"
 	"nimbus/db/dbgen"
@@ -144,7 +145,8 @@ func (w *World) Request(t *testing.T) approval.Request {
 			if err != nil {
 				return err
 			}
-			if wait, err := approval.NewGate(time.Hour).Hold(ctx, q, row, dep); err != nil || !wait {
+			if wait, err := approval.NewGate(time.Hour).Hold(ctx, q, deploy.Gated{Operation: row.ID, Kind: row.Kind,
+				Deployment: dep.ID, Name: dep.Name, Component: dep.ComponentID, Environment: dep.EnvironmentID, Tenant: dep.TenantID}); err != nil || !wait {
 				return errors.Join(err, errors.New("the policy did not hold the deploy"))
 			}
 			_, err = w.Pool.Exec(ctx, `UPDATE operations SET status = 'awaiting_approval' WHERE id = $1`, op.ID)

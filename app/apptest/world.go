@@ -183,7 +183,7 @@ func PrincipalOf(t testing.TB, pool *pgxpool.Pool, email string) access.Principa
 	if err != nil {
 		t.Fatalf("find %s: %v", email, err)
 	}
-	p, err := auth.Principal(context.Background(), q, u)
+	p, err := auth.Requester(context.Background(), q, uuid.NullUUID{UUID: u.ID, Valid: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/web"
-	"nimbus/db/dbgen"
 	"nimbus/views"
 )
 
@@ -225,28 +224,13 @@ func (h *Handlers) RevokeTokenForm(c echo.Context) error {
 	return web.Redirect(c, "/tokens")
 }
 
-// tokenJSON is a token as the API shows it: never its secret, except once on creation.
-type tokenJSON struct {
-	ID         uuid.UUID  `json:"id"`
-	Name       string     `json:"name"`
-	Prefix     string     `json:"prefix"`
-	CreatedAt  time.Time  `json:"created_at"`
-	LastUsedAt *time.Time `json:"last_used_at"`
-	ExpiresAt  *time.Time `json:"expires_at"`
-	Token      string     `json:"token,omitempty"`
-}
-
 // ListTokensAPI answers GET /api/v1/tokens.
 func (h *Handlers) ListTokensAPI(c echo.Context) error {
 	tokens, err := h.svc.ListTokens(c.Request().Context(), web.Actor(c))
 	if err != nil {
 		return err
 	}
-	out := make([]tokenJSON, len(tokens))
-	for i, t := range tokens {
-		out[i] = tokenJSON{ID: t.ID, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, ExpiresAt: t.ExpiresAt}
-	}
-	return c.JSON(http.StatusOK, map[string]any{"tokens": out})
+	return c.JSON(http.StatusOK, map[string]any{"tokens": tokens})
 }
 
 // CreateTokenAPI answers POST /api/v1/tokens with the new token's secret, shown this once.
@@ -265,8 +249,7 @@ func (h *Handlers) CreateTokenAPI(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	t := tok.Token
-	return c.JSON(http.StatusCreated, tokenJSON{ID: t.ID, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, Token: tok.Secret})
+	return c.JSON(http.StatusCreated, tok)
 }
 
 // RevokeTokenAPI answers DELETE /api/v1/tokens/{id}.
@@ -301,7 +284,7 @@ func safeNext(next string) string {
 	return next
 }
 
-func tokenRows(tokens []dbgen.ApiToken) []TokenRow {
+func tokenRows(tokens []Token) []TokenRow {
 	rows := make([]TokenRow, len(tokens))
 	for i, t := range tokens {
 		rows[i] = TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, ExpiresAt: t.ExpiresAt}

@@ -136,7 +136,7 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 		return Session{}, access.Principal{}, fmt.Errorf("login: %w", err)
 	}
 
-	p, err := Principal(ctx, q, user)
+	p, err := principal(ctx, q, user)
 	if err != nil {
 		return Session{}, access.Principal{}, err
 	}
@@ -219,7 +219,7 @@ func (s *Service) sessionPrincipal(ctx context.Context, secret string, use bool)
 			return access.Principal{}, Session{}, fmt.Errorf("session: %w", err)
 		}
 	}
-	p, err := Principal(ctx, q, row.User)
+	p, err := principal(ctx, q, row.User)
 	return p, sess, err
 }
 
@@ -241,7 +241,7 @@ func (s *Service) TokenPrincipal(ctx context.Context, token string) (access.Prin
 			return access.Principal{}, fmt.Errorf("token: %w", err)
 		}
 	}
-	return Principal(ctx, q, row.User)
+	return principal(ctx, q, row.User)
 }
 
 // Logout ends one of the actor's sessions.
@@ -254,8 +254,8 @@ func (s *Service) Logout(ctx context.Context, actor access.Principal, sessionID 
 	})
 }
 
-// Principal loads the principal of user u: the provider-admin flag and the role per tenant.
-func Principal(ctx context.Context, q *dbgen.Queries, u dbgen.User) (access.Principal, error) {
+// principal loads the principal of user u: the provider-admin flag and the role per tenant.
+func principal(ctx context.Context, q *dbgen.Queries, u dbgen.User) (access.Principal, error) {
 	rows, err := q.ListMembershipsOfUser(ctx, u.ID)
 	if err != nil {
 		return access.Principal{}, fmt.Errorf("load roles of %s: %w", u.Email, err)
@@ -281,7 +281,7 @@ func Requester(ctx context.Context, q *dbgen.Queries, by uuid.NullUUID) (access.
 	if err != nil {
 		return access.Principal{}, fmt.Errorf("load user %s: %w", by.UUID, err)
 	}
-	return Principal(ctx, q, u)
+	return principal(ctx, q, u)
 }
 
 // CheckEmail says what is wrong with an email address, naming field.

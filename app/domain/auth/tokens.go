@@ -18,19 +18,37 @@ import (
 	"nimbus/db/dbgen"
 )
 
+// Token is an API token as its owner sees it: never its secret, nor what the secret hashes to.
+type Token struct {
+	ID         uuid.UUID  `json:"id"`
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+}
+
+func tokenFrom(t dbgen.ApiToken) Token {
+	return Token{ID: t.ID, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, ExpiresAt: t.ExpiresAt}
+}
+
 // NewToken is a token just created: Secret is shown once and never stored.
 type NewToken struct {
-	Token  dbgen.ApiToken
-	Secret string
+	Token
+	Secret string `json:"token"`
 }
 
 // ListTokens returns the actor's own live tokens; nobody sees another user's tokens.
-func (s *Service) ListTokens(ctx context.Context, actor access.Principal) ([]dbgen.ApiToken, error) {
-	tokens, err := dbgen.New(s.pool).ListAPITokens(ctx, actor.UserID)
+func (s *Service) ListTokens(ctx context.Context, actor access.Principal) ([]Token, error) {
+	rows, err := dbgen.New(s.pool).ListAPITokens(ctx, actor.UserID)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
-	return tokens, nil
+	out := make([]Token, len(rows))
+	for i, r := range rows {
+		out[i] = tokenFrom(r)
+	}
+	return out, nil
 }
 
 // CreateToken issues a token acting as the actor. ttl zero means it never expires.
@@ -58,7 +76,7 @@ func (s *Service) CreateToken(ctx context.Context, actor access.Principal, name 
 		if err != nil {
 			return err
 		}
-		out = NewToken{Token: tok, Secret: secret}
+		out = NewToken{Token: tokenFrom(tok), Secret: secret}
 		return audit.Record(ctx, q, actor, audit.Event{
 			Action: "token.create", TargetType: "api_token", TargetID: tok.ID.String(),
 			Diff: map[string]any{"name": name, "prefix": tok.Prefix, "expires_at": expires},
@@ -99,7 +117,7 @@ func (s *Service) IssueToken(ctx context.Context, email, name string, ttl time.D
 	if err != nil {
 		return NewToken{}, err
 	}
-	p, err := Principal(ctx, q, u)
+	p, err := principal(ctx, q, u)
 	if err != nil {
 		return NewToken{}, err
 	}

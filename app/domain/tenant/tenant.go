@@ -261,8 +261,8 @@ func remove(ctx context.Context, q *dbgen.Queries, actor access.Principal, id uu
 // instance of the last namespace of a tenant whose removal was asked for, the tenant goes with
 // it. A tenant that came to hold something else meanwhile stays, and is no longer being removed:
 // removing it is asked for again once it is empty.
-func RemoveWhenDecommissioned(ctx context.Context, q *dbgen.Queries, actor access.Principal, inst dbgen.StackInstance) error {
-	n, err := q.InstanceTenantNamespace(ctx, uuid.NullUUID{UUID: inst.ID, Valid: true})
+func RemoveWhenDecommissioned(ctx context.Context, q *dbgen.Queries, actor access.Principal, instanceID uuid.UUID) error {
+	n, err := q.InstanceTenantNamespace(ctx, uuid.NullUUID{UUID: instanceID, Valid: true})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}

@@ -296,7 +296,7 @@ func TestRemoveWhenDecommissioned(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tx.Rollback(ctx)
-			if err := tenant.RemoveWhenDecommissioned(ctx, dbgen.New(tx), admin, inst); err != nil {
+			if err := tenant.RemoveWhenDecommissioned(ctx, dbgen.New(tx), admin, inst.ID); err != nil {
 				t.Fatal(err)
 			}
 			if err := tx.Commit(ctx); err != nil {

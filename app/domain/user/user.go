@@ -39,8 +39,8 @@ type Membership struct {
 	Role     access.Role `json:"role"`
 }
 
-// FromRow drops what must not leave the server.
-func FromRow(u dbgen.User) User {
+// fromRow drops what must not leave the server.
+func fromRow(u dbgen.User) User {
 	return User{ID: u.ID, Email: u.Email, ProviderAdmin: u.IsProviderAdmin, CreatedAt: u.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"),
 		created: u.CreatedAt}
 }
@@ -80,7 +80,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal) ([]User, err
 	ids := make([]uuid.UUID, len(rows))
 	at := make(map[uuid.UUID]int, len(rows))
 	for i, r := range rows {
-		out[i], ids[i], at[r.ID] = FromRow(r), r.ID, i
+		out[i], ids[i], at[r.ID] = fromRow(r), r.ID, i
 	}
 	tenants := actor.TenantsWith(access.UserRead)
 	if tenants == nil {
@@ -116,7 +116,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	if err != nil {
 		return User{}, fmt.Errorf("get user: %w", err)
 	}
-	return FromRow(u), nil
+	return fromRow(u), nil
 }
 
 // Create adds a user; only provider admins may.
@@ -197,10 +197,10 @@ func create(ctx context.Context, q *dbgen.Queries, actor access.Principal, in Ne
 		Diff: map[string]any{"email": row.Email, "provider_admin": row.IsProviderAdmin},
 	})
 	if err != nil || in.TenantID == uuid.Nil {
-		return FromRow(row), err
+		return fromRow(row), err
 	}
 	m, err := tenant.Join(ctx, q, actor, in.TenantID, row.ID, in.Role)
-	out := FromRow(row)
+	out := fromRow(row)
 	out.Tenants = []Membership{{TenantID: in.TenantID, Tenant: m.Tenant, Role: m.Role}}
 	return out, err
 }

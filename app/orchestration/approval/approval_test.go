@@ -16,6 +16,7 @@ import (
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/objstore/s3test"
 	"nimbus/app/kernel/problem"
+	"nimbus/app/orchestration/deploy"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
@@ -152,7 +153,8 @@ func (fx *fixture) hold(t *testing.T, ttl time.Duration) bool {
 		if err != nil {
 			return err
 		}
-		wait, err = NewGate(ttl).Hold(context.Background(), q, op, dep)
+		wait, err = NewGate(ttl).Hold(context.Background(), q, deploy.Gated{Operation: op.ID, Kind: op.Kind, Deployment: dep.ID,
+			Name: dep.Name, Component: dep.ComponentID, Environment: dep.EnvironmentID, Tenant: dep.TenantID})
 		return err
 	})
 	must(t, err)

@@ -10,6 +10,7 @@ import (
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/outbox"
 	"nimbus/app/kernel/problem"
+	"nimbus/app/orchestration/deploy"
 	"nimbus/db/dbgen"
 )
 
@@ -29,8 +30,8 @@ func NewGate(ttl time.Duration) *Gate {
 // Hold reports whether the operation must wait for approval: it asks once for what the
 // policies binding it need then, and lets it go once that is given. A policy made or removed
 // while an operation waits does not change what it waits for.
-func (g *Gate) Hold(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, dep dbgen.GetDeploymentRow) (bool, error) {
-	r, err := q.CurrentApprovalRequest(ctx, op.ID)
+func (g *Gate) Hold(ctx context.Context, q *dbgen.Queries, op deploy.Gated) (bool, error) {
+	r, err := q.CurrentApprovalRequest(ctx, op.Operation)
 	switch {
 	case err == nil && Status(r.Status) == Pending:
 		return true, nil
@@ -41,7 +42,7 @@ func (g *Gate) Hold(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, d
 	case !errors.Is(err, pgx.ErrNoRows):
 		return false, err
 	}
-	rows, err := q.ApprovalPoliciesFor(ctx, dbgen.ApprovalPoliciesForParams{Kind: op.Kind, ComponentID: dep.ComponentID, EnvironmentID: dep.EnvironmentID})
+	rows, err := q.ApprovalPoliciesFor(ctx, dbgen.ApprovalPoliciesForParams{Kind: op.Kind, ComponentID: op.Component, EnvironmentID: op.Environment})
 	if err != nil {
 		return false, err
 	}
@@ -49,24 +50,24 @@ func (g *Gate) Hold(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, d
 	if n == 0 {
 		return false, nil
 	}
-	req, err := open(ctx, q, dbgen.OpenApprovalRequestParams{OperationID: op.ID, ApprovalsRequired: int32(n),
+	req, err := open(ctx, q, dbgen.OpenApprovalRequestParams{OperationID: op.Operation, ApprovalsRequired: int32(n),
 		ApproverRole: string(role), TtlSeconds: g.ttl.Seconds()})
 	if err != nil {
 		return false, err
 	}
-	return true, outbox.Emit(ctx, q, outbox.Event{Type: "approval.requested", Subject: dep.Name, Tenant: dep.TenantID, Environment: dep.EnvironmentID,
-		Instance: dep.StackInstanceID.UUID, Deployment: dep.ID, Data: map[string]any{"request": req.ID, "operation": op.ID, "kind": op.Kind,
+	return true, outbox.Emit(ctx, q, outbox.Event{Type: "approval.requested", Subject: op.Name, Tenant: op.Tenant, Environment: op.Environment,
+		Instance: op.Instance, Deployment: op.Deployment, Data: map[string]any{"request": req.ID, "operation": op.Operation, "kind": op.Kind,
 			"approvals_required": n, "approver_role": role}})
 }
 
 // Binds reports whether the operation has a request, or policies that will ask for one.
-func (g *Gate) Binds(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, dep dbgen.GetDeploymentRow) (bool, error) {
-	if _, err := q.CurrentApprovalRequest(ctx, op.ID); err == nil {
+func (g *Gate) Binds(ctx context.Context, q *dbgen.Queries, op deploy.Gated) (bool, error) {
+	if _, err := q.CurrentApprovalRequest(ctx, op.Operation); err == nil {
 		return true, nil
 	} else if !errors.Is(err, pgx.ErrNoRows) {
 		return false, err
 	}
-	rows, err := q.ApprovalPoliciesFor(ctx, dbgen.ApprovalPoliciesForParams{Kind: op.Kind, ComponentID: dep.ComponentID, EnvironmentID: dep.EnvironmentID})
+	rows, err := q.ApprovalPoliciesFor(ctx, dbgen.ApprovalPoliciesForParams{Kind: op.Kind, ComponentID: op.Component, EnvironmentID: op.Environment})
 	if err != nil {
 		return false, err
 	}

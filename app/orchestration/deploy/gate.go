@@ -25,10 +25,25 @@ type Gate interface {
 	// Hold reports whether the operation must wait: the first time, it records what the
 	// operation waits for; once approved, it lets it go on. A refusal it cannot get past is a
 	// problem (a validation error); any other error may pass.
-	Hold(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, dep dbgen.GetDeploymentRow) (bool, error)
+	Hold(ctx context.Context, q *dbgen.Queries, op Gated) (bool, error)
 	// Binds reports, before the preview, whether Hold will ask for approval or has asked: the
 	// preview then saves the plan that the approvers see and the operation later applies.
-	Binds(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, dep dbgen.GetDeploymentRow) (bool, error)
+	Binds(ctx context.Context, q *dbgen.Queries, op Gated) (bool, error)
+}
+
+// Gated is what a gate reads of an operation: its kind, and what and where its deployment is.
+type Gated struct {
+	Operation  uuid.UUID
+	Kind       string
+	Deployment uuid.UUID
+	// Name is the deployment's.
+	Name                                     string
+	Component, Environment, Tenant, Instance uuid.UUID
+}
+
+func gated(op dbgen.Operation, dep dbgen.GetDeploymentRow) Gated {
+	return Gated{Operation: op.ID, Kind: op.Kind, Deployment: dep.ID, Name: dep.Name, Component: dep.ComponentID,
+		Environment: dep.EnvironmentID, Tenant: dep.TenantID, Instance: dep.StackInstanceID.UUID}
 }
 
 // Gated returns the worker with its operations held at gate; without one, none waits.
@@ -51,7 +66,7 @@ func (r *run) approve(ctx context.Context, _ *saga.Run) (json.RawMessage, error)
 		if err != nil {
 			return err
 		}
-		wait, err := r.w.gate.Hold(ctx, q, r.op, dep)
+		wait, err := r.w.gate.Hold(ctx, q, gated(r.op, dep))
 		if err != nil || !wait {
 			return err
 		}

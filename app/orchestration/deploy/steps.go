@@ -209,7 +209,7 @@ func (r *run) bound(ctx context.Context) (bool, error) {
 	if r.w.gate == nil {
 		return false, nil
 	}
-	bound, err := r.w.gate.Binds(ctx, dbgen.New(r.w.pool), r.op, r.dep)
+	bound, err := r.w.gate.Binds(ctx, dbgen.New(r.w.pool), gated(r.op, r.dep))
 	if err != nil {
 		return false, saga.Transient(err)
 	}

@@ -35,13 +35,21 @@ func create(ctx context.Context, q *dbgen.Queries, p dbgen.CreateEnvironmentPara
 	return q.CreateEnvironment(ctx, p)
 }
 
-// Plan records a planned environment, to be provisioned from a landing zone's template, in the
-// caller's transaction; a landing zone records its system environment with it.
-func Plan(ctx context.Context, q *dbgen.Queries, p dbgen.CreateEnvironmentParams) (dbgen.Environment, error) {
-	if !p.TemplateID.Valid {
-		return dbgen.Environment{}, fmt.Errorf("plan environment %s: it has no template to be provisioned from", p.Name)
+// Planned is an environment to be provisioned from a landing zone's template, made by by.
+type Planned struct {
+	Tenant, LandingZone, Template, By uuid.UUID
+	Name                              string
+}
+
+// Plan records a planned environment in the caller's transaction and returns its ID; a landing
+// zone records its system environment with it.
+func Plan(ctx context.Context, q *dbgen.Queries, p Planned) (uuid.UUID, error) {
+	if p.Template == uuid.Nil {
+		return uuid.Nil, fmt.Errorf("plan environment %s: it has no template to be provisioned from", p.Name)
 	}
-	return create(ctx, q, p)
+	env, err := create(ctx, q, dbgen.CreateEnvironmentParams{TenantID: p.Tenant, Name: p.Name,
+		LandingZoneID: nullID(p.LandingZone), TemplateID: nullID(p.Template), CreatedBy: nullID(p.By)})
+	return env.ID, err
 }
 
 // startProvisioning moves an environment to provisioning for by, whose operations its steps

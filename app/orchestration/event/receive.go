@@ -111,7 +111,7 @@ func (r *Receiver) accept(ctx context.Context, src dbgen.EventSource, events []E
 	var out Accepted
 	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		var err error
-		out, err = Record(ctx, tx, r.queue, src, events)
+		out, err = Record(ctx, tx, r.queue, sourceView(src), events)
 		return err
 	})
 	if err != nil {
@@ -123,7 +123,7 @@ func (r *Receiver) accept(ctx context.Context, src dbgen.EventSource, events []E
 // Record writes the events of a source that are new to the log, in tx, and queues their
 // routing: what the receiver does with a webhook's events, and a poller with what it saw.
 // However many events there are, they are written in one statement and queued in another.
-func Record(ctx context.Context, tx pgx.Tx, queue Queue, src dbgen.EventSource, events []Event) (Accepted, error) {
+func Record(ctx context.Context, tx pgx.Tx, queue Queue, src Source, events []Event) (Accepted, error) {
 	out := Accepted{IDs: []uuid.UUID{}}
 	if len(events) == 0 {
 		return out, nil

@@ -11,7 +11,6 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
 )
 
@@ -30,7 +29,7 @@ func (r *routes) InsertManyTx(_ context.Context, _ pgx.Tx, params []river.Insert
 func TestRecord_ABatchIsWrittenOnceEach(t *testing.T) {
 	pool := dbtest.Pool(t)
 	ctx := context.Background()
-	var src dbgen.EventSource
+	var src Source
 	err := pool.QueryRow(ctx, `WITH z AS (INSERT INTO landing_zones (name, provider) SELECT 'zone', name FROM semantic_providers LIMIT 1 RETURNING id)
 		INSERT INTO event_sources (landing_zone_id, name, kind) SELECT id, 'poller', 'cloud_provider' FROM z
 		RETURNING id, landing_zone_id, kind`).Scan(&src.ID, &src.LandingZoneID, &src.Kind)

@@ -132,7 +132,7 @@ type runner struct {
 
 // DestroyedFunc is told, in the transaction that records it, that an instance is destroyed, by
 // whoever asked for it: what was kept for the instance's sake may go with it.
-type DestroyedFunc func(ctx context.Context, q *dbgen.Queries, actor access.Principal, inst dbgen.StackInstance) error
+type DestroyedFunc func(ctx context.Context, q *dbgen.Queries, actor access.Principal, instanceID uuid.UUID) error
 
 // load reads what a run of a locked instance works with.
 func (d *runner) load(ctx context.Context, tx pgx.Tx, inst dbgen.StackInstance, run dbgen.StackRun) (*runCtx, error) {

@@ -137,12 +137,11 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, in NewZone
 		if err != nil {
 			return fmt.Errorf("the system tenant: %w", err)
 		}
-		env, err := environment.Plan(ctx, q, dbgen.CreateEnvironmentParams{TenantID: system, Name: in.Name,
-			LandingZoneID: nullID(z.ID), TemplateID: nullID(tpl.ID), CreatedBy: nullID(actor.UserID)})
+		env, err := environment.Plan(ctx, q, environment.Planned{Tenant: system, LandingZone: z.ID, Template: tpl.ID, By: actor.UserID, Name: in.Name})
 		if err != nil {
 			return err
 		}
-		if err := q.SetSystemEnvironment(ctx, dbgen.SetSystemEnvironmentParams{ID: z.ID, SystemEnvironmentID: nullID(env.ID)}); err != nil {
+		if err := q.SetSystemEnvironment(ctx, dbgen.SetSystemEnvironmentParams{ID: z.ID, SystemEnvironmentID: nullID(env)}); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Event{Action: "landing_zone.create", TargetType: "landing_zone", TargetID: z.ID.String(),

@@ -140,7 +140,7 @@ func (w *Worker) poll(ctx context.Context, queue event.Queue, id uuid.UUID) erro
 		if len(d.Events) == 0 {
 			return nil
 		}
-		_, err = event.Record(ctx, tx, queue, src, d.Events)
+		_, err = event.Record(ctx, tx, queue, event.Source{ID: src.ID, LandingZoneID: src.LandingZoneID, Kind: src.Kind}, d.Events)
 		return err
 	})
 }

@@ -188,9 +188,9 @@ type Names struct {
 	Target, Tenant Target
 }
 
-// Names names the targets and tenants of events, in their order. Names are read now, so a
+// names names the targets and tenants of events, in their order. Names are read now, so a
 // renamed object shows its new name and a deleted one none.
-func (s *Service) Names(ctx context.Context, events []dbgen.AuditEvent) ([]Names, error) {
+func (s *Service) names(ctx context.Context, events []dbgen.AuditEvent) ([]Names, error) {
 	out := make([]Names, len(events))
 	params := dbgen.AuditTargetNamesParams{TargetTypes: []string{}, TargetIds: []string{}}
 	ask := func(t Target) {

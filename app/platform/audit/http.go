@@ -94,7 +94,7 @@ func (h *Handlers) Page(c echo.Context) error {
 		}
 		pager.PrevURL = strings.TrimSuffix("/audit?"+q.Encode(), "?")
 	}
-	names, err := h.svc.Names(web.Ctx(c), page.Events)
+	names, err := h.svc.names(web.Ctx(c), page.Events)
 	if err != nil {
 		return err
 	}
