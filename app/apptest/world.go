@@ -25,6 +25,7 @@ import (
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/orchestration/approval"
 	"nimbus/app/orchestration/deploy"
+	"nimbus/app/orchestration/drift"
 	"nimbus/app/orchestration/environment"
 	"nimbus/app/orchestration/landingzone"
 	"nimbus/app/platform/audit"
@@ -45,6 +46,7 @@ type World struct {
 	Components             *component.Service
 	Envs                   *environment.Service
 	Deploys                *deploy.Service // queues jobs and works none
+	Drift                  *drift.Service
 	Zones                  *landingzone.Service
 	Lifecycle              *environment.Lifecycle
 	Governance             *governance.Service
@@ -77,6 +79,7 @@ func NewWorld(t testing.TB) *World {
 		Components: component.NewService(pool, yamlOnly{}, jobs),
 		Envs:       environment.NewService(pool),
 		Deploys:    deploys,
+		Drift:      drift.NewService(pool),
 		Zones:      landingzone.NewService(pool, lifecycle),
 		Lifecycle:  lifecycle,
 		Governance: governance.NewService(pool),

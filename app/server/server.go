@@ -32,6 +32,7 @@ import (
 	"nimbus/app/orchestration/approval"
 	"nimbus/app/orchestration/dashboard"
 	"nimbus/app/orchestration/deploy"
+	"nimbus/app/orchestration/drift"
 	"nimbus/app/orchestration/environment"
 	"nimbus/app/orchestration/event"
 	"nimbus/app/orchestration/instance"
@@ -153,6 +154,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	resolver.NewHandlers(resolver.NewService(d.Pool)).Routes(signed, api, envH.Seen(), zoneH.Seen())
 	deploy.NewHandlers(deployments, operations, ctx.Done(), d.MaxStateSize).RecheckStreams(d.StreamRecheck).
 		Routes(signed, api, componentH.Seen())
+	drift.NewHandlers(drift.NewService(d.Pool)).Routes(api)
 	envH.Routes(signed, api)
 	zoneH.Routes(signed, api)
 	cluster.NewHandlers(cluster.NewService(d.Pool, d.Keys)).Routes(signed, api, zoneH.Seen())

@@ -14,6 +14,7 @@ import (
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/orchestration/approval"
 	"nimbus/app/orchestration/deploy"
+	"nimbus/app/orchestration/drift"
 	"nimbus/app/orchestration/environment"
 	"nimbus/app/orchestration/event"
 	"nimbus/app/orchestration/instance"
@@ -69,7 +70,7 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 			Gated(approval.NewGate(eng.ApprovalTTL)).PerTenant(eng.OperationsPerTenant))
 		river.AddWorker(w, approval.NewExpirer(pool, log.With("component", "approvals")))
 		river.AddWorker(w, deploy.NewReaper(pool))
-		river.AddWorker(w, deploy.NewDriftScanner(pool))
+		river.AddWorker(w, drift.NewScanner(pool))
 		river.AddWorker(w, graph.NewRunner(pool, eng.GraphParallel, problem.Refusal).
 			Serve(graph.ParentEnvironment, environment.NewGraph(pool, eng.Keys)).
 			Serve(graph.ParentStackInstance, instance.NewParent(pool, eng.Keys).OnDestroyed(tenant.RemoveWhenDecommissioned)))
@@ -99,7 +100,7 @@ func expiredInstances(pool *pgxpool.Pool, keys *secrets.Keyring) func(jobs.Queue
 
 // Periodic lists the domains' scheduled jobs, some as often as eng says.
 func Periodic(eng Engine) []*river.PeriodicJob {
-	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), deploy.DriftSchedule(), event.SweepSchedule(), event.RetentionSchedule(),
+	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), drift.Schedule(), event.SweepSchedule(), event.RetentionSchedule(),
 		poller.Schedule(eng.PollInterval), environment.ExpirySchedule(eng.ExpiryCheck)}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -392,54 +391,6 @@ var driftCases = map[string]apptest.AuthzCase{
 		Then: func(t *testing.T, w *apptest.World) {
 			_, err := w.Deploys.Reconcile(context.Background(), w.UserA, w.Web(t).ID)
 			apptest.WantField(t, err, "deployment") // not deployed yet
-		},
-	},
-	"deploy.Service.EnvironmentDriftInterval": {
-		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}, {Who: apptest.Stranger, Want: problem.ErrNotFound}},
-		Served:  []apptest.Actor{apptest.ReaderA, apptest.AdminA, apptest.ProviderAdmin},
-		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			v, err := w.Deploys.EnvironmentDriftInterval(context.Background(), p, w.Dev(t).ID)
-			if err == nil && (v.Own != nil || v.Effective != nil) {
-				t.Errorf("an environment never set: %+v", v)
-			}
-			return err
-		},
-	},
-	"deploy.Service.SetEnvironmentDriftInterval": {
-		// The environment's tenant admins decide how often it is checked.
-		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}, {Who: apptest.UserA, Want: problem.ErrForbidden}},
-		Served:  []apptest.Actor{apptest.AdminA},
-		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			every := 6 * time.Hour
-			v, err := w.Deploys.SetEnvironmentDriftInterval(context.Background(), p, w.Dev(t).ID, &every)
-			if err == nil && (v.Effective == nil || time.Duration(*v.Effective) != every) {
-				t.Errorf("after setting 6h: %+v", v)
-			}
-			return err
-		},
-		Then: func(t *testing.T, w *apptest.World) {
-			v, err := w.Deploys.EnvironmentDriftInterval(context.Background(), w.UserA, w.Dev(t).ID)
-			apptest.Must(t, err)
-			if v.Own == nil || time.Duration(*v.Own) != 6*time.Hour {
-				t.Errorf("the refused calls changed the interval, or the served one did not: %+v", v)
-			}
-		},
-	},
-	"deploy.Service.SetZoneDriftInterval": {
-		// Only provider admins see landing zones.
-		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrNotFound}},
-		Served:  []apptest.Actor{apptest.ProviderAdmin},
-		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			every := time.Hour
-			v, err := w.Deploys.SetZoneDriftInterval(context.Background(), p, w.Zone(t).Zone.ID, &every)
-			if err == nil && (v == nil || time.Duration(*v) != every) {
-				t.Errorf("after setting 1h: %v", v)
-			}
-			return err
-		},
-		Then: func(t *testing.T, w *apptest.World) {
-			_, err := w.Deploys.SetZoneDriftInterval(context.Background(), w.Admin, w.Zone(t).Zone.ID, new(time.Duration))
-			apptest.WantField(t, err, "drift_interval") // only an environment's zero turns checks off
 		},
 	},
 }

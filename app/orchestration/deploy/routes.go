@@ -38,9 +38,6 @@ func (h *Handlers) Routes(pages, api *echo.Group, seenComponent echo.MiddlewareF
 	api.PUT("/deployments/:id/state", h.RestoreStateAPI, seenDeployment)
 	api.POST("/deployments/:id/drift-checks", h.DriftCheckAPI, seenDeployment)
 	api.POST("/deployments/:id/reconcile", h.ReconcileAPI, seenDeployment)
-	api.GET("/environments/:id/drift-interval", h.EnvironmentDriftAPI)
-	api.PUT("/environments/:id/drift-interval", h.SetEnvironmentDriftAPI)
-	api.PUT("/landing-zones/:id/drift-interval", h.SetZoneDriftAPI)
 	for _, kind := range []string{"preview", "deploy", "update", "upgrade", "refresh", "destroy"} {
 		api.POST("/deployments/:id/"+kind, h.ActionAPI(kind), seenDeployment)
 	}

@@ -1,4 +1,4 @@
-package deploy_test
+package drift_test
 
 import (
 	"encoding/json"
@@ -238,16 +238,16 @@ func TestDrift_DueByTheEnvironmentElseItsZone(t *testing.T) {
 		{"the environment's zero", minutes(5), new(time.Duration), false},
 	}
 	for _, st := range steps {
-		_, err := w.Deploys.SetZoneDriftInterval(ctx, w.Admin, zone, st.zone)
+		_, err := w.Drift.SetZoneInterval(ctx, w.Admin, zone, st.zone)
 		apptest.Must(t, err)
-		_, err = w.Deploys.SetEnvironmentDriftInterval(ctx, w.Admin, d.EnvironmentID, st.env)
+		_, err = w.Drift.SetEnvironmentInterval(ctx, w.Admin, d.EnvironmentID, st.env)
 		apptest.Must(t, err)
 		if got := due(); got != st.want {
 			t.Errorf("%s: due %v, want %v", st.name, got, st.want)
 		}
 	}
 
-	_, err = w.Deploys.SetEnvironmentDriftInterval(ctx, w.Admin, d.EnvironmentID, minutes(5))
+	_, err = w.Drift.SetEnvironmentInterval(ctx, w.Admin, d.EnvironmentID, minutes(5))
 	apptest.Must(t, err)
 	op, err := w.Deploys.CheckDrift(ctx, w.UserA, d.ID)
 	apptest.Must(t, err)
