@@ -6,13 +6,15 @@ package auth
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
+import "github.com/a-h/templ"
+import templruntime "github.com/a-h/templ/runtime"
+
 import (
-	"nimbus/views"
 	"time"
 
-	"github.com/a-h/templ"
-	templruntime "github.com/a-h/templ/runtime"
 	"github.com/google/uuid"
+
+	"nimbus/views"
 )
 
 func Login(page views.Page, email, next string, errs views.Errors) templ.Component {
