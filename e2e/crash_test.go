@@ -24,10 +24,12 @@ type process struct {
 	out *bytes.Buffer
 }
 
-func startServer(t *testing.T, bin, dataDir, addr string) *process {
+// startServer starts nimbus serve of bin on dataDir and addr, with env added to the test's own,
+// and waits until it is ready.
+func startServer(t *testing.T, bin, dataDir, addr string, env ...string) *process {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--addr", addr, "--data-dir", dataDir)
-	cmd.Env = append(os.Environ(), "NIMBUS_ADMIN_PASSWORD="+adminPassword, "NIMBUS_ADMIN_EMAIL="+adminEmail)
+	cmd.Env = append(append(os.Environ(), "NIMBUS_ADMIN_PASSWORD="+adminPassword, "NIMBUS_ADMIN_EMAIL="+adminEmail), env...)
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -87,13 +89,11 @@ func freePort(t *testing.T) string {
 // advisory policy that flags what is created flags the disks before the crash, and no longer
 // once they exist.
 func TestCrash_ServerKilledWhileProvisioningResumes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("takes about two minutes: a dead worker's operation is taken over after a minute of silence")
 	}
-	bin := filepath.Join(t.TempDir(), "nimbus")
-	if out, err := exec.Command("go", "build", "-o", bin, "nimbus").CombinedOutput(); err != nil {
-		t.Fatalf("build nimbus: %v\n%s", err, out)
-	}
+	bin := nimbusBinary(t)
 	data := t.TempDir()
 	first := startServer(t, bin, data, freePort(t))
 

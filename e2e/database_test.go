@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,14 +22,42 @@ import (
 	"nimbus/db/localpg"
 )
 
-// nimbusBinary builds nimbus as users run it.
+// built is nimbus as users run it, built once for every test that starts it: linking it is
+// most of a build, and the tests that kill servers would each pay for it.
+var built struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+// nimbusBinary returns nimbus as users run it.
 func nimbusBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "nimbus")
-	if out, err := exec.Command("go", "build", "-o", bin, "nimbus").CombinedOutput(); err != nil {
-		t.Fatalf("build nimbus: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "nimbus-e2e-bin-"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "nimbus")
+		if out, err := exec.Command("go", "build", "-o", built.bin, "nimbus").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("%w\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatalf("build nimbus: %v", built.err)
 	}
-	return bin
+	return built.bin
+}
+
+// withBinary removes the binary the tests built once they have run.
+type withBinary struct{ m *testing.M }
+
+func (w withBinary) Run() int {
+	defer func() {
+		if built.dir != "" {
+			os.RemoveAll(built.dir)
+		}
+	}()
+	return w.m.Run()
 }
 
 // serveBinary starts nimbus serve on a data directory of its own, with its embedded Postgres,
@@ -123,6 +153,7 @@ func postmasterPID(t *testing.T, pgdata string) int {
 // it back by itself: the API answers, River leads and listens again, and a deploy succeeds,
 // all from the same process.
 func TestDatabase_KilledPostgresComesBackUnderARunningServer(t *testing.T) {
+	t.Parallel()
 	bin := nimbusBinary(t)
 	data := t.TempDir()
 	_, url, exited, logs := serveBinary(t, bin, data)
@@ -263,6 +294,7 @@ func TestDatabase_KilledPostgresComesBackUnderARunningServer(t *testing.T) {
 // a Postgres that cannot start again: it exits with an error, for whatever runs it to start it
 // afresh.
 func TestDatabase_ServerExitsWhenPostgresCannotComeBack(t *testing.T) {
+	t.Parallel()
 	bin := nimbusBinary(t)
 	data := t.TempDir()
 	server, _, exited, logs := serveBinary(t, bin, data, "NIMBUS_DATABASE_RESTART_TIMEOUT=3s")

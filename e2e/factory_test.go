@@ -45,6 +45,7 @@ func hasNamespace(t *testing.T, p *kubeplane.Plane, name string) bool {
 // A provider admin pastes a cluster, makes the built-in tenant factory, publishes it and makes
 // it the zone's, then creates a tenant provisioned on the cluster and decommissions it.
 func TestBrowser_AProviderAdminProvisionsATenantOnTheZonesCluster(t *testing.T) {
+	t.Parallel()
 	plane := startKube(t)
 	a := startApp(t)
 	if _, err := component.EnsureBuiltins(context.Background(), component.NewService(a.pool, nil, nil)); err != nil {

@@ -43,7 +43,7 @@ const (
 	userPassword = "another long password"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) { dbtest.Main(withBinary{m}) }
 
 // app is a Nimbus server running in the test process on its own database, with the first
 // provider admin already created.

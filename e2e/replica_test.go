@@ -23,6 +23,7 @@ import (
 // bucket as its engine wrote it, and the cloud holds one machine and one disk. Neither engine
 // ever held the bucket's keys: each worked on a file backend of its stack's own.
 func TestReplicas_OneKilledMidUpTheOtherFinishes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("takes about two minutes: a dead replica's operation is taken over after a minute of silence")
 	}

@@ -38,33 +38,33 @@ type crashSite struct {
 
 func startCrashSite(t *testing.T) *crashSite {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "nimbus")
-	if out, err := exec.Command("go", "build", "-o", bin, "nimbus").CombinedOutput(); err != nil {
-		t.Fatalf("build nimbus: %v\n%s", err, out)
-	}
-	s := &crashSite{bin: bin, data: t.TempDir(), dbURL: dbtest.URL(t)}
+	s := &crashSite{bin: nimbusBinary(t), data: t.TempDir(), dbURL: dbtest.URL(t)}
 	pool, err := db.Open(context.Background(), s.dbURL, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
 	s.pool = pool
-	// Both servers and the token command read it: they all work on the test's database.
-	t.Setenv("NIMBUS_DATABASE_URL", s.dbURL)
-	s.server = startServer(t, bin, s.data, freePort(t))
+	s.server = startServer(t, s.bin, s.data, freePort(t), s.env())
 	// Until the test kills it, a failure stops it; its successor's cleanup replaces this one's.
 	first := s.server
 	t.Cleanup(func() {
 		_ = first.cmd.Process.Signal(syscall.SIGKILL)
 		_ = first.cmd.Wait()
 	})
-	out, err := exec.Command(bin, "token", "create", "--email", adminEmail, "--name", "crash", "--data-dir", s.data).Output()
+	token := exec.Command(s.bin, "token", "create", "--email", adminEmail, "--name", "crash", "--data-dir", s.data)
+	token.Env = append(os.Environ(), s.env())
+	out, err := token.Output()
 	if err != nil {
 		t.Fatalf("token create: %v", err)
 	}
 	s.token = strings.TrimSpace(string(out))
 	return s
 }
+
+// env points a server or a command at the test's database: both servers and the token command
+// work on it.
+func (s *crashSite) env() string { return "NIMBUS_DATABASE_URL=" + s.dbURL }
 
 // restart kills the server with SIGKILL, as a crashed node dies, and starts another.
 func (s *crashSite) restart(t *testing.T) {
@@ -76,7 +76,7 @@ func (s *crashSite) restart(t *testing.T) {
 	// The killed server's engines lose their output pipe and die too, leaving their plugins to
 	// init (they lead process groups of their own): stop them when the test is done.
 	t.Cleanup(func() { killStrays(s.data) })
-	s.server = startServer(t, s.bin, s.data, freePort(t))
+	s.server = startServer(t, s.bin, s.data, freePort(t), s.env())
 	second := s.server
 	t.Cleanup(func() {
 		_ = second.cmd.Process.Signal(syscall.SIGTERM)
@@ -215,6 +215,7 @@ func publishStack(tb testing.TB, pool *pgxpool.Pool, name string, def stack.Defi
 // in the middle of their up — is followed by one that resumes those ups, deploys the machine
 // after them, and ends the instance active with each slot deployed once.
 func TestCrash_ServerKilledWhileStackDeploysResumes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("takes minutes: a dead worker's operation is taken over after a minute of silence")
 	}
@@ -284,6 +285,7 @@ func TestCrash_ServerKilledWhileStackDeploysResumes(t *testing.T) {
 // network in the middle of their destroy — is followed by one that finishes taking everything
 // down, the network last.
 func TestCrash_ServerKilledWhileStackCompensatesResumes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("takes minutes: a dead worker's operation is taken over after a minute of silence")
 	}
@@ -361,6 +363,7 @@ func destroying(dir string) bool {
 // slot's deploy ended, which starts the second — is followed by one that takes that step: the
 // end of the first slot's operation asked for it once, and nothing else will.
 func TestCrash_ServerKilledDuringGraphStepResumes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("takes minutes: a dead worker's work is taken over after a minute of silence")
 	}
