@@ -106,8 +106,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	pools := ipam.NewService(d.Pool)
 	environments := environment.NewService(d.Pool)
 	queue := jobs.NewInserter(d.Jobs)
-	deployments := deploy.NewService(d.Pool, d.Keys, queue, d.Runner, d.Objects).Withdrawing(approval.Withdraw).
-		PerTenant(d.OperationsPerTenant)
+	deployments := deploys(d.Pool, d.Keys, queue, d.Runner, d.Objects, d.OperationsPerTenant)
 	instances := instance.NewService(d.Pool, deployments, d.Keys, queue)
 	stacks := stack.NewService(d.Pool)
 	provisions := provision.NewService(d.Pool, d.Keys, stacks, instances)

@@ -82,15 +82,23 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 		river.AddWorker(w, event.NewRetainer(pool, eng.EventRetention))
 		river.AddWorker(w, poller.NewWorker(pool, poller.Clouds{Simcloud: eng.Cloud, Keys: eng.Keys, Client: &http.Client{Timeout: time.Minute}},
 			log.With("component", "poller")))
-		river.AddWorker(w, environment.NewExpirer(pool, expiredInstances(pool, eng.Keys), log.With("component", "expiry")))
+		river.AddWorker(w, environment.NewExpirer(pool, expiredInstances(pool, eng), log.With("component", "expiry")))
 	}
 }
 
+// deploys builds the deployments' service as every part of Nimbus uses it: an operation
+// cancelled while it waits for approval withdraws its request, and the pages say how many of a
+// tenant's operations run at once.
+func deploys(pool *pgxpool.Pool, keys *secrets.Keyring, queue jobs.Queue, runner *pulumix.Runner, objects objstore.Store, perTenant int) *deploy.Service {
+	return deploy.NewService(pool, keys, queue, runner, objects).Withdrawing(approval.Withdraw).PerTenant(perTenant)
+}
+
 // expiredInstances destroys the stack instances of expired environments through the
-// instances' own service, queuing with the client of the job that asks.
-func expiredInstances(pool *pgxpool.Pool, keys *secrets.Keyring) func(jobs.Queue) environment.DestroyInstance {
+// instances' own service, built as the server builds it but queuing with the client of the
+// job that asks: the workers are registered before the client that the server's queue is.
+func expiredInstances(pool *pgxpool.Pool, eng Engine) func(jobs.Queue) environment.DestroyInstance {
 	return func(queue jobs.Queue) environment.DestroyInstance {
-		instances := instance.NewService(pool, deploy.NewService(pool, keys, queue, nil, nil), keys, queue)
+		instances := instance.NewService(pool, deploys(pool, eng.Keys, queue, eng.Runner, eng.Objects, eng.OperationsPerTenant), eng.Keys, queue)
 		return func(ctx context.Context, actor access.Principal, id uuid.UUID) error {
 			_, err := instances.Destroy(ctx, actor, id)
 			return err
