@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -40,12 +39,7 @@ func startBench(b *testing.B) *benchServer {
 	if workers == nil {
 		b.Fatalf("serve -h does not say how many job workers it runs:\n%s", help)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freePort(b)
 	s := &benchServer{exited: make(chan struct{}), url: "http://" + addr, data: filepath.Join(dir, "data"),
 		logPath: filepath.Join(dir, "server.log"), workers: string(workers[1]), http: &http.Client{Timeout: time.Minute}}
 	logFile, err := os.Create(s.logPath)

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
+	"nimbus/app/kernel/freeport"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,14 +73,14 @@ func (s *process) api(t *testing.T, token, method, path string, body any) map[st
 	return out
 }
 
-func freePort(t *testing.T) string {
+// freePort is a loopback address for a server the test starts (see freeport).
+func freePort(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Pick(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return "127.0.0.1:" + strconv.Itoa(ports[0])
 }
 
 // A server killed while an environment provisions, in the middle of its two machines' ups

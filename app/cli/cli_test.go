@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +19,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"nimbus/app/cli"
+	"nimbus/app/kernel/freeport"
 	"nimbus/app/kernel/objstore/s3test"
 )
 
@@ -44,14 +45,14 @@ func env(vars map[string]string, stdin string) (cli.Env, *syncBuffer, *syncBuffe
 	}, out, errOut
 }
 
+// freeAddr is a loopback address for a server the test starts (see freeport).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Pick(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return "127.0.0.1:" + strconv.Itoa(ports[0])
 }
 
 // running is `nimbus serve` started in-process; stop it as SIGTERM would.

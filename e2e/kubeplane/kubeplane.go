@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"nimbus/app/domain/cluster"
+	"nimbus/app/kernel/freeport"
 )
 
 // BinEnv names the directory holding etcd, kube-apiserver and kube-controller-manager, for
@@ -64,7 +65,7 @@ func Start(ctx context.Context, binDir, dir string) (*Plane, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
+	ports, err := freeport.Pick(3)
 	if err != nil {
 		return nil, err
 	}
@@ -269,27 +270,6 @@ func (p *process) stop() {
 			<-p.done
 		}
 	})
-}
-
-// freePorts asks the kernel for n unused loopback ports. They are released before the servers
-// bind them; on loopback nothing else races for them in practice.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // credentials are the files the API server starts with.

@@ -11,7 +11,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +25,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"nimbus/app/kernel/freeport"
 	"nimbus/app/kernel/objstore"
 )
 
@@ -303,15 +303,13 @@ func (s *server) logTail() string {
 	return string(out)
 }
 
-// freePort asks the kernel for a free loopback port. It is released before the server binds
-// it; another process taking it in between is unlikely, and shows as a failed start.
+// freePort is a loopback port for the server (see freeport).
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Pick(1)
 	if err != nil {
 		return 0, err
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
 }
 
 func randomHex(n int) string {
