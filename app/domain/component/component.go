@@ -337,7 +337,16 @@ func tenantOf(c Component) uuid.UUID {
 type Semantics struct {
 	Providers     []string
 	SemanticTypes []string
-	ResourceTypes []dbgen.ListProviderResourceTypesRow
+	ResourceTypes []ResourceType
+}
+
+// ResourceType is how a provider realises a semantic type: the provider's resource type.
+type ResourceType struct {
+	ID           uuid.UUID `json:"id"`
+	PulumiType   string    `json:"pulumi_type"`
+	Description  string    `json:"description"`
+	Provider     string    `json:"provider"`
+	SemanticType string    `json:"semantic_type"`
 }
 
 // Semantics returns the semantic layer to anyone who may read components.
@@ -358,7 +367,10 @@ func (s *Service) Semantics(ctx context.Context, actor access.Principal) (Semant
 	if err != nil {
 		return Semantics{}, fmt.Errorf("list provider resource types: %w", err)
 	}
-	out := Semantics{ResourceTypes: rts}
+	out := Semantics{ResourceTypes: make([]ResourceType, len(rts))}
+	for i, r := range rts {
+		out.ResourceTypes[i] = ResourceType(r)
+	}
 	for _, p := range providers {
 		out.Providers = append(out.Providers, p.Name)
 	}

@@ -424,6 +424,12 @@ func (s *Service) cancelWaiting(ctx context.Context, tx pgx.Tx, actor access.Pri
 	return true, s.withdraw(ctx, dbgen.New(tx), id)
 }
 
+// Offered is an environment the deploy dialog offers, and its tenant.
+type Offered struct {
+	ID, TenantID     uuid.UUID
+	Name, TenantName string
+}
+
 // Deployable is what the deploy dialog of a component offers: its latest published version
 // with its inputs, and the environments the actor may deploy it into.
 type Deployable struct {
@@ -432,7 +438,7 @@ type Deployable struct {
 	Version      int
 	InputSchema  []byte
 	Bindings     []byte
-	Environments []dbgen.ListEnvironmentsRow
+	Environments []Offered
 	// Rule is the tenant's effective governance when every environment offered is one
 	// tenant's (the usual case); the server checks it anyway.
 	Rule *governance.EffectiveRule
@@ -467,7 +473,7 @@ func (s *Service) Deployable(ctx context.Context, actor access.Principal, compon
 	out.Resolves = map[uuid.UUID][]string{}
 	for _, e := range envs {
 		if lifecycle.EnvironmentStatus(e.Status) == lifecycle.EnvironmentActive && (!comp.TenantID.Valid || comp.TenantID.UUID == e.TenantID) {
-			out.Environments = append(out.Environments, e)
+			out.Environments = append(out.Environments, Offered{ID: e.ID, Name: e.Name, TenantID: e.TenantID, TenantName: e.TenantName})
 			tenants[e.TenantID] = true
 			configured, err := resolver.Configured(ctx, q, e.ID)
 			if err != nil {

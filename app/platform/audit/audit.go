@@ -116,8 +116,22 @@ type Filter struct {
 
 // Page is one page of events, newest first; NextBefore is the BeforeID for the next page or 0.
 type Page struct {
-	Events     []dbgen.AuditEvent
+	Events     []Entry
 	NextBefore int64
+}
+
+// Entry is one event of the log as its page and the API show it: who did what to which
+// target, in which tenant, and what changed.
+type Entry struct {
+	ID         int64           `json:"id"`
+	CreatedAt  time.Time       `json:"created_at"`
+	ActorID    uuid.NullUUID   `json:"actor_id"`
+	ActorEmail string          `json:"actor_email"`
+	TenantID   uuid.NullUUID   `json:"tenant_id"`
+	Action     string          `json:"action"`
+	TargetType string          `json:"target_type"`
+	TargetID   string          `json:"target_id"`
+	Diff       json.RawMessage `json:"diff"`
 }
 
 // Service reads the audit log for a principal.
@@ -153,9 +167,13 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (P
 	if f.BeforeID > 0 {
 		params.BeforeID = &f.BeforeID
 	}
-	events, err := dbgen.New(s.pool).ListAuditEvents(ctx, params)
+	rows, err := dbgen.New(s.pool).ListAuditEvents(ctx, params)
 	if err != nil {
 		return Page{}, fmt.Errorf("list audit events: %w", err)
+	}
+	events := make([]Entry, len(rows))
+	for i, r := range rows {
+		events[i] = Entry(r)
 	}
 	page := Page{Events: events}
 	if len(events) > f.Limit {
@@ -190,7 +208,7 @@ type Names struct {
 
 // names names the targets and tenants of events, in their order. Names are read now, so a
 // renamed object shows its new name and a deleted one none.
-func (s *Service) names(ctx context.Context, events []dbgen.AuditEvent) ([]Names, error) {
+func (s *Service) names(ctx context.Context, events []Entry) ([]Names, error) {
 	out := make([]Names, len(events))
 	params := dbgen.AuditTargetNamesParams{TargetTypes: []string{}, TargetIds: []string{}}
 	ask := func(t Target) {

@@ -8,7 +8,6 @@ import (
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/audit"
-	"nimbus/db/dbgen"
 )
 
 var accountCases = map[string]apptest.AuthzCase{
@@ -22,7 +21,7 @@ var accountCases = map[string]apptest.AuthzCase{
 					t.Errorf("%s sees event %s of tenant %v", p.Email, e.Action, e.TenantID)
 				}
 			}
-			return apptest.Shown(page.Events, err, func(e dbgen.AuditEvent) bool { return e.TenantID.UUID == w.A.ID })
+			return apptest.Shown(page.Events, err, func(e audit.Entry) bool { return e.TenantID.UUID == w.A.ID })
 		},
 	},
 }

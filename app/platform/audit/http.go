@@ -12,7 +12,6 @@ import (
 
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/web"
-	"nimbus/db/dbgen"
 	"nimbus/views"
 )
 
@@ -118,7 +117,7 @@ func (h *Handlers) ListAPI(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func eventRows(events []dbgen.AuditEvent, names []Names) []EventRow {
+func eventRows(events []Entry, names []Names) []EventRow {
 	rows := make([]EventRow, len(events))
 	for i, e := range events {
 		rows[i] = EventRow{CreatedAt: e.CreatedAt, ActorEmail: e.ActorEmail, Action: e.Action,
