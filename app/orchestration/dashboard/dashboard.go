@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
@@ -44,15 +46,58 @@ func NewService(pool *pgxpool.Pool, envs *environment.Service, pools *ipam.Servi
 // Overview is what the dashboard shows one viewer.
 type Overview struct {
 	Environments []environment.Environment
-	Active       []dbgen.ActiveOperationsRow
+	Active       []Operation
 	// Awaiting are the operations that wait for approval, whoever may decide them.
-	Awaiting []dbgen.ActiveOperationsRow
-	Failures []dbgen.RecentFailuresRow
+	Awaiting []Operation
+	Failures []Failure
 	Waiting  int
 	Drifted  int         // deployments whose last drift check found changes
 	Pools    []ipam.Pool // for provider admins
 	// FirstSteps is how far a new install has come, for provider admins.
-	FirstSteps *dbgen.FirstStepsRow
+	FirstSteps *Progress
+}
+
+// Operation is an operation under way, or waiting, and where it is.
+type Operation struct {
+	ID              uuid.UUID
+	Kind, Status    string
+	CreatedAt       time.Time
+	StartedAt       *time.Time
+	DeploymentID    uuid.UUID
+	DeploymentName  string
+	EnvironmentID   uuid.UUID
+	EnvironmentName string
+	TenantID        uuid.UUID
+	TenantName      string
+}
+
+// Failure is an operation that failed lately, and where.
+type Failure struct {
+	ID              uuid.UUID
+	Kind, Error     string
+	FinishedAt      *time.Time
+	DeploymentID    uuid.UUID
+	DeploymentName  string
+	EnvironmentID   uuid.UUID
+	EnvironmentName string
+	TenantID        uuid.UUID
+	TenantName      string
+}
+
+// Progress says which of a new install's first steps are done.
+type Progress struct {
+	HasTenant, HasMember, HasEnvironment, HasPool, HasDeployment bool
+}
+
+// operations converts the rows of operations under way.
+func operations(rows []dbgen.ActiveOperationsRow) []Operation {
+	out := make([]Operation, len(rows))
+	for i, r := range rows {
+		out[i] = Operation{ID: r.ID, Kind: r.Kind, Status: r.Status, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt,
+			DeploymentID: r.DeploymentID, DeploymentName: r.DeploymentName, EnvironmentID: r.EnvironmentID,
+			EnvironmentName: r.EnvironmentName, TenantID: r.TenantID, TenantName: r.TenantName}
+	}
+	return out
 }
 
 // failureWindow is how far back the dashboard looks for failures.
@@ -76,17 +121,27 @@ func (s *Service) Overview(ctx context.Context, actor access.Principal) (Overvie
 	slices.SortStableFunc(o.Environments, func(a, b environment.Environment) int { return rank[a.Status] - rank[b.Status] })
 	tenants := actor.TenantsWith(access.EnvironmentRead)
 	q := dbgen.New(s.pool)
-	if o.Active, err = q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Statuses: []string{"queued", "running"},
-		AllTenants: actor.ProviderAdmin, TenantIds: tenants}); err != nil {
+	active, err := q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Statuses: []string{string(deploy.Queued), string(deploy.Running)},
+		AllTenants: actor.ProviderAdmin, TenantIds: tenants})
+	if err != nil {
 		return o, fmt.Errorf("active operations: %w", err)
 	}
-	if o.Awaiting, err = q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Statuses: []string{"awaiting_approval"},
-		AllTenants: actor.ProviderAdmin, TenantIds: tenants}); err != nil {
+	o.Active = operations(active)
+	awaiting, err := q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Statuses: []string{string(deploy.AwaitingApproval)},
+		AllTenants: actor.ProviderAdmin, TenantIds: tenants})
+	if err != nil {
 		return o, fmt.Errorf("operations awaiting approval: %w", err)
 	}
-	if o.Failures, err = q.RecentFailures(ctx, dbgen.RecentFailuresParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
-		Since: time.Now().Add(-failureWindow)}); err != nil {
+	o.Awaiting = operations(awaiting)
+	failures, err := q.RecentFailures(ctx, dbgen.RecentFailuresParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
+		Since: time.Now().Add(-failureWindow)})
+	if err != nil {
 		return o, fmt.Errorf("recent failures: %w", err)
+	}
+	for _, f := range failures {
+		o.Failures = append(o.Failures, Failure{ID: f.ID, Kind: f.Kind, Error: f.Error, FinishedAt: f.FinishedAt,
+			DeploymentID: f.DeploymentID, DeploymentName: f.DeploymentName, EnvironmentID: f.EnvironmentID,
+			EnvironmentName: f.EnvironmentName, TenantID: f.TenantID, TenantName: f.TenantName})
 	}
 	drifted, err := q.CountDrifted(ctx, dbgen.CountDriftedParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants})
 	if err != nil {
@@ -101,7 +156,8 @@ func (s *Service) Overview(ctx context.Context, actor access.Principal) (Overvie
 		if err != nil {
 			return o, fmt.Errorf("first steps: %w", err)
 		}
-		o.FirstSteps = &steps
+		o.FirstSteps = &Progress{HasTenant: steps.HasTenant, HasMember: steps.HasMember, HasEnvironment: steps.HasEnvironment,
+			HasPool: steps.HasPool, HasDeployment: steps.HasDeployment}
 		list, err := s.pools.List(ctx, actor, ipam.Filter{})
 		if err != nil {
 			return o, err
@@ -146,7 +202,7 @@ func (h *Handlers) Page(c echo.Context) error {
 		v.Environments = append(v.Environments, environment.EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: string(e.Status),
 			LandingZone: e.LandingZone, Template: e.Template, Created: e.CreatedAt})
 	}
-	operation := func(a dbgen.ActiveOperationsRow) DashboardOperation {
+	operation := func(a Operation) DashboardOperation {
 		return DashboardOperation{ID: a.ID.String(), Kind: a.Kind, Status: a.Status, Deployment: a.DeploymentName,
 			DeploymentID: a.DeploymentID.String(), Tenant: a.TenantName, TenantID: a.TenantID.String(),
 			Environment: a.EnvironmentName, EnvironmentID: a.EnvironmentID.String(), Since: a.CreatedAt}
@@ -183,7 +239,7 @@ func (h *Handlers) Page(c echo.Context) error {
 
 // checklist is the checklist of a new install, in the order the steps depend on each other;
 // none once every step is done.
-func checklist(f dbgen.FirstStepsRow) []FirstStep {
+func checklist(f Progress) []FirstStep {
 	steps := []FirstStep{
 		{Key: "tenant", Text: "Create a tenant", Why: "a team that owns environments and deployments", URL: "/tenants", Done: f.HasTenant},
 		{Key: "member", Text: "Add people to it", Why: "create users and give each a role in the tenant", URL: "/users", Done: f.HasMember},
