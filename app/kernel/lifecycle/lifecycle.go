@@ -55,6 +55,15 @@ func (m Machine[S]) Sources(to S) []S {
 	return from
 }
 
+// SourceNames is Sources spelled as the column holds them, for a statement's parameter.
+func (m Machine[S]) SourceNames(to S) []string {
+	var out []string
+	for _, s := range m.Sources(to) {
+		out = append(out, string(s))
+	}
+	return out
+}
+
 // Ended reports whether s is an end: no move leads out of it.
 func (m Machine[S]) Ended(s S) bool { return len(m.Moves[s]) == 0 }
 

@@ -247,20 +247,11 @@ func createDeployment(ctx context.Context, q *dbgen.Queries, p dbgen.CreateDeplo
 
 // moveDeployment sets the status a deployment shows, from a status the machine moves from.
 func moveDeployment(ctx context.Context, q *dbgen.Queries, id uuid.UUID, to DeploymentStatus) error {
-	n, err := q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: id, Status: string(to), Sources: sources(DeploymentMachine, to)})
+	n, err := q.SetDeploymentStatus(ctx, dbgen.SetDeploymentStatusParams{ID: id, Status: string(to), Sources: DeploymentMachine.SourceNames(to)})
 	if err == nil && n == 0 {
 		return fmt.Errorf("%w: deployment %s cannot become %s", lifecycle.ErrIllegalMove, id, to)
 	}
 	return err
-}
-
-// sources spells the statuses a machine reaches to from, for a guarded statement.
-func sources[S ~string](m lifecycle.Machine[S], to S) []string {
-	var out []string
-	for _, s := range m.Sources(to) {
-		out = append(out, string(s))
-	}
-	return out
 }
 
 // checkpoints keeps one operation's step checkpoints in operation_steps, for the saga.
@@ -329,7 +320,7 @@ func land(ctx context.Context, q *dbgen.Queries, in dbgen.UpdateDeploymentInputs
 		return err
 	}
 	n, err := q.RecordDeploymentOutputs(ctx, dbgen.RecordDeploymentOutputsParams{ID: in.ID, Status: string(to), Outputs: outputs,
-		Sources: sources(DeploymentMachine, to)})
+		Sources: DeploymentMachine.SourceNames(to)})
 	if err == nil && n == 0 {
 		return fmt.Errorf("%w: deployment %s cannot become %s", lifecycle.ErrIllegalMove, in.ID, to)
 	}

@@ -221,7 +221,7 @@ func (s *Service) SetSubscriptionActive(ctx context.Context, actor access.Princi
 		if err := SubscriptionMachine.Check("subscription "+row.Name, SubscriptionStatus(row.Status), to); err != nil {
 			return err
 		}
-		moved, err := q.MoveSubscription(ctx, dbgen.MoveSubscriptionParams{ID: id, Status: string(to), Sources: sources(to)})
+		moved, err := q.MoveSubscription(ctx, dbgen.MoveSubscriptionParams{ID: id, Status: string(to), Sources: SubscriptionMachine.SourceNames(to)})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("subscription %s moved meanwhile: %w", row.Name, lifecycle.ErrIllegalMove)
 		}
@@ -325,15 +325,6 @@ func hostOf(raw string) string {
 		return ""
 	}
 	return u.Host
-}
-
-// sources are the statuses a subscription may move to to from.
-func sources(to SubscriptionStatus) []string {
-	var out []string
-	for _, s := range SubscriptionMachine.Sources(to) {
-		out = append(out, string(s))
-	}
-	return out
 }
 
 // subscriptionFailed counts a failed attempt of a delivery, disabling the subscription once its
