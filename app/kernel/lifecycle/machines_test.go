@@ -202,9 +202,10 @@ func TestMachines_OnlyTheWriterMovesAStatus(t *testing.T) {
 }
 
 // statusLiteral finds a quoted word compared with, assigned to or given as a status, and the
-// case of a switch over a status.
+// case of a switch over a status; statusList, a list of words given as statuses.
 var (
 	statusLiteral = regexp.MustCompile(`(?i)status\w*\)?\s*(?:==|!=|:|=)\s*"([a-z_]+)"|"([a-z_]+)"\s*(?:==|!=)\s*[\w.]*status`)
+	statusList    = regexp.MustCompile(`(?i)status\w*\s*(?::=|:|=)\s*\[\]string\{([^}]*)\}`)
 	switchLine    = regexp.MustCompile(`^\s*switch\b(.*)\{`)
 	caseLine      = regexp.MustCompile(`^\s*case\s+("[^:]*):`)
 	word          = regexp.MustCompile(`"([a-z_]+)"`)
@@ -233,6 +234,11 @@ func TestMachines_NoStatusIsSpelledOutsideItsMachine(t *testing.T) {
 			var found []string
 			for _, m := range statusLiteral.FindAllStringSubmatch(line, -1) {
 				found = append(found, m[1]+m[2])
+			}
+			for _, m := range statusList.FindAllStringSubmatch(line, -1) {
+				for _, w := range word.FindAllStringSubmatch(m[1], -1) {
+					found = append(found, w[1])
+				}
 			}
 			if m := switchLine.FindStringSubmatch(line); m != nil {
 				overStatus = strings.Contains(strings.ToLower(m[1]), "status")
