@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"net"
 	"os/exec"
 	"slices"
@@ -67,12 +68,30 @@ func TestListening_FindsThisProcesssListeners(t *testing.T) {
 		t.Cleanup(func() { ln6.Close() })
 		port6 = uint16(ln6.Addr().(*net.TCPAddr).Port)
 	}
+	// A connection's own end, and a UDP socket, listen for nothing.
+	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := uint16(conn.LocalAddr().(*net.TCPAddr).Port)
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
 	got, err := Listening()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(got, port) || port6 != 0 && !slices.Contains(got, port6) {
 		t.Fatalf("listening on %d and %d, found %v", port, port6, got)
+	}
+	if slices.Contains(got, client) {
+		t.Fatalf("the client end of a connection, port %d, counted as listening: %v", client, got)
+	}
+	if p := uint16(udp.LocalAddr().(*net.UDPAddr).Port); slices.Contains(got, p) && p != port && p != port6 {
+		t.Fatalf("a UDP socket on %d counted as a TCP listener: %v", p, got)
 	}
 }
 

@@ -113,6 +113,11 @@ func (c command) Run(ctx context.Context, workdir string, extra sandbox.Policy, 
 	return stdout.String(), stderr.String(), code, err
 }
 
+// Prepare readies the sandbox of a Run in workdir with extra and extraEnv, about to come.
+func (c command) Prepare(workdir string, extra sandbox.Policy, extraEnv []string) {
+	c.sandbox.Prepare(c.policy(workdir, extraEnv).Union(extra))
+}
+
 // policy is what one run may write: its working directory, and the home, temporary and state
 // directories its environment names (the Runner gives each stack its own; its event pipe,
 // plans and states to import are in its temporary directory). The environment is the

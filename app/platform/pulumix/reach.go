@@ -100,6 +100,38 @@ func (r *Runner) reach(ws workspace) (sandbox.Policy, error) {
 	return p, nil
 }
 
+// Expect readies the sandbox of an engine run on st's stack that is about to come, while the
+// caller does other work: confining the engine's first process costs milliseconds (see
+// sandbox.Prepare). The run finds it ready when nothing it may reach changed meanwhile, and
+// confines its own otherwise. A stack given credentials in files is not readied: its engine's
+// temporary directory is made when it runs.
+func (r *Runner) Expect(st Stack) {
+	if holdsProviderSecret(st) || checkStack(st, false) != nil {
+		return
+	}
+	go r.expect(st)
+}
+
+// expect readies the sandbox of a run on st's stack.
+func (r *Runner) expect(st Stack) {
+	dir := r.stackDir(st.Name)
+	h, err := home(dir)
+	if err != nil {
+		return // the run says why
+	}
+	state, err := r.stateOf(st.Name)
+	if err != nil {
+		return
+	}
+	ws := workspace{stack: st.Name, dir: dir, tmp: filepath.Join(h, "tmp"), state: state.Root(), ports: st.Ports,
+		env: r.engineEnv(state.Root(), "", h)}
+	reach, err := r.reach(ws)
+	if err != nil {
+		return
+	}
+	r.cli.Prepare(ws.dir, reach, ws.env)
+}
+
 // exec runs the CLI on ws's stack, in the sandbox with what the run may reach, as the engine's
 // account where it has one: what Nimbus wrote into the stack's directories for it is handed
 // over first.
