@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"nimbus/app/domain/cluster"
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/objstore"
 	"nimbus/app/kernel/problem"
@@ -86,7 +87,7 @@ var errNoPlace = errors.New("the tenant runs its share of operations")
 
 // Work claims the operation, runs its steps (steps.go) and records how it ended.
 func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error {
-	q := dbgen.New(w.pool)
+	q := db.Reused(w.pool)
 	op, err := q.GetOperation(ctx, job.Args.OperationID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
@@ -117,6 +118,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error 
 		return err
 	}
 	w.log.Info("operation started", "operation", op.ID, "kind", op.Kind, "resumed", resumed)
+	if w.runner != nil {
+		go w.expect(ctx, op.DeploymentID)
+	}
 
 	// An operation that runs out of time fails and undoes what it did: a provider that hangs
 	// would hang again on a retry.
@@ -177,6 +181,24 @@ func (w *Worker) take(ctx context.Context, op dbgen.Operation, lease uuid.UUID) 
 	return taken, err
 }
 
+// expect readies the sandbox of the engine about to run on the deployment's stack, as the
+// operation is taken: confining the engine's first process costs milliseconds, which pass while
+// the operation's first steps read the database (see pulumix.Runner.Expect). Every kind runs
+// the engine on that stack. A Kubernetes component's engine is left to confine its own: its
+// credentials come with its run.
+func (w *Worker) expect(ctx context.Context, deployment uuid.UUID) {
+	q := db.Reused(w.pool)
+	dep, err := q.GetDeployment(ctx, deployment)
+	if err != nil {
+		return // the run reads it again, and says what is wrong
+	}
+	c, err := q.DeploymentCluster(ctx, deployment)
+	if err != nil || c.Provider == cluster.Provider {
+		return
+	}
+	w.runner.Expect(pulumix.Stack{Name: dep.Stack, Ports: providerPorts[c.Provider]})
+}
+
 // heartbeat keeps the lease alive and passes a requested cancel on to the run.
 func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, id uuid.UUID, lease uuid.UUID) {
 	t := time.NewTicker(w.beat)
@@ -187,7 +209,7 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 			return
 		case <-t.C:
 		}
-		cancelRequested, err := beat(ctx, dbgen.New(w.pool), id, lease)
+		cancelRequested, err := beat(ctx, db.Reused(w.pool), id, lease)
 		switch {
 		case errors.Is(err, errLeaseLost):
 			cancel(errLeaseLost)
@@ -230,7 +252,7 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, lease uuid.UUID, r
 
 // begin reads what the operation's steps need, or says why it cannot run.
 func (w *Worker) begin(ctx context.Context, op dbgen.Operation, lease uuid.UUID, resumed bool) (*run, *ran) {
-	q := dbgen.New(w.pool)
+	q := db.Reused(w.pool)
 	stop := func(o ran) (*run, *ran) { return nil, &o }
 	dep, err := q.GetDeployment(ctx, op.DeploymentID)
 	if err != nil {
@@ -271,7 +293,7 @@ func (w *Worker) begin(ctx context.Context, op dbgen.Operation, lease uuid.UUID,
 		return stop(ran{err: saga.Transient(err)})
 	}
 	return &run{w: w, op: op, dep: dep, lease: lease, resumed: resumed, current: current, access: access, resting: before,
-		progress: newProgress(ctx, w.pool, w.objects, op.ID, w.log), changes: map[string]int{}}, nil
+		progress: newProgress(ctx, w.pool, w.objects, op.ID, resumed, w.log), changes: map[string]int{}}, nil
 }
 
 // stackOf is the Pulumi stack of a deployment at a version with the given inputs, secrets
@@ -325,7 +347,7 @@ func (w *Worker) settle(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 	stopping := ctx.Err() != nil
 	ctx = context.WithoutCancel(ctx)
 	if res.err != nil && saga.IsTransient(res.err) && (stopping || !lastAttempt) {
-		if err := handBack(ctx, dbgen.New(w.pool), op.ID, lease); err != nil && !errors.Is(err, lifecycle.ErrIllegalMove) {
+		if err := handBack(ctx, db.Reused(w.pool), op.ID, lease); err != nil && !errors.Is(err, lifecycle.ErrIllegalMove) {
 			return err
 		}
 		if stopping {
@@ -340,7 +362,7 @@ func (w *Worker) settle(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 		if err := advance(ctx, tx, riverJobs(ctx), op.DeploymentID); err != nil {
 			return err
 		}
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		err := finish(ctx, q, op.ID, lease, e, res.changes, res.exit)
 		if errors.Is(err, lifecycle.ErrIllegalMove) {
 			// Another worker took the operation over: what it finds is what counts.
