@@ -28,11 +28,8 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 		cfg.MaxConns = maxConns
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "nimbus"
-	// The queries take optional filters and cursors as "$n IS NULL OR column = $n": a plan made
-	// for the values at hand reads the index the filter or cursor picks, where a generic plan,
-	// made once for any values, must keep both branches and walk the whole list, filtering.
-	// Planning each time costs far less than that walk.
-	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	// Every statement planned for its values, unless it runs through Reused (plans.go).
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", err)
@@ -44,11 +41,12 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 	return pool, nil
 }
 
-// Tx runs fn in one transaction with queries bound to it: committed when fn returns nil,
+// Tx runs fn in one transaction with queries bound to it (their plans reused: a write looks
+// rows up by their keys): committed when fn returns nil,
 // rolled back otherwise. Every write that must not half-happen goes through here.
 func Tx(ctx context.Context, pool *pgxpool.Pool, fn func(q *dbgen.Queries) error) error {
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		return fn(dbgen.New(tx))
+		return fn(Reused(tx))
 	})
 }
 
@@ -62,7 +60,7 @@ const lazyBegin = "BEGIN; SET LOCAL synchronous_commit TO off"
 // log is written in order: the next commit that waits (any Tx) makes it durable too.
 func LazyTx(ctx context.Context, pool *pgxpool.Pool, fn func(q *dbgen.Queries) error) error {
 	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{BeginQuery: lazyBegin}, func(tx pgx.Tx) error {
-		return fn(dbgen.New(tx))
+		return fn(Reused(tx))
 	})
 }
 

@@ -24,6 +24,7 @@ import (
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/audit"
 	"nimbus/app/platform/pulumix"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
@@ -115,7 +116,7 @@ func (s *Service) RequestCheck(ctx context.Context, actor access.Principal, id u
 	}
 	var out Check
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		if err := s.allowCheck(ctx, q, c.TenantID); err != nil {
 			return err
 		}
@@ -291,7 +292,7 @@ func (w *CheckWorker) claim(ctx context.Context, id uuid.UUID) (dbgen.ComponentC
 		claimed bool
 	)
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		tenant, err := q.CheckTenant(ctx, id)
 		if err != nil {
 			return err

@@ -113,7 +113,7 @@ func (s *Service) CreateProvisioned(ctx context.Context, actor access.Principal,
 	}
 	var out Tenant
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		taken, err := q.TenantNameTaken(ctx, name)
 		if err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 	"nimbus/app/kernel/problem"
 	"nimbus/app/orchestration/deploy"
 	"nimbus/app/platform/audit"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -44,7 +45,7 @@ func (s *Service) decide(ctx context.Context, actor access.Principal, id uuid.UU
 	}
 	var refused error
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		r, err := q.LockApprovalRequest(ctx, id)
 		if err == nil && !actor.Can(access.ApprovalRead, r.TenantID) {
 			err = pgx.ErrNoRows
@@ -112,7 +113,7 @@ func expired(r dbgen.LockApprovalRequestRow) error {
 
 // approve records an approval; the last one needed sends the operation on.
 func (s *Service) approve(ctx context.Context, tx pgx.Tx, actor access.Principal, r dbgen.LockApprovalRequestRow, comment string) error {
-	q := dbgen.New(tx)
+	q := db.Reused(tx)
 	if err := decide(ctx, q, dbgen.RecordApprovalDecisionParams{RequestID: r.ID, UserID: actor.UserID, Decision: "approve", Comment: comment}); err != nil {
 		return err
 	}
@@ -133,7 +134,7 @@ func (s *Service) approve(ctx context.Context, tx pgx.Tx, actor access.Principal
 // void sends an operation whose request showed a plan that no longer holds back to its
 // preview, which asks for approval again.
 func (s *Service) void(ctx context.Context, tx pgx.Tx, actor access.Principal, r dbgen.LockApprovalRequestRow) error {
-	q := dbgen.New(tx)
+	q := db.Reused(tx)
 	if err := closeAs(ctx, q, r.ID, Void); err != nil {
 		return err
 	}
@@ -145,7 +146,7 @@ func (s *Service) void(ctx context.Context, tx pgx.Tx, actor access.Principal, r
 
 // resume closes the request as approved and sends its operation on.
 func (s *Service) resume(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalRequestRow) error {
-	q := dbgen.New(tx)
+	q := db.Reused(tx)
 	if err := closeAs(ctx, q, r.ID, Approved); err != nil {
 		return err
 	}
@@ -157,7 +158,7 @@ func (s *Service) resume(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalReq
 
 // reject records a rejection and ends the operation.
 func (s *Service) reject(ctx context.Context, tx pgx.Tx, actor access.Principal, r dbgen.LockApprovalRequestRow, comment string) error {
-	q := dbgen.New(tx)
+	q := db.Reused(tx)
 	if err := decide(ctx, q, dbgen.RecordApprovalDecisionParams{RequestID: r.ID, UserID: actor.UserID, Decision: "reject", Comment: comment}); err != nil {
 		return err
 	}
@@ -178,7 +179,7 @@ func (s *Service) reject(ctx context.Context, tx pgx.Tx, actor access.Principal,
 // rather than cancelled: nobody asked to stop it, it lacked the approval it needed, and clients
 // that wait for it treat both ends alike while cancelled keeps meaning someone's stop.
 func (s *Service) expire(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalRequestRow) error {
-	q := dbgen.New(tx)
+	q := db.Reused(tx)
 	if err := closeAs(ctx, q, r.ID, Expired); err != nil {
 		return err
 	}

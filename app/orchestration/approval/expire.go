@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
@@ -66,7 +67,7 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 	for _, id := range ids {
 		expired := false
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			r, err := dbgen.New(tx).LockApprovalRequest(ctx, id)
+			r, err := db.Reused(tx).LockApprovalRequest(ctx, id)
 			if errors.Is(err, pgx.ErrNoRows) || err == nil && (Status(r.Status) != Pending || !r.Lapsed) {
 				return nil // decided, or gone with its operation, meanwhile
 			}

@@ -18,6 +18,7 @@ import (
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/audit"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -172,7 +173,7 @@ func applying(p dbgen.OperationViewRow) (inputs, error) {
 // Plan carrying out its succeeded preview, as Apply does, on behalf of the user whose request
 // led to it: a step of a graph, whose permission was checked when the graph was asked for.
 func (s *Service) ApplyTx(ctx context.Context, tx pgx.Tx, actor access.Principal, previewID uuid.UUID) (uuid.UUID, error) {
-	q := dbgen.New(tx)
+	q := db.Reused(tx)
 	p, err := q.OperationView(ctx, previewID)
 	if err != nil {
 		return uuid.Nil, err
@@ -208,7 +209,7 @@ func (s *Service) ApplyTx(ctx context.Context, tx pgx.Tx, actor access.Principal
 func (s *Service) enqueue(ctx context.Context, actor access.Principal, d dbgen.GetDeploymentRow, kind Kind, c Change, in inputs, previewedAt *time.Time) (Operation, error) {
 	var op dbgen.Operation
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		// An environment being provisioned or decommissioned takes no changes from people: its
 		// steps would not know what to make of them. Its lock comes first, as in every writer.
 		if status, err := q.ShareEnvironment(ctx, d.EnvironmentID); err != nil {
@@ -381,7 +382,7 @@ func (s *Service) Cancel(ctx context.Context, actor access.Principal, operationI
 		if err := advance(ctx, tx, s.inserter, op.DeploymentID); err != nil {
 			return err
 		}
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		stopped, err := cancelQueued(ctx, q, operationID)
 		if err != nil {
 			return err
@@ -421,7 +422,7 @@ func (s *Service) cancelWaiting(ctx context.Context, tx pgx.Tx, actor access.Pri
 	if s.withdraw == nil {
 		return false, errors.New("this service cannot withdraw approval requests: build it with Withdrawing")
 	}
-	return true, s.withdraw(ctx, dbgen.New(tx), id)
+	return true, s.withdraw(ctx, db.Reused(tx), id)
 }
 
 // Offered is an environment the deploy dialog offers, and its tenant.

@@ -9,6 +9,7 @@ import (
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/outbox"
 	"nimbus/app/platform/pulumix"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 
@@ -85,7 +86,7 @@ func sameDrift(a, b []byte) bool {
 // active environment and nothing else is pending for it: the drift schedule asks it of each
 // deployment that is due, and one that is busy is checked at a later scan.
 func QueueDriftCheck(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID) error {
-	q := dbgen.New(tx)
+	q := db.Reused(tx)
 	d, err := q.GetDeployment(ctx, id)
 	if err != nil {
 		return err

@@ -85,7 +85,7 @@ func queueOperation(ctx context.Context, tx pgx.Tx, queue jobs.Queue, deployment
 		params.TargetVersion = pgtype.Int4{Int32: in.Version, Valid: true}
 		params.SecretParameters, params.SecretKeyID = in.Sealed, &in.KeyID
 	}
-	op, err := dbgen.New(tx).CreateOperation(ctx, params)
+	op, err := db.Reused(tx).CreateOperation(ctx, params)
 	if err != nil {
 		return op, err
 	}
@@ -164,7 +164,7 @@ func park(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID) error {
 // Resume hands an operation that awaited approval back to the workers, in the caller's
 // transaction: it goes on from the step after its approval.
 func Resume(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID) error {
-	n, err := dbgen.New(tx).ResumeOperation(ctx, id)
+	n, err := db.Reused(tx).ResumeOperation(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func Resume(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID) erro
 // workers, in the caller's transaction: that step and every one after it run again. Rewound to
 // its preview, it forgets what the preview planned.
 func Rewind(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID, step string) error {
-	q := dbgen.New(tx)
+	q := db.Reused(tx)
 	n, err := q.RewindOperationSteps(ctx, dbgen.RewindOperationStepsParams{OperationID: id, Step: step})
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 
 	"nimbus/app/kernel/objstore"
 	"nimbus/app/platform/pulumix"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -57,11 +58,13 @@ type progress struct {
 	done chan struct{}
 }
 
-func newProgress(ctx context.Context, pool *pgxpool.Pool, objects objstore.Store, op uuid.UUID, log *slog.Logger) *progress {
-	p := &progress{q: dbgen.New(pool), ctx: context.WithoutCancel(ctx), op: op, log: log, objects: objects, max: maxLogLines,
+func newProgress(ctx context.Context, pool *pgxpool.Pool, objects objstore.Store, op uuid.UUID, resumed bool, log *slog.Logger) *progress {
+	p := &progress{q: db.Reused(pool), ctx: context.WithoutCancel(ctx), op: op, log: log, objects: objects, max: maxLogLines,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	p.in = pulumix.LimitLines(splitter{p}, pulumix.MaxLine)
-	p.stored, _ = p.q.CountOperationLogs(p.ctx, op) // a resumed operation goes on where it was
+	if resumed {
+		p.stored, _ = p.q.CountOperationLogs(p.ctx, op) // it goes on where it was
+	}
 	go p.flushEvery(250 * time.Millisecond)
 	return p
 }

@@ -25,7 +25,7 @@ func TestProgress_LogCappedInTheDatabaseWholeInTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newProgress(ctx, pool, store, op, slog.New(slog.DiscardHandler))
+	p := newProgress(ctx, pool, store, op, false, slog.New(slog.DiscardHandler))
 	p.max = 5
 	var want strings.Builder
 	for i := range 12 {
@@ -80,7 +80,7 @@ func TestProgress_LongLinesAreCutWithANote(t *testing.T) {
 	pool := dbtest.Pool(t)
 	ctx := context.Background()
 	op := dbtest.NewDeployment(t, pool).OperationID
-	p := newProgress(ctx, pool, nil, op, slog.New(slog.DiscardHandler))
+	p := newProgress(ctx, pool, nil, op, false, slog.New(slog.DiscardHandler))
 	long := strings.Repeat("é", 629146) // 1.2 MiB, written in pieces as a pipe delivers it
 	for i := 0; i < len(long); i += 32 << 10 {
 		fmt.Fprint(p, long[i:min(i+32<<10, len(long))])

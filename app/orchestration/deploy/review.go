@@ -12,6 +12,7 @@ import (
 	"nimbus/app/domain/governance"
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -79,7 +80,7 @@ func (s *Service) review(ctx context.Context, actor access.Principal, req Reques
 		}
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		return governance.CheckInstances(ctx, dbgen.New(tx), env.TenantID, req.ComponentID)
+		return governance.CheckInstances(ctx, db.Reused(tx), env.TenantID, req.ComponentID)
 	})
 	if err := add(err); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 
 	"nimbus/app/domain/resolver"
 	"nimbus/app/kernel/graph"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
@@ -18,7 +19,7 @@ import (
 // way — in the transaction that ends an operation in it: the step is asked for exactly when
 // the operation's end is recorded.
 func advance(ctx context.Context, tx pgx.Tx, queue func() (jobs.Queue, error), deploymentID uuid.UUID) error {
-	q := dbgen.New(tx)
+	q := db.Reused(tx)
 	var steps []graph.Args
 	env, err := q.EnvironmentInTransition(ctx, deploymentID)
 	switch {

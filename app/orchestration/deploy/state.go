@@ -103,7 +103,7 @@ func (s *Service) RestoreState(ctx context.Context, actor access.Principal, id u
 		if err := advance(done, tx, s.inserter, id); err != nil {
 			return err
 		}
-		err := finish(done, dbgen.New(tx), op.ID, lease, e, map[string]int{}, nil)
+		err := finish(done, db.Reused(tx), op.ID, lease, e, map[string]int{}, nil)
 		if errors.Is(err, lifecycle.ErrIllegalMove) {
 			return nil // a worker took it for dead and ended it: what it recorded stands
 		}

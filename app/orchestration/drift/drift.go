@@ -18,6 +18,7 @@ import (
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/audit"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -124,7 +125,7 @@ func (s *Service) SetEnvironmentInterval(ctx context.Context, actor access.Princ
 		return Setting{}, problem.Invalid("drift_interval", "minimum", "must be at least %s: each check runs the engine", TenantFloor)
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		if err := q.SetEnvironmentDriftInterval(ctx, dbgen.SetEnvironmentDriftIntervalParams{ID: envID, Seconds: seconds(every)}); err != nil {
 			return err
 		}
@@ -154,7 +155,7 @@ func (s *Service) SetZoneInterval(ctx context.Context, actor access.Principal, z
 	}
 	var now float64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		if err := q.SetZoneDriftInterval(ctx, dbgen.SetZoneDriftIntervalParams{ID: zoneID, Seconds: seconds(every)}); err != nil {
 			return err
 		}

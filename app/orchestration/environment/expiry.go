@@ -16,6 +16,7 @@ import (
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/outbox"
 	"nimbus/app/platform/audit"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
@@ -105,11 +106,11 @@ func (e *Expirer) warn(ctx context.Context, queue jobs.Queue, env dbgen.Expiring
 			continue
 		}
 		err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-			n, err := dbgen.New(tx).RecordExpiryWarning(ctx, dbgen.RecordExpiryWarningParams{EnvironmentID: env.ID, ExpiresAt: env.ExpiresAt, Point: string(w)})
+			n, err := db.Reused(tx).RecordExpiryWarning(ctx, dbgen.RecordExpiryWarningParams{EnvironmentID: env.ID, ExpiresAt: env.ExpiresAt, Point: string(w)})
 			if err != nil || n == 0 {
 				return err
 			}
-			return outbox.Emit(ctx, dbgen.New(tx), outbox.Event{Type: "environment.expiring", Subject: env.Name,
+			return outbox.Emit(ctx, db.Reused(tx), outbox.Event{Type: "environment.expiring", Subject: env.Name,
 				Tenant: env.TenantID, Environment: env.ID, Data: map[string]any{"name": env.Name, "expires_at": env.ExpiresAt.UTC(),
 					"warning": string(w), "expires_in_seconds": int64(env.ExpiresAt.Sub(now) / time.Second)}})
 		})
@@ -147,7 +148,7 @@ func (e *Expirer) expire(ctx context.Context, queue jobs.Queue, row dbgen.Expiri
 		return nil
 	}
 	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		env, err := q.LockEnvironment(ctx, row.ID)
 		if err != nil {
 			return err

@@ -18,6 +18,7 @@ import (
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/orchestration/deploy"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
@@ -55,7 +56,7 @@ type run struct {
 // decommissioned, or nil. A node has failed when its operation since the provisioning (or
 // decommissioning) started ended without success; one tried before that is tried again.
 func (g *Graph) Load(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*graph.Run, error) {
-	q := dbgen.New(tx)
+	q := db.Reused(tx)
 	if _, err := q.LockEnvironment(ctx, id); errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	} else if err != nil {
@@ -170,7 +171,7 @@ func (g *Graph) Start(ctx context.Context, tx pgx.Tx, gr *graph.Run, node string
 // or still there.
 func (g *Graph) End(ctx context.Context, tx pgx.Tx, gr *graph.Run, step graph.Step, refused error) error {
 	r := gr.Data.(*run)
-	q := dbgen.New(tx)
+	q := db.Reused(tx)
 	switch {
 	case step.Done && r.kind == deploy.KindDeploy:
 		return activate(ctx, q, r.env.ID)

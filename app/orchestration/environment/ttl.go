@@ -14,6 +14,7 @@ import (
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/audit"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -154,7 +155,7 @@ type Extension struct {
 // now; tenant admins and provider admins may. It returns the environment as it is now.
 func (s *Service) Extend(ctx context.Context, actor access.Principal, id uuid.UUID, in Extension) (Environment, error) {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		env, err := environmentFor(ctx, q, actor, id)
 		if err != nil {
 			return err

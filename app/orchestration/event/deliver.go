@@ -26,6 +26,7 @@ import (
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/outbox"
 	"nimbus/app/kernel/secrets"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
@@ -197,7 +198,7 @@ func (w *Deliverer) Work(ctx context.Context, job *river.Job[DeliverArgs]) error
 	}
 	var off bool
 	err = pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		if sendErr == nil {
 			if err := q.RecordAttempt(ctx, attempt); err != nil {
 				return err
@@ -277,7 +278,7 @@ func (w *Deliverer) send(ctx context.Context, url string, secret, body []byte) (
 // deliver queues the deliveries of one of Nimbus's own events to the active subscriptions of
 // its tenant and the provider-wide ones whose types take it.
 func deliver(ctx context.Context, tx pgx.Tx, queue Queue, row dbgen.EventLog, tenant uuid.NullUUID) error {
-	q := dbgen.New(tx)
+	q := db.Reused(tx)
 	subs, err := q.SubscriptionsFor(ctx, tenant)
 	if err != nil {
 		return err

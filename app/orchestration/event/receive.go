@@ -22,6 +22,7 @@ import (
 	"nimbus/app/kernel/outbox"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/kernel/secrets"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -145,7 +146,7 @@ func Record(ctx context.Context, tx pgx.Tx, queue Queue, src Source, events []Ev
 	if err != nil {
 		return out, err
 	}
-	written, err := dbgen.New(tx).LogEvents(ctx, dbgen.LogEventsParams{SourceID: src.ID, LandingZoneID: src.LandingZoneID,
+	written, err := db.Reused(tx).LogEvents(ctx, dbgen.LogEventsParams{SourceID: src.ID, LandingZoneID: src.LandingZoneID,
 		SourceKind: src.Kind, Events: rows})
 	if err != nil {
 		return out, err

@@ -16,6 +16,7 @@ import (
 
 	"nimbus/app/domain/stack"
 	"nimbus/app/kernel/outbox"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
@@ -77,7 +78,7 @@ func (w *Router) routeOne(ctx context.Context, id uuid.UUID) error {
 		return err
 	}
 	return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		row, err := q.LockLoggedEvent(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
@@ -117,7 +118,7 @@ func (w *Router) route(ctx context.Context, tx pgx.Tx, queue jobs.Queue, row dbg
 		}
 		zone = uuid.NullUUID{}
 	}
-	t, err := findTarget(ctx, dbgen.New(tx), zone, st.Target, row.Subject)
+	t, err := findTarget(ctx, db.Reused(tx), zone, st.Target, row.Subject)
 	if err != nil {
 		r.Outcome, r.Detail = Unrouted, err.Error()
 		return
@@ -136,7 +137,7 @@ func (w *Router) route(ctx context.Context, tx pgx.Tx, queue jobs.Queue, row dbg
 		r.Outcome, r.Detail = Unmatched, "an instance's own changes are not routed back to it"
 		return
 	}
-	def, err := stack.LoadVersion(ctx, dbgen.New(tx), t.stack, t.version)
+	def, err := stack.LoadVersion(ctx, db.Reused(tx), t.stack, t.version)
 	if err != nil {
 		r.Outcome, r.Detail = Unmatched, "its instance's stack version cannot be read"
 		return

@@ -18,6 +18,7 @@ import (
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/audit"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -32,7 +33,7 @@ const RunDay2 RunKind = "day2"
 func (s *Service) RunOperation(ctx context.Context, actor access.Principal, id uuid.UUID, name string, inputs map[string]any) (Run, error) {
 	var runID uuid.UUID
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		inst, err := s.lockFor(ctx, q, actor, id, access.StackInstanceDay2)
 		if err != nil {
 			return err

@@ -23,6 +23,7 @@ import (
 	"nimbus/app/kernel/problem"
 	"nimbus/app/orchestration/deploy"
 	"nimbus/app/platform/audit"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -38,7 +39,7 @@ func (s *Service) Fire(ctx context.Context, actor access.Principal, id uuid.UUID
 	trigger = strings.TrimSpace(trigger)
 	var runID uuid.UUID
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		inst, err := s.lockFor(ctx, q, actor, id, access.StackInstanceDay2)
 		if err != nil {
 			return err

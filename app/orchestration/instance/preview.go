@@ -15,6 +15,7 @@ import (
 	"nimbus/app/kernel/problem"
 	"nimbus/app/orchestration/deploy"
 	"nimbus/app/platform/audit"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -48,7 +49,7 @@ func previewable(s stack.Slot) bool {
 // out here, once, and kept for the plan's page (wired): tenants' expressions run when a plan
 // is made or deployed, never when one is looked at.
 func (d *runner) preview(ctx context.Context, tx pgx.Tx, actor access.Principal, inst dbgen.StackInstance, def stack.Definition) error {
-	r := &runCtx{tx: tx, q: dbgen.New(tx), inst: inst, def: def, slots: map[string]dbgen.InstanceDeploymentsRow{}, actor: actor, deps: d}
+	r := &runCtx{tx: tx, q: db.Reused(tx), inst: inst, def: def, slots: map[string]dbgen.InstanceDeploymentsRow{}, actor: actor, deps: d}
 	schemas, err := stack.LoadSchemas(ctx, r.q, def)
 	if err != nil {
 		return err
@@ -129,7 +130,7 @@ func (s *Service) Start(ctx context.Context, actor access.Principal, id uuid.UUI
 // destroy run, as Destroy does. Whoever may deploy it may discard it, as holding nothing yet.
 func (s *Service) Discard(ctx context.Context, actor access.Principal, id uuid.UUID) (Instance, error) {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		inst, err := s.lockFor(ctx, q, actor, id, access.StackInstanceDeploy)
 		if err != nil {
 			return err

@@ -19,6 +19,7 @@ import (
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/orchestration/deploy"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
@@ -136,7 +137,7 @@ type DestroyedFunc func(ctx context.Context, q *dbgen.Queries, actor access.Prin
 
 // load reads what a run of a locked instance works with.
 func (d *runner) load(ctx context.Context, tx pgx.Tx, inst dbgen.StackInstance, run dbgen.StackRun) (*runCtx, error) {
-	q := dbgen.New(tx)
+	q := db.Reused(tx)
 	version := int(inst.Version)
 	if run.ToVersion.Valid {
 		version = int(run.ToVersion.Int32)
@@ -169,7 +170,7 @@ func (d *runner) load(ctx context.Context, tx pgx.Tx, inst dbgen.StackInstance, 
 // queue records a run asked for and starts it when no other run is under way, in the caller's
 // transaction, which holds the instance's lock.
 func (d *runner) queue(ctx context.Context, tx pgx.Tx, inst dbgen.StackInstance, p dbgen.CreateStackRunParams) (dbgen.StackRun, error) {
-	q := dbgen.New(tx)
+	q := db.Reused(tx)
 	p.InstanceID = inst.ID
 	if p.Inputs == nil {
 		p.Inputs = []byte("{}")
@@ -193,7 +194,7 @@ func (d *runner) queue(ctx context.Context, tx pgx.Tx, inst dbgen.StackInstance,
 // the run's steps and asks the graph runner to take them. A run its instance cannot take now
 // ends refused, and the one after it is tried.
 func (d *runner) startNext(ctx context.Context, tx pgx.Tx, instanceID uuid.UUID) error {
-	q := dbgen.New(tx)
+	q := db.Reused(tx)
 	for {
 		run, err := q.NextQueuedStackRun(ctx, instanceID)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -270,7 +271,7 @@ func (p *Parent) Load(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*graph.Run,
 		return nil, err
 	}
 	d := &runner{deploys: deploy.NewService(p.pool, p.keys, queue, nil, nil), keys: p.keys, jobs: queue, destroyed: p.destroyed}
-	q := dbgen.New(tx)
+	q := db.Reused(tx)
 	inst, err := q.LockStackInstance(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil

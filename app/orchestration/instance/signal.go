@@ -14,6 +14,7 @@ import (
 	"nimbus/app/kernel/problem"
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/orchestration/deploy"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
@@ -43,7 +44,7 @@ func Refused(err error) bool {
 // under way, a trigger the instance's state does not take, or an instance that is not whole,
 // is refused at once (Refused tells it from a failure).
 func (s *Signaller) Signal(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID, trigger, source string, detail any) (uuid.UUID, error) {
-	q := dbgen.New(tx)
+	q := db.Reused(tx)
 	inst, err := q.LockStackInstance(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return uuid.Nil, problem.Invalid("instance", "exists", "the stack instance is gone")

@@ -19,6 +19,7 @@ import (
 	"nimbus/app/kernel/problem"
 	"nimbus/app/orchestration/deploy"
 	"nimbus/app/platform/audit"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -181,7 +182,7 @@ func newer(ctx context.Context, q *dbgen.Queries, stackID uuid.UUID, current, as
 // Upgrade moves an instance to a newer version of its stack (the latest when version is 0).
 func (s *Service) Upgrade(ctx context.Context, actor access.Principal, id uuid.UUID, version int) (Instance, error) {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		inst, err := s.lockFor(ctx, q, actor, id, access.StackInstanceUpgrade)
 		if err != nil {
 			return err

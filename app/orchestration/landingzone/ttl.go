@@ -14,6 +14,7 @@ import (
 	"nimbus/app/kernel/problem"
 	"nimbus/app/orchestration/environment"
 	"nimbus/app/platform/audit"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -52,7 +53,7 @@ func (s *Service) SetLifetimes(ctx context.Context, actor access.Principal, id u
 		return Zone{}, err
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		z, err := zoneFor(ctx, q, id)
 		if err != nil {
 			return err

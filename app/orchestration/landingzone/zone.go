@@ -242,7 +242,7 @@ func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.U
 		return Zone{}, problem.ErrForbidden
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		z, err := zoneFor(ctx, q, id)
 		if err != nil {
 			return err
@@ -337,7 +337,7 @@ func (s *Service) Retire(ctx context.Context, actor access.Principal, id uuid.UU
 		return Zone{}, problem.ErrForbidden
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		z, err := zoneFor(ctx, q, id)
 		if err != nil {
 			return err

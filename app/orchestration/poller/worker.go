@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"nimbus/app/orchestration/event"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
@@ -110,7 +111,7 @@ func (w *Worker) poll(ctx context.Context, queue event.Queue, id uuid.UUID) erro
 		return err
 	}
 	return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		src, err := q.LockPolledSource(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil

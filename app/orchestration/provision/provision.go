@@ -176,7 +176,7 @@ func (s *Service) ProvisionTx(ctx context.Context, tx pgx.Tx, actor access.Princ
 	if !actor.ProviderAdmin {
 		return uuid.Nil, problem.ErrForbidden
 	}
-	q := dbgen.New(tx)
+	q := db.Reused(tx)
 	var id uuid.UUID
 	err := func() error {
 		t, err := q.ShareTenant(ctx, tenantID)
@@ -296,7 +296,7 @@ func (s *Service) Decommission(ctx context.Context, actor access.Principal, id u
 		return tenant.Namespace{}, problem.Invalid("namespace", "state", "%s on %s is decommissioned already", n.Namespace, n.ZoneName)
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Reused(tx)
 		// The tenant's deployments live in the namespace and are destroyed with its account's
 		// token: taken down first, they would be left where nothing can destroy them.
 		live, err := q.TenantZoneDeployments(ctx, dbgen.TenantZoneDeploymentsParams{TenantID: n.TenantID, LandingZoneID: uuid.NullUUID{UUID: n.LandingZoneID, Valid: true}})
