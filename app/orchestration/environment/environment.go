@@ -6,6 +6,7 @@
 package environment
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"nimbus/app/domain/resolver"
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/problem"
@@ -153,9 +155,9 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, tenantID u
 // Detail is an environment with its deployments and what they hold from resolvers.
 type Detail struct {
 	Environment
-	Deployments []dbgen.EnvironmentDeploymentsRow
-	Addresses   []dbgen.EnvironmentAllocationsRow
-	Names       []dbgen.IssuedNamesRow
+	Deployments []EnvDeploymentRow
+	Addresses   []EnvAddressRow
+	Names       []resolver.IssuedNameRow
 	Policies    []Policy
 }
 
@@ -184,14 +186,36 @@ func (s *Service) Detail(ctx context.Context, actor access.Principal, id uuid.UU
 	}
 	q := dbgen.New(s.pool)
 	d := Detail{Environment: env}
-	if d.Deployments, err = q.EnvironmentDeployments(ctx, id); err != nil {
+	deployments, err := q.EnvironmentDeployments(ctx, id)
+	if err != nil {
 		return Detail{}, fmt.Errorf("environment deployments: %w", err)
 	}
-	if d.Addresses, err = q.EnvironmentAllocations(ctx, id); err != nil {
+	for _, dep := range deployments {
+		d.Deployments = append(d.Deployments, EnvDeploymentRow{ID: dep.ID.String(), Name: dep.Name, Component: dep.ComponentName, ComponentID: dep.ComponentID.String(),
+			Status: dep.Status, Outputs: outputs(dep.Outputs), Mandatory: dep.TemplateComponentID.Valid})
+	}
+	addresses, err := q.EnvironmentAllocations(ctx, id)
+	if err != nil {
 		return Detail{}, fmt.Errorf("environment addresses: %w", err)
 	}
-	if d.Names, err = q.IssuedNames(ctx, id); err != nil {
+	for _, a := range addresses {
+		prefix := a.Prefix.String()
+		if a.Kind == "address" {
+			prefix = a.Prefix.Addr().String()
+		}
+		d.Addresses = append(d.Addresses, EnvAddressRow{Prefix: prefix, Kind: a.Kind, Pool: a.PoolName, Deployment: a.DeploymentName,
+			DeploymentID: a.DeploymentID.String(), Input: cmp.Or(a.Inputs, a.Input)})
+	}
+	names, err := q.IssuedNames(ctx, id)
+	if err != nil {
 		return Detail{}, fmt.Errorf("environment names: %w", err)
+	}
+	for _, n := range names {
+		row := resolver.IssuedNameRow{Name: n.Name, FQDN: n.Fqdn, Deployment: n.DeploymentName, Created: n.CreatedAt}
+		if n.DeploymentID.Valid {
+			row.DeploymentID = n.DeploymentID.UUID.String()
+		}
+		d.Names = append(d.Names, row)
 	}
 	policies, err := q.EnvironmentPolicies(ctx, id)
 	if err != nil {

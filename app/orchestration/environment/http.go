@@ -1,7 +1,6 @@
 package environment
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"nimbus/app/domain/resolver"
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/web"
@@ -263,26 +261,8 @@ func (h *Handlers) renderShow(c echo.Context, status int, err error) error {
 	}
 	v := EnvironmentView{ID: d.ID.String(), TenantID: d.TenantID.String(), Tenant: d.TenantName, Name: d.Name, Status: d.Status, Reason: d.StatusReason,
 		LandingZoneID: zoneID(actor, d.LandingZoneID), LandingZone: d.LandingZone, Template: d.Template, CanManage: actor.Can(access.EnvironmentManage, d.TenantID), Errors: web.FormErrors(err),
-		ExpiresAt: d.ExpiresAt, Expiring: d.Expiring(time.Now()), Policies: d.Policies}
-	for _, dep := range d.Deployments {
-		v.Deployments = append(v.Deployments, EnvDeploymentRow{ID: dep.ID.String(), Name: dep.Name, Component: dep.ComponentName, ComponentID: dep.ComponentID.String(),
-			Status: dep.Status, Outputs: outputs(dep.Outputs), Mandatory: dep.TemplateComponentID.Valid})
-	}
-	for _, a := range d.Addresses {
-		prefix := a.Prefix.String()
-		if a.Kind == "address" {
-			prefix = a.Prefix.Addr().String()
-		}
-		v.Addresses = append(v.Addresses, EnvAddressRow{Prefix: prefix, Kind: a.Kind, Pool: a.PoolName, Deployment: a.DeploymentName,
-			DeploymentID: a.DeploymentID.String(), Input: cmp.Or(a.Inputs, a.Input)})
-	}
-	for _, n := range d.Names {
-		row := resolver.IssuedNameRow{Name: n.Name, FQDN: n.Fqdn, Deployment: n.DeploymentName, Created: n.CreatedAt}
-		if n.DeploymentID.Valid {
-			row.DeploymentID = n.DeploymentID.UUID.String()
-		}
-		v.Names = append(v.Names, row)
-	}
+		ExpiresAt: d.ExpiresAt, Expiring: d.Expiring(time.Now()), Policies: d.Policies,
+		Deployments: d.Deployments, Addresses: d.Addresses, Names: d.Names}
 	return web.Render(c, status, EnvironmentPage(web.Page(c, d.TenantName+" / "+d.Name).Under(views.Crumb{Label: "Environments", URL: "/environments"}), v))
 }
 
