@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"nimbus/app/kernel/freeport"
 	"nimbus/e2e/barecli"
 )
 
@@ -39,7 +40,7 @@ func startBench(b *testing.B) *benchServer {
 	if workers == nil {
 		b.Fatalf("serve -h does not say how many job workers it runs:\n%s", help)
 	}
-	addr := freePort(b)
+	addr := freeport.Addr(b)
 	s := &benchServer{exited: make(chan struct{}), url: "http://" + addr, data: filepath.Join(dir, "data"),
 		logPath: filepath.Join(dir, "server.log"), workers: string(workers[1]), http: &http.Client{Timeout: time.Minute}}
 	logFile, err := os.Create(s.logPath)

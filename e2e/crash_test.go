@@ -73,16 +73,6 @@ func (s *process) api(t *testing.T, token, method, path string, body any) map[st
 	return out
 }
 
-// freePort is a loopback address for a server the test starts (see freeport).
-func freePort(t testing.TB) string {
-	t.Helper()
-	ports, err := freeport.Pick(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "127.0.0.1:" + strconv.Itoa(ports[0])
-}
-
 // A server killed while an environment provisions, in the middle of its two machines' ups
 // (they deploy at once): the restarted server resumes both, and the environment ends active
 // with exactly one of each. The zone's policies check what each resumed up plans anew: an
@@ -95,7 +85,7 @@ func TestCrash_ServerKilledWhileProvisioningResumes(t *testing.T) {
 	}
 	bin := nimbusBinary(t)
 	data := t.TempDir()
-	first := startServer(t, bin, data, freePort(t))
+	first := startServer(t, bin, data, freeport.Addr(t))
 
 	tokenOut, err := exec.Command(bin, "token", "create", "--email", adminEmail, "--name", "crash", "--data-dir", data).Output()
 	if err != nil {
@@ -134,7 +124,7 @@ func TestCrash_ServerKilledWhileProvisioningResumes(t *testing.T) {
 	// init (they lead process groups of their own): stop them when the test is done.
 	t.Cleanup(func() { killStrays(data) })
 
-	second := startServer(t, bin, data, freePort(t))
+	second := startServer(t, bin, data, freeport.Addr(t))
 	t.Cleanup(func() {
 		_ = second.cmd.Process.Signal(syscall.SIGTERM)
 		_ = second.cmd.Wait()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"nimbus/app/kernel/freeport"
 	"nimbus/db/localpg"
 )
 
@@ -65,7 +66,7 @@ func (w withBinary) Run() int {
 // exited is closed once the process has exited; then cmd.ProcessState may be read.
 func serveBinary(t *testing.T, bin, data string, env ...string) (cmd *exec.Cmd, url string, exited <-chan struct{}, logs *lockedBuffer) {
 	t.Helper()
-	url = "http://" + freePort(t)
+	url = "http://" + freeport.Addr(t)
 	cmd = exec.Command(bin, "serve", "--addr", strings.TrimPrefix(url, "http://"), "--data-dir", data)
 	cmd.Env = append(append(os.Environ(), "NIMBUS_ADMIN_PASSWORD="+adminPassword, "NIMBUS_ADMIN_EMAIL="+adminEmail), env...)
 	out := &lockedBuffer{}

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"nimbus/app/domain/stack"
+	"nimbus/app/kernel/freeport"
 	"nimbus/db"
 	"nimbus/db/dbtest"
 )
@@ -45,7 +46,7 @@ func startCrashSite(t *testing.T) *crashSite {
 	}
 	t.Cleanup(pool.Close)
 	s.pool = pool
-	s.server = startServer(t, s.bin, s.data, freePort(t), s.env())
+	s.server = startServer(t, s.bin, s.data, freeport.Addr(t), s.env())
 	// Until the test kills it, a failure stops it; its successor's cleanup replaces this one's.
 	first := s.server
 	t.Cleanup(func() {
@@ -76,7 +77,7 @@ func (s *crashSite) restart(t *testing.T) {
 	// The killed server's engines lose their output pipe and die too, leaving their plugins to
 	// init (they lead process groups of their own): stop them when the test is done.
 	t.Cleanup(func() { killStrays(s.data) })
-	s.server = startServer(t, s.bin, s.data, freePort(t), s.env())
+	s.server = startServer(t, s.bin, s.data, freeport.Addr(t), s.env())
 	second := s.server
 	t.Cleanup(func() {
 		_ = second.cmd.Process.Signal(syscall.SIGTERM)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -45,16 +44,6 @@ func env(vars map[string]string, stdin string) (cli.Env, *syncBuffer, *syncBuffe
 	}, out, errOut
 }
 
-// freeAddr is a loopback address for a server the test starts (see freeport).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ports, err := freeport.Pick(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "127.0.0.1:" + strconv.Itoa(ports[0])
-}
-
 // running is `nimbus serve` started in-process; stop it as SIGTERM would.
 type running struct {
 	stop func()
@@ -66,7 +55,7 @@ type running struct {
 
 func serve(t *testing.T, dataDir string, vars map[string]string) *running {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	e, out, errOut := env(vars, "")
 	r := &running{stop: cancel, done: make(chan error, 1), out: out, log: errOut, url: "http://" + addr}
@@ -204,7 +193,7 @@ func TestRun_BadInput(t *testing.T) {
 
 func TestServe_RefusesIncompleteOrUnreachableObjectStorage(t *testing.T) {
 	full := map[string]string{
-		"NIMBUS_S3_ENDPOINT": "http://" + freeAddr(t), // nothing listens there
+		"NIMBUS_S3_ENDPOINT": "http://" + freeport.Addr(t), // nothing listens there
 		"NIMBUS_S3_BUCKET":   "nimbus", "NIMBUS_S3_ACCESS_KEY": "access", "NIMBUS_S3_SECRET_KEY": "the-secret-key",
 	}
 	without := func(names ...string) map[string]string {
@@ -243,7 +232,7 @@ func TestServe_RefusesIncompleteOrUnreachableObjectStorage(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e, _, _ := env(c.vars, "")
-			args := append([]string{"nimbus", "serve", "--addr", freeAddr(t), "--data-dir", t.TempDir()}, c.args...)
+			args := append([]string{"nimbus", "serve", "--addr", freeport.Addr(t), "--data-dir", t.TempDir()}, c.args...)
 			err := cli.Run(context.Background(), args, e)
 			if err == nil {
 				t.Fatal("serve started")

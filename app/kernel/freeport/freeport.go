@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"testing"
 
 	"nimbus/app/kernel/sandbox"
 )
@@ -45,4 +46,14 @@ func Pick(n int) ([]int, error) {
 		ports = append(ports, port)
 	}
 	return ports, nil
+}
+
+// Addr is a free loopback address, host and port, for a server test t starts.
+func Addr(t testing.TB) string {
+	t.Helper()
+	ports, err := Pick(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 }
