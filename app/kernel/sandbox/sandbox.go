@@ -135,13 +135,13 @@ type Sandbox struct {
 	// unprivileged account of the engine's own. Nil runs them as Nimbus.
 	Account *syscall.Credential
 	nets    *netRulesets
-	// prepared are threads confined ahead of the commands they will start (see Prepare).
-	prepared *preparedThreads
+	// kept are confined threads waiting for a command (see thread).
+	kept *keptThreads
 }
 
 // New returns a Sandbox confining commands as mode says, granting each base.
 func New(mode Mode, base Policy) Sandbox {
-	return Sandbox{Mode: mode, Base: base, nets: &netRulesets{fds: map[string]int{}}, prepared: &preparedThreads{}}
+	return Sandbox{Mode: mode, Base: base, nets: &netRulesets{fds: map[string]int{}}, kept: &keptThreads{}}
 }
 
 // Confined reports whether commands are confined by Landlock, not only limited.
@@ -171,9 +171,10 @@ func (s Sandbox) Start(cmd *exec.Cmd, p Policy) error {
 		return cmd.Start()
 	}
 	p = s.Base.Union(p)
-	t := s.prepared.take(p.key())
+	t := s.kept.take(p.key())
 	if t == nil {
-		t = s.confine(p, nil)
+		t = newThread(p)
+		s.run(t, p)
 	}
 	return t.start(cmd)
 }
@@ -236,8 +237,8 @@ func (s Sandbox) restrict(p Policy) error {
 	return nil
 }
 
-// launch starts cmd from the calling thread, confined already, and sets its limits.
-func launch(cmd *exec.Cmd, l Limits) error {
+// start starts cmd from the calling thread, confined already, and sets its limits.
+func start(cmd *exec.Cmd, l Limits) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}

@@ -12,51 +12,75 @@ import (
 )
 
 // A confined thread is an OS thread that has taken on a policy (its Landlock layers, the
-// engine's account) and waits to start one command. Confining one costs milliseconds: the
-// kernel copies every rule of a domain's layers into each new domain, and the network's layer
-// holds some 28,000. So a caller that knows a command is coming asks for its thread first
-// (Prepare), and it is confined while the caller does other work: an operation reads the
-// database before it runs its engine.
+// engine's account) and starts commands under it. Confining one costs milliseconds of the
+// kernel's time: it copies every rule of a domain's layers into each new domain, and the
+// network's layer holds some 28,000. So a thread is kept for a while after its command starts,
+// for the next command under the same policy (the next operation on the same stack), and a
+// caller that knows a command is coming asks for its thread first (Prepare), to be confined
+// while the caller does other work: an operation reads the database before its engine runs.
 type thread struct {
 	key  string
-	cmds chan *exec.Cmd
-	done chan error // the command started, or why the thread could not start it
+	cmds chan launch
+	// ended is closed when the thread ends: it could not be confined (err says why), or nobody
+	// asked for it in time.
+	ended chan struct{}
+	err   error
 }
 
-// confine makes a thread confined to p, to start one command; prepared, when set, holds it
-// until then, and lets it go when nobody asks for it in time.
-func (s Sandbox) confine(p Policy, prepared *preparedThreads) *thread {
-	t := &thread{key: p.key(), cmds: make(chan *exec.Cmd), done: make(chan error, 1)}
-	if prepared != nil && !prepared.put(t) {
-		return nil
-	}
+// launch asks a confined thread to start cmd, and tells started how that went.
+type launch struct {
+	cmd     *exec.Cmd
+	started chan error
+}
+
+// keptFor is how long a confined thread waits for a command.
+const keptFor = time.Minute
+
+// maxKept bounds the confined threads waiting for a command: each is an OS thread. One waits
+// for a policy at a time.
+const maxKept = 16
+
+func newThread(p Policy) *thread {
+	return &thread{key: p.key(), cmds: make(chan launch), ended: make(chan struct{})}
+}
+
+// run confines t to p on an OS thread of its own and starts the commands it is given, until
+// nobody has asked for one for keptFor, or there is no room to keep it.
+func (s Sandbox) run(t *thread, p Policy) {
 	go onThreadOfItsOwn(func() {
-		if err := s.restrict(p); err != nil {
-			prepared.remove(t)
-			t.done <- err // the thread ends with whatever it took on
-			return
+		defer close(t.ended)
+		if t.err = s.restrict(p); t.err != nil {
+			s.kept.remove(t)
+			return // the thread ends with whatever it took on
 		}
-		var cmd *exec.Cmd
-		select {
-		case cmd = <-t.cmds:
-		case <-time.After(preparedFor):
-			if prepared.remove(t) {
-				return
+		for {
+			select {
+			case l := <-t.cmds:
+				l.started <- start(l.cmd, p.Limits)
+				if !s.kept.put(t) {
+					return
+				}
+			case <-time.After(keptFor):
+				if s.kept.remove(t) {
+					return
+				}
+				// Taken just now: its command is on its way.
 			}
-			cmd = <-t.cmds // taken just now: its command is on its way
 		}
-		t.done <- launch(cmd, p.Limits)
 	})
-	return t
 }
 
-// start starts cmd from the thread, once it is confined.
+// start starts cmd from t, once t is confined.
 func (t *thread) start(cmd *exec.Cmd) error {
+	l := launch{cmd: cmd, started: make(chan error, 1)}
 	select {
-	case t.cmds <- cmd:
-		return <-t.done
-	case err := <-t.done:
-		return err
+	case t.cmds <- l:
+		return <-l.started
+	case <-t.ended:
+		if t.err != nil {
+			return t.err
+		}
+		return fmt.Errorf("sandbox: the confined thread ended before it started %s", cmd.Path)
 	}
 }
 
@@ -65,70 +89,71 @@ func (t *thread) start(cmd *exec.Cmd) error {
 // asks for within a minute is let go. A policy whose paths change before Start (a directory
 // made anew) is not the same policy: Start confines a thread of its own.
 func (s Sandbox) Prepare(p Policy) {
-	if s.Mode == "" || s.Mode == Off || s.prepared == nil {
+	if s.Mode == "" || s.Mode == Off || s.kept == nil {
 		return
 	}
-	s.confine(s.Base.Union(p), s.prepared)
+	p = s.Base.Union(p)
+	if t := newThread(p); s.kept.put(t) {
+		s.run(t, p)
+	}
 }
 
-// preparedFor is how long a prepared thread waits for its command.
-const preparedFor = time.Minute
-
-// maxPrepared bounds the threads waiting for a command: each is an OS thread. One is prepared
-// for a policy at a time.
-const maxPrepared = 16
-
-// preparedThreads are the threads confined ahead of their commands.
-type preparedThreads struct {
+// keptThreads are the confined threads waiting for a command.
+type keptThreads struct {
 	mu   sync.Mutex
 	list []*thread
 }
 
-func (pt *preparedThreads) put(t *thread) bool {
-	pt.mu.Lock()
-	defer pt.mu.Unlock()
-	if len(pt.list) >= maxPrepared || slices.ContainsFunc(pt.list, func(o *thread) bool { return o.key == t.key }) {
+// put keeps t for a command under its policy, unless there is no room or a thread waits for
+// that policy already.
+func (k *keptThreads) put(t *thread) bool {
+	if k == nil {
 		return false
 	}
-	pt.list = append(pt.list, t)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.list) >= maxKept || slices.ContainsFunc(k.list, func(o *thread) bool { return o.key == t.key }) {
+		return false
+	}
+	k.list = append(k.list, t)
 	return true
 }
 
-// take removes and returns a thread prepared for the policy of key, or nil.
-func (pt *preparedThreads) take(key string) *thread {
-	if pt == nil {
+// take removes and returns the thread waiting for the policy of key, or nil.
+func (k *keptThreads) take(key string) *thread {
+	if k == nil {
 		return nil
 	}
-	pt.mu.Lock()
-	defer pt.mu.Unlock()
-	i := slices.IndexFunc(pt.list, func(t *thread) bool { return t.key == key })
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	i := slices.IndexFunc(k.list, func(t *thread) bool { return t.key == key })
 	if i < 0 {
 		return nil
 	}
-	t := pt.list[i]
-	pt.list = slices.Delete(pt.list, i, i+1)
+	t := k.list[i]
+	k.list = slices.Delete(k.list, i, i+1)
 	return t
 }
 
 // remove takes t out of the list, and says whether it was still there: false means somebody
 // took it, and its command is coming.
-func (pt *preparedThreads) remove(t *thread) bool {
-	if pt == nil {
+func (k *keptThreads) remove(t *thread) bool {
+	if k == nil {
 		return false
 	}
-	pt.mu.Lock()
-	defer pt.mu.Unlock()
-	i := slices.Index(pt.list, t)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	i := slices.Index(k.list, t)
 	if i < 0 {
 		return false
 	}
-	pt.list = slices.Delete(pt.list, i, i+1)
+	k.list = slices.Delete(k.list, i, i+1)
 	return true
 }
 
 // key says what a thread confined to p may reach. Landlock holds a path's rule by the file it
 // named when the rule was made, so each path is told by its file too: a directory removed and
-// made again since a thread was prepared is another directory.
+// made again since a thread was confined is another directory.
 func (p Policy) key() string {
 	var b strings.Builder
 	paths := func(name string, list []string) {

@@ -8,14 +8,16 @@ import (
 	"testing"
 )
 
-// prepared counts the threads s holds confined for commands still to come.
-func prepared(s Sandbox) int {
-	s.prepared.mu.Lock()
-	defer s.prepared.mu.Unlock()
-	return len(s.prepared.list)
+// kept counts the confined threads s keeps for commands to come.
+func kept(s Sandbox) int {
+	s.kept.mu.Lock()
+	defer s.kept.mu.Unlock()
+	return len(s.kept.list)
 }
 
-func TestPrepare_StartTakesTheThreadItConfined(t *testing.T) {
+// A thread confined ahead of its command, or kept after one, starts the next command under
+// the same policy, confined as a new thread would be.
+func TestThreads_APolicysThreadStartsItsNextCommands(t *testing.T) {
 	if ABI() == 0 {
 		t.Fatal("this kernel has no Landlock; the sandbox cannot be tested here")
 	}
@@ -26,26 +28,24 @@ func TestPrepare_StartTakesTheThreadItConfined(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Prepare(Policy{Write: []string{own}, Exec: shell})
-	if n := prepared(s); n != 1 {
+	s.Prepare(Policy{Write: []string{own}, Exec: shell}) // one thread a policy
+	if n := kept(s); n != 1 {
 		t.Fatalf("%d threads prepared, want 1", n)
 	}
-	if out, err := run(t, s, Policy{Write: []string{own}}, "echo mine > "+own+"/f && cat "+own+"/f"); err != nil || out != "mine" {
-		t.Fatalf("own directory: %q, %v", out, err)
-	}
-	if n := prepared(s); n != 0 {
-		t.Fatalf("the prepared thread was not taken: %d left", n)
-	}
-	// The thread Start took was confined as one of its own would be.
-	s.Prepare(Policy{Write: []string{own}, Exec: shell})
-	if out, err := run(t, s, Policy{Write: []string{own}}, "cat "+canary); err == nil || strings.Contains(out, "secret") {
-		t.Fatalf("a prepared thread's command read another stack's file: %q", out)
-	}
-	if n := prepared(s); n != 0 {
-		t.Fatalf("the prepared thread was not taken: %d left", n)
+	for range 3 {
+		if out, err := run(t, s, Policy{Write: []string{own}}, "echo mine > "+own+"/f && cat "+own+"/f"); err != nil || out != "mine" {
+			t.Fatalf("own directory: %q, %v", out, err)
+		}
+		if out, err := run(t, s, Policy{Write: []string{own}}, "cat "+canary); err == nil || strings.Contains(out, "secret") {
+			t.Fatalf("a kept thread's command read another stack's file: %q", out)
+		}
+		if n := kept(s); n != 1 {
+			t.Fatalf("%d threads kept after the commands of one policy, want 1", n)
+		}
 	}
 }
 
-func TestPrepare_AnotherPolicyGetsAThreadOfItsOwn(t *testing.T) {
+func TestThreads_AnotherPolicyGetsAThreadOfItsOwn(t *testing.T) {
 	if ABI() == 0 {
 		t.Fatal("this kernel has no Landlock; the sandbox cannot be tested here")
 	}
@@ -59,14 +59,14 @@ func TestPrepare_AnotherPolicyGetsAThreadOfItsOwn(t *testing.T) {
 	if out, err := run(t, s, Policy{Write: []string{own}}, "cat "+other+"/canary"); err == nil || strings.Contains(out, "secret") {
 		t.Fatalf("ran in the thread prepared for another directory: %q", out)
 	}
-	if n := prepared(s); n != 1 {
-		t.Fatalf("%d threads prepared, want the other stack's still waiting", n)
+	if n := kept(s); n != 2 {
+		t.Fatalf("%d threads kept, want the other stack's still waiting and this one's", n)
 	}
 }
 
 // Landlock holds a directory's rule by the directory it found: one removed and made again is
-// out of a prepared thread's reach, so Start confines a new thread rather than fail.
-func TestPrepare_ADirectoryMadeAgainIsAnotherPolicy(t *testing.T) {
+// out of a confined thread's reach, so Start confines a new thread rather than fail.
+func TestThreads_ADirectoryMadeAgainIsAnotherPolicy(t *testing.T) {
 	if ABI() == 0 {
 		t.Fatal("this kernel has no Landlock; the sandbox cannot be tested here")
 	}
@@ -75,10 +75,11 @@ func TestPrepare_ADirectoryMadeAgainIsAnotherPolicy(t *testing.T) {
 	if err := os.Mkdir(own, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	s.Prepare(Policy{Write: []string{own}, Exec: shell})
-	// Made again in one move, so that the path is never missing (a thread confined meanwhile
-	// would fail and be let go), and with the old one held open, so that the new one cannot be
-	// given its number.
+	if out, err := run(t, s, Policy{Write: []string{own}}, ":"); err != nil {
+		t.Fatalf("own directory: %q, %v", out, err)
+	}
+	// Made again in one move, so that the path is never missing, and with the old one held
+	// open, so that the new one cannot be given its number.
 	old, err := os.Open(own)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +95,7 @@ func TestPrepare_ADirectoryMadeAgainIsAnotherPolicy(t *testing.T) {
 	if out, err := run(t, s, Policy{Write: []string{own}}, "echo mine > "+own+"/f && cat "+own+"/f"); err != nil || out != "mine" {
 		t.Fatalf("the directory made again: %q, %v", out, err)
 	}
-	if n := prepared(s); n != 1 {
-		t.Fatalf("%d threads prepared, want the stale one left alone", n)
+	if n := kept(s); n != 2 {
+		t.Fatalf("%d threads kept, want the old directory's left alone and the new one's", n)
 	}
 }
