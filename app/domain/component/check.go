@@ -115,7 +115,7 @@ func (s *Service) RequestCheck(ctx context.Context, actor access.Principal, id u
 		return Check{}, problem.Invalid("language", "check", "only YAML programs can be checked here so far")
 	}
 	var out Check
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		if err := s.allowCheck(ctx, q, c.TenantID); err != nil {
 			return err
@@ -291,7 +291,7 @@ func (w *CheckWorker) claim(ctx context.Context, id uuid.UUID) (dbgen.ComponentC
 		row     dbgen.ComponentCheck
 		claimed bool
 	)
-	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+	err := db.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		tenant, err := q.CheckTenant(ctx, id)
 		if err != nil {

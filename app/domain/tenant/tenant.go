@@ -112,7 +112,7 @@ func (s *Service) CreateProvisioned(ctx context.Context, actor access.Principal,
 		}
 	}
 	var out Tenant
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		taken, err := q.TenantNameTaken(ctx, name)
 		if err != nil {

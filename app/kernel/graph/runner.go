@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+
+	"nimbus/db"
 )
 
 // Args asks for the next step of one parent's graph: the parent's kind (ParentEnvironment,
@@ -103,7 +105,7 @@ func (r *Runner) Work(ctx context.Context, job *river.Job[Args]) error {
 	if !ok {
 		return fmt.Errorf("graph: no parent of kind %q", job.Args.Parent)
 	}
-	return pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+	return db.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		run, err := p.Load(ctx, tx, job.Args.ID)
 		if err != nil || run == nil {
 			return err

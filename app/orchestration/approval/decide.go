@@ -44,7 +44,7 @@ func (s *Service) decide(ctx context.Context, actor access.Principal, id uuid.UU
 		return Detail{}, problem.Invalid("comment", "max_length", "must be at most %d characters", maxComment)
 	}
 	var refused error
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		r, err := q.LockApprovalRequest(ctx, id)
 		if err == nil && !actor.Can(access.ApprovalRead, r.TenantID) {

@@ -66,7 +66,7 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 	done := 0
 	for _, id := range ids {
 		expired := false
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			r, err := db.Reused(tx).LockApprovalRequest(ctx, id)
 			if errors.Is(err, pgx.ErrNoRows) || err == nil && (Status(r.Status) != Pending || !r.Lapsed) {
 				return nil // decided, or gone with its operation, meanwhile

@@ -208,7 +208,7 @@ func (s *Service) ApplyTx(ctx context.Context, tx pgx.Tx, actor access.Principal
 // applied preview, refuses it when the deployment changed since.
 func (s *Service) enqueue(ctx context.Context, actor access.Principal, d dbgen.GetDeploymentRow, kind Kind, c Change, in inputs, previewedAt *time.Time) (Operation, error) {
 	var op dbgen.Operation
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		// An environment being provisioned or decommissioned takes no changes from people: its
 		// steps would not know what to make of them. Its lock comes first, as in every writer.
@@ -377,7 +377,7 @@ func (s *Service) Cancel(ctx context.Context, actor access.Principal, operationI
 	if !actor.Can(access.ComponentDeploy, d.TenantID) {
 		return Operation{}, problem.ErrForbidden
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// An operation that ends here, not in a worker, lets its environment go on.
 		if err := advance(ctx, tx, s.inserter, op.DeploymentID); err != nil {
 			return err

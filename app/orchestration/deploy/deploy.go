@@ -172,7 +172,7 @@ func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Reques
 		return Deployment{}, Operation{}, err
 	}
 	var op dbgen.Operation
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		op, err = s.record(ctx, tx, actor, p, true)
 		return err
 	})

@@ -6,14 +6,13 @@ package deploy
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import "github.com/a-h/templ"
-import templruntime "github.com/a-h/templ/runtime"
-
 import (
+	"nimbus/views"
 	"strconv"
 	"time"
 
-	"nimbus/views"
+	"github.com/a-h/templ"
+	templruntime "github.com/a-h/templ/runtime"
 )
 
 // DeploymentRow is one deployment in the list.

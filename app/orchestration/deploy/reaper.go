@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"nimbus/app/kernel/graph"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
@@ -110,7 +111,7 @@ func (r *Reaper) Work(ctx context.Context, _ *river.Job[ReaperArgs]) error {
 	for _, s := range steps {
 		params = append(params, river.InsertManyParams{Args: s})
 	}
-	return pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+	return db.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		_, err := queue.InsertManyTx(ctx, tx, params)
 		return err
 	})

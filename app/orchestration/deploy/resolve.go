@@ -25,7 +25,7 @@ func (w *Worker) resolve(ctx context.Context, dep dbgen.GetDeploymentRow, op dbg
 	if !op.TargetVersion.Valid {
 		return nil, nil
 	}
-	q := db.Reused(w.pool)
+	q := dbgen.New(w.pool)
 	ver, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: dep.ComponentID, Version: op.TargetVersion.Int32})
 	if err != nil {
 		return nil, saga.Transient(err)

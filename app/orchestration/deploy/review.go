@@ -79,7 +79,7 @@ func (s *Service) review(ctx context.Context, actor access.Principal, req Reques
 			return err
 		}
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		return governance.CheckInstances(ctx, db.Reused(tx), env.TenantID, req.ComponentID)
 	})
 	if err := add(err); err != nil {

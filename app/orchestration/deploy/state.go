@@ -99,7 +99,7 @@ func (s *Service) RestoreState(ctx context.Context, actor access.Principal, id u
 	e := restored(restoreErr)
 	// Ended in a transaction that lets an environment waiting for the deployment go on.
 	done := context.WithoutCancel(ctx)
-	err = pgx.BeginFunc(done, s.pool, func(tx pgx.Tx) error {
+	err = db.BeginFunc(done, s.pool, func(tx pgx.Tx) error {
 		if err := advance(done, tx, s.inserter, id); err != nil {
 			return err
 		}

@@ -105,7 +105,7 @@ func (r *run) unresolve(ctx context.Context, _ *saga.Run) error {
 // govern checks the tenant's rules on the whole parameter set, resolved values included; a rule
 // changed since the request counts.
 func (r *run) govern(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
-	q := db.Reused(r.w.pool)
+	q := dbgen.New(r.w.pool)
 	now, err := q.GetOperation(ctx, r.op.ID)
 	if err != nil {
 		return nil, saga.Transient(err)
@@ -174,7 +174,7 @@ func (r *run) preview(ctx context.Context, _ *saga.Run) (json.RawMessage, error)
 // A deployment changed since that preview (by an operation queued before this one, say) makes
 // its plan one nobody saw hold: the operation is refused, as the request would have been.
 func (r *run) applied(ctx context.Context, preview uuid.UUID) (json.RawMessage, error) {
-	q := db.Reused(r.w.pool)
+	q := dbgen.New(r.w.pool)
 	saved, err := q.PreviewResult(ctx, preview)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, problem.Invalid("operation", "preview", "the preview this operation applies is gone")
@@ -209,7 +209,7 @@ func (r *run) bound(ctx context.Context) (bool, error) {
 	if r.w.gate == nil {
 		return false, nil
 	}
-	bound, err := r.w.gate.Binds(ctx, db.Reused(r.w.pool), gated(r.op, r.dep))
+	bound, err := r.w.gate.Binds(ctx, dbgen.New(r.w.pool), gated(r.op, r.dep))
 	if err != nil {
 		return false, saga.Transient(err)
 	}
@@ -378,7 +378,7 @@ func (r *run) target(ctx context.Context) (pulumix.Stack, error) {
 	if !r.op.TargetVersion.Valid {
 		return r.current, nil
 	}
-	q := db.Reused(r.w.pool)
+	q := dbgen.New(r.w.pool)
 	now, err := q.GetOperation(ctx, r.op.ID)
 	if err != nil {
 		return pulumix.Stack{}, saga.Transient(err)

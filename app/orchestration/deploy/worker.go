@@ -87,7 +87,7 @@ var errNoPlace = errors.New("the tenant runs its share of operations")
 
 // Work claims the operation, runs its steps (steps.go) and records how it ended.
 func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error {
-	q := db.Reused(w.pool)
+	q := dbgen.New(w.pool)
 	op, err := q.GetOperation(ctx, job.Args.OperationID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
@@ -187,7 +187,7 @@ func (w *Worker) take(ctx context.Context, op dbgen.Operation, lease uuid.UUID) 
 // the engine on that stack. A Kubernetes component's engine is left to confine its own: its
 // credentials come with its run.
 func (w *Worker) expect(ctx context.Context, deployment uuid.UUID) {
-	q := db.Reused(w.pool)
+	q := dbgen.New(w.pool)
 	dep, err := q.GetDeployment(ctx, deployment)
 	if err != nil {
 		return // the run reads it again, and says what is wrong
@@ -209,7 +209,7 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 			return
 		case <-t.C:
 		}
-		cancelRequested, err := beat(ctx, db.Reused(w.pool), id, lease)
+		cancelRequested, err := beat(ctx, dbgen.New(w.pool), id, lease)
 		switch {
 		case errors.Is(err, errLeaseLost):
 			cancel(errLeaseLost)
@@ -252,7 +252,7 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, lease uuid.UUID, r
 
 // begin reads what the operation's steps need, or says why it cannot run.
 func (w *Worker) begin(ctx context.Context, op dbgen.Operation, lease uuid.UUID, resumed bool) (*run, *ran) {
-	q := db.Reused(w.pool)
+	q := dbgen.New(w.pool)
 	stop := func(o ran) (*run, *ran) { return nil, &o }
 	dep, err := q.GetDeployment(ctx, op.DeploymentID)
 	if err != nil {
@@ -347,7 +347,7 @@ func (w *Worker) settle(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 	stopping := ctx.Err() != nil
 	ctx = context.WithoutCancel(ctx)
 	if res.err != nil && saga.IsTransient(res.err) && (stopping || !lastAttempt) {
-		if err := handBack(ctx, db.Reused(w.pool), op.ID, lease); err != nil && !errors.Is(err, lifecycle.ErrIllegalMove) {
+		if err := handBack(ctx, dbgen.New(w.pool), op.ID, lease); err != nil && !errors.Is(err, lifecycle.ErrIllegalMove) {
 			return err
 		}
 		if stopping {
@@ -357,7 +357,7 @@ func (w *Worker) settle(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 		return res.err
 	}
 	e := end(Kind(op.Kind), res, w.timeout)
-	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+	err := db.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		// First, as every writer takes the environment before its deployments.
 		if err := advance(ctx, tx, riverJobs(ctx), op.DeploymentID); err != nil {
 			return err

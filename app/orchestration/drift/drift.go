@@ -124,7 +124,7 @@ func (s *Service) SetEnvironmentInterval(ctx context.Context, actor access.Princ
 	if every != nil && *every > 0 && *every < TenantFloor && !actor.ProviderAdmin {
 		return Setting{}, problem.Invalid("drift_interval", "minimum", "must be at least %s: each check runs the engine", TenantFloor)
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		if err := q.SetEnvironmentDriftInterval(ctx, dbgen.SetEnvironmentDriftIntervalParams{ID: envID, Seconds: seconds(every)}); err != nil {
 			return err
@@ -154,7 +154,7 @@ func (s *Service) SetZoneInterval(ctx context.Context, actor access.Principal, z
 		return nil, err
 	}
 	var now float64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		if err := q.SetZoneDriftInterval(ctx, dbgen.SetZoneDriftIntervalParams{ID: zoneID, Seconds: seconds(every)}); err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"nimbus/app/orchestration/deploy"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
@@ -54,7 +55,7 @@ func (w *Scanner) Work(ctx context.Context, _ *river.Job[ScanArgs]) error {
 		return fmt.Errorf("drift checks due: %w", err)
 	}
 	for _, id := range due {
-		if err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error { return deploy.QueueDriftCheck(ctx, tx, queue, id) }); err != nil {
+		if err := db.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error { return deploy.QueueDriftCheck(ctx, tx, queue, id) }); err != nil {
 			return fmt.Errorf("queue the drift check of %s: %w", id, err)
 		}
 	}

@@ -105,7 +105,7 @@ func (e *Expirer) warn(ctx context.Context, queue jobs.Queue, env dbgen.Expiring
 		if now.Before(warnAt(w, env.CreatedAt, env.ExpiresAt)) {
 			continue
 		}
-		err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		err := db.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 			n, err := db.Reused(tx).RecordExpiryWarning(ctx, dbgen.RecordExpiryWarningParams{EnvironmentID: env.ID, ExpiresAt: env.ExpiresAt, Point: string(w)})
 			if err != nil || n == 0 {
 				return err
@@ -147,7 +147,7 @@ func (e *Expirer) expire(ctx context.Context, queue jobs.Queue, row dbgen.Expiri
 		}
 		return nil
 	}
-	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+	return db.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		env, err := q.LockEnvironment(ctx, row.ID)
 		if err != nil {

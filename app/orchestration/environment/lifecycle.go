@@ -66,7 +66,7 @@ func (l *Lifecycle) Open(ctx context.Context, actor access.Principal, in New) (u
 		return uuid.Nil, problem.Invalid("name", "pattern", "must be 1–40 lower-case letters, digits and -, starting with a letter, such as dev or prod-eu")
 	}
 	var id uuid.UUID
-	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+	err := db.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		if tenant, err := q.ShareTenant(ctx, in.TenantID); errors.Is(err, pgx.ErrNoRows) {
 			return problem.Invalid("tenant_id", "exists", "no tenant with this ID that you can see")
@@ -194,7 +194,7 @@ func about(name string, err error) error {
 // and ends it decommissioned; what the deployments held from
 // resolvers is given back with each destroy.
 func (l *Lifecycle) Decommission(ctx context.Context, actor access.Principal, envID uuid.UUID) error {
-	return pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+	return db.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		env, err := environmentFor(ctx, q, actor, envID)
 		if err != nil {
@@ -234,7 +234,7 @@ func (l *Lifecycle) StartDecommission(ctx context.Context, tx pgx.Tx, actor acce
 // Retry takes up a failed provisioning or decommissioning where it stopped: what was deployed
 // (or destroyed) stays so, and the deployment that failed is tried again.
 func (l *Lifecycle) Retry(ctx context.Context, actor access.Principal, envID uuid.UUID) error {
-	return pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+	return db.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		env, err := environmentFor(ctx, q, actor, envID)
 		if err != nil {

@@ -154,7 +154,7 @@ type Extension struct {
 // Extend moves an environment's expiry later, within its landing zone's maximum counted from
 // now; tenant admins and provider admins may. It returns the environment as it is now.
 func (s *Service) Extend(ctx context.Context, actor access.Principal, id uuid.UUID, in Extension) (Environment, error) {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		env, err := environmentFor(ctx, q, actor, id)
 		if err != nil {

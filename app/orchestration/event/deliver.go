@@ -197,7 +197,7 @@ func (w *Deliverer) Work(ctx context.Context, job *river.Job[DeliverArgs]) error
 		attempt.Status, attempt.Error = string(DeliveryPending), told
 	}
 	var off bool
-	err = pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+	err = db.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		if sendErr == nil {
 			if err := q.RecordAttempt(ctx, attempt); err != nil {

@@ -110,7 +110,7 @@ func (r *Receiver) Receive(c echo.Context) error {
 // accept writes the events that are new to the log and queues their routing, all or none.
 func (r *Receiver) accept(ctx context.Context, src dbgen.EventSource, events []Event) (Accepted, error) {
 	var out Accepted
-	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+	err := db.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		var err error
 		out, err = Record(ctx, tx, r.queue, sourceView(src), events)
 		return err

@@ -77,7 +77,7 @@ func (w *Router) routeOne(ctx context.Context, id uuid.UUID) error {
 	if err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+	return db.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		row, err := q.LockLoggedEvent(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {

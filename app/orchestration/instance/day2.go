@@ -32,7 +32,7 @@ const RunDay2 RunKind = "day2"
 // run in is refused at once.
 func (s *Service) RunOperation(ctx context.Context, actor access.Principal, id uuid.UUID, name string, inputs map[string]any) (Run, error) {
 	var runID uuid.UUID
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		inst, err := s.lockFor(ctx, q, actor, id, access.StackInstanceDay2)
 		if err != nil {

@@ -38,7 +38,7 @@ const RunTransition RunKind = "transition"
 func (s *Service) Fire(ctx context.Context, actor access.Principal, id uuid.UUID, trigger string) (Run, error) {
 	trigger = strings.TrimSpace(trigger)
 	var runID uuid.UUID
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		inst, err := s.lockFor(ctx, q, actor, id, access.StackInstanceDay2)
 		if err != nil {

@@ -129,7 +129,7 @@ func (s *Service) Start(ctx context.Context, actor access.Principal, id uuid.UUI
 // again. A slot whose preview is running is waited for: then the instance is destroyed by a
 // destroy run, as Destroy does. Whoever may deploy it may discard it, as holding nothing yet.
 func (s *Service) Discard(ctx context.Context, actor access.Principal, id uuid.UUID) (Instance, error) {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		inst, err := s.lockFor(ctx, q, actor, id, access.StackInstanceDeploy)
 		if err != nil {

@@ -60,7 +60,7 @@ var instanceName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,18}$`)
 // them (PreviewOnly), in one transaction.
 func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Request) (Instance, error) {
 	var id uuid.UUID
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
 		id, err = s.DeployTx(ctx, tx, actor, req)
 		return err
 	})
@@ -288,7 +288,7 @@ func retries(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (RunKind, erro
 // deploy, whether to keep what fails), on an instance the actor may act on with perm, audited,
 // in one transaction; what names the request in errors.
 func (s *Service) ask(ctx context.Context, actor access.Principal, id uuid.UUID, perm access.Permission, what string, run dbgen.CreateStackRunParams, pick func(*dbgen.Queries, dbgen.StackInstance) (RunKind, error)) (Instance, error) {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.askTx(ctx, tx, actor, id, perm, run, pick) })
+	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.askTx(ctx, tx, actor, id, perm, run, pick) })
 	if err != nil {
 		return Instance{}, fmt.Errorf("%s stack instance: %w", what, err)
 	}

@@ -181,7 +181,7 @@ func newer(ctx context.Context, q *dbgen.Queries, stackID uuid.UUID, current, as
 
 // Upgrade moves an instance to a newer version of its stack (the latest when version is 0).
 func (s *Service) Upgrade(ctx context.Context, actor access.Principal, id uuid.UUID, version int) (Instance, error) {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		inst, err := s.lockFor(ctx, q, actor, id, access.StackInstanceUpgrade)
 		if err != nil {

@@ -52,7 +52,7 @@ func (s *Service) SetLifetimes(ctx context.Context, actor access.Principal, id u
 	if err := v.Err(); err != nil {
 		return Zone{}, err
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		z, err := zoneFor(ctx, q, id)
 		if err != nil {

@@ -241,7 +241,7 @@ func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.U
 	if !actor.Can(access.LandingZoneManage, uuid.Nil) {
 		return Zone{}, problem.ErrForbidden
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		z, err := zoneFor(ctx, q, id)
 		if err != nil {
@@ -336,7 +336,7 @@ func (s *Service) Retire(ctx context.Context, actor access.Principal, id uuid.UU
 	if !actor.Can(access.LandingZoneManage, uuid.Nil) {
 		return Zone{}, problem.ErrForbidden
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		z, err := zoneFor(ctx, q, id)
 		if err != nil {

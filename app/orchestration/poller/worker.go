@@ -110,7 +110,7 @@ func (w *Worker) poll(ctx context.Context, queue event.Queue, id uuid.UUID) erro
 	if err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+	return db.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		src, err := q.LockPolledSource(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {

@@ -127,7 +127,7 @@ func (s *Service) Provision(ctx context.Context, actor access.Principal, tenantI
 		return tenant.Namespace{}, err
 	}
 	var id uuid.UUID
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+	err = db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
 		id, err = s.ProvisionTx(ctx, tx, actor, tenantID, in)
 		return err
 	})
@@ -295,7 +295,7 @@ func (s *Service) Decommission(ctx context.Context, actor access.Principal, id u
 	if n.InstanceID == nil || n.Status == lifecycle.InstanceDestroyed {
 		return tenant.Namespace{}, problem.Invalid("namespace", "state", "%s on %s is decommissioned already", n.Namespace, n.ZoneName)
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		// The tenant's deployments live in the namespace and are destroyed with its account's
 		// token: taken down first, they would be left where nothing can destroy them.
