@@ -6,14 +6,15 @@ package deploy
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
+import "github.com/a-h/templ"
+import templruntime "github.com/a-h/templ/runtime"
+
 import (
+	"strconv"
+
 	"nimbus/app/domain/paramform"
 	"nimbus/app/domain/policy"
 	"nimbus/views"
-	"strconv"
-
-	"github.com/a-h/templ"
-	templruntime "github.com/a-h/templ/runtime"
 )
 
 // ParamForm is a form generated from a component version's input schema, posting its

@@ -100,20 +100,15 @@ func (r *Runner) reach(ws workspace) (sandbox.Policy, error) {
 	return p, nil
 }
 
-// Expect readies the sandbox of an engine run on st's stack that is about to come, while the
-// caller does other work: confining the engine's first process costs milliseconds (see
-// sandbox.Prepare). The run finds it ready when nothing it may reach changed meanwhile, and
-// confines its own otherwise. A stack given credentials in files is not readied: its engine's
-// temporary directory is made when it runs.
+// Expect readies the sandbox of an engine run on st's stack that is about to come: confining
+// the engine's first process costs milliseconds, spent in the background while the caller does
+// other work (see sandbox.Prepare). The run finds it ready when nothing it may reach changed
+// meanwhile, and confines its own otherwise. A stack given credentials in files is not
+// readied: its engine's temporary directory is made when it runs.
 func (r *Runner) Expect(st Stack) {
 	if holdsProviderSecret(st) || checkStack(st, false) != nil {
 		return
 	}
-	go r.expect(st)
-}
-
-// expect readies the sandbox of a run on st's stack.
-func (r *Runner) expect(st Stack) {
 	dir := r.stackDir(st.Name)
 	h, err := home(dir)
 	if err != nil {
