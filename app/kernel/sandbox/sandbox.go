@@ -7,6 +7,7 @@
 // restriction belongs to a thread, though, and a child inherits it from the thread that forks
 // it: so Start restricts an OS thread of its own (no other goroutine ever runs on it, and it
 // ends with its goroutine), starts the engine from it, and sets the child's resource limits.
+// The thread waits a while for the next command under the same policy (see thread).
 // The network's rules are a layer of their own, made once per set of ports (see Ports).
 // Everything the engine starts inherits both. Where the kernel has no Landlock only the limits
 // apply, and the program validator is the only wall: Nimbus says so at start and on the system
@@ -159,7 +160,7 @@ func (s Sandbox) ConfinesNetwork() bool { return s.Confined() && ABI() >= netABI
 // The thread that starts the command takes on the account itself, as it takes on the Landlock
 // rules: the child is then the account's from its first instruction, and the thread may set
 // its limits as the child's owner, a right root needs CAP_SYS_RESOURCE for, which containers
-// often drop.
+// often drop. A thread prepared or kept for the same policy starts it at once (see thread).
 func (s Sandbox) Start(cmd *exec.Cmd, p Policy) error {
 	if s.Mode == "" || s.Mode == Off {
 		if s.Account != nil {
