@@ -85,7 +85,7 @@ func (q *Queries) CreateTenantNamespace(ctx context.Context, arg CreateTenantNam
 }
 
 const deploymentCluster = `-- name: DeploymentCluster :one
-SELECT p.name AS provider, e.landing_zone_id, t.system, d.tenant_id
+SELECT p.name AS provider, e.landing_zone_id, t.system, d.tenant_id, d.stack
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN semantic_providers p ON p.id = c.provider_id
@@ -99,10 +99,12 @@ type DeploymentClusterRow struct {
 	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
 	System        bool          `json:"system"`
 	TenantID      uuid.UUID     `json:"tenant_id"`
+	Stack         string        `json:"stack"`
 }
 
 // What decides the cluster credentials a deployment's engine gets: its component's provider,
-// its environment's landing zone, and whether it belongs to the provider's own tenant.
+// its environment's landing zone, and whether it belongs to the provider's own tenant; and the
+// stack its engine runs on.
 func (q *Queries) DeploymentCluster(ctx context.Context, id uuid.UUID) (DeploymentClusterRow, error) {
 	row := q.db.QueryRow(ctx, deploymentCluster, id)
 	var i DeploymentClusterRow
@@ -111,6 +113,7 @@ func (q *Queries) DeploymentCluster(ctx context.Context, id uuid.UUID) (Deployme
 		&i.LandingZoneID,
 		&i.System,
 		&i.TenantID,
+		&i.Stack,
 	)
 	return i, err
 }

@@ -187,16 +187,11 @@ func (w *Worker) take(ctx context.Context, op dbgen.Operation, lease uuid.UUID) 
 // the engine on that stack. A Kubernetes component's engine is left to confine its own: its
 // credentials come with its run.
 func (w *Worker) expect(ctx context.Context, deployment uuid.UUID) {
-	q := dbgen.New(w.pool)
-	dep, err := q.GetDeployment(ctx, deployment)
-	if err != nil {
+	c, err := dbgen.New(w.pool).DeploymentCluster(ctx, deployment)
+	if err != nil || c.Provider == cluster.Provider {
 		return // the run reads it again, and says what is wrong
 	}
-	c, err := q.DeploymentCluster(ctx, deployment)
-	if err != nil || c.Provider == cluster.Provider {
-		return
-	}
-	w.runner.Expect(pulumix.Stack{Name: dep.Stack, Ports: providerPorts[c.Provider]})
+	w.runner.Expect(pulumix.Stack{Name: c.Stack, Ports: providerPorts[c.Provider]})
 }
 
 // heartbeat keeps the lease alive and passes a requested cancel on to the run.
