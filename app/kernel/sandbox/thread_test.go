@@ -15,6 +15,17 @@ func kept(s Sandbox) int {
 	return len(s.kept.list)
 }
 
+// stacks are two stacks' directories, the other's holding a secret in canary.
+func stacks(t *testing.T) (own, other, canary string) {
+	t.Helper()
+	own, other = t.TempDir(), t.TempDir()
+	canary = filepath.Join(other, "canary")
+	if err := os.WriteFile(canary, []byte("the other stack's secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return own, other, canary
+}
+
 // A thread confined ahead of its command, or kept after one, starts the next command under
 // the same policy, confined as a new thread would be.
 func TestThreads_APolicysThreadStartsItsNextCommands(t *testing.T) {
@@ -22,11 +33,7 @@ func TestThreads_APolicysThreadStartsItsNextCommands(t *testing.T) {
 		t.Fatal("this kernel has no Landlock; the sandbox cannot be tested here")
 	}
 	s := New(Required, System())
-	own, other := t.TempDir(), t.TempDir()
-	canary := filepath.Join(other, "canary")
-	if err := os.WriteFile(canary, []byte("the other stack's secret"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	own, _, canary := stacks(t)
 	s.Prepare(Policy{Write: []string{own}, Exec: shell})
 	s.Prepare(Policy{Write: []string{own}, Exec: shell}) // one thread a policy
 	if n := kept(s); n != 1 {
@@ -50,13 +57,10 @@ func TestThreads_AnotherPolicyGetsAThreadOfItsOwn(t *testing.T) {
 		t.Fatal("this kernel has no Landlock; the sandbox cannot be tested here")
 	}
 	s := New(Required, System())
-	own, other := t.TempDir(), t.TempDir()
-	if err := os.WriteFile(filepath.Join(other, "canary"), []byte("the other stack's secret"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	own, other, canary := stacks(t)
 	// Prepared for the other stack: a command of this one must not run in its thread.
 	s.Prepare(Policy{Write: []string{other}, Exec: shell})
-	if out, err := run(t, s, Policy{Write: []string{own}}, "cat "+other+"/canary"); err == nil || strings.Contains(out, "secret") {
+	if out, err := run(t, s, Policy{Write: []string{own}}, "cat "+canary); err == nil || strings.Contains(out, "secret") {
 		t.Fatalf("ran in the thread prepared for another directory: %q", out)
 	}
 	if n := kept(s); n != 2 {
