@@ -73,9 +73,12 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 		river.AddWorker(w, drift.NewScanner(pool))
 		river.AddWorker(w, graph.NewRunner(pool, eng.GraphParallel, problem.Refusal).
 			Serve(graph.ParentEnvironment, environment.NewGraph(pool, eng.Keys)).
-			Serve(graph.ParentStackInstance, instance.NewParent(pool, eng.Keys).OnDestroyed(tenant.RemoveWhenDecommissioned)))
+			Serve(graph.ParentStackInstance, instance.NewParent(pool, eng.Keys)))
 		river.AddWorker(w, instance.NewTimeoutWorker(pool, eng.Keys))
-		router := event.NewRouter(pool, instance.NewSignaller(pool, eng.Keys), instance.Refused)
+		// Reactions across domains, against the direction of their imports.
+		router := event.NewRouter(pool, instance.NewSignaller(pool, eng.Keys), instance.Refused).
+			Reacting("deployment.cancelled", approval.Withdraw).
+			Reacting("stack.destroyed", tenant.RemoveWhenDecommissioned)
 		river.AddWorker(w, router)
 		river.AddWorker(w, event.NewSweeper(router))
 		river.AddWorker(w, event.NewDeliverer(pool, eng.Keys, eng.Deliveries, log.With("component", "deliveries")))
@@ -86,11 +89,10 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 	}
 }
 
-// deploys builds the deployments' service as every part of Nimbus uses it: an operation
-// cancelled while it waits for approval withdraws its request, and the pages say how many of a
-// tenant's operations run at once.
+// deploys builds the deployments' service as every part of Nimbus uses it: the pages say how
+// many of a tenant's operations run at once.
 func deploys(pool *pgxpool.Pool, keys *secrets.Keyring, queue jobs.Queue, runner *pulumix.Runner, objects objstore.Store, perTenant int) *deploy.Service {
-	return deploy.NewService(pool, keys, queue, runner, objects).Withdrawing(approval.Withdraw).PerTenant(perTenant)
+	return deploy.NewService(pool, keys, queue, runner, objects).PerTenant(perTenant)
 }
 
 // expiredInstances destroys the stack instances of expired environments through the

@@ -614,7 +614,7 @@ func (q *Queries) ListApprovalRequests(ctx context.Context, arg ListApprovalRequ
 }
 
 const lockApprovalRequest = `-- name: LockApprovalRequest :one
-SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, r.approver_role, r.status, r.previewed_at, r.expires_at, r.decided_at, r.created_at, o.kind, o.deployment_id, d.name AS deployment_name, d.environment_id, d.stack_instance_id, (r.expires_at <= now())::boolean AS lapsed
+SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, r.approver_role, r.status, r.previewed_at, r.expires_at, r.decided_at, r.created_at, o.kind, o.status AS operation_status, o.deployment_id, d.name AS deployment_name, d.environment_id, d.stack_instance_id, (r.expires_at <= now())::boolean AS lapsed
 FROM approval_requests r
 JOIN operations o ON o.id = r.operation_id
 JOIN deployed_components d ON d.id = o.deployment_id
@@ -635,6 +635,7 @@ type LockApprovalRequestRow struct {
 	DecidedAt         *time.Time    `json:"decided_at"`
 	CreatedAt         time.Time     `json:"created_at"`
 	Kind              string        `json:"kind"`
+	OperationStatus   string        `json:"operation_status"`
 	DeploymentID      uuid.UUID     `json:"deployment_id"`
 	DeploymentName    string        `json:"deployment_name"`
 	EnvironmentID     uuid.UUID     `json:"environment_id"`
@@ -659,6 +660,7 @@ func (q *Queries) LockApprovalRequest(ctx context.Context, id uuid.UUID) (LockAp
 		&i.DecidedAt,
 		&i.CreatedAt,
 		&i.Kind,
+		&i.OperationStatus,
 		&i.DeploymentID,
 		&i.DeploymentName,
 		&i.EnvironmentID,

@@ -133,7 +133,7 @@ WHERE r.status = 'pending' AND r.expires_at > now()
 
 -- name: LockApprovalRequest :one
 -- Decisions on one request take turns.
-SELECT r.*, o.kind, o.deployment_id, d.name AS deployment_name, d.environment_id, d.stack_instance_id, (r.expires_at <= now())::boolean AS lapsed
+SELECT r.*, o.kind, o.status AS operation_status, o.deployment_id, d.name AS deployment_name, d.environment_id, d.stack_instance_id, (r.expires_at <= now())::boolean AS lapsed
 FROM approval_requests r
 JOIN operations o ON o.id = r.operation_id
 JOIN deployed_components d ON d.id = o.deployment_id

@@ -16,6 +16,7 @@ import (
 
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/lifecycle"
+	"nimbus/app/kernel/outbox"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/audit"
 	"nimbus/db"
@@ -257,12 +258,14 @@ func remove(ctx context.Context, q *dbgen.Queries, actor access.Principal, id uu
 	return audit.Record(ctx, q, actor, audit.Event{Tenant: id, Action: "tenant.delete", TargetType: "tenant", TargetID: id.String(), Diff: diff})
 }
 
-// RemoveWhenDecommissioned is told of each stack instance destroyed: when it is the factory
-// instance of the last namespace of a tenant whose removal was asked for, the tenant goes with
-// it. A tenant that came to hold something else meanwhile stays, and is no longer being removed:
-// removing it is asked for again once it is empty.
-func RemoveWhenDecommissioned(ctx context.Context, q *dbgen.Queries, actor access.Principal, instanceID uuid.UUID) error {
-	n, err := q.InstanceTenantNamespace(ctx, uuid.NullUUID{UUID: instanceID, Valid: true})
+// RemoveWhenDecommissioned is the tenants' reaction to a stack instance destroyed
+// (stack.destroyed): when it is the factory instance of the last namespace of a tenant whose
+// removal was asked for, the tenant goes with it, removed by Nimbus. A tenant that came to hold
+// something else meanwhile stays, and is no longer being removed: removing it is asked for
+// again once it is empty.
+func RemoveWhenDecommissioned(ctx context.Context, q *dbgen.Queries, e outbox.Logged) error {
+	actor := audit.System
+	n, err := q.InstanceTenantNamespace(ctx, uuid.NullUUID{UUID: e.Instance, Valid: e.Instance != uuid.Nil})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}

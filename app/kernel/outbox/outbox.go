@@ -1,6 +1,7 @@
 // Package outbox is the event log as its writers see it: every event Nimbus takes in or tells
 // of is written here first, in the transaction of whatever it is news of, so the event exists
-// exactly when the change does. Routing and delivery read it afterwards (package event).
+// exactly when the change does. Routing, delivery and the reactions of other parts of Nimbus
+// read it afterwards (package event).
 package outbox
 
 import (
@@ -62,6 +63,30 @@ func Emit(ctx context.Context, q *dbgen.Queries, e Event) error {
 	}
 	return nil
 }
+
+// Logged is one of Nimbus's own events as a reaction reads it back from the log: what it was
+// written about, and its data as the log keeps it (numbers as float64, IDs as strings).
+type Logged struct {
+	Type, Subject                             string
+	Tenant, Environment, Instance, Deployment uuid.UUID
+	Data                                      map[string]any
+}
+
+// ID reads an ID the event's data holds under key.
+func (e Logged) ID(key string) (uuid.UUID, error) {
+	s, _ := e.Data[key].(string)
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("event %s holds no %s: %w", e.Type, key, err)
+	}
+	return id, nil
+}
+
+// Reaction is what one part of Nimbus does when another's event is logged: how a change
+// reaches a part its writer does not import (an operation cancelled withdraws its approval
+// request). It runs in the transaction that routes the event, once the writer's has
+// committed; routing that fails is tried again, so a reaction must be safe to run twice.
+type Reaction func(ctx context.Context, q *dbgen.Queries, e Logged) error
 
 func null(id uuid.UUID) uuid.NullUUID { return uuid.NullUUID{UUID: id, Valid: id != uuid.Nil} }
 

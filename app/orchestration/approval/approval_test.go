@@ -15,6 +15,7 @@ import (
 
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/objstore/s3test"
+	"nimbus/app/kernel/outbox"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/orchestration/deploy"
 	"nimbus/db"
@@ -316,5 +317,50 @@ func TestDecide_ChangeAfterThePreviewVoidsTheRequest(t *testing.T) {
 	}
 	if again := fx.request(t); again.ID == req.ID || again.Status != "pending" {
 		t.Fatalf("the operation waits on %+v", again)
+	}
+}
+
+// TestWithdraw_ClosesTheRequestOfACancelledOperation: the approvals' reaction to
+// deployment.cancelled closes the operation's request, and changes nothing when told again.
+func TestWithdraw_ClosesTheRequestOfACancelledOperation(t *testing.T) {
+	fx := newFixture(t)
+	ctx := context.Background()
+	if !fx.hold(t, time.Hour) {
+		t.Fatal("the policy did not hold the deploy")
+	}
+	req := fx.request(t)
+	cancelled := outbox.Logged{Type: "deployment.cancelled", Data: map[string]any{"operation": fx.op.String()}}
+	for range 2 {
+		must(t, Withdraw(ctx, dbgen.New(fx.pool), cancelled))
+	}
+	got, err := fx.svc.Get(ctx, fx.ann, req.ID)
+	must(t, err)
+	if got.Status != Cancelled {
+		t.Fatalf("the request of the cancelled operation is %s", got.Status)
+	}
+	if err := Withdraw(ctx, dbgen.New(fx.pool), outbox.Logged{Type: "deployment.cancelled"}); err == nil {
+		t.Fatal("an event naming no operation was taken")
+	}
+}
+
+// TestDecide_AfterACancelRefusesAndClosesTheRequest: a decision that comes between a cancel and
+// the reaction to it is refused in words, and closes the request itself.
+func TestDecide_AfterACancelRefusesAndClosesTheRequest(t *testing.T) {
+	fx := newFixture(t)
+	ctx := context.Background()
+	if !fx.hold(t, time.Hour) {
+		t.Fatal("the policy did not hold the deploy")
+	}
+	req := fx.request(t)
+	fx.exec(t, `UPDATE operations SET status = 'cancelled' WHERE id = $1`, fx.op)
+	_, err := fx.svc.Approve(ctx, fx.ann, req.ID, "late")
+	wantRule(t, err, "state")
+	if !strings.Contains(err.Error(), "its operation is cancelled") {
+		t.Fatalf("the refusal: %v", err)
+	}
+	got, err := fx.svc.Get(ctx, fx.ann, req.ID)
+	must(t, err)
+	if got.Status != Cancelled || len(got.Decisions) != 0 {
+		t.Fatalf("after a decision on a cancelled operation's request: %+v", got)
 	}
 }

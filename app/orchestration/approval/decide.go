@@ -72,6 +72,13 @@ func (s *Service) decide(ctx context.Context, actor access.Principal, id uuid.UU
 			return expired(r)
 		case Status(r.Status) != Pending:
 			return problem.Invalid("request", "state", "this request is %s already and takes no more decisions", r.Status)
+		case deploy.Status(r.OperationStatus) != deploy.AwaitingApproval:
+			// Cancelled a moment ago: the reaction that withdraws the request has not run yet.
+			if err := closeAs(ctx, q, r.ID, Cancelled); err != nil {
+				return err
+			}
+			refused = problem.Invalid("request", "state", "its operation is %s and no longer waits: this request takes no more decisions", r.OperationStatus)
+			return nil
 		case decision == "reject" && comment == "":
 			// The requester and the other approvers read why in the operation's error.
 			return problem.Invalid("comment", "required", "a rejection needs a comment: say why, for the requester")

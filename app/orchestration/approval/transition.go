@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"nimbus/app/kernel/lifecycle"
+	"nimbus/app/kernel/outbox"
 	"nimbus/db/dbgen"
 )
 
@@ -49,8 +50,12 @@ func closeAs(ctx context.Context, q *dbgen.Queries, id uuid.UUID, to Status) err
 	return err
 }
 
-// Withdraw closes the request of an operation cancelled while it waited for approval, in the
-// caller's transaction.
-func Withdraw(ctx context.Context, q *dbgen.Queries, operation uuid.UUID) error {
+// Withdraw closes the request of an operation cancelled while it waited for approval: the
+// approvals' reaction to deployment.cancelled. A request decided meanwhile is left as it is.
+func Withdraw(ctx context.Context, q *dbgen.Queries, e outbox.Logged) error {
+	operation, err := e.ID("operation")
+	if err != nil {
+		return err
+	}
 	return q.CancelApprovalRequestOf(ctx, operation)
 }

@@ -362,69 +362,6 @@ func (s *Service) target(ctx context.Context, q *dbgen.Queries, d dbgen.GetDeplo
 	return in, governance.Check(ctx, q, d.TenantID, d.ComponentID, in.Plain)
 }
 
-// Cancel stops an operation: a queued one never starts; a running one is interrupted at its
-// next heartbeat and undoes what it did; one awaiting approval ends at once, its request with
-// it. Those who may deploy in the tenant may cancel.
-func (s *Service) Cancel(ctx context.Context, actor access.Principal, operationID uuid.UUID) (Operation, error) {
-	op, err := s.Operation(ctx, actor, operationID)
-	if err != nil {
-		return Operation{}, err
-	}
-	d, err := s.get(ctx, actor, op.DeploymentID)
-	if err != nil {
-		return Operation{}, err
-	}
-	if !actor.Can(access.ComponentDeploy, d.TenantID) {
-		return Operation{}, problem.ErrForbidden
-	}
-	err = db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// An operation that ends here, not in a worker, lets its environment go on.
-		if err := advance(ctx, tx, s.inserter, op.DeploymentID); err != nil {
-			return err
-		}
-		q := db.Reused(tx)
-		stopped, err := cancelQueued(ctx, q, operationID)
-		if err != nil {
-			return err
-		}
-		if !stopped {
-			if stopped, err = requestCancel(ctx, q, operationID); err != nil {
-				return err
-			}
-		}
-		if !stopped && op.Status == AwaitingApproval {
-			if stopped, err = s.cancelWaiting(ctx, tx, actor, operationID); err != nil {
-				return err
-			}
-		}
-		if !stopped {
-			return problem.Invalid("operation", "state", "the operation has already ended (%s)", op.Status)
-		}
-		return audit.Record(ctx, q, actor, audit.Event{Tenant: d.TenantID, Action: "operation.cancel", TargetType: "operation",
-			TargetID: operationID.String(), Diff: map[string]any{"deployment": d.Name, "kind": op.Kind}})
-	})
-	if err != nil {
-		return Operation{}, fmt.Errorf("cancel operation: %w", err)
-	}
-	return s.Operation(ctx, actor, operationID)
-}
-
-// cancelWaiting ends an operation that awaits approval, and its request with it; it reports
-// false when the operation moved on meanwhile.
-func (s *Service) cancelWaiting(ctx context.Context, tx pgx.Tx, actor access.Principal, id uuid.UUID) (bool, error) {
-	err := EndWaiting(ctx, tx, s.jobs, id, Cancelled, fmt.Sprintf("cancelled by %s while it awaited approval", actor.Email))
-	if errors.Is(err, ErrNotWaiting) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if s.withdraw == nil {
-		return false, errors.New("this service cannot withdraw approval requests: build it with Withdrawing")
-	}
-	return true, s.withdraw(ctx, db.Reused(tx), id)
-}
-
 // Offered is an environment the deploy dialog offers, and its tenant.
 type Offered struct {
 	ID, TenantID     uuid.UUID

@@ -135,8 +135,6 @@ type Service struct {
 	jobs    jobs.Queue
 	runner  *pulumix.Runner // for state exports and restores; nil without a toolchain
 	objects objstore.Store  // whole logs of long operations; may be nil
-	// withdraw closes the approval request of an operation cancelled while it waited for it.
-	withdraw func(ctx context.Context, q *dbgen.Queries, operation uuid.UUID) error
 	// places is the workers' bound on a tenant's operations running at once, for telling why
 	// an operation waits.
 	places jobs.PerTenant
@@ -152,13 +150,6 @@ func NewService(pool *pgxpool.Pool, keys *secrets.Keyring, queue jobs.Queue, run
 // Worker.PerTenant does them); zero keeps DefaultOperationsPerTenant.
 func (s *Service) PerTenant(n int) *Service {
 	s.places = operationPlaces(n)
-	return s
-}
-
-// Withdrawing returns the service with withdraw closing the approval request of an operation
-// cancelled while it waited for approval.
-func (s *Service) Withdrawing(withdraw func(ctx context.Context, q *dbgen.Queries, operation uuid.UUID) error) *Service {
-	s.withdraw = withdraw
 	return s
 }
 

@@ -166,22 +166,29 @@ func outcomeOf(r dbgen.ListOperationsRow) outcome.Outcome {
 	return o
 }
 
-// tell writes the event an operation's end is news of, beside the end: a change that
-// succeeded, failed or took a deployment down. Previews and refreshes change nothing and tell
-// nothing.
-func tell(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, e ending) error {
+// told is the event an operation's end is news of: a change that succeeded, failed, was
+// cancelled or took a deployment down. Previews and refreshes change nothing and tell nothing.
+func told(op dbgen.Operation, status Status) string {
 	if !Kind(op.Kind).changes() {
-		return nil
+		return ""
 	}
-	var typ string
 	switch {
-	case e.status == Succeeded && Kind(op.Kind) == KindDestroy:
-		typ = "deployment.destroyed"
-	case e.status == Succeeded:
-		typ = "deployment.succeeded"
-	case e.status == Failed:
-		typ = "deployment.failed"
-	default:
+	case status == Succeeded && Kind(op.Kind) == KindDestroy:
+		return "deployment.destroyed"
+	case status == Succeeded:
+		return "deployment.succeeded"
+	case status == Failed:
+		return "deployment.failed"
+	case status == Cancelled:
+		return "deployment.cancelled"
+	}
+	return ""
+}
+
+// tell writes the event an operation's end is news of, beside the end.
+func tell(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, status Status, message string) error {
+	typ := told(op, status)
+	if typ == "" {
 		return nil
 	}
 	d, err := q.GetDeployment(ctx, op.DeploymentID)
@@ -190,5 +197,5 @@ func tell(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, e ending) e
 	}
 	return outbox.Emit(ctx, q, outbox.Event{Type: typ, Subject: d.Name, Tenant: d.TenantID, Environment: d.EnvironmentID,
 		Instance: d.StackInstanceID.UUID, Deployment: d.ID,
-		Data: map[string]any{"operation": op.ID, "kind": op.Kind, "status": e.status, "error": e.message, "slot": d.Slot}})
+		Data: map[string]any{"operation": op.ID, "kind": op.Kind, "status": status, "error": message, "slot": d.Slot}})
 }

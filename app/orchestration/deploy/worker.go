@@ -377,7 +377,7 @@ func (w *Worker) settle(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 				return err
 			}
 		}
-		return tell(ctx, q, op, e)
+		return tell(ctx, q, op, e.status, e.message)
 	})
 	if err != nil {
 		return err

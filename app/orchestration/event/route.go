@@ -49,18 +49,26 @@ type Signaller interface {
 }
 
 // Router finds a logged event's target and sends its instance the trigger of the first rule of
-// the instance's version that takes the event. Everything it finds is written on the event's
-// log row, in one transaction with the trigger queued.
+// the instance's version that takes the event; Nimbus's own events also reach the reactions
+// that wait for their type. Everything it finds is written on the event's log row, in one
+// transaction with the trigger queued and the reactions' writes.
 type Router struct {
 	river.WorkerDefaults[RouteArgs]
-	pool    *pgxpool.Pool
-	signals Signaller
-	refusal func(error) bool
+	pool      *pgxpool.Pool
+	signals   Signaller
+	refusal   func(error) bool
+	reactions map[string][]outbox.Reaction
 }
 
 // NewRouter returns the router; refusal tells a refused trigger from a failure.
 func NewRouter(pool *pgxpool.Pool, signals Signaller, refusal func(error) bool) *Router {
-	return &Router{pool: pool, signals: signals, refusal: refusal}
+	return &Router{pool: pool, signals: signals, refusal: refusal, reactions: map[string][]outbox.Reaction{}}
+}
+
+// Reacting returns the router with r run for each of Nimbus's own events of type typ.
+func (w *Router) Reacting(typ string, r outbox.Reaction) *Router {
+	w.reactions[typ] = append(w.reactions[typ], r)
+	return w
 }
 
 // Timeout bounds routing one event, which reads and queues.
@@ -97,8 +105,34 @@ func (w *Router) routeOne(ctx context.Context, id uuid.UUID) error {
 		if row.SourceKind != Nimbus {
 			return nil
 		}
+		if err := w.react(ctx, q, row); err != nil {
+			return err
+		}
 		return deliver(ctx, tx, queue, row, r.TenantID)
 	})
+}
+
+// react runs the reactions to one of Nimbus's own events. One that fails leaves the event
+// waiting, with everything the others did undone, for the next sweep to route again.
+func (w *Router) react(ctx context.Context, q *dbgen.Queries, row dbgen.EventLog) error {
+	reactions := w.reactions[row.Type]
+	if len(reactions) == 0 {
+		return nil
+	}
+	var p struct {
+		Data map[string]any `json:"data"`
+	}
+	if err := json.Unmarshal(row.Payload, &p); err != nil {
+		return fmt.Errorf("read event %s for its reactions: %w", row.ID, err)
+	}
+	e := outbox.Logged{Type: row.Type, Subject: row.Subject, Tenant: row.TenantID.UUID, Environment: row.EnvironmentID.UUID,
+		Instance: row.InstanceID.UUID, Deployment: row.DeploymentID.UUID, Data: p.Data}
+	for _, react := range reactions {
+		if err := react(ctx, q, e); err != nil {
+			return fmt.Errorf("react to %s event %s: %w", row.Type, row.ID, err)
+		}
+	}
+	return nil
 }
 
 // route fills in r: the target, the rule and the outcome.

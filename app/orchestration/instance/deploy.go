@@ -218,10 +218,7 @@ var destroyKind = kind{
 	start: startDestroy,
 	end: func(ctx context.Context, r *runCtx, outcome graph.Step, refusal error) error {
 		if outcome.Done {
-			if err := move(ctx, r.q, r.inst, lifecycle.InstanceDestroyed, ""); err != nil || r.deps.destroyed == nil {
-				return err
-			}
-			return r.deps.destroyed(ctx, r.q, r.actor, r.inst.ID)
+			return move(ctx, r.q, r.inst, lifecycle.InstanceDestroyed, "")
 		}
 		return move(ctx, r.q, r.inst, lifecycle.InstanceFailed, "Destroying stopped: "+failure(r, outcome, refusal)+". Destroy again to take down what is left.")
 	},

@@ -127,13 +127,7 @@ type runner struct {
 	deploys *deploy.Service
 	keys    *secrets.Keyring
 	jobs    jobs.Queue
-	// destroyed, when set, is called where a destroy run records its instance destroyed.
-	destroyed DestroyedFunc
 }
-
-// DestroyedFunc is told, in the transaction that records it, that an instance is destroyed, by
-// whoever asked for it: what was kept for the instance's sake may go with it.
-type DestroyedFunc func(ctx context.Context, q *dbgen.Queries, actor access.Principal, instanceID uuid.UUID) error
 
 // load reads what a run of a locked instance works with.
 func (d *runner) load(ctx context.Context, tx pgx.Tx, inst dbgen.StackInstance, run dbgen.StackRun) (*runCtx, error) {
@@ -242,21 +236,14 @@ func (d *runner) startNext(ctx context.Context, tx pgx.Tx, instanceID uuid.UUID)
 
 // Parent is the graph runner's view of stack instances: the run under way is the graph.
 type Parent struct {
-	pool      *pgxpool.Pool
-	keys      *secrets.Keyring
-	destroyed DestroyedFunc
+	pool *pgxpool.Pool
+	keys *secrets.Keyring
 }
 
 // NewParent returns the instances' parent for the graph runner; keys opens and seals secret
 // parameters.
 func NewParent(pool *pgxpool.Pool, keys *secrets.Keyring) *Parent {
 	return &Parent{pool: pool, keys: keys}
-}
-
-// OnDestroyed has f told of each instance a destroy run takes down.
-func (p *Parent) OnDestroyed(f DestroyedFunc) *Parent {
-	p.destroyed = f
-	return p
 }
 
 // Load locks the instance and returns its run under way as a graph. What the run starts is
@@ -270,7 +257,7 @@ func (p *Parent) Load(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*graph.Run,
 	if err != nil {
 		return nil, err
 	}
-	d := &runner{deploys: deploy.NewService(p.pool, p.keys, queue, nil, nil), keys: p.keys, jobs: queue, destroyed: p.destroyed}
+	d := &runner{deploys: deploy.NewService(p.pool, p.keys, queue, nil, nil), keys: p.keys, jobs: queue}
 	q := db.Reused(tx)
 	inst, err := q.LockStackInstance(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -26,7 +26,15 @@ func move(ctx context.Context, q *dbgen.Queries, inst dbgen.StackInstance, to li
 	if !lifecycle.Instances.Allows(lifecycle.InstanceStatus(inst.Status), to) {
 		return refuse("%s is %s: it cannot become %s", inst.Name, inst.Status, to)
 	}
-	return q.SetStackInstanceStatus(ctx, dbgen.SetStackInstanceStatusParams{ID: inst.ID, Status: string(to), Error: reason})
+	if err := q.SetStackInstanceStatus(ctx, dbgen.SetStackInstanceStatusParams{ID: inst.ID, Status: string(to), Error: reason}); err != nil {
+		return err
+	}
+	if to != lifecycle.InstanceDestroyed {
+		return nil
+	}
+	// What an instance held is gone: a tenant waiting for its last namespace reacts.
+	return outbox.Emit(ctx, q, outbox.Event{Type: "stack.destroyed", Subject: inst.Name, Tenant: inst.TenantID, Environment: inst.EnvironmentID,
+		Instance: inst.ID, Data: map[string]any{"stack_instance": inst.ID}})
 }
 
 // deployed records that every slot of an instance is deployed: it is active.
