@@ -18,13 +18,6 @@ import (
 	"nimbus/app/orchestration/instance"
 )
 
-// Instances is the world's stack instance service; no worker takes its runs.
-func (w *World) Instances(t *testing.T) *instance.Service {
-	return Fixture(w, "instances", func() *instance.Service {
-		return instance.NewService(w.Pool, w.Deploys, w.Keys, insertOnly(t, w.Pool))
-	})
-}
-
 // WebStackID is a provider stack of one slot, the shared machine, with a lifecycle active ⇄
 // maintenance and a day-2 operation resize in active; published as version 1.
 func (w *World) WebStackID(t *testing.T) uuid.UUID {
@@ -59,7 +52,7 @@ func (w *World) WebStackID(t *testing.T) uuid.UUID {
 // deploying, its run under way.
 func (w *World) DeployStack(t *testing.T, name string) instance.Instance {
 	t.Helper()
-	inst, err := w.Instances(t).Deploy(context.Background(), w.UserA, instance.Request{StackID: w.WebStackID(t), EnvironmentID: w.Dev(t).ID, Name: name})
+	inst, err := w.Instances.Deploy(context.Background(), w.UserA, instance.Request{StackID: w.WebStackID(t), EnvironmentID: w.Dev(t).ID, Name: name})
 	Must(t, err)
 	return inst
 }
@@ -68,7 +61,7 @@ func (w *World) DeployStack(t *testing.T, name string) instance.Instance {
 // pending, its slot's preview queued.
 func (w *World) PlanStack(t *testing.T, name string) instance.Instance {
 	t.Helper()
-	inst, err := w.Instances(t).Deploy(context.Background(), w.UserA, instance.Request{StackID: w.WebStackID(t), EnvironmentID: w.Dev(t).ID,
+	inst, err := w.Instances.Deploy(context.Background(), w.UserA, instance.Request{StackID: w.WebStackID(t), EnvironmentID: w.Dev(t).ID,
 		Name: name, PreviewOnly: true})
 	Must(t, err)
 	if inst.Status != lifecycle.InstancePending || len(inst.Slots) != 1 || inst.Slots[0].Preview == nil {

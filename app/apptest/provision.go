@@ -10,15 +10,7 @@ import (
 
 	"nimbus/app/domain/component"
 	"nimbus/app/domain/tenant"
-	"nimbus/app/orchestration/provision"
 )
-
-// Provisions is the world's provisioning service; no worker deploys its factories.
-func (w *World) Provisions(t *testing.T) *provision.Service {
-	return Fixture(w, "provisions", func() *provision.Service {
-		return provision.NewService(w.Pool, w.Keys, w.Stacks(), w.Instances(t))
-	})
-}
 
 // FactoryZone publishes the Kubernetes zone with its cluster and makes the built-in tenant
 // factory, published, its factory.
@@ -32,15 +24,15 @@ func (w *World) FactoryZone(t *testing.T) uuid.UUID {
 		if _, err := component.EnsureBuiltins(ctx, w.Components); err != nil {
 			t.Fatal(err)
 		}
-		st, err := w.Provisions(t).CreateFactory(ctx, w.Admin)
+		st, err := w.Provisions.CreateFactory(ctx, w.Admin)
 		Must(t, err)
 		if _, err := w.Resolvers.SetZoneConfig(ctx, w.Admin, w.KubeZone(t), "secret_provisioner", json.RawMessage(`{"length": 32}`)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.Stacks().Publish(ctx, w.Admin, st.ID, "The factory."); err != nil {
+		if _, err := w.Stacks.Publish(ctx, w.Admin, st.ID, "The factory."); err != nil {
 			t.Fatal(err)
 		}
-		Must(t, w.Provisions(t).SetFactory(ctx, w.Admin, w.KubeZone(t), &st.ID))
+		Must(t, w.Provisions.SetFactory(ctx, w.Admin, w.KubeZone(t), &st.ID))
 		return w.KubeZone(t)
 	})
 }
@@ -48,7 +40,7 @@ func (w *World) FactoryZone(t *testing.T) uuid.UUID {
 // TenantNamespace provisions tenant A on the factory zone.
 func (w *World) TenantNamespace(t *testing.T) uuid.UUID {
 	return Fixture(w, "tenantNamespace", func() uuid.UUID {
-		n, err := w.Provisions(t).Provision(context.Background(), w.Admin, w.A.ID, tenant.NamespaceRequest{LandingZoneID: w.FactoryZone(t), Tier: "small"})
+		n, err := w.Provisions.Provision(context.Background(), w.Admin, w.A.ID, tenant.NamespaceRequest{LandingZoneID: w.FactoryZone(t), Tier: "small"})
 		Must(t, err)
 		return n.ID
 	})

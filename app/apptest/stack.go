@@ -13,11 +13,6 @@ import (
 	"nimbus/app/kernel/problem"
 )
 
-// Stacks is the stack definition service of the world.
-func (w *World) Stacks() *stack.Service {
-	return Fixture(w, "stacks", func() *stack.Service { return stack.NewService(w.Pool) })
-}
-
 // StackDraft is a definition that passes every check: two slots of the machine component at
 // version, the web one wired to the db one's output, to a parameter and to an expression; a
 // lifecycle and two day-2 operations.
@@ -64,11 +59,11 @@ func RawDraft(t *testing.T, d stack.Definition) json.RawMessage {
 func (w *World) SharedStack(t *testing.T) stack.Stack {
 	return Fixture(w, "sharedStack", func() stack.Stack {
 		ctx := context.Background()
-		st, err := w.Stacks().Create(ctx, w.Admin, stack.New{Provider: "simcloud", Name: "shop", Draft: RawDraft(t, StackDraft(w.Shared.ID, 1))})
+		st, err := w.Stacks.Create(ctx, w.Admin, stack.New{Provider: "simcloud", Name: "shop", Draft: RawDraft(t, StackDraft(w.Shared.ID, 1))})
 		Must(t, err)
-		_, err = w.Stacks().Publish(ctx, w.Admin, st.ID, "first")
+		_, err = w.Stacks.Publish(ctx, w.Admin, st.ID, "first")
 		Must(t, err)
-		st, err = w.Stacks().Get(ctx, w.Admin, st.ID)
+		st, err = w.Stacks.Get(ctx, w.Admin, st.ID)
 		Must(t, err)
 		return st
 	})
@@ -77,7 +72,7 @@ func (w *World) SharedStack(t *testing.T) stack.Stack {
 // stackOfA is tenant A's own stack of the shared machine, a draft.
 func (w *World) stackOfA(t *testing.T) stack.Stack {
 	return Fixture(w, "stackOfA", func() stack.Stack {
-		st, err := w.Stacks().Create(context.Background(), w.AdminA, stack.New{TenantID: &w.A.ID, Provider: "simcloud", Name: "a-shop",
+		st, err := w.Stacks.Create(context.Background(), w.AdminA, stack.New{TenantID: &w.A.ID, Provider: "simcloud", Name: "a-shop",
 			Draft: RawDraft(t, StackDraft(w.Shared.ID, 1))})
 		Must(t, err)
 		return st
@@ -88,7 +83,7 @@ func (w *World) stackOfA(t *testing.T) stack.Stack {
 func (w *World) PublishedStackOfA(t *testing.T) stack.Stack {
 	return Fixture(w, "publishedStackOfA", func() stack.Stack {
 		st := w.stackOfA(t)
-		_, err := w.Stacks().Publish(context.Background(), w.AdminA, st.ID, "first")
+		_, err := w.Stacks.Publish(context.Background(), w.AdminA, st.ID, "first")
 		Must(t, err)
 		return st
 	})

@@ -19,6 +19,7 @@ import (
 	"nimbus/app/domain/governance"
 	"nimbus/app/domain/ipam"
 	"nimbus/app/domain/resolver"
+	"nimbus/app/domain/stack"
 	"nimbus/app/domain/tenant"
 	"nimbus/app/domain/user"
 	"nimbus/app/kernel/access"
@@ -27,8 +28,11 @@ import (
 	"nimbus/app/orchestration/deploy"
 	"nimbus/app/orchestration/drift"
 	"nimbus/app/orchestration/environment"
+	"nimbus/app/orchestration/instance"
 	"nimbus/app/orchestration/landingzone"
+	"nimbus/app/orchestration/provision"
 	"nimbus/app/platform/audit"
+	"nimbus/app/server"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
 )
@@ -53,7 +57,10 @@ type World struct {
 	Ipam                   *ipam.Service
 	Resolvers              *resolver.Service
 	Approvals              *approval.Service
-	Keys                   *secrets.Keyring // seals the deployments' secrets and stack passphrases
+	Stacks                 *stack.Service
+	Instances              *instance.Service  // no worker takes its runs
+	Provisions             *provision.Service // no worker deploys its factories
+	Keys                   *secrets.Keyring   // seals the deployments' secrets and stack passphrases
 	A, B                   tenant.Tenant
 	Shared, OfA            component.Component // provider-level, and tenant A's
 	Admin                  access.Principal    // provider admin
@@ -65,28 +72,30 @@ type World struct {
 // NewWorld builds a world on a new database: the provider admin (root@example.com, password
 // "correct horse battery"), tenants A and B, A's admin, user and reader and B's admin (each
 // with the password "long enough password"), the shared machine component published, and A's
-// own machine as a draft. Its services queue jobs and work none.
+// own machine as a draft. Its services are built as the server builds them, but queue jobs and
+// work none.
 func NewWorld(t testing.TB) *World {
 	t.Helper()
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
-	keys, jobs := testKeys(t), insertOnly(t, pool)
-	deploys := deploy.NewService(pool, keys, jobs, nil, nil)
-	lifecycle := environment.NewLifecycle(pool, deploys, jobs)
+	keys := testKeys(t)
+	svc := server.Build(server.Deps{Pool: pool, Log: discardLog(), Jobs: insertOnly(t, pool), SessionTTL: time.Hour, Keys: keys, Toolchain: yamlOnly{}})
 	w := &World{
-		Pool: pool, Tenants: tenant.NewService(pool), Users: user.NewService(pool),
-		Audit: audit.NewService(pool), Auth: auth.NewService(pool, discardLog(), time.Hour),
-		Components: component.NewService(pool, yamlOnly{}, jobs),
-		Envs:       environment.NewService(pool),
-		Deploys:    deploys,
-		Drift:      drift.NewService(pool),
-		Zones:      landingzone.NewService(pool, lifecycle),
-		Lifecycle:  lifecycle,
-		Governance: governance.NewService(pool),
-		Ipam:       ipam.NewService(pool),
-		Resolvers:  resolver.NewService(pool),
-		Approvals:  approval.NewService(pool, jobs),
+		Pool: pool, Tenants: svc.Tenants, Users: svc.Users, Audit: svc.Audit, Auth: svc.Auth,
+		Components: svc.Components,
+		Envs:       svc.Environments,
+		Deploys:    svc.Deployments,
+		Drift:      svc.Drift,
+		Zones:      svc.Zones,
+		Lifecycle:  svc.Lifecycle,
+		Governance: svc.Governance,
+		Ipam:       svc.Pools,
+		Resolvers:  svc.Resolvers,
+		Approvals:  svc.Approvals,
 		Keys:       keys,
+		Stacks:     svc.Stacks,
+		Instances:  svc.Instances,
+		Provisions: svc.Provisions,
 		fixtures:   map[string]any{},
 	}
 	if _, err := user.Bootstrap(ctx, pool, "root@example.com", "correct horse battery"); err != nil {

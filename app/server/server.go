@@ -37,7 +37,6 @@ import (
 	"nimbus/app/orchestration/event"
 	"nimbus/app/orchestration/instance"
 	"nimbus/app/orchestration/landingzone"
-	"nimbus/app/orchestration/poller"
 	"nimbus/app/orchestration/provision"
 	"nimbus/app/platform/audit"
 	"nimbus/app/platform/pulumix"
@@ -71,6 +70,9 @@ type Deps struct {
 	Keys *secrets.Keyring
 	// Runner exports and restores the states of deployments; nil without a toolchain.
 	Runner *pulumix.Runner
+	// Toolchain says which languages and providers the engine can run, for publishing
+	// components; the toolchain in Info.PulumiDir when nil.
+	Toolchain component.Engine
 	// Objects keeps blobs (full operation logs, state exports); /readyz checks it. May be nil.
 	Objects objstore.Store
 	// StreamRecheck is how often at the least a live stream checks that its viewer is still
@@ -101,21 +103,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	e.HTTPErrorHandler = web.ErrorHandler(d.Log)
 	e.IPExtractor = web.ClientAddress(d.TrustedProxies)
 
-	// Every service is built once and shared by the handlers that need it.
-	authSvc := auth.NewService(d.Pool, d.Log, d.SessionTTL).MaxAge(d.SessionMaxAge)
-	pools := ipam.NewService(d.Pool)
-	environments := environment.NewService(d.Pool)
-	queue := jobs.NewInserter(d.Jobs)
-	deployments := deploys(d.Pool, d.Keys, queue, d.Runner, d.Objects, d.OperationsPerTenant)
-	instances := instance.NewService(d.Pool, deployments, d.Keys, queue)
-	stacks := stack.NewService(d.Pool)
-	provisions := provision.NewService(d.Pool, d.Keys, stacks, instances)
-	tenants := tenant.NewService(d.Pool).WithNamespaces(provisions)
-	lifecycle := environment.NewLifecycle(d.Pool, deployments, queue)
-	zones := landingzone.NewService(d.Pool, lifecycle)
-	components := component.NewService(d.Pool, pulumix.Local{Dir: d.Info.PulumiDir, Enabled: d.Info.Languages}, queue).
-		LimitCheckRequests(d.ChecksPerMinute)
-	approvals := approval.NewService(d.Pool, queue)
+	svc := Build(d)
 	operations := listen.New(d.Pool, "nimbus_operation", d.Log)
 	go operations.Run(ctx)
 	metrics := system.NewMetrics(d.Pool)
@@ -128,44 +116,44 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	e.Use(web.SecurityHeaders)
 	e.Use((&outage{down: d.DatabaseDown, log: d.Log}).guard)
 	// The count of requests waiting for the viewer's approval, in every page's navigation.
-	e.Use(web.CountApprovals(approvals.Waiting))
+	e.Use(web.CountApprovals(svc.Approvals.Waiting))
 
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{})))
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", web.CacheStatic(http.FileServer(http.FS(web.NoDirs{FS: static.FS}))))))
 
 	probes := e.Group("")
-	app := e.Group("", authSvc.Authenticate, auth.CheckCSRF)
+	app := e.Group("", svc.Auth.Authenticate, auth.CheckCSRF)
 	signed := app.Group("", auth.RequireSignIn)
 	api := signed.Group("/api/v1")
 
-	tenantH := tenant.NewHandlers(tenants)
-	envH := environment.NewHandlers(environments, lifecycle)
-	zoneH := landingzone.NewHandlers(zones, pools)
-	componentH := component.NewHandlers(components)
+	tenantH := tenant.NewHandlers(svc.Tenants)
+	envH := environment.NewHandlers(svc.Environments, svc.Lifecycle)
+	zoneH := landingzone.NewHandlers(svc.Zones, svc.Pools)
+	componentH := component.NewHandlers(svc.Components)
 	system.NewHandlers(d.Pool, d.Objects, d.Info, d.Log.With("component", "system")).Alive(d.Alive).Routes(probes, signed)
-	auth.NewHandlers(authSvc, d.SecureCookies).Routes(app, signed, api)
+	auth.NewHandlers(svc.Auth, d.SecureCookies).Routes(app, signed, api)
 	tenantH.Routes(signed, api)
-	user.NewHandlers(user.NewService(d.Pool), tenants).Routes(signed, api)
-	audit.NewHandlers(audit.NewService(d.Pool)).Routes(signed, api)
-	governance.NewHandlers(governance.NewService(d.Pool)).Routes(signed, api, tenantH.Seen())
+	user.NewHandlers(svc.Users, svc.Tenants).Routes(signed, api)
+	audit.NewHandlers(svc.Audit).Routes(signed, api)
+	governance.NewHandlers(svc.Governance).Routes(signed, api, tenantH.Seen())
 	componentH.Routes(signed, api)
-	ipam.NewHandlers(pools).Routes(signed, api)
-	resolver.NewHandlers(resolver.NewService(d.Pool)).Routes(signed, api, envH.Seen(), zoneH.Seen())
-	deploy.NewHandlers(deployments, operations, ctx.Done(), d.MaxStateSize).RecheckStreams(d.StreamRecheck).
+	ipam.NewHandlers(svc.Pools).Routes(signed, api)
+	resolver.NewHandlers(svc.Resolvers).Routes(signed, api, envH.Seen(), zoneH.Seen())
+	deploy.NewHandlers(svc.Deployments, operations, ctx.Done(), d.MaxStateSize).RecheckStreams(d.StreamRecheck).
 		Routes(signed, api, componentH.Seen())
-	drift.NewHandlers(drift.NewService(d.Pool)).Routes(api)
+	drift.NewHandlers(svc.Drift).Routes(api)
 	envH.Routes(signed, api)
 	zoneH.Routes(signed, api)
-	cluster.NewHandlers(cluster.NewService(d.Pool, d.Keys)).Routes(signed, api, zoneH.Seen())
-	provision.NewHandlers(provisions).Routes(signed, api, zoneH.Seen())
-	policy.NewHandlers(policy.NewService(d.Pool)).Routes(signed, api, zoneH.Seen())
-	approval.NewHandlers(approvals, deployments).Routes(signed, api)
-	instance.NewHandlers(instances).Routes(api)
-	instance.NewHandlers(instances).Pages(signed)
-	dashboard.NewHandlers(dashboard.NewService(d.Pool, environments, pools, approvals)).Routes(signed)
-	stack.NewHandlers(stacks, components, stackInstances(instances)).Routes(signed, api)
-	event.NewHandlers(event.NewService(d.Pool, d.Keys).CheckingConfig(poller.Check).AllowingPrivate(d.WebhooksPrivate),
-		event.NewReceiver(d.Pool, d.Keys, queue, d.Log.With("component", "events"))).Routes(e, signed, api, zoneH.Seen(), tenantH.Seen())
+	cluster.NewHandlers(svc.Clusters).Routes(signed, api, zoneH.Seen())
+	provision.NewHandlers(svc.Provisions).Routes(signed, api, zoneH.Seen())
+	policy.NewHandlers(svc.Policies).Routes(signed, api, zoneH.Seen())
+	approval.NewHandlers(svc.Approvals, svc.Deployments).Routes(signed, api)
+	instance.NewHandlers(svc.Instances).Routes(api)
+	instance.NewHandlers(svc.Instances).Pages(signed)
+	dashboard.NewHandlers(dashboard.NewService(d.Pool, svc.Environments, svc.Pools, svc.Approvals)).Routes(signed)
+	stack.NewHandlers(svc.Stacks, svc.Components, stackInstances(svc.Instances)).Routes(signed, api)
+	event.NewHandlers(svc.Events,
+		event.NewReceiver(d.Pool, d.Keys, jobs.NewInserter(d.Jobs), d.Log.With("component", "events"))).Routes(e, signed, api, zoneH.Seen(), tenantH.Seen())
 
 	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
 

@@ -16,7 +16,7 @@ var provisionCases = map[string]apptest.AuthzCase{
 		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrForbidden}, {Who: apptest.UserA, Want: problem.ErrForbidden}},
 		Served:  []apptest.Actor{apptest.ProviderAdmin},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			_, err := w.Tenants.WithNamespaces(w.Provisions(t)).CreateProvisioned(context.Background(), p, "Tenant C",
+			_, err := w.Tenants.WithNamespaces(w.Provisions).CreateProvisioned(context.Background(), p, "Tenant C",
 				&tenant.NamespaceRequest{LandingZoneID: w.FactoryZone(t), Tier: "medium"})
 			return err
 		},

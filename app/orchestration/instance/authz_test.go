@@ -26,7 +26,7 @@ var instanceCases = map[string]apptest.AuthzCase{
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
 			active := w.ActiveStack(t)
 			w.WebStackV2(t)
-			inst, err := w.Instances(t).Upgrade(context.Background(), p, active.ID, 0)
+			inst, err := w.Instances.Upgrade(context.Background(), p, active.ID, 0)
 			if err == nil && inst.Status != lifecycle.InstanceUpgrading {
 				t.Errorf("an instance upgrading is %s", inst.Status)
 			}
@@ -35,7 +35,7 @@ var instanceCases = map[string]apptest.AuthzCase{
 		Then: func(t *testing.T, w *apptest.World) {
 			later := w.DeployStack(t, "later")
 			w.Settle(t, later.ID, "active", "active")
-			_, err := w.Instances(t).Upgrade(context.Background(), w.AdminA, later.ID, 0)
+			_, err := w.Instances.Upgrade(context.Background(), w.AdminA, later.ID, 0)
 			apptest.WantField(t, err, "version") // deployed at the latest version already
 		},
 	},
@@ -45,7 +45,7 @@ var instanceCases = map[string]apptest.AuthzCase{
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
 			deploying := w.StackInstance(t)
 			w.WebStackV2(t)
-			plan, err := w.Instances(t).UpgradePlan(context.Background(), p, deploying.ID, 0)
+			plan, err := w.Instances.UpgradePlan(context.Background(), p, deploying.ID, 0)
 			if err == nil && (plan.To != 2 || len(plan.Slots) != 1 || plan.Slots[0].Change != instance.Updated) {
 				t.Errorf("upgrade plan %+v", plan)
 			}
@@ -56,7 +56,7 @@ var instanceCases = map[string]apptest.AuthzCase{
 		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: apptest.Invalid("environment_id")}, {Who: apptest.ReaderA, Want: problem.ErrForbidden}},
 		Served:  []apptest.Actor{apptest.UserA, apptest.AdminA},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			inst, err := w.Instances(t).Deploy(context.Background(), p, instance.Request{StackID: w.WebStackID(t), EnvironmentID: w.Dev(t).ID,
+			inst, err := w.Instances.Deploy(context.Background(), p, instance.Request{StackID: w.WebStackID(t), EnvironmentID: w.Dev(t).ID,
 				Name: instanceName(p)})
 			if err == nil && (inst.Status != lifecycle.InstanceDeploying || len(inst.Slots) != 1) {
 				t.Errorf("a new instance is %s with slots %v", inst.Status, inst.Slots)
@@ -64,7 +64,7 @@ var instanceCases = map[string]apptest.AuthzCase{
 			return err
 		},
 		Then: func(t *testing.T, w *apptest.World) {
-			_, err := w.Instances(t).Deploy(context.Background(), w.UserA, instance.Request{StackID: w.WebStackID(t), EnvironmentID: w.Dev(t).ID, Name: "user-a"})
+			_, err := w.Instances.Deploy(context.Background(), w.UserA, instance.Request{StackID: w.WebStackID(t), EnvironmentID: w.Dev(t).ID, Name: "user-a"})
 			apptest.WantField(t, err, "name") // the name is taken
 		},
 	},
@@ -75,13 +75,13 @@ var instanceCases = map[string]apptest.AuthzCase{
 			ctx, req := context.Background(), instance.Request{StackID: w.WebStackID(t), EnvironmentID: w.Dev(t).ID, Name: instanceName(p)}
 			var id uuid.UUID
 			err := w.InTx(func(tx pgx.Tx) (err error) {
-				id, err = w.Instances(t).DeployTx(ctx, tx, p, req)
+				id, err = w.Instances.DeployTx(ctx, tx, p, req)
 				return err
 			})
 			if err != nil {
 				return err
 			}
-			inst, err := w.Instances(t).Get(ctx, p, id)
+			inst, err := w.Instances.Get(ctx, p, id)
 			apptest.Must(t, err)
 			if inst.Status != lifecycle.InstanceDeploying || len(inst.Slots) != 1 {
 				t.Errorf("a new instance is %s with slots %v", inst.Status, inst.Slots)
@@ -93,11 +93,11 @@ var instanceCases = map[string]apptest.AuthzCase{
 		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}, {Who: apptest.ReaderA, Want: problem.ErrForbidden}, {Who: apptest.UserA, Want: problem.ErrForbidden}},
 		Served:  []apptest.Actor{apptest.AdminA},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			_, err := w.Instances(t).Destroy(context.Background(), p, w.ActiveStack(t).ID)
+			_, err := w.Instances.Destroy(context.Background(), p, w.ActiveStack(t).ID)
 			return err
 		},
 		Then: func(t *testing.T, w *apptest.World) {
-			inst, err := w.Instances(t).Get(context.Background(), w.AdminA, w.ActiveStack(t).ID)
+			inst, err := w.Instances.Get(context.Background(), w.AdminA, w.ActiveStack(t).ID)
 			apptest.Must(t, err)
 			if inst.Status != lifecycle.InstanceDestroying {
 				t.Fatalf("a destroyed instance is %s", inst.Status)
@@ -109,10 +109,10 @@ var instanceCases = map[string]apptest.AuthzCase{
 		Served:  []apptest.Actor{apptest.AdminA},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
 			id := w.ActiveStack(t).ID
-			return w.InTx(func(tx pgx.Tx) error { return w.Instances(t).DestroyTx(context.Background(), tx, p, id) })
+			return w.InTx(func(tx pgx.Tx) error { return w.Instances.DestroyTx(context.Background(), tx, p, id) })
 		},
 		Then: func(t *testing.T, w *apptest.World) {
-			inst, err := w.Instances(t).Get(context.Background(), w.AdminA, w.ActiveStack(t).ID)
+			inst, err := w.Instances.Get(context.Background(), w.AdminA, w.ActiveStack(t).ID)
 			apptest.Must(t, err)
 			if inst.Status != lifecycle.InstanceDestroying {
 				t.Fatalf("a destroyed instance is %s", inst.Status)
@@ -123,14 +123,14 @@ var instanceCases = map[string]apptest.AuthzCase{
 		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}, {Who: apptest.ReaderA, Want: problem.ErrForbidden}},
 		Served:  []apptest.Actor{apptest.UserA},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			inst, err := w.Instances(t).Retry(context.Background(), p, w.FailedStack(t).ID)
+			inst, err := w.Instances.Retry(context.Background(), p, w.FailedStack(t).ID)
 			if err == nil && inst.Status != lifecycle.InstanceDeploying {
 				t.Errorf("a retried instance is %s", inst.Status)
 			}
 			return err
 		},
 		Then: func(t *testing.T, w *apptest.World) {
-			_, err := w.Instances(t).Retry(context.Background(), w.UserA, w.StackInstance(t).ID)
+			_, err := w.Instances.Retry(context.Background(), w.UserA, w.StackInstance(t).ID)
 			apptest.WantField(t, err, "instance") // not failed
 		},
 	},
@@ -138,14 +138,14 @@ var instanceCases = map[string]apptest.AuthzCase{
 		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}, {Who: apptest.ReaderA, Want: problem.ErrForbidden}},
 		Served:  []apptest.Actor{apptest.UserA, apptest.AdminA},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			inst, err := w.Instances(t).Start(context.Background(), p, w.PlanStack(t, instanceName(p)).ID, false)
+			inst, err := w.Instances.Start(context.Background(), p, w.PlanStack(t, instanceName(p)).ID, false)
 			if err == nil && inst.Status != lifecycle.InstanceDeploying {
 				t.Errorf("a plan deployed is %s", inst.Status)
 			}
 			return err
 		},
 		Then: func(t *testing.T, w *apptest.World) {
-			_, err := w.Instances(t).Start(context.Background(), w.UserA, w.StackInstance(t).ID, false)
+			_, err := w.Instances.Start(context.Background(), w.UserA, w.StackInstance(t).ID, false)
 			apptest.WantField(t, err, "instance") // not pending
 		},
 	},
@@ -154,14 +154,14 @@ var instanceCases = map[string]apptest.AuthzCase{
 		Served:  []apptest.Actor{apptest.UserA, apptest.AdminA},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
 			// No worker took the plan's preview: it is withdrawn, and the plan ends at once.
-			inst, err := w.Instances(t).Discard(context.Background(), p, w.PlanStack(t, instanceName(p)).ID)
+			inst, err := w.Instances.Discard(context.Background(), p, w.PlanStack(t, instanceName(p)).ID)
 			if err == nil && (inst.Status != lifecycle.InstanceDestroyed || inst.Slots[0].Status != "destroyed" || inst.Slots[0].Preview != nil) {
 				t.Errorf("a plan discarded is %s with slots %+v", inst.Status, inst.Slots)
 			}
 			return err
 		},
 		Then: func(t *testing.T, w *apptest.World) {
-			_, err := w.Instances(t).Discard(context.Background(), w.UserA, w.ActiveStack(t).ID)
+			_, err := w.Instances.Discard(context.Background(), w.UserA, w.ActiveStack(t).ID)
 			apptest.WantField(t, err, "instance") // not pending
 		},
 	},
@@ -169,7 +169,7 @@ var instanceCases = map[string]apptest.AuthzCase{
 		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}, {Who: apptest.Stranger, Want: problem.ErrNotFound}},
 		Served:  []apptest.Actor{apptest.ReaderA, apptest.ProviderAdmin},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			_, err := w.Instances(t).Get(context.Background(), p, w.StackInstance(t).ID)
+			_, err := w.Instances.Get(context.Background(), p, w.StackInstance(t).ID)
 			return err
 		},
 	},
@@ -178,7 +178,7 @@ var instanceCases = map[string]apptest.AuthzCase{
 		Served:  []apptest.Actor{apptest.ReaderA, apptest.ProviderAdmin},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
 			want := w.StackInstance(t).ID
-			list, err := w.Instances(t).List(context.Background(), p, instance.Filter{})
+			list, err := w.Instances.List(context.Background(), p, instance.Filter{})
 			return apptest.Shown(list, err, func(i instance.Instance) bool { return i.ID == want })
 		},
 	},
@@ -186,7 +186,7 @@ var instanceCases = map[string]apptest.AuthzCase{
 		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}},
 		Served:  []apptest.Actor{apptest.ReaderA},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			runs, err := w.Instances(t).Runs(context.Background(), p, w.StackInstance(t).ID)
+			runs, err := w.Instances.Runs(context.Background(), p, w.StackInstance(t).ID)
 			return apptest.Shown(runs, err, func(r instance.Run) bool { return r.Kind == "deploy" })
 		},
 	},
@@ -194,7 +194,7 @@ var instanceCases = map[string]apptest.AuthzCase{
 		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}, {Who: apptest.ReaderA, Want: problem.ErrForbidden}},
 		Served:  []apptest.Actor{apptest.UserA, apptest.AdminA},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			run, err := w.Instances(t).Fire(context.Background(), p, w.ActiveStack(t).ID, "maintain")
+			run, err := w.Instances.Fire(context.Background(), p, w.ActiveStack(t).ID, "maintain")
 			if err == nil && (run.Kind != "transition" || run.Trigger != "maintain" || run.RequestedBy != p.Email) {
 				t.Errorf("fired %+v", run)
 			}
@@ -204,7 +204,7 @@ var instanceCases = map[string]apptest.AuthzCase{
 			// With no run under way, a trigger the state does not take is refused at once.
 			inst := w.DeployStack(t, "idle")
 			w.Settle(t, inst.ID, "active", "active")
-			_, err := w.Instances(t).Fire(context.Background(), w.UserA, inst.ID, "resume")
+			_, err := w.Instances.Fire(context.Background(), w.UserA, inst.ID, "resume")
 			apptest.WantField(t, err, "trigger")
 		},
 	},
@@ -212,16 +212,16 @@ var instanceCases = map[string]apptest.AuthzCase{
 		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}, {Who: apptest.ReaderA, Want: problem.ErrForbidden}},
 		Served:  []apptest.Actor{apptest.UserA, apptest.AdminA},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			run, err := w.Instances(t).RunOperation(context.Background(), p, w.ActiveStack(t).ID, "resize", map[string]any{"cores": 3.0})
+			run, err := w.Instances.RunOperation(context.Background(), p, w.ActiveStack(t).ID, "resize", map[string]any{"cores": 3.0})
 			if err == nil && (run.Kind != "day2" || run.Operation != "resize") {
 				t.Errorf("ran %+v", run)
 			}
 			return err
 		},
 		Then: func(t *testing.T, w *apptest.World) {
-			_, err := w.Instances(t).RunOperation(context.Background(), w.UserA, w.ActiveStack(t).ID, "resize", map[string]any{"cores": "many"})
+			_, err := w.Instances.RunOperation(context.Background(), w.UserA, w.ActiveStack(t).ID, "resize", map[string]any{"cores": "many"})
 			apptest.WantField(t, err, "inputs.cores")
-			_, err = w.Instances(t).RunOperation(context.Background(), w.UserA, w.ActiveStack(t).ID, "shrink", nil)
+			_, err = w.Instances.RunOperation(context.Background(), w.UserA, w.ActiveStack(t).ID, "shrink", nil)
 			apptest.WantField(t, err, "operation")
 		},
 	},
@@ -229,7 +229,7 @@ var instanceCases = map[string]apptest.AuthzCase{
 		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}},
 		Served:  []apptest.Actor{apptest.ReaderA, apptest.UserA},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			offers, err := w.Instances(t).Operations(context.Background(), p, w.ActiveStack(t).ID)
+			offers, err := w.Instances.Operations(context.Background(), p, w.ActiveStack(t).ID)
 			may := p.Can(access.StackInstanceDay2, w.A.ID)
 			for _, o := range offers {
 				if o.Offered != may {
@@ -243,7 +243,7 @@ var instanceCases = map[string]apptest.AuthzCase{
 		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}},
 		Served:  []apptest.Actor{apptest.ReaderA},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			h, err := w.Instances(t).History(context.Background(), p, w.ActiveStack(t).ID)
+			h, err := w.Instances.History(context.Background(), p, w.ActiveStack(t).ID)
 			return apptest.Shown(h, err, func(c instance.Change) bool { return c.To == "active" && c.Trigger == "deployed" })
 		},
 	},

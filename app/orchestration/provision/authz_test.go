@@ -22,7 +22,7 @@ var provisionCases = map[string]apptest.AuthzCase{
 			if _, err := component.EnsureBuiltins(context.Background(), w.Components); err != nil {
 				t.Fatal(err)
 			}
-			_, err := w.Provisions(t).CreateFactory(context.Background(), p)
+			_, err := w.Provisions.CreateFactory(context.Background(), p)
 			return err
 		},
 	},
@@ -30,14 +30,14 @@ var provisionCases = map[string]apptest.AuthzCase{
 		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrNotFound}, {Who: apptest.UserA, Want: problem.ErrNotFound}},
 		Served:  []apptest.Actor{apptest.ProviderAdmin},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			return w.Provisions(t).SetFactory(context.Background(), p, w.FactoryZone(t), nil)
+			return w.Provisions.SetFactory(context.Background(), p, w.FactoryZone(t), nil)
 		},
 	},
 	"provision.Service.Setting": {
 		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrNotFound}, {Who: apptest.UserA, Want: problem.ErrNotFound}},
 		Served:  []apptest.Actor{apptest.ProviderAdmin},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			s, err := w.Provisions(t).Setting(context.Background(), p, w.FactoryZone(t))
+			s, err := w.Provisions.Setting(context.Background(), p, w.FactoryZone(t))
 			if err == nil && s.Factory == nil {
 				t.Error("the zone's factory is missing")
 			}
@@ -49,7 +49,7 @@ var provisionCases = map[string]apptest.AuthzCase{
 		Served:  []apptest.Actor{apptest.ProviderAdmin},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
 			w.FactoryZone(t)
-			zones, err := w.Provisions(t).Zones(context.Background(), p)
+			zones, err := w.Provisions.Zones(context.Background(), p)
 			if err == nil && (len(zones) != 1 || len(zones[0].Tiers) != 3) {
 				t.Errorf("zones with a factory: %+v", zones)
 			}
@@ -60,7 +60,7 @@ var provisionCases = map[string]apptest.AuthzCase{
 		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrForbidden}, {Who: apptest.UserA, Want: problem.ErrForbidden}},
 		Served:  []apptest.Actor{apptest.ProviderAdmin},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			_, err := w.Provisions(t).Provision(context.Background(), p, w.A.ID, tenant.NamespaceRequest{LandingZoneID: w.FactoryZone(t)})
+			_, err := w.Provisions.Provision(context.Background(), p, w.A.ID, tenant.NamespaceRequest{LandingZoneID: w.FactoryZone(t)})
 			return err
 		},
 	},
@@ -71,13 +71,13 @@ var provisionCases = map[string]apptest.AuthzCase{
 			ctx, zone := context.Background(), w.FactoryZone(t)
 			var id uuid.UUID
 			err := w.InTx(func(tx pgx.Tx) (err error) {
-				id, err = w.Provisions(t).ProvisionTx(ctx, tx, p, w.A.ID, tenant.NamespaceRequest{LandingZoneID: zone})
+				id, err = w.Provisions.ProvisionTx(ctx, tx, p, w.A.ID, tenant.NamespaceRequest{LandingZoneID: zone})
 				return err
 			})
 			if err != nil {
 				return err
 			}
-			n, err := w.Provisions(t).Get(ctx, p, id)
+			n, err := w.Provisions.Get(ctx, p, id)
 			apptest.Must(t, err)
 			if n.Namespace != "tenant-a" {
 				t.Errorf("tenant A's namespace: %+v", n)
@@ -89,7 +89,7 @@ var provisionCases = map[string]apptest.AuthzCase{
 		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrNotFound}, {Who: apptest.UserA, Want: problem.ErrNotFound}},
 		Served:  []apptest.Actor{apptest.ProviderAdmin},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			n, err := w.Provisions(t).Get(context.Background(), p, w.TenantNamespace(t))
+			n, err := w.Provisions.Get(context.Background(), p, w.TenantNamespace(t))
 			if err == nil && n.Namespace != "tenant-a" {
 				t.Errorf("tenant A's namespace: %+v", n)
 			}
@@ -101,7 +101,7 @@ var provisionCases = map[string]apptest.AuthzCase{
 		Served:  []apptest.Actor{apptest.ProviderAdmin},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
 			w.TenantNamespace(t)
-			all, err := w.Provisions(t).List(context.Background(), p, w.A.ID)
+			all, err := w.Provisions.List(context.Background(), p, w.A.ID)
 			if err == nil && len(all) != 1 {
 				t.Errorf("tenant A's namespaces: %+v", all)
 			}
@@ -112,7 +112,7 @@ var provisionCases = map[string]apptest.AuthzCase{
 		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrNotFound}, {Who: apptest.UserA, Want: problem.ErrNotFound}},
 		Served:  []apptest.Actor{apptest.ProviderAdmin},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			_, err := w.Provisions(t).Decommission(context.Background(), p, w.TenantNamespace(t))
+			_, err := w.Provisions.Decommission(context.Background(), p, w.TenantNamespace(t))
 			return err
 		},
 	},
@@ -121,7 +121,7 @@ var provisionCases = map[string]apptest.AuthzCase{
 		Served:  []apptest.Actor{apptest.ProviderAdmin},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
 			w.TenantNamespace(t)
-			started, err := w.Provisions(t).DecommissionTenant(context.Background(), p, w.A.ID)
+			started, err := w.Provisions.DecommissionTenant(context.Background(), p, w.A.ID)
 			if err == nil && len(started) != 1 {
 				t.Errorf("decommissioning started on %+v", started)
 			}
