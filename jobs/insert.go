@@ -76,3 +76,17 @@ func announce(ctx context.Context, tx pgx.Tx, inserted []*rivertype.JobInsertRes
 type Queue interface {
 	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
 }
+
+// Running queues with the client running the job in whose context it is asked to: the queue
+// of services that only workers use, built once with the workers, before River builds the
+// client from them.
+type Running struct{}
+
+// InsertTx queues a job in tx with the client of the job ctx belongs to.
+func (Running) InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
+	i, err := FromContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return i.InsertTx(ctx, tx, args, opts)
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
 
 	"nimbus/db/dbtest"
 	"nimbus/jobs"
@@ -84,4 +85,33 @@ type probeWorker struct {
 func (w *probeWorker) Work(_ context.Context, job *river.Job[probeArgs]) error {
 	w.started <- startedJob{n: job.Args.N, at: time.Now()}
 	return nil
+}
+
+// Running queues with the client of the job it is asked from, and refuses outside a job.
+func TestRunning_QueuesWithTheJobsClient(t *testing.T) {
+	ctx := context.Background()
+	pool := dbtest.Pool(t)
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insert := func(ctx context.Context) error {
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			_, err := jobs.Running{}.InsertTx(ctx, tx, probeArgs{N: 7}, nil)
+			return err
+		})
+	}
+	if err := insert(ctx); err == nil {
+		t.Fatal("queued outside a job")
+	}
+	if err := insert(rivertest.WorkContext(ctx, client)); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = $1`, probeArgs{}.Kind()).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("%d jobs queued, want 1", n)
+	}
 }

@@ -96,15 +96,14 @@ func deploys(pool *pgxpool.Pool, keys *secrets.Keyring, queue jobs.Queue, runner
 }
 
 // expiredInstances destroys the stack instances of expired environments through the
-// instances' own service, built as the server builds it but queuing with the client of the
-// job that asks: the workers are registered before the client that the server's queue is.
-func expiredInstances(pool *pgxpool.Pool, eng Engine) func(jobs.Queue) environment.DestroyInstance {
-	return func(queue jobs.Queue) environment.DestroyInstance {
-		instances := instance.NewService(pool, deploys(pool, eng.Keys, queue, eng.Runner, eng.Objects, eng.OperationsPerTenant), eng.Keys, queue)
-		return func(ctx context.Context, actor access.Principal, id uuid.UUID) error {
-			_, err := instances.Destroy(ctx, actor, id)
-			return err
-		}
+// instances' own service, built as Build builds it but queuing with the client of the job that
+// asks: the workers are registered before the client exists.
+func expiredInstances(pool *pgxpool.Pool, eng Engine) environment.DestroyInstance {
+	queue := jobs.Running{}
+	instances := instance.NewService(pool, deploys(pool, eng.Keys, queue, eng.Runner, eng.Objects, eng.OperationsPerTenant), eng.Keys, queue)
+	return func(ctx context.Context, actor access.Principal, id uuid.UUID) error {
+		_, err := instances.Destroy(ctx, actor, id)
+		return err
 	}
 }
 

@@ -59,13 +59,13 @@ var expiry = access.Principal{Email: audit.System.Email, ProviderAdmin: true}
 type Expirer struct {
 	river.WorkerDefaults[ExpiryArgs]
 	pool      *pgxpool.Pool
-	instances func(queue jobs.Queue) DestroyInstance
+	instances DestroyInstance
 	log       *slog.Logger
 }
 
-// NewExpirer returns the worker; instances gives the destroy of stack instances, queuing
-// with the job's client.
-func NewExpirer(pool *pgxpool.Pool, instances func(queue jobs.Queue) DestroyInstance, log *slog.Logger) *Expirer {
+// NewExpirer returns the worker; instances destroys stack instances, queuing with the job's
+// client (jobs.Running).
+func NewExpirer(pool *pgxpool.Pool, instances DestroyInstance, log *slog.Logger) *Expirer {
 	return &Expirer{pool: pool, instances: instances, log: log}
 }
 
@@ -136,12 +136,11 @@ func (e *Expirer) expire(ctx context.Context, queue jobs.Queue, row dbgen.Expiri
 		return err
 	}
 	if len(live) > 0 {
-		destroy := e.instances(queue)
 		for _, i := range live {
 			if i.Asked || lifecycle.InstanceStatus(i.Status) == lifecycle.InstanceDestroying {
 				continue
 			}
-			if err := destroy(ctx, expiry, i.ID); err != nil {
+			if err := e.instances(ctx, expiry, i.ID); err != nil {
 				return fmt.Errorf("destroy stack instance %s of the expired environment: %w", i.Name, err)
 			}
 		}
