@@ -67,26 +67,32 @@ const environmentAllocations = `-- name: EnvironmentAllocations :many
 SELECT a.prefix, a.kind, a.input, d.name AS deployment_name, d.id AS deployment_id, p.name AS pool_name,
     coalesce((SELECT string_agg(b.key, ', ' ORDER BY b.key) FROM component_versions v, jsonb_each_text(v.resolver_bindings) b
         WHERE v.component_id = d.component_id AND v.version = d.version AND split_part(b.value, '.', 1) = 'ipam'
-          AND (b.value = 'ipam.subnet') = (a.input = 'ipam.subnet')), '')::text AS inputs
+          AND (b.value = 'ipam.subnet') = (a.input = 'ipam.subnet')), '')::text AS inputs,
+    coalesce(parent.prefix::text, '')::text AS within,
+    coalesce(pd.name, '')::text AS within_deployment
 FROM ipam_allocations a
 JOIN deployed_components d ON d.id = a.deployment_id
 JOIN ipam_pools p ON p.id = a.pool_id
+LEFT JOIN ipam_allocations parent ON parent.id = a.parent_id
+LEFT JOIN deployed_components pd ON pd.id = parent.deployment_id
 WHERE d.environment_id = $1
-ORDER BY a.prefix
+ORDER BY coalesce(parent.prefix, a.prefix), a.parent_id IS NOT NULL, a.prefix
 `
 
 type EnvironmentAllocationsRow struct {
-	Prefix         netip.Prefix `json:"prefix"`
-	Kind           string       `json:"kind"`
-	Input          string       `json:"input"`
-	DeploymentName string       `json:"deployment_name"`
-	DeploymentID   uuid.UUID    `json:"deployment_id"`
-	PoolName       string       `json:"pool_name"`
-	Inputs         string       `json:"inputs"`
+	Prefix           netip.Prefix `json:"prefix"`
+	Kind             string       `json:"kind"`
+	Input            string       `json:"input"`
+	DeploymentName   string       `json:"deployment_name"`
+	DeploymentID     uuid.UUID    `json:"deployment_id"`
+	PoolName         string       `json:"pool_name"`
+	Inputs           string       `json:"inputs"`
+	Within           string       `json:"within"`
+	WithinDeployment string       `json:"within_deployment"`
 }
 
 // The addresses and subnets the environment's deployments hold, from any pool, with the inputs
-// each fills.
+// each fills; an address handed out inside a subnet follows the subnet, naming it.
 func (q *Queries) EnvironmentAllocations(ctx context.Context, environmentID uuid.UUID) ([]EnvironmentAllocationsRow, error) {
 	rows, err := q.db.Query(ctx, environmentAllocations, environmentID)
 	if err != nil {
@@ -104,6 +110,8 @@ func (q *Queries) EnvironmentAllocations(ctx context.Context, environmentID uuid
 			&i.DeploymentID,
 			&i.PoolName,
 			&i.Inputs,
+			&i.Within,
+			&i.WithinDeployment,
 		); err != nil {
 			return nil, err
 		}

@@ -313,6 +313,7 @@ type IpamAllocation struct {
 	OperationID  uuid.NullUUID `json:"operation_id"`
 	Input        string        `json:"input"`
 	CreatedAt    time.Time     `json:"created_at"`
+	ParentID     uuid.NullUUID `json:"parent_id"`
 }
 
 type IpamPool struct {

@@ -38,10 +38,35 @@ func (q *Queries) AllocatedPrefixes(ctx context.Context, poolID uuid.UUID) ([]ne
 	return items, nil
 }
 
+const childPrefixes = `-- name: ChildPrefixes :many
+SELECT prefix FROM ipam_allocations WHERE parent_id = $1 ORDER BY prefix
+`
+
+// The addresses handed out inside a subnet.
+func (q *Queries) ChildPrefixes(ctx context.Context, parentID uuid.NullUUID) ([]netip.Prefix, error) {
+	rows, err := q.db.Query(ctx, childPrefixes, parentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []netip.Prefix{}
+	for rows.Next() {
+		var prefix netip.Prefix
+		if err := rows.Scan(&prefix); err != nil {
+			return nil, err
+		}
+		items = append(items, prefix)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const createAllocation = `-- name: CreateAllocation :one
-INSERT INTO ipam_allocations (pool_id, prefix, kind, deployment_id, operation_id, input)
-VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING id, pool_id, prefix, kind, deployment_id, operation_id, input, created_at
+INSERT INTO ipam_allocations (pool_id, prefix, kind, deployment_id, operation_id, input, parent_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+RETURNING id, pool_id, prefix, kind, deployment_id, operation_id, input, created_at, parent_id
 `
 
 type CreateAllocationParams struct {
@@ -51,6 +76,7 @@ type CreateAllocationParams struct {
 	DeploymentID uuid.NullUUID `json:"deployment_id"`
 	OperationID  uuid.NullUUID `json:"operation_id"`
 	Input        string        `json:"input"`
+	ParentID     uuid.NullUUID `json:"parent_id"`
 }
 
 func (q *Queries) CreateAllocation(ctx context.Context, arg CreateAllocationParams) (IpamAllocation, error) {
@@ -61,6 +87,7 @@ func (q *Queries) CreateAllocation(ctx context.Context, arg CreateAllocationPara
 		arg.DeploymentID,
 		arg.OperationID,
 		arg.Input,
+		arg.ParentID,
 	)
 	var i IpamAllocation
 	err := row.Scan(
@@ -72,6 +99,7 @@ func (q *Queries) CreateAllocation(ctx context.Context, arg CreateAllocationPara
 		&i.OperationID,
 		&i.Input,
 		&i.CreatedAt,
+		&i.ParentID,
 	)
 	return i, err
 }
@@ -187,7 +215,11 @@ func (q *Queries) DeleteImage(ctx context.Context, id uuid.UUID) (int64, error) 
 }
 
 const deploymentAllocation = `-- name: DeploymentAllocation :one
-SELECT id, pool_id, prefix, kind, deployment_id, operation_id, input, created_at FROM ipam_allocations WHERE deployment_id = $1 AND input = $2
+SELECT a.id, a.pool_id, a.prefix, a.kind, a.deployment_id, a.operation_id, a.input, a.created_at, a.parent_id, coalesce(parent.prefix, pool.prefix)::cidr AS within
+FROM ipam_allocations a
+JOIN ipam_pools pool ON pool.id = a.pool_id
+LEFT JOIN ipam_allocations parent ON parent.id = a.parent_id
+WHERE a.deployment_id = $1 AND a.input = $2
 `
 
 type DeploymentAllocationParams struct {
@@ -195,9 +227,24 @@ type DeploymentAllocationParams struct {
 	Input        string        `json:"input"`
 }
 
-func (q *Queries) DeploymentAllocation(ctx context.Context, arg DeploymentAllocationParams) (IpamAllocation, error) {
+type DeploymentAllocationRow struct {
+	ID           uuid.UUID     `json:"id"`
+	PoolID       uuid.UUID     `json:"pool_id"`
+	Prefix       netip.Prefix  `json:"prefix"`
+	Kind         string        `json:"kind"`
+	DeploymentID uuid.NullUUID `json:"deployment_id"`
+	OperationID  uuid.NullUUID `json:"operation_id"`
+	Input        string        `json:"input"`
+	CreatedAt    time.Time     `json:"created_at"`
+	ParentID     uuid.NullUUID `json:"parent_id"`
+	Within       netip.Prefix  `json:"within"`
+}
+
+// What a deployment holds for an input, with the prefix its address is part of: the subnet it
+// was handed out in, else its pool's.
+func (q *Queries) DeploymentAllocation(ctx context.Context, arg DeploymentAllocationParams) (DeploymentAllocationRow, error) {
 	row := q.db.QueryRow(ctx, deploymentAllocation, arg.DeploymentID, arg.Input)
-	var i IpamAllocation
+	var i DeploymentAllocationRow
 	err := row.Scan(
 		&i.ID,
 		&i.PoolID,
@@ -207,6 +254,8 @@ func (q *Queries) DeploymentAllocation(ctx context.Context, arg DeploymentAlloca
 		&i.OperationID,
 		&i.Input,
 		&i.CreatedAt,
+		&i.ParentID,
+		&i.Within,
 	)
 	return i, err
 }
@@ -305,6 +354,27 @@ func (q *Queries) FindImage(ctx context.Context, arg FindImageParams) (ImageCata
 		&i.ImageName,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const getAllocation = `-- name: GetAllocation :one
+SELECT id, pool_id, prefix, kind, deployment_id, operation_id, input, created_at, parent_id FROM ipam_allocations WHERE id = $1
+`
+
+func (q *Queries) GetAllocation(ctx context.Context, id uuid.UUID) (IpamAllocation, error) {
+	row := q.db.QueryRow(ctx, getAllocation, id)
+	var i IpamAllocation
+	err := row.Scan(
+		&i.ID,
+		&i.PoolID,
+		&i.Prefix,
+		&i.Kind,
+		&i.DeploymentID,
+		&i.OperationID,
+		&i.Input,
+		&i.CreatedAt,
+		&i.ParentID,
 	)
 	return i, err
 }
@@ -678,7 +748,7 @@ func (q *Queries) OwnResolverConfigs(ctx context.Context, arg OwnResolverConfigs
 }
 
 const poolAllocations = `-- name: PoolAllocations :many
-SELECT a.id, a.pool_id, a.prefix, a.kind, a.deployment_id, a.operation_id, a.input, a.created_at, coalesce(d.name, '') AS deployment_name,
+SELECT a.id, a.pool_id, a.prefix, a.kind, a.deployment_id, a.operation_id, a.input, a.created_at, a.parent_id, coalesce(d.name, '') AS deployment_name,
     coalesce((SELECT string_agg(b.key, ', ' ORDER BY b.key) FROM component_versions v, jsonb_each_text(v.resolver_bindings) b
         WHERE v.component_id = d.component_id AND v.version = d.version AND split_part(b.value, '.', 1) = 'ipam'
           AND (b.value = 'ipam.subnet') = (a.input = 'ipam.subnet')), '')::text AS inputs
@@ -696,6 +766,7 @@ type PoolAllocationsRow struct {
 	OperationID    uuid.NullUUID `json:"operation_id"`
 	Input          string        `json:"input"`
 	CreatedAt      time.Time     `json:"created_at"`
+	ParentID       uuid.NullUUID `json:"parent_id"`
 	DeploymentName string        `json:"deployment_name"`
 	Inputs         string        `json:"inputs"`
 }
@@ -720,12 +791,57 @@ func (q *Queries) PoolAllocations(ctx context.Context, poolID uuid.UUID) ([]Pool
 			&i.OperationID,
 			&i.Input,
 			&i.CreatedAt,
+			&i.ParentID,
 			&i.DeploymentName,
 			&i.Inputs,
 		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const referredDeployments = `-- name: ReferredDeployments :many
+SELECT d.id FROM deployed_components d
+JOIN components c ON c.id = d.component_id
+JOIN semantic_resource_types t ON t.id = c.semantic_type_id
+WHERE d.environment_id = $1 AND t.name = $2::text
+  AND d.outputs ->> $3::text = $4::text AND d.status <> 'destroyed'
+ORDER BY d.created_at
+LIMIT 2
+`
+
+type ReferredDeploymentsParams struct {
+	EnvironmentID uuid.UUID `json:"environment_id"`
+	SemanticType  string    `json:"semantic_type"`
+	Output        string    `json:"output"`
+	Value         string    `json:"value"`
+}
+
+// The live deployments of an environment that an input naming one by an output's value may
+// mean: of the semantic type it refers to, with that value under that output.
+func (q *Queries) ReferredDeployments(ctx context.Context, arg ReferredDeploymentsParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, referredDeployments,
+		arg.EnvironmentID,
+		arg.SemanticType,
+		arg.Output,
+		arg.Value,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

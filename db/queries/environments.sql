@@ -69,13 +69,17 @@ ORDER BY lower(t.name), lower(e.name);
 
 -- name: EnvironmentAllocations :many
 -- The addresses and subnets the environment's deployments hold, from any pool, with the inputs
--- each fills.
+-- each fills; an address handed out inside a subnet follows the subnet, naming it.
 SELECT a.prefix, a.kind, a.input, d.name AS deployment_name, d.id AS deployment_id, p.name AS pool_name,
     coalesce((SELECT string_agg(b.key, ', ' ORDER BY b.key) FROM component_versions v, jsonb_each_text(v.resolver_bindings) b
         WHERE v.component_id = d.component_id AND v.version = d.version AND split_part(b.value, '.', 1) = 'ipam'
-          AND (b.value = 'ipam.subnet') = (a.input = 'ipam.subnet')), '')::text AS inputs
+          AND (b.value = 'ipam.subnet') = (a.input = 'ipam.subnet')), '')::text AS inputs,
+    coalesce(parent.prefix::text, '')::text AS within,
+    coalesce(pd.name, '')::text AS within_deployment
 FROM ipam_allocations a
 JOIN deployed_components d ON d.id = a.deployment_id
 JOIN ipam_pools p ON p.id = a.pool_id
+LEFT JOIN ipam_allocations parent ON parent.id = a.parent_id
+LEFT JOIN deployed_components pd ON pd.id = parent.deployment_id
 WHERE d.environment_id = $1
-ORDER BY a.prefix;
+ORDER BY coalesce(parent.prefix, a.prefix), a.parent_id IS NOT NULL, a.prefix;

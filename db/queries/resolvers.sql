@@ -46,13 +46,37 @@ ORDER BY a.prefix;
 -- name: AllocatedPrefixes :many
 SELECT prefix FROM ipam_allocations WHERE pool_id = $1 ORDER BY prefix;
 
+-- name: GetAllocation :one
+SELECT * FROM ipam_allocations WHERE id = $1;
+
+-- name: ChildPrefixes :many
+-- The addresses handed out inside a subnet.
+SELECT prefix FROM ipam_allocations WHERE parent_id = $1 ORDER BY prefix;
+
 -- name: CreateAllocation :one
-INSERT INTO ipam_allocations (pool_id, prefix, kind, deployment_id, operation_id, input)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO ipam_allocations (pool_id, prefix, kind, deployment_id, operation_id, input, parent_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 RETURNING *;
 
 -- name: DeploymentAllocation :one
-SELECT * FROM ipam_allocations WHERE deployment_id = $1 AND input = $2;
+-- What a deployment holds for an input, with the prefix its address is part of: the subnet it
+-- was handed out in, else its pool's.
+SELECT a.*, coalesce(parent.prefix, pool.prefix)::cidr AS within
+FROM ipam_allocations a
+JOIN ipam_pools pool ON pool.id = a.pool_id
+LEFT JOIN ipam_allocations parent ON parent.id = a.parent_id
+WHERE a.deployment_id = $1 AND a.input = $2;
+
+-- name: ReferredDeployments :many
+-- The live deployments of an environment that an input naming one by an output's value may
+-- mean: of the semantic type it refers to, with that value under that output.
+SELECT d.id FROM deployed_components d
+JOIN components c ON c.id = d.component_id
+JOIN semantic_resource_types t ON t.id = c.semantic_type_id
+WHERE d.environment_id = sqlc.arg(environment_id) AND t.name = sqlc.arg(semantic_type)::text
+  AND d.outputs ->> sqlc.arg(output)::text = sqlc.arg(value)::text AND d.status <> 'destroyed'
+ORDER BY d.created_at
+LIMIT 2;
 
 -- name: ReleaseOperationAllocations :execrows
 -- What one operation allocated, given back when it is undone.

@@ -3,11 +3,8 @@ package component
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -48,6 +45,16 @@ type Property struct {
 	// ending in / reserves every key under that prefix.
 	ReservedKeys []string `json:"x-reserved-keys,omitempty"`
 	Secret       bool     `json:"x-secret,omitempty"`
+	// RefersTo, on a string input, says that it names another deployment of the environment
+	// by the value of one of its outputs: a machine's network_id names a network.
+	RefersTo *Reference `json:"x-refers-to,omitempty"`
+}
+
+// Reference is what an input names: a deployment of a semantic type, by an output's value. A
+// machine whose input names a network that holds a subnet gets its address from that subnet.
+type Reference struct {
+	SemanticType string `json:"semantic_type"`
+	Output       string `json:"output"`
 }
 
 // Bounds of a map of strings, so that one input cannot carry a document.
@@ -159,6 +166,11 @@ func checkProperty(field, path, name string, p *Property, nested bool, v *proble
 	default:
 		v.Add(field, "json_schema", "%s: the type must be string, integer, number, boolean, array or object, not %q", path, p.Type)
 		return
+	}
+	if r := p.RefersTo; r != nil && (p.Type != "string" || nested) {
+		v.Add(field, "json_schema", "%s: x-refers-to applies only to an input of type string", path)
+	} else if r != nil && (strings.TrimSpace(r.SemanticType) == "" || !propertyName.MatchString(r.Output)) {
+		v.Add(field, "json_schema", `%s: x-refers-to must be {"semantic_type": "VirtualNetwork", "output": "network_id"}: the type of deployment it names and the output whose value it holds`, path)
 	}
 	if len(p.ReservedKeys) > 0 && !p.IsMap() {
 		v.Add(field, "json_schema", "%s: x-reserved-keys applies only to a map of strings", path)
@@ -313,93 +325,6 @@ func show(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
-}
-
-func schemaDecodeMessage(err error) string {
-	msg := err.Error()
-	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return "unknown keyword " + rest + "; Nimbus understands type, title, description, default, enum, minimum, maximum, minLength, maxLength, pattern, items, properties, additionalProperties, required, x-order, x-secret and x-reserved-keys"
-	}
-	var typ *json.UnmarshalTypeError
-	if errors.As(err, &typ) {
-		// The path skips the names of properties (map keys): the keyword and the place say it.
-		where := "the schema"
-		if typ.Field != "" {
-			where = fmt.Sprintf("%q", typ.Field[strings.LastIndexByte(typ.Field, '.')+1:])
-		}
-		return fmt.Sprintf("%s must be %s, not %s", where, jsonKind(typ.Type), jsonValueWords[typ.Value])
-	}
-	var syn *json.SyntaxError
-	if errors.As(err, &syn) || errors.Is(err, io.ErrUnexpectedEOF) {
-		for _, w := range jsonSyntaxWords {
-			if strings.Contains(msg, w.says) {
-				return "not valid JSON: " + w.means
-			}
-		}
-	}
-	return "not valid JSON here"
-}
-
-// jsonSyntaxWords say the JSON decoder's complaints in words.
-var jsonSyntaxWords = []struct{ says, means string }{
-	{"unexpected end of JSON input", "it ends before every { and [ is closed"},
-	{"unexpected EOF", "it ends before every { and [ is closed"},
-	{"looking for beginning of object key string", "a quoted name was expected here (is there a comma too many?)"},
-	{"after object key:value pair", "a comma or } was expected here"},
-	{"after array element", "a comma or ] was expected here"},
-	{"after object key", "a colon was expected after the name"},
-	{"looking for beginning of value", "a value was expected here (text needs double quotes)"},
-	{"in string literal", "a text value holds a character that must be escaped"},
-	{"after top-level value", "there is more after the schema's closing }"},
-}
-
-var jsonValueWords = map[string]string{
-	"string": "text", "number": "a number", "bool": "true or false", "array": "a list", "object": "an object",
-}
-
-// jsonKind names what a Go type holds, as an author of JSON would.
-func jsonKind(t reflect.Type) string {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == nil {
-		return "something else"
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "text"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int64, reflect.Float64:
-		return "a number"
-	case reflect.Slice:
-		return "a list"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	}
-	return "something else"
-}
-
-// jsonPosition turns a decoding error's byte offset into a line and column.
-func jsonPosition(raw []byte, err error) (int, int) {
-	var offset int64 = -1
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		offset = syn.Offset
-	case errors.As(err, &typ):
-		offset = typ.Offset
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		offset = int64(len(bytes.TrimRight(raw, " \t\r\n")))
-	}
-	if offset < 0 || offset > int64(len(raw)) {
-		return 0, 0
-	}
-	before := raw[:offset]
-	line := bytes.Count(before, []byte("\n")) + 1
-	col := int(offset) - bytes.LastIndexByte(before, '\n')
-	return line, col
 }
 
 // Apply checks parameters against the schema and returns them completed with defaults: every

@@ -97,3 +97,24 @@ func TestSchemaApply_AMapRefusesTheKeysItsProgramSets(t *testing.T) {
 		t.Fatalf("not refused: %v", want)
 	}
 }
+
+func TestParseSchema_ARefersTo(t *testing.T) {
+	good := `{"type": "object", "properties": {"network_id": {"type": "string", "x-refers-to": {"semantic_type": "VirtualNetwork", "output": "network_id"}}}}`
+	v := &problem.ValidationError{}
+	s := ParseSchema("input_schema", []byte(good), v)
+	if v.Err() != nil || *s.Properties["network_id"].RefersTo != (Reference{SemanticType: "VirtualNetwork", Output: "network_id"}) {
+		t.Fatalf("a reference: %v", v.Err())
+	}
+	for _, c := range []struct{ name, prop, want string }{
+		{"on a number", `{"type": "integer", "x-refers-to": {"semantic_type": "VirtualNetwork", "output": "network_id"}}`, "only to an input of type string"},
+		{"without a type", `{"type": "string", "x-refers-to": {"output": "network_id"}}`, "x-refers-to must be"},
+		{"an output that is no name", `{"type": "string", "x-refers-to": {"semantic_type": "VirtualNetwork", "output": "a b"}}`, "x-refers-to must be"},
+		{"an unknown key", `{"type": "string", "x-refers-to": {"semantic_type": "VirtualNetwork", "output": "id", "slot": "x"}}`, "unknown keyword"},
+	} {
+		v := &problem.ValidationError{}
+		ParseSchema("input_schema", []byte(`{"type": "object", "properties": {"net": `+c.prop+`}}`), v)
+		if v.Err() == nil || !strings.Contains(v.Err().Error(), c.want) {
+			t.Errorf("%s: %v, want a problem saying %q", c.name, v.Err(), c.want)
+		}
+	}
+}

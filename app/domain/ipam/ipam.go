@@ -58,7 +58,10 @@ type Allocation struct {
 	Deployment   string       `json:"deployment"`
 	Input        string       `json:"input"`  // the resolver's key it is held under: ipam or ipam.subnet
 	Inputs       string       `json:"inputs"` // the deployment's inputs it fills, by name
-	CreatedAt    time.Time    `json:"created_at"`
+	// ParentID is the subnet allocation an address was handed out in: the network its machine
+	// joins. None for an address or subnet of the pool itself.
+	ParentID  *uuid.UUID `json:"parent_id,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
 }
 
 // NewPool is a pool to create, in an environment or a landing zone.
@@ -218,9 +221,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	taken := append([]netip.Prefix{}, r.Reserved...)
 	for i, a := range rows {
 		p.Allocations[i] = Allocation{ID: a.ID, Prefix: a.Prefix, Kind: a.Kind, Deployment: a.DeploymentName, Input: a.Input, Inputs: a.Inputs, CreatedAt: a.CreatedAt}
-		if a.DeploymentID.Valid {
-			p.Allocations[i].DeploymentID = &a.DeploymentID.UUID
-		}
+		p.Allocations[i].DeploymentID, p.Allocations[i].ParentID = idOf(a.DeploymentID), idOf(a.ParentID)
 		taken = append(taken, a.Prefix)
 	}
 	p.Used, p.Utilisation = len(rows), utilisation(r.Prefix, taken)
@@ -315,10 +316,12 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([
 }
 
 // Request asks a pool for an address (Bits 0) or a subnet of Bits, on behalf of a deployment's
-// input, by an operation that gives it back if it is undone.
+// input, by an operation that gives it back if it is undone. An address may be asked for
+// Within a subnet handed out before (its allocation): the subnet of the network a machine joins.
 type Request struct {
 	PoolID       uuid.UUID
 	Bits         int
+	Within       uuid.UUID
 	DeploymentID uuid.UUID
 	OperationID  uuid.UUID
 	Input        string
@@ -327,8 +330,17 @@ type Request struct {
 // Lease is what a pool handed out.
 type Lease struct {
 	Address netip.Addr   // the address, or a subnet's first address
-	Prefix  netip.Prefix // the subnet, or the pool's prefix for an address
+	Prefix  netip.Prefix // the subnet, or for an address the subnet or pool it is part of
 	Gateway netip.Addr
+}
+
+// leaseOf is the lease of an allocation: an address with the prefix it is part of and that
+// prefix's gateway, or a subnet with its own.
+func leaseOf(allocated, within netip.Prefix, address bool) Lease {
+	if address {
+		return Lease{Address: allocated.Addr(), Prefix: within, Gateway: gateway(within)}
+	}
+	return Lease{Address: allocated.Addr(), Prefix: allocated, Gateway: gateway(allocated)}
 }
 
 // Allocate hands out the next free address or subnet, in the caller's transaction, or returns
@@ -341,18 +353,15 @@ func Allocate(ctx context.Context, q *dbgen.Queries, r Request) (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
-	lease := func(a netip.Prefix) Lease {
-		if r.Bits == 0 {
-			return Lease{Address: a.Addr(), Prefix: pool.Prefix, Gateway: gateway(pool.Prefix)}
-		}
-		return Lease{Address: a.Addr(), Prefix: a, Gateway: gateway(a)}
-	}
 	held, err := q.DeploymentAllocation(ctx, dbgen.DeploymentAllocationParams{DeploymentID: uuid.NullUUID{UUID: r.DeploymentID, Valid: true}, Input: r.Input})
 	if err == nil {
-		return lease(held.Prefix), nil
+		return leaseOf(held.Prefix, held.Within, r.Bits == 0), nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return Lease{}, err
+	}
+	if r.Within != uuid.Nil && r.Bits == 0 {
+		return allocateWithin(ctx, q, pool, r)
 	}
 	taken, err := q.AllocatedPrefixes(ctx, pool.ID)
 	if err != nil {
@@ -379,11 +388,48 @@ func Allocate(ctx context.Context, q *dbgen.Queries, r Request) (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
-	_, err = q.CreateAllocation(ctx, dbgen.CreateAllocationParams{PoolID: pool.ID, Prefix: next, Kind: kind,
-		DeploymentID: uuid.NullUUID{UUID: r.DeploymentID, Valid: true}, OperationID: uuid.NullUUID{UUID: r.OperationID, Valid: r.OperationID != uuid.Nil},
-		Input: r.Input})
-	if err != nil {
-		return Lease{}, fmt.Errorf("ipam: allocate %s from %s: %w", next, pool.Name, err)
+	if err := record(ctx, q, pool, next, kind, uuid.Nil, r); err != nil {
+		return Lease{}, err
 	}
-	return lease(next), nil
+	return leaseOf(next, pool.Prefix, r.Bits == 0), nil
+}
+
+// allocateWithin hands out the next free address of a subnet: not its network address, its
+// gateway or its broadcast address, nor one of its addresses already out. The pool's row lock,
+// taken by the caller, keeps allocations inside its subnets taking turns too.
+func allocateWithin(ctx context.Context, q *dbgen.Queries, pool dbgen.IpamPool, r Request) (Lease, error) {
+	subnet, err := q.GetAllocation(ctx, r.Within)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && (subnet.PoolID != pool.ID || subnet.Kind != "subnet") {
+		return Lease{}, fmt.Errorf("ipam: no subnet %s in pool %s", r.Within, pool.Name)
+	}
+	if err != nil {
+		return Lease{}, err
+	}
+	taken, err := q.ChildPrefixes(ctx, uuid.NullUUID{UUID: subnet.ID, Valid: true})
+	if err != nil {
+		return Lease{}, err
+	}
+	a, err := nextAddress(subnet.Prefix, taken)
+	if errors.Is(err, ErrFull) {
+		return Lease{}, fmt.Errorf("%w: subnet %s of pool %s has no free address left", ErrFull, subnet.Prefix, pool.Name)
+	}
+	if err != nil {
+		return Lease{}, err
+	}
+	next := netip.PrefixFrom(a, a.BitLen())
+	if err := record(ctx, q, pool, next, "address", subnet.ID, r); err != nil {
+		return Lease{}, err
+	}
+	return leaseOf(next, subnet.Prefix, true), nil
+}
+
+// record writes an allocation down against the deployment, the operation and its parent.
+func record(ctx context.Context, q *dbgen.Queries, pool dbgen.IpamPool, p netip.Prefix, kind string, parent uuid.UUID, r Request) error {
+	_, err := q.CreateAllocation(ctx, dbgen.CreateAllocationParams{PoolID: pool.ID, Prefix: p, Kind: kind,
+		DeploymentID: uuid.NullUUID{UUID: r.DeploymentID, Valid: true}, OperationID: uuid.NullUUID{UUID: r.OperationID, Valid: r.OperationID != uuid.Nil},
+		Input: r.Input, ParentID: uuid.NullUUID{UUID: parent, Valid: parent != uuid.Nil}})
+	if err != nil {
+		return fmt.Errorf("ipam: allocate %s from %s: %w", p, pool.Name, err)
+	}
+	return nil
 }

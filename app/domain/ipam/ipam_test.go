@@ -126,6 +126,51 @@ func TestAllocate_FullPoolSaysSo(t *testing.T) {
 	}
 }
 
+// An address asked for within a subnet comes from the subnet, with the subnet's gateway and
+// prefix length; the subnet fills up on its own while the pool has room; a subnet given back
+// leaves its addresses held, and no later subnet overlaps them.
+func TestAllocate_WithinASubnet(t *testing.T) {
+	pg := dbtest.Pool(t)
+	poolID, d := pool(t, pg, "10.9.0.0/24")
+	ctx := context.Background()
+	allocate := func(r ipam.Request) (ipam.Lease, error) {
+		var lease ipam.Lease
+		err := db.Tx(ctx, pg, func(q *dbgen.Queries) error {
+			var err error
+			r.PoolID, r.DeploymentID = poolID, d.DeploymentID
+			lease, err = ipam.Allocate(ctx, q, r)
+			return err
+		})
+		return lease, err
+	}
+	subnet, err := allocate(ipam.Request{Bits: 30, Input: "ipam.subnet"})
+	if err != nil || subnet.Prefix != netip.MustParsePrefix("10.9.0.0/30") {
+		t.Fatalf("the subnet: %v (%v)", subnet, err)
+	}
+	var parent uuid.UUID
+	if err := pg.QueryRow(ctx, `SELECT id FROM ipam_allocations WHERE kind = 'subnet'`).Scan(&parent); err != nil {
+		t.Fatal(err)
+	}
+	// A /30 has one address besides its network, gateway and broadcast addresses.
+	got, err := allocate(ipam.Request{Within: parent, Input: "nic-1"})
+	want := ipam.Lease{Address: netip.MustParseAddr("10.9.0.2"), Prefix: netip.MustParsePrefix("10.9.0.0/30"), Gateway: netip.MustParseAddr("10.9.0.1")}
+	if err != nil || got != want {
+		t.Fatalf("within the subnet: %+v (%v), want %+v", got, err, want)
+	}
+	if again, err := allocate(ipam.Request{Within: parent, Input: "nic-1"}); err != nil || again != want {
+		t.Fatalf("asked again: %+v (%v)", again, err)
+	}
+	if _, err := allocate(ipam.Request{Within: parent, Input: "nic-2"}); !errors.Is(err, ipam.ErrFull) {
+		t.Fatalf("a full subnet of a roomy pool answered %v", err)
+	}
+	if _, err := pg.Exec(ctx, `DELETE FROM ipam_allocations WHERE id = $1`, parent); err != nil {
+		t.Fatal(err)
+	}
+	if next, err := allocate(ipam.Request{Bits: 29, Input: "ipam.subnet.2"}); err != nil || next.Prefix != netip.MustParsePrefix("10.9.0.8/29") {
+		t.Fatalf("a subnet after the first was given back, its address still held: %v (%v)", next.Prefix, err)
+	}
+}
+
 func contains(addrs []netip.Addr, a netip.Addr) bool {
 	for _, x := range addrs {
 		if x == a {

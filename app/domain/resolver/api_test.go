@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -279,5 +280,93 @@ func TestResolvers_AddressAndSubnetFromOnePool(t *testing.T) {
 	pool := s.Call(t, "GET", "/api/v1/ipam/pools/"+poolID, user, nil).JSON(t)
 	if kinds := fmt.Sprint(pool["allocations"]); !strings.Contains(kinds, "kind:address") || !strings.Contains(kinds, "kind:subnet") {
 		t.Fatalf("allocations: %v", pool["allocations"])
+	}
+}
+
+// Machines joining a network get their addresses from its subnet, with its gateway, each
+// network's from its own; one joining none gets one of the pool's, outside every subnet. A
+// destroyed machine gives its address back to the subnet, and the environment's page lists
+// each address under the subnet it was handed out in.
+func TestResolvers_AMachineGetsItsAddressFromTheSubnetOfItsNetwork(t *testing.T) {
+	s := apptest.NewSite(t)
+	if _, err := component.EnsureBuiltins(t.Context(), s.Components); err != nil {
+		t.Fatal(err)
+	}
+	env, err := environment.NewService(s.Pool).Create(t.Context(), s.AdminA, s.A.ID, "dev")
+	apptest.Must(t, err)
+	provider, user := s.Token(t, s.Admin), s.Token(t, s.UserA)
+	r := s.Call(t, "POST", "/api/v1/ipam/pools", provider, map[string]any{"name": "eu-pool", "prefix": "10.20.0.0/24", "environment_id": env.ID})
+	apptest.WantStatus(t, r, http.StatusCreated)
+	poolID := r.JSON(t)["id"].(string)
+	apptest.WantStatus(t, s.Call(t, "PUT", "/api/v1/environments/"+env.ID.String()+"/resolvers/ipam", provider,
+		`{"pool_id": "`+poolID+`", "subnet_bits": 26}`), http.StatusOK)
+	ids := apptest.BuiltinIDs(t, s)
+	type deployment struct{ id, op string }
+	deploy := func(component, name string, params map[string]any) deployment {
+		t.Helper()
+		r := s.Call(t, "POST", "/api/v1/deployments", user, map[string]any{"component_id": ids[component], "environment_id": env.ID,
+			"name": name, "parameters": params})
+		apptest.WantStatus(t, r, http.StatusAccepted)
+		body := r.JSON(t)
+		op := body["operation"].(map[string]any)["id"].(string)
+		if got := s.WaitOperation(t, user, op); got["status"] != "succeeded" {
+			t.Fatalf("%s: %v", name, got)
+		}
+		return deployment{id: body["deployment"].(map[string]any)["id"].(string), op: op}
+	}
+	get := func(d deployment) map[string]any {
+		return s.Call(t, "GET", "/api/v1/deployments/"+d.id, user, nil).JSON(t)
+	}
+	// A first machine outside any network takes the pool's first address, so that the subnets
+	// come after it and a wrong draw cannot land inside them by chance.
+	loose := deploy("simcloud-machine", "loose", map[string]any{"name": "loose"})
+	netA, netB := deploy("simcloud-network", "core-net", map[string]any{"name": "core"}), deploy("simcloud-network", "edge-net", map[string]any{"name": "edge"})
+	on := func(net deployment) string { return get(net)["outputs"].(map[string]any)["network_id"].(string) }
+	a1 := deploy("simcloud-machine", "a1", map[string]any{"name": "a1", "network_id": on(netA)})
+	a2 := deploy("simcloud-machine", "a2", map[string]any{"name": "a2", "network_id": on(netA)})
+	b1 := deploy("simcloud-machine", "b1", map[string]any{"name": "b1", "network_id": on(netB)})
+	address := func(d deployment) string { return get(d)["parameters"].(map[string]any)["ip_address"].(string) }
+	cidr := func(d deployment) string { return get(d)["parameters"].(map[string]any)["cidr"].(string) }
+	if cidr(netA) != "10.20.0.64/26" || cidr(netB) != "10.20.0.128/26" {
+		t.Fatalf("the networks hold %s and %s", cidr(netA), cidr(netB))
+	}
+	for _, m := range []struct {
+		name string
+		d    deployment
+		want string
+	}{{"loose", loose, "10.20.0.2"}, {"a1", a1, "10.20.0.66"}, {"a2", a2, "10.20.0.67"}, {"b1", b1, "10.20.0.130"}} {
+		if got := address(m.d); got != m.want {
+			t.Errorf("machine %s got %s, want %s", m.name, got, m.want)
+		}
+	}
+
+	// The address a destroyed machine held is the next one its network hands out.
+	admin := s.Token(t, s.AdminA)
+	r = s.Call(t, "POST", "/api/v1/deployments/"+a1.id+"/destroy", admin, nil)
+	apptest.WantStatus(t, r, http.StatusAccepted)
+	if op := s.WaitOperation(t, admin, r.JSON(t)["id"].(string)); op["status"] != "succeeded" {
+		t.Fatalf("destroy a1: %v", op)
+	}
+	if a3 := deploy("simcloud-machine", "a3", map[string]any{"name": "a3", "network_id": on(netA)}); address(a3) != "10.20.0.66" {
+		t.Fatalf("after a1 was destroyed, a3 got %s, want a1's 10.20.0.66", address(a3))
+	}
+
+	b := apptest.NewBrowser(t, s.URL)
+	b.SignIn(t, "user-a@example.com", "long enough password")
+	page := string(b.Get(t, "/environments/"+env.ID.String()).Body)
+	table, _, _ := strings.Cut(page[strings.Index(page, `data-testid="environment-addresses"`)+1:], "</table>")
+	var order []string
+	for _, row := range strings.Split(table, "<tr")[2:] {
+		// Each row's first two cells, the address and its kind, as they read.
+		cells := strings.Split(row, "<td")
+		text := regexp.MustCompile(`<[^>]*>`).ReplaceAllString("<td"+cells[1]+"<td"+cells[2], " ")
+		order = append(order, strings.Join(strings.Fields(text), " "))
+	}
+	got := strings.Join(order, " | ")
+	for _, w := range []string{"10.20.0.64/26 subnet | 10.20.0.66 address in 10.20.0.64/26 (core-net) | 10.20.0.67 address in 10.20.0.64/26 (core-net)",
+		"10.20.0.128/26 subnet | 10.20.0.130 address in 10.20.0.128/26 (edge-net)"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("the environment's addresses read %q, want them to hold %q", got, w)
+		}
 	}
 }

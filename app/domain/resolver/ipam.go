@@ -15,7 +15,8 @@ import (
 
 // ipamResolver hands out addresses and subnets from the environment's pool. What the
 // component binds decides which: "ipam" (an address, with the pool's gateway, prefix length and
-// CIDR beside it) or "ipam.subnet" (a subnet of the configured size).
+// CIDR beside it) or "ipam.subnet" (a subnet of the configured size). A deployment whose input
+// names a network holding a subnet gets its address from that subnet, with the subnet's gateway.
 type ipamResolver struct{}
 
 // ipamConfig is an environment's IPAM configuration.
@@ -59,17 +60,51 @@ func (ipamResolver) Resolve(ctx context.Context, q *dbgen.Queries, c Call) (map[
 	bits := 0
 	if c.Input == subnetKey {
 		if cfg.SubnetBits == 0 {
-			return nil, errors.New("an input asks for a subnet, and the environment's IPAM configuration sets no subnet_bits")
+			return nil, errors.New("an input asks for a subnet, and the environment's IPAM configuration sets no Subnet prefix length (subnet_bits)")
 		}
 		bits = cfg.SubnetBits
 	}
-	lease, err := ipam.Allocate(ctx, q, ipam.Request{PoolID: cfg.PoolID, Bits: bits, DeploymentID: c.Deployment.ID,
-		OperationID: c.Operation, Input: c.Input})
+	r := ipam.Request{PoolID: cfg.PoolID, Bits: bits, DeploymentID: c.Deployment.ID, OperationID: c.Operation, Input: c.Input}
+	if bits == 0 {
+		pool, subnet, err := joined(ctx, q, c.Deployment.Refers)
+		if err != nil {
+			return nil, err
+		}
+		if subnet != uuid.Nil {
+			r.PoolID, r.Within = pool, subnet
+		}
+	}
+	lease, err := ipam.Allocate(ctx, q, r)
 	if err != nil {
 		return nil, err
 	}
 	return map[string]any{"address": lease.Address.String(), "prefix_length": float64(lease.Prefix.Bits()),
 		"gateway": lease.Gateway.String(), "cidr": lease.Prefix.String(), "subnet": lease.Prefix.String()}, nil
+}
+
+// Lacks says that a configuration without a subnet size cannot hand out a subnet.
+func (ipamResolver) Lacks(b Binding, raw json.RawMessage) (field, what string) {
+	var c ipamConfig
+	if b.key() == subnetKey && json.Unmarshal(raw, &c) == nil && c.SubnetBits == 0 {
+		return "subnet_bits", "a subnet, and its IPAM configuration sets no Subnet prefix length"
+	}
+	return "", ""
+}
+
+// joined finds the subnet an address is drawn from: that of the first deployment the
+// deployment's inputs name that holds one (the network a machine joins), with its pool.
+func joined(ctx context.Context, q *dbgen.Queries, refers []uuid.UUID) (pool, subnet uuid.UUID, err error) {
+	for _, id := range refers {
+		a, err := q.DeploymentAllocation(ctx, dbgen.DeploymentAllocationParams{DeploymentID: uuid.NullUUID{UUID: id, Valid: true}, Input: subnetKey})
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return uuid.Nil, uuid.Nil, err
+		}
+		return a.PoolID, a.ID, nil
+	}
+	return uuid.Nil, uuid.Nil, nil
 }
 
 // inScope reports whether a configuration of scope may hand out from pool: an environment

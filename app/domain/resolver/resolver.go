@@ -55,6 +55,9 @@ type Deployment struct {
 	Component    string
 	SemanticType string
 	Provider     string
+	// Refers are the deployments of the environment its inputs name (x-refers-to), in input
+	// order: a machine's network, whose subnet its address comes from.
+	Refers []uuid.UUID
 }
 
 // registry holds the built-in resolvers, by type.
@@ -159,6 +162,21 @@ func parseBinding(input, target string) (Binding, error) {
 func CheckBinding(input, target string) error {
 	_, err := parseBinding(input, target)
 	return err
+}
+
+// lacker is a resolver some of whose configurations cannot fill some bindings.
+type lacker interface {
+	Lacks(b Binding, config json.RawMessage) (field, what string)
+}
+
+// Lacks says what a configuration of b's resolver cannot hand out for b, naming the field of
+// the configuration that would let it and what is missing in the words of its form; empty
+// when it can.
+func Lacks(b Binding, config json.RawMessage) (field, what string) {
+	if l, ok := registry[b.Type].(lacker); ok {
+		return l.Lacks(b, config)
+	}
+	return "", ""
 }
 
 // ErrUnresolved means a bound input could not be resolved in this environment: a missing

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"nimbus/app/domain/component"
 	"nimbus/app/domain/ipam"
 	"nimbus/app/domain/resolver"
@@ -83,8 +85,13 @@ func (w *Worker) resolve(ctx context.Context, dep dbgen.GetDeploymentRow, op dbg
 			values = map[string]any{}
 			return nil
 		}
+		refers, err := referred(ctx, q, dep.EnvironmentID, schema, params)
+		if err != nil {
+			return err
+		}
 		d := resolver.Deployment{ID: dep.ID, Name: dep.Name, Tenant: rc.TenantName, Environment: rc.EnvironmentName,
-			EnvID: dep.EnvironmentID, Component: rc.ComponentName, SemanticType: strings.ToLower(rc.SemanticType), Provider: rc.Provider}
+			EnvID: dep.EnvironmentID, Component: rc.ComponentName, SemanticType: strings.ToLower(rc.SemanticType), Provider: rc.Provider,
+			Refers: refers}
 		if values, err = resolver.Resolve(ctx, q, ask, d, op.ID, params); err != nil {
 			return err
 		}
@@ -117,4 +124,27 @@ func (w *Worker) resolve(ctx context.Context, dep dbgen.GetDeploymentRow, op dbg
 		return nil, saga.Transient(err)
 	}
 	return json.Marshal(values)
+}
+
+// referred are the live deployments of the environment that the inputs name by an output's
+// value (x-refers-to), in input order; a value naming none (a network made outside Nimbus)
+// names nothing here.
+func referred(ctx context.Context, q *dbgen.Queries, env uuid.UUID, schema *component.Schema, params map[string]any) ([]uuid.UUID, error) {
+	var out []uuid.UUID
+	for _, name := range schema.Names() {
+		ref := schema.Properties[name].RefersTo
+		value, _ := params[name].(string)
+		if ref == nil || value == "" {
+			continue
+		}
+		ids, err := q.ReferredDeployments(ctx, dbgen.ReferredDeploymentsParams{EnvironmentID: env, SemanticType: ref.SemanticType,
+			Output: ref.Output, Value: value})
+		if err != nil {
+			return nil, err
+		}
+		if len(ids) > 0 {
+			out = append(out, ids[0])
+		}
+	}
+	return out, nil
 }

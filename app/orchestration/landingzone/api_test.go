@@ -30,7 +30,8 @@ func TestAPI_LandingZoneLifecycle(t *testing.T) {
 	r = s.Call(t, "POST", "/api/v1/ipam/pools", root, map[string]any{"name": "eu-net", "prefix": "10.60.0.0/24", "landing_zone_id": zone})
 	apptest.WantStatus(t, r, http.StatusCreated)
 	pool := r.JSON(t)["id"].(string)
-	apptest.WantStatus(t, s.Call(t, "PUT", "/api/v1/landing-zones/"+zone+"/resolvers/ipam", root, map[string]any{"pool_id": pool, "subnet_bits": 28}), http.StatusOK)
+	// No subnet size yet: the system network's range cannot be handed out.
+	apptest.WantStatus(t, s.Call(t, "PUT", "/api/v1/landing-zones/"+zone+"/resolvers/ipam", root, map[string]any{"pool_id": pool}), http.StatusOK)
 
 	r = s.Call(t, "POST", "/api/v1/landing-zones/"+zone+"/system-services", root, map[string]any{
 		"component_id": ids["simcloud-network"], "name": "core", "parameters": map[string]any{"name": "core-net"}})
@@ -68,6 +69,12 @@ func TestAPI_LandingZoneLifecycle(t *testing.T) {
 	if !strings.Contains(string(r.Body), "resolvers.naming") || !strings.Contains(string(r.Body), "needs name from naming") {
 		t.Fatalf("publishing without naming: %s", r.Body)
 	}
+	// Nor the system network its range: the refusal says so in the words of the IPAM form.
+	apptest.WantProblem(t, r, "resolvers.ipam.subnet_bits", "required")
+	if !strings.Contains(string(r.Body), "system service core (simcloud-network) needs a subnet, and its IPAM configuration sets no Subnet prefix length") {
+		t.Fatalf("publishing without a subnet size: %s", r.Body)
+	}
+	apptest.WantStatus(t, s.Call(t, "PUT", "/api/v1/landing-zones/"+zone+"/resolvers/ipam", root, map[string]any{"pool_id": pool, "subnet_bits": 28}), http.StatusOK)
 	apptest.WantStatus(t, s.Call(t, "PUT", "/api/v1/landing-zones/"+zone+"/resolvers/naming", root,
 		map[string]any{"pattern": "{tenant}-{env}-{seq:02d}", "domain": "eu.example.com"}), http.StatusOK)
 

@@ -277,9 +277,9 @@ func complete(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone) error 
 	if err != nil {
 		return err
 	}
-	configured := map[string]bool{}
+	configured := map[string]json.RawMessage{}
 	for _, c := range configs {
-		configured[c.Type] = true
+		configured[c.Type] = c.Config
 	}
 	members, err := q.ZoneTemplateComponents(ctx, z.ID)
 	if err != nil {
@@ -304,11 +304,18 @@ func complete(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone) error 
 		given := map[string]any{}
 		_ = json.Unmarshal(m.Parameters, &given)
 		for _, b := range bindings {
-			if configured[b.Type] || given[b.Input] != nil || !needed(schema, b.Input) {
-				continue
+			config, ok := configured[b.Type]
+			switch {
+			case given[b.Input] != nil:
+			case ok:
+				if field, what := resolver.Lacks(b, config); what != "" {
+					v.Add("resolvers."+b.Type+"."+field, "required", "%s %s (%s) needs %s for %s from %s: set it on the zone's resolvers",
+						templateLabel(m.TemplateName, m.System), m.Name, m.ComponentName, what, b.Input, resolver.Label(b.Type))
+				}
+			case needed(schema, b.Input):
+				v.Add("resolvers."+b.Type, "configured", "%s %s (%s) needs %s from %s, which landing zone %s does not configure",
+					templateLabel(m.TemplateName, m.System), m.Name, m.ComponentName, b.Input, resolver.Label(b.Type), z.Name)
 			}
-			v.Add("resolvers."+b.Type, "configured", "%s %s (%s) needs %s from %s, which landing zone %s does not configure",
-				templateLabel(m.TemplateName, m.System), m.Name, m.ComponentName, b.Input, resolver.Label(b.Type), z.Name)
 		}
 	}
 	return v.Err()
