@@ -31,7 +31,7 @@ import (
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/orchestration/approval"
 	"nimbus/app/orchestration/dashboard"
-	"nimbus/app/orchestration/deploy"
+	"nimbus/app/orchestration/deploy/deployweb"
 	"nimbus/app/orchestration/drift"
 	"nimbus/app/orchestration/environment"
 	"nimbus/app/orchestration/event"
@@ -76,13 +76,13 @@ type Deps struct {
 	// Objects keeps blobs (full operation logs, state exports); /readyz checks it. May be nil.
 	Objects objstore.Store
 	// StreamRecheck is how often at the least a live stream checks that its viewer is still
-	// signed in and may still see what it shows; deploy.DefaultStreamRecheck when zero.
+	// signed in and may still see what it shows; deployweb.DefaultStreamRecheck when zero.
 	StreamRecheck time.Duration
 	// TrustedProxies are the networks of the proxies in front of Nimbus, whose
 	// X-Forwarded-For names the client; empty when clients connect directly.
 	TrustedProxies []*net.IPNet
 	// MaxStateSize caps a state restored through the API, in bytes;
-	// deploy.DefaultMaxStateSize when zero.
+	// deployweb.DefaultMaxStateSize when zero.
 	MaxStateSize int64
 	// DatabaseDown reports that the database is known to be away, such as while the embedded
 	// Postgres restarts: requests are then answered 503 without trying it. Nil when nothing
@@ -139,7 +139,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	componentH.Routes(signed, api)
 	ipam.NewHandlers(svc.Pools).Routes(signed, api)
 	resolver.NewHandlers(svc.Resolvers).Routes(signed, api, envH.Seen(), zoneH.Seen())
-	deploy.NewHandlers(svc.Deployments, operations, ctx.Done(), d.MaxStateSize).RecheckStreams(d.StreamRecheck).
+	deployweb.NewHandlers(svc.Deployments, operations, ctx.Done(), d.MaxStateSize).RecheckStreams(d.StreamRecheck).
 		Routes(signed, api, componentH.Seen())
 	drift.NewHandlers(svc.Drift).Routes(api)
 	envH.Routes(signed, api)

@@ -11,7 +11,7 @@ import (
 
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
-	"nimbus/app/orchestration/deploy"
+	"nimbus/app/orchestration/deploy/deployweb"
 	"nimbus/app/platform/web"
 	"nimbus/views"
 )
@@ -85,7 +85,7 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 	}
 	v := ApprovalView{ApprovalRow: row(d.Request), Version: d.Version, Previewed: d.PreviewedAt,
 		CanDecide: d.CanDecide, Why: whyNot(actor, d)}
-	v.Resources, _, _ = deploy.ResourceRows(plan.Resources)
+	v.Resources, _, _ = deployweb.ResourceRows(plan.Resources)
 	v.Policy = plan.Policy
 	v.Parameters = views.Values(d.Parameters)
 	for _, x := range d.Decisions {

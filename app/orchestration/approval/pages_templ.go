@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"nimbus/app/domain/policy"
-	"nimbus/app/orchestration/deploy"
+	"nimbus/app/orchestration/deploy/deployweb"
 	"nimbus/views"
 )
 
@@ -35,7 +35,7 @@ type ApprovalView struct {
 	Version    int
 	Previewed  time.Time
 	Parameters []views.KeyValue
-	Resources  []deploy.ResourceRow
+	Resources  []deployweb.ResourceRow
 	Policy     *policy.Check // the plan's check against the landing zone's policies
 	Decisions  []DecisionRow
 	// CanDecide shows the forms; otherwise Why says what stands in the way, while pending.
@@ -841,7 +841,7 @@ func ApprovalPage(page views.Page, v ApprovalView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = deploy.ResourceTable(v.Resources).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = deployweb.ResourceTable(v.Resources).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -853,8 +853,8 @@ func ApprovalPage(page views.Page, v ApprovalView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if ds := deploy.DiagnosticsOf(v.Resources); len(ds) > 0 {
-				templ_7745c5c3_Err = deploy.Diagnostics(ds).Render(ctx, templ_7745c5c3_Buffer)
+			if ds := deployweb.DiagnosticsOf(v.Resources); len(ds) > 0 {
+				templ_7745c5c3_Err = deployweb.Diagnostics(ds).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

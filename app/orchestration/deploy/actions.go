@@ -371,11 +371,13 @@ type Offered struct {
 // Deployable is what the deploy dialog of a component offers: its latest published version
 // with its inputs, and the environments the actor may deploy it into.
 type Deployable struct {
-	ComponentID  uuid.UUID
-	Component    string
-	Version      int
-	InputSchema  []byte
-	Bindings     []byte
+	ComponentID uuid.UUID
+	Component   string
+	Version     int
+	InputSchema []byte
+	// Bound maps every bound input of the version onto its resolver type; an environment
+	// fills those of the types it resolves (Resolves).
+	Bound        map[string]string
 	Environments []Offered
 	// Rule is the tenant's effective governance when every environment offered is one
 	// tenant's (the usual case); the server checks it anyway.
@@ -406,7 +408,10 @@ func (s *Service) Deployable(ctx context.Context, actor access.Principal, compon
 	if err != nil {
 		return Deployable{}, err
 	}
-	out := Deployable{ComponentID: comp.ID, Component: comp.Name, Version: int(ver.Version), InputSchema: ver.InputSchema, Bindings: ver.ResolverBindings}
+	out := Deployable{ComponentID: comp.ID, Component: comp.Name, Version: int(ver.Version), InputSchema: ver.InputSchema}
+	if out.Bound, _, err = s.bindings(ctx, ver.ResolverBindings, uuid.Nil); err != nil {
+		return Deployable{}, err
+	}
 	tenants := map[uuid.UUID]bool{}
 	out.Resolves = map[uuid.UUID][]string{}
 	for _, e := range envs {

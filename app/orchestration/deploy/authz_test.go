@@ -2,6 +2,8 @@ package deploy_test
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,6 +75,28 @@ var deployCases = map[string]apptest.AuthzCase{
 			apptest.WantField(t, err, "version")
 		},
 	},
+	"deploy.Service.Review": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: apptest.Invalid("environment_id")}, {Who: apptest.ReaderA, Want: problem.ErrForbidden}},
+		Served:  []apptest.Actor{apptest.UserA},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			return w.Deploys.Review(context.Background(), p, deploy.Request{ComponentID: w.Shared.ID, EnvironmentID: w.Dev(t).ID,
+				Name: "reviewed", Parameters: map[string]any{"name": "x"}}, nil)
+		},
+		Then: func(t *testing.T, w *apptest.World) {
+			// Reviewed, not recorded; and every problem at once.
+			ds, err := w.Deploys.List(context.Background(), w.UserA, deploy.Filter{Search: "reviewed"})
+			apptest.Must(t, err)
+			if len(ds) != 0 {
+				t.Errorf("a review recorded %v", ds)
+			}
+			err = w.Deploys.Review(context.Background(), w.UserA, deploy.Request{ComponentID: w.Shared.ID, EnvironmentID: w.Dev(t).ID,
+				Name: "Not A Name", Parameters: map[string]any{"name": "x", "cores": "many"}}, nil)
+			var v *problem.ValidationError
+			if !errors.As(err, &v) || len(v.Fields) < 2 {
+				t.Errorf("a review of a bad name and a bad input says %v, want both", err)
+			}
+		},
+	},
 	"deploy.Service.Plan": {
 		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: apptest.Invalid("environment_id")}, {Who: apptest.ReaderA, Want: problem.ErrForbidden}},
 		Served:  []apptest.Actor{apptest.UserA},
@@ -118,6 +142,18 @@ var deployCases = map[string]apptest.AuthzCase{
 			return err
 		},
 	},
+	"deploy.Service.Peek": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}},
+		Served:  []apptest.Actor{apptest.ReaderA, apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			web := w.Web(t)
+			got, err := w.Deploys.Peek(context.Background(), p, web.ID)
+			if err == nil && (got.ID != web.ID || got.Environment != web.Environment || got.Parameters["name"] != "web-1") {
+				t.Errorf("peeked at %+v, want %s in %s", got, web.Name, web.Environment)
+			}
+			return err
+		},
+	},
 	"deploy.Service.List": {
 		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: apptest.ErrHidden}},
 		Served:  []apptest.Actor{apptest.ReaderA, apptest.ProviderAdmin},
@@ -137,6 +173,17 @@ var deployCases = map[string]apptest.AuthzCase{
 			if len(got) != 1 {
 				t.Fatalf("reader of A lists %d deployments", len(got))
 			}
+		},
+	},
+	"deploy.Service.FilterChoices": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: apptest.ErrHidden}},
+		Served:  []apptest.Actor{apptest.ReaderA, apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			web := w.Web(t)
+			env := deploy.Choice{Kind: "environment", ID: web.EnvironmentID, Name: web.Environment}
+			comp := deploy.Choice{Kind: "component", ID: web.ComponentID, Name: web.Component}
+			got, err := w.Deploys.FilterChoices(context.Background(), p)
+			return apptest.Shown(got, err, func(c deploy.Choice) bool { return c == env && slices.Contains(got, comp) })
 		},
 	},
 	"deploy.Service.Operation": {

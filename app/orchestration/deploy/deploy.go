@@ -1,12 +1,12 @@
 // Package deploy puts components into environments: deployments, the operations requested on
 // them, and the worker that runs each operation as a checkpointed saga.
 //
-// A deploy reads in three hops. A handler (http.go, pages.go) asks the Service (deploy.go,
-// actions.go), which checks the request and queues the operation; the Worker (worker.go)
-// claims it and runs the steps its kind lists in steps.go, each step calling the engine
-// through pulumix; end (ending.go) decides how it ends. The moves of an operation (operation.go
-// names its statuses) are the functions of lifecycle.go, the only code that writes operations
-// and their steps.
+// A deploy reads in three hops. A handler (package deployweb, which holds the pages and the
+// API on top of this one) asks the Service (deploy.go, actions.go), which checks the request
+// and queues the operation; the Worker (worker.go) claims it and runs the steps its kind lists
+// in steps.go, each step calling the engine through pulumix; end (ending.go) decides how it
+// ends. The moves of an operation (operation.go names its statuses) are the functions of
+// lifecycle.go, the only code that writes operations and their steps.
 package deploy
 
 import (

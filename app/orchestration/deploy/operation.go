@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -71,6 +72,31 @@ const (
 	// again) or whose destroy was cancelled part way: nothing failed, so it does not say so.
 	Interrupted DeploymentStatus = "cancelled"
 )
+
+// Every kind and status, in the order lists and their filters name them; the lifecycle tests
+// hold them to the schema and to the machines.
+var (
+	kinds              = names(KindPreview, KindDeploy, KindUpdate, KindUpgrade, KindRefresh, KindDestroy, KindRestore, KindDriftCheck)
+	deploymentStatuses = names(Pending, Deploying, Deployed, Broken, Interrupted, Destroying, Destroyed, Upgrading)
+	operationStatuses  = names(Queued, Running, AwaitingApproval, Succeeded, Failed, Cancelled, Rejected)
+)
+
+func names[S ~string](values ...S) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
+}
+
+// Kinds names every kind of operation, for a list filtered by kind.
+func Kinds() []string { return slices.Clone(kinds) }
+
+// Statuses names every status of an operation, for a list filtered by status.
+func Statuses() []string { return slices.Clone(operationStatuses) }
+
+// DeploymentStatuses names every status of a deployment, for a list filtered by status.
+func DeploymentStatuses() []string { return slices.Clone(deploymentStatuses) }
 
 // running is what a deployment shows while an operation of the kind runs on it; a preview and a
 // refresh leave it as it is.

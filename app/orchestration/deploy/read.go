@@ -36,6 +36,17 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	return deploymentFromRow(r, slices.Sorted(maps.Keys(secret))), nil
 }
 
+// Peek returns a deployment the actor may see as Get does, but without the names of its secret
+// parameters: it opens no secret, for a view that reads the deployment again whenever it
+// changes (an operation's page and its stream).
+func (s *Service) Peek(ctx context.Context, actor access.Principal, id uuid.UUID) (Deployment, error) {
+	r, err := s.get(ctx, actor, id)
+	if err != nil {
+		return Deployment{}, err
+	}
+	return deploymentFromRow(r, nil), nil
+}
+
 func (s *Service) get(ctx context.Context, actor access.Principal, id uuid.UUID) (dbgen.GetDeploymentRow, error) {
 	r, err := dbgen.New(s.pool).GetDeployment(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -70,15 +81,15 @@ type Filter struct {
 	Limit int
 }
 
-// deploymentPlace is where d stands in the list f reads, for the page after it: sorted by a
+// DeploymentPlace is where d stands in the list f reads, for the page after it: sorted by a
 // column, with d's value there as this page shows it (the time of creation is the cursor's own).
-func (f Filter) deploymentPlace(d Deployment) cursor.Cursor {
+func (f Filter) DeploymentPlace(d Deployment) cursor.Cursor {
 	return f.place(d.CreatedAt, d.ID, map[string]string{"name": d.Name, "environment": d.Environment,
 		"component": d.Component, "status": string(d.Status), "tenant": d.Tenant})
 }
 
-// operationPlace is where o stands in the list f reads, as deploymentPlace says.
-func (f Filter) operationPlace(o Operation) cursor.Cursor {
+// OperationPlace is where o stands in the list f reads, as DeploymentPlace says.
+func (f Filter) OperationPlace(o Operation) cursor.Cursor {
 	return f.place(o.CreatedAt, o.ID, map[string]string{"kind": string(o.Kind), "status": string(o.Status), "by": o.RequestedBy})
 }
 
@@ -333,13 +344,24 @@ func storedLog(ctx context.Context, q *dbgen.Queries, operationID uuid.UUID) (st
 	}
 }
 
-// filterChoices are the environments and components of every deployment the actor may see,
+// Choice is an environment or a component the deployments list offers to filter by.
+type Choice struct {
+	Kind string // environment or component
+	ID   uuid.UUID
+	Name string
+}
+
+// FilterChoices are the environments and components of every deployment the actor may see,
 // which the deployments list offers to filter by.
-func (s *Service) filterChoices(ctx context.Context, actor access.Principal) ([]dbgen.ListDeploymentChoicesRow, error) {
+func (s *Service) FilterChoices(ctx context.Context, actor access.Principal) ([]Choice, error) {
 	rows, err := dbgen.New(s.pool).ListDeploymentChoices(ctx, dbgen.ListDeploymentChoicesParams{
 		AllTenants: actor.ProviderAdmin, TenantIds: append([]uuid.UUID{}, actor.TenantsWith(access.EnvironmentRead)...)})
 	if err != nil {
 		return nil, fmt.Errorf("list deployment filters: %w", err)
 	}
-	return rows, nil
+	out := make([]Choice, len(rows))
+	for i, r := range rows {
+		out[i] = Choice{Kind: r.Kind, ID: r.ID, Name: r.Name}
+	}
+	return out, nil
 }

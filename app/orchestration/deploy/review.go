@@ -16,12 +16,12 @@ import (
 	"nimbus/db/dbgen"
 )
 
-// review checks a deploy request as Deploy would, recording nothing, and reports every
+// Review checks a deploy request as Deploy would, recording nothing, and reports every
 // problem at once: the environment, the deployment's name, each input, the tenant's
 // governance and its instance limit. Deploy stops at the first of these stages that fails;
 // a person filling in a form wants to fix everything in one round. given holds problems found
 // before (form values that did not parse), which win for their fields.
-func (s *Service) review(ctx context.Context, actor access.Principal, req Request, given error) error {
+func (s *Service) Review(ctx context.Context, actor access.Principal, req Request, given error) error {
 	all := &problem.ValidationError{}
 	seen := map[string]bool{}
 	// add keeps the first problem of each field; an error that is no validation problem

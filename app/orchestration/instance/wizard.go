@@ -19,6 +19,7 @@ import (
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/orchestration/deploy"
+	"nimbus/app/orchestration/deploy/deployweb"
 	"nimbus/app/platform/web"
 	"nimbus/db/dbgen"
 	"nimbus/views"
@@ -253,7 +254,7 @@ func (h *Handlers) slotPreview(ctx context.Context, actor access.Principal, def 
 	}
 	row.OperationID, row.Status, row.Error = d.ID.String(), string(d.Status), d.Error
 	if d.Status == deploy.Succeeded {
-		row.Rows, row.Summary = deploy.Planned(d)
+		row.Rows, row.Summary = deployweb.Planned(d)
 	}
 	return row, nil
 }

@@ -1,4 +1,4 @@
-package deploy
+package deployweb
 
 import (
 	"bytes"
@@ -84,7 +84,7 @@ func (h *Handlers) Stream(c echo.Context) error {
 			sent = state
 		}
 		for {
-			lines, err := h.svc.logs(ctx, id, after)
+			lines, err := h.svc.Logs(ctx, actor, id, after)
 			if err != nil || len(lines) == 0 {
 				break
 			}

@@ -1,7 +1,6 @@
-package deploy
+package deployweb
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -12,13 +11,14 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/kernel/access"
+	"nimbus/app/orchestration/deploy"
 	"nimbus/app/platform/pulumix"
 	"nimbus/app/platform/web"
 	"nimbus/views"
 )
 
 // operationURL is the page of an operation, where a form that starts or changes one goes on to.
-func operationURL(op Operation) string { return "/operations/" + op.ID.String() }
+func operationURL(op deploy.Operation) string { return "/operations/" + op.ID.String() }
 
 // OperationPage shows an operation; while it runs, the page follows it over server-sent events.
 func (h *Handlers) OperationPage(c echo.Context) error {
@@ -35,12 +35,12 @@ func (h *Handlers) OperationPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	dep, err := h.svc.get(ctx, actor, d.DeploymentID)
+	dep, err := h.svc.Peek(ctx, actor, d.DeploymentID)
 	if err != nil {
 		return err
 	}
 	page := web.Page(c, string(d.Kind)+" of "+d.Deployment).Under(views.Crumb{Label: "Deployments", URL: "/deployments"},
-		views.Crumb{Label: dep.EnvironmentName, URL: "/environments/" + dep.EnvironmentID.String()},
+		views.Crumb{Label: dep.Environment, URL: "/environments/" + dep.EnvironmentID.String()},
 		views.Crumb{Label: d.Deployment, URL: "/deployments/" + d.DeploymentID.String()})
 	live, err := h.live(c, d, page.CSRF)
 	if err != nil {
@@ -63,9 +63,9 @@ func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC"
 
 // live is the changing part of an operation's page: status, times, progress, resources,
 // outputs, steps, and what can be done next.
-func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error) {
+func (h *Handlers) live(c echo.Context, d deploy.Detail, csrf string) (LiveView, error) {
 	ctx, actor := web.Ctx(c), web.Actor(c)
-	dep, err := h.svc.get(ctx, actor, d.DeploymentID) // the row: no secret needs opening here
+	dep, err := h.svc.Peek(ctx, actor, d.DeploymentID) // no secret needs opening here
 	if err != nil {
 		return LiveView{}, err
 	}
@@ -114,7 +114,7 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error)
 	v.Summary = explain(d, v.Resources)
 	v.Diagnostics = DiagnosticsOf(v.Resources)
 	v.Cancelling = d.CancelRequested && !d.Status.Ended()
-	if d.Status == AwaitingApproval {
+	if d.Status == deploy.AwaitingApproval {
 		a, err := h.svc.AwaitedApproval(ctx, actor, d.ID)
 		if err != nil {
 			return LiveView{}, err
@@ -124,12 +124,10 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error)
 			v.Approval.ID = a.ID.String()
 		}
 	}
-	if d.Status == Succeeded && d.Kind != KindPreview && d.Kind != KindDestroy {
-		outputs := map[string]any{}
-		_ = json.Unmarshal(dep.Outputs, &outputs)
-		v.Outputs = views.Values(outputs)
+	if d.Status == deploy.Succeeded && d.Kind != deploy.KindPreview && d.Kind != deploy.KindDestroy {
+		v.Outputs = views.Values(dep.Outputs)
 	}
-	if d.Kind == KindPreview && d.Status == Succeeded && DeploymentStatus(dep.Status) != Destroyed {
+	if d.Kind == deploy.KindPreview && d.Status == deploy.Succeeded && dep.Status != deploy.Destroyed {
 		fresh, err := h.svc.NeverDeployed(ctx, actor, dep.ID)
 		if err != nil {
 			return LiveView{}, err
@@ -138,7 +136,7 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error)
 		switch {
 		case fresh:
 			label = "Deploy"
-		case int32(d.Version) > dep.Version:
+		case d.Version > dep.Version:
 			label = fmt.Sprintf("Upgrade to v%d", d.Version)
 		}
 		v.Next = NextAction{Label: label, URL: "/operations/" + d.ID.String() + "/apply"}
@@ -148,7 +146,7 @@ func (h *Handlers) live(c echo.Context, d Detail, csrf string) (LiveView, error)
 
 // ResourceRows is an operation's resources as its page shows them, with how many real
 // resources it plans and how many of them it finished.
-func ResourceRows(resources []Resource) (rows []ResourceRow, planned, done int) {
+func ResourceRows(resources []deploy.Resource) (rows []ResourceRow, planned, done int) {
 	for _, r := range resources {
 		// The stack and its providers are bookkeeping, not resources anyone waits for: shown
 		// only when they have something to say.

@@ -1,4 +1,4 @@
-package deploy
+package deployweb
 
 import (
 	"errors"
@@ -16,6 +16,7 @@ import (
 	"nimbus/app/domain/resolver"
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
+	"nimbus/app/orchestration/deploy"
 	"nimbus/app/platform/web"
 	"nimbus/views"
 )
@@ -37,7 +38,7 @@ func (h *Handlers) ListPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	choices, err := h.svc.filterChoices(ctx, actor)
+	choices, err := h.svc.FilterChoices(ctx, actor)
 	if err != nil {
 		return err
 	}
@@ -73,7 +74,7 @@ func (h *Handlers) ListPage(c echo.Context) error {
 			rows[i].TenantURL = "/tenants/" + d.TenantID.String()
 		}
 	}
-	pager := web.Pager(c, web.NextPage(c, ds, f.Limit, f.deploymentPlace))
+	pager := web.Pager(c, web.NextPage(c, ds, f.Limit, f.DeploymentPlace))
 	return web.Render(c, http.StatusOK, Deployments(web.Page(c, "Deployments"), vf, rows, pager))
 }
 
@@ -86,7 +87,7 @@ var (
 // sortOf is f in the order the request's sort parameter asks for: a column of columns, a -
 // before it to reverse; -created, newest first, is a list's own order. Another column is
 // refused on sort.
-func sortOf(c echo.Context, f Filter, columns []string) (Filter, error) {
+func sortOf(c echo.Context, f deploy.Filter, columns []string) (deploy.Filter, error) {
 	sort := c.QueryParam("sort")
 	f.Sort, f.Descending = strings.TrimPrefix(sort, "-"), strings.HasPrefix(sort, "-")
 	if f.Sort == "created" && f.Descending {
@@ -101,7 +102,7 @@ func sortOf(c echo.Context, f Filter, columns []string) (Filter, error) {
 // sortColumn is a column heading of a list (the deployments, a deployment's history): a link
 // that sorts by the column (A to Z first; the time of creation newest first), or reverses the
 // order when the list is sorted by it already. The filters stay; the page starts over.
-func sortColumn(c echo.Context, key, label string, f Filter) SortColumn {
+func sortColumn(c echo.Context, key, label string, f deploy.Filter) SortColumn {
 	col := SortColumn{Label: label}
 	by, desc := f.Sort, f.Descending
 	if by == "" {
@@ -153,7 +154,7 @@ func (h *Handlers) showPage(c echo.Context, formErr error, destroyErr string, st
 	}
 	bad := &problem.ValidationError{}
 	at, limit := web.ListPosition(c, bad)
-	hf, err := sortOf(c, Filter{DeploymentID: id, Before: at, Limit: limit}, historySortable)
+	hf, err := sortOf(c, deploy.Filter{DeploymentID: id, Before: at, Limit: limit}, historySortable)
 	var badSort *problem.ValidationError
 	if errors.As(err, &badSort) {
 		bad.Fields = append(bad.Fields, badSort.Fields...)
@@ -169,7 +170,7 @@ func (h *Handlers) showPage(c echo.Context, formErr error, destroyErr string, st
 	// order shows it.
 	newest := ops
 	if hf.Sort != "" || !at.IsZero() {
-		if newest, err = h.svc.Operations(ctx, actor, Filter{DeploymentID: id, Limit: 20}); err != nil {
+		if newest, err = h.svc.Operations(ctx, actor, deploy.Filter{DeploymentID: id, Limit: 20}); err != nil {
 			return err
 		}
 	}
@@ -179,7 +180,7 @@ func (h *Handlers) showPage(c echo.Context, formErr error, destroyErr string, st
 	}
 	v := DeploymentView{ID: d.ID.String(), Name: d.Name, Environment: d.Environment, EnvironmentID: d.EnvironmentID.String(),
 		Tenant: d.Tenant, DestroyError: destroyErr, Component: d.Component, ComponentID: d.ComponentID.String(), Status: string(d.Status), Version: d.Version,
-		Created: d.CreatedAt, Updated: d.UpdatedAt, Destroyed: d.Status == Destroyed,
+		Created: d.CreatedAt, Updated: d.UpdatedAt, Destroyed: d.Status == deploy.Destroyed,
 		CanDeploy: actor.Can(access.ComponentDeploy, d.TenantID), CanDestroy: actor.Can(access.ComponentDestroy, d.TenantID),
 		Outputs: views.Values(d.Outputs)}
 	v.Parameters = views.Values(d.Parameters, d.SecretNames...)
@@ -187,13 +188,13 @@ func (h *Handlers) showPage(c echo.Context, formErr error, destroyErr string, st
 		v.Operations = append(v.Operations, operationRow(o))
 	}
 	for _, o := range newest {
-		if o.Status == Running || o.Status == AwaitingApproval {
+		if o.Status == deploy.Running || o.Status == deploy.AwaitingApproval {
 			row := operationRow(o)
 			v.Active = &row
 			break
 		}
 	}
-	v.History = web.Pager(c, web.NextPage(c, ops, limit, hf.operationPlace))
+	v.History = web.Pager(c, web.NextPage(c, ops, limit, hf.OperationPlace))
 	for _, col := range []struct{ key, label string }{{"kind", "Operation"}, {"status", "Status"}, {"by", "By"}, {"created", "Requested"}} {
 		v.HistoryColumns = append(v.HistoryColumns, sortColumn(c, col.key, col.label, hf))
 	}
@@ -223,7 +224,7 @@ func (h *Handlers) showPage(c echo.Context, formErr error, destroyErr string, st
 }
 
 // driftView is the drift section of a deployment's page.
-func driftView(d Deployment, actor access.Principal) DriftView {
+func driftView(d deploy.Deployment, actor access.Principal) DriftView {
 	v := DriftView{Status: d.DriftStatus, CanCheck: actor.Can(access.ComponentPreview, d.TenantID),
 		CanAccept: actor.Can(access.ComponentDeploy, d.TenantID), Slot: d.Slot != ""}
 	v.CanReconcile = v.CanAccept && !v.Slot
@@ -240,7 +241,7 @@ func driftView(d Deployment, actor access.Principal) DriftView {
 	return v
 }
 
-func operationRow(o Operation) OperationRow {
+func operationRow(o deploy.Operation) OperationRow {
 	r := OperationRow{ID: o.ID.String(), Kind: string(o.Kind), Status: string(o.Status), RequestedBy: o.RequestedBy, Error: o.Error,
 		Version: o.Version, Position: o.Position, Created: o.CreatedAt}
 	if o.StartedAt != nil && o.FinishedAt != nil {
@@ -249,7 +250,7 @@ func operationRow(o Operation) OperationRow {
 	if o.RequestedBy == "" {
 		r.RequestedBy = "Nimbus"
 	}
-	r.Summary = explain(Detail{Operation: o}, nil)
+	r.Summary = explain(deploy.Detail{Operation: o}, nil)
 	return r
 }
 
@@ -269,14 +270,14 @@ func (h *Handlers) ApplyForm(c echo.Context) error {
 	if err != nil {
 		return h.showPage(c, err, "", http.StatusUnprocessableEntity)
 	}
-	var op Operation
+	var op deploy.Operation
 	switch action := c.FormValue("action"); action {
 	case "preview":
-		op, err = h.svc.Preview(ctx, actor, id, Change{Parameters: params})
+		op, err = h.svc.Preview(ctx, actor, id, deploy.Change{Parameters: params})
 	case "deploy":
-		op, err = h.svc.Start(ctx, actor, id, Change{Parameters: params})
+		op, err = h.svc.Start(ctx, actor, id, deploy.Change{Parameters: params})
 	case "update":
-		op, err = h.svc.Update(ctx, actor, id, Change{Parameters: params, Rotate: c.Request().PostForm["rotate"]})
+		op, err = h.svc.Update(ctx, actor, id, deploy.Change{Parameters: params, Rotate: c.Request().PostForm["rotate"]})
 	default:
 		err = problem.Invalid("action", "enum", "must be preview, deploy or update")
 	}
@@ -300,11 +301,11 @@ func (h *Handlers) UpgradeForm(c echo.Context) error {
 		return problem.Invalid("version", "integer", "choose a version to upgrade to")
 	}
 	ctx, actor := web.Ctx(c), web.Actor(c)
-	var op Operation
+	var op deploy.Operation
 	if c.FormValue("action") == "preview" {
-		op, err = h.svc.Preview(ctx, actor, id, Change{Version: n})
+		op, err = h.svc.Preview(ctx, actor, id, deploy.Change{Version: n})
 	} else {
-		op, err = h.svc.Upgrade(ctx, actor, id, Change{Version: n})
+		op, err = h.svc.Upgrade(ctx, actor, id, deploy.Change{Version: n})
 	}
 	if err != nil {
 		return err
@@ -365,5 +366,5 @@ func (h *Handlers) ApplyPreviewForm(c echo.Context) error {
 // ApplyPreviewAPI answers POST /api/v1/operations/{id}/apply with 202 and the operation that
 // carries out the preview.
 func (h *Handlers) ApplyPreviewAPI(c echo.Context) error {
-	return web.OnID(c, h.svc.Apply, web.Accepted[Operation](c))
+	return web.OnID(c, h.svc.Apply, web.Accepted[deploy.Operation](c))
 }

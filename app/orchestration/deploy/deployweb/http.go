@@ -1,4 +1,9 @@
-package deploy
+// Package deployweb is the HTTP face of package deploy: the pages of deployments and their
+// operations, the deploy dialog, an operation's live stream and the JSON API, with the words
+// they say an operation in. Everything it shows or changes goes through deploy.Service, which
+// decides who may; the approval queue and the stack instance wizard show a plan with its
+// tables (ResourceTable, PlanTable).
+package deployweb
 
 import (
 	"fmt"
@@ -14,13 +19,14 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/kernel/problem"
+	"nimbus/app/orchestration/deploy"
 	"nimbus/app/platform/web"
 	"nimbus/db/listen"
 )
 
 // Handlers serves the deployment pages and API.
 type Handlers struct {
-	svc      *Service
+	svc      *deploy.Service
 	hub      *listen.Hub
 	done     <-chan struct{} // closed when the server stops, ending the event streams
 	maxState int64           // the largest state a restore accepts, in bytes
@@ -35,7 +41,7 @@ const DefaultStreamRecheck = 15 * time.Second
 
 // NewHandlers returns the handlers for svc; hub wakes the operation streams, which end when
 // done is closed. maxState caps a restored state in bytes (DefaultMaxStateSize when 0).
-func NewHandlers(svc *Service, hub *listen.Hub, done <-chan struct{}, maxState int64) *Handlers {
+func NewHandlers(svc *deploy.Service, hub *listen.Hub, done <-chan struct{}, maxState int64) *Handlers {
 	if maxState <= 0 {
 		maxState = DefaultMaxStateSize
 	}
@@ -53,7 +59,7 @@ func (h *Handlers) RecheckStreams(every time.Duration) *Handlers {
 
 // CreateAPI answers POST /api/v1/deployments with 202, the deployment and its operation.
 func (h *Handlers) CreateAPI(c echo.Context) error {
-	var req Request
+	var req deploy.Request
 	if err := web.DecodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -76,15 +82,15 @@ func (h *Handlers) ListAPI(c echo.Context) error {
 		return err
 	}
 	out := map[string]any{"deployments": ds}
-	if next := web.NextPage(c, ds, f.Limit, f.deploymentPlace); next != "" {
+	if next := web.NextPage(c, ds, f.Limit, f.DeploymentPlace); next != "" {
 		out["next"] = next
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
 // filter reads the list filters of a query string, refusing malformed ones by name.
-func filter(c echo.Context, statuses []string) (Filter, error) {
-	var f Filter
+func filter(c echo.Context, statuses []string) (deploy.Filter, error) {
+	var f deploy.Filter
 	v := &problem.ValidationError{}
 	for name, into := range map[string]*uuid.UUID{"environment_id": &f.EnvironmentID, "component_id": &f.ComponentID, "deployment_id": &f.DeploymentID} {
 		if s := c.QueryParam(name); s != "" {
@@ -108,18 +114,10 @@ func filter(c echo.Context, statuses []string) (Filter, error) {
 
 // What a list may be filtered by, in the order errors and pages name them.
 var (
-	kinds              = names(KindPreview, KindDeploy, KindUpdate, KindUpgrade, KindRefresh, KindDestroy, KindRestore, KindDriftCheck)
-	deploymentStatuses = names(Pending, Deploying, Deployed, Broken, Interrupted, Destroying, Destroyed, Upgrading)
-	operationStatuses  = names(Queued, Running, AwaitingApproval, Succeeded, Failed, Cancelled, Rejected)
+	kinds              = deploy.Kinds()
+	deploymentStatuses = deploy.DeploymentStatuses()
+	operationStatuses  = deploy.Statuses()
 )
-
-func names[S ~string](values ...S) []string {
-	out := make([]string, len(values))
-	for i, v := range values {
-		out[i] = string(v)
-	}
-	return out
-}
 
 // GetAPI answers GET /api/v1/deployments/{id}.
 func (h *Handlers) GetAPI(c echo.Context) error {
@@ -142,7 +140,7 @@ func (h *Handlers) ActionAPI(kind string) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		var ch Change
+		var ch deploy.Change
 		if c.Request().ContentLength != 0 {
 			if err := web.DecodeJSON(c, &ch); err != nil {
 				return err
@@ -156,7 +154,7 @@ func (h *Handlers) ActionAPI(kind string) echo.HandlerFunc {
 	}
 }
 
-func (h *Handlers) act(c echo.Context, kind string, id uuid.UUID, ch Change) (Operation, error) {
+func (h *Handlers) act(c echo.Context, kind string, id uuid.UUID, ch deploy.Change) (deploy.Operation, error) {
 	ctx, actor := web.Ctx(c), web.Actor(c)
 	switch kind {
 	case "preview":
@@ -185,7 +183,7 @@ func (h *Handlers) OperationsAPI(c echo.Context) error {
 		return err
 	}
 	out := map[string]any{"operations": ops}
-	if next := web.NextPage(c, ops, f.Limit, f.operationPlace); next != "" {
+	if next := web.NextPage(c, ops, f.Limit, f.OperationPlace); next != "" {
 		out["next"] = next
 	}
 	return c.JSON(http.StatusOK, out)
@@ -235,7 +233,7 @@ func (h *Handlers) FullLogAPI(c echo.Context) error {
 
 // CancelAPI answers POST /api/v1/operations/{id}/cancel with 202 and the operation.
 func (h *Handlers) CancelAPI(c echo.Context) error {
-	return web.OnID(c, h.svc.Cancel, web.Accepted[Operation](c))
+	return web.OnID(c, h.svc.Cancel, web.Accepted[deploy.Operation](c))
 }
 
 // StateAPI answers GET /api/v1/deployments/{id}/state with the stack's state export.
@@ -316,11 +314,11 @@ func Size(n int64) string {
 
 // DriftCheckAPI answers POST /api/v1/deployments/{id}/drift-checks with 202 and the queued check.
 func (h *Handlers) DriftCheckAPI(c echo.Context) error {
-	return web.OnID(c, h.svc.CheckDrift, web.Accepted[Operation](c))
+	return web.OnID(c, h.svc.CheckDrift, web.Accepted[deploy.Operation](c))
 }
 
 // ReconcileAPI answers POST /api/v1/deployments/{id}/reconcile with 202 and the queued update
 // that puts back what drifted.
 func (h *Handlers) ReconcileAPI(c echo.Context) error {
-	return web.OnID(c, h.svc.Reconcile, web.Accepted[Operation](c))
+	return web.OnID(c, h.svc.Reconcile, web.Accepted[deploy.Operation](c))
 }

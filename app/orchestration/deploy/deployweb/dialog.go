@@ -1,4 +1,4 @@
-package deploy
+package deployweb
 
 import (
 	"cmp"
@@ -19,6 +19,7 @@ import (
 	"nimbus/app/domain/governance"
 	"nimbus/app/domain/paramform"
 	"nimbus/app/kernel/problem"
+	"nimbus/app/orchestration/deploy"
 	"nimbus/app/platform/web"
 	"nimbus/views"
 )
@@ -38,11 +39,7 @@ func (h *Handlers) DeployDialog(c echo.Context) error {
 		return err
 	}
 	v := dialogView(dd)
-	bound, _, err := h.svc.bindings(web.Ctx(c), dd.Bindings, uuid.Nil)
-	if err != nil {
-		return err
-	}
-	v.Form = paramForm(dd.InputSchema, nil, nil, nil, bound, false, limitsOf(dd))
+	v.Form = paramForm(dd.InputSchema, nil, nil, nil, dd.Bound, false, limitsOf(dd))
 	markResolved(&v.Form, dd, v.Environment)
 	return web.Render(c, http.StatusOK, DeployDialog(views.Page{CSRF: web.CSRF(c)}, v))
 }
@@ -50,7 +47,7 @@ func (h *Handlers) DeployDialog(c echo.Context) error {
 // markResolved shows the inputs that the chosen environment's resolvers fill as such, as the
 // dialog's script does when another environment is chosen. No environment chosen yet means
 // the first offered.
-func markResolved(f *ParamForm, dd Deployable, environment string) {
+func markResolved(f *ParamForm, dd deploy.Deployable, environment string) {
 	if len(dd.Environments) == 0 {
 		return
 	}
@@ -63,14 +60,14 @@ func markResolved(f *ParamForm, dd Deployable, environment string) {
 	}
 }
 
-func limitsOf(dd Deployable) map[string]governance.Limits {
+func limitsOf(dd deploy.Deployable) map[string]governance.Limits {
 	if dd.Rule == nil {
 		return nil
 	}
 	return dd.Rule.Parameters
 }
 
-func dialogView(dd Deployable) DeployDialogView {
+func dialogView(dd deploy.Deployable) DeployDialogView {
 	v := DeployDialogView{ComponentID: dd.ComponentID.String(), Component: dd.Component, Version: dd.Version}
 	if dd.Rule != nil {
 		v.Rules = rulesInWords(*dd.Rule, titles(dd.InputSchema))
@@ -102,13 +99,13 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 	v := dialogView(dd)
 	v.Environment, v.Name = c.FormValue("environment_id"), c.FormValue("name")
 	params, err := formParams(c, dd.InputSchema)
-	envID, _ := uuid.Parse(v.Environment) // none chosen is reported by review
+	envID, _ := uuid.Parse(v.Environment) // none chosen is reported by Review
 	// The version the form was made for: a newer one published meanwhile may have other inputs.
 	version, _ := strconv.Atoi(c.FormValue("version"))
-	req := Request{ComponentID: id, Version: version, EnvironmentID: envID, Name: v.Name,
+	req := deploy.Request{ComponentID: id, Version: version, EnvironmentID: envID, Name: v.Name,
 		Parameters: params, PreviewOnly: c.FormValue("action") != "deploy"}
-	if err = h.svc.review(ctx, actor, req, err); err == nil {
-		var op Operation
+	if err = h.svc.Review(ctx, actor, req, err); err == nil {
+		var op deploy.Operation
 		if _, op, err = h.svc.Deploy(ctx, actor, req); err == nil {
 			if req.PreviewOnly {
 				pv, err := h.plan(c, id, op.ID)
@@ -126,11 +123,7 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 	}
 	v.NameError, v.EnvError = errs["name"], errs["environment_id"]
 	values := paramform.Given(c.Request().PostForm, "")
-	bound, _, berr := h.svc.bindings(ctx, dd.Bindings, uuid.Nil)
-	if berr != nil {
-		return berr
-	}
-	v.Form = paramForm(dd.InputSchema, values, nil, err, bound, false, limitsOf(dd))
+	v.Form = paramForm(dd.InputSchema, values, nil, err, dd.Bound, false, limitsOf(dd))
 	markResolved(&v.Form, dd, v.Environment)
 	// Problems with no field of their own here (an instance limit, say) go above the form.
 	var general []string
@@ -169,7 +162,7 @@ func (h *Handlers) plan(c echo.Context, componentID, op uuid.UUID) (PlanView, er
 	if err != nil {
 		return PlanView{}, err
 	}
-	if d.Kind != KindPreview {
+	if d.Kind != deploy.KindPreview {
 		return PlanView{}, problem.Invalid("preview", "kind", "is not a preview")
 	}
 	v := PlanView{OperationID: d.ID.String(), DeploymentID: d.DeploymentID.String(), Deployment: d.Deployment,
@@ -182,7 +175,7 @@ func (h *Handlers) plan(c echo.Context, componentID, op uuid.UUID) (PlanView, er
 
 // Planned is what a preview plans, as people read it: each resource it would create or change,
 // and what that comes to in words.
-func Planned(d Detail) ([]PlanRow, string) {
+func Planned(d deploy.Detail) ([]PlanRow, string) {
 	var rows []PlanRow
 	for _, r := range d.Resources {
 		if strings.HasPrefix(r.Type, "pulumi:") {

@@ -1,4 +1,4 @@
-package deploy
+package deployweb
 
 import (
 	"slices"

@@ -1,4 +1,4 @@
-package deploy
+package deployweb
 
 import (
 	"fmt"
@@ -6,20 +6,21 @@ import (
 	"strings"
 
 	"nimbus/app/kernel/outcome"
+	"nimbus/app/orchestration/deploy"
 	"nimbus/app/platform/pulumix"
 )
 
 // What each step does, as the sentence saying it could not be done puts it.
 var stepFailures = map[string]string{
-	StepResolve: "Its inputs could not be filled in by the environment's resolvers",
-	StepGovern:  "The tenant's rules do not allow it",
-	StepPreview: "The engine could not work out what would change",
-	StepApprove: "It could not be put up for approval",
-	StepUp:      "The engine could not make the change",
-	StepRefresh: "The engine could not read the resources back",
-	StepDestroy: "The engine could not delete the resources",
-	StepRecord:  "What it did could not be recorded",
-	StepDrift:   "The engine could not compare the resources with the cloud",
+	deploy.StepResolve: "Its inputs could not be filled in by the environment's resolvers",
+	deploy.StepGovern:  "The tenant's rules do not allow it",
+	deploy.StepPreview: "The engine could not work out what would change",
+	deploy.StepApprove: "It could not be put up for approval",
+	deploy.StepUp:      "The engine could not make the change",
+	deploy.StepRefresh: "The engine could not read the resources back",
+	deploy.StepDestroy: "The engine could not delete the resources",
+	deploy.StepRecord:  "What it did could not be recorded",
+	deploy.StepDrift:   "The engine could not compare the resources with the cloud",
 }
 
 // What the engine does to a resource, as "could not be …" says it.
@@ -32,9 +33,9 @@ var opFailures = map[string]string{
 // resource or the step that failed: what a person reads first, the engine's own words below it.
 // It reads the outcome's fields; the message is shown whole where it is the only words there are
 // (a refusal, a rejection), never searched.
-func explain(d Detail, rows []ResourceRow) string {
+func explain(d deploy.Detail, rows []ResourceRow) string {
 	o := d.Outcome
-	if d.Status != Failed && d.Status != Cancelled && d.Status != Rejected {
+	if d.Status != deploy.Failed && d.Status != deploy.Cancelled && d.Status != deploy.Rejected {
 		return ""
 	}
 	undone := ""
@@ -45,9 +46,9 @@ func explain(d Detail, rows []ResourceRow) string {
 		undone = "; the deployment was rolled back to its previous version and parameters"
 	}
 	switch d.Status {
-	case Cancelled:
+	case deploy.Cancelled:
 		return "This " + string(d.Kind) + " was cancelled" + undone + "."
-	case Rejected:
+	case deploy.Rejected:
 		return "This " + string(d.Kind) + " was rejected: " + d.Error
 	}
 	if o.Kind == outcome.TimedOut {
@@ -188,7 +189,7 @@ func spans(s string) []Span {
 // succeeded, how many of the planned are done; once it failed or was cancelled, what finished,
 // what failed, what was stopped part way and what its undo reversed.
 func progressLine(v LiveView) string {
-	ended := v.Status == string(Failed) || v.Status == string(Cancelled) || v.Status == string(Rejected)
+	ended := v.Status == string(deploy.Failed) || v.Status == string(deploy.Cancelled) || v.Status == string(deploy.Rejected)
 	var s string
 	if ended {
 		s = fmt.Sprintf("%d of %d resources done", v.Done, v.Planned)
