@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -39,15 +40,26 @@ type method struct {
 	tx bool
 }
 
-// sources are the files matching pattern of every package under app/: those of the wiring and
-// the harness, and those of each layer's packages.
+// sources are the files matching pattern of every package under app/, however deep: those of
+// the wiring and the harness, each layer's packages and the packages standing on them (a
+// domain's web face).
 func sources(pattern string) ([]string, error) {
-	top, err := filepath.Glob(filepath.Join("..", "*", pattern))
-	if err != nil {
-		return nil, err
-	}
-	layered, err := filepath.Glob(filepath.Join("..", "*", "*", pattern))
-	return append(top, layered...), err
+	var out []string
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && d.Name() == "testdata":
+			return filepath.SkipDir
+		case d.IsDir():
+			return nil
+		}
+		if ok, _ := filepath.Match(pattern, d.Name()); ok {
+			out = append(out, path)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // dataAccessMethods lists every exported method, in every domain package under app/, that
