@@ -3,6 +3,7 @@ package deploy
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,6 +29,14 @@ const (
 	// KindDriftCheck compares what the cloud has with what the stack recorded, changing neither.
 	KindDriftCheck Kind = "drift_check"
 )
+
+// Label is the kind as a title says it: "Drift check".
+func (k Kind) Label() string {
+	if k == KindDriftCheck {
+		return "Drift check"
+	}
+	return strings.ToUpper(string(k[:1])) + string(k[1:])
+}
 
 // changes reports whether an operation of the kind changes the deployment's resources; a
 // preview, a refresh and a drift check leave the deployment as it was, however they end.

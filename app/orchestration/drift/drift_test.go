@@ -165,9 +165,12 @@ func TestDrift_ScheduledCheckFindsItReconcilePutsItBackAcceptAdoptsIt(t *testing
 		apptest.WantStatus(t, r, http.StatusSeeOther)
 		return s.WaitOperation(t, user, strings.TrimPrefix(r.Header.Get("Location"), "/operations/"))
 	}
-	if op := button("drift-check"); op["status"] != "succeeded" || op["kind"] != "drift_check" {
+	op := button("drift-check")
+	if op["status"] != "succeeded" || op["kind"] != "drift_check" {
 		t.Fatalf("drift check: %v", op)
 	}
+	apptest.WantIn(t, b.Get(t, "/operations/"+op["id"].(string)), "<title>Drift check of web",
+		`data-testid="drift-finding">Drift found: machine (cores) differ from what the stack recorded.<`)
 	if dep := s.WaitDrift(t, user, depID, "drifted"); coresChange(t, dep) != "2 → 6" {
 		t.Fatalf("the second drift: %v", dep["drift"])
 	}
@@ -182,10 +185,11 @@ func TestDrift_ScheduledCheckFindsItReconcilePutsItBackAcceptAdoptsIt(t *testing
 	}
 	r = s.Call(t, "POST", "/api/v1/deployments/"+depID+"/drift-checks", user, nil)
 	apptest.WantStatus(t, r, http.StatusAccepted)
-	s.WaitOperation(t, user, r.JSON(t)["id"].(string))
+	check := s.WaitOperation(t, user, r.JSON(t)["id"].(string))
 	if dep := s.Call(t, "GET", "/api/v1/deployments/"+depID, user, nil).JSON(t); dep["drift_status"] != "in_sync" {
 		t.Fatalf("a check after the accept: %v %v", dep["drift_status"], dep["drift"])
 	}
+	apptest.WantIn(t, b.Get(t, "/operations/"+check["id"].(string)), `data-testid="drift-finding">No drift found: every resource is as the stack recorded it.<`)
 	if detected := s.DriftEvents(t, admin, envID, "drift.detected", depID); len(detected) != 2 {
 		t.Fatalf("drift.detected events: %d, want one per drift", len(detected))
 	}
@@ -197,6 +201,32 @@ func TestDrift_ScheduledCheckFindsItReconcilePutsItBackAcceptAdoptsIt(t *testing
 	apptest.WantStatus(t, r, http.StatusOK)
 	if got := r.JSON(t); got["effective"] != nil || got["own"] != "0s" {
 		t.Fatalf("the interval turned off: %s", r.Body)
+	}
+}
+
+// TestDrift_AMachineStoppedByHandIsDrift: the power state the cloud reports beside the inputs
+// is compared too, so a machine stopped outside Nimbus is drift, not "in sync".
+func TestDrift_AMachineStoppedByHandIsDrift(t *testing.T) {
+	s := apptest.NewSite(t)
+	env, err := environment.NewService(s.Pool).Create(t.Context(), s.AdminA, s.A.ID, "dev")
+	apptest.Must(t, err)
+	user := s.Token(t, s.UserA)
+	r := s.Call(t, "POST", "/api/v1/deployments", user, map[string]any{
+		"component_id": s.Shared.ID, "environment_id": env.ID, "name": "web", "parameters": map[string]any{"name": "web-1"},
+	})
+	apptest.WantStatus(t, r, http.StatusAccepted)
+	body := r.JSON(t)
+	depID := body["deployment"].(map[string]any)["id"].(string)
+	if op := s.WaitOperation(t, user, body["operation"].(map[string]any)["id"].(string)); op["status"] != "succeeded" {
+		t.Fatalf("deploy: %v", op)
+	}
+	editMachine(t, s, "status", "stopped")
+	r = s.Call(t, "POST", "/api/v1/deployments/"+depID+"/drift-checks", user, nil)
+	apptest.WantStatus(t, r, http.StatusAccepted)
+	s.WaitOperation(t, user, r.JSON(t)["id"].(string))
+	dep := s.Call(t, "GET", "/api/v1/deployments/"+depID, user, nil).JSON(t)
+	if dep["drift_status"] != "drifted" || !strings.Contains(string(mustJSON(t, dep["drift"])), `"path":"status"`) {
+		t.Fatalf("a stopped machine: %v %s", dep["drift_status"], mustJSON(t, dep["drift"]))
 	}
 }
 

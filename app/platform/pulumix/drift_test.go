@@ -126,3 +126,35 @@ func TestDriftCheck_FindsWhatChangedAndWhatIsGoneAndRefreshingPutsItBack(t *test
 		t.Fatalf("the drift of a deleted disk: %+v", res.Drift)
 	}
 }
+
+// TestDriftCheck_APowerStateChangedByHandIsDrift: the engine diffs only inputs, so a machine
+// stopped outside any deployment reads back as the same resource; what the provider reports
+// beside the inputs is compared too.
+func TestDriftCheck_APowerStateChangedByHandIsDrift(t *testing.T) {
+	data, cloud := t.TempDir(), t.TempDir()
+	r, err := NewRunner(toolchain(t), data, map[string]string{"SIMCLOUD_DIR": cloud}, CloudDirs(cloud))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := os.ReadFile("../../domain/component/testdata/machine.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	st := Stack{Name: "power", Code: string(code), Config: map[string]any{"name": "web", "cores": float64(2)}, Passphrase: "p"}
+	if _, err := r.Up(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	setStored(t, cloud, "machine", "status", "stopped")
+	res, err := r.DriftCheck(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Drift) != 1 || res.Drift[0].Name != "machine" || len(res.Drift[0].Changes) != 1 {
+		t.Fatalf("the drift of a stopped machine: %+v", res.Drift)
+	}
+	if c := res.Drift[0].Changes[0]; c.Path != "status" || c.Old != "running" || c.New != "stopped" {
+		t.Fatalf("the machine's change: %+v, want status running → stopped", c)
+	}
+}

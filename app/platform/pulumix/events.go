@@ -105,17 +105,29 @@ func convert(ev apitype.EngineEvent) (Event, bool) {
 // The values are the resource's inputs where it has the property as one, else its outputs.
 func drifted(m apitype.StepEventMetadata) (Drifted, bool) {
 	// A refresh previewed on its own ends as update or delete; one that begins a preview of the
-	// program ends as refresh, with the same differences.
-	if m.Op != apitype.OpUpdate && m.Op != apitype.OpDelete && m.Op != apitype.OpRefresh || m.Old == nil || strings.HasPrefix(m.Type, "pulumi:") {
+	// program ends as refresh, with the same differences. One that found only what the provider
+	// reports beside the inputs changed ends as same.
+	switch {
+	case m.Old == nil || strings.HasPrefix(m.Type, "pulumi:"):
+		return Drifted{}, false
+	case m.Op != apitype.OpUpdate && m.Op != apitype.OpDelete && m.Op != apitype.OpRefresh && m.Op != apitype.OpSame:
 		return Drifted{}, false
 	}
 	d := Drifted{URN: m.URN, Type: m.Type, Name: nameOf(m.URN), Op: string(apitype.OpUpdate), Changes: []Change{}}
 	if m.New == nil {
+		if m.Op == apitype.OpSame {
+			return Drifted{}, false
+		}
 		d.Op = string(apitype.OpDelete)
 		return d, true
 	}
 	paths := slices.Clone(m.Diffs)
 	for p := range m.DetailedDiff {
+		if !slices.Contains(paths, p) {
+			paths = append(paths, p)
+		}
+	}
+	for _, p := range readBack(m.Old, m.New) {
 		if !slices.Contains(paths, p) {
 			paths = append(paths, p)
 		}
@@ -131,6 +143,30 @@ func drifted(m apitype.StepEventMetadata) (Drifted, bool) {
 		d.Changes = append(d.Changes, Change{Path: p, Kind: "update", Old: value(m.Old, p), New: value(m.New, p)})
 	}
 	return d, len(d.Changes) > 0
+}
+
+// readBack are the outputs the provider reports beside the inputs, as plain values, that a
+// refresh found changed: a machine stopped by hand reads back another power state. The engine
+// diffs only inputs, so it calls such a resource the same. Values that are objects or lists
+// (a Kubernetes object's status) change on their own all the time and are left out.
+func readBack(old, new *apitype.StepEventStateMetadata) []string {
+	var out []string
+	for k, v := range new.Outputs {
+		if _, input := new.Inputs[k]; input || !plain(v) || !plain(old.Outputs[k]) || old.Outputs[k] == v {
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// plain reports whether v is a string, a number or a boolean.
+func plain(v any) bool {
+	switch v.(type) {
+	case string, float64, bool:
+		return true
+	}
+	return false
 }
 
 // nameOf is the last part of a URN: urn:pulumi:stack::project::type::name.

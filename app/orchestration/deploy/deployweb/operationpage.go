@@ -39,7 +39,7 @@ func (h *Handlers) OperationPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := web.Page(c, string(d.Kind)+" of "+d.Deployment).Under(views.Crumb{Label: "Deployments", URL: "/deployments"},
+	page := web.Page(c, d.Kind.Label()+" of "+d.Deployment).Under(views.Crumb{Label: "Deployments", URL: "/deployments"},
 		views.Crumb{Label: dep.Environment, URL: "/environments/" + dep.EnvironmentID.String()},
 		views.Crumb{Label: d.Deployment, URL: "/deployments/" + d.DeploymentID.String()})
 	live, err := h.live(c, d, page.CSRF)
@@ -57,6 +57,32 @@ func (h *Handlers) OperationPage(c echo.Context) error {
 		v.StreamURL = fmt.Sprintf("/operations/%s/stream?after=%d", id, last)
 	}
 	return web.Render(c, http.StatusOK, OperationPage(page, v))
+}
+
+// finding says what a drift check found: nothing, or which resources differ from what the
+// stack recorded and in which properties.
+func finding(rows []ResourceRow) string {
+	var drifted []string
+	for _, r := range rows {
+		if strings.HasPrefix(r.Type, "pulumi:") || r.Op == "same" {
+			continue
+		}
+		what := r.Name
+		if r.Op == "delete" {
+			what += " (gone)"
+		} else if len(r.Changes) > 0 {
+			paths := make([]string, len(r.Changes))
+			for i, c := range r.Changes {
+				paths[i] = c.Path
+			}
+			what += " (" + strings.Join(paths, ", ") + ")"
+		}
+		drifted = append(drifted, what)
+	}
+	if len(drifted) == 0 {
+		return "No drift found: every resource is as the stack recorded it."
+	}
+	return "Drift found: " + strings.Join(drifted, ", ") + " differ from what the stack recorded."
 }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
@@ -112,6 +138,9 @@ func (h *Handlers) live(c echo.Context, d deploy.Detail, csrf string) (LiveView,
 		}
 	}
 	v.Summary = explain(d, v.Resources)
+	if d.Kind == deploy.KindDriftCheck && d.Status == deploy.Succeeded {
+		v.Finding = finding(v.Resources)
+	}
 	v.Diagnostics = DiagnosticsOf(v.Resources)
 	v.Cancelling = d.CancelRequested && !d.Status.Ended()
 	if d.Status == deploy.AwaitingApproval {
