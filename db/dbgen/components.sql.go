@@ -54,8 +54,8 @@ func (q *Queries) ComponentNameTaken(ctx context.Context, arg ComponentNameTaken
 
 const createComponent = `-- name: CreateComponent :one
 INSERT INTO components (tenant_id, provider_id, semantic_type_id, name, display_name, description,
-    language, code, input_schema, output_schema, resolver_bindings, is_system, created_by)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+    language, code, input_schema, output_schema, resolver_bindings, is_system, created_by, system_only)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 RETURNING id
 `
 
@@ -73,6 +73,7 @@ type CreateComponentParams struct {
 	ResolverBindings json.RawMessage `json:"resolver_bindings"`
 	IsSystem         bool            `json:"is_system"`
 	CreatedBy        uuid.NullUUID   `json:"created_by"`
+	SystemOnly       bool            `json:"system_only"`
 }
 
 func (q *Queries) CreateComponent(ctx context.Context, arg CreateComponentParams) (uuid.UUID, error) {
@@ -90,6 +91,7 @@ func (q *Queries) CreateComponent(ctx context.Context, arg CreateComponentParams
 		arg.ResolverBindings,
 		arg.IsSystem,
 		arg.CreatedBy,
+		arg.SystemOnly,
 	)
 	var id uuid.UUID
 	err := row.Scan(&id)
@@ -177,7 +179,7 @@ func (q *Queries) CreateSemanticType(ctx context.Context, arg CreateSemanticType
 }
 
 const getComponent = `-- name: GetComponent :one
-SELECT c.id, c.tenant_id, c.provider_id, c.semantic_type_id, c.name, c.display_name, c.description, c.language, c.code, c.input_schema, c.output_schema, c.resolver_bindings, c.is_system, c.latest_version, c.created_by, c.created_at, c.updated_at, c.deleted_at, c.revision, p.name AS provider, t.name AS semantic_type, tn.name AS tenant_name
+SELECT c.id, c.tenant_id, c.provider_id, c.semantic_type_id, c.name, c.display_name, c.description, c.language, c.code, c.input_schema, c.output_schema, c.resolver_bindings, c.is_system, c.latest_version, c.created_by, c.created_at, c.updated_at, c.deleted_at, c.revision, c.system_only, p.name AS provider, t.name AS semantic_type, tn.name AS tenant_name
 FROM components c
 JOIN semantic_providers p ON p.id = c.provider_id
 JOIN semantic_resource_types t ON t.id = c.semantic_type_id
@@ -205,6 +207,7 @@ type GetComponentRow struct {
 	UpdatedAt        time.Time       `json:"updated_at"`
 	DeletedAt        *time.Time      `json:"deleted_at"`
 	Revision         int32           `json:"revision"`
+	SystemOnly       bool            `json:"system_only"`
 	Provider         string          `json:"provider"`
 	SemanticType     string          `json:"semantic_type"`
 	TenantName       *string         `json:"tenant_name"`
@@ -233,6 +236,7 @@ func (q *Queries) GetComponent(ctx context.Context, id uuid.UUID) (GetComponentR
 		&i.UpdatedAt,
 		&i.DeletedAt,
 		&i.Revision,
+		&i.SystemOnly,
 		&i.Provider,
 		&i.SemanticType,
 		&i.TenantName,
@@ -456,8 +460,13 @@ FROM (SELECT c.id, lower(c.name) AS sort_name, count(*) OVER () AS total
       -- Components governance denies to all the viewer's tenants are hidden from those who may not
       -- change that.
       AND NOT c.id = ANY($10::uuid[])
+      -- Tenants are offered what they can deploy: no part Nimbus deploys itself, and only
+      -- components of a provider one of their environments deploys to (all_providers when one
+      -- of them is in no landing zone, and so deploys to any).
+      AND ($1::boolean OR NOT c.system_only)
+      AND ($1::boolean OR $11::boolean OR p.name = ANY($12::text[]))
     ORDER BY lower(c.name), c.id
-    LIMIT $12 OFFSET $11) page
+    LIMIT $14 OFFSET $13) page
 JOIN components c ON c.id = page.id
 JOIN semantic_providers p ON p.id = c.provider_id
 JOIN semantic_resource_types t ON t.id = c.semantic_type_id
@@ -476,6 +485,8 @@ type ListComponentsParams struct {
 	Scope               *string     `json:"scope"`
 	PublishedOnly       bool        `json:"published_only"`
 	HiddenIds           []uuid.UUID `json:"hidden_ids"`
+	AllProviders        bool        `json:"all_providers"`
+	Providers           []string    `json:"providers"`
 	Skip                int32       `json:"skip"`
 	MaxRows             int32       `json:"max_rows"`
 }
@@ -513,6 +524,8 @@ func (q *Queries) ListComponents(ctx context.Context, arg ListComponentsParams) 
 		arg.Scope,
 		arg.PublishedOnly,
 		arg.HiddenIds,
+		arg.AllProviders,
+		arg.Providers,
 		arg.Skip,
 		arg.MaxRows,
 	)
@@ -662,6 +675,28 @@ func (q *Queries) LockComponent(ctx context.Context, id uuid.UUID) (int32, error
 	var latest_version int32
 	err := row.Scan(&latest_version)
 	return latest_version, err
+}
+
+const providersOfTenants = `-- name: ProvidersOfTenants :one
+SELECT coalesce(array_agg(DISTINCT z.provider) FILTER (WHERE z.provider IS NOT NULL), '{}')::text[] AS providers,
+    coalesce(bool_or(e.landing_zone_id IS NULL), false)::boolean AS any_provider
+FROM environments e
+LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
+WHERE e.tenant_id = ANY($1::uuid[]) AND e.deleted_at IS NULL AND e.status <> 'decommissioned'
+`
+
+type ProvidersOfTenantsRow struct {
+	Providers   []string `json:"providers"`
+	AnyProvider bool     `json:"any_provider"`
+}
+
+// The providers the tenants' live environments deploy to, and whether one of those environments
+// is in no landing zone (and so deploys to any provider).
+func (q *Queries) ProvidersOfTenants(ctx context.Context, tenantIds []uuid.UUID) (ProvidersOfTenantsRow, error) {
+	row := q.db.QueryRow(ctx, providersOfTenants, tenantIds)
+	var i ProvidersOfTenantsRow
+	err := row.Scan(&i.Providers, &i.AnyProvider)
+	return i, err
 }
 
 const setLatestVersion = `-- name: SetLatestVersion :exec

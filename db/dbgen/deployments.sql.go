@@ -1206,6 +1206,58 @@ func (q *Queries) RecordResourceUndo(ctx context.Context, arg RecordResourceUndo
 	return err
 }
 
+const referableDeployments = `-- name: ReferableDeployments :many
+SELECT d.name, e.id AS environment_id, e.name AS environment_name, (d.outputs ->> $1::text)::text AS value
+FROM deployed_components d
+JOIN environments e ON e.id = d.environment_id
+JOIN components c ON c.id = d.component_id
+JOIN semantic_resource_types t ON t.id = c.semantic_type_id
+WHERE d.environment_id = ANY($2::uuid[]) AND t.name = $3::text
+  AND d.status <> 'destroyed' AND coalesce(d.outputs ->> $1::text, '') <> ''
+ORDER BY lower(e.name), lower(d.name)
+LIMIT 200
+`
+
+type ReferableDeploymentsParams struct {
+	Output         string      `json:"output"`
+	EnvironmentIds []uuid.UUID `json:"environment_ids"`
+	SemanticType   string      `json:"semantic_type"`
+}
+
+type ReferableDeploymentsRow struct {
+	Name            string    `json:"name"`
+	EnvironmentID   uuid.UUID `json:"environment_id"`
+	EnvironmentName string    `json:"environment_name"`
+	Value           string    `json:"value"`
+}
+
+// The live deployments of the environments that an input referring to the semantic type by
+// an output may name, with that output's value: the networks a machine may join.
+func (q *Queries) ReferableDeployments(ctx context.Context, arg ReferableDeploymentsParams) ([]ReferableDeploymentsRow, error) {
+	rows, err := q.db.Query(ctx, referableDeployments, arg.Output, arg.EnvironmentIds, arg.SemanticType)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ReferableDeploymentsRow{}
+	for rows.Next() {
+		var i ReferableDeploymentsRow
+		if err := rows.Scan(
+			&i.Name,
+			&i.EnvironmentID,
+			&i.EnvironmentName,
+			&i.Value,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const running = `-- name: Running :one
 SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status = 'running')
 `

@@ -207,7 +207,8 @@ func (q *Queries) EnvironmentInTransition(ctx context.Context, id uuid.UUID) (uu
 }
 
 const getEnvironment = `-- name: GetEnvironment :one
-SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, e.status_by, e.failed_transition, e.drift_interval, e.expires_at, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
+SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, e.status_by, e.failed_transition, e.drift_interval, e.expires_at, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name,
+    coalesce(z.provider, '')::text AS landing_zone_provider
 FROM environments e JOIN tenants t ON t.id = e.tenant_id
 LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
 LEFT JOIN environment_templates tp ON tp.id = e.template_id
@@ -215,24 +216,25 @@ WHERE e.id = $1 AND e.deleted_at IS NULL AND t.deleted_at IS NULL
 `
 
 type GetEnvironmentRow struct {
-	ID               uuid.UUID       `json:"id"`
-	TenantID         uuid.UUID       `json:"tenant_id"`
-	Name             string          `json:"name"`
-	LandingZoneID    uuid.NullUUID   `json:"landing_zone_id"`
-	Status           string          `json:"status"`
-	CreatedBy        uuid.NullUUID   `json:"created_by"`
-	CreatedAt        time.Time       `json:"created_at"`
-	UpdatedAt        time.Time       `json:"updated_at"`
-	DeletedAt        *time.Time      `json:"deleted_at"`
-	TemplateID       uuid.NullUUID   `json:"template_id"`
-	StatusReason     string          `json:"status_reason"`
-	StatusBy         uuid.NullUUID   `json:"status_by"`
-	FailedTransition *string         `json:"failed_transition"`
-	DriftInterval    pgtype.Interval `json:"drift_interval"`
-	ExpiresAt        *time.Time      `json:"expires_at"`
-	TenantName       string          `json:"tenant_name"`
-	LandingZoneName  string          `json:"landing_zone_name"`
-	TemplateName     string          `json:"template_name"`
+	ID                  uuid.UUID       `json:"id"`
+	TenantID            uuid.UUID       `json:"tenant_id"`
+	Name                string          `json:"name"`
+	LandingZoneID       uuid.NullUUID   `json:"landing_zone_id"`
+	Status              string          `json:"status"`
+	CreatedBy           uuid.NullUUID   `json:"created_by"`
+	CreatedAt           time.Time       `json:"created_at"`
+	UpdatedAt           time.Time       `json:"updated_at"`
+	DeletedAt           *time.Time      `json:"deleted_at"`
+	TemplateID          uuid.NullUUID   `json:"template_id"`
+	StatusReason        string          `json:"status_reason"`
+	StatusBy            uuid.NullUUID   `json:"status_by"`
+	FailedTransition    *string         `json:"failed_transition"`
+	DriftInterval       pgtype.Interval `json:"drift_interval"`
+	ExpiresAt           *time.Time      `json:"expires_at"`
+	TenantName          string          `json:"tenant_name"`
+	LandingZoneName     string          `json:"landing_zone_name"`
+	TemplateName        string          `json:"template_name"`
+	LandingZoneProvider string          `json:"landing_zone_provider"`
 }
 
 func (q *Queries) GetEnvironment(ctx context.Context, id uuid.UUID) (GetEnvironmentRow, error) {
@@ -257,12 +259,14 @@ func (q *Queries) GetEnvironment(ctx context.Context, id uuid.UUID) (GetEnvironm
 		&i.TenantName,
 		&i.LandingZoneName,
 		&i.TemplateName,
+		&i.LandingZoneProvider,
 	)
 	return i, err
 }
 
 const listEnvironments = `-- name: ListEnvironments :many
-SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, e.status_by, e.failed_transition, e.drift_interval, e.expires_at, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
+SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, e.status_by, e.failed_transition, e.drift_interval, e.expires_at, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name,
+    coalesce(z.provider, '')::text AS landing_zone_provider
 FROM environments e JOIN tenants t ON t.id = e.tenant_id
 LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
 LEFT JOIN environment_templates tp ON tp.id = e.template_id
@@ -277,24 +281,25 @@ type ListEnvironmentsParams struct {
 }
 
 type ListEnvironmentsRow struct {
-	ID               uuid.UUID       `json:"id"`
-	TenantID         uuid.UUID       `json:"tenant_id"`
-	Name             string          `json:"name"`
-	LandingZoneID    uuid.NullUUID   `json:"landing_zone_id"`
-	Status           string          `json:"status"`
-	CreatedBy        uuid.NullUUID   `json:"created_by"`
-	CreatedAt        time.Time       `json:"created_at"`
-	UpdatedAt        time.Time       `json:"updated_at"`
-	DeletedAt        *time.Time      `json:"deleted_at"`
-	TemplateID       uuid.NullUUID   `json:"template_id"`
-	StatusReason     string          `json:"status_reason"`
-	StatusBy         uuid.NullUUID   `json:"status_by"`
-	FailedTransition *string         `json:"failed_transition"`
-	DriftInterval    pgtype.Interval `json:"drift_interval"`
-	ExpiresAt        *time.Time      `json:"expires_at"`
-	TenantName       string          `json:"tenant_name"`
-	LandingZoneName  string          `json:"landing_zone_name"`
-	TemplateName     string          `json:"template_name"`
+	ID                  uuid.UUID       `json:"id"`
+	TenantID            uuid.UUID       `json:"tenant_id"`
+	Name                string          `json:"name"`
+	LandingZoneID       uuid.NullUUID   `json:"landing_zone_id"`
+	Status              string          `json:"status"`
+	CreatedBy           uuid.NullUUID   `json:"created_by"`
+	CreatedAt           time.Time       `json:"created_at"`
+	UpdatedAt           time.Time       `json:"updated_at"`
+	DeletedAt           *time.Time      `json:"deleted_at"`
+	TemplateID          uuid.NullUUID   `json:"template_id"`
+	StatusReason        string          `json:"status_reason"`
+	StatusBy            uuid.NullUUID   `json:"status_by"`
+	FailedTransition    *string         `json:"failed_transition"`
+	DriftInterval       pgtype.Interval `json:"drift_interval"`
+	ExpiresAt           *time.Time      `json:"expires_at"`
+	TenantName          string          `json:"tenant_name"`
+	LandingZoneName     string          `json:"landing_zone_name"`
+	TemplateName        string          `json:"template_name"`
+	LandingZoneProvider string          `json:"landing_zone_provider"`
 }
 
 // Environments of the tenants the viewer may see (all for provider admins), by tenant and name;
@@ -327,6 +332,7 @@ func (q *Queries) ListEnvironments(ctx context.Context, arg ListEnvironmentsPara
 			&i.TenantName,
 			&i.LandingZoneName,
 			&i.TemplateName,
+			&i.LandingZoneProvider,
 		); err != nil {
 			return nil, err
 		}

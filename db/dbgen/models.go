@@ -94,6 +94,7 @@ type Component struct {
 	UpdatedAt        time.Time       `json:"updated_at"`
 	DeletedAt        *time.Time      `json:"deleted_at"`
 	Revision         int32           `json:"revision"`
+	SystemOnly       bool            `json:"system_only"`
 }
 
 type ComponentCheck struct {

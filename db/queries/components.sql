@@ -19,8 +19,8 @@ SELECT * FROM semantic_resource_types WHERE name = $1;
 
 -- name: CreateComponent :one
 INSERT INTO components (tenant_id, provider_id, semantic_type_id, name, display_name, description,
-    language, code, input_schema, output_schema, resolver_bindings, is_system, created_by)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+    language, code, input_schema, output_schema, resolver_bindings, is_system, created_by, system_only)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 RETURNING id;
 
 -- name: ComponentNameTaken :one
@@ -72,6 +72,11 @@ FROM (SELECT c.id, lower(c.name) AS sort_name, count(*) OVER () AS total
       -- Components governance denies to all the viewer's tenants are hidden from those who may not
       -- change that.
       AND NOT c.id = ANY(sqlc.arg(hidden_ids)::uuid[])
+      -- Tenants are offered what they can deploy: no part Nimbus deploys itself, and only
+      -- components of a provider one of their environments deploys to (all_providers when one
+      -- of them is in no landing zone, and so deploys to any).
+      AND (sqlc.arg(all_tenants)::boolean OR NOT c.system_only)
+      AND (sqlc.arg(all_tenants)::boolean OR sqlc.arg(all_providers)::boolean OR p.name = ANY(sqlc.arg(providers)::text[]))
     ORDER BY lower(c.name), c.id
     LIMIT sqlc.arg(max_rows) OFFSET sqlc.arg(skip)) page
 JOIN components c ON c.id = page.id
@@ -131,3 +136,12 @@ INSERT INTO semantic_resource_types (name, display_name, description) VALUES ($1
 -- name: CreateProviderResourceType :one
 INSERT INTO provider_resource_types (provider_id, semantic_type_id, pulumi_type, description)
 VALUES ($1, $2, $3, $4) RETURNING *;
+
+-- name: ProvidersOfTenants :one
+-- The providers the tenants' live environments deploy to, and whether one of those environments
+-- is in no landing zone (and so deploys to any provider).
+SELECT coalesce(array_agg(DISTINCT z.provider) FILTER (WHERE z.provider IS NOT NULL), '{}')::text[] AS providers,
+    coalesce(bool_or(e.landing_zone_id IS NULL), false)::boolean AS any_provider
+FROM environments e
+LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
+WHERE e.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]) AND e.deleted_at IS NULL AND e.status <> 'decommissioned';

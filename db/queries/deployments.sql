@@ -232,3 +232,16 @@ FROM components c
 WHERE EXISTS (SELECT 1 FROM deployed_components d WHERE d.component_id = c.id
   AND (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[])))
 ORDER BY kind, name;
+
+-- name: ReferableDeployments :many
+-- The live deployments of the environments that an input referring to the semantic type by
+-- an output may name, with that output's value: the networks a machine may join.
+SELECT d.name, e.id AS environment_id, e.name AS environment_name, (d.outputs ->> sqlc.arg(output)::text)::text AS value
+FROM deployed_components d
+JOIN environments e ON e.id = d.environment_id
+JOIN components c ON c.id = d.component_id
+JOIN semantic_resource_types t ON t.id = c.semantic_type_id
+WHERE d.environment_id = ANY(sqlc.arg(environment_ids)::uuid[]) AND t.name = sqlc.arg(semantic_type)::text
+  AND d.status <> 'destroyed' AND coalesce(d.outputs ->> sqlc.arg(output)::text, '') <> ''
+ORDER BY lower(e.name), lower(d.name)
+LIMIT 200;

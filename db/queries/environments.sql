@@ -5,7 +5,8 @@ INSERT INTO environments (tenant_id, name, created_by, landing_zone_id, template
 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *;
 
 -- name: GetEnvironment :one
-SELECT e.*, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
+SELECT e.*, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name,
+    coalesce(z.provider, '')::text AS landing_zone_provider
 FROM environments e JOIN tenants t ON t.id = e.tenant_id
 LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
 LEFT JOIN environment_templates tp ON tp.id = e.template_id
@@ -14,7 +15,8 @@ WHERE e.id = $1 AND e.deleted_at IS NULL AND t.deleted_at IS NULL;
 -- name: ListEnvironments :many
 -- Environments of the tenants the viewer may see (all for provider admins), by tenant and name;
 -- the system tenant's, which hold landing zones' system services, only when asked for.
-SELECT e.*, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name
+SELECT e.*, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name,
+    coalesce(z.provider, '')::text AS landing_zone_provider
 FROM environments e JOIN tenants t ON t.id = e.tenant_id
 LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
 LEFT JOIN environment_templates tp ON tp.id = e.template_id

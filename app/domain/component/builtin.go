@@ -29,6 +29,9 @@ type builtinEntry struct {
 	Provider         string          `json:"provider"`
 	SemanticType     string          `json:"semantic_type"`
 	ResolverBindings json.RawMessage `json:"resolver_bindings"`
+	// SystemOnly marks a part Nimbus deploys itself (the tenant factory's): tenants are not
+	// offered it.
+	SystemOnly bool `json:"system_only"`
 }
 
 // Builtins returns the system components Nimbus ships with, as read from package builtin:
@@ -70,7 +73,7 @@ func Builtins() ([]New, error) {
 		out = append(out, New{
 			Draft: Draft{Name: e.Name, DisplayName: e.DisplayName, Description: e.Description, Language: "yaml",
 				Code: string(code), InputSchema: inputs, OutputSchema: outputs, ResolverBindings: bindings},
-			Provider: e.Provider, SemanticType: e.SemanticType, System: true,
+			Provider: e.Provider, SemanticType: e.SemanticType, System: true, SystemOnly: e.SystemOnly,
 		})
 	}
 	return out, nil
@@ -128,7 +131,7 @@ func ensureBuiltin(ctx context.Context, s *Service, b New) (made bool, err error
 		id, err := q.CreateComponent(ctx, dbgen.CreateComponentParams{
 			ProviderID: provider.ID, SemanticTypeID: semType.ID, Name: b.Name, DisplayName: b.DisplayName,
 			Description: b.Description, Language: b.Language, Code: b.Code, InputSchema: b.InputSchema,
-			OutputSchema: b.OutputSchema, ResolverBindings: b.ResolverBindings, IsSystem: true,
+			OutputSchema: b.OutputSchema, ResolverBindings: b.ResolverBindings, IsSystem: true, SystemOnly: b.SystemOnly,
 		})
 		if err != nil {
 			return err

@@ -74,6 +74,7 @@ type New struct {
 	Provider     string     `json:"provider"`
 	SemanticType string     `json:"semantic_type"`
 	System       bool       `json:"-"`
+	SystemOnly   bool       `json:"-"` // deployed by Nimbus alone: see builtinEntry
 }
 
 // Patch changes parts of a draft; nil fields stay as they are.

@@ -316,10 +316,19 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (C
 			}
 		}
 	}
+	// Tenants are offered the components of the providers their environments deploy to.
+	served := dbgen.ProvidersOfTenantsRow{AnyProvider: true, Providers: []string{}}
+	if !actor.ProviderAdmin {
+		if served, err = q.ProvidersOfTenants(ctx, tenants); err != nil {
+			return Catalog{}, fmt.Errorf("providers: %w", err)
+		}
+	}
+	anyProvider := served.AnyProvider || len(served.Providers) == 0 // no environment yet: nothing to go by
 	// Deployments are counted where the viewer may list them.
 	counted := append([]uuid.UUID{}, actor.TenantsWith(access.EnvironmentRead)...)
 	rows, err := q.ListComponents(ctx, dbgen.ListComponentsParams{
 		AllTenants: actor.ProviderAdmin, TenantIds: tenants, EditableTenantIds: editable, HiddenIds: hidden,
+		AllProviders: anyProvider, Providers: served.Providers,
 		DeploymentTenantIds: counted, Search: optional(f.Search), Provider: optional(f.Provider),
 		SemanticType: optional(f.SemanticType), Scope: optional(f.Scope), PublishedOnly: f.PublishedOnly,
 		MaxRows: int32(f.PerPage), Skip: int32((f.Page - 1) * f.PerPage),

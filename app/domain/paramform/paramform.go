@@ -57,7 +57,15 @@ type Field struct {
 	FilledBy                                      string // the words for BoundTo filling it, where the form Follows
 	Resolved                                      bool   // BoundTo fills it in the environment chosen
 	Limits                                        string // the tenant's governance on it, in words
+	// Refers is what the input names (x-refers-to): another deployment, by an output's value.
+	// Suggestions are the values it may take, offered beside the field.
+	Refers      *component.Reference
+	Suggestions []Suggestion
 }
+
+// Suggestion is a value a field may take, with what it is in words: a network's ID, said as
+// "core-net in dev".
+type Suggestion struct{ Value, Label string }
 
 // Layout lays rawSchema out as fields filled with the given values, errs beside each input;
 // false when the schema cannot be read.
@@ -70,7 +78,7 @@ func Layout(prefix string, rawSchema []byte, values map[string]any, errs views.E
 	for _, name := range schema.Names() {
 		p := schema.Properties[name]
 		field := Field{Name: name, Label: p.Title, Description: p.Description, Kind: "text", Error: errs["parameters."+name], Pattern: p.Pattern,
-			Required: slices.Contains(schema.Required, name) && p.Default == nil, HasDefault: p.Default != nil}
+			Required: slices.Contains(schema.Required, name) && p.Default == nil, HasDefault: p.Default != nil, Refers: p.RefersTo}
 		if field.Label == "" {
 			field.Label = name
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"nimbus/app/domain/component"
 	"nimbus/app/domain/governance"
 	"nimbus/app/domain/resolver"
 	"nimbus/app/kernel/access"
@@ -388,9 +389,19 @@ type Deployable struct {
 	// Resolves lists, per environment, the resolver types it configures: there, inputs bound
 	// to them are filled in rather than asked for.
 	Resolves map[uuid.UUID][]string
+	// Referable lists, per input that names another deployment (x-refers-to), the deployments
+	// of the offered environments it may name.
+	Referable map[string][]Referable
 }
 
-// Deployable returns the deploy dialog's choices for a component the actor may see.
+// Referable is a deployment an input may name, by the value of one of its outputs.
+type Referable struct {
+	Value, Deployment, Environment string
+	EnvironmentID                  uuid.UUID
+}
+
+// Deployable returns the deploy dialog's choices for a component the actor may see: the active
+// environments that take it, those of its provider's landing zones or of none.
 func (s *Service) Deployable(ctx context.Context, actor access.Principal, componentID uuid.UUID) (Deployable, error) {
 	q := dbgen.New(s.pool)
 	comp, err := q.GetComponent(ctx, componentID)
@@ -415,7 +426,8 @@ func (s *Service) Deployable(ctx context.Context, actor access.Principal, compon
 	tenants := map[uuid.UUID]bool{}
 	out.Resolves = map[uuid.UUID][]string{}
 	for _, e := range envs {
-		if lifecycle.EnvironmentStatus(e.Status) == lifecycle.EnvironmentActive && (!comp.TenantID.Valid || comp.TenantID.UUID == e.TenantID) {
+		takes := e.LandingZoneProvider == "" || e.LandingZoneProvider == comp.Provider
+		if lifecycle.EnvironmentStatus(e.Status) == lifecycle.EnvironmentActive && takes && (!comp.TenantID.Valid || comp.TenantID.UUID == e.TenantID) {
 			out.Environments = append(out.Environments, Offered{ID: e.ID, Name: e.Name, TenantID: e.TenantID, TenantName: e.TenantName})
 			tenants[e.TenantID] = true
 			configured, err := resolver.Configured(ctx, q, e.ID)
@@ -424,6 +436,9 @@ func (s *Service) Deployable(ctx context.Context, actor access.Principal, compon
 			}
 			out.Resolves[e.ID] = slices.Sorted(maps.Keys(configured))
 		}
+	}
+	if out.Referable, err = referable(ctx, q, ver.InputSchema, out.Environments); err != nil {
+		return Deployable{}, err
 	}
 	if len(tenants) == 1 {
 		tenant := out.Environments[0].TenantID
@@ -444,4 +459,32 @@ func slotName(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// referable finds, for each input of the schema that names another deployment, the deployments
+// of the environments it may name.
+func referable(ctx context.Context, q *dbgen.Queries, rawSchema []byte, envs []Offered) (map[string][]Referable, error) {
+	out := map[string][]Referable{}
+	schema := component.ParseSchema("input_schema", rawSchema, &problem.ValidationError{})
+	if schema == nil || len(envs) == 0 {
+		return out, nil
+	}
+	ids := make([]uuid.UUID, len(envs))
+	for i, e := range envs {
+		ids[i] = e.ID
+	}
+	for name, p := range schema.Properties {
+		if p.RefersTo == nil {
+			continue
+		}
+		rows, err := q.ReferableDeployments(ctx, dbgen.ReferableDeploymentsParams{EnvironmentIds: ids, SemanticType: p.RefersTo.SemanticType,
+			Output: p.RefersTo.Output})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			out[name] = append(out[name], Referable{Value: r.Value, Deployment: r.Name, Environment: r.EnvironmentName, EnvironmentID: r.EnvironmentID})
+		}
+	}
+	return out, nil
 }

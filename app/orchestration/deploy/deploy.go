@@ -226,6 +226,9 @@ func (s *Service) prepare(ctx context.Context, q *dbgen.Queries, actor access.Pr
 	if err != nil {
 		return prepared{}, err
 	}
+	if err := offered(actor, env, comp); err != nil {
+		return prepared{}, err
+	}
 	if comp.Provider == cluster.Provider {
 		if err := onCluster(ctx, q, env); err != nil {
 			return prepared{}, err
@@ -259,6 +262,19 @@ func (s *Service) prepare(ctx context.Context, q *dbgen.Queries, actor access.Pr
 		kind = KindPreview
 	}
 	return prepared{env: env, comp: comp, id: id, name: req.Name, kind: kind, in: in, req: req}, nil
+}
+
+// offered refuses a component the environment cannot take: one of another provider than its
+// landing zone deploys to, or, for anyone but a provider admin, a part Nimbus deploys itself.
+func offered(actor access.Principal, env dbgen.GetEnvironmentRow, comp dbgen.GetComponentRow) error {
+	if env.LandingZoneProvider != "" && comp.Provider != env.LandingZoneProvider {
+		return problem.Invalid("component_id", "provider", "%s is a %s component, and environment %s deploys to %s (landing zone %s): choose a %s component",
+			comp.Name, comp.Provider, env.Name, env.LandingZoneProvider, env.LandingZoneName, env.LandingZoneProvider)
+	}
+	if comp.SystemOnly && !actor.ProviderAdmin {
+		return problem.Invalid("component_id", "system_only", "%s is one of the parts Nimbus deploys itself (the tenant factory's): a provider admin deploys it", comp.Name)
+	}
+	return nil
 }
 
 // takes refuses a new deployment in an environment that is not active, except the mandatory

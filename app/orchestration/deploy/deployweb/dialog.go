@@ -41,7 +41,19 @@ func (h *Handlers) DeployDialog(c echo.Context) error {
 	v := dialogView(dd)
 	v.Form = paramForm(dd.InputSchema, nil, nil, nil, dd.Bound, false, limitsOf(dd))
 	markResolved(&v.Form, dd, v.Environment)
+	suggest(&v.Form, dd)
 	return web.Render(c, http.StatusOK, DeployDialog(views.Page{CSRF: web.CSRF(c)}, v))
+}
+
+// suggest offers, beside each input that names another deployment, the deployments of the
+// offered environments it may name: a machine's network is chosen, not pasted.
+func suggest(f *ParamForm, dd deploy.Deployable) {
+	for i := range f.Fields {
+		for _, r := range dd.Referable[f.Fields[i].Name] {
+			f.Fields[i].Suggestions = append(f.Fields[i].Suggestions,
+				paramform.Suggestion{Value: r.Value, Label: r.Deployment + " in " + r.Environment})
+		}
+	}
 }
 
 // markResolved shows the inputs that the chosen environment's resolvers fill as such, as the
@@ -124,6 +136,7 @@ func (h *Handlers) DeployDialogForm(c echo.Context) error {
 	v.NameError, v.EnvError = errs["name"], errs["environment_id"]
 	values := paramform.Given(c.Request().PostForm, "")
 	v.Form = paramForm(dd.InputSchema, values, nil, err, dd.Bound, false, limitsOf(dd))
+	suggest(&v.Form, dd)
 	markResolved(&v.Form, dd, v.Environment)
 	// Problems with no field of their own here (an instance limit, say) go above the form.
 	var general []string
