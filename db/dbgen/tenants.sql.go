@@ -298,6 +298,34 @@ func (q *Queries) ShareTenant(ctx context.Context, id uuid.UUID) (Tenant, error)
 	return i, err
 }
 
+const tenantAdminEmails = `-- name: TenantAdminEmails :many
+SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id
+WHERE m.tenant_id = $1 AND m.role = 'tenant_admin' AND u.deleted_at IS NULL
+ORDER BY lower(u.email)
+LIMIT 5
+`
+
+// Who administers a tenant, for telling others whom to ask.
+func (q *Queries) TenantAdminEmails(ctx context.Context, tenantID uuid.UUID) ([]string, error) {
+	rows, err := q.db.Query(ctx, tenantAdminEmails, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var email string
+		if err := rows.Scan(&email); err != nil {
+			return nil, err
+		}
+		items = append(items, email)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const tenantContents = `-- name: TenantContents :one
 SELECT
     (SELECT count(*) FROM memberships m JOIN users u ON u.id = m.user_id

@@ -77,3 +77,10 @@ UPDATE tenants SET removal_requested_at = NULL, updated_at = now() WHERE id = $1
 -- name: LockTenantRemoval :one
 -- A live tenant, locked, with when its removal was asked for (null when it was not).
 SELECT id, name, removal_requested_at FROM tenants WHERE id = $1 AND deleted_at IS NULL FOR UPDATE;
+
+-- name: TenantAdminEmails :many
+-- Who administers a tenant, for telling others whom to ask.
+SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id
+WHERE m.tenant_id = $1 AND m.role = 'tenant_admin' AND u.deleted_at IS NULL
+ORDER BY lower(u.email)
+LIMIT 5;

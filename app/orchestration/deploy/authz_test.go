@@ -154,6 +154,17 @@ var deployCases = map[string]apptest.AuthzCase{
 			return err
 		},
 	},
+	"deploy.Service.Destroyers": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}},
+		Served:  []apptest.Actor{apptest.ReaderA, apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			got, err := w.Deploys.Destroyers(context.Background(), p, w.Web(t).ID)
+			if err == nil && (len(got) != 1 || got[0] != w.AdminA.Email) {
+				t.Errorf("the destroyers of a deployment of tenant A: %v, want its admin %s", got, w.AdminA.Email)
+			}
+			return err
+		},
+	},
 	"deploy.Service.List": {
 		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: apptest.ErrHidden}},
 		Served:  []apptest.Actor{apptest.ReaderA, apptest.ProviderAdmin},

@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"nimbus/app/apptest"
@@ -40,5 +41,26 @@ func TestOperationPage_ExplainsTheEndingFromItsOutcome(t *testing.T) {
 		r := s.Call(t, "GET", "/api/v1/operations/"+op.String(), user, nil)
 		apptest.WantStatus(t, r, http.StatusOK)
 		apptest.WantIn(t, r, `"outcome":{"kind":"timed_out","failed_step":"up","undone":true,"timed_out_after":"6s"}`)
+	}
+}
+
+// TestDeploymentPage_AUserWhoMayNotDestroyIsToldWhoMay: the destroy form is for those who may
+// destroy; one who may deploy but not destroy reads whom to ask instead of meeting a refusal.
+func TestDeploymentPage_AUserWhoMayNotDestroyIsToldWhoMay(t *testing.T) {
+	s := apptest.NewSite(t)
+	op := waitingOperation(t, s)
+	var deployment string
+	apptest.Must(t, s.Pool.QueryRow(t.Context(), `SELECT deployment_id::text FROM operations WHERE id = $1`, op).Scan(&deployment))
+	user := apptest.NewBrowser(t, s.URL)
+	user.SignIn(t, "user-a@example.com", "long enough password")
+	page := user.Get(t, "/deployments/"+deployment)
+	apptest.WantIn(t, page, `data-testid="destroy-who">Only the admins of Tenant A may destroy web: ask admin-a@example.com.<`)
+	if strings.Contains(string(page.Body), `data-testid="destroy-form"`) {
+		t.Fatal("a user who may not destroy is offered the destroy form")
+	}
+	admin := apptest.NewBrowser(t, s.URL)
+	admin.SignIn(t, "admin-a@example.com", "long enough password")
+	if page := admin.Get(t, "/deployments/"+deployment); !strings.Contains(string(page.Body), `data-testid="destroy-form"`) || strings.Contains(string(page.Body), `data-testid="destroy-who"`) {
+		t.Fatal("the tenant's admin is not offered the destroy form")
 	}
 }

@@ -47,6 +47,16 @@ func (s *Service) Peek(ctx context.Context, actor access.Principal, id uuid.UUID
 	return deploymentFromRow(r, nil), nil
 }
 
+// Destroyers are the people who may destroy a deployment the actor may see, by email (at most
+// five): its tenant's admins. Provider admins may too, and are not listed.
+func (s *Service) Destroyers(ctx context.Context, actor access.Principal, id uuid.UUID) ([]string, error) {
+	r, err := s.get(ctx, actor, id)
+	if err != nil {
+		return nil, err
+	}
+	return dbgen.New(s.pool).TenantAdminEmails(ctx, r.TenantID)
+}
+
 func (s *Service) get(ctx context.Context, actor access.Principal, id uuid.UUID) (dbgen.GetDeploymentRow, error) {
 	r, err := dbgen.New(s.pool).GetDeployment(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -184,6 +184,12 @@ func (h *Handlers) showPage(c echo.Context, formErr error, destroyErr string, st
 		CanDeploy: actor.Can(access.ComponentDeploy, d.TenantID), CanDestroy: actor.Can(access.ComponentDestroy, d.TenantID),
 		Outputs: views.Values(d.Outputs)}
 	v.Parameters = views.Values(d.Parameters, d.SecretNames...)
+	if v.CanDeploy && !v.CanDestroy && !v.Destroyed {
+		// Someone who works with it but may not take it down is told who may.
+		if v.Destroyers, err = h.svc.Destroyers(ctx, actor, id); err != nil {
+			return err
+		}
+	}
 	for _, o := range ops {
 		v.Operations = append(v.Operations, operationRow(o))
 	}
@@ -367,4 +373,12 @@ func (h *Handlers) ApplyPreviewForm(c echo.Context) error {
 // carries out the preview.
 func (h *Handlers) ApplyPreviewAPI(c echo.Context) error {
 	return web.OnID(c, h.svc.Apply, web.Accepted[deploy.Operation](c))
+}
+
+// destroyWho tells someone who may not destroy a deployment whom to ask.
+func destroyWho(d DeploymentView) string {
+	if len(d.Destroyers) == 0 {
+		return "Only the admins of " + d.Tenant + " may destroy " + d.Name + "; it has none yet: ask a provider admin."
+	}
+	return "Only the admins of " + d.Tenant + " may destroy " + d.Name + ": ask " + strings.Join(d.Destroyers, ", ") + "."
 }
