@@ -75,4 +75,9 @@ func TestCatalog_OffersWhatTheViewerCanDeploy(t *testing.T) {
 	apptest.Must(t, err)
 	offers("a tenant with an environment in no zone", user, []string{"proxmox-vm"}, parts)
 	apptest.WantProblem(t, deploy(admin, "k8s-namespace", plain.ID.String()), "component_id", "system_only")
+
+	// The page counts in words.
+	b := apptest.NewBrowser(t, s.URL)
+	b.SignIn(t, "user-a@example.com", "long enough password")
+	apptest.WantIn(t, b.Get(t, "/catalog?search=simcloud-network"), `data-testid="catalog-count">1 component<`)
 }

@@ -1,6 +1,7 @@
 package paramform
 
 import (
+	"context"
 	"net/url"
 	"strings"
 	"testing"
@@ -105,5 +106,21 @@ func TestLayoutAndRead_AMapOfStringsIsKeyValueLines(t *testing.T) {
 	// What was typed comes back as typed, to be corrected.
 	if f, _ := Layout("", []byte(mapSchema), Given(url.Values{"p.labels": {"no equals"}}, ""), nil); f.Fields[0].Value != "no equals" {
 		t.Fatalf("refilled with %q", f.Fields[0].Value)
+	}
+}
+
+// A schema's pattern reaches the browser in a form it can compile: with the v flag browsers use,
+// an unescaped - at the end of a class is a syntax error, and the browser would check nothing.
+func TestFields_APatternTheBrowserCanCompile(t *testing.T) {
+	f, ok := Layout("", []byte(`{"type": "object", "properties": {"name": {"type": "string", "pattern": "^[a-z]([a-z0-9-]*[a-z0-9])?$"}}}`), nil, nil)
+	if !ok {
+		t.Fatal("the schema did not lay out")
+	}
+	var b strings.Builder
+	if err := Fields(f).Render(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	if want := `pattern="^[a-z]([a-z0-9\-]*[a-z0-9])?$"`; !strings.Contains(b.String(), want) {
+		t.Fatalf("the field holds no %s: %s", want, b.String())
 	}
 }
