@@ -90,7 +90,7 @@ func NewClient(pool *pgxpool.Pool, log *slog.Logger, cfg Config) (*river.Client[
 		cfg.Register(workers)
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Logger:        log.With("component", "jobs"),
+		Logger:        slog.New(routine{log.Handler()}).With("component", "jobs"),
 		JobTimeout:    cfg.Timeout,
 		FetchCooldown: fetchCooldown,
 		Queues: map[string]river.QueueConfig{
@@ -144,4 +144,30 @@ func (w *housekeepingWorker) Work(ctx context.Context, _ *river.Job[Housekeeping
 	}
 	w.log.Info("housekeeping done", "expired_sessions", sessions, "old_login_failures", failures)
 	return nil
+}
+
+// routine lowers River's INFO records to DEBUG: River tells its routine at INFO (each
+// producer's job counts every few seconds, leader elections), which would fill an operator's
+// log while nothing happens. Its warnings and errors pass as they are.
+type routine struct{ slog.Handler }
+
+func (h routine) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, quieter(l))
+}
+
+func (h routine) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = quieter(r.Level)
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h routine) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return routine{h.Handler.WithAttrs(attrs)}
+}
+func (h routine) WithGroup(name string) slog.Handler { return routine{h.Handler.WithGroup(name)} }
+
+func quieter(l slog.Level) slog.Level {
+	if l == slog.LevelInfo {
+		return slog.LevelDebug
+	}
+	return l
 }

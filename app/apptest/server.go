@@ -146,7 +146,7 @@ func Start(t testing.TB, pool *pgxpool.Pool, cfg SiteConfig, configure ...func(*
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.OperationTimeout, ApprovalTTL: cfg.ApprovalTTL,
 		ChecksPerTenant: cfg.ChecksPerTenant, OperationsPerTenant: cfg.OperationsPerTenant, GraphParallel: cfg.GraphParallel, Cloud: cloud, PollInterval: cfg.PollInterval, Deliveries: cfg.Deliveries,
 		ExpiryCheck: cfg.ExpiryCheck}
-	client, err := jobs.NewClient(pool, jobsLog, jobs.Config{Workers: cfg.JobWorkers, CheckWorkers: cfg.CheckWorkers, Register: server.Workers(pool, eng, jobsLog), Periodic: server.Periodic(eng)})
+	client, err := jobs.NewClient(pool, jobsLog, jobs.Config{Workers: cfg.JobWorkers, CheckWorkers: cfg.CheckWorkers, Register: server.Workers(pool, eng, jobsLog), Periodic: server.Periodic(ctx, pool, eng)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 		Deliveries: event.DeliveryConfig{AllowPrivate: cfg.WebhooksPrivate}, EventRetention: cfg.EventRetention}
 	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, CheckWorkers: cfg.CheckWorkers, EventWorkers: cfg.EventWorkers,
 		DeliveryWorkers: cfg.DeliveryWorkers, HousekeepingWorkers: cfg.HousekeepingWorkers, Timeout: cfg.JobTimeout,
-		Register: server.Workers(d.Pool, eng, log), Periodic: server.Periodic(eng)})
+		Register: server.Workers(d.Pool, eng, log), Periodic: server.Periodic(ctx, d.Pool, eng)})
 	if err != nil {
 		return err
 	}

@@ -107,9 +107,12 @@ func expiredInstances(pool *pgxpool.Pool, eng Engine) environment.DestroyInstanc
 	}
 }
 
-// Periodic lists the domains' scheduled jobs, some as often as eng says.
-func Periodic(eng Engine) []*river.PeriodicJob {
-	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), drift.Schedule(), event.SweepSchedule(), event.RetentionSchedule(),
+// Periodic lists the domains' scheduled jobs, some as often as eng says. What decides whether
+// a job is due watches the database until ctx ends.
+func Periodic(ctx context.Context, pool *pgxpool.Pool, eng Engine) []*river.PeriodicJob {
+	waiting := event.NewWaiting(pool)
+	go waiting.Watch(ctx)
+	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), drift.Schedule(), event.SweepSchedule(waiting), event.RetentionSchedule(),
 		poller.Schedule(eng.PollInterval), environment.ExpirySchedule(eng.ExpiryCheck)}
 }
 

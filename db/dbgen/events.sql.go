@@ -14,6 +14,19 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const anyPendingEvent = `-- name: AnyPendingEvent :one
+SELECT EXISTS (SELECT 1 FROM event_log
+    WHERE outcome = 'pending' AND (source_kind = 'nimbus' OR received_at < now() - interval '1 minute'))::boolean
+`
+
+// Whether the sweep has anything to route (as PendingEvents finds it).
+func (q *Queries) AnyPendingEvent(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, anyPendingEvent)
+	var column_1 bool
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const createDelivery = `-- name: CreateDelivery :one
 INSERT INTO event_deliveries (subscription_id, event_id) VALUES ($1, $2)
 ON CONFLICT DO NOTHING

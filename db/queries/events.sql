@@ -191,3 +191,8 @@ SELECT * FROM event_delivery_attempts WHERE delivery_id = ANY(sqlc.arg(ids)::uui
 
 -- name: LoggedEvent :one
 SELECT * FROM event_log WHERE id = $1;
+
+-- name: AnyPendingEvent :one
+-- Whether the sweep has anything to route (as PendingEvents finds it).
+SELECT EXISTS (SELECT 1 FROM event_log
+    WHERE outcome = 'pending' AND (source_kind = 'nimbus' OR received_at < now() - interval '1 minute'))::boolean;

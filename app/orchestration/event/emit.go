@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
@@ -26,13 +28,50 @@ func (SweepArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: 
 // before it is routed and delivered.
 const SweepEvery = 2 * time.Second
 
-// SweepSchedule runs the sweep every SweepEvery, one at a time.
-func SweepSchedule() *river.PeriodicJob {
+// SweepSchedule runs the sweep every SweepEvery, one at a time, while waiting says an event
+// waits: a sweep that would find nothing is not queued, so the jobs' list is not filled with
+// one every two seconds.
+func SweepSchedule(waiting *Waiting) *river.PeriodicJob {
 	return river.NewPeriodicJob(river.PeriodicInterval(SweepEvery), func() (river.JobArgs, *river.InsertOpts) {
+		if !waiting.Any() {
+			return nil, nil
+		}
 		// One waiting or running at a time; a finished one does not keep the next away.
 		return SweepArgs{}, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
 			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning, rivertype.JobStateRetryable, rivertype.JobStateScheduled}}}
 	}, &river.PeriodicJobOpts{RunOnStart: true})
+}
+
+// Waiting knows whether any event waits to be routed, looking every half SweepEvery. The
+// sweep's schedule asks it, and may not block on the database itself.
+type Waiting struct {
+	pool *pgxpool.Pool
+	any  atomic.Bool
+}
+
+// NewWaiting returns a Waiting that says an event waits until it has looked.
+func NewWaiting(pool *pgxpool.Pool) *Waiting {
+	w := &Waiting{pool: pool}
+	w.any.Store(true)
+	return w
+}
+
+// Any reports whether an event waited when it last looked; a look that failed counts as yes.
+func (w *Waiting) Any() bool { return w.any.Load() }
+
+// Watch looks until ctx ends.
+func (w *Waiting) Watch(ctx context.Context) {
+	tick := time.NewTicker(SweepEvery / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		any, err := dbgen.New(w.pool).AnyPendingEvent(ctx)
+		w.any.Store(any || err != nil)
+	}
 }
 
 // Sweeper routes the waiting events, each in a transaction of its own.
