@@ -31,6 +31,15 @@ func Values(m map[string]any, secret ...string) []KeyValue {
 	return out
 }
 
+// Titled gives each of kvs the title its key has in titles, such as a schema's "Delay (ms)"
+// for delay_ms.
+func Titled(kvs []KeyValue, titles map[string]string) []KeyValue {
+	for i := range kvs {
+		kvs[i].Label = titles[kvs[i].Key]
+	}
+	return kvs
+}
+
 // Value is one value as a person reads it: text as it is, numbers without exponents, lists
 // joined by commas, objects as key: value pairs, "—" for nothing. Never JSON punctuation
 // around a plain value.

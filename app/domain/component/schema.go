@@ -72,6 +72,17 @@ var (
 	propertyName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,62}$`)
 )
 
+// Titles maps each property that has a title onto it.
+func (s *Schema) Titles() map[string]string {
+	out := map[string]string{}
+	for name, p := range s.Properties {
+		if p.Title != "" {
+			out[name] = p.Title
+		}
+	}
+	return out
+}
+
 // Names returns the property names in display order: x-order first, then the rest sorted.
 func (s *Schema) Names() []string {
 	seen := map[string]bool{}

@@ -356,6 +356,8 @@ func TestResolvers_AMachineGetsItsAddressFromTheSubnetOfItsNetwork(t *testing.T)
 	// The deploy dialog offers the environment's networks for network_id, not a blank to paste into.
 	apptest.WantIn(t, b.Get(t, "/components/"+ids["simcloud-machine"]+"/deploy"), `data-testid="suggestions-network_id"`,
 		`<option value="`+on(netA)+`" label="core-net in dev">`, `<option value="`+on(netB)+`" label="edge-net in dev">`)
+	// Its parameters are shown under their titles.
+	apptest.WantIn(t, b.Get(t, "/deployments/"+a2.id), `<dt>IP address <code class="muted">ip_address</code></dt>`)
 	page := string(b.Get(t, "/environments/"+env.ID.String()).Body)
 	table, _, _ := strings.Cut(page[strings.Index(page, `data-testid="environment-addresses"`)+1:], "</table>")
 	var order []string

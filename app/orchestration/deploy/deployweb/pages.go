@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"nimbus/app/domain/component"
 	"nimbus/app/domain/resolver"
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
@@ -184,6 +185,9 @@ func (h *Handlers) showPage(c echo.Context, formErr error, destroyErr string, st
 		CanDeploy: actor.Can(access.ComponentDeploy, d.TenantID), CanDestroy: actor.Can(access.ComponentDestroy, d.TenantID),
 		Outputs: views.Values(d.Outputs)}
 	v.Parameters = views.Values(d.Parameters, d.SecretNames...)
+	if schema := component.ParseSchema("input_schema", st.InputSchema, &problem.ValidationError{}); schema != nil {
+		v.Parameters = views.Titled(v.Parameters, schema.Titles())
+	}
 	if v.CanDeploy && !v.CanDestroy && !v.Destroyed {
 		// Someone who works with it but may not take it down is told who may.
 		if v.Destroyers, err = h.svc.Destroyers(ctx, actor, id); err != nil {
