@@ -194,8 +194,9 @@ func PublishedStack(t *testing.T, s *Site, name string, def stack.Definition) uu
 		if schema == nil {
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		_, err := s.Pool.Exec(ctx, `INSERT INTO stack_day2_operations (stack_id, version, name, input_schema, required_states, actions, triggers_transition, position)
-			VALUES ($1, 1, $2, $3, $4, $5, $6, $7)`, id, o.Name, schema, o.RequiredStates, actions, o.TriggersTransition, i)
+		_, err := s.Pool.Exec(ctx, `INSERT INTO stack_day2_operations (stack_id, version, name, display_name, description, input_schema, required_states,
+			actions, triggers_transition, position) VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			id, o.Name, o.DisplayName, o.Description, schema, o.RequiredStates, actions, o.TriggersTransition, i)
 		Must(t, err)
 	}
 	return id

@@ -1690,9 +1690,9 @@ func offerList(page views.Page, v InstanceView) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var82 string
-					templ_7745c5c3_Var82, templ_7745c5c3_Err = templ.JoinStringErrs(o.Name)
+					templ_7745c5c3_Var82, templ_7745c5c3_Err = templ.JoinStringErrs(orName(o.Label, o.Name))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `orchestration/instance/pages.templ`, Line: 366, Col: 130}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `orchestration/instance/pages.templ`, Line: 366, Col: 147}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var82))
 					if templ_7745c5c3_Err != nil {

@@ -156,7 +156,8 @@ func TestStackPages_FireRunAndUpgradeFromTheInstancePage(t *testing.T) {
 	if inst := s.WaitInstance(t, user, id, apptest.Status("active", "failed")); inst["status"] != "active" {
 		t.Fatalf("deploy: %v", inst)
 	}
-	apptest.WantIn(t, s.Call(t, "GET", page, user, nil), `data-testid="fire-maintain"`, `data-testid="run-resize"`, `name="resize.p.cores"`)
+	apptest.WantIn(t, s.Call(t, "GET", page, user, nil), `data-testid="fire-maintain"`, `data-testid="run-resize"`, `name="resize.p.cores"`,
+		`>Run Resize the machines</button>`)
 	if strings.Contains(string(s.Call(t, "GET", page, user, nil).Body), `id="upgrade"`) {
 		t.Fatal("the page offers an upgrade with no newer version published")
 	}
