@@ -25,7 +25,7 @@ func TestBrowser_ProviderAdminsFirstHour(t *testing.T) {
 		return eval[map[string]string](admin, `Object.fromEntries([...document.querySelectorAll('[data-testid="first-steps"] [data-step]')]
 			.map(li => [li.dataset.step, li.dataset.done === 'true' ? 'done' : li.querySelector('a')?.getAttribute('href') ?? 'no link']))`)
 	}
-	want := map[string]string{"tenant": "/tenants", "member": "/users", "environment": "/environments", "pool": "/ipam", "deployment": "/catalog"}
+	want := map[string]string{"tenant": "/tenants", "member": "/users", "zone": "/landing-zones", "pool": "/ipam", "environment": "/environments", "deployment": "/catalog"}
 	if got := steps(); !maps.Equal(got, want) {
 		t.Fatalf("a fresh install's first steps: %v, want %v", got, want)
 	}

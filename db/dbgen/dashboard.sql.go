@@ -87,6 +87,7 @@ SELECT
     EXISTS (SELECT 1 FROM environments e JOIN tenants t ON t.id = e.tenant_id
             WHERE e.deleted_at IS NULL AND t.deleted_at IS NULL AND NOT t.system) AS has_environment,
     EXISTS (SELECT 1 FROM ipam_pools) AS has_pool,
+    EXISTS (SELECT 1 FROM landing_zones WHERE status = 'published') AS has_zone,
     EXISTS (SELECT 1 FROM deployed_components d JOIN tenants t ON t.id = d.tenant_id
             WHERE t.deleted_at IS NULL AND NOT t.system) AS has_deployment
 `
@@ -96,6 +97,7 @@ type FirstStepsRow struct {
 	HasMember      bool `json:"has_member"`
 	HasEnvironment bool `json:"has_environment"`
 	HasPool        bool `json:"has_pool"`
+	HasZone        bool `json:"has_zone"`
 	HasDeployment  bool `json:"has_deployment"`
 }
 
@@ -109,6 +111,7 @@ func (q *Queries) FirstSteps(ctx context.Context) (FirstStepsRow, error) {
 		&i.HasMember,
 		&i.HasEnvironment,
 		&i.HasPool,
+		&i.HasZone,
 		&i.HasDeployment,
 	)
 	return i, err

@@ -35,5 +35,6 @@ SELECT
     EXISTS (SELECT 1 FROM environments e JOIN tenants t ON t.id = e.tenant_id
             WHERE e.deleted_at IS NULL AND t.deleted_at IS NULL AND NOT t.system) AS has_environment,
     EXISTS (SELECT 1 FROM ipam_pools) AS has_pool,
+    EXISTS (SELECT 1 FROM landing_zones WHERE status = 'published') AS has_zone,
     EXISTS (SELECT 1 FROM deployed_components d JOIN tenants t ON t.id = d.tenant_id
             WHERE t.deleted_at IS NULL AND NOT t.system) AS has_deployment;

@@ -86,7 +86,7 @@ type Failure struct {
 
 // Progress says which of a new install's first steps are done.
 type Progress struct {
-	HasTenant, HasMember, HasEnvironment, HasPool, HasDeployment bool
+	HasTenant, HasMember, HasZone, HasEnvironment, HasPool, HasDeployment bool
 }
 
 // operations converts the rows of operations under way.
@@ -157,7 +157,7 @@ func (s *Service) Overview(ctx context.Context, actor access.Principal) (Overvie
 			return o, fmt.Errorf("first steps: %w", err)
 		}
 		o.FirstSteps = &Progress{HasTenant: steps.HasTenant, HasMember: steps.HasMember, HasEnvironment: steps.HasEnvironment,
-			HasPool: steps.HasPool, HasDeployment: steps.HasDeployment}
+			HasPool: steps.HasPool, HasZone: steps.HasZone, HasDeployment: steps.HasDeployment}
 		list, err := s.pools.List(ctx, actor, ipam.Filter{})
 		if err != nil {
 			return o, err
@@ -243,8 +243,9 @@ func checklist(f Progress) []FirstStep {
 	steps := []FirstStep{
 		{Key: "tenant", Text: "Create a tenant", Why: "a team that owns environments and deployments", URL: "/tenants", Done: f.HasTenant},
 		{Key: "member", Text: "Add people to it", Why: "create users and give each a role in the tenant", URL: "/users", Done: f.HasMember},
-		{Key: "environment", Text: "Open an environment", Why: "where the tenant's deployments live", URL: "/environments", Done: f.HasEnvironment},
-		{Key: "pool", Text: "Create an IP pool", Why: "addresses handed out to machines as they are deployed", URL: "/ipam", Done: f.HasPool},
+		{Key: "zone", Text: "Publish a landing zone", Why: "where environments open: its provider, resolvers and templates", URL: "/landing-zones", Done: f.HasZone},
+		{Key: "pool", Text: "Create an IP pool", Why: "addresses handed out to machines as they are deployed, in a landing zone or an environment", URL: "/ipam", Done: f.HasPool},
+		{Key: "environment", Text: "Open an environment", Why: "where the tenant's deployments live, from a landing zone's template", URL: "/environments", Done: f.HasEnvironment},
 		{Key: "deployment", Text: "Deploy a component", Why: "pick one in the catalog and deploy it into the environment", URL: "/catalog", Done: f.HasDeployment},
 	}
 	for _, s := range steps {
