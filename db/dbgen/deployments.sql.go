@@ -14,6 +14,40 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const abandonedPreviews = `-- name: AbandonedPreviews :many
+SELECT d.id FROM deployed_components d
+WHERE d.status = 'pending' AND d.stack_instance_id IS NULL AND d.template_component_id IS NULL
+  AND d.created_at < now() - make_interval(secs => $1::float8)
+  AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id
+      AND (o.status IN ('queued', 'running', 'awaiting_approval')
+        OR o.finished_at > now() - make_interval(secs => $1::float8)))
+ORDER BY d.created_at
+LIMIT 100
+`
+
+// Deployments recorded to be previewed, on their own (not a template's nor a stack's), that
+// were never deployed and whose last preview ended more than idle_seconds ago with nothing
+// further asked of them.
+func (q *Queries) AbandonedPreviews(ctx context.Context, idleSeconds float64) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, abandonedPreviews, idleSeconds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const anyOperationPending = `-- name: AnyOperationPending :one
 SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status IN ('queued', 'running', 'awaiting_approval'))
 `
@@ -521,6 +555,8 @@ WHERE ($1::boolean OR d.tenant_id = ANY($2::uuid[]))
   AND ($4::uuid IS NULL OR d.component_id = $4)
   AND ($5::text IS NULL OR d.status = $5)
   AND ($6::text IS NULL OR strpos(lower(d.name), lower($6)) > 0)
+  -- A preview discarded before anything was deployed is no deployment to list.
+  AND (d.status <> 'destroyed' OR EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id AND o.kind <> 'preview'))
   AND ($7::timestamptz IS NULL OR (d.created_at, d.id) < ($7, $8::uuid))
 ORDER BY d.created_at DESC, d.id DESC
 LIMIT $9
@@ -642,6 +678,8 @@ WHERE ($4::boolean OR d.tenant_id = ANY($5::uuid[]))
   AND ($7::uuid IS NULL OR d.component_id = $7)
   AND ($8::text IS NULL OR d.status = $8)
   AND ($9::text IS NULL OR strpos(lower(d.name), lower($9)) > 0)
+  -- A preview discarded before anything was deployed is no deployment to list.
+  AND (d.status <> 'destroyed' OR EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id AND o.kind <> 'preview'))
   AND ($2::timestamptz IS NULL
     OR k.value = k.after AND (d.created_at, d.id) < ($2, $10::uuid)
     OR $11::boolean AND k.value < k.after
@@ -884,6 +922,40 @@ func (q *Queries) ListOperations(ctx context.Context, arg ListOperationsParams) 
 		return nil, err
 	}
 	return items, nil
+}
+
+const liveDeploymentNamed = `-- name: LiveDeploymentNamed :one
+SELECT id, status, created_by, stack_instance_id, template_component_id
+FROM deployed_components
+WHERE environment_id = $1 AND lower(name) = lower($2::text) AND status <> 'destroyed'
+`
+
+type LiveDeploymentNamedParams struct {
+	EnvironmentID uuid.UUID `json:"environment_id"`
+	Name          string    `json:"name"`
+}
+
+type LiveDeploymentNamedRow struct {
+	ID                  uuid.UUID     `json:"id"`
+	Status              string        `json:"status"`
+	CreatedBy           uuid.NullUUID `json:"created_by"`
+	StackInstanceID     uuid.NullUUID `json:"stack_instance_id"`
+	TemplateComponentID uuid.NullUUID `json:"template_component_id"`
+}
+
+// The deployment that holds a name in an environment, for a new one of that name to take over
+// when it is only an idle preview.
+func (q *Queries) LiveDeploymentNamed(ctx context.Context, arg LiveDeploymentNamedParams) (LiveDeploymentNamedRow, error) {
+	row := q.db.QueryRow(ctx, liveDeploymentNamed, arg.EnvironmentID, arg.Name)
+	var i LiveDeploymentNamedRow
+	err := row.Scan(
+		&i.ID,
+		&i.Status,
+		&i.CreatedBy,
+		&i.StackInstanceID,
+		&i.TemplateComponentID,
+	)
+	return i, err
 }
 
 const lockDeployment = `-- name: LockDeployment :exec

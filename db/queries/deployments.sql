@@ -24,6 +24,8 @@ WHERE (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids):
   AND (sqlc.narg(component_id)::uuid IS NULL OR d.component_id = sqlc.narg(component_id))
   AND (sqlc.narg(status)::text IS NULL OR d.status = sqlc.narg(status))
   AND (sqlc.narg(search)::text IS NULL OR strpos(lower(d.name), lower(sqlc.narg(search))) > 0)
+  -- A preview discarded before anything was deployed is no deployment to list.
+  AND (d.status <> 'destroyed' OR EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id AND o.kind <> 'preview'))
   AND (sqlc.narg(before)::timestamptz IS NULL OR (d.created_at, d.id) < (sqlc.narg(before), sqlc.narg(before_id)::uuid))
 ORDER BY d.created_at DESC, d.id DESC
 LIMIT sqlc.arg(max_rows);
@@ -51,6 +53,8 @@ WHERE (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids):
   AND (sqlc.narg(component_id)::uuid IS NULL OR d.component_id = sqlc.narg(component_id))
   AND (sqlc.narg(status)::text IS NULL OR d.status = sqlc.narg(status))
   AND (sqlc.narg(search)::text IS NULL OR strpos(lower(d.name), lower(sqlc.narg(search))) > 0)
+  -- A preview discarded before anything was deployed is no deployment to list.
+  AND (d.status <> 'destroyed' OR EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id AND o.kind <> 'preview'))
   AND (sqlc.narg(before)::timestamptz IS NULL
     OR k.value = k.after AND (d.created_at, d.id) < (sqlc.narg(before), sqlc.narg(before_id)::uuid)
     OR sqlc.arg(descending)::boolean AND k.value < k.after
@@ -245,3 +249,23 @@ WHERE d.environment_id = ANY(sqlc.arg(environment_ids)::uuid[]) AND t.name = sql
   AND d.status <> 'destroyed' AND coalesce(d.outputs ->> sqlc.arg(output)::text, '') <> ''
 ORDER BY lower(e.name), lower(d.name)
 LIMIT 200;
+
+-- name: LiveDeploymentNamed :one
+-- The deployment that holds a name in an environment, for a new one of that name to take over
+-- when it is only an idle preview.
+SELECT id, status, created_by, stack_instance_id, template_component_id
+FROM deployed_components
+WHERE environment_id = $1 AND lower(name) = lower(sqlc.arg(name)::text) AND status <> 'destroyed';
+
+-- name: AbandonedPreviews :many
+-- Deployments recorded to be previewed, on their own (not a template's nor a stack's), that
+-- were never deployed and whose last preview ended more than idle_seconds ago with nothing
+-- further asked of them.
+SELECT d.id FROM deployed_components d
+WHERE d.status = 'pending' AND d.stack_instance_id IS NULL AND d.template_component_id IS NULL
+  AND d.created_at < now() - make_interval(secs => sqlc.arg(idle_seconds)::float8)
+  AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id
+      AND (o.status IN ('queued', 'running', 'awaiting_approval')
+        OR o.finished_at > now() - make_interval(secs => sqlc.arg(idle_seconds)::float8)))
+ORDER BY d.created_at
+LIMIT 100;

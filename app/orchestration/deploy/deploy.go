@@ -303,6 +303,11 @@ func (s *Service) record(ctx context.Context, tx pgx.Tx, actor access.Principal,
 	if err := governance.CheckInstances(ctx, q, p.env.TenantID, p.comp.ID); err != nil {
 		return dbgen.Operation{}, err
 	}
+	if p.req.owner == (Owner{}) {
+		if err := takeOver(ctx, q, actor, p.env.ID, p.name); err != nil {
+			return dbgen.Operation{}, err
+		}
+	}
 	plainJSON, _ := json.Marshal(p.in.Plain)
 	_, err = createDeployment(ctx, q, dbgen.CreateDeploymentParams{
 		ID: p.id, TenantID: p.env.TenantID, EnvironmentID: p.env.ID, ComponentID: p.comp.ID, Version: p.in.Version, Name: p.name,

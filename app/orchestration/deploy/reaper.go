@@ -77,9 +77,12 @@ WHERE NOT EXISTS (
       AND (j.state IN ('available', 'pending', 'retryable', 'scheduled')
         OR j.state = 'running' AND j.attempted_at > now() - interval '2 minutes'))`
 
-// Work queues every stale operation, and every orphaned one, once more, and asks stalled
-// graphs for their next step.
+// Work discards previews nobody applied, queues every stale operation, and every orphaned one,
+// once more, and asks stalled graphs for their next step.
 func (r *Reaper) Work(ctx context.Context, _ *river.Job[ReaperArgs]) error {
+	if err := discardAbandoned(ctx, r.pool); err != nil {
+		return err
+	}
 	steps, err := r.stalledGraphs(ctx)
 	if err != nil {
 		return err

@@ -3,12 +3,16 @@ package deploy
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"nimbus/app/domain/resolver"
+	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/graph"
+	"nimbus/app/platform/audit"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
@@ -83,4 +87,71 @@ func Discard(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (bool, error) 
 		return false, err
 	}
 	return true, moveDeployment(ctx, q, d.ID, Destroyed)
+}
+
+// AbandonedAfter is how long a deployment recorded to be previewed, and never deployed, waits
+// for its author to apply the preview or preview it again before the reaper discards it.
+const AbandonedAfter = time.Hour
+
+// dropFailedPreview discards, in the transaction that ends it, a deployment of its own whose
+// preview failed or was cancelled before anything was deployed: nobody will apply it, and left
+// pending it would stay in every list and count against the tenant's limit.
+func dropFailedPreview(ctx context.Context, q *dbgen.Queries, op dbgen.Operation, status Status) error {
+	if Kind(op.Kind) != KindPreview || status == Succeeded {
+		return nil
+	}
+	d, err := q.GetDeployment(ctx, op.DeploymentID)
+	if err != nil || DeploymentStatus(d.Status) != Pending || d.StackInstanceID.Valid || d.TemplateComponentID.Valid {
+		return err
+	}
+	gone, err := Discard(ctx, q, d.ID)
+	if err != nil || !gone {
+		return err
+	}
+	return audit.Record(ctx, q, audit.System, audit.Event{Tenant: d.TenantID, Action: "deployment.discard", TargetType: "deployment",
+		TargetID: d.ID.String(), Diff: map[string]any{"name": d.Name, "because": "its preview " + string(status)}})
+}
+
+// takeOver frees a name held by the actor's own preview of a deployment never deployed, once
+// that preview has ended, so that previewing again under the same name (a parameter changed)
+// needs no clean-up first. Anyone else's keeps its name until the reaper finds it abandoned.
+func takeOver(ctx context.Context, q *dbgen.Queries, actor access.Principal, environmentID uuid.UUID, name string) error {
+	held, err := q.LiveDeploymentNamed(ctx, dbgen.LiveDeploymentNamedParams{EnvironmentID: environmentID, Name: name})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	mine := actor.UserID != uuid.Nil && held.CreatedBy.Valid && held.CreatedBy.UUID == actor.UserID
+	if err != nil || !mine || DeploymentStatus(held.Status) != Pending || held.StackInstanceID.Valid || held.TemplateComponentID.Valid {
+		return err
+	}
+	_, err = Discard(ctx, q, held.ID)
+	return err
+}
+
+// discardAbandoned discards the deployments whose previews nobody applied for AbandonedAfter,
+// each in its own transaction, audited as the system.
+func discardAbandoned(ctx context.Context, pool *pgxpool.Pool) error {
+	ids, err := dbgen.New(pool).AbandonedPreviews(ctx, AbandonedAfter.Seconds())
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		err := db.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			q := db.Reused(tx)
+			gone, err := Discard(ctx, q, id)
+			if err != nil || !gone {
+				return err
+			}
+			d, err := q.GetDeployment(ctx, id)
+			if err != nil {
+				return err
+			}
+			return audit.Record(ctx, q, audit.System, audit.Event{Tenant: d.TenantID, Action: "deployment.discard", TargetType: "deployment",
+				TargetID: d.ID.String(), Diff: map[string]any{"name": d.Name, "because": "its preview was not applied within " + AbandonedAfter.String()}})
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -377,7 +377,10 @@ func (w *Worker) settle(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 				return err
 			}
 		}
-		return tell(ctx, q, op, e.status, e.message)
+		if err := tell(ctx, q, op, e.status, e.message); err != nil {
+			return err
+		}
+		return dropFailedPreview(ctx, q, op, e.status)
 	})
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/problem"
+	"nimbus/app/orchestration/deploy"
 	"nimbus/app/platform/audit"
 	"nimbus/db"
 	"nimbus/db/dbgen"
@@ -191,6 +192,9 @@ func (s *Service) Detail(ctx context.Context, actor access.Principal, id uuid.UU
 		return Detail{}, fmt.Errorf("environment deployments: %w", err)
 	}
 	for _, dep := range deployments {
+		if deploy.DeploymentStatus(dep.Status) == deploy.Destroyed && (dep.LastKind == "" || deploy.Kind(dep.LastKind) == deploy.KindPreview) {
+			continue // let go before anything was deployed: no deployment to show
+		}
 		d.Deployments = append(d.Deployments, EnvDeploymentRow{ID: dep.ID.String(), Name: dep.Name, Component: dep.ComponentName, ComponentID: dep.ComponentID.String(),
 			Status: dep.Status, Outputs: outputs(dep.Outputs), Mandatory: dep.TemplateComponentID.Valid})
 	}
