@@ -195,10 +195,10 @@ func (q *Queries) GetAPIToken(ctx context.Context, arg GetAPITokenParams) (ApiTo
 }
 
 const getAPITokenByHash = `-- name: GetAPITokenByHash :one
-SELECT t.id AS token_id, t.last_used_at, u.id, u.email, u.password_hash, u.is_provider_admin, u.created_at, u.updated_at, u.deleted_at
+SELECT t.id AS token_id, t.last_used_at, u.id, u.email, u.password_hash, u.is_provider_admin, u.created_at, u.updated_at, u.deleted_at, u.disabled_at
 FROM api_tokens t JOIN users u ON u.id = t.user_id
 WHERE t.token_hash = $1 AND t.revoked_at IS NULL
-  AND (t.expires_at IS NULL OR t.expires_at > now()) AND u.deleted_at IS NULL
+  AND (t.expires_at IS NULL OR t.expires_at > now()) AND u.deleted_at IS NULL AND u.disabled_at IS NULL
 `
 
 type GetAPITokenByHashRow struct {
@@ -220,16 +220,17 @@ func (q *Queries) GetAPITokenByHash(ctx context.Context, tokenHash []byte) (GetA
 		&i.User.CreatedAt,
 		&i.User.UpdatedAt,
 		&i.User.DeletedAt,
+		&i.User.DisabledAt,
 	)
 	return i, err
 }
 
 const getSessionByHash = `-- name: GetSessionByHash :one
-SELECT s.id AS session_id, s.csrf_token, s.expires_at, s.last_seen_at, s.created_at, u.id, u.email, u.password_hash, u.is_provider_admin, u.created_at, u.updated_at, u.deleted_at
+SELECT s.id AS session_id, s.csrf_token, s.expires_at, s.last_seen_at, s.created_at, u.id, u.email, u.password_hash, u.is_provider_admin, u.created_at, u.updated_at, u.deleted_at, u.disabled_at
 FROM sessions s JOIN users u ON u.id = s.user_id
 WHERE s.token_hash = $1 AND s.expires_at > now()
   AND s.created_at > now() - make_interval(secs => $2::float8)
-  AND u.deleted_at IS NULL
+  AND u.deleted_at IS NULL AND u.disabled_at IS NULL
 `
 
 type GetSessionByHashParams struct {
@@ -264,6 +265,7 @@ func (q *Queries) GetSessionByHash(ctx context.Context, arg GetSessionByHashPara
 		&i.User.CreatedAt,
 		&i.User.UpdatedAt,
 		&i.User.DeletedAt,
+		&i.User.DisabledAt,
 	)
 	return i, err
 }

@@ -680,6 +680,7 @@ type User struct {
 	CreatedAt       time.Time  `json:"created_at"`
 	UpdatedAt       time.Time  `json:"updated_at"`
 	DeletedAt       *time.Time `json:"deleted_at"`
+	DisabledAt      *time.Time `json:"disabled_at"`
 }
 
 type ZoneCluster struct {

@@ -11,6 +11,19 @@ import (
 	"github.com/google/uuid"
 )
 
+const countActiveProviderAdmins = `-- name: CountActiveProviderAdmins :one
+SELECT count(*) FROM (SELECT id FROM users WHERE is_provider_admin AND deleted_at IS NULL AND disabled_at IS NULL FOR UPDATE) a
+`
+
+// Provider admins who can sign in, taken under a lock so that two admins cannot demote each
+// other at once and leave nobody.
+func (q *Queries) CountActiveProviderAdmins(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, countActiveProviderAdmins)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const countUsers = `-- name: CountUsers :one
 SELECT count(*) FROM users WHERE deleted_at IS NULL
 `
@@ -23,7 +36,7 @@ func (q *Queries) CountUsers(ctx context.Context) (int64, error) {
 }
 
 const createUser = `-- name: CreateUser :one
-INSERT INTO users (email, password_hash, is_provider_admin) VALUES ($1, $2, $3) RETURNING id, email, password_hash, is_provider_admin, created_at, updated_at, deleted_at
+INSERT INTO users (email, password_hash, is_provider_admin) VALUES ($1, $2, $3) RETURNING id, email, password_hash, is_provider_admin, created_at, updated_at, deleted_at, disabled_at
 `
 
 type CreateUserParams struct {
@@ -43,12 +56,28 @@ func (q *Queries) CreateUser(ctx context.Context, arg CreateUserParams) (User, e
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.DeletedAt,
+		&i.DisabledAt,
 	)
 	return i, err
 }
 
+const endUserSessions = `-- name: EndUserSessions :exec
+DELETE FROM sessions WHERE user_id = $1 AND id <> $2::uuid
+`
+
+type EndUserSessionsParams struct {
+	UserID uuid.UUID `json:"user_id"`
+	Keep   uuid.UUID `json:"keep"`
+}
+
+// Every session of the user but the one kept (none, with the nil ID).
+func (q *Queries) EndUserSessions(ctx context.Context, arg EndUserSessionsParams) error {
+	_, err := q.db.Exec(ctx, endUserSessions, arg.UserID, arg.Keep)
+	return err
+}
+
 const getUser = `-- name: GetUser :one
-SELECT id, email, password_hash, is_provider_admin, created_at, updated_at, deleted_at FROM users WHERE id = $1 AND deleted_at IS NULL
+SELECT id, email, password_hash, is_provider_admin, created_at, updated_at, deleted_at, disabled_at FROM users WHERE id = $1 AND deleted_at IS NULL
 `
 
 func (q *Queries) GetUser(ctx context.Context, id uuid.UUID) (User, error) {
@@ -62,12 +91,13 @@ func (q *Queries) GetUser(ctx context.Context, id uuid.UUID) (User, error) {
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.DeletedAt,
+		&i.DisabledAt,
 	)
 	return i, err
 }
 
 const getUserByEmail = `-- name: GetUserByEmail :one
-SELECT id, email, password_hash, is_provider_admin, created_at, updated_at, deleted_at FROM users WHERE lower(email) = lower($1) AND deleted_at IS NULL
+SELECT id, email, password_hash, is_provider_admin, created_at, updated_at, deleted_at, disabled_at FROM users WHERE lower(email) = lower($1) AND deleted_at IS NULL
 `
 
 func (q *Queries) GetUserByEmail(ctx context.Context, lower string) (User, error) {
@@ -81,6 +111,7 @@ func (q *Queries) GetUserByEmail(ctx context.Context, lower string) (User, error
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.DeletedAt,
+		&i.DisabledAt,
 	)
 	return i, err
 }
@@ -169,7 +200,7 @@ func (q *Queries) ListUserMemberships(ctx context.Context, arg ListUserMembershi
 }
 
 const listUsers = `-- name: ListUsers :many
-SELECT u.id, u.email, u.password_hash, u.is_provider_admin, u.created_at, u.updated_at, u.deleted_at FROM users u
+SELECT u.id, u.email, u.password_hash, u.is_provider_admin, u.created_at, u.updated_at, u.deleted_at, u.disabled_at FROM users u
 WHERE u.deleted_at IS NULL
   AND ($1::boolean OR u.id IN (
        SELECT m.user_id FROM memberships m
@@ -202,6 +233,7 @@ func (q *Queries) ListUsers(ctx context.Context, arg ListUsersParams) ([]User, e
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.DeletedAt,
+			&i.DisabledAt,
 		); err != nil {
 			return nil, err
 		}
@@ -222,6 +254,101 @@ func (q *Queries) LockUsersForBootstrap(ctx context.Context) (string, error) {
 	var column_1 string
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const removeUser = `-- name: RemoveUser :exec
+UPDATE users SET deleted_at = now(), updated_at = now() WHERE id = $1 AND deleted_at IS NULL
+`
+
+// A removed user keeps their row, so the audit log and what they made still name them, and
+// frees their email for a new account.
+func (q *Queries) RemoveUser(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, removeUser, id)
+	return err
+}
+
+const removeUserMemberships = `-- name: RemoveUserMemberships :exec
+DELETE FROM memberships WHERE user_id = $1
+`
+
+func (q *Queries) RemoveUserMemberships(ctx context.Context, userID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, removeUserMemberships, userID)
+	return err
+}
+
+const revokeUserTokens = `-- name: RevokeUserTokens :exec
+UPDATE api_tokens SET revoked_at = now(), updated_at = now() WHERE user_id = $1 AND revoked_at IS NULL
+`
+
+func (q *Queries) RevokeUserTokens(ctx context.Context, userID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, revokeUserTokens, userID)
+	return err
+}
+
+const setUserDisabled = `-- name: SetUserDisabled :one
+UPDATE users SET disabled_at = CASE WHEN $2::boolean THEN coalesce(disabled_at, now()) END, updated_at = now()
+WHERE id = $1 AND deleted_at IS NULL RETURNING id, email, password_hash, is_provider_admin, created_at, updated_at, deleted_at, disabled_at
+`
+
+type SetUserDisabledParams struct {
+	ID       uuid.UUID `json:"id"`
+	Disabled bool      `json:"disabled"`
+}
+
+func (q *Queries) SetUserDisabled(ctx context.Context, arg SetUserDisabledParams) (User, error) {
+	row := q.db.QueryRow(ctx, setUserDisabled, arg.ID, arg.Disabled)
+	var i User
+	err := row.Scan(
+		&i.ID,
+		&i.Email,
+		&i.PasswordHash,
+		&i.IsProviderAdmin,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.DeletedAt,
+		&i.DisabledAt,
+	)
+	return i, err
+}
+
+const setUserPassword = `-- name: SetUserPassword :exec
+UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1 AND deleted_at IS NULL
+`
+
+type SetUserPasswordParams struct {
+	ID           uuid.UUID `json:"id"`
+	PasswordHash string    `json:"password_hash"`
+}
+
+func (q *Queries) SetUserPassword(ctx context.Context, arg SetUserPasswordParams) error {
+	_, err := q.db.Exec(ctx, setUserPassword, arg.ID, arg.PasswordHash)
+	return err
+}
+
+const updateUser = `-- name: UpdateUser :one
+UPDATE users SET email = $2, is_provider_admin = $3, updated_at = now() WHERE id = $1 AND deleted_at IS NULL RETURNING id, email, password_hash, is_provider_admin, created_at, updated_at, deleted_at, disabled_at
+`
+
+type UpdateUserParams struct {
+	ID              uuid.UUID `json:"id"`
+	Email           string    `json:"email"`
+	IsProviderAdmin bool      `json:"is_provider_admin"`
+}
+
+func (q *Queries) UpdateUser(ctx context.Context, arg UpdateUserParams) (User, error) {
+	row := q.db.QueryRow(ctx, updateUser, arg.ID, arg.Email, arg.IsProviderAdmin)
+	var i User
+	err := row.Scan(
+		&i.ID,
+		&i.Email,
+		&i.PasswordHash,
+		&i.IsProviderAdmin,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.DeletedAt,
+		&i.DisabledAt,
+	)
+	return i, err
 }
 
 const userSharesAdminTenant = `-- name: UserSharesAdminTenant :one

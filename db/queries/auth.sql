@@ -8,7 +8,7 @@ SELECT s.id AS session_id, s.csrf_token, s.expires_at, s.last_seen_at, s.created
 FROM sessions s JOIN users u ON u.id = s.user_id
 WHERE s.token_hash = sqlc.arg(token_hash) AND s.expires_at > now()
   AND s.created_at > now() - make_interval(secs => sqlc.arg(max_age_secs)::float8)
-  AND u.deleted_at IS NULL;
+  AND u.deleted_at IS NULL AND u.disabled_at IS NULL;
 
 -- name: TouchSession :exec
 UPDATE sessions SET last_seen_at = now(), expires_at = $2 WHERE id = $1;
@@ -26,7 +26,7 @@ INSERT INTO api_tokens (user_id, name, token_hash, prefix, expires_at) VALUES ($
 SELECT t.id AS token_id, t.last_used_at, sqlc.embed(u)
 FROM api_tokens t JOIN users u ON u.id = t.user_id
 WHERE t.token_hash = $1 AND t.revoked_at IS NULL
-  AND (t.expires_at IS NULL OR t.expires_at > now()) AND u.deleted_at IS NULL;
+  AND (t.expires_at IS NULL OR t.expires_at > now()) AND u.deleted_at IS NULL AND u.disabled_at IS NULL;
 
 -- name: TouchAPIToken :exec
 UPDATE api_tokens SET last_used_at = now() WHERE id = $1;

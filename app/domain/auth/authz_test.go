@@ -5,6 +5,8 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"nimbus/app/apptest"
 	"nimbus/app/domain/auth"
 	"nimbus/app/kernel/access"
@@ -67,6 +69,20 @@ var accountCases = map[string]apptest.AuthzCase{
 				return apptest.ErrIgnored
 			}
 			apptest.WantErr(t, err, problem.ErrUnauthenticated)
+			return nil
+		},
+	},
+	"auth.Service.ChangePassword": {
+		Open:   "every user changes their own password, knowing the current one; nobody else's",
+		Served: []apptest.Actor{apptest.ReaderA, apptest.Stranger},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			ctx := context.Background()
+			if err := w.Auth.ChangePassword(ctx, p, uuid.Nil, "long enough password", "another long password"); err != nil {
+				return err
+			}
+			if _, _, err := w.Auth.Login(ctx, p.Email, "another long password", "192.0.2.9"); err != nil {
+				t.Errorf("%s cannot sign in with the new password: %v", p.Email, err)
+			}
 			return nil
 		},
 	},

@@ -10,6 +10,8 @@ func (h *Handlers) Routes(public, pages, api *echo.Group) {
 	public.GET("/login", h.LoginForm)
 	public.POST("/login", h.Login)
 	pages.POST("/logout", h.Logout)
+	pages.GET("/account", h.AccountPage)
+	pages.POST("/account/password", h.ChangePasswordForm)
 	pages.GET("/tokens", h.TokensPage)
 	pages.POST("/tokens", h.CreateTokenForm)
 	pages.POST("/tokens/:id/revoke", h.RevokeTokenForm)
@@ -17,4 +19,5 @@ func (h *Handlers) Routes(public, pages, api *echo.Group) {
 	api.POST("/tokens", h.CreateTokenAPI)
 	api.DELETE("/tokens/:id", h.RevokeTokenAPI)
 	api.GET("/me", h.MeAPI)
+	api.POST("/account/password", h.ChangePasswordAPI)
 }

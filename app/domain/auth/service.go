@@ -132,6 +132,10 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 		}
 		return Session{}, access.Principal{}, problem.Invalid("password", "credentials", "the email or password is wrong")
 	}
+	if user.DisabledAt != nil {
+		// Said only to whoever knows the password: it tells nobody else the account exists.
+		return Session{}, access.Principal{}, problem.Invalid("email", "disabled", "this account is disabled: a provider admin can enable it")
+	}
 	if err := q.ClearLoginAttempts(ctx, dbgen.ClearLoginAttemptsParams{Email: email, ClientIp: clientIP}); err != nil {
 		return Session{}, access.Principal{}, fmt.Errorf("login: %w", err)
 	}

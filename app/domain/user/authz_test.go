@@ -50,6 +50,29 @@ var accountCases = map[string]apptest.AuthzCase{
 			return err
 		},
 	},
+	"user.Service.Update": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrForbidden}},
+		Served:  []apptest.Actor{apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			disabled := true
+			_, err := w.Users.Update(context.Background(), p, w.UserA.UserID, user.Change{Disabled: &disabled})
+			return err
+		},
+	},
+	"user.Service.ResetPassword": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrForbidden}},
+		Served:  []apptest.Actor{apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			return w.Users.ResetPassword(context.Background(), p, w.UserA.UserID, "a brand new password")
+		},
+	},
+	"user.Service.Remove": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrForbidden}},
+		Served:  []apptest.Actor{apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			return w.Users.Remove(context.Background(), p, w.ReaderA.UserID)
+		},
+	},
 }
 
 // TestAuthz_Methods runs the authorization case of each of the package's data-access methods.

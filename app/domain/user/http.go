@@ -42,7 +42,7 @@ func (h *Handlers) renderList(c echo.Context, status int, form UserForm) error {
 	}
 	rows := make([]UserRow, len(users))
 	for i, u := range users {
-		rows[i] = UserRow{Email: u.Email, ProviderAdmin: u.ProviderAdmin, Created: u.Created()}
+		rows[i] = UserRow{ID: u.ID.String(), Email: u.Email, ProviderAdmin: u.ProviderAdmin, Disabled: u.Disabled, Created: u.Created()}
 		for _, m := range u.Tenants {
 			rows[i].Tenants = append(rows[i].Tenants, MembershipRow{TenantID: m.TenantID.String(), Tenant: m.Tenant, Role: m.Role.Label()})
 		}

@@ -26,8 +26,9 @@ type User struct {
 	ID            uuid.UUID `json:"id"`
 	Email         string    `json:"email"`
 	ProviderAdmin bool      `json:"provider_admin"`
+	Disabled      bool      `json:"disabled"`
 	CreatedAt     string    `json:"created_at"`
-	// Tenants are the user's memberships in the tenants the viewer may see; only lists fill it.
+	// Tenants are the user's memberships in the tenants the viewer may see.
 	Tenants []Membership `json:"tenants,omitempty"`
 	created time.Time
 }
@@ -41,7 +42,7 @@ type Membership struct {
 
 // fromRow drops what must not leave the server.
 func fromRow(u dbgen.User) User {
-	return User{ID: u.ID, Email: u.Email, ProviderAdmin: u.IsProviderAdmin, CreatedAt: u.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"),
+	return User{ID: u.ID, Email: u.Email, ProviderAdmin: u.IsProviderAdmin, Disabled: u.DisabledAt != nil, CreatedAt: u.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"),
 		created: u.CreatedAt}
 }
 
@@ -116,7 +117,19 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	if err != nil {
 		return User{}, fmt.Errorf("get user: %w", err)
 	}
-	return fromRow(u), nil
+	out := fromRow(u)
+	tenants := actor.TenantsWith(access.UserRead)
+	if tenants == nil {
+		tenants = []uuid.UUID{}
+	}
+	memberships, err := q.ListUserMemberships(ctx, dbgen.ListUserMembershipsParams{UserIds: []uuid.UUID{id}, AllTenants: actor.ProviderAdmin, TenantIds: tenants})
+	if err != nil {
+		return User{}, fmt.Errorf("get user's memberships: %w", err)
+	}
+	for _, m := range memberships {
+		out.Tenants = append(out.Tenants, Membership{TenantID: m.TenantID, Tenant: m.TenantName, Role: access.Role(m.Role)})
+	}
+	return out, nil
 }
 
 // Create adds a user; only provider admins may.
