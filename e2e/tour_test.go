@@ -32,7 +32,7 @@ func TestBrowser_Tour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	zone, err := landingzone.NewService(a.pool, nil).Create(ctx, admin, landingzone.NewZone{Name: "eu-west", Description: "The simulated cloud's western region", Provider: "simcloud"})
+	zone, err := landingzone.NewService(a.pool, nil, nil).Create(ctx, admin, landingzone.NewZone{Name: "eu-west", Description: "The simulated cloud's western region", Provider: "simcloud"})
 	if err != nil {
 		t.Fatal(err)
 	}

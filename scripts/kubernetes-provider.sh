@@ -5,8 +5,18 @@
 #
 # Prints the directory as the last line on stdout; everything else goes to stderr.
 #
-# Usage: scripts/kubernetes-provider.sh "$(scripts/pulumi-toolchain.sh | tail -n1)"
+# With --background, a missing provider is built by a detached process that writes its progress
+# to pulumi-resource-kubernetes.build.log in that directory (the system page shows it), and the
+# script returns at once: Nimbus serves meanwhile, and only Kubernetes landing zones wait.
+#
+# Usage: scripts/kubernetes-provider.sh [--background] "$(scripts/pulumi-toolchain.sh | tail -n1)"
 set -euo pipefail
+
+background=
+if [[ ${1-} == --background ]]; then
+	background=1
+	shift
+fi
 
 PROVIDER_MOD=github.com/pulumi/pulumi-kubernetes/provider/v4
 # The module proxy serves the provider at this commit only; it follows release v4.25.
@@ -33,6 +43,14 @@ bin=$root/pulumi-resource-kubernetes/$PROVIDER_VERSION/bin/pulumi-resource-kuber
 # A provider plugin speaks gRPC on a port it prints; asked for nothing it refuses to start, but
 # a binary that cannot run at all fails before that.
 plugin_ok() { [[ -x $1 ]] && "$1" --help >/dev/null 2>&1; }
+
+if [[ -n $background ]] && ! plugin_ok "$bin"; then
+	buildlog=$target/pulumi-resource-kubernetes.build.log
+	log "building in the background; progress in $buildlog"
+	setsid nohup "${BASH_SOURCE[0]}" "$target" >/dev/null 2>"$buildlog" </dev/null &
+	printf '%s\n' "$target"
+	exit 0
+fi
 
 if ! plugin_ok "$bin"; then
 	# Serialise concurrent runs so the slow build happens once.

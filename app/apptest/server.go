@@ -155,7 +155,7 @@ func Start(t testing.TB, pool *pgxpool.Pool, cfg SiteConfig, configure ...func(*
 	}
 	t.Cleanup(func() { _ = client.Stop(context.Background()) })
 	deps := server.Deps{Pool: pool, Log: log, Jobs: client, SessionTTL: time.Hour, Keys: keys, Runner: runner, Objects: objects,
-		Info: system.Info{Version: "test"}, WebhooksPrivate: cfg.Deliveries.AllowPrivate, OperationsPerTenant: cfg.OperationsPerTenant}
+		Info: system.Info{Version: "test", PulumiDir: cfg.Toolchain}, WebhooksPrivate: cfg.Deliveries.AllowPrivate, OperationsPerTenant: cfg.OperationsPerTenant}
 	for _, f := range configure {
 		f(&deps)
 	}

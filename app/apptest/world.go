@@ -20,6 +20,7 @@ import (
 	"nimbus/app/domain/ipam"
 	"nimbus/app/domain/resolver"
 	"nimbus/app/domain/stack"
+	"nimbus/app/domain/system"
 	"nimbus/app/domain/tenant"
 	"nimbus/app/domain/user"
 	"nimbus/app/kernel/access"
@@ -79,7 +80,8 @@ func NewWorld(t testing.TB) *World {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	keys := testKeys(t)
-	svc := server.Build(server.Deps{Pool: pool, Log: discardLog(), Jobs: insertOnly(t, pool), SessionTTL: time.Hour, Keys: keys, Toolchain: yamlOnly{}})
+	svc := server.Build(server.Deps{Pool: pool, Log: discardLog(), Jobs: insertOnly(t, pool), SessionTTL: time.Hour, Keys: keys, Toolchain: yamlOnly{},
+		Info: system.Info{PulumiDir: os.Getenv("NIMBUS_PULUMI_DIR")}})
 	w := &World{
 		Pool: pool, Tenants: svc.Tenants, Users: svc.Users, Audit: svc.Audit, Auth: svc.Auth,
 		Components: svc.Components,

@@ -79,6 +79,8 @@ func Build(d Deps) *Services {
 	s.Provisions = provision.NewService(d.Pool, d.Keys, s.Stacks, s.Instances)
 	s.Tenants = tenant.NewService(d.Pool).WithNamespaces(s.Provisions)
 	s.Lifecycle = environment.NewLifecycle(d.Pool, s.Deployments, queue)
-	s.Zones = landingzone.NewService(d.Pool, s.Lifecycle)
+	// Zones ask the toolchain on disk, whatever d.Toolchain stands in for: a Kubernetes zone
+	// waits for its provider's build.
+	s.Zones = landingzone.NewService(d.Pool, s.Lifecycle, pulumix.Local{Dir: d.Info.PulumiDir})
 	return s
 }

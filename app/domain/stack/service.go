@@ -389,6 +389,9 @@ type Filter struct {
 	Scope string
 }
 
+// Filtered reports whether the filter narrows the list at all.
+func (f Filter) Filtered() bool { return f.Search != "" || f.Provider != "" || f.Scope != "" }
+
 // maxListed bounds a list of stacks.
 const maxListed = 500
 

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -148,7 +151,31 @@ func (h *Handlers) StatusPage(c echo.Context) error {
 			checks = append(checks, Check{Name: "Language host: " + lang, Value: "not found; programs in " + lang + " cannot run here", Status: "warn"})
 		}
 	}
+	if tc.CLI != "" {
+		checks = append(checks, kubernetesProvider(filepath.Dir(tc.CLI)))
+	}
 	return web.Render(c, http.StatusOK, System(web.Page(c, "System"), checks))
+}
+
+// kubernetesProvider says whether the Kubernetes provider is beside the CLI, which only
+// Kubernetes landing zones need, or how its build in the background is going.
+func kubernetesProvider(dir string) Check {
+	name := "Provider: kubernetes"
+	if p := filepath.Join(dir, "pulumi-resource-kubernetes"); executable(p) {
+		return Check{Name: name, Value: p, Status: "ok"}
+	}
+	log, err := os.ReadFile(filepath.Join(dir, "pulumi-resource-kubernetes.build.log"))
+	if err != nil {
+		return Check{Name: name, Value: "not built: Kubernetes landing zones cannot deploy until it is (go tool task toolchain builds it)", Status: "warn"}
+	}
+	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+	return Check{Name: name, Value: "being built, which takes about a quarter of an hour on two cores; Kubernetes landing zones wait for it. Last said: " +
+		lines[len(lines)-1], Status: "warn"}
+}
+
+func executable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 // Metrics are the Prometheus collectors Nimbus exports.

@@ -78,12 +78,18 @@ type NewZone struct {
 type Service struct {
 	pool      *pgxpool.Pool
 	lifecycle *environment.Lifecycle
+	plugins   Plugins
+}
+
+// Plugins says which resource providers the engine has.
+type Plugins interface {
+	HasProvider(plugin string) bool
 }
 
 // NewService returns a Service; lifecycle provisions and decommissions its system
-// environments.
-func NewService(pool *pgxpool.Pool, lifecycle *environment.Lifecycle) *Service {
-	return &Service{pool: pool, lifecycle: lifecycle}
+// environments, and plugins says whether a Kubernetes zone's provider is built yet.
+func NewService(pool *pgxpool.Pool, lifecycle *environment.Lifecycle, plugins Plugins) *Service {
+	return &Service{pool: pool, lifecycle: lifecycle, plugins: plugins}
 }
 
 // zoneName is also the name of the zone's system environment.
@@ -249,6 +255,11 @@ func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.U
 		}
 		if err := lifecycle.Zones.Check("landing zone "+z.Name, lifecycle.ZoneStatus(z.Status), lifecycle.ZonePublished); err != nil {
 			return err
+		}
+		// The Kubernetes provider may still be building in the background on a new
+		// installation; the zone's system services would fail for want of it.
+		if z.Provider == cluster.Provider && !s.plugins.HasProvider(cluster.Provider) {
+			return problem.Invalid("provider", "toolchain", "the Kubernetes provider is not built yet (the system page shows how its build goes): publish the zone once it is")
 		}
 		if err := complete(ctx, q, z); err != nil {
 			return err
