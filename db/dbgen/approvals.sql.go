@@ -80,7 +80,7 @@ func (q *Queries) ApprovalOfOperation(ctx context.Context, operationID uuid.UUID
 }
 
 const approvalPoliciesFor = `-- name: ApprovalPoliciesFor :many
-SELECT p.approvals_required, p.approver_role FROM approval_policies p
+SELECT p.approvals_required, p.approver_role, p.requester_may_approve FROM approval_policies p
 WHERE $1::text = ANY(p.operations)
   AND ((p.scope = 'component' AND p.scope_id = $2::uuid)
     OR (p.scope = 'environment' AND p.scope_id = $3::uuid)
@@ -96,8 +96,9 @@ type ApprovalPoliciesForParams struct {
 }
 
 type ApprovalPoliciesForRow struct {
-	ApprovalsRequired int32  `json:"approvals_required"`
-	ApproverRole      string `json:"approver_role"`
+	ApprovalsRequired   int32  `json:"approvals_required"`
+	ApproverRole        string `json:"approver_role"`
+	RequesterMayApprove bool   `json:"requester_may_approve"`
 }
 
 // The policies that bind an operation of the kind on a deployment of the component in the
@@ -113,7 +114,7 @@ func (q *Queries) ApprovalPoliciesFor(ctx context.Context, arg ApprovalPoliciesF
 	items := []ApprovalPoliciesForRow{}
 	for rows.Next() {
 		var i ApprovalPoliciesForRow
-		if err := rows.Scan(&i.ApprovalsRequired, &i.ApproverRole); err != nil {
+		if err := rows.Scan(&i.ApprovalsRequired, &i.ApproverRole, &i.RequesterMayApprove); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -291,20 +292,22 @@ func (q *Queries) CountApprovalsWaiting(ctx context.Context, arg CountApprovalsW
 }
 
 const createApprovalPolicy = `-- name: CreateApprovalPolicy :one
-INSERT INTO approval_policies (scope, scope_id, operations, approvals_required, approver_role, created_by, by_provider_admin)
+INSERT INTO approval_policies (scope, scope_id, operations, approvals_required, approver_role, created_by, by_provider_admin,
+    requester_may_approve)
 VALUES ($1, $2, $3::text[], $4,
-    $5, $6, $7)
-RETURNING id, scope, scope_id, operations, approvals_required, approver_role, created_by, created_at, updated_at, by_provider_admin
+    $5, $6, $7, $8)
+RETURNING id, scope, scope_id, operations, approvals_required, approver_role, created_by, created_at, updated_at, by_provider_admin, requester_may_approve
 `
 
 type CreateApprovalPolicyParams struct {
-	Scope             string        `json:"scope"`
-	ScopeID           uuid.UUID     `json:"scope_id"`
-	Operations        []string      `json:"operations"`
-	ApprovalsRequired int32         `json:"approvals_required"`
-	ApproverRole      string        `json:"approver_role"`
-	CreatedBy         uuid.NullUUID `json:"created_by"`
-	ByProviderAdmin   bool          `json:"by_provider_admin"`
+	Scope               string        `json:"scope"`
+	ScopeID             uuid.UUID     `json:"scope_id"`
+	Operations          []string      `json:"operations"`
+	ApprovalsRequired   int32         `json:"approvals_required"`
+	ApproverRole        string        `json:"approver_role"`
+	CreatedBy           uuid.NullUUID `json:"created_by"`
+	ByProviderAdmin     bool          `json:"by_provider_admin"`
+	RequesterMayApprove bool          `json:"requester_may_approve"`
 }
 
 func (q *Queries) CreateApprovalPolicy(ctx context.Context, arg CreateApprovalPolicyParams) (ApprovalPolicy, error) {
@@ -316,6 +319,7 @@ func (q *Queries) CreateApprovalPolicy(ctx context.Context, arg CreateApprovalPo
 		arg.ApproverRole,
 		arg.CreatedBy,
 		arg.ByProviderAdmin,
+		arg.RequesterMayApprove,
 	)
 	var i ApprovalPolicy
 	err := row.Scan(
@@ -329,12 +333,13 @@ func (q *Queries) CreateApprovalPolicy(ctx context.Context, arg CreateApprovalPo
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ByProviderAdmin,
+		&i.RequesterMayApprove,
 	)
 	return i, err
 }
 
 const currentApprovalRequest = `-- name: CurrentApprovalRequest :one
-SELECT id, operation_id, tenant_id, requested_by, approvals_required, approver_role, status, previewed_at, expires_at, decided_at, created_at FROM approval_requests WHERE operation_id = $1 AND status <> 'void'
+SELECT id, operation_id, tenant_id, requested_by, approvals_required, approver_role, status, previewed_at, expires_at, decided_at, created_at, requester_may_approve FROM approval_requests WHERE operation_id = $1 AND status <> 'void'
 `
 
 func (q *Queries) CurrentApprovalRequest(ctx context.Context, operationID uuid.UUID) (ApprovalRequest, error) {
@@ -352,6 +357,7 @@ func (q *Queries) CurrentApprovalRequest(ctx context.Context, operationID uuid.U
 		&i.ExpiresAt,
 		&i.DecidedAt,
 		&i.CreatedAt,
+		&i.RequesterMayApprove,
 	)
 	return i, err
 }
@@ -409,7 +415,7 @@ func (q *Queries) DueApprovalRequests(ctx context.Context) ([]uuid.UUID, error) 
 }
 
 const listApprovalPolicies = `-- name: ListApprovalPolicies :many
-SELECT p.id, p.scope, p.scope_id, p.operations, p.approvals_required, p.approver_role, p.created_by, p.created_at, p.updated_at, p.by_provider_admin,
+SELECT p.id, p.scope, p.scope_id, p.operations, p.approvals_required, p.approver_role, p.created_by, p.created_at, p.updated_at, p.by_provider_admin, p.requester_may_approve,
     CASE p.scope WHEN 'landing_zone' THEN coalesce(z.name, '')
         WHEN 'environment' THEN coalesce(t.name || ' / ' || e.name, '')
         ELSE coalesce(c.name, '') END::text AS scope_name,
@@ -438,19 +444,20 @@ type ListApprovalPoliciesParams struct {
 }
 
 type ListApprovalPoliciesRow struct {
-	ID                uuid.UUID     `json:"id"`
-	Scope             string        `json:"scope"`
-	ScopeID           uuid.UUID     `json:"scope_id"`
-	Operations        []string      `json:"operations"`
-	ApprovalsRequired int32         `json:"approvals_required"`
-	ApproverRole      string        `json:"approver_role"`
-	CreatedBy         uuid.NullUUID `json:"created_by"`
-	CreatedAt         time.Time     `json:"created_at"`
-	UpdatedAt         time.Time     `json:"updated_at"`
-	ByProviderAdmin   bool          `json:"by_provider_admin"`
-	ScopeName         string        `json:"scope_name"`
-	ScopeTenantID     uuid.NullUUID `json:"scope_tenant_id"`
-	CreatedByEmail    string        `json:"created_by_email"`
+	ID                  uuid.UUID     `json:"id"`
+	Scope               string        `json:"scope"`
+	ScopeID             uuid.UUID     `json:"scope_id"`
+	Operations          []string      `json:"operations"`
+	ApprovalsRequired   int32         `json:"approvals_required"`
+	ApproverRole        string        `json:"approver_role"`
+	CreatedBy           uuid.NullUUID `json:"created_by"`
+	CreatedAt           time.Time     `json:"created_at"`
+	UpdatedAt           time.Time     `json:"updated_at"`
+	ByProviderAdmin     bool          `json:"by_provider_admin"`
+	RequesterMayApprove bool          `json:"requester_may_approve"`
+	ScopeName           string        `json:"scope_name"`
+	ScopeTenantID       uuid.NullUUID `json:"scope_tenant_id"`
+	CreatedByEmail      string        `json:"created_by_email"`
 }
 
 // The policies that bind deployments of the given tenants (all of them with all_tenants): on
@@ -476,6 +483,7 @@ func (q *Queries) ListApprovalPolicies(ctx context.Context, arg ListApprovalPoli
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.ByProviderAdmin,
+			&i.RequesterMayApprove,
 			&i.ScopeName,
 			&i.ScopeTenantID,
 			&i.CreatedByEmail,
@@ -491,7 +499,7 @@ func (q *Queries) ListApprovalPolicies(ctx context.Context, arg ListApprovalPoli
 }
 
 const listApprovalRequests = `-- name: ListApprovalRequests :many
-SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, r.approver_role,
+SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, r.approver_role, r.requester_may_approve,
     r.previewed_at, r.expires_at, r.decided_at, r.created_at,
     (CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired' ELSE r.status END)::text AS status,
     o.kind, o.deployment_id, v.version, v.input_schema,
@@ -501,7 +509,7 @@ SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, 
     coalesce(u.email, '')::text AS requested_by_email,
     (SELECT count(*) FROM approval_decisions a WHERE a.request_id = r.id AND a.decision = 'approve') AS approvals,
     EXISTS (SELECT 1 FROM approval_decisions a WHERE a.request_id = r.id AND a.user_id = $1::uuid) AS viewer_decided
-FROM (SELECT id, operation_id, tenant_id, requested_by, approvals_required, approver_role, status, previewed_at, expires_at, decided_at, created_at FROM approval_requests r
+FROM (SELECT id, operation_id, tenant_id, requested_by, approvals_required, approver_role, status, previewed_at, expires_at, decided_at, created_at, requester_may_approve FROM approval_requests r
     WHERE ($2::boolean OR r.tenant_id = ANY($3::uuid[]))
       AND NOT EXISTS (SELECT 1 FROM tenants gone WHERE gone.id = r.tenant_id AND gone.deleted_at IS NOT NULL)
       AND ($4::uuid IS NULL OR r.id = $4)
@@ -531,29 +539,30 @@ type ListApprovalRequestsParams struct {
 }
 
 type ListApprovalRequestsRow struct {
-	ID                uuid.UUID       `json:"id"`
-	OperationID       uuid.UUID       `json:"operation_id"`
-	TenantID          uuid.UUID       `json:"tenant_id"`
-	RequestedBy       uuid.NullUUID   `json:"requested_by"`
-	ApprovalsRequired int32           `json:"approvals_required"`
-	ApproverRole      string          `json:"approver_role"`
-	PreviewedAt       time.Time       `json:"previewed_at"`
-	ExpiresAt         time.Time       `json:"expires_at"`
-	DecidedAt         *time.Time      `json:"decided_at"`
-	CreatedAt         time.Time       `json:"created_at"`
-	Status            string          `json:"status"`
-	Kind              string          `json:"kind"`
-	DeploymentID      uuid.UUID       `json:"deployment_id"`
-	Version           int32           `json:"version"`
-	InputSchema       json.RawMessage `json:"input_schema"`
-	Parameters        json.RawMessage `json:"parameters"`
-	DeploymentName    string          `json:"deployment_name"`
-	EnvironmentID     uuid.UUID       `json:"environment_id"`
-	EnvironmentName   string          `json:"environment_name"`
-	TenantName        string          `json:"tenant_name"`
-	RequestedByEmail  string          `json:"requested_by_email"`
-	Approvals         int64           `json:"approvals"`
-	ViewerDecided     bool            `json:"viewer_decided"`
+	ID                  uuid.UUID       `json:"id"`
+	OperationID         uuid.UUID       `json:"operation_id"`
+	TenantID            uuid.UUID       `json:"tenant_id"`
+	RequestedBy         uuid.NullUUID   `json:"requested_by"`
+	ApprovalsRequired   int32           `json:"approvals_required"`
+	ApproverRole        string          `json:"approver_role"`
+	RequesterMayApprove bool            `json:"requester_may_approve"`
+	PreviewedAt         time.Time       `json:"previewed_at"`
+	ExpiresAt           time.Time       `json:"expires_at"`
+	DecidedAt           *time.Time      `json:"decided_at"`
+	CreatedAt           time.Time       `json:"created_at"`
+	Status              string          `json:"status"`
+	Kind                string          `json:"kind"`
+	DeploymentID        uuid.UUID       `json:"deployment_id"`
+	Version             int32           `json:"version"`
+	InputSchema         json.RawMessage `json:"input_schema"`
+	Parameters          json.RawMessage `json:"parameters"`
+	DeploymentName      string          `json:"deployment_name"`
+	EnvironmentID       uuid.UUID       `json:"environment_id"`
+	EnvironmentName     string          `json:"environment_name"`
+	TenantName          string          `json:"tenant_name"`
+	RequestedByEmail    string          `json:"requested_by_email"`
+	Approvals           int64           `json:"approvals"`
+	ViewerDecided       bool            `json:"viewer_decided"`
 }
 
 // Requests of the given tenants (all with all_tenants), newest first; one when id is given. A
@@ -585,6 +594,7 @@ func (q *Queries) ListApprovalRequests(ctx context.Context, arg ListApprovalRequ
 			&i.RequestedBy,
 			&i.ApprovalsRequired,
 			&i.ApproverRole,
+			&i.RequesterMayApprove,
 			&i.PreviewedAt,
 			&i.ExpiresAt,
 			&i.DecidedAt,
@@ -614,7 +624,7 @@ func (q *Queries) ListApprovalRequests(ctx context.Context, arg ListApprovalRequ
 }
 
 const lockApprovalRequest = `-- name: LockApprovalRequest :one
-SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, r.approver_role, r.status, r.previewed_at, r.expires_at, r.decided_at, r.created_at, o.kind, o.status AS operation_status, o.deployment_id, d.name AS deployment_name, d.environment_id, d.stack_instance_id, (r.expires_at <= now())::boolean AS lapsed
+SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, r.approver_role, r.status, r.previewed_at, r.expires_at, r.decided_at, r.created_at, r.requester_may_approve, o.kind, o.status AS operation_status, o.deployment_id, d.name AS deployment_name, d.environment_id, d.stack_instance_id, (r.expires_at <= now())::boolean AS lapsed
 FROM approval_requests r
 JOIN operations o ON o.id = r.operation_id
 JOIN deployed_components d ON d.id = o.deployment_id
@@ -623,24 +633,25 @@ FOR UPDATE OF r
 `
 
 type LockApprovalRequestRow struct {
-	ID                uuid.UUID     `json:"id"`
-	OperationID       uuid.UUID     `json:"operation_id"`
-	TenantID          uuid.UUID     `json:"tenant_id"`
-	RequestedBy       uuid.NullUUID `json:"requested_by"`
-	ApprovalsRequired int32         `json:"approvals_required"`
-	ApproverRole      string        `json:"approver_role"`
-	Status            string        `json:"status"`
-	PreviewedAt       time.Time     `json:"previewed_at"`
-	ExpiresAt         time.Time     `json:"expires_at"`
-	DecidedAt         *time.Time    `json:"decided_at"`
-	CreatedAt         time.Time     `json:"created_at"`
-	Kind              string        `json:"kind"`
-	OperationStatus   string        `json:"operation_status"`
-	DeploymentID      uuid.UUID     `json:"deployment_id"`
-	DeploymentName    string        `json:"deployment_name"`
-	EnvironmentID     uuid.UUID     `json:"environment_id"`
-	StackInstanceID   uuid.NullUUID `json:"stack_instance_id"`
-	Lapsed            bool          `json:"lapsed"`
+	ID                  uuid.UUID     `json:"id"`
+	OperationID         uuid.UUID     `json:"operation_id"`
+	TenantID            uuid.UUID     `json:"tenant_id"`
+	RequestedBy         uuid.NullUUID `json:"requested_by"`
+	ApprovalsRequired   int32         `json:"approvals_required"`
+	ApproverRole        string        `json:"approver_role"`
+	Status              string        `json:"status"`
+	PreviewedAt         time.Time     `json:"previewed_at"`
+	ExpiresAt           time.Time     `json:"expires_at"`
+	DecidedAt           *time.Time    `json:"decided_at"`
+	CreatedAt           time.Time     `json:"created_at"`
+	RequesterMayApprove bool          `json:"requester_may_approve"`
+	Kind                string        `json:"kind"`
+	OperationStatus     string        `json:"operation_status"`
+	DeploymentID        uuid.UUID     `json:"deployment_id"`
+	DeploymentName      string        `json:"deployment_name"`
+	EnvironmentID       uuid.UUID     `json:"environment_id"`
+	StackInstanceID     uuid.NullUUID `json:"stack_instance_id"`
+	Lapsed              bool          `json:"lapsed"`
 }
 
 // Decisions on one request take turns.
@@ -659,6 +670,7 @@ func (q *Queries) LockApprovalRequest(ctx context.Context, id uuid.UUID) (LockAp
 		&i.ExpiresAt,
 		&i.DecidedAt,
 		&i.CreatedAt,
+		&i.RequesterMayApprove,
 		&i.Kind,
 		&i.OperationStatus,
 		&i.DeploymentID,
@@ -671,20 +683,22 @@ func (q *Queries) LockApprovalRequest(ctx context.Context, id uuid.UUID) (LockAp
 }
 
 const openApprovalRequest = `-- name: OpenApprovalRequest :one
-INSERT INTO approval_requests (operation_id, tenant_id, requested_by, approvals_required, approver_role, previewed_at, expires_at)
+INSERT INTO approval_requests (operation_id, tenant_id, requested_by, approvals_required, approver_role, previewed_at, expires_at,
+    requester_may_approve)
 SELECT o.id, d.tenant_id, o.requested_by, $1, $2,
     coalesce((SELECT s.finished_at FROM operation_steps s WHERE s.operation_id = o.id AND s.name = 'preview'), now()),
-    now() + make_interval(secs => $3::float8)
+    now() + make_interval(secs => $3::float8), $4
 FROM operations o JOIN deployed_components d ON d.id = o.deployment_id
-WHERE o.id = $4
-RETURNING id, operation_id, tenant_id, requested_by, approvals_required, approver_role, status, previewed_at, expires_at, decided_at, created_at
+WHERE o.id = $5
+RETURNING id, operation_id, tenant_id, requested_by, approvals_required, approver_role, status, previewed_at, expires_at, decided_at, created_at, requester_may_approve
 `
 
 type OpenApprovalRequestParams struct {
-	ApprovalsRequired int32     `json:"approvals_required"`
-	ApproverRole      string    `json:"approver_role"`
-	TtlSeconds        float64   `json:"ttl_seconds"`
-	OperationID       uuid.UUID `json:"operation_id"`
+	ApprovalsRequired   int32     `json:"approvals_required"`
+	ApproverRole        string    `json:"approver_role"`
+	TtlSeconds          float64   `json:"ttl_seconds"`
+	RequesterMayApprove bool      `json:"requester_may_approve"`
+	OperationID         uuid.UUID `json:"operation_id"`
 }
 
 // The request of an operation that has just been previewed; it shows the preview step's plan.
@@ -693,6 +707,7 @@ func (q *Queries) OpenApprovalRequest(ctx context.Context, arg OpenApprovalReque
 		arg.ApprovalsRequired,
 		arg.ApproverRole,
 		arg.TtlSeconds,
+		arg.RequesterMayApprove,
 		arg.OperationID,
 	)
 	var i ApprovalRequest
@@ -708,6 +723,7 @@ func (q *Queries) OpenApprovalRequest(ctx context.Context, arg OpenApprovalReque
 		&i.ExpiresAt,
 		&i.DecidedAt,
 		&i.CreatedAt,
+		&i.RequesterMayApprove,
 	)
 	return i, err
 }

@@ -36,30 +36,32 @@ type ApprovalDecision struct {
 }
 
 type ApprovalPolicy struct {
-	ID                uuid.UUID     `json:"id"`
-	Scope             string        `json:"scope"`
-	ScopeID           uuid.UUID     `json:"scope_id"`
-	Operations        []string      `json:"operations"`
-	ApprovalsRequired int32         `json:"approvals_required"`
-	ApproverRole      string        `json:"approver_role"`
-	CreatedBy         uuid.NullUUID `json:"created_by"`
-	CreatedAt         time.Time     `json:"created_at"`
-	UpdatedAt         time.Time     `json:"updated_at"`
-	ByProviderAdmin   bool          `json:"by_provider_admin"`
+	ID                  uuid.UUID     `json:"id"`
+	Scope               string        `json:"scope"`
+	ScopeID             uuid.UUID     `json:"scope_id"`
+	Operations          []string      `json:"operations"`
+	ApprovalsRequired   int32         `json:"approvals_required"`
+	ApproverRole        string        `json:"approver_role"`
+	CreatedBy           uuid.NullUUID `json:"created_by"`
+	CreatedAt           time.Time     `json:"created_at"`
+	UpdatedAt           time.Time     `json:"updated_at"`
+	ByProviderAdmin     bool          `json:"by_provider_admin"`
+	RequesterMayApprove bool          `json:"requester_may_approve"`
 }
 
 type ApprovalRequest struct {
-	ID                uuid.UUID     `json:"id"`
-	OperationID       uuid.UUID     `json:"operation_id"`
-	TenantID          uuid.UUID     `json:"tenant_id"`
-	RequestedBy       uuid.NullUUID `json:"requested_by"`
-	ApprovalsRequired int32         `json:"approvals_required"`
-	ApproverRole      string        `json:"approver_role"`
-	Status            string        `json:"status"`
-	PreviewedAt       time.Time     `json:"previewed_at"`
-	ExpiresAt         time.Time     `json:"expires_at"`
-	DecidedAt         *time.Time    `json:"decided_at"`
-	CreatedAt         time.Time     `json:"created_at"`
+	ID                  uuid.UUID     `json:"id"`
+	OperationID         uuid.UUID     `json:"operation_id"`
+	TenantID            uuid.UUID     `json:"tenant_id"`
+	RequestedBy         uuid.NullUUID `json:"requested_by"`
+	ApprovalsRequired   int32         `json:"approvals_required"`
+	ApproverRole        string        `json:"approver_role"`
+	Status              string        `json:"status"`
+	PreviewedAt         time.Time     `json:"previewed_at"`
+	ExpiresAt           time.Time     `json:"expires_at"`
+	DecidedAt           *time.Time    `json:"decided_at"`
+	CreatedAt           time.Time     `json:"created_at"`
+	RequesterMayApprove bool          `json:"requester_may_approve"`
 }
 
 type AuditEvent struct {

@@ -1,7 +1,8 @@
 -- name: CreateApprovalPolicy :one
-INSERT INTO approval_policies (scope, scope_id, operations, approvals_required, approver_role, created_by, by_provider_admin)
+INSERT INTO approval_policies (scope, scope_id, operations, approvals_required, approver_role, created_by, by_provider_admin,
+    requester_may_approve)
 VALUES (sqlc.arg(scope), sqlc.arg(scope_id), sqlc.arg(operations)::text[], sqlc.arg(approvals_required),
-    sqlc.arg(approver_role), sqlc.arg(created_by), sqlc.arg(by_provider_admin))
+    sqlc.arg(approver_role), sqlc.arg(created_by), sqlc.arg(by_provider_admin), sqlc.arg(requester_may_approve))
 RETURNING *;
 
 -- name: ListApprovalPolicies :many
@@ -60,7 +61,7 @@ ORDER BY 1, 3;
 -- environment: the component's, the environment's and its landing zone's. A zone's policies
 -- are for its tenants' environments, not for its own system services, which the provider
 -- deploys and retires with the zone.
-SELECT p.approvals_required, p.approver_role FROM approval_policies p
+SELECT p.approvals_required, p.approver_role, p.requester_may_approve FROM approval_policies p
 WHERE sqlc.arg(kind)::text = ANY(p.operations)
   AND ((p.scope = 'component' AND p.scope_id = sqlc.arg(component_id)::uuid)
     OR (p.scope = 'environment' AND p.scope_id = sqlc.arg(environment_id)::uuid)
@@ -73,10 +74,11 @@ SELECT * FROM approval_requests WHERE operation_id = $1 AND status <> 'void';
 
 -- name: OpenApprovalRequest :one
 -- The request of an operation that has just been previewed; it shows the preview step's plan.
-INSERT INTO approval_requests (operation_id, tenant_id, requested_by, approvals_required, approver_role, previewed_at, expires_at)
+INSERT INTO approval_requests (operation_id, tenant_id, requested_by, approvals_required, approver_role, previewed_at, expires_at,
+    requester_may_approve)
 SELECT o.id, d.tenant_id, o.requested_by, sqlc.arg(approvals_required), sqlc.arg(approver_role),
     coalesce((SELECT s.finished_at FROM operation_steps s WHERE s.operation_id = o.id AND s.name = 'preview'), now()),
-    now() + make_interval(secs => sqlc.arg(ttl_seconds)::float8)
+    now() + make_interval(secs => sqlc.arg(ttl_seconds)::float8), sqlc.arg(requester_may_approve)
 FROM operations o JOIN deployed_components d ON d.id = o.deployment_id
 WHERE o.id = sqlc.arg(operation_id)
 RETURNING *;
@@ -85,7 +87,7 @@ RETURNING *;
 -- Requests of the given tenants (all with all_tenants), newest first; one when id is given. A
 -- pending request past its time reads as expired before the sweep gets to it. A deleted tenant's
 -- requests are not listed: what was decided there stays in the audit log.
-SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, r.approver_role,
+SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, r.approver_role, r.requester_may_approve,
     r.previewed_at, r.expires_at, r.decided_at, r.created_at,
     (CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired' ELSE r.status END)::text AS status,
     o.kind, o.deployment_id, v.version, v.input_schema,

@@ -43,10 +43,13 @@ type Request struct {
 	Approvals         int         `json:"approvals"`
 	ApprovalsRequired int         `json:"approvals_required"`
 	ApproverRole      access.Role `json:"approver_role"`
-	PreviewedAt       time.Time   `json:"previewed_at"`
-	ExpiresAt         time.Time   `json:"expires_at"`
-	DecidedAt         *time.Time  `json:"decided_at"`
-	CreatedAt         time.Time   `json:"created_at"`
+	// RequesterMayApprove says the requester may approve it themselves: its policies all said
+	// so, where four eyes are not to be had.
+	RequesterMayApprove bool       `json:"requester_may_approve"`
+	PreviewedAt         time.Time  `json:"previewed_at"`
+	ExpiresAt           time.Time  `json:"expires_at"`
+	DecidedAt           *time.Time `json:"decided_at"`
+	CreatedAt           time.Time  `json:"created_at"`
 	// CanDecide says whether the viewer may approve or reject it now.
 	CanDecide bool `json:"can_decide"`
 	requester uuid.NullUUID
@@ -171,15 +174,16 @@ func requestFromRow(actor access.Principal, r dbgen.ListApprovalRequestsRow) Req
 		EnvironmentID: r.EnvironmentID, Environment: r.EnvironmentName, TenantID: r.TenantID, Tenant: r.TenantName, RequestedBy: r.RequestedByEmail,
 		Status: Status(r.Status), Approvals: int(r.Approvals), ApprovalsRequired: int(r.ApprovalsRequired),
 		ApproverRole: access.Role(r.ApproverRole), PreviewedAt: r.PreviewedAt, ExpiresAt: r.ExpiresAt, DecidedAt: r.DecidedAt,
-		CreatedAt: r.CreatedAt, requester: r.RequestedBy}
-	out.CanDecide = Status(r.Status) == Pending && !r.ViewerDecided && mayDecide(actor, r.TenantID, r.RequestedBy, out.ApproverRole) == nil
+		CreatedAt: r.CreatedAt, requester: r.RequestedBy, RequesterMayApprove: r.RequesterMayApprove}
+	out.CanDecide = Status(r.Status) == Pending && !r.ViewerDecided && mayDecide(actor, r.TenantID, r.RequestedBy, out.ApproverRole, r.RequesterMayApprove) == nil
 	return out
 }
 
 // mayDecide refuses, saying why, an actor who may not approve or reject a request: its
-// requester, and anyone without the role it asks for in its tenant.
-func mayDecide(actor access.Principal, tenant uuid.UUID, requestedBy uuid.NullUUID, role access.Role) error {
-	if requestedBy.Valid && requestedBy.UUID == actor.UserID {
+// requester (unless own says its policies let them), and anyone without the role it asks for in
+// its tenant.
+func mayDecide(actor access.Principal, tenant uuid.UUID, requestedBy uuid.NullUUID, role access.Role, own bool) error {
+	if !own && requestedBy.Valid && requestedBy.UUID == actor.UserID {
 		return &problem.Denied{Message: "you requested this operation: someone else must approve or reject it"}
 	}
 	if !actor.Can(access.ApprovalDecide, tenant) || !actor.HasRole(role, tenant) {

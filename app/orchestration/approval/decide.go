@@ -53,7 +53,7 @@ func (s *Service) decide(ctx context.Context, actor access.Principal, id uuid.UU
 		if err != nil {
 			return notFound(err)
 		}
-		if err := mayDecide(actor, r.TenantID, r.RequestedBy, access.Role(r.ApproverRole)); err != nil {
+		if err := mayDecide(actor, r.TenantID, r.RequestedBy, access.Role(r.ApproverRole), r.RequesterMayApprove); err != nil {
 			return err
 		}
 		if earlier, err := q.DecisionOf(ctx, dbgen.DecisionOfParams{RequestID: id, UserID: actor.UserID}); err == nil {

@@ -51,7 +51,7 @@ func (g *Gate) Hold(ctx context.Context, q *dbgen.Queries, op deploy.Gated) (boo
 		return false, nil
 	}
 	req, err := open(ctx, q, dbgen.OpenApprovalRequestParams{OperationID: op.Operation, ApprovalsRequired: int32(n),
-		ApproverRole: string(role), TtlSeconds: g.ttl.Seconds()})
+		ApproverRole: string(role), TtlSeconds: g.ttl.Seconds(), RequesterMayApprove: ownAllowed(rows)})
 	if err != nil {
 		return false, err
 	}
@@ -73,6 +73,17 @@ func (g *Gate) Binds(ctx context.Context, q *dbgen.Queries, op deploy.Gated) (bo
 	}
 	n, _ := need(rows)
 	return n > 0, nil
+}
+
+// ownAllowed reports whether every policy binding an operation lets its requester approve it:
+// one that asks for four eyes is enough to need them.
+func ownAllowed(policies []dbgen.ApprovalPoliciesForRow) bool {
+	for _, p := range policies {
+		if !p.RequesterMayApprove {
+			return false
+		}
+	}
+	return len(policies) > 0
 }
 
 // need is what the policies binding an operation ask of it together: the most approvals any

@@ -84,7 +84,7 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 		return err
 	}
 	v := ApprovalView{ApprovalRow: row(d.Request), Version: d.Version, Previewed: d.PreviewedAt,
-		CanDecide: d.CanDecide, Why: whyNot(actor, d)}
+		CanDecide: d.CanDecide, Why: whyNot(actor, d), Own: d.RequesterMayApprove}
 	v.Resources, _, _ = deployweb.ResourceRows(plan.Resources)
 	v.Policy = plan.Policy
 	v.Parameters = views.Values(d.Parameters)
@@ -104,7 +104,7 @@ func whyNot(actor access.Principal, d Detail) string {
 		return "You have decided on this request; it waits for others."
 	}
 	var denied *problem.Denied
-	if err := mayDecide(actor, d.TenantID, d.requester, d.ApproverRole); errors.As(err, &denied) {
+	if err := mayDecide(actor, d.TenantID, d.requester, d.ApproverRole, d.RequesterMayApprove); errors.As(err, &denied) {
 		return denied.Message
 	}
 	return ""
@@ -182,7 +182,7 @@ func (h *Handlers) policiesPage(c echo.Context, f PolicyForm, status int) error 
 	for i, p := range list {
 		rows[i] = PolicyRow{ID: p.ID.String(), Scope: p.Scope, ScopeName: p.ScopeName, ScopeURL: scopeURL(actor, p), Operations: strings.Join(p.Operations, ", "),
 			Role: string(p.ApproverRole), CreatedBy: p.CreatedBy, ByProviderAdmin: p.SetByProviderAdmin, Approvals: p.ApprovalsRequired,
-			CanDelete: p.MayDelete(actor)}
+			CanDelete: p.MayDelete(actor), Own: p.RequesterMayApprove}
 	}
 	for _, ch := range choices {
 		f.Choices = append(f.Choices, ScopeChoice{Scope: ch.Scope, ID: ch.ID.String(), Name: ch.Name})
@@ -235,10 +235,11 @@ func (h *Handlers) CreatePolicyForm(c echo.Context) error {
 		return problem.Invalid("form", "encoding", "the form could not be read")
 	}
 	f := PolicyForm{Scope: form.Get("scope"), ScopeID: form.Get("scope_id"), Role: form.Get("approver_role"),
-		Approvals: form.Get("approvals_required"), Operations: form["operations"]}
+		Approvals: form.Get("approvals_required"), Operations: form["operations"], Own: form.Get("requester_may_approve") == "true"}
 	// Not a number is out of range: refused with the other problems of the form.
 	n, convErr := strconv.Atoi(strings.TrimSpace(f.Approvals))
-	in := NewPolicy{Scope: f.Scope, ScopeID: f.ScopeID, Operations: f.Operations, ApproverRole: f.Role, ApprovalsRequired: &n}
+	in := NewPolicy{Scope: f.Scope, ScopeID: f.ScopeID, Operations: f.Operations, ApproverRole: f.Role, ApprovalsRequired: &n,
+		RequesterMayApprove: f.Own}
 	_, err = h.svc.CreatePolicy(web.Ctx(c), web.Actor(c), in)
 	if errs := web.FormErrors(err); errs != nil {
 		if convErr != nil {

@@ -38,7 +38,9 @@ type Policy struct {
 	Operations        []string    `json:"operations"`
 	ApprovalsRequired int         `json:"approvals_required"`
 	ApproverRole      access.Role `json:"approver_role"`
-	CreatedBy         string      `json:"created_by"`
+	// RequesterMayApprove lets the requester approve their own operation.
+	RequesterMayApprove bool   `json:"requester_may_approve"`
+	CreatedBy           string `json:"created_by"`
 	// SetByProviderAdmin marks a policy a provider admin made: it binds the tenant, whose
 	// admins cannot remove it.
 	SetByProviderAdmin bool      `json:"set_by_provider_admin"`
@@ -52,6 +54,9 @@ type NewPolicy struct {
 	Operations        []string `json:"operations"`
 	ApprovalsRequired *int     `json:"approvals_required"` // 1 when left out
 	ApproverRole      string   `json:"approver_role"`
+	// RequesterMayApprove lets the requester approve their own operation, for a team with one
+	// admin; false asks for four eyes.
+	RequesterMayApprove bool `json:"requester_may_approve"`
 }
 
 // Choice is something a policy may be set on, for the policy form.
@@ -75,7 +80,7 @@ func (s *Service) CreatePolicy(ctx context.Context, actor access.Principal, in N
 			return err
 		}
 		row, err := q.CreateApprovalPolicy(ctx, dbgen.CreateApprovalPolicyParams{Scope: p.Scope, ScopeID: p.ScopeID,
-			Operations: p.Operations, ApprovalsRequired: p.ApprovalsRequired, ApproverRole: p.ApproverRole,
+			Operations: p.Operations, ApprovalsRequired: p.ApprovalsRequired, ApproverRole: p.ApproverRole, RequesterMayApprove: p.RequesterMayApprove,
 			CreatedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}, ByProviderAdmin: actor.ProviderAdmin})
 		if err != nil {
 			return err
@@ -83,7 +88,8 @@ func (s *Service) CreatePolicy(ctx context.Context, actor access.Principal, in N
 		id = row.ID
 		return audit.Record(ctx, q, actor, audit.Event{Tenant: tenant, Action: "approval_policy.create", TargetType: "approval_policy",
 			TargetID: id.String(), Diff: map[string]any{"scope": p.Scope, "scope_id": p.ScopeID, "scope_name": name,
-				"operations": p.Operations, "approvals_required": p.ApprovalsRequired, "approver_role": p.ApproverRole}})
+				"operations": p.Operations, "approvals_required": p.ApprovalsRequired, "approver_role": p.ApproverRole,
+				"requester_may_approve": p.RequesterMayApprove}})
 	})
 	if err != nil {
 		return Policy{}, fmt.Errorf("create approval policy: %w", err)
@@ -94,7 +100,7 @@ func (s *Service) CreatePolicy(ctx context.Context, actor access.Principal, in N
 // check refuses a malformed policy, naming each field and the rule it breaks.
 func check(in NewPolicy) (dbgen.CreateApprovalPolicyParams, error) {
 	v := &problem.ValidationError{}
-	p := dbgen.CreateApprovalPolicyParams{Scope: in.Scope, ApprovalsRequired: 1, ApproverRole: in.ApproverRole}
+	p := dbgen.CreateApprovalPolicyParams{Scope: in.Scope, ApprovalsRequired: 1, ApproverRole: in.ApproverRole, RequesterMayApprove: in.RequesterMayApprove}
 	if !slices.Contains(Scopes, in.Scope) {
 		v.Add("scope", "enum", "must be one of %s", strings.Join(Scopes, ", "))
 	}
@@ -201,7 +207,7 @@ func (s *Service) policies(ctx context.Context, actor access.Principal, id uuid.
 	for i, r := range rows {
 		out[i] = Policy{ID: r.ID, Scope: r.Scope, ScopeID: r.ScopeID, ScopeName: r.ScopeName, Operations: r.Operations,
 			ApprovalsRequired: int(r.ApprovalsRequired), ApproverRole: access.Role(r.ApproverRole), CreatedBy: r.CreatedByEmail,
-			SetByProviderAdmin: r.ByProviderAdmin, CreatedAt: r.CreatedAt}
+			SetByProviderAdmin: r.ByProviderAdmin, CreatedAt: r.CreatedAt, RequesterMayApprove: r.RequesterMayApprove}
 		if r.ScopeTenantID.Valid {
 			out[i].TenantID = &r.ScopeTenantID.UUID
 		}
