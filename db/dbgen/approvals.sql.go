@@ -507,6 +507,7 @@ SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, 
     (CASE WHEN o.kind = 'destroy' THEN d.parameters ELSE o.parameters END)::jsonb AS parameters,
     d.name AS deployment_name, d.environment_id, e.name AS environment_name, t.name AS tenant_name,
     coalesce(u.email, '')::text AS requested_by_email,
+    d.stack_instance_id, coalesce(si.name, '')::text AS stack_instance_name, coalesce(d.slot, '')::text AS slot,
     (SELECT count(*) FROM approval_decisions a WHERE a.request_id = r.id AND a.decision = 'approve') AS approvals,
     EXISTS (SELECT 1 FROM approval_decisions a WHERE a.request_id = r.id AND a.user_id = $1::uuid) AS viewer_decided
 FROM (SELECT id, operation_id, tenant_id, requested_by, approvals_required, approver_role, status, previewed_at, expires_at, decided_at, created_at, requester_may_approve FROM approval_requests r
@@ -524,6 +525,7 @@ JOIN component_versions v ON v.component_id = d.component_id AND v.version = coa
 JOIN environments e ON e.id = d.environment_id
 JOIN tenants t ON t.id = r.tenant_id
 LEFT JOIN users u ON u.id = r.requested_by
+LEFT JOIN stack_instances si ON si.id = d.stack_instance_id
 ORDER BY r.created_at DESC, r.id DESC
 `
 
@@ -561,6 +563,9 @@ type ListApprovalRequestsRow struct {
 	EnvironmentName     string          `json:"environment_name"`
 	TenantName          string          `json:"tenant_name"`
 	RequestedByEmail    string          `json:"requested_by_email"`
+	StackInstanceID     uuid.NullUUID   `json:"stack_instance_id"`
+	StackInstanceName   string          `json:"stack_instance_name"`
+	Slot                string          `json:"slot"`
 	Approvals           int64           `json:"approvals"`
 	ViewerDecided       bool            `json:"viewer_decided"`
 }
@@ -610,6 +615,9 @@ func (q *Queries) ListApprovalRequests(ctx context.Context, arg ListApprovalRequ
 			&i.EnvironmentName,
 			&i.TenantName,
 			&i.RequestedByEmail,
+			&i.StackInstanceID,
+			&i.StackInstanceName,
+			&i.Slot,
 			&i.Approvals,
 			&i.ViewerDecided,
 		); err != nil {

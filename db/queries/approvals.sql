@@ -95,6 +95,7 @@ SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, 
     (CASE WHEN o.kind = 'destroy' THEN d.parameters ELSE o.parameters END)::jsonb AS parameters,
     d.name AS deployment_name, d.environment_id, e.name AS environment_name, t.name AS tenant_name,
     coalesce(u.email, '')::text AS requested_by_email,
+    d.stack_instance_id, coalesce(si.name, '')::text AS stack_instance_name, coalesce(d.slot, '')::text AS slot,
     (SELECT count(*) FROM approval_decisions a WHERE a.request_id = r.id AND a.decision = 'approve') AS approvals,
     EXISTS (SELECT 1 FROM approval_decisions a WHERE a.request_id = r.id AND a.user_id = sqlc.arg(viewer)::uuid) AS viewer_decided
 -- The page of requests first, from the index in their order; then what each one shows.
@@ -113,6 +114,7 @@ JOIN component_versions v ON v.component_id = d.component_id AND v.version = coa
 JOIN environments e ON e.id = d.environment_id
 JOIN tenants t ON t.id = r.tenant_id
 LEFT JOIN users u ON u.id = r.requested_by
+LEFT JOIN stack_instances si ON si.id = d.stack_instance_id
 ORDER BY r.created_at DESC, r.id DESC;
 
 -- name: ApprovalDecisions :many

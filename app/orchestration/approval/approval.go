@@ -45,11 +45,15 @@ type Request struct {
 	ApproverRole      access.Role `json:"approver_role"`
 	// RequesterMayApprove says the requester may approve it themselves: its policies all said
 	// so, where four eyes are not to be had.
-	RequesterMayApprove bool       `json:"requester_may_approve"`
-	PreviewedAt         time.Time  `json:"previewed_at"`
-	ExpiresAt           time.Time  `json:"expires_at"`
-	DecidedAt           *time.Time `json:"decided_at"`
-	CreatedAt           time.Time  `json:"created_at"`
+	RequesterMayApprove bool `json:"requester_may_approve"`
+	// StackInstanceID and Slot name the stack instance the deployment is a slot of, if any.
+	StackInstanceID *uuid.UUID `json:"stack_instance_id,omitempty"`
+	StackInstance   string     `json:"stack_instance,omitempty"`
+	Slot            string     `json:"slot,omitempty"`
+	PreviewedAt     time.Time  `json:"previewed_at"`
+	ExpiresAt       time.Time  `json:"expires_at"`
+	DecidedAt       *time.Time `json:"decided_at"`
+	CreatedAt       time.Time  `json:"created_at"`
 	// CanDecide says whether the viewer may approve or reject it now.
 	CanDecide bool `json:"can_decide"`
 	requester uuid.NullUUID
@@ -174,7 +178,11 @@ func requestFromRow(actor access.Principal, r dbgen.ListApprovalRequestsRow) Req
 		EnvironmentID: r.EnvironmentID, Environment: r.EnvironmentName, TenantID: r.TenantID, Tenant: r.TenantName, RequestedBy: r.RequestedByEmail,
 		Status: Status(r.Status), Approvals: int(r.Approvals), ApprovalsRequired: int(r.ApprovalsRequired),
 		ApproverRole: access.Role(r.ApproverRole), PreviewedAt: r.PreviewedAt, ExpiresAt: r.ExpiresAt, DecidedAt: r.DecidedAt,
-		CreatedAt: r.CreatedAt, requester: r.RequestedBy, RequesterMayApprove: r.RequesterMayApprove}
+		CreatedAt: r.CreatedAt, requester: r.RequestedBy, RequesterMayApprove: r.RequesterMayApprove,
+		StackInstance: r.StackInstanceName, Slot: r.Slot}
+	if r.StackInstanceID.Valid {
+		out.StackInstanceID = &r.StackInstanceID.UUID
+	}
 	out.CanDecide = Status(r.Status) == Pending && !r.ViewerDecided && mayDecide(actor, r.TenantID, r.RequestedBy, out.ApproverRole, r.RequesterMayApprove) == nil
 	return out
 }

@@ -64,7 +64,10 @@ func row(r Request) ApprovalRow {
 		Kind: r.Kind, Deployment: r.Deployment, Environment: r.Environment, EnvironmentID: r.EnvironmentID.String(),
 		Tenant: r.Tenant, TenantID: r.TenantID.String(), RequestedBy: r.RequestedBy,
 		Status: string(r.Status), Role: string(r.ApproverRole), Created: r.CreatedAt, Expires: r.ExpiresAt, Decided: r.DecidedAt,
-		Approvals: r.Approvals, Required: r.ApprovalsRequired}
+		Approvals: r.Approvals, Required: r.ApprovalsRequired, StackInstance: r.StackInstance, Slot: r.Slot}
+	if r.StackInstanceID != nil {
+		out.StackInstanceID = r.StackInstanceID.String()
+	}
 	if out.RequestedBy == "" {
 		out.RequestedBy = "Nimbus"
 	}
