@@ -7,6 +7,7 @@ package dbgen
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/google/uuid"
 )
@@ -40,4 +41,59 @@ func (q *Queries) ProviderComponentEverExisted(ctx context.Context, arg Provider
 	var exists bool
 	err := row.Scan(&exists)
 	return exists, err
+}
+
+const shippedComponent = `-- name: ShippedComponent :one
+SELECT c.id, c.code AS draft_code, c.input_schema AS draft_input_schema, c.output_schema AS draft_output_schema,
+    c.resolver_bindings AS draft_resolver_bindings, c.display_name, c.description, c.language,
+    v.version, v.code, v.input_schema, v.output_schema, v.resolver_bindings, v.published_by
+FROM components c JOIN component_versions v ON v.component_id = c.id AND v.version = c.latest_version
+WHERE c.provider_id = $1 AND c.tenant_id IS NULL AND lower(c.name) = lower($2)
+  AND c.is_system AND c.deleted_at IS NULL
+`
+
+type ShippedComponentParams struct {
+	ProviderID uuid.UUID `json:"provider_id"`
+	Name       string    `json:"name"`
+}
+
+type ShippedComponentRow struct {
+	ID                    uuid.UUID       `json:"id"`
+	DraftCode             string          `json:"draft_code"`
+	DraftInputSchema      json.RawMessage `json:"draft_input_schema"`
+	DraftOutputSchema     json.RawMessage `json:"draft_output_schema"`
+	DraftResolverBindings json.RawMessage `json:"draft_resolver_bindings"`
+	DisplayName           string          `json:"display_name"`
+	Description           string          `json:"description"`
+	Language              string          `json:"language"`
+	Version               int32           `json:"version"`
+	Code                  string          `json:"code"`
+	InputSchema           json.RawMessage `json:"input_schema"`
+	OutputSchema          json.RawMessage `json:"output_schema"`
+	ResolverBindings      json.RawMessage `json:"resolver_bindings"`
+	PublishedBy           uuid.NullUUID   `json:"published_by"`
+}
+
+// A built-in component as it stands: its latest version, and its draft. Only one Nimbus ships
+// and keeps (is_system, not deleted) is found.
+func (q *Queries) ShippedComponent(ctx context.Context, arg ShippedComponentParams) (ShippedComponentRow, error) {
+	row := q.db.QueryRow(ctx, shippedComponent, arg.ProviderID, arg.Name)
+	var i ShippedComponentRow
+	err := row.Scan(
+		&i.ID,
+		&i.DraftCode,
+		&i.DraftInputSchema,
+		&i.DraftOutputSchema,
+		&i.DraftResolverBindings,
+		&i.DisplayName,
+		&i.Description,
+		&i.Language,
+		&i.Version,
+		&i.Code,
+		&i.InputSchema,
+		&i.OutputSchema,
+		&i.ResolverBindings,
+		&i.PublishedBy,
+	)
+	return i, err
 }

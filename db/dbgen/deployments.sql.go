@@ -555,8 +555,10 @@ WHERE ($1::boolean OR d.tenant_id = ANY($2::uuid[]))
   AND ($4::uuid IS NULL OR d.component_id = $4)
   AND ($5::text IS NULL OR d.status = $5)
   AND ($6::text IS NULL OR strpos(lower(d.name), lower($6)) > 0)
-  -- A preview discarded before anything was deployed is no deployment to list.
-  AND (d.status <> 'destroyed' OR EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id AND o.kind <> 'preview'))
+  -- A preview discarded before anything was deployed is no deployment to list. Asked of each
+  -- destroyed row through the operations' index (LIMIT keeps the planner from hashing them all).
+  AND (d.status <> 'destroyed' OR coalesce((SELECT true FROM operations o
+      WHERE o.deployment_id = d.id AND o.kind <> 'preview' LIMIT 1), false))
   AND ($7::timestamptz IS NULL OR (d.created_at, d.id) < ($7, $8::uuid))
 ORDER BY d.created_at DESC, d.id DESC
 LIMIT $9
@@ -678,8 +680,10 @@ WHERE ($4::boolean OR d.tenant_id = ANY($5::uuid[]))
   AND ($7::uuid IS NULL OR d.component_id = $7)
   AND ($8::text IS NULL OR d.status = $8)
   AND ($9::text IS NULL OR strpos(lower(d.name), lower($9)) > 0)
-  -- A preview discarded before anything was deployed is no deployment to list.
-  AND (d.status <> 'destroyed' OR EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id AND o.kind <> 'preview'))
+  -- A preview discarded before anything was deployed is no deployment to list. Asked of each
+  -- destroyed row through the operations' index (LIMIT keeps the planner from hashing them all).
+  AND (d.status <> 'destroyed' OR coalesce((SELECT true FROM operations o
+      WHERE o.deployment_id = d.id AND o.kind <> 'preview' LIMIT 1), false))
   AND ($2::timestamptz IS NULL
     OR k.value = k.after AND (d.created_at, d.id) < ($2, $10::uuid)
     OR $11::boolean AND k.value < k.after

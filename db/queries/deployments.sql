@@ -24,8 +24,10 @@ WHERE (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids):
   AND (sqlc.narg(component_id)::uuid IS NULL OR d.component_id = sqlc.narg(component_id))
   AND (sqlc.narg(status)::text IS NULL OR d.status = sqlc.narg(status))
   AND (sqlc.narg(search)::text IS NULL OR strpos(lower(d.name), lower(sqlc.narg(search))) > 0)
-  -- A preview discarded before anything was deployed is no deployment to list.
-  AND (d.status <> 'destroyed' OR EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id AND o.kind <> 'preview'))
+  -- A preview discarded before anything was deployed is no deployment to list. Asked of each
+  -- destroyed row through the operations' index (LIMIT keeps the planner from hashing them all).
+  AND (d.status <> 'destroyed' OR coalesce((SELECT true FROM operations o
+      WHERE o.deployment_id = d.id AND o.kind <> 'preview' LIMIT 1), false))
   AND (sqlc.narg(before)::timestamptz IS NULL OR (d.created_at, d.id) < (sqlc.narg(before), sqlc.narg(before_id)::uuid))
 ORDER BY d.created_at DESC, d.id DESC
 LIMIT sqlc.arg(max_rows);
@@ -53,8 +55,10 @@ WHERE (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids):
   AND (sqlc.narg(component_id)::uuid IS NULL OR d.component_id = sqlc.narg(component_id))
   AND (sqlc.narg(status)::text IS NULL OR d.status = sqlc.narg(status))
   AND (sqlc.narg(search)::text IS NULL OR strpos(lower(d.name), lower(sqlc.narg(search))) > 0)
-  -- A preview discarded before anything was deployed is no deployment to list.
-  AND (d.status <> 'destroyed' OR EXISTS (SELECT 1 FROM operations o WHERE o.deployment_id = d.id AND o.kind <> 'preview'))
+  -- A preview discarded before anything was deployed is no deployment to list. Asked of each
+  -- destroyed row through the operations' index (LIMIT keeps the planner from hashing them all).
+  AND (d.status <> 'destroyed' OR coalesce((SELECT true FROM operations o
+      WHERE o.deployment_id = d.id AND o.kind <> 'preview' LIMIT 1), false))
   AND (sqlc.narg(before)::timestamptz IS NULL
     OR k.value = k.after AND (d.created_at, d.id) < (sqlc.narg(before), sqlc.narg(before_id)::uuid)
     OR sqlc.arg(descending)::boolean AND k.value < k.after

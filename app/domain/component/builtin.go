@@ -3,10 +3,13 @@ package component
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
+	"reflect"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/domain/component/builtin"
 	"nimbus/app/platform/audit"
@@ -14,8 +17,12 @@ import (
 	"nimbus/db/dbgen"
 )
 
-// builtinChangelog is the changelog of every built-in component's first version.
-const builtinChangelog = "Shipped with Nimbus"
+// builtinChangelog is the changelog of every built-in component's first version, and
+// upgradedChangelog of each version a newer Nimbus ships.
+const (
+	builtinChangelog  = "Shipped with Nimbus"
+	upgradedChangelog = "Updated by a newer Nimbus"
+)
 
 // builtinHosts are the language hosts built-in programs are validated against: they are all
 // YAML, and shipping them must not depend on which hosts this server has installed.
@@ -81,7 +88,8 @@ func Builtins() ([]New, error) {
 
 // EnsureBuiltins publishes every built-in component this Nimbus does not have yet and returns
 // the names of those it created. Each is created and published as version 1 in one
-// transaction, so a crash never leaves one half made, and a second call creates nothing.
+// transaction, so a crash never leaves one half made, and a second call creates nothing. One
+// an older Nimbus shipped gets what this one ships as its next version (upgradeBuiltin).
 //
 // A built-in component is skipped when its provider has, or ever had, a provider-level
 // component of the same name: one a provider admin made under that name wins, and one a
@@ -125,8 +133,11 @@ func ensureBuiltin(ctx context.Context, s *Service, b New) (made bool, err error
 			return fmt.Errorf("semantic type %q: %w", b.SemanticType, err)
 		}
 		existed, err := q.ProviderComponentEverExisted(ctx, dbgen.ProviderComponentEverExistedParams{ProviderID: provider.ID, Name: b.Name})
-		if err != nil || existed {
+		if err != nil {
 			return err
+		}
+		if existed {
+			return upgradeBuiltin(ctx, q, provider.ID, b)
 		}
 		id, err := q.CreateComponent(ctx, dbgen.CreateComponentParams{
 			ProviderID: provider.ID, SemanticTypeID: semType.ID, Name: b.Name, DisplayName: b.DisplayName,
@@ -168,4 +179,53 @@ func ensureBuiltin(ctx context.Context, s *Service, b New) (made bool, err error
 		return false, err
 	}
 	return made, nil
+}
+
+// upgradeBuiltin publishes what this Nimbus ships of a built-in component as its next version
+// when its latest differs, so that an installation made by an older Nimbus gets the newer
+// program and schemas (deployments move to it by an upgrade, as to any version). A component a
+// provider admin deleted, or published a version of since, is theirs and left alone; its
+// draft follows only when nobody edited it.
+func upgradeBuiltin(ctx context.Context, q *dbgen.Queries, provider uuid.UUID, b New) error {
+	c, err := q.ShippedComponent(ctx, dbgen.ShippedComponentParams{ProviderID: provider, Name: b.Name})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil || c.PublishedBy.Valid {
+		return err
+	}
+	if c.Code == b.Code && sameJSON(c.InputSchema, b.InputSchema) && sameJSON(c.OutputSchema, b.OutputSchema) &&
+		sameJSON(c.ResolverBindings, b.ResolverBindings) {
+		return nil
+	}
+	v, err := q.InsertComponentVersion(ctx, dbgen.InsertComponentVersionParams{
+		ComponentID: c.ID, Version: c.Version + 1, Language: b.Language, Code: b.Code, InputSchema: b.InputSchema,
+		OutputSchema: b.OutputSchema, ResolverBindings: b.ResolverBindings, Changelog: upgradedChangelog,
+	})
+	if err != nil {
+		return err
+	}
+	if err := q.SetLatestVersion(ctx, dbgen.SetLatestVersionParams{ID: c.ID, LatestVersion: v.Version}); err != nil {
+		return err
+	}
+	untouched := c.DraftCode == c.Code && sameJSON(c.DraftInputSchema, c.InputSchema) && sameJSON(c.DraftOutputSchema, c.OutputSchema) &&
+		sameJSON(c.DraftResolverBindings, c.ResolverBindings)
+	if untouched {
+		err := q.UpdateComponentDraft(ctx, dbgen.UpdateComponentDraftParams{ID: c.ID, DisplayName: c.DisplayName, Description: c.Description,
+			Language: b.Language, Code: b.Code, InputSchema: b.InputSchema, OutputSchema: b.OutputSchema, ResolverBindings: b.ResolverBindings})
+		if err != nil {
+			return err
+		}
+	}
+	return audit.Record(ctx, q, audit.System, audit.Event{
+		Action: "component.publish", TargetType: "component", TargetID: c.ID.String(),
+		Diff: map[string]any{"name": b.Name, "version": v.Version, "changelog": v.Changelog},
+	})
+}
+
+// sameJSON reports whether two JSON documents hold the same value, however they are spaced:
+// Postgres keeps jsonb in its own layout.
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }

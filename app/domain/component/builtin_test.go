@@ -285,3 +285,50 @@ func TestEnsureBuiltins_LeavesAnAdminsComponentAlone(t *testing.T) {
 		t.Fatalf("catalog %+v", cat.Components)
 	}
 }
+
+// An installation an older Nimbus made gets what this one ships as a new version; one a
+// provider admin published a version of since is theirs.
+func TestEnsureBuiltins_UpgradesWhatAnOlderNimbusShipped(t *testing.T) {
+	ctx := context.Background()
+	pool := dbtest.Pool(t)
+	s := NewService(pool, nil, nil)
+	if _, err := EnsureBuiltins(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	// As an older Nimbus shipped them: the machine without its network reference, in version
+	// and draft alike; the network published since by a person.
+	old := `{"type":"object","properties":{"name":{"type":"string"}}}`
+	for _, stmt := range []string{
+		`UPDATE component_versions v SET input_schema = '` + old + `' FROM components c WHERE c.id = v.component_id AND c.name = 'simcloud-machine'`,
+		`UPDATE components SET input_schema = '` + old + `' WHERE name = 'simcloud-machine'`,
+		`INSERT INTO users (email, password_hash) VALUES ('someone@example.com', 'x')`,
+		`UPDATE component_versions v SET code = 'old', published_by = (SELECT id FROM users WHERE email = 'someone@example.com')
+		 FROM components c WHERE c.id = v.component_id AND c.name = 'simcloud-network'`,
+	} {
+		if _, err := pool.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 { // the second start changes nothing more
+		if created, err := EnsureBuiltins(ctx, s); err != nil || len(created) != 0 {
+			t.Fatalf("upgrading created %v, %v", created, err)
+		}
+	}
+	latest := func(name string) (version int, code string, draft json.RawMessage) {
+		t.Helper()
+		err := pool.QueryRow(ctx, `SELECT c.latest_version, v.code, c.input_schema FROM components c
+			JOIN component_versions v ON v.component_id = c.id AND v.version = c.latest_version WHERE c.name = $1`, name).Scan(&version, &code, &draft)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return version, code, draft
+	}
+	want := builtinByName(t, "simcloud-machine")
+	version, code, draft := latest("simcloud-machine")
+	if version != 2 || code != want.Code || !strings.Contains(string(draft), "x-refers-to") {
+		t.Fatalf("the machine an older Nimbus shipped is at version %d, its draft %s; want version 2 with the shipped inputs", version, draft)
+	}
+	if version, code, _ := latest("simcloud-network"); version != 1 || code != "old" {
+		t.Fatalf("the network a person published is at version %d (%q): Nimbus took it back", version, code)
+	}
+}

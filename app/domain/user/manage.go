@@ -152,10 +152,13 @@ func (s *Service) ResetPassword(ctx context.Context, actor access.Principal, id 
 	})
 }
 
-// managing runs change on user id in one transaction, for a provider admin; any other actor is
-// refused, and a user that does not exist is not found.
+// managing runs change on user id in one transaction, for a provider admin. Anyone else is
+// refused, or told there is no such user when they may not see it.
 func (s *Service) managing(ctx context.Context, actor access.Principal, id uuid.UUID, change func(*dbgen.Queries, dbgen.User) error) error {
 	if !actor.ProviderAdmin {
+		if _, err := s.Get(ctx, actor, id); err != nil {
+			return err
+		}
 		return problem.ErrForbidden
 	}
 	return db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {

@@ -110,6 +110,10 @@ func (h *Handlers) UpdateAPI(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// Whoever may not see the user hears of no such user, whatever the body says.
+	if _, err := h.svc.Get(web.Ctx(c), web.Actor(c), id); err != nil {
+		return err
+	}
 	var in Change
 	if err := web.DecodeJSON(c, &in); err != nil {
 		return err
@@ -137,6 +141,9 @@ func (h *Handlers) RemoveAPI(c echo.Context) error {
 func (h *Handlers) ResetPasswordAPI(c echo.Context) error {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
+		return err
+	}
+	if _, err := h.svc.Get(web.Ctx(c), web.Actor(c), id); err != nil {
 		return err
 	}
 	var in struct {
