@@ -47,7 +47,7 @@ plugin_ok() { [[ -x $1 ]] && "$1" --help >/dev/null 2>&1; }
 if [[ -n $background ]] && ! plugin_ok "$bin"; then
 	buildlog=$target/pulumi-resource-kubernetes.build.log
 	log "building in the background; progress in $buildlog"
-	setsid nohup "${BASH_SOURCE[0]}" "$target" >/dev/null 2>"$buildlog" </dev/null &
+	setsid nohup "${BASH_SOURCE[0]}" "$target" >/dev/null 2>>"$buildlog" </dev/null &
 	printf '%s\n' "$target"
 	exit 0
 fi
