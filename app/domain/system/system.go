@@ -161,8 +161,8 @@ func (h *Handlers) StatusPage(c echo.Context) error {
 // Kubernetes landing zones need, or how its build in the background is going.
 func kubernetesProvider(dir string) Check {
 	name := "Provider: kubernetes"
-	if p := filepath.Join(dir, "pulumi-resource-kubernetes"); executable(p) {
-		return Check{Name: name, Value: p, Status: "ok"}
+	if (pulumix.Local{Dir: dir}).HasProvider("kubernetes") {
+		return Check{Name: name, Value: filepath.Join(dir, "pulumi-resource-kubernetes"), Status: "ok"}
 	}
 	log, err := os.ReadFile(filepath.Join(dir, "pulumi-resource-kubernetes.build.log"))
 	if err != nil {
@@ -171,11 +171,6 @@ func kubernetesProvider(dir string) Check {
 	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
 	return Check{Name: name, Value: "being built, which takes about a quarter of an hour on two cores; Kubernetes landing zones wait for it. Last said: " +
 		lines[len(lines)-1], Status: "warn"}
-}
-
-func executable(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 // Metrics are the Prometheus collectors Nimbus exports.

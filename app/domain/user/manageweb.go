@@ -3,6 +3,7 @@ package user
 import (
 	"net/http"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/platform/web"
@@ -39,8 +40,7 @@ func (h *Handlers) renderUser(c echo.Context, status int, errs views.Errors) err
 // EditForm changes a user's email and provider-admin role.
 func (h *Handlers) EditForm(c echo.Context) error {
 	email, admin := c.FormValue("email"), c.FormValue("provider_admin") == "true"
-	return h.manage(c, "User saved.", func(ctx echo.Context) error {
-		id, _ := web.IDParam(c, "id")
+	return h.manage(c, "User saved.", func(id uuid.UUID) error {
 		_, err := h.svc.Update(web.Ctx(c), web.Actor(c), id, Change{Email: &email, ProviderAdmin: &admin})
 		return err
 	})
@@ -53,8 +53,7 @@ func (h *Handlers) DisableForm(c echo.Context) error {
 	if !disabled {
 		msg = "Account enabled."
 	}
-	return h.manage(c, msg, func(ctx echo.Context) error {
-		id, _ := web.IDParam(c, "id")
+	return h.manage(c, msg, func(id uuid.UUID) error {
 		_, err := h.svc.Update(web.Ctx(c), web.Actor(c), id, Change{Disabled: &disabled})
 		return err
 	})
@@ -62,8 +61,7 @@ func (h *Handlers) DisableForm(c echo.Context) error {
 
 // ResetPasswordForm gives a user the password a provider admin typed.
 func (h *Handlers) ResetPasswordForm(c echo.Context) error {
-	return h.manage(c, "Password reset: give it to the user, whose sessions are ended.", func(ctx echo.Context) error {
-		id, _ := web.IDParam(c, "id")
+	return h.manage(c, "Password reset: give it to the user, whose sessions are ended.", func(id uuid.UUID) error {
 		return h.svc.ResetPassword(web.Ctx(c), web.Actor(c), id, c.FormValue("password"))
 	})
 }
@@ -87,12 +85,12 @@ func (h *Handlers) RemoveForm(c echo.Context) error {
 
 // manage runs one of the user page's forms: back to the page with a message, or with the
 // problems beside their fields.
-func (h *Handlers) manage(c echo.Context, done string, change func(echo.Context) error) error {
+func (h *Handlers) manage(c echo.Context, done string, change func(id uuid.UUID) error) error {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
 		return err
 	}
-	err = change(c)
+	err = change(id)
 	if errs := web.FormErrors(err); errs != nil {
 		return h.renderUser(c, http.StatusUnprocessableEntity, errs)
 	}

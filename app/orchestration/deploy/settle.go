@@ -104,12 +104,22 @@ func dropFailedPreview(ctx context.Context, q *dbgen.Queries, op dbgen.Operation
 	if err != nil || DeploymentStatus(d.Status) != Pending || d.StackInstanceID.Valid || d.TemplateComponentID.Valid {
 		return err
 	}
-	gone, err := Discard(ctx, q, d.ID)
+	return discard(ctx, q, d.ID, "its preview "+string(status))
+}
+
+// discard lets a deployment never deployed go (Discard) and audits it as the system's doing,
+// saying why.
+func discard(ctx context.Context, q *dbgen.Queries, id uuid.UUID, because string) error {
+	gone, err := Discard(ctx, q, id)
 	if err != nil || !gone {
 		return err
 	}
+	d, err := q.GetDeployment(ctx, id)
+	if err != nil {
+		return err
+	}
 	return audit.Record(ctx, q, audit.System, audit.Event{Tenant: d.TenantID, Action: "deployment.discard", TargetType: "deployment",
-		TargetID: d.ID.String(), Diff: map[string]any{"name": d.Name, "because": "its preview " + string(status)}})
+		TargetID: d.ID.String(), Diff: map[string]any{"name": d.Name, "because": because}})
 }
 
 // takeOver frees a name held by the actor's own preview of a deployment never deployed, once
@@ -137,17 +147,7 @@ func discardAbandoned(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	for _, id := range ids {
 		err := db.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			q := db.Reused(tx)
-			gone, err := Discard(ctx, q, id)
-			if err != nil || !gone {
-				return err
-			}
-			d, err := q.GetDeployment(ctx, id)
-			if err != nil {
-				return err
-			}
-			return audit.Record(ctx, q, audit.System, audit.Event{Tenant: d.TenantID, Action: "deployment.discard", TargetType: "deployment",
-				TargetID: d.ID.String(), Diff: map[string]any{"name": d.Name, "because": "its preview was not applied within " + AbandonedAfter.String()}})
+			return discard(ctx, db.Reused(tx), id, "its preview was not applied within "+AbandonedAfter.String())
 		})
 		if err != nil {
 			return err
