@@ -37,8 +37,9 @@ func TestBrowser_Tour(t *testing.T) {
 		t.Fatal(err)
 	}
 	deployment := a.deployMachine(t, "ops@acme.test", env.ID.String())
-	var machine, operation string
-	if err := a.pool.QueryRow(ctx, `SELECT component_id::text, (SELECT id::text FROM operations WHERE deployment_id = d.id LIMIT 1) FROM deployed_components d WHERE id = $1`, deployment).Scan(&machine, &operation); err != nil {
+	var machine, operation, ops string
+	if err := a.pool.QueryRow(ctx, `SELECT component_id::text, (SELECT id::text FROM operations WHERE deployment_id = d.id LIMIT 1),
+		(SELECT id::text FROM users WHERE email = 'ops@acme.test') FROM deployed_components d WHERE id = $1`, deployment).Scan(&machine, &operation, &ops); err != nil {
 		t.Fatal(err)
 	}
 
@@ -47,6 +48,8 @@ func TestBrowser_Tour(t *testing.T) {
 		{"tenants", "/tenants"},
 		{"tenant", "/tenants/" + acme.ID.String()},
 		{"users", "/users"},
+		{"user", "/users/" + ops},
+		{"account", "/account"},
 		{"catalog", "/catalog"},
 		{"component", "/components/" + machine},
 		{"component-editor", "/components/" + machine + "/edit"},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -145,18 +144,33 @@ func insertOnly(t testing.TB, pool *pgxpool.Pool) *river.Client[pgx.Tx] {
 	return client
 }
 
-// componentTestdata is the component package's test data, found from this file's place so
-// that tests of every package, wherever it stands, read the same files.
-func componentTestdata() string {
-	_, here, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(here), "..", "domain", "component", "testdata")
+// componentTestdata is the component package's test data, found from the module's root so
+// that tests of every package, wherever it stands, read the same files. The root is looked up
+// from the test's directory, not from this file's compiled-in path, which a build with
+// -trimpath does not keep.
+func componentTestdata(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "app", "domain", "component", "testdata")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
 }
 
 // Machine is the simulated-cloud machine component from the component package's test data.
 func Machine(t testing.TB, name string, tenantID *uuid.UUID) component.New {
 	t.Helper()
 	read := func(f string) []byte {
-		b, err := os.ReadFile(filepath.Join(componentTestdata(), f))
+		b, err := os.ReadFile(filepath.Join(componentTestdata(t), f))
 		if err != nil {
 			t.Fatal(err)
 		}
