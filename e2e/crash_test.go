@@ -151,7 +151,7 @@ func TestCrash_ServerKilledWhileProvisioningResumes(t *testing.T) {
 	}
 	ops := second.api(t, token, "GET", "/api/v1/operations?kind=deploy&status=succeeded", nil)
 	if n := len(ops["operations"].([]any)); n != 2 {
-		t.Fatalf("%d succeeded deploys, want one per machine: %v", n, ops)
+		t.Fatalf("%d succeeded deploys, want one per machine; every operation: %v\n%s", n, second.api(t, token, "GET", "/api/v1/operations", nil), second.out)
 	}
 	for _, op := range ops["operations"].([]any) {
 		check, ok := second.api(t, token, "GET", "/api/v1/operations/"+op.(map[string]any)["id"].(string), nil)["policy"].(map[string]any)
