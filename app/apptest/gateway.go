@@ -34,13 +34,16 @@ func GatewayMachine(t *testing.T, s *Site) string {
 	out["x-order"] = append(out["x-order"].([]any), "gateway")
 	code := strings.Replace(strings.Replace(base.Code, "name: simcloud-machine", "name: gw-machine", 1), "\nconfig:\n", "\nconfig:\n  gateway:\n    type: string\n    default: \"\"\n", 1)
 	code = strings.TrimRight(code, "\n") + "\n  gateway: ${gateway}\n"
+	bindings := map[string]any{}
+	Must(t, json.Unmarshal(base.ResolverBindings, &bindings))
+	bindings["gateway"] = "ipam.gateway"
 	raw := func(v any) json.RawMessage {
 		b, err := json.Marshal(v)
 		Must(t, err)
 		return b
 	}
 	c, err := s.Components.Create(ctx, s.Admin, component.New{Draft: component.Draft{Name: "gw-machine", Language: "yaml", Code: code,
-		InputSchema: raw(in), OutputSchema: raw(out), ResolverBindings: json.RawMessage(`{"ip_address": "ipam", "gateway": "ipam.gateway"}`)},
+		InputSchema: raw(in), OutputSchema: raw(out), ResolverBindings: raw(bindings)},
 		Provider: "simcloud", SemanticType: "VirtualMachine"})
 	Must(t, err)
 	_, err = s.Components.Publish(ctx, s.Admin, c.ID, c.Revision, "first")
