@@ -36,6 +36,9 @@ func TestAPI_TemplateMachinesJoinTheNetworksTheyName(t *testing.T) {
 	template := func(members ...map[string]any) apptest.Reply {
 		return s.Call(t, "POST", "/api/v1/landing-zones/"+zone+"/templates", root, map[string]any{"name": "nets", "mandatory_components": members})
 	}
+	r = s.Call(t, "POST", "/api/v1/landing-zones/"+zone+"/system-services", root, on("dns", "core"))
+	apptest.WantStatus(t, r, http.StatusUnprocessableEntity)
+	apptest.WantProblem(t, r, "refers.network_id", "exists")
 	for _, c := range []struct {
 		members     []map[string]any
 		field, rule string
