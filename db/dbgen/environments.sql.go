@@ -125,7 +125,7 @@ func (q *Queries) EnvironmentAllocations(ctx context.Context, environmentID uuid
 
 const environmentDeployments = `-- name: EnvironmentDeployments :many
 SELECT d.id, d.name, d.status, d.outputs, d.created_at, d.template_component_id, d.component_id, c.name AS component_name, d.version,
-    coalesce(tc.position, 0)::integer AS position,
+    coalesce(tc.position, 0)::integer AS position, coalesce(tc.refers, '{}')::jsonb AS refers,
     coalesce(o.kind, '')::text AS last_kind, coalesce(o.status, '')::text AS last_status,
     coalesce(o.error, '')::text AS last_error, coalesce(o.created_at, 'epoch')::timestamptz AS last_at
 FROM deployed_components d
@@ -148,6 +148,7 @@ type EnvironmentDeploymentsRow struct {
 	ComponentName       string          `json:"component_name"`
 	Version             int32           `json:"version"`
 	Position            int32           `json:"position"`
+	Refers              json.RawMessage `json:"refers"`
 	LastKind            string          `json:"last_kind"`
 	LastStatus          string          `json:"last_status"`
 	LastError           string          `json:"last_error"`
@@ -176,6 +177,7 @@ func (q *Queries) EnvironmentDeployments(ctx context.Context, environmentID uuid
 			&i.ComponentName,
 			&i.Version,
 			&i.Position,
+			&i.Refers,
 			&i.LastKind,
 			&i.LastStatus,
 			&i.LastError,

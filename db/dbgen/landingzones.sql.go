@@ -15,9 +15,9 @@ import (
 )
 
 const addTemplateComponent = `-- name: AddTemplateComponent :one
-INSERT INTO template_components (template_id, component_id, name, parameters, position)
-VALUES ($1, $2, $3, $4, (SELECT coalesce(max(position), 0) + 1 FROM template_components WHERE template_id = $1))
-RETURNING id, template_id, component_id, name, parameters, position
+INSERT INTO template_components (template_id, component_id, name, parameters, refers, position)
+VALUES ($1, $2, $3, $4, $5, (SELECT coalesce(max(position), 0) + 1 FROM template_components WHERE template_id = $1))
+RETURNING id, template_id, component_id, name, parameters, position, refers
 `
 
 type AddTemplateComponentParams struct {
@@ -25,6 +25,7 @@ type AddTemplateComponentParams struct {
 	ComponentID uuid.UUID       `json:"component_id"`
 	Name        string          `json:"name"`
 	Parameters  json.RawMessage `json:"parameters"`
+	Refers      json.RawMessage `json:"refers"`
 }
 
 func (q *Queries) AddTemplateComponent(ctx context.Context, arg AddTemplateComponentParams) (TemplateComponent, error) {
@@ -33,6 +34,7 @@ func (q *Queries) AddTemplateComponent(ctx context.Context, arg AddTemplateCompo
 		arg.ComponentID,
 		arg.Name,
 		arg.Parameters,
+		arg.Refers,
 	)
 	var i TemplateComponent
 	err := row.Scan(
@@ -42,6 +44,7 @@ func (q *Queries) AddTemplateComponent(ctx context.Context, arg AddTemplateCompo
 		&i.Name,
 		&i.Parameters,
 		&i.Position,
+		&i.Refers,
 	)
 	return i, err
 }
@@ -433,10 +436,11 @@ func (q *Queries) SystemTenant(ctx context.Context) (uuid.UUID, error) {
 }
 
 const templateComponents = `-- name: TemplateComponents :many
-SELECT tc.id, tc.template_id, tc.component_id, tc.name, tc.parameters, tc.position, c.name AS component_name, c.latest_version, c.resolver_bindings, p.name AS provider
+SELECT tc.id, tc.template_id, tc.component_id, tc.name, tc.parameters, tc.position, tc.refers, c.name AS component_name, c.latest_version, c.resolver_bindings, p.name AS provider, t.name AS semantic_type
 FROM template_components tc
 JOIN components c ON c.id = tc.component_id
 JOIN semantic_providers p ON p.id = c.provider_id
+JOIN semantic_resource_types t ON t.id = c.semantic_type_id
 WHERE tc.template_id = $1
 ORDER BY tc.position
 `
@@ -448,10 +452,12 @@ type TemplateComponentsRow struct {
 	Name             string          `json:"name"`
 	Parameters       json.RawMessage `json:"parameters"`
 	Position         int32           `json:"position"`
+	Refers           json.RawMessage `json:"refers"`
 	ComponentName    string          `json:"component_name"`
 	LatestVersion    int32           `json:"latest_version"`
 	ResolverBindings json.RawMessage `json:"resolver_bindings"`
 	Provider         string          `json:"provider"`
+	SemanticType     string          `json:"semantic_type"`
 }
 
 func (q *Queries) TemplateComponents(ctx context.Context, templateID uuid.UUID) ([]TemplateComponentsRow, error) {
@@ -470,10 +476,12 @@ func (q *Queries) TemplateComponents(ctx context.Context, templateID uuid.UUID) 
 			&i.Name,
 			&i.Parameters,
 			&i.Position,
+			&i.Refers,
 			&i.ComponentName,
 			&i.LatestVersion,
 			&i.ResolverBindings,
 			&i.Provider,
+			&i.SemanticType,
 		); err != nil {
 			return nil, err
 		}
@@ -504,14 +512,16 @@ func (q *Queries) WithdrawTemplate(ctx context.Context, arg WithdrawTemplatePara
 }
 
 const zoneComponentChoices = `-- name: ZoneComponentChoices :many
-SELECT c.id, c.name FROM components c JOIN semantic_providers p ON p.id = c.provider_id
+SELECT c.id, c.name, t.name AS semantic_type FROM components c JOIN semantic_providers p ON p.id = c.provider_id
+JOIN semantic_resource_types t ON t.id = c.semantic_type_id
 WHERE p.name = $1 AND c.tenant_id IS NULL AND c.latest_version > 0 AND c.deleted_at IS NULL
 ORDER BY lower(c.name)
 `
 
 type ZoneComponentChoicesRow struct {
-	ID   uuid.UUID `json:"id"`
-	Name string    `json:"name"`
+	ID           uuid.UUID `json:"id"`
+	Name         string    `json:"name"`
+	SemanticType string    `json:"semantic_type"`
 }
 
 // The components a zone of the provider can use: published, for every tenant.
@@ -524,7 +534,7 @@ func (q *Queries) ZoneComponentChoices(ctx context.Context, name string) ([]Zone
 	items := []ZoneComponentChoicesRow{}
 	for rows.Next() {
 		var i ZoneComponentChoicesRow
-		if err := rows.Scan(&i.ID, &i.Name); err != nil {
+		if err := rows.Scan(&i.ID, &i.Name, &i.SemanticType); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -651,6 +651,7 @@ type TemplateComponent struct {
 	Name        string          `json:"name"`
 	Parameters  json.RawMessage `json:"parameters"`
 	Position    int32           `json:"position"`
+	Refers      json.RawMessage `json:"refers"`
 }
 
 type Tenant struct {

@@ -13,8 +13,10 @@ import (
 )
 
 const slotSchemas = `-- name: SlotSchemas :many
-SELECT v.component_id, v.version, v.input_schema, v.output_schema, v.resolver_bindings
+SELECT v.component_id, v.version, v.input_schema, v.output_schema, v.resolver_bindings, t.name AS semantic_type
 FROM component_versions v
+JOIN components c ON c.id = v.component_id
+JOIN semantic_resource_types t ON t.id = c.semantic_type_id
 WHERE (v.component_id, v.version) IN (SELECT unnest($1::uuid[]), unnest($2::int[]))
 `
 
@@ -29,9 +31,11 @@ type SlotSchemasRow struct {
 	InputSchema      json.RawMessage `json:"input_schema"`
 	OutputSchema     json.RawMessage `json:"output_schema"`
 	ResolverBindings json.RawMessage `json:"resolver_bindings"`
+	SemanticType     string          `json:"semantic_type"`
 }
 
-// The inputs, outputs and resolver bindings of the component versions a stack's slots pin.
+// The inputs, outputs and resolver bindings of the component versions a stack's slots pin,
+// with the semantic type of each component (what an input naming another slot asks for).
 func (q *Queries) SlotSchemas(ctx context.Context, arg SlotSchemasParams) ([]SlotSchemasRow, error) {
 	rows, err := q.db.Query(ctx, slotSchemas, arg.ComponentIds, arg.Versions)
 	if err != nil {
@@ -47,6 +51,7 @@ func (q *Queries) SlotSchemas(ctx context.Context, arg SlotSchemasParams) ([]Slo
 			&i.InputSchema,
 			&i.OutputSchema,
 			&i.ResolverBindings,
+			&i.SemanticType,
 		); err != nil {
 			return nil, err
 		}

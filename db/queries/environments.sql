@@ -52,7 +52,7 @@ WHERE id = $1;
 -- An environment's deployments, with the template component each was made for and the last
 -- operation on each.
 SELECT d.id, d.name, d.status, d.outputs, d.created_at, d.template_component_id, d.component_id, c.name AS component_name, d.version,
-    coalesce(tc.position, 0)::integer AS position,
+    coalesce(tc.position, 0)::integer AS position, coalesce(tc.refers, '{}')::jsonb AS refers,
     coalesce(o.kind, '')::text AS last_kind, coalesce(o.status, '')::text AS last_status,
     coalesce(o.error, '')::text AS last_error, coalesce(o.created_at, 'epoch')::timestamptz AS last_at
 FROM deployed_components d

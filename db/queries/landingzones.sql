@@ -63,15 +63,16 @@ DELETE FROM template_components WHERE id = $1 AND template_id = $2;
 SELECT * FROM environment_templates WHERE landing_zone_id = $1 AND system;
 
 -- name: AddTemplateComponent :one
-INSERT INTO template_components (template_id, component_id, name, parameters, position)
-VALUES ($1, $2, $3, $4, (SELECT coalesce(max(position), 0) + 1 FROM template_components WHERE template_id = $1))
+INSERT INTO template_components (template_id, component_id, name, parameters, refers, position)
+VALUES ($1, $2, $3, $4, $5, (SELECT coalesce(max(position), 0) + 1 FROM template_components WHERE template_id = $1))
 RETURNING *;
 
 -- name: TemplateComponents :many
-SELECT tc.*, c.name AS component_name, c.latest_version, c.resolver_bindings, p.name AS provider
+SELECT tc.*, c.name AS component_name, c.latest_version, c.resolver_bindings, p.name AS provider, t.name AS semantic_type
 FROM template_components tc
 JOIN components c ON c.id = tc.component_id
 JOIN semantic_providers p ON p.id = c.provider_id
+JOIN semantic_resource_types t ON t.id = c.semantic_type_id
 WHERE tc.template_id = $1
 ORDER BY tc.position;
 
@@ -88,7 +89,8 @@ ORDER BY t.system DESC, lower(t.name), tc.position;
 
 -- name: ZoneComponentChoices :many
 -- The components a zone of the provider can use: published, for every tenant.
-SELECT c.id, c.name FROM components c JOIN semantic_providers p ON p.id = c.provider_id
+SELECT c.id, c.name, t.name AS semantic_type FROM components c JOIN semantic_providers p ON p.id = c.provider_id
+JOIN semantic_resource_types t ON t.id = c.semantic_type_id
 WHERE p.name = $1 AND c.tenant_id IS NULL AND c.latest_version > 0 AND c.deleted_at IS NULL
 ORDER BY lower(c.name);
 

@@ -6,9 +6,12 @@ WHERE d.id = $1 AND EXISTS (SELECT 1 FROM stack_runs r WHERE r.instance_id = i.i
 FOR SHARE OF i;
 
 -- name: SlotSchemas :many
--- The inputs, outputs and resolver bindings of the component versions a stack's slots pin.
-SELECT v.component_id, v.version, v.input_schema, v.output_schema, v.resolver_bindings
+-- The inputs, outputs and resolver bindings of the component versions a stack's slots pin,
+-- with the semantic type of each component (what an input naming another slot asks for).
+SELECT v.component_id, v.version, v.input_schema, v.output_schema, v.resolver_bindings, t.name AS semantic_type
 FROM component_versions v
+JOIN components c ON c.id = v.component_id
+JOIN semantic_resource_types t ON t.id = c.semantic_type_id
 WHERE (v.component_id, v.version) IN (SELECT unnest(@component_ids::uuid[]), unnest(@versions::int[]));
 
 -- name: StackVersionDefinition :one

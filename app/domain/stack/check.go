@@ -194,6 +194,8 @@ func checkWiring(def Definition, schemas Schemas, s Slot, input string, w Wiring
 			v.Add(path, "output", "slot %s's component has no output %q", w.Slot, w.Output)
 		case !sameType(want, out.Properties[w.Output]):
 			v.Add(path, "type", "output %s of slot %s is %s, and this input takes %s", w.Output, w.Slot, typeName(out.Properties[w.Output]), typeName(want))
+		case want.RefersTo != nil:
+			checkRefers(want.RefersTo, schemas.Types[w.Slot], input, w, path, v)
 		}
 	case Expression:
 		if _, err := Compile(w.Expr, schemas.SlotScope(s), want); err != nil {
@@ -210,6 +212,18 @@ func checkWiring(def Definition, schemas Schemas, s Slot, input string, w Wiring
 		}
 	default:
 		v.Add(path, "kind", "the wiring's kind must be literal, param, output or expr, not %q", w.Kind)
+	}
+}
+
+// checkRefers refuses an input that names another deployment (x-refers-to) wired to a slot of
+// another semantic type, or to an output other than the one whose value names it: the value
+// would name nothing the input can join.
+func checkRefers(ref *component.Reference, slotType, input string, w Wiring, path string, v *problem.ValidationError) {
+	switch {
+	case slotType != ref.SemanticType:
+		v.Add(path, "refers_to", "input %s names a %s, and slot %s is a %s: choose a slot of type %s", input, ref.SemanticType, w.Slot, slotType, ref.SemanticType)
+	case w.Output != ref.Output:
+		v.Add(path, "refers_to", "input %s names a %s by its output %s, not %s", input, ref.SemanticType, ref.Output, w.Output)
 	}
 }
 

@@ -100,7 +100,7 @@ type ActionInput struct{ Name, Type, Expr string }
 type slotSchemas struct {
 	inputs, outputs []*component.Schema
 	code, language  []string
-	names           []string
+	names, types    []string
 	bound           []map[string]bool
 }
 
@@ -280,6 +280,14 @@ func inputView(def Definition, known slotSchemas, params *component.Schema, i in
 		if j == i || known.outputs[j] == nil {
 			continue
 		}
+		if ref := p.RefersTo; ref != nil {
+			// An input naming another deployment is a choice of the slots it may name, each
+			// wired to the output whose value names it.
+			if known.types[j] == ref.SemanticType && known.outputs[j].Properties[ref.Output] != nil {
+				v.Sources = append(v.Sources, views.Option{Value: "output:" + s.Name + "." + ref.Output, Label: "slot " + s.Name + " (" + ref.SemanticType + ")"})
+			}
+			continue
+		}
 		for _, n := range known.outputs[j].Names() {
 			if sameType(p, known.outputs[j].Properties[n]) {
 				v.Sources = append(v.Sources, views.Option{Value: "output:" + s.Name + "." + n, Label: "output " + n + " of slot " + s.Name})
@@ -327,13 +335,13 @@ func (k slotSchemas) bindings(i int, input string) bool { return k.bound[i][inpu
 func (h *Handlers) slotSchemas(ctx context.Context, actor access.Principal, def Definition) slotSchemas {
 	n := len(def.Slots)
 	k := slotSchemas{inputs: make([]*component.Schema, n), outputs: make([]*component.Schema, n), code: make([]string, n),
-		language: make([]string, n), names: make([]string, n), bound: make([]map[string]bool, n)}
+		language: make([]string, n), names: make([]string, n), types: make([]string, n), bound: make([]map[string]bool, n)}
 	for i, s := range def.Slots {
 		comp, err := h.components.Get(ctx, actor, s.Component)
 		if err != nil {
 			continue
 		}
-		k.names[i] = comp.Name
+		k.names[i], k.types[i] = comp.Name, comp.SemanticType
 		v, err := h.components.Version(ctx, actor, s.Component, s.Version)
 		if err != nil {
 			continue

@@ -21,6 +21,9 @@ type Schemas struct {
 	Outputs map[string]*component.Schema
 	// Bindings are the inputs each slot's component leaves to resolvers, by slot.
 	Bindings map[string]map[string]bool
+	// Types are the semantic types of the slots' components, by slot: an input that names
+	// another deployment (x-refers-to) is wired only to a slot of the type it names.
+	Types map[string]string
 }
 
 // LoadSchemas reads the schemas of the component versions a definition's slots pin. A slot
@@ -29,7 +32,7 @@ func LoadSchemas(ctx context.Context, q *dbgen.Queries, def Definition) (Schemas
 	s := Schemas{
 		Params: component.ParseSchema("parameters", def.Parameters, &problem.ValidationError{}),
 		Inputs: map[string]*component.Schema{}, Outputs: map[string]*component.Schema{},
-		Bindings: map[string]map[string]bool{},
+		Bindings: map[string]map[string]bool{}, Types: map[string]string{},
 	}
 	ids, versions := make([]uuid.UUID, len(def.Slots)), make([]int32, len(def.Slots))
 	for i, sl := range def.Slots {
@@ -48,6 +51,7 @@ func LoadSchemas(ctx context.Context, q *dbgen.Queries, def Definition) (Schemas
 			s.Inputs[sl.Name] = component.ParseSchema("input_schema", r.InputSchema, ignore)
 			s.Outputs[sl.Name] = component.ParseSchema("output_schema", r.OutputSchema, ignore)
 			s.Bindings[sl.Name] = boundInputs(r.ResolverBindings)
+			s.Types[sl.Name] = r.SemanticType
 		}
 	}
 	return s, nil

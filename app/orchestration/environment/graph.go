@@ -24,8 +24,10 @@ import (
 )
 
 // Graph is an environment as the graph runner sees it while it is provisioned or
-// decommissioned: its mandatory components are a graph without edges, deployed at once up to
-// the runner's bound; decommissioning takes down every deployment, those of the template last.
+// decommissioned: its mandatory components are deployed at once up to the runner's bound, each
+// after the earlier members its refers name (a machine after the network it joins);
+// decommissioning takes down every deployment, those of the template last, each member before
+// those it names.
 // Each operation that ends in it asks the runner for the next step (graph.Args with
 // graph.ParentEnvironment, queued from app/orchestration/deploy).
 type Graph struct {
@@ -50,6 +52,8 @@ type run struct {
 	// names as messages name them: template order, or newest first when taking down.
 	byNode map[string]dbgen.EnvironmentDeploymentsRow
 	order  []string
+	// members are the deployments of the template's members, by member name: what refers name.
+	members map[string]dbgen.EnvironmentDeploymentsRow
 }
 
 // Load locks the environment and returns its graph while it is provisioned or
@@ -80,13 +84,18 @@ func (g *Graph) Load(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*graph.Run, 
 	if err != nil {
 		return nil, err
 	}
-	r := &run{env: env, actor: actor, byNode: map[string]dbgen.EnvironmentDeploymentsRow{}}
+	r := &run{env: env, actor: actor, byNode: map[string]dbgen.EnvironmentDeploymentsRow{}, members: map[string]dbgen.EnvironmentDeploymentsRow{}}
+	for _, d := range mandatory(all) {
+		r.members[d.Name] = d // a template's deployments are named as its members
+	}
 	out := &graph.Run{ID: env.ID, Data: r}
 	switch lifecycle.EnvironmentStatus(env.Status) {
 	case lifecycle.EnvironmentProvisioning:
 		r.kind = deploy.KindDeploy
 		for _, d := range mandatory(all) {
-			out.Nodes = append(out.Nodes, r.node(d, state(env, d, "deployed", deploy.KindDeploy)))
+			n := r.node(d, state(env, d, "deployed", deploy.KindDeploy))
+			n.After = r.after(d)
+			out.Nodes = append(out.Nodes, n)
 		}
 	case lifecycle.EnvironmentDecommissioning:
 		r.kind, out.Reverse = deploy.KindDestroy, true
@@ -131,7 +140,9 @@ func (r *run) takeDown(ctx context.Context, q *dbgen.Queries, all []dbgen.Enviro
 			}
 		}
 		n := r.node(d, s)
-		if !d.TemplateComponentID.Valid {
+		if d.TemplateComponentID.Valid {
+			n.After = r.after(d)
+		} else {
 			n.After = base
 		}
 		nodes = append(nodes, n)
@@ -155,14 +166,20 @@ func state(env dbgen.GetEnvironmentRow, d dbgen.EnvironmentDeploymentsRow, done 
 }
 
 // Start queues one deployment's deploy or destroy, requested by whoever started the
-// transition.
+// transition; a deploy takes the outputs of the members its refers name.
 func (g *Graph) Start(ctx context.Context, tx pgx.Tx, gr *graph.Run, node string) error {
 	r := gr.Data.(*run)
 	queue, err := jobs.FromContext(ctx)
 	if err != nil {
 		return err
 	}
-	_, err = deploy.NewService(g.pool, g.keys, queue, nil, nil).StartTx(ctx, tx, r.actor, r.byNode[node].ID, r.kind)
+	d, c := r.byNode[node], deploy.Change{}
+	if r.kind == deploy.KindDeploy {
+		if c.Parameters, err = r.referred(ctx, db.Reused(tx), d); err != nil {
+			return err
+		}
+	}
+	_, err = deploy.NewService(g.pool, g.keys, queue, nil, nil).RequestTx(ctx, tx, r.actor, d.ID, r.kind, c)
 	return err
 }
 

@@ -3,9 +3,7 @@ package instance_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -449,56 +447,5 @@ func TestStack_FailedSlotInAZoneLeavesNoAddressesHeld(t *testing.T) {
 	apptest.Must(t, s.Pool.QueryRow(context.Background(), `SELECT count(*) FROM deployed_components WHERE stack_instance_id = $1 AND parameters->>'ip_address' LIKE '10.60.%'`, id).Scan(&held))
 	if held < 2 {
 		t.Fatalf("only %d of the stack's machines had an address from the pool: the test proves nothing", held)
-	}
-}
-
-// TestStack_MachinesGetAddressesInsideTheirNetworks: a stack of two networks and three machines
-// in a zone handing out ranges and addresses: each machine's address lies inside the range of
-// the network its slot wires it to.
-func TestStack_MachinesGetAddressesInsideTheirNetworks(t *testing.T) {
-	s := apptest.NewSite(t)
-	ids := apptest.BuiltinIDs(t, s)
-	net, machine := uuid.MustParse(ids["simcloud-network"]), uuid.MustParse(ids["simcloud-machine"])
-	network := func(name string) stack.Slot {
-		return stack.Slot{Name: name, Component: net, Version: 1, Inputs: map[string]stack.Wiring{"name": {Kind: stack.Literal, Value: "nested-" + name}}}
-	}
-	on := func(name, network string) stack.Slot {
-		return stack.Slot{Name: name, Component: machine, Version: 1, Inputs: map[string]stack.Wiring{
-			"network_id": {Kind: stack.Output, Slot: network, Output: "network_id"},
-		}}
-	}
-	stackID := apptest.PublishedStack(t, s, "nested", stack.Definition{
-		Parameters: json.RawMessage(`{"type":"object","properties":{}}`),
-		Slots:      []stack.Slot{network("core"), network("edge"), on("a", "core"), on("b", "core"), on("c", "edge")},
-		Machine:    stack.Machine{States: []stack.State{{Name: "active", Initial: true}}},
-	})
-	env, _ := zoneEnvironment(t, s)
-	user := s.Token(t, s.UserA)
-	r := s.Call(t, "POST", "/api/v1/stack-instances", user, map[string]any{"stack_id": stackID, "environment_id": env, "name": "nested"})
-	apptest.WantStatus(t, r, http.StatusAccepted)
-	id := r.JSON(t)["id"].(string)
-	if inst := s.WaitInstance(t, user, id, apptest.Status("active", "failed")); inst["status"] != "active" {
-		t.Fatalf("deploy: %v", inst)
-	}
-	params := map[string]map[string]any{}
-	rows, err := s.Pool.Query(context.Background(), `SELECT slot, parameters FROM deployed_components WHERE stack_instance_id = $1`, id)
-	apptest.Must(t, err)
-	for rows.Next() {
-		var slot string
-		var p map[string]any
-		apptest.Must(t, rows.Scan(&slot, &p))
-		params[slot] = p
-	}
-	apptest.Must(t, rows.Err())
-	if params["core"]["cidr"] == params["edge"]["cidr"] {
-		t.Fatalf("both networks hold %v", params["core"]["cidr"])
-	}
-	for slot, network := range map[string]string{"a": "core", "b": "core", "c": "edge"} {
-		subnet, err := netip.ParsePrefix(fmt.Sprint(params[network]["cidr"]))
-		apptest.Must(t, err)
-		addr, err := netip.ParseAddr(fmt.Sprint(params[slot]["ip_address"]))
-		if err != nil || !subnet.Contains(addr) || addr == subnet.Addr().Next() {
-			t.Errorf("machine %s got %v, outside %s's range %s or its gateway", slot, params[slot]["ip_address"], network, subnet)
-		}
 	}
 }

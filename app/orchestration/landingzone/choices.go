@@ -14,10 +14,12 @@ import (
 	"nimbus/db/dbgen"
 )
 
-// Choice is something a landing zone's forms offer: its value and the name people read.
+// Choice is something a landing zone's forms offer: its value and the name people read; for
+// a component, its semantic type, which decides what a member's refers may name.
 type Choice struct {
 	Value string
 	Label string
+	Type  string
 }
 
 // Providers lists the providers a new landing zone may be for. Provider admins make zones.
@@ -53,7 +55,7 @@ func (s *Service) ComponentChoices(ctx context.Context, actor access.Principal, 
 	}
 	out := make([]Choice, len(rows))
 	for i, c := range rows {
-		out[i] = Choice{Value: c.ID.String(), Label: c.Name}
+		out[i] = Choice{Value: c.ID.String(), Label: c.Name, Type: c.SemanticType}
 	}
 	return out, nil
 }

@@ -51,7 +51,7 @@ func (h *Handlers) renderList(c echo.Context, status int, form ZoneForm, err err
 		return perr
 	}
 	for _, p := range providers {
-		form.Providers = append(form.Providers, views.Option(p))
+		form.Providers = append(form.Providers, views.Option{Value: p.Value, Label: p.Label})
 	}
 	form.Errors = web.FormErrors(err)
 	return web.Render(c, status, LandingZones(web.Page(c, "Landing zones"), rows, sort, form))
@@ -111,10 +111,21 @@ func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err e
 	if ierr := h.inputsOf(ctx, actor, z.ID, "", &v.ServiceForm); ierr != nil {
 		return ierr
 	}
+	choices, cerr := h.svc.ComponentChoices(ctx, actor, z.ID)
+	if cerr != nil {
+		return cerr
+	}
+	types, labels := map[string]string{}, map[string]string{}
+	for _, ch := range choices {
+		v.Components = append(v.Components, views.Option{Value: ch.Value, Label: ch.Label})
+		types[ch.Value], labels[ch.Value] = ch.Type, ch.Label
+	}
 	for i := range v.TemplateForm.Rows {
-		if ierr := h.inputsOf(ctx, actor, z.ID, rowField(i, ""), &v.TemplateForm.Rows[i]); ierr != nil {
+		row := &v.TemplateForm.Rows[i]
+		if ierr := h.inputsOf(ctx, actor, z.ID, rowField(i, ""), row); ierr != nil {
 			return ierr
 		}
+		referFields(row, v.TemplateForm.Rows[:i], types, labels)
 	}
 	v.Services = componentRows(z.SystemServices)
 	for _, t := range z.Templates {
@@ -142,13 +153,6 @@ func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err e
 	for _, e := range z.Environments {
 		v.Environments = append(v.Environments, ZoneEnvRow{ID: e.ID.String(), TenantID: e.TenantID.String(), Tenant: e.Tenant, Name: e.Name, Status: e.Status})
 	}
-	choices, cerr := h.svc.ComponentChoices(ctx, actor, z.ID)
-	if cerr != nil {
-		return cerr
-	}
-	for _, ch := range choices {
-		v.Components = append(v.Components, views.Option(ch))
-	}
 	return web.Render(c, status, LandingZonePage(web.Page(c, z.Name).Under(views.Crumb{Label: "Landing zones", URL: "/landing-zones"}), v))
 }
 
@@ -156,7 +160,7 @@ func componentRows(ms []Member) []ComponentRow {
 	out := make([]ComponentRow, len(ms))
 	for i, m := range ms {
 		out[i] = ComponentRow{ID: m.ID.String(), Name: m.Name, Component: m.Component, ComponentID: m.ComponentID.String(),
-			Parameters: views.Values(m.Parameters), Status: m.Status}
+			Parameters: append(views.Values(m.Parameters), refersValues(m.Refers)...), Status: m.Status}
 		if m.DeploymentID != nil {
 			out[i].DeploymentID = m.DeploymentID.String()
 		}
@@ -179,6 +183,10 @@ func (h *Handlers) memberFrom(c echo.Context, zoneID uuid.UUID, prefix string, f
 	}
 	values, _ := c.FormParams()
 	form.Typed = paramform.Given(values, prefix)
+	form.Chosen = chosenRefers(values, prefix)
+	if len(form.Chosen) > 0 {
+		in.Refers = form.Chosen
+	}
 	in.Parameters, err = paramform.Read(values, prefix, schema)
 	return in, err
 }
@@ -213,7 +221,18 @@ func (h *Handlers) InputsFragment(c echo.Context) error {
 	if err := h.inputsOf(web.Ctx(c), web.Actor(c), id, prefix, &row); err != nil {
 		return err
 	}
-	return web.Render(c, http.StatusOK, paramform.Fields(row.Inputs))
+	if before := rowsBefore(c.QueryParams(), prefix); len(before) > 0 {
+		choices, err := h.svc.ComponentChoices(web.Ctx(c), web.Actor(c), id)
+		if err != nil {
+			return err
+		}
+		types, labels := map[string]string{}, map[string]string{}
+		for _, ch := range choices {
+			types[ch.Value], labels[ch.Value] = ch.Type, ch.Label
+		}
+		referFields(&row, before, types, labels)
+	}
+	return web.Render(c, http.StatusOK, memberInputs(prefix, row))
 }
 
 // AddSystemServiceForm adds a system service from the zone page.

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -38,7 +40,9 @@ type Member struct {
 	Component   string         `json:"component"`
 	Name        string         `json:"name"`
 	Parameters  map[string]any `json:"parameters"`
-	Position    int            `json:"position"`
+	// Refers names, by input, the earlier member whose deployment's output the input takes.
+	Refers   map[string]string `json:"refers,omitempty"`
+	Position int               `json:"position"`
 	// For a system service: its deployment, once the zone is published, and how it stands.
 	DeploymentID *uuid.UUID `json:"deployment_id,omitempty"`
 	Status       string     `json:"status,omitempty"`
@@ -49,6 +53,18 @@ type MemberIn struct {
 	ComponentID uuid.UUID      `json:"component_id"`
 	Name        string         `json:"name"`
 	Parameters  map[string]any `json:"parameters"`
+	// Refers names, for an input that names another deployment (x-refers-to, such as a
+	// machine's network_id), a member before this one of the semantic type the input names:
+	// when an environment is opened, the input takes that member's deployment's output, and
+	// this member is deployed after it.
+	Refers map[string]string `json:"refers,omitempty"`
+}
+
+// siblings are the members beside the one being checked, for its refers to name: the semantic
+// type of each member before it, and the names of all of them, by name.
+type siblings struct {
+	before map[string]string
+	all    map[string]bool
 }
 
 // NewTemplate is a template to add to a zone.
@@ -72,6 +88,7 @@ func members(ctx context.Context, q *dbgen.Queries, templateID uuid.UUID, deploy
 		out[i] = Member{ID: r.ID, ComponentID: r.ComponentID, Component: r.ComponentName, Name: r.Name, Position: int(r.Position),
 			Parameters: map[string]any{}}
 		_ = json.Unmarshal(r.Parameters, &out[i].Parameters)
+		_ = json.Unmarshal(r.Refers, &out[i].Refers)
 		for _, d := range deployments {
 			if d.TemplateComponentID.Valid && d.TemplateComponentID.UUID == r.ID {
 				id := d.ID
@@ -159,14 +176,21 @@ func checkTemplate(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, i
 	if len(in.MandatoryComponents) == 0 {
 		v.Add("mandatory_components", "required", "list at least one component every environment of this template gets")
 	}
+	sib := siblings{before: map[string]string{}, all: map[string]bool{}}
+	for _, m := range in.MandatoryComponents {
+		sib.all[m.Name] = true
+	}
 	seen := map[string]bool{}
 	for i, m := range in.MandatoryComponents {
 		field := fmt.Sprintf("mandatory_components[%d]", i)
-		if err := checkMember(ctx, q, z, field, m, v); err != nil {
+		typ, err := checkMember(ctx, q, z, field, m, sib, v)
+		if err != nil {
 			return err
 		}
 		if seen[m.Name] {
 			v.Add(field+".name", "unique", "%q is named twice", m.Name)
+		} else {
+			sib.before[m.Name] = typ
 		}
 		seen[m.Name] = true
 	}
@@ -192,18 +216,21 @@ func (s *Service) AddSystemService(ctx context.Context, actor access.Principal, 
 		if err != nil {
 			return err
 		}
-		v := &problem.ValidationError{}
-		if err := checkMember(ctx, q, z, "", in, v); err != nil {
-			return err
-		}
 		existing, err := q.TemplateComponents(ctx, tpl.ID)
 		if err != nil {
 			return err
 		}
+		// A new service comes after every one the zone has.
+		sib := siblings{before: map[string]string{}, all: map[string]bool{}}
 		for _, e := range existing {
-			if e.Name == in.Name {
-				v.Add("name", "unique", "%s has a system service named %q already", z.Name, in.Name)
-			}
+			sib.before[e.Name], sib.all[e.Name] = e.SemanticType, true
+		}
+		v := &problem.ValidationError{}
+		if _, err := checkMember(ctx, q, z, "", in, sib, v); err != nil {
+			return err
+		}
+		if sib.all[in.Name] {
+			v.Add("name", "unique", "%s has a system service named %q already", z.Name, in.Name)
 		}
 		if err := v.Err(); err != nil {
 			return err
@@ -236,8 +263,10 @@ func zoneFor(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (dbgen.Landing
 // checkMember refuses a component a zone's environments could not deploy: one that is not
 // published, belongs to one tenant, or is for another provider; and parameters that are not
 // its inputs. Secret inputs are refused: a template is no place to keep a secret, and a
-// secret input should be bound to the secret provisioner. It returns only errors of its own.
-func checkMember(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, field string, m MemberIn, v *problem.ValidationError) error {
+// secret input should be bound to the secret provisioner. Each input it refers names a member
+// of sib before it, of the semantic type the input names. It returns the component's semantic
+// type ("" when there is no such component), and only errors of its own.
+func checkMember(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, field string, m MemberIn, sib siblings, v *problem.ValidationError) (string, error) {
 	at := func(name string) string {
 		if field == "" {
 			return name
@@ -251,30 +280,31 @@ func checkMember(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, fie
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		v.Add(at("component_id"), "exists", "no component with this ID")
-		return nil
+		return "", nil
 	case err != nil:
-		return err
+		return "", err
 	case comp.TenantID.Valid:
 		v.Add(at("component_id"), "provider_level", "%s belongs to one tenant; a landing zone uses components every tenant can", comp.Name)
-		return nil
+		return "", nil
 	case comp.LatestVersion == 0:
 		v.Add(at("component_id"), "published", "%s has no published version yet", comp.Name)
-		return nil
+		return "", nil
 	case comp.Provider != z.Provider:
 		v.Add(at("component_id"), "provider", "%s is for %s; landing zone %s is for %s", comp.Name, comp.Provider, z.Name, z.Provider)
-		return nil
+		return "", nil
 	}
 	ver, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: comp.ID, Version: comp.LatestVersion})
 	if err != nil {
-		return err
+		return "", err
 	}
 	schema := component.ParseSchema(at("component_id"), ver.InputSchema, v)
 	if schema == nil {
-		return nil
+		return comp.SemanticType, nil
 	}
+	checkRefers(schema, m, sib, at, v)
 	filled, err := filledHere(ctx, q, z, ver.ResolverBindings)
 	if err != nil {
-		return err
+		return "", err
 	}
 	for name, value := range m.Parameters {
 		switch {
@@ -287,7 +317,36 @@ func checkMember(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, fie
 			schema.CheckAt(at("parameters."+name), name, value, v)
 		}
 	}
-	return nil
+	return comp.SemanticType, nil
+}
+
+// checkRefers refuses a refers naming no member before m, or one of another semantic type
+// than its input names, or given for an input that names no other deployment or that m's
+// parameters give a value.
+func checkRefers(schema *component.Schema, m MemberIn, sib siblings, at func(string) string, v *problem.ValidationError) {
+	for _, input := range slices.Sorted(maps.Keys(m.Refers)) {
+		target, field := m.Refers[input], at("refers."+input)
+		p := schema.Properties[input]
+		typ, before := sib.before[target]
+		_, given := m.Parameters[input]
+		switch {
+		case p == nil:
+			v.Add(field, "exists", "the component has no input %s", input)
+		case p.RefersTo == nil:
+			v.Add(field, "refers_to", "input %s names no other deployment: give its value in parameters", input)
+		case given:
+			v.Add(field, "conflict", "input %s is given a value in parameters too: give it a value or a member, not both", input)
+		case target == m.Name:
+			v.Add(field, "earlier", "%s cannot name itself: name a member before it", m.Name)
+		case before && typ != "" && typ != p.RefersTo.SemanticType:
+			v.Add(field, "semantic_type", "%s is a %s, and input %s names a %s", target, typ, input, p.RefersTo.SemanticType)
+		case before:
+		case sib.all[target]:
+			v.Add(field, "earlier", "%s comes after %s: name a member before it, which is deployed first", target, m.Name)
+		default:
+			v.Add(field, "exists", "no member named %q", target)
+		}
+	}
 }
 
 // filledHere maps the inputs a component binds to resolvers the zone configures onto their
@@ -313,15 +372,23 @@ func filledHere(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone, rawB
 }
 
 func addMember(ctx context.Context, q *dbgen.Queries, templateID uuid.UUID, m MemberIn) error {
-	params := m.Parameters
+	params, refers := m.Parameters, m.Refers
 	if params == nil {
 		params = map[string]any{}
+	}
+	if refers == nil {
+		refers = map[string]string{}
 	}
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return err
 	}
-	_, err = q.AddTemplateComponent(ctx, dbgen.AddTemplateComponentParams{TemplateID: templateID, ComponentID: m.ComponentID, Name: m.Name, Parameters: raw})
+	rawRefers, err := json.Marshal(refers)
+	if err != nil {
+		return err
+	}
+	_, err = q.AddTemplateComponent(ctx, dbgen.AddTemplateComponentParams{TemplateID: templateID, ComponentID: m.ComponentID, Name: m.Name,
+		Parameters: raw, Refers: rawRefers})
 	return err
 }
 
