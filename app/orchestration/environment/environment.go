@@ -1,8 +1,9 @@
 // Package environment manages environments: where a tenant's deployments land. One made
 // without a template is a bare, active place to deploy. One opened from a landing zone's
-// template owns a lifecycle: its mandatory components are deployed, side by side save where
-// one names another (refers), when it is provisioned, and every deployment destroyed, the template's last, when it is decommissioned
-// (Lifecycle, and Graph, which the graph runner steps through). Its status changes only through the transitions in transition.go.
+// template owns a lifecycle: its mandatory components are deployed side by side when it is
+// provisioned, each after any member it names (refers), and every deployment is destroyed, the
+// template's last, when it is decommissioned (Lifecycle, and Graph, which the graph runner
+// steps through). Its status changes only through the transitions in transition.go.
 package environment
 
 import (
