@@ -55,8 +55,11 @@ func (q *Queries) ApprovalDecisions(ctx context.Context, requestID uuid.UUID) ([
 const approvalOfOperation = `-- name: ApprovalOfOperation :one
 SELECT r.id, r.status, r.approvals_required,
     (SELECT count(*) FROM approval_decisions a WHERE a.request_id = r.id AND a.decision = 'approve') AS approvals
-FROM approval_requests r WHERE r.operation_id = $1
-ORDER BY r.created_at DESC LIMIT 1
+FROM approval_requests r
+WHERE r.operation_id = $1::uuid
+   OR (r.run_id = (SELECT st.run_id FROM stack_run_steps st WHERE st.operation_id = $1::uuid LIMIT 1)
+       AND EXISTS (SELECT 1 FROM operations o WHERE o.id = $1::uuid AND o.status = 'awaiting_approval'))
+ORDER BY (r.operation_id = $1::uuid) DESC, r.created_at DESC LIMIT 1
 `
 
 type ApprovalOfOperationRow struct {
@@ -66,7 +69,8 @@ type ApprovalOfOperationRow struct {
 	Approvals         int64     `json:"approvals"`
 }
 
-// The operation's latest request, for its page.
+// The operation's latest request, for its page; for an operation of a stack run that waits on
+// the run's request, that one.
 func (q *Queries) ApprovalOfOperation(ctx context.Context, operationID uuid.UUID) (ApprovalOfOperationRow, error) {
 	row := q.db.QueryRow(ctx, approvalOfOperation, operationID)
 	var i ApprovalOfOperationRow

@@ -255,8 +255,12 @@ WHERE r.operation_id = $1 AND r.status = 'pending'
 SELECT id FROM approval_requests WHERE status = 'pending' AND expires_at <= now() ORDER BY expires_at LIMIT 100;
 
 -- name: ApprovalOfOperation :one
--- The operation's latest request, for its page.
+-- The operation's latest request, for its page; for an operation of a stack run that waits on
+-- the run's request, that one.
 SELECT r.id, r.status, r.approvals_required,
     (SELECT count(*) FROM approval_decisions a WHERE a.request_id = r.id AND a.decision = 'approve') AS approvals
-FROM approval_requests r WHERE r.operation_id = $1
-ORDER BY r.created_at DESC LIMIT 1;
+FROM approval_requests r
+WHERE r.operation_id = sqlc.arg(operation_id)::uuid
+   OR (r.run_id = (SELECT st.run_id FROM stack_run_steps st WHERE st.operation_id = sqlc.arg(operation_id)::uuid LIMIT 1)
+       AND EXISTS (SELECT 1 FROM operations o WHERE o.id = sqlc.arg(operation_id)::uuid AND o.status = 'awaiting_approval'))
+ORDER BY (r.operation_id = sqlc.arg(operation_id)::uuid) DESC, r.created_at DESC LIMIT 1;

@@ -111,6 +111,12 @@ func TestApproval_AStackRunAsksOnceForAllItsSlotsWhatTheStrictestNeeds(t *testin
 		t.Fatalf("the run's request asks a %v, though a slot's policy asks a tenant admin", req["approver_role"])
 	}
 	l.held(t, id)
+	// The slot that did not open the request leads to it from its operation's page too.
+	twin := l.SlotOperations(t, l.user, id, "deploy")["net2"]
+	if req["operation_id"] == twin["id"] {
+		twin = l.SlotOperations(t, l.user, id, "deploy")["net"]
+	}
+	apptest.WantIn(t, l.Call(t, "GET", "/operations/"+twin["id"].(string), l.admin, nil), `href="/approvals/`+req["id"].(string)+`"`)
 	apptest.WantStatus(t, l.Call(t, "POST", "/api/v1/approvals/"+req["id"].(string)+"/approve", l.admin, map[string]any{"comment": "both"}), http.StatusOK)
 	l.WaitInstance(t, l.user, id, apptest.Status("active"))
 
