@@ -488,9 +488,11 @@ func (q *Queries) CurrentApprovalRequest(ctx context.Context, operationID uuid.U
 }
 
 const currentRunApprovalRequest = `-- name: CurrentRunApprovalRequest :one
-SELECT id, operation_id, tenant_id, requested_by, approvals_required, approver_role, status, previewed_at, expires_at, decided_at, created_at, requester_may_approve, run_id FROM approval_requests WHERE run_id = $1 AND status <> 'void'
+SELECT id, operation_id, tenant_id, requested_by, approvals_required, approver_role, status, previewed_at, expires_at, decided_at, created_at, requester_may_approve, run_id FROM approval_requests WHERE run_id = $1 AND status <> 'void' FOR SHARE
 `
 
+// Shared, so that an operation that parks to wait on the request commits before a decision
+// locks it (and is sent on by it), or reads the decision once it is made.
 func (q *Queries) CurrentRunApprovalRequest(ctx context.Context, runID uuid.NullUUID) (ApprovalRequest, error) {
 	row := q.db.QueryRow(ctx, currentRunApprovalRequest, runID)
 	var i ApprovalRequest

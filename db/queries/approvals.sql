@@ -91,7 +91,9 @@ RETURNING *;
 SELECT st.run_id FROM stack_run_steps st WHERE st.operation_id = $1 LIMIT 1;
 
 -- name: CurrentRunApprovalRequest :one
-SELECT * FROM approval_requests WHERE run_id = $1 AND status <> 'void';
+-- Shared, so that an operation that parks to wait on the request commits before a decision
+-- locks it (and is sent on by it), or reads the decision once it is made.
+SELECT * FROM approval_requests WHERE run_id = $1 AND status <> 'void' FOR SHARE;
 
 -- name: RunApprovalPolicies :many
 -- The policies that bind any step of a stack run: each step's operation kind (a rollback's
