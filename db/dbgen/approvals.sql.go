@@ -55,8 +55,11 @@ func (q *Queries) ApprovalDecisions(ctx context.Context, requestID uuid.UUID) ([
 const approvalOfOperation = `-- name: ApprovalOfOperation :one
 SELECT r.id, r.status, r.approvals_required,
     (SELECT count(*) FROM approval_decisions a WHERE a.request_id = r.id AND a.decision = 'approve') AS approvals
-FROM approval_requests r WHERE r.operation_id = $1
-ORDER BY r.created_at DESC LIMIT 1
+FROM approval_requests r
+WHERE r.operation_id = $1::uuid
+   OR (r.run_id = (SELECT st.run_id FROM stack_run_steps st WHERE st.operation_id = $1::uuid LIMIT 1)
+       AND EXISTS (SELECT 1 FROM operations o WHERE o.id = $1::uuid AND o.status = 'awaiting_approval'))
+ORDER BY (r.operation_id = $1::uuid) DESC, r.created_at DESC LIMIT 1
 `
 
 type ApprovalOfOperationRow struct {
@@ -66,7 +69,8 @@ type ApprovalOfOperationRow struct {
 	Approvals         int64     `json:"approvals"`
 }
 
-// The operation's latest request, for its page.
+// The operation's latest request, for its page; for an operation of a stack run that waits on
+// the run's request, that one.
 func (q *Queries) ApprovalOfOperation(ctx context.Context, operationID uuid.UUID) (ApprovalOfOperationRow, error) {
 	row := q.db.QueryRow(ctx, approvalOfOperation, operationID)
 	var i ApprovalOfOperationRow
@@ -115,6 +119,105 @@ func (q *Queries) ApprovalPoliciesFor(ctx context.Context, arg ApprovalPoliciesF
 	for rows.Next() {
 		var i ApprovalPoliciesForRow
 		if err := rows.Scan(&i.ApprovalsRequired, &i.ApproverRole, &i.RequesterMayApprove); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const approvalPoliciesForAny = `-- name: ApprovalPoliciesForAny :many
+SELECT p.approvals_required, p.approver_role, p.requester_may_approve FROM approval_policies p
+WHERE $1::text = ANY(p.operations)
+  AND ((p.scope = 'component' AND p.scope_id = ANY($2::uuid[]))
+    OR (p.scope = 'environment' AND p.scope_id = $3::uuid)
+    OR (p.scope = 'landing_zone' AND p.scope_id = (SELECT e.landing_zone_id FROM environments e
+        JOIN landing_zones z ON z.id = e.landing_zone_id
+        WHERE e.id = $3::uuid AND z.system_environment_id IS DISTINCT FROM e.id)))
+`
+
+type ApprovalPoliciesForAnyParams struct {
+	Kind          string      `json:"kind"`
+	ComponentIds  []uuid.UUID `json:"component_ids"`
+	EnvironmentID uuid.UUID   `json:"environment_id"`
+}
+
+type ApprovalPoliciesForAnyRow struct {
+	ApprovalsRequired   int32  `json:"approvals_required"`
+	ApproverRole        string `json:"approver_role"`
+	RequesterMayApprove bool   `json:"requester_may_approve"`
+}
+
+// The policies that bind an operation of the kind on a deployment of any of the components in
+// the environment, as ApprovalPoliciesFor: what a stack's plan says deploying it waits for.
+func (q *Queries) ApprovalPoliciesForAny(ctx context.Context, arg ApprovalPoliciesForAnyParams) ([]ApprovalPoliciesForAnyRow, error) {
+	rows, err := q.db.Query(ctx, approvalPoliciesForAny, arg.Kind, arg.ComponentIds, arg.EnvironmentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ApprovalPoliciesForAnyRow{}
+	for rows.Next() {
+		var i ApprovalPoliciesForAnyRow
+		if err := rows.Scan(&i.ApprovalsRequired, &i.ApproverRole, &i.RequesterMayApprove); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const approvalRunOperations = `-- name: ApprovalRunOperations :many
+SELECT st.slot, o.id, o.kind, o.status, o.deployment_id, d.name AS deployment_name, v.version, v.input_schema,
+    (CASE WHEN o.kind = 'destroy' THEN d.parameters ELSE o.parameters END)::jsonb AS parameters
+FROM stack_run_steps st
+JOIN operations o ON o.id = st.operation_id
+JOIN deployed_components d ON d.id = o.deployment_id
+JOIN component_versions v ON v.component_id = d.component_id AND v.version = coalesce(o.target_version, d.version)
+WHERE st.run_id = $1
+ORDER BY st.position
+`
+
+type ApprovalRunOperationsRow struct {
+	Slot           string          `json:"slot"`
+	ID             uuid.UUID       `json:"id"`
+	Kind           string          `json:"kind"`
+	Status         string          `json:"status"`
+	DeploymentID   uuid.UUID       `json:"deployment_id"`
+	DeploymentName string          `json:"deployment_name"`
+	Version        int32           `json:"version"`
+	InputSchema    json.RawMessage `json:"input_schema"`
+	Parameters     json.RawMessage `json:"parameters"`
+}
+
+// Every operation a run's steps have started so far, in the run's order, with what its
+// approvers judge of it: its slot, kind, version and the parameters it applies.
+func (q *Queries) ApprovalRunOperations(ctx context.Context, runID uuid.UUID) ([]ApprovalRunOperationsRow, error) {
+	rows, err := q.db.Query(ctx, approvalRunOperations, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ApprovalRunOperationsRow{}
+	for rows.Next() {
+		var i ApprovalRunOperationsRow
+		if err := rows.Scan(
+			&i.Slot,
+			&i.ID,
+			&i.Kind,
+			&i.Status,
+			&i.DeploymentID,
+			&i.DeploymentName,
+			&i.Version,
+			&i.InputSchema,
+			&i.Parameters,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -223,12 +326,33 @@ func (q *Queries) ApprovalScopeZone(ctx context.Context, id uuid.UUID) (Approval
 }
 
 const cancelApprovalRequestOf = `-- name: CancelApprovalRequestOf :exec
-UPDATE approval_requests SET status = 'cancelled', decided_at = now() WHERE operation_id = $1 AND status = 'pending'
+UPDATE approval_requests r SET status = 'cancelled', decided_at = now()
+WHERE r.operation_id = $1 AND r.status = 'pending'
+  AND NOT EXISTS (SELECT 1 FROM stack_run_steps st JOIN operations o ON o.id = st.operation_id
+      WHERE r.run_id IS NOT NULL AND st.run_id = r.run_id AND o.id <> r.operation_id AND o.status = 'awaiting_approval')
 `
 
+// A run's request stays while another operation of the run waits on it: approving or
+// rejecting it decides for those.
 func (q *Queries) CancelApprovalRequestOf(ctx context.Context, operationID uuid.UUID) error {
 	_, err := q.db.Exec(ctx, cancelApprovalRequestOf, operationID)
 	return err
+}
+
+const changedSincePreviews = `-- name: ChangedSincePreviews :one
+SELECT EXISTS (SELECT 1 FROM operations o
+    JOIN operation_steps s ON s.operation_id = o.id AND s.name = 'preview'
+    WHERE o.id = ANY($1::uuid[]) AND EXISTS (SELECT 1 FROM operations c
+        WHERE c.deployment_id = o.deployment_id AND c.status = 'succeeded'
+          AND c.kind IN ('deploy', 'update', 'upgrade', 'destroy', 'restore') AND c.finished_at > coalesce(s.finished_at, now())))::boolean
+`
+
+// Whether the deployment of any of the operations changed after that operation's preview.
+func (q *Queries) ChangedSincePreviews(ctx context.Context, operations []uuid.UUID) (bool, error) {
+	row := q.db.QueryRow(ctx, changedSincePreviews, operations)
+	var column_1 bool
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const closeApprovalRequest = `-- name: CloseApprovalRequest :execrows
@@ -339,7 +463,7 @@ func (q *Queries) CreateApprovalPolicy(ctx context.Context, arg CreateApprovalPo
 }
 
 const currentApprovalRequest = `-- name: CurrentApprovalRequest :one
-SELECT id, operation_id, tenant_id, requested_by, approvals_required, approver_role, status, previewed_at, expires_at, decided_at, created_at, requester_may_approve FROM approval_requests WHERE operation_id = $1 AND status <> 'void'
+SELECT id, operation_id, tenant_id, requested_by, approvals_required, approver_role, status, previewed_at, expires_at, decided_at, created_at, requester_may_approve, run_id FROM approval_requests WHERE operation_id = $1 AND status <> 'void'
 `
 
 func (q *Queries) CurrentApprovalRequest(ctx context.Context, operationID uuid.UUID) (ApprovalRequest, error) {
@@ -358,6 +482,34 @@ func (q *Queries) CurrentApprovalRequest(ctx context.Context, operationID uuid.U
 		&i.DecidedAt,
 		&i.CreatedAt,
 		&i.RequesterMayApprove,
+		&i.RunID,
+	)
+	return i, err
+}
+
+const currentRunApprovalRequest = `-- name: CurrentRunApprovalRequest :one
+SELECT id, operation_id, tenant_id, requested_by, approvals_required, approver_role, status, previewed_at, expires_at, decided_at, created_at, requester_may_approve, run_id FROM approval_requests WHERE run_id = $1 AND status <> 'void' FOR SHARE
+`
+
+// Shared, so that an operation that parks to wait on the request commits before a decision
+// locks it (and is sent on by it), or reads the decision once it is made.
+func (q *Queries) CurrentRunApprovalRequest(ctx context.Context, runID uuid.NullUUID) (ApprovalRequest, error) {
+	row := q.db.QueryRow(ctx, currentRunApprovalRequest, runID)
+	var i ApprovalRequest
+	err := row.Scan(
+		&i.ID,
+		&i.OperationID,
+		&i.TenantID,
+		&i.RequestedBy,
+		&i.ApprovalsRequired,
+		&i.ApproverRole,
+		&i.Status,
+		&i.PreviewedAt,
+		&i.ExpiresAt,
+		&i.DecidedAt,
+		&i.CreatedAt,
+		&i.RequesterMayApprove,
+		&i.RunID,
 	)
 	return i, err
 }
@@ -500,7 +652,7 @@ func (q *Queries) ListApprovalPolicies(ctx context.Context, arg ListApprovalPoli
 
 const listApprovalRequests = `-- name: ListApprovalRequests :many
 SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, r.approver_role, r.requester_may_approve,
-    r.previewed_at, r.expires_at, r.decided_at, r.created_at,
+    r.run_id, r.previewed_at, r.expires_at, r.decided_at, r.created_at,
     (CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired' ELSE r.status END)::text AS status,
     o.kind, o.deployment_id, v.version, v.input_schema,
     -- What the operation brings; a destroy brings nothing and removes what the deployment has.
@@ -510,7 +662,7 @@ SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, 
     d.stack_instance_id, coalesce(si.name, '')::text AS stack_instance_name, coalesce(d.slot, '')::text AS slot,
     (SELECT count(*) FROM approval_decisions a WHERE a.request_id = r.id AND a.decision = 'approve') AS approvals,
     EXISTS (SELECT 1 FROM approval_decisions a WHERE a.request_id = r.id AND a.user_id = $1::uuid) AS viewer_decided
-FROM (SELECT id, operation_id, tenant_id, requested_by, approvals_required, approver_role, status, previewed_at, expires_at, decided_at, created_at, requester_may_approve FROM approval_requests r
+FROM (SELECT id, operation_id, tenant_id, requested_by, approvals_required, approver_role, status, previewed_at, expires_at, decided_at, created_at, requester_may_approve, run_id FROM approval_requests r
     WHERE ($2::boolean OR r.tenant_id = ANY($3::uuid[]))
       AND NOT EXISTS (SELECT 1 FROM tenants gone WHERE gone.id = r.tenant_id AND gone.deleted_at IS NOT NULL)
       AND ($4::uuid IS NULL OR r.id = $4)
@@ -548,6 +700,7 @@ type ListApprovalRequestsRow struct {
 	ApprovalsRequired   int32           `json:"approvals_required"`
 	ApproverRole        string          `json:"approver_role"`
 	RequesterMayApprove bool            `json:"requester_may_approve"`
+	RunID               uuid.NullUUID   `json:"run_id"`
 	PreviewedAt         time.Time       `json:"previewed_at"`
 	ExpiresAt           time.Time       `json:"expires_at"`
 	DecidedAt           *time.Time      `json:"decided_at"`
@@ -600,6 +753,7 @@ func (q *Queries) ListApprovalRequests(ctx context.Context, arg ListApprovalRequ
 			&i.ApprovalsRequired,
 			&i.ApproverRole,
 			&i.RequesterMayApprove,
+			&i.RunID,
 			&i.PreviewedAt,
 			&i.ExpiresAt,
 			&i.DecidedAt,
@@ -632,7 +786,7 @@ func (q *Queries) ListApprovalRequests(ctx context.Context, arg ListApprovalRequ
 }
 
 const lockApprovalRequest = `-- name: LockApprovalRequest :one
-SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, r.approver_role, r.status, r.previewed_at, r.expires_at, r.decided_at, r.created_at, r.requester_may_approve, o.kind, o.status AS operation_status, o.deployment_id, d.name AS deployment_name, d.environment_id, d.stack_instance_id, (r.expires_at <= now())::boolean AS lapsed
+SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, r.approver_role, r.status, r.previewed_at, r.expires_at, r.decided_at, r.created_at, r.requester_may_approve, r.run_id, o.kind, o.status AS operation_status, o.deployment_id, d.name AS deployment_name, d.environment_id, d.stack_instance_id, (r.expires_at <= now())::boolean AS lapsed
 FROM approval_requests r
 JOIN operations o ON o.id = r.operation_id
 JOIN deployed_components d ON d.id = o.deployment_id
@@ -653,6 +807,7 @@ type LockApprovalRequestRow struct {
 	DecidedAt           *time.Time    `json:"decided_at"`
 	CreatedAt           time.Time     `json:"created_at"`
 	RequesterMayApprove bool          `json:"requester_may_approve"`
+	RunID               uuid.NullUUID `json:"run_id"`
 	Kind                string        `json:"kind"`
 	OperationStatus     string        `json:"operation_status"`
 	DeploymentID        uuid.UUID     `json:"deployment_id"`
@@ -679,6 +834,7 @@ func (q *Queries) LockApprovalRequest(ctx context.Context, id uuid.UUID) (LockAp
 		&i.DecidedAt,
 		&i.CreatedAt,
 		&i.RequesterMayApprove,
+		&i.RunID,
 		&i.Kind,
 		&i.OperationStatus,
 		&i.DeploymentID,
@@ -692,30 +848,35 @@ func (q *Queries) LockApprovalRequest(ctx context.Context, id uuid.UUID) (LockAp
 
 const openApprovalRequest = `-- name: OpenApprovalRequest :one
 INSERT INTO approval_requests (operation_id, tenant_id, requested_by, approvals_required, approver_role, previewed_at, expires_at,
-    requester_may_approve)
+    requester_may_approve, run_id)
 SELECT o.id, d.tenant_id, o.requested_by, $1, $2,
     coalesce((SELECT s.finished_at FROM operation_steps s WHERE s.operation_id = o.id AND s.name = 'preview'), now()),
-    now() + make_interval(secs => $3::float8), $4
+    now() + make_interval(secs => $3::float8), $4, $5::uuid
 FROM operations o JOIN deployed_components d ON d.id = o.deployment_id
-WHERE o.id = $5
-RETURNING id, operation_id, tenant_id, requested_by, approvals_required, approver_role, status, previewed_at, expires_at, decided_at, created_at, requester_may_approve
+WHERE o.id = $6
+ON CONFLICT (run_id) WHERE run_id IS NOT NULL AND status <> 'void' DO NOTHING
+RETURNING id, operation_id, tenant_id, requested_by, approvals_required, approver_role, status, previewed_at, expires_at, decided_at, created_at, requester_may_approve, run_id
 `
 
 type OpenApprovalRequestParams struct {
-	ApprovalsRequired   int32     `json:"approvals_required"`
-	ApproverRole        string    `json:"approver_role"`
-	TtlSeconds          float64   `json:"ttl_seconds"`
-	RequesterMayApprove bool      `json:"requester_may_approve"`
-	OperationID         uuid.UUID `json:"operation_id"`
+	ApprovalsRequired   int32         `json:"approvals_required"`
+	ApproverRole        string        `json:"approver_role"`
+	TtlSeconds          float64       `json:"ttl_seconds"`
+	RequesterMayApprove bool          `json:"requester_may_approve"`
+	RunID               uuid.NullUUID `json:"run_id"`
+	OperationID         uuid.UUID     `json:"operation_id"`
 }
 
 // The request of an operation that has just been previewed; it shows the preview step's plan.
+// A run's request (run_id) is opened once: when another of its operations opened it first,
+// nothing is inserted and the caller reads that one.
 func (q *Queries) OpenApprovalRequest(ctx context.Context, arg OpenApprovalRequestParams) (ApprovalRequest, error) {
 	row := q.db.QueryRow(ctx, openApprovalRequest,
 		arg.ApprovalsRequired,
 		arg.ApproverRole,
 		arg.TtlSeconds,
 		arg.RequesterMayApprove,
+		arg.RunID,
 		arg.OperationID,
 	)
 	var i ApprovalRequest
@@ -732,6 +893,7 @@ func (q *Queries) OpenApprovalRequest(ctx context.Context, arg OpenApprovalReque
 		&i.DecidedAt,
 		&i.CreatedAt,
 		&i.RequesterMayApprove,
+		&i.RunID,
 	)
 	return i, err
 }
@@ -755,4 +917,110 @@ func (q *Queries) RecordApprovalDecision(ctx context.Context, arg RecordApproval
 		arg.Comment,
 	)
 	return err
+}
+
+const runApprovalPolicies = `-- name: RunApprovalPolicies :many
+WITH steps AS (
+    SELECT st.slot, st.action, r.kind AS run_kind, i.id AS instance_id, i.stack_id,
+        coalesce(r.to_version, i.version) AS version, i.environment_id
+    FROM stack_run_steps st
+    JOIN stack_runs r ON r.id = st.run_id
+    JOIN stack_instances i ON i.id = r.instance_id
+    WHERE st.run_id = $1
+), kinds AS (
+    SELECT st.slot, st.environment_id, unnest(CASE
+        WHEN st.action = 'redeploy' THEN ARRAY['update']
+        WHEN st.action = 'update' AND st.run_kind = 'rollback' THEN ARRAY['update', 'upgrade']
+        ELSE ARRAY[st.action] END)::text AS kind
+    FROM steps st
+), components AS (
+    SELECT st.slot, (sl.value->>'component_id')::uuid AS component_id FROM steps st
+    JOIN stack_versions sv ON sv.stack_id = st.stack_id AND sv.version = st.version
+    CROSS JOIN LATERAL jsonb_array_elements(sv.definition->'slots') AS sl
+    WHERE sl.value->>'name' = st.slot
+    UNION
+    SELECT st.slot, d.component_id FROM steps st
+    JOIN deployed_components d ON d.stack_instance_id = st.instance_id AND d.slot = st.slot AND d.status <> 'destroyed'
+)
+SELECT p.approvals_required, p.approver_role, p.requester_may_approve FROM approval_policies p
+WHERE EXISTS (SELECT 1 FROM kinds k WHERE k.kind = ANY(p.operations)
+  AND ((p.scope = 'component' AND EXISTS (SELECT 1 FROM components c WHERE c.slot = k.slot AND c.component_id = p.scope_id))
+    OR (p.scope = 'environment' AND p.scope_id = k.environment_id)
+    OR (p.scope = 'landing_zone' AND p.scope_id = (SELECT e.landing_zone_id FROM environments e
+        JOIN landing_zones z ON z.id = e.landing_zone_id
+        WHERE e.id = k.environment_id AND z.system_environment_id IS DISTINCT FROM e.id))))
+`
+
+type RunApprovalPoliciesRow struct {
+	ApprovalsRequired   int32  `json:"approvals_required"`
+	ApproverRole        string `json:"approver_role"`
+	RequesterMayApprove bool   `json:"requester_may_approve"`
+}
+
+// The policies that bind any step of a stack run: each step's operation kind (a rollback's
+// update may move its slot back a version, an upgrade), its slot's component (in the version
+// the run goes to, and the one its deployment has now), the instance's environment and that
+// environment's landing zone.
+func (q *Queries) RunApprovalPolicies(ctx context.Context, runID uuid.UUID) ([]RunApprovalPoliciesRow, error) {
+	rows, err := q.db.Query(ctx, runApprovalPolicies, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RunApprovalPoliciesRow{}
+	for rows.Next() {
+		var i RunApprovalPoliciesRow
+		if err := rows.Scan(&i.ApprovalsRequired, &i.ApproverRole, &i.RequesterMayApprove); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const runOfOperation = `-- name: RunOfOperation :one
+SELECT st.run_id FROM stack_run_steps st WHERE st.operation_id = $1 LIMIT 1
+`
+
+// The stack run an operation is a step of.
+func (q *Queries) RunOfOperation(ctx context.Context, operationID uuid.NullUUID) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, runOfOperation, operationID)
+	var run_id uuid.UUID
+	err := row.Scan(&run_id)
+	return run_id, err
+}
+
+const waitingOnApprovalRequest = `-- name: WaitingOnApprovalRequest :many
+SELECT o.id FROM approval_requests r
+JOIN operations o ON o.id = r.operation_id
+    OR o.id IN (SELECT st.operation_id FROM stack_run_steps st WHERE st.run_id = r.run_id)
+WHERE r.id = $1 AND o.status = 'awaiting_approval'
+  AND (o.id = r.operation_id OR NOT EXISTS (SELECT 1 FROM approval_requests x
+      WHERE x.operation_id = o.id AND x.id <> r.id AND x.status = 'pending'))
+ORDER BY o.created_at, o.id
+`
+
+// The operations a request holds back now: its own operation, and for a run's request every
+// operation of the run awaiting approval that has no pending request of its own.
+func (q *Queries) WaitingOnApprovalRequest(ctx context.Context, id uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, waitingOnApprovalRequest, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

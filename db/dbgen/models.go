@@ -62,6 +62,7 @@ type ApprovalRequest struct {
 	DecidedAt           *time.Time    `json:"decided_at"`
 	CreatedAt           time.Time     `json:"created_at"`
 	RequesterMayApprove bool          `json:"requester_may_approve"`
+	RunID               uuid.NullUUID `json:"run_id"`
 }
 
 type AuditEvent struct {

@@ -17,9 +17,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"nimbus/app/domain/component"
+	"nimbus/app/domain/policy"
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/cursor"
 	"nimbus/app/kernel/problem"
+	"nimbus/app/orchestration/deploy"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
@@ -50,22 +52,41 @@ type Request struct {
 	StackInstanceID *uuid.UUID `json:"stack_instance_id,omitempty"`
 	StackInstance   string     `json:"stack_instance,omitempty"`
 	Slot            string     `json:"slot,omitempty"`
-	PreviewedAt     time.Time  `json:"previewed_at"`
-	ExpiresAt       time.Time  `json:"expires_at"`
-	DecidedAt       *time.Time `json:"decided_at"`
-	CreatedAt       time.Time  `json:"created_at"`
+	// RunID names the stack run the request is for: one request for all of the run's operations.
+	RunID       *uuid.UUID `json:"run_id,omitempty"`
+	PreviewedAt time.Time  `json:"previewed_at"`
+	ExpiresAt   time.Time  `json:"expires_at"`
+	DecidedAt   *time.Time `json:"decided_at"`
+	CreatedAt   time.Time  `json:"created_at"`
 	// CanDecide says whether the viewer may approve or reject it now.
 	CanDecide bool `json:"can_decide"`
 	requester uuid.NullUUID
 }
 
 // Detail is a request with what its approvers judge: the version and parameters the operation
-// applies (secret ones read "[secret]"), and the decisions so far.
+// applies (secret ones read "[secret]"), and the decisions so far. A stack run's request has
+// each operation the run has started so far in Slots, the first being the one that opened it.
 type Detail struct {
 	Request
 	Version    int            `json:"version"`
 	Parameters map[string]any `json:"parameters"`
 	Decisions  []Decision     `json:"decisions"`
+	Slots      []SlotPlan     `json:"slots,omitempty"`
+}
+
+// SlotPlan is one slot's operation in a stack run's request: what it applies, and the plan of
+// its preview (filled by the handlers, which read operations).
+type SlotPlan struct {
+	Slot         string            `json:"slot"`
+	OperationID  uuid.UUID         `json:"operation_id"`
+	Kind         string            `json:"kind"`
+	Status       string            `json:"status"`
+	DeploymentID uuid.UUID         `json:"deployment_id"`
+	Deployment   string            `json:"deployment"`
+	Version      int               `json:"version"`
+	Parameters   map[string]any    `json:"parameters"`
+	Resources    []deploy.Resource `json:"resources"`
+	Policy       *policy.Check     `json:"policy,omitempty"`
 }
 
 // Decision is one person's approval or rejection.
@@ -128,6 +149,17 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	for i, x := range decisions {
 		d.Decisions[i] = Decision{By: x.Email, Decision: x.Decision, Comment: x.Comment, At: x.CreatedAt}
 	}
+	if !r.RunID.Valid {
+		return d, nil
+	}
+	ops, err := dbgen.New(s.pool).ApprovalRunOperations(ctx, r.RunID.UUID)
+	if err != nil {
+		return Detail{}, fmt.Errorf("operations of approval request %s: %w", id, err)
+	}
+	for _, o := range ops {
+		d.Slots = append(d.Slots, SlotPlan{Slot: o.Slot, OperationID: o.ID, Kind: o.Kind, Status: o.Status, DeploymentID: o.DeploymentID,
+			Deployment: o.DeploymentName, Version: int(o.Version), Parameters: masked(o.Parameters, o.InputSchema), Resources: []deploy.Resource{}})
+	}
 	return d, nil
 }
 
@@ -182,6 +214,9 @@ func requestFromRow(actor access.Principal, r dbgen.ListApprovalRequestsRow) Req
 		StackInstance: r.StackInstanceName, Slot: r.Slot}
 	if r.StackInstanceID.Valid {
 		out.StackInstanceID = &r.StackInstanceID.UUID
+	}
+	if r.RunID.Valid {
+		out.RunID = &r.RunID.UUID
 	}
 	out.CanDecide = Status(r.Status) == Pending && !r.ViewerDecided && mayDecide(actor, r.TenantID, r.RequestedBy, out.ApproverRole, r.RequesterMayApprove) == nil
 	return out

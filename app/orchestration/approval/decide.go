@@ -72,29 +72,49 @@ func (s *Service) decide(ctx context.Context, actor access.Principal, id uuid.UU
 			return expired(r)
 		case Status(r.Status) != Pending:
 			return problem.Invalid("request", "state", "this request is %s already and takes no more decisions", r.Status)
-		case deploy.Status(r.OperationStatus) != deploy.AwaitingApproval:
+		}
+		waiting, err := q.WaitingOnApprovalRequest(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		switch {
+		case len(waiting) == 0:
 			// Cancelled a moment ago: the reaction that withdraws the request has not run yet.
 			if err := closeAs(ctx, q, r.ID, Cancelled); err != nil {
 				return err
 			}
-			refused = problem.Invalid("request", "state", "its operation is %s and no longer waits: this request takes no more decisions", r.OperationStatus)
+			if r.RunID.Valid {
+				refused = problem.Invalid("request", "state", "no operation of its stack run waits any more: this request takes no more decisions")
+			} else {
+				refused = problem.Invalid("request", "state", "its operation is %s and no longer waits: this request takes no more decisions", r.OperationStatus)
+			}
 			return nil
 		case decision == "reject" && comment == "":
 			// The requester and the other approvers read why in the operation's error.
 			return problem.Invalid("comment", "required", "a rejection needs a comment: say why, for the requester")
 		case decision == "reject":
-			return s.reject(ctx, tx, actor, r, comment)
+			return s.reject(ctx, tx, actor, r, waiting, comment)
 		}
-		stale, err := q.ChangedSince(ctx, dbgen.ChangedSinceParams{DeploymentID: r.DeploymentID, Since: r.PreviewedAt})
+		var stale bool
+		if r.RunID.Valid {
+			// Each operation of the run waiting on it previewed on its own.
+			stale, err = q.ChangedSincePreviews(ctx, waiting)
+		} else {
+			stale, err = q.ChangedSince(ctx, dbgen.ChangedSinceParams{DeploymentID: r.DeploymentID, Since: r.PreviewedAt})
+		}
 		if err != nil {
 			return err
 		}
 		if stale {
+			what := r.DeploymentName
+			if r.RunID.Valid {
+				what = "a slot of the stack run"
+			}
 			refused = problem.Invalid("request", "stale", "%s changed after the preview this request shows, so the request is void: "+
-				"the operation previews again and asks for approval anew", r.DeploymentName)
-			return s.void(ctx, tx, actor, r)
+				"the operation previews again and asks for approval anew", what)
+			return s.void(ctx, tx, actor, r, waiting)
 		}
-		return s.approve(ctx, tx, actor, r, comment)
+		return s.approve(ctx, tx, actor, r, waiting, comment)
 	})
 	if err != nil {
 		return Detail{}, fmt.Errorf("%s approval request: %w", decision, err)
@@ -119,7 +139,7 @@ func expired(r dbgen.LockApprovalRequestRow) error {
 }
 
 // approve records an approval; the last one needed sends the operation on.
-func (s *Service) approve(ctx context.Context, tx pgx.Tx, actor access.Principal, r dbgen.LockApprovalRequestRow, comment string) error {
+func (s *Service) approve(ctx context.Context, tx pgx.Tx, actor access.Principal, r dbgen.LockApprovalRequestRow, waiting []uuid.UUID, comment string) error {
 	q := db.Reused(tx)
 	if err := decide(ctx, q, dbgen.RecordApprovalDecisionParams{RequestID: r.ID, UserID: actor.UserID, Decision: "approve", Comment: comment}); err != nil {
 		return err
@@ -130,7 +150,7 @@ func (s *Service) approve(ctx context.Context, tx pgx.Tx, actor access.Principal
 	}
 	enough := n >= int64(r.ApprovalsRequired)
 	if enough {
-		if err := s.resume(ctx, tx, r); err != nil {
+		if err := s.resume(ctx, tx, r, waiting); err != nil {
 			return err
 		}
 	}
@@ -138,21 +158,23 @@ func (s *Service) approve(ctx context.Context, tx pgx.Tx, actor access.Principal
 		"approvals_required": r.ApprovalsRequired, "approved": enough})
 }
 
-// void sends an operation whose request showed a plan that no longer holds back to its
-// preview, which asks for approval again.
-func (s *Service) void(ctx context.Context, tx pgx.Tx, actor access.Principal, r dbgen.LockApprovalRequestRow) error {
+// void sends the operations whose request showed a plan that no longer holds back to their
+// previews, which ask for approval again.
+func (s *Service) void(ctx context.Context, tx pgx.Tx, actor access.Principal, r dbgen.LockApprovalRequestRow, waiting []uuid.UUID) error {
 	q := db.Reused(tx)
 	if err := closeAs(ctx, q, r.ID, Void); err != nil {
 		return err
 	}
-	if err := deploy.Rewind(ctx, tx, s.jobs, r.OperationID, deploy.StepPreview); err != nil {
-		return err
+	for _, op := range waiting {
+		if err := deploy.Rewind(ctx, tx, s.jobs, op, deploy.StepPreview); err != nil {
+			return err
+		}
 	}
 	return record(ctx, q, actor, r, "approval.void", map[string]any{"reason": "the deployment changed after the preview"})
 }
 
-// resume closes the request as approved and sends its operation on.
-func (s *Service) resume(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalRequestRow) error {
+// resume closes the request as approved and sends on every operation waiting on it.
+func (s *Service) resume(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalRequestRow, waiting []uuid.UUID) error {
 	q := db.Reused(tx)
 	if err := closeAs(ctx, q, r.ID, Approved); err != nil {
 		return err
@@ -160,11 +182,16 @@ func (s *Service) resume(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalReq
 	if err := decided(ctx, q, r, Approved, ""); err != nil {
 		return err
 	}
-	return deploy.Resume(ctx, tx, s.jobs, r.OperationID)
+	for _, op := range waiting {
+		if err := deploy.Resume(ctx, tx, s.jobs, op); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// reject records a rejection and ends the operation.
-func (s *Service) reject(ctx context.Context, tx pgx.Tx, actor access.Principal, r dbgen.LockApprovalRequestRow, comment string) error {
+// reject records a rejection and ends every operation waiting on the request.
+func (s *Service) reject(ctx context.Context, tx pgx.Tx, actor access.Principal, r dbgen.LockApprovalRequestRow, waiting []uuid.UUID, comment string) error {
 	q := db.Reused(tx)
 	if err := decide(ctx, q, dbgen.RecordApprovalDecisionParams{RequestID: r.ID, UserID: actor.UserID, Decision: "reject", Comment: comment}); err != nil {
 		return err
@@ -176,8 +203,10 @@ func (s *Service) reject(ctx context.Context, tx pgx.Tx, actor access.Principal,
 	if err := decided(ctx, q, r, Rejected, comment); err != nil {
 		return err
 	}
-	if err := deploy.EndWaiting(ctx, tx, s.jobs, r.OperationID, deploy.Rejected, reason); err != nil {
-		return err
+	for _, op := range waiting {
+		if err := deploy.EndWaiting(ctx, tx, s.jobs, op, deploy.Rejected, reason); err != nil {
+			return err
+		}
 	}
 	return record(ctx, q, actor, r, "approval.reject", map[string]any{"comment": comment})
 }
@@ -194,22 +223,35 @@ func (s *Service) expire(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalReq
 	if err := decided(ctx, q, r, Expired, ""); err != nil {
 		return err
 	}
-	err := deploy.EndWaiting(ctx, tx, s.jobs, r.OperationID, deploy.Rejected, reason)
-	if err != nil && !errors.Is(err, deploy.ErrNotWaiting) { // an operation that moved on keeps its own end
+	waiting, err := q.WaitingOnApprovalRequest(ctx, r.ID)
+	if err != nil {
 		return err
+	}
+	for _, op := range waiting {
+		err := deploy.EndWaiting(ctx, tx, s.jobs, op, deploy.Rejected, reason)
+		if err != nil && !errors.Is(err, deploy.ErrNotWaiting) { // an operation that moved on keeps its own end
+			return err
+		}
 	}
 	return record(ctx, q, audit.System, r, "approval.expire", map[string]any{"expires_at": r.ExpiresAt})
 }
 
 // decided tells subscribers how a request ended.
 func decided(ctx context.Context, q *dbgen.Queries, r dbgen.LockApprovalRequestRow, decision Status, comment string) error {
+	data := map[string]any{"request": r.ID, "operation": r.OperationID, "kind": r.Kind, "decision": decision, "comment": comment}
+	if r.RunID.Valid {
+		data["run"], data["stack_instance"] = r.RunID.UUID, r.StackInstanceID.UUID
+	}
 	return outbox.Emit(ctx, q, outbox.Event{Type: "approval.decided", Subject: r.DeploymentName, Tenant: r.TenantID, Environment: r.EnvironmentID,
-		Instance: r.StackInstanceID.UUID, Deployment: r.DeploymentID, Data: map[string]any{"request": r.ID, "operation": r.OperationID, "kind": r.Kind, "decision": decision, "comment": comment}})
+		Instance: r.StackInstanceID.UUID, Deployment: r.DeploymentID, Data: data})
 }
 
 // record audits a decision on the request.
 func record(ctx context.Context, q *dbgen.Queries, actor access.Principal, r dbgen.LockApprovalRequestRow, action string, diff map[string]any) error {
 	diff["deployment"], diff["kind"], diff["operation"] = r.DeploymentName, r.Kind, r.OperationID
+	if r.RunID.Valid {
+		diff["run"] = r.RunID.UUID
+	}
 	return audit.Record(ctx, q, actor, audit.Event{Tenant: r.TenantID, Action: action, TargetType: "approval_request",
 		TargetID: r.ID.String(), Diff: diff})
 }

@@ -72,7 +72,17 @@ func (h *Handlers) detail(ctx context.Context, actor access.Principal, id uuid.U
 		return Detail{}, deploy.Detail{}, err
 	}
 	plan, err := h.ops.Detail(ctx, actor, d.OperationID)
-	return d, plan, err
+	if err != nil {
+		return d, plan, err
+	}
+	for i, sl := range d.Slots {
+		p, err := h.ops.Detail(ctx, actor, sl.OperationID)
+		if err != nil {
+			return d, plan, err
+		}
+		d.Slots[i].Resources, d.Slots[i].Policy = p.Resources, p.Policy
+	}
+	return d, plan, nil
 }
 
 // decision is the body of an approval or a rejection.

@@ -68,6 +68,7 @@ func row(r Request) ApprovalRow {
 	if r.StackInstanceID != nil {
 		out.StackInstanceID = r.StackInstanceID.String()
 	}
+	out.Run = r.RunID != nil
 	if out.RequestedBy == "" {
 		out.RequestedBy = "Nimbus"
 	}
@@ -94,7 +95,17 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 	for _, x := range d.Decisions {
 		v.Decisions = append(v.Decisions, DecisionRow{By: x.By, Decision: past(x.Decision), Comment: x.Comment, At: x.At})
 	}
-	page := web.Page(c, "The "+d.Kind+" of "+d.Deployment).Under(views.Crumb{Label: "Approvals", URL: "/approvals"})
+	for _, sl := range d.Slots {
+		sv := SlotView{Slot: sl.Slot, OperationID: sl.OperationID.String(), Kind: sl.Kind, Status: sl.Status, Deployment: sl.Deployment,
+			DeploymentID: sl.DeploymentID.String(), Version: sl.Version, Parameters: views.Values(sl.Parameters), Policy: sl.Policy}
+		sv.Resources, _, _ = deployweb.ResourceRows(sl.Resources)
+		v.Slots = append(v.Slots, sv)
+	}
+	title := "The " + d.Kind + " of " + d.Deployment
+	if v.Run {
+		title = "The " + d.Kind + " run of " + d.StackInstance
+	}
+	page := web.Page(c, title).Under(views.Crumb{Label: "Approvals", URL: "/approvals"})
 	return web.Render(c, http.StatusOK, ApprovalPage(page, v))
 }
 

@@ -18,6 +18,7 @@ import (
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/problem"
+	"nimbus/app/orchestration/approval"
 	"nimbus/app/orchestration/deploy"
 	"nimbus/app/orchestration/deploy/deployweb"
 	"nimbus/app/platform/web"
@@ -215,9 +216,13 @@ func (h *Handlers) planPage(c echo.Context, refused string, status int) error {
 	if err != nil {
 		return err
 	}
+	need, err := approval.Needed(ctx, q, string(deploy.KindDeploy), ids, inst.EnvironmentID)
+	if err != nil {
+		return err
+	}
 	v := PlanView{ID: inst.ID.String(), Stack: stackLabel(inst), Version: inst.Version, Name: inst.Name,
 		Environment: inst.TenantName + " / " + inst.EnvironmentName, Layers: layers, Groups: groups, Error: refused,
-		Live: c.Request().URL.Path, WiringNotKept: !kept}
+		Live: c.Request().URL.Path, WiringNotKept: !kept, Approval: approvalWords(need)}
 	for _, sl := range def.Slots {
 		for _, input := range slices.Sorted(maps.Keys(sl.Inputs)) {
 			v.Wiring = append(v.Wiring, wiringRow(sl, input, planned[sl.Name]))
@@ -339,4 +344,22 @@ func wiringRow(sl stack.Slot, input string, known map[string]any) WiringRow {
 		row.Value = views.Value(v)
 	}
 	return row
+}
+
+// approvalWords says before one deploys what approval the deploy waits for: one request for
+// the whole run, however many of its slots the policies bind.
+func approvalWords(n approval.Need) string {
+	if n.Approvals == 0 {
+		return ""
+	}
+	count := "one approval"
+	if n.Approvals > 1 {
+		count = fmt.Sprintf("%d approvals", n.Approvals)
+	}
+	who := "other than whoever deploys"
+	if n.RequesterMayApprove {
+		who = "whoever deploys may give it too"
+	}
+	return fmt.Sprintf("Deploying waits for one approval of the whole run: %s from the %s role or higher (%s).",
+		count, strings.ToLower(n.Role.Label()), who)
 }
