@@ -41,6 +41,11 @@ type Stack struct {
 	// a plan made with one holds when carried out with the next, and a refresh or destroy uses
 	// the one given now, not one the state recorded.
 	Files map[string][]byte
+	// Env are credentials a provider reads from its environment when the program declares no
+	// provider of its own, such as PROXMOX_VE_API_TOKEN: set on this run's engine process
+	// alone, which hands them to the plugins it starts. Like Files, they are in no setting, so
+	// neither the state, a saved plan nor a command line holds them.
+	Env map[string]string
 }
 
 // Result is what an operation did.
@@ -113,6 +118,9 @@ var (
 	validProjectName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
 	// validInput is the name of a component's input, as its schema allows.
 	validInput = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,62}$`)
+	// providerVariable is an environment variable a provider reads its credentials from: a
+	// package's prefix and a name, such as PROXMOX_VE_ENDPOINT.
+	providerVariable = regexp.MustCompile(`^[A-Z][A-Z0-9]*_[A-Z0-9_]+$`)
 )
 
 // Every operation uses the same, modest degree of parallelism: the engine's default grows with

@@ -175,6 +175,9 @@ func (r *Runner) open(ctx context.Context, st Stack, create bool) (workspace, er
 		}
 		ws.env = append(ws.env, name+"="+file)
 	}
+	for name, value := range st.Env {
+		ws.env = append(ws.env, name+"="+value)
+	}
 	return ws, nil
 }
 
@@ -200,8 +203,9 @@ func sweepMemory(dir string, cutoff time.Time) {
 	}
 }
 
-// holdsProviderSecret reports whether a stack is given credentials in files.
-func holdsProviderSecret(st Stack) bool { return len(st.Files) > 0 }
+// holdsProviderSecret reports whether a stack is given credentials, in files or in its
+// environment: a provider may write what it was given to its temporary directory.
+func holdsProviderSecret(st Stack) bool { return len(st.Files) > 0 || len(st.Env) > 0 }
 
 // close removes what the engine left in a temporary directory of its own.
 func (ws workspace) close() {
@@ -213,6 +217,13 @@ func (ws workspace) close() {
 func checkStack(st Stack, needPassphrase bool) error {
 	if !validStackName.MatchString(st.Name) {
 		return fmt.Errorf("invalid stack name %q", st.Name)
+	}
+	for name := range st.Env {
+		// The engine's own variables are Nimbus's: credentials may not move its state, its
+		// home or its passphrase, nor change what it loads or trusts.
+		if !providerVariable.MatchString(name) || strings.HasPrefix(name, "PULUMI_") || strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "SSL_") {
+			return fmt.Errorf("stack %s: %q is not a provider's environment variable", st.Name, name)
+		}
 	}
 	if needPassphrase && st.Passphrase == "" {
 		// The CLI would otherwise ask for one, or fail with a message about prompting.
