@@ -22,6 +22,7 @@ import (
 	"nimbus/app/domain/governance"
 	"nimbus/app/domain/ipam"
 	"nimbus/app/domain/policy"
+	"nimbus/app/domain/proxmox"
 	"nimbus/app/domain/resolver"
 	"nimbus/app/domain/stack"
 	"nimbus/app/domain/system"
@@ -145,6 +146,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	envH.Routes(signed, api)
 	zoneH.Routes(signed, api)
 	cluster.NewHandlers(svc.Clusters).Routes(signed, api, zoneH.Seen())
+	proxmox.NewHandlers(svc.Proxmox).Routes(signed, api, zoneH.Seen())
 	provision.NewHandlers(svc.Provisions).Routes(signed, api, zoneH.Seen())
 	policy.NewHandlers(svc.Policies).Routes(signed, api, zoneH.Seen())
 	approval.NewHandlers(svc.Approvals, svc.Deployments).Routes(signed, api)

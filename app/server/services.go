@@ -7,6 +7,7 @@ import (
 	"nimbus/app/domain/governance"
 	"nimbus/app/domain/ipam"
 	"nimbus/app/domain/policy"
+	"nimbus/app/domain/proxmox"
 	"nimbus/app/domain/resolver"
 	"nimbus/app/domain/stack"
 	"nimbus/app/domain/tenant"
@@ -39,6 +40,7 @@ type Services struct {
 	Resolvers    *resolver.Service
 	Pools        *ipam.Service
 	Clusters     *cluster.Service
+	Proxmox      *proxmox.Service
 	Environments *environment.Service
 	Lifecycle    *environment.Lifecycle
 	Zones        *landingzone.Service
@@ -69,6 +71,7 @@ func Build(d Deps) *Services {
 		Resolvers:    resolver.NewService(d.Pool),
 		Pools:        ipam.NewService(d.Pool),
 		Clusters:     cluster.NewService(d.Pool, d.Keys),
+		Proxmox:      proxmox.NewService(d.Pool, d.Keys),
 		Environments: environment.NewService(d.Pool),
 		Deployments:  deploys(d.Pool, d.Keys, queue, d.Runner, d.Objects, d.OperationsPerTenant),
 		Drift:        drift.NewService(d.Pool),

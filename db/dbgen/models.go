@@ -699,3 +699,17 @@ type ZoneCluster struct {
 	CreatedAt     time.Time     `json:"created_at"`
 	UpdatedAt     time.Time     `json:"updated_at"`
 }
+
+type ZoneProxmoxAccess struct {
+	LandingZoneID uuid.UUID     `json:"landing_zone_id"`
+	Endpoint      string        `json:"endpoint"`
+	TokenID       string        `json:"token_id"`
+	TokenSecret   []byte        `json:"token_secret"`
+	SecretKeyID   string        `json:"secret_key_id"`
+	CaCert        string        `json:"ca_cert"`
+	ServerVersion string        `json:"server_version"`
+	CheckedAt     time.Time     `json:"checked_at"`
+	SetBy         uuid.NullUUID `json:"set_by"`
+	CreatedAt     time.Time     `json:"created_at"`
+	UpdatedAt     time.Time     `json:"updated_at"`
+}

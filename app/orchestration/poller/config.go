@@ -8,9 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"regexp"
 
+	"nimbus/app/domain/proxmox"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/orchestration/event"
@@ -39,10 +39,7 @@ type Config struct {
 	CACert string `json:"ca_cert,omitempty"`
 }
 
-var (
-	proxmoxNode  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
-	proxmoxToken = regexp.MustCompile(`^[^\s@!=]+@[^\s@!=]+![A-Za-z][A-Za-z0-9_.-]*$`)
-)
+var proxmoxNode = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$`)
 
 // Check adds to v what is wrong with a cloud_provider source's config and secret; it is the
 // event service's event.ConfigCheck.
@@ -66,9 +63,8 @@ func check(c Config, secret bool, v *problem.ValidationError) {
 			v.Add("secret", "forbidden", "a simcloud source takes no secret")
 		}
 	case ProxmoxProvider:
-		// The token's secret travels in every request: never in the clear.
-		if u, err := url.Parse(c.URL); err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
-			v.Add("config.url", "https", "must be the Proxmox API's https:// address, such as https://pve.example:8006, without a user: the API token is sent with every request")
+		if !proxmox.HTTPS(c.URL) {
+			v.Add("config.url", "https", proxmox.EndpointRule)
 		}
 		if c.CACert != "" {
 			if _, err := roots(c.CACert); err != nil {
@@ -78,8 +74,8 @@ func check(c Config, secret bool, v *problem.ValidationError) {
 		if !proxmoxNode.MatchString(c.Node) {
 			v.Add("config.node", "pattern", "must be the name of a Proxmox node: letters, digits, . and -")
 		}
-		if !proxmoxToken.MatchString(c.TokenID) {
-			v.Add("config.token_id", "pattern", "must name an API token as user@realm!name")
+		if !proxmox.TokenID.MatchString(c.TokenID) {
+			v.Add("config.token_id", "pattern", proxmox.TokenIDRule)
 		}
 		if !secret {
 			v.Add("secret", "required", "a proxmox source needs its API token's secret")
@@ -101,13 +97,7 @@ func parse(raw []byte) (Config, error) {
 }
 
 // roots is the pool of the PEM certificates given.
-func roots(pem string) (*x509.CertPool, error) {
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM([]byte(pem)) {
-		return nil, errors.New("must hold the PEM of one or more CA certificates (-----BEGIN CERTIFICATE-----)")
-	}
-	return pool, nil
-}
+func roots(pem string) (*x509.CertPool, error) { return proxmox.Roots(pem) }
 
 // Clouds is what the server lends its pollers.
 type Clouds struct {
