@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/domain/cluster"
+	"nimbus/app/domain/proxmox"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/platform/pulumix"
@@ -32,23 +33,40 @@ const (
 	kubeconfigFile = "KUBECONFIG"
 )
 
-// providerPorts are the TCP ports a provider without a cluster of the zone's reaches its cloud
-// on: the Proxmox VE API's and HTTPS. The simulated cloud is a directory and needs none.
-var providerPorts = map[string][]uint16{"proxmox": {8006, 443}}
+// How the engine's default Proxmox provider is given its API: the variables it reads when the
+// program declares no provider of its own (the validator refuses one). They are never
+// settings, for the same reason as the kubeconfig.
+const (
+	proxmoxEndpoint = "PROXMOX_VE_ENDPOINT"
+	proxmoxToken    = "PROXMOX_VE_API_TOKEN" // id=secret
+	// proxmoxInsecure is set false so that the API's certificate is always checked.
+	proxmoxInsecure = "PROXMOX_VE_INSECURE"
+	// caFile names the file of the certificate authorities the engine trusts, for an API whose
+	// certificate the system's roots do not: the provider has no setting of its own for one,
+	// and as a Go program it trusts the certificates of the file this variable names instead.
+	caFile = "SSL_CERT_FILE"
+)
 
 // clusterAccess is what a deployment's engine is given to reach its cloud: the ports its
-// provider needs, and for a Kubernetes component its cluster.
+// provider needs, and for a Kubernetes component its cluster, for a Proxmox one its API.
 type clusterAccess struct {
 	kubeconfig string   // the zone's for the provider's own deployments, a tenant's token otherwise
 	ports      []uint16 // the TCP ports the provider reaches its cloud on: the API server's
 	namespace  string   // the tenant's; "" for the provider's own deployments
+	env        map[string]string
+	ca         string // PEM the engine trusts instead of the system's roots; "" for those
 }
 
 // give hands the access to the stack's engine: the kubeconfig as a file of the run's own, in
 // memory and removed when the run ends, the API server's port as the one its sandbox opens,
-// and a tenant's namespace as a setting.
+// a tenant's namespace as a setting, and a Proxmox API's credentials in the engine's
+// environment alone.
 func (a clusterAccess) give(st *pulumix.Stack) {
 	st.Ports = a.ports
+	st.Env = a.env
+	if a.ca != "" {
+		st.Files = map[string][]byte{caFile: []byte(a.ca)}
+	}
 	if a.kubeconfig == "" {
 		return
 	}
@@ -56,6 +74,17 @@ func (a clusterAccess) give(st *pulumix.Stack) {
 	if a.namespace != "" {
 		st.Settings = map[string]string{namespaceKey: a.namespace}
 	}
+}
+
+// proxmoxAccess is the access of a Proxmox component's engine: the zone's API, reached on its
+// port alone.
+func proxmoxAccess(c proxmox.Credentials) (clusterAccess, error) {
+	port, err := c.Port()
+	if err != nil {
+		return clusterAccess{}, err
+	}
+	return clusterAccess{ports: []uint16{port}, ca: c.CACert,
+		env: map[string]string{proxmoxEndpoint: c.Endpoint, proxmoxToken: c.Token(), proxmoxInsecure: "false"}}, nil
 }
 
 // clusterAccessOf is the cluster access of a deployment's engine. A Kubernetes component's
@@ -69,8 +98,18 @@ func clusterAccessOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyrin
 	if err != nil {
 		return clusterAccess{}, err
 	}
+	if c.Provider == proxmox.Provider {
+		if !c.LandingZoneID.Valid {
+			return clusterAccess{}, proxmox.NoAccess{}
+		}
+		creds, err := proxmox.Open(ctx, q, keys, c.LandingZoneID.UUID)
+		if err != nil {
+			return clusterAccess{}, err
+		}
+		return proxmoxAccess(creds)
+	}
 	if c.Provider != cluster.Provider {
-		return clusterAccess{ports: providerPorts[c.Provider]}, nil
+		return clusterAccess{}, nil
 	}
 	if !c.LandingZoneID.Valid {
 		return clusterAccess{}, cluster.ErrNoCluster
@@ -102,7 +141,25 @@ func clusterAccessOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyrin
 
 // finalOnCluster reports whether a failure to reach the cluster would fail again on a retry.
 func finalOnCluster(err error) bool {
-	return errors.Is(err, errNoNamespace) || errors.Is(err, cluster.ErrNoCluster) || errors.Is(err, cluster.ErrRefused)
+	return errors.Is(err, errNoNamespace) || errors.Is(err, cluster.ErrNoCluster) || errors.Is(err, cluster.ErrRefused) ||
+		errors.Is(err, proxmox.ErrNoAccess)
+}
+
+// onProxmox refuses a Proxmox deployment into an environment whose landing zone has no
+// Proxmox API access: its engine would have no credentials to deploy with.
+func onProxmox(ctx context.Context, q *dbgen.Queries, env dbgen.GetEnvironmentRow) error {
+	if !env.LandingZoneID.Valid {
+		return problem.Invalid("component_id", "proxmox_access", "%s", proxmox.NoAccess{})
+	}
+	has, err := proxmox.Has(ctx, q, env.LandingZoneID.UUID)
+	if err != nil || has {
+		return err
+	}
+	z, err := q.GetLandingZone(ctx, env.LandingZoneID.UUID)
+	if err != nil {
+		return err
+	}
+	return problem.Invalid("component_id", "proxmox_access", "%s", proxmox.NoAccess{Zone: z.Name})
 }
 
 // onCluster refuses a Kubernetes deployment into an environment of a tenant that has no

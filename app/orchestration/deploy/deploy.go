@@ -25,6 +25,7 @@ import (
 
 	"nimbus/app/domain/cluster"
 	"nimbus/app/domain/governance"
+	"nimbus/app/domain/proxmox"
 	"nimbus/app/domain/resolver"
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/lifecycle"
@@ -231,6 +232,11 @@ func (s *Service) prepare(ctx context.Context, q *dbgen.Queries, actor access.Pr
 	}
 	if comp.Provider == cluster.Provider {
 		if err := onCluster(ctx, q, env); err != nil {
+			return prepared{}, err
+		}
+	}
+	if comp.Provider == proxmox.Provider {
+		if err := onProxmox(ctx, q, env); err != nil {
 			return prepared{}, err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"nimbus/app/domain/cluster"
+	"nimbus/app/domain/proxmox"
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/objstore"
 	"nimbus/app/kernel/problem"
@@ -184,14 +185,14 @@ func (w *Worker) take(ctx context.Context, op dbgen.Operation, lease uuid.UUID) 
 // expect readies the sandbox of the engine about to run on the deployment's stack, as the
 // operation is taken: confining the engine's first process costs milliseconds, which pass while
 // the operation's first steps read the database (see pulumix.Runner.Expect). Every kind runs
-// the engine on that stack. A Kubernetes component's engine is left to confine its own: its
-// credentials come with its run.
+// the engine on that stack. A Kubernetes or Proxmox component's engine is left to confine its
+// own: its credentials, and the port it reaches its cloud on, come with its run.
 func (w *Worker) expect(ctx context.Context, deployment uuid.UUID) {
 	c, err := dbgen.New(w.pool).DeploymentCluster(ctx, deployment)
-	if err != nil || c.Provider == cluster.Provider {
+	if err != nil || c.Provider == cluster.Provider || c.Provider == proxmox.Provider {
 		return // the run reads it again, and says what is wrong
 	}
-	w.runner.Expect(pulumix.Stack{Name: c.Stack, Ports: providerPorts[c.Provider]})
+	w.runner.Expect(pulumix.Stack{Name: c.Stack})
 }
 
 // heartbeat keeps the lease alive and passes a requested cancel on to the run.

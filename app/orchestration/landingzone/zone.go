@@ -23,6 +23,7 @@ import (
 
 	"nimbus/app/domain/cluster"
 	"nimbus/app/domain/component"
+	"nimbus/app/domain/proxmox"
 	"nimbus/app/domain/resolver"
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/lifecycle"
@@ -282,7 +283,7 @@ func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.U
 // complete refuses a zone whose templates leave a required input to a resolver the zone does
 // not configure, naming each: an environment opened there could not deploy them. An input the
 // template gives a value, or that has a default, needs no resolver. A Kubernetes zone needs its
-// cluster.
+// cluster, a Proxmox zone its API access.
 func complete(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone) error {
 	configs, err := q.OwnResolverConfigs(ctx, dbgen.OwnResolverConfigsParams{LandingZoneID: nullID(z.ID)})
 	if err != nil {
@@ -304,6 +305,15 @@ func complete(ctx context.Context, q *dbgen.Queries, z dbgen.LandingZone) error 
 		}
 		if !has {
 			v.Add("cluster", "required", "landing zone %s has no Kubernetes cluster: set one on its cluster page, where its system services and environments deploy", z.Name)
+		}
+	}
+	if z.Provider == proxmox.Provider {
+		has, err := proxmox.Has(ctx, q, z.ID)
+		if err != nil {
+			return err
+		}
+		if !has {
+			v.Add("proxmox_access", "required", "landing zone %s has no Proxmox API access: set its endpoint and API token on its Proxmox API access page, with which its system services and environments deploy", z.Name)
 		}
 	}
 	for _, m := range members {
