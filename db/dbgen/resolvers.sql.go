@@ -38,6 +38,44 @@ func (q *Queries) AllocatedPrefixes(ctx context.Context, poolID uuid.UUID) ([]ne
 	return items, nil
 }
 
+const catalogImageComponents = `-- name: CatalogImageComponents :many
+SELECT c.name, v.resolver_bindings, v.input_schema
+FROM components c
+JOIN semantic_providers p ON p.id = c.provider_id
+JOIN component_versions v ON v.component_id = c.id AND v.version = c.latest_version
+WHERE p.name = $1 AND c.tenant_id IS NULL AND c.deleted_at IS NULL
+  AND v.resolver_bindings @? '$.* ? (@ == "image_catalog" || @ == "image_catalog.image_id")'
+ORDER BY c.name
+`
+
+type CatalogImageComponentsRow struct {
+	Name             string          `json:"name"`
+	ResolverBindings json.RawMessage `json:"resolver_bindings"`
+	InputSchema      json.RawMessage `json:"input_schema"`
+}
+
+// The provider's own components whose latest version takes an input from the image catalog,
+// with that version's bindings and input schema: an entry of the catalog must fit one of them.
+func (q *Queries) CatalogImageComponents(ctx context.Context, name string) ([]CatalogImageComponentsRow, error) {
+	rows, err := q.db.Query(ctx, catalogImageComponents, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []CatalogImageComponentsRow{}
+	for rows.Next() {
+		var i CatalogImageComponentsRow
+		if err := rows.Scan(&i.Name, &i.ResolverBindings, &i.InputSchema); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const childPrefixes = `-- name: ChildPrefixes :many
 SELECT prefix FROM ipam_allocations WHERE parent_id = $1 ORDER BY prefix
 `

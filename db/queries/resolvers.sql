@@ -182,3 +182,14 @@ SELECT p.name FROM ipam_pools p LEFT JOIN environments e ON e.id = p.environment
 WHERE p.prefix && sqlc.arg(prefix)::cidr
   AND (p.landing_zone_id = sqlc.arg(landing_zone_id)::uuid OR e.landing_zone_id = sqlc.arg(landing_zone_id)::uuid)
 LIMIT 1;
+
+-- name: CatalogImageComponents :many
+-- The provider's own components whose latest version takes an input from the image catalog,
+-- with that version's bindings and input schema: an entry of the catalog must fit one of them.
+SELECT c.name, v.resolver_bindings, v.input_schema
+FROM components c
+JOIN semantic_providers p ON p.id = c.provider_id
+JOIN component_versions v ON v.component_id = c.id AND v.version = c.latest_version
+WHERE p.name = $1 AND c.tenant_id IS NULL AND c.deleted_at IS NULL
+  AND v.resolver_bindings @? '$.* ? (@ == "image_catalog" || @ == "image_catalog.image_id")'
+ORDER BY c.name;

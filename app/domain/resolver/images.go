@@ -2,7 +2,9 @@ package resolver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/google/uuid"
@@ -68,6 +70,9 @@ func (s *Service) AddImage(ctx context.Context, actor access.Principal, in Image
 		if _, err := q.GetProviderByName(ctx, in.Provider); err != nil {
 			return problem.Invalid("provider", "exists", "no provider named %q", in.Provider)
 		}
+		if err := fits(ctx, q, in); err != nil {
+			return err
+		}
 		row, err := q.CreateImage(ctx, dbgen.CreateImageParams{Provider: in.Provider, OsFamily: in.OSFamily, OsVersion: in.OSVersion,
 			Architecture: in.Architecture, ImageID: in.ImageID, ImageName: in.ImageName})
 		if db.IsUniqueViolation(err) {
@@ -101,4 +106,52 @@ func (s *Service) DeleteImage(ctx context.Context, actor access.Principal, id uu
 		}
 		return audit.Record(ctx, q, actor, audit.Event{Action: "image.delete", TargetType: "image", TargetID: id.String()})
 	})
+}
+
+// fits refuses an entry that no component of its provider taking its image from the catalog
+// would accept: the catalog hands the reference to the component's input as it is, and one
+// the input's pattern refuses fails every deploy that resolves it (a Proxmox container
+// template, vztmpl, for a virtual machine that boots a cloud image of import content). A
+// provider none of whose components takes an image from the catalog takes any reference.
+func fits(ctx context.Context, q *dbgen.Queries, in Image) error {
+	comps, err := q.CatalogImageComponents(ctx, in.Provider)
+	if err != nil {
+		return err
+	}
+	var wants []string
+	for _, c := range comps {
+		bindings, err := ParseBindings(c.ResolverBindings)
+		if err != nil {
+			return err
+		}
+		var schema struct {
+			Properties map[string]struct {
+				Pattern string `json:"pattern"`
+				Default any    `json:"default"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(c.InputSchema, &schema); err != nil {
+			return fmt.Errorf("the input schema of %s: %w", c.Name, err)
+		}
+		for _, b := range bindings {
+			if b.Type != "image_catalog" || b.Output != "image_id" {
+				continue
+			}
+			prop := schema.Properties[b.Input]
+			re, err := regexp.Compile(prop.Pattern)
+			if prop.Pattern == "" || err != nil || re.MatchString(in.ImageID) {
+				return nil
+			}
+			want := fmt.Sprintf("%s's %s matches %s", c.Name, b.Input, prop.Pattern)
+			if example, ok := prop.Default.(string); ok && example != "" {
+				want += ", such as " + example
+			}
+			wants = append(wants, want)
+		}
+	}
+	if len(wants) == 0 {
+		return nil
+	}
+	return problem.Invalid("image_id", "pattern", "%s is not an image the %s components that take theirs from the catalog accept: %s",
+		in.ImageID, in.Provider, strings.Join(wants, "; "))
 }
