@@ -54,7 +54,8 @@ type clusterAccess struct {
 	ports      []uint16 // the TCP ports the provider reaches its cloud on: the API server's
 	namespace  string   // the tenant's; "" for the provider's own deployments
 	env        map[string]string
-	ca         string // PEM the engine trusts instead of the system's roots; "" for those
+	ca         string   // PEM the engine trusts instead of the system's roots; "" for those
+	hidden     []string // what the engine says must never show, should the provider echo it
 }
 
 // give hands the access to the stack's engine: the kubeconfig as a file of the run's own, in
@@ -63,7 +64,7 @@ type clusterAccess struct {
 // environment alone.
 func (a clusterAccess) give(st *pulumix.Stack) {
 	st.Ports = a.ports
-	st.Env = a.env
+	st.Env, st.Hidden = a.env, a.hidden
 	if a.ca != "" {
 		st.Files = map[string][]byte{caFile: []byte(a.ca)}
 	}
@@ -83,7 +84,7 @@ func proxmoxAccess(c proxmox.Credentials) (clusterAccess, error) {
 	if err != nil {
 		return clusterAccess{}, err
 	}
-	return clusterAccess{ports: []uint16{port}, ca: c.CACert,
+	return clusterAccess{ports: []uint16{port}, ca: c.CACert, hidden: []string{c.Secret},
 		env: map[string]string{proxmoxEndpoint: c.Endpoint, proxmoxToken: c.Token(), proxmoxInsecure: "false"}}, nil
 }
 

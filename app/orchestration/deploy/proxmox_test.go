@@ -18,8 +18,9 @@ import (
 
 // A Proxmox deployment's engine is handed its zone's API in its environment, the variables the
 // Proxmox VE provider reads when the program declares no provider, its CA certificate as the
-// roots it trusts, and the API's port as the one it may reach; never a setting. A zone without
-// API access refuses it in words, and for good: a retry fails the same way.
+// roots it trusts, and the API's port as the one it may reach; never a setting, and the secret
+// is hidden from what the engine says. A zone without API access refuses it in words, and for
+// good: a retry fails the same way.
 func TestAccess_AProxmoxEngineGetsItsZonesAPIInItsEnvironment(t *testing.T) {
 	pool := dbtest.Pool(t)
 	ctx := context.Background()
@@ -74,6 +75,9 @@ func TestAccess_AProxmoxEngineGetsItsZonesAPIInItsEnvironment(t *testing.T) {
 	}
 	if string(st.Files["SSL_CERT_FILE"]) != ca || len(st.Files) != 1 {
 		t.Errorf("the engine's files: %v", st.Files)
+	}
+	if !slices.Equal(st.Hidden, []string{secret}) {
+		t.Errorf("what the engine says hides %v, want the secret", st.Hidden)
 	}
 	if !slices.Equal(st.Ports, []uint16{8443}) {
 		t.Errorf("the engine may reach ports %v, want the API's alone", st.Ports)

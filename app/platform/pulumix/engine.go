@@ -33,6 +33,8 @@ type workspace struct {
 	// scratch says the stack is a check's, which writes nothing but its own directories: not
 	// the clouds every deployment's engine may write.
 	scratch bool
+	// hidden are values what the engine says never shows (Stack.Hidden).
+	hidden []string
 }
 
 // engineRun is what one engine process said: its output's tail and what its events told.

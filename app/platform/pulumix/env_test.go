@@ -29,8 +29,8 @@ outputs:
   result: ${found}
 `
 
-// Credentials given in the environment reach the provider plugin the engine starts, and no
-// setting, state or work file keeps them. The probe runs a command, which only an unconfined
+// Credentials given in the environment reach the provider plugin the engine starts; no
+// setting, state or work file keeps them, and what the engine says hides their secret. The probe runs a command, which only an unconfined
 // engine may: the sandbox is off here, as it is for nothing but diagnosis.
 func TestStack_EnvReachesTheProviderAndNothingKeepsIt(t *testing.T) {
 	memory := t.TempDir()
@@ -45,7 +45,7 @@ func TestStack_EnvReachesTheProviderAndNothingKeepsIt(t *testing.T) {
 	}
 	const endpoint, token = "https://pve.example:8006", "nimbus@pve!deploy=canary-6d1f0e2b9a"
 	st := Stack{Name: "d-env", Code: envProbe, Passphrase: "p",
-		Env: map[string]string{"PROXMOX_VE_ENDPOINT": endpoint, "PROXMOX_VE_API_TOKEN": token}}
+		Env: map[string]string{"PROXMOX_VE_ENDPOINT": endpoint, "PROXMOX_VE_API_TOKEN": token}, Hidden: []string{"canary-6d1f0e2b9a"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	_, err = r.Up(ctx, st, nil)
@@ -53,7 +53,9 @@ func TestStack_EnvReachesTheProviderAndNothingKeepsIt(t *testing.T) {
 	if !errors.As(err, &engine) {
 		t.Fatalf("up: %v, want the probe's report as the engine's error", err)
 	}
-	if !strings.Contains(engine.Output, endpoint) || !strings.Contains(engine.Output, token) {
+	// The probe printed both, and what the engine says hides the secret it echoed.
+	if !strings.Contains(engine.Output, "printenv PROXMOX_VE_ENDPOINT PROXMOX_VE_API_TOKEN: "+endpoint) ||
+		!strings.Contains(engine.Output, "nimbus@pve!deploy=[secret]") || strings.Contains(engine.Error(), "canary") {
 		t.Fatalf("the provider's environment, as the probe found it:\n%s", engine.Output)
 	}
 	err = filepath.WalkDir(data, func(path string, e os.DirEntry, err error) error {

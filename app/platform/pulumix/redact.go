@@ -11,9 +11,11 @@ import (
 // What the engine says reaches tenants: its progress, its errors, a program's outputs
 // (${pulumi.cwd} is the stack's directory). None of it may name a directory of the server, which
 // would tell where Nimbus keeps its data and its tools. Each is said relative to what it is:
-// the stack's working directory is ".", the others are named by what they hold.
+// the stack's working directory is ".", the others are named by what they hold. Nor may it
+// hold a credential the engine was given, should a provider echo one.
 
-// redactor is the replacer of the server's directories in what the engine on ws says.
+// redactor is the replacer of the server's directories, and of the values the stack hides, in
+// what the engine on ws says.
 func (r *Runner) redactor(ws workspace) *strings.Replacer {
 	type dir struct{ path, as string }
 	dirs := []dir{{ws.dir, "."}, {ws.tmp, "<tmp>"}, {ws.state, "<state>"}, {r.data, "<data-dir>"}}
@@ -24,6 +26,12 @@ func (r *Runner) redactor(ws workspace) *strings.Replacer {
 		dirs = append(dirs, dir{p, "<toolchain>"})
 	}
 	var pairs []string
+	for _, h := range ws.hidden {
+		// A value so short would be found in ordinary words; Nimbus hides tokens' secrets.
+		if len(h) >= 8 {
+			pairs = append(pairs, h, "[secret]")
+		}
+	}
 	seen := map[string]bool{}
 	// Longest first: where two match at one place, the first pair given wins.
 	slices.SortStableFunc(dirs, func(a, b dir) int { return len(b.path) - len(a.path) })

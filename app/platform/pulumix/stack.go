@@ -46,6 +46,9 @@ type Stack struct {
 	// alone, which hands them to the plugins it starts. Like Files, they are in no setting, so
 	// neither the state, a saved plan nor a command line holds them.
 	Env map[string]string
+	// Hidden are values what the engine says never shows, such as the secret of a token given
+	// in Env: its progress, its errors and the outputs say [secret] where a provider echoed one.
+	Hidden []string
 }
 
 // Result is what an operation did.

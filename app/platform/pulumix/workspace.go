@@ -154,7 +154,7 @@ func (r *Runner) open(ctx context.Context, st Stack, create bool) (workspace, er
 		return workspace{}, err
 	}
 	ws := workspace{stack: st.Name, dir: dir, tmp: filepath.Join(h, "tmp"), state: state.Root(), mirror: m, ports: st.Ports,
-		env: r.engineEnv(state.Root(), st.Passphrase, h)}
+		env: r.engineEnv(state.Root(), st.Passphrase, h), hidden: st.Hidden}
 	if holdsProviderSecret(st) {
 		tmp, err := os.MkdirTemp(memoryDir, "nimbus-engine-")
 		if err != nil {
