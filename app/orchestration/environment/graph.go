@@ -93,7 +93,7 @@ func (g *Graph) Load(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*graph.Run, 
 	case lifecycle.EnvironmentProvisioning:
 		r.kind = deploy.KindDeploy
 		for _, d := range mandatory(all) {
-			n := r.node(d, state(env, d, "deployed", deploy.KindDeploy))
+			n := r.node(d, state(env, d, deploy.Deployed, deploy.KindDeploy))
 			n.After = r.after(d)
 			out.Nodes = append(out.Nodes, n)
 		}
@@ -129,7 +129,7 @@ func (r *run) takeDown(ctx context.Context, q *dbgen.Queries, all []dbgen.Enviro
 	var nodes []graph.Node
 	for i := len(all) - 1; i >= 0; i-- {
 		d := all[i]
-		s := state(r.env, d, "destroyed", deploy.KindDestroy)
+		s := state(r.env, d, deploy.Destroyed, deploy.KindDestroy)
 		if s == graph.Waiting {
 			gone, err := deploy.Discard(ctx, q, d.ID)
 			if err != nil {
@@ -153,9 +153,9 @@ func (r *run) takeDown(ctx context.Context, q *dbgen.Queries, all []dbgen.Enviro
 // state is where d stands in a graph whose operations are of kind and end with d in status
 // done. An operation of that kind which ended without it since the transition (re)started
 // failed the node.
-func state(env dbgen.GetEnvironmentRow, d dbgen.EnvironmentDeploymentsRow, done string, kind deploy.Kind) graph.State {
+func state(env dbgen.GetEnvironmentRow, d dbgen.EnvironmentDeploymentsRow, done deploy.DeploymentStatus, kind deploy.Kind) graph.State {
 	switch {
-	case d.Status == done:
+	case deploy.DeploymentStatus(d.Status) == done:
 		return graph.Succeeded
 	case !deploy.Status(d.LastStatus).Ended():
 		return graph.Running
