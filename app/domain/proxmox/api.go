@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"nimbus/app/kernel/problem"
@@ -108,8 +107,6 @@ func untrusted(err error) string {
 		return invalid.Error()
 	case errors.As(err, &verify):
 		return verify.Err.Error()
-	case strings.Contains(err.Error(), "certificate"):
-		return err.Error()
 	}
 	return ""
 }
