@@ -121,9 +121,10 @@ var (
 	validProjectName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
 	// validInput is the name of a component's input, as its schema allows.
 	validInput = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,62}$`)
-	// providerVariable is an environment variable a provider reads its credentials from: a
-	// package's prefix and a name, such as PROXMOX_VE_ENDPOINT.
-	providerVariable = regexp.MustCompile(`^[A-Z][A-Z0-9]*_[A-Z0-9_]+$`)
+	// providerVariable is an environment variable a provider reads its credentials from: the
+	// prefix of a provider Nimbus hands credentials that way, and a name, such as
+	// PROXMOX_VE_ENDPOINT. An allow-list, so that no name of the engine's own can pass.
+	providerVariable = regexp.MustCompile(`^PROXMOX_VE_[A-Z0-9_]+$`)
 )
 
 // Every operation uses the same, modest degree of parallelism: the engine's default grows with

