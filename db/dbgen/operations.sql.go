@@ -182,19 +182,21 @@ func (q *Queries) EndWaitingOperation(ctx context.Context, arg EndWaitingOperati
 	return result.RowsAffected(), nil
 }
 
-const ensureOperationStep = `-- name: EnsureOperationStep :exec
-INSERT INTO operation_steps (operation_id, position, name) VALUES ($1, $2, $3)
+const ensureOperationSteps = `-- name: EnsureOperationSteps :exec
+INSERT INTO operation_steps (operation_id, position, name)
+SELECT $1::uuid, (s.position - 1)::integer, s.name
+FROM unnest($2::text[]) WITH ORDINALITY AS s (name, position)
 ON CONFLICT (operation_id, name) DO NOTHING
 `
 
-type EnsureOperationStepParams struct {
+type EnsureOperationStepsParams struct {
 	OperationID uuid.UUID `json:"operation_id"`
-	Position    int32     `json:"position"`
-	Name        string    `json:"name"`
+	Names       []string  `json:"names"`
 }
 
-func (q *Queries) EnsureOperationStep(ctx context.Context, arg EnsureOperationStepParams) error {
-	_, err := q.db.Exec(ctx, ensureOperationStep, arg.OperationID, arg.Position, arg.Name)
+// Creates the operation's steps not yet recorded, each at its place in the list.
+func (q *Queries) EnsureOperationSteps(ctx context.Context, arg EnsureOperationStepsParams) error {
+	_, err := q.db.Exec(ctx, ensureOperationSteps, arg.OperationID, arg.Names)
 	return err
 }
 

@@ -80,8 +80,11 @@ UPDATE operations SET status = sqlc.arg(status), error = sqlc.arg(error), change
     finished_at = now(), lease = NULL, updated_at = now()
 WHERE id = sqlc.arg(id) AND lease = sqlc.arg(lease) AND status = 'running';
 
--- name: EnsureOperationStep :exec
-INSERT INTO operation_steps (operation_id, position, name) VALUES ($1, $2, $3)
+-- name: EnsureOperationSteps :exec
+-- Creates the operation's steps not yet recorded, each at its place in the list.
+INSERT INTO operation_steps (operation_id, position, name)
+SELECT sqlc.arg(operation_id)::uuid, (s.position - 1)::integer, s.name
+FROM unnest(sqlc.arg(names)::text[]) WITH ORDINALITY AS s (name, position)
 ON CONFLICT (operation_id, name) DO NOTHING;
 
 -- name: PreviewResult :one

@@ -266,10 +266,8 @@ type checkpoints struct {
 func (c checkpoints) Load(ctx context.Context, names []string) ([]saga.State, error) {
 	var rows []dbgen.OperationStep
 	err := db.LazyTx(ctx, c.pool, func(q *dbgen.Queries) error {
-		for i, n := range names {
-			if err := q.EnsureOperationStep(ctx, dbgen.EnsureOperationStepParams{OperationID: c.operation, Position: int32(i), Name: n}); err != nil {
-				return err
-			}
+		if err := q.EnsureOperationSteps(ctx, dbgen.EnsureOperationStepsParams{OperationID: c.operation, Names: names}); err != nil {
+			return err
 		}
 		var err error
 		rows, err = q.ListOperationSteps(ctx, c.operation)

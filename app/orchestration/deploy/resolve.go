@@ -19,30 +19,23 @@ import (
 	"nimbus/jobs/saga"
 )
 
-// resolve fills the operation's bound inputs with what its version's resolvers hand out, checks
+// resolve fills the operation's bound inputs with what the version's resolvers hand out, checks
 // them against the version's inputs, and stores the completed parameters on the operation,
 // all in one transaction: a crash leaves either nothing or everything, and a second run gets
-// what the first was handed.
-func (w *Worker) resolve(ctx context.Context, dep dbgen.GetDeploymentRow, op dbgen.Operation) (json.RawMessage, error) {
-	if !op.TargetVersion.Valid {
-		return nil, nil
-	}
-	q := dbgen.New(w.pool)
-	ver, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: dep.ComponentID, Version: op.TargetVersion.Int32})
-	if err != nil {
-		return nil, saga.Transient(err)
-	}
+// what the first was handed. It returns what it handed out, for the step's checkpoint, and the
+// operation as it stored it.
+func (w *Worker) resolve(ctx context.Context, dep dbgen.GetDeploymentRow, op dbgen.Operation, ver dbgen.GetComponentVersionRow) (json.RawMessage, dbgen.Operation, error) {
 	bindings, err := resolver.ParseBindings(ver.ResolverBindings)
 	if err != nil {
-		return nil, err
+		return nil, op, err
 	}
 	if len(bindings) == 0 {
-		return nil, nil
+		return nil, op, nil
 	}
 	v := &problem.ValidationError{}
 	schema := component.ParseSchema("input_schema", ver.InputSchema, v)
 	if schema == nil {
-		return nil, v.Err()
+		return nil, op, v.Err()
 	}
 	var values map[string]any
 	err = db.Tx(ctx, w.pool, func(q *dbgen.Queries) error {
@@ -107,6 +100,7 @@ func (w *Worker) resolve(ctx context.Context, dep dbgen.GetDeploymentRow, op dbg
 			}
 		}
 		completed, _ := json.Marshal(params)
+		op.Parameters = completed
 		if len(secrets) == 0 {
 			return fill(ctx, q, op.ID, completed, "", nil)
 		}
@@ -115,15 +109,17 @@ func (w *Worker) resolve(ctx context.Context, dep dbgen.GetDeploymentRow, op dbg
 		if err != nil {
 			return err
 		}
+		op.SecretKeyID, op.SecretParameters = &keyID, sealed
 		return fill(ctx, q, op.ID, completed, keyID, sealed)
 	})
 	if errors.Is(err, resolver.ErrUnresolved) || errors.Is(err, ipam.ErrFull) {
-		return nil, err // the same next time: final
+		return nil, op, err // the same next time: final
 	}
 	if err != nil {
-		return nil, saga.Transient(err)
+		return nil, op, saga.Transient(err)
 	}
-	return json.Marshal(values)
+	out, err := json.Marshal(values)
+	return out, op, err
 }
 
 // referred are the live deployments of the environment that the inputs name by an output's

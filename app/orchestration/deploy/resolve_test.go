@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/netip"
+	"reflect"
 	"testing"
 
 	"github.com/google/uuid"
@@ -55,8 +56,13 @@ func TestResolve_RunTwiceHandsOutOnceAndUndoGivesBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ver, err := versionOf(ctx, q, dep, op.TargetVersion.Int32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var filled dbgen.Operation
 	for range 2 {
-		if _, err := w.resolve(ctx, dep, op); err != nil {
+		if _, filled, err = w.resolve(ctx, dep, op, ver); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,6 +75,12 @@ func TestResolve_RunTwiceHandsOutOnceAndUndoGivesBack(t *testing.T) {
 	_ = json.Unmarshal(op.Parameters, &params)
 	if params["ip_address"] != "10.3.0.2" || params["gateway"] != "10.3.0.1" || params["cores"] != 2.0 {
 		t.Fatalf("the operation's parameters: %v", params)
+	}
+	// The run goes on with the operation as resolve returned it, without reading it again.
+	var returned map[string]any
+	_ = json.Unmarshal(filled.Parameters, &returned)
+	if !reflect.DeepEqual(returned, params) {
+		t.Fatalf("resolve returned parameters %s, and stored %s", filled.Parameters, op.Parameters)
 	}
 	if err := db.Tx(ctx, pool, func(q *dbgen.Queries) error { return resolver.ReleaseOperation(ctx, q, op.ID) }); err != nil {
 		t.Fatal(err)
@@ -112,8 +124,12 @@ func TestResolve_NothingToHandOutWritesNothing(t *testing.T) {
 		}
 		return v
 	}
+	ver, err := versionOf(ctx, q, dep, op.TargetVersion.Int32)
+	if err != nil {
+		t.Fatal(err)
+	}
 	before := version()
-	got, err := w.resolve(ctx, dep, op)
+	got, _, err := w.resolve(ctx, dep, op, ver)
 	if err != nil {
 		t.Fatal(err)
 	}

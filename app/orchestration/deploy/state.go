@@ -165,6 +165,10 @@ func (s *Service) stateStack(ctx context.Context, actor access.Principal, id uui
 	if s.runner == nil {
 		return d, pulumix.Stack{}, errors.New("the Pulumi toolchain is not installed on this server")
 	}
-	st, err := stackOf(ctx, dbgen.New(s.pool), s.keys, d, d.Version, d.Parameters, d.SecretKeyID, d.SecretParameters)
+	ver, err := versionOf(ctx, dbgen.New(s.pool), d, d.Version)
+	if err != nil {
+		return d, pulumix.Stack{}, err
+	}
+	st, err := stackOf(s.keys, d, ver, d.Parameters, d.SecretKeyID, d.SecretParameters)
 	return d, st, err
 }

@@ -75,7 +75,9 @@ func (r *run) steps() []saga.Step {
 // run is one worker's run of an operation's steps: what the steps read, and what they tell
 // the end of the run.
 type run struct {
-	w        *Worker
+	w *Worker
+	// op is the operation as claimed, its parameters and secrets as its resolve step filled
+	// them once that ran.
 	op       dbgen.Operation
 	dep      dbgen.GetDeploymentRow
 	lease    uuid.UUID
@@ -90,11 +92,37 @@ type run struct {
 	exit    *int
 	// untouched says this run's up failed before the engine touched a resource.
 	untouched bool
+	// versions are the component's versions this run read, program included: its start, its
+	// resolve step and its engine steps each need the one it brings.
+	versions map[int32]dbgen.GetComponentVersionRow
+}
+
+// version is the deployment's component at version n, read once in a run.
+func (r *run) version(ctx context.Context, n int32) (dbgen.GetComponentVersionRow, error) {
+	if ver, ok := r.versions[n]; ok {
+		return ver, nil
+	}
+	ver, err := versionOf(ctx, dbgen.New(r.w.pool), r.dep, n)
+	if err == nil {
+		r.versions[n] = ver
+	}
+	return ver, err
 }
 
 // resolve fills the operation's bound inputs (see Worker.resolve).
 func (r *run) resolve(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
-	return r.w.resolve(ctx, r.dep, r.op)
+	if !r.op.TargetVersion.Valid {
+		return nil, nil
+	}
+	ver, err := r.version(ctx, r.op.TargetVersion.Int32)
+	if err != nil {
+		return nil, err
+	}
+	values, filled, err := r.w.resolve(ctx, r.dep, r.op, ver)
+	if err == nil {
+		r.op = filled
+	}
+	return values, err
 }
 
 // unresolve gives back what this operation was handed; what the deployment held before stays.
@@ -105,16 +133,11 @@ func (r *run) unresolve(ctx context.Context, _ *saga.Run) error {
 // govern checks the tenant's rules on the whole parameter set, resolved values included; a rule
 // changed since the request counts.
 func (r *run) govern(ctx context.Context, _ *saga.Run) (json.RawMessage, error) {
-	q := dbgen.New(r.w.pool)
-	now, err := q.GetOperation(ctx, r.op.ID)
-	if err != nil {
-		return nil, saga.Transient(err)
-	}
 	params := map[string]any{}
-	if err := json.Unmarshal(now.Parameters, &params); err != nil {
+	if err := json.Unmarshal(r.op.Parameters, &params); err != nil {
 		return nil, err
 	}
-	err = governance.Check(ctx, q, r.dep.TenantID, r.dep.ComponentID, params)
+	err := governance.Check(ctx, dbgen.New(r.w.pool), r.dep.TenantID, r.dep.ComponentID, params)
 	if err != nil && (errors.Is(err, problem.ErrForbidden) || problem.FieldOf(err) != "") {
 		return nil, err // refused: the same next time
 	}
@@ -378,12 +401,11 @@ func (r *run) target(ctx context.Context) (pulumix.Stack, error) {
 	if !r.op.TargetVersion.Valid {
 		return r.current, nil
 	}
-	q := dbgen.New(r.w.pool)
-	now, err := q.GetOperation(ctx, r.op.ID)
+	ver, err := r.version(ctx, r.op.TargetVersion.Int32)
 	if err != nil {
-		return pulumix.Stack{}, saga.Transient(err)
+		return pulumix.Stack{}, err
 	}
-	st, err := stackOf(ctx, q, r.w.keys, r.dep, now.TargetVersion.Int32, now.Parameters, now.SecretKeyID, now.SecretParameters)
+	st, err := stackOf(r.w.keys, r.dep, ver, r.op.Parameters, r.op.SecretKeyID, r.op.SecretParameters)
 	if err != nil {
 		return pulumix.Stack{}, err
 	}

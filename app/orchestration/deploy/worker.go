@@ -271,7 +271,12 @@ func (w *Worker) begin(ctx context.Context, op dbgen.Operation, lease uuid.UUID,
 			return stop(ran{refused: problem.Invalid("deployment", "state", "%s is deployed already: change it with an update or an upgrade", dep.Name)})
 		}
 	}
-	current, err := stackOf(ctx, q, w.keys, dep, dep.Version, dep.Parameters, dep.SecretKeyID, dep.SecretParameters)
+	r := &run{w: w, op: op, dep: dep, lease: lease, resumed: resumed, versions: map[int32]dbgen.GetComponentVersionRow{}, changes: map[string]int{}}
+	ver, err := r.version(ctx, dep.Version)
+	if err != nil {
+		return stop(ran{err: err})
+	}
+	current, err := stackOf(w.keys, dep, ver, dep.Parameters, dep.SecretKeyID, dep.SecretParameters)
 	if err != nil {
 		return stop(ran{err: err})
 	}
@@ -288,20 +293,27 @@ func (w *Worker) begin(ctx context.Context, op dbgen.Operation, lease uuid.UUID,
 	if err != nil {
 		return stop(ran{err: saga.Transient(err)})
 	}
-	return &run{w: w, op: op, dep: dep, lease: lease, resumed: resumed, current: current, access: access, resting: before,
-		progress: newProgress(ctx, w.pool, w.objects, op.ID, resumed, w.log), changes: map[string]int{}}, nil
+	r.current, r.access, r.resting = current, access, before
+	r.progress = newProgress(ctx, w.pool, w.objects, op.ID, resumed, w.log)
+	return r, nil
 }
 
-// stackOf is the Pulumi stack of a deployment at a version with the given inputs, secrets
-// opened, without the access to a cluster only an operation's engine is given (clusterAccess).
-// What cannot be read now will not be readable on a retry either: the failure is final.
-func stackOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyring, dep dbgen.GetDeploymentRow, version int32, plain []byte, keyID *string, sealed []byte) (pulumix.Stack, error) {
+// versionOf reads the deployment's component at version n; a failure to read may pass.
+func versionOf(ctx context.Context, q *dbgen.Queries, dep dbgen.GetDeploymentRow, n int32) (dbgen.GetComponentVersionRow, error) {
+	ver, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: dep.ComponentID, Version: n})
+	if err != nil {
+		return ver, saga.Transient(err)
+	}
+	return ver, nil
+}
+
+// stackOf is the Pulumi stack of a deployment at a version of its component with the given
+// inputs, secrets opened, without the access to a cluster only an operation's engine is given
+// (clusterAccess). What cannot be read now will not be readable on a retry either: the
+// failure is final.
+func stackOf(keys *secrets.Keyring, dep dbgen.GetDeploymentRow, ver dbgen.GetComponentVersionRow, plain []byte, keyID *string, sealed []byte) (pulumix.Stack, error) {
 	fail := func(err error) (pulumix.Stack, error) {
 		return pulumix.Stack{}, &saga.Failure{Step: "start", Err: err, Compensated: true}
-	}
-	ver, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: dep.ComponentID, Version: version})
-	if err != nil {
-		return pulumix.Stack{}, saga.Transient(err)
 	}
 	st := pulumix.Stack{Name: dep.Stack, Code: ver.Code, Config: map[string]any{}, Secrets: map[string]string{}}
 	if err := json.Unmarshal(plain, &st.Config); err != nil {
