@@ -120,6 +120,13 @@ func TestPages_SystemServiceFormOffersTheZonesNetworksForANetworkInput(t *testin
 	form.Set("refers.network_id", "edge")
 	apptest.WantStatus(t, root.Post(t, zone+"/system-services", form), http.StatusSeeOther)
 	apptest.WantIn(t, root.Get(t, zone), `data-testid="system-services-dns"`, "output of edge")
+
+	// The network dns names stays while dns does.
+	var edge string
+	apptest.Must(t, s.Pool.QueryRow(t.Context(), `SELECT id::text FROM template_components WHERE name = 'edge'`).Scan(&edge))
+	r = root.Post(t, zone+"/system-services/"+edge+"/remove", url.Values{"_csrf": {root.CSRF}})
+	apptest.WantStatus(t, r, http.StatusUnprocessableEntity)
+	apptest.WantIn(t, r, "system service dns takes its network_id from edge: remove dns first")
 }
 
 // options are the values of the select named name.
