@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
 	"nimbus/app/domain/component"
 )
 
@@ -252,5 +255,84 @@ func (s *session) below(list, form string) {
 	s.t.Helper()
 	if !eval[bool](s, fmt.Sprintf(`!!(document.querySelector('[data-testid=%q]').compareDocumentPosition(document.querySelector('[data-testid=%q]')) & Node.DOCUMENT_POSITION_FOLLOWING)`, list, form)) {
 		s.t.Fatalf("the form %s comes before the list %s", form, list)
+	}
+}
+
+// TestBrowser_ZoneRefersFollowTheMembersBefore: a machine's network in a zone's forms is a
+// choice of the members before it that are networks. The system-service form offers the
+// zone's networks; in the template form, a later row's choice follows a row above it as that
+// row becomes a network and is renamed, without losing what was typed into the later row.
+func TestBrowser_ZoneRefersFollowTheMembersBefore(t *testing.T) {
+	t.Parallel()
+	a := startApp(t)
+	ctx := context.Background()
+	if _, err := component.EnsureBuiltins(ctx, component.NewService(a.pool, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, name := range []string{"simcloud-machine", "simcloud-network"} {
+		var id string
+		if err := a.pool.QueryRow(ctx, `SELECT id::text FROM components WHERE name = $1`, name).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = id
+	}
+	admin := newSession(t, newBrowser(t), a)
+	admin.signIn(adminEmail, adminPassword)
+	admin.open("/landing-zones")
+	admin.fill("#f-name", "sim-refers")
+	admin.choose("#f-provider", "simcloud")
+	if status := admin.submit(`[data-testid="zone-form"]`); status != 200 || !strings.HasPrefix(admin.path(), "/landing-zones/") {
+		t.Fatalf("creating the zone: %d on %s", status, admin.path())
+	}
+	zone := admin.path()
+	offered := func(sel string) string {
+		t.Helper()
+		return eval[string](admin, `[...document.querySelector(`+jsString(sel)+`).options].map(o => o.value).join('|')`)
+	}
+
+	admin.pickComponent("#f-component_id", ids["simcloud-network"], `#f-p\.cidr`)
+	admin.fill("#f-service-name", "core")
+	admin.fill(`#f-p\.name`, "core")
+	if status := admin.submit(`[data-testid="service-form"]`); status != 200 {
+		t.Fatalf("adding the network service: %d: %s", status, admin.text(".stack"))
+	}
+	admin.pickComponent("#f-component_id", ids["simcloud-machine"], `#f-refers\.network_id`)
+	if got := offered(`#f-refers\.network_id`); got != "|core" {
+		t.Fatalf("a machine service's network offers %q, want the zone's network core", got)
+	}
+
+	field := func(i int, name string) string { return fmt.Sprintf(`#f-mandatory_components\[%d\]\.%s`, i, name) }
+	admin.open(zone)
+	admin.pickComponent(field(0, "component_id"), ids["simcloud-machine"], field(0, `p\.cores`))
+	admin.fill(field(0, "name"), "web")
+	admin.pickComponent(field(1, "component_id"), ids["simcloud-machine"], field(1, `p\.cores`))
+	admin.fill(field(1, "name"), "db")
+	admin.fill(field(1, `p\.cores`), "3")
+	if got := offered(field(1, `refers\.network_id`)); got != "" {
+		t.Fatalf("the second machine's network offers %q while nothing above is a network", got)
+	}
+
+	// The first row becomes a network: the second row's choice offers it at once.
+	admin.pickComponent(field(0, "component_id"), ids["simcloud-network"], field(0, `p\.cidr`))
+	admin.waitFor(`[...document.querySelector(` + jsString(field(1, `refers\.network_id`)) + `).options].some(o => o.value === 'web')`)
+	// Renamed, and left for its next field as a person would, it is offered by its new name.
+	admin.retype(field(0, "name"), "core")
+	if err := chromedp.Do(admin.ctx, chromedp.KeyEvent(kb.Tab)); err != nil {
+		t.Fatal(err)
+	}
+	admin.waitFor(`[...document.querySelector(` + jsString(field(1, `refers\.network_id`)) + `).options].map(o => o.value).join('|') === '|core'`)
+	admin.settled()
+	if got := eval[string](admin, `document.querySelector(`+jsString(field(1, `p\.cores`))+`).value`); got != "3" {
+		t.Fatalf("the second row's cores is %q after the rows above changed, want what was typed", got)
+	}
+	admin.fill(field(0, `p\.name`), "core")
+	admin.selectOption(field(1, `refers\.network_id`), "core")
+	admin.fill("#f-template-name", "linked")
+	if status := admin.submit(`[data-testid="template-form"]`); status != 200 {
+		t.Fatalf("adding the template: %d: %s", status, admin.text(".stack"))
+	}
+	if got := admin.text(`[data-testid="template-linked-db"] [data-key="network_id"]`); got != "output of core" {
+		t.Fatalf("db's network shows as %q, want the network core's output", got)
 	}
 }

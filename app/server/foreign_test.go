@@ -60,6 +60,7 @@ var byIDRoutes = []struct{ method, path, kind string }{
 	{"GET", "/checks/{id}", "check"},
 	{"GET", "/landing-zones/{id}", "zone"},
 	{"GET", "/landing-zones/{id}/inputs", "zone"},
+	{"GET", "/landing-zones/{id}/refers", "zone"},
 	{"POST", "/landing-zones/{id}/system-services", "zone"},
 	{"POST", "/landing-zones/{id}/templates", "zone"},
 	{"POST", "/landing-zones/{id}/templates/{other}/withdraw", "zone"},

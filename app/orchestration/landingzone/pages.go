@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"strings"
 
+	"github.com/a-h/templ"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
@@ -120,6 +122,7 @@ func (h *Handlers) renderShow(c echo.Context, status int, forms pageForms, err e
 		v.Components = append(v.Components, views.Option{Value: ch.Value, Label: ch.Label})
 		types[ch.Value], labels[ch.Value] = ch.Type, ch.Label
 	}
+	referFields(&v.ServiceForm, serviceRows(z.SystemServices), types, labels)
 	for i := range v.TemplateForm.Rows {
 		row := &v.TemplateForm.Rows[i]
 		if ierr := h.inputsOf(ctx, actor, z.ID, rowField(i, ""), row); ierr != nil {
@@ -210,29 +213,92 @@ func (h *Handlers) inputsOf(ctx context.Context, actor access.Principal, zoneID 
 	return nil
 }
 
-// InputsFragment answers a form row's component choice with the fields of its inputs.
+// InputsFragment answers a form row's component choice with the fields of its inputs; for a
+// template's row, also with the refers of the rows after it, which may name it.
 func (h *Handlers) InputsFragment(c echo.Context) error {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
 		return err
 	}
-	prefix := c.QueryParam("row")
-	row := MemberForm{Component: c.QueryParam(prefix + "component_id")}
-	if err := h.inputsOf(web.Ctx(c), web.Actor(c), id, prefix, &row); err != nil {
+	ctx, actor, values := web.Ctx(c), web.Actor(c), c.QueryParams()
+	prefix := values.Get("row")
+	types, labels, err := h.componentTypes(ctx, actor, id)
+	if err != nil {
 		return err
 	}
-	if before := rowsBefore(c.QueryParams(), prefix); len(before) > 0 {
-		choices, err := h.svc.ComponentChoices(web.Ctx(c), web.Actor(c), id)
+	row := MemberForm{Component: values.Get(prefix + "component_id")}
+	if err := h.inputsOf(ctx, actor, id, prefix, &row); err != nil {
+		return err
+	}
+	before := rowsBefore(values, prefix)
+	if prefix == "" {
+		// The system-service form: a new service comes after every one the zone has.
+		z, err := h.svc.Get(ctx, actor, id)
 		if err != nil {
 			return err
 		}
-		types, labels := map[string]string{}, map[string]string{}
-		for _, ch := range choices {
-			types[ch.Value], labels[ch.Value] = ch.Type, ch.Label
-		}
-		referFields(&row, before, types, labels)
+		before = serviceRows(z.SystemServices)
 	}
-	return web.Render(c, http.StatusOK, memberInputs(prefix, row))
+	referFields(&row, before, types, labels)
+	later, err := h.refersAfter(ctx, actor, id, values, prefix, types, labels)
+	if err != nil {
+		return err
+	}
+	return web.Render(c, http.StatusOK, templ.Join(append([]templ.Component{memberInputs(prefix, row)}, later...)...))
+}
+
+// RefersFragment answers a change of a template row's name with the refers of the rows after
+// it, which offer members by name, each sent in place of the one on the page.
+func (h *Handlers) RefersFragment(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	types, labels, err := h.componentTypes(ctx, actor, id)
+	if err != nil {
+		return err
+	}
+	later, err := h.refersAfter(ctx, actor, id, c.QueryParams(), c.QueryParam("row"), types, labels)
+	if err != nil {
+		return err
+	}
+	return web.Render(c, http.StatusOK, templ.Join(later...))
+}
+
+// refersAfter lays out again, as the template form holds them now, the refers of the rows
+// after the one under prefix, keeping what each chose; nothing for the system-service form.
+func (h *Handlers) refersAfter(ctx context.Context, actor access.Principal, zoneID uuid.UUID, values url.Values, prefix string,
+	types, labels map[string]string) ([]templ.Component, error) {
+	n, ok := rowIndex(prefix)
+	if !ok {
+		return nil, nil
+	}
+	var out []templ.Component
+	for i := n + 1; i < templateRows; i++ {
+		at := rowField(i, "")
+		row := MemberForm{Component: values.Get(at + "component_id"), Chosen: chosenRefers(values, at)}
+		if err := h.inputsOf(ctx, actor, zoneID, at, &row); err != nil {
+			return nil, err
+		}
+		referFields(&row, rowsBefore(values, at), types, labels)
+		out = append(out, refersBlock(at, row.Refers, true))
+	}
+	return out, nil
+}
+
+// componentTypes are the semantic types and names of the components the zone's forms offer,
+// by ID: what decides which members a refers may name, and how it names them.
+func (h *Handlers) componentTypes(ctx context.Context, actor access.Principal, zoneID uuid.UUID) (types, labels map[string]string, err error) {
+	choices, err := h.svc.ComponentChoices(ctx, actor, zoneID)
+	if err != nil {
+		return nil, nil, err
+	}
+	types, labels = map[string]string{}, map[string]string{}
+	for _, ch := range choices {
+		types[ch.Value], labels[ch.Value] = ch.Type, ch.Label
+	}
+	return types, labels, nil
 }
 
 // AddSystemServiceForm adds a system service from the zone page.

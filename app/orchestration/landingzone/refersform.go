@@ -60,8 +60,8 @@ func chosenRefers(values url.Values, prefix string) map[string]string {
 // rowsBefore are the rows of a template form before the one under prefix, as the form holds
 // them now: what the row's refers may name while it is being filled in.
 func rowsBefore(values url.Values, prefix string) []MemberForm {
-	var n int
-	if _, err := fmt.Sscanf(prefix, "mandatory_components[%d].", &n); err != nil {
+	n, ok := rowIndex(prefix)
+	if !ok {
 		return nil
 	}
 	out := make([]MemberForm, 0, n)
@@ -69,6 +69,33 @@ func rowsBefore(values url.Values, prefix string) []MemberForm {
 		out = append(out, MemberForm{Component: values.Get(rowField(i, "component_id")), Name: values.Get(rowField(i, "name"))})
 	}
 	return out
+}
+
+// rowIndex is the place of the template form's row whose fields are named under prefix; not
+// ok for the system-service form, whose fields have none.
+func rowIndex(prefix string) (int, bool) {
+	var n int
+	_, err := fmt.Sscanf(prefix, "mandatory_components[%d].", &n)
+	return n, err == nil && n >= 0
+}
+
+// serviceRows are a zone's system services as the rows before a new one: what its refers may
+// name, since a zone's system services are deployed in the order they were added.
+func serviceRows(services []Member) []MemberForm {
+	out := make([]MemberForm, len(services))
+	for i, m := range services {
+		out[i] = MemberForm{Component: m.ComponentID.String(), Name: m.Name}
+	}
+	return out
+}
+
+// refersID is the id of the block holding a form row's refers, for the rows after a changed
+// one to be sent in its place.
+func refersID(prefix string) string {
+	if prefix == "" {
+		return "refers-service"
+	}
+	return "refers-" + prefix
 }
 
 // refersValues are a member's refers as its table shows them, beside its parameters.

@@ -13,6 +13,7 @@ func (h *Handlers) Routes(pages, api *echo.Group) {
 	pages.POST("/landing-zones", h.CreateForm)
 	pages.GET("/landing-zones/:id", h.ShowPage, seen)
 	pages.GET("/landing-zones/:id/inputs", h.InputsFragment, seen)
+	pages.GET("/landing-zones/:id/refers", h.RefersFragment, seen)
 	pages.POST("/landing-zones/:id/system-services", h.AddSystemServiceForm, seen)
 	pages.POST("/landing-zones/:id/templates", h.AddTemplateForm, seen)
 	pages.POST("/landing-zones/:id/templates/:template_id/withdraw", h.WithdrawTemplateForm, seen)

@@ -440,6 +440,13 @@ func (s *Service) RemoveSystemService(ctx context.Context, actor access.Principa
 		if err != nil {
 			return err
 		}
+		existing, err := q.TemplateComponents(ctx, tpl.ID)
+		if err != nil {
+			return err
+		}
+		if err := unnamed(existing, serviceID); err != nil {
+			return err
+		}
 		n, err := q.RemoveTemplateComponent(ctx, dbgen.RemoveTemplateComponentParams{ID: serviceID, TemplateID: tpl.ID})
 		if err != nil {
 			return err
@@ -450,4 +457,25 @@ func (s *Service) RemoveSystemService(ctx context.Context, actor access.Principa
 		return audit.Record(ctx, q, actor, audit.Event{Action: "landing_zone.system_service_remove", TargetType: "landing_zone", TargetID: z.ID.String(),
 			Diff: map[string]any{"service_id": serviceID.String()}})
 	})
+}
+
+// unnamed refuses to take the service id away from services while another names it in its
+// refers: that one's input would wait for a deployment that never comes.
+func unnamed(services []dbgen.TemplateComponentsRow, id uuid.UUID) error {
+	var name string
+	for _, m := range services {
+		if m.ID == id {
+			name = m.Name
+		}
+	}
+	for _, m := range services {
+		refers := map[string]string{}
+		_ = json.Unmarshal(m.Refers, &refers)
+		for _, input := range slices.Sorted(maps.Keys(refers)) {
+			if name != "" && m.ID != id && refers[input] == name {
+				return problem.Invalid("service_id", "referred", "system service %s takes its %s from %s: remove %s first", m.Name, input, name, m.Name)
+			}
+		}
+	}
+	return nil
 }
