@@ -250,3 +250,15 @@ func get(ctx context.Context, b Bucket, key string) ([]byte, error) {
 	defer rc.Close()
 	return io.ReadAll(rc)
 }
+
+// exists reports whether b holds key, without reading it: a stack's checkpoint may be large.
+func exists(ctx context.Context, b Bucket, key string) (bool, error) {
+	rc, err := b.Get(ctx, key)
+	if errors.Is(err, objstore.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, rc.Close()
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -13,7 +12,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"nimbus/app/kernel/objstore"
 )
 
 // Nimbus, not the program, decides what the engine takes for the project. The CLI reads the
@@ -59,14 +57,12 @@ func legacyProject(code string) string {
 // program renamed in a later version still finds its stack. Nothing happens when the stack is
 // already Nimbus's or has no state.
 func adoptState(ctx context.Context, b Bucket, stack, legacy string) error {
-	if _, err := get(ctx, b, checkpointKey(project, stack)); err == nil {
-		return nil
-	} else if !errors.Is(err, objstore.ErrNotFound) {
+	if ok, err := exists(ctx, b, checkpointKey(project, stack)); ok || err != nil {
 		return err
 	}
 	var found string
 	if legacy != "" && legacy != project {
-		if _, err := get(ctx, b, checkpointKey(legacy, stack)); err == nil {
+		if ok, _ := exists(ctx, b, checkpointKey(legacy, stack)); ok {
 			found = checkpointKey(legacy, stack)
 		}
 	}
