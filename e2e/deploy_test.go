@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
 
 	"nimbus/app/domain/component"
 	"nimbus/app/kernel/access"
@@ -263,7 +264,7 @@ func publishV2(t *testing.T, a *app, components *component.Service) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check, err := components.RequestCheck(ctx, admin, id)
+	check, err := components.RequestCheck(ctx, admin, id, uuid.Nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func (w *World) PublishedA(t *testing.T) component.Component {
 // CheckA is a check of tenant A's component, requested by A's admin.
 func (w *World) CheckA(t *testing.T) component.Check {
 	return Fixture(w, "checkA", func() component.Check {
-		chk, err := w.Components.RequestCheck(context.Background(), w.AdminA, w.OfA.ID)
+		chk, err := w.Components.RequestCheck(context.Background(), w.AdminA, w.OfA.ID, uuid.Nil)
 		Must(t, err)
 		return chk
 	})

@@ -104,7 +104,7 @@ func (s *Site) WaitOperation(t *testing.T, token, id string) map[string]any {
 	for time.Now().Before(deadline) {
 		op := s.Call(t, "GET", "/api/v1/operations/"+id, token, nil).JSON(t)
 		switch op["status"] {
-		case "succeeded", "failed", "cancelled":
+		case "succeeded", "failed", "cancelled", "rejected":
 			return op
 		}
 		time.Sleep(100 * time.Millisecond)

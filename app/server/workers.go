@@ -65,7 +65,7 @@ type Engine struct {
 // Workers registers the job workers of every domain.
 func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Workers) {
 	return func(w *river.Workers) {
-		river.AddWorker(w, component.NewCheckWorker(pool, eng.Runner, log.With("component", "checks")).PerTenant(eng.ChecksPerTenant))
+		river.AddWorker(w, component.NewCheckWorker(pool, eng.Runner, eng.Keys, log.With("component", "checks")).PerTenant(eng.ChecksPerTenant))
 		river.AddWorker(w, deploy.NewWorker(pool, eng.Runner, eng.Keys, eng.Objects, log.With("component", "operations"), eng.OperationTimeout).
 			Gated(approval.NewGate(eng.ApprovalTTL)).PerTenant(eng.OperationsPerTenant))
 		river.AddWorker(w, approval.NewExpirer(pool, log.With("component", "approvals")))

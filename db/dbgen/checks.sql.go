@@ -68,15 +68,16 @@ func (q *Queries) CountRunningChecks(ctx context.Context, arg CountRunningChecks
 }
 
 const createCheck = `-- name: CreateCheck :one
-INSERT INTO component_checks (component_id, code, input_schema, requested_by)
-VALUES ($1, $2, $3, $4) RETURNING id, component_id, status, code, input_schema, output, changes, requested_by, created_at, updated_at, started_at, finished_at
+INSERT INTO component_checks (component_id, code, input_schema, requested_by, landing_zone_id)
+VALUES ($1, $2, $3, $4, $5) RETURNING id, component_id, status, code, input_schema, output, changes, requested_by, created_at, updated_at, started_at, finished_at, landing_zone_id
 `
 
 type CreateCheckParams struct {
-	ComponentID uuid.UUID       `json:"component_id"`
-	Code        string          `json:"code"`
-	InputSchema json.RawMessage `json:"input_schema"`
-	RequestedBy uuid.NullUUID   `json:"requested_by"`
+	ComponentID   uuid.UUID       `json:"component_id"`
+	Code          string          `json:"code"`
+	InputSchema   json.RawMessage `json:"input_schema"`
+	RequestedBy   uuid.NullUUID   `json:"requested_by"`
+	LandingZoneID uuid.NullUUID   `json:"landing_zone_id"`
 }
 
 func (q *Queries) CreateCheck(ctx context.Context, arg CreateCheckParams) (ComponentCheck, error) {
@@ -85,6 +86,7 @@ func (q *Queries) CreateCheck(ctx context.Context, arg CreateCheckParams) (Compo
 		arg.Code,
 		arg.InputSchema,
 		arg.RequestedBy,
+		arg.LandingZoneID,
 	)
 	var i ComponentCheck
 	err := row.Scan(
@@ -100,6 +102,7 @@ func (q *Queries) CreateCheck(ctx context.Context, arg CreateCheckParams) (Compo
 		&i.UpdatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.LandingZoneID,
 	)
 	return i, err
 }
@@ -127,7 +130,7 @@ func (q *Queries) FinishCheck(ctx context.Context, arg FinishCheckParams) error 
 }
 
 const getCheck = `-- name: GetCheck :one
-SELECT id, component_id, status, code, input_schema, output, changes, requested_by, created_at, updated_at, started_at, finished_at FROM component_checks WHERE id = $1
+SELECT id, component_id, status, code, input_schema, output, changes, requested_by, created_at, updated_at, started_at, finished_at, landing_zone_id FROM component_checks WHERE id = $1
 `
 
 func (q *Queries) GetCheck(ctx context.Context, id uuid.UUID) (ComponentCheck, error) {
@@ -146,12 +149,13 @@ func (q *Queries) GetCheck(ctx context.Context, id uuid.UUID) (ComponentCheck, e
 		&i.UpdatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.LandingZoneID,
 	)
 	return i, err
 }
 
 const latestCheck = `-- name: LatestCheck :one
-SELECT id, component_id, status, code, input_schema, output, changes, requested_by, created_at, updated_at, started_at, finished_at FROM component_checks WHERE component_id = $1 ORDER BY created_at DESC LIMIT 1
+SELECT id, component_id, status, code, input_schema, output, changes, requested_by, created_at, updated_at, started_at, finished_at, landing_zone_id FROM component_checks WHERE component_id = $1 ORDER BY created_at DESC LIMIT 1
 `
 
 func (q *Queries) LatestCheck(ctx context.Context, componentID uuid.UUID) (ComponentCheck, error) {
@@ -170,6 +174,7 @@ func (q *Queries) LatestCheck(ctx context.Context, componentID uuid.UUID) (Compo
 		&i.UpdatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.LandingZoneID,
 	)
 	return i, err
 }
@@ -204,7 +209,7 @@ func (q *Queries) RecentChecks(ctx context.Context, arg RecentChecksParams) (Rec
 const startCheck = `-- name: StartCheck :one
 UPDATE component_checks SET status = 'running', started_at = clock_timestamp(), updated_at = now(), output = ''
 WHERE id = $1 AND status IN ('queued', 'running')
-RETURNING id, component_id, status, code, input_schema, output, changes, requested_by, created_at, updated_at, started_at, finished_at
+RETURNING id, component_id, status, code, input_schema, output, changes, requested_by, created_at, updated_at, started_at, finished_at, landing_zone_id
 `
 
 // Claims a queued check; a check already finished is not run again. The clock, not the
@@ -225,6 +230,7 @@ func (q *Queries) StartCheck(ctx context.Context, id uuid.UUID) (ComponentCheck,
 		&i.UpdatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.LandingZoneID,
 	)
 	return i, err
 }

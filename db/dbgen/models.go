@@ -101,18 +101,19 @@ type Component struct {
 }
 
 type ComponentCheck struct {
-	ID          uuid.UUID       `json:"id"`
-	ComponentID uuid.UUID       `json:"component_id"`
-	Status      string          `json:"status"`
-	Code        string          `json:"code"`
-	InputSchema json.RawMessage `json:"input_schema"`
-	Output      string          `json:"output"`
-	Changes     json.RawMessage `json:"changes"`
-	RequestedBy uuid.NullUUID   `json:"requested_by"`
-	CreatedAt   time.Time       `json:"created_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
-	StartedAt   *time.Time      `json:"started_at"`
-	FinishedAt  *time.Time      `json:"finished_at"`
+	ID            uuid.UUID       `json:"id"`
+	ComponentID   uuid.UUID       `json:"component_id"`
+	Status        string          `json:"status"`
+	Code          string          `json:"code"`
+	InputSchema   json.RawMessage `json:"input_schema"`
+	Output        string          `json:"output"`
+	Changes       json.RawMessage `json:"changes"`
+	RequestedBy   uuid.NullUUID   `json:"requested_by"`
+	CreatedAt     time.Time       `json:"created_at"`
+	UpdatedAt     time.Time       `json:"updated_at"`
+	StartedAt     *time.Time      `json:"started_at"`
+	FinishedAt    *time.Time      `json:"finished_at"`
+	LandingZoneID uuid.NullUUID   `json:"landing_zone_id"`
 }
 
 type ComponentGovernance struct {

@@ -66,6 +66,38 @@ func (q *Queries) GetZoneProxmoxAccess(ctx context.Context, landingZoneID uuid.U
 	return i, err
 }
 
+const proxmoxZonesWithAccess = `-- name: ProxmoxZonesWithAccess :many
+SELECT z.id, z.name FROM landing_zones z JOIN zone_proxmox_access a ON a.landing_zone_id = z.id
+WHERE z.provider = 'proxmox'
+ORDER BY lower(z.name)
+`
+
+type ProxmoxZonesWithAccessRow struct {
+	ID   uuid.UUID `json:"id"`
+	Name string    `json:"name"`
+}
+
+// The Proxmox landing zones that have their API access, by name: those a check may use.
+func (q *Queries) ProxmoxZonesWithAccess(ctx context.Context) ([]ProxmoxZonesWithAccessRow, error) {
+	rows, err := q.db.Query(ctx, proxmoxZonesWithAccess)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ProxmoxZonesWithAccessRow{}
+	for rows.Next() {
+		var i ProxmoxZonesWithAccessRow
+		if err := rows.Scan(&i.ID, &i.Name); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const removeZoneProxmoxAccess = `-- name: RemoveZoneProxmoxAccess :execrows
 DELETE FROM zone_proxmox_access WHERE landing_zone_id = $1
 `

@@ -1,6 +1,6 @@
 -- name: CreateCheck :one
-INSERT INTO component_checks (component_id, code, input_schema, requested_by)
-VALUES ($1, $2, $3, $4) RETURNING *;
+INSERT INTO component_checks (component_id, code, input_schema, requested_by, landing_zone_id)
+VALUES ($1, $2, $3, $4, sqlc.narg(landing_zone_id)) RETURNING *;
 
 -- name: GetCheck :one
 SELECT * FROM component_checks WHERE id = $1;

@@ -20,3 +20,9 @@ RETURNING *;
 
 -- name: ZoneHasProxmoxAccess :one
 SELECT EXISTS (SELECT 1 FROM zone_proxmox_access WHERE landing_zone_id = $1);
+
+-- name: ProxmoxZonesWithAccess :many
+-- The Proxmox landing zones that have their API access, by name: those a check may use.
+SELECT z.id, z.name FROM landing_zones z JOIN zone_proxmox_access a ON a.landing_zone_id = z.id
+WHERE z.provider = 'proxmox'
+ORDER BY lower(z.name);

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"nimbus/app/apptest"
 	"nimbus/app/domain/component"
 	"nimbus/app/kernel/access"
@@ -185,7 +187,7 @@ var componentCases = map[string]apptest.AuthzCase{
 		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}, {Who: apptest.UserA, Want: problem.ErrNotFound}},
 		Served:  []apptest.Actor{apptest.AdminA},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			chk, err := w.Components.RequestCheck(context.Background(), p, w.OfA.ID)
+			chk, err := w.Components.RequestCheck(context.Background(), p, w.OfA.ID, uuid.Nil)
 			if err == nil && chk.Status != "queued" {
 				t.Errorf("status %q", chk.Status)
 			}
@@ -198,6 +200,15 @@ var componentCases = map[string]apptest.AuthzCase{
 		Served:  []apptest.Actor{apptest.AdminA},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
 			_, err := w.Components.Check(context.Background(), p, w.CheckA(t).ID)
+			return err
+		},
+	},
+	"component.Service.CheckZones": {
+		// The zones' Proxmox API access is the provider's.
+		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrForbidden}},
+		Served:  []apptest.Actor{apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			_, err := w.Components.CheckZones(context.Background(), p)
 			return err
 		},
 	},

@@ -122,7 +122,7 @@ func TestBuiltins_SimcloudProgramsPassARealCheck(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			plain, secret := placeholders(in, nil)
-			res, err := runner.Check(ctx, b.Code, plain, secret, io.Discard)
+			res, err := runner.Check(ctx, pulumix.Stack{Code: b.Code, Config: plain, Secrets: secret}, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,9 +19,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"nimbus/app/domain/proxmox"
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/problem"
+	"nimbus/app/kernel/secrets"
 	"nimbus/app/platform/audit"
 	"nimbus/app/platform/pulumix"
 	"nimbus/db"
@@ -102,8 +104,10 @@ func (s *Service) LimitCheckRequests(perMinute int) *Service {
 	return s
 }
 
-// RequestCheck snapshots the draft and queues a check of it; authors of the component may.
-func (s *Service) RequestCheck(ctx context.Context, actor access.Principal, id uuid.UUID) (Check, error) {
+// RequestCheck snapshots the draft and queues a check of it; authors of the component may. A
+// Proxmox component's draft previews with the API access of zone, a Proxmox landing zone that
+// has one (CheckZones lists them); zone is ignored for any other component.
+func (s *Service) RequestCheck(ctx context.Context, actor access.Principal, id, zone uuid.UUID) (Check, error) {
 	c, err := s.Get(ctx, actor, id)
 	if err != nil {
 		return Check{}, err
@@ -117,11 +121,15 @@ func (s *Service) RequestCheck(ctx context.Context, actor access.Principal, id u
 	var out Check
 	err = db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
+		zone, err := checkZone(ctx, q, actor, c, zone)
+		if err != nil {
+			return err
+		}
 		if err := s.allowCheck(ctx, q, c.TenantID); err != nil {
 			return err
 		}
 		row, err := q.CreateCheck(ctx, dbgen.CreateCheckParams{ComponentID: id, Code: c.Code, InputSchema: c.InputSchema,
-			RequestedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}})
+			RequestedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil}, LandingZoneID: zone})
 		if err != nil {
 			return err
 		}
@@ -136,6 +144,45 @@ func (s *Service) RequestCheck(ctx context.Context, actor access.Principal, id u
 		return Check{}, fmt.Errorf("request check: %w", err)
 	}
 	return out, nil
+}
+
+// providerAdminsCheck is why a tenant's author cannot check a Proxmox component.
+const providerAdminsCheck = "a Proxmox component is checked with a landing zone's Proxmox API access, which only provider admins may use"
+
+// checkZone is the landing zone whose Proxmox API access a check of c previews with: for a
+// Proxmox component, the zone the actor chose, which must be a Proxmox zone with its access;
+// none for any other component. The access is the provider's: only provider admins use it.
+func checkZone(ctx context.Context, q *dbgen.Queries, actor access.Principal, c Component, zone uuid.UUID) (uuid.NullUUID, error) {
+	if c.Provider != proxmox.Provider {
+		return uuid.NullUUID{}, nil
+	}
+	zones, err := proxmox.Zones(ctx, q)
+	if err != nil {
+		return uuid.NullUUID{}, err
+	}
+	switch {
+	case len(zones) == 0:
+		return uuid.NullUUID{}, problem.Invalid("landing_zone_id", "proxmox_access", "%s", proxmox.NoZoneWithAccess)
+	case !actor.ProviderAdmin:
+		return uuid.NullUUID{}, problem.Invalid("landing_zone_id", "provider_admin", "%s", providerAdminsCheck)
+	case zone == uuid.Nil:
+		return uuid.NullUUID{}, problem.Invalid("landing_zone_id", "required", "choose the Proxmox landing zone whose API access the check previews with")
+	}
+	for _, z := range zones {
+		if z.ID == zone {
+			return uuid.NullUUID{UUID: zone, Valid: true}, nil
+		}
+	}
+	return uuid.NullUUID{}, problem.Invalid("landing_zone_id", "proxmox_access", "must be a Proxmox landing zone that has its Proxmox API access")
+}
+
+// CheckZones are the landing zones a check of a Proxmox component may preview with: the
+// Proxmox zones that have their API access. Provider admins only, as is their access.
+func (s *Service) CheckZones(ctx context.Context, actor access.Principal) ([]proxmox.Zone, error) {
+	if !actor.ProviderAdmin {
+		return nil, problem.ErrForbidden
+	}
+	return proxmox.Zones(ctx, dbgen.New(s.pool))
 }
 
 // allowCheck refuses a check when the tenant asked for checksPerMinute of them in the last
@@ -208,14 +255,16 @@ type CheckWorker struct {
 	river.WorkerDefaults[CheckArgs]
 	pool   *pgxpool.Pool
 	runner *pulumix.Runner // nil when no toolchain is installed
+	keys   *secrets.Keyring
 	log    *slog.Logger
 	places jobs.PerTenant
 }
 
-// NewCheckWorker returns the worker; runner may be nil, and then checks fail saying why. It
-// runs DefaultChecksPerTenant of a tenant's checks at once unless PerTenant says otherwise.
-func NewCheckWorker(pool *pgxpool.Pool, runner *pulumix.Runner, log *slog.Logger) *CheckWorker {
-	return &CheckWorker{pool: pool, runner: runner, log: log,
+// NewCheckWorker returns the worker; runner may be nil, and then checks fail saying why; keys
+// opens the Proxmox API access a check previews with. It runs DefaultChecksPerTenant of a
+// tenant's checks at once unless PerTenant says otherwise.
+func NewCheckWorker(pool *pgxpool.Pool, runner *pulumix.Runner, keys *secrets.Keyring, log *slog.Logger) *CheckWorker {
+	return &CheckWorker{pool: pool, runner: runner, keys: keys, log: log,
 		places: jobs.PerTenant{Scope: "checks.run", Limit: DefaultChecksPerTenant, Wait: time.Second}}
 }
 
@@ -268,8 +317,21 @@ func (w *CheckWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 			w.log.Warn("check progress not saved", "check", row.ID, "err", err)
 		}
 	}}
-	plain, secret := placeholders(in, ParseYAML(row.Code, Scope{}, &problem.ValidationError{}))
-	res, err := w.runner.Check(ctx, row.Code, plain, secret, live)
+	st := pulumix.Stack{Code: row.Code}
+	st.Config, st.Secrets = placeholders(in, ParseYAML(row.Code, Scope{}, &problem.ValidationError{}))
+	if row.LandingZoneID.Valid {
+		creds, err := proxmox.Open(ctx, q, w.keys, row.LandingZoneID.UUID)
+		if errors.Is(err, proxmox.ErrNoAccess) {
+			return finish(CheckFailed, "the check could not run: "+err.Error(), nil)
+		}
+		if err != nil {
+			return err
+		}
+		if err := creds.Give(&st); err != nil {
+			return finish(CheckFailed, "the check could not run: "+err.Error(), nil)
+		}
+	}
+	res, err := w.runner.Check(ctx, st, live)
 	live.Close()
 	if err != nil && ctx.Err() != nil {
 		return err // stopped by a shutdown or the job's timeout: River runs it again

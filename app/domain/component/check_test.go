@@ -133,7 +133,7 @@ func TestCheck_SecretInputsPassTheEngine(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := runner.Check(ctx, d.Code, plain, secret, io.Discard)
+	res, err := runner.Check(ctx, pulumix.Stack{Code: d.Code, Config: plain, Secrets: secret}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

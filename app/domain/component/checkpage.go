@@ -32,7 +32,11 @@ func (h *Handlers) CheckForm(c echo.Context) error {
 		}
 		saved = &comp
 	}
-	chk, err := h.svc.RequestCheck(web.Ctx(c), web.Actor(c), id)
+	zone, err := zoneParam(c.FormValue("landing_zone_id"))
+	if err != nil {
+		return err
+	}
+	chk, err := h.svc.RequestCheck(web.Ctx(c), web.Actor(c), id, zone)
 	if err != nil {
 		return err
 	}

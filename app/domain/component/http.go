@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/kernel/access"
@@ -187,13 +188,27 @@ func (h *Handlers) ArchiveVersionAPI(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-// CheckAPI answers POST /api/v1/components/{id}/check with 202 and the queued check.
+// CheckAPI answers POST /api/v1/components/{id}/check with 202 and the queued check. The body
+// may be left out; a Proxmox component's names the zone whose API access the check previews
+// with: {"landing_zone_id"}.
 func (h *Handlers) CheckAPI(c echo.Context) error {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
 		return err
 	}
-	chk, err := h.svc.RequestCheck(web.Ctx(c), web.Actor(c), id)
+	var in struct {
+		LandingZoneID string `json:"landing_zone_id"`
+	}
+	if c.Request().ContentLength != 0 {
+		if err := web.DecodeJSON(c, &in); err != nil {
+			return err
+		}
+	}
+	zone, err := zoneParam(in.LandingZoneID)
+	if err != nil {
+		return err
+	}
+	chk, err := h.svc.RequestCheck(web.Ctx(c), web.Actor(c), id, zone)
 	if err != nil {
 		return err
 	}
@@ -254,4 +269,16 @@ func addFromJSON[T any](c echo.Context, add func(context.Context, access.Princip
 		return err
 	}
 	return c.NoContent(http.StatusCreated)
+}
+
+// zoneParam reads the landing zone a check previews with: "" for none.
+func zoneParam(raw string) (uuid.UUID, error) {
+	if raw == "" {
+		return uuid.Nil, nil
+	}
+	id, err := uuid.Parse(raw)
+	if err != nil {
+		return uuid.Nil, problem.Invalid("landing_zone_id", "uuid", "must be a landing zone's ID")
+	}
+	return id, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"nimbus/app/domain/proxmox"
 	"nimbus/app/domain/resolver"
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
@@ -235,6 +236,18 @@ func (h *Handlers) renderEditor(c echo.Context, status int, e EditorView, err er
 			return gateErr
 		}
 		e.PublishGate = why
+	}
+	if e.ID != "" && !e.ReadOnly && e.Provider == proxmox.Provider {
+		zones, err := h.svc.CheckZones(web.Ctx(c), web.Actor(c))
+		switch {
+		case errors.Is(err, problem.ErrForbidden):
+			e.CheckRefused = providerAdminsCheck
+		case err != nil:
+			return err
+		case len(zones) == 0:
+			e.CheckRefused = proxmox.NoZoneWithAccess
+		}
+		e.CheckZones = zones
 	}
 	return web.Render(c, status, Editor(page, e))
 }

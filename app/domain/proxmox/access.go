@@ -265,3 +265,26 @@ func credentials(keys *secrets.Keyring, row dbgen.ZoneProxmoxAccess) (Credential
 func Has(ctx context.Context, q *dbgen.Queries, zoneID uuid.UUID) (bool, error) {
 	return q.ZoneHasProxmoxAccess(ctx, zoneID)
 }
+
+// NoZoneWithAccess is why a Proxmox component cannot be checked with the engine yet.
+const NoZoneWithAccess = "no landing zone has Proxmox API access yet: set a Proxmox zone's access first, " +
+	"on the zone's page under Landing zones (its Proxmox API access, /landing-zones/{id}/proxmox-access)"
+
+// Zone is a Proxmox landing zone that has its API access.
+type Zone struct {
+	ID   uuid.UUID `json:"id"`
+	Name string    `json:"name"`
+}
+
+// Zones lists the Proxmox landing zones that have their API access, by name.
+func Zones(ctx context.Context, q *dbgen.Queries) ([]Zone, error) {
+	rows, err := q.ProxmoxZonesWithAccess(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("Proxmox zones with API access: %w", err)
+	}
+	out := make([]Zone, len(rows))
+	for i, r := range rows {
+		out[i] = Zone{ID: r.ID, Name: r.Name}
+	}
+	return out, nil
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -199,7 +200,7 @@ func (s *Service) reject(ctx context.Context, tx pgx.Tx, actor access.Principal,
 	if err := closeAs(ctx, q, r.ID, Rejected); err != nil {
 		return err
 	}
-	reason := "rejected by " + actor.Email + ": " + comment
+	reason := rejectedReason(actor.Email, comment)
 	if err := decided(ctx, q, r, Rejected, comment); err != nil {
 		return err
 	}
@@ -219,7 +220,7 @@ func (s *Service) expire(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalReq
 	if err := closeAs(ctx, q, r.ID, Expired); err != nil {
 		return err
 	}
-	reason := fmt.Sprintf("not approved in time: its approval request expired at %s", r.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC"))
+	reason := expiredReason(r.ExpiresAt)
 	if err := decided(ctx, q, r, Expired, ""); err != nil {
 		return err
 	}
@@ -234,6 +235,16 @@ func (s *Service) expire(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalReq
 		}
 	}
 	return record(ctx, q, audit.System, r, "approval.expire", map[string]any{"expires_at": r.ExpiresAt})
+}
+
+// rejectedReason is the error an operation turned down by a rejection keeps.
+func rejectedReason(email, comment string) string {
+	return "rejected by " + email + ": " + comment
+}
+
+// expiredReason is the error an operation whose approval request ran out of time keeps.
+func expiredReason(at time.Time) string {
+	return fmt.Sprintf("not approved in time: its approval request expired at %s", at.UTC().Format("2006-01-02 15:04 UTC"))
 }
 
 // decided tells subscribers how a request ended.

@@ -40,7 +40,7 @@ func (g *Gate) Hold(ctx context.Context, q *dbgen.Queries, op deploy.Gated) (boo
 	r, err := q.CurrentApprovalRequest(ctx, op.Operation)
 	switch {
 	case err == nil:
-		return standing(r)
+		return standing(ctx, q, r)
 	case !errors.Is(err, pgx.ErrNoRows):
 		return false, err
 	}
@@ -59,7 +59,7 @@ func (g *Gate) Hold(ctx context.Context, q *dbgen.Queries, op deploy.Gated) (boo
 		return false, err
 	}
 	if r, err := q.CurrentRunApprovalRequest(ctx, uuid.NullUUID{UUID: run, Valid: true}); err == nil {
-		return standing(r)
+		return standing(ctx, q, r)
 	} else if !errors.Is(err, pgx.ErrNoRows) {
 		return false, err
 	}
@@ -77,19 +77,33 @@ func (g *Gate) Hold(ctx context.Context, q *dbgen.Queries, op deploy.Gated) (boo
 		if err != nil {
 			return false, err
 		}
-		return standing(r)
+		return standing(ctx, q, r)
 	}
 	return true, err
 }
 
 // standing is what an operation does with the request it waits on: waits while it is
-// pending, goes once approved, and ends when it was decided against.
-func standing(r dbgen.ApprovalRequest) (bool, error) {
+// pending, goes once approved, and ends when it was decided against: rejected, as those that
+// waited on it did, when it was rejected or expired (a slot of a stack run that was still
+// previewing then).
+func standing(ctx context.Context, q *dbgen.Queries, r dbgen.ApprovalRequest) (bool, error) {
 	switch Status(r.Status) {
 	case Pending:
 		return true, nil
 	case Approved:
 		return false, nil
+	case Expired:
+		return false, &deploy.Rejection{Reason: expiredReason(r.ExpiresAt)}
+	case Rejected:
+		decisions, err := q.ApprovalDecisions(ctx, r.ID)
+		if err != nil {
+			return false, err
+		}
+		for _, d := range decisions {
+			if d.Decision == "reject" {
+				return false, &deploy.Rejection{Reason: rejectedReason(d.Email, d.Comment)}
+			}
+		}
 	}
 	what := "its approval request"
 	if r.RunID.Valid {

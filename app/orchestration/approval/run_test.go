@@ -1,10 +1,15 @@
 package approval_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/apptest"
 	"nimbus/app/domain/stack"
@@ -181,5 +186,53 @@ func TestApproval_RejectingAStackRunEndsItWithoutItsLaterSlots(t *testing.T) {
 	}
 	if all := l.requests(t, ""); len(all) != 1 || all[0]["status"] != "rejected" {
 		t.Fatalf("requests after the rejection: %v", all)
+	}
+}
+
+func TestApproval_ASlotReachingTheGateAfterItsRunWasRejectedEndsRejectedAsItsSiblings(t *testing.T) {
+	l := newLayered(t)
+	r := l.Call(t, "POST", "/api/v1/stack-instances", l.user, map[string]any{"stack_id": l.stack, "environment_id": l.env,
+		"name": "shop", "parameters": map[string]any{"prefix": "shop"}})
+	apptest.WantStatus(t, r, http.StatusAccepted)
+	id := r.JSON(t)["id"].(string)
+
+	// net2 is held at the start of its approve step — by a lock on that step's row — so that net
+	// opens the run's request and is turned down while net2 is still on its way to the gate.
+	tx, err := l.Pool.Begin(t.Context())
+	apptest.Must(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.WithoutCancel(t.Context())) })
+	var late string
+	for deadline := time.Now().Add(3 * time.Minute); late == ""; time.Sleep(10 * time.Millisecond) {
+		err := tx.QueryRow(t.Context(), `SELECT s.operation_id::text FROM operation_steps s
+			JOIN operations o ON o.id = s.operation_id JOIN deployed_components d ON d.id = o.deployment_id
+			WHERE d.stack_instance_id = $1 AND d.slot = 'net2' AND o.kind = 'deploy' AND s.name = 'approve' AND s.status = 'pending'
+			FOR UPDATE OF s`, id).Scan(&late)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("net2's deploy never had its approve step ahead of it")
+		}
+	}
+	var req map[string]any
+	for deadline := time.Now().Add(3 * time.Minute); req == nil; time.Sleep(200 * time.Millisecond) {
+		if list := l.requests(t, "pending"); len(list) == 1 {
+			req = list[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("net does not ask for approval")
+		}
+	}
+	apptest.WantStatus(t, l.Call(t, "POST", "/api/v1/approvals/"+req["id"].(string)+"/reject", l.admin,
+		map[string]any{"comment": "not today"}), http.StatusOK)
+	apptest.Must(t, tx.Rollback(t.Context()))
+
+	sibling := l.WaitOperation(t, l.user, req["operation_id"].(string))
+	op := l.WaitOperation(t, l.user, late)
+	if op["status"] != "rejected" || op["error"] != sibling["error"] || !reflect.DeepEqual(op["outcome"], sibling["outcome"]) {
+		t.Fatalf("the slot that reached the gate late: %v\nits sibling turned down at the gate: %v", op, sibling)
+	}
+	if o, _ := op["outcome"].(map[string]any); o["kind"] != "rejected" || !strings.Contains(op["error"].(string), "not today") {
+		t.Fatalf("the late slot's outcome: %v", op)
 	}
 }

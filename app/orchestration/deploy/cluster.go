@@ -33,20 +33,6 @@ const (
 	kubeconfigFile = "KUBECONFIG"
 )
 
-// How the engine's default Proxmox provider is given its API: the variables it reads when the
-// program declares no provider of its own (the validator refuses one). They are never
-// settings, for the same reason as the kubeconfig.
-const (
-	proxmoxEndpoint = "PROXMOX_VE_ENDPOINT"
-	proxmoxToken    = "PROXMOX_VE_API_TOKEN" // id=secret
-	// proxmoxInsecure is set false so that the API's certificate is always checked.
-	proxmoxInsecure = "PROXMOX_VE_INSECURE"
-	// caFile names the file of the certificate authorities the engine trusts, for an API whose
-	// certificate the system's roots do not: the provider has no setting of its own for one,
-	// and as a Go program it trusts the certificates of the file this variable names instead.
-	caFile = "SSL_CERT_FILE"
-)
-
 // clusterAccess is what a deployment's engine is given to reach its cloud: the ports its
 // provider needs, and for a Kubernetes component its cluster, for a Proxmox one its API.
 type clusterAccess struct {
@@ -54,8 +40,8 @@ type clusterAccess struct {
 	ports      []uint16 // the TCP ports the provider reaches its cloud on: the API server's
 	namespace  string   // the tenant's; "" for the provider's own deployments
 	env        map[string]string
-	ca         string   // PEM the engine trusts instead of the system's roots; "" for those
-	hidden     []string // what the engine says must never show, should the provider echo it
+	files      map[string][]byte // a Proxmox API's certificate authority (proxmox.Credentials.Give)
+	hidden     []string          // what the engine says must never show, should the provider echo it
 }
 
 // give hands the access to the stack's engine: the kubeconfig as a file of the run's own, in
@@ -64,10 +50,7 @@ type clusterAccess struct {
 // environment alone.
 func (a clusterAccess) give(st *pulumix.Stack) {
 	st.Ports = a.ports
-	st.Env, st.Hidden = a.env, a.hidden
-	if a.ca != "" {
-		st.Files = map[string][]byte{caFile: []byte(a.ca)}
-	}
+	st.Env, st.Files, st.Hidden = a.env, a.files, a.hidden
 	if a.kubeconfig == "" {
 		return
 	}
@@ -80,12 +63,11 @@ func (a clusterAccess) give(st *pulumix.Stack) {
 // proxmoxAccess is the access of a Proxmox component's engine: the zone's API, reached on its
 // port alone.
 func proxmoxAccess(c proxmox.Credentials) (clusterAccess, error) {
-	port, err := c.Port()
-	if err != nil {
+	var st pulumix.Stack
+	if err := c.Give(&st); err != nil {
 		return clusterAccess{}, err
 	}
-	return clusterAccess{ports: []uint16{port}, ca: c.CACert, hidden: []string{c.Secret},
-		env: map[string]string{proxmoxEndpoint: c.Endpoint, proxmoxToken: c.Token(), proxmoxInsecure: "false"}}, nil
+	return clusterAccess{ports: st.Ports, env: st.Env, files: st.Files, hidden: st.Hidden}, nil
 }
 
 // clusterAccessOf is the cluster access of a deployment's engine. A Kubernetes component's

@@ -41,7 +41,16 @@ type ending struct {
 // and is not handed back for another attempt. TestEnd lists every case.
 func end(kind Kind, r ran, limit time.Duration) ending {
 	var f *saga.Failure
+	var no *Rejection
 	switch {
+	case errors.As(r.err, &no):
+		// Turned down at the gate before it changed anything: it ends as the operations that
+		// waited on the decision did (EndWaiting), a first deploy's deployment left broken.
+		e := ending{status: Rejected, outcome: outcome.Outcome{Kind: outcome.Rejected}, message: no.Reason}
+		if kind == KindDeploy {
+			e.deployment = Broken
+		}
+		return e
 	case errors.As(r.err, &f):
 		e := ending{status: Failed, outcome: outcome.Outcome{Kind: outcome.Failed, FailedStep: f.Step}}
 		// A cancelled operation whose undo went through failed in nothing: its deployment

@@ -42,6 +42,7 @@ func TestEnd(t *testing.T) {
 		{"out of attempts", ran{err: passing}},
 		{"refused", ran{refused: problem.Invalid("deployment", "state", "vm is deployed already")}},
 		{"refused by governance", ran{err: governed}},
+		{"rejected before it got to the gate", ran{err: &saga.Failure{Step: StepApprove, Err: &Rejection{Reason: "rejected by x: no"}, Compensated: true}}},
 	}
 	// want[kind][run] is the operation's status, the deployment's (keep leaves it), the
 	// outcome and the message.
@@ -67,6 +68,7 @@ func TestEnd(t *testing.T) {
 	tried := outcome.Outcome{Kind: outcome.GaveUp}
 	refused := outcome.Outcome{Kind: outcome.Refused, Refusals: []outcome.Refusal{{Field: "deployment", Rule: "state"}}}
 	ruled := outcome.Outcome{Kind: outcome.Refused, FailedStep: "govern", Refusals: []outcome.Refusal{{Field: "parameters.cores", Rule: "maximum"}}}
+	turned := outcome.Outcome{Kind: outcome.Rejected}
 	with := func(o outcome.Outcome, undone, rolledBack bool) outcome.Outcome {
 		o.Undone, o.RolledBack = undone, rolledBack
 		return o
@@ -74,7 +76,7 @@ func TestEnd(t *testing.T) {
 	// A preview, a refresh and a drift check change nothing, however they end.
 	unchanged := []row{{Succeeded, keep, succeeded, ""}, {Failed, keep, failed, undoneMsg}, {Failed, keep, failed, halfMsg},
 		{Cancelled, keep, stopped, cancelMsg}, {Failed, keep, late, timeMsg}, {Failed, keep, tried, gaveUp},
-		{Failed, keep, refused, refusedMsg}, {Failed, keep, ruled, governMsg}}
+		{Failed, keep, refused, refusedMsg}, {Failed, keep, ruled, governMsg}, {Rejected, keep, turned, "rejected by x: no"}}
 	want := map[Kind][]row{
 		KindPreview:    unchanged,
 		KindRefresh:    unchanged,
@@ -86,7 +88,8 @@ func TestEnd(t *testing.T) {
 			{Failed, Broken, with(late, true, false), timeMsg + removed},
 			{Failed, Broken, tried, gaveUp},
 			{Failed, keep, refused, refusedMsg},
-			{Failed, Broken, with(ruled, true, false), governMsg + removed}},
+			{Failed, Broken, with(ruled, true, false), governMsg + removed},
+			{Rejected, Broken, turned, "rejected by x: no"}},
 		KindUpdate: {{Succeeded, keep, succeeded, ""},
 			{Failed, Deployed, with(failed, false, true), undoneMsg + rolledBack},
 			{Failed, Broken, failed, halfMsg},
@@ -94,7 +97,8 @@ func TestEnd(t *testing.T) {
 			{Failed, Deployed, with(late, false, true), timeMsg + rolledBack},
 			{Failed, Broken, tried, gaveUp},
 			{Failed, keep, refused, refusedMsg},
-			{Failed, Deployed, with(ruled, false, true), governMsg + rolledBack}},
+			{Failed, Deployed, with(ruled, false, true), governMsg + rolledBack},
+			{Rejected, keep, turned, "rejected by x: no"}},
 		KindDestroy: {{Succeeded, keep, succeeded, ""},
 			{Failed, Broken, failed, undoneMsg},
 			{Failed, Broken, failed, halfMsg},
@@ -102,7 +106,8 @@ func TestEnd(t *testing.T) {
 			{Failed, Broken, late, timeMsg},
 			{Failed, Broken, tried, gaveUp},
 			{Failed, keep, refused, refusedMsg},
-			{Failed, Broken, ruled, governMsg}},
+			{Failed, Broken, ruled, governMsg},
+			{Rejected, keep, turned, "rejected by x: no"}},
 	}
 	want[KindUpgrade] = want[KindUpdate]
 	want[KindRestore] = want[KindDestroy]

@@ -24,12 +24,20 @@ import (
 type Gate interface {
 	// Hold reports whether the operation must wait: the first time, it records what the
 	// operation waits for; once approved, it lets it go on. A refusal it cannot get past is a
-	// problem (a validation error); any other error may pass.
+	// problem (a validation error); an approval turned down before the operation got to it (its
+	// stack run's request, rejected or expired while it previewed) is a *Rejection; any other
+	// error may pass.
 	Hold(ctx context.Context, q *dbgen.Queries, op Gated) (bool, error)
 	// Binds reports, before the preview, whether Hold will ask for approval or has asked: the
 	// preview then saves the plan that the approvers see and the operation later applies.
 	Binds(ctx context.Context, q *dbgen.Queries, op Gated) (bool, error)
 }
+
+// Rejection is a gate's answer to an operation whose approval was turned down before it got to
+// the gate: it ends rejected, with Reason as its error, as the operations that waited did.
+type Rejection struct{ Reason string }
+
+func (r *Rejection) Error() string { return r.Reason }
 
 // Gated is what a gate reads of an operation: its kind, and what and where its deployment is.
 type Gated struct {
@@ -61,12 +69,18 @@ func (r *run) approve(ctx context.Context, _ *saga.Run) (json.RawMessage, error)
 		return nil, nil
 	}
 	parked := false
+	var no *Rejection
 	err := db.Tx(ctx, r.w.pool, func(q *dbgen.Queries) error {
 		dep, err := q.GetDeployment(ctx, r.op.DeploymentID)
 		if err != nil {
 			return err
 		}
 		wait, err := r.w.gate.Hold(ctx, q, gated(r.op, dep))
+		if errors.As(err, &no) {
+			// It changed nothing: the deployment shows what it showed before, as it does for
+			// the operations that waited (EndWaiting), until the ending says otherwise.
+			return moveDeployment(ctx, q, dep.ID, r.resting)
+		}
 		if err != nil || !wait {
 			return err
 		}
@@ -89,6 +103,8 @@ func (r *run) approve(ctx context.Context, _ *saga.Run) (json.RawMessage, error)
 		return nil, err
 	case err != nil:
 		return nil, saga.Transient(fmt.Errorf("approval: %w", err))
+	case no != nil:
+		return nil, no
 	case parked:
 		return nil, fmt.Errorf("approval: %w", saga.ErrParked)
 	}

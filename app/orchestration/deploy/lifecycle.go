@@ -36,7 +36,7 @@ var OperationMachine = lifecycle.Machine[Status]{
 	Name: "operation", Table: "operations", Column: "status", Writer: "app/orchestration/deploy/lifecycle.go", Start: Queued,
 	Moves: map[Status][]Status{
 		Queued:           {Running, Cancelled},
-		Running:          {Succeeded, Failed, Cancelled, Queued, AwaitingApproval},
+		Running:          {Succeeded, Failed, Cancelled, Rejected, Queued, AwaitingApproval},
 		AwaitingApproval: {Queued, Rejected, Cancelled},
 	},
 }

@@ -3,6 +3,7 @@ package poller
 import (
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/orchestration/event"
 	"nimbus/db/dbgen"
+	"nimbus/db/dbtest"
 )
 
 func TestCheck_AProxmoxSourceIsReachedOverHTTPS(t *testing.T) {
@@ -70,18 +72,89 @@ func TestClouds_ASourceTrustsTheCAItNames(t *testing.T) {
 	}
 	clouds := Clouds{Keys: keys}
 	ca := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
-	cloud, _, err := clouds.open(source(ca))
+	cloud, _, err := clouds.open(t.Context(), nil, source(ca))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, err := cloud.Machines(t.Context()); err != nil || len(got) != 2 {
 		t.Fatalf("machines %v, %v; want the node's two", got, err)
 	}
-	cloud, _, err = clouds.open(source(""))
+	cloud, _, err = clouds.open(t.Context(), nil, source(""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cloud.Machines(t.Context()); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("an unknown certificate: %v", err)
+	}
+}
+
+// A Proxmox source that names a landing zone polls with the zone's API access: its address,
+// its token and its CA, read when it polls. It gives none of its own.
+func TestClouds_ASourceNamingAZonePollsWithTheZonesAccess(t *testing.T) {
+	srv := fakeProxmox(t, qemu, tasks)
+	pool := dbtest.Pool(t)
+	q := dbgen.New(pool)
+	keys, err := secrets.Load(t.TempDir(), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zone uuid.UUID
+	if err := pool.QueryRow(t.Context(), `INSERT INTO landing_zones (name, provider) VALUES ('pve-eu', 'proxmox') RETURNING id`).Scan(&zone); err != nil {
+		t.Fatal(err)
+	}
+	config, _ := json.Marshal(Config{Provider: ProxmoxProvider, Node: "pve1", LandingZoneID: zone.String()})
+	src := dbgen.EventSource{ID: uuid.New(), Kind: event.CloudProvider, Config: config}
+	v := &problem.ValidationError{}
+	Check(event.NewSource{Config: config}, v)
+	if err := v.Err(); err != nil {
+		t.Fatalf("a source naming a zone is refused: %v", err)
+	}
+	clouds := Clouds{Keys: keys}
+	_, _, err = clouds.open(t.Context(), q, src)
+	if !errors.Is(err, errMisconfigured) || !strings.Contains(err.Error(), "landing zone pve-eu has no Proxmox API access") {
+		t.Fatalf("a zone without access: %v", err)
+	}
+
+	keyID, sealed, err := keys.Seal([]byte("s3cret"), zone[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = q.SetZoneProxmoxAccess(t.Context(), dbgen.SetZoneProxmoxAccessParams{LandingZoneID: zone, Endpoint: srv.URL,
+		TokenID: "nimbus@pve!poller", TokenSecret: sealed, SecretKeyID: keyID, ServerVersion: "8.4.1",
+		CaCert: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloud, _, err := clouds.open(t.Context(), q, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cloud.Machines(t.Context()); err != nil || len(got) != 2 {
+		t.Fatalf("machines %v, %v; want the node's two", got, err)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		config Config
+		secret string
+		want   string
+	}{
+		{"an address of its own too", Config{Provider: ProxmoxProvider, Node: "pve1", LandingZoneID: zone.String(), URL: srv.URL}, "", "config fields"},
+		{"a secret of its own too", Config{Provider: ProxmoxProvider, Node: "pve1", LandingZoneID: zone.String()}, "s3cret", "secret forbidden"},
+		{"no zone ID", Config{Provider: ProxmoxProvider, Node: "pve1", LandingZoneID: "pve-eu"}, "", "config.landing_zone_id uuid"},
+		{"no node", Config{Provider: ProxmoxProvider, LandingZoneID: zone.String()}, "", "config.node pattern"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw, _ := json.Marshal(tc.config)
+			v := &problem.ValidationError{}
+			Check(event.NewSource{Config: raw, Secret: tc.secret}, v)
+			var got []string
+			for _, f := range v.Fields {
+				got = append(got, f.Field+" "+f.Rule)
+			}
+			if strings.Join(got, ",") != tc.want {
+				t.Fatalf("refused for %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

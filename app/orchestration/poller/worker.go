@@ -98,7 +98,7 @@ func (w *Worker) poll(ctx context.Context, queue event.Queue, id uuid.UUID) erro
 	} else if err != nil {
 		return err
 	}
-	cloud, provider, err := w.clouds.open(src)
+	cloud, provider, err := w.clouds.open(ctx, q, src)
 	if err != nil {
 		return err
 	}

@@ -89,7 +89,7 @@ func TestSandbox_AloneStopsWhatAProviderWouldDo(t *testing.T) {
 				[]string{filepath.Join(other, "planted"), filepath.Join(cloud, "planted")})
 
 			var checked strings.Builder
-			check, err := r.Check(ctx, code, nil, nil, &checked)
+			check, err := r.Check(ctx, Stack{Code: code}, &checked)
 			if err != nil || !check.Succeeded {
 				t.Fatalf("check: %v %s", err, check.Output)
 			}

@@ -48,7 +48,7 @@ func TestStack_HugeValuesAreRefusedWithoutBeingHeld(t *testing.T) {
 		case c.refused != "" && len(res.Outputs) != 0:
 			t.Fatalf("%d doublings: outputs kept", c.doublings)
 		}
-		check, err := r.Check(ctx, st.Code, nil, nil, nil)
+		check, err := r.Check(ctx, Stack{Code: st.Code}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -162,18 +162,26 @@ type CheckResult struct {
 	Output    string         // the engine's own words, for the author
 }
 
-// Check previews a YAML program on a throwaway stack, with config set to the given values and
-// secrets set as secret config, as a deploy sets them (the engine refuses a plain value for
-// config the program declares secret), so that unknown resource types, bad properties and
-// provider errors surface before anyone deploys. Progress goes to progress as it happens. The
-// workspace and its state are removed afterwards.
-func (r *Runner) Check(ctx context.Context, code string, config map[string]any, secrets map[string]string, progress io.Writer) (CheckResult, error) {
+// Check previews the stack's YAML program (st.Code) on a throwaway stack, with st.Config set
+// as config and st.Secrets as secret config, as a deploy sets them (the engine refuses a plain
+// value for config the program declares secret), so that unknown resource types, bad
+// properties and provider errors surface before anyone deploys. The provider reaches its cloud
+// as st says (Ports, Files, Env, Hidden), as a deploy's; Name and Passphrase are the check's
+// own. Progress goes to progress as it happens. The workspace and its state are removed
+// afterwards.
+func (r *Runner) Check(ctx context.Context, st Stack, progress io.Writer) (CheckResult, error) {
+	const stack = "check"
+	// The scratch stack holds no secret worth keeping, and its state is thrown away with it.
+	st.Name, st.Passphrase = stack, randomHex(16)
+	if err := checkStack(st, true); err != nil {
+		return CheckResult{}, err
+	}
 	dir, err := os.MkdirTemp(r.workDir(), "check-")
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("check workspace: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	if err := writeProgram(dir, code); err != nil {
+	if err := writeProgram(dir, st.Code); err != nil {
 		return CheckResult{}, err
 	}
 	// A backend of its own, whatever the Runner's: a check must leave nothing in shared state.
@@ -181,23 +189,24 @@ func (r *Runner) Check(ctx context.Context, code string, config map[string]any, 
 	if err != nil {
 		return CheckResult{}, err
 	}
-	const stack = "check"
 	if err := createStack(ctx, state, stack); err != nil {
 		return CheckResult{}, err
 	}
-	// The scratch stack holds no secret worth keeping, and its state is thrown away with it.
-	passphrase := randomHex(16)
 	settings := filepath.Join(dir, "Pulumi."+stack+".yaml")
-	if err := r.writeSettings(settings, Stack{Name: stack, Config: config, Secrets: secrets, Passphrase: passphrase}, false); err != nil {
+	if err := r.writeSettings(settings, st, false); err != nil {
 		return CheckResult{}, err
 	}
 	h, err := home(dir)
 	if err != nil {
 		return CheckResult{}, err
 	}
-	env := append(r.engineEnv(state.Root(), passphrase, h),
+	env := append(r.engineEnv(state.Root(), st.Passphrase, h),
 		"SIMCLOUD_DIR="+filepath.Join(dir, "cloud")) // its cloud is thrown away with it
 	ws := workspace{stack: stack, dir: dir, tmp: filepath.Join(h, "tmp"), state: state.Root(), env: env, scratch: true}
+	if err := ws.hand(st); err != nil {
+		return CheckResult{}, err
+	}
+	defer ws.close()
 	started := time.Now()
 	run, err := r.run(ctx, ws, progress, "preview", "--parallel", parallel)
 	out := CheckResult{Changes: run.changes, Output: run.output}

@@ -59,7 +59,7 @@ func TestCheck_PreviewsAValidProgram(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var progress bytes.Buffer
-	res, err := r.Check(ctx, network, map[string]any{"name": "probe"}, nil, &progress)
+	res, err := r.Check(ctx, Stack{Code: network, Config: map[string]any{"name": "probe"}}, &progress)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestCheck_SetsSecretsAsSecretConfig(t *testing.T) {
 	code := strings.Replace(network, "resources:", "  password:\n    type: string\nresources:", 1)
 	code += "  shown: ${password}\n"
 	var plainOut bytes.Buffer
-	plain, err := r.Check(ctx, code, map[string]any{"name": "probe", "password": "hunter2"}, nil, &plainOut)
+	plain, err := r.Check(ctx, Stack{Code: code, Config: map[string]any{"name": "probe", "password": "hunter2"}}, &plainOut)
 	if err != nil || !plain.Succeeded {
 		t.Fatalf("check with a plain input: %+v %v", plain, err)
 	}
@@ -91,7 +91,7 @@ func TestCheck_SetsSecretsAsSecretConfig(t *testing.T) {
 		t.Fatalf("the plain value is not in the check's output, so its absence below proves nothing:\n%s", plainOut.String())
 	}
 	var secretOut bytes.Buffer
-	res, err := r.Check(ctx, code, map[string]any{"name": "probe"}, map[string]string{"password": "hunter2"}, &secretOut)
+	res, err := r.Check(ctx, Stack{Code: code, Config: map[string]any{"name": "probe"}, Secrets: map[string]string{"password": "hunter2"}}, &secretOut)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestCheck_LeavesTheSharedBackendAlone(t *testing.T) {
 	r, _, _ := stackRunner(t, "s3")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := r.Check(ctx, network, map[string]any{"name": "probe"}, nil, &bytes.Buffer{})
+	res, err := r.Check(ctx, Stack{Code: network, Config: map[string]any{"name": "probe"}}, &bytes.Buffer{})
 	if err != nil || !res.Succeeded {
 		t.Fatalf("check: %+v %v", res, err)
 	}

@@ -153,12 +153,23 @@ func (r *Runner) open(ctx context.Context, st Stack, create bool) (workspace, er
 	if err != nil {
 		return workspace{}, err
 	}
-	ws := workspace{stack: st.Name, dir: dir, tmp: filepath.Join(h, "tmp"), state: state.Root(), mirror: m, ports: st.Ports,
-		env: r.engineEnv(state.Root(), st.Passphrase, h), hidden: st.Hidden}
+	ws := workspace{stack: st.Name, dir: dir, tmp: filepath.Join(h, "tmp"), state: state.Root(), mirror: m,
+		env: r.engineEnv(state.Root(), st.Passphrase, h)}
+	if err := ws.hand(st); err != nil {
+		return workspace{}, err
+	}
+	return ws, nil
+}
+
+// hand gives the engine what the stack gives its provider to reach its cloud: the ports, the
+// credentials in files and variables, and the values it must never show. An engine given
+// credentials keeps its temporary files in memory (see memoryDir).
+func (ws *workspace) hand(st Stack) error {
+	ws.ports, ws.hidden = st.Ports, st.Hidden
 	if holdsProviderSecret(st) {
 		tmp, err := os.MkdirTemp(memoryDir, "nimbus-engine-")
 		if err != nil {
-			return workspace{}, fmt.Errorf("the engine's temporary directory in memory (%s): %w", memoryDir, err)
+			return fmt.Errorf("the engine's temporary directory in memory (%s): %w", memoryDir, err)
 		}
 		ws.tmp, ws.volatile = tmp, true
 		for i, kv := range ws.env {
@@ -171,14 +182,14 @@ func (r *Runner) open(ctx context.Context, st Stack, create bool) (workspace, er
 		file := filepath.Join(ws.tmp, strings.ToLower(name))
 		if err := os.WriteFile(file, data, 0o600); err != nil {
 			ws.close()
-			return workspace{}, fmt.Errorf("give the engine %s: %w", name, err)
+			return fmt.Errorf("give the engine %s: %w", name, err)
 		}
 		ws.env = append(ws.env, name+"="+file)
 	}
 	for name, value := range st.Env {
 		ws.env = append(ws.env, name+"="+value)
 	}
-	return ws, nil
+	return nil
 }
 
 // memoryDir is where the engine of a stack holding a provider's credentials keeps its
