@@ -319,6 +319,7 @@ type IpamAllocation struct {
 	Input        string        `json:"input"`
 	CreatedAt    time.Time     `json:"created_at"`
 	ParentID     uuid.NullUUID `json:"parent_id"`
+	Replaces     uuid.NullUUID `json:"replaces"`
 }
 
 type IpamPool struct {

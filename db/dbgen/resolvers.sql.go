@@ -14,6 +14,23 @@ import (
 	"github.com/google/uuid"
 )
 
+const adoptAllocation = `-- name: AdoptAllocation :exec
+UPDATE ipam_allocations SET operation_id = $2 WHERE id = $1
+`
+
+type AdoptAllocationParams struct {
+	ID          uuid.UUID     `json:"id"`
+	OperationID uuid.NullUUID `json:"operation_id"`
+}
+
+// An allocation handed out for a move that another operation (a preview of it, one that ended
+// without giving it back) began, taken on by the operation that moves the deployment now: its
+// undo gives it back.
+func (q *Queries) AdoptAllocation(ctx context.Context, arg AdoptAllocationParams) error {
+	_, err := q.db.Exec(ctx, adoptAllocation, arg.ID, arg.OperationID)
+	return err
+}
+
 const allocatedPrefixes = `-- name: AllocatedPrefixes :many
 SELECT prefix FROM ipam_allocations WHERE pool_id = $1 ORDER BY prefix
 `
@@ -102,9 +119,9 @@ func (q *Queries) ChildPrefixes(ctx context.Context, parentID uuid.NullUUID) ([]
 }
 
 const createAllocation = `-- name: CreateAllocation :one
-INSERT INTO ipam_allocations (pool_id, prefix, kind, deployment_id, operation_id, input, parent_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, pool_id, prefix, kind, deployment_id, operation_id, input, created_at, parent_id
+INSERT INTO ipam_allocations (pool_id, prefix, kind, deployment_id, operation_id, input, parent_id, replaces)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+RETURNING id, pool_id, prefix, kind, deployment_id, operation_id, input, created_at, parent_id, replaces
 `
 
 type CreateAllocationParams struct {
@@ -115,6 +132,7 @@ type CreateAllocationParams struct {
 	OperationID  uuid.NullUUID `json:"operation_id"`
 	Input        string        `json:"input"`
 	ParentID     uuid.NullUUID `json:"parent_id"`
+	Replaces     uuid.NullUUID `json:"replaces"`
 }
 
 func (q *Queries) CreateAllocation(ctx context.Context, arg CreateAllocationParams) (IpamAllocation, error) {
@@ -126,6 +144,7 @@ func (q *Queries) CreateAllocation(ctx context.Context, arg CreateAllocationPara
 		arg.OperationID,
 		arg.Input,
 		arg.ParentID,
+		arg.Replaces,
 	)
 	var i IpamAllocation
 	err := row.Scan(
@@ -138,6 +157,7 @@ func (q *Queries) CreateAllocation(ctx context.Context, arg CreateAllocationPara
 		&i.Input,
 		&i.CreatedAt,
 		&i.ParentID,
+		&i.Replaces,
 	)
 	return i, err
 }
@@ -253,11 +273,11 @@ func (q *Queries) DeleteImage(ctx context.Context, id uuid.UUID) (int64, error) 
 }
 
 const deploymentAllocation = `-- name: DeploymentAllocation :one
-SELECT a.id, a.pool_id, a.prefix, a.kind, a.deployment_id, a.operation_id, a.input, a.created_at, a.parent_id, coalesce(parent.prefix, pool.prefix)::cidr AS within
+SELECT a.id, a.pool_id, a.prefix, a.kind, a.deployment_id, a.operation_id, a.input, a.created_at, a.parent_id, a.replaces, coalesce(parent.prefix, pool.prefix)::cidr AS within
 FROM ipam_allocations a
 JOIN ipam_pools pool ON pool.id = a.pool_id
 LEFT JOIN ipam_allocations parent ON parent.id = a.parent_id
-WHERE a.deployment_id = $1 AND a.input = $2
+WHERE a.deployment_id = $1 AND a.input = $2 AND a.replaces IS NULL
 `
 
 type DeploymentAllocationParams struct {
@@ -275,11 +295,12 @@ type DeploymentAllocationRow struct {
 	Input        string        `json:"input"`
 	CreatedAt    time.Time     `json:"created_at"`
 	ParentID     uuid.NullUUID `json:"parent_id"`
+	Replaces     uuid.NullUUID `json:"replaces"`
 	Within       netip.Prefix  `json:"within"`
 }
 
-// What a deployment holds for an input, with the prefix its address is part of: the subnet it
-// was handed out in, else its pool's.
+// What a deployment holds and uses for an input, with the prefix its address is part of: the
+// subnet it was handed out in, else its pool's.
 func (q *Queries) DeploymentAllocation(ctx context.Context, arg DeploymentAllocationParams) (DeploymentAllocationRow, error) {
 	row := q.db.QueryRow(ctx, deploymentAllocation, arg.DeploymentID, arg.Input)
 	var i DeploymentAllocationRow
@@ -293,9 +314,72 @@ func (q *Queries) DeploymentAllocation(ctx context.Context, arg DeploymentAlloca
 		&i.Input,
 		&i.CreatedAt,
 		&i.ParentID,
+		&i.Replaces,
 		&i.Within,
 	)
 	return i, err
+}
+
+const deploymentHoldings = `-- name: DeploymentHoldings :many
+SELECT a.id, a.pool_id, a.prefix, a.kind, a.deployment_id, a.operation_id, a.input, a.created_at, a.parent_id, a.replaces, coalesce(parent.prefix, pool.prefix)::cidr AS within
+FROM ipam_allocations a
+JOIN ipam_pools pool ON pool.id = a.pool_id
+LEFT JOIN ipam_allocations parent ON parent.id = a.parent_id
+WHERE a.deployment_id = $1 AND a.input = $2
+ORDER BY a.replaces IS NOT NULL
+`
+
+type DeploymentHoldingsParams struct {
+	DeploymentID uuid.NullUUID `json:"deployment_id"`
+	Input        string        `json:"input"`
+}
+
+type DeploymentHoldingsRow struct {
+	ID           uuid.UUID     `json:"id"`
+	PoolID       uuid.UUID     `json:"pool_id"`
+	Prefix       netip.Prefix  `json:"prefix"`
+	Kind         string        `json:"kind"`
+	DeploymentID uuid.NullUUID `json:"deployment_id"`
+	OperationID  uuid.NullUUID `json:"operation_id"`
+	Input        string        `json:"input"`
+	CreatedAt    time.Time     `json:"created_at"`
+	ParentID     uuid.NullUUID `json:"parent_id"`
+	Replaces     uuid.NullUUID `json:"replaces"`
+	Within       netip.Prefix  `json:"within"`
+}
+
+// What a deployment holds for an input: the allocation in use first, then the one an operation
+// moves it to, each with the prefix its address is part of.
+func (q *Queries) DeploymentHoldings(ctx context.Context, arg DeploymentHoldingsParams) ([]DeploymentHoldingsRow, error) {
+	rows, err := q.db.Query(ctx, deploymentHoldings, arg.DeploymentID, arg.Input)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeploymentHoldingsRow{}
+	for rows.Next() {
+		var i DeploymentHoldingsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.PoolID,
+			&i.Prefix,
+			&i.Kind,
+			&i.DeploymentID,
+			&i.OperationID,
+			&i.Input,
+			&i.CreatedAt,
+			&i.ParentID,
+			&i.Replaces,
+			&i.Within,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const deploymentName = `-- name: DeploymentName :one
@@ -321,6 +405,16 @@ func (q *Queries) DeploymentName(ctx context.Context, arg DeploymentNameParams) 
 		&i.CreatedAt,
 	)
 	return i, err
+}
+
+const dropAllocation = `-- name: DropAllocation :exec
+DELETE FROM ipam_allocations WHERE id = $1
+`
+
+// A move's allocation no operation goes on with.
+func (q *Queries) DropAllocation(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, dropAllocation, id)
+	return err
 }
 
 const effectiveResolverConfigs = `-- name: EffectiveResolverConfigs :many
@@ -397,7 +491,7 @@ func (q *Queries) FindImage(ctx context.Context, arg FindImageParams) (ImageCata
 }
 
 const getAllocation = `-- name: GetAllocation :one
-SELECT id, pool_id, prefix, kind, deployment_id, operation_id, input, created_at, parent_id FROM ipam_allocations WHERE id = $1
+SELECT id, pool_id, prefix, kind, deployment_id, operation_id, input, created_at, parent_id, replaces FROM ipam_allocations WHERE id = $1
 `
 
 func (q *Queries) GetAllocation(ctx context.Context, id uuid.UUID) (IpamAllocation, error) {
@@ -413,6 +507,7 @@ func (q *Queries) GetAllocation(ctx context.Context, id uuid.UUID) (IpamAllocati
 		&i.Input,
 		&i.CreatedAt,
 		&i.ParentID,
+		&i.Replaces,
 	)
 	return i, err
 }
@@ -786,7 +881,7 @@ func (q *Queries) OwnResolverConfigs(ctx context.Context, arg OwnResolverConfigs
 }
 
 const poolAllocations = `-- name: PoolAllocations :many
-SELECT a.id, a.pool_id, a.prefix, a.kind, a.deployment_id, a.operation_id, a.input, a.created_at, a.parent_id, coalesce(d.name, '') AS deployment_name,
+SELECT a.id, a.pool_id, a.prefix, a.kind, a.deployment_id, a.operation_id, a.input, a.created_at, a.parent_id, a.replaces, coalesce(d.name, '') AS deployment_name,
     coalesce((SELECT string_agg(b.key, ', ' ORDER BY b.key) FROM component_versions v, jsonb_each_text(v.resolver_bindings) b
         WHERE v.component_id = d.component_id AND v.version = d.version AND split_part(b.value, '.', 1) = 'ipam'
           AND (b.value = 'ipam.subnet') = (a.input = 'ipam.subnet')), '')::text AS inputs
@@ -805,6 +900,7 @@ type PoolAllocationsRow struct {
 	Input          string        `json:"input"`
 	CreatedAt      time.Time     `json:"created_at"`
 	ParentID       uuid.NullUUID `json:"parent_id"`
+	Replaces       uuid.NullUUID `json:"replaces"`
 	DeploymentName string        `json:"deployment_name"`
 	Inputs         string        `json:"inputs"`
 }
@@ -830,6 +926,7 @@ func (q *Queries) PoolAllocations(ctx context.Context, poolID uuid.UUID) ([]Pool
 			&i.Input,
 			&i.CreatedAt,
 			&i.ParentID,
+			&i.Replaces,
 			&i.DeploymentName,
 			&i.Inputs,
 		); err != nil {
@@ -930,6 +1027,21 @@ DELETE FROM issued_names WHERE operation_id = $1
 
 func (q *Queries) ReleaseOperationNames(ctx context.Context, operationID uuid.NullUUID) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseOperationNames, operationID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const releaseReplacedAllocations = `-- name: ReleaseReplacedAllocations :execrows
+DELETE FROM ipam_allocations old WHERE old.id IN (
+    SELECT moved.replaces FROM ipam_allocations moved WHERE moved.operation_id = $1 AND moved.replaces IS NOT NULL)
+`
+
+// What the allocations one operation moved its deployment to replace, given back when it
+// succeeds; the moved-to allocations' replaces clear with them (ON DELETE SET NULL).
+func (q *Queries) ReleaseReplacedAllocations(ctx context.Context, operationID uuid.NullUUID) (int64, error) {
+	result, err := q.db.Exec(ctx, releaseReplacedAllocations, operationID)
 	if err != nil {
 		return 0, err
 	}

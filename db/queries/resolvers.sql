@@ -54,18 +54,38 @@ SELECT * FROM ipam_allocations WHERE id = $1;
 SELECT prefix FROM ipam_allocations WHERE parent_id = $1 ORDER BY prefix;
 
 -- name: CreateAllocation :one
-INSERT INTO ipam_allocations (pool_id, prefix, kind, deployment_id, operation_id, input, parent_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+INSERT INTO ipam_allocations (pool_id, prefix, kind, deployment_id, operation_id, input, parent_id, replaces)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 RETURNING *;
 
 -- name: DeploymentAllocation :one
--- What a deployment holds for an input, with the prefix its address is part of: the subnet it
--- was handed out in, else its pool's.
+-- What a deployment holds and uses for an input, with the prefix its address is part of: the
+-- subnet it was handed out in, else its pool's.
 SELECT a.*, coalesce(parent.prefix, pool.prefix)::cidr AS within
 FROM ipam_allocations a
 JOIN ipam_pools pool ON pool.id = a.pool_id
 LEFT JOIN ipam_allocations parent ON parent.id = a.parent_id
-WHERE a.deployment_id = $1 AND a.input = $2;
+WHERE a.deployment_id = $1 AND a.input = $2 AND a.replaces IS NULL;
+
+-- name: DeploymentHoldings :many
+-- What a deployment holds for an input: the allocation in use first, then the one an operation
+-- moves it to, each with the prefix its address is part of.
+SELECT a.*, coalesce(parent.prefix, pool.prefix)::cidr AS within
+FROM ipam_allocations a
+JOIN ipam_pools pool ON pool.id = a.pool_id
+LEFT JOIN ipam_allocations parent ON parent.id = a.parent_id
+WHERE a.deployment_id = $1 AND a.input = $2
+ORDER BY a.replaces IS NOT NULL;
+
+-- name: AdoptAllocation :exec
+-- An allocation handed out for a move that another operation (a preview of it, one that ended
+-- without giving it back) began, taken on by the operation that moves the deployment now: its
+-- undo gives it back.
+UPDATE ipam_allocations SET operation_id = $2 WHERE id = $1;
+
+-- name: DropAllocation :exec
+-- A move's allocation no operation goes on with.
+DELETE FROM ipam_allocations WHERE id = $1;
 
 -- name: ReferredDeployments :many
 -- The live deployments of an environment that an input naming one by an output's value may
@@ -81,6 +101,12 @@ LIMIT 2;
 -- name: ReleaseOperationAllocations :execrows
 -- What one operation allocated, given back when it is undone.
 DELETE FROM ipam_allocations WHERE operation_id = $1;
+
+-- name: ReleaseReplacedAllocations :execrows
+-- What the allocations one operation moved its deployment to replace, given back when it
+-- succeeds; the moved-to allocations' replaces clear with them (ON DELETE SET NULL).
+DELETE FROM ipam_allocations old WHERE old.id IN (
+    SELECT moved.replaces FROM ipam_allocations moved WHERE moved.operation_id = $1 AND moved.replaces IS NOT NULL);
 
 -- name: ReleaseDeploymentAllocations :execrows
 DELETE FROM ipam_allocations WHERE deployment_id = $1;

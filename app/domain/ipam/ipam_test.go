@@ -171,6 +171,115 @@ func TestAllocate_WithinASubnet(t *testing.T) {
 	}
 }
 
+// A machine moving to another subnet, or back to the pool, is handed an address there beside
+// the one it has; asked again it gets the same. Its operation undone gives the new one back and
+// leaves the old; succeeded, it gives the old one back, free for the next machine, and the
+// machine holds the new one alone.
+func TestAllocate_AMoveHoldsBothAddressesUntilItsOperationEnds(t *testing.T) {
+	pg := dbtest.Pool(t)
+	poolID, d := pool(t, pg, "10.9.0.0/24")
+	ctx := context.Background()
+	q := dbgen.New(pg)
+	allocate := func(r ipam.Request) ipam.Lease {
+		t.Helper()
+		var lease ipam.Lease
+		err := db.Tx(ctx, pg, func(q *dbgen.Queries) error {
+			var err error
+			r.PoolID, r.DeploymentID = poolID, d.DeploymentID
+			lease, err = ipam.Allocate(ctx, q, r)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("allocate %+v: %v", r, err)
+		}
+		return lease
+	}
+	operation := func() uuid.UUID {
+		t.Helper()
+		var id uuid.UUID
+		if err := pg.QueryRow(ctx, `INSERT INTO operations (deployment_id, kind) VALUES ($1, 'update') RETURNING id`, d.DeploymentID).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	held := func() []string {
+		t.Helper()
+		var out []string
+		rows, err := q.DeploymentHoldings(ctx, dbgen.DeploymentHoldingsParams{DeploymentID: uuid.NullUUID{UUID: d.DeploymentID, Valid: true}, Input: "ipam"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range rows {
+			out = append(out, a.Prefix.Addr().String())
+		}
+		return out
+	}
+	subnet := func(prefix string) uuid.UUID {
+		t.Helper()
+		var id uuid.UUID
+		if err := pg.QueryRow(ctx, `SELECT id FROM ipam_allocations WHERE prefix = $1`, prefix).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	allocate(ipam.Request{Bits: 26, Input: "ipam.subnet"})
+	allocate(ipam.Request{Bits: 26, Input: "ipam.subnet.2"})
+	a, b := subnet("10.9.0.0/26"), subnet("10.9.0.64/26")
+	if got := allocate(ipam.Request{Within: a, Input: "ipam", OperationID: d.OperationID}); got.Address.String() != "10.9.0.2" {
+		t.Fatalf("the machine's first address: %+v", got)
+	}
+
+	undone := operation()
+	want := ipam.Lease{Address: netip.MustParseAddr("10.9.0.66"), Prefix: netip.MustParsePrefix("10.9.0.64/26"), Gateway: netip.MustParseAddr("10.9.0.65")}
+	for range 2 { // a resumed resolve asks again
+		if got := allocate(ipam.Request{Within: b, Input: "ipam", OperationID: undone}); got != want {
+			t.Fatalf("moving to the second subnet: %+v, want %+v", got, want)
+		}
+	}
+	if got := fmt.Sprint(held()); got != "[10.9.0.2 10.9.0.66]" {
+		t.Fatalf("while the move runs the machine holds %s, want both addresses", got)
+	}
+	if _, err := q.ReleaseOperationAllocations(ctx, uuid.NullUUID{UUID: undone, Valid: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(held()); got != "[10.9.0.2]" {
+		t.Fatalf("after the move was undone the machine holds %s, want its first address alone", got)
+	}
+
+	// A preview's move is the one its update goes on with; the preview ending leaves it held.
+	preview, moved := operation(), operation()
+	allocate(ipam.Request{Within: b, Input: "ipam", OperationID: preview})
+	if got := allocate(ipam.Request{Within: b, Input: "ipam", OperationID: moved}); got != want {
+		t.Fatalf("the update after its preview: %+v, want %+v", got, want)
+	}
+	if _, err := q.ReleaseReplacedAllocations(ctx, uuid.NullUUID{UUID: moved, Valid: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(held()); got != "[10.9.0.66]" {
+		t.Fatalf("after the move succeeded the machine holds %s, want the new address alone", got)
+	}
+	if now, err := q.DeploymentAllocation(ctx, dbgen.DeploymentAllocationParams{DeploymentID: uuid.NullUUID{UUID: d.DeploymentID, Valid: true}, Input: "ipam"}); err != nil || now.Prefix.Addr() != want.Address {
+		t.Fatalf("the address in use after the move: %v (%v)", now.Prefix, err)
+	}
+	if got := allocate(ipam.Request{Within: a, Input: "another-nic"}); got.Address.String() != "10.9.0.2" {
+		t.Fatalf("the next machine joining the first subnet got %s, want the address the moved one gave back", got.Address)
+	}
+
+	// A move begun and abandoned (its preview never applied) is dropped by one going elsewhere.
+	allocate(ipam.Request{Within: a, Input: "ipam", OperationID: operation()})
+	home := operation()
+	got := allocate(ipam.Request{Input: "ipam", OperationID: home})
+	if got.Address.String() != "10.9.0.128" || got.Prefix != netip.MustParsePrefix("10.9.0.0/24") || got.Gateway.String() != "10.9.0.1" {
+		t.Fatalf("moving back to the pool: %+v", got)
+	}
+	if _, err := q.ReleaseReplacedAllocations(ctx, uuid.NullUUID{UUID: home, Valid: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(held()); got != "[10.9.0.128]" {
+		t.Fatalf("back in the pool the machine holds %s", got)
+	}
+}
+
 func contains(addrs []netip.Addr, a netip.Addr) bool {
 	for _, x := range addrs {
 		if x == a {

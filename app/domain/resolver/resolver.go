@@ -285,6 +285,15 @@ func ReleaseOperation(ctx context.Context, q *dbgen.Queries, operation uuid.UUID
 	return err
 }
 
+// SettleOperation gives back, in the transaction that records an operation's success, what
+// the deployment moved away from: the allocations those it was handed replace (a machine's
+// address in the network it left). Until then the deployment held both, so an operation undone
+// leaves it with what it had.
+func SettleOperation(ctx context.Context, q *dbgen.Queries, operation uuid.UUID) error {
+	_, err := q.ReleaseReplacedAllocations(ctx, uuid.NullUUID{UUID: operation, Valid: true})
+	return err
+}
+
 // ReleaseDeployment gives back everything a deployment holds, when it is destroyed.
 func ReleaseDeployment(ctx context.Context, q *dbgen.Queries, deployment uuid.UUID) error {
 	if _, err := q.ReleaseDeploymentAllocations(ctx, uuid.NullUUID{UUID: deployment, Valid: true}); err != nil {

@@ -367,7 +367,7 @@ func (r *run) destroy(ctx context.Context, _ *saga.Run) (json.RawMessage, error)
 }
 
 // recordDeployed leaves the deployment with the version, parameters and outputs the operation
-// brought.
+// brought, and gives back the addresses it moved away from.
 func (r *run) recordDeployed(ctx context.Context, sr *saga.Run) (json.RawMessage, error) {
 	outputs := json.RawMessage("{}")
 	if err := sr.Result(StepUp, &outputs); err != nil {
@@ -376,6 +376,9 @@ func (r *run) recordDeployed(ctx context.Context, sr *saga.Run) (json.RawMessage
 	return nil, db.Tx(ctx, r.w.pool, func(q *dbgen.Queries) error {
 		now, err := q.GetOperation(ctx, r.op.ID) // with what its resolvers filled in
 		if err != nil {
+			return err
+		}
+		if err := resolver.SettleOperation(ctx, q, r.op.ID); err != nil {
 			return err
 		}
 		return land(ctx, q, dbgen.UpdateDeploymentInputsParams{ID: r.dep.ID, Version: now.TargetVersion.Int32,
