@@ -64,7 +64,7 @@ func (q *Queries) CreateEnvironment(ctx context.Context, arg CreateEnvironmentPa
 }
 
 const environmentAllocations = `-- name: EnvironmentAllocations :many
-SELECT a.prefix, a.kind, a.input, d.name AS deployment_name, d.id AS deployment_id, p.name AS pool_name,
+SELECT a.prefix, a.kind, a.input, (a.replaces IS NOT NULL)::boolean AS moving, d.name AS deployment_name, d.id AS deployment_id, p.name AS pool_name,
     coalesce((SELECT string_agg(b.key, ', ' ORDER BY b.key) FROM component_versions v, jsonb_each_text(v.resolver_bindings) b
         WHERE v.component_id = d.component_id AND v.version = d.version AND split_part(b.value, '.', 1) = 'ipam'
           AND (b.value = 'ipam.subnet') = (a.input = 'ipam.subnet')), '')::text AS inputs,
@@ -83,6 +83,7 @@ type EnvironmentAllocationsRow struct {
 	Prefix           netip.Prefix `json:"prefix"`
 	Kind             string       `json:"kind"`
 	Input            string       `json:"input"`
+	Moving           bool         `json:"moving"`
 	DeploymentName   string       `json:"deployment_name"`
 	DeploymentID     uuid.UUID    `json:"deployment_id"`
 	PoolName         string       `json:"pool_name"`
@@ -92,7 +93,8 @@ type EnvironmentAllocationsRow struct {
 }
 
 // The addresses and subnets the environment's deployments hold, from any pool, with the inputs
-// each fills; an address handed out inside a subnet follows the subnet, naming it.
+// each fills; an address handed out inside a subnet follows the subnet, naming it. moving marks
+// one handed out for a move still under way, beside the one it replaces.
 func (q *Queries) EnvironmentAllocations(ctx context.Context, environmentID uuid.UUID) ([]EnvironmentAllocationsRow, error) {
 	rows, err := q.db.Query(ctx, environmentAllocations, environmentID)
 	if err != nil {
@@ -106,6 +108,7 @@ func (q *Queries) EnvironmentAllocations(ctx context.Context, environmentID uuid
 			&i.Prefix,
 			&i.Kind,
 			&i.Input,
+			&i.Moving,
 			&i.DeploymentName,
 			&i.DeploymentID,
 			&i.PoolName,

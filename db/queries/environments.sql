@@ -71,8 +71,9 @@ ORDER BY lower(t.name), lower(e.name);
 
 -- name: EnvironmentAllocations :many
 -- The addresses and subnets the environment's deployments hold, from any pool, with the inputs
--- each fills; an address handed out inside a subnet follows the subnet, naming it.
-SELECT a.prefix, a.kind, a.input, d.name AS deployment_name, d.id AS deployment_id, p.name AS pool_name,
+-- each fills; an address handed out inside a subnet follows the subnet, naming it. moving marks
+-- one handed out for a move still under way, beside the one it replaces.
+SELECT a.prefix, a.kind, a.input, (a.replaces IS NOT NULL)::boolean AS moving, d.name AS deployment_name, d.id AS deployment_id, p.name AS pool_name,
     coalesce((SELECT string_agg(b.key, ', ' ORDER BY b.key) FROM component_versions v, jsonb_each_text(v.resolver_bindings) b
         WHERE v.component_id = d.component_id AND v.version = d.version AND split_part(b.value, '.', 1) = 'ipam'
           AND (b.value = 'ipam.subnet') = (a.input = 'ipam.subnet')), '')::text AS inputs,

@@ -60,7 +60,10 @@ type Allocation struct {
 	Inputs       string       `json:"inputs"` // the deployment's inputs it fills, by name
 	// ParentID is the subnet allocation an address was handed out in: the network its machine
 	// joins. None for an address or subnet of the pool itself.
-	ParentID  *uuid.UUID `json:"parent_id,omitempty"`
+	ParentID *uuid.UUID `json:"parent_id,omitempty"`
+	// Replaces is the allocation this one takes the place of when the operation moving its
+	// deployment here succeeds; until then the deployment holds both.
+	Replaces  *uuid.UUID `json:"replaces,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
 }
 
@@ -221,7 +224,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	taken := append([]netip.Prefix{}, r.Reserved...)
 	for i, a := range rows {
 		p.Allocations[i] = Allocation{ID: a.ID, Prefix: a.Prefix, Kind: a.Kind, Deployment: a.DeploymentName, Input: a.Input, Inputs: a.Inputs, CreatedAt: a.CreatedAt}
-		p.Allocations[i].DeploymentID, p.Allocations[i].ParentID = idOf(a.DeploymentID), idOf(a.ParentID)
+		p.Allocations[i].DeploymentID, p.Allocations[i].ParentID, p.Allocations[i].Replaces = idOf(a.DeploymentID), idOf(a.ParentID), idOf(a.Replaces)
 		taken = append(taken, a.Prefix)
 	}
 	p.Used, p.Utilisation = len(rows), utilisation(r.Prefix, taken)

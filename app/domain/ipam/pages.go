@@ -161,7 +161,7 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 		v.Reserved = append(v.Reserved, ReservedRow{Range: r.String(), Addresses: strconv.FormatFloat(covered([]netip.Prefix{r}), 'f', 0, 64)})
 	}
 	for _, a := range p.Allocations {
-		row := AllocationRow{Prefix: a.Prefix.String(), Kind: a.Kind, Deployment: a.Deployment, Input: cmp.Or(a.Inputs, a.Input), Created: a.CreatedAt}
+		row := AllocationRow{Prefix: a.Prefix.String(), Kind: a.Kind, Deployment: a.Deployment, Input: cmp.Or(a.Inputs, a.Input), Moving: a.Replaces != nil, Created: a.CreatedAt}
 		if a.Kind == "address" {
 			row.Prefix = a.Prefix.Addr().String()
 		}

@@ -452,6 +452,21 @@ func TestResolvers_AMachineMovedToAnotherNetworkTakesAnAddressThere(t *testing.T
 		t.Fatalf("on core-net the machine holds %s", got)
 	}
 
+	// A preview of the move hands out the address it would take, marked as moving there, beside
+	// the one the machine keeps until the move succeeds; the update goes on with it.
+	wait("preview the move", s.Call(t, "POST", "/api/v1/deployments/"+vm+"/preview", user, map[string]any{"parameters": map[string]any{"network_id": on(edge)}}), "succeeded")
+	if got := held(vm); got != "10.20.0.2 10.20.0.66" {
+		t.Fatalf("after a preview of the move the machine holds %s, want both addresses", got)
+	}
+	b := apptest.NewBrowser(t, s.URL)
+	b.SignIn(t, "user-a@example.com", "long enough password")
+	if got := addresses(t, b, env.ID.String()); !strings.Contains(got, "10.20.0.2 address in 10.20.0.0/26 (core-net) |") ||
+		!strings.Contains(got, "10.20.0.66 address in 10.20.0.64/26 (edge-net) moving here") {
+		t.Errorf("during the move the environment's addresses read %q", got)
+	}
+	if got := fmt.Sprint(s.Call(t, "GET", "/api/v1/ipam/pools/"+poolID, provider, nil).JSON(t)["allocations"]); !regexp.MustCompile(`prefix:10\.20\.0\.66/32 replaces:`).MatchString(got) {
+		t.Errorf("during the move the pool's allocations read %s, want the new address to name the one it replaces", got)
+	}
 	update(vm, map[string]any{"network_id": on(edge)}, "succeeded")
 	apptest.WantJoined(t, params(map[string]string{"vm": vm, "core-net": core, "edge-net": edge}), map[string]string{"vm": "edge-net"})
 	if got := held(vm); got != "10.20.0.66" {
@@ -460,9 +475,8 @@ func TestResolvers_AMachineMovedToAnotherNetworkTakesAnAddressThere(t *testing.T
 	if out := get(vm)["outputs"].(map[string]any); out["ip_address"] != "10.20.0.66" {
 		t.Errorf("the machine in the cloud has %v", out["ip_address"])
 	}
-	b := apptest.NewBrowser(t, s.URL)
-	b.SignIn(t, "user-a@example.com", "long enough password")
-	if got := addresses(t, b, env.ID.String()); !strings.Contains(got, "10.20.0.66 address in 10.20.0.64/26 (edge-net)") || strings.Contains(got, "10.20.0.2 address") {
+	if got := addresses(t, b, env.ID.String()); !strings.Contains(got, "10.20.0.66 address in 10.20.0.64/26 (edge-net)") ||
+		strings.Contains(got, "10.20.0.2 address") || strings.Contains(got, "moving") {
 		t.Errorf("after the move the environment's addresses read %q", got)
 	}
 	if got := fmt.Sprint(s.Call(t, "GET", "/api/v1/ipam/pools/"+poolID, provider, nil).JSON(t)["allocations"]); !strings.Contains(got, "10.20.0.66/32") || strings.Contains(got, "10.20.0.2/32") {

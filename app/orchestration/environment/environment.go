@@ -209,7 +209,7 @@ func (s *Service) Detail(ctx context.Context, actor access.Principal, id uuid.UU
 			prefix = a.Prefix.Addr().String()
 		}
 		d.Addresses = append(d.Addresses, EnvAddressRow{Prefix: prefix, Kind: a.Kind, Pool: a.PoolName, Deployment: a.DeploymentName,
-			DeploymentID: a.DeploymentID.String(), Input: cmp.Or(a.Inputs, a.Input), Within: a.Within, WithinDeployment: a.WithinDeployment})
+			DeploymentID: a.DeploymentID.String(), Input: cmp.Or(a.Inputs, a.Input), Within: a.Within, WithinDeployment: a.WithinDeployment, Moving: a.Moving})
 	}
 	names, err := q.IssuedNames(ctx, id)
 	if err != nil {
