@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
-
 )
 
 // Nimbus, not the program, decides what the engine takes for the project. The CLI reads the
