@@ -26,6 +26,13 @@ type Span struct {
 	TraceID, ID, Parent string // hex
 	Start, End          time.Time
 	Attributes          map[string]string
+	Events              []Event
+}
+
+// Event is a moment a span noted.
+type Event struct {
+	Name string
+	At   time.Time
 }
 
 // Collector receives spans at /v1/traces.
@@ -89,6 +96,9 @@ func (c *Collector) receive(w http.ResponseWriter, r *http.Request) {
 				for _, a := range s.Attributes {
 					sp.Attributes[a.Key] = text(a.Value)
 				}
+				for _, e := range s.Events {
+					sp.Events = append(sp.Events, Event{Name: e.Name, At: time.Unix(0, int64(e.TimeUnixNano))})
+				}
 				spans = append(spans, sp)
 			}
 		}
@@ -117,7 +127,8 @@ func text(v *common.AnyValue) string {
 }
 
 // Table is the spans of trace as a table, in the order they started: each name indented under
-// its parent's, its start from the trace's first and its duration, in milliseconds.
+// its parent's, its start from the trace's first and its duration, in milliseconds; under it,
+// the moments it noted (events), with their start.
 func Table(spans []Span, trace string) string {
 	var mine []Span
 	for _, s := range spans {
@@ -138,8 +149,12 @@ func Table(spans []Span, trace string) string {
 			d = p + 1
 		}
 		depth[s.ID] = d
-		fmt.Fprintf(&b, "%-44s %10.1f %10.1f\n", strings.Repeat("  ", d)+s.Name,
-			float64(s.Start.Sub(mine[0].Start).Microseconds())/1000, float64(s.End.Sub(s.Start).Microseconds())/1000)
+		fmt.Fprintf(&b, "%-44s %10.1f %10.1f\n", strings.Repeat("  ", d)+s.Name, ms(s.Start.Sub(mine[0].Start)), ms(s.End.Sub(s.Start)))
+		for _, e := range s.Events {
+			fmt.Fprintf(&b, "%-44s %10.1f\n", strings.Repeat("  ", d+1)+"- "+e.Name, ms(e.At.Sub(mine[0].Start)))
+		}
 	}
 	return b.String()
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
