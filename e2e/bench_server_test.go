@@ -25,7 +25,7 @@ import (
 
 // startBench builds nimbus and serves it on a fresh data directory, with the number of job
 // workers it has by default. Everything it starts is stopped when the benchmark ends.
-func startBench(b *testing.B) *benchServer {
+func startBench(b *testing.B, env ...string) *benchServer {
 	b.Helper()
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "nimbus")
@@ -50,7 +50,7 @@ func startBench(b *testing.B) *benchServer {
 	defer logFile.Close() // the server holds its own descriptor
 	s.cmd = exec.Command(bin, "serve", "--addr", addr, "--data-dir", s.data)
 	s.cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "NIMBUS_JOB_WORKERS=") }),
-		"NIMBUS_ADMIN_PASSWORD="+adminPassword, "NIMBUS_ADMIN_EMAIL="+adminEmail)
+		append([]string{"NIMBUS_ADMIN_PASSWORD=" + adminPassword, "NIMBUS_ADMIN_EMAIL=" + adminEmail}, env...)...)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	if err := s.cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -129,6 +129,9 @@ func (s *benchServer) do(method, path string, body any) (map[string]any, error) 
 	req, _ := http.NewRequest(method, s.url+path, rd)
 	req.Header.Set("Authorization", "Bearer "+s.token)
 	req.Header.Set("Content-Type", "application/json")
+	if s.traceparent != "" {
+		req.Header.Set("traceparent", s.traceparent)
+	}
 	resp, err := s.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)

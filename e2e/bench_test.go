@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -17,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"nimbus/app/platform/tracing/otlptest"
 )
 
 // The engine's benchmarks run the built binary as an operator does: `nimbus serve` on a fresh
@@ -32,9 +36,17 @@ import (
 // part of the wait, and /proc/<pid>/stat counts start times in 10 ms ticks. A poll every
 // millisecond for new processes sees the pulumi exec within about a millisecond, for the cost
 // of a /proc listing per poll.
+//
+// Before the previews, a second machine is deployed in a trace of the benchmark's own, whose
+// spans the server sends to a collector in this process (OTLP/HTTP, as an operator's would be
+// told with OTEL_EXPORTER_OTLP_ENDPOINT); they are printed as a table: where a deploy's time
+// goes. The server samples only requests that come in a sampled trace, so the previews are not
+// recorded.
 func BenchmarkRequestToEngine(b *testing.B) {
 	const previews = 100
-	s := startBench(b)
+	spans := otlptest.Start()
+	b.Cleanup(spans.Close)
+	s := startBench(b, "OTEL_EXPORTER_OTLP_ENDPOINT="+spans.URL, "OTEL_TRACES_SAMPLER=parentbased_always_off", "OTEL_BSP_SCHEDULE_DELAY=100")
 	comp := s.machine(b)
 	env := s.environment(b, "probe")
 	dep, err := s.deploy(comp["id"].(string), env, "probe")
@@ -42,6 +54,8 @@ func BenchmarkRequestToEngine(b *testing.B) {
 		b.Fatal(err)
 	}
 	s.mustSucceed(b, dep.op)
+	// Printed, not logged: a benchmark's log keeps ten lines unless run with -v.
+	fmt.Printf("one deploy, traced:\n%s", s.tracedDeploy(b, spans, comp["id"].(string), env))
 	stackDir, err := filepath.EvalSymlinks(filepath.Join(s.data, "stacks", "d-"+strings.ReplaceAll(dep.id, "-", "")))
 	if err != nil {
 		b.Fatalf("the deployment's stack directory: %v", err)
@@ -75,6 +89,29 @@ func BenchmarkRequestToEngine(b *testing.B) {
 	// to the one that claimed it, both stamped by Postgres.
 	b.Logf("of which queued to claimed by a worker: p50 %.1f ms, p99 %.1f ms, max %.1f ms",
 		percentile(claims, 0.50), percentile(claims, 0.99), percentile(claims, 1))
+}
+
+// tracedDeploy deploys a machine in a trace of its own and returns the trace's spans as a table,
+// once the span of the job that ran it has come.
+func (s *benchServer) tracedDeploy(b *testing.B, spans *otlptest.Collector, comp, env string) string {
+	id := make([]byte, 24)
+	_, _ = rand.Read(id)
+	trace := hex.EncodeToString(id[:16])
+	s.traceparent = "00-" + trace + "-" + hex.EncodeToString(id[16:]) + "-01"
+	dep, err := s.deploy(comp, env, "traced")
+	s.traceparent = ""
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.mustSucceed(b, dep.op)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if slices.ContainsFunc(spans.Spans(), func(sp otlptest.Span) bool { return sp.TraceID == trace && sp.Name == "job operation" }) {
+			return otlptest.Table(spans.Spans(), trace)
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the deploy's job span did not reach the collector in a minute; spans of its trace:\n%s", otlptest.Table(spans.Spans(), trace))
+		}
+	}
 }
 
 // BenchmarkEngineProcesses counts the processes the server starts for each kind of operation,
@@ -276,6 +313,9 @@ type benchServer struct {
 	token   string
 	workers string // how many jobs it runs at once
 	http    *http.Client
+	// traceparent, when set, goes with each request: the server traces the requests it
+	// samples, and the work they queue, in the caller's trace.
+	traceparent string
 }
 
 type deployment struct{ id, op string }

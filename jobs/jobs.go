@@ -12,6 +12,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"nimbus/db/dbgen"
 )
@@ -61,6 +64,8 @@ type Config struct {
 	Register func(*river.Workers)
 	// Periodic are the domains' scheduled jobs.
 	Periodic []*river.PeriodicJob
+	// Tracer makes each job's spans, in the trace of the span that queued it; none when nil.
+	Tracer trace.TracerProvider
 }
 
 // NewClient returns a River client with Nimbus's workers and periodic jobs registered. It
@@ -84,6 +89,9 @@ func NewClient(pool *pgxpool.Pool, log *slog.Logger, cfg Config) (*river.Client[
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = time.Hour
 	}
+	if cfg.Tracer == nil {
+		cfg.Tracer = noop.NewTracerProvider()
+	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &housekeepingWorker{pool: pool, log: log})
 	if cfg.Register != nil {
@@ -100,7 +108,8 @@ func NewClient(pool *pgxpool.Pool, log *slog.Logger, cfg Config) (*river.Client[
 			DeliveryQueue:      {MaxWorkers: cfg.DeliveryWorkers},
 			HousekeepingQueue:  {MaxWorkers: cfg.HousekeepingWorkers},
 		},
-		Workers: workers,
+		Workers:    workers,
+		Middleware: []rivertype.Middleware{&traced{tracer: cfg.Tracer.Tracer("nimbus/jobs")}},
 		PeriodicJobs: append([]*river.PeriodicJob{
 			river.NewPeriodicJob(river.PeriodicInterval(15*time.Minute),
 				func() (river.JobArgs, *river.InsertOpts) { return HousekeepingArgs{}, nil },

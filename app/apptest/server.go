@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/trace"
 
 	"nimbus/app/domain/system"
 	"nimbus/app/kernel/objstore"
@@ -81,6 +82,8 @@ type SiteConfig struct {
 	QuietJobs bool
 	// LogOnFailure writes the server's log to the test's output when the test fails.
 	LogOnFailure bool
+	// Tracer records the spans of requests and jobs; none when nil.
+	Tracer trace.TracerProvider
 }
 
 // Start starts a server on pool as cfg says; configure, if given, changes its dependencies
@@ -146,7 +149,8 @@ func Start(t testing.TB, pool *pgxpool.Pool, cfg SiteConfig, configure ...func(*
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.OperationTimeout, ApprovalTTL: cfg.ApprovalTTL,
 		ChecksPerTenant: cfg.ChecksPerTenant, OperationsPerTenant: cfg.OperationsPerTenant, GraphParallel: cfg.GraphParallel, Cloud: cloud, PollInterval: cfg.PollInterval, Deliveries: cfg.Deliveries,
 		ExpiryCheck: cfg.ExpiryCheck}
-	client, err := jobs.NewClient(pool, jobsLog, jobs.Config{Workers: cfg.JobWorkers, CheckWorkers: cfg.CheckWorkers, Register: server.Workers(pool, eng, jobsLog), Periodic: server.Periodic(ctx, pool, eng)})
+	client, err := jobs.NewClient(pool, jobsLog, jobs.Config{Workers: cfg.JobWorkers, CheckWorkers: cfg.CheckWorkers, Register: server.Workers(pool, eng, jobsLog), Periodic: server.Periodic(ctx, pool, eng),
+		Tracer: cfg.Tracer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +158,7 @@ func Start(t testing.TB, pool *pgxpool.Pool, cfg SiteConfig, configure ...func(*
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = client.Stop(context.Background()) })
-	deps := server.Deps{Pool: pool, Log: log, Jobs: client, SessionTTL: time.Hour, Keys: keys, Runner: runner, Objects: objects,
+	deps := server.Deps{Pool: pool, Log: log, Tracer: cfg.Tracer, Jobs: client, SessionTTL: time.Hour, Keys: keys, Runner: runner, Objects: objects,
 		Info: system.Info{Version: "test", PulumiDir: cfg.Toolchain}, WebhooksPrivate: cfg.Deliveries.AllowPrivate, OperationsPerTenant: cfg.OperationsPerTenant}
 	for _, f := range configure {
 		f(&deps)

@@ -17,13 +17,18 @@ import (
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/orchestration/event"
 	"nimbus/app/platform/pulumix"
+	"nimbus/app/platform/tracing"
 	"nimbus/app/server"
 	"nimbus/db"
 	"nimbus/jobs"
 )
 
 func serve(ctx context.Context, args []string, env Env) error {
-	fs := flagSet("serve [flags]", "Run the web server and the job workers until SIGINT or SIGTERM.", env)
+	fs := flagSet("serve [flags]", "Run the web server and the job workers until SIGINT or SIGTERM.\n\n"+
+		"Traces: the standard OpenTelemetry variables are honoured. With OTEL_EXPORTER_OTLP_ENDPOINT or\n"+
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT set, each request, job, saga step and engine process is a\n"+
+		"span sent over OTLP/HTTP (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER,\n"+
+		"OTEL_EXPORTER_OTLP_HEADERS and OTEL_BSP_* too); without one nothing is recorded.", env)
 	cfg, err := parseConfig(fs, args, env.Getenv,
 		"addr", "data-dir", "database-url", "database-restart-timeout", "log-format", "log-level", "admin-email", "session-ttl", "session-max-age",
 		"secure-cookies", "pulumi-dir", "job-workers", "check-workers", "checks-per-tenant", "checks-per-minute", "graph-parallel",
@@ -35,6 +40,18 @@ func serve(ctx context.Context, args []string, env Env) error {
 	}
 	log := cfg.logger(env.Stderr)
 	started := time.Now()
+	traces, err := tracing.FromEnv(ctx, env.Getenv, Version)
+	if err != nil {
+		return err
+	}
+	// Deferred first, so it runs last: the spans of the jobs stopped below are sent too.
+	defer func() {
+		flushCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := traces.Shutdown(flushCtx); err != nil {
+			log.Warn("send the last traces", "err", err)
+		}
+	}()
 	if cfg.OperationsPerTenant >= cfg.JobWorkers {
 		log.Warn("one tenant's operations can take every job worker of this node, and other tenants' then wait for them: set --operations-per-tenant below --job-workers",
 			"operations_per_tenant", cfg.OperationsPerTenant, "job_workers", cfg.JobWorkers)
@@ -110,7 +127,8 @@ func serve(ctx context.Context, args []string, env Env) error {
 		Deliveries: event.DeliveryConfig{AllowPrivate: cfg.WebhooksPrivate}, EventRetention: cfg.EventRetention}
 	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, CheckWorkers: cfg.CheckWorkers, EventWorkers: cfg.EventWorkers,
 		DeliveryWorkers: cfg.DeliveryWorkers, HousekeepingWorkers: cfg.HousekeepingWorkers, Timeout: cfg.JobTimeout,
-		Register: server.Workers(d.Pool, eng, log), Periodic: server.Periodic(ctx, d.Pool, eng)})
+		Register: server.Workers(d.Pool, eng, log), Periodic: server.Periodic(ctx, d.Pool, eng),
+		Tracer: traces})
 	if err != nil {
 		return err
 	}
@@ -147,7 +165,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	uiCtx, stopUI := context.WithCancel(context.Background())
 	defer stopUI()
 	handler, err := server.New(uiCtx, server.Deps{
-		Pool: d.Pool, Log: log, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SessionMaxAge: cfg.SessionMaxAge, SecureCookies: cfg.SecureCookies,
+		Pool: d.Pool, Log: log, Tracer: traces, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SessionMaxAge: cfg.SessionMaxAge, SecureCookies: cfg.SecureCookies,
 		Keys: keys, Runner: runner, ChecksPerMinute: cfg.ChecksPerMinute, OperationsPerTenant: cfg.OperationsPerTenant, MaxStateSize: cfg.MaxStateSize,
 		TrustedProxies: cfg.TrustedProxies, Objects: objs.store,
 		DatabaseDown: watched.Down, Alive: watched.Alive, WebhooksPrivate: cfg.WebhooksPrivate,

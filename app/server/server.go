@@ -15,6 +15,8 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"nimbus/app/domain/auth"
 	"nimbus/app/domain/cluster"
@@ -41,6 +43,7 @@ import (
 	"nimbus/app/orchestration/provision"
 	"nimbus/app/platform/audit"
 	"nimbus/app/platform/pulumix"
+	"nimbus/app/platform/tracing"
 	"nimbus/app/platform/web"
 	"nimbus/db/listen"
 	"nimbus/jobs"
@@ -52,7 +55,9 @@ const maxBody = "1M"
 
 // Deps is what the server needs; the caller owns their lifecycles.
 type Deps struct {
-	Pool       *pgxpool.Pool
+	Pool *pgxpool.Pool
+	// Tracer makes each request's span (see tracing); none when nil.
+	Tracer     trace.TracerProvider
 	Log        *slog.Logger
 	Jobs       *river.Client[pgx.Tx]
 	Info       system.Info
@@ -99,6 +104,9 @@ type Deps struct {
 // New builds the HTTP handler. ctx bounds the River UI's background work, which begins when
 // the UI is first opened.
 func New(ctx context.Context, d Deps) (http.Handler, error) {
+	if d.Tracer == nil {
+		d.Tracer = noop.NewTracerProvider()
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = web.ErrorHandler(d.Log)
@@ -110,6 +118,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	metrics := system.NewMetrics(d.Pool)
 
 	e.Use(middleware.Recover())
+	e.Use(tracing.Middleware(d.Tracer))
 	e.Use(metrics.Middleware)
 	e.Use(web.RequestLog(d.Log))
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: maxBody, Skipper: restoringState}))

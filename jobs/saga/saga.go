@@ -19,6 +19,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Step is one stage of an operation.
@@ -202,16 +206,16 @@ func Execute(ctx context.Context, store Store, steps []Step, lastAttempt bool) e
 		if step.LazyStart {
 			commit = Lazy
 		}
-		if err := store.Mark(ctx, commit, append(ended, Move{Step: step.Name, Status: Running})...); err != nil {
+		if err := mark(ctx, store, commit, append(ended, Move{Step: step.Name, Status: Running})...); err != nil {
 			return Transient(fmt.Errorf("checkpoint %s: %w", step.Name, err))
 		}
 		ended = nil
 		states[i].Status = Running
-		result, err := step.Do(ctx, run)
+		result, err := do(ctx, step, run)
 		if errors.Is(err, ErrParked) {
 			// Before looking at ctx: a parked operation's lease is gone, which may have
 			// cancelled the run since.
-			if markErr := store.Mark(context.WithoutCancel(ctx), Durable, Move{Step: step.Name, Status: Pending}); markErr != nil {
+			if markErr := mark(context.WithoutCancel(ctx), store, Durable, Move{Step: step.Name, Status: Pending}); markErr != nil {
 				return Transient(fmt.Errorf("checkpoint %s: %w", step.Name, markErr))
 			}
 			return err
@@ -223,7 +227,7 @@ func Execute(ctx context.Context, store Store, steps []Step, lastAttempt bool) e
 			if IsTransient(err) && !lastAttempt && ctx.Err() == nil {
 				return err
 			}
-			if markErr := store.Mark(context.WithoutCancel(ctx), Durable, Move{Step: step.Name, Status: Failed, Error: err.Error()}); markErr != nil {
+			if markErr := mark(context.WithoutCancel(ctx), store, Durable, Move{Step: step.Name, Status: Failed, Error: err.Error()}); markErr != nil {
 				return Transient(fmt.Errorf("checkpoint %s: %w", step.Name, markErr))
 			}
 			states[i].Status, states[i].Error = Failed, err.Error()
@@ -241,7 +245,7 @@ func Execute(ctx context.Context, store Store, steps []Step, lastAttempt bool) e
 		run.results[step.Name] = result
 	}
 	if ended != nil {
-		if err := store.Mark(ctx, Durable, ended...); err != nil {
+		if err := mark(ctx, store, Durable, ended...); err != nil {
 			return Transient(fmt.Errorf("checkpoint %s: %w", ended[0].Step, err))
 		}
 	}
@@ -279,20 +283,65 @@ func compensate(ctx context.Context, store Store, steps []Step, states []State, 
 		if step.Undo == nil {
 			continue
 		}
-		if err := store.Mark(ctx, Durable, Move{Step: step.Name, Status: Undoing, Error: st.Error}); err != nil {
+		if err := mark(ctx, store, Durable, Move{Step: step.Name, Status: Undoing, Error: st.Error}); err != nil {
 			return Transient(fmt.Errorf("checkpoint undo %s: %w", step.Name, err))
 		}
-		if err := step.Undo(ctx, run); err != nil {
+		if err := undo(ctx, step, run); err != nil {
 			f.Compensated = false
 			f.UndoErrs = append(f.UndoErrs, fmt.Errorf("undo %s: %w", step.Name, err))
-			if markErr := store.Mark(ctx, Durable, Move{Step: step.Name, Status: UndoFailed, Error: err.Error()}); markErr != nil {
+			if markErr := mark(ctx, store, Durable, Move{Step: step.Name, Status: UndoFailed, Error: err.Error()}); markErr != nil {
 				return Transient(fmt.Errorf("checkpoint undo %s: %w", step.Name, markErr))
 			}
 			continue
 		}
-		if err := store.Mark(ctx, Durable, Move{Step: step.Name, Status: Undone, Error: st.Error}); err != nil {
+		if err := mark(ctx, store, Durable, Move{Step: step.Name, Status: Undone, Error: st.Error}); err != nil {
 			return Transient(fmt.Errorf("checkpoint undo %s: %w", step.Name, err))
 		}
 	}
 	return f
+}
+
+// tracer makes the run's spans in the trace of the span ctx carries (the job's): a run without
+// one traces nothing.
+func tracer(ctx context.Context) trace.Tracer {
+	return trace.SpanFromContext(ctx).TracerProvider().Tracer("nimbus/jobs/saga")
+}
+
+// do runs a step's Do in a span of its own.
+func do(ctx context.Context, step Step, run *Run) (json.RawMessage, error) {
+	ctx, span := tracer(ctx).Start(ctx, "step "+step.Name, trace.WithAttributes(attribute.String("nimbus.step", step.Name)))
+	defer span.End()
+	result, err := step.Do(ctx, run)
+	ended(span, err)
+	return result, err
+}
+
+// undo runs a step's Undo in a span of its own.
+func undo(ctx context.Context, step Step, run *Run) error {
+	ctx, span := tracer(ctx).Start(ctx, "undo "+step.Name, trace.WithAttributes(attribute.String("nimbus.step", step.Name)))
+	defer span.End()
+	err := step.Undo(ctx, run)
+	ended(span, err)
+	return err
+}
+
+// mark writes checkpoints in a span of its own: how long a run waits for its store.
+func mark(ctx context.Context, store Store, commit Commit, moves ...Move) error {
+	steps := make([]string, len(moves))
+	for i, m := range moves {
+		steps[i] = m.Step + " " + string(m.Status)
+	}
+	_, span := tracer(ctx).Start(ctx, "checkpoint", trace.WithAttributes(
+		attribute.StringSlice("nimbus.checkpoint.moves", steps), attribute.Bool("nimbus.checkpoint.durable", commit == Durable)))
+	defer span.End()
+	err := store.Mark(ctx, commit, moves...)
+	ended(span, err)
+	return err
+}
+
+// ended records on span how what it timed ended: a parked step is no error.
+func ended(span trace.Span, err error) {
+	if err != nil && !errors.Is(err, ErrParked) {
+		span.SetStatus(codes.Error, err.Error())
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/problem"
+	"nimbus/app/platform/tracing"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
@@ -89,6 +90,8 @@ func queueOperation(ctx context.Context, tx pgx.Tx, queue jobs.Queue, deployment
 	if err != nil {
 		return op, err
 	}
+	// The request's span names the operation; the job carries the span on to the worker.
+	ctx = tracing.Operation(ctx, op.ID, op.Kind)
 	_, err = queue.InsertTx(ctx, tx, OperationArgs{OperationID: op.ID}, nil)
 	return op, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/trace"
 
 	"nimbus/app/domain/cluster"
 	"nimbus/app/domain/proxmox"
@@ -22,6 +23,7 @@ import (
 	"nimbus/app/kernel/problem"
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/platform/pulumix"
+	"nimbus/app/platform/tracing"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
@@ -96,6 +98,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error 
 	if err != nil {
 		return err
 	}
+	ctx = tracing.Operation(ctx, op.ID, op.Kind) // the job's span, and every one beneath it
 	if s := Status(op.Status); s.Ended() || s == AwaitingApproval {
 		return nil
 	}
@@ -107,7 +110,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error 
 	// An earlier attempt began it: its engine may have made resources the state does not show.
 	resumed := op.StartedAt != nil
 	lease := uuid.New()
+	_, claiming := tracer(ctx).Start(ctx, "claim")
 	op, err = w.take(ctx, op, lease)
+	claiming.End()
 	switch {
 	case errors.Is(err, lifecycle.ErrIllegalMove):
 		return nil // another worker holds it and is alive; the reaper steps in if it dies
@@ -193,6 +198,11 @@ func (w *Worker) expect(ctx context.Context, deployment uuid.UUID) {
 		return // the run reads it again, and says what is wrong
 	}
 	w.runner.Expect(pulumix.Stack{Name: c.Stack})
+}
+
+// tracer makes the operation's spans in the trace of the job's.
+func tracer(ctx context.Context) trace.Tracer {
+	return trace.SpanFromContext(ctx).TracerProvider().Tracer("nimbus/deploy")
 }
 
 // heartbeat keeps the lease alive and passes a requested cancel on to the run.

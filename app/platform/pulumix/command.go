@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/blang/semver"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"nimbus/app/kernel/sandbox"
 )
@@ -69,6 +72,9 @@ func newCommand(path string, grace time.Duration) (command, error) {
 // ports it may connect to.
 func (c command) Run(ctx context.Context, workdir string, extra sandbox.Policy, stdin io.Reader, out, errOut []io.Writer,
 	extraEnv []string, args ...string) (string, string, int, error) {
+	// The process, exec to exit; only the command is named, never its arguments.
+	ctx, span := tracer(ctx).Start(ctx, "pulumi "+args[0], trace.WithAttributes(attribute.String("nimbus.engine.command", args[0])))
+	defer span.End()
 	if !slices.Contains(args, "--non-interactive") {
 		args = append([]string{"--non-interactive"}, args...)
 	}
@@ -100,6 +106,7 @@ func (c command) Run(ctx context.Context, workdir string, extra sandbox.Policy, 
 	cmd.WaitDelay = c.grace + 5*time.Second
 	err := c.sandbox.Start(cmd, c.policy(workdir, extraEnv).Union(extra))
 	if err == nil {
+		span.AddEvent("started")
 		err = cmd.Wait()
 	}
 	code := -2
@@ -110,7 +117,17 @@ func (c command) Run(ctx context.Context, workdir string, extra sandbox.Policy, 
 	case errors.As(err, &exit):
 		code = exit.ExitCode()
 	}
+	span.SetAttributes(attribute.Int("nimbus.engine.exit_code", code))
+	if err != nil {
+		span.SetStatus(codes.Error, "exit code "+strconv.Itoa(code))
+	}
 	return stdout.String(), stderr.String(), code, err
+}
+
+// tracer makes the engine's spans in the trace of the span ctx carries: an engine run outside
+// one traces nothing.
+func tracer(ctx context.Context) trace.Tracer {
+	return trace.SpanFromContext(ctx).TracerProvider().Tracer("nimbus/pulumix")
 }
 
 // Prepare readies the sandbox of a Run in workdir with extra and extraEnv, about to come.

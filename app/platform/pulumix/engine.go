@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // workspace is a stack made ready for the engine: its program and settings written, its
@@ -56,6 +58,8 @@ type engineRun struct {
 // comes, its resource events too when progress is an EventSink, and both are kept for the
 // result. The engine writes its events into a named pipe, read as they come.
 func (r *Runner) run(ctx context.Context, ws workspace, progress io.Writer, args ...string) (engineRun, error) {
+	ctx, span := tracer(ctx).Start(ctx, "engine "+args[0], trace.WithAttributes(attribute.String("nimbus.engine.command", args[0])))
+	defer span.End()
 	pipe, err := openEvents(ws.tmp)
 	if err != nil {
 		return engineRun{}, err
@@ -65,8 +69,13 @@ func (r *Runner) run(ctx context.Context, ws workspace, progress io.Writer, args
 	rep := r.redactor(ws)
 	run := engineRun{changes: map[string]int{}, redact: rep}
 	read := make(chan error, 1)
+	var events pace
 	go func() {
-		read <- pipe.read(func(ev apitype.EngineEvent) { run.note(ev, sink) }, func(size int) { run.dropped = max(run.dropped, size) })
+		_, reading := tracer(ctx).Start(ctx, "engine events")
+		err := pipe.read(func(ev apitype.EngineEvent) { events.tick(); run.note(ev, sink) }, func(size int) { run.dropped = max(run.dropped, size) })
+		reading.SetAttributes(attribute.Int("nimbus.engine.events", events.n))
+		reading.End() // before the run's span ends, which waits for read
+		read <- err
 	}()
 
 	said, red, w := r.streams(progress, rep)
@@ -79,6 +88,7 @@ func (r *Runner) run(ctx context.Context, ws workspace, progress io.Writer, args
 	if rerr := <-read; rerr != nil && err == nil {
 		err = fmt.Errorf("read the engine's events: %w", rerr)
 	}
+	events.record(span)
 	if serr := synced(); serr != nil && err == nil {
 		err = serr
 	}
@@ -94,6 +104,30 @@ func (r *Runner) run(ctx context.Context, ws workspace, progress io.Writer, args
 		return run, failure(ctx, args[0], ws.stack, err, run.output)
 	}
 	return run, nil
+}
+
+// pace is when an engine's events came: the first and the last, and how many. An event each
+// would cost a span's worth of memory per resource step; these tell where the engine's time went.
+type pace struct {
+	first, last time.Time
+	n           int
+}
+
+func (p *pace) tick() {
+	p.last = time.Now()
+	if p.n == 0 {
+		p.first = p.last
+	}
+	p.n++
+}
+
+// record puts the first and last events on span, once the reader is done with p.
+func (p *pace) record(span trace.Span) {
+	span.SetAttributes(attribute.Int("nimbus.engine.events", p.n))
+	if p.n > 0 {
+		span.AddEvent("first engine event", trace.WithTimestamp(p.first))
+		span.AddEvent("last engine event", trace.WithTimestamp(p.last))
+	}
 }
 
 // watch keeps the shared bucket in step with the state the engine writes, until the returned

@@ -87,6 +87,8 @@ func (r *Runner) engineEnv(state, passphrase, home string) []string {
 // the backend when create is set and it is missing (ErrNoStack otherwise), a lock a crashed
 // engine left cleared when st is Exclusive. No engine process runs for any of it.
 func (r *Runner) open(ctx context.Context, st Stack, create bool) (workspace, error) {
+	ctx, span := tracer(ctx).Start(ctx, "workspace")
+	defer span.End()
 	if err := checkStack(st, true); err != nil {
 		return workspace{}, err
 	}
