@@ -37,6 +37,8 @@ type workspace struct {
 	scratch bool
 	// hidden are values what the engine says never shows (Stack.Hidden).
 	hidden []string
+	// saltByEngine says the stack is new and its engine makes its salt (see createForUp).
+	saltByEngine bool
 }
 
 // engineRun is what one engine process said: its output's tail and what its events told.

@@ -18,7 +18,7 @@ func TestStack_FilesAreTheRunsOwnInMemory(t *testing.T) {
 	st := machineStack(t, "d-files", map[string]any{"name": "m"})
 	st.Files = map[string][]byte{"KUBECONFIG": []byte("token: canary-of-the-run")}
 
-	ws, err := r.open(t.Context(), st, true)
+	ws, err := r.open(t.Context(), st, create)
 	if err != nil {
 		t.Fatal(err)
 	}

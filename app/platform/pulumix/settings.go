@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -94,12 +95,12 @@ func createStack(ctx context.Context, b Bucket, stack string) error {
 }
 
 // writeSettings replaces the stack's settings file with st's inputs, so that an input the
-// deployment no longer has does not linger. The salt of an earlier file is kept. A shared
-// stack without one gets the salt its name and passphrase make, the same on every replica, so
-// that a plan saved on one is read on another before any state records a salt; so does a
-// scratch stack with secrets to encrypt, and one without leaves it to the engine. A state
+// deployment no longer has does not linger. The salt of an earlier file is kept. Without one,
+// a stack whose salt is fixed gets the salt its name and passphrase make, the same on every
+// replica, so that a plan saved on one is read on another before any state records a salt; so
+// does a stack with secrets to encrypt, and any other leaves it to the engine. A state
 // encrypted under an older salt is still read through the salt the state records.
-func (r *Runner) writeSettings(file string, st Stack, shared bool) error {
+func (r *Runner) writeSettings(file string, st Stack, fixSalt bool) error {
 	salt := ""
 	if data, err := os.ReadFile(file); err == nil {
 		var old struct {
@@ -113,7 +114,7 @@ func (r *Runner) writeSettings(file string, st Stack, shared bool) error {
 		return fmt.Errorf("read stack settings: %w", err)
 	}
 	var crypter config.Crypter
-	if salt == "" && (shared || len(st.Secrets) > 0) {
+	if salt == "" && (fixSalt || len(st.Secrets) > 0) {
 		salt = stackSalt(st)
 	}
 	if len(st.Secrets) > 0 || strings.HasSuffix(salt, ":") {
@@ -163,6 +164,24 @@ func (r *Runner) writeSettings(file string, st Stack, shared bool) error {
 	}
 	if err := ps.Save(file); err != nil {
 		return fmt.Errorf("write stack settings: %w", err)
+	}
+	return nil
+}
+
+// forgetUnrecordedSalt drops the settings of a new stack whose engine made its salt when the
+// engine wrote no state recording it (it failed before changing anything): that salt is this
+// replica's alone, and a plan saved with it could not be read on another. The next operation
+// writes the settings again, with the salt the state records or the one the stack's name makes.
+func (r *Runner) forgetUnrecordedSalt(ctx context.Context, stack string) error {
+	state, err := r.stateOf(stack)
+	if err != nil {
+		return err
+	}
+	if _, salt, err := readStack(ctx, state, stack, true); err != nil || salt != "" {
+		return err
+	}
+	if err := os.Remove(filepath.Join(r.stackDir(stack), "Pulumi."+stack+".yaml")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("forget the settings of %s: %w", stack, err)
 	}
 	return nil
 }

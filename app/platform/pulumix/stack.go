@@ -134,7 +134,7 @@ const parallel = "8"
 // Preview shows what an Up would do, and saves the engine's update plan of it in the Result:
 // Apply carries out exactly that plan. The stack is created when it does not exist yet.
 func (r *Runner) Preview(ctx context.Context, st Stack, progress io.Writer) (Result, error) {
-	ws, err := r.open(ctx, st, true)
+	ws, err := r.open(ctx, st, create)
 	if err != nil {
 		return Result{}, err
 	}
@@ -155,19 +155,25 @@ func (r *Runner) Preview(ctx context.Context, st Stack, progress io.Writer) (Res
 // Up creates or updates the stack's resources to match the program and its inputs: one engine
 // process previews the change and makes it, its events telling both.
 func (r *Runner) Up(ctx context.Context, st Stack, progress io.Writer) (Result, error) {
-	ws, err := r.open(ctx, st, true)
+	ws, err := r.open(ctx, st, createForUp)
 	if err != nil {
 		return Result{}, err
 	}
 	defer ws.close()
-	return r.up(ctx, ws, progress, refreshing(st)...)
+	res, err := r.up(ctx, ws, progress, refreshing(st)...)
+	if ws.saltByEngine {
+		if ferr := r.forgetUnrecordedSalt(ctx, st.Name); ferr != nil && err == nil {
+			err = ferr
+		}
+	}
+	return res, err
 }
 
 // Apply carries out a plan that Preview saved, without previewing again: the engine refuses any
 // change the preview did not show (a resource's inputs that differ, an update where it planned
 // none), and fails with an EngineError.
 func (r *Runner) Apply(ctx context.Context, st Stack, plan []byte, progress io.Writer) (Result, error) {
-	ws, err := r.open(ctx, st, true)
+	ws, err := r.open(ctx, st, create)
 	if err != nil {
 		return Result{}, err
 	}
@@ -214,7 +220,7 @@ func (r *Runner) up(ctx context.Context, ws workspace, progress io.Writer, args 
 // Refresh brings the stack's state in line with what the cloud actually has: resources deleted
 // by hand leave the state, drifted properties are read back.
 func (r *Runner) Refresh(ctx context.Context, st Stack, progress io.Writer) (Result, error) {
-	ws, err := r.open(ctx, st, true)
+	ws, err := r.open(ctx, st, create)
 	if err != nil {
 		return Result{}, err
 	}
@@ -228,7 +234,7 @@ func (r *Runner) Refresh(ctx context.Context, st Stack, progress io.Writer) (Res
 // program. Result.Drift lists the resources that differ; the progress's events are one per
 // resource, update (properties differ, recorded → found), delete (gone) or same.
 func (r *Runner) DriftCheck(ctx context.Context, st Stack, progress io.Writer) (Result, error) {
-	ws, err := r.open(ctx, st, false)
+	ws, err := r.open(ctx, st, mustExist)
 	if err != nil {
 		return Result{}, err
 	}
@@ -241,7 +247,7 @@ func (r *Runner) DriftCheck(ctx context.Context, st Stack, progress io.Writer) (
 // directory. A stack that does not exist is destroyed already, so Destroy can be repeated after
 // a crash at any point.
 func (r *Runner) Destroy(ctx context.Context, st Stack, progress io.Writer) (Result, error) {
-	ws, err := r.open(ctx, st, false)
+	ws, err := r.open(ctx, st, mustExist)
 	if errors.Is(err, ErrNoStack) {
 		if err := r.forget(st.Name); err != nil {
 			return Result{}, err
@@ -266,7 +272,7 @@ func (r *Runner) Destroy(ctx context.Context, st Stack, progress io.Writer) (Res
 // each resource. A stack that does not exist has nothing to delete.
 func (r *Runner) PreviewDestroy(ctx context.Context, st Stack, progress io.Writer) (Result, error) {
 	_, statErr := os.Stat(r.stackDir(st.Name))
-	ws, err := r.open(ctx, st, false)
+	ws, err := r.open(ctx, st, mustExist)
 	if errors.Is(err, ErrNoStack) {
 		if errors.Is(statErr, fs.ErrNotExist) {
 			_ = r.forget(st.Name) // looking must not leave a directory behind
@@ -284,7 +290,7 @@ func (r *Runner) PreviewDestroy(ctx context.Context, st Stack, progress io.Write
 // encrypted.
 func (r *Runner) Export(ctx context.Context, st Stack) ([]byte, error) {
 	_, statErr := os.Stat(r.stackDir(st.Name))
-	ws, err := r.open(ctx, st, false)
+	ws, err := r.open(ctx, st, mustExist)
 	if errors.Is(err, ErrNoStack) && errors.Is(statErr, fs.ErrNotExist) {
 		_ = os.RemoveAll(r.stackDir(st.Name)) // looking must not leave a directory behind
 	}

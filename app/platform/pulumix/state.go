@@ -28,7 +28,7 @@ func (r *Runner) Import(ctx context.Context, st Stack, state io.Reader) error {
 	if dep.Version == 0 || len(dep.Deployment) == 0 {
 		return fmt.Errorf("%w: not a stack export: no version or deployment", ErrBadState)
 	}
-	ws, err := r.open(ctx, st, true)
+	ws, err := r.open(ctx, st, create)
 	if err != nil {
 		return err
 	}
