@@ -94,6 +94,9 @@ func (r *Runner) run(ctx context.Context, ws workspace, progress io.Writer, args
 	if serr := synced(); serr != nil && err == nil {
 		err = serr
 	}
+	if perr := pruneHistory(ws.state); perr != nil && err == nil {
+		err = perr
+	}
 	run.output = said.text()
 	if err == nil && run.dropped > 0 {
 		return run, tooLarge(args[0], fmt.Sprintf("the engine reported an event of %s, and Nimbus reads none over %s: a program's outputs and each resource's properties must stay within that",

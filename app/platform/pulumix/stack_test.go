@@ -200,6 +200,35 @@ func testUpUpdatePreviewDestroy(t *testing.T, backend string) {
 	}
 }
 
+// Nimbus records each operation itself: the engine's file backend keeps the stack's state and
+// nothing that grows with every update (a history, timestamped copies of the state), which
+// would be handed to the engine's account file by file before each operation.
+func TestStack_StateKeepsNoHistory(t *testing.T) {
+	r, data, _ := stackRunner(t, "file")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	st := machineStack(t, "d-history", map[string]any{"name": "first"})
+	for _, name := range []string{"first", "second", "third"} {
+		st.Config["name"] = name
+		if _, err := r.Up(ctx, st, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var piled []string
+	err := filepath.WalkDir(filepath.Join(data, "state", st.Name), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.Contains(p, "/history/") || strings.Contains(p, "/backups/")) {
+			piled = append(piled, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(piled) > 0 {
+		t.Fatalf("after three updates the stack's state directory keeps %d files of past updates: %v", len(piled), piled)
+	}
+}
+
 func TestStack_EngineFailure(t *testing.T) { eachBackend(t, testEngineFailure) }
 
 func testEngineFailure(t *testing.T, backend string) {

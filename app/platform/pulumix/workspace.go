@@ -49,6 +49,16 @@ func (r *Runner) forget(name string) error {
 	return nil
 }
 
+// pruneHistory removes the update history the file backend keeps beside the stack's state
+// (a record and a copy of the whole state per update), which no setting turns off: Nimbus
+// records each operation itself, and the engine reads none of it.
+func pruneHistory(state string) error {
+	if err := os.RemoveAll(filepath.Join(state, ".pulumi", "history")); err != nil {
+		return fmt.Errorf("prune the engine's history: %w", err)
+	}
+	return nil
+}
+
 // engineEnv is the environment of every engine process: the toolchain first on PATH, no
 // network look-ups, the extra entries NewRunner was given, then the stack's file backend and
 // the secrets passphrase, which no extra entry may replace. The passphrase travels in the
@@ -63,6 +73,10 @@ func (r *Runner) engineEnv(state, passphrase, home string) []string {
 		// The event log is a debugging flag to the CLI.
 		"PULUMI_DEBUG_COMMANDS": "true",
 		"PULUMI_HOME":           home,
+		// Nimbus keeps each operation's record itself: the file backend's copy of the whole
+		// state after every update (and the history below, see pruneHistory) would only pile
+		// up, and be handed to the engine's account file by file before every operation.
+		"PULUMI_DIY_BACKEND_DISABLE_CHECKPOINT_BACKUPS": "true",
 		// Plugins come from the toolchain directory only: a program may not fetch and run one.
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
 		// The CLI, the language host and the providers are Go programs that live for one
