@@ -118,6 +118,12 @@ func (c command) Run(ctx context.Context, workdir string, extra sandbox.Policy, 
 		code = exit.ExitCode()
 	}
 	span.SetAttributes(attribute.Int("nimbus.engine.exit_code", code))
+	if ps := cmd.ProcessState; ps != nil {
+		// The CPU the engine spent, its plugins included: what a run costs the machine
+		// whatever else runs beside it, where the span's length depends on that.
+		span.SetAttributes(attribute.Int64("nimbus.engine.cpu_user_ms", ps.UserTime().Milliseconds()),
+			attribute.Int64("nimbus.engine.cpu_system_ms", ps.SystemTime().Milliseconds()))
+	}
 	if err != nil {
 		span.SetStatus(codes.Error, "exit code "+strconv.Itoa(code))
 	}
