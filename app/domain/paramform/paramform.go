@@ -159,7 +159,9 @@ func Build(prefix string, rawSchema []byte, values map[string]any, errs views.Er
 		case "boolean":
 			field.Kind, field.Options = "select", []string{"true", "false"}
 		}
-		if field.Kind == "select" && !field.Required {
+		// A choice that is empty already stands for "nothing given": a blank beside it would
+		// be a second choice of the same, both selected.
+		if field.Kind == "select" && !field.Required && !slices.Contains(field.Options, "") {
 			field.Blank = "—"
 			if field.Default != "" {
 				field.Blank = "default: " + field.Default

@@ -59,6 +59,19 @@ func TestBuild_ShowsFilledInputsAndChoices(t *testing.T) {
 	}
 }
 
+// A choice whose values include the empty one offers it once, not again as a blank, so that a
+// form with nothing given selects one option.
+func TestBuild_AnEmptyChoiceIsOfferedOnce(t *testing.T) {
+	f := Build("", []byte(`{"type":"object","properties":{"fail_on":{"type":"string","enum":["","create"],"default":""}}}`), nil, nil, nil, nil)
+	var html strings.Builder
+	if err := Fields(f).Render(t.Context(), &html); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(html.String(), "selected"); n != 1 {
+		t.Fatalf("%d options selected, want 1:\n%s", n, html.String())
+	}
+}
+
 func TestRead_RefusesNumbersJSONCannotHold(t *testing.T) {
 	for _, raw := range []string{"NaN", "Inf", "-Infinity"} {
 		_, err := Read(url.Values{"p.name": {"web"}, "p.cores": {raw}}, "", []byte(schema))
