@@ -282,7 +282,7 @@ func BenchmarkConcurrentDeploys(b *testing.B) {
 	n := time.Duration(b.N)
 	wallS, bareS := (wall / n).Seconds(), (bare / n).Seconds()
 	b.Logf("%d deploys at once through nimbus serve (%s job workers, its default): all done in %.1f s, %d failed; "+
-		"%d bare CLI preview+up in sequence: %.1f s; ratio %.2f",
+		"%d bare CLI ups in sequence: %.1f s; ratio %.2f",
 		deploys, s.workers, wallS, failures/b.N, deploys, bareS, wallS/bareS)
 	b.Logf("server RSS: idle %.1f MiB, peak %.1f MiB; its Postgres, PSS summed over its processes: idle %.1f MiB, peak %.1f MiB",
 		mib(idle.server), mib(peak.server), mib(idle.postgres), mib(peak.postgres))
@@ -449,7 +449,7 @@ func BenchmarkProvisionEnvironment(b *testing.B) {
 	b.StopTimer()
 	n := time.Duration(b.N)
 	wallMS, bareMS := float64((wall / n).Milliseconds()), float64((bare / n).Milliseconds())
-	b.Logf("an environment of %d machines: open → active in %.0f ms; %d bare preview+up in sequence: %.0f ms; ratio %.2f, %.0f ms more per component",
+	b.Logf("an environment of %d machines: open → active in %.0f ms; %d bare ups in sequence: %.0f ms; ratio %.2f, %.0f ms more per component",
 		components, wallMS, components, bareMS, wallMS/bareMS, (wallMS-bareMS)/components)
 	b.ReportMetric(wallMS, "provision-ms")
 	b.ReportMetric(bareMS, "bare-seq-ms")

@@ -20,6 +20,7 @@ import (
 type CLI struct {
 	path, dir string
 	env       []string
+	cpu       time.Duration // spent by the timed commands, their plugins included
 }
 
 // New readies code, a Pulumi.yaml, to run with the toolchain in pulumiDir (the built one when
@@ -67,9 +68,7 @@ func (c *CLI) DeployWith(tb testing.TB, name string, config map[string]string) t
 func (c *CLI) DeploySecretly(tb testing.TB, name string, config, secrets map[string]string) time.Duration {
 	tb.Helper()
 	c.init(tb, name, config, secrets)
-	start := time.Now()
-	c.run(tb, "up", "--yes", "--stack", name)
-	return time.Since(start)
+	return c.timed(tb, "up", "--yes", "--stack", name)
 }
 
 // ApplyPlan makes a stack called name, with name as its name setting, saves a plan of its
@@ -81,9 +80,7 @@ func (c *CLI) ApplyPlan(tb testing.TB, name string) time.Duration {
 	c.init(tb, name, map[string]string{"name": name}, nil)
 	plan := filepath.Join(tb.TempDir(), "plan.json")
 	c.run(tb, "preview", "--save-plan", plan, "--stack", name)
-	start := time.Now()
-	c.run(tb, "up", "--yes", "--skip-preview", "--plan", plan, "--stack", name)
-	return time.Since(start)
+	return c.timed(tb, "up", "--yes", "--skip-preview", "--plan", plan, "--stack", name)
 }
 
 // init makes the stack called name with its settings, as a user has before they deploy.
@@ -102,15 +99,35 @@ func (c *CLI) init(tb testing.TB, name string, config, secrets map[string]string
 // next program.
 func (c *CLI) Output(tb testing.TB, name, key string) string {
 	tb.Helper()
-	return strings.TrimSpace(string(c.run(tb, "stack", "output", key, "--stack", name)))
+	return strings.TrimSpace(string(c.run(tb, "stack", "output", key, "--stack", name).out))
 }
 
-func (c *CLI) run(tb testing.TB, args ...string) []byte {
+// CPU is the processor time the timed commands spent so far, their plugins included: with
+// the machine's cores, the least time a number of runs at once can take.
+func (c *CLI) CPU() time.Duration { return c.cpu }
+
+// timed runs a command a user runs to deploy, and says how long it took.
+func (c *CLI) timed(tb testing.TB, args ...string) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	cmd := c.runWith(tb, nil, args...)
+	took := time.Since(start)
+	c.cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return took
+}
+
+func (c *CLI) run(tb testing.TB, args ...string) ran {
 	tb.Helper()
 	return c.runWith(tb, nil, args...)
 }
 
-func (c *CLI) runWith(tb testing.TB, stdin io.Reader, args ...string) []byte {
+// ran is a command that ran: its output, and its process as it ended.
+type ran struct {
+	out []byte
+	*exec.Cmd
+}
+
+func (c *CLI) runWith(tb testing.TB, stdin io.Reader, args ...string) ran {
 	tb.Helper()
 	cmd := exec.Command(c.path, append(args, "--non-interactive")...)
 	cmd.Dir, cmd.Env, cmd.Stdin = c.dir, c.env, stdin
@@ -120,5 +137,5 @@ func (c *CLI) runWith(tb testing.TB, stdin io.Reader, args ...string) []byte {
 	if err != nil {
 		tb.Fatalf("pulumi %v: %v\n%s%s", args, err, out, stderr.Bytes())
 	}
-	return out
+	return ran{out, cmd}
 }

@@ -16,7 +16,7 @@ import (
 // BenchmarkTenantFactory provisions tenants with the built-in tenant factory on a real API
 // server and measures, from the request that creates a tenant to its factory instance being
 // active, against what a provider admin would run instead with the bare CLI: the factory's six
-// programs one after another, preview and up each, the namespace first, with the admin
+// programs one after another, one `pulumi up` each, the namespace first, with the admin
 // kubeconfig in KUBECONFIG (the secret's password, made up for the bench, a secret setting). Each round runs both once, in an order that turns, so a busy moment
 // costs them alike; the figures are medians over the rounds (run it with -benchtime 3x or more).
 func BenchmarkTenantFactory(b *testing.B) {
@@ -71,6 +71,6 @@ func BenchmarkTenantFactory(b *testing.B) {
 	b.ReportMetric(cli, "bare-cli-ms")
 	b.ReportMetric(through, "factory-ms")
 	b.ReportMetric(through/cli, "factory/bare")
-	b.Logf("tenant factory: bare CLI, six programs preview+up in sequence, median %.0f ms; through Nimbus, tenant created to factory active, median %.0f ms; ratio %.2f (medians of %d)",
+	b.Logf("tenant factory: bare CLI, six programs, one up each in sequence, median %.0f ms; through Nimbus, tenant created to factory active, median %.0f ms; ratio %.2f (medians of %d)",
 		cli, through, through/cli, len(viaCLI.D))
 }
