@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"nimbus/app/domain/component"
 	"nimbus/app/domain/proxmox"
 	"nimbus/app/orchestration/landingzone"
 )
@@ -24,6 +25,19 @@ type ProxmoxAPI struct {
 	Secret  string
 	Asked   atomic.Int32 // requests that carried the token
 	srv     *httptest.Server
+}
+
+// ProxmoxNote drafts a Proxmox component of the provider's that makes no resource, only hands
+// its name back: what reaches the engine is the zone's access, which its tests follow.
+func ProxmoxNote(t testing.TB, s *Site) component.Component {
+	t.Helper()
+	c, err := s.Components.Create(t.Context(), s.Admin, component.New{Draft: component.Draft{Name: "pve-note", Language: "yaml",
+		Code:         "name: pve-note\nruntime: yaml\nconfig:\n  name:\n    type: string\noutputs:\n  name: ${name}\n",
+		InputSchema:  []byte(`{"type":"object","required":["name"],"properties":{"name":{"type":"string"}}}`),
+		OutputSchema: []byte(`{"type":"object","properties":{"name":{"type":"string"}}}`)},
+		Provider: "proxmox", SemanticType: "VirtualMachine"})
+	Must(t, err)
+	return c
 }
 
 // NewProxmoxAPI starts a stand-in Proxmox VE API for the test.

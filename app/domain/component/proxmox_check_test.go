@@ -1,7 +1,6 @@
 package component_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,7 +8,6 @@ import (
 	"github.com/google/uuid"
 
 	"nimbus/app/apptest"
-	"nimbus/app/domain/component"
 )
 
 // A Proxmox component's draft is checked with the API access of a Proxmox zone the provider
@@ -18,16 +16,10 @@ import (
 // machine, so the draft declares no resource: what is shown is the hand-over (as
 // deploy's TestDeploy_AProxmoxEngineIsHandedItsZonesAPIAccess shows a deploy's).
 func TestCheck_AProxmoxDraftPreviewsWithTheChosenZonesAPIAccess(t *testing.T) {
-	ctx := context.Background()
 	pve := apptest.NewProxmoxAPI(t)
 	s := apptest.NewSite(t)
 	root := s.Token(t, s.Admin)
-	c, err := s.Components.Create(ctx, s.Admin, component.New{Draft: component.Draft{Name: "pve-note", Language: "yaml",
-		Code:         "name: pve-note\nruntime: yaml\nconfig:\n  name:\n    type: string\noutputs:\n  name: ${name}\n",
-		InputSchema:  []byte(`{"type":"object","required":["name"],"properties":{"name":{"type":"string"}}}`),
-		OutputSchema: []byte(`{"type":"object","properties":{"name":{"type":"string"}}}`)},
-		Provider: "proxmox", SemanticType: "VirtualMachine"})
-	apptest.Must(t, err)
+	c := apptest.ProxmoxNote(t, s)
 	check := "/api/v1/components/" + c.ID.String() + "/check"
 	b := apptest.NewBrowser(t, s.URL)
 	apptest.WantStatus(t, b.SignIn(t, "root@example.com", "correct horse battery"), http.StatusSeeOther)

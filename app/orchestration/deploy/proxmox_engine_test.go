@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"nimbus/app/apptest"
-	"nimbus/app/domain/component"
 )
 
 // A Proxmox zone is published once it has its API access, and its system service's engine is
@@ -20,13 +19,8 @@ func TestDeploy_AProxmoxEngineIsHandedItsZonesAPIAccess(t *testing.T) {
 	pve := apptest.NewProxmoxAPI(t)
 	s := apptest.NewSite(t)
 	root := s.Token(t, s.Admin)
-	c, err := s.Components.Create(ctx, s.Admin, component.New{Draft: component.Draft{Name: "pve-note", Language: "yaml",
-		Code:         "name: pve-note\nruntime: yaml\nconfig:\n  name:\n    type: string\noutputs:\n  name: ${name}\n",
-		InputSchema:  []byte(`{"type":"object","required":["name"],"properties":{"name":{"type":"string"}}}`),
-		OutputSchema: []byte(`{"type":"object","properties":{"name":{"type":"string"}}}`)},
-		Provider: "proxmox", SemanticType: "VirtualMachine"})
-	apptest.Must(t, err)
-	_, err = s.Components.Publish(ctx, s.Admin, c.ID, c.Revision, "first")
+	c := apptest.ProxmoxNote(t, s)
+	_, err := s.Components.Publish(ctx, s.Admin, c.ID, c.Revision, "first")
 	apptest.Must(t, err)
 
 	r := s.Call(t, "POST", "/api/v1/landing-zones", root, map[string]any{"name": "pve-eu", "provider": "proxmox"})
