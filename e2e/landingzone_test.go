@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"nimbus/app/domain/component"
 	"nimbus/app/kernel/access"
 )
 
@@ -21,18 +19,7 @@ import (
 func TestBrowser_LandingZoneEnvironmentLifecycle(t *testing.T) {
 	t.Parallel()
 	a := startApp(t)
-	ctx := context.Background()
-	if _, err := component.EnsureBuiltins(ctx, component.NewService(a.pool, nil, nil)); err != nil {
-		t.Fatal(err)
-	}
-	ids := map[string]string{}
-	for _, name := range []string{"simcloud-machine", "simcloud-network"} {
-		var id string
-		if err := a.pool.QueryRow(ctx, `SELECT id::text FROM components WHERE name = $1`, name).Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids[name] = id
-	}
+	ids := a.simcloudComponents(t)
 	acme := a.createTenant(t, "acme")
 	a.addMember(t, "lead@acme.test", acme.ID, access.TenantAdmin)
 	a.addMember(t, "ops@acme.test", acme.ID, access.TenantAdmin)
@@ -42,13 +29,7 @@ func TestBrowser_LandingZoneEnvironmentLifecycle(t *testing.T) {
 
 	admin := newSession(t, browser, a)
 	admin.signIn(adminEmail, adminPassword)
-	admin.open("/landing-zones")
-	admin.fill("#f-name", "sim-eu")
-	admin.choose("#f-provider", "simcloud")
-	if status := admin.submit(`[data-testid="zone-form"]`); status != 200 || !strings.HasPrefix(admin.path(), "/landing-zones/") {
-		t.Fatalf("creating the zone: %d on %s", status, admin.path())
-	}
-	zonePage := admin.path()
+	zonePage := admin.createZone("sim-eu")
 
 	admin.fill("#f-pool-name", "eu-net")
 	admin.fill("#f-pool-prefix", "10.70.0.0/24")

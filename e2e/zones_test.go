@@ -21,32 +21,10 @@ import (
 func TestBrowser_ZoneFormsAskByTheSchemaAndRefuseEarly(t *testing.T) {
 	t.Parallel()
 	a := startApp(t)
-	ctx := context.Background()
-	if _, err := component.EnsureBuiltins(ctx, component.NewService(a.pool, nil, nil)); err != nil {
-		t.Fatal(err)
-	}
-	ids := map[string]string{}
-	for _, name := range []string{"simcloud-machine", "simcloud-network"} {
-		var id string
-		if err := a.pool.QueryRow(ctx, `SELECT id::text FROM components WHERE name = $1`, name).Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids[name] = id
-	}
+	ids := a.simcloudComponents(t)
 	admin := newSession(t, newBrowser(t), a)
 	admin.signIn(adminEmail, adminPassword)
-	zone := func(name string) string {
-		t.Helper()
-		admin.open("/landing-zones")
-		admin.fill("#f-name", name)
-		admin.choose("#f-provider", "simcloud")
-		if status := admin.submit(`[data-testid="zone-form"]`); status != 200 || !strings.HasPrefix(admin.path(), "/landing-zones/") {
-			t.Fatalf("creating zone %s: %d on %s", name, status, admin.path())
-		}
-		return admin.path()
-	}
-
-	eu := zone("sim-eu")
+	eu := admin.createZone("sim-eu")
 	if got := admin.crumbLinks(); got != "Landing zones /landing-zones" {
 		t.Fatalf("the zone's breadcrumbs: %q", got)
 	}
@@ -136,7 +114,7 @@ func TestBrowser_ZoneFormsAskByTheSchemaAndRefuseEarly(t *testing.T) {
 
 	// Where naming is not configured the template may name its machine; naming is then refused
 	// for the zone, saying which template stands in the way.
-	late := zone("sim-late")
+	late := admin.createZone("sim-late")
 	admin.fill("#f-template-name", "fixed")
 	admin.pickComponent(`#f-mandatory_components\[0\]\.component_id`, ids["simcloud-machine"], row(0, "name"))
 	if eval[bool](admin, `document.getElementById('f-mandatory_components[0].p.name').required`) ||
@@ -165,6 +143,38 @@ func TestBrowser_ZoneFormsAskByTheSchemaAndRefuseEarly(t *testing.T) {
 	if got := admin.text(`[data-testid="resolver-errors-naming"]`); !strings.Contains(got, "template fixed sets name of web") || !strings.Contains(got, "naming resolver would fill") {
 		t.Fatalf("the refusal says %q", got)
 	}
+}
+
+// simcloudComponents publishes the built-in components and says the ids of the simulated
+// cloud's machine and network by name.
+func (a *app) simcloudComponents(t *testing.T) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := component.EnsureBuiltins(ctx, component.NewService(a.pool, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, name := range []string{"simcloud-machine", "simcloud-network"} {
+		var id string
+		if err := a.pool.QueryRow(ctx, `SELECT id::text FROM components WHERE name = $1`, name).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = id
+	}
+	return ids
+}
+
+// createZone makes a landing zone on the simulated cloud from the zones page, as a provider
+// admin does, and returns the zone's page.
+func (s *session) createZone(name string) string {
+	s.t.Helper()
+	s.open("/landing-zones")
+	s.fill("#f-name", name)
+	s.choose("#f-provider", "simcloud")
+	if status := s.submit(`[data-testid="zone-form"]`); status != 200 || !strings.HasPrefix(s.path(), "/landing-zones/") {
+		s.t.Fatalf("creating zone %s: %d on %s", name, status, s.path())
+	}
+	return s.path()
 }
 
 // pickComponent chooses a component in a zone form's row as a person would, and waits for its
@@ -265,27 +275,10 @@ func (s *session) below(list, form string) {
 func TestBrowser_ZoneRefersFollowTheMembersBefore(t *testing.T) {
 	t.Parallel()
 	a := startApp(t)
-	ctx := context.Background()
-	if _, err := component.EnsureBuiltins(ctx, component.NewService(a.pool, nil, nil)); err != nil {
-		t.Fatal(err)
-	}
-	ids := map[string]string{}
-	for _, name := range []string{"simcloud-machine", "simcloud-network"} {
-		var id string
-		if err := a.pool.QueryRow(ctx, `SELECT id::text FROM components WHERE name = $1`, name).Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids[name] = id
-	}
+	ids := a.simcloudComponents(t)
 	admin := newSession(t, newBrowser(t), a)
 	admin.signIn(adminEmail, adminPassword)
-	admin.open("/landing-zones")
-	admin.fill("#f-name", "sim-refers")
-	admin.choose("#f-provider", "simcloud")
-	if status := admin.submit(`[data-testid="zone-form"]`); status != 200 || !strings.HasPrefix(admin.path(), "/landing-zones/") {
-		t.Fatalf("creating the zone: %d on %s", status, admin.path())
-	}
-	zone := admin.path()
+	zone := admin.createZone("sim-refers")
 	offered := func(sel string) string {
 		t.Helper()
 		return eval[string](admin, `[...document.querySelector(`+jsString(sel)+`).options].map(o => o.value).join('|')`)
