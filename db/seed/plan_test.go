@@ -28,6 +28,9 @@ const largeRows = 1500
 // than a table.
 const sortLimit = 1000
 
+// choices is how many environments or components a filter of the deployments list offers at once.
+const choices = 25
+
 // planSize is big enough that the planner's choices are those of a large installation: the
 // operations outnumber a page of anything that joins them many times over.
 var planSize = seed.Size{Tenants: 40, Components: 8_000, Deployments: 4_000, Operations: 40_000, AuditEvents: 20_000}
@@ -96,6 +99,22 @@ func TestHotQueries_ReadLargeTablesThroughIndexes(t *testing.T) {
 			q.ListDeployments(ctx, dbgen.ListDeploymentsParams{AllTenants: true, TenantIds: []uuid.UUID{}, Before: &later, BeforeID: laterID, MaxRows: 200})
 		}},
 		{"deployments, one tenant", func() { q.ListDeployments(ctx, dbgen.ListDeploymentsParams{TenantIds: one, MaxRows: 200}) }},
+		{"environments to filter by, all tenants", func() {
+			q.DeploymentEnvironmentChoices(ctx, dbgen.DeploymentEnvironmentChoicesParams{AllTenants: true, TenantIds: []uuid.UUID{}, MaxRows: choices})
+		}},
+		{"environments to filter by, one tenant", func() {
+			q.DeploymentEnvironmentChoices(ctx, dbgen.DeploymentEnvironmentChoicesParams{TenantIds: one, MaxRows: choices})
+		}},
+		{"components to filter by, all tenants", func() {
+			q.DeploymentComponentChoices(ctx, dbgen.DeploymentComponentChoicesParams{AllTenants: true, TenantIds: []uuid.UUID{}, MaxRows: choices})
+		}},
+		{"components to filter by, all tenants, one chosen", func() {
+			q.DeploymentComponentChoices(ctx, dbgen.DeploymentComponentChoicesParams{AllTenants: true, TenantIds: []uuid.UUID{},
+				Chosen: uuid.NullUUID{UUID: uuid.Max, Valid: true}, MaxRows: choices})
+		}},
+		{"components to filter by, one tenant", func() {
+			q.DeploymentComponentChoices(ctx, dbgen.DeploymentComponentChoicesParams{TenantIds: one, MaxRows: choices})
+		}},
 		{"approvals, all tenants", func() {
 			q.ListApprovalRequests(ctx, dbgen.ListApprovalRequestsParams{Viewer: user, AllTenants: true, TenantIds: []uuid.UUID{}, MaxRows: 200})
 		}},
