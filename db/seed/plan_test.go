@@ -142,6 +142,7 @@ func TestHotQueries_ReadLargeTablesThroughIndexes(t *testing.T) {
 		{"approvals, one tenant", func() {
 			q.ListApprovalRequests(ctx, dbgen.ListApprovalRequestsParams{Viewer: user, TenantIds: one, MaxRows: 200})
 		}},
+		{"what an approval request applies", func() { q.ApprovalRequestInputs(ctx, uuid.Max) }},
 		{"approvals waiting", func() {
 			q.CountApprovalsWaiting(ctx, dbgen.CountApprovalsWaitingParams{Viewer: user, UserTenants: one, AdminTenants: one})
 		}},
