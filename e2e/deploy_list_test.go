@@ -14,9 +14,9 @@ import (
 
 // TestBrowser_DeploymentsListAndPagesFindTheirWay is a provider admin finding deployments of
 // two tenants: outputs read as values, every tenant, environment and component is a link, the
-// list sorts by a column a page at a time and searches names, and the deployment and
-// operation pages lead back through breadcrumbs, say what Refresh does and what to type to
-// destroy.
+// list sorts by a column a page at a time, searches names and finds an environment to filter
+// by with a search, and the deployment and operation pages lead back through breadcrumbs, say
+// what Refresh does and what to type to destroy.
 func TestBrowser_DeploymentsListAndPagesFindTheirWay(t *testing.T) {
 	t.Parallel()
 	a := startApp(t)
@@ -133,6 +133,19 @@ func TestBrowser_DeploymentsListAndPagesFindTheirWay(t *testing.T) {
 	s.follow(`[data-testid="deployment-filters"] button`)
 	if got := strings.Join(names(), ","); got != "worker,web" {
 		t.Errorf("names with w, reversed: %s", got)
+	}
+	// An environment is found by a search beside its filter, which narrows the choices as it
+	// is typed: each named with its tenant, where the list mixes tenants.
+	s.open("/deployments")
+	s.fill("#f-environment_search", "glob")
+	s.waitFor(`[...document.querySelectorAll('#f-environment_id option')].map(o => o.textContent).join() === 'Any,prod · globex'`)
+	s.choose("#f-environment_id", prod.ID.String())
+	s.follow(`[data-testid="deployment-filters"] button`)
+	if got := strings.Join(names(), ","); got != "worker,api" {
+		t.Errorf("deployments in globex's prod: %s", got)
+	}
+	if got := eval[string](s, `document.querySelector('#f-environment_id').selectedOptions[0].textContent`); got != "prod · globex" {
+		t.Errorf("filtered by globex's prod, the filter shows %q", got)
 	}
 
 	// The deployment's page leads back, and says what its buttons do.

@@ -173,6 +173,32 @@ func (q *Queries) ApprovalPoliciesForAny(ctx context.Context, arg ApprovalPolici
 	return items, nil
 }
 
+const approvalRequestInputs = `-- name: ApprovalRequestInputs :one
+SELECT v.version, v.input_schema,
+    (CASE WHEN o.kind = 'destroy' THEN d.parameters ELSE o.parameters END)::jsonb AS parameters
+FROM approval_requests r
+JOIN operations o ON o.id = r.operation_id
+JOIN deployed_components d ON d.id = o.deployment_id
+JOIN component_versions v ON v.component_id = d.component_id AND v.version = coalesce(o.target_version, d.version)
+WHERE r.id = $1
+`
+
+type ApprovalRequestInputsRow struct {
+	Version     int32           `json:"version"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// What a request's operation applies, which its approvers judge: the version and its input
+// schema, and the parameters; a destroy brings none and removes what the deployment has. Read
+// for one request the viewer was shown by ListApprovalRequests.
+func (q *Queries) ApprovalRequestInputs(ctx context.Context, id uuid.UUID) (ApprovalRequestInputsRow, error) {
+	row := q.db.QueryRow(ctx, approvalRequestInputs, id)
+	var i ApprovalRequestInputsRow
+	err := row.Scan(&i.Version, &i.InputSchema, &i.Parameters)
+	return i, err
+}
+
 const approvalRunOperations = `-- name: ApprovalRunOperations :many
 SELECT st.slot, o.id, o.kind, o.status, o.deployment_id, d.name AS deployment_name, v.version, v.input_schema,
     (CASE WHEN o.kind = 'destroy' THEN d.parameters ELSE o.parameters END)::jsonb AS parameters
@@ -654,10 +680,7 @@ const listApprovalRequests = `-- name: ListApprovalRequests :many
 SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, r.approver_role, r.requester_may_approve,
     r.run_id, r.previewed_at, r.expires_at, r.decided_at, r.created_at,
     (CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired' ELSE r.status END)::text AS status,
-    o.kind, o.deployment_id, v.version, v.input_schema,
-    -- What the operation brings; a destroy brings nothing and removes what the deployment has.
-    (CASE WHEN o.kind = 'destroy' THEN d.parameters ELSE o.parameters END)::jsonb AS parameters,
-    d.name AS deployment_name, d.environment_id, e.name AS environment_name, t.name AS tenant_name,
+    o.kind, o.deployment_id, d.name AS deployment_name, d.environment_id, e.name AS environment_name, t.name AS tenant_name,
     coalesce(u.email, '')::text AS requested_by_email,
     d.stack_instance_id, coalesce(si.name, '')::text AS stack_instance_name, coalesce(d.slot, '')::text AS slot,
     (SELECT count(*) FROM approval_decisions a WHERE a.request_id = r.id AND a.decision = 'approve') AS approvals,
@@ -673,7 +696,6 @@ FROM (SELECT id, operation_id, tenant_id, requested_by, approvals_required, appr
     LIMIT $8) r
 JOIN operations o ON o.id = r.operation_id
 JOIN deployed_components d ON d.id = o.deployment_id
-JOIN component_versions v ON v.component_id = d.component_id AND v.version = coalesce(o.target_version, d.version)
 JOIN environments e ON e.id = d.environment_id
 JOIN tenants t ON t.id = r.tenant_id
 LEFT JOIN users u ON u.id = r.requested_by
@@ -693,34 +715,31 @@ type ListApprovalRequestsParams struct {
 }
 
 type ListApprovalRequestsRow struct {
-	ID                  uuid.UUID       `json:"id"`
-	OperationID         uuid.UUID       `json:"operation_id"`
-	TenantID            uuid.UUID       `json:"tenant_id"`
-	RequestedBy         uuid.NullUUID   `json:"requested_by"`
-	ApprovalsRequired   int32           `json:"approvals_required"`
-	ApproverRole        string          `json:"approver_role"`
-	RequesterMayApprove bool            `json:"requester_may_approve"`
-	RunID               uuid.NullUUID   `json:"run_id"`
-	PreviewedAt         time.Time       `json:"previewed_at"`
-	ExpiresAt           time.Time       `json:"expires_at"`
-	DecidedAt           *time.Time      `json:"decided_at"`
-	CreatedAt           time.Time       `json:"created_at"`
-	Status              string          `json:"status"`
-	Kind                string          `json:"kind"`
-	DeploymentID        uuid.UUID       `json:"deployment_id"`
-	Version             int32           `json:"version"`
-	InputSchema         json.RawMessage `json:"input_schema"`
-	Parameters          json.RawMessage `json:"parameters"`
-	DeploymentName      string          `json:"deployment_name"`
-	EnvironmentID       uuid.UUID       `json:"environment_id"`
-	EnvironmentName     string          `json:"environment_name"`
-	TenantName          string          `json:"tenant_name"`
-	RequestedByEmail    string          `json:"requested_by_email"`
-	StackInstanceID     uuid.NullUUID   `json:"stack_instance_id"`
-	StackInstanceName   string          `json:"stack_instance_name"`
-	Slot                string          `json:"slot"`
-	Approvals           int64           `json:"approvals"`
-	ViewerDecided       bool            `json:"viewer_decided"`
+	ID                  uuid.UUID     `json:"id"`
+	OperationID         uuid.UUID     `json:"operation_id"`
+	TenantID            uuid.UUID     `json:"tenant_id"`
+	RequestedBy         uuid.NullUUID `json:"requested_by"`
+	ApprovalsRequired   int32         `json:"approvals_required"`
+	ApproverRole        string        `json:"approver_role"`
+	RequesterMayApprove bool          `json:"requester_may_approve"`
+	RunID               uuid.NullUUID `json:"run_id"`
+	PreviewedAt         time.Time     `json:"previewed_at"`
+	ExpiresAt           time.Time     `json:"expires_at"`
+	DecidedAt           *time.Time    `json:"decided_at"`
+	CreatedAt           time.Time     `json:"created_at"`
+	Status              string        `json:"status"`
+	Kind                string        `json:"kind"`
+	DeploymentID        uuid.UUID     `json:"deployment_id"`
+	DeploymentName      string        `json:"deployment_name"`
+	EnvironmentID       uuid.UUID     `json:"environment_id"`
+	EnvironmentName     string        `json:"environment_name"`
+	TenantName          string        `json:"tenant_name"`
+	RequestedByEmail    string        `json:"requested_by_email"`
+	StackInstanceID     uuid.NullUUID `json:"stack_instance_id"`
+	StackInstanceName   string        `json:"stack_instance_name"`
+	Slot                string        `json:"slot"`
+	Approvals           int64         `json:"approvals"`
+	ViewerDecided       bool          `json:"viewer_decided"`
 }
 
 // Requests of the given tenants (all with all_tenants), newest first; one when id is given. A
@@ -761,9 +780,6 @@ func (q *Queries) ListApprovalRequests(ctx context.Context, arg ListApprovalRequ
 			&i.Status,
 			&i.Kind,
 			&i.DeploymentID,
-			&i.Version,
-			&i.InputSchema,
-			&i.Parameters,
 			&i.DeploymentName,
 			&i.EnvironmentID,
 			&i.EnvironmentName,

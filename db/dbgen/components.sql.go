@@ -52,6 +52,63 @@ func (q *Queries) ComponentNameTaken(ctx context.Context, arg ComponentNameTaken
 	return exists, err
 }
 
+const countComponents = `-- name: CountComponents :one
+SELECT count(*) FROM components c
+WHERE c.deleted_at IS NULL
+  AND ($1::boolean OR c.tenant_id IS NULL OR c.tenant_id = ANY($2::uuid[]))
+  AND ($1::boolean OR c.latest_version > 0 OR c.tenant_id = ANY($3::uuid[]))
+  AND ($4::text IS NULL
+       OR c.name ILIKE '%' || $4 || '%'
+       OR c.display_name ILIKE '%' || $4 || '%'
+       OR c.description ILIKE '%' || $4 || '%')
+  AND ($5::text IS NULL OR c.provider_id = (SELECT id FROM semantic_providers WHERE name = $5))
+  AND ($6::text IS NULL
+       OR c.semantic_type_id = (SELECT id FROM semantic_resource_types WHERE name = $6))
+  AND ($7::text IS NULL
+       OR ($7 = 'provider' AND c.tenant_id IS NULL)
+       OR ($7 = 'tenant' AND c.tenant_id IS NOT NULL))
+  AND (NOT $8::boolean OR c.latest_version > 0)
+  AND NOT c.id = ANY($9::uuid[])
+  AND ($1::boolean OR NOT c.system_only)
+  AND ($1::boolean OR $10::boolean
+       OR c.provider_id IN (SELECT id FROM semantic_providers WHERE name = ANY($11::text[])))
+`
+
+type CountComponentsParams struct {
+	AllTenants        bool        `json:"all_tenants"`
+	TenantIds         []uuid.UUID `json:"tenant_ids"`
+	EditableTenantIds []uuid.UUID `json:"editable_tenant_ids"`
+	Search            *string     `json:"search"`
+	Provider          *string     `json:"provider"`
+	SemanticType      *string     `json:"semantic_type"`
+	Scope             *string     `json:"scope"`
+	PublishedOnly     bool        `json:"published_only"`
+	HiddenIds         []uuid.UUID `json:"hidden_ids"`
+	AllProviders      bool        `json:"all_providers"`
+	Providers         []string    `json:"providers"`
+}
+
+// How many components the catalog's filter matches: ListComponents's filter, counted apart
+// so that the count reads narrow rows and the page only its own.
+func (q *Queries) CountComponents(ctx context.Context, arg CountComponentsParams) (int64, error) {
+	row := q.db.QueryRow(ctx, countComponents,
+		arg.AllTenants,
+		arg.TenantIds,
+		arg.EditableTenantIds,
+		arg.Search,
+		arg.Provider,
+		arg.SemanticType,
+		arg.Scope,
+		arg.PublishedOnly,
+		arg.HiddenIds,
+		arg.AllProviders,
+		arg.Providers,
+	)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const createComponent = `-- name: CreateComponent :one
 INSERT INTO components (tenant_id, provider_id, semantic_type_id, name, display_name, description,
     language, code, input_schema, output_schema, resolver_bindings, is_system, created_by, system_only)
@@ -437,12 +494,9 @@ const listComponents = `-- name: ListComponents :many
 SELECT c.id, c.tenant_id, c.name, c.display_name, c.description, c.language, c.latest_version,
        c.is_system, c.updated_at, p.name AS provider, t.name AS semantic_type, tn.name AS tenant_name,
        (SELECT count(*) FROM deployed_components d WHERE d.component_id = c.id AND d.status <> 'destroyed'
-          AND ($1::boolean OR d.tenant_id = ANY($2::uuid[]))) AS deployments,
-       page.total
-FROM (SELECT c.id, lower(c.name) AS sort_name, count(*) OVER () AS total
+          AND ($1::boolean OR d.tenant_id = ANY($2::uuid[]))) AS deployments
+FROM (SELECT c.id
     FROM components c
-    JOIN semantic_providers p ON p.id = c.provider_id
-    JOIN semantic_resource_types t ON t.id = c.semantic_type_id
     WHERE c.deleted_at IS NULL
       AND ($1::boolean OR c.tenant_id IS NULL OR c.tenant_id = ANY($3::uuid[]))
       -- Unpublished drafts only for those who may edit them.
@@ -451,8 +505,9 @@ FROM (SELECT c.id, lower(c.name) AS sort_name, count(*) OVER () AS total
            OR c.name ILIKE '%' || $5 || '%'
            OR c.display_name ILIKE '%' || $5 || '%'
            OR c.description ILIKE '%' || $5 || '%')
-      AND ($6::text IS NULL OR p.name = $6)
-      AND ($7::text IS NULL OR t.name = $7)
+      AND ($6::text IS NULL OR c.provider_id = (SELECT id FROM semantic_providers WHERE name = $6))
+      AND ($7::text IS NULL
+           OR c.semantic_type_id = (SELECT id FROM semantic_resource_types WHERE name = $7))
       AND ($8::text IS NULL
            OR ($8 = 'provider' AND c.tenant_id IS NULL)
            OR ($8 = 'tenant' AND c.tenant_id IS NOT NULL))
@@ -464,14 +519,15 @@ FROM (SELECT c.id, lower(c.name) AS sort_name, count(*) OVER () AS total
       -- components of a provider one of their environments deploys to (all_providers when one
       -- of them is in no landing zone, and so deploys to any).
       AND ($1::boolean OR NOT c.system_only)
-      AND ($1::boolean OR $11::boolean OR p.name = ANY($12::text[]))
+      AND ($1::boolean OR $11::boolean
+           OR c.provider_id IN (SELECT id FROM semantic_providers WHERE name = ANY($12::text[])))
     ORDER BY lower(c.name), c.id
     LIMIT $14 OFFSET $13) page
 JOIN components c ON c.id = page.id
 JOIN semantic_providers p ON p.id = c.provider_id
 JOIN semantic_resource_types t ON t.id = c.semantic_type_id
 LEFT JOIN tenants tn ON tn.id = c.tenant_id
-ORDER BY page.sort_name, c.id
+ORDER BY lower(c.name), c.id
 `
 
 type ListComponentsParams struct {
@@ -505,13 +561,13 @@ type ListComponentsRow struct {
 	SemanticType  string        `json:"semantic_type"`
 	TenantName    *string       `json:"tenant_name"`
 	Deployments   int64         `json:"deployments"`
-	Total         int64         `json:"total"`
 }
 
-// The catalog: components the viewer may see, filtered, newest change first. A component's
+// The catalog: a page of the components the viewer may see, filtered, by name. A component's
 // live deployments are counted in the tenants whose deployments the viewer may list
-// (deployment_tenant_ids; all with all_tenants): another tenant's are none of theirs.
-// The page is chosen and the matches counted on narrow rows, then each card is read.
+// (deployment_tenant_ids; all with all_tenants): another tenant's are none of theirs. The page
+// is chosen on narrow rows, walking the components by name, then each card is read.
+// CountComponents counts what it filters: a change to one is a change to both.
 func (q *Queries) ListComponents(ctx context.Context, arg ListComponentsParams) ([]ListComponentsRow, error) {
 	rows, err := q.db.Query(ctx, listComponents,
 		arg.AllTenants,
@@ -550,7 +606,6 @@ func (q *Queries) ListComponents(ctx context.Context, arg ListComponentsParams) 
 			&i.SemanticType,
 			&i.TenantName,
 			&i.Deployments,
-			&i.Total,
 		); err != nil {
 			return nil, err
 		}

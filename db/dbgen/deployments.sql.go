@@ -217,6 +217,132 @@ func (q *Queries) CreateDeployment(ctx context.Context, arg CreateDeploymentPara
 	return i, err
 }
 
+const deploymentComponentChoices = `-- name: DeploymentComponentChoices :many
+SELECT c.id, c.name, lower(c.name) AS sort_name FROM components c
+WHERE c.id = $1 AND EXISTS (SELECT 1 FROM deployed_components d WHERE d.component_id = c.id
+    AND ($2::boolean OR d.tenant_id = ANY($3::uuid[])))
+UNION
+(SELECT c.id, c.name, lower(c.name) FROM components c
+WHERE $2::boolean AND c.deleted_at IS NULL
+  AND ($4::text IS NULL OR strpos(lower(c.name), lower($4)) > 0)
+  -- LIMIT keeps the planner from hashing every deployment to answer the first few.
+  AND coalesce((SELECT true FROM deployed_components d WHERE d.component_id = c.id LIMIT 1), false)
+ORDER BY lower(c.name), c.id
+LIMIT $5)
+UNION
+(SELECT c.id, c.name, lower(c.name) FROM components c
+WHERE NOT $2::boolean AND c.deleted_at IS NULL
+  AND c.id IN (SELECT d.component_id FROM deployed_components d WHERE d.tenant_id = ANY($3::uuid[]))
+  AND ($4::text IS NULL OR strpos(lower(c.name), lower($4)) > 0)
+ORDER BY lower(c.name), c.id
+LIMIT $5)
+ORDER BY sort_name, id
+`
+
+type DeploymentComponentChoicesParams struct {
+	Chosen     uuid.NullUUID `json:"chosen"`
+	AllTenants bool          `json:"all_tenants"`
+	TenantIds  []uuid.UUID   `json:"tenant_ids"`
+	Search     *string       `json:"search"`
+	MaxRows    int32         `json:"max_rows"`
+}
+
+type DeploymentComponentChoicesRow struct {
+	ID       uuid.UUID `json:"id"`
+	Name     string    `json:"name"`
+	SortName string    `json:"sort_name"`
+}
+
+// What the deployments list's component filter offers: components of deployments the viewer
+// may see whose name holds search, the first max_rows by name; and the one chosen, when the
+// viewer may see it, whatever it is called. A provider admin's are found walking the
+// components by name, asking of each whether anything deploys it, until there are enough;
+// anyone else's from their tenants' deployments, few. A deleted component is offered only
+// when chosen.
+func (q *Queries) DeploymentComponentChoices(ctx context.Context, arg DeploymentComponentChoicesParams) ([]DeploymentComponentChoicesRow, error) {
+	rows, err := q.db.Query(ctx, deploymentComponentChoices,
+		arg.Chosen,
+		arg.AllTenants,
+		arg.TenantIds,
+		arg.Search,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeploymentComponentChoicesRow{}
+	for rows.Next() {
+		var i DeploymentComponentChoicesRow
+		if err := rows.Scan(&i.ID, &i.Name, &i.SortName); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deploymentEnvironmentChoices = `-- name: DeploymentEnvironmentChoices :many
+SELECT x.id, x.name, x.tenant_name FROM (
+    SELECT e.id, e.name, t.name AS tenant_name
+    FROM environments e
+    JOIN tenants t ON t.id = e.tenant_id AND t.deleted_at IS NULL
+    WHERE ($1::boolean OR e.tenant_id = ANY($2::uuid[]))
+      AND EXISTS (SELECT 1 FROM deployed_components d WHERE d.environment_id = e.id)
+      AND ($3::text IS NULL OR strpos(lower(e.name || ' ' || t.name), lower($3)) > 0
+        OR e.id = $4)
+    ORDER BY e.id = $4 IS TRUE DESC, lower(e.name), lower(t.name), e.id
+    LIMIT $5) x
+ORDER BY lower(x.name), lower(x.tenant_name), x.id
+`
+
+type DeploymentEnvironmentChoicesParams struct {
+	AllTenants bool          `json:"all_tenants"`
+	TenantIds  []uuid.UUID   `json:"tenant_ids"`
+	Search     *string       `json:"search"`
+	Chosen     uuid.NullUUID `json:"chosen"`
+	MaxRows    int32         `json:"max_rows"`
+}
+
+type DeploymentEnvironmentChoicesRow struct {
+	ID         uuid.UUID `json:"id"`
+	Name       string    `json:"name"`
+	TenantName string    `json:"tenant_name"`
+}
+
+// What the deployments list's environment filter offers: environments holding deployments the
+// viewer may see (a deployment's tenant is its environment's, their key says so) whose name or
+// tenant's name holds search, the first max_rows by name; and the one chosen, when the viewer
+// may see it, whatever it is called.
+func (q *Queries) DeploymentEnvironmentChoices(ctx context.Context, arg DeploymentEnvironmentChoicesParams) ([]DeploymentEnvironmentChoicesRow, error) {
+	rows, err := q.db.Query(ctx, deploymentEnvironmentChoices,
+		arg.AllTenants,
+		arg.TenantIds,
+		arg.Search,
+		arg.Chosen,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeploymentEnvironmentChoicesRow{}
+	for rows.Next() {
+		var i DeploymentEnvironmentChoicesRow
+		if err := rows.Scan(&i.ID, &i.Name, &i.TenantName); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deploymentTenant = `-- name: DeploymentTenant :one
 SELECT tenant_id FROM deployed_components WHERE id = $1
 `
@@ -365,52 +491,6 @@ func (q *Queries) HasBeenDeployed(ctx context.Context, deploymentID uuid.UUID) (
 	var exists bool
 	err := row.Scan(&exists)
 	return exists, err
-}
-
-const listDeploymentChoices = `-- name: ListDeploymentChoices :many
-SELECT 'environment'::text AS kind, e.id, e.name
-FROM environments e
-WHERE EXISTS (SELECT 1 FROM deployed_components d WHERE d.environment_id = e.id
-  AND ($1::boolean OR d.tenant_id = ANY($2::uuid[])))
-UNION ALL
-SELECT 'component'::text AS kind, c.id, c.name
-FROM components c
-WHERE EXISTS (SELECT 1 FROM deployed_components d WHERE d.component_id = c.id
-  AND ($1::boolean OR d.tenant_id = ANY($2::uuid[])))
-ORDER BY kind, name
-`
-
-type ListDeploymentChoicesParams struct {
-	AllTenants bool        `json:"all_tenants"`
-	TenantIds  []uuid.UUID `json:"tenant_ids"`
-}
-
-type ListDeploymentChoicesRow struct {
-	Kind string    `json:"kind"`
-	ID   uuid.UUID `json:"id"`
-	Name string    `json:"name"`
-}
-
-// The environments and components of every deployment a viewer may see, for the list's
-// filters: all of them, not only those on the page shown.
-func (q *Queries) ListDeploymentChoices(ctx context.Context, arg ListDeploymentChoicesParams) ([]ListDeploymentChoicesRow, error) {
-	rows, err := q.db.Query(ctx, listDeploymentChoices, arg.AllTenants, arg.TenantIds)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []ListDeploymentChoicesRow{}
-	for rows.Next() {
-		var i ListDeploymentChoicesRow
-		if err := rows.Scan(&i.Kind, &i.ID, &i.Name); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const listDeploymentOperationsBy = `-- name: ListDeploymentOperationsBy :many

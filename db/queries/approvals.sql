@@ -179,10 +179,7 @@ ORDER BY st.position;
 SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, r.approver_role, r.requester_may_approve,
     r.run_id, r.previewed_at, r.expires_at, r.decided_at, r.created_at,
     (CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired' ELSE r.status END)::text AS status,
-    o.kind, o.deployment_id, v.version, v.input_schema,
-    -- What the operation brings; a destroy brings nothing and removes what the deployment has.
-    (CASE WHEN o.kind = 'destroy' THEN d.parameters ELSE o.parameters END)::jsonb AS parameters,
-    d.name AS deployment_name, d.environment_id, e.name AS environment_name, t.name AS tenant_name,
+    o.kind, o.deployment_id, d.name AS deployment_name, d.environment_id, e.name AS environment_name, t.name AS tenant_name,
     coalesce(u.email, '')::text AS requested_by_email,
     d.stack_instance_id, coalesce(si.name, '')::text AS stack_instance_name, coalesce(d.slot, '')::text AS slot,
     (SELECT count(*) FROM approval_decisions a WHERE a.request_id = r.id AND a.decision = 'approve') AS approvals,
@@ -199,12 +196,23 @@ FROM (SELECT * FROM approval_requests r
     LIMIT sqlc.arg(max_rows)) r
 JOIN operations o ON o.id = r.operation_id
 JOIN deployed_components d ON d.id = o.deployment_id
-JOIN component_versions v ON v.component_id = d.component_id AND v.version = coalesce(o.target_version, d.version)
 JOIN environments e ON e.id = d.environment_id
 JOIN tenants t ON t.id = r.tenant_id
 LEFT JOIN users u ON u.id = r.requested_by
 LEFT JOIN stack_instances si ON si.id = d.stack_instance_id
 ORDER BY r.created_at DESC, r.id DESC;
+
+-- name: ApprovalRequestInputs :one
+-- What a request's operation applies, which its approvers judge: the version and its input
+-- schema, and the parameters; a destroy brings none and removes what the deployment has. Read
+-- for one request the viewer was shown by ListApprovalRequests.
+SELECT v.version, v.input_schema,
+    (CASE WHEN o.kind = 'destroy' THEN d.parameters ELSE o.parameters END)::jsonb AS parameters
+FROM approval_requests r
+JOIN operations o ON o.id = r.operation_id
+JOIN deployed_components d ON d.id = o.deployment_id
+JOIN component_versions v ON v.component_id = d.component_id AND v.version = coalesce(o.target_version, d.version)
+WHERE r.id = $1;
 
 -- name: ApprovalDecisions :many
 SELECT a.decision, a.comment, a.created_at, u.email

@@ -42,19 +42,17 @@ WHERE c.id = $1 AND c.deleted_at IS NULL;
 SELECT latest_version FROM components WHERE id = $1 AND deleted_at IS NULL FOR UPDATE;
 
 -- name: ListComponents :many
--- The catalog: components the viewer may see, filtered, newest change first. A component's
+-- The catalog: a page of the components the viewer may see, filtered, by name. A component's
 -- live deployments are counted in the tenants whose deployments the viewer may list
--- (deployment_tenant_ids; all with all_tenants): another tenant's are none of theirs.
--- The page is chosen and the matches counted on narrow rows, then each card is read.
+-- (deployment_tenant_ids; all with all_tenants): another tenant's are none of theirs. The page
+-- is chosen on narrow rows, walking the components by name, then each card is read.
+-- CountComponents counts what it filters: a change to one is a change to both.
 SELECT c.id, c.tenant_id, c.name, c.display_name, c.description, c.language, c.latest_version,
        c.is_system, c.updated_at, p.name AS provider, t.name AS semantic_type, tn.name AS tenant_name,
        (SELECT count(*) FROM deployed_components d WHERE d.component_id = c.id AND d.status <> 'destroyed'
-          AND (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(deployment_tenant_ids)::uuid[]))) AS deployments,
-       page.total
-FROM (SELECT c.id, lower(c.name) AS sort_name, count(*) OVER () AS total
+          AND (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(deployment_tenant_ids)::uuid[]))) AS deployments
+FROM (SELECT c.id
     FROM components c
-    JOIN semantic_providers p ON p.id = c.provider_id
-    JOIN semantic_resource_types t ON t.id = c.semantic_type_id
     WHERE c.deleted_at IS NULL
       AND (sqlc.arg(all_tenants)::boolean OR c.tenant_id IS NULL OR c.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
       -- Unpublished drafts only for those who may edit them.
@@ -63,8 +61,9 @@ FROM (SELECT c.id, lower(c.name) AS sort_name, count(*) OVER () AS total
            OR c.name ILIKE '%' || sqlc.narg(search) || '%'
            OR c.display_name ILIKE '%' || sqlc.narg(search) || '%'
            OR c.description ILIKE '%' || sqlc.narg(search) || '%')
-      AND (sqlc.narg(provider)::text IS NULL OR p.name = sqlc.narg(provider))
-      AND (sqlc.narg(semantic_type)::text IS NULL OR t.name = sqlc.narg(semantic_type))
+      AND (sqlc.narg(provider)::text IS NULL OR c.provider_id = (SELECT id FROM semantic_providers WHERE name = sqlc.narg(provider)))
+      AND (sqlc.narg(semantic_type)::text IS NULL
+           OR c.semantic_type_id = (SELECT id FROM semantic_resource_types WHERE name = sqlc.narg(semantic_type)))
       AND (sqlc.narg(scope)::text IS NULL
            OR (sqlc.narg(scope) = 'provider' AND c.tenant_id IS NULL)
            OR (sqlc.narg(scope) = 'tenant' AND c.tenant_id IS NOT NULL))
@@ -76,14 +75,38 @@ FROM (SELECT c.id, lower(c.name) AS sort_name, count(*) OVER () AS total
       -- components of a provider one of their environments deploys to (all_providers when one
       -- of them is in no landing zone, and so deploys to any).
       AND (sqlc.arg(all_tenants)::boolean OR NOT c.system_only)
-      AND (sqlc.arg(all_tenants)::boolean OR sqlc.arg(all_providers)::boolean OR p.name = ANY(sqlc.arg(providers)::text[]))
+      AND (sqlc.arg(all_tenants)::boolean OR sqlc.arg(all_providers)::boolean
+           OR c.provider_id IN (SELECT id FROM semantic_providers WHERE name = ANY(sqlc.arg(providers)::text[])))
     ORDER BY lower(c.name), c.id
     LIMIT sqlc.arg(max_rows) OFFSET sqlc.arg(skip)) page
 JOIN components c ON c.id = page.id
 JOIN semantic_providers p ON p.id = c.provider_id
 JOIN semantic_resource_types t ON t.id = c.semantic_type_id
 LEFT JOIN tenants tn ON tn.id = c.tenant_id
-ORDER BY page.sort_name, c.id;
+ORDER BY lower(c.name), c.id;
+
+-- name: CountComponents :one
+-- How many components the catalog's filter matches: ListComponents's filter, counted apart
+-- so that the count reads narrow rows and the page only its own.
+SELECT count(*) FROM components c
+WHERE c.deleted_at IS NULL
+  AND (sqlc.arg(all_tenants)::boolean OR c.tenant_id IS NULL OR c.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+  AND (sqlc.arg(all_tenants)::boolean OR c.latest_version > 0 OR c.tenant_id = ANY(sqlc.arg(editable_tenant_ids)::uuid[]))
+  AND (sqlc.narg(search)::text IS NULL
+       OR c.name ILIKE '%' || sqlc.narg(search) || '%'
+       OR c.display_name ILIKE '%' || sqlc.narg(search) || '%'
+       OR c.description ILIKE '%' || sqlc.narg(search) || '%')
+  AND (sqlc.narg(provider)::text IS NULL OR c.provider_id = (SELECT id FROM semantic_providers WHERE name = sqlc.narg(provider)))
+  AND (sqlc.narg(semantic_type)::text IS NULL
+       OR c.semantic_type_id = (SELECT id FROM semantic_resource_types WHERE name = sqlc.narg(semantic_type)))
+  AND (sqlc.narg(scope)::text IS NULL
+       OR (sqlc.narg(scope) = 'provider' AND c.tenant_id IS NULL)
+       OR (sqlc.narg(scope) = 'tenant' AND c.tenant_id IS NOT NULL))
+  AND (NOT sqlc.arg(published_only)::boolean OR c.latest_version > 0)
+  AND NOT c.id = ANY(sqlc.arg(hidden_ids)::uuid[])
+  AND (sqlc.arg(all_tenants)::boolean OR NOT c.system_only)
+  AND (sqlc.arg(all_tenants)::boolean OR sqlc.arg(all_providers)::boolean
+       OR c.provider_id IN (SELECT id FROM semantic_providers WHERE name = ANY(sqlc.arg(providers)::text[])));
 
 -- name: UpdateComponentDraft :exec
 -- Every change of the draft is a new revision of it.

@@ -227,19 +227,49 @@ SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind <> 'pr
 -- name: AnyOperationPending :one
 SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND status IN ('queued', 'running', 'awaiting_approval'));
 
--- name: ListDeploymentChoices :many
--- The environments and components of every deployment a viewer may see, for the list's
--- filters: all of them, not only those on the page shown.
-SELECT 'environment'::text AS kind, e.id, e.name
-FROM environments e
-WHERE EXISTS (SELECT 1 FROM deployed_components d WHERE d.environment_id = e.id
-  AND (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[])))
-UNION ALL
-SELECT 'component'::text AS kind, c.id, c.name
-FROM components c
-WHERE EXISTS (SELECT 1 FROM deployed_components d WHERE d.component_id = c.id
-  AND (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[])))
-ORDER BY kind, name;
+-- name: DeploymentEnvironmentChoices :many
+-- What the deployments list's environment filter offers: environments holding deployments the
+-- viewer may see (a deployment's tenant is its environment's, their key says so) whose name or
+-- tenant's name holds search, the first max_rows by name; and the one chosen, when the viewer
+-- may see it, whatever it is called.
+SELECT x.id, x.name, x.tenant_name FROM (
+    SELECT e.id, e.name, t.name AS tenant_name
+    FROM environments e
+    JOIN tenants t ON t.id = e.tenant_id AND t.deleted_at IS NULL
+    WHERE (sqlc.arg(all_tenants)::boolean OR e.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+      AND EXISTS (SELECT 1 FROM deployed_components d WHERE d.environment_id = e.id)
+      AND (sqlc.narg(search)::text IS NULL OR strpos(lower(e.name || ' ' || t.name), lower(sqlc.narg(search))) > 0
+        OR e.id = sqlc.narg(chosen))
+    ORDER BY e.id = sqlc.narg(chosen) IS TRUE DESC, lower(e.name), lower(t.name), e.id
+    LIMIT sqlc.arg(max_rows)) x
+ORDER BY lower(x.name), lower(x.tenant_name), x.id;
+
+-- name: DeploymentComponentChoices :many
+-- What the deployments list's component filter offers: components of deployments the viewer
+-- may see whose name holds search, the first max_rows by name; and the one chosen, when the
+-- viewer may see it, whatever it is called. A provider admin's are found walking the
+-- components by name, asking of each whether anything deploys it, until there are enough;
+-- anyone else's from their tenants' deployments, few. A deleted component is offered only
+-- when chosen.
+SELECT c.id, c.name, lower(c.name) AS sort_name FROM components c
+WHERE c.id = sqlc.narg(chosen) AND EXISTS (SELECT 1 FROM deployed_components d WHERE d.component_id = c.id
+    AND (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[])))
+UNION
+(SELECT c.id, c.name, lower(c.name) FROM components c
+WHERE sqlc.arg(all_tenants)::boolean AND c.deleted_at IS NULL
+  AND (sqlc.narg(search)::text IS NULL OR strpos(lower(c.name), lower(sqlc.narg(search))) > 0)
+  -- LIMIT keeps the planner from hashing every deployment to answer the first few.
+  AND coalesce((SELECT true FROM deployed_components d WHERE d.component_id = c.id LIMIT 1), false)
+ORDER BY lower(c.name), c.id
+LIMIT sqlc.arg(max_rows))
+UNION
+(SELECT c.id, c.name, lower(c.name) FROM components c
+WHERE NOT sqlc.arg(all_tenants)::boolean AND c.deleted_at IS NULL
+  AND c.id IN (SELECT d.component_id FROM deployed_components d WHERE d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+  AND (sqlc.narg(search)::text IS NULL OR strpos(lower(c.name), lower(sqlc.narg(search))) > 0)
+ORDER BY lower(c.name), c.id
+LIMIT sqlc.arg(max_rows))
+ORDER BY sort_name, id;
 
 -- name: ReferableDeployments :many
 -- The live deployments of the environments that an input referring to the semantic type by

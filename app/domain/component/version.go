@@ -324,25 +324,36 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (C
 		}
 	}
 	anyProvider := served.AnyProvider || len(served.Providers) == 0 // no environment yet: nothing to go by
-	// Deployments are counted where the viewer may list them.
-	counted := append([]uuid.UUID{}, actor.TenantsWith(access.EnvironmentRead)...)
-	rows, err := q.ListComponents(ctx, dbgen.ListComponentsParams{
+	filter := dbgen.CountComponentsParams{
 		AllTenants: actor.ProviderAdmin, TenantIds: tenants, EditableTenantIds: editable, HiddenIds: hidden,
-		AllProviders: anyProvider, Providers: served.Providers,
-		DeploymentTenantIds: counted, Search: optional(f.Search), Provider: optional(f.Provider),
+		AllProviders: anyProvider, Providers: served.Providers, Search: optional(f.Search), Provider: optional(f.Provider),
 		SemanticType: optional(f.SemanticType), Scope: optional(f.Scope), PublishedOnly: f.PublishedOnly,
-		MaxRows: int32(f.PerPage), Skip: int32((f.Page - 1) * f.PerPage),
+	}
+	total, err := q.CountComponents(ctx, filter)
+	if err != nil {
+		return Catalog{}, fmt.Errorf("count components: %w", err)
+	}
+	out := Catalog{Components: []Summary{}, Total: int(total), Page: f.Page, PerPage: f.PerPage}
+	if total <= int64((f.Page-1)*f.PerPage) {
+		return out, nil
+	}
+	rows, err := q.ListComponents(ctx, dbgen.ListComponentsParams{
+		AllTenants: filter.AllTenants, TenantIds: filter.TenantIds, EditableTenantIds: filter.EditableTenantIds, HiddenIds: filter.HiddenIds,
+		AllProviders: filter.AllProviders, Providers: filter.Providers, Search: filter.Search, Provider: filter.Provider,
+		SemanticType: filter.SemanticType, Scope: filter.Scope, PublishedOnly: filter.PublishedOnly,
+		// Deployments are counted where the viewer may list them.
+		DeploymentTenantIds: append([]uuid.UUID{}, actor.TenantsWith(access.EnvironmentRead)...),
+		MaxRows:             int32(f.PerPage), Skip: int32((f.Page - 1) * f.PerPage),
 	})
 	if err != nil {
 		return Catalog{}, fmt.Errorf("list components: %w", err)
 	}
-	out := Catalog{Components: make([]Summary, len(rows)), Page: f.Page, PerPage: f.PerPage}
+	out.Components = make([]Summary, len(rows))
 	for i, r := range rows {
 		out.Components[i] = Summary{ID: r.ID, Name: r.Name, DisplayName: r.DisplayName, Description: r.Description,
 			Provider: r.Provider, SemanticType: r.SemanticType, Language: r.Language, LatestVersion: int(r.LatestVersion),
 			TenantName: deref(r.TenantName), Deployments: int(r.Deployments), System: r.IsSystem, UpdatedAt: r.UpdatedAt,
 			Denied: denied[r.ID]}
-		out.Total = int(r.Total)
 	}
 	return out, nil
 }

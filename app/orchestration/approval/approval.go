@@ -140,11 +140,16 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 		return Detail{}, problem.ErrNotFound
 	}
 	r := rows[0]
-	decisions, err := dbgen.New(s.pool).ApprovalDecisions(ctx, id)
+	q := dbgen.New(s.pool)
+	in, err := q.ApprovalRequestInputs(ctx, id)
+	if err != nil {
+		return Detail{}, fmt.Errorf("inputs of approval request %s: %w", id, err)
+	}
+	decisions, err := q.ApprovalDecisions(ctx, id)
 	if err != nil {
 		return Detail{}, fmt.Errorf("decisions of approval request %s: %w", id, err)
 	}
-	d := Detail{Request: requestFromRow(actor, r), Version: int(r.Version), Parameters: masked(r.Parameters, r.InputSchema),
+	d := Detail{Request: requestFromRow(actor, r), Version: int(in.Version), Parameters: masked(in.Parameters, in.InputSchema),
 		Decisions: make([]Decision, len(decisions))}
 	for i, x := range decisions {
 		d.Decisions[i] = Decision{By: x.Email, Decision: x.Decision, Comment: x.Comment, At: x.CreatedAt}
@@ -152,7 +157,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	if !r.RunID.Valid {
 		return d, nil
 	}
-	ops, err := dbgen.New(s.pool).ApprovalRunOperations(ctx, r.RunID.UUID)
+	ops, err := q.ApprovalRunOperations(ctx, r.RunID.UUID)
 	if err != nil {
 		return Detail{}, fmt.Errorf("operations of approval request %s: %w", id, err)
 	}

@@ -45,8 +45,10 @@ func NewService(pool *pgxpool.Pool, envs *environment.Service, pools *ipam.Servi
 
 // Overview is what the dashboard shows one viewer.
 type Overview struct {
-	Environments []environment.Environment
-	Active       []Operation
+	// Environments are the first few to look at; MoreEnvironments how many others there are.
+	Environments     []environment.Environment
+	MoreEnvironments int
+	Active           []Operation
 	// Awaiting are the operations that wait for approval, whoever may decide them.
 	Awaiting []Operation
 	Failures []Failure
@@ -100,6 +102,10 @@ func operations(rows []dbgen.ActiveOperationsRow) []Operation {
 	return out
 }
 
+// environmentsShown is how many environments the dashboard lists; the environments page has
+// them all.
+const environmentsShown = 20
+
 // failureWindow is how far back the dashboard looks for failures.
 const failureWindow = 7 * 24 * time.Hour
 
@@ -119,6 +125,10 @@ func (s *Service) Overview(ctx context.Context, actor access.Principal) (Overvie
 	rank := map[lifecycle.EnvironmentStatus]int{lifecycle.EnvironmentFailed: 0, lifecycle.EnvironmentProvisioning: 1, lifecycle.EnvironmentDecommissioning: 1, lifecycle.EnvironmentPlanned: 1,
 		lifecycle.EnvironmentActive: 2}
 	slices.SortStableFunc(o.Environments, func(a, b environment.Environment) int { return rank[a.Status] - rank[b.Status] })
+	if len(o.Environments) > environmentsShown {
+		o.MoreEnvironments = len(o.Environments) - environmentsShown
+		o.Environments = o.Environments[:environmentsShown]
+	}
 	tenants := actor.TenantsWith(access.EnvironmentRead)
 	q := dbgen.New(s.pool)
 	active, err := q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Statuses: []string{string(deploy.Queued), string(deploy.Running)},
@@ -197,7 +207,7 @@ func (h *Handlers) Page(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := DashboardView{Waiting: o.Waiting, Drifted: o.Drifted}
+	v := DashboardView{Waiting: o.Waiting, Drifted: o.Drifted, MoreEnvironments: o.MoreEnvironments}
 	for _, e := range o.Environments {
 		v.Environments = append(v.Environments, environment.EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: string(e.Status),
 			LandingZone: e.LandingZone, Template: e.Template, Created: e.CreatedAt})

@@ -191,10 +191,26 @@ var deployCases = map[string]apptest.AuthzCase{
 		Served:  []apptest.Actor{apptest.ReaderA, apptest.ProviderAdmin},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
 			web := w.Web(t)
-			env := deploy.Choice{Kind: "environment", ID: web.EnvironmentID, Name: web.Environment}
-			comp := deploy.Choice{Kind: "component", ID: web.ComponentID, Name: web.Component}
-			got, err := w.Deploys.FilterChoices(context.Background(), p)
-			return apptest.Shown(got, err, func(c deploy.Choice) bool { return c == env && slices.Contains(got, comp) })
+			envs, err := w.Deploys.FilterChoices(context.Background(), p, deploy.EnvironmentChoice, "", uuid.Nil)
+			if err != nil {
+				return err
+			}
+			comps, err := w.Deploys.FilterChoices(context.Background(), p, deploy.ComponentChoice, "", uuid.Nil)
+			return apptest.Shown(envs, err, func(c deploy.Choice) bool {
+				return c.ID == web.EnvironmentID && c.Name == web.Environment &&
+					slices.ContainsFunc(comps, func(c deploy.Choice) bool { return c.ID == web.ComponentID && c.Name == web.Component })
+			})
+		},
+		Then: func(t *testing.T, w *apptest.World) {
+			// Neither chosen by its ID nor found by its name is another tenant's shown.
+			web := w.Web(t)
+			for kind, id := range map[string]uuid.UUID{deploy.EnvironmentChoice: web.EnvironmentID, deploy.ComponentChoice: web.ComponentID} {
+				got, err := w.Deploys.FilterChoices(context.Background(), w.AdminB, kind, web.Environment, id)
+				apptest.Must(t, err)
+				if slices.ContainsFunc(got, func(c deploy.Choice) bool { return c.ID == id }) {
+					t.Errorf("B is offered A's %s %s: %v", kind, id, got)
+				}
+			}
 		},
 	},
 	"deploy.Service.Operation": {

@@ -356,22 +356,55 @@ func storedLog(ctx context.Context, q *dbgen.Queries, operationID uuid.UUID) (st
 
 // Choice is an environment or a component the deployments list offers to filter by.
 type Choice struct {
-	Kind string // environment or component
 	ID   uuid.UUID
 	Name string
+	// Tenant is an environment's tenant: several tenants name theirs alike (dev, prod).
+	Tenant string
 }
 
-// FilterChoices are the environments and components of every deployment the actor may see,
-// which the deployments list offers to filter by.
-func (s *Service) FilterChoices(ctx context.Context, actor access.Principal) ([]Choice, error) {
-	rows, err := dbgen.New(s.pool).ListDeploymentChoices(ctx, dbgen.ListDeploymentChoicesParams{
-		AllTenants: actor.ProviderAdmin, TenantIds: append([]uuid.UUID{}, actor.TenantsWith(access.EnvironmentRead)...)})
-	if err != nil {
-		return nil, fmt.Errorf("list deployment filters: %w", err)
+// Choice kinds: what a deployments list filter picks.
+const (
+	EnvironmentChoice = "environment"
+	ComponentChoice   = "component"
+)
+
+// ChoicesShown is how many choices a filter offers at once; a search narrows them.
+const ChoicesShown = 25
+
+// FilterChoices are the environments or components (kind) of the deployments the actor may see
+// that the deployments list offers to filter by: the first ChoicesShown by name whose name holds
+// search (or, for an environment, whose tenant's does), and chosen, when the actor may see it,
+// whatever its name. Offering every one would list thousands.
+func (s *Service) FilterChoices(ctx context.Context, actor access.Principal, kind, search string, chosen uuid.UUID) ([]Choice, error) {
+	tenants := append([]uuid.UUID{}, actor.TenantsWith(access.EnvironmentRead)...)
+	var find *string
+	if search = strings.TrimSpace(search); search != "" {
+		find = &search
 	}
-	out := make([]Choice, len(rows))
-	for i, r := range rows {
-		out[i] = Choice{Kind: r.Kind, ID: r.ID, Name: r.Name}
+	pick := uuid.NullUUID{UUID: chosen, Valid: chosen != uuid.Nil}
+	q := dbgen.New(s.pool)
+	var out []Choice
+	switch kind {
+	case EnvironmentChoice:
+		rows, err := q.DeploymentEnvironmentChoices(ctx, dbgen.DeploymentEnvironmentChoicesParams{AllTenants: actor.ProviderAdmin,
+			TenantIds: tenants, Search: find, Chosen: pick, MaxRows: ChoicesShown})
+		if err != nil {
+			return nil, fmt.Errorf("list environments to filter by: %w", err)
+		}
+		for _, r := range rows {
+			out = append(out, Choice{ID: r.ID, Name: r.Name, Tenant: r.TenantName})
+		}
+	case ComponentChoice:
+		rows, err := q.DeploymentComponentChoices(ctx, dbgen.DeploymentComponentChoicesParams{AllTenants: actor.ProviderAdmin,
+			TenantIds: tenants, Search: find, Chosen: pick, MaxRows: ChoicesShown})
+		if err != nil {
+			return nil, fmt.Errorf("list components to filter by: %w", err)
+		}
+		for _, r := range rows {
+			out = append(out, Choice{ID: r.ID, Name: r.Name})
+		}
+	default:
+		return nil, problem.Invalid("kind", "enum", "must be %s or %s", EnvironmentChoice, ComponentChoice)
 	}
 	return out, nil
 }

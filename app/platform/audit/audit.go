@@ -211,10 +211,13 @@ type Names struct {
 func (s *Service) names(ctx context.Context, events []Entry) ([]Names, error) {
 	out := make([]Names, len(events))
 	params := dbgen.AuditTargetNamesParams{TargetTypes: []string{}, TargetIds: []string{}}
+	asked := map[Target]bool{}
 	ask := func(t Target) {
 		// Only IDs the lookup can read: one that is not a UUID (nor a pair of them) stays
-		// unnamed rather than failing the page.
-		if validTargetID(t.ID) {
+		// unnamed rather than failing the page. Each once: a page of a tenant's events names
+		// its tenant fifty times.
+		if validTargetID(t.ID) && !asked[t] {
+			asked[t] = true
 			params.TargetTypes = append(params.TargetTypes, t.Type)
 			params.TargetIds = append(params.TargetIds, t.ID)
 		}

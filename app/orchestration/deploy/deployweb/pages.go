@@ -39,25 +39,13 @@ func (h *Handlers) ListPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	choices, err := h.svc.FilterChoices(ctx, actor)
-	if err != nil {
+	vf := DeploymentFilter{Status: f.Status, Statuses: deploymentStatuses, Search: f.Search, Sort: sort,
+		ShowTenant: mixesTenants(actor)}
+	if vf.Environment, err = h.choiceFilter(c, deploy.EnvironmentChoice, f.EnvironmentID, vf.ShowTenant); err != nil {
 		return err
 	}
-	vf := DeploymentFilter{Status: f.Status, Statuses: deploymentStatuses, Search: f.Search, Sort: sort,
-		ShowTenant: actor.ProviderAdmin || len(actor.TenantsWith(access.EnvironmentRead)) > 1}
-	if f.EnvironmentID != uuid.Nil {
-		vf.Environment = f.EnvironmentID.String()
-	}
-	if f.ComponentID != uuid.Nil {
-		vf.Component = f.ComponentID.String()
-	}
-	for _, ch := range choices {
-		o := views.Option{Value: ch.ID.String(), Label: ch.Name}
-		if ch.Kind == "environment" {
-			vf.Environments = append(vf.Environments, o)
-		} else {
-			vf.Components = append(vf.Components, o)
-		}
+	if vf.Component, err = h.choiceFilter(c, deploy.ComponentChoice, f.ComponentID, vf.ShowTenant); err != nil {
+		return err
 	}
 	for _, col := range []struct{ key, label string }{{"tenant", "Tenant"}, {"environment", "Environment"}, {"name", "Name"},
 		{"component", "Component"}, {"status", "Status"}} {
@@ -77,6 +65,51 @@ func (h *Handlers) ListPage(c echo.Context) error {
 	}
 	pager := web.Pager(c, web.NextPage(c, ds, f.Limit, f.DeploymentPlace))
 	return web.Render(c, http.StatusOK, Deployments(web.Page(c, "Deployments"), vf, rows, pager))
+}
+
+// ChoicesFragment answers a filter's search on the deployments list (kind: environment or
+// component) with the filter's choices, for htmx to put in place of the filter's own.
+func (h *Handlers) ChoicesFragment(c echo.Context) error {
+	f, err := filter(c, deploymentStatuses)
+	if err != nil {
+		return err
+	}
+	kind, actor := c.Param("kind"), web.Actor(c)
+	chosen := f.EnvironmentID
+	if kind == deploy.ComponentChoice {
+		chosen = f.ComponentID
+	}
+	field, err := h.choiceFilter(c, kind, chosen, mixesTenants(actor))
+	if err != nil {
+		return err
+	}
+	return web.Render(c, http.StatusOK, choiceSelect(field))
+}
+
+// mixesTenants says whether the deployments the actor may list are of several tenants.
+func mixesTenants(actor access.Principal) bool {
+	return actor.ProviderAdmin || len(actor.TenantsWith(access.EnvironmentRead)) > 1
+}
+
+// choiceFilter is the list's filter by an environment or a component (kind): the choices whose
+// name holds the filter's search (the kind_search parameter), with chosen among them.
+func (h *Handlers) choiceFilter(c echo.Context, kind string, chosen uuid.UUID, showTenant bool) (ChoiceFilter, error) {
+	field := ChoiceFilter{Kind: kind, Search: strings.TrimSpace(c.QueryParam(kind + "_search"))}
+	if chosen != uuid.Nil {
+		field.Chosen = chosen.String()
+	}
+	choices, err := h.svc.FilterChoices(web.Ctx(c), web.Actor(c), kind, field.Search, chosen)
+	if err != nil {
+		return field, err
+	}
+	for _, ch := range choices {
+		o := views.Option{Value: ch.ID.String(), Label: ch.Name}
+		if showTenant && ch.Tenant != "" {
+			o.Label += " · " + ch.Tenant
+		}
+		field.Options = append(field.Options, o)
+	}
+	return field, nil
 }
 
 // The columns the deployments list and a deployment's history sort by.

@@ -12,6 +12,7 @@ func (h *Handlers) Routes(pages, api *echo.Group, seenComponent echo.MiddlewareF
 	seenDeployment := web.Seen(h.svc.Get)
 	seenOperation := web.Seen(h.svc.Operation)
 	pages.GET("/deployments", h.ListPage)
+	pages.GET("/deployments/choices/:kind", h.ChoicesFragment)
 	pages.GET("/deployments/:id", h.ShowPage, seenDeployment)
 	pages.POST("/deployments/:id/apply", h.ApplyForm, seenDeployment)
 	pages.POST("/deployments/:id/upgrade", h.UpgradeForm, seenDeployment)
