@@ -474,17 +474,17 @@ func (q *Queries) RequeueStaleOperation(ctx context.Context, id uuid.UUID) (int6
 	return result.RowsAffected(), nil
 }
 
-const resumeOperation = `-- name: ResumeOperation :execrows
+const resumeOperation = `-- name: ResumeOperation :one
 UPDATE operations SET status = 'queued', approval_ended_at = now(), updated_at = now() WHERE id = $1 AND status = 'awaiting_approval'
+RETURNING kind
 `
 
-// Hands an approved operation back to the workers.
-func (q *Queries) ResumeOperation(ctx context.Context, id uuid.UUID) (int64, error) {
-	result, err := q.db.Exec(ctx, resumeOperation, id)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+// Hands an approved operation back to the workers; no row when it no longer waited.
+func (q *Queries) ResumeOperation(ctx context.Context, id uuid.UUID) (string, error) {
+	row := q.db.QueryRow(ctx, resumeOperation, id)
+	var kind string
+	err := row.Scan(&kind)
+	return kind, err
 }
 
 const rewindOperationSteps = `-- name: RewindOperationSteps :execrows

@@ -52,9 +52,10 @@ WHERE id = $1 AND status = 'running' AND heartbeat_at < now() - interval '1 minu
 UPDATE operations SET status = 'awaiting_approval', lease = NULL, approval_asked_at = now(), approval_ended_at = NULL, updated_at = now()
 WHERE id = $1 AND lease = $2 AND status = 'running' AND cancel_requested_at IS NULL;
 
--- name: ResumeOperation :execrows
--- Hands an approved operation back to the workers.
-UPDATE operations SET status = 'queued', approval_ended_at = now(), updated_at = now() WHERE id = $1 AND status = 'awaiting_approval';
+-- name: ResumeOperation :one
+-- Hands an approved operation back to the workers; no row when it no longer waited.
+UPDATE operations SET status = 'queued', approval_ended_at = now(), updated_at = now() WHERE id = $1 AND status = 'awaiting_approval'
+RETURNING kind;
 
 -- name: EndWaitingOperation :execrows
 -- Its outcome is its status: rejected by its approvers, or cancelled while it waited.

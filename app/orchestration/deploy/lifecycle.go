@@ -167,13 +167,15 @@ func park(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID) error {
 // Resume hands an operation that awaited approval back to the workers, in the caller's
 // transaction: it goes on from the step after its approval.
 func Resume(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID) error {
-	n, err := db.Reused(tx).ResumeOperation(ctx, id)
+	kind, err := db.Reused(tx).ResumeOperation(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotWaiting
+	}
 	if err != nil {
 		return err
 	}
-	if n == 0 {
-		return ErrNotWaiting
-	}
+	// The approving request's span names the operation, and its job goes on in that trace.
+	ctx = tracing.Operation(ctx, id, kind)
 	_, err = queue.InsertTx(ctx, tx, OperationArgs{OperationID: id}, nil)
 	return err
 }
