@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"nimbus/jobs/saga"
 )
 
 // traceKey is the key of a job's metadata that holds the W3C traceparent of the span that
@@ -68,7 +70,7 @@ func (t traced) Work(ctx context.Context, job *rivertype.JobRow, doInner func(co
 	case errors.As(err, &snoozed):
 		span.AddEvent("snoozed", trace.WithAttributes(attribute.String("nimbus.job.snooze", snoozed.Duration.String())))
 	case err != nil:
-		span.SetStatus(codes.Error, err.Error())
+		span.SetStatus(codes.Error, saga.Kind(err)) // its message may carry what a tenant typed
 	}
 	return err
 }

@@ -440,7 +440,7 @@ func (q *Queries) GetDeployment(ctx context.Context, id uuid.UUID) (GetDeploymen
 }
 
 const getOperation = `-- name: GetOperation :one
-SELECT id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals FROM operations WHERE id = $1
+SELECT id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at FROM operations WHERE id = $1
 `
 
 func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, error) {
@@ -476,6 +476,8 @@ func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, er
 		&i.RolledBack,
 		&i.TimedOutAfter,
 		&i.Refusals,
+		&i.ApprovalAskedAt,
+		&i.ApprovalEndedAt,
 	)
 	return i, err
 }
@@ -494,7 +496,7 @@ func (q *Queries) HasBeenDeployed(ctx context.Context, deploymentID uuid.UUID) (
 }
 
 const listDeploymentOperationsBy = `-- name: ListDeploymentOperationsBy :many
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -555,6 +557,8 @@ type ListDeploymentOperationsByRow struct {
 	RolledBack        bool            `json:"rolled_back"`
 	TimedOutAfter     pgtype.Interval `json:"timed_out_after"`
 	Refusals          json.RawMessage `json:"refusals"`
+	ApprovalAskedAt   *time.Time      `json:"approval_asked_at"`
+	ApprovalEndedAt   *time.Time      `json:"approval_ended_at"`
 	DeploymentName    string          `json:"deployment_name"`
 	TenantID          uuid.UUID       `json:"tenant_id"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -610,6 +614,8 @@ func (q *Queries) ListDeploymentOperationsBy(ctx context.Context, arg ListDeploy
 			&i.RolledBack,
 			&i.TimedOutAfter,
 			&i.Refusals,
+			&i.ApprovalAskedAt,
+			&i.ApprovalEndedAt,
 			&i.DeploymentName,
 			&i.TenantID,
 			&i.RequestedByEmail,
@@ -884,7 +890,7 @@ func (q *Queries) ListDeploymentsBy(ctx context.Context, arg ListDeploymentsByPa
 }
 
 const listOperations = `-- name: ListOperations :many
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -941,6 +947,8 @@ type ListOperationsRow struct {
 	RolledBack        bool            `json:"rolled_back"`
 	TimedOutAfter     pgtype.Interval `json:"timed_out_after"`
 	Refusals          json.RawMessage `json:"refusals"`
+	ApprovalAskedAt   *time.Time      `json:"approval_asked_at"`
+	ApprovalEndedAt   *time.Time      `json:"approval_ended_at"`
 	DeploymentName    string          `json:"deployment_name"`
 	TenantID          uuid.UUID       `json:"tenant_id"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -994,6 +1002,8 @@ func (q *Queries) ListOperations(ctx context.Context, arg ListOperationsParams) 
 			&i.RolledBack,
 			&i.TimedOutAfter,
 			&i.Refusals,
+			&i.ApprovalAskedAt,
+			&i.ApprovalEndedAt,
 			&i.DeploymentName,
 			&i.TenantID,
 			&i.RequestedByEmail,
@@ -1127,7 +1137,7 @@ func (q *Queries) OperationResources(ctx context.Context, operationID uuid.UUID)
 }
 
 const operationView = `-- name: OperationView :one
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -1164,6 +1174,8 @@ type OperationViewRow struct {
 	RolledBack        bool            `json:"rolled_back"`
 	TimedOutAfter     pgtype.Interval `json:"timed_out_after"`
 	Refusals          json.RawMessage `json:"refusals"`
+	ApprovalAskedAt   *time.Time      `json:"approval_asked_at"`
+	ApprovalEndedAt   *time.Time      `json:"approval_ended_at"`
 	DeploymentName    string          `json:"deployment_name"`
 	TenantID          uuid.UUID       `json:"tenant_id"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -1202,6 +1214,8 @@ func (q *Queries) OperationView(ctx context.Context, id uuid.UUID) (OperationVie
 		&i.RolledBack,
 		&i.TimedOutAfter,
 		&i.Refusals,
+		&i.ApprovalAskedAt,
+		&i.ApprovalEndedAt,
 		&i.DeploymentName,
 		&i.TenantID,
 		&i.RequestedByEmail,

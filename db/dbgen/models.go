@@ -414,6 +414,8 @@ type Operation struct {
 	RolledBack        bool            `json:"rolled_back"`
 	TimedOutAfter     pgtype.Interval `json:"timed_out_after"`
 	Refusals          json.RawMessage `json:"refusals"`
+	ApprovalAskedAt   *time.Time      `json:"approval_asked_at"`
+	ApprovalEndedAt   *time.Time      `json:"approval_ended_at"`
 }
 
 type OperationLog struct {
@@ -451,17 +453,21 @@ type OperationResource struct {
 }
 
 type OperationStep struct {
-	OperationID uuid.UUID       `json:"operation_id"`
-	Position    int32           `json:"position"`
-	Name        string          `json:"name"`
-	Status      string          `json:"status"`
-	Result      json.RawMessage `json:"result"`
-	Error       string          `json:"error"`
-	Attempts    int32           `json:"attempts"`
-	StartedAt   *time.Time      `json:"started_at"`
-	FinishedAt  *time.Time      `json:"finished_at"`
-	CreatedAt   time.Time       `json:"created_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
+	OperationID      uuid.UUID       `json:"operation_id"`
+	Position         int32           `json:"position"`
+	Name             string          `json:"name"`
+	Status           string          `json:"status"`
+	Result           json.RawMessage `json:"result"`
+	Error            string          `json:"error"`
+	Attempts         int32           `json:"attempts"`
+	StartedAt        *time.Time      `json:"started_at"`
+	FinishedAt       *time.Time      `json:"finished_at"`
+	CreatedAt        time.Time       `json:"created_at"`
+	UpdatedAt        time.Time       `json:"updated_at"`
+	EngineStartedAt  *time.Time      `json:"engine_started_at"`
+	EngineFinishedAt *time.Time      `json:"engine_finished_at"`
+	UndoStartedAt    *time.Time      `json:"undo_started_at"`
+	UndoFinishedAt   *time.Time      `json:"undo_finished_at"`
 }
 
 type PlanPolicy struct {

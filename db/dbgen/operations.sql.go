@@ -45,7 +45,7 @@ UPDATE operations SET status = 'running', lease = $1, heartbeat_at = now(),
     started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = $2
   AND (status = 'queued' OR (status = 'running' AND heartbeat_at < now() - interval '1 minute'))
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at
 `
 
 type ClaimOperationParams struct {
@@ -87,6 +87,8 @@ func (q *Queries) ClaimOperation(ctx context.Context, arg ClaimOperationParams) 
 		&i.RolledBack,
 		&i.TimedOutAfter,
 		&i.Refusals,
+		&i.ApprovalAskedAt,
+		&i.ApprovalEndedAt,
 	)
 	return i, err
 }
@@ -95,7 +97,7 @@ const createOperation = `-- name: CreateOperation :one
 
 INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate, applies, refresh)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $9::text[], $8, $10)
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at
 `
 
 type CreateOperationParams struct {
@@ -158,12 +160,14 @@ func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams
 		&i.RolledBack,
 		&i.TimedOutAfter,
 		&i.Refusals,
+		&i.ApprovalAskedAt,
+		&i.ApprovalEndedAt,
 	)
 	return i, err
 }
 
 const endWaitingOperation = `-- name: EndWaitingOperation :execrows
-UPDATE operations SET status = $1, outcome = $1, error = $2, finished_at = now(), updated_at = now()
+UPDATE operations SET status = $1, outcome = $1, error = $2, approval_ended_at = now(), finished_at = now(), updated_at = now()
 WHERE id = $3 AND status = 'awaiting_approval'
 `
 
@@ -292,7 +296,7 @@ func (q *Queries) HeartbeatOperation(ctx context.Context, arg HeartbeatOperation
 }
 
 const listOperationSteps = `-- name: ListOperationSteps :many
-SELECT operation_id, position, name, status, result, error, attempts, started_at, finished_at, created_at, updated_at FROM operation_steps WHERE operation_id = $1 ORDER BY position
+SELECT operation_id, position, name, status, result, error, attempts, started_at, finished_at, created_at, updated_at, engine_started_at, engine_finished_at, undo_started_at, undo_finished_at FROM operation_steps WHERE operation_id = $1 ORDER BY position
 `
 
 func (q *Queries) ListOperationSteps(ctx context.Context, operationID uuid.UUID) ([]OperationStep, error) {
@@ -316,6 +320,10 @@ func (q *Queries) ListOperationSteps(ctx context.Context, operationID uuid.UUID)
 			&i.FinishedAt,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.EngineStartedAt,
+			&i.EngineFinishedAt,
+			&i.UndoStartedAt,
+			&i.UndoFinishedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -343,24 +351,38 @@ UPDATE operation_steps SET
     error = $3,
     attempts = attempts + CASE WHEN $1 = 'running' THEN 1 ELSE 0 END,
     started_at = CASE WHEN $1 = 'running' THEN now() ELSE started_at END,
-    finished_at = CASE WHEN $1 IN ('done', 'failed', 'undone', 'undo_failed') THEN now() ELSE NULL END,
+    finished_at = CASE WHEN $1 IN ('done', 'failed') THEN now()
+        WHEN $1 IN ('undoing', 'undone', 'undo_failed') THEN finished_at END,
+    engine_started_at = CASE WHEN $1 = 'running' THEN NULL
+        ELSE coalesce($4::timestamptz, engine_started_at) END,
+    engine_finished_at = CASE WHEN $1 = 'running' THEN NULL
+        ELSE coalesce($5::timestamptz, engine_finished_at) END,
+    undo_started_at = CASE WHEN $1 = 'undoing' THEN now()
+        WHEN $1 IN ('undone', 'undo_failed') THEN undo_started_at END,
+    undo_finished_at = CASE WHEN $1 IN ('undone', 'undo_failed') THEN now() END,
     updated_at = now()
-WHERE operation_id = $4 AND name = $5
+WHERE operation_id = $6 AND name = $7
 `
 
 type MarkOperationStepParams struct {
-	Status      string    `json:"status"`
-	Result      []byte    `json:"result"`
-	Error       string    `json:"error"`
-	OperationID uuid.UUID `json:"operation_id"`
-	Name        string    `json:"name"`
+	Status           string     `json:"status"`
+	Result           []byte     `json:"result"`
+	Error            string     `json:"error"`
+	EngineStartedAt  *time.Time `json:"engine_started_at"`
+	EngineFinishedAt *time.Time `json:"engine_finished_at"`
+	OperationID      uuid.UUID  `json:"operation_id"`
+	Name             string     `json:"name"`
 }
 
+// A step's do runs from started_at to finished_at, its engine processes within it; its undo
+// runs later, from undo_started_at to undo_finished_at. Running again starts them all afresh.
 func (q *Queries) MarkOperationStep(ctx context.Context, arg MarkOperationStepParams) (int64, error) {
 	result, err := q.db.Exec(ctx, markOperationStep,
 		arg.Status,
 		arg.Result,
 		arg.Error,
+		arg.EngineStartedAt,
+		arg.EngineFinishedAt,
 		arg.OperationID,
 		arg.Name,
 	)
@@ -370,8 +392,25 @@ func (q *Queries) MarkOperationStep(ctx context.Context, arg MarkOperationStepPa
 	return result.RowsAffected(), nil
 }
 
+const operationWait = `-- name: OperationWait :one
+SELECT approval_asked_at, approval_ended_at FROM operations WHERE id = $1
+`
+
+type OperationWaitRow struct {
+	ApprovalAskedAt *time.Time `json:"approval_asked_at"`
+	ApprovalEndedAt *time.Time `json:"approval_ended_at"`
+}
+
+// When the operation last began and stopped waiting for approval.
+func (q *Queries) OperationWait(ctx context.Context, id uuid.UUID) (OperationWaitRow, error) {
+	row := q.db.QueryRow(ctx, operationWait, id)
+	var i OperationWaitRow
+	err := row.Scan(&i.ApprovalAskedAt, &i.ApprovalEndedAt)
+	return i, err
+}
+
 const parkOperation = `-- name: ParkOperation :execrows
-UPDATE operations SET status = 'awaiting_approval', lease = NULL, updated_at = now()
+UPDATE operations SET status = 'awaiting_approval', lease = NULL, approval_asked_at = now(), approval_ended_at = NULL, updated_at = now()
 WHERE id = $1 AND lease = $2 AND status = 'running' AND cancel_requested_at IS NULL
 `
 
@@ -435,17 +474,17 @@ func (q *Queries) RequeueStaleOperation(ctx context.Context, id uuid.UUID) (int6
 	return result.RowsAffected(), nil
 }
 
-const resumeOperation = `-- name: ResumeOperation :execrows
-UPDATE operations SET status = 'queued', updated_at = now() WHERE id = $1 AND status = 'awaiting_approval'
+const resumeOperation = `-- name: ResumeOperation :one
+UPDATE operations SET status = 'queued', approval_ended_at = now(), updated_at = now() WHERE id = $1 AND status = 'awaiting_approval'
+RETURNING kind
 `
 
-// Hands an approved operation back to the workers.
-func (q *Queries) ResumeOperation(ctx context.Context, id uuid.UUID) (int64, error) {
-	result, err := q.db.Exec(ctx, resumeOperation, id)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+// Hands an approved operation back to the workers; no row when it no longer waited.
+func (q *Queries) ResumeOperation(ctx context.Context, id uuid.UUID) (string, error) {
+	row := q.db.QueryRow(ctx, resumeOperation, id)
+	var kind string
+	err := row.Scan(&kind)
+	return kind, err
 }
 
 const rewindOperationSteps = `-- name: RewindOperationSteps :execrows
@@ -503,7 +542,7 @@ func (q *Queries) SetOperationSecrets(ctx context.Context, arg SetOperationSecre
 const startRestore = `-- name: StartRestore :one
 INSERT INTO operations (deployment_id, kind, status, requested_by, lease, heartbeat_at, started_at)
 VALUES ($1, 'restore', 'running', $2, $3, now(), now())
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at
 `
 
 type StartRestoreParams struct {
@@ -546,6 +585,8 @@ func (q *Queries) StartRestore(ctx context.Context, arg StartRestoreParams) (Ope
 		&i.RolledBack,
 		&i.TimedOutAfter,
 		&i.Refusals,
+		&i.ApprovalAskedAt,
+		&i.ApprovalEndedAt,
 	)
 	return i, err
 }

@@ -49,16 +49,17 @@ WHERE id = $1 AND status = 'running' AND heartbeat_at < now() - interval '1 minu
 -- name: ParkOperation :execrows
 -- An operation waiting for approval gives up its lease and keeps its deployment's active slot;
 -- its job ends, and approving queues it again. One whose cancel was asked for is not parked.
-UPDATE operations SET status = 'awaiting_approval', lease = NULL, updated_at = now()
+UPDATE operations SET status = 'awaiting_approval', lease = NULL, approval_asked_at = now(), approval_ended_at = NULL, updated_at = now()
 WHERE id = $1 AND lease = $2 AND status = 'running' AND cancel_requested_at IS NULL;
 
--- name: ResumeOperation :execrows
--- Hands an approved operation back to the workers.
-UPDATE operations SET status = 'queued', updated_at = now() WHERE id = $1 AND status = 'awaiting_approval';
+-- name: ResumeOperation :one
+-- Hands an approved operation back to the workers; no row when it no longer waited.
+UPDATE operations SET status = 'queued', approval_ended_at = now(), updated_at = now() WHERE id = $1 AND status = 'awaiting_approval'
+RETURNING kind;
 
 -- name: EndWaitingOperation :execrows
 -- Its outcome is its status: rejected by its approvers, or cancelled while it waited.
-UPDATE operations SET status = sqlc.arg(status), outcome = sqlc.arg(status), error = sqlc.arg(error), finished_at = now(), updated_at = now()
+UPDATE operations SET status = sqlc.arg(status), outcome = sqlc.arg(status), error = sqlc.arg(error), approval_ended_at = now(), finished_at = now(), updated_at = now()
 WHERE id = sqlc.arg(id) AND status = 'awaiting_approval';
 
 -- name: CancelQueuedOperation :execrows
@@ -96,15 +97,29 @@ WHERE s.operation_id = $1 AND s.name = 'preview' AND s.status = 'done' AND o.kin
 SELECT * FROM operation_steps WHERE operation_id = $1 ORDER BY position;
 
 -- name: MarkOperationStep :execrows
+-- A step's do runs from started_at to finished_at, its engine processes within it; its undo
+-- runs later, from undo_started_at to undo_finished_at. Running again starts them all afresh.
 UPDATE operation_steps SET
     status = sqlc.arg(status),
     result = coalesce(sqlc.narg(result)::jsonb, result),
     error = sqlc.arg(error),
     attempts = attempts + CASE WHEN sqlc.arg(status) = 'running' THEN 1 ELSE 0 END,
     started_at = CASE WHEN sqlc.arg(status) = 'running' THEN now() ELSE started_at END,
-    finished_at = CASE WHEN sqlc.arg(status) IN ('done', 'failed', 'undone', 'undo_failed') THEN now() ELSE NULL END,
+    finished_at = CASE WHEN sqlc.arg(status) IN ('done', 'failed') THEN now()
+        WHEN sqlc.arg(status) IN ('undoing', 'undone', 'undo_failed') THEN finished_at END,
+    engine_started_at = CASE WHEN sqlc.arg(status) = 'running' THEN NULL
+        ELSE coalesce(sqlc.narg(engine_started_at)::timestamptz, engine_started_at) END,
+    engine_finished_at = CASE WHEN sqlc.arg(status) = 'running' THEN NULL
+        ELSE coalesce(sqlc.narg(engine_finished_at)::timestamptz, engine_finished_at) END,
+    undo_started_at = CASE WHEN sqlc.arg(status) = 'undoing' THEN now()
+        WHEN sqlc.arg(status) IN ('undone', 'undo_failed') THEN undo_started_at END,
+    undo_finished_at = CASE WHEN sqlc.arg(status) IN ('undone', 'undo_failed') THEN now() END,
     updated_at = now()
 WHERE operation_id = sqlc.arg(operation_id) AND name = sqlc.arg(name);
+
+-- name: OperationWait :one
+-- When the operation last began and stopped waiting for approval.
+SELECT approval_asked_at, approval_ended_at FROM operations WHERE id = $1;
 
 -- name: RewindOperationSteps :execrows
 -- Sends a waiting operation back to a step: it and every step after it run again. No row

@@ -339,9 +339,10 @@ func mark(ctx context.Context, store Store, commit Commit, moves ...Move) error 
 	return err
 }
 
-// ended records on span how what it timed ended: a parked step is no error.
+// ended records on span how what it timed ended: a parked step is no error, and a failure is
+// told by its Kind, never its message.
 func ended(span trace.Span, err error) {
 	if err != nil && !errors.Is(err, ErrParked) {
-		span.SetStatus(codes.Error, err.Error())
+		span.SetStatus(codes.Error, Kind(err))
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/platform/audit"
 	"nimbus/app/platform/pulumix"
+	"nimbus/app/platform/tracing"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
@@ -134,6 +135,8 @@ func (s *Service) RequestCheck(ctx context.Context, actor access.Principal, id, 
 			return err
 		}
 		out = checkFromRow(row)
+		// The request's span names the check; the job carries the span on to the worker.
+		ctx := tracing.Tag(ctx, tracing.CheckID.String(row.ID.String()))
 		if _, err := s.jobs.InsertTx(ctx, tx, CheckArgs{CheckID: row.ID}, nil); err != nil {
 			return err
 		}
@@ -294,6 +297,7 @@ func (w *CheckWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	if !claimed {
 		return w.places.Snooze()
 	}
+	ctx = tracing.Tag(ctx, tracing.CheckID.String(row.ID.String())) // the job's span, and the engine's beneath it
 	finish := func(status CheckStatus, output string, changes map[string]int) error {
 		// Postgres refuses text that starts inside a character; CutTail starts at one.
 		output = pulumix.CutTail(output, maxCheckOutput)

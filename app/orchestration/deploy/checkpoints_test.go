@@ -57,12 +57,12 @@ func TestCheckpoints_CheckpointsSurviveARestart(t *testing.T) {
 		}
 	}
 	// The first run stops at b with a passing error, as a crash would leave it.
-	err := saga.Execute(ctx, checkpoints{pool, op}, []saga.Step{step("a", false), step("b", true), step("c", false)}, false)
+	err := saga.Execute(ctx, checkpoints{pool: pool, operation: op}, []saga.Step{step("a", false), step("b", true), step("c", false)}, false)
 	if !saga.IsTransient(err) {
 		t.Fatalf("got %v", err)
 	}
 	// A new store on the same operation, as a new worker would make, resumes at b.
-	err = saga.Execute(ctx, checkpoints{pool, op}, []saga.Step{step("a", false), step("b", false), step("c", false)}, false)
+	err = saga.Execute(ctx, checkpoints{pool: pool, operation: op}, []saga.Step{step("a", false), step("b", false), step("c", false)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestCheckpoints_FailureUndoesAndKeepsTheCause(t *testing.T) {
 			Do:   func(context.Context, *saga.Run) (json.RawMessage, error) { return nil, err },
 			Undo: func(context.Context, *saga.Run) error { undone[name] = true; return nil }}
 	}
-	err := saga.Execute(ctx, checkpoints{pool, op}, []saga.Step{mk("a", nil), mk("b", errors.New("provider refused"))}, false)
+	err := saga.Execute(ctx, checkpoints{pool: pool, operation: op}, []saga.Step{mk("a", nil), mk("b", errors.New("provider refused"))}, false)
 	var f *saga.Failure
 	if !errors.As(err, &f) || !f.Compensated || !undone["a"] || !undone["b"] {
 		t.Fatalf("got %v, undone %v", err, undone)
@@ -174,7 +174,7 @@ func TestCheckpoints_AStepsEndAndTheNextStartAreOneCommit(t *testing.T) {
 			return json.RawMessage(`"` + name + `"`), nil
 		}}
 	}
-	err := saga.Execute(ctx, checkpoints{pool, op}, []saga.Step{step("resolve", true), step("up", false), step("record", true)}, false)
+	err := saga.Execute(ctx, checkpoints{pool: pool, operation: op}, []saga.Step{step("resolve", true), step("up", false), step("record", true)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,11 +219,11 @@ func TestCheckpoints_CrashAfterTheFoldedCommitResumesTheNextStep(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = saga.Execute(ctx, checkpoints{pool, op}, steps(true), false)
+		_ = saga.Execute(ctx, checkpoints{pool: pool, operation: op}, steps(true), false)
 		t.Error("the run went on after its worker died")
 	}()
 	<-done
-	if err := saga.Execute(ctx, checkpoints{pool, op}, steps(false), false); err != nil {
+	if err := saga.Execute(ctx, checkpoints{pool: pool, operation: op}, steps(false), false); err != nil {
 		t.Fatal(err)
 	}
 	if want := "resolve,up 10.0.0.7 interrupted=false,up 10.0.0.7 interrupted=true"; strings.Join(ran, ",") != want {
@@ -270,7 +270,7 @@ func TestCheckpoints_FailedFoldedCommitLeavesTheStepBeforeRunning(t *testing.T) 
 		}},
 		{Name: "up", Do: func(context.Context, *saga.Run) (json.RawMessage, error) { ran = append(ran, "up"); return nil, nil }},
 	}
-	if err := saga.Execute(ctx, checkpoints{pool, op}, steps, false); !saga.IsTransient(err) {
+	if err := saga.Execute(ctx, checkpoints{pool: pool, operation: op}, steps, false); !saga.IsTransient(err) {
 		t.Fatalf("got %v, want a transient stop", err)
 	}
 	var status, result string
@@ -284,7 +284,7 @@ func TestCheckpoints_FailedFoldedCommitLeavesTheStepBeforeRunning(t *testing.T) 
 	if _, err := pool.Exec(ctx, `DROP TRIGGER refuse_up ON operation_steps`); err != nil {
 		t.Fatal(err)
 	}
-	if err := saga.Execute(ctx, checkpoints{pool, op}, steps, false); err != nil {
+	if err := saga.Execute(ctx, checkpoints{pool: pool, operation: op}, steps, false); err != nil {
 		t.Fatal(err)
 	}
 	if want := "resolve interrupted=false,resolve interrupted=true,up"; strings.Join(ran, ",") != want {

@@ -167,13 +167,15 @@ func park(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID) error {
 // Resume hands an operation that awaited approval back to the workers, in the caller's
 // transaction: it goes on from the step after its approval.
 func Resume(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID) error {
-	n, err := db.Reused(tx).ResumeOperation(ctx, id)
+	kind, err := db.Reused(tx).ResumeOperation(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotWaiting
+	}
 	if err != nil {
 		return err
 	}
-	if n == 0 {
-		return ErrNotWaiting
-	}
+	// The approving request's span names the operation, and its job goes on in that trace.
+	ctx = tracing.Operation(ctx, id, kind)
 	_, err = queue.InsertTx(ctx, tx, OperationArgs{OperationID: id}, nil)
 	return err
 }
@@ -261,6 +263,8 @@ func moveDeployment(ctx context.Context, q *dbgen.Queries, id uuid.UUID, to Depl
 type checkpoints struct {
 	pool      *pgxpool.Pool
 	operation uuid.UUID
+	// engine times the engine processes of the running step, recorded as it ends; none when nil.
+	engine *engineClock
 }
 
 // Load creates the missing step rows and returns every step's checkpoint in order. The rows it
@@ -298,11 +302,19 @@ func (c checkpoints) Mark(ctx context.Context, commit saga.Commit, moves ...saga
 	if commit == saga.Lazy {
 		tx = db.LazyTx
 	}
+	marks := make([]dbgen.MarkOperationStepParams, len(moves))
+	for i, m := range moves {
+		marks[i] = dbgen.MarkOperationStepParams{OperationID: c.operation, Name: m.Step, Status: string(m.Status), Result: m.Result, Error: m.Error}
+		switch m.Status {
+		case saga.Done, saga.Failed:
+			marks[i].EngineStartedAt, marks[i].EngineFinishedAt = c.engine.take()
+		case saga.Running, saga.Undoing:
+			c.engine.take() // a step begins with a clean clock: an undo's engine is not its do's
+		}
+	}
 	return tx(ctx, c.pool, func(q *dbgen.Queries) error {
-		for _, m := range moves {
-			n, err := q.MarkOperationStep(ctx, dbgen.MarkOperationStepParams{
-				OperationID: c.operation, Name: m.Step, Status: string(m.Status), Result: m.Result, Error: m.Error,
-			})
+		for i, m := range moves {
+			n, err := q.MarkOperationStep(ctx, marks[i])
 			if err != nil {
 				return fmt.Errorf("mark step %s %s: %w", m.Step, m.Status, err)
 			}

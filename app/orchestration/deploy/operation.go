@@ -186,6 +186,8 @@ type Detail struct {
 	Operation
 	Steps     []Step     `json:"steps"`
 	Resources []Resource `json:"resources"`
+	// Timing is where its time went: queue, steps, engine, approval.
+	Timing Timing `json:"timing"`
 	// Policy is the check of the operation's plan against its landing zone's policies; nil
 	// when nothing was checked.
 	Policy *policy.Check `json:"policy,omitempty"`

@@ -52,6 +52,8 @@ type progress struct {
 	truncated bool
 	// undoing: the events are the undo's, kept beside what the operation did.
 	undoing atomic.Bool
+	// engine is when the running step's engine processes ran.
+	engine engineClock
 
 	stop chan struct{}
 	done chan struct{}
@@ -105,6 +107,9 @@ func (p *progress) planOf(preview uuid.UUID) error {
 
 // undo marks the events from here on as the undo's.
 func (p *progress) undo() { p.undoing.Store(true) }
+
+// Ran notes an engine process of the running step, for its checkpoint.
+func (p *progress) Ran(started, exited time.Time) { p.engine.ran(started, exited) }
 
 // Event records what the engine did to a resource.
 func (p *progress) Event(e pulumix.Event) {

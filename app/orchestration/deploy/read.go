@@ -237,6 +237,11 @@ func (s *Service) Detail(ctx context.Context, actor access.Principal, id uuid.UU
 			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Changes: []pulumix.Change{}}
 		_ = json.Unmarshal(r.Changes, &d.Resources[i].Changes)
 	}
+	wait, err := q.OperationWait(ctx, id)
+	if err != nil {
+		return Detail{}, fmt.Errorf("operation wait: %w", err)
+	}
+	d.Timing = timingOf(op, steps, wait.ApprovalAskedAt, wait.ApprovalEndedAt, time.Now())
 	if d.Policy, err = policy.OfOperation(ctx, q, id); err != nil {
 		return Detail{}, fmt.Errorf("operation policy check: %w", err)
 	}

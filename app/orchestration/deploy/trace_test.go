@@ -141,3 +141,36 @@ func names(spans tracetest.SpanStubs) []string {
 	}
 	return out
 }
+
+// Approving an operation that waited resumes it in the approving request's trace: the request's
+// span names the operation, and the job that goes on with it is a child of that span.
+func TestTrace_ApprovingRequestNamesTheOperationItResumes(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	g := apptest.NewGated(t, apptest.SiteConfig{Backend: "file", Tracer: tracing.New(sdktrace.WithSyncer(spans))})
+	g.Policy(t, g.As.Admin, map[string]any{"scope": "environment", "scope_id": g.Env, "operations": []string{"destroy"},
+		"approver_role": "tenant_admin"})
+	op, req := g.Destroy(t)
+	id := op["id"].(string)
+	g.Decide(t, g.As.Admin2, req["id"].(string), "approve", "", http.StatusOK)
+	if op = g.WaitOperation(t, g.As.Admin, id); op["status"] != "succeeded" {
+		t.Fatalf("the approved destroy: %v", op)
+	}
+
+	// The resumed job's span ends once its worker has recorded the ending, after the API shows it.
+	const approving = "POST /api/v1/approvals/:id/approve"
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		mine := ofOperation(spans.GetSpans(), id)
+		if i := slices.IndexFunc(mine, named(approving)); i >= 0 {
+			request := mine[i]
+			if slices.ContainsFunc(mine, func(sp tracetest.SpanStub) bool {
+				return sp.Name == "job operation" && sp.Parent.SpanID() == request.SpanContext.SpanID() &&
+					sp.SpanContext.TraceID() == request.SpanContext.TraceID()
+			}) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no approving request's span naming the operation, with the resumed job beneath it, in a minute; the operation's spans: %v", names(mine))
+		}
+	}
+}

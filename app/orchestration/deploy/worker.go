@@ -252,7 +252,7 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, lease uuid.UUID, r
 			return ran{err: saga.Transient(err)}
 		}
 	}
-	err := saga.Execute(ctx, checkpoints{w.pool, op.ID}, steps, lastAttempt)
+	err := saga.Execute(ctx, checkpoints{pool: w.pool, operation: op.ID, engine: &r.progress.engine}, steps, lastAttempt)
 	return ran{err: err, changes: r.changes, exit: r.exit}
 }
 

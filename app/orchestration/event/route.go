@@ -16,6 +16,7 @@ import (
 
 	"nimbus/app/domain/stack"
 	"nimbus/app/kernel/outbox"
+	"nimbus/app/platform/tracing"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
@@ -76,6 +77,8 @@ func (w *Router) Timeout(*river.Job[RouteArgs]) time.Duration { return time.Minu
 
 // Work routes the event.
 func (w *Router) Work(ctx context.Context, job *river.Job[RouteArgs]) error {
+	// The job's span names the event; the transition it starts is a child of it.
+	ctx = tracing.Tag(ctx, tracing.EventID.String(job.Args.Event.String()))
 	return w.routeOne(ctx, job.Args.Event)
 }
 

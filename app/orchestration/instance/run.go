@@ -11,6 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"nimbus/app/domain/auth"
 	"nimbus/app/domain/stack"
@@ -19,6 +21,7 @@ import (
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/orchestration/deploy"
+	"nimbus/app/platform/tracing"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
@@ -176,6 +179,8 @@ func (d *runner) queue(ctx context.Context, tx pgx.Tx, inst dbgen.StackInstance,
 	if err != nil {
 		return run, err
 	}
+	// The span that asked for the run names it: a request, or the routing of an event.
+	ctx = tracing.Tag(ctx, tracing.RunID.String(run.ID.String()), tracing.InstanceID.String(inst.ID.String()))
 	if _, err := q.RunningStackRun(ctx, inst.ID); err == nil {
 		return run, nil
 	} else if !errors.Is(err, pgx.ErrNoRows) {
@@ -277,6 +282,9 @@ func (p *Parent) Load(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*graph.Run,
 	if err != nil {
 		return nil, err
 	}
+	// The graph job's span names the run it takes a step further; each slot's operation it
+	// starts is a child of it, through the operation's job.
+	tracing.Tag(ctx, tracing.RunID.String(run.ID.String()), tracing.InstanceID.String(id.String()))
 	return &graph.Run{ID: run.ID, Nodes: nodes(r.steps), Reverse: kinds[RunKind(run.Kind)].reverse, Data: r}, nil
 }
 
@@ -327,6 +335,10 @@ func (p *Parent) Start(ctx context.Context, _ pgx.Tx, run *graph.Run, node strin
 	if i < 0 {
 		return fmt.Errorf("run %s has no step %s", r.run.ID, node)
 	}
+	// A span of its own: the slot's operation names it, and its job is a child of it.
+	ctx, span := trace.SpanFromContext(ctx).TracerProvider().Tracer("nimbus/instance").Start(ctx, "slot",
+		trace.WithAttributes(attribute.String("nimbus.slot", r.steps[i].Slot), tracing.RunID.String(r.run.ID.String())))
+	defer span.End()
 	op, detail, err := kinds[RunKind(r.run.Kind)].start(ctx, r, r.steps[i])
 	if err != nil {
 		return fmt.Errorf("slot %s: %w", r.steps[i].Slot, err)

@@ -66,12 +66,19 @@ func newCommand(path string, grace time.Duration) (command, error) {
 	return command{path: path, grace: grace}, nil
 }
 
+// process is how an engine process went: when it started and exited, and its exit code (-2
+// when it never started or was killed without one).
+type process struct {
+	started, exited time.Time
+	code            int
+}
+
 // Run runs the CLI non-interactively. Cancelling ctx interrupts the whole process group with
 // SIGINT, as Ctrl-C would, and kills it only if it has not stopped within the grace period.
 // Beyond its own directories, the run reaches what extra grants: the clouds it may write, the
 // ports it may connect to.
 func (c command) Run(ctx context.Context, workdir string, extra sandbox.Policy, stdin io.Reader, out, errOut []io.Writer,
-	extraEnv []string, args ...string) (string, string, int, error) {
+	extraEnv []string, args ...string) (string, string, process, error) {
 	// The process, exec to exit; only the command is named, never its arguments.
 	ctx, span := tracer(ctx).Start(ctx, "pulumi "+args[0], trace.WithAttributes(attribute.String("nimbus.engine.command", args[0])))
 	defer span.End()
@@ -104,10 +111,13 @@ func (c command) Run(ctx context.Context, workdir string, extra sandbox.Policy, 
 		return syscall.Kill(-pid, syscall.SIGINT)
 	}
 	cmd.WaitDelay = c.grace + 5*time.Second
+	var p process
 	err := c.sandbox.Start(cmd, c.policy(workdir, extraEnv).Union(extra))
 	if err == nil {
-		span.AddEvent("started")
+		p.started = time.Now()
+		span.AddEvent("started", trace.WithTimestamp(p.started))
 		err = cmd.Wait()
+		p.exited = time.Now()
 	}
 	code := -2
 	var exit *exec.ExitError
@@ -127,7 +137,8 @@ func (c command) Run(ctx context.Context, workdir string, extra sandbox.Policy, 
 	if err != nil {
 		span.SetStatus(codes.Error, "exit code "+strconv.Itoa(code))
 	}
-	return stdout.String(), stderr.String(), code, err
+	p.code = code
+	return stdout.String(), stderr.String(), p, err
 }
 
 // tracer makes the engine's spans in the trace of the span ctx carries: an engine run outside

@@ -70,9 +70,9 @@ func TestCommand_KeepsNimbusSecretsFromTheEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _, code, err := cmd.Run(context.Background(), t.TempDir(), sandbox.Policy{}, nil, nil, nil, []string{"PULUMI_HOME=/x"}, "preview")
-	if err != nil || code != 0 {
-		t.Fatalf("run: %v %d", err, code)
+	out, _, p, err := cmd.Run(context.Background(), t.TempDir(), sandbox.Policy{}, nil, nil, nil, []string{"PULUMI_HOME=/x"}, "preview")
+	if err != nil || p.code != 0 {
+		t.Fatalf("run: %v %d", err, p.code)
 	}
 	if strings.Contains(out, "canary") {
 		t.Fatalf("Nimbus's secrets reached the engine:\n%s", out)
@@ -99,10 +99,10 @@ func TestCommand_CancelInterruptsGracefully(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, ready := interruptWhen(t, "trapped")
-	out, _, code, _ := cmd.Run(ctx, t.TempDir(), sandbox.Policy{}, nil, []io.Writer{ready}, nil, nil, "up")
+	out, _, p, _ := cmd.Run(ctx, t.TempDir(), sandbox.Policy{}, nil, []io.Writer{ready}, nil, nil, "up")
 	ready.requireSeen(t)
-	if code != 3 || !strings.Contains(out, "interrupted") {
-		t.Fatalf("exit %d, output %q: want a graceful stop on SIGINT", code, out)
+	if p.code != 3 || !strings.Contains(out, "interrupted") {
+		t.Fatalf("exit %d, output %q: want a graceful stop on SIGINT", p.code, out)
 	}
 }
 
@@ -161,9 +161,9 @@ func TestCommand_ConfinedToItsStack(t *testing.T) {
 	env := []string{"HOME=" + home, "PULUMI_BACKEND_URL=file://" + state}
 
 	cmd.sandbox = sandbox.New(sandbox.Required, base)
-	out, stderr, code, err := cmd.Run(context.Background(), work, sandbox.Policy{}, nil, nil, nil, env, outside)
-	if err != nil || code != 0 {
-		t.Fatalf("confined run: %v %d %s", err, code, stderr)
+	out, stderr, p, err := cmd.Run(context.Background(), work, sandbox.Policy{}, nil, nil, nil, env, outside)
+	if err != nil || p.code != 0 {
+		t.Fatalf("confined run: %v %d %s", err, p.code, stderr)
 	}
 	if strings.Contains(out, "secret") || !strings.Contains(out, "Permission denied") || !strings.Contains(out, "state-readable") {
 		t.Fatalf("confined run said %q: want the canary refused and its own directories usable", out)

@@ -83,7 +83,10 @@ func (r *Runner) run(ctx context.Context, ws workspace, progress io.Writer, args
 	said, red, w := r.streams(progress, rep)
 	args = append(args, "--stack", ws.stack, "--color", "never", "--event-log", pipe.path)
 	synced := ws.watch(ctx)
-	_, stderr, err := r.exec(ctx, ws, []io.Writer{w}, []io.Writer{w}, args...)
+	_, stderr, proc, err := r.exec(ctx, ws, []io.Writer{w}, []io.Writer{w}, args...)
+	if clock, ok := progress.(ProcessSink); ok && !proc.started.IsZero() {
+		clock.Ran(proc.started, proc.exited)
+	}
 	_ = red.Flush()
 	stderr = rep.Replace(stderr)
 	pipe.done() // the engine has closed its end: what it wrote is read to the end, then EOF

@@ -49,6 +49,13 @@ type EventSink interface {
 	Event(Event)
 }
 
+// ProcessSink learns when each engine process ran. A progress writer handed to Preview, Up,
+// Refresh or Destroy that also implements ProcessSink is told, as each process exits, when it
+// started and exited: the engine's share of an operation's time.
+type ProcessSink interface {
+	Ran(started, exited time.Time)
+}
+
 // convert keeps the events about resources; the rest (prelude, summary, plain output) the
 // progress text already carries.
 func convert(ev apitype.EngineEvent) (Event, bool) {

@@ -130,17 +130,16 @@ func (r *Runner) Expect(st Stack) {
 // exec runs the CLI on ws's stack, in the sandbox with what the run may reach, as the engine's
 // account where it has one: what Nimbus wrote into the stack's directories for it is handed
 // over first.
-func (r *Runner) exec(ctx context.Context, ws workspace, out, errOut []io.Writer, args ...string) (string, string, error) {
+func (r *Runner) exec(ctx context.Context, ws workspace, out, errOut []io.Writer, args ...string) (string, string, process, error) {
 	reach, err := r.reach(ws)
 	if err != nil {
-		return "", "", err
+		return "", "", process{code: -2}, err
 	}
 	mine := append([]string{ws.dir, ws.state, ws.tmp}, reach.Write...)
 	if err := r.own(mine...); err != nil {
-		return "", "", err
+		return "", "", process{code: -2}, err
 	}
-	stdout, stderr, _, err := r.cli.Run(ctx, ws.dir, reach, nil, out, errOut, ws.env, args...)
-	return stdout, stderr, err
+	return r.cli.Run(ctx, ws.dir, reach, nil, out, errOut, ws.env, args...)
 }
 
 // portSets makes the sets of ports engine runs may connect to, and keeps the last few: every

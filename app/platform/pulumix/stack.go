@@ -298,7 +298,7 @@ func (r *Runner) Export(ctx context.Context, st Stack) ([]byte, error) {
 		return nil, err
 	}
 	defer ws.close()
-	stdout, stderr, err := r.exec(ctx, ws, nil, nil, "stack", "export", "--stack", st.Name)
+	stdout, stderr, _, err := r.exec(ctx, ws, nil, nil, "stack", "export", "--stack", st.Name)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("export %s: %w", st.Name, ctx.Err())

@@ -46,7 +46,7 @@ func (r *Runner) Import(ctx context.Context, st Stack, state io.Reader) error {
 		return fmt.Errorf("import %s: %w", st.Name, err)
 	}
 	defer os.Remove(file)
-	_, stderr, err := r.exec(ctx, ws, nil, nil, "stack", "import", "--stack", st.Name, "--file", file)
+	_, stderr, _, err := r.exec(ctx, ws, nil, nil, "stack", "import", "--stack", st.Name, "--file", file)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("import %s: %w", st.Name, ctx.Err())

@@ -19,10 +19,15 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
-// The attributes that say which operation a span belongs to.
+// The attributes that say which operation, component check, stack run or event a span
+// belongs to.
 const (
 	OperationID   = attribute.Key("nimbus.operation.id")
 	OperationKind = attribute.Key("nimbus.operation.kind")
+	CheckID       = attribute.Key("nimbus.check.id")
+	RunID         = attribute.Key("nimbus.run.id")
+	InstanceID    = attribute.Key("nimbus.instance.id")
+	EventID       = attribute.Key("nimbus.event.id")
 )
 
 // Provider is where spans come from, and what Shutdown flushes.
@@ -89,7 +94,12 @@ func With(ctx context.Context, attrs ...attribute.KeyValue) context.Context {
 // Operation returns ctx with an operation's id and kind on every span started from it, and puts
 // them on ctx's own span too (the job's, the request's), begun before they were known.
 func Operation(ctx context.Context, id fmt.Stringer, kind string) context.Context {
-	attrs := []attribute.KeyValue{OperationID.String(id.String()), OperationKind.String(kind)}
+	return Tag(ctx, OperationID.String(id.String()), OperationKind.String(kind))
+}
+
+// Tag returns ctx with attrs on every span started from it, and puts them on ctx's own span
+// too: a job's span learns the check, run or event it works on once it has read it.
+func Tag(ctx context.Context, attrs ...attribute.KeyValue) context.Context {
 	trace.SpanFromContext(ctx).SetAttributes(attrs...)
 	return With(ctx, attrs...)
 }

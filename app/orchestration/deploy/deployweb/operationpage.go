@@ -85,6 +85,35 @@ func finding(rows []ResourceRow) string {
 	return "Drift found: " + strings.Join(drifted, ", ") + " differ from what the stack recorded."
 }
 
+// timingRows words where an operation's time went, part by part, and the whole.
+func timingRows(t deploy.Timing) ([]TimingRow, string) {
+	rows := make([]TimingRow, len(t.Parts))
+	for i, p := range t.Parts {
+		r := TimingRow{Kind: p.Kind, Label: p.Name, Took: ms(p.DurationMS)}
+		switch p.Kind {
+		case deploy.PartQueue:
+			r.Label = "In the queue"
+		case deploy.PartApproval:
+			r.Label = "Waiting for approval"
+		case deploy.PartNimbus:
+			r.Label = "Nimbus, between steps"
+		}
+		if t.DurationMS > 0 {
+			r.Share = int(p.DurationMS * 100 / t.DurationMS)
+		}
+		if p.Engine != nil {
+			r.Engine = ms(p.Engine.DurationMS)
+		}
+		rows[i] = r
+	}
+	return rows, ms(t.DurationMS)
+}
+
+// ms words a duration given in milliseconds.
+func ms(n float64) string {
+	return time.Duration(n * float64(time.Millisecond)).Round(time.Millisecond).String()
+}
+
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 
 // live is the changing part of an operation's page: status, times, progress, resources,
@@ -116,6 +145,7 @@ func (h *Handlers) live(c echo.Context, d deploy.Detail, csrf string) (LiveView,
 		}
 		v.Steps = append(v.Steps, row)
 	}
+	v.Timing, v.Took = timingRows(d.Timing)
 	v.Resources, v.Planned, v.Done = ResourceRows(d.Resources)
 	v.Policy = d.Policy
 	for i, r := range v.Resources {
