@@ -189,7 +189,10 @@ func (h *Handlers) Logout(c echo.Context) error {
 		return err
 	}
 	if to != "" {
-		return c.Redirect(http.StatusSeeOther, to)
+		// A page that moves on by itself, not a redirect: the form's navigation may not leave
+		// Nimbus (the policy's form-action), a navigation of its own may.
+		c.Response().Header().Set("Refresh", "0; url="+to)
+		return web.Render(c, http.StatusOK, SigningOut(web.Page(c, "Signing out"), to))
 	}
 	return c.Redirect(http.StatusSeeOther, "/login")
 }

@@ -198,9 +198,9 @@ func TestSSO_LogoutEndsTheSessionAndSignsOutAtTheProvider(t *testing.T) {
 
 	b.Get(t, "/account")
 	r := b.Post(t, "/logout", url.Values{"_csrf": {b.CSRF}})
-	to := r.Header.Get("Location")
-	if r.Status != http.StatusSeeOther || !strings.HasPrefix(to, p.Issuer+"/") {
-		t.Fatalf("logout: %d to %q, want the provider's end-session endpoint", r.Status, to)
+	to, ok := strings.CutPrefix(r.Header.Get("Refresh"), "0; url=")
+	if r.Status != http.StatusOK || !ok || !strings.HasPrefix(to, p.Issuer+"/") || !strings.Contains(string(r.Body), `data-testid="sso-signout"`) {
+		t.Fatalf("logout: %d moving on to %q, want the provider's end-session endpoint: %s", r.Status, r.Header.Get("Refresh"), r.Body)
 	}
 	if me(t, b) != nil {
 		t.Fatal("the session goes on after logout")
