@@ -30,6 +30,7 @@ import (
 // them, and so do the tests' harness, so that a test reaches a domain as a request does.
 type Services struct {
 	Auth         *auth.Service
+	SSO          *auth.SSO
 	Tenants      *tenant.Service
 	Users        *user.Service
 	Audit        *audit.Service
@@ -85,5 +86,6 @@ func Build(d Deps) *Services {
 	// Zones ask the toolchain on disk, whatever d.Toolchain stands in for: a Kubernetes zone
 	// waits for its provider's build.
 	s.Zones = landingzone.NewService(d.Pool, s.Lifecycle, pulumix.Local{Dir: d.Info.PulumiDir})
+	s.SSO = auth.NewSSO(s.Auth, d.Keys)
 	return s
 }

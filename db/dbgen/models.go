@@ -297,6 +297,34 @@ type EventSubscription struct {
 	Status         string        `json:"status"`
 }
 
+type IdentityProvider struct {
+	Singleton             bool          `json:"singleton"`
+	Name                  string        `json:"name"`
+	Issuer                string        `json:"issuer"`
+	ClientID              string        `json:"client_id"`
+	ClientSecret          []byte        `json:"client_secret"`
+	SecretKeyID           string        `json:"secret_key_id"`
+	Scopes                []string      `json:"scopes"`
+	GroupsClaim           string        `json:"groups_claim"`
+	LocalLogin            bool          `json:"local_login"`
+	AuthorizationEndpoint string        `json:"authorization_endpoint"`
+	TokenEndpoint         string        `json:"token_endpoint"`
+	JwksUri               string        `json:"jwks_uri"`
+	EndSessionEndpoint    string        `json:"end_session_endpoint"`
+	SetBy                 uuid.NullUUID `json:"set_by"`
+	CreatedAt             time.Time     `json:"created_at"`
+	UpdatedAt             time.Time     `json:"updated_at"`
+}
+
+type IdentityProviderMapping struct {
+	ID        uuid.UUID     `json:"id"`
+	Claim     string        `json:"claim"`
+	Role      string        `json:"role"`
+	TenantID  uuid.NullUUID `json:"tenant_id"`
+	CreatedAt time.Time     `json:"created_at"`
+	UpdatedAt time.Time     `json:"updated_at"`
+}
+
 type ImageCatalog struct {
 	ID           uuid.UUID `json:"id"`
 	Provider     string    `json:"provider"`
@@ -382,6 +410,17 @@ type NamingSequence struct {
 	Scope     string    `json:"scope"`
 	Last      int64     `json:"last"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+type OidcLogin struct {
+	StateHash   []byte    `json:"state_hash"`
+	BindingHash []byte    `json:"binding_hash"`
+	Nonce       string    `json:"nonce"`
+	Verifier    string    `json:"verifier"`
+	Next        string    `json:"next"`
+	ExpiresAt   time.Time `json:"expires_at"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 }
 
 type Operation struct {
@@ -693,6 +732,14 @@ type User struct {
 	UpdatedAt       time.Time  `json:"updated_at"`
 	DeletedAt       *time.Time `json:"deleted_at"`
 	DisabledAt      *time.Time `json:"disabled_at"`
+}
+
+type UserIdentity struct {
+	Issuer    string    `json:"issuer"`
+	Subject   string    `json:"subject"`
+	UserID    uuid.UUID `json:"user_id"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 type ZoneCluster struct {

@@ -88,5 +88,45 @@ var accountCases = map[string]apptest.AuthzCase{
 	},
 }
 
+// setProvider configures an identity provider of the test's own, as the provider admin.
+func setProvider(t *testing.T, w *apptest.World) {
+	t.Helper()
+	p := apptest.NewOpenIDProvider(t, "http://127.0.0.1")
+	_, err := auth.NewSSO(w.Auth, w.Keys).Set(context.Background(), w.Admin, p.Settings("a-admins = tenant_admin Tenant A"))
+	apptest.Must(t, err)
+}
+
+var ssoCases = map[string]apptest.AuthzCase{
+	"auth.SSO.Provider": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrNotFound}, {Who: apptest.UserA, Want: problem.ErrNotFound}},
+		Served:  []apptest.Actor{apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			apptest.Fixture(w, "provider", func() bool { setProvider(t, w); return true })
+			got, err := auth.NewSSO(w.Auth, w.Keys).Provider(context.Background(), p)
+			if err == nil && (got == nil || len(got.Mappings) != 1) {
+				t.Errorf("the provider's settings = %+v", got)
+			}
+			return err
+		},
+	},
+	"auth.SSO.Set": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrForbidden}, {Who: apptest.UserA, Want: problem.ErrForbidden}},
+		Served:  []apptest.Actor{apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			op := apptest.NewOpenIDProvider(t, "http://127.0.0.1")
+			_, err := auth.NewSSO(w.Auth, w.Keys).Set(context.Background(), p, op.Settings(""))
+			return err
+		},
+	},
+	"auth.SSO.Remove": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrForbidden}, {Who: apptest.UserA, Want: problem.ErrForbidden}},
+		Served:  []apptest.Actor{apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			setProvider(t, w)
+			return auth.NewSSO(w.Auth, w.Keys).Remove(context.Background(), p)
+		},
+	},
+}
+
 // TestAuthz_Methods runs the authorization case of each of the package's data-access methods.
-func TestAuthz_Methods(t *testing.T) { apptest.RunAuthz(t, accountCases) }
+func TestAuthz_Methods(t *testing.T) { apptest.RunAuthz(t, accountCases, ssoCases) }

@@ -114,14 +114,18 @@ func CheckCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// Handlers serves sign-in, sign-out and API tokens.
+// Handlers serves sign-in (with a password or through the identity provider), sign-out and
+// API tokens.
 type Handlers struct {
 	svc    *Service
+	sso    *SSO
 	secure bool
 }
 
 // NewHandlers returns the handlers; secure marks cookies Secure (Nimbus is served over TLS).
-func NewHandlers(svc *Service, secure bool) *Handlers { return &Handlers{svc: svc, secure: secure} }
+func NewHandlers(svc *Service, sso *SSO, secure bool) *Handlers {
+	return &Handlers{svc: svc, sso: sso, secure: secure}
+}
 
 // LoginForm shows the sign-in page.
 func (h *Handlers) LoginForm(c echo.Context) error {
@@ -139,7 +143,11 @@ func (h *Handlers) renderLogin(c echo.Context, status int, email string, errs vi
 	c.SetCookie(h.cookie(loginCSRF, token, time.Now().Add(2*time.Hour)))
 	page := web.Page(c, "Sign in")
 	page.CSRF = token
-	return web.Render(c, status, Login(page, email, safeNext(c.FormValue("next")), errs))
+	offer, err := h.sso.Offer(web.Ctx(c))
+	if err != nil {
+		return err
+	}
+	return web.Render(c, status, Login(page, email, safeNext(c.FormValue("next")), offer, errs))
 }
 
 // Login checks the credentials and opens a session.
@@ -174,6 +182,18 @@ func (h *Handlers) Logout(c echo.Context) error {
 	}
 	clearCookie(c, sessionCookie)
 	web.SetFlash(c, web.FlashInfo, "You have signed out.")
+	// Someone who signed in through the identity provider signs out there too, when it says
+	// where; they come back to the sign-in page.
+	to, err := h.sso.EndSession(web.Ctx(c), web.Actor(c).UserID, baseURL(c)+"/login")
+	if err != nil {
+		return err
+	}
+	if to != "" {
+		// A page that moves on by itself, not a redirect: the form's navigation may not leave
+		// Nimbus (the policy's form-action), a navigation of its own may.
+		c.Response().Header().Set("Refresh", "0; url="+to)
+		return web.Render(c, http.StatusOK, SigningOut(web.Page(c, "Signing out"), to))
+	}
 	return c.Redirect(http.StatusSeeOther, "/login")
 }
 

@@ -2,6 +2,8 @@ package auth
 
 import (
 	"github.com/labstack/echo/v4"
+
+	"nimbus/app/platform/web"
 )
 
 // Routes registers sign-in and API tokens: pages on pages, the JSON API on api, sign-in on
@@ -9,9 +11,14 @@ import (
 func (h *Handlers) Routes(public, pages, api *echo.Group) {
 	public.GET("/login", h.LoginForm)
 	public.POST("/login", h.Login)
+	public.GET("/login/sso", h.BeginSSO)
+	public.GET(callbackPath, h.FinishSSO)
 	pages.POST("/logout", h.Logout)
 	pages.GET("/account", h.AccountPage)
 	pages.POST("/account/password", h.ChangePasswordForm)
+	pages.GET("/admin/identity-provider", h.ProviderPage, web.RequireProviderAdmin)
+	pages.POST("/admin/identity-provider", h.SetProviderForm, web.RequireProviderAdmin)
+	pages.POST("/admin/identity-provider/remove", h.RemoveProviderForm, web.RequireProviderAdmin)
 	pages.GET("/tokens", h.TokensPage)
 	pages.POST("/tokens", h.CreateTokenForm)
 	pages.POST("/tokens/:id/revoke", h.RevokeTokenForm)

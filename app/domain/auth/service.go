@@ -103,6 +103,9 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 	if err := v.Err(); err != nil {
 		return Session{}, access.Principal{}, err
 	}
+	if err := localLogin(ctx, dbgen.New(s.pool)); err != nil {
+		return Session{}, access.Principal{}, err
+	}
 	if err := s.startAttempt(ctx, email, clientIP); err != nil {
 		return Session{}, access.Principal{}, err
 	}
@@ -144,15 +147,11 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 	if err != nil {
 		return Session{}, access.Principal{}, err
 	}
-	sess := Session{Secret: newSecret(), CSRF: newSecret(), Expires: s.expiry(time.Now())}
+	var sess Session
 	err = db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
-		row, err := q.CreateSession(ctx, dbgen.CreateSessionParams{
-			TokenHash: hashSecret(sess.Secret), UserID: user.ID, CsrfToken: sess.CSRF, ExpiresAt: sess.Expires,
-		})
-		if err != nil {
+		if sess, err = s.openSession(ctx, q, user.ID); err != nil {
 			return err
 		}
-		sess.ID = row.ID
 		return audit.Record(ctx, q, p, audit.Event{
 			Action: "auth.login", TargetType: "user", TargetID: user.ID.String(), Diff: map[string]any{"client_ip": clientIP},
 		})
@@ -161,6 +160,33 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 		return Session{}, access.Principal{}, fmt.Errorf("login: %w", err)
 	}
 	return sess, p, nil
+}
+
+// localLogin refuses password sign-in when the identity provider's settings turn it off.
+func localLogin(ctx context.Context, q *dbgen.Queries) error {
+	idp, err := q.GetIdentityProvider(ctx)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("login: %w", err)
+	case !idp.LocalLogin:
+		return problem.Invalid("identity_provider", "local_login", "sign-in with a password is turned off here: sign in with %s", idp.Name)
+	}
+	return nil
+}
+
+// openSession opens a session for the user, in the caller's transaction.
+func (s *Service) openSession(ctx context.Context, q *dbgen.Queries, userID uuid.UUID) (Session, error) {
+	sess := Session{Secret: newSecret(), CSRF: newSecret(), Expires: s.expiry(time.Now())}
+	row, err := q.CreateSession(ctx, dbgen.CreateSessionParams{
+		TokenHash: hashSecret(sess.Secret), UserID: userID, CsrfToken: sess.CSRF, ExpiresAt: sess.Expires,
+	})
+	if err != nil {
+		return Session{}, fmt.Errorf("open a session: %w", err)
+	}
+	sess.ID = row.ID
+	return sess, nil
 }
 
 // startAttempt records a sign-in attempt and refuses it, forgetting it again, when the pair or
