@@ -217,17 +217,6 @@ func (q *Queries) CreateDeployment(ctx context.Context, arg CreateDeploymentPara
 	return i, err
 }
 
-const deploymentTenant = `-- name: DeploymentTenant :one
-SELECT tenant_id FROM deployed_components WHERE id = $1
-`
-
-func (q *Queries) DeploymentTenant(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
-	row := q.db.QueryRow(ctx, deploymentTenant, id)
-	var tenant_id uuid.UUID
-	err := row.Scan(&tenant_id)
-	return tenant_id, err
-}
-
 const engineEverRan = `-- name: EngineEverRan :one
 SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind <> 'preview' AND started_at IS NOT NULL)
 `
@@ -1044,6 +1033,78 @@ func (q *Queries) OperationResources(ctx context.Context, operationID uuid.UUID)
 		return nil, err
 	}
 	return items, nil
+}
+
+const operationToRun = `-- name: OperationToRun :one
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals,
+    (SELECT count(*) FROM operations b
+     WHERE b.deployment_id = o.deployment_id AND b.status IN ('queued', 'running', 'awaiting_approval')
+       AND (b.created_at, b.id) < (o.created_at, o.id))::bigint AS ahead,
+    p.name AS provider, e.landing_zone_id, t.system, d.tenant_id, d.stack
+FROM operations o
+JOIN deployed_components d ON d.id = o.deployment_id
+JOIN components c ON c.id = d.component_id
+JOIN semantic_providers p ON p.id = c.provider_id
+JOIN environments e ON e.id = d.environment_id
+JOIN tenants t ON t.id = d.tenant_id
+WHERE o.id = $1
+`
+
+type OperationToRunRow struct {
+	Operation     Operation     `json:"operation"`
+	Ahead         int64         `json:"ahead"`
+	Provider      string        `json:"provider"`
+	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
+	System        bool          `json:"system"`
+	TenantID      uuid.UUID     `json:"tenant_id"`
+	Stack         string        `json:"stack"`
+}
+
+// An operation as a worker finds it, with what its claim and its engine's start need: how many
+// operations on the same deployment come before it (as QueuePosition counts them), its
+// deployment's tenant, and what decides its engine's cluster credentials (as
+// DeploymentCluster reads them).
+func (q *Queries) OperationToRun(ctx context.Context, id uuid.UUID) (OperationToRunRow, error) {
+	row := q.db.QueryRow(ctx, operationToRun, id)
+	var i OperationToRunRow
+	err := row.Scan(
+		&i.Operation.ID,
+		&i.Operation.DeploymentID,
+		&i.Operation.Kind,
+		&i.Operation.Status,
+		&i.Operation.RequestedBy,
+		&i.Operation.Parameters,
+		&i.Operation.TargetVersion,
+		&i.Operation.Error,
+		&i.Operation.ExitCode,
+		&i.Operation.Changes,
+		&i.Operation.Lease,
+		&i.Operation.HeartbeatAt,
+		&i.Operation.CancelRequestedAt,
+		&i.Operation.LogTruncated,
+		&i.Operation.StartedAt,
+		&i.Operation.FinishedAt,
+		&i.Operation.CreatedAt,
+		&i.Operation.UpdatedAt,
+		&i.Operation.SecretParameters,
+		&i.Operation.SecretKeyID,
+		&i.Operation.Rotate,
+		&i.Operation.Applies,
+		&i.Operation.Refresh,
+		&i.Operation.Outcome,
+		&i.Operation.FailedStep,
+		&i.Operation.Undone,
+		&i.Operation.RolledBack,
+		&i.Operation.TimedOutAfter,
+		&i.Operation.Refusals,
+		&i.Ahead,
+		&i.Provider,
+		&i.LandingZoneID,
+		&i.System,
+		&i.TenantID,
+		&i.Stack,
+	)
+	return i, err
 }
 
 const operationView = `-- name: OperationView :one
