@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -112,4 +113,20 @@ func (r lazyRow) Scan(dest ...any) error {
 	}
 	r.rows.Close()
 	return r.rows.Err()
+}
+
+// LazySessions returns a pool on pool's database, configured as pool is, whose every commit
+// returns before it reaches the disk; the caller closes it. It is River's: River's own writes
+// (a job fetched, completed, snoozed, rescheduled) can be lost in a crash of the database with
+// no harm done, since River runs a job at least once and every worker is safe run twice,
+// while its fetch stands between a request and the work it queued. The jobs themselves are
+// queued in Nimbus's transactions, on the other pool, and durable as they are.
+func LazySessions(ctx context.Context, pool *pgxpool.Pool) (*pgxpool.Pool, error) {
+	cfg := pool.Config().Copy()
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	lazy, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return lazy, nil
 }

@@ -35,7 +35,9 @@ type Sent struct {
 	Control bool
 	// Commit says it committed a transaction that wrote, or wrote in a transaction of its own.
 	Commit bool
-	// Durable says that commit waited for the disk: synchronous_commit was on.
+	// Durable says that commit waits for the disk where synchronous_commit is on, as in
+	// production (the tests' database skips the disk throughout): neither its transaction nor
+	// its session turned it off.
 	Durable bool
 }
 
@@ -121,6 +123,8 @@ func (s *Statements) session(conn *pgx.Conn) *session {
 func (s *Statements) record(ctx context.Context, conn *pgx.Conn, sqls []string) {
 	tid, _ := ctx.Value(traceKey{}).(trace.TraceID)
 	now := time.Now()
+	// A session may commit lazily throughout (db.LazySessions).
+	lazySession := conn.Config().RuntimeParams["synchronous_commit"] == "off"
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.session(conn)
@@ -132,7 +136,7 @@ func (s *Statements) record(ctx context.Context, conn *pgx.Conn, sqls []string) 
 	// statement (db.Lazy's set its commit mode first).
 	implicit := !c.inTx && len(sqls) > 1
 	if implicit {
-		c.inTx, c.lazy, c.wrote = true, false, false
+		c.inTx, c.lazy, c.wrote = true, lazySession, false
 	}
 	for i, sql := range sqls {
 		sent := Sent{At: now, SQL: sql, Trace: tid, Trip: trip}
@@ -140,7 +144,7 @@ func (s *Statements) record(ctx context.Context, conn *pgx.Conn, sqls []string) 
 		switch {
 		case word == "BEGIN":
 			c.inTx, c.wrote = true, false
-			c.lazy = lazyCommit.MatchString(sql)
+			c.lazy = lazySession || lazyCommit.MatchString(sql)
 			sent.Control = true
 		case word == "COMMIT":
 			sent.Control, sent.Commit, sent.Durable = true, c.inTx && c.wrote, c.inTx && c.wrote && !c.lazy
@@ -154,7 +158,7 @@ func (s *Statements) record(ctx context.Context, conn *pgx.Conn, sqls []string) 
 			if c.inTx {
 				c.wrote = true
 			} else {
-				sent.Commit, sent.Durable = true, true // a transaction of its own
+				sent.Commit, sent.Durable = true, !lazySession // a transaction of its own
 			}
 		}
 		if implicit && i == len(sqls)-1 {

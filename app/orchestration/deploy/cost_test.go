@@ -27,7 +27,7 @@ var previewCut = dbtest.Cost{Statements: 32, RoundTrips: 36, Commits: 6, Durable
 // TestPreview_CostBeforeTheEngineStaysWithinItsCut counts what previews of a deployed machine
 // send the database before their engine starts, by the trace of each: the API request and the
 // job that runs it. River's fetch of the job carries no trace: it is listed with whatever else
-// the server did meanwhile, not counted.
+// the server did meanwhile, not counted, but must not wait for the disk.
 func TestPreview_CostBeforeTheEngineStaysWithinItsCut(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
 	w := apptest.NewWorld(t)
@@ -70,6 +70,16 @@ func TestPreview_CostBeforeTheEngineStaysWithinItsCut(t *testing.T) {
 		}
 		cost = dbtest.CostOf(mine)
 		t.Logf("preview %s before its engine: %s\n%s\nmeanwhile, outside its trace:\n%s", id, cost, listing(start, mine), listing(start, others))
+		// River's fetch of the job stands between the request's commit and the job's work.
+		var river []dbtest.Sent
+		for _, x := range others {
+			if strings.HasPrefix(x.SQL, "-- name: Job") {
+				river = append(river, x)
+			}
+		}
+		if c := dbtest.CostOf(river); c.Durable > 0 {
+			t.Errorf("River's statements meanwhile cost %s: its fetch of the job need not wait for the disk\n%s", c, listing(start, river))
+		}
 	}
 	if cost.Statements > previewCut.Statements || cost.RoundTrips > previewCut.RoundTrips ||
 		cost.Commits > previewCut.Commits || cost.Durable > previewCut.Durable {
