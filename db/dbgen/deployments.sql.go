@@ -961,6 +961,80 @@ func (q *Queries) LockDeployment(ctx context.Context, id uuid.UUID) error {
 	return err
 }
 
+const lockedDeployment = `-- name: LockedDeployment :one
+SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, d.stack_instance_id, d.slot, d.drift_status, d.drift_checked_at, d.drift, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
+FROM deployed_components d
+JOIN components c ON c.id = d.component_id
+JOIN environments e ON e.id = d.environment_id
+JOIN tenants t ON t.id = d.tenant_id
+WHERE d.id = $1
+FOR UPDATE OF d
+`
+
+type LockedDeploymentRow struct {
+	ID                  uuid.UUID       `json:"id"`
+	TenantID            uuid.UUID       `json:"tenant_id"`
+	EnvironmentID       uuid.UUID       `json:"environment_id"`
+	ComponentID         uuid.UUID       `json:"component_id"`
+	Version             int32           `json:"version"`
+	Name                string          `json:"name"`
+	Parameters          json.RawMessage `json:"parameters"`
+	SecretParameters    []byte          `json:"secret_parameters"`
+	SecretKeyID         *string         `json:"secret_key_id"`
+	Outputs             json.RawMessage `json:"outputs"`
+	Status              string          `json:"status"`
+	Project             string          `json:"project"`
+	Stack               string          `json:"stack"`
+	StateLocation       string          `json:"state_location"`
+	CreatedBy           uuid.NullUUID   `json:"created_by"`
+	CreatedAt           time.Time       `json:"created_at"`
+	UpdatedAt           time.Time       `json:"updated_at"`
+	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
+	StackInstanceID     uuid.NullUUID   `json:"stack_instance_id"`
+	Slot                *string         `json:"slot"`
+	DriftStatus         string          `json:"drift_status"`
+	DriftCheckedAt      *time.Time      `json:"drift_checked_at"`
+	Drift               json.RawMessage `json:"drift"`
+	ComponentName       string          `json:"component_name"`
+	EnvironmentName     string          `json:"environment_name"`
+	TenantName          string          `json:"tenant_name"`
+}
+
+// GetDeployment's row, locked as LockDeployment locks it.
+func (q *Queries) LockedDeployment(ctx context.Context, id uuid.UUID) (LockedDeploymentRow, error) {
+	row := q.db.QueryRow(ctx, lockedDeployment, id)
+	var i LockedDeploymentRow
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.EnvironmentID,
+		&i.ComponentID,
+		&i.Version,
+		&i.Name,
+		&i.Parameters,
+		&i.SecretParameters,
+		&i.SecretKeyID,
+		&i.Outputs,
+		&i.Status,
+		&i.Project,
+		&i.Stack,
+		&i.StateLocation,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.TemplateComponentID,
+		&i.StackInstanceID,
+		&i.Slot,
+		&i.DriftStatus,
+		&i.DriftCheckedAt,
+		&i.Drift,
+		&i.ComponentName,
+		&i.EnvironmentName,
+		&i.TenantName,
+	)
+	return i, err
+}
+
 const operationLogs = `-- name: OperationLogs :many
 SELECT id, created_at, line FROM operation_logs WHERE operation_id = $1 AND id > $2 ORDER BY id LIMIT 1000
 `

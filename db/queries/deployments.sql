@@ -13,6 +13,16 @@ JOIN environments e ON e.id = d.environment_id
 JOIN tenants t ON t.id = d.tenant_id
 WHERE d.id = $1;
 
+-- name: LockedDeployment :one
+-- GetDeployment's row, locked as LockDeployment locks it.
+SELECT d.*, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
+FROM deployed_components d
+JOIN components c ON c.id = d.component_id
+JOIN environments e ON e.id = d.environment_id
+JOIN tenants t ON t.id = d.tenant_id
+WHERE d.id = $1
+FOR UPDATE OF d;
+
 -- name: ListDeployments :many
 SELECT d.*, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
 FROM deployed_components d

@@ -22,7 +22,7 @@ import (
 // worker's, until the engine's process starts. These figures, unlike a latency, do not move
 // with the machine's load: a change that adds a statement, a round trip or a commit that
 // waits for the disk to this path shows here.
-var previewCut = dbtest.Cost{Statements: 32, RoundTrips: 36, Commits: 6, Durable: 1}
+var previewCut = dbtest.Cost{Statements: 31, RoundTrips: 35, Commits: 6, Durable: 1}
 
 // TestPreview_CostBeforeTheEngineStaysWithinItsCut counts what previews of a deployed machine
 // send the database before their engine starts, by the trace of each: the API request and the
