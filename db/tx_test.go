@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -68,5 +69,62 @@ func TestLazyTx_OnlyItsOwnCommitSkipsTheDisk(t *testing.T) {
 	}
 	if len(got) != 2 || got[0] != "durable on" || got[1] != "lazy off" {
 		t.Fatalf("commits %v, want [durable on, lazy off]: the lazy one alone skips the disk, the rolled back one is gone", got)
+	}
+}
+
+// A lazy statement is a transaction of its own that commits without waiting for the disk, and
+// only it: the connection's next statement waits again. Its rows and its errors come back as
+// any statement's.
+func TestLazy_OnlyItsOwnStatementSkipsTheDisk(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(dbtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1 // every statement below on one connection
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	_, err = pool.Exec(ctx, `
+		CREATE TABLE commit_modes (name text, sync text);
+		CREATE FUNCTION note_commit_mode() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			INSERT INTO commit_modes VALUES (NEW.name, current_setting('synchronous_commit'));
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER note_commit_mode AFTER INSERT ON tenants FOR EACH ROW EXECUTE FUNCTION note_commit_mode();`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lazy := db.Lazy(pool)
+	made, err := lazy.CreateTenant(ctx, "lazy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dbgen.New(pool).CreateTenant(ctx, "durable"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lazy.CreateTenant(ctx, "lazy"); !db.IsUniqueViolation(err) {
+		t.Fatalf("a second tenant of the same name: got %v, want a unique violation", err)
+	}
+	if got, err := lazy.GetTenant(ctx, made.ID); err != nil || got.Name != "lazy" {
+		t.Fatalf("read back: %v, %v", got, err)
+	}
+	if _, err := lazy.GetTenant(ctx, uuid.New()); !errors.Is(err, pgx.ErrNoRows) {
+		t.Fatalf("a tenant that is not there: got %v, want pgx.ErrNoRows", err)
+	}
+	rows, err := pool.Query(ctx, "SELECT name || ' ' || sync FROM commit_modes ORDER BY name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != "durable on" || got[1] != "lazy off" {
+		t.Fatalf("commits %v, want [durable on, lazy off]: the lazy one alone skips the disk", got)
 	}
 }

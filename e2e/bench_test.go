@@ -42,6 +42,10 @@ import (
 // told with OTEL_EXPORTER_OTLP_ENDPOINT); they are printed as a table: where a deploy's time
 // goes. The server samples only requests that come in a sampled trace, so the previews are not
 // recorded.
+//
+// What a preview costs the database on this way (statements, round trips, commits that wait
+// for the disk), which unlike its time does not move with the machine's load, is counted and
+// held to a cut by TestPreview_CostBeforeTheEngineStaysWithinItsCut in app/orchestration/deploy.
 func BenchmarkRequestToEngine(b *testing.B) {
 	const previews = 100
 	spans := otlptest.Start()

@@ -68,8 +68,9 @@ type Config struct {
 	Tracer trace.TracerProvider
 }
 
-// NewClient returns a River client with Nimbus's workers and periodic jobs registered. It
-// does not start working until Start.
+// NewClient returns a River client with Nimbus's workers and periodic jobs registered, working
+// through pool: the server gives it one whose commits do not wait for the disk
+// (db.LazySessions), so that a job's fetch does not. It does not start working until Start.
 func NewClient(pool *pgxpool.Pool, log *slog.Logger, cfg Config) (*river.Client[pgx.Tx], error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 10

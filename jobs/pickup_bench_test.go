@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"nimbus/db"
 	"nimbus/db/dbtest"
 	"nimbus/jobs"
 )
@@ -29,8 +30,13 @@ import (
 func BenchmarkPickup(b *testing.B) {
 	ctx := context.Background()
 	pool := dbtest.Pool(b)
+	riverPool, err := db.LazySessions(ctx, pool) // as the server runs River
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(riverPool.Close)
 	started := make(chan startedJob, 100)
-	client, err := jobs.NewClient(pool, slog.New(slog.DiscardHandler), jobs.Config{
+	client, err := jobs.NewClient(riverPool, slog.New(slog.DiscardHandler), jobs.Config{
 		Register: func(w *river.Workers) { river.AddWorker(w, &probeWorker{started: started}) },
 	})
 	if err != nil {

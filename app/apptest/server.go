@@ -26,6 +26,7 @@ import (
 	"nimbus/app/orchestration/event"
 	"nimbus/app/platform/pulumix"
 	"nimbus/app/server"
+	"nimbus/db"
 	"nimbus/jobs"
 )
 
@@ -149,7 +150,12 @@ func Start(t testing.TB, pool *pgxpool.Pool, cfg SiteConfig, configure ...func(*
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.OperationTimeout, ApprovalTTL: cfg.ApprovalTTL,
 		ChecksPerTenant: cfg.ChecksPerTenant, OperationsPerTenant: cfg.OperationsPerTenant, GraphParallel: cfg.GraphParallel, Cloud: cloud, PollInterval: cfg.PollInterval, Deliveries: cfg.Deliveries,
 		ExpiryCheck: cfg.ExpiryCheck}
-	client, err := jobs.NewClient(pool, jobsLog, jobs.Config{Workers: cfg.JobWorkers, CheckWorkers: cfg.CheckWorkers, Register: server.Workers(pool, eng, jobsLog), Periodic: server.Periodic(ctx, pool, eng),
+	riverPool, err := db.LazySessions(ctx, pool) // as the server runs River
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(riverPool.Close) // after the job client stops
+	client, err := jobs.NewClient(riverPool, jobsLog, jobs.Config{Workers: cfg.JobWorkers, CheckWorkers: cfg.CheckWorkers, Register: server.Workers(pool, eng, jobsLog), Periodic: server.Periodic(ctx, pool, eng),
 		Tracer: cfg.Tracer})
 	if err != nil {
 		t.Fatal(err)

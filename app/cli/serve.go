@@ -125,7 +125,12 @@ func serve(ctx context.Context, args []string, env Env) error {
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objs.store, OperationTimeout: cfg.JobTimeout, ApprovalTTL: cfg.ApprovalTTL,
 		ChecksPerTenant: cfg.ChecksPerTenant, OperationsPerTenant: cfg.OperationsPerTenant, GraphParallel: cfg.GraphParallel, Cloud: cloud, PollInterval: cfg.PollInterval,
 		Deliveries: event.DeliveryConfig{AllowPrivate: cfg.WebhooksPrivate}, EventRetention: cfg.EventRetention}
-	jobClient, err := jobs.NewClient(d.Pool, log, jobs.Config{Workers: cfg.JobWorkers, CheckWorkers: cfg.CheckWorkers, EventWorkers: cfg.EventWorkers,
+	riverPool, err := db.LazySessions(ctx, d.Pool)
+	if err != nil {
+		return err
+	}
+	defer riverPool.Close() // after the job client stops, below
+	jobClient, err := jobs.NewClient(riverPool, log, jobs.Config{Workers: cfg.JobWorkers, CheckWorkers: cfg.CheckWorkers, EventWorkers: cfg.EventWorkers,
 		DeliveryWorkers: cfg.DeliveryWorkers, HousekeepingWorkers: cfg.HousekeepingWorkers, Timeout: cfg.JobTimeout,
 		Register: server.Workers(d.Pool, eng, log), Periodic: server.Periodic(ctx, d.Pool, eng),
 		Tracer: traces})

@@ -84,40 +84,6 @@ func (q *Queries) CreateTenantNamespace(ctx context.Context, arg CreateTenantNam
 	return i, err
 }
 
-const deploymentCluster = `-- name: DeploymentCluster :one
-SELECT p.name AS provider, e.landing_zone_id, t.system, d.tenant_id, d.stack
-FROM deployed_components d
-JOIN components c ON c.id = d.component_id
-JOIN semantic_providers p ON p.id = c.provider_id
-JOIN environments e ON e.id = d.environment_id
-JOIN tenants t ON t.id = d.tenant_id
-WHERE d.id = $1
-`
-
-type DeploymentClusterRow struct {
-	Provider      string        `json:"provider"`
-	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
-	System        bool          `json:"system"`
-	TenantID      uuid.UUID     `json:"tenant_id"`
-	Stack         string        `json:"stack"`
-}
-
-// What decides the cluster credentials a deployment's engine gets: its component's provider,
-// its environment's landing zone, and whether it belongs to the provider's own tenant; and the
-// stack its engine runs on.
-func (q *Queries) DeploymentCluster(ctx context.Context, id uuid.UUID) (DeploymentClusterRow, error) {
-	row := q.db.QueryRow(ctx, deploymentCluster, id)
-	var i DeploymentClusterRow
-	err := row.Scan(
-		&i.Provider,
-		&i.LandingZoneID,
-		&i.System,
-		&i.TenantID,
-		&i.Stack,
-	)
-	return i, err
-}
-
 const getZoneCluster = `-- name: GetZoneCluster :one
 SELECT landing_zone_id, server, kubeconfig, secret_key_id, server_version, signed_in_as, checked_at, set_by, created_at, updated_at FROM zone_clusters WHERE landing_zone_id = $1
 `

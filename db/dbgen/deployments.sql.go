@@ -343,17 +343,6 @@ func (q *Queries) DeploymentEnvironmentChoices(ctx context.Context, arg Deployme
 	return items, nil
 }
 
-const deploymentTenant = `-- name: DeploymentTenant :one
-SELECT tenant_id FROM deployed_components WHERE id = $1
-`
-
-func (q *Queries) DeploymentTenant(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
-	row := q.db.QueryRow(ctx, deploymentTenant, id)
-	var tenant_id uuid.UUID
-	err := row.Scan(&tenant_id)
-	return tenant_id, err
-}
-
 const engineEverRan = `-- name: EngineEverRan :one
 SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind <> 'preview' AND started_at IS NOT NULL)
 `
@@ -1062,6 +1051,80 @@ func (q *Queries) LockDeployment(ctx context.Context, id uuid.UUID) error {
 	return err
 }
 
+const lockedDeployment = `-- name: LockedDeployment :one
+SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, d.stack_instance_id, d.slot, d.drift_status, d.drift_checked_at, d.drift, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
+FROM deployed_components d
+JOIN components c ON c.id = d.component_id
+JOIN environments e ON e.id = d.environment_id
+JOIN tenants t ON t.id = d.tenant_id
+WHERE d.id = $1
+FOR UPDATE OF d
+`
+
+type LockedDeploymentRow struct {
+	ID                  uuid.UUID       `json:"id"`
+	TenantID            uuid.UUID       `json:"tenant_id"`
+	EnvironmentID       uuid.UUID       `json:"environment_id"`
+	ComponentID         uuid.UUID       `json:"component_id"`
+	Version             int32           `json:"version"`
+	Name                string          `json:"name"`
+	Parameters          json.RawMessage `json:"parameters"`
+	SecretParameters    []byte          `json:"secret_parameters"`
+	SecretKeyID         *string         `json:"secret_key_id"`
+	Outputs             json.RawMessage `json:"outputs"`
+	Status              string          `json:"status"`
+	Project             string          `json:"project"`
+	Stack               string          `json:"stack"`
+	StateLocation       string          `json:"state_location"`
+	CreatedBy           uuid.NullUUID   `json:"created_by"`
+	CreatedAt           time.Time       `json:"created_at"`
+	UpdatedAt           time.Time       `json:"updated_at"`
+	TemplateComponentID uuid.NullUUID   `json:"template_component_id"`
+	StackInstanceID     uuid.NullUUID   `json:"stack_instance_id"`
+	Slot                *string         `json:"slot"`
+	DriftStatus         string          `json:"drift_status"`
+	DriftCheckedAt      *time.Time      `json:"drift_checked_at"`
+	Drift               json.RawMessage `json:"drift"`
+	ComponentName       string          `json:"component_name"`
+	EnvironmentName     string          `json:"environment_name"`
+	TenantName          string          `json:"tenant_name"`
+}
+
+// GetDeployment's row, locked as LockDeployment locks it.
+func (q *Queries) LockedDeployment(ctx context.Context, id uuid.UUID) (LockedDeploymentRow, error) {
+	row := q.db.QueryRow(ctx, lockedDeployment, id)
+	var i LockedDeploymentRow
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.EnvironmentID,
+		&i.ComponentID,
+		&i.Version,
+		&i.Name,
+		&i.Parameters,
+		&i.SecretParameters,
+		&i.SecretKeyID,
+		&i.Outputs,
+		&i.Status,
+		&i.Project,
+		&i.Stack,
+		&i.StateLocation,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.TemplateComponentID,
+		&i.StackInstanceID,
+		&i.Slot,
+		&i.DriftStatus,
+		&i.DriftCheckedAt,
+		&i.Drift,
+		&i.ComponentName,
+		&i.EnvironmentName,
+		&i.TenantName,
+	)
+	return i, err
+}
+
 const operationLogs = `-- name: OperationLogs :many
 SELECT id, created_at, line FROM operation_logs WHERE operation_id = $1 AND id > $2 ORDER BY id LIMIT 1000
 `
@@ -1134,6 +1197,80 @@ func (q *Queries) OperationResources(ctx context.Context, operationID uuid.UUID)
 		return nil, err
 	}
 	return items, nil
+}
+
+const operationToRun = `-- name: OperationToRun :one
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at,
+    (SELECT count(*) FROM operations b
+     WHERE b.deployment_id = o.deployment_id AND b.status IN ('queued', 'running', 'awaiting_approval')
+       AND (b.created_at, b.id) < (o.created_at, o.id))::bigint AS ahead,
+    p.name AS provider, e.landing_zone_id, t.system, d.tenant_id, d.stack
+FROM operations o
+JOIN deployed_components d ON d.id = o.deployment_id
+JOIN components c ON c.id = d.component_id
+JOIN semantic_providers p ON p.id = c.provider_id
+JOIN environments e ON e.id = d.environment_id
+JOIN tenants t ON t.id = d.tenant_id
+WHERE o.id = $1
+`
+
+type OperationToRunRow struct {
+	Operation     Operation     `json:"operation"`
+	Ahead         int64         `json:"ahead"`
+	Provider      string        `json:"provider"`
+	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
+	System        bool          `json:"system"`
+	TenantID      uuid.UUID     `json:"tenant_id"`
+	Stack         string        `json:"stack"`
+}
+
+// An operation as a worker finds it, with what its claim and its engine's start need: how many
+// operations on the same deployment come before it (as QueuePosition counts them), its
+// deployment's tenant, and what decides its engine's cluster credentials (as
+// DeploymentCluster reads them).
+func (q *Queries) OperationToRun(ctx context.Context, id uuid.UUID) (OperationToRunRow, error) {
+	row := q.db.QueryRow(ctx, operationToRun, id)
+	var i OperationToRunRow
+	err := row.Scan(
+		&i.Operation.ID,
+		&i.Operation.DeploymentID,
+		&i.Operation.Kind,
+		&i.Operation.Status,
+		&i.Operation.RequestedBy,
+		&i.Operation.Parameters,
+		&i.Operation.TargetVersion,
+		&i.Operation.Error,
+		&i.Operation.ExitCode,
+		&i.Operation.Changes,
+		&i.Operation.Lease,
+		&i.Operation.HeartbeatAt,
+		&i.Operation.CancelRequestedAt,
+		&i.Operation.LogTruncated,
+		&i.Operation.StartedAt,
+		&i.Operation.FinishedAt,
+		&i.Operation.CreatedAt,
+		&i.Operation.UpdatedAt,
+		&i.Operation.SecretParameters,
+		&i.Operation.SecretKeyID,
+		&i.Operation.Rotate,
+		&i.Operation.Applies,
+		&i.Operation.Refresh,
+		&i.Operation.Outcome,
+		&i.Operation.FailedStep,
+		&i.Operation.Undone,
+		&i.Operation.RolledBack,
+		&i.Operation.TimedOutAfter,
+		&i.Operation.Refusals,
+		&i.Operation.ApprovalAskedAt,
+		&i.Operation.ApprovalEndedAt,
+		&i.Ahead,
+		&i.Provider,
+		&i.LandingZoneID,
+		&i.System,
+		&i.TenantID,
+		&i.Stack,
+	)
+	return i, err
 }
 
 const operationView = `-- name: OperationView :one

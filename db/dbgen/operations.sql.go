@@ -186,24 +186,6 @@ func (q *Queries) EndWaitingOperation(ctx context.Context, arg EndWaitingOperati
 	return result.RowsAffected(), nil
 }
 
-const ensureOperationSteps = `-- name: EnsureOperationSteps :exec
-INSERT INTO operation_steps (operation_id, position, name)
-SELECT $1::uuid, (s.position - 1)::integer, s.name
-FROM unnest($2::text[]) WITH ORDINALITY AS s (name, position)
-ON CONFLICT (operation_id, name) DO NOTHING
-`
-
-type EnsureOperationStepsParams struct {
-	OperationID uuid.UUID `json:"operation_id"`
-	Names       []string  `json:"names"`
-}
-
-// Creates the operation's steps not yet recorded, each at its place in the list.
-func (q *Queries) EnsureOperationSteps(ctx context.Context, arg EnsureOperationStepsParams) error {
-	_, err := q.db.Exec(ctx, ensureOperationSteps, arg.OperationID, arg.Names)
-	return err
-}
-
 const finishOperation = `-- name: FinishOperation :execrows
 UPDATE operations SET status = $1, error = $2, changes = $3, exit_code = $4,
     outcome = $5, failed_step = $6, undone = $7, rolled_back = $8,
@@ -335,6 +317,82 @@ func (q *Queries) ListOperationSteps(ctx context.Context, operationID uuid.UUID)
 	return items, nil
 }
 
+const loadOperationSteps = `-- name: LoadOperationSteps :many
+WITH created AS (
+    INSERT INTO operation_steps (operation_id, position, name)
+    SELECT $1::uuid, (s.position - 1)::integer, s.name
+    FROM unnest($2::text[]) WITH ORDINALITY AS s (name, position)
+    ON CONFLICT (operation_id, name) DO NOTHING
+    RETURNING operation_id, position, name, status, result, error, attempts, started_at, finished_at, created_at, updated_at, engine_started_at, engine_finished_at, undo_started_at, undo_finished_at
+)
+SELECT operation_id, position, name, status, result, error, attempts, started_at, finished_at, created_at, updated_at, engine_started_at, engine_finished_at, undo_started_at, undo_finished_at FROM created
+UNION ALL
+SELECT operation_id, position, name, status, result, error, attempts, started_at, finished_at, created_at, updated_at, engine_started_at, engine_finished_at, undo_started_at, undo_finished_at FROM operation_steps WHERE operation_id = $1
+ORDER BY position
+`
+
+type LoadOperationStepsParams struct {
+	OperationID uuid.UUID `json:"operation_id"`
+	Names       []string  `json:"names"`
+}
+
+type LoadOperationStepsRow struct {
+	OperationID      uuid.UUID       `json:"operation_id"`
+	Position         int32           `json:"position"`
+	Name             string          `json:"name"`
+	Status           string          `json:"status"`
+	Result           json.RawMessage `json:"result"`
+	Error            string          `json:"error"`
+	Attempts         int32           `json:"attempts"`
+	StartedAt        *time.Time      `json:"started_at"`
+	FinishedAt       *time.Time      `json:"finished_at"`
+	CreatedAt        time.Time       `json:"created_at"`
+	UpdatedAt        time.Time       `json:"updated_at"`
+	EngineStartedAt  *time.Time      `json:"engine_started_at"`
+	EngineFinishedAt *time.Time      `json:"engine_finished_at"`
+	UndoStartedAt    *time.Time      `json:"undo_started_at"`
+	UndoFinishedAt   *time.Time      `json:"undo_finished_at"`
+}
+
+// The operation's steps in their order, creating, each at its place in the list, those of
+// names not yet recorded. The steps read are those there before the statement began: the ones
+// it creates come from its INSERT.
+func (q *Queries) LoadOperationSteps(ctx context.Context, arg LoadOperationStepsParams) ([]LoadOperationStepsRow, error) {
+	rows, err := q.db.Query(ctx, loadOperationSteps, arg.OperationID, arg.Names)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LoadOperationStepsRow{}
+	for rows.Next() {
+		var i LoadOperationStepsRow
+		if err := rows.Scan(
+			&i.OperationID,
+			&i.Position,
+			&i.Name,
+			&i.Status,
+			&i.Result,
+			&i.Error,
+			&i.Attempts,
+			&i.StartedAt,
+			&i.FinishedAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.EngineStartedAt,
+			&i.EngineFinishedAt,
+			&i.UndoStartedAt,
+			&i.UndoFinishedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const markLogTruncated = `-- name: MarkLogTruncated :exec
 UPDATE operations SET log_truncated = true WHERE id = $1
 `
@@ -344,47 +402,55 @@ func (q *Queries) MarkLogTruncated(ctx context.Context, id uuid.UUID) error {
 	return err
 }
 
-const markOperationStep = `-- name: MarkOperationStep :execrows
-UPDATE operation_steps SET
-    status = $1,
-    result = coalesce($2::jsonb, result),
-    error = $3,
-    attempts = attempts + CASE WHEN $1 = 'running' THEN 1 ELSE 0 END,
-    started_at = CASE WHEN $1 = 'running' THEN now() ELSE started_at END,
-    finished_at = CASE WHEN $1 IN ('done', 'failed') THEN now()
-        WHEN $1 IN ('undoing', 'undone', 'undo_failed') THEN finished_at END,
-    engine_started_at = CASE WHEN $1 = 'running' THEN NULL
-        ELSE coalesce($4::timestamptz, engine_started_at) END,
-    engine_finished_at = CASE WHEN $1 = 'running' THEN NULL
-        ELSE coalesce($5::timestamptz, engine_finished_at) END,
-    undo_started_at = CASE WHEN $1 = 'undoing' THEN now()
-        WHEN $1 IN ('undone', 'undo_failed') THEN undo_started_at END,
-    undo_finished_at = CASE WHEN $1 IN ('undone', 'undo_failed') THEN now() END,
+const markOperationSteps = `-- name: MarkOperationSteps :execrows
+UPDATE operation_steps s SET
+    status = m.status,
+    result = coalesce(m.result, s.result),
+    error = m.error,
+    attempts = s.attempts + CASE WHEN m.status = 'running' THEN 1 ELSE 0 END,
+    started_at = CASE WHEN m.status = 'running' THEN now() ELSE s.started_at END,
+    finished_at = CASE WHEN m.status IN ('done', 'failed') THEN now()
+        WHEN m.status IN ('undoing', 'undone', 'undo_failed') THEN s.finished_at END,
+    engine_started_at = CASE WHEN m.status = 'running' THEN NULL
+        ELSE coalesce(nullif(m.engine_started_at, '')::timestamptz, s.engine_started_at) END,
+    engine_finished_at = CASE WHEN m.status = 'running' THEN NULL
+        ELSE coalesce(nullif(m.engine_finished_at, '')::timestamptz, s.engine_finished_at) END,
+    undo_started_at = CASE WHEN m.status = 'undoing' THEN now()
+        WHEN m.status IN ('undone', 'undo_failed') THEN s.undo_started_at END,
+    undo_finished_at = CASE WHEN m.status IN ('undone', 'undo_failed') THEN now() END,
     updated_at = now()
-WHERE operation_id = $6 AND name = $7
+FROM (SELECT unnest($2::text[]) AS name, unnest($3::text[]) AS status,
+        unnest($4::jsonb[]) AS result, unnest($5::text[]) AS error,
+        unnest($6::text[]) AS engine_started_at, unnest($7::text[]) AS engine_finished_at) m
+WHERE s.operation_id = $1 AND s.name = m.name
+    AND (SELECT count(*) FROM operation_steps WHERE operation_id = $1 AND name = ANY ($2::text[]))
+        = cardinality($2::text[])
 `
 
-type MarkOperationStepParams struct {
-	Status           string     `json:"status"`
-	Result           []byte     `json:"result"`
-	Error            string     `json:"error"`
-	EngineStartedAt  *time.Time `json:"engine_started_at"`
-	EngineFinishedAt *time.Time `json:"engine_finished_at"`
-	OperationID      uuid.UUID  `json:"operation_id"`
-	Name             string     `json:"name"`
+type MarkOperationStepsParams struct {
+	OperationID  uuid.UUID         `json:"operation_id"`
+	Names        []string          `json:"names"`
+	Statuses     []string          `json:"statuses"`
+	Results      []json.RawMessage `json:"results"`
+	Errors       []string          `json:"errors"`
+	EngineStarts []string          `json:"engine_starts"`
+	EngineEnds   []string          `json:"engine_ends"`
 }
 
-// A step's do runs from started_at to finished_at, its engine processes within it; its undo
-// runs later, from undo_started_at to undo_finished_at. Running again starts them all afresh.
-func (q *Queries) MarkOperationStep(ctx context.Context, arg MarkOperationStepParams) (int64, error) {
-	result, err := q.db.Exec(ctx, markOperationStep,
-		arg.Status,
-		arg.Result,
-		arg.Error,
-		arg.EngineStartedAt,
-		arg.EngineFinishedAt,
+// Moves steps of the operation, each to its status with its error and result (a NULL result
+// keeps the recorded one); none when one of the names is not a step of the operation. A step's
+// do runs from started_at to finished_at, its engine processes within it (their times given as
+// text, ” for none, as an array cannot hold a NULL time here); its undo runs later, from
+// undo_started_at to undo_finished_at. Running again starts them all afresh.
+func (q *Queries) MarkOperationSteps(ctx context.Context, arg MarkOperationStepsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, markOperationSteps,
 		arg.OperationID,
-		arg.Name,
+		arg.Names,
+		arg.Statuses,
+		arg.Results,
+		arg.Errors,
+		arg.EngineStarts,
+		arg.EngineEnds,
 	)
 	if err != nil {
 		return 0, err

@@ -13,6 +13,16 @@ JOIN environments e ON e.id = d.environment_id
 JOIN tenants t ON t.id = d.tenant_id
 WHERE d.id = $1;
 
+-- name: LockedDeployment :one
+-- GetDeployment's row, locked as LockDeployment locks it.
+SELECT d.*, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
+FROM deployed_components d
+JOIN components c ON c.id = d.component_id
+JOIN environments e ON e.id = d.environment_id
+JOIN tenants t ON t.id = d.tenant_id
+WHERE d.id = $1
+FOR UPDATE OF d;
+
 -- name: ListDeployments :many
 SELECT d.*, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
 FROM deployed_components d
@@ -130,8 +140,23 @@ SELECT count(*) FROM operations o
 WHERE o.deployment_id = sqlc.arg(deployment_id) AND o.status IN ('queued', 'running', 'awaiting_approval')
   AND (o.created_at, o.id) < (sqlc.arg(created_at)::timestamptz, sqlc.arg(id)::uuid);
 
--- name: DeploymentTenant :one
-SELECT tenant_id FROM deployed_components WHERE id = $1;
+-- name: OperationToRun :one
+-- An operation as a worker finds it, with what its claim and its engine's start need: how many
+-- operations on the same deployment come before it (as QueuePosition counts them), its
+-- deployment's tenant, and what decides its engine's cluster credentials (as
+-- DeploymentCluster reads them).
+SELECT sqlc.embed(o),
+    (SELECT count(*) FROM operations b
+     WHERE b.deployment_id = o.deployment_id AND b.status IN ('queued', 'running', 'awaiting_approval')
+       AND (b.created_at, b.id) < (o.created_at, o.id))::bigint AS ahead,
+    p.name AS provider, e.landing_zone_id, t.system, d.tenant_id, d.stack
+FROM operations o
+JOIN deployed_components d ON d.id = o.deployment_id
+JOIN components c ON c.id = d.component_id
+JOIN semantic_providers p ON p.id = c.provider_id
+JOIN environments e ON e.id = d.environment_id
+JOIN tenants t ON t.id = d.tenant_id
+WHERE o.id = $1;
 
 -- name: CountRunningOperations :one
 -- The tenant's operations running now, on every node, leaving out one (the caller's own, when it

@@ -81,12 +81,21 @@ UPDATE operations SET status = sqlc.arg(status), error = sqlc.arg(error), change
     finished_at = now(), lease = NULL, updated_at = now()
 WHERE id = sqlc.arg(id) AND lease = sqlc.arg(lease) AND status = 'running';
 
--- name: EnsureOperationSteps :exec
--- Creates the operation's steps not yet recorded, each at its place in the list.
-INSERT INTO operation_steps (operation_id, position, name)
-SELECT sqlc.arg(operation_id)::uuid, (s.position - 1)::integer, s.name
-FROM unnest(sqlc.arg(names)::text[]) WITH ORDINALITY AS s (name, position)
-ON CONFLICT (operation_id, name) DO NOTHING;
+-- name: LoadOperationSteps :many
+-- The operation's steps in their order, creating, each at its place in the list, those of
+-- names not yet recorded. The steps read are those there before the statement began: the ones
+-- it creates come from its INSERT.
+WITH created AS (
+    INSERT INTO operation_steps (operation_id, position, name)
+    SELECT sqlc.arg(operation_id)::uuid, (s.position - 1)::integer, s.name
+    FROM unnest(sqlc.arg(names)::text[]) WITH ORDINALITY AS s (name, position)
+    ON CONFLICT (operation_id, name) DO NOTHING
+    RETURNING *
+)
+SELECT * FROM created
+UNION ALL
+SELECT * FROM operation_steps WHERE operation_id = sqlc.arg(operation_id)
+ORDER BY position;
 
 -- name: PreviewResult :one
 -- What a succeeded preview's step saved, its changes and the engine's plan, and when it began.
@@ -96,26 +105,34 @@ WHERE s.operation_id = $1 AND s.name = 'preview' AND s.status = 'done' AND o.kin
 -- name: ListOperationSteps :many
 SELECT * FROM operation_steps WHERE operation_id = $1 ORDER BY position;
 
--- name: MarkOperationStep :execrows
--- A step's do runs from started_at to finished_at, its engine processes within it; its undo
--- runs later, from undo_started_at to undo_finished_at. Running again starts them all afresh.
-UPDATE operation_steps SET
-    status = sqlc.arg(status),
-    result = coalesce(sqlc.narg(result)::jsonb, result),
-    error = sqlc.arg(error),
-    attempts = attempts + CASE WHEN sqlc.arg(status) = 'running' THEN 1 ELSE 0 END,
-    started_at = CASE WHEN sqlc.arg(status) = 'running' THEN now() ELSE started_at END,
-    finished_at = CASE WHEN sqlc.arg(status) IN ('done', 'failed') THEN now()
-        WHEN sqlc.arg(status) IN ('undoing', 'undone', 'undo_failed') THEN finished_at END,
-    engine_started_at = CASE WHEN sqlc.arg(status) = 'running' THEN NULL
-        ELSE coalesce(sqlc.narg(engine_started_at)::timestamptz, engine_started_at) END,
-    engine_finished_at = CASE WHEN sqlc.arg(status) = 'running' THEN NULL
-        ELSE coalesce(sqlc.narg(engine_finished_at)::timestamptz, engine_finished_at) END,
-    undo_started_at = CASE WHEN sqlc.arg(status) = 'undoing' THEN now()
-        WHEN sqlc.arg(status) IN ('undone', 'undo_failed') THEN undo_started_at END,
-    undo_finished_at = CASE WHEN sqlc.arg(status) IN ('undone', 'undo_failed') THEN now() END,
+-- name: MarkOperationSteps :execrows
+-- Moves steps of the operation, each to its status with its error and result (a NULL result
+-- keeps the recorded one); none when one of the names is not a step of the operation. A step's
+-- do runs from started_at to finished_at, its engine processes within it (their times given as
+-- text, '' for none, as an array cannot hold a NULL time here); its undo runs later, from
+-- undo_started_at to undo_finished_at. Running again starts them all afresh.
+UPDATE operation_steps s SET
+    status = m.status,
+    result = coalesce(m.result, s.result),
+    error = m.error,
+    attempts = s.attempts + CASE WHEN m.status = 'running' THEN 1 ELSE 0 END,
+    started_at = CASE WHEN m.status = 'running' THEN now() ELSE s.started_at END,
+    finished_at = CASE WHEN m.status IN ('done', 'failed') THEN now()
+        WHEN m.status IN ('undoing', 'undone', 'undo_failed') THEN s.finished_at END,
+    engine_started_at = CASE WHEN m.status = 'running' THEN NULL
+        ELSE coalesce(nullif(m.engine_started_at, '')::timestamptz, s.engine_started_at) END,
+    engine_finished_at = CASE WHEN m.status = 'running' THEN NULL
+        ELSE coalesce(nullif(m.engine_finished_at, '')::timestamptz, s.engine_finished_at) END,
+    undo_started_at = CASE WHEN m.status = 'undoing' THEN now()
+        WHEN m.status IN ('undone', 'undo_failed') THEN s.undo_started_at END,
+    undo_finished_at = CASE WHEN m.status IN ('undone', 'undo_failed') THEN now() END,
     updated_at = now()
-WHERE operation_id = sqlc.arg(operation_id) AND name = sqlc.arg(name);
+FROM (SELECT unnest(sqlc.arg(names)::text[]) AS name, unnest(sqlc.arg(statuses)::text[]) AS status,
+        unnest(sqlc.arg(results)::jsonb[]) AS result, unnest(sqlc.arg(errors)::text[]) AS error,
+        unnest(sqlc.arg(engine_starts)::text[]) AS engine_started_at, unnest(sqlc.arg(engine_ends)::text[]) AS engine_finished_at) m
+WHERE s.operation_id = sqlc.arg(operation_id) AND s.name = m.name
+    AND (SELECT count(*) FROM operation_steps WHERE operation_id = sqlc.arg(operation_id) AND name = ANY (sqlc.arg(names)::text[]))
+        = cardinality(sqlc.arg(names)::text[]);
 
 -- name: OperationWait :one
 -- When the operation last began and stopped waiting for approval.

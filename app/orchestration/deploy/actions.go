@@ -182,10 +182,7 @@ func (s *Service) ApplyTx(ctx context.Context, tx pgx.Tx, actor access.Principal
 	if Kind(p.Kind) != KindPreview || Status(p.Status) != Succeeded {
 		return uuid.Nil, fmt.Errorf("operation %s is a %s that %s, not a succeeded preview", p.ID, p.Kind, p.Status)
 	}
-	if err := q.LockDeployment(ctx, p.DeploymentID); err != nil {
-		return uuid.Nil, err
-	}
-	d, err := q.GetDeployment(ctx, p.DeploymentID)
+	d, err := lockedDeployment(ctx, q, p.DeploymentID)
 	if err != nil {
 		return uuid.Nil, err
 	}
@@ -218,10 +215,7 @@ func (s *Service) enqueue(ctx context.Context, actor access.Principal, d dbgen.G
 		} else if s := lifecycle.EnvironmentStatus(status); s != lifecycle.EnvironmentActive && s != lifecycle.EnvironmentFailed {
 			return problem.Invalid("deployment", "state", "%s is in an environment that is %s: wait until it is active", d.Name, status)
 		}
-		if err := q.LockDeployment(ctx, d.ID); err != nil {
-			return err
-		}
-		d, err := q.GetDeployment(ctx, d.ID)
+		d, err := lockedDeployment(ctx, q, d.ID)
 		if err != nil {
 			return err
 		}

@@ -70,34 +70,40 @@ func proxmoxAccess(c proxmox.Credentials) (clusterAccess, error) {
 	return clusterAccess{ports: st.Ports, env: st.Env, files: st.Files, hidden: st.Hidden}, nil
 }
 
+// engineSite is what decides the cluster credentials a deployment's engine gets: its
+// component's provider, its environment's landing zone, whether it belongs to the provider's
+// own (system) tenant, and the tenant.
+type engineSite struct {
+	provider string
+	zone     uuid.NullUUID
+	system   bool
+	tenant   uuid.UUID
+}
+
 // clusterAccessOf is the cluster access of a deployment's engine. A Kubernetes component's
 // engine always gets a kubeconfig, so that the provider never falls back to one it finds on
 // the server: the zone's for the provider's system tenant, and for any other tenant one holding
 // a token of the tenant's account in its namespace on the zone's cluster, issued now with the
 // zone's credentials and good for lifetime. The token is kept nowhere: a resumed or retried
 // operation asks for another.
-func clusterAccessOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyring, depID uuid.UUID, lifetime time.Duration) (clusterAccess, error) {
-	c, err := q.DeploymentCluster(ctx, depID)
-	if err != nil {
-		return clusterAccess{}, err
-	}
-	if c.Provider == proxmox.Provider {
-		if !c.LandingZoneID.Valid {
+func clusterAccessOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyring, c engineSite, lifetime time.Duration) (clusterAccess, error) {
+	if c.provider == proxmox.Provider {
+		if !c.zone.Valid {
 			return clusterAccess{}, proxmox.NoAccess{}
 		}
-		creds, err := proxmox.Open(ctx, q, keys, c.LandingZoneID.UUID)
+		creds, err := proxmox.Open(ctx, q, keys, c.zone.UUID)
 		if err != nil {
 			return clusterAccess{}, err
 		}
 		return proxmoxAccess(creds)
 	}
-	if c.Provider != cluster.Provider {
+	if c.provider != cluster.Provider {
 		return clusterAccess{}, nil
 	}
-	if !c.LandingZoneID.Valid {
+	if !c.zone.Valid {
 		return clusterAccess{}, cluster.ErrNoCluster
 	}
-	zone, err := cluster.Open(ctx, q, keys, c.LandingZoneID.UUID)
+	zone, err := cluster.Open(ctx, q, keys, c.zone.UUID)
 	if err != nil {
 		return clusterAccess{}, err
 	}
@@ -105,10 +111,10 @@ func clusterAccessOf(ctx context.Context, q *dbgen.Queries, keys *secrets.Keyrin
 	if err != nil {
 		return clusterAccess{}, err
 	}
-	if c.System {
+	if c.system {
 		return clusterAccess{kubeconfig: string(zone), ports: []uint16{port}}, nil
 	}
-	ns, err := q.LiveTenantNamespace(ctx, dbgen.LiveTenantNamespaceParams{TenantID: c.TenantID, LandingZoneID: c.LandingZoneID.UUID})
+	ns, err := q.LiveTenantNamespace(ctx, dbgen.LiveTenantNamespaceParams{TenantID: c.tenant, LandingZoneID: c.zone.UUID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return clusterAccess{}, errNoNamespace
 	}

@@ -353,10 +353,7 @@ func (s *Service) StartTx(ctx context.Context, tx pgx.Tx, actor access.Principal
 // permission was checked when the graph was asked for.
 func (s *Service) RequestTx(ctx context.Context, tx pgx.Tx, actor access.Principal, deploymentID uuid.UUID, kind Kind, c Change) (uuid.UUID, error) {
 	q := db.Reused(tx)
-	if err := q.LockDeployment(ctx, deploymentID); err != nil {
-		return uuid.Nil, err
-	}
-	d, err := q.GetDeployment(ctx, deploymentID)
+	d, err := lockedDeployment(ctx, q, deploymentID)
 	if err != nil {
 		return uuid.Nil, err
 	}

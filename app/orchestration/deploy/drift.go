@@ -94,10 +94,7 @@ func QueueDriftCheck(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.U
 	if status, err := q.ShareEnvironment(ctx, d.EnvironmentID); err != nil || lifecycle.EnvironmentStatus(status) != lifecycle.EnvironmentActive {
 		return err
 	}
-	if err := q.LockDeployment(ctx, id); err != nil {
-		return err
-	}
-	if d, err = q.GetDeployment(ctx, id); err != nil || DeploymentStatus(d.Status) != Deployed {
+	if d, err = lockedDeployment(ctx, q, id); err != nil || DeploymentStatus(d.Status) != Deployed {
 		return err
 	}
 	if busy, err := q.AnyOperationPending(ctx, id); err != nil || busy {

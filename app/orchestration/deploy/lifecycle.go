@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -271,19 +272,11 @@ type checkpoints struct {
 // creates are pending steps, which the next Load makes again when a crash loses them: their
 // commit does not wait for the disk.
 func (c checkpoints) Load(ctx context.Context, names []string) ([]saga.State, error) {
-	var rows []dbgen.OperationStep
-	err := db.LazyTx(ctx, c.pool, func(q *dbgen.Queries) error {
-		if err := q.EnsureOperationSteps(ctx, dbgen.EnsureOperationStepsParams{OperationID: c.operation, Names: names}); err != nil {
-			return err
-		}
-		var err error
-		rows, err = q.ListOperationSteps(ctx, c.operation)
-		return err
-	})
+	rows, err := db.Lazy(c.pool).LoadOperationSteps(ctx, dbgen.LoadOperationStepsParams{OperationID: c.operation, Names: names})
 	if err != nil {
 		return nil, fmt.Errorf("load steps of %s: %w", c.operation, err)
 	}
-	byName := make(map[string]dbgen.OperationStep, len(rows))
+	byName := make(map[string]dbgen.LoadOperationStepsRow, len(rows))
 	for _, r := range rows {
 		byName[r.Name] = r
 	}
@@ -295,35 +288,42 @@ func (c checkpoints) Load(ctx context.Context, names []string) ([]saga.State, er
 	return out, nil
 }
 
-// Mark records moves of steps in one transaction, such as a step's end and the next one's
+// Mark records moves of steps in one statement, such as a step's end and the next one's
 // start; a Lazy one commits without waiting for the disk (see saga.Lazy).
 func (c checkpoints) Mark(ctx context.Context, commit saga.Commit, moves ...saga.Move) error {
-	tx := db.Tx
+	q := dbgen.New(c.pool)
 	if commit == saga.Lazy {
-		tx = db.LazyTx
+		q = db.Lazy(c.pool)
 	}
-	marks := make([]dbgen.MarkOperationStepParams, len(moves))
-	for i, m := range moves {
-		marks[i] = dbgen.MarkOperationStepParams{OperationID: c.operation, Name: m.Step, Status: string(m.Status), Result: m.Result, Error: m.Error}
+	p := dbgen.MarkOperationStepsParams{OperationID: c.operation}
+	for _, m := range moves {
+		p.Names, p.Statuses = append(p.Names, m.Step), append(p.Statuses, string(m.Status))
+		p.Results, p.Errors = append(p.Results, m.Result), append(p.Errors, m.Error)
+		var started, exited *time.Time
 		switch m.Status {
 		case saga.Done, saga.Failed:
-			marks[i].EngineStartedAt, marks[i].EngineFinishedAt = c.engine.take()
+			started, exited = c.engine.take()
 		case saga.Running, saga.Undoing:
 			c.engine.take() // a step begins with a clean clock: an undo's engine is not its do's
 		}
+		p.EngineStarts, p.EngineEnds = append(p.EngineStarts, timeText(started)), append(p.EngineEnds, timeText(exited))
 	}
-	return tx(ctx, c.pool, func(q *dbgen.Queries) error {
-		for i, m := range moves {
-			n, err := q.MarkOperationStep(ctx, marks[i])
-			if err != nil {
-				return fmt.Errorf("mark step %s %s: %w", m.Step, m.Status, err)
-			}
-			if n != 1 {
-				return fmt.Errorf("mark step %s %s: no such step of operation %s", m.Step, m.Status, c.operation)
-			}
-		}
-		return nil
-	})
+	n, err := q.MarkOperationSteps(ctx, p)
+	if err != nil {
+		return fmt.Errorf("mark steps %v %v: %w", p.Names, p.Statuses, err)
+	}
+	if n != int64(len(moves)) {
+		return fmt.Errorf("mark steps %v %v: not every one is a step of operation %s", p.Names, p.Statuses, c.operation)
+	}
+	return nil
+}
+
+// timeText is a time as MarkOperationSteps takes it: RFC 3339 to the nanosecond, "" for none.
+func timeText(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.Format(time.RFC3339Nano)
 }
 
 // land records what an operation left its deployment with: its inputs, its status and its

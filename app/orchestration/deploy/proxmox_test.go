@@ -40,8 +40,9 @@ func TestAccess_AProxmoxEngineGetsItsZonesAPIInItsEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := dbgen.New(pool)
+	site := engineSite{provider: proxmox.Provider, zone: uuid.NullUUID{UUID: zone, Valid: true}}
 
-	_, err = clusterAccessOf(ctx, q, keys, d.DeploymentID, 0)
+	_, err = clusterAccessOf(ctx, q, keys, site, 0)
 	if !errors.Is(err, proxmox.ErrNoAccess) || !finalOnCluster(err) ||
 		err.Error() != "landing zone pve-eu has no Proxmox API access: a provider admin sets it on the zone's page" {
 		t.Fatalf("without access: %v", err)
@@ -57,7 +58,7 @@ func TestAccess_AProxmoxEngineGetsItsZonesAPIInItsEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := clusterAccessOf(ctx, q, keys, d.DeploymentID, 0)
+	a, err := clusterAccessOf(ctx, q, keys, site, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,6 +71,13 @@ func (s *Service) get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	return r, nil
 }
 
+// lockedDeployment reads the deployment and locks it for the caller's transaction, which
+// serialises the requests on one deployment (see LockDeployment).
+func lockedDeployment(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (dbgen.GetDeploymentRow, error) {
+	d, err := q.LockedDeployment(ctx, id)
+	return dbgen.GetDeploymentRow(d), err
+}
+
 // Filter narrows a list of deployments or operations; zero fields do not.
 type Filter struct {
 	EnvironmentID uuid.UUID

@@ -65,10 +65,7 @@ func riverJobs(ctx context.Context) func() (jobs.Queue, error) {
 // withdrawn. Any other deployment, or one with an operation under way, is left alone and
 // Discard reports false: it needs a destroy.
 func Discard(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (bool, error) {
-	if err := q.LockDeployment(ctx, id); err != nil {
-		return false, err
-	}
-	d, err := q.GetDeployment(ctx, id)
+	d, err := lockedDeployment(ctx, q, id)
 	if err != nil || DeploymentStatus(d.Status) != Pending {
 		return false, err
 	}

@@ -90,28 +90,26 @@ var errNoPlace = errors.New("the tenant runs its share of operations")
 
 // Work claims the operation, runs its steps (steps.go) and records how it ended.
 func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error {
-	q := dbgen.New(w.pool)
-	op, err := q.GetOperation(ctx, job.Args.OperationID)
+	found, err := dbgen.New(w.pool).OperationToRun(ctx, job.Args.OperationID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	op, site := found.Operation, engineSite{provider: found.Provider, zone: found.LandingZoneID, system: found.System, tenant: found.TenantID}
 	ctx = tracing.Operation(ctx, op.ID, op.Kind) // the job's span, and every one beneath it
 	if s := Status(op.Status); s.Ended() || s == AwaitingApproval {
 		return nil
 	}
-	if ahead, err := q.QueuePosition(ctx, dbgen.QueuePositionParams{DeploymentID: op.DeploymentID, CreatedAt: op.CreatedAt, ID: op.ID}); err != nil {
-		return err
-	} else if ahead > 0 {
+	if found.Ahead > 0 {
 		return river.JobSnooze(2 * time.Second) // operations on a deployment run in order
 	}
 	// An earlier attempt began it: its engine may have made resources the state does not show.
 	resumed := op.StartedAt != nil
 	lease := uuid.New()
 	_, claiming := tracer(ctx).Start(ctx, "claim")
-	op, err = w.take(ctx, op, lease)
+	op, err = w.take(ctx, op, site.tenant, lease)
 	claiming.End()
 	switch {
 	case errors.Is(err, lifecycle.ErrIllegalMove):
@@ -125,7 +123,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error 
 	}
 	w.log.Info("operation started", "operation", op.ID, "kind", op.Kind, "resumed", resumed)
 	if w.runner != nil {
-		go w.expect(ctx, op.DeploymentID)
+		go w.expect(site, found.Stack)
 	}
 
 	// An operation that runs out of time fails and undoes what it did: a provider that hangs
@@ -144,13 +142,13 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error 
 		w.heartbeat(beatCtx, cancel, op.ID, lease)
 	}()
 	lastAttempt := job.Attempt >= job.MaxAttempts
-	result := w.run(runCtx, op, lease, resumed, lastAttempt)
+	result := w.run(runCtx, op, site, lease, resumed, lastAttempt)
 	stopBeats()
 	beats.Wait()
 	return w.settle(ctx, op, lease, result, lastAttempt)
 }
 
-// take claims the operation under lease when its tenant has a place for one more running
+// take claims the operation under lease when its tenant (of the deployment's) has a place for one more running
 // operation, and says errNoPlace when it has none. Then the operation waits queued: one found
 // running whose worker died goes back to the queue, where it waits for its job like any other
 // rather than showing running, and the reaper leaves it there.
@@ -159,16 +157,13 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error 
 // every checkpoint after it too, and nothing the run does before a durable commit needs the
 // lease held for good: a step that takes the stack's lock begins once its start is durable
 // (see steps), and a run whose lease is gone learns it at its next heartbeat.
-func (w *Worker) take(ctx context.Context, op dbgen.Operation, lease uuid.UUID) (dbgen.Operation, error) {
+func (w *Worker) take(ctx context.Context, op dbgen.Operation, tenant, lease uuid.UUID) (dbgen.Operation, error) {
 	var (
 		taken dbgen.Operation
 		room  bool
 	)
 	err := db.LazyTx(ctx, w.pool, func(q *dbgen.Queries) error {
-		tenant, err := q.DeploymentTenant(ctx, op.DeploymentID)
-		if err != nil {
-			return err
-		}
+		var err error
 		room, err = w.places.Room(ctx, q, uuid.NullUUID{UUID: tenant, Valid: true}, func() (int64, error) {
 			return q.CountRunningOperations(ctx, dbgen.CountRunningOperationsParams{TenantID: tenant, ID: op.ID})
 		})
@@ -192,12 +187,11 @@ func (w *Worker) take(ctx context.Context, op dbgen.Operation, lease uuid.UUID) 
 // the operation's first steps read the database (see pulumix.Runner.Expect). Every kind runs
 // the engine on that stack. A Kubernetes or Proxmox component's engine is left to confine its
 // own: its credentials, and the port it reaches its cloud on, come with its run.
-func (w *Worker) expect(ctx context.Context, deployment uuid.UUID) {
-	c, err := dbgen.New(w.pool).DeploymentCluster(ctx, deployment)
-	if err != nil || c.Provider == cluster.Provider || c.Provider == proxmox.Provider {
-		return // the run reads it again, and says what is wrong
+func (w *Worker) expect(site engineSite, stack string) {
+	if site.provider == cluster.Provider || site.provider == proxmox.Provider {
+		return
 	}
-	w.runner.Expect(pulumix.Stack{Name: c.Stack})
+	w.runner.Expect(pulumix.Stack{Name: stack})
 }
 
 // tracer makes the operation's spans in the trace of the job's.
@@ -231,11 +225,11 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 }
 
 // run prepares the operation's run and executes its steps.
-func (w *Worker) run(ctx context.Context, op dbgen.Operation, lease uuid.UUID, resumed, lastAttempt bool) ran {
+func (w *Worker) run(ctx context.Context, op dbgen.Operation, site engineSite, lease uuid.UUID, resumed, lastAttempt bool) ran {
 	if w.runner == nil {
 		return ran{err: &saga.Failure{Step: "start", Err: errors.New("the Pulumi toolchain is not installed on this server"), Compensated: true}}
 	}
-	r, stop := w.begin(ctx, op, lease, resumed)
+	r, stop := w.begin(ctx, op, site, lease, resumed)
 	if stop != nil {
 		return *stop
 	}
@@ -257,7 +251,7 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, lease uuid.UUID, r
 }
 
 // begin reads what the operation's steps need, or says why it cannot run.
-func (w *Worker) begin(ctx context.Context, op dbgen.Operation, lease uuid.UUID, resumed bool) (*run, *ran) {
+func (w *Worker) begin(ctx context.Context, op dbgen.Operation, site engineSite, lease uuid.UUID, resumed bool) (*run, *ran) {
 	q := dbgen.New(w.pool)
 	stop := func(o ran) (*run, *ran) { return nil, &o }
 	dep, err := q.GetDeployment(ctx, op.DeploymentID)
@@ -291,7 +285,7 @@ func (w *Worker) begin(ctx context.Context, op dbgen.Operation, lease uuid.UUID,
 		return stop(ran{err: err})
 	}
 	// Asked for on every attempt: a token issued for an earlier one is not kept anywhere.
-	access, err := clusterAccessOf(ctx, q, w.keys, dep.ID, w.Timeout(nil))
+	access, err := clusterAccessOf(ctx, q, w.keys, site, w.Timeout(nil))
 	if finalOnCluster(err) {
 		return stop(ran{err: &saga.Failure{Step: "start", Err: err, Compensated: true}})
 	}
