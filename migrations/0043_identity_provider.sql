@@ -51,7 +51,10 @@ CREATE TABLE oidc_logins (
     state_hash   bytea PRIMARY KEY,
     binding_hash bytea NOT NULL,
     nonce        text NOT NULL,
-    verifier     text NOT NULL,
+    -- The PKCE verifier is what makes a stolen authorization code useless: sealed, as every
+    -- secret Nimbus keeps.
+    verifier        bytea NOT NULL,
+    verifier_key_id text NOT NULL,
     next         text NOT NULL,
     expires_at   timestamptz NOT NULL,
     created_at   timestamptz NOT NULL DEFAULT now(),

@@ -269,16 +269,17 @@ func (q *Queries) SetProviderAdmin(ctx context.Context, arg SetProviderAdminPara
 }
 
 const startOIDCLogin = `-- name: StartOIDCLogin :exec
-INSERT INTO oidc_logins (state_hash, binding_hash, nonce, verifier, next, expires_at) VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO oidc_logins (state_hash, binding_hash, nonce, verifier, verifier_key_id, next, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
 `
 
 type StartOIDCLoginParams struct {
-	StateHash   []byte    `json:"state_hash"`
-	BindingHash []byte    `json:"binding_hash"`
-	Nonce       string    `json:"nonce"`
-	Verifier    string    `json:"verifier"`
-	Next        string    `json:"next"`
-	ExpiresAt   time.Time `json:"expires_at"`
+	StateHash     []byte    `json:"state_hash"`
+	BindingHash   []byte    `json:"binding_hash"`
+	Nonce         string    `json:"nonce"`
+	Verifier      []byte    `json:"verifier"`
+	VerifierKeyID string    `json:"verifier_key_id"`
+	Next          string    `json:"next"`
+	ExpiresAt     time.Time `json:"expires_at"`
 }
 
 func (q *Queries) StartOIDCLogin(ctx context.Context, arg StartOIDCLoginParams) error {
@@ -287,6 +288,7 @@ func (q *Queries) StartOIDCLogin(ctx context.Context, arg StartOIDCLoginParams) 
 		arg.BindingHash,
 		arg.Nonce,
 		arg.Verifier,
+		arg.VerifierKeyID,
 		arg.Next,
 		arg.ExpiresAt,
 	)
@@ -294,7 +296,7 @@ func (q *Queries) StartOIDCLogin(ctx context.Context, arg StartOIDCLoginParams) 
 }
 
 const takeOIDCLogin = `-- name: TakeOIDCLogin :one
-DELETE FROM oidc_logins WHERE state_hash = $1 RETURNING state_hash, binding_hash, nonce, verifier, next, expires_at, created_at, updated_at
+DELETE FROM oidc_logins WHERE state_hash = $1 RETURNING state_hash, binding_hash, nonce, verifier, verifier_key_id, next, expires_at, created_at, updated_at
 `
 
 // A state is taken once: a second callback with it finds nothing.
@@ -306,6 +308,7 @@ func (q *Queries) TakeOIDCLogin(ctx context.Context, stateHash []byte) (OidcLogi
 		&i.BindingHash,
 		&i.Nonce,
 		&i.Verifier,
+		&i.VerifierKeyID,
 		&i.Next,
 		&i.ExpiresAt,
 		&i.CreatedAt,

@@ -413,14 +413,15 @@ type NamingSequence struct {
 }
 
 type OidcLogin struct {
-	StateHash   []byte    `json:"state_hash"`
-	BindingHash []byte    `json:"binding_hash"`
-	Nonce       string    `json:"nonce"`
-	Verifier    string    `json:"verifier"`
-	Next        string    `json:"next"`
-	ExpiresAt   time.Time `json:"expires_at"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	StateHash     []byte    `json:"state_hash"`
+	BindingHash   []byte    `json:"binding_hash"`
+	Nonce         string    `json:"nonce"`
+	Verifier      []byte    `json:"verifier"`
+	VerifierKeyID string    `json:"verifier_key_id"`
+	Next          string    `json:"next"`
+	ExpiresAt     time.Time `json:"expires_at"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 type Operation struct {

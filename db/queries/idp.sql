@@ -45,7 +45,7 @@ SELECT EXISTS (SELECT 1 FROM user_identities WHERE user_id = $1);
 UPDATE users SET is_provider_admin = $2, updated_at = now() WHERE id = $1 AND deleted_at IS NULL;
 
 -- name: StartOIDCLogin :exec
-INSERT INTO oidc_logins (state_hash, binding_hash, nonce, verifier, next, expires_at) VALUES ($1, $2, $3, $4, $5, $6);
+INSERT INTO oidc_logins (state_hash, binding_hash, nonce, verifier, verifier_key_id, next, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7);
 
 -- name: TakeOIDCLogin :one
 -- A state is taken once: a second callback with it finds nothing.

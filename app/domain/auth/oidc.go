@@ -64,13 +64,20 @@ func (s *SSO) Begin(ctx context.Context, callback, next string) (to, binding str
 	}
 	state, nonce, verifier := newSecret(), newSecret(), oauth2.GenerateVerifier()
 	binding = newSecret()
+	keyID, sealed, err := s.keys.Seal([]byte(verifier), verifierSealedFor)
+	if err != nil {
+		return "", "", fmt.Errorf("begin sign-in: %w", err)
+	}
 	err = q.StartOIDCLogin(ctx, dbgen.StartOIDCLoginParams{StateHash: hashSecret(state), BindingHash: hashSecret(binding), Nonce: nonce,
-		Verifier: verifier, Next: safeNext(next), ExpiresAt: s.now().Add(loginTTL)})
+		Verifier: sealed, VerifierKeyID: keyID, Next: safeNext(next), ExpiresAt: s.now().Add(loginTTL)})
 	if err != nil {
 		return "", "", fmt.Errorf("begin sign-in: %w", err)
 	}
 	return cfg.AuthCodeURL(state, oidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier)), binding, nil
 }
+
+// verifierSealedFor binds a sign-in's sealed PKCE verifier to its place.
+var verifierSealedFor = []byte("oidc_logins.verifier")
 
 func (s *SSO) oauth(row dbgen.IdentityProvider, callback string) (*oauth2.Config, error) {
 	secret, err := s.keys.Open(row.SecretKeyID, row.ClientSecret, sealedFor)
@@ -135,7 +142,11 @@ func (s *SSO) Finish(ctx context.Context, callback string, in Callback) (Session
 		return Session{}, "", err
 	}
 	ctx = oidc.ClientContext(ctx, s.client)
-	tok, err := cfg.Exchange(context.WithValue(ctx, oauth2.HTTPClient, s.client), in.Query.Get("code"), oauth2.VerifierOption(login.Verifier))
+	verifier, err := s.keys.Open(login.VerifierKeyID, login.Verifier, verifierSealedFor)
+	if err != nil {
+		return Session{}, "", fmt.Errorf("open the sign-in's PKCE verifier: %w", err)
+	}
+	tok, err := cfg.Exchange(context.WithValue(ctx, oauth2.HTTPClient, s.client), in.Query.Get("code"), oauth2.VerifierOption(string(verifier)))
 	if err != nil {
 		return Session{}, "", refuse("code", "the identity provider did not take the sign-in's code: %v", err)
 	}

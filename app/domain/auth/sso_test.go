@@ -2,6 +2,8 @@ package auth_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"net/http"
 	"net/url"
 	"strings"
@@ -271,5 +273,26 @@ func TestSSO_LocalLoginTurnedOff(t *testing.T) {
 	}
 	if me(t, b) != nil {
 		t.Fatal("a password signed in with local sign-in off")
+	}
+}
+
+// A sign-in waiting for the provider keeps its PKCE verifier sealed: the database holds nothing
+// whose hash is the challenge the browser carried to the provider.
+func TestSSO_APendingSignInKeepsItsVerifierSealed(t *testing.T) {
+	s := apptest.NewSite(t)
+	withProvider(t, s)
+	b := apptest.NewBrowser(t, s.URL)
+	r := b.Get(t, "/login/sso")
+	to, err := url.Parse(r.Header.Get("Location"))
+	if err != nil || to.Query().Get("code_challenge") == "" {
+		t.Fatalf("the sign-in did not go to the provider with a challenge: %d %q", r.Status, r.Header.Get("Location"))
+	}
+	var stored []byte
+	if err := s.Pool.QueryRow(t.Context(), `SELECT verifier FROM oidc_logins`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(stored)
+	if base64.RawURLEncoding.EncodeToString(sum[:]) == to.Query().Get("code_challenge") {
+		t.Fatal("the database holds the sign-in's PKCE verifier in the clear")
 	}
 }
