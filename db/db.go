@@ -75,6 +75,31 @@ func LazyTx(ctx context.Context, pool *pgxpool.Pool, fn func(q *dbgen.Queries) e
 	})
 }
 
+// ToldTx is BeginFunc for a change that others act on the moment it commits, such as an
+// operation a worker is woken for, and that the caller is then told of. It commits as LazyTx
+// does, so that the worker sees it at once, and returns only once the disk has it (Flush): the
+// wait for the disk overlaps the worker's start instead of coming before it, and nothing the
+// caller is told of can be lost. Whatever the worker does outside the database waits, as ever,
+// for a commit of its own that waits for the disk, and so for this one too.
+func ToldTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+	if err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{BeginQuery: lazyBegin}, fn); err != nil {
+		return err
+	}
+	return Flush(ctx, pool)
+}
+
+// Flush returns once every commit made before it is on the disk. It writes a record of no
+// consequence to the log (a message only logical decoding reads) in a transaction of its own,
+// whose commit, synchronous_commit being on, waits until the log is on the disk up to it, and
+// so up to every commit before it. A transaction that only takes an id would not wait: one
+// that wrote nothing commits without flushing.
+func Flush(ctx context.Context, pool *pgxpool.Pool) error {
+	if _, err := pool.Exec(ctx, "SELECT pg_logical_emit_message(true, 'nimbus', '')"); err != nil {
+		return fmt.Errorf("wait for the disk: %w", err)
+	}
+	return nil
+}
+
 // Unavailable reports whether err says the database could not be reached or went away (it is
 // down, restarting or recovering), rather than that it refused what was asked.
 func Unavailable(err error) bool {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"nimbus/db"
@@ -126,5 +127,44 @@ func TestLazy_OnlyItsOwnStatementSkipsTheDisk(t *testing.T) {
 	}
 	if len(got) != 2 || got[0] != "durable on" || got[1] != "lazy off" {
 		t.Fatalf("commits %v, want [durable on, lazy off]: the lazy one alone skips the disk", got)
+	}
+}
+
+// A told transaction commits without waiting for the disk, so that a worker it wakes sees it
+// at once, and returns only once the disk has it: the caller may tell of it.
+func TestToldTx_CommitsBeforeTheDiskAndReturnsOnceItHasIt(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(dbtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	var mode string
+	var written pgtype.Text
+	err = db.ToldTx(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := db.Reused(tx).CreateTenant(ctx, "told"); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, "SELECT current_setting('synchronous_commit'), pg_current_wal_insert_lsn()::text").Scan(&mode, &written)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The commit's record comes after everything the transaction wrote.
+	var flushed bool
+	if err := pool.QueryRow(ctx, "SELECT pg_current_wal_flush_lsn() > $1::pg_lsn", written.String).Scan(&flushed); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "off" || !flushed {
+		t.Fatalf("commit waited for the disk: %v (want off), on the disk when it returned: %v (want true)", mode, flushed)
+	}
+	refused := errors.New("refused")
+	if err := db.ToldTx(ctx, pool, func(tx pgx.Tx) error { return refused }); !errors.Is(err, refused) {
+		t.Fatalf("got %v, want the error that rolled it back", err)
 	}
 }

@@ -59,11 +59,20 @@ func BenchmarkRequestToEngine(b *testing.B) {
 	}
 	s.mustSucceed(b, dep.op)
 	// Printed, not logged: a benchmark's log keeps ten lines unless run with -v.
-	fmt.Printf("one deploy, traced:\n%s", s.tracedDeploy(b, spans, comp["id"].(string), env))
+	deployed := s.traced(b, spans, func() string {
+		traced, err := s.deploy(comp["id"].(string), env, "traced")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return traced.op
+	})
+	fmt.Printf("one deploy, traced:\n%s", otlptest.Table(spans.Spans(), deployed))
 	stackDir, err := filepath.EvalSymlinks(filepath.Join(s.data, "stacks", "d-"+strings.ReplaceAll(dep.id, "-", "")))
 	if err != nil {
 		b.Fatalf("the deployment's stack directory: %v", err)
 	}
+	preview := func() string { return s.call(b, "POST", "/api/v1/deployments/"+dep.id+"/preview", nil)["id"].(string) }
+	fmt.Printf("one preview, traced:\n%s", otlptest.Table(spans.Spans(), s.traced(b, spans, preview)))
 	var waits, claims []time.Duration
 	b.ResetTimer()
 	for range b.N {
@@ -93,27 +102,79 @@ func BenchmarkRequestToEngine(b *testing.B) {
 	// to the one that claimed it, both stamped by Postgres.
 	b.Logf("of which queued to claimed by a worker: p50 %.1f ms, p99 %.1f ms, max %.1f ms",
 		percentile(claims, 0.50), percentile(claims, 0.99), percentile(claims, 1))
+
+	// Where the wait goes, from the spans of previews traced like the one above (after the
+	// timed ones: a traced request costs its spans).
+	const tracedPreviews = 30
+	parts := map[string][]time.Duration{}
+	for range tracedPreviews {
+		for part, d := range previewParts(b, s.traced(b, spans, preview), spans) {
+			parts[part] = append(parts[part], d)
+		}
+	}
+	fmt.Printf("request to engine started, in parts, over %d traced previews:\n%-34s %9s %9s %9s\n", tracedPreviews, "part", "p50 ms", "p99 ms", "max ms")
+	for _, part := range previewPartNames {
+		fmt.Printf("%-34s %9.1f %9.1f %9.1f\n", part, percentile(parts[part], 0.5), percentile(parts[part], 0.99), percentile(parts[part], 1))
+	}
 }
 
-// tracedDeploy deploys a machine in a trace of its own and returns the trace's spans as a table,
+// previewPartNames are the parts of a preview's wait for its engine, in order.
+var previewPartNames = []string{"request until queued", "queued until picked up", "picked up until claimed", "claimed until engine started", "request until engine started"}
+
+// previewParts splits the wait of the preview traced in trace by the moments its spans note:
+// the request's start, the job's (when it was queued), its pick-up, its claim's end and its
+// engine process's start.
+func previewParts(b *testing.B, trace string, spans *otlptest.Collector) map[string]time.Duration {
+	var request, queued, picked, claimed, started time.Time
+	for _, sp := range spans.Spans() {
+		if sp.TraceID != trace {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(sp.Name, "POST "):
+			request = sp.Start
+		case sp.Name == "job operation":
+			queued = sp.Start
+			for _, e := range sp.Events {
+				if e.Name == "picked up" {
+					picked = e.At
+				}
+			}
+		case sp.Name == "claim":
+			claimed = sp.End
+		case sp.Name == "pulumi preview":
+			for _, e := range sp.Events {
+				if e.Name == "started" {
+					started = e.At
+				}
+			}
+		}
+	}
+	for _, t := range []time.Time{request, queued, picked, claimed, started} {
+		if t.IsZero() {
+			b.Fatalf("trace %s lacks a moment of a preview's wait:\n%s", trace, otlptest.Table(spans.Spans(), trace))
+		}
+	}
+	return map[string]time.Duration{previewPartNames[0]: queued.Sub(request), previewPartNames[1]: picked.Sub(queued),
+		previewPartNames[2]: claimed.Sub(picked), previewPartNames[3]: started.Sub(claimed), previewPartNames[4]: started.Sub(request)}
+}
+
+// traced runs the operation request asks for in a trace of its own and returns the trace's id,
 // once the span of the job that ran it has come.
-func (s *benchServer) tracedDeploy(b *testing.B, spans *otlptest.Collector, comp, env string) string {
+func (s *benchServer) traced(b *testing.B, spans *otlptest.Collector, request func() string) string {
 	id := make([]byte, 24)
 	_, _ = rand.Read(id)
 	trace := hex.EncodeToString(id[:16])
 	s.traceparent = "00-" + trace + "-" + hex.EncodeToString(id[16:]) + "-01"
-	dep, err := s.deploy(comp, env, "traced")
+	op := request()
 	s.traceparent = ""
-	if err != nil {
-		b.Fatal(err)
-	}
-	s.mustSucceed(b, dep.op)
+	s.mustSucceed(b, op)
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		if slices.ContainsFunc(spans.Spans(), func(sp otlptest.Span) bool { return sp.TraceID == trace && sp.Name == "job operation" }) {
-			return otlptest.Table(spans.Spans(), trace)
+			return trace
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("the deploy's job span did not reach the collector in a minute; spans of its trace:\n%s", otlptest.Table(spans.Spans(), trace))
+			b.Fatalf("the operation's job span did not reach the collector in a minute; spans of its trace:\n%s", otlptest.Table(spans.Spans(), trace))
 		}
 	}
 }

@@ -691,9 +691,10 @@ FROM (SELECT id, operation_id, tenant_id, requested_by, approvals_required, appr
       AND ($4::uuid IS NULL OR r.id = $4)
       AND ($5::text IS NULL
         OR (CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired' ELSE r.status END) = $5)
-      AND ($6::timestamptz IS NULL OR (r.created_at, r.id) < ($6, $7::uuid))
+      AND (NOT $6::boolean OR r.status <> 'pending' OR r.expires_at <= now())
+      AND ($7::timestamptz IS NULL OR (r.created_at, r.id) < ($7, $8::uuid))
     ORDER BY r.created_at DESC, r.id DESC
-    LIMIT $8) r
+    LIMIT $9) r
 JOIN operations o ON o.id = r.operation_id
 JOIN deployed_components d ON d.id = o.deployment_id
 JOIN environments e ON e.id = d.environment_id
@@ -709,6 +710,7 @@ type ListApprovalRequestsParams struct {
 	TenantIds  []uuid.UUID   `json:"tenant_ids"`
 	ID         uuid.NullUUID `json:"id"`
 	Status     *string       `json:"status"`
+	Decided    bool          `json:"decided"`
 	Before     *time.Time    `json:"before"`
 	BeforeID   uuid.NullUUID `json:"before_id"`
 	MaxRows    int32         `json:"max_rows"`
@@ -742,8 +744,8 @@ type ListApprovalRequestsRow struct {
 	ViewerDecided       bool          `json:"viewer_decided"`
 }
 
-// Requests of the given tenants (all with all_tenants), newest first; one when id is given. A
-// pending request past its time reads as expired before the sweep gets to it. A deleted tenant's
+// Requests of the given tenants (all with all_tenants), newest first; one when id is given; with
+// decided, only those no longer pending. A pending request past its time reads as expired before the sweep gets to it. A deleted tenant's
 // requests are not listed: what was decided there stays in the audit log.
 // The page of requests first, from the index in their order; then what each one shows.
 func (q *Queries) ListApprovalRequests(ctx context.Context, arg ListApprovalRequestsParams) ([]ListApprovalRequestsRow, error) {
@@ -753,6 +755,7 @@ func (q *Queries) ListApprovalRequests(ctx context.Context, arg ListApprovalRequ
 		arg.TenantIds,
 		arg.ID,
 		arg.Status,
+		arg.Decided,
 		arg.Before,
 		arg.BeforeID,
 		arg.MaxRows,

@@ -14,36 +14,38 @@ import (
 )
 
 const auditTargetNames = `-- name: AuditTargetNames :many
+WITH t AS MATERIALIZED (SELECT ty.target_type, id.target_id,
+      CASE WHEN id.target_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN id.target_id::uuid END AS id
+    FROM unnest($1::text[]) WITH ORDINALITY AS ty(target_type, n)
+    JOIN unnest($2::text[]) WITH ORDINALITY AS id(target_id, n) ON id.n = ty.n)
 SELECT t.target_type::text AS target_type, t.target_id::text AS target_id, coalesce(CASE t.target_type
-    WHEN 'tenant' THEN (SELECT x.name FROM tenants x WHERE x.id = t.target_id::uuid)
-    WHEN 'user' THEN (SELECT x.email FROM users x WHERE x.id = t.target_id::uuid)
+    WHEN 'tenant' THEN (SELECT x.name FROM tenants x WHERE x.id = t.id)
+    WHEN 'user' THEN (SELECT x.email FROM users x WHERE x.id = t.id)
     WHEN 'membership' THEN (SELECT x.name || ': ' || u.email FROM tenants x, users u
         WHERE x.id = split_part(t.target_id, '/', 1)::uuid AND u.id = split_part(t.target_id, '/', 2)::uuid)
-    WHEN 'component' THEN (SELECT x.name FROM components x WHERE x.id = t.target_id::uuid)
-    WHEN 'deployment' THEN (SELECT x.name FROM deployed_components x WHERE x.id = t.target_id::uuid)
+    WHEN 'component' THEN (SELECT x.name FROM components x WHERE x.id = t.id)
+    WHEN 'deployment' THEN (SELECT x.name FROM deployed_components x WHERE x.id = t.id)
     WHEN 'operation' THEN (SELECT o.kind || ' of ' || d.name FROM operations o JOIN deployed_components d ON d.id = o.deployment_id
-        WHERE o.id = t.target_id::uuid)
-    WHEN 'environment' THEN (SELECT x.name FROM environments x WHERE x.id = t.target_id::uuid)
-    WHEN 'landing_zone' THEN (SELECT x.name FROM landing_zones x WHERE x.id = t.target_id::uuid)
-    WHEN 'ipam_pool' THEN (SELECT x.name FROM ipam_pools x WHERE x.id = t.target_id::uuid)
+        WHERE o.id = t.id)
+    WHEN 'environment' THEN (SELECT x.name FROM environments x WHERE x.id = t.id)
+    WHEN 'landing_zone' THEN (SELECT x.name FROM landing_zones x WHERE x.id = t.id)
+    WHEN 'ipam_pool' THEN (SELECT x.name FROM ipam_pools x WHERE x.id = t.id)
     WHEN 'approval_request' THEN (SELECT o.kind || ' of ' || d.name FROM approval_requests r
         JOIN operations o ON o.id = r.operation_id JOIN deployed_components d ON d.id = o.deployment_id
-        WHERE r.id = t.target_id::uuid)
-    WHEN 'api_token' THEN (SELECT x.name FROM api_tokens x WHERE x.id = t.target_id::uuid)
-    WHEN 'image' THEN (SELECT x.os_family || ' ' || x.os_version || ' (' || x.provider || ')' FROM image_catalog x WHERE x.id = t.target_id::uuid)
-    WHEN 'provider' THEN (SELECT x.display_name FROM semantic_providers x WHERE x.id = t.target_id::uuid)
-    WHEN 'semantic_type' THEN (SELECT x.display_name FROM semantic_resource_types x WHERE x.id = t.target_id::uuid)
-    WHEN 'resource_type' THEN (SELECT x.pulumi_type FROM provider_resource_types x WHERE x.id = t.target_id::uuid)
+        WHERE r.id = t.id)
+    WHEN 'api_token' THEN (SELECT x.name FROM api_tokens x WHERE x.id = t.id)
+    WHEN 'image' THEN (SELECT x.os_family || ' ' || x.os_version || ' (' || x.provider || ')' FROM image_catalog x WHERE x.id = t.id)
+    WHEN 'provider' THEN (SELECT x.display_name FROM semantic_providers x WHERE x.id = t.id)
+    WHEN 'semantic_type' THEN (SELECT x.display_name FROM semantic_resource_types x WHERE x.id = t.id)
+    WHEN 'resource_type' THEN (SELECT x.pulumi_type FROM provider_resource_types x WHERE x.id = t.id)
 END, '')::text AS name,
 coalesce(CASE t.target_type
-    WHEN 'tenant' THEN (SELECT x.deleted_at IS NOT NULL FROM tenants x WHERE x.id = t.target_id::uuid)
-    WHEN 'user' THEN (SELECT x.deleted_at IS NOT NULL FROM users x WHERE x.id = t.target_id::uuid)
-    WHEN 'component' THEN (SELECT x.deleted_at IS NOT NULL FROM components x WHERE x.id = t.target_id::uuid)
-    WHEN 'environment' THEN (SELECT x.deleted_at IS NOT NULL FROM environments x WHERE x.id = t.target_id::uuid)
+    WHEN 'tenant' THEN (SELECT x.deleted_at IS NOT NULL FROM tenants x WHERE x.id = t.id)
+    WHEN 'user' THEN (SELECT x.deleted_at IS NOT NULL FROM users x WHERE x.id = t.id)
+    WHEN 'component' THEN (SELECT x.deleted_at IS NOT NULL FROM components x WHERE x.id = t.id)
+    WHEN 'environment' THEN (SELECT x.deleted_at IS NOT NULL FROM environments x WHERE x.id = t.id)
 END, false)::boolean AS deleted
-FROM (SELECT ty.target_type, id.target_id
-      FROM unnest($1::text[]) WITH ORDINALITY AS ty(target_type, n)
-      JOIN unnest($2::text[]) WITH ORDINALITY AS id(target_id, n) ON id.n = ty.n) AS t
+FROM t
 `
 
 type AuditTargetNamesParams struct {
@@ -60,7 +62,9 @@ type AuditTargetNamesRow struct {
 
 // What the log calls each target: its name now, or ” when there is no such row; deleted says
 // the row is kept but marked deleted. Targets are given as parallel arrays of type and ID; a
-// membership's ID is the tenant's and the user's joined by '/'.
+// membership's ID is the tenant's and the user's joined by '/'. Each ID is made a uuid once, where
+// it is one, and kept apart (MATERIALIZED): cast in every row a lookup scans, it made a small
+// table's scan cost a page's time.
 func (q *Queries) AuditTargetNames(ctx context.Context, arg AuditTargetNamesParams) ([]AuditTargetNamesRow, error) {
 	rows, err := q.db.Query(ctx, auditTargetNames, arg.TargetTypes, arg.TargetIds)
 	if err != nil {

@@ -64,8 +64,9 @@ func (s *Statements) Traced(t testing.TB, pool *pgxpool.Pool) *pgxpool.Pool {
 var lazyCommit = regexp.MustCompile(`(?i)synchronous_commit'?\s*(TO|,)\s*'?off`)
 
 // writes finds a statement that takes a transaction id, so that its commit waits for the disk:
-// one that changes rows or locks them, or a notification (sent at commit, under an id).
-var writes = regexp.MustCompile(`(?i)\b(INSERT|UPDATE|DELETE|MERGE|NOTIFY|pg_notify|FOR\s+(NO\s+KEY\s+)?UPDATE|FOR\s+(KEY\s+)?SHARE)\b`)
+// one that changes rows or locks them, a notification (sent at commit, under an id), or a message
+// written to the log (db.Flush).
+var writes = regexp.MustCompile(`(?i)\b(INSERT|UPDATE|DELETE|MERGE|NOTIFY|pg_notify|FOR\s+(NO\s+KEY\s+)?UPDATE|FOR\s+(KEY\s+)?SHARE|pg_logical_emit_message)\b`)
 
 type (
 	traceKey struct{}

@@ -173,8 +173,8 @@ WHERE st.run_id = $1
 ORDER BY st.position;
 
 -- name: ListApprovalRequests :many
--- Requests of the given tenants (all with all_tenants), newest first; one when id is given. A
--- pending request past its time reads as expired before the sweep gets to it. A deleted tenant's
+-- Requests of the given tenants (all with all_tenants), newest first; one when id is given; with
+-- decided, only those no longer pending. A pending request past its time reads as expired before the sweep gets to it. A deleted tenant's
 -- requests are not listed: what was decided there stays in the audit log.
 SELECT r.id, r.operation_id, r.tenant_id, r.requested_by, r.approvals_required, r.approver_role, r.requester_may_approve,
     r.run_id, r.previewed_at, r.expires_at, r.decided_at, r.created_at,
@@ -191,6 +191,7 @@ FROM (SELECT * FROM approval_requests r
       AND (sqlc.narg(id)::uuid IS NULL OR r.id = sqlc.narg(id))
       AND (sqlc.narg(status)::text IS NULL
         OR (CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired' ELSE r.status END) = sqlc.narg(status))
+      AND (NOT sqlc.arg(decided)::boolean OR r.status <> 'pending' OR r.expires_at <= now())
       AND (sqlc.narg(before)::timestamptz IS NULL OR (r.created_at, r.id) < (sqlc.narg(before), sqlc.narg(before_id)::uuid))
     ORDER BY r.created_at DESC, r.id DESC
     LIMIT sqlc.arg(max_rows)) r

@@ -14,8 +14,25 @@ import (
 	"github.com/google/uuid"
 )
 
-// MaxRows is the most rows a page of a list holds, and how many it holds unless asked for fewer.
-const MaxRows = 200
+// A page of a list holds DefaultRows rows unless asked for another number, MaxRows at most: a
+// screenful is what a person reads, and what a page renders and a client receives quickly; a
+// client that wants fewer round trips asks for more.
+const (
+	DefaultRows = 50
+	MaxRows     = 200
+)
+
+// Rows is how many rows a page asked for limit rows holds: DefaultRows when limit was not
+// given (below one), MaxRows at most.
+func Rows(limit int) int {
+	switch {
+	case limit < 1:
+		return DefaultRows
+	case limit > MaxRows:
+		return MaxRows
+	}
+	return limit
+}
 
 // Cursor is the last row of a page; the zero Cursor is the start of the list.
 type Cursor struct {

@@ -192,15 +192,37 @@ func decidingTenants(actor access.Principal, role access.Role) []uuid.UUID {
 	return out
 }
 
-// requests reads the requests the actor may see: one when id is set, else those in status.
+// Queue returns what the approvals page shows the actor: the pending requests, and the latest
+// of those decided (or expired), at most recent of them; each newest first.
+func (s *Service) Queue(ctx context.Context, actor access.Principal, recent int) (pending, decided []Request, err error) {
+	if pending, err = s.ListPage(ctx, actor, string(Pending), cursor.Cursor{}, cursor.MaxRows); err != nil {
+		return nil, nil, err
+	}
+	rows, err := s.requests(ctx, actor, uuid.Nil, decidedOnes, cursor.Cursor{}, recent)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, r := range rows {
+		decided = append(decided, requestFromRow(actor, r))
+	}
+	return pending, decided, nil
+}
+
+// decidedOnes asks requests for those no longer pending, whatever their status.
+const decidedOnes = "decided"
+
+// requests reads the requests the actor may see: one when id is set, else those in status
+// (decidedOnes: any but pending).
 func (s *Service) requests(ctx context.Context, actor access.Principal, id uuid.UUID, status string, at cursor.Cursor, limit int) ([]dbgen.ListApprovalRequestsRow, error) {
 	tenants := append([]uuid.UUID{}, actor.TenantsWith(access.ApprovalRead)...)
-	if limit < 1 || limit > cursor.MaxRows {
-		limit = cursor.MaxRows
-	}
+	limit = cursor.Rows(limit)
 	params := dbgen.ListApprovalRequestsParams{Viewer: actor.UserID, AllTenants: actor.ProviderAdmin, TenantIds: tenants,
 		ID: uuid.NullUUID{UUID: id, Valid: id != uuid.Nil}, Before: at.Before(), BeforeID: at.BeforeID(), MaxRows: int32(limit)}
-	if status != "" {
+	switch status {
+	case "":
+	case decidedOnes:
+		params.Decided = true
+	default:
 		params.Status = &status
 	}
 	rows, err := dbgen.New(s.pool).ListApprovalRequests(ctx, params)

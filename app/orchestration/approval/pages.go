@@ -22,21 +22,21 @@ const recent = 20
 // QueuePage shows the pending requests the viewer may decide, the others pending, and the
 // latest decided ones.
 func (h *Handlers) QueuePage(c echo.Context) error {
-	list, err := h.svc.List(web.Ctx(c), web.Actor(c), "")
+	pending, done, err := h.svc.Queue(web.Ctx(c), web.Actor(c), recent)
 	if err != nil {
 		return err
 	}
 	sort := views.SortOf("/approvals", c.QueryParams(), "-requested", "deployment", "tenant", "requested_by", "requested", "expires")
 	var waiting, others, decided []ApprovalRow
-	for _, r := range list {
-		switch {
-		case r.Status == Pending && r.CanDecide:
+	for _, r := range pending {
+		if r.CanDecide {
 			waiting = append(waiting, row(r))
-		case r.Status == Pending:
+		} else {
 			others = append(others, row(r))
-		case len(decided) < recent:
-			decided = append(decided, row(r))
 		}
+	}
+	for _, r := range done {
+		decided = append(decided, row(r))
 	}
 	for _, rows := range [][]ApprovalRow{waiting, others, decided} {
 		views.SortRows(rows, sort, approvalOrders())

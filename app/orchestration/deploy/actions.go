@@ -87,20 +87,16 @@ func (s *Service) request(ctx context.Context, actor access.Principal, id uuid.U
 	if err := ownedByStack(d, kind); err != nil {
 		return Operation{}, err
 	}
-	q := dbgen.New(s.pool)
-	// Checked first so that a deployment that cannot take the operation says so before its
-	// parameters are judged; enqueue checks again under the deployment's lock.
-	if err := s.allowed(ctx, q, d, kind, c); err != nil {
-		return Operation{}, err
-	}
-	in := inputs{Plain: map[string]any{}}
-	if kind != KindRefresh && kind != KindDestroy && kind != KindDriftCheck {
-		if in, err = s.target(ctx, q, d, kind, c); err != nil {
-			return Operation{}, err
+	// Its parameters are judged once enqueue found the deployment able to take the operation,
+	// under its lock: a deployment that cannot take it says so first.
+	return s.enqueue(ctx, actor, d, kind, c, func(q *dbgen.Queries, d dbgen.GetDeploymentRow) (inputs, error) {
+		if kind == KindRefresh || kind == KindDestroy || kind == KindDriftCheck {
+			return inputs{Plain: map[string]any{}, Refresh: c.reconcile}, nil
 		}
-	}
-	in.Refresh = c.reconcile
-	return s.enqueue(ctx, actor, d, kind, c, in, nil)
+		in, err := s.target(ctx, q, d, kind, c)
+		in.Refresh = c.reconcile
+		return in, err
+	}, nil)
 }
 
 // ownedByStack refuses people a change of a deployment that holds a slot of a stack instance:
@@ -154,7 +150,9 @@ func (s *Service) Apply(ctx context.Context, actor access.Principal, previewID u
 	if err != nil {
 		return Operation{}, err
 	}
-	return s.enqueue(ctx, actor, d, kind, Change{Version: int(in.Version)}, in, &p.CreatedAt)
+	return s.enqueue(ctx, actor, d, kind, Change{Version: int(in.Version)}, func(*dbgen.Queries, dbgen.GetDeploymentRow) (inputs, error) {
+		return in, nil
+	}, &p.CreatedAt)
 }
 
 // applying is what an operation carrying out a preview brings: exactly the preview's version
@@ -201,12 +199,14 @@ func (s *Service) ApplyTx(ctx context.Context, tx pgx.Tx, actor access.Principal
 		TargetID: d.ID.String(), Diff: map[string]any{"name": d.Name, "kind": KindDeploy, "applies": p.ID}})
 }
 
-// enqueue records the operation, audited, in one transaction that holds the deployment's row,
-// so that what allowed saw stays true until the operation is queued. previewedAt, for an
-// applied preview, refuses it when the deployment changed since.
-func (s *Service) enqueue(ctx context.Context, actor access.Principal, d dbgen.GetDeploymentRow, kind Kind, c Change, in inputs, previewedAt *time.Time) (Operation, error) {
+// enqueue records the operation, with the inputs bringing makes it, audited, in one
+// transaction that holds the deployment's row, so that what allowed saw stays true until the
+// operation is queued; a worker may take it before the disk has it (db.ToldTx). previewedAt,
+// for an applied preview, refuses it when the deployment changed since.
+func (s *Service) enqueue(ctx context.Context, actor access.Principal, d dbgen.GetDeploymentRow, kind Kind, c Change,
+	bringing func(q *dbgen.Queries, d dbgen.GetDeploymentRow) (inputs, error), previewedAt *time.Time) (Operation, error) {
 	var op dbgen.Operation
-	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.ToldTx(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.Reused(tx)
 		// An environment being provisioned or decommissioned takes no changes from people: its
 		// steps would not know what to make of them. Its lock comes first, as in every writer.
@@ -230,6 +230,10 @@ func (s *Service) enqueue(ctx context.Context, actor access.Principal, d dbgen.G
 			if changed {
 				return problem.Invalid("operation", "stale", "%s changed after this preview: preview it again", d.Name)
 			}
+		}
+		in, err := bringing(q, d)
+		if err != nil {
+			return err
 		}
 		if op, err = s.queue(ctx, tx, actor, d.ID, kind, in); err != nil {
 			return err

@@ -157,14 +157,15 @@ func (s *Service) PerTenant(n int) *Service {
 var deploymentName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
 
 // Deploy validates the request completely, records the deployment and its first operation, and
-// queues the operation, all in one transaction.
+// queues the operation, all in one transaction, which a worker may take before the disk has it
+// (db.ToldTx).
 func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Request) (Deployment, Operation, error) {
 	p, err := s.prepare(ctx, dbgen.New(s.pool), actor, req)
 	if err != nil {
 		return Deployment{}, Operation{}, err
 	}
 	var op dbgen.Operation
-	err = db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.ToldTx(ctx, s.pool, func(tx pgx.Tx) error {
 		op, err = s.record(ctx, tx, actor, p, true)
 		return err
 	})

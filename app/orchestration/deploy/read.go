@@ -94,7 +94,7 @@ type Filter struct {
 	Descending bool
 	// Before is where the page starts: after the row it names, in the list's order.
 	Before cursor.Cursor
-	// Limit is the most rows a page holds; cursor.MaxRows when zero.
+	// Limit is the most rows a page holds; cursor.DefaultRows when zero.
 	Limit int
 }
 
@@ -132,10 +132,7 @@ func (f Filter) refuseUnkeyedCursor() error {
 
 // maxRows is the size of the page f asks for.
 func (f Filter) maxRows() int32 {
-	if f.Limit < 1 || f.Limit > cursor.MaxRows {
-		return cursor.MaxRows
-	}
-	return int32(f.Limit)
+	return int32(cursor.Rows(f.Limit))
 }
 
 func nullID(id uuid.UUID) uuid.NullUUID { return uuid.NullUUID{UUID: id, Valid: id != uuid.Nil} }

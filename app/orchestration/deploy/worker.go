@@ -254,7 +254,10 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, site engineSite, l
 func (w *Worker) begin(ctx context.Context, op dbgen.Operation, site engineSite, lease uuid.UUID, resumed bool) (*run, *ran) {
 	q := dbgen.New(w.pool)
 	stop := func(o ran) (*run, *ran) { return nil, &o }
-	dep, err := q.GetDeployment(ctx, op.DeploymentID)
+	// The reads have a span of their own; the progress outlives it.
+	reads, reading := tracer(ctx).Start(ctx, "prepare")
+	defer reading.End()
+	dep, err := q.GetDeployment(reads, op.DeploymentID)
 	if err != nil {
 		return stop(ran{err: saga.Transient(err)})
 	}
@@ -267,7 +270,7 @@ func (w *Worker) begin(ctx context.Context, op dbgen.Operation, site engineSite,
 	case KindDeploy:
 		// Requests are checked when made, but two deploys of one pending deployment may both
 		// have been accepted: the second must not treat the first's resources as its own.
-		deployed, err := q.HasBeenDeployed(ctx, dep.ID)
+		deployed, err := q.HasBeenDeployed(reads, dep.ID)
 		if err != nil {
 			return stop(ran{err: saga.Transient(err)})
 		}
@@ -276,7 +279,7 @@ func (w *Worker) begin(ctx context.Context, op dbgen.Operation, site engineSite,
 		}
 	}
 	r := &run{w: w, op: op, dep: dep, lease: lease, resumed: resumed, versions: map[int32]dbgen.GetComponentVersionRow{}, changes: map[string]int{}}
-	ver, err := r.version(ctx, dep.Version)
+	ver, err := r.version(reads, dep.Version)
 	if err != nil {
 		return stop(ran{err: err})
 	}
@@ -285,7 +288,7 @@ func (w *Worker) begin(ctx context.Context, op dbgen.Operation, site engineSite,
 		return stop(ran{err: err})
 	}
 	// Asked for on every attempt: a token issued for an earlier one is not kept anywhere.
-	access, err := clusterAccessOf(ctx, q, w.keys, site, w.Timeout(nil))
+	access, err := clusterAccessOf(reads, q, w.keys, site, w.Timeout(nil))
 	if finalOnCluster(err) {
 		return stop(ran{err: &saga.Failure{Step: "start", Err: err, Compensated: true}})
 	}
@@ -293,7 +296,7 @@ func (w *Worker) begin(ctx context.Context, op dbgen.Operation, site engineSite,
 		return stop(ran{err: saga.Transient(err)})
 	}
 	access.give(&current)
-	before, err := resting(ctx, q, dep) // read before the run marks the deployment
+	before, err := resting(reads, q, dep) // read before the run marks the deployment
 	if err != nil {
 		return stop(ran{err: saga.Transient(err)})
 	}

@@ -65,9 +65,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (P
 	if f.Outcome != "" && !slices.Contains(outcomes, f.Outcome) {
 		return Page{}, problem.Invalid("outcome", "enum", "must be one of pending, unrouted, unmatched, refused, signalled")
 	}
-	if f.Limit <= 0 || f.Limit > cursor.MaxRows {
-		f.Limit = cursor.MaxRows
-	}
+	f.Limit = cursor.Rows(f.Limit)
 	p := dbgen.EventLogParams{Tenant: null(f.Tenant), Environment: null(f.Environment), Instance: null(f.Instance), Zone: null(f.Zone),
 		BeforeAt: f.After.Before(), BeforeID: f.After.BeforeID(), Provider: actor.ProviderAdmin,
 		Tenants: actor.TenantsWith(access.EventsLogRead), Lim: int32(f.Limit + 1)}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"nimbus/app/kernel/access"
+	"nimbus/app/kernel/cursor"
 	"nimbus/app/kernel/problem"
 	"nimbus/db/dbgen"
 )
@@ -148,9 +149,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (P
 	if !actor.CanSomewhere(access.AuditRead) {
 		return Page{}, problem.ErrForbidden
 	}
-	if f.Limit <= 0 || f.Limit > 200 {
-		f.Limit = 50
-	}
+	f.Limit = cursor.Rows(f.Limit)
 	params := dbgen.ListAuditEventsParams{
 		AllTenants: actor.ProviderAdmin,
 		TenantIds:  actor.TenantsWith(access.AuditRead),

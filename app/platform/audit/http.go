@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"nimbus/app/kernel/cursor"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/web"
 	"nimbus/views"
@@ -53,8 +54,8 @@ func parseFilter(c echo.Context) (Filter, AuditFilter, error) {
 	}
 	if raw := c.QueryParam("limit"); raw != "" {
 		n, err := strconv.Atoi(raw)
-		if err != nil || n < 1 || n > 200 {
-			v.Add("limit", "range", "must be a whole number from 1 to 200")
+		if err != nil || n < 1 || n > cursor.MaxRows {
+			v.Add("limit", "range", "must be a whole number from 1 to %d", cursor.MaxRows)
 		}
 		f.Limit = n
 	}

@@ -35,9 +35,7 @@ func ListPosition(c echo.Context, v *problem.ValidationError) (cursor.Cursor, in
 // one, even when the next turns out empty; a short page is the end, and then NextPage is "".
 // An API answer also names it in a Link header (RFC 8288).
 func NextPage[T any](c echo.Context, rows []T, limit int, at func(T) cursor.Cursor) string {
-	if limit < 1 || limit > cursor.MaxRows {
-		limit = cursor.MaxRows
-	}
+	limit = cursor.Rows(limit)
 	if len(rows) == 0 || len(rows) < limit {
 		return ""
 	}
