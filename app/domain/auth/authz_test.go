@@ -57,9 +57,9 @@ var accountCases = map[string]apptest.AuthzCase{
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
 			ctx := context.Background()
 			sess := apptest.Fixture(w, "session", func() auth.Session {
-				sess, _, err := w.Auth.Login(ctx, "admin-a@example.com", "long enough password", "192.0.2.1")
+				in, err := w.Auth.Login(ctx, "admin-a@example.com", "long enough password", "192.0.2.1")
 				apptest.Must(t, err)
-				return sess
+				return in.Session
 			})
 			if err := w.Auth.Logout(ctx, p, sess.ID); err != nil {
 				return err
@@ -80,7 +80,7 @@ var accountCases = map[string]apptest.AuthzCase{
 			if err := w.Auth.ChangePassword(ctx, p, uuid.Nil, "long enough password", "another long password"); err != nil {
 				return err
 			}
-			if _, _, err := w.Auth.Login(ctx, p.Email, "another long password", "192.0.2.9"); err != nil {
+			if _, err := w.Auth.Login(ctx, p.Email, "another long password", "192.0.2.9"); err != nil {
 				t.Errorf("%s cannot sign in with the new password: %v", p.Email, err)
 			}
 			return nil
