@@ -128,5 +128,72 @@ var ssoCases = map[string]apptest.AuthzCase{
 	},
 }
 
+var factorCases = map[string]apptest.AuthzCase{
+	"auth.Factors.Status": {
+		Open:   "every user reads their own second factor's state; nobody else's",
+		Served: []apptest.Actor{apptest.ReaderA, apptest.Stranger},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			st, err := factorsAt(w, clockAt).Status(context.Background(), p)
+			if err == nil && (st.Enabled || st.Pending != nil) {
+				t.Errorf("%s has a second factor they never set up: %+v", p.Email, st)
+			}
+			return err
+		},
+	},
+	"auth.Factors.Begin": {
+		Open:   "every local user sets up their own second factor; nobody else's",
+		Served: []apptest.Actor{apptest.ReaderA, apptest.Stranger},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			_, err := factorsAt(w, clockAt).Begin(context.Background(), p)
+			return err
+		},
+	},
+	"auth.Factors.Confirm": {
+		Open:   "every local user turns on their own second factor, with a code of it; nobody else's",
+		Served: []apptest.Actor{apptest.ReaderA, apptest.Stranger},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			f := factorsAt(w, clockAt)
+			e, err := f.Begin(context.Background(), p)
+			apptest.Must(t, err)
+			_, err = f.Confirm(context.Background(), p, code(t, e.Secret, 0), "192.0.2.1")
+			return err
+		},
+	},
+	"auth.Factors.Disable": {
+		Open:   "every user turns off their own second factor, with a code of it; nobody else's",
+		Served: []apptest.Actor{apptest.ReaderA, apptest.Stranger},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			f := factorsAt(w, clockAt)
+			_, codes := enrol(t, f, p)
+			return f.Disable(context.Background(), p, codes[0], "192.0.2.1")
+		},
+	},
+	"auth.Factors.RegenerateRecovery": {
+		Open:   "every user replaces their own recovery codes, with a code of their factor; nobody else's",
+		Served: []apptest.Actor{apptest.ReaderA, apptest.Stranger},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			f := factorsAt(w, clockAt)
+			secret, _ := enrol(t, f, p)
+			_, err := f.RegenerateRecovery(context.Background(), p, code(t, secret, 0), "192.0.2.1")
+			return err
+		},
+	},
+	"auth.Factors.Reset": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrForbidden}, {Who: apptest.UserA, Want: problem.ErrForbidden}},
+		Served:  []apptest.Actor{apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			apptest.Fixture(w, "reader's factor", func() bool { enrol(t, factorsAt(w, clockAt), w.ReaderA); return true })
+			return factorsAt(w, clockAt).Reset(context.Background(), p, w.ReaderA.UserID)
+		},
+		Then: func(t *testing.T, w *apptest.World) {
+			in, err := w.Auth.Login(context.Background(), w.ReaderA.Email, "long enough password", "192.0.2.1")
+			apptest.Must(t, err)
+			if in.Session.Secret == "" {
+				t.Error("after a reset, the password alone does not sign in")
+			}
+		},
+	},
+}
+
 // TestAuthz_Methods runs the authorization case of each of the package's data-access methods.
-func TestAuthz_Methods(t *testing.T) { apptest.RunAuthz(t, accountCases, ssoCases) }
+func TestAuthz_Methods(t *testing.T) { apptest.RunAuthz(t, accountCases, ssoCases, factorCases) }
