@@ -333,6 +333,9 @@ func (f *Factors) Finish(ctx context.Context, in SecondStep) (Session, error) {
 		if u.DisabledAt != nil || u.DeletedAt != nil {
 			return restart
 		}
+		if err := q.ClearLoginAttempts(ctx, dbgen.ClearLoginAttemptsParams{Email: u.Email, ClientIp: in.ClientIP}); err != nil {
+			return err
+		}
 		p, err := principal(ctx, q, u)
 		if err != nil {
 			return err

@@ -166,6 +166,35 @@ func TestFactors_FiveWrongCodesEndTheSignIn(t *testing.T) {
 	apptest.Must(t, err)
 }
 
+func TestFactors_UnfinishedSecondStepsCountTowardTheSignInThrottle(t *testing.T) {
+	w := apptest.NewWorld(t)
+	f := factorsAt(w, clockAt)
+	secret, _ := enrol(t, f, w.UserA)
+	ctx := context.Background()
+	// Each right password begins a second step with five tries; the sign-ins themselves are
+	// throttled like wrong passwords until one of them is finished.
+	for range 5 {
+		signIn(t, w, w.UserA.Email)
+	}
+	_, err := w.Auth.Login(ctx, w.UserA.Email, "long enough password", "192.0.2.7")
+	var limited *problem.TooManyRequests
+	if !errors.As(err, &limited) {
+		t.Fatalf("the sixth sign-in with the password alone: %v, want it throttled", err)
+	}
+	// From another address, finishing one clears that address's count.
+	in, err := w.Auth.Login(ctx, w.UserA.Email, "long enough password", "192.0.2.8")
+	apptest.Must(t, err)
+	_, err = f.Finish(ctx, auth.SecondStep{Binding: in.SecondStep, Code: code(t, secret, 0), ClientIP: "192.0.2.8"})
+	apptest.Must(t, err)
+	for range 5 {
+		in, err := w.Auth.Login(ctx, w.UserA.Email, "long enough password", "192.0.2.8")
+		apptest.Must(t, err)
+		if in.SecondStep == "" {
+			t.Fatal("no second step")
+		}
+	}
+}
+
 func TestFactors_PendingSignInExpires(t *testing.T) {
 	w := apptest.NewWorld(t)
 	secret, _ := enrol(t, factorsAt(w, clockAt), w.UserA)

@@ -160,16 +160,17 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 		// Said only to whoever knows the password: it tells nobody else the account exists.
 		return SignIn{}, problem.Invalid("email", "disabled", "this account is disabled: a provider admin can enable it")
 	}
-	if err := q.ClearLoginAttempts(ctx, dbgen.ClearLoginAttemptsParams{Email: email, ClientIp: clientIP}); err != nil {
-		return SignIn{}, fmt.Errorf("login: %w", err)
-	}
-
 	factor, err := q.TOTPEnabled(ctx, user.ID)
 	if err != nil {
 		return SignIn{}, fmt.Errorf("login: %w", err)
 	}
 	if factor {
+		// The attempt stays counted until the second step succeeds: whoever knows the password
+		// without the phone gets five sign-ins of five codes each per window, not endless ones.
 		return s.startSecondStep(ctx, q, user.ID)
+	}
+	if err := q.ClearLoginAttempts(ctx, dbgen.ClearLoginAttemptsParams{Email: email, ClientIp: clientIP}); err != nil {
+		return SignIn{}, fmt.Errorf("login: %w", err)
 	}
 	p, err := principal(ctx, q, user)
 	if err != nil {
