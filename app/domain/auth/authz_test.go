@@ -178,21 +178,6 @@ var factorCases = map[string]apptest.AuthzCase{
 			return err
 		},
 	},
-	"auth.Factors.Reset": {
-		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrForbidden}, {Who: apptest.UserA, Want: problem.ErrForbidden}},
-		Served:  []apptest.Actor{apptest.ProviderAdmin},
-		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
-			apptest.Fixture(w, "reader's factor", func() bool { enrol(t, factorsAt(w, clockAt), w.ReaderA); return true })
-			return factorsAt(w, clockAt).Reset(context.Background(), p, w.ReaderA.UserID)
-		},
-		Then: func(t *testing.T, w *apptest.World) {
-			in, err := w.Auth.Login(context.Background(), w.ReaderA.Email, "long enough password", "192.0.2.1")
-			apptest.Must(t, err)
-			if in.Session.Secret == "" {
-				t.Error("after a reset, the password alone does not sign in")
-			}
-		},
-	},
 }
 
 // TestAuthz_Methods runs the authorization case of each of the package's data-access methods.

@@ -218,7 +218,7 @@ func (f *Factors) Disable(ctx context.Context, actor access.Principal, code, cli
 		return problem.Invalid("second_factor", "required", "the operator requires provider admins to have a second factor: it cannot be turned off (for a new phone, set it up again after another provider admin resets it)")
 	}
 	return f.withCode(ctx, u.ID, code, totpOrRecovery, clientIP, "disable", func(q *dbgen.Queries) error {
-		if err := clearFactor(ctx, q, u.ID); err != nil {
+		if _, err := ClearSecondFactor(ctx, q, u.ID); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Event{Action: "user.second_factor_disable", TargetType: "user", TargetID: u.ID.String()})
@@ -251,45 +251,18 @@ func (f *Factors) RegenerateRecovery(ctx context.Context, actor access.Principal
 	return codes, err
 }
 
-// Reset removes another user's second factor, for a lost phone: provider admins only. The
-// user signs in with their password alone and may set it up again.
-func (f *Factors) Reset(ctx context.Context, actor access.Principal, userID uuid.UUID) error {
-	if !actor.ProviderAdmin {
-		return problem.ErrForbidden
-	}
-	return db.Tx(ctx, f.auth.pool, func(q *dbgen.Queries) error {
-		u, err := q.GetUser(ctx, userID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return problem.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		n, err := q.DeleteTOTP(ctx, u.ID)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return problem.Invalid("second_factor", "enabled", "%s has no second factor to reset", u.Email)
-		}
-		if err := clearFactor(ctx, q, u.ID); err != nil {
-			return err
-		}
-		return audit.Record(ctx, q, actor, audit.Event{Action: "user.second_factor_reset", TargetType: "user", TargetID: u.ID.String(),
-			Diff: map[string]any{"email": u.Email}})
-	})
-}
-
-// clearFactor removes what a user's second factor leaves beside its secret, in the caller's
-// transaction.
-func clearFactor(ctx context.Context, q *dbgen.Queries, userID uuid.UUID) error {
-	if _, err := q.DeleteTOTP(ctx, userID); err != nil {
-		return err
+// ClearSecondFactor removes user's second factor, its recovery codes and the sign-ins waiting
+// for it, in the caller's transaction, and says whether there was one: for the user turning it
+// off, and for a provider admin resetting a lost one (user.Service.ResetSecondFactor).
+func ClearSecondFactor(ctx context.Context, q *dbgen.Queries, userID uuid.UUID) (bool, error) {
+	n, err := q.DeleteTOTP(ctx, userID)
+	if err != nil {
+		return false, err
 	}
 	if err := q.DeleteRecoveryCodes(ctx, userID); err != nil {
-		return err
+		return false, err
 	}
-	return q.EndUserSecondFactorLogins(ctx, userID)
+	return n > 0, q.EndUserSecondFactorLogins(ctx, userID)
 }
 
 // SecondStep is the second step of a sign-in: the browser's binding and the code typed.

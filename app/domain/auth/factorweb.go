@@ -153,21 +153,3 @@ func (h *Handlers) RecoveryCodesForm(c echo.Context) error {
 	}
 	return h.renderAccount(c, http.StatusCreated, codes, nil)
 }
-
-// ResetFactorForm answers POST /users/:id/second-factor/reset, from the user's admin page.
-func (h *Handlers) ResetFactorForm(c echo.Context) error {
-	id, err := web.IDParam(c, "id")
-	if err != nil {
-		return err
-	}
-	err = h.factors.Reset(web.Ctx(c), web.Actor(c), id)
-	if errs := web.FormErrors(err); errs != nil {
-		web.SetFlash(c, web.FlashError, errs["second_factor"])
-		return web.Redirect(c, "/users/"+id.String())
-	}
-	if err != nil {
-		return err
-	}
-	web.SetFlash(c, web.FlashSuccess, "The second factor is reset: the user signs in with their password and sets up a new one.")
-	return web.Redirect(c, "/users/"+id.String())
-}

@@ -92,7 +92,11 @@ func TestSecondFactor_ProviderAdminResetsALostOne(t *testing.T) {
 	if !strings.Contains(auditActions(t, s), "user.second_factor_reset") {
 		t.Errorf("the reset is not audited: %s", auditActions(t, s))
 	}
-	// A second reset finds nothing to reset, and says so rather than failing.
+	// A second reset finds nothing to reset, and says so beside the button.
 	admin.Get(t, "/users/"+s.UserA.UserID.String())
-	apptest.WantStatus(t, admin.Post(t, path, url.Values{"_csrf": {admin.CSRF}}), http.StatusSeeOther)
+	r := admin.Post(t, path, url.Values{"_csrf": {admin.CSRF}})
+	apptest.WantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.Body), "has no second factor to reset") {
+		t.Errorf("the second reset says: %.500s", r.Body)
+	}
 }

@@ -22,7 +22,6 @@ func (h *Handlers) Routes(public, pages, api *echo.Group) {
 	pages.POST("/account/second-factor/confirm", h.ConfirmFactorForm)
 	pages.POST("/account/second-factor/disable", h.DisableFactorForm)
 	pages.POST("/account/second-factor/recovery-codes", h.RecoveryCodesForm)
-	pages.POST("/users/:id/second-factor/reset", h.ResetFactorForm, web.RequireProviderAdmin)
 	pages.GET("/admin/identity-provider", h.ProviderPage, web.RequireProviderAdmin)
 	pages.POST("/admin/identity-provider", h.SetProviderForm, web.RequireProviderAdmin)
 	pages.POST("/admin/identity-provider/remove", h.RemoveProviderForm, web.RequireProviderAdmin)
