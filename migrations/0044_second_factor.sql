@@ -40,3 +40,30 @@ CREATE INDEX second_factor_logins_user_idx ON second_factor_logins (user_id);
 -- A session opened with a password by a provider admin who has no second factor while the
 -- operator requires one: it may only enrol (and sign out) until the factor is on.
 ALTER TABLE sessions ADD COLUMN enrol_only boolean NOT NULL DEFAULT false;
+
+-- Security keys (WebAuthn) registered as a second factor beside the authenticator app. A row
+-- holds the key's public half, its signature count and flags as go-webauthn keeps them:
+-- nothing secret.
+CREATE TABLE security_keys (
+    id            uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    user_id       uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    credential_id bytea NOT NULL UNIQUE,
+    credential    jsonb NOT NULL,
+    name          text NOT NULL,
+    last_used_at  timestamptz,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    updated_at    timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX security_keys_user_idx ON security_keys (user_id);
+
+-- WebAuthn ceremonies in flight: the challenge Nimbus sent a browser, until it answers. Each is
+-- taken once. The key is a hash: of the user's id for registering a key, of the sign-in's
+-- binding for signing in with one.
+CREATE TABLE webauthn_ceremonies (
+    key_hash   bytea PRIMARY KEY,
+    user_id    uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    session    jsonb NOT NULL,
+    expires_at timestamptz NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now()
+);

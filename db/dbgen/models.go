@@ -570,6 +570,17 @@ type SecondFactorLogin struct {
 	UpdatedAt   time.Time `json:"updated_at"`
 }
 
+type SecurityKey struct {
+	ID           uuid.UUID       `json:"id"`
+	UserID       uuid.UUID       `json:"user_id"`
+	CredentialID []byte          `json:"credential_id"`
+	Credential   json.RawMessage `json:"credential"`
+	Name         string          `json:"name"`
+	LastUsedAt   *time.Time      `json:"last_used_at"`
+	CreatedAt    time.Time       `json:"created_at"`
+	UpdatedAt    time.Time       `json:"updated_at"`
+}
+
 type SemanticProvider struct {
 	ID          uuid.UUID `json:"id"`
 	Name        string    `json:"name"`
@@ -769,6 +780,15 @@ type UserTotp struct {
 	LastStep    int64      `json:"last_step"`
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
+}
+
+type WebauthnCeremony struct {
+	KeyHash   []byte          `json:"key_hash"`
+	UserID    uuid.UUID       `json:"user_id"`
+	Session   json.RawMessage `json:"session"`
+	ExpiresAt time.Time       `json:"expires_at"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
 }
 
 type ZoneCluster struct {

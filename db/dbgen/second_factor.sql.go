@@ -7,6 +7,7 @@ package dbgen
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,6 +27,27 @@ func (q *Queries) AddRecoveryCode(ctx context.Context, arg AddRecoveryCodeParams
 	return err
 }
 
+const addSecurityKey = `-- name: AddSecurityKey :exec
+INSERT INTO security_keys (user_id, credential_id, credential, name) VALUES ($1, $2, $3, $4)
+`
+
+type AddSecurityKeyParams struct {
+	UserID       uuid.UUID       `json:"user_id"`
+	CredentialID []byte          `json:"credential_id"`
+	Credential   json.RawMessage `json:"credential"`
+	Name         string          `json:"name"`
+}
+
+func (q *Queries) AddSecurityKey(ctx context.Context, arg AddSecurityKeyParams) error {
+	_, err := q.db.Exec(ctx, addSecurityKey,
+		arg.UserID,
+		arg.CredentialID,
+		arg.Credential,
+		arg.Name,
+	)
+	return err
+}
+
 const countRecoveryCodes = `-- name: CountRecoveryCodes :one
 SELECT count(*) FROM recovery_codes WHERE user_id = $1 AND used_at IS NULL
 `
@@ -35,6 +57,18 @@ func (q *Queries) CountRecoveryCodes(ctx context.Context, userID uuid.UUID) (int
 	var count int64
 	err := row.Scan(&count)
 	return count, err
+}
+
+const deleteExpiredCeremonies = `-- name: DeleteExpiredCeremonies :execrows
+DELETE FROM webauthn_ceremonies WHERE expires_at <= now()
+`
+
+func (q *Queries) DeleteExpiredCeremonies(ctx context.Context) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteExpiredCeremonies)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const deleteExpiredSecondFactorLogins = `-- name: DeleteExpiredSecondFactorLogins :execrows
@@ -55,6 +89,15 @@ DELETE FROM recovery_codes WHERE user_id = $1
 
 func (q *Queries) DeleteRecoveryCodes(ctx context.Context, userID uuid.UUID) error {
 	_, err := q.db.Exec(ctx, deleteRecoveryCodes, userID)
+	return err
+}
+
+const deleteSecurityKeys = `-- name: DeleteSecurityKeys :exec
+DELETE FROM security_keys WHERE user_id = $1
+`
+
+func (q *Queries) DeleteSecurityKeys(ctx context.Context, userID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, deleteSecurityKeys, userID)
 	return err
 }
 
@@ -107,6 +150,31 @@ func (q *Queries) EndUserSecondFactorLogins(ctx context.Context, userID uuid.UUI
 	return err
 }
 
+const getSecondFactorLogin = `-- name: GetSecondFactorLogin :one
+SELECT binding_hash, user_id, attempts, expires_at, created_at, updated_at FROM second_factor_logins
+WHERE binding_hash = $1 AND attempts < $2 AND expires_at > $3
+`
+
+type GetSecondFactorLoginParams struct {
+	BindingHash []byte    `json:"binding_hash"`
+	MaxAttempts int32     `json:"max_attempts"`
+	Now         time.Time `json:"now"`
+}
+
+func (q *Queries) GetSecondFactorLogin(ctx context.Context, arg GetSecondFactorLoginParams) (SecondFactorLogin, error) {
+	row := q.db.QueryRow(ctx, getSecondFactorLogin, arg.BindingHash, arg.MaxAttempts, arg.Now)
+	var i SecondFactorLogin
+	err := row.Scan(
+		&i.BindingHash,
+		&i.UserID,
+		&i.Attempts,
+		&i.ExpiresAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const getTOTP = `-- name: GetTOTP :one
 SELECT user_id, secret, secret_key_id, enabled_at, last_step, created_at, updated_at FROM user_totp WHERE user_id = $1
 `
@@ -124,6 +192,61 @@ func (q *Queries) GetTOTP(ctx context.Context, userID uuid.UUID) (UserTotp, erro
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const listSecurityKeys = `-- name: ListSecurityKeys :many
+SELECT id, user_id, credential_id, credential, name, last_used_at, created_at, updated_at FROM security_keys WHERE user_id = $1 ORDER BY created_at
+`
+
+func (q *Queries) ListSecurityKeys(ctx context.Context, userID uuid.UUID) ([]SecurityKey, error) {
+	rows, err := q.db.Query(ctx, listSecurityKeys, userID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SecurityKey{}
+	for rows.Next() {
+		var i SecurityKey
+		if err := rows.Scan(
+			&i.ID,
+			&i.UserID,
+			&i.CredentialID,
+			&i.Credential,
+			&i.Name,
+			&i.LastUsedAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const startCeremony = `-- name: StartCeremony :exec
+INSERT INTO webauthn_ceremonies (key_hash, user_id, session, expires_at) VALUES ($1, $2, $3, $4)
+ON CONFLICT (key_hash) DO UPDATE SET user_id = EXCLUDED.user_id, session = EXCLUDED.session, expires_at = EXCLUDED.expires_at, updated_at = now()
+`
+
+type StartCeremonyParams struct {
+	KeyHash   []byte          `json:"key_hash"`
+	UserID    uuid.UUID       `json:"user_id"`
+	Session   json.RawMessage `json:"session"`
+	ExpiresAt time.Time       `json:"expires_at"`
+}
+
+func (q *Queries) StartCeremony(ctx context.Context, arg StartCeremonyParams) error {
+	_, err := q.db.Exec(ctx, startCeremony,
+		arg.KeyHash,
+		arg.UserID,
+		arg.Session,
+		arg.ExpiresAt,
+	)
+	return err
 }
 
 const startSecondFactorLogin = `-- name: StartSecondFactorLogin :exec
@@ -171,6 +294,24 @@ func (q *Queries) TOTPEnabled(ctx context.Context, userID uuid.UUID) (bool, erro
 	var exists bool
 	err := row.Scan(&exists)
 	return exists, err
+}
+
+const takeCeremony = `-- name: TakeCeremony :one
+DELETE FROM webauthn_ceremonies WHERE key_hash = $1 RETURNING key_hash, user_id, session, expires_at, created_at, updated_at
+`
+
+func (q *Queries) TakeCeremony(ctx context.Context, keyHash []byte) (WebauthnCeremony, error) {
+	row := q.db.QueryRow(ctx, takeCeremony, keyHash)
+	var i WebauthnCeremony
+	err := row.Scan(
+		&i.KeyHash,
+		&i.UserID,
+		&i.Session,
+		&i.ExpiresAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
 }
 
 const takeTOTPStep = `-- name: TakeTOTPStep :execrows
@@ -232,4 +373,20 @@ func (q *Queries) UseRecoveryCode(ctx context.Context, arg UseRecoveryCodeParams
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const useSecurityKey = `-- name: UseSecurityKey :exec
+UPDATE security_keys SET credential = $3, last_used_at = now(), updated_at = now() WHERE user_id = $1 AND credential_id = $2
+`
+
+type UseSecurityKeyParams struct {
+	UserID       uuid.UUID       `json:"user_id"`
+	CredentialID []byte          `json:"credential_id"`
+	Credential   json.RawMessage `json:"credential"`
+}
+
+// A sign-in moves the key's signature count on, which is how a cloned key shows itself.
+func (q *Queries) UseSecurityKey(ctx context.Context, arg UseSecurityKeyParams) error {
+	_, err := q.db.Exec(ctx, useSecurityKey, arg.UserID, arg.CredentialID, arg.Credential)
+	return err
 }

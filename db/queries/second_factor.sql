@@ -54,3 +54,30 @@ DELETE FROM second_factor_logins WHERE expires_at <= now();
 -- name: EndEnrolOnlySessions :exec
 -- The factor is on: the user's sessions that could only enrol may now do everything.
 UPDATE sessions SET enrol_only = false WHERE user_id = $1 AND enrol_only;
+
+-- name: GetSecondFactorLogin :one
+SELECT * FROM second_factor_logins
+WHERE binding_hash = sqlc.arg(binding_hash) AND attempts < sqlc.arg(max_attempts) AND expires_at > sqlc.arg(now);
+
+-- name: AddSecurityKey :exec
+INSERT INTO security_keys (user_id, credential_id, credential, name) VALUES ($1, $2, $3, $4);
+
+-- name: ListSecurityKeys :many
+SELECT * FROM security_keys WHERE user_id = $1 ORDER BY created_at;
+
+-- name: UseSecurityKey :exec
+-- A sign-in moves the key's signature count on, which is how a cloned key shows itself.
+UPDATE security_keys SET credential = $3, last_used_at = now(), updated_at = now() WHERE user_id = $1 AND credential_id = $2;
+
+-- name: DeleteSecurityKeys :exec
+DELETE FROM security_keys WHERE user_id = $1;
+
+-- name: StartCeremony :exec
+INSERT INTO webauthn_ceremonies (key_hash, user_id, session, expires_at) VALUES ($1, $2, $3, $4)
+ON CONFLICT (key_hash) DO UPDATE SET user_id = EXCLUDED.user_id, session = EXCLUDED.session, expires_at = EXCLUDED.expires_at, updated_at = now();
+
+-- name: TakeCeremony :one
+DELETE FROM webauthn_ceremonies WHERE key_hash = $1 RETURNING *;
+
+-- name: DeleteExpiredCeremonies :execrows
+DELETE FROM webauthn_ceremonies WHERE expires_at <= now();

@@ -251,7 +251,7 @@ func (f *Factors) RegenerateRecovery(ctx context.Context, actor access.Principal
 	return codes, err
 }
 
-// ClearSecondFactor removes user's second factor, its recovery codes and the sign-ins waiting
+// ClearSecondFactor removes user's second factor, its recovery codes, security keys and the sign-ins waiting
 // for it, in the caller's transaction, and says whether there was one: for the user turning it
 // off, and for a provider admin resetting a lost one (user.Service.ResetSecondFactor).
 func ClearSecondFactor(ctx context.Context, q *dbgen.Queries, userID uuid.UUID) (bool, error) {
@@ -260,6 +260,9 @@ func ClearSecondFactor(ctx context.Context, q *dbgen.Queries, userID uuid.UUID) 
 		return false, err
 	}
 	if err := q.DeleteRecoveryCodes(ctx, userID); err != nil {
+		return false, err
+	}
+	if err := q.DeleteSecurityKeys(ctx, userID); err != nil {
 		return false, err
 	}
 	return n > 0, q.EndUserSecondFactorLogins(ctx, userID)

@@ -96,11 +96,16 @@ func (h *Handlers) renderAccount(c echo.Context, status int, codes []string, err
 	if err != nil {
 		return err
 	}
+	keys, err := h.factors.Keys(web.Ctx(c), web.Actor(c))
+	if err != nil {
+		return err
+	}
 	offer, err := h.sso.Offer(web.Ctx(c))
 	if err != nil {
 		return err
 	}
-	return web.Render(c, status, Account(web.Page(c, "Your account"), AccountView{Email: web.Actor(c).Email, Factor: st, Provider: offer.Name, RecoveryCodes: codes, Errors: errs}))
+	return web.Render(c, status, Account(web.Page(c, "Your account"), AccountView{Email: web.Actor(c).Email, Factor: st, Keys: keys, Provider: offer.Name,
+		RecoveryCodes: codes, Errors: errs}))
 }
 
 // BeginFactorForm answers POST /account/second-factor: a new secret to copy into an
@@ -152,4 +157,78 @@ func (h *Handlers) RecoveryCodesForm(c echo.Context) error {
 		return err
 	}
 	return h.renderAccount(c, http.StatusCreated, codes, nil)
+}
+
+// The security key ceremonies are JSON between the page's script and Nimbus: the options for
+// the browser's WebAuthn call out, its answer back. A refusal answers 422 with the fields'
+// messages, for the script to show.
+
+// BeginKeyJSON answers POST /account/security-keys/begin.
+func (h *Handlers) BeginKeyJSON(c echo.Context) error {
+	opts, err := h.factors.BeginKey(web.Ctx(c), web.Actor(c), baseURL(c))
+	if errs := web.FormErrors(err); errs != nil {
+		return c.JSON(http.StatusUnprocessableEntity, errs)
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, opts)
+}
+
+// FinishKeyJSON answers POST /account/security-keys/finish?name=: the key registered.
+func (h *Handlers) FinishKeyJSON(c echo.Context) error {
+	err := h.factors.FinishKey(web.Ctx(c), web.Actor(c), baseURL(c), c.QueryParam("name"), c.Request())
+	if errs := web.FormErrors(err); errs != nil {
+		return c.JSON(http.StatusUnprocessableEntity, errs)
+	}
+	if err != nil {
+		return err
+	}
+	web.SetFlash(c, web.FlashSuccess, "Security key added: at sign-in, it can stand for the code from your authenticator app.")
+	return c.NoContent(http.StatusNoContent)
+}
+
+// BeginKeySignInJSON answers POST /login/second-factor/key/begin.
+func (h *Handlers) BeginKeySignInJSON(c echo.Context) error {
+	if err := h.checkLoginCSRF(c); err != nil {
+		return err
+	}
+	var binding string
+	if ck, err := c.Cookie(secondStepCookie); err == nil {
+		binding = ck.Value
+	}
+	opts, err := h.factors.BeginKeySignIn(web.Ctx(c), binding, baseURL(c))
+	if errs := web.FormErrors(err); errs != nil {
+		return c.JSON(http.StatusUnprocessableEntity, errs)
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, opts)
+}
+
+// FinishKeySignInJSON answers POST /login/second-factor/key/finish?next=: signed in, and where
+// to go next.
+func (h *Handlers) FinishKeySignInJSON(c echo.Context) error {
+	if err := h.checkLoginCSRF(c); err != nil {
+		return err
+	}
+	in := SecondStep{ClientIP: c.RealIP()}
+	if ck, err := c.Cookie(secondStepCookie); err == nil {
+		in.Binding = ck.Value
+	}
+	sess, err := h.factors.FinishKeySignIn(web.Ctx(c), in, baseURL(c), c.Request())
+	if errs := web.FormErrors(err); errs != nil {
+		if errs["sign_in"] != "" {
+			h.clearSecondStep(c)
+		}
+		return c.JSON(http.StatusUnprocessableEntity, errs)
+	}
+	if err != nil {
+		return err
+	}
+	h.clearSecondStep(c)
+	clearCookie(c, loginCSRF)
+	c.SetCookie(h.cookie(sessionCookie, sess.Secret, time.Time{}))
+	return c.JSON(http.StatusOK, map[string]string{"next": safeNext(c.QueryParam("next"))})
 }

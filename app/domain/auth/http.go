@@ -155,11 +155,15 @@ func (h *Handlers) renderLogin(c echo.Context, status int, email string, errs vi
 	return web.Render(c, status, Login(page, email, safeNext(c.FormValue("next")), offer, errs))
 }
 
-// checkLoginCSRF checks the token of a form posted before there is a session: the sign-in
-// page's cookie and field must match.
+// checkLoginCSRF checks the token of a form or script posting before there is a session: the
+// sign-in page's cookie and the field (or a script's header) must match.
 func (h *Handlers) checkLoginCSRF(c echo.Context) error {
+	got := c.Request().Header.Get("X-CSRF-Token")
+	if got == "" {
+		got = c.FormValue("_csrf")
+	}
 	ck, err := c.Cookie(loginCSRF)
-	if err != nil || ck.Value == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(c.FormValue("_csrf"))) != 1 {
+	if err != nil || ck.Value == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(got)) != 1 {
 		return ErrCSRF
 	}
 	return nil
