@@ -178,6 +178,37 @@ var factorCases = map[string]apptest.AuthzCase{
 			return err
 		},
 	},
+	"auth.Factors.Keys": {
+		Open:   "every user lists their own security keys; nobody else's",
+		Served: []apptest.Actor{apptest.ReaderA},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			f := factorsAt(w, clockAt)
+			apptest.Fixture(w, "key", func() bool { enrol(t, f, w.ReaderA); addKey(t, f, w.ReaderA); return true })
+			keys, err := f.Keys(context.Background(), p)
+			return apptest.Shown(keys, err, func(k auth.SecurityKey) bool { return k.Name == "soft key" })
+		},
+	},
+	"auth.Factors.BeginKey": {
+		Open:   "every user with the authenticator app on adds security keys of their own; nobody else's",
+		Served: []apptest.Actor{apptest.ReaderA, apptest.Stranger},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			f := factorsAt(w, clockAt)
+			enrol(t, f, p)
+			_, err := f.BeginKey(context.Background(), p, keyOrigin)
+			return err
+		},
+	},
+	"auth.Factors.FinishKey": {
+		Open:   "every user with the authenticator app on adds security keys of their own; nobody else's",
+		Served: []apptest.Actor{apptest.ReaderA, apptest.Stranger},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			f := factorsAt(w, clockAt)
+			enrol(t, f, p)
+			opts, err := f.BeginKey(context.Background(), p, keyOrigin)
+			apptest.Must(t, err)
+			return f.FinishKey(context.Background(), p, keyOrigin, "soft key", newSoftKey(t).create(t, opts))
+		},
+	},
 }
 
 // TestAuthz_Methods runs the authorization case of each of the package's data-access methods.

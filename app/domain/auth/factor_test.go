@@ -280,3 +280,60 @@ func auditDiffs(t *testing.T, w *apptest.World) string {
 	apptest.Must(t, w.Pool.QueryRow(context.Background(), "SELECT coalesce(string_agg(diff::text, ' '), '') FROM audit_events").Scan(&s))
 	return s
 }
+
+// addKey registers a software security key of p's, whose second factor is on.
+func addKey(t testing.TB, f *auth.Factors, p access.Principal) *softKey {
+	t.Helper()
+	ctx := context.Background()
+	k := newSoftKey(t)
+	opts, err := f.BeginKey(ctx, p, keyOrigin)
+	apptest.Must(t, err)
+	apptest.Must(t, f.FinishKey(ctx, p, keyOrigin, "soft key", k.create(t, opts)))
+	return k
+}
+
+func TestSecurityKey_SignsInOnceAndRefusesAClone(t *testing.T) {
+	w := apptest.NewWorld(t)
+	f := factorsAt(w, clockAt)
+	ctx := context.Background()
+	_, err := f.BeginKey(ctx, w.UserA, keyOrigin)
+	wantRule(t, err, "security_key", "totp")
+	_, codes := enrol(t, f, w.UserA)
+	k := addKey(t, f, w.UserA)
+
+	binding := signIn(t, w, w.UserA.Email)
+	opts, err := f.BeginKeySignIn(ctx, binding, keyOrigin)
+	apptest.Must(t, err)
+	signed := k.get(t, opts)
+	// From another site, the same answer does not verify: keys are bound to their origin.
+	_, err = auth.NewFactors(w.Auth, w.Keys).FinishKeySignIn(ctx, auth.SecondStep{Binding: binding}, "https://evil.test", post(signed))
+	wantRule(t, err, "security_key", "assertion")
+	opts, err = f.BeginKeySignIn(ctx, binding, keyOrigin)
+	apptest.Must(t, err)
+	signed = k.get(t, opts)
+	sess, err := f.FinishKeySignIn(ctx, auth.SecondStep{Binding: binding}, keyOrigin, post(signed))
+	apptest.Must(t, err)
+	if p, _, err := w.Auth.SessionPrincipal(ctx, sess.Secret); err != nil || p.UserID != w.UserA.UserID {
+		t.Fatalf("the key signed in as %v: %v", p.Email, err)
+	}
+	// The same answer again: its challenge was taken.
+	binding = signIn(t, w, w.UserA.Email)
+	_, err = f.FinishKeySignIn(ctx, auth.SecondStep{Binding: binding}, keyOrigin, post(signed))
+	wantRule(t, err, "security_key", "ceremony")
+
+	// A copy of the key, whose count has not moved on, is refused.
+	k.count = 0
+	opts, err = f.BeginKeySignIn(ctx, binding, keyOrigin)
+	apptest.Must(t, err)
+	_, err = f.FinishKeySignIn(ctx, auth.SecondStep{Binding: binding}, keyOrigin, post(k.get(t, opts)))
+	wantRule(t, err, "security_key", "clone")
+	if got := actions(t, w); strings.Count(got, "auth.second_factor_refused") != 3 || !strings.Contains(got, "user.security_key_add") {
+		t.Errorf("audit log: %s", got)
+	}
+
+	// Turning the app off removes the keys with it.
+	apptest.Must(t, f.Disable(ctx, w.UserA, codes[0], "192.0.2.1"))
+	if keys, err := f.Keys(ctx, w.UserA); err != nil || len(keys) != 0 {
+		t.Errorf("with the second factor off, the keys are %v (%v)", keys, err)
+	}
+}
