@@ -299,36 +299,12 @@ func (f *Factors) Finish(ctx context.Context, in SecondStep) (Session, error) {
 	}
 	var sess Session
 	err = f.withCode(ctx, try.UserID, in.Code, totpOrRecovery, in.ClientIP, "sign_in", func(q *dbgen.Queries) error {
-		if err := q.EndSecondFactorLogin(ctx, binding); err != nil {
-			return err
-		}
-		u, err := q.GetUser(ctx, try.UserID)
-		if err != nil {
-			return err
-		}
-		if u.DisabledAt != nil || u.DeletedAt != nil {
-			return restart
-		}
-		if err := q.ClearLoginAttempts(ctx, dbgen.ClearLoginAttemptsParams{Email: u.Email, ClientIp: in.ClientIP}); err != nil {
-			return err
-		}
-		p, err := principal(ctx, q, u)
-		if err != nil {
-			return err
-		}
-		if sess, err = f.auth.openSession(ctx, q, u.ID, false); err != nil {
-			return err
-		}
 		via := "password+totp"
 		if !isTOTPCode(in.Code) {
 			via = "password+recovery_code"
-			if err := audit.Record(ctx, q, p, audit.Event{Action: "auth.recovery_code_used", TargetType: "user", TargetID: u.ID.String(),
-				Diff: map[string]any{"client_ip": in.ClientIP}}); err != nil {
-				return err
-			}
 		}
-		return audit.Record(ctx, q, p, audit.Event{Action: "auth.login", TargetType: "user", TargetID: u.ID.String(),
-			Diff: map[string]any{"client_ip": in.ClientIP, "via": via}})
+		sess, err = f.completeSignIn(ctx, q, try.UserID, in, via)
+		return err
 	})
 	if problem.FieldOf(err) == "code" && try.Attempts >= maxSecondStepTries {
 		if err := q.EndSecondFactorLogin(ctx, binding); err != nil {
@@ -337,6 +313,41 @@ func (f *Factors) Finish(ctx context.Context, in SecondStep) (Session, error) {
 		return Session{}, restart
 	}
 	return sess, err
+}
+
+// completeSignIn ends the sign-in in that took its second step by via and opens its session,
+// in the caller's transaction. The pair's sign-in failures are cleared only now: whoever knows
+// the password without the second factor stays throttled.
+func (f *Factors) completeSignIn(ctx context.Context, q *dbgen.Queries, userID uuid.UUID, in SecondStep, via string) (Session, error) {
+	if err := q.EndSecondFactorLogin(ctx, hashSecret(in.Binding)); err != nil {
+		return Session{}, err
+	}
+	u, err := q.GetUser(ctx, userID)
+	if err != nil {
+		return Session{}, err
+	}
+	if u.DisabledAt != nil || u.DeletedAt != nil {
+		return Session{}, problem.Invalid("sign_in", "disabled", "this account is disabled: a provider admin can enable it")
+	}
+	if err := q.ClearLoginAttempts(ctx, dbgen.ClearLoginAttemptsParams{Email: u.Email, ClientIp: in.ClientIP}); err != nil {
+		return Session{}, err
+	}
+	p, err := principal(ctx, q, u)
+	if err != nil {
+		return Session{}, err
+	}
+	sess, err := f.auth.openSession(ctx, q, u.ID, false)
+	if err != nil {
+		return Session{}, err
+	}
+	if via == "password+recovery_code" {
+		if err := audit.Record(ctx, q, p, audit.Event{Action: "auth.recovery_code_used", TargetType: "user", TargetID: u.ID.String(),
+			Diff: map[string]any{"client_ip": in.ClientIP}}); err != nil {
+			return Session{}, err
+		}
+	}
+	return sess, audit.Record(ctx, q, p, audit.Event{Action: "auth.login", TargetType: "user", TargetID: u.ID.String(),
+		Diff: map[string]any{"client_ip": in.ClientIP, "via": via}})
 }
 
 // Which codes a check takes.

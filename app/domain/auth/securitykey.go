@@ -290,21 +290,8 @@ func (f *Factors) FinishKeySignIn(ctx context.Context, in SecondStep, origin str
 		if err := q.UseSecurityKey(ctx, dbgen.UseSecurityKeyParams{UserID: u.ID, CredentialID: cred.ID, Credential: data}); err != nil {
 			return err
 		}
-		if err := q.EndSecondFactorLogin(ctx, binding); err != nil {
-			return err
-		}
-		if err := q.ClearLoginAttempts(ctx, dbgen.ClearLoginAttemptsParams{Email: u.Email, ClientIp: in.ClientIP}); err != nil {
-			return err
-		}
-		p, err := principal(ctx, q, u)
-		if err != nil {
-			return err
-		}
-		if sess, err = f.auth.openSession(ctx, q, u.ID, false); err != nil {
-			return err
-		}
-		return audit.Record(ctx, q, p, audit.Event{Action: "auth.login", TargetType: "user", TargetID: u.ID.String(),
-			Diff: map[string]any{"client_ip": in.ClientIP, "via": "password+security_key"}})
+		sess, err = f.completeSignIn(ctx, q, u.ID, in, "password+security_key")
+		return err
 	})
 	if refused == nil || !errors.Is(err, refused) {
 		return sess, err
