@@ -70,6 +70,9 @@ type config struct {
 	Languages []string
 	// WebhooksPrivate lets event subscriptions deliver to private and loopback addresses.
 	WebhooksPrivate bool
+	// SecondFactorForAdmins requires provider admins who sign in with a password to have a
+	// second factor.
+	SecondFactorForAdmins bool
 	// EventRetention is how long the event log keeps an event.
 	EventRetention time.Duration
 	// DatabaseRestartTimeout is how long a dead embedded Postgres is tried to be restarted
@@ -123,6 +126,14 @@ var options = []option{
 			return fmt.Errorf("webhooks private must be true or false, not %q", v)
 		}
 		c.WebhooksPrivate = b
+		return nil
+	}},
+	{"second-factor-for-admins", "NIMBUS_SECOND_FACTOR_FOR_ADMINS", "false", "require provider admins who sign in with a password to set up a second factor (TOTP) before they can do anything else; those of the identity provider are not asked", func(c *config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("second factor for admins must be true or false, not %q", v)
+		}
+		c.SecondFactorForAdmins = b
 		return nil
 	}},
 	{"pulumi-dir", "NIMBUS_PULUMI_DIR", "", "directory holding the pulumi CLI and language hosts (else PATH)", func(c *config, v string) error { c.PulumiDir = v; return nil }},

@@ -31,7 +31,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 		"OTEL_EXPORTER_OTLP_HEADERS and OTEL_BSP_* too); without one nothing is recorded.", env)
 	cfg, err := parseConfig(fs, args, env.Getenv,
 		"addr", "data-dir", "database-url", "database-restart-timeout", "log-format", "log-level", "admin-email", "session-ttl", "session-max-age",
-		"secure-cookies", "pulumi-dir", "job-workers", "check-workers", "checks-per-tenant", "checks-per-minute", "graph-parallel",
+		"secure-cookies", "second-factor-for-admins", "pulumi-dir", "job-workers", "check-workers", "checks-per-tenant", "checks-per-minute", "graph-parallel",
 		"operations-per-tenant", "event-workers", "delivery-workers", "housekeeping-workers",
 		"job-timeout", "approval-ttl", "poll-interval", "trusted-proxies", "max-state-size",
 		"s3-endpoint", "s3-bucket", "s3-access-key", "s3-secret-key-file", "s3-region", "sandbox", "engine-user", "languages")
@@ -177,6 +177,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 		Info: system.Info{
 			Version: Version, Database: d.Where, PulumiDir: cfg.PulumiDir,
 			State: objs.state, Objects: objs.where, Sandbox: sandboxStatus(runner, cfg.Sandbox), Languages: cfg.Languages,
+			SecondFactorForAdmins: cfg.SecondFactorForAdmins,
 		},
 	})
 	if err != nil {

@@ -113,6 +113,7 @@ var byIDRoutes = []struct{ method, path, kind string }{
 	{"POST", "/users/{id}/disable", "user"},
 	{"POST", "/users/{id}/password", "user"},
 	{"POST", "/users/{id}/remove", "user"},
+	{"POST", "/users/{id}/second-factor/reset", "user"},
 	{"DELETE", "/api/v1/tokens/{id}", "token"},
 	{"GET", "/api/v1/deployments/{id}", "deployment"},
 	{"POST", "/api/v1/deployments/{id}/preview", "deployment"},

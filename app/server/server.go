@@ -141,7 +141,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	zoneH := landingzone.NewHandlers(svc.Zones, svc.Pools)
 	componentH := component.NewHandlers(svc.Components)
 	system.NewHandlers(d.Pool, d.Objects, d.Info, d.Log.With("component", "system")).Alive(d.Alive).Routes(probes, signed)
-	auth.NewHandlers(svc.Auth, svc.SSO, d.SecureCookies).Routes(app, signed, api)
+	auth.NewHandlers(svc.Auth, svc.SSO, svc.Factors, d.SecureCookies).Routes(app, signed, api)
 	tenantH.Routes(signed, api)
 	user.NewHandlers(svc.Users, svc.Tenants).Routes(signed, api)
 	audit.NewHandlers(svc.Audit).Routes(signed, api)

@@ -31,6 +31,7 @@ import (
 type Services struct {
 	Auth         *auth.Service
 	SSO          *auth.SSO
+	Factors      *auth.Factors
 	Tenants      *tenant.Service
 	Users        *user.Service
 	Audit        *audit.Service
@@ -62,7 +63,7 @@ func Build(d Deps) *Services {
 		toolchain = pulumix.Local{Dir: d.Info.PulumiDir, Enabled: d.Info.Languages}
 	}
 	s := &Services{
-		Auth:         auth.NewService(d.Pool, d.Log, d.SessionTTL).MaxAge(d.SessionMaxAge),
+		Auth:         auth.NewService(d.Pool, d.Log, d.SessionTTL).MaxAge(d.SessionMaxAge).RequireSecondFactorForAdmins(d.Info.SecondFactorForAdmins),
 		Users:        user.NewService(d.Pool),
 		Audit:        audit.NewService(d.Pool),
 		Components:   component.NewService(d.Pool, toolchain, queue).LimitCheckRequests(d.ChecksPerMinute),
@@ -87,5 +88,6 @@ func Build(d Deps) *Services {
 	// waits for its provider's build.
 	s.Zones = landingzone.NewService(d.Pool, s.Lifecycle, pulumix.Local{Dir: d.Info.PulumiDir})
 	s.SSO = auth.NewSSO(s.Auth, d.Keys)
+	s.Factors = auth.NewFactors(s.Auth, d.Keys)
 	return s
 }

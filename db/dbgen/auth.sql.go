@@ -89,7 +89,7 @@ func (q *Queries) CreateAPIToken(ctx context.Context, arg CreateAPITokenParams) 
 }
 
 const createSession = `-- name: CreateSession :one
-INSERT INTO sessions (token_hash, user_id, csrf_token, expires_at) VALUES ($1, $2, $3, $4) RETURNING id, token_hash, user_id, csrf_token, created_at, updated_at, last_seen_at, expires_at
+INSERT INTO sessions (token_hash, user_id, csrf_token, expires_at, enrol_only) VALUES ($1, $2, $3, $4, $5) RETURNING id, token_hash, user_id, csrf_token, created_at, updated_at, last_seen_at, expires_at, enrol_only
 `
 
 type CreateSessionParams struct {
@@ -97,6 +97,7 @@ type CreateSessionParams struct {
 	UserID    uuid.UUID `json:"user_id"`
 	CsrfToken string    `json:"csrf_token"`
 	ExpiresAt time.Time `json:"expires_at"`
+	EnrolOnly bool      `json:"enrol_only"`
 }
 
 func (q *Queries) CreateSession(ctx context.Context, arg CreateSessionParams) (Session, error) {
@@ -105,6 +106,7 @@ func (q *Queries) CreateSession(ctx context.Context, arg CreateSessionParams) (S
 		arg.UserID,
 		arg.CsrfToken,
 		arg.ExpiresAt,
+		arg.EnrolOnly,
 	)
 	var i Session
 	err := row.Scan(
@@ -116,6 +118,7 @@ func (q *Queries) CreateSession(ctx context.Context, arg CreateSessionParams) (S
 		&i.UpdatedAt,
 		&i.LastSeenAt,
 		&i.ExpiresAt,
+		&i.EnrolOnly,
 	)
 	return i, err
 }
@@ -226,7 +229,7 @@ func (q *Queries) GetAPITokenByHash(ctx context.Context, tokenHash []byte) (GetA
 }
 
 const getSessionByHash = `-- name: GetSessionByHash :one
-SELECT s.id AS session_id, s.csrf_token, s.expires_at, s.last_seen_at, s.created_at, u.id, u.email, u.password_hash, u.is_provider_admin, u.created_at, u.updated_at, u.deleted_at, u.disabled_at
+SELECT s.id AS session_id, s.csrf_token, s.expires_at, s.last_seen_at, s.created_at, s.enrol_only, u.id, u.email, u.password_hash, u.is_provider_admin, u.created_at, u.updated_at, u.deleted_at, u.disabled_at
 FROM sessions s JOIN users u ON u.id = s.user_id
 WHERE s.token_hash = $1 AND s.expires_at > now()
   AND s.created_at > now() - make_interval(secs => $2::float8)
@@ -244,6 +247,7 @@ type GetSessionByHashRow struct {
 	ExpiresAt  time.Time `json:"expires_at"`
 	LastSeenAt time.Time `json:"last_seen_at"`
 	CreatedAt  time.Time `json:"created_at"`
+	EnrolOnly  bool      `json:"enrol_only"`
 	User       User      `json:"user"`
 }
 
@@ -258,6 +262,7 @@ func (q *Queries) GetSessionByHash(ctx context.Context, arg GetSessionByHashPara
 		&i.ExpiresAt,
 		&i.LastSeenAt,
 		&i.CreatedAt,
+		&i.EnrolOnly,
 		&i.User.ID,
 		&i.User.Email,
 		&i.User.PasswordHash,

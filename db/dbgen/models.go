@@ -542,6 +542,14 @@ type ProviderResourceType struct {
 	UpdatedAt      time.Time `json:"updated_at"`
 }
 
+type RecoveryCode struct {
+	UserID    uuid.UUID  `json:"user_id"`
+	CodeHash  []byte     `json:"code_hash"`
+	UsedAt    *time.Time `json:"used_at"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+}
+
 type ResolverConfiguration struct {
 	ID            uuid.UUID       `json:"id"`
 	EnvironmentID uuid.NullUUID   `json:"environment_id"`
@@ -551,6 +559,26 @@ type ResolverConfiguration struct {
 	CreatedAt     time.Time       `json:"created_at"`
 	UpdatedAt     time.Time       `json:"updated_at"`
 	LandingZoneID uuid.NullUUID   `json:"landing_zone_id"`
+}
+
+type SecondFactorLogin struct {
+	BindingHash []byte    `json:"binding_hash"`
+	UserID      uuid.UUID `json:"user_id"`
+	Attempts    int32     `json:"attempts"`
+	ExpiresAt   time.Time `json:"expires_at"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+type SecurityKey struct {
+	ID           uuid.UUID       `json:"id"`
+	UserID       uuid.UUID       `json:"user_id"`
+	CredentialID []byte          `json:"credential_id"`
+	Credential   json.RawMessage `json:"credential"`
+	Name         string          `json:"name"`
+	LastUsedAt   *time.Time      `json:"last_used_at"`
+	CreatedAt    time.Time       `json:"created_at"`
+	UpdatedAt    time.Time       `json:"updated_at"`
 }
 
 type SemanticProvider struct {
@@ -580,6 +608,7 @@ type Session struct {
 	UpdatedAt  time.Time `json:"updated_at"`
 	LastSeenAt time.Time `json:"last_seen_at"`
 	ExpiresAt  time.Time `json:"expires_at"`
+	EnrolOnly  bool      `json:"enrol_only"`
 }
 
 type Stack struct {
@@ -741,6 +770,25 @@ type UserIdentity struct {
 	UserID    uuid.UUID `json:"user_id"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+type UserTotp struct {
+	UserID      uuid.UUID  `json:"user_id"`
+	Secret      []byte     `json:"secret"`
+	SecretKeyID string     `json:"secret_key_id"`
+	EnabledAt   *time.Time `json:"enabled_at"`
+	LastStep    int64      `json:"last_step"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+}
+
+type WebauthnCeremony struct {
+	KeyHash   []byte          `json:"key_hash"`
+	UserID    uuid.UUID       `json:"user_id"`
+	Session   json.RawMessage `json:"session"`
+	ExpiresAt time.Time       `json:"expires_at"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
 }
 
 type ZoneCluster struct {

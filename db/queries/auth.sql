@@ -1,10 +1,10 @@
 -- name: CreateSession :one
-INSERT INTO sessions (token_hash, user_id, csrf_token, expires_at) VALUES ($1, $2, $3, $4) RETURNING *;
+INSERT INTO sessions (token_hash, user_id, csrf_token, expires_at, enrol_only) VALUES ($1, $2, $3, $4, $5) RETURNING *;
 
 -- name: GetSessionByHash :one
 -- A session ends when unused until expires_at, and max_age_secs after sign-in however much
 -- it is used.
-SELECT s.id AS session_id, s.csrf_token, s.expires_at, s.last_seen_at, s.created_at, sqlc.embed(u)
+SELECT s.id AS session_id, s.csrf_token, s.expires_at, s.last_seen_at, s.created_at, s.enrol_only, sqlc.embed(u)
 FROM sessions s JOIN users u ON u.id = s.user_id
 WHERE s.token_hash = sqlc.arg(token_hash) AND s.expires_at > now()
   AND s.created_at > now() - make_interval(secs => sqlc.arg(max_age_secs)::float8)

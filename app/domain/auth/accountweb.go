@@ -9,9 +9,10 @@ import (
 	"nimbus/app/platform/web"
 )
 
-// AccountPage shows who one is signed in as, with the form to change one's password.
+// AccountPage shows who one is signed in as, with the forms to change one's password and set
+// up or turn off a second factor.
 func (h *Handlers) AccountPage(c echo.Context) error {
-	return web.Render(c, http.StatusOK, Account(web.Page(c, "Your account"), web.Actor(c).Email, nil))
+	return h.renderAccount(c, http.StatusOK, nil, nil)
 }
 
 // ChangePasswordForm changes one's password from the account page; this session goes on.
@@ -19,7 +20,7 @@ func (h *Handlers) ChangePasswordForm(c echo.Context) error {
 	keep, _ := c.Get(sessionIDKey).(uuid.UUID)
 	err := h.svc.ChangePassword(web.Ctx(c), web.Actor(c), keep, c.FormValue("current_password"), c.FormValue("new_password"))
 	if errs := web.FormErrors(err); errs != nil {
-		return web.Render(c, http.StatusUnprocessableEntity, Account(web.Page(c, "Your account"), web.Actor(c).Email, errs))
+		return h.renderAccount(c, http.StatusUnprocessableEntity, nil, errs)
 	}
 	if err != nil {
 		return err

@@ -57,9 +57,9 @@ var accountCases = map[string]apptest.AuthzCase{
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
 			ctx := context.Background()
 			sess := apptest.Fixture(w, "session", func() auth.Session {
-				sess, _, err := w.Auth.Login(ctx, "admin-a@example.com", "long enough password", "192.0.2.1")
+				in, err := w.Auth.Login(ctx, "admin-a@example.com", "long enough password", "192.0.2.1")
 				apptest.Must(t, err)
-				return sess
+				return in.Session
 			})
 			if err := w.Auth.Logout(ctx, p, sess.ID); err != nil {
 				return err
@@ -80,7 +80,7 @@ var accountCases = map[string]apptest.AuthzCase{
 			if err := w.Auth.ChangePassword(ctx, p, uuid.Nil, "long enough password", "another long password"); err != nil {
 				return err
 			}
-			if _, _, err := w.Auth.Login(ctx, p.Email, "another long password", "192.0.2.9"); err != nil {
+			if _, err := w.Auth.Login(ctx, p.Email, "another long password", "192.0.2.9"); err != nil {
 				t.Errorf("%s cannot sign in with the new password: %v", p.Email, err)
 			}
 			return nil
@@ -128,5 +128,88 @@ var ssoCases = map[string]apptest.AuthzCase{
 	},
 }
 
+var factorCases = map[string]apptest.AuthzCase{
+	"auth.Factors.Status": {
+		Open:   "every user reads their own second factor's state; nobody else's",
+		Served: []apptest.Actor{apptest.ReaderA, apptest.Stranger},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			st, err := factorsAt(w, clockAt).Status(context.Background(), p)
+			if err == nil && (st.Enabled || st.Pending != nil) {
+				t.Errorf("%s has a second factor they never set up: %+v", p.Email, st)
+			}
+			return err
+		},
+	},
+	"auth.Factors.Begin": {
+		Open:   "every local user sets up their own second factor; nobody else's",
+		Served: []apptest.Actor{apptest.ReaderA, apptest.Stranger},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			_, err := factorsAt(w, clockAt).Begin(context.Background(), p)
+			return err
+		},
+	},
+	"auth.Factors.Confirm": {
+		Open:   "every local user turns on their own second factor, with a code of it; nobody else's",
+		Served: []apptest.Actor{apptest.ReaderA, apptest.Stranger},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			f := factorsAt(w, clockAt)
+			e, err := f.Begin(context.Background(), p)
+			apptest.Must(t, err)
+			_, err = f.Confirm(context.Background(), p, code(t, e.Secret, 0), "192.0.2.1")
+			return err
+		},
+	},
+	"auth.Factors.Disable": {
+		Open:   "every user turns off their own second factor, with a code of it; nobody else's",
+		Served: []apptest.Actor{apptest.ReaderA, apptest.Stranger},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			f := factorsAt(w, clockAt)
+			_, codes := enrol(t, f, p)
+			return f.Disable(context.Background(), p, codes[0], "192.0.2.1")
+		},
+	},
+	"auth.Factors.RegenerateRecovery": {
+		Open:   "every user replaces their own recovery codes, with a code of their factor; nobody else's",
+		Served: []apptest.Actor{apptest.ReaderA, apptest.Stranger},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			f := factorsAt(w, clockAt)
+			secret, _ := enrol(t, f, p)
+			_, err := f.RegenerateRecovery(context.Background(), p, code(t, secret, 0), "192.0.2.1")
+			return err
+		},
+	},
+	"auth.Factors.Keys": {
+		Open:   "every user lists their own security keys; nobody else's",
+		Served: []apptest.Actor{apptest.ReaderA},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			f := factorsAt(w, clockAt)
+			apptest.Fixture(w, "key", func() bool { enrol(t, f, w.ReaderA); addKey(t, f, w.ReaderA); return true })
+			keys, err := f.Keys(context.Background(), p)
+			return apptest.Shown(keys, err, func(k auth.SecurityKey) bool { return k.Name == "soft key" })
+		},
+	},
+	"auth.Factors.BeginKey": {
+		Open:   "every user with the authenticator app on adds security keys of their own; nobody else's",
+		Served: []apptest.Actor{apptest.ReaderA, apptest.Stranger},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			f := factorsAt(w, clockAt)
+			enrol(t, f, p)
+			_, err := f.BeginKey(context.Background(), p, keyOrigin)
+			return err
+		},
+	},
+	"auth.Factors.FinishKey": {
+		Open:   "every user with the authenticator app on adds security keys of their own; nobody else's",
+		Served: []apptest.Actor{apptest.ReaderA, apptest.Stranger},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			f := factorsAt(w, clockAt)
+			enrol(t, f, p)
+			opts, err := f.BeginKey(context.Background(), p, keyOrigin)
+			apptest.Must(t, err)
+			return f.FinishKey(context.Background(), p, keyOrigin, "soft key", newSoftKey(t).create(t, opts))
+		},
+	},
+}
+
 // TestAuthz_Methods runs the authorization case of each of the package's data-access methods.
-func TestAuthz_Methods(t *testing.T) { apptest.RunAuthz(t, accountCases, ssoCases) }
+func TestAuthz_Methods(t *testing.T) { apptest.RunAuthz(t, accountCases, ssoCases, factorCases) }

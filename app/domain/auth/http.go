@@ -68,16 +68,20 @@ func (s *Service) Authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return p, err
 		})
 		c.Set(sessionIDKey, sess.ID)
+		c.Set(enrolOnlyKey, sess.EnrolOnly)
 		return next(c)
 	}
 }
 
 // RequireSignIn refuses requests that carry no principal: the API answers 401, pages send the
-// browser to the sign-in form.
+// browser to the sign-in form. A session that may only set up a second factor reaches only that.
 func RequireSignIn(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if _, ok := web.Principal(c); !ok {
 			return problem.ErrUnauthenticated
+		}
+		if err := requireEnrolment(c); err != nil {
+			return err
 		}
 		return next(c)
 	}
@@ -114,17 +118,18 @@ func CheckCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// Handlers serves sign-in (with a password or through the identity provider), sign-out and
-// API tokens.
+// Handlers serves sign-in (with a password and a second factor, or through the identity
+// provider), sign-out, second factors and API tokens.
 type Handlers struct {
-	svc    *Service
-	sso    *SSO
-	secure bool
+	svc     *Service
+	sso     *SSO
+	factors *Factors
+	secure  bool
 }
 
 // NewHandlers returns the handlers; secure marks cookies Secure (Nimbus is served over TLS).
-func NewHandlers(svc *Service, sso *SSO, secure bool) *Handlers {
-	return &Handlers{svc: svc, sso: sso, secure: secure}
+func NewHandlers(svc *Service, sso *SSO, factors *Factors, secure bool) *Handlers {
+	return &Handlers{svc: svc, sso: sso, factors: factors, secure: secure}
 }
 
 // LoginForm shows the sign-in page.
@@ -150,14 +155,28 @@ func (h *Handlers) renderLogin(c echo.Context, status int, email string, errs vi
 	return web.Render(c, status, Login(page, email, safeNext(c.FormValue("next")), offer, errs))
 }
 
-// Login checks the credentials and opens a session.
-func (h *Handlers) Login(c echo.Context) error {
+// checkLoginCSRF checks the token of a form or script posting before there is a session: the
+// sign-in page's cookie and the field (or a script's header) must match.
+func (h *Handlers) checkLoginCSRF(c echo.Context) error {
+	got := c.Request().Header.Get("X-CSRF-Token")
+	if got == "" {
+		got = c.FormValue("_csrf")
+	}
 	ck, err := c.Cookie(loginCSRF)
-	if err != nil || ck.Value == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(c.FormValue("_csrf"))) != 1 {
+	if err != nil || ck.Value == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(got)) != 1 {
 		return ErrCSRF
 	}
+	return nil
+}
+
+// Login checks the credentials and opens a session, or sends the browser on to the second
+// step.
+func (h *Handlers) Login(c echo.Context) error {
+	if err := h.checkLoginCSRF(c); err != nil {
+		return err
+	}
 	email := c.FormValue("email")
-	sess, _, err := h.svc.Login(c.Request().Context(), email, c.FormValue("password"), c.RealIP())
+	in, err := h.svc.Login(c.Request().Context(), email, c.FormValue("password"), c.RealIP())
 	var limited *problem.TooManyRequests
 	switch {
 	case web.FormErrors(err) != nil:
@@ -167,9 +186,19 @@ func (h *Handlers) Login(c echo.Context) error {
 		return h.renderLogin(c, http.StatusTooManyRequests, email, views.Errors{"form": limited.Message})
 	case err != nil:
 		return err
+	case in.SecondStep != "":
+		// The sign-in page's CSRF cookie stays: the second step's form uses it too.
+		ck := h.cookie(secondStepCookie, in.SecondStep, time.Now().Add(secondStepTTL))
+		ck.Path = secondStepPath
+		c.SetCookie(ck)
+		return c.Redirect(http.StatusSeeOther, secondStepPath+"?next="+url.QueryEscape(safeNext(c.FormValue("next"))))
 	}
 	clearCookie(c, loginCSRF)
-	c.SetCookie(h.cookie(sessionCookie, sess.Secret, time.Time{}))
+	c.SetCookie(h.cookie(sessionCookie, in.Session.Secret, time.Time{}))
+	if in.Session.EnrolOnly {
+		web.SetFlash(c, web.FlashInfo, "Set up a second factor first: the operator requires one of provider admins.")
+		return c.Redirect(http.StatusSeeOther, "/account")
+	}
 	return c.Redirect(http.StatusSeeOther, safeNext(c.FormValue("next")))
 }
 

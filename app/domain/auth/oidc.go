@@ -270,7 +270,7 @@ func (s *SSO) signIn(ctx context.Context, who identity, clientIP string, refuse 
 				return err
 			}
 		}
-		if sess, err = s.auth.openSession(ctx, q, u.ID); err != nil {
+		if sess, err = s.auth.openSession(ctx, q, u.ID, false); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, p, audit.Event{Action: "auth.login", TargetType: "user", TargetID: u.ID.String(),

@@ -46,6 +46,17 @@ type Session struct {
 	Secret  string
 	CSRF    string
 	Expires time.Time
+	// EnrolOnly says the session may only set up a second factor (and sign out): it is a
+	// provider admin's, whom the operator requires to have one, opened before they had it.
+	EnrolOnly bool
+}
+
+// SignIn is how a right password ends: a session, or, for a user with a second factor, the
+// binding of a sign-in waiting for it, to keep in the browser's cookie. No session is open
+// until that second step succeeds (Factors.Finish).
+type SignIn struct {
+	Session    Session
+	SecondStep string
 }
 
 // DefaultSessionMaxAge is how long a session lasts after sign-in, however much it is used,
@@ -59,6 +70,9 @@ type Service struct {
 	sessionTTL time.Duration
 	maxAge     time.Duration
 	hashing    chan struct{} // a semaphore of maxHashing slots
+	// adminsNeedFactor says the operator requires provider admins who sign in with a password
+	// to have a second factor.
+	adminsNeedFactor bool
 }
 
 // NewService returns a Service; sessions expire after ttl without use, and
@@ -76,6 +90,13 @@ func (s *Service) MaxAge(d time.Duration) *Service {
 	return s
 }
 
+// RequireSecondFactorForAdmins makes provider admins who sign in with a password set up a
+// second factor before they can do anything else, when on.
+func (s *Service) RequireSecondFactorForAdmins(on bool) *Service {
+	s.adminsNeedFactor = on
+	return s
+}
+
 // expiry is when a session started at created and used now ends if not used again.
 func (s *Service) expiry(created time.Time) time.Time {
 	return minTime(time.Now().Add(s.sessionTTL), created.Add(s.maxAge))
@@ -88,10 +109,10 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
-// Login checks email and password and opens a session. Wrong credentials and unknown emails
-// get the same answer; repeated failures are throttled per email and client address, and per
-// client address.
-func (s *Service) Login(ctx context.Context, email, password, clientIP string) (Session, access.Principal, error) {
+// Login checks email and password and opens a session, or, for a user with a second factor,
+// begins the sign-in's second step. Wrong credentials and unknown emails get the same answer;
+// repeated failures are throttled per email and client address, and per client address.
+func (s *Service) Login(ctx context.Context, email, password, clientIP string) (SignIn, error) {
 	email = strings.TrimSpace(email)
 	v := &problem.ValidationError{}
 	if email == "" {
@@ -101,20 +122,20 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 		v.Add("password", "required", "enter your password")
 	}
 	if err := v.Err(); err != nil {
-		return Session{}, access.Principal{}, err
+		return SignIn{}, err
 	}
 	if err := localLogin(ctx, dbgen.New(s.pool)); err != nil {
-		return Session{}, access.Principal{}, err
+		return SignIn{}, err
 	}
 	if err := s.startAttempt(ctx, email, clientIP); err != nil {
-		return Session{}, access.Principal{}, err
+		return SignIn{}, err
 	}
 
 	q := dbgen.New(s.pool)
 	user, err := q.GetUserByEmail(ctx, email)
 	found := err == nil
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return Session{}, access.Principal{}, fmt.Errorf("login: %w", err)
+		return SignIn{}, fmt.Errorf("login: %w", err)
 	}
 	hash := user.PasswordHash
 	if !found {
@@ -122,7 +143,7 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 	}
 	ok, err := s.verifyPassword(ctx, hash, password)
 	if err != nil {
-		return Session{}, access.Principal{}, fmt.Errorf("login: %w", err)
+		return SignIn{}, fmt.Errorf("login: %w", err)
 	}
 	if !ok || !found {
 		// The attempt stays recorded as a failure. Whoever typed the email is not known to be
@@ -131,35 +152,60 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 			Action: "auth.login_failed", TargetType: "user", TargetID: email, Diff: map[string]any{"client_ip": clientIP},
 		})
 		if err != nil {
-			return Session{}, access.Principal{}, fmt.Errorf("login: %w", err)
+			return SignIn{}, fmt.Errorf("login: %w", err)
 		}
-		return Session{}, access.Principal{}, problem.Invalid("password", "credentials", "the email or password is wrong")
+		return SignIn{}, problem.Invalid("password", "credentials", "the email or password is wrong")
 	}
 	if user.DisabledAt != nil {
 		// Said only to whoever knows the password: it tells nobody else the account exists.
-		return Session{}, access.Principal{}, problem.Invalid("email", "disabled", "this account is disabled: a provider admin can enable it")
+		return SignIn{}, problem.Invalid("email", "disabled", "this account is disabled: a provider admin can enable it")
+	}
+	factor, err := q.TOTPEnabled(ctx, user.ID)
+	if err != nil {
+		return SignIn{}, fmt.Errorf("login: %w", err)
+	}
+	if factor {
+		// The attempt stays counted until the second step succeeds: whoever knows the password
+		// without the phone gets five sign-ins of five codes each per window, not endless ones.
+		return s.startSecondStep(ctx, q, user.ID)
 	}
 	if err := q.ClearLoginAttempts(ctx, dbgen.ClearLoginAttemptsParams{Email: email, ClientIp: clientIP}); err != nil {
-		return Session{}, access.Principal{}, fmt.Errorf("login: %w", err)
+		return SignIn{}, fmt.Errorf("login: %w", err)
 	}
-
 	p, err := principal(ctx, q, user)
 	if err != nil {
-		return Session{}, access.Principal{}, err
+		return SignIn{}, err
 	}
+	enrolOnly := s.adminsNeedFactor && user.IsProviderAdmin
 	var sess Session
 	err = db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
-		if sess, err = s.openSession(ctx, q, user.ID); err != nil {
+		if sess, err = s.openSession(ctx, q, user.ID, enrolOnly); err != nil {
 			return err
 		}
-		return audit.Record(ctx, q, p, audit.Event{
-			Action: "auth.login", TargetType: "user", TargetID: user.ID.String(), Diff: map[string]any{"client_ip": clientIP},
-		})
+		diff := map[string]any{"client_ip": clientIP}
+		if enrolOnly {
+			diff["enrol_only"] = true
+		}
+		return audit.Record(ctx, q, p, audit.Event{Action: "auth.login", TargetType: "user", TargetID: user.ID.String(), Diff: diff})
 	})
 	if err != nil {
-		return Session{}, access.Principal{}, fmt.Errorf("login: %w", err)
+		return SignIn{}, fmt.Errorf("login: %w", err)
 	}
-	return sess, p, nil
+	return SignIn{Session: sess}, nil
+}
+
+// startSecondStep keeps a sign-in whose password was right until its second factor comes,
+// bound to a secret for the browser's cookie.
+func (s *Service) startSecondStep(ctx context.Context, q *dbgen.Queries, userID uuid.UUID) (SignIn, error) {
+	if _, err := q.DeleteExpiredSecondFactorLogins(ctx); err != nil {
+		return SignIn{}, fmt.Errorf("login: %w", err)
+	}
+	binding := newSecret()
+	err := q.StartSecondFactorLogin(ctx, dbgen.StartSecondFactorLoginParams{BindingHash: hashSecret(binding), UserID: userID, ExpiresAt: time.Now().Add(secondStepTTL)})
+	if err != nil {
+		return SignIn{}, fmt.Errorf("login: %w", err)
+	}
+	return SignIn{SecondStep: binding}, nil
 }
 
 // localLogin refuses password sign-in when the identity provider's settings turn it off.
@@ -176,11 +222,12 @@ func localLogin(ctx context.Context, q *dbgen.Queries) error {
 	return nil
 }
 
-// openSession opens a session for the user, in the caller's transaction.
-func (s *Service) openSession(ctx context.Context, q *dbgen.Queries, userID uuid.UUID) (Session, error) {
-	sess := Session{Secret: newSecret(), CSRF: newSecret(), Expires: s.expiry(time.Now())}
+// openSession opens a session for the user, in the caller's transaction; enrolOnly limits it to
+// setting up a second factor.
+func (s *Service) openSession(ctx context.Context, q *dbgen.Queries, userID uuid.UUID, enrolOnly bool) (Session, error) {
+	sess := Session{Secret: newSecret(), CSRF: newSecret(), Expires: s.expiry(time.Now()), EnrolOnly: enrolOnly}
 	row, err := q.CreateSession(ctx, dbgen.CreateSessionParams{
-		TokenHash: hashSecret(sess.Secret), UserID: userID, CsrfToken: sess.CSRF, ExpiresAt: sess.Expires,
+		TokenHash: hashSecret(sess.Secret), UserID: userID, CsrfToken: sess.CSRF, ExpiresAt: sess.Expires, EnrolOnly: enrolOnly,
 	})
 	if err != nil {
 		return Session{}, fmt.Errorf("open a session: %w", err)
@@ -242,7 +289,7 @@ func (s *Service) sessionPrincipal(ctx context.Context, secret string, use bool)
 	if err != nil {
 		return access.Principal{}, Session{}, fmt.Errorf("session: %w", err)
 	}
-	sess := Session{ID: row.SessionID, CSRF: row.CsrfToken, Expires: row.ExpiresAt}
+	sess := Session{ID: row.SessionID, CSRF: row.CsrfToken, Expires: row.ExpiresAt, EnrolOnly: row.EnrolOnly}
 	if use && time.Since(row.LastSeenAt) > time.Minute {
 		sess.Expires = s.expiry(row.CreatedAt)
 		if err := q.TouchSession(ctx, dbgen.TouchSessionParams{ID: row.SessionID, ExpiresAt: sess.Expires}); err != nil {

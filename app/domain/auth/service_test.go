@@ -35,7 +35,7 @@ func newService(t *testing.T) *auth.Service {
 // outcome names what a sign-in came to: "ok", "wrong" or "throttled".
 func outcome(t *testing.T, s *auth.Service, email, password, ip string) string {
 	t.Helper()
-	_, _, err := s.Login(context.Background(), email, password, ip)
+	_, err := s.Login(context.Background(), email, password, ip)
 	var limited *problem.TooManyRequests
 	switch {
 	case err == nil:

@@ -35,6 +35,9 @@ type Info struct {
 	Sandbox Sandbox
 	// Languages are those components may be written in.
 	Languages []string
+	// SecondFactorForAdmins says provider admins who sign in with a password must have a
+	// second factor (--second-factor-for-admins).
+	SecondFactorForAdmins bool
 }
 
 // Sandbox is the engine sandbox's state, in words.
@@ -139,6 +142,11 @@ func (h *Handlers) StatusPage(c echo.Context) error {
 		sandboxStatus = "ok"
 	}
 	checks = append(checks, Check{Name: "Engine sandbox", Value: h.info.Sandbox.Text, Status: sandboxStatus})
+	if h.info.SecondFactorForAdmins {
+		checks = append(checks, Check{Name: "Second factor", Value: "required of provider admins who sign in with a password", Status: "ok"})
+	} else {
+		checks = append(checks, Check{Name: "Second factor", Value: "each person's choice (NIMBUS_SECOND_FACTOR_FOR_ADMINS requires it of provider admins)", Status: "off"})
+	}
 	for _, lang := range pulumix.Languages {
 		enabled := lang == "yaml" || slices.Contains(h.info.Languages, pulumix.LanguageOf(lang))
 		p, found := tc.Hosts[lang]

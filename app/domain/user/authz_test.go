@@ -3,8 +3,12 @@ package user_test
 import (
 	"context"
 	"testing"
+	"time"
+
+	"github.com/pquerna/otp/totp"
 
 	"nimbus/app/apptest"
+	"nimbus/app/domain/auth"
 	"nimbus/app/domain/user"
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
@@ -64,6 +68,30 @@ var accountCases = map[string]apptest.AuthzCase{
 		Served:  []apptest.Actor{apptest.ProviderAdmin},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
 			return w.Users.ResetPassword(context.Background(), p, w.UserA.UserID, "a brand new password")
+		},
+	},
+	"user.Service.ResetSecondFactor": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrForbidden}, {Who: apptest.AdminB, Want: problem.ErrNotFound}},
+		Served:  []apptest.Actor{apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			apptest.Fixture(w, "factor", func() bool {
+				f := auth.NewFactors(w.Auth, w.Keys)
+				e, err := f.Begin(context.Background(), w.UserA)
+				apptest.Must(t, err)
+				code, err := totp.GenerateCode(e.Secret, time.Now())
+				apptest.Must(t, err)
+				_, err = f.Confirm(context.Background(), w.UserA, code, "192.0.2.1")
+				apptest.Must(t, err)
+				return true
+			})
+			return w.Users.ResetSecondFactor(context.Background(), p, w.UserA.UserID)
+		},
+		Then: func(t *testing.T, w *apptest.World) {
+			in, err := w.Auth.Login(context.Background(), w.UserA.Email, "long enough password", "192.0.2.1")
+			apptest.Must(t, err)
+			if in.Session.Secret == "" {
+				t.Error("after the reset, the password alone does not sign in")
+			}
 		},
 	},
 	"user.Service.Remove": {

@@ -154,6 +154,25 @@ func (s *Service) ResetPassword(ctx context.Context, actor access.Principal, id 
 
 // managing runs change on user id in one transaction, for a provider admin. Anyone else is
 // refused, or told there is no such user when they may not see it.
+// ResetSecondFactor removes another user's second factor, for a lost phone: they sign in with
+// their password alone and set up a new one. Provider admins only.
+func (s *Service) ResetSecondFactor(ctx context.Context, actor access.Principal, id uuid.UUID) error {
+	return s.managing(ctx, actor, id, func(q *dbgen.Queries, u dbgen.User) error {
+		if id == actor.UserID {
+			return problem.Invalid("second_factor", "self", "turn off your own second factor on your account page, with a code or a recovery code")
+		}
+		had, err := auth.ClearSecondFactor(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		if !had {
+			return problem.Invalid("second_factor", "enabled", "%s has no second factor to reset", u.Email)
+		}
+		return audit.Record(ctx, q, actor, audit.Event{Action: "user.second_factor_reset", TargetType: "user", TargetID: id.String(),
+			Diff: map[string]any{"email": u.Email}})
+	})
+}
+
 func (s *Service) managing(ctx context.Context, actor access.Principal, id uuid.UUID, change func(*dbgen.Queries, dbgen.User) error) error {
 	if !actor.ProviderAdmin {
 		if _, err := s.Get(ctx, actor, id); err != nil {

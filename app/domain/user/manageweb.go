@@ -66,6 +66,13 @@ func (h *Handlers) ResetPasswordForm(c echo.Context) error {
 	})
 }
 
+// ResetSecondFactorForm removes a user's second factor, for a lost phone.
+func (h *Handlers) ResetSecondFactorForm(c echo.Context) error {
+	return h.manage(c, "Second factor reset: the user signs in with their password and sets up a new one.", func(id uuid.UUID) error {
+		return h.svc.ResetSecondFactor(web.Ctx(c), web.Actor(c), id)
+	})
+}
+
 // RemoveForm removes a user, then shows the list.
 func (h *Handlers) RemoveForm(c echo.Context) error {
 	id, err := web.IDParam(c, "id")

@@ -13,6 +13,7 @@ func (h *Handlers) Routes(pages, api *echo.Group) {
 	pages.POST("/users/:id/disable", h.DisableForm)
 	pages.POST("/users/:id/password", h.ResetPasswordForm)
 	pages.POST("/users/:id/remove", h.RemoveForm)
+	pages.POST("/users/:id/second-factor/reset", h.ResetSecondFactorForm)
 	api.GET("/users", h.ListAPI)
 	api.POST("/users", h.CreateAPI)
 	api.GET("/users/:id", h.GetAPI)
