@@ -7,11 +7,21 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/platform/web"
+	"nimbus/views"
 )
 
 // AccountPage shows who one is signed in as, with the form to change one's password.
 func (h *Handlers) AccountPage(c echo.Context) error {
-	return web.Render(c, http.StatusOK, Account(web.Page(c, "Your account"), web.Actor(c).Email, nil))
+	return h.renderAccount(c, http.StatusOK, nil)
+}
+
+// renderAccount shows the account page with the elevations the actor holds now.
+func (h *Handlers) renderAccount(c echo.Context, status int, errs views.Errors) error {
+	held, err := h.svc.Elevations(web.Ctx(c), web.Actor(c))
+	if err != nil {
+		return err
+	}
+	return web.Render(c, status, Account(web.Page(c, "Your account"), web.Actor(c).Email, held, errs))
 }
 
 // ChangePasswordForm changes one's password from the account page; this session goes on.
@@ -19,7 +29,7 @@ func (h *Handlers) ChangePasswordForm(c echo.Context) error {
 	keep, _ := c.Get(sessionIDKey).(uuid.UUID)
 	err := h.svc.ChangePassword(web.Ctx(c), web.Actor(c), keep, c.FormValue("current_password"), c.FormValue("new_password"))
 	if errs := web.FormErrors(err); errs != nil {
-		return web.Render(c, http.StatusUnprocessableEntity, Account(web.Page(c, "Your account"), web.Actor(c).Email, errs))
+		return h.renderAccount(c, http.StatusUnprocessableEntity, errs)
 	}
 	if err != nil {
 		return err
