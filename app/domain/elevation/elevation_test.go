@@ -229,3 +229,37 @@ func TestElevation_BadInputNamesTheField(t *testing.T) {
 	// Nobody but a provider admin grants.
 	apptest.WantStatus(t, s.Call(t, "POST", "/api/v1/elevations", s.Token(t, s.AdminA), good()), http.StatusForbidden)
 }
+
+func TestElevation_PageGrantsForProviderAdminsOnly(t *testing.T) {
+	s := apptest.NewSite(t)
+	admin := apptest.NewBrowser(t, s.URL)
+	admin.SignIn(t, "root@example.com", "correct horse battery")
+	apptest.WantStatus(t, admin.Get(t, "/admin/elevations"), http.StatusOK)
+	form := url.Values{"_csrf": {admin.CSRF}, "user_id": {s.UserA.UserID.String()}, "tenant_id": {s.B.ID.String()},
+		"role": {"user"}, "duration": {"4h"}, "reason": {""}}
+	r := admin.Post(t, "/admin/elevations", form)
+	apptest.WantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.Body), `data-field-error="reason"`) {
+		t.Fatalf("the form does not name the reason: %.3000s", r.Body)
+	}
+	form.Set("reason", "helping B with a migration")
+	if r := admin.Post(t, "/admin/elevations", form); r.Status != http.StatusSeeOther {
+		t.Fatalf("grant: %d %.500s", r.Status, r.Body)
+	}
+	if got := s.Principal(t, "user-a@example.com").Roles[s.B.ID]; got != access.User {
+		t.Fatalf("A's user is %q in B once granted from the page", got)
+	}
+	if page := string(admin.Get(t, "/admin/elevations").Body); !strings.Contains(page, "helping B with a migration") {
+		t.Fatalf("the page does not list the grant: %.3000s", page)
+	}
+
+	// Nobody else reaches the page, the form or the API.
+	other := apptest.NewBrowser(t, s.URL)
+	other.SignIn(t, "admin-a@example.com", "long enough password")
+	apptest.WantStatus(t, other.Get(t, "/admin/elevations"), http.StatusForbidden)
+	other.Get(t, "/tokens")
+	form.Set("_csrf", other.CSRF)
+	apptest.WantStatus(t, other.Post(t, "/admin/elevations", form), http.StatusForbidden)
+	tok := s.Token(t, s.AdminA)
+	apptest.WantStatus(t, s.Call(t, "GET", "/api/v1/elevations", tok, nil), http.StatusForbidden)
+}
