@@ -64,11 +64,10 @@ func fromRow(r dbgen.ListElevationsRow) Elevation {
 
 // Grant is what a provider admin grants: Role to the user in the tenant for Duration, for Reason.
 type Grant struct {
-	UserID   uuid.UUID     `json:"user_id"`
-	TenantID uuid.UUID     `json:"tenant_id"`
-	Role     access.Role   `json:"role"`
-	Duration time.Duration `json:"-"`
-	Reason   string        `json:"reason"`
+	UserID, TenantID uuid.UUID
+	Role             access.Role
+	Duration         time.Duration
+	Reason           string
 }
 
 // Service grants, lists and ends elevations.

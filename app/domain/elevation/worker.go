@@ -29,7 +29,7 @@ type Ender struct {
 	svc *Service
 }
 
-// NewEnder returns the worker.
+// NewEnder returns the worker. Ending queues no job, so its service needs no queue.
 func NewEnder(pool *pgxpool.Pool) *Ender { return &Ender{svc: NewService(pool, nil)} }
 
 // Timeout bounds one ending.
