@@ -15,6 +15,7 @@ import (
 
 	"nimbus/app/domain/auth"
 	"nimbus/app/domain/component"
+	"nimbus/app/domain/elevation"
 	"nimbus/app/domain/governance"
 	"nimbus/app/domain/ipam"
 	"nimbus/app/domain/resolver"
@@ -45,6 +46,7 @@ type World struct {
 	Pool                   *pgxpool.Pool
 	Tenants                *tenant.Service
 	Users                  *user.Service
+	Elevations             *elevation.Service
 	Audit                  *audit.Service
 	Auth                   *auth.Service
 	Components             *component.Service
@@ -82,7 +84,7 @@ func NewWorld(t testing.TB) *World {
 	svc := server.Build(server.Deps{Pool: pool, Log: discardLog(), Jobs: insertOnly(t, pool), SessionTTL: time.Hour, Keys: keys, Toolchain: yamlOnly{},
 		Info: system.Info{PulumiDir: os.Getenv("NIMBUS_PULUMI_DIR")}})
 	w := &World{
-		Pool: pool, Tenants: svc.Tenants, Users: svc.Users, Audit: svc.Audit, Auth: svc.Auth,
+		Pool: pool, Tenants: svc.Tenants, Users: svc.Users, Elevations: svc.Elevations, Audit: svc.Audit, Auth: svc.Auth,
 		Components: svc.Components,
 		Envs:       svc.Environments,
 		Deploys:    svc.Deployments,
@@ -221,7 +223,7 @@ func PrincipalOf(t testing.TB, pool *pgxpool.Pool, email string) access.Principa
 // TokenOf is the secret of a new API token of p, in the database of pool, to call the API as p.
 func TokenOf(t testing.TB, pool *pgxpool.Pool, p access.Principal) string {
 	t.Helper()
-	tok, err := auth.NewService(pool, discardLog(), time.Hour).CreateToken(context.Background(), p, "test", 0)
+	tok, err := auth.NewService(pool, discardLog(), time.Hour).CreateToken(context.Background(), p, auth.TokenSpec{Name: "test"})
 	if err != nil {
 		t.Fatalf("token of %s: %v", p.Email, err)
 	}
@@ -250,7 +252,7 @@ func Must(t testing.TB, err error) {
 // TokenA is an API token of A's admin.
 func (w *World) TokenA(t *testing.T) auth.NewToken {
 	return Fixture(w, "tokenA", func() auth.NewToken {
-		tok, err := w.Auth.CreateToken(context.Background(), w.AdminA, "a's token", 0)
+		tok, err := w.Auth.CreateToken(context.Background(), w.AdminA, auth.TokenSpec{Name: "a's token"})
 		Must(t, err)
 		return tok
 	})

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"nimbus/app/domain/auth"
@@ -237,10 +238,12 @@ func readPassword(env Env) (password string, generated bool, err error) {
 }
 
 func tokenCreate(ctx context.Context, args []string, env Env) error {
-	fs := flagSet("token create --email E --name N [--expires-in-days D]", "Create an API token acting as the user and print it; it is shown only once.", env)
+	fs := flagSet("token create --email E --name N [--expires-in-days D] [--scope S [--tenant T]]", "Create an API token acting as the user and print it; it is shown only once.", env)
 	email := fs.String("email", "", "the user the token acts as (required)")
 	name := fs.String("name", "", "what the token is for (required)")
-	days := fs.Int("expires-in-days", 0, "days until the token expires; 0 means never")
+	days := fs.Int("expires-in-days", 90, "days until the token expires, 1 to 365")
+	scope := fs.String("scope", "full", "full, read_only, or tenant (with --tenant)")
+	tenant := fs.String("tenant", "", "the ID of the one tenant a tenant-scoped token acts in")
 	cfg, err := parseConfig(fs, args, env.Getenv, "data-dir", "database-url", "log-format", "log-level")
 	if err != nil {
 		return err
@@ -248,8 +251,15 @@ func tokenCreate(ctx context.Context, args []string, env Env) error {
 	if *email == "" || *name == "" {
 		return errors.New("--email and --name are required")
 	}
-	if *days < 0 {
-		return errors.New("--expires-in-days must not be negative")
+	expires, err := auth.ExpiresIn("expires-in-days", *days)
+	if err != nil {
+		return err
+	}
+	spec := auth.TokenSpec{Name: *name, ExpiresAt: expires, Scope: auth.Scope(*scope)}
+	if *tenant != "" {
+		if spec.Tenant, err = uuid.Parse(*tenant); err != nil {
+			return fmt.Errorf("--tenant: %w", err)
+		}
 	}
 	d, err := openDatabase(ctx, cfg, cfg.logger(env.Stderr), 2)
 	if err != nil {
@@ -260,7 +270,7 @@ func tokenCreate(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	svc := auth.NewService(d.Pool, cfg.logger(env.Stderr), cfg.SessionTTL)
-	tok, err := svc.IssueToken(ctx, *email, *name, time.Duration(*days)*24*time.Hour)
+	tok, err := svc.IssueToken(ctx, *email, spec)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"nimbus/app/apptest"
+	"nimbus/app/domain/auth"
 )
 
 // byIDRoutes are the pages and API endpoints that act on one object named in their path, with
@@ -35,6 +36,8 @@ var byIDRoutes = []struct{ method, path, kind string }{
 	{"GET", "/environments/{id}/resolvers/naming/next", "environment"},
 	{"POST", "/environments/{id}/resolvers/ipam", "environment"},
 	{"POST", "/tokens/{id}/revoke", "token"},
+	{"POST", "/admin/elevations/{id}/revoke", "elevation"},
+	{"DELETE", "/api/v1/elevations/{id}", "elevation"},
 	{"GET", "/deployments/{id}", "deployment"},
 	{"POST", "/deployments/{id}/apply", "deployment"},
 	{"POST", "/deployments/{id}/upgrade", "deployment"},
@@ -262,8 +265,12 @@ func TestAccess_AnotherTenantsObjectAnswersAsAMissingOne(t *testing.T) {
 	r = g.Call(t, "POST", "/api/v1/landing-zones", root, map[string]any{"name": "sim-eu", "provider": "simcloud"})
 	apptest.WantStatus(t, r, http.StatusCreated)
 	zone := r.JSON(t)["id"].(string)
-	token, err := g.Auth.CreateToken(t.Context(), g.UserA, "pipeline", 0)
+	token, err := g.Auth.CreateToken(t.Context(), g.UserA, auth.TokenSpec{Name: "pipeline"})
 	apptest.Must(t, err)
+	r = g.Call(t, "POST", "/api/v1/elevations", root, map[string]any{"user_id": g.UserA.UserID, "tenant_id": g.A.ID, "role": "tenant_admin",
+		"duration": "1h", "reason": "on call"})
+	apptest.WantStatus(t, r, http.StatusCreated)
+	elevationInA := r.JSON(t)["id"].(string)
 	policies := g.Call(t, "GET", "/api/v1/approval-policies", root, nil).JSON(t)["policies"].([]any)
 	r = g.Call(t, "POST", "/api/v1/stacks", g.As.Admin, map[string]any{"tenant_id": g.A.ID, "provider": "simcloud", "name": "a-stack",
 		"draft": apptest.StackDraft(g.Shared.ID, 1)})
@@ -285,7 +292,7 @@ func TestAccess_AnotherTenantsObjectAnswersAsAMissingOne(t *testing.T) {
 		"deployment": g.Deployment, "operation": op["id"].(string), "environment": g.Env, "pool": pool, "zone": zone,
 		"approval": request["id"].(string), "policy": policies[0].(map[string]any)["id"].(string),
 		"token": token.Token.ID.String(), "user": g.UserA.UserID.String(), "stack": stackOfA,
-		"stack_instance": instanceOfA, "event_source": source, "subscription": subscriptionOfA,
+		"stack_instance": instanceOfA, "event_source": source, "subscription": subscriptionOfA, "elevation": elevationInA,
 	}
 
 	// Tenant B's admin asks about each of them, and about an object that does not exist.

@@ -21,6 +21,7 @@ import (
 	"nimbus/app/domain/auth"
 	"nimbus/app/domain/cluster"
 	"nimbus/app/domain/component"
+	"nimbus/app/domain/elevation"
 	"nimbus/app/domain/governance"
 	"nimbus/app/domain/ipam"
 	"nimbus/app/domain/policy"
@@ -144,6 +145,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	auth.NewHandlers(svc.Auth, svc.SSO, svc.Factors, d.SecureCookies).Routes(app, signed, api)
 	tenantH.Routes(signed, api)
 	user.NewHandlers(svc.Users, svc.Tenants).Routes(signed, api)
+	elevation.NewHandlers(svc.Elevations).Routes(signed, api)
 	audit.NewHandlers(svc.Audit).Routes(signed, api)
 	governance.NewHandlers(svc.Governance).Routes(signed, api, tenantH.Seen())
 	componentH.Routes(signed, api)

@@ -4,6 +4,7 @@ import (
 	"nimbus/app/domain/auth"
 	"nimbus/app/domain/cluster"
 	"nimbus/app/domain/component"
+	"nimbus/app/domain/elevation"
 	"nimbus/app/domain/governance"
 	"nimbus/app/domain/ipam"
 	"nimbus/app/domain/policy"
@@ -34,6 +35,7 @@ type Services struct {
 	Factors      *auth.Factors
 	Tenants      *tenant.Service
 	Users        *user.Service
+	Elevations   *elevation.Service
 	Audit        *audit.Service
 	Components   *component.Service
 	Stacks       *stack.Service
@@ -65,6 +67,7 @@ func Build(d Deps) *Services {
 	s := &Services{
 		Auth:         auth.NewService(d.Pool, d.Log, d.SessionTTL).MaxAge(d.SessionMaxAge).RequireSecondFactorForAdmins(d.Info.SecondFactorForAdmins),
 		Users:        user.NewService(d.Pool),
+		Elevations:   elevation.NewService(d.Pool, queue),
 		Audit:        audit.NewService(d.Pool),
 		Components:   component.NewService(d.Pool, toolchain, queue).LimitCheckRequests(d.ChecksPerMinute),
 		Stacks:       stack.NewService(d.Pool),

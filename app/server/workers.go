@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"nimbus/app/domain/component"
+	"nimbus/app/domain/elevation"
 	"nimbus/app/domain/stack"
 	"nimbus/app/domain/tenant"
 	"nimbus/app/kernel/access"
@@ -86,6 +87,8 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 		river.AddWorker(w, poller.NewWorker(pool, poller.Clouds{Simcloud: eng.Cloud, Keys: eng.Keys, Client: &http.Client{Timeout: time.Minute}},
 			log.With("component", "poller")))
 		river.AddWorker(w, environment.NewExpirer(pool, expiredInstances(pool, eng), log.With("component", "expiry")))
+		river.AddWorker(w, elevation.NewEnder(pool))
+		river.AddWorker(w, elevation.NewSweeper(pool, log.With("component", "elevations")))
 	}
 }
 
@@ -113,7 +116,7 @@ func Periodic(ctx context.Context, pool *pgxpool.Pool, eng Engine) []*river.Peri
 	waiting := event.NewWaiting(pool)
 	go waiting.Watch(ctx)
 	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), drift.Schedule(), event.SweepSchedule(waiting), event.RetentionSchedule(),
-		poller.Schedule(eng.PollInterval), environment.ExpirySchedule(eng.ExpiryCheck)}
+		poller.Schedule(eng.PollInterval), environment.ExpirySchedule(eng.ExpiryCheck), elevation.SweepSchedule()}
 }
 
 // stackInstances lists a stack's instances for its page; the stack package cannot ask the

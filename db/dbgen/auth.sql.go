@@ -53,15 +53,18 @@ func (q *Queries) CountLoginAttempts(ctx context.Context, arg CountLoginAttempts
 }
 
 const createAPIToken = `-- name: CreateAPIToken :one
-INSERT INTO api_tokens (user_id, name, token_hash, prefix, expires_at) VALUES ($1, $2, $3, $4, $5) RETURNING id, user_id, name, token_hash, prefix, created_at, updated_at, last_used_at, expires_at, revoked_at
+INSERT INTO api_tokens (user_id, name, token_hash, prefix, expires_at, scope, tenant_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, user_id, name, token_hash, prefix, created_at, updated_at, last_used_at, expires_at, revoked_at, scope, tenant_id, expiry_assigned
 `
 
 type CreateAPITokenParams struct {
-	UserID    uuid.UUID  `json:"user_id"`
-	Name      string     `json:"name"`
-	TokenHash []byte     `json:"token_hash"`
-	Prefix    string     `json:"prefix"`
-	ExpiresAt *time.Time `json:"expires_at"`
+	UserID    uuid.UUID     `json:"user_id"`
+	Name      string        `json:"name"`
+	TokenHash []byte        `json:"token_hash"`
+	Prefix    string        `json:"prefix"`
+	ExpiresAt time.Time     `json:"expires_at"`
+	Scope     string        `json:"scope"`
+	TenantID  uuid.NullUUID `json:"tenant_id"`
 }
 
 func (q *Queries) CreateAPIToken(ctx context.Context, arg CreateAPITokenParams) (ApiToken, error) {
@@ -71,6 +74,8 @@ func (q *Queries) CreateAPIToken(ctx context.Context, arg CreateAPITokenParams) 
 		arg.TokenHash,
 		arg.Prefix,
 		arg.ExpiresAt,
+		arg.Scope,
+		arg.TenantID,
 	)
 	var i ApiToken
 	err := row.Scan(
@@ -84,6 +89,9 @@ func (q *Queries) CreateAPIToken(ctx context.Context, arg CreateAPITokenParams) 
 		&i.LastUsedAt,
 		&i.ExpiresAt,
 		&i.RevokedAt,
+		&i.Scope,
+		&i.TenantID,
+		&i.ExpiryAssigned,
 	)
 	return i, err
 }
@@ -171,7 +179,7 @@ func (q *Queries) ForgetLoginAttempt(ctx context.Context, id int64) error {
 }
 
 const getAPIToken = `-- name: GetAPIToken :one
-SELECT id, user_id, name, token_hash, prefix, created_at, updated_at, last_used_at, expires_at, revoked_at FROM api_tokens WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL
+SELECT id, user_id, name, token_hash, prefix, created_at, updated_at, last_used_at, expires_at, revoked_at, scope, tenant_id, expiry_assigned FROM api_tokens WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL
 `
 
 type GetAPITokenParams struct {
@@ -193,29 +201,38 @@ func (q *Queries) GetAPIToken(ctx context.Context, arg GetAPITokenParams) (ApiTo
 		&i.LastUsedAt,
 		&i.ExpiresAt,
 		&i.RevokedAt,
+		&i.Scope,
+		&i.TenantID,
+		&i.ExpiryAssigned,
 	)
 	return i, err
 }
 
 const getAPITokenByHash = `-- name: GetAPITokenByHash :one
-SELECT t.id AS token_id, t.last_used_at, u.id, u.email, u.password_hash, u.is_provider_admin, u.created_at, u.updated_at, u.deleted_at, u.disabled_at
+SELECT t.id AS token_id, t.last_used_at, t.expires_at, t.scope, t.tenant_id, u.id, u.email, u.password_hash, u.is_provider_admin, u.created_at, u.updated_at, u.deleted_at, u.disabled_at
 FROM api_tokens t JOIN users u ON u.id = t.user_id
-WHERE t.token_hash = $1 AND t.revoked_at IS NULL
-  AND (t.expires_at IS NULL OR t.expires_at > now()) AND u.deleted_at IS NULL AND u.disabled_at IS NULL
+WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND u.deleted_at IS NULL AND u.disabled_at IS NULL
 `
 
 type GetAPITokenByHashRow struct {
-	TokenID    uuid.UUID  `json:"token_id"`
-	LastUsedAt *time.Time `json:"last_used_at"`
-	User       User       `json:"user"`
+	TokenID    uuid.UUID     `json:"token_id"`
+	LastUsedAt *time.Time    `json:"last_used_at"`
+	ExpiresAt  time.Time     `json:"expires_at"`
+	Scope      string        `json:"scope"`
+	TenantID   uuid.NullUUID `json:"tenant_id"`
+	User       User          `json:"user"`
 }
 
+// Expired tokens too, so that the answer can say when the token expired.
 func (q *Queries) GetAPITokenByHash(ctx context.Context, tokenHash []byte) (GetAPITokenByHashRow, error) {
 	row := q.db.QueryRow(ctx, getAPITokenByHash, tokenHash)
 	var i GetAPITokenByHashRow
 	err := row.Scan(
 		&i.TokenID,
 		&i.LastUsedAt,
+		&i.ExpiresAt,
+		&i.Scope,
+		&i.TenantID,
 		&i.User.ID,
 		&i.User.Email,
 		&i.User.PasswordHash,
@@ -276,29 +293,40 @@ func (q *Queries) GetSessionByHash(ctx context.Context, arg GetSessionByHashPara
 }
 
 const listAPITokens = `-- name: ListAPITokens :many
-SELECT id, user_id, name, token_hash, prefix, created_at, updated_at, last_used_at, expires_at, revoked_at FROM api_tokens WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC
+SELECT t.id, t.user_id, t.name, t.token_hash, t.prefix, t.created_at, t.updated_at, t.last_used_at, t.expires_at, t.revoked_at, t.scope, t.tenant_id, t.expiry_assigned, coalesce(n.name, '')::text AS tenant_name
+FROM api_tokens t LEFT JOIN tenants n ON n.id = t.tenant_id
+WHERE t.user_id = $1 AND t.revoked_at IS NULL ORDER BY t.created_at DESC
 `
 
-func (q *Queries) ListAPITokens(ctx context.Context, userID uuid.UUID) ([]ApiToken, error) {
+type ListAPITokensRow struct {
+	ApiToken   ApiToken `json:"api_token"`
+	TenantName string   `json:"tenant_name"`
+}
+
+func (q *Queries) ListAPITokens(ctx context.Context, userID uuid.UUID) ([]ListAPITokensRow, error) {
 	rows, err := q.db.Query(ctx, listAPITokens, userID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ApiToken{}
+	items := []ListAPITokensRow{}
 	for rows.Next() {
-		var i ApiToken
+		var i ListAPITokensRow
 		if err := rows.Scan(
-			&i.ID,
-			&i.UserID,
-			&i.Name,
-			&i.TokenHash,
-			&i.Prefix,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.LastUsedAt,
-			&i.ExpiresAt,
-			&i.RevokedAt,
+			&i.ApiToken.ID,
+			&i.ApiToken.UserID,
+			&i.ApiToken.Name,
+			&i.ApiToken.TokenHash,
+			&i.ApiToken.Prefix,
+			&i.ApiToken.CreatedAt,
+			&i.ApiToken.UpdatedAt,
+			&i.ApiToken.LastUsedAt,
+			&i.ApiToken.ExpiresAt,
+			&i.ApiToken.RevokedAt,
+			&i.ApiToken.Scope,
+			&i.ApiToken.TenantID,
+			&i.ApiToken.ExpiryAssigned,
+			&i.TenantName,
 		); err != nil {
 			return nil, err
 		}

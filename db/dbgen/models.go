@@ -14,16 +14,19 @@ import (
 )
 
 type ApiToken struct {
-	ID         uuid.UUID  `json:"id"`
-	UserID     uuid.UUID  `json:"user_id"`
-	Name       string     `json:"name"`
-	TokenHash  []byte     `json:"token_hash"`
-	Prefix     string     `json:"prefix"`
-	CreatedAt  time.Time  `json:"created_at"`
-	UpdatedAt  time.Time  `json:"updated_at"`
-	LastUsedAt *time.Time `json:"last_used_at"`
-	ExpiresAt  *time.Time `json:"expires_at"`
-	RevokedAt  *time.Time `json:"revoked_at"`
+	ID             uuid.UUID     `json:"id"`
+	UserID         uuid.UUID     `json:"user_id"`
+	Name           string        `json:"name"`
+	TokenHash      []byte        `json:"token_hash"`
+	Prefix         string        `json:"prefix"`
+	CreatedAt      time.Time     `json:"created_at"`
+	UpdatedAt      time.Time     `json:"updated_at"`
+	LastUsedAt     *time.Time    `json:"last_used_at"`
+	ExpiresAt      time.Time     `json:"expires_at"`
+	RevokedAt      *time.Time    `json:"revoked_at"`
+	Scope          string        `json:"scope"`
+	TenantID       uuid.NullUUID `json:"tenant_id"`
+	ExpiryAssigned bool          `json:"expiry_assigned"`
 }
 
 type ApprovalDecision struct {
@@ -170,6 +173,22 @@ type DeployedComponent struct {
 	DriftStatus         string          `json:"drift_status"`
 	DriftCheckedAt      *time.Time      `json:"drift_checked_at"`
 	Drift               json.RawMessage `json:"drift"`
+}
+
+type Elevation struct {
+	ID        uuid.UUID     `json:"id"`
+	UserID    uuid.UUID     `json:"user_id"`
+	TenantID  uuid.UUID     `json:"tenant_id"`
+	Role      string        `json:"role"`
+	Reason    string        `json:"reason"`
+	GrantedBy uuid.NullUUID `json:"granted_by"`
+	EndsAt    time.Time     `json:"ends_at"`
+	Status    string        `json:"status"`
+	EndedWhy  *string       `json:"ended_why"`
+	EndedBy   uuid.NullUUID `json:"ended_by"`
+	EndedAt   *time.Time    `json:"ended_at"`
+	CreatedAt time.Time     `json:"created_at"`
+	UpdatedAt time.Time     `json:"updated_at"`
 }
 
 type Environment struct {

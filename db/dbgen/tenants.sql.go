@@ -160,13 +160,13 @@ SELECT t.id, t.name, t.created_at, t.updated_at, t.deleted_at, t.system, t.remov
 FROM tenants t
 WHERE t.deleted_at IS NULL AND NOT t.system
   AND ($1::boolean
-       OR t.id IN (SELECT m.tenant_id FROM memberships m WHERE m.user_id = $2))
+       OR t.id = ANY($2::uuid[]))
 ORDER BY lower(t.name)
 `
 
 type ListTenantsParams struct {
-	AllTenants bool      `json:"all_tenants"`
-	UserID     uuid.UUID `json:"user_id"`
+	AllTenants bool        `json:"all_tenants"`
+	TenantIds  []uuid.UUID `json:"tenant_ids"`
 }
 
 type ListTenantsRow struct {
@@ -180,11 +180,12 @@ type ListTenantsRow struct {
 	MemberCount        int64      `json:"member_count"`
 }
 
-// Every tenant for a provider admin (all_tenants), otherwise the tenants the user belongs to;
-// never the system tenant, which holds landing zones' system services and has no members.
+// Every tenant for a provider admin (all_tenants), otherwise the tenants given, those the
+// principal holds a role in (by membership or elevation, within a token's scope); never the
+// system tenant, which holds landing zones' system services and has no members.
 // Members are counted as TenantContents counts them: deleted users are no one's members.
 func (q *Queries) ListTenants(ctx context.Context, arg ListTenantsParams) ([]ListTenantsRow, error) {
-	rows, err := q.db.Query(ctx, listTenants, arg.AllTenants, arg.UserID)
+	rows, err := q.db.Query(ctx, listTenants, arg.AllTenants, arg.TenantIds)
 	if err != nil {
 		return nil, err
 	}

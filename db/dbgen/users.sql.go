@@ -203,21 +203,19 @@ const listUsers = `-- name: ListUsers :many
 SELECT u.id, u.email, u.password_hash, u.is_provider_admin, u.created_at, u.updated_at, u.deleted_at, u.disabled_at FROM users u
 WHERE u.deleted_at IS NULL
   AND ($1::boolean OR u.id IN (
-       SELECT m.user_id FROM memberships m
-       JOIN memberships a ON a.tenant_id = m.tenant_id
-       WHERE a.user_id = $2 AND a.role = 'tenant_admin'))
+       SELECT m.user_id FROM memberships m WHERE m.tenant_id = ANY($2::uuid[])))
 ORDER BY lower(u.email)
 `
 
 type ListUsersParams struct {
-	AllUsers bool      `json:"all_users"`
-	AdminID  uuid.UUID `json:"admin_id"`
+	AllUsers     bool        `json:"all_users"`
+	AdminTenants []uuid.UUID `json:"admin_tenants"`
 }
 
-// Every user for a provider admin (all_users), otherwise the users who belong to a tenant the
-// given user administers.
+// Every user for a provider admin (all_users), otherwise the users who belong to a tenant of
+// admin_tenants, those the viewer administers.
 func (q *Queries) ListUsers(ctx context.Context, arg ListUsersParams) ([]User, error) {
-	rows, err := q.db.Query(ctx, listUsers, arg.AllUsers, arg.AdminID)
+	rows, err := q.db.Query(ctx, listUsers, arg.AllUsers, arg.AdminTenants)
 	if err != nil {
 		return nil, err
 	}
@@ -353,19 +351,18 @@ func (q *Queries) UpdateUser(ctx context.Context, arg UpdateUserParams) (User, e
 
 const userSharesAdminTenant = `-- name: UserSharesAdminTenant :one
 SELECT EXISTS (
-    SELECT 1 FROM memberships m
-    JOIN memberships a ON a.tenant_id = m.tenant_id
-    WHERE m.user_id = $1 AND a.user_id = $2 AND a.role = 'tenant_admin'
+    SELECT 1 FROM memberships m WHERE m.user_id = $1 AND m.tenant_id = ANY($2::uuid[])
 )
 `
 
 type UserSharesAdminTenantParams struct {
-	UserID   uuid.UUID `json:"user_id"`
-	UserID_2 uuid.UUID `json:"user_id_2"`
+	UserID       uuid.UUID   `json:"user_id"`
+	AdminTenants []uuid.UUID `json:"admin_tenants"`
 }
 
+// Whether the user belongs to a tenant of admin_tenants, those the viewer administers.
 func (q *Queries) UserSharesAdminTenant(ctx context.Context, arg UserSharesAdminTenantParams) (bool, error) {
-	row := q.db.QueryRow(ctx, userSharesAdminTenant, arg.UserID, arg.UserID_2)
+	row := q.db.QueryRow(ctx, userSharesAdminTenant, arg.UserID, arg.AdminTenants)
 	var exists bool
 	err := row.Scan(&exists)
 	return exists, err

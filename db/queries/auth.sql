@@ -20,19 +20,22 @@ DELETE FROM sessions WHERE id = $1 AND user_id = $2;
 DELETE FROM sessions WHERE expires_at <= now();
 
 -- name: CreateAPIToken :one
-INSERT INTO api_tokens (user_id, name, token_hash, prefix, expires_at) VALUES ($1, $2, $3, $4, $5) RETURNING *;
+INSERT INTO api_tokens (user_id, name, token_hash, prefix, expires_at, scope, tenant_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *;
 
 -- name: GetAPITokenByHash :one
-SELECT t.id AS token_id, t.last_used_at, sqlc.embed(u)
+-- Expired tokens too, so that the answer can say when the token expired.
+SELECT t.id AS token_id, t.last_used_at, t.expires_at, t.scope, t.tenant_id, sqlc.embed(u)
 FROM api_tokens t JOIN users u ON u.id = t.user_id
-WHERE t.token_hash = $1 AND t.revoked_at IS NULL
-  AND (t.expires_at IS NULL OR t.expires_at > now()) AND u.deleted_at IS NULL AND u.disabled_at IS NULL;
+WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND u.deleted_at IS NULL AND u.disabled_at IS NULL;
 
 -- name: TouchAPIToken :exec
 UPDATE api_tokens SET last_used_at = now() WHERE id = $1;
 
 -- name: ListAPITokens :many
-SELECT * FROM api_tokens WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC;
+SELECT sqlc.embed(t), coalesce(n.name, '')::text AS tenant_name
+FROM api_tokens t LEFT JOIN tenants n ON n.id = t.tenant_id
+WHERE t.user_id = $1 AND t.revoked_at IS NULL ORDER BY t.created_at DESC;
 
 -- name: GetAPIToken :one
 SELECT * FROM api_tokens WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL;

@@ -8,15 +8,16 @@ SELECT * FROM tenants WHERE id = $1 AND deleted_at IS NULL;
 SELECT EXISTS (SELECT 1 FROM tenants WHERE lower(name) = lower($1) AND deleted_at IS NULL AND NOT system);
 
 -- name: ListTenants :many
--- Every tenant for a provider admin (all_tenants), otherwise the tenants the user belongs to;
--- never the system tenant, which holds landing zones' system services and has no members.
+-- Every tenant for a provider admin (all_tenants), otherwise the tenants given, those the
+-- principal holds a role in (by membership or elevation, within a token's scope); never the
+-- system tenant, which holds landing zones' system services and has no members.
 -- Members are counted as TenantContents counts them: deleted users are no one's members.
 SELECT t.*, (SELECT count(*) FROM memberships m JOIN users u ON u.id = m.user_id
              WHERE m.tenant_id = t.id AND u.deleted_at IS NULL) AS member_count
 FROM tenants t
 WHERE t.deleted_at IS NULL AND NOT t.system
   AND (sqlc.arg(all_tenants)::boolean
-       OR t.id IN (SELECT m.tenant_id FROM memberships m WHERE m.user_id = sqlc.arg(user_id)))
+       OR t.id = ANY(sqlc.arg(tenant_ids)::uuid[]))
 ORDER BY lower(t.name);
 
 -- name: ListMembers :many

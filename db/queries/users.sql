@@ -11,21 +11,18 @@ SELECT * FROM users WHERE lower(email) = lower($1) AND deleted_at IS NULL;
 SELECT count(*) FROM users WHERE deleted_at IS NULL;
 
 -- name: ListUsers :many
--- Every user for a provider admin (all_users), otherwise the users who belong to a tenant the
--- given user administers.
+-- Every user for a provider admin (all_users), otherwise the users who belong to a tenant of
+-- admin_tenants, those the viewer administers.
 SELECT u.* FROM users u
 WHERE u.deleted_at IS NULL
   AND (sqlc.arg(all_users)::boolean OR u.id IN (
-       SELECT m.user_id FROM memberships m
-       JOIN memberships a ON a.tenant_id = m.tenant_id
-       WHERE a.user_id = sqlc.arg(admin_id) AND a.role = 'tenant_admin'))
+       SELECT m.user_id FROM memberships m WHERE m.tenant_id = ANY(sqlc.arg(admin_tenants)::uuid[])))
 ORDER BY lower(u.email);
 
 -- name: UserSharesAdminTenant :one
+-- Whether the user belongs to a tenant of admin_tenants, those the viewer administers.
 SELECT EXISTS (
-    SELECT 1 FROM memberships m
-    JOIN memberships a ON a.tenant_id = m.tenant_id
-    WHERE m.user_id = $1 AND a.user_id = $2 AND a.role = 'tenant_admin'
+    SELECT 1 FROM memberships m WHERE m.user_id = $1 AND m.tenant_id = ANY(sqlc.arg(admin_tenants)::uuid[])
 );
 
 -- name: ListMembershipsOfUser :many

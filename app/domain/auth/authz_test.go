@@ -4,11 +4,13 @@ import (
 	"context"
 	"maps"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
 	"nimbus/app/apptest"
 	"nimbus/app/domain/auth"
+	"nimbus/app/domain/elevation"
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
 )
@@ -28,7 +30,7 @@ var accountCases = map[string]apptest.AuthzCase{
 		Served: []apptest.Actor{apptest.ReaderA, apptest.Stranger},
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
 			ctx := context.Background()
-			tok, err := w.Auth.CreateToken(ctx, p, "my token", 0)
+			tok, err := w.Auth.CreateToken(ctx, p, auth.TokenSpec{Name: "my token"})
 			if err != nil {
 				return err
 			}
@@ -70,6 +72,28 @@ var accountCases = map[string]apptest.AuthzCase{
 			}
 			apptest.WantErr(t, err, problem.ErrUnauthenticated)
 			return nil
+		},
+	},
+	"auth.Service.Elevations": {
+		Refused: []apptest.Refusal{{Who: apptest.ProviderAdmin, Want: apptest.ErrHidden}, {Who: apptest.AdminA, Want: apptest.ErrHidden}},
+		Served:  []apptest.Actor{apptest.ReaderA},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			e := apptest.Fixture(w, "elevation", func() elevation.Elevation {
+				e, err := w.Elevations.Grant(context.Background(), w.Admin, elevation.Grant{UserID: w.ReaderA.UserID, TenantID: w.A.ID,
+					Role: access.User, Duration: time.Hour, Reason: "a hand with the deploys"})
+				apptest.Must(t, err)
+				return e
+			})
+			got, err := w.Auth.Elevations(context.Background(), p)
+			return apptest.Shown(got, err, func(h auth.HeldElevation) bool { return h.ID == e.ID })
+		},
+	},
+	"auth.Service.TokenTenants": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: apptest.ErrHidden}, {Who: apptest.Stranger, Want: apptest.ErrHidden}},
+		Served:  []apptest.Actor{apptest.AdminA, apptest.ReaderA},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			got, err := w.Auth.TokenTenants(context.Background(), p)
+			return apptest.Shown(got, err, func(c auth.TenantChoice) bool { return c.ID == w.A.ID })
 		},
 	},
 	"auth.Service.ChangePassword": {

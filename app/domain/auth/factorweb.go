@@ -90,7 +90,8 @@ func (h *Handlers) clearSecondStep(c echo.Context) {
 	c.SetCookie(&http.Cookie{Name: secondStepCookie, Path: secondStepPath, MaxAge: -1, HttpOnly: true, Secure: h.secure, SameSite: http.SameSiteLaxMode})
 }
 
-// renderAccount shows the account page, with recovery codes when they were just made.
+// renderAccount shows the account page, with recovery codes when they were just made and the
+// roles granted to the actor for a while.
 func (h *Handlers) renderAccount(c echo.Context, status int, codes []string, errs views.Errors) error {
 	st, err := h.factors.Status(web.Ctx(c), web.Actor(c))
 	if err != nil {
@@ -104,8 +105,12 @@ func (h *Handlers) renderAccount(c echo.Context, status int, codes []string, err
 	if err != nil {
 		return err
 	}
+	held, err := h.svc.Elevations(web.Ctx(c), web.Actor(c))
+	if err != nil {
+		return err
+	}
 	return web.Render(c, status, Account(web.Page(c, "Your account"), AccountView{Email: web.Actor(c).Email, Factor: st, Keys: keys, Provider: offer.Name,
-		RecoveryCodes: codes, Errors: errs}))
+		RecoveryCodes: codes, Held: held, Errors: errs}))
 }
 
 // BeginFactorForm answers POST /account/second-factor: a new secret to copy into an

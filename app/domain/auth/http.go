@@ -40,9 +40,12 @@ func (s *Service) Authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				return problem.ErrUnauthenticated
 			}
 			token = strings.TrimSpace(token)
-			p, err := s.TokenPrincipal(ctx, token)
+			p, scope, err := s.tokenPrincipal(ctx, token)
 			if err != nil {
 				return err
+			}
+			if scope == ScopeReadOnly && !safeMethod(c.Request().Method) {
+				return &problem.Denied{Message: "this API token is read-only: it may only read (GET, HEAD); use a token with full or tenant scope to make changes"}
 			}
 			web.SetPrincipal(c, p, "")
 			web.SetRecheck(c, func(ctx context.Context) (access.Principal, error) { return s.TokenPrincipal(ctx, token) })
@@ -72,6 +75,9 @@ func (s *Service) Authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// safeMethod reports whether method only reads.
+func safeMethod(method string) bool { return method == http.MethodGet || method == http.MethodHead }
 
 // RequireSignIn refuses requests that carry no principal: the API answers 401, pages send the
 // browser to the sign-in form. A session that may only set up a second factor reaches only that.
@@ -228,36 +234,56 @@ func (h *Handlers) Logout(c echo.Context) error {
 
 // TokensPage lists the user's tokens with the form to create one.
 func (h *Handlers) TokensPage(c echo.Context) error {
-	return h.renderTokens(c, http.StatusOK, "", "", nil)
+	return h.renderTokens(c, http.StatusOK, "", TokenForm{Expires: "90", Scope: string(ScopeFull)}, nil)
 }
 
-func (h *Handlers) renderTokens(c echo.Context, status int, secret, name string, errs views.Errors) error {
-	tokens, err := h.svc.ListTokens(c.Request().Context(), web.Actor(c))
+func (h *Handlers) renderTokens(c echo.Context, status int, secret string, form TokenForm, errs views.Errors) error {
+	tokens, err := h.svc.ListTokens(web.Ctx(c), web.Actor(c))
 	if err != nil {
 		return err
 	}
-	return web.Render(c, status, Tokens(web.Page(c, "API tokens"), tokenRows(tokens), secret, name, errs))
+	tenants, err := h.svc.TokenTenants(web.Ctx(c), web.Actor(c))
+	if err != nil {
+		return err
+	}
+	form.Tenants = tenants
+	return web.Render(c, status, Tokens(web.Page(c, "API tokens"), tokenRows(tokens), secret, form, errs))
 }
 
-// CreateTokenForm creates a token and shows its secret once.
+// CreateTokenForm creates a token and shows its secret once. Its expiry is a number of days
+// (expires) or, when expires is "date", the date in expires_at.
 func (h *Handlers) CreateTokenForm(c echo.Context) error {
-	name := c.FormValue("name")
-	var ttl time.Duration
-	if days := strings.TrimSpace(c.FormValue("expires_in_days")); days != "" {
-		n, err := strconv.Atoi(days)
-		if err != nil || n < 1 || n > 3650 {
-			return h.renderTokens(c, http.StatusUnprocessableEntity, "", name, views.Errors{"expires_in_days": "must be a whole number of days from 1 to 3650"})
-		}
-		ttl = time.Duration(n) * 24 * time.Hour
-	}
-	tok, err := h.svc.CreateToken(c.Request().Context(), web.Actor(c), name, ttl)
+	form := TokenForm{Name: c.FormValue("name"), Expires: c.FormValue("expires"), ExpiresAt: c.FormValue("expires_at"),
+		Scope: c.FormValue("scope"), Tenant: c.FormValue("tenant_id")}
+	tok, err := h.createFromForm(c, form)
 	if errs := web.FormErrors(err); errs != nil {
-		return h.renderTokens(c, http.StatusUnprocessableEntity, "", name, errs)
+		return h.renderTokens(c, http.StatusUnprocessableEntity, "", form, errs)
 	}
 	if err != nil {
 		return err
 	}
-	return h.renderTokens(c, http.StatusCreated, tok.Secret, "", nil)
+	return h.renderTokens(c, http.StatusCreated, tok.Secret, TokenForm{Expires: "90", Scope: string(ScopeFull)}, nil)
+}
+
+func (h *Handlers) createFromForm(c echo.Context, form TokenForm) (NewToken, error) {
+	spec := TokenSpec{Name: form.Name, Scope: Scope(form.Scope)}
+	var err error
+	if form.Expires == "date" {
+		spec.ExpiresAt, err = ExpiresOn("expires_at", form.ExpiresAt)
+	} else if days, convErr := strconv.Atoi(form.Expires); convErr != nil {
+		err = problem.Invalid("expires", "one_of", "choose how long the token lasts")
+	} else {
+		spec.ExpiresAt, err = ExpiresIn("expires", days)
+	}
+	if err != nil {
+		return NewToken{}, err
+	}
+	if spec.Scope == ScopeTenant {
+		if spec.Tenant, err = uuid.Parse(form.Tenant); err != nil {
+			return NewToken{}, problem.Invalid("tenant_id", "member", "must be a tenant you are a member of")
+		}
+	}
+	return h.svc.CreateToken(web.Ctx(c), web.Actor(c), spec)
 }
 
 // RevokeTokenForm revokes a token from the tokens page.
@@ -282,19 +308,39 @@ func (h *Handlers) ListTokensAPI(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"tokens": tokens})
 }
 
+// TokenRequest is the body of POST /api/v1/tokens: the expiry as a number of days or a date
+// (90 days when neither), and the scope (full when empty; tenant_id for a tenant scope).
+type TokenRequest struct {
+	Name          string     `json:"name"`
+	ExpiresInDays int        `json:"expires_in_days"`
+	ExpiresAt     string     `json:"expires_at"`
+	Scope         Scope      `json:"scope"`
+	TenantID      *uuid.UUID `json:"tenant_id"`
+}
+
 // CreateTokenAPI answers POST /api/v1/tokens with the new token's secret, shown this once.
 func (h *Handlers) CreateTokenAPI(c echo.Context) error {
-	var in struct {
-		Name          string `json:"name"`
-		ExpiresInDays int    `json:"expires_in_days"`
-	}
+	var in TokenRequest
 	if err := web.DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	if in.ExpiresInDays < 0 || in.ExpiresInDays > 3650 {
-		return problem.Invalid("expires_in_days", "range", "must be from 0 (never) to 3650")
+	spec := TokenSpec{Name: in.Name, Scope: in.Scope}
+	var err error
+	switch {
+	case in.ExpiresInDays != 0 && in.ExpiresAt != "":
+		return problem.Invalid("expires_at", "exclusive", "give expires_in_days or expires_at, not both")
+	case in.ExpiresInDays != 0:
+		spec.ExpiresAt, err = ExpiresIn("expires_in_days", in.ExpiresInDays)
+	case in.ExpiresAt != "":
+		spec.ExpiresAt, err = ExpiresOn("expires_at", in.ExpiresAt)
 	}
-	tok, err := h.svc.CreateToken(c.Request().Context(), web.Actor(c), in.Name, time.Duration(in.ExpiresInDays)*24*time.Hour)
+	if err != nil {
+		return err
+	}
+	if in.TenantID != nil {
+		spec.Tenant = *in.TenantID
+	}
+	tok, err := h.svc.CreateToken(web.Ctx(c), web.Actor(c), spec)
 	if err != nil {
 		return err
 	}
@@ -336,7 +382,8 @@ func safeNext(next string) string {
 func tokenRows(tokens []Token) []TokenRow {
 	rows := make([]TokenRow, len(tokens))
 	for i, t := range tokens {
-		rows[i] = TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, ExpiresAt: t.ExpiresAt}
+		rows[i] = TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Scope: t.Scope.Label(), Tenant: t.TenantName, CreatedAt: t.CreatedAt,
+			LastUsedAt: t.LastUsedAt, ExpiresAt: t.ExpiresAt, Expired: t.Expired(), Assigned: t.ExpiryAssigned}
 	}
 	return rows
 }

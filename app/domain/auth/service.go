@@ -300,25 +300,54 @@ func (s *Service) sessionPrincipal(ctx context.Context, secret string, use bool)
 	return p, sess, err
 }
 
-// TokenPrincipal resolves an API token.
+// TokenPrincipal resolves an API token to whom it acts as, within its scope. An expired token
+// is refused saying when it expired.
 func (s *Service) TokenPrincipal(ctx context.Context, token string) (access.Principal, error) {
+	p, _, err := s.tokenPrincipal(ctx, token)
+	return p, err
+}
+
+// tokenPrincipal is TokenPrincipal with the token's scope, which the request's method must fit.
+func (s *Service) tokenPrincipal(ctx context.Context, token string) (access.Principal, Scope, error) {
 	if !strings.HasPrefix(token, TokenPrefix) {
-		return access.Principal{}, problem.ErrUnauthenticated
+		return access.Principal{}, "", problem.ErrUnauthenticated
 	}
 	q := dbgen.New(s.pool)
 	row, err := q.GetAPITokenByHash(ctx, hashSecret(token))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return access.Principal{}, problem.ErrUnauthenticated
+		return access.Principal{}, "", problem.ErrUnauthenticated
 	}
 	if err != nil {
-		return access.Principal{}, fmt.Errorf("token: %w", err)
+		return access.Principal{}, "", fmt.Errorf("token: %w", err)
+	}
+	if !time.Now().Before(row.ExpiresAt) {
+		return access.Principal{}, "", &problem.Unauthenticated{Message: fmt.Sprintf(
+			"this API token expired at %s: make a new one on the tokens page", row.ExpiresAt.UTC().Format(time.RFC3339))}
 	}
 	if row.LastUsedAt == nil || time.Since(*row.LastUsedAt) > time.Minute {
 		if err := q.TouchAPIToken(ctx, row.TokenID); err != nil {
-			return access.Principal{}, fmt.Errorf("token: %w", err)
+			return access.Principal{}, "", fmt.Errorf("token: %w", err)
 		}
 	}
-	return principal(ctx, q, row.User)
+	p, err := principal(ctx, q, row.User)
+	if err != nil {
+		return access.Principal{}, "", err
+	}
+	scope := Scope(row.Scope)
+	if scope == ScopeTenant {
+		p = confine(p, row.TenantID.UUID)
+	}
+	return p, scope, nil
+}
+
+// confine is p acting within tenant alone, with the role p holds there now (none, when p no
+// longer belongs to it): a provider admin's tenant token is no provider admin.
+func confine(p access.Principal, tenant uuid.UUID) access.Principal {
+	out := access.Principal{UserID: p.UserID, Email: p.Email, Roles: map[uuid.UUID]access.Role{}, Confined: tenant}
+	if r, ok := p.Roles[tenant]; ok {
+		out.Roles[tenant] = r
+	}
+	return out
 }
 
 // Logout ends one of the actor's sessions.
@@ -331,7 +360,9 @@ func (s *Service) Logout(ctx context.Context, actor access.Principal, sessionID 
 	})
 }
 
-// principal loads the principal of user u: the provider-admin flag and the role per tenant.
+// principal loads the principal of user u: the provider-admin flag and the role per tenant,
+// the higher of their membership's and of any elevation in force. It is loaded afresh for
+// every request, so an elevation that ends stops giving its role at once.
 func principal(ctx context.Context, q *dbgen.Queries, u dbgen.User) (access.Principal, error) {
 	rows, err := q.ListMembershipsOfUser(ctx, u.ID)
 	if err != nil {
@@ -340,6 +371,16 @@ func principal(ctx context.Context, q *dbgen.Queries, u dbgen.User) (access.Prin
 	p := access.Principal{UserID: u.ID, Email: u.Email, ProviderAdmin: u.IsProviderAdmin, Roles: make(map[uuid.UUID]access.Role, len(rows))}
 	for _, r := range rows {
 		p.Roles[r.TenantID] = access.Role(r.Role)
+	}
+	elevated, err := q.ElevatedRoles(ctx, u.ID)
+	if err != nil {
+		return access.Principal{}, fmt.Errorf("load elevations of %s: %w", u.Email, err)
+	}
+	for _, e := range elevated {
+		// An elevation adds to a role, never lowers one.
+		if r := access.Role(e.Role); r.Outranks(p.Roles[e.TenantID]) {
+			p.Roles[e.TenantID] = r
+		}
 	}
 	return p, nil
 }

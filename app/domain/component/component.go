@@ -389,7 +389,7 @@ type Owner struct {
 
 // Owners lists the tenants in which the actor may create components.
 func (s *Service) Owners(ctx context.Context, actor access.Principal) ([]Owner, error) {
-	rows, err := dbgen.New(s.pool).ListTenants(ctx, dbgen.ListTenantsParams{AllTenants: actor.ProviderAdmin, UserID: actor.UserID})
+	rows, err := dbgen.New(s.pool).ListTenants(ctx, dbgen.ListTenantsParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWithRole(access.ReadOnly)})
 	if err != nil {
 		return nil, fmt.Errorf("list owners: %w", err)
 	}

@@ -63,7 +63,7 @@ func (s *Service) WithNamespaces(n Namespaces) *Service {
 
 // List returns the tenants the actor may see: all for provider admins, their own otherwise.
 func (s *Service) List(ctx context.Context, actor access.Principal) ([]Tenant, error) {
-	rows, err := dbgen.New(s.pool).ListTenants(ctx, dbgen.ListTenantsParams{AllTenants: actor.ProviderAdmin, UserID: actor.UserID})
+	rows, err := dbgen.New(s.pool).ListTenants(ctx, dbgen.ListTenantsParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWithRole(access.ReadOnly)})
 	if err != nil {
 		return nil, fmt.Errorf("list tenants: %w", err)
 	}

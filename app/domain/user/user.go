@@ -73,7 +73,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal) ([]User, err
 		return nil, problem.ErrForbidden
 	}
 	q := dbgen.New(s.pool)
-	rows, err := q.ListUsers(ctx, dbgen.ListUsersParams{AllUsers: actor.ProviderAdmin, AdminID: actor.UserID})
+	rows, err := q.ListUsers(ctx, dbgen.ListUsersParams{AllUsers: actor.ProviderAdmin, AdminTenants: actor.TenantsWithRole(access.TenantAdmin)})
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
@@ -102,7 +102,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal) ([]User, err
 func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID) (User, error) {
 	q := dbgen.New(s.pool)
 	if !actor.ProviderAdmin && actor.UserID != id {
-		shares, err := q.UserSharesAdminTenant(ctx, dbgen.UserSharesAdminTenantParams{UserID: id, UserID_2: actor.UserID})
+		shares, err := q.UserSharesAdminTenant(ctx, dbgen.UserSharesAdminTenantParams{UserID: id, AdminTenants: actor.TenantsWithRole(access.TenantAdmin)})
 		if err != nil {
 			return User{}, fmt.Errorf("get user: %w", err)
 		}

@@ -169,6 +169,9 @@ type Principal struct {
 	ProviderAdmin bool
 	// Roles maps each tenant the user belongs to onto the role held there.
 	Roles map[uuid.UUID]Role
+	// Confined is the one tenant a tenant-scoped API token acts in; Roles then holds that
+	// tenant alone and ProviderAdmin is false. Nil for any other principal.
+	Confined uuid.UUID
 }
 
 // Can reports whether the principal holds p within tenant.

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"nimbus/app/domain/component"
+	"nimbus/app/domain/elevation"
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/orchestration/approval"
 	"nimbus/app/orchestration/deploy"
@@ -38,6 +39,7 @@ var lifecycles = []struct {
 	{event.DeliveryMachine, nil},
 	{event.SubscriptionMachine, nil},
 	{component.CheckMachine, nil},
+	{elevation.Machine, nil},
 }
 
 // root is the module's root, from this package's folder.

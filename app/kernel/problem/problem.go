@@ -78,6 +78,15 @@ func (e *Denied) Error() string { return e.Message }
 // Is makes a Denied count as ErrForbidden for callers that only ask whether it was forbidden.
 func (e *Denied) Is(target error) bool { return target == ErrForbidden }
 
+// Unauthenticated is a credential refused with a reason its holder can act on, such as an API
+// token that expired; errors.Is(err, ErrUnauthenticated) still holds.
+type Unauthenticated struct{ Message string }
+
+func (e *Unauthenticated) Error() string { return e.Message }
+
+// Is makes an Unauthenticated count as ErrUnauthenticated.
+func (e *Unauthenticated) Is(target error) bool { return target == ErrUnauthenticated }
+
 // Unavailable is returned when Nimbus cannot serve for a moment, such as while its database
 // is restarting; RetryAfter is in seconds.
 type Unavailable struct {

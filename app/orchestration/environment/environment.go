@@ -247,7 +247,7 @@ func (s *Service) Policies(ctx context.Context, actor access.Principal, id uuid.
 // manageable lists the tenants the actor may add environments to; a failed read lists none,
 // which only hides the form.
 func (s *Service) manageable(ctx context.Context, actor access.Principal) []dbgen.ListTenantsRow {
-	rows, err := dbgen.New(s.pool).ListTenants(ctx, dbgen.ListTenantsParams{AllTenants: actor.ProviderAdmin, UserID: actor.UserID})
+	rows, err := dbgen.New(s.pool).ListTenants(ctx, dbgen.ListTenantsParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWithRole(access.ReadOnly)})
 	if err != nil {
 		return nil
 	}

@@ -84,7 +84,7 @@ func (s *Service) tenantName(ctx context.Context, id uuid.UUID) (string, error) 
 
 // tenantNames names the tenants the actor sees, by ID.
 func (s *Service) tenantNames(ctx context.Context, actor access.Principal) (map[uuid.UUID]string, error) {
-	rows, err := dbgen.New(s.pool).ListTenants(ctx, dbgen.ListTenantsParams{AllTenants: actor.ProviderAdmin, UserID: actor.UserID})
+	rows, err := dbgen.New(s.pool).ListTenants(ctx, dbgen.ListTenantsParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWithRole(access.ReadOnly)})
 	if err != nil {
 		return nil, fmt.Errorf("list tenants: %w", err)
 	}

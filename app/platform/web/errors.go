@@ -184,6 +184,7 @@ func classify(err error) (int, apiError) {
 		limited    *problem.TooManyRequests
 		down       *problem.Unavailable
 		denied     *problem.Denied
+		unauth     *problem.Unauthenticated
 		httpErr    *echo.HTTPError
 	)
 	switch {
@@ -201,6 +202,8 @@ func classify(err error) (int, apiError) {
 		return http.StatusForbidden, apiError{Error: denied.Message}
 	case errors.Is(err, problem.ErrForbidden):
 		return http.StatusForbidden, apiError{Error: problem.ErrForbidden.Error()}
+	case errors.As(err, &unauth):
+		return http.StatusUnauthorized, apiError{Error: unauth.Message}
 	case errors.Is(err, problem.ErrUnauthenticated):
 		return http.StatusUnauthorized, apiError{Error: "sign in, or send an API token as Authorization: Bearer <token>"}
 	case errors.As(err, &httpErr):
