@@ -72,7 +72,8 @@ func BenchmarkRequestToEngine(b *testing.B) {
 		b.Fatalf("the deployment's stack directory: %v", err)
 	}
 	preview := func() string { return s.call(b, "POST", "/api/v1/deployments/"+dep.id+"/preview", nil)["id"].(string) }
-	fmt.Printf("one preview, traced:\n%s", otlptest.Table(spans.Spans(), s.traced(b, spans, preview)))
+	previewed := s.traced(b, spans, preview)
+	fmt.Printf("one preview, traced:\n%s", otlptest.Table(spans.Spans(), previewed))
 	var waits, claims []time.Duration
 	b.ResetTimer()
 	for range b.N {
