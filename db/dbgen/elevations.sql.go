@@ -81,39 +81,6 @@ func (q *Queries) DueElevations(ctx context.Context) ([]uuid.UUID, error) {
 	return items, nil
 }
 
-const elevatedRoles = `-- name: ElevatedRoles :many
-SELECT e.tenant_id, e.role
-FROM elevations e JOIN tenants t ON t.id = e.tenant_id
-WHERE e.user_id = $1 AND e.status = 'active' AND e.ends_at > now() AND t.deleted_at IS NULL
-`
-
-type ElevatedRolesRow struct {
-	TenantID uuid.UUID `json:"tenant_id"`
-	Role     string    `json:"role"`
-}
-
-// The roles a user holds by elevation now. One past its end gives nothing, even before its
-// end is recorded.
-func (q *Queries) ElevatedRoles(ctx context.Context, userID uuid.UUID) ([]ElevatedRolesRow, error) {
-	rows, err := q.db.Query(ctx, elevatedRoles, userID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []ElevatedRolesRow{}
-	for rows.Next() {
-		var i ElevatedRolesRow
-		if err := rows.Scan(&i.TenantID, &i.Role); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const endElevation = `-- name: EndElevation :one
 UPDATE elevations
 SET status = $1, ended_why = $2, ended_by = $3, ended_at = now(), updated_at = now()
@@ -291,4 +258,42 @@ func (q *Queries) LockElevation(ctx context.Context, id uuid.UUID) (LockElevatio
 		&i.UserEmail,
 	)
 	return i, err
+}
+
+const rolesOfUser = `-- name: RolesOfUser :many
+SELECT m.tenant_id, m.role
+FROM memberships m JOIN tenants t ON t.id = m.tenant_id
+WHERE m.user_id = $1 AND t.deleted_at IS NULL
+UNION ALL
+SELECT e.tenant_id, e.role
+FROM elevations e JOIN tenants t ON t.id = e.tenant_id
+WHERE e.user_id = $1 AND e.status = 'active' AND e.ends_at > now() AND t.deleted_at IS NULL
+`
+
+type RolesOfUserRow struct {
+	TenantID uuid.UUID `json:"tenant_id"`
+	Role     string    `json:"role"`
+}
+
+// The roles a user holds now, each request: by membership, and by elevation in force (one past
+// its end gives nothing, even before its end is recorded), in one round trip. A tenant may come
+// twice; the caller keeps the higher role.
+func (q *Queries) RolesOfUser(ctx context.Context, userID uuid.UUID) ([]RolesOfUserRow, error) {
+	rows, err := q.db.Query(ctx, rolesOfUser, userID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RolesOfUserRow{}
+	for rows.Next() {
+		var i RolesOfUserRow
+		if err := rows.Scan(&i.TenantID, &i.Role); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

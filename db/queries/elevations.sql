@@ -17,9 +17,14 @@ RETURNING *;
 -- Active elevations past their end, for the sweep that records their end.
 SELECT id FROM elevations WHERE status = 'active' AND ends_at <= now() ORDER BY ends_at LIMIT 100;
 
--- name: ElevatedRoles :many
--- The roles a user holds by elevation now. One past its end gives nothing, even before its
--- end is recorded.
+-- name: RolesOfUser :many
+-- The roles a user holds now, each request: by membership, and by elevation in force (one past
+-- its end gives nothing, even before its end is recorded), in one round trip. A tenant may come
+-- twice; the caller keeps the higher role.
+SELECT m.tenant_id, m.role
+FROM memberships m JOIN tenants t ON t.id = m.tenant_id
+WHERE m.user_id = $1 AND t.deleted_at IS NULL
+UNION ALL
 SELECT e.tenant_id, e.role
 FROM elevations e JOIN tenants t ON t.id = e.tenant_id
 WHERE e.user_id = $1 AND e.status = 'active' AND e.ends_at > now() AND t.deleted_at IS NULL;

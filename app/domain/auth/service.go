@@ -364,22 +364,15 @@ func (s *Service) Logout(ctx context.Context, actor access.Principal, sessionID 
 // the higher of their membership's and of any elevation in force. It is loaded afresh for
 // every request, so an elevation that ends stops giving its role at once.
 func principal(ctx context.Context, q *dbgen.Queries, u dbgen.User) (access.Principal, error) {
-	rows, err := q.ListMembershipsOfUser(ctx, u.ID)
+	rows, err := q.RolesOfUser(ctx, u.ID)
 	if err != nil {
 		return access.Principal{}, fmt.Errorf("load roles of %s: %w", u.Email, err)
 	}
 	p := access.Principal{UserID: u.ID, Email: u.Email, ProviderAdmin: u.IsProviderAdmin, Roles: make(map[uuid.UUID]access.Role, len(rows))}
 	for _, r := range rows {
-		p.Roles[r.TenantID] = access.Role(r.Role)
-	}
-	elevated, err := q.ElevatedRoles(ctx, u.ID)
-	if err != nil {
-		return access.Principal{}, fmt.Errorf("load elevations of %s: %w", u.Email, err)
-	}
-	for _, e := range elevated {
 		// An elevation adds to a role, never lowers one.
-		if r := access.Role(e.Role); r.Outranks(p.Roles[e.TenantID]) {
-			p.Roles[e.TenantID] = r
+		if role := access.Role(r.Role); role.Outranks(p.Roles[r.TenantID]) {
+			p.Roles[r.TenantID] = role
 		}
 	}
 	return p, nil
