@@ -6,6 +6,7 @@ import (
 	"nimbus/app/domain/component"
 	"nimbus/app/domain/governance"
 	"nimbus/app/domain/ipam"
+	"nimbus/app/domain/notification"
 	"nimbus/app/domain/policy"
 	"nimbus/app/domain/proxmox"
 	"nimbus/app/domain/resolver"
@@ -51,6 +52,7 @@ type Services struct {
 	Provisions   *provision.Service
 	Approvals    *approval.Service
 	Events       *event.Service
+	Notices      *notification.Service
 }
 
 // Build builds the services. Their jobs are queued with d.Jobs; d.Toolchain says what the
@@ -78,6 +80,7 @@ func Build(d Deps) *Services {
 		Drift:        drift.NewService(d.Pool),
 		Approvals:    approval.NewService(d.Pool, queue),
 		Events:       event.NewService(d.Pool, d.Keys).CheckingConfig(poller.Check).AllowingPrivate(d.WebhooksPrivate),
+		Notices:      notification.NewService(d.Pool),
 	}
 	s.Instances = instance.NewService(d.Pool, s.Deployments, d.Keys, queue)
 	s.Provisions = provision.NewService(d.Pool, d.Keys, s.Stacks, s.Instances)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"nimbus/app/domain/component"
+	"nimbus/app/domain/notification"
 	"nimbus/app/domain/stack"
 	"nimbus/app/domain/tenant"
 	"nimbus/app/kernel/access"
@@ -75,10 +76,7 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 			Serve(graph.ParentEnvironment, environment.NewGraph(pool, eng.Keys)).
 			Serve(graph.ParentStackInstance, instance.NewParent(pool, eng.Keys)))
 		river.AddWorker(w, instance.NewTimeoutWorker(pool, eng.Keys))
-		// Reactions across domains, against the direction of their imports.
-		router := event.NewRouter(pool, instance.NewSignaller(pool, eng.Keys), instance.Refused).
-			Reacting("deployment.cancelled", approval.Withdraw).
-			Reacting("stack.destroyed", tenant.RemoveWhenDecommissioned)
+		router := Router(pool, eng.Keys)
 		river.AddWorker(w, router)
 		river.AddWorker(w, event.NewSweeper(router))
 		river.AddWorker(w, event.NewDeliverer(pool, eng.Keys, eng.Deliveries, log.With("component", "deliveries")))
@@ -87,6 +85,19 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 			log.With("component", "poller")))
 		river.AddWorker(w, environment.NewExpirer(pool, expiredInstances(pool, eng), log.With("component", "expiry")))
 	}
+}
+
+// Router routes Nimbus's events and runs the reactions across domains, against the direction
+// of their imports.
+func Router(pool *pgxpool.Pool, keys *secrets.Keyring) *event.Router {
+	router := event.NewRouter(pool, instance.NewSignaller(pool, keys), instance.Refused).
+		Reacting("deployment.cancelled", approval.Withdraw).
+		Reacting("stack.destroyed", tenant.RemoveWhenDecommissioned)
+	// Each person's inbox is filled from the events that concern them.
+	for _, k := range notification.Kinds {
+		router.Reacting(k.Type, notification.React)
+	}
+	return router
 }
 
 // deploys builds the deployments' service as every part of Nimbus uses it: the pages say how

@@ -412,6 +412,31 @@ type NamingSequence struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+type Notification struct {
+	ID        uuid.UUID     `json:"id"`
+	UserID    uuid.UUID     `json:"user_id"`
+	EventID   uuid.UUID     `json:"event_id"`
+	TenantID  uuid.NullUUID `json:"tenant_id"`
+	Kind      string        `json:"kind"`
+	Title     string        `json:"title"`
+	Link      string        `json:"link"`
+	CreatedAt time.Time     `json:"created_at"`
+	ReadAt    *time.Time    `json:"read_at"`
+}
+
+type NotificationDigest struct {
+	UserID    uuid.UUID `json:"user_id"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type NotificationPreference struct {
+	UserID    uuid.UUID `json:"user_id"`
+	Kind      string    `json:"kind"`
+	Inbox     bool      `json:"inbox"`
+	Email     bool      `json:"email"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
 type OidcLogin struct {
 	StateHash     []byte    `json:"state_hash"`
 	BindingHash   []byte    `json:"binding_hash"`

@@ -67,6 +67,8 @@ func Emit(ctx context.Context, q *dbgen.Queries, e Event) error {
 // Logged is one of Nimbus's own events as a reaction reads it back from the log: what it was
 // written about, and its data as the log keeps it (numbers as float64, IDs as strings).
 type Logged struct {
+	// EventID is the event's in the log: what a reaction that writes once per event keys on.
+	EventID                                   uuid.UUID
 	Type, Subject                             string
 	Tenant, Environment, Instance, Deployment uuid.UUID
 	Data                                      map[string]any

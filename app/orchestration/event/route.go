@@ -128,7 +128,7 @@ func (w *Router) react(ctx context.Context, q *dbgen.Queries, row dbgen.EventLog
 	if err := json.Unmarshal(row.Payload, &p); err != nil {
 		return fmt.Errorf("read event %s for its reactions: %w", row.ID, err)
 	}
-	e := outbox.Logged{Type: row.Type, Subject: row.Subject, Tenant: row.TenantID.UUID, Environment: row.EnvironmentID.UUID,
+	e := outbox.Logged{EventID: row.ID, Type: row.Type, Subject: row.Subject, Tenant: row.TenantID.UUID, Environment: row.EnvironmentID.UUID,
 		Instance: row.InstanceID.UUID, Deployment: row.DeploymentID.UUID, Data: p.Data}
 	for _, react := range reactions {
 		if err := react(ctx, q, e); err != nil {
