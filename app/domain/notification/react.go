@@ -11,13 +11,15 @@ import (
 
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/outbox"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
 // React makes the notifications of one of Nimbus's own events, for the people it concerns who
 // may still see its tenant and take its kind; the event's ID keys them, so a second run makes
 // none. Wire it for each of Kinds' types.
-func React(ctx context.Context, q *dbgen.Queries, e outbox.Logged) error {
+func React(ctx context.Context, tx pgx.Tx, e outbox.Logged) error {
+	q := db.Reused(tx)
 	kind, ok := kindOf(e.Type)
 	if !ok {
 		return nil
