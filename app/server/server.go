@@ -163,6 +163,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	policy.NewHandlers(svc.Policies).Routes(signed, api, zoneH.Seen())
 	approval.NewHandlers(svc.Approvals, svc.Deployments).Routes(signed, api)
 	notification.NewHandlers(svc.Notices).Routes(signed, api)
+	notification.NewMailHandlers(svc.Mail).Routes(signed, api)
 	instance.NewHandlers(svc.Instances).Routes(api)
 	instance.NewHandlers(svc.Instances).Pages(signed)
 	dashboard.NewHandlers(dashboard.NewService(d.Pool, svc.Environments, svc.Pools, svc.Approvals)).Routes(signed)

@@ -53,6 +53,7 @@ type Services struct {
 	Approvals    *approval.Service
 	Events       *event.Service
 	Notices      *notification.Service
+	Mail         *notification.MailService
 }
 
 // Build builds the services. Their jobs are queued with d.Jobs; d.Toolchain says what the
@@ -81,6 +82,7 @@ func Build(d Deps) *Services {
 		Approvals:    approval.NewService(d.Pool, queue),
 		Events:       event.NewService(d.Pool, d.Keys).CheckingConfig(poller.Check).AllowingPrivate(d.WebhooksPrivate),
 		Notices:      notification.NewService(d.Pool),
+		Mail:         notification.NewMailService(d.Pool, d.Keys),
 	}
 	s.Instances = instance.NewService(d.Pool, s.Deployments, d.Keys, queue)
 	s.Provisions = provision.NewService(d.Pool, d.Keys, s.Stacks, s.Instances)

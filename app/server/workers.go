@@ -61,6 +61,9 @@ type Engine struct {
 	// ExpiryCheck is how often environments' expiries are looked at;
 	// environment.DefaultExpiryCheck when zero.
 	ExpiryCheck time.Duration
+	// MailAttempts is how many times a notification's mail is tried before it ends failed;
+	// notification.DefaultMailAttempts when zero.
+	MailAttempts int
 }
 
 // Workers registers the job workers of every domain.
@@ -83,6 +86,8 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 		river.AddWorker(w, event.NewRetainer(pool, eng.EventRetention))
 		river.AddWorker(w, poller.NewWorker(pool, poller.Clouds{Simcloud: eng.Cloud, Keys: eng.Keys, Client: &http.Client{Timeout: time.Minute}},
 			log.With("component", "poller")))
+		river.AddWorker(w, notification.NewMailer(pool, eng.Keys, eng.MailAttempts, log.With("component", "mail")))
+		river.AddWorker(w, notification.NewDigester(pool))
 		river.AddWorker(w, environment.NewExpirer(pool, expiredInstances(pool, eng), log.With("component", "expiry")))
 	}
 }
@@ -124,7 +129,7 @@ func Periodic(ctx context.Context, pool *pgxpool.Pool, eng Engine) []*river.Peri
 	waiting := event.NewWaiting(pool)
 	go waiting.Watch(ctx)
 	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), drift.Schedule(), event.SweepSchedule(waiting), event.RetentionSchedule(),
-		poller.Schedule(eng.PollInterval), environment.ExpirySchedule(eng.ExpiryCheck)}
+		poller.Schedule(eng.PollInterval), environment.ExpirySchedule(eng.ExpiryCheck), notification.DigestSchedule()}
 }
 
 // stackInstances lists a stack's instances for its page; the stack package cannot ask the

@@ -60,7 +60,7 @@ func (q *Queries) ApprovalRequester(ctx context.Context, id uuid.UUID) (uuid.Nul
 }
 
 const countUnreadNotifications = `-- name: CountUnreadNotifications :one
-SELECT count(*) FROM notifications WHERE user_id = $1 AND read_at IS NULL
+SELECT count(*) FROM notifications WHERE user_id = $1 AND read_at IS NULL AND inbox
 `
 
 func (q *Queries) CountUnreadNotifications(ctx context.Context, userID uuid.UUID) (int64, error) {
@@ -81,43 +81,22 @@ func (q *Queries) DeploymentCreator(ctx context.Context, id uuid.UUID) (uuid.Nul
 	return created_by, err
 }
 
-const environmentCreator = `-- name: EnvironmentCreator :one
-SELECT created_by FROM environments WHERE id = $1
+const digestOf = `-- name: DigestOf :many
+SELECT id, user_id, event_id, tenant_id, kind, title, link, inbox, created_at, read_at FROM notifications
+WHERE user_id = $1 AND read_at IS NULL AND created_at > $2 AND created_at <= $3
+ORDER BY created_at, id
+LIMIT 200
 `
 
-func (q *Queries) EnvironmentCreator(ctx context.Context, id uuid.UUID) (uuid.NullUUID, error) {
-	row := q.db.QueryRow(ctx, environmentCreator, id)
-	var created_by uuid.NullUUID
-	err := row.Scan(&created_by)
-	return created_by, err
+type DigestOfParams struct {
+	UserID uuid.UUID `json:"user_id"`
+	Since  time.Time `json:"since"`
+	Until  time.Time `json:"until"`
 }
 
-const listNotifications = `-- name: ListNotifications :many
-SELECT id, user_id, event_id, tenant_id, kind, title, link, created_at, read_at FROM notifications
-WHERE user_id = $1
-  AND (NOT $2::boolean OR read_at IS NULL)
-  AND ($3::timestamptz IS NULL OR (created_at, id) < ($3::timestamptz, $4::uuid))
-ORDER BY created_at DESC, id DESC
-LIMIT $5
-`
-
-type ListNotificationsParams struct {
-	UserID  uuid.UUID  `json:"user_id"`
-	Unread  bool       `json:"unread"`
-	AfterAt *time.Time `json:"after_at"`
-	AfterID uuid.UUID  `json:"after_id"`
-	MaxRows int32      `json:"max_rows"`
-}
-
-// A person's notifications, newest first, after a cursor.
-func (q *Queries) ListNotifications(ctx context.Context, arg ListNotificationsParams) ([]Notification, error) {
-	rows, err := q.db.Query(ctx, listNotifications,
-		arg.UserID,
-		arg.Unread,
-		arg.AfterAt,
-		arg.AfterID,
-		arg.MaxRows,
-	)
+// What a digest tells: its reader's notifications of its span, still unread.
+func (q *Queries) DigestOf(ctx context.Context, arg DigestOfParams) ([]Notification, error) {
+	rows, err := q.db.Query(ctx, digestOf, arg.UserID, arg.Since, arg.Until)
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +112,7 @@ func (q *Queries) ListNotifications(ctx context.Context, arg ListNotificationsPa
 			&i.Kind,
 			&i.Title,
 			&i.Link,
+			&i.Inbox,
 			&i.CreatedAt,
 			&i.ReadAt,
 		); err != nil {
@@ -146,8 +126,290 @@ func (q *Queries) ListNotifications(ctx context.Context, arg ListNotificationsPa
 	return items, nil
 }
 
+const dueDigests = `-- name: DueDigests :many
+WITH due AS (
+    UPDATE notification_digests d SET sent_until = now()
+    WHERE d.sent_until <= now() - interval '1 day' AND EXISTS (SELECT 1 FROM mail_settings)
+      AND EXISTS (SELECT 1 FROM notifications n WHERE n.user_id = d.user_id AND n.read_at IS NULL AND n.created_at > d.sent_until)
+    RETURNING d.user_id, (SELECT x.sent_until FROM notification_digests x WHERE x.user_id = d.user_id) AS since
+)
+INSERT INTO notification_mails (user_id, since)
+SELECT user_id, since FROM due
+RETURNING id
+`
+
+// Queues a digest mail for each reader whose last one was a day ago or more and who has
+// something unread since, and moves their span on.
+func (q *Queries) DueDigests(ctx context.Context) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, dueDigests)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const environmentCreator = `-- name: EnvironmentCreator :one
+SELECT created_by FROM environments WHERE id = $1
+`
+
+func (q *Queries) EnvironmentCreator(ctx context.Context, id uuid.UUID) (uuid.NullUUID, error) {
+	row := q.db.QueryRow(ctx, environmentCreator, id)
+	var created_by uuid.NullUUID
+	err := row.Scan(&created_by)
+	return created_by, err
+}
+
+const failedMails = `-- name: FailedMails :many
+SELECT m.id, m.failed_at, m.error, m.attempts, u.email, coalesce(n.kind, 'digest')::text AS kind
+FROM notification_mails m JOIN users u ON u.id = m.user_id
+LEFT JOIN notifications n ON n.id = m.notification_id
+WHERE m.failed_at IS NOT NULL
+ORDER BY m.failed_at DESC
+LIMIT 50
+`
+
+type FailedMailsRow struct {
+	ID       uuid.UUID  `json:"id"`
+	FailedAt *time.Time `json:"failed_at"`
+	Error    string     `json:"error"`
+	Attempts int32      `json:"attempts"`
+	Email    string     `json:"email"`
+	Kind     string     `json:"kind"`
+}
+
+// The deliveries that failed, newest first, for the operator.
+func (q *Queries) FailedMails(ctx context.Context) ([]FailedMailsRow, error) {
+	rows, err := q.db.Query(ctx, failedMails)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []FailedMailsRow{}
+	for rows.Next() {
+		var i FailedMailsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.FailedAt,
+			&i.Error,
+			&i.Attempts,
+			&i.Email,
+			&i.Kind,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listNotifications = `-- name: ListNotifications :many
+SELECT n.id, n.user_id, n.event_id, n.tenant_id, n.kind, n.title, n.link, n.inbox, n.created_at, n.read_at, coalesce(m.error, '')::text AS mail_error FROM notifications n
+LEFT JOIN notification_mails m ON m.notification_id = n.id AND m.failed_at IS NOT NULL
+WHERE n.user_id = $1 AND n.inbox
+  AND (NOT $2::boolean OR n.read_at IS NULL)
+  AND ($3::timestamptz IS NULL OR (n.created_at, n.id) < ($3::timestamptz, $4::uuid))
+ORDER BY n.created_at DESC, n.id DESC
+LIMIT $5
+`
+
+type ListNotificationsParams struct {
+	UserID  uuid.UUID  `json:"user_id"`
+	Unread  bool       `json:"unread"`
+	AfterAt *time.Time `json:"after_at"`
+	AfterID uuid.UUID  `json:"after_id"`
+	MaxRows int32      `json:"max_rows"`
+}
+
+type ListNotificationsRow struct {
+	Notification Notification `json:"notification"`
+	MailError    string       `json:"mail_error"`
+}
+
+// A person's notifications, newest first, after a cursor, with why their mail failed.
+func (q *Queries) ListNotifications(ctx context.Context, arg ListNotificationsParams) ([]ListNotificationsRow, error) {
+	rows, err := q.db.Query(ctx, listNotifications,
+		arg.UserID,
+		arg.Unread,
+		arg.AfterAt,
+		arg.AfterID,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListNotificationsRow{}
+	for rows.Next() {
+		var i ListNotificationsRow
+		if err := rows.Scan(
+			&i.Notification.ID,
+			&i.Notification.UserID,
+			&i.Notification.EventID,
+			&i.Notification.TenantID,
+			&i.Notification.Kind,
+			&i.Notification.Title,
+			&i.Notification.Link,
+			&i.Notification.Inbox,
+			&i.Notification.CreatedAt,
+			&i.Notification.ReadAt,
+			&i.MailError,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const mailAttemptFailed = `-- name: MailAttemptFailed :exec
+UPDATE notification_mails SET attempts = attempts + 1, error = $1,
+    failed_at = CASE WHEN $2::boolean THEN now() END
+WHERE id = $3
+`
+
+type MailAttemptFailedParams struct {
+	Error string    `json:"error"`
+	Final bool      `json:"final"`
+	ID    uuid.UUID `json:"id"`
+}
+
+// An attempt that failed; the last one (final) ends the mail failed.
+func (q *Queries) MailAttemptFailed(ctx context.Context, arg MailAttemptFailedParams) error {
+	_, err := q.db.Exec(ctx, mailAttemptFailed, arg.Error, arg.Final, arg.ID)
+	return err
+}
+
+const mailNotifications = `-- name: MailNotifications :many
+INSERT INTO notification_mails (user_id, notification_id)
+SELECT n.user_id, n.id FROM notifications n
+WHERE n.event_id = $1 AND EXISTS (SELECT 1 FROM mail_settings)
+  AND NOT EXISTS (SELECT 1 FROM notification_digests d WHERE d.user_id = n.user_id)
+  AND coalesce((SELECT p.email FROM notification_preferences p WHERE p.user_id = n.user_id AND p.kind = n.kind),
+      $2::boolean)
+ON CONFLICT (notification_id) WHERE notification_id IS NOT NULL DO NOTHING
+RETURNING id
+`
+
+type MailNotificationsParams struct {
+	Event     uuid.UUID `json:"event"`
+	OnDefault bool      `json:"on_default"`
+}
+
+// A mail for each notification of an event whose reader takes its kind by mail one at a time
+// (not in a digest), when mail is set up at all.
+func (q *Queries) MailNotifications(ctx context.Context, arg MailNotificationsParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, mailNotifications, arg.Event, arg.OnDefault)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const mailSent = `-- name: MailSent :exec
+UPDATE notification_mails SET sent_at = now(), attempts = attempts + 1, error = '' WHERE id = $1
+`
+
+func (q *Queries) MailSent(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, mailSent, id)
+	return err
+}
+
+const mailSettings = `-- name: MailSettings :one
+SELECT singleton, host, port, tls, username, password, password_key_id, from_address, base_url, set_by, created_at, updated_at FROM mail_settings
+`
+
+func (q *Queries) MailSettings(ctx context.Context) (MailSetting, error) {
+	row := q.db.QueryRow(ctx, mailSettings)
+	var i MailSetting
+	err := row.Scan(
+		&i.Singleton,
+		&i.Host,
+		&i.Port,
+		&i.Tls,
+		&i.Username,
+		&i.Password,
+		&i.PasswordKeyID,
+		&i.FromAddress,
+		&i.BaseUrl,
+		&i.SetBy,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const mailToSend = `-- name: MailToSend :one
+SELECT m.id, m.user_id, m.notification_id, m.since, m.created_at, m.sent_at, m.failed_at, u.email,
+    coalesce(n.title, '')::text AS title, coalesce(n.link, '')::text AS link
+FROM notification_mails m JOIN users u ON u.id = m.user_id
+LEFT JOIN notifications n ON n.id = m.notification_id
+WHERE m.id = $1
+`
+
+type MailToSendRow struct {
+	ID             uuid.UUID     `json:"id"`
+	UserID         uuid.UUID     `json:"user_id"`
+	NotificationID uuid.NullUUID `json:"notification_id"`
+	Since          *time.Time    `json:"since"`
+	CreatedAt      time.Time     `json:"created_at"`
+	SentAt         *time.Time    `json:"sent_at"`
+	FailedAt       *time.Time    `json:"failed_at"`
+	Email          string        `json:"email"`
+	Title          string        `json:"title"`
+	Link           string        `json:"link"`
+}
+
+// A mail with its reader's address and, for a single one, its notification.
+func (q *Queries) MailToSend(ctx context.Context, id uuid.UUID) (MailToSendRow, error) {
+	row := q.db.QueryRow(ctx, mailToSend, id)
+	var i MailToSendRow
+	err := row.Scan(
+		&i.ID,
+		&i.UserID,
+		&i.NotificationID,
+		&i.Since,
+		&i.CreatedAt,
+		&i.SentAt,
+		&i.FailedAt,
+		&i.Email,
+		&i.Title,
+		&i.Link,
+	)
+	return i, err
+}
+
 const markAllNotificationsRead = `-- name: MarkAllNotificationsRead :execrows
-UPDATE notifications SET read_at = now() WHERE user_id = $1 AND read_at IS NULL
+UPDATE notifications SET read_at = now() WHERE user_id = $1 AND read_at IS NULL AND inbox
 `
 
 func (q *Queries) MarkAllNotificationsRead(ctx context.Context, userID uuid.UUID) (int64, error) {
@@ -160,8 +422,8 @@ func (q *Queries) MarkAllNotificationsRead(ctx context.Context, userID uuid.UUID
 
 const markNotificationRead = `-- name: MarkNotificationRead :one
 UPDATE notifications SET read_at = coalesce(read_at, now())
-WHERE id = $1 AND user_id = $2
-RETURNING id, user_id, event_id, tenant_id, kind, title, link, created_at, read_at
+WHERE id = $1 AND user_id = $2 AND inbox
+RETURNING id, user_id, event_id, tenant_id, kind, title, link, inbox, created_at, read_at
 `
 
 type MarkNotificationReadParams struct {
@@ -180,6 +442,7 @@ func (q *Queries) MarkNotificationRead(ctx context.Context, arg MarkNotification
 		&i.Kind,
 		&i.Title,
 		&i.Link,
+		&i.Inbox,
 		&i.CreatedAt,
 		&i.ReadAt,
 	)
@@ -217,28 +480,28 @@ func (q *Queries) NotificationPreferences(ctx context.Context, userID uuid.UUID)
 }
 
 const notify = `-- name: Notify :execrows
-INSERT INTO notifications (user_id, event_id, tenant_id, kind, title, link)
-SELECT u.id, $1, $2, $3, $4, $5 FROM users u
-WHERE u.id = ANY($6::uuid[]) AND u.deleted_at IS NULL
+INSERT INTO notifications (user_id, event_id, tenant_id, kind, title, link, inbox)
+SELECT u.id, $1, $2, $3, $4, $5, w.inbox FROM users u
+CROSS JOIN LATERAL (SELECT coalesce(p.inbox, $6::boolean) AS inbox, coalesce(p.email, $6::boolean) AS email
+    FROM (SELECT 1) one LEFT JOIN notification_preferences p ON p.user_id = u.id AND p.kind = $3) w
+WHERE u.id = ANY($7::uuid[]) AND u.deleted_at IS NULL AND (w.inbox OR w.email)
   AND ($2::uuid IS NULL OR u.is_provider_admin
       OR EXISTS (SELECT 1 FROM memberships m WHERE m.user_id = u.id AND m.tenant_id = $2))
-  AND coalesce((SELECT p.inbox FROM notification_preferences p WHERE p.user_id = u.id AND p.kind = $3),
-      $7::boolean)
 ON CONFLICT (event_id, user_id) DO NOTHING
 `
 
 type NotifyParams struct {
-	Event        uuid.UUID     `json:"event"`
-	Tenant       uuid.NullUUID `json:"tenant"`
-	Kind         string        `json:"kind"`
-	Title        string        `json:"title"`
-	Link         string        `json:"link"`
-	Users        []uuid.UUID   `json:"users"`
-	InboxDefault bool          `json:"inbox_default"`
+	Event     uuid.UUID     `json:"event"`
+	Tenant    uuid.NullUUID `json:"tenant"`
+	Kind      string        `json:"kind"`
+	Title     string        `json:"title"`
+	Link      string        `json:"link"`
+	OnDefault bool          `json:"on_default"`
+	Users     []uuid.UUID   `json:"users"`
 }
 
 // One notification of an event for each of users who may still see its tenant and who take
-// its kind in their inbox (inbox_default when they never said).
+// its kind in their inbox or by mail (on_default when they never said).
 func (q *Queries) Notify(ctx context.Context, arg NotifyParams) (int64, error) {
 	result, err := q.db.Exec(ctx, notify,
 		arg.Event,
@@ -246,8 +509,8 @@ func (q *Queries) Notify(ctx context.Context, arg NotifyParams) (int64, error) {
 		arg.Kind,
 		arg.Title,
 		arg.Link,
+		arg.OnDefault,
 		arg.Users,
-		arg.InboxDefault,
 	)
 	if err != nil {
 		return 0, err
@@ -264,6 +527,41 @@ func (q *Queries) OperationRequester(ctx context.Context, id uuid.UUID) (uuid.Nu
 	var requested_by uuid.NullUUID
 	err := row.Scan(&requested_by)
 	return requested_by, err
+}
+
+const setMailSettings = `-- name: SetMailSettings :exec
+INSERT INTO mail_settings (host, port, tls, username, password, password_key_id, from_address, base_url, set_by)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+ON CONFLICT (singleton) DO UPDATE SET host = excluded.host, port = excluded.port, tls = excluded.tls,
+    username = excluded.username, password = excluded.password, password_key_id = excluded.password_key_id,
+    from_address = excluded.from_address, base_url = excluded.base_url, set_by = excluded.set_by, updated_at = now()
+`
+
+type SetMailSettingsParams struct {
+	Host          string        `json:"host"`
+	Port          int32         `json:"port"`
+	Tls           string        `json:"tls"`
+	Username      string        `json:"username"`
+	Password      []byte        `json:"password"`
+	PasswordKeyID string        `json:"password_key_id"`
+	FromAddress   string        `json:"from_address"`
+	BaseUrl       string        `json:"base_url"`
+	SetBy         uuid.NullUUID `json:"set_by"`
+}
+
+func (q *Queries) SetMailSettings(ctx context.Context, arg SetMailSettingsParams) error {
+	_, err := q.db.Exec(ctx, setMailSettings,
+		arg.Host,
+		arg.Port,
+		arg.Tls,
+		arg.Username,
+		arg.Password,
+		arg.PasswordKeyID,
+		arg.FromAddress,
+		arg.BaseUrl,
+		arg.SetBy,
+	)
+	return err
 }
 
 const setNotificationPreference = `-- name: SetNotificationPreference :exec

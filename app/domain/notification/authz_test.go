@@ -90,5 +90,58 @@ var inboxCases = map[string]apptest.AuthzCase{
 	},
 }
 
+// tenantPeople are everyone but the provider admin: mail is the operator's to set up.
+var tenantPeople = []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrForbidden}, {Who: apptest.UserA, Want: problem.ErrForbidden},
+	{Who: apptest.AdminB, Want: problem.ErrForbidden}, {Who: apptest.Stranger, Want: problem.ErrForbidden}}
+
+func mail(w *apptest.World) *notification.MailService {
+	return notification.NewMailService(w.Pool, w.Keys)
+}
+
+var mailCases = map[string]apptest.AuthzCase{
+	"notification.MailService.Settings": {
+		Refused: tenantPeople,
+		Served:  []apptest.Actor{apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			_, err := mail(w).Settings(context.Background(), p)
+			return err
+		},
+	},
+	"notification.MailService.SetSettings": {
+		Refused: tenantPeople,
+		Served:  []apptest.Actor{apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			return mail(w).SetSettings(context.Background(), p, notification.MailInput{Host: "smtp.example.com", Port: "587", TLS: "starttls",
+				FromAddress: "nimbus@example.com", BaseURL: "https://nimbus.example.com"})
+		},
+		Then: func(t *testing.T, w *apptest.World) {
+			s, err := mail(w).Settings(context.Background(), w.Admin)
+			apptest.Must(t, err)
+			if !s.Set || s.Host != "smtp.example.com" {
+				t.Errorf("settings %+v", s)
+			}
+		},
+	},
+	"notification.MailService.Test": {
+		Refused: tenantPeople,
+		Served:  []apptest.Actor{apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			err := mail(w).Test(context.Background(), p, "ops@example.com")
+			if problem.FieldOf(err) == "host" {
+				return nil // served: told that no server is set up
+			}
+			return err
+		},
+	},
+	"notification.MailService.Failed": {
+		Refused: tenantPeople,
+		Served:  []apptest.Actor{apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			_, err := mail(w).Failed(context.Background(), p)
+			return err
+		},
+	},
+}
+
 // TestAuthz_Methods runs the authorization case of each of the package's data-access methods.
-func TestAuthz_Methods(t *testing.T) { apptest.RunAuthz(t, inboxCases) }
+func TestAuthz_Methods(t *testing.T) { apptest.RunAuthz(t, inboxCases, mailCases) }

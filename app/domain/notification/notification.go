@@ -26,6 +26,9 @@ type Notification struct {
 	TenantID  *uuid.UUID `json:"tenant_id,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
 	ReadAt    *time.Time `json:"read_at,omitempty"`
+	// MailFailed says why its mail could not be delivered, after every attempt; empty when
+	// it was, or is still being tried, or none was sent.
+	MailFailed string `json:"mail_failed,omitempty"`
 }
 
 // Place is where the notification stands in its list, for the next page's cursor.
@@ -60,7 +63,8 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([
 	}
 	out := make([]Notification, len(rows))
 	for i, r := range rows {
-		out[i] = view(r)
+		out[i] = view(r.Notification)
+		out[i].MailFailed = r.MailError
 	}
 	return out, nil
 }

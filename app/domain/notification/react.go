@@ -29,11 +29,15 @@ func React(ctx context.Context, tx pgx.Tx, e outbox.Logged) error {
 		return err
 	}
 	_, err = q.Notify(ctx, dbgen.NotifyParams{Event: e.EventID, Tenant: n.tenant, Kind: kind.Type, Title: n.title, Link: n.link,
-		Users: n.users, InboxDefault: kind.On})
+		Users: n.users, OnDefault: kind.On})
 	if err != nil {
 		return fmt.Errorf("notify of %s event %s: %w", e.Type, e.EventID, err)
 	}
-	return nil
+	mails, err := q.MailNotifications(ctx, dbgen.MailNotificationsParams{Event: e.EventID, OnDefault: kind.On})
+	if err != nil {
+		return fmt.Errorf("mail the notifications of event %s: %w", e.EventID, err)
+	}
+	return queueMails(ctx, tx, mails)
 }
 
 // note is what one event tells whom.
