@@ -82,21 +82,30 @@ func (q *Queries) DeploymentCreator(ctx context.Context, id uuid.UUID) (uuid.Nul
 }
 
 const digestOf = `-- name: DigestOf :many
-SELECT id, user_id, event_id, tenant_id, kind, title, link, inbox, created_at, read_at FROM notifications
-WHERE user_id = $1 AND read_at IS NULL AND created_at > $2 AND created_at <= $3
-ORDER BY created_at, id
+SELECT id, user_id, event_id, tenant_id, kind, title, link, inbox, created_at, read_at FROM notifications n
+WHERE n.user_id = $1 AND n.read_at IS NULL AND n.created_at > $2 AND n.created_at <= $3
+  AND coalesce((SELECT p.email FROM notification_preferences p WHERE p.user_id = n.user_id AND p.kind = n.kind),
+      n.kind = ANY($4::text[]))
+ORDER BY n.created_at, n.id
 LIMIT 200
 `
 
 type DigestOfParams struct {
-	UserID uuid.UUID `json:"user_id"`
-	Since  time.Time `json:"since"`
-	Until  time.Time `json:"until"`
+	UserID      uuid.UUID `json:"user_id"`
+	Since       time.Time `json:"since"`
+	Until       time.Time `json:"until"`
+	OnByDefault []string  `json:"on_by_default"`
 }
 
-// What a digest tells: its reader's notifications of its span, still unread.
+// What a digest tells: its reader's notifications of its span, still unread, of the kinds they
+// take by mail (those of on_by_default when they never said).
 func (q *Queries) DigestOf(ctx context.Context, arg DigestOfParams) ([]Notification, error) {
-	rows, err := q.db.Query(ctx, digestOf, arg.UserID, arg.Since, arg.Until)
+	rows, err := q.db.Query(ctx, digestOf,
+		arg.UserID,
+		arg.Since,
+		arg.Until,
+		arg.OnByDefault,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +139,9 @@ const dueDigests = `-- name: DueDigests :many
 WITH due AS (
     UPDATE notification_digests d SET sent_until = now()
     WHERE d.sent_until <= now() - interval '1 day' AND EXISTS (SELECT 1 FROM mail_settings)
-      AND EXISTS (SELECT 1 FROM notifications n WHERE n.user_id = d.user_id AND n.read_at IS NULL AND n.created_at > d.sent_until)
+      AND EXISTS (SELECT 1 FROM notifications n WHERE n.user_id = d.user_id AND n.read_at IS NULL AND n.created_at > d.sent_until
+          AND coalesce((SELECT p.email FROM notification_preferences p WHERE p.user_id = n.user_id AND p.kind = n.kind),
+              n.kind = ANY($1::text[])))
     RETURNING d.user_id, (SELECT x.sent_until FROM notification_digests x WHERE x.user_id = d.user_id) AS since
 )
 INSERT INTO notification_mails (user_id, since)
@@ -139,9 +150,9 @@ RETURNING id
 `
 
 // Queues a digest mail for each reader whose last one was a day ago or more and who has
-// something unread since, and moves their span on.
-func (q *Queries) DueDigests(ctx context.Context) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, dueDigests)
+// something unread since that they take by mail, and moves their span on.
+func (q *Queries) DueDigests(ctx context.Context, onByDefault []string) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, dueDigests, onByDefault)
 	if err != nil {
 		return nil, err
 	}

@@ -106,10 +106,13 @@ LEFT JOIN notifications n ON n.id = m.notification_id
 WHERE m.id = $1;
 
 -- name: DigestOf :many
--- What a digest tells: its reader's notifications of its span, still unread.
-SELECT * FROM notifications
-WHERE user_id = sqlc.arg(user_id) AND read_at IS NULL AND created_at > sqlc.arg(since) AND created_at <= sqlc.arg(until)
-ORDER BY created_at, id
+-- What a digest tells: its reader's notifications of its span, still unread, of the kinds they
+-- take by mail (those of on_by_default when they never said).
+SELECT * FROM notifications n
+WHERE n.user_id = sqlc.arg(user_id) AND n.read_at IS NULL AND n.created_at > sqlc.arg(since) AND n.created_at <= sqlc.arg(until)
+  AND coalesce((SELECT p.email FROM notification_preferences p WHERE p.user_id = n.user_id AND p.kind = n.kind),
+      n.kind = ANY(sqlc.arg(on_by_default)::text[]))
+ORDER BY n.created_at, n.id
 LIMIT 200;
 
 -- name: MailSent :exec
@@ -132,11 +135,13 @@ LIMIT 50;
 
 -- name: DueDigests :many
 -- Queues a digest mail for each reader whose last one was a day ago or more and who has
--- something unread since, and moves their span on.
+-- something unread since that they take by mail, and moves their span on.
 WITH due AS (
     UPDATE notification_digests d SET sent_until = now()
     WHERE d.sent_until <= now() - interval '1 day' AND EXISTS (SELECT 1 FROM mail_settings)
-      AND EXISTS (SELECT 1 FROM notifications n WHERE n.user_id = d.user_id AND n.read_at IS NULL AND n.created_at > d.sent_until)
+      AND EXISTS (SELECT 1 FROM notifications n WHERE n.user_id = d.user_id AND n.read_at IS NULL AND n.created_at > d.sent_until
+          AND coalesce((SELECT p.email FROM notification_preferences p WHERE p.user_id = n.user_id AND p.kind = n.kind),
+              n.kind = ANY(sqlc.arg(on_by_default)::text[])))
     RETURNING d.user_id, (SELECT x.sent_until FROM notification_digests x WHERE x.user_id = d.user_id) AS since
 )
 INSERT INTO notification_mails (user_id, since)

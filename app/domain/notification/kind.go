@@ -25,6 +25,17 @@ var Kinds = []Kind{
 	{Type: "elevation.ended", Label: "My elevated role ended", On: true},
 }
 
+// onByDefault lists the kinds that reach a person who never said otherwise.
+func onByDefault() []string {
+	var out []string
+	for _, k := range Kinds {
+		if k.On {
+			out = append(out, k.Type)
+		}
+	}
+	return out
+}
+
 // kindOf is the kind of an event type; ok is false for a type that notifies nobody.
 func kindOf(typ string) (Kind, bool) {
 	for _, k := range Kinds {

@@ -200,7 +200,7 @@ func words(ctx context.Context, q *dbgen.Queries, srv server, m dbgen.MailToSend
 	if m.NotificationID.Valid {
 		return m.Title, m.Title + "\n\n" + srv.link(m.Link) + "\n\n" + footer(srv), nil
 	}
-	list, err := q.DigestOf(ctx, dbgen.DigestOfParams{UserID: m.UserID, Since: *m.Since, Until: m.CreatedAt})
+	list, err := q.DigestOf(ctx, dbgen.DigestOfParams{UserID: m.UserID, Since: *m.Since, Until: m.CreatedAt, OnByDefault: onByDefault()})
 	if err != nil {
 		return "", "", err
 	}
@@ -247,7 +247,7 @@ func NewDigester(pool *pgxpool.Pool) *Digester { return &Digester{pool: pool} }
 // Work queues the due digests, in the transaction that moves each reader's span on.
 func (w *Digester) Work(ctx context.Context, _ *river.Job[DigestArgs]) error {
 	return db.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		mails, err := db.Reused(tx).DueDigests(ctx)
+		mails, err := db.Reused(tx).DueDigests(ctx, onByDefault())
 		if err != nil {
 			return fmt.Errorf("queue digests: %w", err)
 		}

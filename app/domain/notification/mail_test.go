@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"nimbus/app/apptest"
 	"nimbus/app/domain/notification"
@@ -154,14 +155,15 @@ func TestDigest_OneMailOfWhatIsUnread(t *testing.T) {
 	ctx := context.Background()
 	smtp := apptest.StartMailServer(t)
 	setMail(t, s, s.Token(t, s.Admin), smtp.Host, smtp.Port)
-	apptest.Must(t, s.Notices.SetPreferences(ctx, s.UserA, notification.Preferences{Digest: true}))
-	for _, role := range []string{"user", "tenant_admin"} {
-		apptest.Must(t, outbox.Emit(ctx, dbgen.New(s.Pool), outbox.Event{Type: "elevation.ended",
-			Data: map[string]any{"user_id": s.UserA.UserID, "role": role}}))
+	apptest.Must(t, s.Notices.SetPreferences(ctx, s.UserA, notification.Preferences{Digest: true,
+		Kinds: []notification.Choice{{Kind: "elevation.granted", Inbox: true, Email: false}}}))
+	for _, e := range []struct{ typ, role string }{{"elevation.ended", "user"}, {"elevation.ended", "tenant_admin"}, {"elevation.granted", "user"}} {
+		apptest.Must(t, outbox.Emit(ctx, dbgen.New(s.Pool), outbox.Event{Type: e.typ,
+			Data: map[string]any{"user_id": s.UserA.UserID, "role": e.role, "ends_at": time.Now().Add(time.Hour)}}))
 	}
 	user := s.Token(t, s.UserA)
-	apptest.WaitFor(t, "both notifications", func() bool {
-		return len(s.Call(t, "GET", "/api/v1/notifications", user, nil).JSON(t)["notifications"].([]any)) == 2
+	apptest.WaitFor(t, "the three notifications", func() bool {
+		return len(s.Call(t, "GET", "/api/v1/notifications", user, nil).JSON(t)["notifications"].([]any)) == 3
 	})
 	// A day passes.
 	_, err := s.Pool.Exec(ctx, `UPDATE notification_digests SET sent_until = sent_until - interval '25 hours'`)
@@ -173,7 +175,9 @@ func TestDigest_OneMailOfWhatIsUnread(t *testing.T) {
 		mails = smtp.To(t, "user-a@example.com")
 		return len(mails) > 0
 	})
-	if len(mails) != 1 || !strings.Contains(mails[0].Subject, "2 unread") || !strings.Contains(mails[0].Text, "Tenant admin ended") {
+	// The granted elevation, which A's user does not take by mail, is left out.
+	if len(mails) != 1 || !strings.Contains(mails[0].Subject, "2 unread") || !strings.Contains(mails[0].Text, "Tenant admin ended") ||
+		strings.Contains(mails[0].Text, "You were made") {
 		t.Fatalf("mails: %+v", mails)
 	}
 }
