@@ -39,6 +39,8 @@ type Viewer struct {
 	Tenants       int
 	// Approvals is how many requests for approval wait for the viewer's decision.
 	Approvals int
+	// Unread is how many of the viewer's notifications they have not read.
+	Unread int
 }
 
 // Flash is a one-time message shown at the top of the next page.

@@ -78,6 +78,8 @@ type SiteConfig struct {
 	Deliveries event.DeliveryConfig
 	// ExpiryCheck is how often environments' expiries are looked at; the default when zero.
 	ExpiryCheck time.Duration
+	// MailAttempts is how many times a mail is tried; the default when zero.
+	MailAttempts int
 	// QuietJobs leaves the job client's and the workers' lines below warnings out of the log,
 	// where they would bury the requests.
 	QuietJobs bool
@@ -149,7 +151,7 @@ func Start(t testing.TB, pool *pgxpool.Pool, cfg SiteConfig, configure ...func(*
 	}
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.OperationTimeout, ApprovalTTL: cfg.ApprovalTTL,
 		ChecksPerTenant: cfg.ChecksPerTenant, OperationsPerTenant: cfg.OperationsPerTenant, GraphParallel: cfg.GraphParallel, Cloud: cloud, PollInterval: cfg.PollInterval, Deliveries: cfg.Deliveries,
-		ExpiryCheck: cfg.ExpiryCheck}
+		ExpiryCheck: cfg.ExpiryCheck, MailAttempts: cfg.MailAttempts}
 	riverPool, err := db.LazySessions(ctx, pool) // as the server runs River
 	if err != nil {
 		t.Fatal(err)

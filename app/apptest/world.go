@@ -18,6 +18,7 @@ import (
 	"nimbus/app/domain/elevation"
 	"nimbus/app/domain/governance"
 	"nimbus/app/domain/ipam"
+	"nimbus/app/domain/notification"
 	"nimbus/app/domain/resolver"
 	"nimbus/app/domain/stack"
 	"nimbus/app/domain/system"
@@ -63,6 +64,7 @@ type World struct {
 	Instances              *instance.Service  // no worker takes its runs
 	Provisions             *provision.Service // no worker deploys its factories
 	Keys                   *secrets.Keyring   // seals the deployments' secrets and stack passphrases
+	Notices                *notification.Service
 	A, B                   tenant.Tenant
 	Shared, OfA            component.Component // provider-level, and tenant A's
 	Admin                  access.Principal    // provider admin
@@ -99,6 +101,7 @@ func NewWorld(t testing.TB) *World {
 		Stacks:     svc.Stacks,
 		Instances:  svc.Instances,
 		Provisions: svc.Provisions,
+		Notices:    svc.Notices,
 		fixtures:   map[string]any{},
 	}
 	if _, err := user.Bootstrap(ctx, pool, "root@example.com", "correct horse battery"); err != nil {

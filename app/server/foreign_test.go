@@ -247,6 +247,8 @@ var byIDRoutes = []struct{ method, path, kind string }{
 	{"PATCH", "/api/v1/event-subscriptions/{id}", "subscription"},
 	{"DELETE", "/api/v1/event-subscriptions/{id}", "subscription"},
 	{"GET", "/api/v1/event-subscriptions/{id}/deliveries", "subscription"},
+	{"POST", "/notifications/{id}/read", "notification"},
+	{"POST", "/api/v1/notifications/{id}/read", "notification"},
 }
 
 func TestAccess_AnotherTenantsObjectAnswersAsAMissingOne(t *testing.T) {
@@ -287,12 +289,20 @@ func TestAccess_AnotherTenantsObjectAnswersAsAMissingOne(t *testing.T) {
 		"url": "https://hooks.example.com/nimbus"})
 	apptest.WantStatus(t, r, http.StatusCreated)
 	subscriptionOfA := r.JSON(t)["id"].(string)
+	// The destroy's request for approval reaches the inbox of A's second admin, who may decide it.
+	var notice string
+	apptest.WaitFor(t, "A's second admin told of the request for approval", func() bool {
+		if list := g.Call(t, "GET", "/api/v1/notifications", g.As.Admin2, nil).JSON(t)["notifications"].([]any); len(list) > 0 {
+			notice = list[0].(map[string]any)["id"].(string)
+		}
+		return notice != ""
+	})
 	foreign := map[string]string{
 		"tenant": g.A.ID.String(), "component": g.OfA.ID.String(), "check": check.JSON(t)["id"].(string),
 		"deployment": g.Deployment, "operation": op["id"].(string), "environment": g.Env, "pool": pool, "zone": zone,
 		"approval": request["id"].(string), "policy": policies[0].(map[string]any)["id"].(string),
 		"token": token.Token.ID.String(), "user": g.UserA.UserID.String(), "stack": stackOfA,
-		"stack_instance": instanceOfA, "event_source": source, "subscription": subscriptionOfA, "elevation": elevationInA,
+		"stack_instance": instanceOfA, "event_source": source, "subscription": subscriptionOfA, "elevation": elevationInA, "notification": notice,
 	}
 
 	// Tenant B's admin asks about each of them, and about an object that does not exist.

@@ -24,6 +24,7 @@ import (
 	"nimbus/app/domain/elevation"
 	"nimbus/app/domain/governance"
 	"nimbus/app/domain/ipam"
+	"nimbus/app/domain/notification"
 	"nimbus/app/domain/policy"
 	"nimbus/app/domain/proxmox"
 	"nimbus/app/domain/resolver"
@@ -128,6 +129,8 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	e.Use((&outage{down: d.DatabaseDown, log: d.Log}).guard)
 	// The count of requests waiting for the viewer's approval, in every page's navigation.
 	e.Use(web.CountApprovals(svc.Approvals.Waiting))
+	// The count of the viewer's unread notifications, in every page's header.
+	e.Use(web.CountUnread(svc.Notices.Unread))
 
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{})))
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", web.CacheStatic(http.FileServer(http.FS(web.NoDirs{FS: static.FS}))))))
@@ -161,6 +164,8 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	provision.NewHandlers(svc.Provisions).Routes(signed, api, zoneH.Seen())
 	policy.NewHandlers(svc.Policies).Routes(signed, api, zoneH.Seen())
 	approval.NewHandlers(svc.Approvals, svc.Deployments).Routes(signed, api)
+	notification.NewHandlers(svc.Notices).Routes(signed, api)
+	notification.NewMailHandlers(svc.Mail).Routes(signed, api)
 	instance.NewHandlers(svc.Instances).Routes(api)
 	instance.NewHandlers(svc.Instances).Pages(signed)
 	dashboard.NewHandlers(dashboard.NewService(d.Pool, svc.Environments, svc.Pools, svc.Approvals)).Routes(signed)

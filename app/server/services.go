@@ -7,6 +7,7 @@ import (
 	"nimbus/app/domain/elevation"
 	"nimbus/app/domain/governance"
 	"nimbus/app/domain/ipam"
+	"nimbus/app/domain/notification"
 	"nimbus/app/domain/policy"
 	"nimbus/app/domain/proxmox"
 	"nimbus/app/domain/resolver"
@@ -54,6 +55,8 @@ type Services struct {
 	Provisions   *provision.Service
 	Approvals    *approval.Service
 	Events       *event.Service
+	Notices      *notification.Service
+	Mail         *notification.MailService
 }
 
 // Build builds the services. Their jobs are queued with d.Jobs; d.Toolchain says what the
@@ -82,6 +85,8 @@ func Build(d Deps) *Services {
 		Drift:        drift.NewService(d.Pool),
 		Approvals:    approval.NewService(d.Pool, queue),
 		Events:       event.NewService(d.Pool, d.Keys).CheckingConfig(poller.Check).AllowingPrivate(d.WebhooksPrivate),
+		Notices:      notification.NewService(d.Pool),
+		Mail:         notification.NewMailService(d.Pool, d.Keys),
 	}
 	s.Instances = instance.NewService(d.Pool, s.Deployments, d.Keys, queue)
 	s.Provisions = provision.NewService(d.Pool, d.Keys, s.Stacks, s.Instances)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"nimbus/app/domain/component"
 	"nimbus/app/domain/elevation"
+	"nimbus/app/domain/notification"
 	"nimbus/app/domain/stack"
 	"nimbus/app/domain/tenant"
 	"nimbus/app/kernel/access"
@@ -61,6 +62,9 @@ type Engine struct {
 	// ExpiryCheck is how often environments' expiries are looked at;
 	// environment.DefaultExpiryCheck when zero.
 	ExpiryCheck time.Duration
+	// MailAttempts is how many times a notification's mail is tried before it ends failed;
+	// notification.DefaultMailAttempts when zero.
+	MailAttempts int
 }
 
 // Workers registers the job workers of every domain.
@@ -76,20 +80,32 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 			Serve(graph.ParentEnvironment, environment.NewGraph(pool, eng.Keys)).
 			Serve(graph.ParentStackInstance, instance.NewParent(pool, eng.Keys)))
 		river.AddWorker(w, instance.NewTimeoutWorker(pool, eng.Keys))
-		// Reactions across domains, against the direction of their imports.
-		router := event.NewRouter(pool, instance.NewSignaller(pool, eng.Keys), instance.Refused).
-			Reacting("deployment.cancelled", approval.Withdraw).
-			Reacting("stack.destroyed", tenant.RemoveWhenDecommissioned)
+		router := Router(pool, eng.Keys)
 		river.AddWorker(w, router)
 		river.AddWorker(w, event.NewSweeper(router))
 		river.AddWorker(w, event.NewDeliverer(pool, eng.Keys, eng.Deliveries, log.With("component", "deliveries")))
 		river.AddWorker(w, event.NewRetainer(pool, eng.EventRetention))
 		river.AddWorker(w, poller.NewWorker(pool, poller.Clouds{Simcloud: eng.Cloud, Keys: eng.Keys, Client: &http.Client{Timeout: time.Minute}},
 			log.With("component", "poller")))
+		river.AddWorker(w, notification.NewMailer(pool, eng.Keys, eng.MailAttempts, log.With("component", "mail")))
+		river.AddWorker(w, notification.NewDigester(pool))
 		river.AddWorker(w, environment.NewExpirer(pool, expiredInstances(pool, eng), log.With("component", "expiry")))
 		river.AddWorker(w, elevation.NewEnder(pool))
 		river.AddWorker(w, elevation.NewSweeper(pool, log.With("component", "elevations")))
 	}
+}
+
+// Router routes Nimbus's events and runs the reactions across domains, against the direction
+// of their imports.
+func Router(pool *pgxpool.Pool, keys *secrets.Keyring) *event.Router {
+	router := event.NewRouter(pool, instance.NewSignaller(pool, keys), instance.Refused).
+		Reacting("deployment.cancelled", approval.Withdraw).
+		Reacting("stack.destroyed", tenant.RemoveWhenDecommissioned)
+	// Each person's inbox is filled from the events that concern them.
+	for _, k := range notification.Kinds {
+		router.Reacting(k.Type, notification.React)
+	}
+	return router
 }
 
 // deploys builds the deployments' service as every part of Nimbus uses it: the pages say how
@@ -116,7 +132,8 @@ func Periodic(ctx context.Context, pool *pgxpool.Pool, eng Engine) []*river.Peri
 	waiting := event.NewWaiting(pool)
 	go waiting.Watch(ctx)
 	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), drift.Schedule(), event.SweepSchedule(waiting), event.RetentionSchedule(),
-		poller.Schedule(eng.PollInterval), environment.ExpirySchedule(eng.ExpiryCheck), elevation.SweepSchedule()}
+		poller.Schedule(eng.PollInterval), environment.ExpirySchedule(eng.ExpiryCheck), elevation.SweepSchedule(),
+		notification.DigestSchedule()}
 }
 
 // stackInstances lists a stack's instances for its page; the stack package cannot ask the

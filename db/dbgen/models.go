@@ -417,6 +417,21 @@ type LoginFailure struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+type MailSetting struct {
+	Singleton     bool          `json:"singleton"`
+	Host          string        `json:"host"`
+	Port          int32         `json:"port"`
+	Tls           string        `json:"tls"`
+	Username      string        `json:"username"`
+	Password      []byte        `json:"password"`
+	PasswordKeyID string        `json:"password_key_id"`
+	FromAddress   string        `json:"from_address"`
+	BaseUrl       string        `json:"base_url"`
+	SetBy         uuid.NullUUID `json:"set_by"`
+	CreatedAt     time.Time     `json:"created_at"`
+	UpdatedAt     time.Time     `json:"updated_at"`
+}
+
 type Membership struct {
 	TenantID  uuid.UUID `json:"tenant_id"`
 	UserID    uuid.UUID `json:"user_id"`
@@ -428,6 +443,45 @@ type Membership struct {
 type NamingSequence struct {
 	Scope     string    `json:"scope"`
 	Last      int64     `json:"last"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+type Notification struct {
+	ID        uuid.UUID     `json:"id"`
+	UserID    uuid.UUID     `json:"user_id"`
+	EventID   uuid.UUID     `json:"event_id"`
+	TenantID  uuid.NullUUID `json:"tenant_id"`
+	Kind      string        `json:"kind"`
+	Title     string        `json:"title"`
+	Link      string        `json:"link"`
+	Inbox     bool          `json:"inbox"`
+	CreatedAt time.Time     `json:"created_at"`
+	ReadAt    *time.Time    `json:"read_at"`
+}
+
+type NotificationDigest struct {
+	UserID    uuid.UUID `json:"user_id"`
+	SentUntil time.Time `json:"sent_until"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type NotificationMail struct {
+	ID             uuid.UUID     `json:"id"`
+	UserID         uuid.UUID     `json:"user_id"`
+	NotificationID uuid.NullUUID `json:"notification_id"`
+	Since          *time.Time    `json:"since"`
+	Attempts       int32         `json:"attempts"`
+	Error          string        `json:"error"`
+	SentAt         *time.Time    `json:"sent_at"`
+	FailedAt       *time.Time    `json:"failed_at"`
+	CreatedAt      time.Time     `json:"created_at"`
+}
+
+type NotificationPreference struct {
+	UserID    uuid.UUID `json:"user_id"`
+	Kind      string    `json:"kind"`
+	Inbox     bool      `json:"inbox"`
+	Email     bool      `json:"email"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
 

@@ -263,8 +263,8 @@ func remove(ctx context.Context, q *dbgen.Queries, actor access.Principal, id uu
 // removal was asked for, the tenant goes with it, removed by Nimbus. A tenant that came to hold
 // something else meanwhile stays, and is no longer being removed: removing it is asked for
 // again once it is empty.
-func RemoveWhenDecommissioned(ctx context.Context, q *dbgen.Queries, e outbox.Logged) error {
-	actor := audit.System
+func RemoveWhenDecommissioned(ctx context.Context, tx pgx.Tx, e outbox.Logged) error {
+	q, actor := db.Reused(tx), audit.System
 	n, err := q.InstanceTenantNamespace(ctx, uuid.NullUUID{UUID: e.Instance, Valid: e.Instance != uuid.Nil})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil

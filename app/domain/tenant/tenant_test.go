@@ -17,6 +17,7 @@ import (
 	"nimbus/app/kernel/objstore/s3test"
 	"nimbus/app/kernel/outbox"
 	"nimbus/app/kernel/problem"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
 )
@@ -295,7 +296,7 @@ func TestRemoveWhenDecommissioned(t *testing.T) {
 			// A reaction runs again when routing its event is retried: the second time changes nothing.
 			destroyed := outbox.Logged{Type: "stack.destroyed", Instance: inst.ID}
 			for range 2 {
-				if err := tenant.RemoveWhenDecommissioned(ctx, dbgen.New(pool), destroyed); err != nil {
+				if err := db.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return tenant.RemoveWhenDecommissioned(ctx, tx, destroyed) }); err != nil {
 					t.Fatal(err)
 				}
 			}

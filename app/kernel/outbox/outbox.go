@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"nimbus/db/dbgen"
 )
@@ -67,6 +68,8 @@ func Emit(ctx context.Context, q *dbgen.Queries, e Event) error {
 // Logged is one of Nimbus's own events as a reaction reads it back from the log: what it was
 // written about, and its data as the log keeps it (numbers as float64, IDs as strings).
 type Logged struct {
+	// EventID is the event's in the log: what a reaction that writes once per event keys on.
+	EventID                                   uuid.UUID
 	Type, Subject                             string
 	Tenant, Environment, Instance, Deployment uuid.UUID
 	Data                                      map[string]any
@@ -84,9 +87,10 @@ func (e Logged) ID(key string) (uuid.UUID, error) {
 
 // Reaction is what one part of Nimbus does when another's event is logged: how a change
 // reaches a part its writer does not import (an operation cancelled withdraws its approval
-// request). It runs in the transaction that routes the event, once the writer's has
-// committed; routing that fails is tried again, so a reaction must be safe to run twice.
-type Reaction func(ctx context.Context, q *dbgen.Queries, e Logged) error
+// request). It runs in tx, the transaction that routes the event, once the writer's has
+// committed, and queues the jobs it asks for in tx too (jobs.Running); routing that fails is
+// tried again, so a reaction must be safe to run twice.
+type Reaction func(ctx context.Context, tx pgx.Tx, e Logged) error
 
 func null(id uuid.UUID) uuid.NullUUID { return uuid.NullUUID{UUID: id, Valid: id != uuid.Nil} }
 

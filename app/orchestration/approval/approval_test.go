@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -331,14 +332,16 @@ func TestWithdraw_ClosesTheRequestOfACancelledOperation(t *testing.T) {
 	req := fx.request(t)
 	cancelled := outbox.Logged{Type: "deployment.cancelled", Data: map[string]any{"operation": fx.op.String()}}
 	for range 2 {
-		must(t, Withdraw(ctx, dbgen.New(fx.pool), cancelled))
+		must(t, db.BeginFunc(ctx, fx.pool, func(tx pgx.Tx) error { return Withdraw(ctx, tx, cancelled) }))
 	}
 	got, err := fx.svc.Get(ctx, fx.ann, req.ID)
 	must(t, err)
 	if got.Status != Cancelled {
 		t.Fatalf("the request of the cancelled operation is %s", got.Status)
 	}
-	if err := Withdraw(ctx, dbgen.New(fx.pool), outbox.Logged{Type: "deployment.cancelled"}); err == nil {
+	if err := db.BeginFunc(ctx, fx.pool, func(tx pgx.Tx) error {
+		return Withdraw(ctx, tx, outbox.Logged{Type: "deployment.cancelled"})
+	}); err == nil {
 		t.Fatal("an event naming no operation was taken")
 	}
 }

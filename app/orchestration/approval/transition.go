@@ -4,9 +4,11 @@ import (
 	"context"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/outbox"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -52,10 +54,10 @@ func closeAs(ctx context.Context, q *dbgen.Queries, id uuid.UUID, to Status) err
 
 // Withdraw closes the request of an operation cancelled while it waited for approval: the
 // approvals' reaction to deployment.cancelled. A request decided meanwhile is left as it is.
-func Withdraw(ctx context.Context, q *dbgen.Queries, e outbox.Logged) error {
+func Withdraw(ctx context.Context, tx pgx.Tx, e outbox.Logged) error {
 	operation, err := e.ID("operation")
 	if err != nil {
 		return err
 	}
-	return q.CancelApprovalRequestOf(ctx, operation)
+	return db.Reused(tx).CancelApprovalRequestOf(ctx, operation)
 }

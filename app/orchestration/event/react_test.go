@@ -13,6 +13,7 @@ import (
 
 	"nimbus/app/kernel/outbox"
 	"nimbus/app/platform/audit"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
 )
@@ -41,11 +42,11 @@ func TestReactions_RunInTheRoutingAndAFailureLeavesTheEventWaiting(t *testing.T)
 	var told []outbox.Logged
 	fail := true
 	router := NewRouter(pool, nil, nil).
-		Reacting("deployment.cancelled", func(ctx context.Context, q *dbgen.Queries, e outbox.Logged) error {
+		Reacting("deployment.cancelled", func(ctx context.Context, tx pgx.Tx, e outbox.Logged) error {
 			told = append(told, e)
-			return audit.Record(ctx, q, audit.System, audit.Event{Action: "test.reacted", TargetType: "deployment", TargetID: e.Deployment.String()})
+			return audit.Record(ctx, db.Reused(tx), audit.System, audit.Event{Action: "test.reacted", TargetType: "deployment", TargetID: e.Deployment.String()})
 		}).
-		Reacting("deployment.cancelled", func(context.Context, *dbgen.Queries, outbox.Logged) error {
+		Reacting("deployment.cancelled", func(context.Context, pgx.Tx, outbox.Logged) error {
 			if fail {
 				return errors.New("not now")
 			}

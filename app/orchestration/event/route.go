@@ -108,7 +108,7 @@ func (w *Router) routeOne(ctx context.Context, id uuid.UUID) error {
 		if row.SourceKind != Nimbus {
 			return nil
 		}
-		if err := w.react(ctx, q, row); err != nil {
+		if err := w.react(ctx, tx, row); err != nil {
 			return err
 		}
 		return deliver(ctx, tx, queue, row, r.TenantID)
@@ -117,7 +117,7 @@ func (w *Router) routeOne(ctx context.Context, id uuid.UUID) error {
 
 // react runs the reactions to one of Nimbus's own events. One that fails leaves the event
 // waiting, with everything the others did undone, for the next sweep to route again.
-func (w *Router) react(ctx context.Context, q *dbgen.Queries, row dbgen.EventLog) error {
+func (w *Router) react(ctx context.Context, tx pgx.Tx, row dbgen.EventLog) error {
 	reactions := w.reactions[row.Type]
 	if len(reactions) == 0 {
 		return nil
@@ -128,10 +128,10 @@ func (w *Router) react(ctx context.Context, q *dbgen.Queries, row dbgen.EventLog
 	if err := json.Unmarshal(row.Payload, &p); err != nil {
 		return fmt.Errorf("read event %s for its reactions: %w", row.ID, err)
 	}
-	e := outbox.Logged{Type: row.Type, Subject: row.Subject, Tenant: row.TenantID.UUID, Environment: row.EnvironmentID.UUID,
+	e := outbox.Logged{EventID: row.ID, Type: row.Type, Subject: row.Subject, Tenant: row.TenantID.UUID, Environment: row.EnvironmentID.UUID,
 		Instance: row.InstanceID.UUID, Deployment: row.DeploymentID.UUID, Data: p.Data}
 	for _, react := range reactions {
-		if err := react(ctx, q, e); err != nil {
+		if err := react(ctx, tx, e); err != nil {
 			return fmt.Errorf("react to %s event %s: %w", row.Type, row.ID, err)
 		}
 	}

@@ -19,6 +19,7 @@ const (
 	principalKey = "nimbus.principal"
 	csrfKey      = "nimbus.csrf"
 	approvalsKey = "nimbus.approvals"
+	unreadKey    = "nimbus.unread"
 	recheckKey   = "nimbus.recheck"
 )
 
@@ -88,6 +89,9 @@ func Page(c echo.Context, title string) views.Page {
 			// The navigation goes without the figure rather than the page failing over it.
 			page.Viewer.Approvals, _ = count(Ctx(c), p)
 		}
+		if count, ok := c.Get(unreadKey).(Counter); ok {
+			page.Viewer.Unread, _ = count(Ctx(c), p)
+		}
 	}
 	return page
 }
@@ -102,6 +106,17 @@ func CountApprovals(count Counter) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			c.Set(approvalsKey, count)
+			return next(c)
+		}
+	}
+}
+
+// CountUnread makes every page show in its header how many of its viewer's notifications
+// are unread; the count runs only when a page is rendered.
+func CountUnread(count Counter) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			c.Set(unreadKey, count)
 			return next(c)
 		}
 	}
