@@ -192,10 +192,11 @@ func decidingTenants(actor access.Principal, role access.Role) []uuid.UUID {
 	return out
 }
 
-// Queue returns what the approvals page shows the actor: the pending requests, and the latest
-// of those decided (or expired), at most recent of them; each newest first.
+// Queue returns what the approvals page shows the actor: the newest pending requests, a page
+// of them (cursor.DefaultRows), and the latest of those decided (or expired), at most recent of
+// them; each newest first.
 func (s *Service) Queue(ctx context.Context, actor access.Principal, recent int) (pending, decided []Request, err error) {
-	if pending, err = s.ListPage(ctx, actor, string(Pending), cursor.Cursor{}, cursor.MaxRows); err != nil {
+	if pending, err = s.ListPage(ctx, actor, string(Pending), cursor.Cursor{}, cursor.DefaultRows); err != nil {
 		return nil, nil, err
 	}
 	rows, err := s.requests(ctx, actor, uuid.Nil, decidedOnes, cursor.Cursor{}, recent)

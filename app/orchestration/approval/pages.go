@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"nimbus/app/kernel/access"
+	"nimbus/app/kernel/cursor"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/orchestration/deploy/deployweb"
 	"nimbus/app/platform/web"
@@ -41,7 +42,8 @@ func (h *Handlers) QueuePage(c echo.Context) error {
 	for _, rows := range [][]ApprovalRow{waiting, others, decided} {
 		views.SortRows(rows, sort, approvalOrders())
 	}
-	return web.Render(c, http.StatusOK, ApprovalQueue(web.Page(c, "Approvals"), sort, waiting, others, decided))
+	more := len(pending) == cursor.DefaultRows
+	return web.Render(c, http.StatusOK, ApprovalQueue(web.Page(c, "Approvals"), sort, waiting, others, decided, more))
 }
 
 // approvalOrders are the orders the queue's tables can be sorted in.
