@@ -475,6 +475,7 @@ type NotificationMail struct {
 	SentAt         *time.Time    `json:"sent_at"`
 	FailedAt       *time.Time    `json:"failed_at"`
 	CreatedAt      time.Time     `json:"created_at"`
+	Status         string        `json:"status"`
 }
 
 type NotificationPreference struct {

@@ -290,22 +290,31 @@ func (q *Queries) ListNotifications(ctx context.Context, arg ListNotificationsPa
 	return items, nil
 }
 
-const mailAttemptFailed = `-- name: MailAttemptFailed :exec
-UPDATE notification_mails SET attempts = attempts + 1, error = $1,
-    failed_at = CASE WHEN $2::boolean THEN now() END
-WHERE id = $3
+const mailAttemptFailed = `-- name: MailAttemptFailed :execrows
+UPDATE notification_mails SET status = $1, attempts = attempts + 1, error = $2,
+    failed_at = CASE WHEN $1::text = 'failed' THEN now() END
+WHERE id = $3 AND status = ANY($4::text[])
 `
 
 type MailAttemptFailedParams struct {
-	Error string    `json:"error"`
-	Final bool      `json:"final"`
-	ID    uuid.UUID `json:"id"`
+	Status  string    `json:"status"`
+	Error   string    `json:"error"`
+	ID      uuid.UUID `json:"id"`
+	Sources []string  `json:"sources"`
 }
 
-// An attempt that failed; the last one (final) ends the mail failed.
-func (q *Queries) MailAttemptFailed(ctx context.Context, arg MailAttemptFailedParams) error {
-	_, err := q.db.Exec(ctx, mailAttemptFailed, arg.Error, arg.Final, arg.ID)
-	return err
+// An attempt that failed: the mail stays pending for the next, or its last ends it failed.
+func (q *Queries) MailAttemptFailed(ctx context.Context, arg MailAttemptFailedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, mailAttemptFailed,
+		arg.Status,
+		arg.Error,
+		arg.ID,
+		arg.Sources,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const mailNotifications = `-- name: MailNotifications :many
@@ -346,13 +355,23 @@ func (q *Queries) MailNotifications(ctx context.Context, arg MailNotificationsPa
 	return items, nil
 }
 
-const mailSent = `-- name: MailSent :exec
-UPDATE notification_mails SET sent_at = now(), attempts = attempts + 1, error = '' WHERE id = $1
+const mailSent = `-- name: MailSent :execrows
+UPDATE notification_mails SET status = $1, sent_at = now(), attempts = attempts + 1, error = ''
+WHERE id = $2 AND status = ANY($3::text[])
 `
 
-func (q *Queries) MailSent(ctx context.Context, id uuid.UUID) error {
-	_, err := q.db.Exec(ctx, mailSent, id)
-	return err
+type MailSentParams struct {
+	Status  string    `json:"status"`
+	ID      uuid.UUID `json:"id"`
+	Sources []string  `json:"sources"`
+}
+
+func (q *Queries) MailSent(ctx context.Context, arg MailSentParams) (int64, error) {
+	result, err := q.db.Exec(ctx, mailSent, arg.Status, arg.ID, arg.Sources)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const mailSettings = `-- name: MailSettings :one
@@ -380,7 +399,7 @@ func (q *Queries) MailSettings(ctx context.Context) (MailSetting, error) {
 }
 
 const mailToSend = `-- name: MailToSend :one
-SELECT m.id, m.user_id, m.notification_id, m.since, m.created_at, m.sent_at, m.failed_at, u.email,
+SELECT m.id, m.user_id, m.notification_id, m.since, m.created_at, m.status, u.email,
     coalesce(n.title, '')::text AS title, coalesce(n.link, '')::text AS link
 FROM notification_mails m JOIN users u ON u.id = m.user_id
 LEFT JOIN notifications n ON n.id = m.notification_id
@@ -393,8 +412,7 @@ type MailToSendRow struct {
 	NotificationID uuid.NullUUID `json:"notification_id"`
 	Since          *time.Time    `json:"since"`
 	CreatedAt      time.Time     `json:"created_at"`
-	SentAt         *time.Time    `json:"sent_at"`
-	FailedAt       *time.Time    `json:"failed_at"`
+	Status         string        `json:"status"`
 	Email          string        `json:"email"`
 	Title          string        `json:"title"`
 	Link           string        `json:"link"`
@@ -410,8 +428,7 @@ func (q *Queries) MailToSend(ctx context.Context, id uuid.UUID) (MailToSendRow, 
 		&i.NotificationID,
 		&i.Since,
 		&i.CreatedAt,
-		&i.SentAt,
-		&i.FailedAt,
+		&i.Status,
 		&i.Email,
 		&i.Title,
 		&i.Link,

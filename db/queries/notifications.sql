@@ -99,7 +99,7 @@ ON CONFLICT (singleton) DO UPDATE SET host = excluded.host, port = excluded.port
 
 -- name: MailToSend :one
 -- A mail with its reader's address and, for a single one, its notification.
-SELECT m.id, m.user_id, m.notification_id, m.since, m.created_at, m.sent_at, m.failed_at, u.email,
+SELECT m.id, m.user_id, m.notification_id, m.since, m.created_at, m.status, u.email,
     coalesce(n.title, '')::text AS title, coalesce(n.link, '')::text AS link
 FROM notification_mails m JOIN users u ON u.id = m.user_id
 LEFT JOIN notifications n ON n.id = m.notification_id
@@ -115,14 +115,15 @@ WHERE n.user_id = sqlc.arg(user_id) AND n.read_at IS NULL AND n.created_at > sql
 ORDER BY n.created_at, n.id
 LIMIT 200;
 
--- name: MailSent :exec
-UPDATE notification_mails SET sent_at = now(), attempts = attempts + 1, error = '' WHERE id = $1;
+-- name: MailSent :execrows
+UPDATE notification_mails SET status = sqlc.arg(status), sent_at = now(), attempts = attempts + 1, error = ''
+WHERE id = sqlc.arg(id) AND status = ANY(sqlc.arg(sources)::text[]);
 
--- name: MailAttemptFailed :exec
--- An attempt that failed; the last one (final) ends the mail failed.
-UPDATE notification_mails SET attempts = attempts + 1, error = sqlc.arg(error),
-    failed_at = CASE WHEN sqlc.arg(final)::boolean THEN now() END
-WHERE id = sqlc.arg(id);
+-- name: MailAttemptFailed :execrows
+-- An attempt that failed: the mail stays pending for the next, or its last ends it failed.
+UPDATE notification_mails SET status = sqlc.arg(status), attempts = attempts + 1, error = sqlc.arg(error),
+    failed_at = CASE WHEN sqlc.arg(status)::text = 'failed' THEN now() END
+WHERE id = sqlc.arg(id) AND status = ANY(sqlc.arg(sources)::text[]);
 
 -- name: FailedMails :many
 -- The deliveries that failed, newest first, for the operator.

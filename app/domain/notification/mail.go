@@ -17,6 +17,7 @@ import (
 	"github.com/riverqueue/river"
 	gomail "github.com/wneessen/go-mail"
 
+	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/secrets"
 	"nimbus/db"
 	"nimbus/db/dbgen"
@@ -125,6 +126,32 @@ const (
 	MaxMailAttempts     = 25
 )
 
+// MailStatus is where a mail is in its life.
+type MailStatus string
+
+// A mail is pending through its attempts, then sent, or failed after its last.
+const (
+	MailPending MailStatus = "pending"
+	MailSent    MailStatus = "sent"
+	MailFailed  MailStatus = "failed"
+)
+
+// MailMachine is a mail's life; this file alone records mails and their attempts.
+var MailMachine = lifecycle.Machine[MailStatus]{
+	Name: "mail", Table: "notification_mails", Column: "status", Writer: "app/domain/notification/mail.go", Start: MailPending,
+	Moves: map[MailStatus][]MailStatus{MailPending: {MailPending, MailSent, MailFailed}},
+}
+
+// mailNotifications records, in tx, a mail for each notification of event whose reader takes
+// its kind by mail (on says whether the kind is on for those who never said), and queues them.
+func mailNotifications(ctx context.Context, tx pgx.Tx, q *dbgen.Queries, event uuid.UUID, on bool) error {
+	mails, err := q.MailNotifications(ctx, dbgen.MailNotificationsParams{Event: event, OnDefault: on})
+	if err != nil {
+		return fmt.Errorf("mail the notifications of event %s: %w", event, err)
+	}
+	return queueMails(ctx, tx, mails)
+}
+
 func queueMails(ctx context.Context, tx pgx.Tx, mails []uuid.UUID) error {
 	for _, id := range mails {
 		if _, err := (jobs.Running{}).InsertTx(ctx, tx, MailArgs{Mail: id}, nil); err != nil {
@@ -161,7 +188,7 @@ func (w *Mailer) Timeout(*river.Job[MailArgs]) time.Duration { return 2 * sendTi
 func (w *Mailer) Work(ctx context.Context, job *river.Job[MailArgs]) error {
 	q := dbgen.New(w.pool)
 	m, err := q.MailToSend(ctx, job.Args.Mail)
-	if errors.Is(err, pgx.ErrNoRows) || err == nil && (m.SentAt != nil || m.FailedAt != nil) {
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && MailMachine.Ended(MailStatus(m.Status)) {
 		return nil
 	}
 	if err != nil {
@@ -181,11 +208,17 @@ func (w *Mailer) Work(ctx context.Context, job *river.Job[MailArgs]) error {
 		err = errors.New("no mail server is set up")
 	}
 	if err == nil {
-		return q.MailSent(ctx, m.ID)
+		_, err := q.MailSent(ctx, dbgen.MailSentParams{ID: m.ID, Status: string(MailSent), Sources: MailMachine.SourceNames(MailSent)})
+		return err
 	}
 	final := job.Attempt >= w.attempts
 	w.log.Warn("mail not sent", "mail", m.ID, "attempt", job.Attempt, "final", final, "error", err)
-	if ferr := q.MailAttemptFailed(ctx, dbgen.MailAttemptFailedParams{ID: m.ID, Error: err.Error(), Final: final}); ferr != nil {
+	to := MailPending
+	if final {
+		to = MailFailed
+	}
+	if _, ferr := q.MailAttemptFailed(ctx, dbgen.MailAttemptFailedParams{ID: m.ID, Error: err.Error(), Status: string(to),
+		Sources: MailMachine.SourceNames(to)}); ferr != nil {
 		return ferr
 	}
 	if final {

@@ -33,11 +33,7 @@ func React(ctx context.Context, tx pgx.Tx, e outbox.Logged) error {
 	if err != nil {
 		return fmt.Errorf("notify of %s event %s: %w", e.Type, e.EventID, err)
 	}
-	mails, err := q.MailNotifications(ctx, dbgen.MailNotificationsParams{Event: e.EventID, OnDefault: kind.On})
-	if err != nil {
-		return fmt.Errorf("mail the notifications of event %s: %w", e.EventID, err)
-	}
-	return queueMails(ctx, tx, mails)
+	return mailNotifications(ctx, tx, q, e.EventID, kind.On)
 }
 
 // note is what one event tells whom.

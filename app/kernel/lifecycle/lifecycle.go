@@ -1,9 +1,10 @@
 // Package lifecycle is the one shape every lifecycle of Nimbus takes: a typed status, the moves
 // allowed between statuses written down as data, and the one file that writes the status
 // column. Operations, deployments, environments, landing zones, stack instances, stack runs,
-// approval requests, deliveries, subscriptions, component checks and elevations each declare a
-// Machine; a tenant's namespace lives the life of the factory's stack instance that made it. The
-// machine test holds every one of them to its table and keeps every other writer out.
+// approval requests, deliveries, subscriptions, component checks, elevations and mails each
+// declare a Machine; a tenant's namespace lives the life of the factory's stack instance that
+// made it. The machine test holds every one of them to its table and keeps every other writer
+// out.
 package lifecycle
 
 import (

@@ -12,6 +12,7 @@ import (
 
 	"nimbus/app/domain/component"
 	"nimbus/app/domain/elevation"
+	"nimbus/app/domain/notification"
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/orchestration/approval"
 	"nimbus/app/orchestration/deploy"
@@ -40,6 +41,7 @@ var lifecycles = []struct {
 	{event.SubscriptionMachine, nil},
 	{component.CheckMachine, nil},
 	{elevation.Machine, nil},
+	{notification.MailMachine, nil},
 }
 
 // root is the module's root, from this package's folder.
