@@ -51,6 +51,18 @@ var approvalCases = map[string]apptest.AuthzCase{
 			return apptest.Shown(got, err, func(r approval.Request) bool { return r.ID == req.ID })
 		},
 	},
+	"approval.Service.Queue": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: apptest.ErrHidden}},
+		Served:  []apptest.Actor{apptest.ReaderA, apptest.AdminA},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			req := w.Request(t)
+			pending, decided, err := w.Approvals.Queue(context.Background(), p, 20)
+			if len(decided) != 0 {
+				t.Errorf("%s's queue shows decided requests: %v", p.Email, decided)
+			}
+			return apptest.Shown(pending, err, func(r approval.Request) bool { return r.ID == req.ID })
+		},
+	},
 	"approval.Service.Get": {
 		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}},
 		Served:  []apptest.Actor{apptest.AdminA},
