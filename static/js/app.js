@@ -218,10 +218,10 @@
     });
   }
 
-  document.addEventListener("htmx:afterSwap", function (e) {
-    var target = e.detail && e.detail.target;
-    if (!target) return;
-    target.querySelectorAll("form[data-busy]").forEach(function (form) {
+  // Fresh copies come by a request's swap (afterSwap) or from the page's stream: htmx does not
+  // announce a stream message's swap as afterSwap, only as sseMessage.
+  function markBusyAgain() {
+    document.querySelectorAll("form[data-busy]").forEach(function (form) {
       var label = busyActions[form.getAttribute("action")];
       if (!label) return;
       form.querySelectorAll("[type=submit]").forEach(function (btn) {
@@ -229,7 +229,9 @@
         btn.disabled = true;
       });
     });
-  });
+  }
+  document.addEventListener("htmx:afterSwap", markBusyAgain);
+  document.addEventListener("htmx:sseMessage", markBusyAgain);
 
   // ---- Live operation page ----
 
