@@ -324,6 +324,13 @@ func TestAccess_AnotherTenantsObjectAnswersAsAMissingOne(t *testing.T) {
 			}
 		})
 	}
+	// A body that cannot be read tells no more: an action looks its deployment up first.
+	for _, id := range []string{g.Deployment, uuid.NewString()} {
+		r := g.Call(t, "POST", "/api/v1/deployments/"+id+"/update", other, `{"parameters": `)
+		if r.Status != http.StatusNotFound {
+			t.Errorf("an update of another tenant's deployment with a broken body answers %d (%.300s); want 404", r.Status, r.Body)
+		}
+	}
 	// Nothing of A's was changed by those requests.
 	if got := g.DeploymentStatus(t); got != "deployed" {
 		t.Fatalf("A's deployment is %s after B's requests", got)

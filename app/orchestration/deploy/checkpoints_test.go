@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -57,12 +58,12 @@ func TestCheckpoints_CheckpointsSurviveARestart(t *testing.T) {
 		}
 	}
 	// The first run stops at b with a passing error, as a crash would leave it.
-	err := saga.Execute(ctx, checkpoints{pool: pool, operation: op}, []saga.Step{step("a", false), step("b", true), step("c", false)}, false)
+	err := saga.Execute(ctx, &checkpoints{pool: pool, operation: op}, []saga.Step{step("a", false), step("b", true), step("c", false)}, false)
 	if !saga.IsTransient(err) {
 		t.Fatalf("got %v", err)
 	}
 	// A new store on the same operation, as a new worker would make, resumes at b.
-	err = saga.Execute(ctx, checkpoints{pool: pool, operation: op}, []saga.Step{step("a", false), step("b", false), step("c", false)}, false)
+	err = saga.Execute(ctx, &checkpoints{pool: pool, operation: op}, []saga.Step{step("a", false), step("b", false), step("c", false)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestCheckpoints_FailureUndoesAndKeepsTheCause(t *testing.T) {
 			Do:   func(context.Context, *saga.Run) (json.RawMessage, error) { return nil, err },
 			Undo: func(context.Context, *saga.Run) error { undone[name] = true; return nil }}
 	}
-	err := saga.Execute(ctx, checkpoints{pool: pool, operation: op}, []saga.Step{mk("a", nil), mk("b", errors.New("provider refused"))}, false)
+	err := saga.Execute(ctx, &checkpoints{pool: pool, operation: op}, []saga.Step{mk("a", nil), mk("b", errors.New("provider refused"))}, false)
 	var f *saga.Failure
 	if !errors.As(err, &f) || !f.Compensated || !undone["a"] || !undone["b"] {
 		t.Fatalf("got %v, undone %v", err, undone)
@@ -174,7 +175,7 @@ func TestCheckpoints_AStepsEndAndTheNextStartAreOneCommit(t *testing.T) {
 			return json.RawMessage(`"` + name + `"`), nil
 		}}
 	}
-	err := saga.Execute(ctx, checkpoints{pool: pool, operation: op}, []saga.Step{step("resolve", true), step("up", false), step("record", true)}, false)
+	err := saga.Execute(ctx, &checkpoints{pool: pool, operation: op}, []saga.Step{step("resolve", true), step("up", false), step("record", true)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,11 +220,11 @@ func TestCheckpoints_CrashAfterTheFoldedCommitResumesTheNextStep(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = saga.Execute(ctx, checkpoints{pool: pool, operation: op}, steps(true), false)
+		_ = saga.Execute(ctx, &checkpoints{pool: pool, operation: op}, steps(true), false)
 		t.Error("the run went on after its worker died")
 	}()
 	<-done
-	if err := saga.Execute(ctx, checkpoints{pool: pool, operation: op}, steps(false), false); err != nil {
+	if err := saga.Execute(ctx, &checkpoints{pool: pool, operation: op}, steps(false), false); err != nil {
 		t.Fatal(err)
 	}
 	if want := "resolve,up 10.0.0.7 interrupted=false,up 10.0.0.7 interrupted=true"; strings.Join(ran, ",") != want {
@@ -270,7 +271,7 @@ func TestCheckpoints_FailedFoldedCommitLeavesTheStepBeforeRunning(t *testing.T) 
 		}},
 		{Name: "up", Do: func(context.Context, *saga.Run) (json.RawMessage, error) { ran = append(ran, "up"); return nil, nil }},
 	}
-	if err := saga.Execute(ctx, checkpoints{pool: pool, operation: op}, steps, false); !saga.IsTransient(err) {
+	if err := saga.Execute(ctx, &checkpoints{pool: pool, operation: op}, steps, false); !saga.IsTransient(err) {
 		t.Fatalf("got %v, want a transient stop", err)
 	}
 	var status, result string
@@ -284,10 +285,60 @@ func TestCheckpoints_FailedFoldedCommitLeavesTheStepBeforeRunning(t *testing.T) 
 	if _, err := pool.Exec(ctx, `DROP TRIGGER refuse_up ON operation_steps`); err != nil {
 		t.Fatal(err)
 	}
-	if err := saga.Execute(ctx, checkpoints{pool: pool, operation: op}, steps, false); err != nil {
+	if err := saga.Execute(ctx, &checkpoints{pool: pool, operation: op}, steps, false); err != nil {
 		t.Fatal(err)
 	}
 	if want := "resolve interrupted=false,resolve interrupted=true,up"; strings.Join(ran, ",") != want {
 		t.Fatalf("ran %s, want %s", strings.Join(ran, ","), want)
+	}
+}
+
+func TestCheckpoints_ALazyWriteGoesOnBesideTheStepAndAFailedOneIsTold(t *testing.T) {
+	ctx := context.Background()
+	pool := dbtest.Pool(t)
+	op := anOperation(t, pool)
+	store := &checkpoints{pool: pool, operation: op}
+	if _, err := store.Load(ctx, []string{"a", "b"}); err != nil {
+		t.Fatal(err)
+	}
+	// Somebody holds step a's row: its write waits, and the step must not wait with it.
+	holder, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx)
+	if _, err := holder.Exec(ctx, "SELECT 1 FROM operation_steps WHERE operation_id = $1 AND name = 'a' FOR UPDATE", op); err != nil {
+		t.Fatal(err)
+	}
+	marked := make(chan error, 1)
+	go func() { marked <- store.Mark(ctx, saga.Lazy, saga.Move{Step: "a", Status: saga.Running}) }()
+	select {
+	case err := <-marked:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a Lazy mark waited for its write, held behind a lock for a minute")
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	var status string
+	if err := pool.QueryRow(ctx, "SELECT status FROM operation_steps WHERE operation_id = $1 AND name = 'a'", op).Scan(&status); err != nil || status != "running" {
+		t.Fatalf("step a is %q (%v) once its write landed, want running", status, err)
+	}
+	// A write that fails is told by the next call, before it writes anything.
+	if err := store.Mark(ctx, saga.Lazy, saga.Move{Step: "nope", Status: saga.Running}); err != nil {
+		t.Fatalf("a Lazy mark answered before its write: %v", err)
+	}
+	err = store.Mark(ctx, saga.Durable, saga.Move{Step: "b", Status: saga.Running})
+	if err == nil || !strings.Contains(err.Error(), "not every one is a step") {
+		t.Fatalf("the mark after a failed one: %v", err)
+	}
+	if err := pool.QueryRow(ctx, "SELECT status FROM operation_steps WHERE operation_id = $1 AND name = 'b'", op).Scan(&status); err != nil || status != "pending" {
+		t.Fatalf("step b is %q (%v) after a failed write before it, want pending", status, err)
 	}
 }

@@ -260,18 +260,26 @@ func moveDeployment(ctx context.Context, q *dbgen.Queries, id uuid.UUID, to Depl
 	return err
 }
 
-// checkpoints keeps one operation's step checkpoints in operation_steps, for the saga.
+// checkpoints keeps one operation's step checkpoints in operation_steps, for the saga. A Lazy
+// write is sent and left to finish while the step it starts runs: no step reads its own
+// checkpoint, every later Mark waits for it first, so the writes keep their order, and is told
+// when it failed. The run waits for it before it is settled (see Worker.run).
 type checkpoints struct {
 	pool      *pgxpool.Pool
 	operation uuid.UUID
 	// engine times the engine processes of the running step, recorded as it ends; none when nil.
 	engine *engineClock
+	// sent answers the Lazy write in flight, if any.
+	sent chan error
 }
 
 // Load creates the missing step rows and returns every step's checkpoint in order. The rows it
 // creates are pending steps, which the next Load makes again when a crash loses them: their
 // commit does not wait for the disk.
-func (c checkpoints) Load(ctx context.Context, names []string) ([]saga.State, error) {
+func (c *checkpoints) Load(ctx context.Context, names []string) ([]saga.State, error) {
+	if err := c.Wait(); err != nil {
+		return nil, err
+	}
 	rows, err := db.Lazy(c.pool).LoadOperationSteps(ctx, dbgen.LoadOperationStepsParams{OperationID: c.operation, Names: names})
 	if err != nil {
 		return nil, fmt.Errorf("load steps of %s: %w", c.operation, err)
@@ -289,11 +297,11 @@ func (c checkpoints) Load(ctx context.Context, names []string) ([]saga.State, er
 }
 
 // Mark records moves of steps in one statement, such as a step's end and the next one's
-// start; a Lazy one commits without waiting for the disk (see saga.Lazy).
-func (c checkpoints) Mark(ctx context.Context, commit saga.Commit, moves ...saga.Move) error {
-	q := dbgen.New(c.pool)
-	if commit == saga.Lazy {
-		q = db.Lazy(c.pool)
+// start; a Lazy one commits without waiting for the disk (see saga.Lazy), and returns once
+// sent.
+func (c *checkpoints) Mark(ctx context.Context, commit saga.Commit, moves ...saga.Move) error {
+	if err := c.Wait(); err != nil {
+		return err
 	}
 	p := dbgen.MarkOperationStepsParams{OperationID: c.operation}
 	for _, m := range moves {
@@ -308,11 +316,32 @@ func (c checkpoints) Mark(ctx context.Context, commit saga.Commit, moves ...saga
 		}
 		p.EngineStarts, p.EngineEnds = append(p.EngineStarts, timeText(started)), append(p.EngineEnds, timeText(exited))
 	}
+	if commit == saga.Durable {
+		return c.write(ctx, dbgen.New(c.pool), p)
+	}
+	sent := make(chan error, 1)
+	c.sent = sent
+	// Not cancelled with the run: a cancel's undo marks its steps after this one.
+	go func() { sent <- c.write(context.WithoutCancel(ctx), db.Lazy(c.pool), p) }()
+	return nil
+}
+
+// Wait waits for the Lazy write in flight, if any, and says whether it failed.
+func (c *checkpoints) Wait() error {
+	if c.sent == nil {
+		return nil
+	}
+	err := <-c.sent
+	c.sent = nil
+	return err
+}
+
+func (c *checkpoints) write(ctx context.Context, q *dbgen.Queries, p dbgen.MarkOperationStepsParams) error {
 	n, err := q.MarkOperationSteps(ctx, p)
 	if err != nil {
 		return fmt.Errorf("mark steps %v %v: %w", p.Names, p.Statuses, err)
 	}
-	if n != int64(len(moves)) {
+	if n != int64(len(p.Names)) {
 		return fmt.Errorf("mark steps %v %v: not every one is a step of operation %s", p.Names, p.Statuses, c.operation)
 	}
 	return nil

@@ -271,3 +271,17 @@ func Seen[T any](get func(ctx context.Context, actor access.Principal, id uuid.U
 		}
 	}
 }
+
+// Unseen is Seen for a handler whose service looks the object up, on behalf of the actor,
+// before anything else: it answers the handler's refusal of its input (bad), unless the actor
+// cannot see the object, and so pays for a second look-up only when the input is bad.
+func Unseen[T any](c echo.Context, get func(ctx context.Context, actor access.Principal, id uuid.UUID) (T, error), bad error) error {
+	id, err := IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if _, err := get(Ctx(c), Actor(c), id); err != nil && !errors.Is(err, problem.ErrForbidden) {
+		return err
+	}
+	return bad
+}

@@ -143,10 +143,10 @@ func (h *Handlers) ActionAPI(kind string) echo.HandlerFunc {
 		var ch deploy.Change
 		if c.Request().ContentLength != 0 {
 			if err := web.DecodeJSON(c, &ch); err != nil {
-				return err
+				return web.Unseen(c, h.svc.Get, err)
 			}
 		}
-		op, err := h.act(c, kind, id, ch)
+		op, err := h.act(c, kind, id, ch) // each looks the deployment up on behalf of the actor first
 		if err != nil {
 			return err
 		}

@@ -40,6 +40,6 @@ func (h *Handlers) Routes(pages, api *echo.Group, seenComponent echo.MiddlewareF
 	api.POST("/deployments/:id/drift-checks", h.DriftCheckAPI, seenDeployment)
 	api.POST("/deployments/:id/reconcile", h.ReconcileAPI, seenDeployment)
 	for _, kind := range []string{"preview", "deploy", "update", "upgrade", "refresh", "destroy"} {
-		api.POST("/deployments/:id/"+kind, h.ActionAPI(kind), seenDeployment)
+		api.POST("/deployments/:id/"+kind, h.ActionAPI(kind))
 	}
 }
