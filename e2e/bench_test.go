@@ -31,11 +31,11 @@ import (
 // just before the API request that queues a preview to the start of its first pulumi process,
 // over 100 previews of one deployed machine, one after the other.
 //
-// The start is seen in /proc rather than taken from the operation's first step: the step's
+// The start is the kernel's, rather than taken from the operation's first step: the step's
 // started_at is written before the runner prepares the stack's workspace, so it would leave out
-// part of the wait, and /proc/<pid>/stat counts start times in 10 ms ticks. A poll every
-// millisecond for new processes sees the pulumi exec within about a millisecond, for the cost
-// of a /proc listing per poll.
+// part of the wait. The kernel's process events (execs) tell of the pulumi exec with the
+// moment it happened, and cost nothing while the server works, as a watcher polling /proc
+// would.
 //
 // Before the previews, a second machine is deployed in a trace of the benchmark's own, whose
 // spans the server sends to a collector in this process (OTLP/HTTP, as an operator's would be
@@ -74,12 +74,17 @@ func BenchmarkRequestToEngine(b *testing.B) {
 	preview := func() string { return s.call(b, "POST", "/api/v1/deployments/"+dep.id+"/preview", nil)["id"].(string) }
 	previewed := s.traced(b, spans, preview)
 	fmt.Printf("one preview, traced:\n%s", otlptest.Table(spans.Spans(), previewed))
+	ex, err := listenExecs()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(ex.Close)
 	var waits, claims []time.Duration
 	b.ResetTimer()
 	for range b.N {
 		for range previews {
 			ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
-			started := watchEngine(ctx, stackDir)
+			started := ex.watch(func(name, cwd string) bool { return name == "pulumi" && cwd == stackDir })
 			start := time.Now()
 			op := s.call(b, "POST", "/api/v1/deployments/"+dep.id+"/preview", nil)["id"].(string)
 			select {
@@ -388,44 +393,6 @@ type deployment struct{ id, op string }
 
 // memory is resident memory in KiB.
 type memory struct{ server, postgres int }
-
-// watchEngine takes note of the processes running now, then polls for new ones until ctx
-// ends, and sends the time it first sees a pulumi process working in dir.
-func watchEngine(ctx context.Context, dir string) <-chan time.Time {
-	found := make(chan time.Time, 1)
-	seen := map[string]bool{}
-	for _, pid := range pids() {
-		seen[pid] = true
-	}
-	go func() {
-		for {
-			for _, pid := range pids() {
-				if seen[pid] {
-					continue
-				}
-				switch name, err := program(pid); {
-				case err == nil && (name == "" || name == "nimbus" || name == "prlimit"):
-					// A child of the server shows the server's command line until it execs, none
-					// while it does, and the limits wrapper's until that executes the engine in
-					// its place: look again.
-					continue
-				case name == "pulumi":
-					if cwd, _ := os.Readlink("/proc/" + pid + "/cwd"); cwd == dir {
-						found <- time.Now()
-						return
-					}
-				}
-				seen[pid] = true
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Millisecond):
-			}
-		}
-	}()
-	return found
-}
 
 // program is the name of the program the process pid runs, "" while it has none to show.
 func program(pid string) (string, error) {

@@ -168,7 +168,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	notification.NewMailHandlers(svc.Mail).Routes(signed, api)
 	instance.NewHandlers(svc.Instances).Routes(api)
 	instance.NewHandlers(svc.Instances).Pages(signed)
-	dashboard.NewHandlers(dashboard.NewService(d.Pool, svc.Environments, svc.Pools, svc.Approvals)).Routes(signed)
+	dashboard.NewHandlers(dashboard.NewService(d.Pool, svc.Environments, svc.Pools)).Routes(signed)
 	stack.NewHandlers(svc.Stacks, svc.Components, stackInstances(svc.Instances)).Routes(signed, api)
 	event.NewHandlers(svc.Events,
 		event.NewReceiver(d.Pool, d.Keys, jobs.NewInserter(d.Jobs), d.Log.With("component", "events"))).Routes(e, signed, api, zoneH.Seen(), tenantH.Seen())

@@ -15,6 +15,26 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const countLiveEnvironments = `-- name: CountLiveEnvironments :one
+SELECT count(*) FROM environments e JOIN tenants t ON t.id = e.tenant_id
+WHERE e.deleted_at IS NULL AND t.deleted_at IS NULL AND NOT t.system AND e.status <> $1::text
+  AND ($2::boolean OR e.tenant_id = ANY($3::uuid[]))
+`
+
+type CountLiveEnvironmentsParams struct {
+	Gone       string      `json:"gone"`
+	AllTenants bool        `json:"all_tenants"`
+	TenantIds  []uuid.UUID `json:"tenant_ids"`
+}
+
+// How many environments LeadingEnvironments chooses from.
+func (q *Queries) CountLiveEnvironments(ctx context.Context, arg CountLiveEnvironmentsParams) (int64, error) {
+	row := q.db.QueryRow(ctx, countLiveEnvironments, arg.Gone, arg.AllTenants, arg.TenantIds)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const createEnvironment = `-- name: CreateEnvironment :one
 INSERT INTO environments (tenant_id, name, created_by, landing_zone_id, template_id, status, expires_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, tenant_id, name, landing_zone_id, status, created_by, created_at, updated_at, deleted_at, template_id, status_reason, status_by, failed_transition, drift_interval, expires_at
@@ -267,6 +287,100 @@ func (q *Queries) GetEnvironment(ctx context.Context, id uuid.UUID) (GetEnvironm
 		&i.LandingZoneProvider,
 	)
 	return i, err
+}
+
+const leadingEnvironments = `-- name: LeadingEnvironments :many
+SELECT e.id, e.tenant_id, e.name, e.landing_zone_id, e.status, e.created_by, e.created_at, e.updated_at, e.deleted_at, e.template_id, e.status_reason, e.status_by, e.failed_transition, e.drift_interval, e.expires_at, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name,
+    coalesce(z.provider, '')::text AS landing_zone_provider
+FROM environments e JOIN tenants t ON t.id = e.tenant_id
+LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
+LEFT JOIN environment_templates tp ON tp.id = e.template_id
+WHERE e.deleted_at IS NULL AND t.deleted_at IS NULL AND NOT t.system AND e.status <> $1::text
+  AND ($2::boolean OR e.tenant_id = ANY($3::uuid[]))
+ORDER BY CASE WHEN e.status = ANY($4::text[]) THEN 0 WHEN e.status = ANY($5::text[]) THEN 2 ELSE 1 END,
+    lower(t.name), lower(e.name)
+LIMIT $6
+`
+
+type LeadingEnvironmentsParams struct {
+	Gone       string      `json:"gone"`
+	AllTenants bool        `json:"all_tenants"`
+	TenantIds  []uuid.UUID `json:"tenant_ids"`
+	First      []string    `json:"first"`
+	Last       []string    `json:"last"`
+	Shown      int32       `json:"shown"`
+}
+
+type LeadingEnvironmentsRow struct {
+	ID                  uuid.UUID       `json:"id"`
+	TenantID            uuid.UUID       `json:"tenant_id"`
+	Name                string          `json:"name"`
+	LandingZoneID       uuid.NullUUID   `json:"landing_zone_id"`
+	Status              string          `json:"status"`
+	CreatedBy           uuid.NullUUID   `json:"created_by"`
+	CreatedAt           time.Time       `json:"created_at"`
+	UpdatedAt           time.Time       `json:"updated_at"`
+	DeletedAt           *time.Time      `json:"deleted_at"`
+	TemplateID          uuid.NullUUID   `json:"template_id"`
+	StatusReason        string          `json:"status_reason"`
+	StatusBy            uuid.NullUUID   `json:"status_by"`
+	FailedTransition    *string         `json:"failed_transition"`
+	DriftInterval       pgtype.Interval `json:"drift_interval"`
+	ExpiresAt           *time.Time      `json:"expires_at"`
+	TenantName          string          `json:"tenant_name"`
+	LandingZoneName     string          `json:"landing_zone_name"`
+	TemplateName        string          `json:"template_name"`
+	LandingZoneProvider string          `json:"landing_zone_provider"`
+}
+
+// The first environments, at most shown, of those the viewer may see and not gone (decommissioned),
+// as a glance puts them: those in a status of first (failed), then those in none of first or
+// last (under way), then those in last (settled), each by tenant and name.
+func (q *Queries) LeadingEnvironments(ctx context.Context, arg LeadingEnvironmentsParams) ([]LeadingEnvironmentsRow, error) {
+	rows, err := q.db.Query(ctx, leadingEnvironments,
+		arg.Gone,
+		arg.AllTenants,
+		arg.TenantIds,
+		arg.First,
+		arg.Last,
+		arg.Shown,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LeadingEnvironmentsRow{}
+	for rows.Next() {
+		var i LeadingEnvironmentsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.Name,
+			&i.LandingZoneID,
+			&i.Status,
+			&i.CreatedBy,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.DeletedAt,
+			&i.TemplateID,
+			&i.StatusReason,
+			&i.StatusBy,
+			&i.FailedTransition,
+			&i.DriftInterval,
+			&i.ExpiresAt,
+			&i.TenantName,
+			&i.LandingZoneName,
+			&i.TemplateName,
+			&i.LandingZoneProvider,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const listEnvironments = `-- name: ListEnvironments :many

@@ -24,6 +24,27 @@ WHERE e.deleted_at IS NULL AND t.deleted_at IS NULL AND NOT t.system
   AND (sqlc.arg(all_tenants)::boolean OR e.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
 ORDER BY lower(t.name), lower(e.name);
 
+-- name: LeadingEnvironments :many
+-- The first environments, at most shown, of those the viewer may see and not gone (decommissioned),
+-- as a glance puts them: those in a status of first (failed), then those in none of first or
+-- last (under way), then those in last (settled), each by tenant and name.
+SELECT e.*, t.name AS tenant_name, coalesce(z.name, '')::text AS landing_zone_name, coalesce(tp.name, '')::text AS template_name,
+    coalesce(z.provider, '')::text AS landing_zone_provider
+FROM environments e JOIN tenants t ON t.id = e.tenant_id
+LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
+LEFT JOIN environment_templates tp ON tp.id = e.template_id
+WHERE e.deleted_at IS NULL AND t.deleted_at IS NULL AND NOT t.system AND e.status <> sqlc.arg(gone)::text
+  AND (sqlc.arg(all_tenants)::boolean OR e.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+ORDER BY CASE WHEN e.status = ANY(sqlc.arg(first)::text[]) THEN 0 WHEN e.status = ANY(sqlc.arg(last)::text[]) THEN 2 ELSE 1 END,
+    lower(t.name), lower(e.name)
+LIMIT sqlc.arg(shown);
+
+-- name: CountLiveEnvironments :one
+-- How many environments LeadingEnvironments chooses from.
+SELECT count(*) FROM environments e JOIN tenants t ON t.id = e.tenant_id
+WHERE e.deleted_at IS NULL AND t.deleted_at IS NULL AND NOT t.system AND e.status <> sqlc.arg(gone)::text
+  AND (sqlc.arg(all_tenants)::boolean OR e.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]));
+
 -- name: EnvironmentInTransition :one
 -- The deployment's environment, when it is being provisioned or decommissioned. The share lock
 -- waits for a change of its status under way, so an operation ending now never misses one.

@@ -17,14 +17,14 @@ var zoneCases = map[string]apptest.AuthzCase{
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
 			env := w.Dev(t)
 			w.NetA(t) // a pool, which only the provider admin's overview shows
-			o, err := dashboard.NewService(w.Pool, w.Envs, w.Ipam, w.Approvals).Overview(context.Background(), p)
+			o, err := dashboard.NewService(w.Pool, w.Envs, w.Ipam).Overview(context.Background(), p)
 			if err == nil && !p.ProviderAdmin && len(o.Pools) != 0 {
 				t.Errorf("%s sees pools %+v", p.Email, o.Pools)
 			}
 			return apptest.Shown(o.Environments, err, func(e environment.Environment) bool { return e.ID == env.ID })
 		},
 		Then: func(t *testing.T, w *apptest.World) {
-			svc := dashboard.NewService(w.Pool, w.Envs, w.Ipam, w.Approvals)
+			svc := dashboard.NewService(w.Pool, w.Envs, w.Ipam)
 			o, err := svc.Overview(context.Background(), w.AdminB)
 			apptest.Must(t, err)
 			if len(o.Environments) != 0 {

@@ -17,30 +17,22 @@ import (
 
 	"nimbus/app/domain/ipam"
 	"nimbus/app/kernel/access"
-	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/orchestration/deploy"
 	"nimbus/app/orchestration/environment"
 	"nimbus/app/platform/web"
 	"nimbus/db/dbgen"
 )
 
-// Approvals counts the approval requests an actor may decide.
-type Approvals interface {
-	Waiting(ctx context.Context, actor access.Principal) (int, error)
-}
-
 // Service gathers the dashboard.
 type Service struct {
-	pool      *pgxpool.Pool
-	envs      *environment.Service
-	pools     *ipam.Service
-	approvals Approvals
+	pool  *pgxpool.Pool
+	envs  *environment.Service
+	pools *ipam.Service
 }
 
-// NewService returns a Service that lists envs and pools; approvals counts what waits for the
-// viewer.
-func NewService(pool *pgxpool.Pool, envs *environment.Service, pools *ipam.Service, approvals Approvals) *Service {
-	return &Service{pool: pool, envs: envs, pools: pools, approvals: approvals}
+// NewService returns a Service that lists envs and pools.
+func NewService(pool *pgxpool.Pool, envs *environment.Service, pools *ipam.Service) *Service {
+	return &Service{pool: pool, envs: envs, pools: pools}
 }
 
 // Overview is what the dashboard shows one viewer.
@@ -52,7 +44,6 @@ type Overview struct {
 	// Awaiting are the operations that wait for approval, whoever may decide them.
 	Awaiting []Operation
 	Failures []Failure
-	Waiting  int
 	Drifted  int         // deployments whose last drift check found changes
 	Pools    []ipam.Pool // for provider admins
 	// FirstSteps is how far a new install has come, for provider admins.
@@ -112,23 +103,11 @@ const failureWindow = 7 * 24 * time.Hour
 // Overview reads the dashboard of the tenants the actor may see.
 func (s *Service) Overview(ctx context.Context, actor access.Principal) (Overview, error) {
 	var o Overview
-	envs, err := s.envs.List(ctx, actor)
+	envs, total, err := s.envs.Leading(ctx, actor, environmentsShown)
 	if err != nil {
 		return o, err
 	}
-	for _, e := range envs {
-		if e.Status != lifecycle.EnvironmentDecommissioned {
-			o.Environments = append(o.Environments, e)
-		}
-	}
-	// What needs a look first: failed, then moving, then settled.
-	rank := map[lifecycle.EnvironmentStatus]int{lifecycle.EnvironmentFailed: 0, lifecycle.EnvironmentProvisioning: 1, lifecycle.EnvironmentDecommissioning: 1, lifecycle.EnvironmentPlanned: 1,
-		lifecycle.EnvironmentActive: 2}
-	slices.SortStableFunc(o.Environments, func(a, b environment.Environment) int { return rank[a.Status] - rank[b.Status] })
-	if len(o.Environments) > environmentsShown {
-		o.MoreEnvironments = len(o.Environments) - environmentsShown
-		o.Environments = o.Environments[:environmentsShown]
-	}
+	o.Environments, o.MoreEnvironments = envs, total-len(envs)
 	tenants := actor.TenantsWith(access.EnvironmentRead)
 	q := dbgen.New(s.pool)
 	active, err := q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Statuses: []string{string(deploy.Queued), string(deploy.Running)},
@@ -158,9 +137,6 @@ func (s *Service) Overview(ctx context.Context, actor access.Principal) (Overvie
 		return o, fmt.Errorf("drifted deployments: %w", err)
 	}
 	o.Drifted = int(drifted)
-	if o.Waiting, err = s.approvals.Waiting(ctx, actor); err != nil {
-		return o, err
-	}
 	if actor.ProviderAdmin {
 		steps, err := q.FirstSteps(ctx)
 		if err != nil {
@@ -207,7 +183,9 @@ func (h *Handlers) Page(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := DashboardView{Waiting: o.Waiting, Drifted: o.Drifted, MoreEnvironments: o.MoreEnvironments}
+	page := web.Page(c, "Dashboard")
+	// The requests waiting for the viewer, as the navigation counted them for this page.
+	v := DashboardView{Waiting: page.Viewer.Approvals, Drifted: o.Drifted, MoreEnvironments: o.MoreEnvironments}
 	for _, e := range o.Environments {
 		v.Environments = append(v.Environments, environment.EnvironmentRow{ID: e.ID.String(), Tenant: e.TenantName, Name: e.Name, Status: string(e.Status),
 			LandingZone: e.LandingZone, Template: e.Template, Created: e.CreatedAt})
@@ -244,7 +222,7 @@ func (h *Handlers) Page(c echo.Context) error {
 			Utilisation: p.Utilisation})
 	}
 	v.ShowPools = web.Actor(c).ProviderAdmin
-	return web.Render(c, http.StatusOK, Dashboard(web.Page(c, "Dashboard"), v))
+	return web.Render(c, http.StatusOK, Dashboard(page, v))
 }
 
 // checklist is the checklist of a new install, in the order the steps depend on each other;

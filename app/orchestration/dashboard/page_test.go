@@ -12,12 +12,24 @@ import (
 )
 
 // TestDashboard_ListsAFewEnvironmentsAndLinksToTheRest signs a provider admin in to an
-// installation of thirty environments: the dashboard lists twenty and links to the others.
+// installation of thirty environments, two of them decommissioned: the dashboard lists twenty,
+// a failed one first, then one under way, and links to the other six.
 func TestDashboard_ListsAFewEnvironmentsAndLinksToTheRest(t *testing.T) {
 	s := apptest.NewSite(t)
+	ctx := context.Background()
 	hash, err := auth.HashPassword("seeded password")
 	apptest.Must(t, err)
-	apptest.Must(t, seed.Run(context.Background(), s.Pool, seed.Size{Tenants: 10, Components: 20, Deployments: 10, Operations: 10, AuditEvents: 10}, hash))
+	apptest.Must(t, seed.Run(ctx, s.Pool, seed.Size{Tenants: 10, Components: 20, Deployments: 10, Operations: 10, AuditEvents: 10}, hash))
+	// Environments of the last tenant, which by name alone would come last, and the first one.
+	move := func(tenant, env, status string) string {
+		var id string
+		apptest.Must(t, s.Pool.QueryRow(ctx, `UPDATE environments e SET status = $3 FROM tenants t
+			WHERE t.id = e.tenant_id AND t.name = $1 AND e.name = $2 RETURNING e.id::text`, tenant, env, status).Scan(&id))
+		return id
+	}
+	failed, underWay := move("Tenant 010", "prod", "failed"), move("Tenant 010", "test", "provisioning")
+	move("Tenant 010", "dev", "decommissioned")
+	move("Tenant 001", "dev", "decommissioned")
 	b := apptest.NewBrowser(t, s.URL)
 	b.SignIn(t, seed.Provider, "seeded password")
 	r := b.Get(t, "/")
@@ -27,5 +39,9 @@ func TestDashboard_ListsAFewEnvironmentsAndLinksToTheRest(t *testing.T) {
 	if n := strings.Count(section, `<a href="/environments/`); n != 20 {
 		t.Errorf("the dashboard lists %d environments, want 20", n)
 	}
-	apptest.WantIn(t, r, `data-testid="more-environments"><a href="/environments">10 more environments</a>`)
+	first, second := strings.Index(section, `<a href="/environments/`+failed), strings.Index(section, `<a href="/environments/`+underWay)
+	if first < 0 || second < first || strings.Index(section, `<a href="/environments/`) != first {
+		t.Errorf("the dashboard lists the failed environment at %d and the one under way at %d, want them first:\n%s", first, second, section)
+	}
+	apptest.WantIn(t, r, `data-testid="more-environments"><a href="/environments">8 more environments</a>`)
 }

@@ -37,46 +37,46 @@ func (w *Worker) resolve(ctx context.Context, dep dbgen.GetDeploymentRow, op dbg
 	if schema == nil {
 		return nil, op, v.Err()
 	}
+	// What to ask for is decided before the transaction, which a deployment with nothing to
+	// ask for (no resolver configured where it lives, say) never opens.
+	configured, err := resolver.Configured(ctx, dbgen.New(w.pool), dep.EnvironmentID)
+	if err != nil {
+		return nil, op, saga.Transient(err)
+	}
+	secrets, err := openSecrets(w.keys, dep.ID, op.SecretKeyID, op.SecretParameters)
+	if err != nil {
+		return nil, op, saga.Transient(err)
+	}
+	held, err := openSecrets(w.keys, dep.ID, dep.SecretKeyID, dep.SecretParameters)
+	if err != nil {
+		return nil, op, saga.Transient(err)
+	}
+	// A secret made for the deployment before is kept: making a new one is a rotation.
+	var ask []resolver.Binding
+	kept := false
+	for _, b := range resolver.Active(bindings, configured) {
+		rotate := slices.Contains(op.Rotate, b.Input)
+		if resolver.Secret(b.Type) && !rotate && (secrets[b.Input] != nil || held[b.Input] != nil) {
+			if secrets[b.Input] == nil {
+				secrets[b.Input], kept = held[b.Input], true
+			}
+			continue
+		}
+		ask = append(ask, b)
+	}
+	if len(ask) == 0 && !kept {
+		// Nothing to hand out and nothing kept: the parameters stay as they are.
+		return json.RawMessage("{}"), op, nil
+	}
 	var values map[string]any
 	err = db.Tx(ctx, w.pool, func(q *dbgen.Queries) error {
 		rc, err := q.ResolverContext(ctx, dep.ID)
 		if err != nil {
 			return err
 		}
-		configured, err := resolver.Configured(ctx, q, dep.EnvironmentID)
-		if err != nil {
-			return err
-		}
 		params := map[string]any{}
 		if err := json.Unmarshal(op.Parameters, &params); err != nil {
 			return err
-		}
-		secrets, err := openSecrets(w.keys, dep.ID, op.SecretKeyID, op.SecretParameters)
-		if err != nil {
-			return err
-		}
-		held, err := openSecrets(w.keys, dep.ID, dep.SecretKeyID, dep.SecretParameters)
-		if err != nil {
-			return err
-		}
-		// A secret made for the deployment before is kept: making a new one is a rotation.
-		var ask []resolver.Binding
-		kept := false
-		for _, b := range resolver.Active(bindings, configured) {
-			rotate := slices.Contains(op.Rotate, b.Input)
-			if resolver.Secret(b.Type) && !rotate && (secrets[b.Input] != nil || held[b.Input] != nil) {
-				if secrets[b.Input] == nil {
-					secrets[b.Input], kept = held[b.Input], true
-				}
-				continue
-			}
-			ask = append(ask, b)
-		}
-		if len(ask) == 0 && !kept {
-			// Nothing to hand out and nothing kept: the parameters stay as they are, with no
-			// write to wait for (no resolver configured where the deployment lives, say).
-			values = map[string]any{}
-			return nil
 		}
 		refers, err := referred(ctx, q, dep.EnvironmentID, schema, params)
 		if err != nil {

@@ -101,6 +101,35 @@ func (s *Service) List(ctx context.Context, actor access.Principal) ([]Environme
 	return out, nil
 }
 
+// Leading returns the first n environments the actor may see, not decommissioned, failed ones
+// first, then those under way, then the active ones, each by tenant and name; and how many
+// there are of them in all.
+func (s *Service) Leading(ctx context.Context, actor access.Principal, n int) ([]Environment, int, error) {
+	tenants := actor.TenantsWith(access.EnvironmentRead)
+	if tenants == nil {
+		tenants = []uuid.UUID{}
+	}
+	gone := string(lifecycle.EnvironmentDecommissioned)
+	q := dbgen.New(s.pool)
+	rows, err := q.LeadingEnvironments(ctx, dbgen.LeadingEnvironmentsParams{Gone: gone, AllTenants: actor.ProviderAdmin, TenantIds: tenants,
+		First: []string{string(lifecycle.EnvironmentFailed)}, Last: []string{string(lifecycle.EnvironmentActive)}, Shown: int32(n)})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list environments: %w", err)
+	}
+	out := make([]Environment, len(rows))
+	for i, r := range rows {
+		out[i] = environmentOf(dbgen.GetEnvironmentRow(r))
+	}
+	if len(out) < n {
+		return out, len(out), nil
+	}
+	total, err := q.CountLiveEnvironments(ctx, dbgen.CountLiveEnvironmentsParams{Gone: gone, AllTenants: actor.ProviderAdmin, TenantIds: tenants})
+	if err != nil {
+		return nil, 0, fmt.Errorf("count environments: %w", err)
+	}
+	return out, int(total), nil
+}
+
 // Get returns an environment the actor may see; any other is not found.
 func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID) (Environment, error) {
 	r, err := dbgen.New(s.pool).GetEnvironment(ctx, id)
