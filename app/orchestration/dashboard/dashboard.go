@@ -110,18 +110,18 @@ func (s *Service) Overview(ctx context.Context, actor access.Principal) (Overvie
 	o.Environments, o.MoreEnvironments = envs, total-len(envs)
 	tenants := actor.TenantsWith(access.EnvironmentRead)
 	q := dbgen.New(s.pool)
-	active, err := q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Statuses: []string{string(deploy.Queued), string(deploy.Running)},
-		AllTenants: actor.ProviderAdmin, TenantIds: tenants})
+	active, err := q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Running: []string{string(deploy.Queued), string(deploy.Running)},
+		Waiting: []string{string(deploy.AwaitingApproval)}, AllTenants: actor.ProviderAdmin, TenantIds: tenants})
 	if err != nil {
-		return o, fmt.Errorf("active operations: %w", err)
+		return o, fmt.Errorf("operations under way: %w", err)
 	}
-	o.Active = operations(active)
-	awaiting, err := q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Statuses: []string{string(deploy.AwaitingApproval)},
-		AllTenants: actor.ProviderAdmin, TenantIds: tenants})
-	if err != nil {
-		return o, fmt.Errorf("operations awaiting approval: %w", err)
+	for _, a := range operations(active) {
+		if deploy.Status(a.Status) == deploy.AwaitingApproval {
+			o.Awaiting = append(o.Awaiting, a)
+		} else {
+			o.Active = append(o.Active, a)
+		}
 	}
-	o.Awaiting = operations(awaiting)
 	failures, err := q.RecentFailures(ctx, dbgen.RecentFailuresParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
 		Since: time.Now().Add(-failureWindow)})
 	if err != nil {

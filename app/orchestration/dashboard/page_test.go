@@ -30,6 +30,12 @@ func TestDashboard_ListsAFewEnvironmentsAndLinksToTheRest(t *testing.T) {
 	failed, underWay := move("Tenant 010", "prod", "failed"), move("Tenant 010", "test", "provisioning")
 	move("Tenant 010", "dev", "decommissioned")
 	move("Tenant 001", "dev", "decommissioned")
+	// One operation runs and another waits for approval: each in its own list.
+	var running, waiting string
+	apptest.Must(t, s.Pool.QueryRow(ctx, `WITH two AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM operations LIMIT 2),
+		moved AS (UPDATE operations o SET status = CASE two.n WHEN 1 THEN 'running' ELSE 'awaiting_approval' END
+		          FROM two WHERE o.id = two.id RETURNING o.id::text, o.status)
+		SELECT max(id) FILTER (WHERE status = 'running'), max(id) FILTER (WHERE status = 'awaiting_approval') FROM moved`).Scan(&running, &waiting))
 	b := apptest.NewBrowser(t, s.URL)
 	b.SignIn(t, seed.Provider, "seeded password")
 	r := b.Get(t, "/")
@@ -42,6 +48,12 @@ func TestDashboard_ListsAFewEnvironmentsAndLinksToTheRest(t *testing.T) {
 	first, second := strings.Index(section, `<a href="/environments/`+failed), strings.Index(section, `<a href="/environments/`+underWay)
 	if first < 0 || second < first || strings.Index(section, `<a href="/environments/`) != first {
 		t.Errorf("the dashboard lists the failed environment at %d and the one under way at %d, want them first:\n%s", first, second, section)
+	}
+	for list, want := range map[string]string{`data-testid="dashboard-active"`: running, `data-testid="dashboard-awaiting"`: waiting} {
+		part := string(r.Body)[strings.Index(string(r.Body), list):]
+		if part = part[:strings.Index(part, "</section>")]; !strings.Contains(part, want) || strings.Contains(part, map[string]string{running: waiting, waiting: running}[want]) {
+			t.Errorf("the list %s should hold operation %s alone of the two:\n%s", list, want, part)
+		}
 	}
 	apptest.WantIn(t, r, `data-testid="more-environments"><a href="/environments">8 more environments</a>`)
 }

@@ -307,6 +307,12 @@ func (s *Service) Logs(ctx context.Context, actor access.Principal, operationID 
 	return s.logs(ctx, operationID, after)
 }
 
+// LogOf returns the log lines of an operation the caller has read with Detail, after the line
+// with id after: the reader was authorized by that read.
+func (s *Service) LogOf(ctx context.Context, d Detail, after int64) ([]LogLine, error) {
+	return s.logs(ctx, d.ID, after)
+}
+
 // logs reads log lines for a caller that has authorized the reader already.
 func (s *Service) logs(ctx context.Context, operationID uuid.UUID, after int64) ([]LogLine, error) {
 	rows, err := dbgen.New(s.pool).OperationLogs(ctx, dbgen.OperationLogsParams{OperationID: operationID, ID: after})

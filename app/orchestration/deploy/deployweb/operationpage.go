@@ -31,7 +31,7 @@ func (h *Handlers) OperationPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	lines, err := h.svc.Logs(ctx, actor, id, 0)
+	lines, err := h.svc.LogOf(ctx, d, 0)
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (h *Handlers) OperationPage(c echo.Context) error {
 	page := web.Page(c, d.Kind.Label()+" of "+d.Deployment).Under(views.Crumb{Label: "Deployments", URL: "/deployments"},
 		views.Crumb{Label: dep.Environment, URL: "/environments/" + dep.EnvironmentID.String()},
 		views.Crumb{Label: d.Deployment, URL: "/deployments/" + d.DeploymentID.String()})
-	live, err := h.live(c, d, page.CSRF)
+	live, err := h.live(c, d, dep, page.CSRF)
 	if err != nil {
 		return err
 	}
@@ -117,13 +117,9 @@ func ms(n float64) string {
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 
 // live is the changing part of an operation's page: status, times, progress, resources,
-// outputs, steps, and what can be done next.
-func (h *Handlers) live(c echo.Context, d deploy.Detail, csrf string) (LiveView, error) {
+// outputs, steps, and what can be done next; dep is its deployment as it is now.
+func (h *Handlers) live(c echo.Context, d deploy.Detail, dep deploy.Deployment, csrf string) (LiveView, error) {
 	ctx, actor := web.Ctx(c), web.Actor(c)
-	dep, err := h.svc.Peek(ctx, actor, d.DeploymentID) // no secret needs opening here
-	if err != nil {
-		return LiveView{}, err
-	}
 	v := LiveView{OperationRow: operationRow(d.Operation), Started: "—", Finished: "—", CSRF: csrf, TenantRunning: d.TenantRunning,
 		CanCancel: !d.Status.Ended() && actor.Can(access.ComponentDeploy, dep.TenantID)}
 	if d.ExitCode != nil {

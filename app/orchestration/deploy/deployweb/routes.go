@@ -20,7 +20,7 @@ func (h *Handlers) Routes(pages, api *echo.Group, seenComponent echo.MiddlewareF
 	pages.POST("/deployments/:id/drift-check", h.DriftCheckForm, seenDeployment)
 	pages.POST("/deployments/:id/reconcile", h.ReconcileForm, seenDeployment)
 	pages.POST("/deployments/:id/destroy", h.DestroyForm, seenDeployment)
-	pages.GET("/operations/:id", h.OperationPage, seenOperation)
+	pages.GET("/operations/:id", h.OperationPage) // it reads nothing of the request before the operation
 	pages.GET("/operations/:id/stream", h.Stream, seenOperation)
 	pages.POST("/operations/:id/cancel", h.CancelForm, seenOperation)
 	pages.POST("/operations/:id/apply", h.ApplyPreviewForm, seenOperation)

@@ -71,7 +71,11 @@ func (h *Handlers) Stream(c echo.Context) error {
 		if err != nil {
 			return nil // the headers are out; the client reconnects
 		}
-		live, err := h.live(c, d, csrf)
+		dep, err := h.svc.Peek(ctx, actor, d.DeploymentID) // no secret needs opening here
+		if err != nil {
+			return nil
+		}
+		live, err := h.live(c, d, dep, csrf)
 		if err != nil {
 			return nil
 		}
