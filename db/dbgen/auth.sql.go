@@ -209,21 +209,27 @@ func (q *Queries) GetAPIToken(ctx context.Context, arg GetAPITokenParams) (ApiTo
 }
 
 const getAPITokenByHash = `-- name: GetAPITokenByHash :one
-SELECT t.id AS token_id, t.last_used_at, t.expires_at, t.scope, t.tenant_id, u.id, u.email, u.password_hash, u.is_provider_admin, u.created_at, u.updated_at, u.deleted_at, u.disabled_at
+SELECT t.id AS token_id, t.last_used_at, t.expires_at, t.scope, t.tenant_id, u.id, u.email, u.password_hash, u.is_provider_admin, u.created_at, u.updated_at, u.deleted_at, u.disabled_at,
+    roles.tenant_ids AS role_tenants, roles.roles AS role_names
 FROM api_tokens t JOIN users u ON u.id = t.user_id
+CROSS JOIN LATERAL (SELECT coalesce(array_agg(r.tenant_id), '{}')::uuid[] AS tenant_ids, coalesce(array_agg(r.role), '{}')::text[] AS roles
+                    FROM roles_now r WHERE r.user_id = u.id) roles
 WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND u.deleted_at IS NULL AND u.disabled_at IS NULL
 `
 
 type GetAPITokenByHashRow struct {
-	TokenID    uuid.UUID     `json:"token_id"`
-	LastUsedAt *time.Time    `json:"last_used_at"`
-	ExpiresAt  time.Time     `json:"expires_at"`
-	Scope      string        `json:"scope"`
-	TenantID   uuid.NullUUID `json:"tenant_id"`
-	User       User          `json:"user"`
+	TokenID     uuid.UUID     `json:"token_id"`
+	LastUsedAt  *time.Time    `json:"last_used_at"`
+	ExpiresAt   time.Time     `json:"expires_at"`
+	Scope       string        `json:"scope"`
+	TenantID    uuid.NullUUID `json:"tenant_id"`
+	User        User          `json:"user"`
+	RoleTenants []uuid.UUID   `json:"role_tenants"`
+	RoleNames   []string      `json:"role_names"`
 }
 
-// Expired tokens too, so that the answer can say when the token expired.
+// Expired tokens too, so that the answer can say when the token expired. With the roles its
+// user holds now, as GetSessionByHash.
 func (q *Queries) GetAPITokenByHash(ctx context.Context, tokenHash []byte) (GetAPITokenByHashRow, error) {
 	row := q.db.QueryRow(ctx, getAPITokenByHash, tokenHash)
 	var i GetAPITokenByHashRow
@@ -241,13 +247,18 @@ func (q *Queries) GetAPITokenByHash(ctx context.Context, tokenHash []byte) (GetA
 		&i.User.UpdatedAt,
 		&i.User.DeletedAt,
 		&i.User.DisabledAt,
+		&i.RoleTenants,
+		&i.RoleNames,
 	)
 	return i, err
 }
 
 const getSessionByHash = `-- name: GetSessionByHash :one
-SELECT s.id AS session_id, s.csrf_token, s.expires_at, s.last_seen_at, s.created_at, s.enrol_only, u.id, u.email, u.password_hash, u.is_provider_admin, u.created_at, u.updated_at, u.deleted_at, u.disabled_at
+SELECT s.id AS session_id, s.csrf_token, s.expires_at, s.last_seen_at, s.created_at, s.enrol_only, u.id, u.email, u.password_hash, u.is_provider_admin, u.created_at, u.updated_at, u.deleted_at, u.disabled_at,
+    roles.tenant_ids AS role_tenants, roles.roles AS role_names
 FROM sessions s JOIN users u ON u.id = s.user_id
+CROSS JOIN LATERAL (SELECT coalesce(array_agg(r.tenant_id), '{}')::uuid[] AS tenant_ids, coalesce(array_agg(r.role), '{}')::text[] AS roles
+                    FROM roles_now r WHERE r.user_id = u.id) roles
 WHERE s.token_hash = $1 AND s.expires_at > now()
   AND s.created_at > now() - make_interval(secs => $2::float8)
   AND u.deleted_at IS NULL AND u.disabled_at IS NULL
@@ -259,17 +270,21 @@ type GetSessionByHashParams struct {
 }
 
 type GetSessionByHashRow struct {
-	SessionID  uuid.UUID `json:"session_id"`
-	CsrfToken  string    `json:"csrf_token"`
-	ExpiresAt  time.Time `json:"expires_at"`
-	LastSeenAt time.Time `json:"last_seen_at"`
-	CreatedAt  time.Time `json:"created_at"`
-	EnrolOnly  bool      `json:"enrol_only"`
-	User       User      `json:"user"`
+	SessionID   uuid.UUID   `json:"session_id"`
+	CsrfToken   string      `json:"csrf_token"`
+	ExpiresAt   time.Time   `json:"expires_at"`
+	LastSeenAt  time.Time   `json:"last_seen_at"`
+	CreatedAt   time.Time   `json:"created_at"`
+	EnrolOnly   bool        `json:"enrol_only"`
+	User        User        `json:"user"`
+	RoleTenants []uuid.UUID `json:"role_tenants"`
+	RoleNames   []string    `json:"role_names"`
 }
 
 // A session ends when unused until expires_at, and max_age_secs after sign-in however much
 // it is used.
+// With the roles its user holds now, as RolesOfUser reads them, in the same round trip: a
+// request reads both.
 func (q *Queries) GetSessionByHash(ctx context.Context, arg GetSessionByHashParams) (GetSessionByHashRow, error) {
 	row := q.db.QueryRow(ctx, getSessionByHash, arg.TokenHash, arg.MaxAgeSecs)
 	var i GetSessionByHashRow
@@ -288,6 +303,8 @@ func (q *Queries) GetSessionByHash(ctx context.Context, arg GetSessionByHashPara
 		&i.User.UpdatedAt,
 		&i.User.DeletedAt,
 		&i.User.DisabledAt,
+		&i.RoleTenants,
+		&i.RoleNames,
 	)
 	return i, err
 }

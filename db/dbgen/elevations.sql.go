@@ -261,13 +261,7 @@ func (q *Queries) LockElevation(ctx context.Context, id uuid.UUID) (LockElevatio
 }
 
 const rolesOfUser = `-- name: RolesOfUser :many
-SELECT m.tenant_id, m.role
-FROM memberships m JOIN tenants t ON t.id = m.tenant_id
-WHERE m.user_id = $1 AND t.deleted_at IS NULL
-UNION ALL
-SELECT e.tenant_id, e.role
-FROM elevations e JOIN tenants t ON t.id = e.tenant_id
-WHERE e.user_id = $1 AND e.status = 'active' AND e.ends_at > now() AND t.deleted_at IS NULL
+SELECT tenant_id, role FROM roles_now WHERE user_id = $1
 `
 
 type RolesOfUserRow struct {
@@ -275,9 +269,8 @@ type RolesOfUserRow struct {
 	Role     string    `json:"role"`
 }
 
-// The roles a user holds now, each request: by membership, and by elevation in force (one past
-// its end gives nothing, even before its end is recorded), in one round trip. A tenant may come
-// twice; the caller keeps the higher role.
+// The roles a user holds now (see roles_now); a tenant may come twice, and the caller keeps the
+// higher role.
 func (q *Queries) RolesOfUser(ctx context.Context, userID uuid.UUID) ([]RolesOfUserRow, error) {
 	rows, err := q.db.Query(ctx, rolesOfUser, userID)
 	if err != nil {

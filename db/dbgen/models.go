@@ -635,6 +635,12 @@ type ResolverConfiguration struct {
 	LandingZoneID uuid.NullUUID   `json:"landing_zone_id"`
 }
 
+type RolesNow struct {
+	UserID   uuid.UUID `json:"user_id"`
+	TenantID uuid.UUID `json:"tenant_id"`
+	Role     string    `json:"role"`
+}
+
 type SecondFactorLogin struct {
 	BindingHash []byte    `json:"binding_hash"`
 	UserID      uuid.UUID `json:"user_id"`

@@ -4,8 +4,13 @@ INSERT INTO sessions (token_hash, user_id, csrf_token, expires_at, enrol_only) V
 -- name: GetSessionByHash :one
 -- A session ends when unused until expires_at, and max_age_secs after sign-in however much
 -- it is used.
-SELECT s.id AS session_id, s.csrf_token, s.expires_at, s.last_seen_at, s.created_at, s.enrol_only, sqlc.embed(u)
+-- With the roles its user holds now, as RolesOfUser reads them, in the same round trip: a
+-- request reads both.
+SELECT s.id AS session_id, s.csrf_token, s.expires_at, s.last_seen_at, s.created_at, s.enrol_only, sqlc.embed(u),
+    roles.tenant_ids AS role_tenants, roles.roles AS role_names
 FROM sessions s JOIN users u ON u.id = s.user_id
+CROSS JOIN LATERAL (SELECT coalesce(array_agg(r.tenant_id), '{}')::uuid[] AS tenant_ids, coalesce(array_agg(r.role), '{}')::text[] AS roles
+                    FROM roles_now r WHERE r.user_id = u.id) roles
 WHERE s.token_hash = sqlc.arg(token_hash) AND s.expires_at > now()
   AND s.created_at > now() - make_interval(secs => sqlc.arg(max_age_secs)::float8)
   AND u.deleted_at IS NULL AND u.disabled_at IS NULL;
@@ -24,9 +29,13 @@ INSERT INTO api_tokens (user_id, name, token_hash, prefix, expires_at, scope, te
 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *;
 
 -- name: GetAPITokenByHash :one
--- Expired tokens too, so that the answer can say when the token expired.
-SELECT t.id AS token_id, t.last_used_at, t.expires_at, t.scope, t.tenant_id, sqlc.embed(u)
+-- Expired tokens too, so that the answer can say when the token expired. With the roles its
+-- user holds now, as GetSessionByHash.
+SELECT t.id AS token_id, t.last_used_at, t.expires_at, t.scope, t.tenant_id, sqlc.embed(u),
+    roles.tenant_ids AS role_tenants, roles.roles AS role_names
 FROM api_tokens t JOIN users u ON u.id = t.user_id
+CROSS JOIN LATERAL (SELECT coalesce(array_agg(r.tenant_id), '{}')::uuid[] AS tenant_ids, coalesce(array_agg(r.role), '{}')::text[] AS roles
+                    FROM roles_now r WHERE r.user_id = u.id) roles
 WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND u.deleted_at IS NULL AND u.disabled_at IS NULL;
 
 -- name: TouchAPIToken :exec

@@ -18,16 +18,9 @@ RETURNING *;
 SELECT id FROM elevations WHERE status = 'active' AND ends_at <= now() ORDER BY ends_at LIMIT 100;
 
 -- name: RolesOfUser :many
--- The roles a user holds now, each request: by membership, and by elevation in force (one past
--- its end gives nothing, even before its end is recorded), in one round trip. A tenant may come
--- twice; the caller keeps the higher role.
-SELECT m.tenant_id, m.role
-FROM memberships m JOIN tenants t ON t.id = m.tenant_id
-WHERE m.user_id = $1 AND t.deleted_at IS NULL
-UNION ALL
-SELECT e.tenant_id, e.role
-FROM elevations e JOIN tenants t ON t.id = e.tenant_id
-WHERE e.user_id = $1 AND e.status = 'active' AND e.ends_at > now() AND t.deleted_at IS NULL;
+-- The roles a user holds now (see roles_now); a tenant may come twice, and the caller keeps the
+-- higher role.
+SELECT tenant_id, role FROM roles_now WHERE user_id = $1;
 
 -- name: HeldElevations :many
 -- A user's elevations in force now, soonest ending first, for their account page.

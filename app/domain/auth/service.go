@@ -296,8 +296,7 @@ func (s *Service) sessionPrincipal(ctx context.Context, secret string, use bool)
 			return access.Principal{}, Session{}, fmt.Errorf("session: %w", err)
 		}
 	}
-	p, err := principal(ctx, q, row.User)
-	return p, sess, err
+	return principalWith(row.User, row.RoleTenants, row.RoleNames), sess, nil
 }
 
 // TokenPrincipal resolves an API token to whom it acts as, within its scope. An expired token
@@ -329,10 +328,7 @@ func (s *Service) tokenPrincipal(ctx context.Context, token string) (access.Prin
 			return access.Principal{}, "", fmt.Errorf("token: %w", err)
 		}
 	}
-	p, err := principal(ctx, q, row.User)
-	if err != nil {
-		return access.Principal{}, "", err
-	}
+	p := principalWith(row.User, row.RoleTenants, row.RoleNames)
 	scope := Scope(row.Scope)
 	if scope == ScopeTenant {
 		p = confine(p, row.TenantID.UUID)
@@ -368,14 +364,23 @@ func principal(ctx context.Context, q *dbgen.Queries, u dbgen.User) (access.Prin
 	if err != nil {
 		return access.Principal{}, fmt.Errorf("load roles of %s: %w", u.Email, err)
 	}
-	p := access.Principal{UserID: u.ID, Email: u.Email, ProviderAdmin: u.IsProviderAdmin, Roles: make(map[uuid.UUID]access.Role, len(rows))}
-	for _, r := range rows {
+	tenants, roles := make([]uuid.UUID, len(rows)), make([]string, len(rows))
+	for i, r := range rows {
+		tenants[i], roles[i] = r.TenantID, r.Role
+	}
+	return principalWith(u, tenants, roles), nil
+}
+
+// principalWith is u as a principal holding roles[i] in tenants[i].
+func principalWith(u dbgen.User, tenants []uuid.UUID, roles []string) access.Principal {
+	p := access.Principal{UserID: u.ID, Email: u.Email, ProviderAdmin: u.IsProviderAdmin, Roles: make(map[uuid.UUID]access.Role, len(tenants))}
+	for i, t := range tenants {
 		// An elevation adds to a role, never lowers one.
-		if role := access.Role(r.Role); role.Outranks(p.Roles[r.TenantID]) {
-			p.Roles[r.TenantID] = role
+		if role := access.Role(roles[i]); role.Outranks(p.Roles[t]) {
+			p.Roles[t] = role
 		}
 	}
-	return p, nil
+	return p
 }
 
 // Requester is whom work done in the background for user by (a graph's steps, a stack
