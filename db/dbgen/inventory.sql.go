@@ -14,6 +14,38 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const claimedProviderIDs = `-- name: ClaimedProviderIDs :many
+SELECT DISTINCT provider_id FROM inventory_items
+WHERE type = $1 AND provider_id = ANY($2::text[]) AND status <> $3::text
+`
+
+type ClaimedProviderIDsParams struct {
+	Type string   `json:"type"`
+	Ids  []string `json:"ids"`
+	Gone string   `json:"gone"`
+}
+
+// Which of the provider's ids some item of the type still holds, in any zone.
+func (q *Queries) ClaimedProviderIDs(ctx context.Context, arg ClaimedProviderIDsParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, claimedProviderIDs, arg.Type, arg.Ids, arg.Gone)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var provider_id string
+		if err := rows.Scan(&provider_id); err != nil {
+			return nil, err
+		}
+		items = append(items, provider_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const createInventoryItem = `-- name: CreateInventoryItem :one
 INSERT INTO inventory_items (urn, type, provider_id, name, addresses, fqdns, image, outputs, refs, search,
     tenant_id, environment_id, landing_zone_id, stack_instance_id, slot, component_id, component_version, deployment_id,
@@ -130,6 +162,57 @@ func (q *Queries) DeploymentPlace(ctx context.Context, id uuid.UUID) (Deployment
 		&i.Slot,
 		&i.ComponentID,
 		&i.Version,
+	)
+	return i, err
+}
+
+const discoverInventoryItem = `-- name: DiscoverInventoryItem :one
+INSERT INTO inventory_items (type, provider_id, name, search, landing_zone_id, status)
+VALUES ($1, $2, $2, lower($2), $3, $4)
+RETURNING id, urn, type, provider_id, name, addresses, fqdns, image, outputs, refs, search, tenant_id, environment_id, landing_zone_id, stack_instance_id, slot, component_id, component_version, deployment_id, status, status_at, operation_id, created_operation_id, created_at, updated_at
+`
+
+type DiscoverInventoryItemParams struct {
+	Type          string        `json:"type"`
+	ProviderID    string        `json:"provider_id"`
+	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
+	Status        string        `json:"status"`
+}
+
+func (q *Queries) DiscoverInventoryItem(ctx context.Context, arg DiscoverInventoryItemParams) (InventoryItem, error) {
+	row := q.db.QueryRow(ctx, discoverInventoryItem,
+		arg.Type,
+		arg.ProviderID,
+		arg.LandingZoneID,
+		arg.Status,
+	)
+	var i InventoryItem
+	err := row.Scan(
+		&i.ID,
+		&i.Urn,
+		&i.Type,
+		&i.ProviderID,
+		&i.Name,
+		&i.Addresses,
+		&i.Fqdns,
+		&i.Image,
+		&i.Outputs,
+		&i.Refs,
+		&i.Search,
+		&i.TenantID,
+		&i.EnvironmentID,
+		&i.LandingZoneID,
+		&i.StackInstanceID,
+		&i.Slot,
+		&i.ComponentID,
+		&i.ComponentVersion,
+		&i.DeploymentID,
+		&i.Status,
+		&i.StatusAt,
+		&i.OperationID,
+		&i.CreatedOperationID,
+		&i.CreatedAt,
+		&i.UpdatedAt,
 	)
 	return i, err
 }
@@ -396,6 +479,62 @@ func (q *Queries) LockDeploymentItems(ctx context.Context, deploymentID uuid.Nul
 	return items, nil
 }
 
+const lockZoneItems = `-- name: LockZoneItems :many
+SELECT id, urn, type, provider_id, name, addresses, fqdns, image, outputs, refs, search, tenant_id, environment_id, landing_zone_id, stack_instance_id, slot, component_id, component_version, deployment_id, status, status_at, operation_id, created_operation_id, created_at, updated_at FROM inventory_items WHERE landing_zone_id = $1 AND type = $2 ORDER BY created_at, id FOR UPDATE
+`
+
+type LockZoneItemsParams struct {
+	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
+	Type          string        `json:"type"`
+}
+
+// The items of a zone of one type, locked for a discovery's look at its cloud.
+func (q *Queries) LockZoneItems(ctx context.Context, arg LockZoneItemsParams) ([]InventoryItem, error) {
+	rows, err := q.db.Query(ctx, lockZoneItems, arg.LandingZoneID, arg.Type)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []InventoryItem{}
+	for rows.Next() {
+		var i InventoryItem
+		if err := rows.Scan(
+			&i.ID,
+			&i.Urn,
+			&i.Type,
+			&i.ProviderID,
+			&i.Name,
+			&i.Addresses,
+			&i.Fqdns,
+			&i.Image,
+			&i.Outputs,
+			&i.Refs,
+			&i.Search,
+			&i.TenantID,
+			&i.EnvironmentID,
+			&i.LandingZoneID,
+			&i.StackInstanceID,
+			&i.Slot,
+			&i.ComponentID,
+			&i.ComponentVersion,
+			&i.DeploymentID,
+			&i.Status,
+			&i.StatusAt,
+			&i.OperationID,
+			&i.CreatedOperationID,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const moveInventoryItem = `-- name: MoveInventoryItem :one
 UPDATE inventory_items SET status = $1, status_at = now(), operation_id = $2, updated_at = now()
 WHERE id = $3 AND status = ANY($4::text[])
@@ -446,6 +585,64 @@ func (q *Queries) MoveInventoryItem(ctx context.Context, arg MoveInventoryItemPa
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const unmanagedItemsOf = `-- name: UnmanagedItemsOf :many
+SELECT id, urn, type, provider_id, name, addresses, fqdns, image, outputs, refs, search, tenant_id, environment_id, landing_zone_id, stack_instance_id, slot, component_id, component_version, deployment_id, status, status_at, operation_id, created_operation_id, created_at, updated_at FROM inventory_items
+WHERE deployment_id IS NULL AND type = $1 AND provider_id = $2 AND status = ANY($3::text[]) FOR UPDATE
+`
+
+type UnmanagedItemsOfParams struct {
+	Type       string   `json:"type"`
+	ProviderID string   `json:"provider_id"`
+	Statuses   []string `json:"statuses"`
+}
+
+// The items discovery made of a resource an operation now manages, locked to be let go.
+func (q *Queries) UnmanagedItemsOf(ctx context.Context, arg UnmanagedItemsOfParams) ([]InventoryItem, error) {
+	rows, err := q.db.Query(ctx, unmanagedItemsOf, arg.Type, arg.ProviderID, arg.Statuses)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []InventoryItem{}
+	for rows.Next() {
+		var i InventoryItem
+		if err := rows.Scan(
+			&i.ID,
+			&i.Urn,
+			&i.Type,
+			&i.ProviderID,
+			&i.Name,
+			&i.Addresses,
+			&i.Fqdns,
+			&i.Image,
+			&i.Outputs,
+			&i.Refs,
+			&i.Search,
+			&i.TenantID,
+			&i.EnvironmentID,
+			&i.LandingZoneID,
+			&i.StackInstanceID,
+			&i.Slot,
+			&i.ComponentID,
+			&i.ComponentVersion,
+			&i.DeploymentID,
+			&i.Status,
+			&i.StatusAt,
+			&i.OperationID,
+			&i.CreatedOperationID,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const updateInventoryItem = `-- name: UpdateInventoryItem :one

@@ -84,3 +84,22 @@ WHERE me.id = sqlc.arg(id) AND me.provider_id <> '' AND r.value = me.provider_id
   AND i.landing_zone_id IS NOT DISTINCT FROM me.landing_zone_id
 ORDER BY outgoing DESC, name
 LIMIT 200;
+
+-- name: LockZoneItems :many
+-- The items of a zone of one type, locked for a discovery's look at its cloud.
+SELECT * FROM inventory_items WHERE landing_zone_id = $1 AND type = $2 ORDER BY created_at, id FOR UPDATE;
+
+-- name: ClaimedProviderIDs :many
+-- Which of the provider's ids some item of the type still holds, in any zone.
+SELECT DISTINCT provider_id FROM inventory_items
+WHERE type = sqlc.arg(type) AND provider_id = ANY(sqlc.arg(ids)::text[]) AND status <> sqlc.arg(gone)::text;
+
+-- name: DiscoverInventoryItem :one
+INSERT INTO inventory_items (type, provider_id, name, search, landing_zone_id, status)
+VALUES (sqlc.arg(type), sqlc.arg(provider_id), sqlc.arg(provider_id), lower(sqlc.arg(provider_id)), sqlc.arg(landing_zone_id), sqlc.arg(status))
+RETURNING *;
+
+-- name: UnmanagedItemsOf :many
+-- The items discovery made of a resource an operation now manages, locked to be let go.
+SELECT * FROM inventory_items
+WHERE deployment_id IS NULL AND type = $1 AND provider_id = $2 AND status = ANY(sqlc.arg(statuses)::text[]) FOR UPDATE;

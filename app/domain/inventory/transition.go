@@ -121,7 +121,90 @@ func create(ctx context.Context, q *dbgen.Queries, place dbgen.DeploymentPlaceRo
 	if err != nil {
 		return fmt.Errorf("record inventory item %s: %w", r.URN, err)
 	}
-	return tell(ctx, q, "inventory.item.created", row)
+	if err := tell(ctx, q, "inventory.item.created", row); err != nil {
+		return err
+	}
+	return claim(ctx, q, row)
+}
+
+// claim lets go of what discovery made of a resource an operation now manages: a poll that
+// looked between the engine making it and the operation's end found it unmanaged.
+func claim(ctx context.Context, q *dbgen.Queries, it dbgen.InventoryItem) error {
+	if it.ProviderID == "" {
+		return nil
+	}
+	found, err := q.UnmanagedItemsOf(ctx, dbgen.UnmanagedItemsOfParams{Type: it.Type, ProviderID: it.ProviderID,
+		Statuses: []string{string(Unmanaged), string(Ignored)}})
+	if err != nil {
+		return fmt.Errorf("items discovered as %s: %w", it.ProviderID, err)
+	}
+	for _, f := range found {
+		if err := move(ctx, q, f, Decommissioned, uuid.NullUUID{}, "inventory.item.decommissioned"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Sighting is what a look at a landing zone's cloud found of one type of resource: the
+// provider's ids of those it holds.
+type Sighting struct {
+	Zone uuid.UUID
+	Type string
+	IDs  []string
+}
+
+// Discover holds the zone's items of the sighting's type to what its cloud holds, in q's
+// transaction, the one that records the look: an item Nimbus manages that the cloud no longer
+// holds is missing (inventory.item.missing), and active again once it is back; what the cloud
+// holds that no item claims becomes an unmanaged item of the zone (inventory.item.discovered),
+// decommissioned once the cloud no longer holds it.
+func Discover(ctx context.Context, q *dbgen.Queries, s Sighting) error {
+	items, err := q.LockZoneItems(ctx, dbgen.LockZoneItemsParams{LandingZoneID: nullID(s.Zone), Type: s.Type})
+	if err != nil {
+		return fmt.Errorf("inventory of zone %s: %w", s.Zone, err)
+	}
+	held := make(map[string]bool, len(s.IDs))
+	for _, id := range s.IDs {
+		held[id] = true
+	}
+	for _, it := range items {
+		var to Status
+		news := ""
+		switch Status(it.Status) {
+		case Active, Changed:
+			to, news = Missing, "inventory.item.missing"
+		case Missing:
+			to, news = Active, "inventory.item.changed"
+		case Unmanaged, Ignored:
+			to, news = Decommissioned, "inventory.item.decommissioned"
+		}
+		// A missing item moves when the cloud holds it again; the others when it no longer does.
+		if news == "" || held[it.ProviderID] != (to == Active) {
+			continue
+		}
+		if err := move(ctx, q, it, to, uuid.NullUUID{}, news); err != nil {
+			return err
+		}
+	}
+	claimed, err := q.ClaimedProviderIDs(ctx, dbgen.ClaimedProviderIDsParams{Type: s.Type, Ids: s.IDs, Gone: string(Decommissioned)})
+	if err != nil {
+		return fmt.Errorf("inventory of zone %s: %w", s.Zone, err)
+	}
+	for _, id := range s.IDs {
+		if slices.Contains(claimed, id) {
+			continue
+		}
+		row, err := q.DiscoverInventoryItem(ctx, dbgen.DiscoverInventoryItemParams{Type: s.Type, ProviderID: id,
+			LandingZoneID: nullID(s.Zone), Status: string(Unmanaged)})
+		if err != nil {
+			return fmt.Errorf("record discovered %s: %w", id, err)
+		}
+		if err := tell(ctx, q, "inventory.item.discovered", row); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // update takes what the operation left of a resource the inventory knows; a step that changed
@@ -167,15 +250,21 @@ func decommission(ctx context.Context, q *dbgen.Queries, it dbgen.InventoryItem,
 	if Status(it.Status) == Decommissioned {
 		return nil
 	}
-	if err := Machine.Check("inventory item "+it.Name, Status(it.Status), Decommissioned); err != nil {
+	return move(ctx, q, it, Decommissioned, nullID(op), "inventory.item.decommissioned")
+}
+
+// move moves an item's status alone, by the operation op (none for discovery), and tells of it
+// as news.
+func move(ctx context.Context, q *dbgen.Queries, it dbgen.InventoryItem, to Status, op uuid.NullUUID, news string) error {
+	if err := Machine.Check("inventory item "+it.Name, Status(it.Status), to); err != nil {
 		return err
 	}
-	row, err := q.MoveInventoryItem(ctx, dbgen.MoveInventoryItemParams{ID: it.ID, Status: string(Decommissioned),
-		OperationID: nullID(op), Sources: Machine.SourceNames(Decommissioned)})
+	row, err := q.MoveInventoryItem(ctx, dbgen.MoveInventoryItemParams{ID: it.ID, Status: string(to), OperationID: op,
+		Sources: Machine.SourceNames(to)})
 	if err != nil {
-		return fmt.Errorf("decommission inventory item %s: %w", it.ID, err)
+		return fmt.Errorf("move inventory item %s to %s: %w", it.ID, to, err)
 	}
-	return tell(ctx, q, "inventory.item.decommissioned", row)
+	return tell(ctx, q, news, row)
 }
 
 // tell writes the event of an item's move, for the subscriptions an outside CMDB follows by.
