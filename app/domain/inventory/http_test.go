@@ -24,6 +24,11 @@ func TestInventory_PagesSearchAndExport(t *testing.T) {
 	detail := s.Call(t, "GET", "/inventory/"+item, reader, nil)
 	apptest.WantStatus(t, detail, http.StatusOK)
 	apptest.WantIn(t, detail, "m-1", "/deployments/"+s.Live(t).ID.String(), "/operations/"+s.Live(t).Op.ID.String())
+	// A slot's resource links to its stack instance.
+	shop := s.StackInstance(t).ID
+	_, err := s.Pool.Exec(t.Context(), `UPDATE inventory_items SET stack_instance_id = $1, slot = 'web' WHERE id = $2`, shop, item)
+	apptest.Must(t, err)
+	apptest.WantIn(t, s.Call(t, "GET", "/inventory/"+item, reader, nil), "/stack-instances/"+shop.String(), "slot web")
 
 	// Another tenant sees nothing of it: not in the list, and the item is missing to them.
 	if r := s.Call(t, "GET", "/inventory?q=10.0.0.7", other, nil); strings.Contains(string(r.Body), item) {
