@@ -63,6 +63,23 @@ func TestInventory_PagesSearchAndExport(t *testing.T) {
 	}
 }
 
+// What discovery found in a zone's cloud is no tenant's: provider admins see it, tenants do not.
+func TestInventory_UnmanagedItemsAreTheProviders(t *testing.T) {
+	s := apptest.NewSite(t)
+	var stranger string
+	err := s.Pool.QueryRow(t.Context(), `INSERT INTO inventory_items (type, provider_id, name, search, landing_zone_id, status)
+		VALUES ('simcloud:index:Machine', 'm-stranger', 'm-stranger', 'm-stranger', $1, 'unmanaged') RETURNING id`,
+		s.Zone(t).Zone.ID).Scan(&stranger)
+	apptest.Must(t, err)
+	root, admin := s.Token(t, s.Admin), s.Token(t, s.AdminA)
+	apptest.WantIn(t, s.Call(t, "GET", "/inventory?status=unmanaged", root, nil), "/inventory/"+stranger, "m-stranger")
+	apptest.WantStatus(t, s.Call(t, "GET", "/api/v1/inventory/"+stranger, root, nil), http.StatusOK)
+	if r := s.Call(t, "GET", "/inventory?status=unmanaged", admin, nil); strings.Contains(string(r.Body), stranger) {
+		t.Fatal("a tenant's admin sees what discovery found")
+	}
+	apptest.WantStatus(t, s.Call(t, "GET", "/api/v1/inventory/"+stranger, admin, nil), http.StatusNotFound)
+}
+
 func TestInventoryAPI_PagesByKeyset(t *testing.T) {
 	s := apptest.NewSite(t)
 	first := s.Item(t).String()
