@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/google/uuid"
@@ -73,8 +74,7 @@ func (h *Handlers) Page(c echo.Context) error {
 	for _, s := range Machine.States() {
 		v.Statuses = append(v.Statuses, views.Option{Value: string(s), Label: string(s)})
 	}
-	v.Export = c.QueryParams()
-	v.Export.Del("before")
+	v.Export = exportQuery(c.QueryParams())
 	return web.Render(c, status, List(web.Page(c, "Inventory"), v))
 }
 
@@ -231,6 +231,18 @@ func (h *Handlers) export(c echo.Context, write func([]Item) error) error {
 		}
 		f.After = page.Next
 	}
+}
+
+// exportQuery is the filters of a page's query, for its exports: those given, without the
+// page's place and size (an export holds every item the filters match).
+func exportQuery(q url.Values) url.Values {
+	out := url.Values{}
+	for _, k := range []string{"q", "type", "tenant", "environment", "status"} {
+		if v := q.Get(k); v != "" {
+			out.Set(k, v)
+		}
+	}
+	return out
 }
 
 // place is where an item sits in the list, for the next page's cursor.
