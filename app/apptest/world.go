@@ -17,6 +17,7 @@ import (
 	"nimbus/app/domain/component"
 	"nimbus/app/domain/elevation"
 	"nimbus/app/domain/governance"
+	"nimbus/app/domain/inventory"
 	"nimbus/app/domain/ipam"
 	"nimbus/app/domain/notification"
 	"nimbus/app/domain/resolver"
@@ -65,6 +66,7 @@ type World struct {
 	Provisions             *provision.Service // no worker deploys its factories
 	Keys                   *secrets.Keyring   // seals the deployments' secrets and stack passphrases
 	Notices                *notification.Service
+	Inventory              *inventory.Service
 	A, B                   tenant.Tenant
 	Shared, OfA            component.Component // provider-level, and tenant A's
 	Admin                  access.Principal    // provider admin
@@ -102,6 +104,7 @@ func NewWorld(t testing.TB) *World {
 		Instances:  svc.Instances,
 		Provisions: svc.Provisions,
 		Notices:    svc.Notices,
+		Inventory:  svc.Inventory,
 		fixtures:   map[string]any{},
 	}
 	if _, err := user.Bootstrap(ctx, pool, "root@example.com", "correct horse battery"); err != nil {

@@ -249,6 +249,8 @@ var byIDRoutes = []struct{ method, path, kind string }{
 	{"GET", "/api/v1/event-subscriptions/{id}/deliveries", "subscription"},
 	{"POST", "/notifications/{id}/read", "notification"},
 	{"POST", "/api/v1/notifications/{id}/read", "notification"},
+	{"GET", "/inventory/{id}", "item"},
+	{"GET", "/api/v1/inventory/{id}", "item"},
 }
 
 func TestAccess_AnotherTenantsObjectAnswersAsAMissingOne(t *testing.T) {
@@ -297,12 +299,17 @@ func TestAccess_AnotherTenantsObjectAnswersAsAMissingOne(t *testing.T) {
 		}
 		return notice != ""
 	})
+	items := g.Call(t, "GET", "/api/v1/inventory", g.As.Reader, nil).JSON(t)["items"].([]any)
+	if len(items) == 0 {
+		t.Fatal("A's deployment made no inventory items")
+	}
 	foreign := map[string]string{
 		"tenant": g.A.ID.String(), "component": g.OfA.ID.String(), "check": check.JSON(t)["id"].(string),
 		"deployment": g.Deployment, "operation": op["id"].(string), "environment": g.Env, "pool": pool, "zone": zone,
 		"approval": request["id"].(string), "policy": policies[0].(map[string]any)["id"].(string),
 		"token": token.Token.ID.String(), "user": g.UserA.UserID.String(), "stack": stackOfA,
 		"stack_instance": instanceOfA, "event_source": source, "subscription": subscriptionOfA, "elevation": elevationInA, "notification": notice,
+		"item": items[0].(map[string]any)["id"].(string),
 	}
 
 	// Tenant B's admin asks about each of them, and about an object that does not exist.

@@ -23,6 +23,7 @@ import (
 	"nimbus/app/domain/component"
 	"nimbus/app/domain/elevation"
 	"nimbus/app/domain/governance"
+	"nimbus/app/domain/inventory"
 	"nimbus/app/domain/ipam"
 	"nimbus/app/domain/notification"
 	"nimbus/app/domain/policy"
@@ -150,6 +151,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	user.NewHandlers(svc.Users, svc.Tenants).Routes(signed, api)
 	elevation.NewHandlers(svc.Elevations).Routes(signed, api)
 	audit.NewHandlers(svc.Audit).Routes(signed, api)
+	inventory.NewHandlers(svc.Inventory, svc.Tenants).Routes(signed, api)
 	governance.NewHandlers(svc.Governance).Routes(signed, api, tenantH.Seen())
 	componentH.Routes(signed, api)
 	ipam.NewHandlers(svc.Pools).Routes(signed, api)

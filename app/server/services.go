@@ -6,6 +6,7 @@ import (
 	"nimbus/app/domain/component"
 	"nimbus/app/domain/elevation"
 	"nimbus/app/domain/governance"
+	"nimbus/app/domain/inventory"
 	"nimbus/app/domain/ipam"
 	"nimbus/app/domain/notification"
 	"nimbus/app/domain/policy"
@@ -57,6 +58,7 @@ type Services struct {
 	Events       *event.Service
 	Notices      *notification.Service
 	Mail         *notification.MailService
+	Inventory    *inventory.Service
 }
 
 // Build builds the services. Their jobs are queued with d.Jobs; d.Toolchain says what the
@@ -87,6 +89,7 @@ func Build(d Deps) *Services {
 		Events:       event.NewService(d.Pool, d.Keys).CheckingConfig(poller.Check).AllowingPrivate(d.WebhooksPrivate),
 		Notices:      notification.NewService(d.Pool),
 		Mail:         notification.NewMailService(d.Pool, d.Keys),
+		Inventory:    inventory.NewService(d.Pool),
 	}
 	s.Instances = instance.NewService(d.Pool, s.Deployments, d.Keys, queue)
 	s.Provisions = provision.NewService(d.Pool, d.Keys, s.Stacks, s.Instances)

@@ -1161,7 +1161,7 @@ func (q *Queries) OperationLogs(ctx context.Context, arg OperationLogsParams) ([
 }
 
 const operationResources = `-- name: OperationResources :many
-SELECT operation_id, urn, type, name, op, status, changes, diagnostics, seq, started_at, finished_at, updated_at, undo_op, undo_status FROM operation_resources WHERE operation_id = $1 ORDER BY seq
+SELECT operation_id, urn, type, name, op, status, changes, diagnostics, seq, started_at, finished_at, updated_at, undo_op, undo_status, provider_id, outputs FROM operation_resources WHERE operation_id = $1 ORDER BY seq
 `
 
 func (q *Queries) OperationResources(ctx context.Context, operationID uuid.UUID) ([]OperationResource, error) {
@@ -1188,6 +1188,8 @@ func (q *Queries) OperationResources(ctx context.Context, operationID uuid.UUID)
 			&i.UpdatedAt,
 			&i.UndoOp,
 			&i.UndoStatus,
+			&i.ProviderID,
+			&i.Outputs,
 		); err != nil {
 			return nil, err
 		}
@@ -1447,14 +1449,18 @@ func (q *Queries) RecordResourceDiagnostic(ctx context.Context, arg RecordResour
 }
 
 const recordResourceStep = `-- name: RecordResourceStep :exec
-INSERT INTO operation_resources (operation_id, urn, type, name, op, status, changes, started_at, finished_at)
+INSERT INTO operation_resources (operation_id, urn, type, name, op, status, changes, provider_id, outputs, started_at, finished_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7,
+    $8, $9,
     CASE WHEN $6::text = 'running' THEN now() END,
     CASE WHEN $6::text IN ('done', 'failed') THEN now() END)
 ON CONFLICT (operation_id, urn) DO UPDATE SET
     type = EXCLUDED.type, op = EXCLUDED.op, status = EXCLUDED.status,
     -- The end of a step repeats nothing of what it changes: keep what its start said.
     changes = CASE WHEN EXCLUDED.changes = '[]'::jsonb THEN operation_resources.changes ELSE EXCLUDED.changes END,
+    -- The delete that ends a replacement leaves nothing: the resource is what replaced it.
+    provider_id = CASE WHEN EXCLUDED.provider_id = '' THEN operation_resources.provider_id ELSE EXCLUDED.provider_id END,
+    outputs = CASE WHEN EXCLUDED.provider_id = '' THEN operation_resources.outputs ELSE EXCLUDED.outputs END,
     started_at = CASE EXCLUDED.status WHEN 'running' THEN now() WHEN 'planned' THEN NULL ELSE operation_resources.started_at END,
     finished_at = CASE WHEN EXCLUDED.status IN ('done', 'failed') THEN now() END,
     updated_at = now()
@@ -1468,6 +1474,8 @@ type RecordResourceStepParams struct {
 	Op          string          `json:"op"`
 	Status      string          `json:"status"`
 	Changes     json.RawMessage `json:"changes"`
+	ProviderID  string          `json:"provider_id"`
+	Outputs     json.RawMessage `json:"outputs"`
 }
 
 func (q *Queries) RecordResourceStep(ctx context.Context, arg RecordResourceStepParams) error {
@@ -1479,6 +1487,8 @@ func (q *Queries) RecordResourceStep(ctx context.Context, arg RecordResourceStep
 		arg.Op,
 		arg.Status,
 		arg.Changes,
+		arg.ProviderID,
+		arg.Outputs,
 	)
 	return err
 }

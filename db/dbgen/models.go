@@ -356,6 +356,34 @@ type ImageCatalog struct {
 	UpdatedAt    time.Time `json:"updated_at"`
 }
 
+type InventoryItem struct {
+	ID                 uuid.UUID       `json:"id"`
+	Urn                string          `json:"urn"`
+	Type               string          `json:"type"`
+	ProviderID         string          `json:"provider_id"`
+	Name               string          `json:"name"`
+	Addresses          []string        `json:"addresses"`
+	Fqdns              []string        `json:"fqdns"`
+	Image              string          `json:"image"`
+	Outputs            json.RawMessage `json:"outputs"`
+	Refs               json.RawMessage `json:"refs"`
+	Search             string          `json:"search"`
+	TenantID           uuid.NullUUID   `json:"tenant_id"`
+	EnvironmentID      uuid.NullUUID   `json:"environment_id"`
+	LandingZoneID      uuid.NullUUID   `json:"landing_zone_id"`
+	StackInstanceID    uuid.NullUUID   `json:"stack_instance_id"`
+	Slot               *string         `json:"slot"`
+	ComponentID        uuid.NullUUID   `json:"component_id"`
+	ComponentVersion   pgtype.Int4     `json:"component_version"`
+	DeploymentID       uuid.NullUUID   `json:"deployment_id"`
+	Status             string          `json:"status"`
+	StatusAt           time.Time       `json:"status_at"`
+	OperationID        uuid.NullUUID   `json:"operation_id"`
+	CreatedOperationID uuid.NullUUID   `json:"created_operation_id"`
+	CreatedAt          time.Time       `json:"created_at"`
+	UpdatedAt          time.Time       `json:"updated_at"`
+}
+
 type IpamAllocation struct {
 	ID           uuid.UUID     `json:"id"`
 	PoolID       uuid.UUID     `json:"pool_id"`
@@ -564,6 +592,8 @@ type OperationResource struct {
 	UpdatedAt   time.Time       `json:"updated_at"`
 	UndoOp      string          `json:"undo_op"`
 	UndoStatus  string          `json:"undo_status"`
+	ProviderID  string          `json:"provider_id"`
+	Outputs     json.RawMessage `json:"outputs"`
 }
 
 type OperationStep struct {

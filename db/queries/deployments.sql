@@ -171,14 +171,18 @@ WHERE d.tenant_id = sqlc.arg(tenant_id) AND o.status = 'running'
 SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind = $2 AND status IN ('queued', 'running', 'awaiting_approval'));
 
 -- name: RecordResourceStep :exec
-INSERT INTO operation_resources (operation_id, urn, type, name, op, status, changes, started_at, finished_at)
+INSERT INTO operation_resources (operation_id, urn, type, name, op, status, changes, provider_id, outputs, started_at, finished_at)
 VALUES (sqlc.arg(operation_id), sqlc.arg(urn), sqlc.arg(type), sqlc.arg(name), sqlc.arg(op), sqlc.arg(status), sqlc.arg(changes),
+    sqlc.arg(provider_id), sqlc.arg(outputs),
     CASE WHEN sqlc.arg(status)::text = 'running' THEN now() END,
     CASE WHEN sqlc.arg(status)::text IN ('done', 'failed') THEN now() END)
 ON CONFLICT (operation_id, urn) DO UPDATE SET
     type = EXCLUDED.type, op = EXCLUDED.op, status = EXCLUDED.status,
     -- The end of a step repeats nothing of what it changes: keep what its start said.
     changes = CASE WHEN EXCLUDED.changes = '[]'::jsonb THEN operation_resources.changes ELSE EXCLUDED.changes END,
+    -- The delete that ends a replacement leaves nothing: the resource is what replaced it.
+    provider_id = CASE WHEN EXCLUDED.provider_id = '' THEN operation_resources.provider_id ELSE EXCLUDED.provider_id END,
+    outputs = CASE WHEN EXCLUDED.provider_id = '' THEN operation_resources.outputs ELSE EXCLUDED.outputs END,
     started_at = CASE EXCLUDED.status WHEN 'running' THEN now() WHEN 'planned' THEN NULL ELSE operation_resources.started_at END,
     finished_at = CASE WHEN EXCLUDED.status IN ('done', 'failed') THEN now() END,
     updated_at = now();

@@ -33,7 +33,7 @@ const choices = 25
 
 // planSize is big enough that the planner's choices are those of a large installation: the
 // operations outnumber a page of anything that joins them many times over.
-var planSize = seed.Size{Tenants: 40, Components: 8_000, Deployments: 4_000, Operations: 40_000, AuditEvents: 20_000}
+var planSize = seed.Size{Tenants: 40, Components: 8_000, Deployments: 4_000, Operations: 40_000, AuditEvents: 20_000, Items: 40_000}
 
 // TestHotQueries_ReadLargeTablesThroughIndexes seeds a large installation's history and checks
 // the plans of the queries behind the busiest pages, for a provider admin (every tenant) and a
@@ -51,7 +51,8 @@ func TestHotQueries_ReadLargeTablesThroughIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for table, want := range map[string]int{"tenants": planSize.Tenants + 1, "components": planSize.Components,
-		"deployed_components": planSize.Deployments, "operations": planSize.Operations, "audit_events": planSize.AuditEvents} {
+		"deployed_components": planSize.Deployments, "operations": planSize.Operations, "audit_events": planSize.AuditEvents,
+		"inventory_items": planSize.Items} {
 		var n int
 		if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
 			t.Fatal(err)
@@ -158,6 +159,18 @@ func TestHotQueries_ReadLargeTablesThroughIndexes(t *testing.T) {
 		}},
 		{"recent failures, one tenant", func() {
 			q.RecentFailures(ctx, dbgen.RecentFailuresParams{TenantIds: one, Since: time.Now().Add(-7 * 24 * time.Hour)})
+		}},
+		{"inventory, all tenants", func() {
+			q.ListInventoryItems(ctx, dbgen.ListInventoryItemsParams{AllTenants: true, TenantIds: []uuid.UUID{}, MaxRows: 51})
+		}},
+		{"inventory, one tenant, later page", func() {
+			q.ListInventoryItems(ctx, dbgen.ListInventoryItemsParams{TenantIds: one, Before: &later, BeforeID: laterID, MaxRows: 51})
+		}},
+		{"inventory by address, all tenants", func() {
+			q.ListInventoryItems(ctx, dbgen.ListInventoryItemsParams{AllTenants: true, TenantIds: []uuid.UUID{}, Search: new("10.0.31.7"), MaxRows: 51})
+		}},
+		{"inventory by name, one tenant", func() {
+			q.ListInventoryItems(ctx, dbgen.ListInventoryItemsParams{TenantIds: one, Search: new("srv-3177"), MaxRows: 51})
 		}},
 		{"recent checks, one tenant", func() {
 			q.RecentChecks(ctx, dbgen.RecentChecksParams{WindowSecs: 3600, TenantID: uuid.NullUUID{UUID: tenant, Valid: true}})

@@ -25,6 +25,10 @@ type Size struct {
 	Deployments int
 	Operations  int
 	AuditEvents int
+	// Items are configuration items of the deployments' resources, spread over them in turn.
+	// Full and Small hold none: a million took minutes to seed on a small machine (a row's
+	// foreign keys are checked one by one), far from the seconds the rest takes.
+	Items int
 }
 
 // Full is the size of a large installation.
@@ -65,7 +69,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, size Size, passwordHash string
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		args := pgx.NamedArgs{
 			"tenants": size.Tenants, "components": size.Components, "provider_components": size.Components / 10,
-			"deployments": size.Deployments, "operations": size.Operations, "audit_events": size.AuditEvents,
+			"deployments": size.Deployments, "operations": size.Operations, "audit_events": size.AuditEvents, "items": size.Items,
 			"password_hash": passwordHash, "provider_email": Provider,
 		}
 		for _, s := range statements {
@@ -259,4 +263,20 @@ SELECT now() - make_interval(secs => (@audit_events::int - a + 1) * 20), pg_temp
     pg_temp.id('t', t), (ARRAY['deployment.create', 'deployment.update', 'component.publish', 'governance.set', 'environment.create'])[a % 5 + 1],
     'deployment', pg_temp.id('d', (a - 1) % @deployments::int + 1)::text, '{"cores": {"old": 1, "new": 2}}'
 FROM generate_series(1, @audit_events::int) a, LATERAL (SELECT (a - 1) % @tenants::int + 1 AS t) x`},
+
+	// Item i is a machine of deployment (i - 1) % deployments + 1, at address 10.x.y.z spelt from
+	// i (each its own), named srv-i, made a second apart, the newest a second ago; a tenth of
+	// them decommissioned.
+	{"inventory items", `
+INSERT INTO inventory_items (urn, type, provider_id, name, addresses, outputs, refs, search, tenant_id, environment_id,
+    component_id, component_version, deployment_id, status, status_at, created_at, updated_at)
+SELECT format('urn:pulumi:%s::nimbus::simcloud:index:Machine::m%s', d.stack, i), 'simcloud:index:Machine', format('m-%s', i),
+    format('srv-%s', i), ARRAY[x.address], jsonb_build_object('ip', x.address, 'networkId', format('n-%s', d.tenant_id)),
+    jsonb_build_object('networkId', format('n-%s', d.tenant_id)), format('srv-%s m-%s %s', i, i, x.address),
+    d.tenant_id, d.environment_id, d.component_id, d.version, d.id,
+    CASE WHEN i % 10 = 0 THEN 'decommissioned' ELSE 'active' END, x.at, x.at, x.at
+FROM generate_series(1, @items::int) i
+CROSS JOIN LATERAL (SELECT format('10.%s.%s.%s', i / 65536 % 256, i / 256 % 256, i % 256) AS address,
+    now() - make_interval(secs => @items::int - i + 1) AS at) x
+JOIN deployed_components d ON d.id = pg_temp.id('d', (i - 1) % @deployments::int + 1)`},
 }

@@ -106,6 +106,7 @@ var (
 	ApprovalRead               = Permission{"approval:read"}
 	ApprovalDecide             = Permission{"approval:decide"}
 	ApprovalPolicyManage       = Permission{"approval:policy:manage"}
+	InventoryRead              = Permission{"inventory:read"}
 )
 
 // permissions maps each permission onto the least role that holds it: a role holds every
@@ -151,6 +152,7 @@ var permissions = map[Permission]Role{
 	ApprovalRead:               ReadOnly,
 	ApprovalDecide:             User, // and the role the request asks for
 	ApprovalPolicyManage:       ProviderAdmin,
+	InventoryRead:              ReadOnly,
 }
 
 // Grants reports whether role r holds permission p.

@@ -12,6 +12,7 @@ import (
 
 	"nimbus/app/domain/component"
 	"nimbus/app/domain/elevation"
+	"nimbus/app/domain/inventory"
 	"nimbus/app/domain/notification"
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/orchestration/approval"
@@ -42,6 +43,7 @@ var lifecycles = []struct {
 	{component.CheckMachine, nil},
 	{elevation.Machine, nil},
 	{notification.MailMachine, nil},
+	{inventory.Machine, []string{"inventory_items"}},
 }
 
 // root is the module's root, from this package's folder.

@@ -128,8 +128,12 @@ func (p *progress) Event(e pulumix.Event) {
 		if e.Changes == nil {
 			changes = []byte("[]")
 		}
+		outputs, _ := json.Marshal(e.Outputs)
+		if e.Outputs == nil {
+			outputs = []byte("{}")
+		}
 		err = p.q.RecordResourceStep(p.ctx, dbgen.RecordResourceStepParams{OperationID: p.op, Urn: e.URN, Type: e.Type, Name: e.Name,
-			Op: e.Op, Status: string(e.Status), Changes: changes})
+			Op: e.Op, Status: string(e.Status), Changes: changes, ProviderID: e.ID, Outputs: outputs})
 	}
 	if err != nil {
 		p.log.Warn("resource event lost", "operation", p.op, "resource", e.URN, "err", err)

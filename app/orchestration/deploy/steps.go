@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/domain/governance"
+	"nimbus/app/domain/inventory"
 	"nimbus/app/domain/resolver"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/pulumix"
@@ -381,9 +382,35 @@ func (r *run) recordDeployed(ctx context.Context, sr *saga.Run) (json.RawMessage
 		if err := resolver.SettleOperation(ctx, q, r.op.ID); err != nil {
 			return err
 		}
-		return land(ctx, q, dbgen.UpdateDeploymentInputsParams{ID: r.dep.ID, Version: now.TargetVersion.Int32,
+		err = land(ctx, q, dbgen.UpdateDeploymentInputsParams{ID: r.dep.ID, Version: now.TargetVersion.Int32,
 			Parameters: now.Parameters, SecretParameters: now.SecretParameters, SecretKeyID: now.SecretKeyID}, Deployed, outputs)
+		if err != nil {
+			return err
+		}
+		return r.inventory(ctx, q, false)
 	})
+}
+
+// inventory keeps the deployment's configuration items in step with what the operation did to
+// its resources, in the transaction that records the operation's end.
+func (r *run) inventory(ctx context.Context, q *dbgen.Queries, destroyed bool) error {
+	rows, err := q.OperationResources(ctx, r.op.ID)
+	if err != nil {
+		return err
+	}
+	end := inventory.Ending{Operation: r.op.ID, Deployment: r.dep.ID, Destroyed: destroyed}
+	for _, row := range rows {
+		if pulumix.ResourceStatus(row.Status) != pulumix.ResourceDone {
+			continue
+		}
+		outputs := map[string]any{}
+		if err := json.Unmarshal(row.Outputs, &outputs); err != nil {
+			return fmt.Errorf("outputs of %s: %w", row.Urn, err)
+		}
+		end.Resources = append(end.Resources, inventory.Resource{URN: row.Urn, Type: row.Type, Name: row.Name, Op: row.Op,
+			ProviderID: row.ProviderID, Outputs: outputs})
+	}
+	return inventory.Record(ctx, q, end)
 }
 
 // recordDestroyed gives back what resolvers handed the deployment, and its secrets; its plain
@@ -393,8 +420,12 @@ func (r *run) recordDestroyed(ctx context.Context, _ *saga.Run) (json.RawMessage
 		if err := resolver.ReleaseDeployment(ctx, q, r.dep.ID); err != nil {
 			return err
 		}
-		return land(ctx, q, dbgen.UpdateDeploymentInputsParams{ID: r.dep.ID, Version: r.dep.Version, Parameters: r.dep.Parameters},
+		err := land(ctx, q, dbgen.UpdateDeploymentInputsParams{ID: r.dep.ID, Version: r.dep.Version, Parameters: r.dep.Parameters},
 			Destroyed, json.RawMessage("{}"))
+		if err != nil {
+			return err
+		}
+		return r.inventory(ctx, q, true)
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"nimbus/app/domain/inventory"
 	"nimbus/app/orchestration/event"
 	"nimbus/db"
 	"nimbus/db/dbgen"
@@ -138,6 +140,12 @@ func (w *Worker) poll(ctx context.Context, queue event.Queue, id uuid.UUID) erro
 				return err
 			}
 		}
+		if typ, ok := inventoried[provider]; ok {
+			err := inventory.Discover(ctx, q, inventory.Sighting{Zone: src.LandingZoneID, Type: typ, IDs: slices.Sorted(maps.Keys(machines))})
+			if err != nil {
+				return err
+			}
+		}
 		if len(d.Events) == 0 {
 			return nil
 		}
@@ -145,6 +153,11 @@ func (w *Worker) poll(ctx context.Context, queue event.Queue, id uuid.UUID) erro
 		return err
 	})
 }
+
+// inventoried is the resource type of a provider's machines in the inventory, for discovery
+// to hold the zone's items to what the cloud holds. Proxmox's machines are not discovered yet:
+// the ids its poller reads (VM numbers) are not those its deployments record.
+var inventoried = map[string]string{SimcloudProvider: "simcloud:index:Machine"}
 
 // seen is what a source saw last of each machine.
 func seen(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (map[string]Seen, error) {

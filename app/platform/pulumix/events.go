@@ -33,6 +33,10 @@ type Event struct {
 	Changes  []Change
 	Message  string // a diagnostic's text
 	Severity string // info, warning or error, for a diagnostic
+	// ID and Outputs are what a finished step left of the resource: the provider's id and its
+	// plain outputs (see plainOutputs); empty for a step that left none, such as a delete.
+	ID      string
+	Outputs map[string]any
 }
 
 // Change is one property a step changes.
@@ -96,7 +100,11 @@ func convert(ev apitype.EngineEvent) (Event, bool) {
 		if ev.ResOutputsEvent.Planning {
 			return Event{}, false // the pre event of a preview said it all
 		}
-		return step(ev.ResOutputsEvent.Metadata, ResourceDone), true
+		e := step(ev.ResOutputsEvent.Metadata, ResourceDone)
+		if s := ev.ResOutputsEvent.Metadata.New; s != nil {
+			e.ID, e.Outputs = s.ID, plainOutputs(s.Outputs)
+		}
+		return e, true
 	case ev.ResOpFailedEvent != nil:
 		return step(ev.ResOpFailedEvent.Metadata, ResourceFailed), true
 	case ev.DiagnosticEvent != nil && ev.DiagnosticEvent.URN != "" && !ev.DiagnosticEvent.Ephemeral:
@@ -163,6 +171,23 @@ func readBack(old, new *apitype.StepEventStateMetadata) []string {
 			continue
 		}
 		out = append(out, k)
+	}
+	return out
+}
+
+// maxOutput caps one output value a resource's event carries: what is longer (a certificate, a
+// rendered manifest) is nothing a person searches by.
+const maxOutput = 256
+
+// plainOutputs are a resource's outputs people read and search by: strings, numbers and
+// booleans, a string no longer than maxOutput; secrets stay "[secret]".
+func plainOutputs(outputs map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range outputs {
+		v = masked(v)
+		if s, ok := v.(string); (ok && len(s) <= maxOutput) || (!ok && plain(v)) {
+			out[k] = v
+		}
 	}
 	return out
 }
