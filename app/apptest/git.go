@@ -120,3 +120,9 @@ func gitRun(t testing.TB, dir string, args ...string) string {
 	}
 	return string(out)
 }
+
+// Head is the commit the working copy's branch is at.
+func (r *GitRepo) Head(t testing.TB) string {
+	t.Helper()
+	return strings.TrimSpace(gitRun(t, r.work, "rev-parse", "HEAD"))
+}

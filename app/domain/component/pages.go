@@ -347,7 +347,16 @@ func (h *Handlers) EditPage(c echo.Context) error {
 	if !can(actor, access.ComponentDefinitionUpdate, comp.TenantID) {
 		return problem.ErrForbidden
 	}
-	return h.renderEditor(c, http.StatusOK, editorView(comp, actor), nil)
+	e := editorView(comp, actor)
+	link, err := h.svc.Repository(web.Ctx(c), actor, id)
+	if err != nil {
+		return err
+	}
+	if link != nil {
+		e.Linked = whereToChange(link.URL, link.Path, link.Branch)
+		e.DraftCommit, e.DraftAuthor, e.DraftMessage = link.DraftCommit, link.DraftAuthor, link.DraftMessage
+	}
+	return h.renderEditor(c, http.StatusOK, e, nil)
 }
 
 func editorView(comp Component, actor access.Principal) EditorView {
