@@ -16,14 +16,15 @@ import (
 // components/machine of a repository on a real git server, linked.
 type linkedSite struct {
 	*apptest.Site
-	admin, id, secret string
+	admin, id, secret, token string
 	repo              *apptest.GitRepo
 	program           string
 }
 
-func newLinkedSite(t *testing.T) *linkedSite {
+func newLinkedSite(t *testing.T, cfg apptest.SiteConfig) *linkedSite {
 	t.Helper()
-	s := apptest.NewSite(t)
+	cfg.Backend = "file"
+	s := apptest.NewSiteWith(t, cfg)
 	l := &linkedSite{Site: s, admin: s.Token(t, s.Admin)}
 	r := s.Call(t, "POST", "/api/v1/components", l.admin, machineJSON(t, "git-machine"))
 	apptest.WantStatus(t, r, http.StatusCreated)
@@ -71,7 +72,7 @@ func newLinkedSite(t *testing.T) *linkedSite {
 	l.repo.Push(t)
 	r = s.Call(t, "PUT", "/api/v1/components/"+l.id+"/repository", l.admin, link)
 	apptest.WantStatus(t, r, http.StatusCreated)
-	l.secret = r.JSON(t)["webhook_secret"].(string)
+	l.secret, l.token = r.JSON(t)["webhook_secret"].(string), git.Password
 	if l.secret == "" || strings.Contains(string(r.Body), git.Password) {
 		t.Fatalf("linked: %s", r.Body)
 	}
@@ -111,8 +112,8 @@ func (l *linkedSite) waitSync(t *testing.T, ref, commit string) map[string]any {
 }
 
 func TestRepository_APushBecomesTheDraftWithItsCheck(t *testing.T) {
-	l := newLinkedSite(t)
-	head := strings.TrimSpace(l.repo.Head(t))
+	l := newLinkedSite(t, apptest.SiteConfig{})
+	head := l.repo.Head(t)
 	sync := l.waitSync(t, "main", head) // linking takes the branch's commit at once
 	if sync["status"] != "synced" {
 		t.Fatalf("sync: %v", sync)
@@ -153,11 +154,30 @@ func TestRepository_APushBecomesTheDraftWithItsCheck(t *testing.T) {
 	if !strings.Contains(string(r.Body), `"rule":"linked"`) || !strings.Contains(string(r.Body), l.repo.URL) {
 		t.Fatalf("an edit of a linked program: %s", r.Body)
 	}
+
+	// The token is kept sealed alone: in no table in the clear, in no log, on no page.
+	if held := l.TablesHolding(t, l.token); len(held) > 0 {
+		t.Fatalf("the token is in the clear in %v", held)
+	}
+	if strings.Contains(l.Logs.String(), l.token) || strings.Contains(string(l.Call(t, "GET", "/components/"+l.id+"/repository", l.admin, nil).Body), l.token) {
+		t.Fatal("the token is in the log or on the repository page")
+	}
+}
+
+func TestRepository_APushIsFoundByThePoll(t *testing.T) {
+	l := newLinkedSite(t, apptest.SiteConfig{RepositoryPoll: time.Second})
+	l.waitSync(t, "main", l.repo.Head(t))
+	l.repo.Write(t, "components/machine/Pulumi.yaml", l.program+"# polled\n")
+	polled := l.repo.Commit(t, "Ada Lovelace", "No webhook")
+	l.repo.Push(t)
+	if s := l.waitSync(t, "main", polled); s["status"] != "synced" {
+		t.Fatalf("polled: %v", s)
+	}
 }
 
 func TestRepository_ABrokenPushIsRefusedWithFileLineAndRule(t *testing.T) {
-	l := newLinkedSite(t)
-	l.waitSync(t, "main", strings.TrimSpace(l.repo.Head(t)))
+	l := newLinkedSite(t, apptest.SiteConfig{})
+	l.waitSync(t, "main", l.repo.Head(t))
 	before := l.Call(t, "GET", "/api/v1/components/"+l.id, l.admin, nil).JSON(t)["code"]
 
 	l.repo.Write(t, "components/machine/Pulumi.yaml", "name: simcloud-machine\nruntime: yaml\nresorces: {}\n")
@@ -180,8 +200,8 @@ func TestRepository_ABrokenPushIsRefusedWithFileLineAndRule(t *testing.T) {
 }
 
 func TestRepository_AWronglySignedWebhookChangesNothing(t *testing.T) {
-	l := newLinkedSite(t)
-	l.waitSync(t, "main", strings.TrimSpace(l.repo.Head(t)))
+	l := newLinkedSite(t, apptest.SiteConfig{})
+	l.waitSync(t, "main", l.repo.Head(t))
 	l.repo.Write(t, "components/machine/Pulumi.yaml", l.program+"# pushed\n")
 	pushed := l.repo.Commit(t, "Ada Lovelace", "Pushed")
 	l.repo.Push(t)
@@ -203,8 +223,8 @@ func TestRepository_AWronglySignedWebhookChangesNothing(t *testing.T) {
 }
 
 func TestRepository_ATagPublishesItsCommitOnce(t *testing.T) {
-	l := newLinkedSite(t)
-	first := strings.TrimSpace(l.repo.Head(t))
+	l := newLinkedSite(t, apptest.SiteConfig{})
+	first := l.repo.Head(t)
 	l.waitSync(t, "main", first)
 	l.repo.Tag(t, "v1.2.0", "Faster machines\n\nFour cores by default.", first)
 	// A tag the pattern does not match publishes nothing.
