@@ -98,6 +98,11 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 		inputs, outputs, view.ContractOf = v.InputSchema, v.OutputSchema, "v"+strconv.Itoa(v.Version)
 	}
 	view.Inputs, view.Outputs = contract(inputs), contract(outputs)
+	if view.CanEdit {
+		if view.Repository, err = h.svc.Repository(web.Ctx(c), actor, id); err != nil {
+			return err
+		}
+	}
 	deployed, err := h.svc.Deployments(web.Ctx(c), actor, id)
 	if err != nil {
 		return err

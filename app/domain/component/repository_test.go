@@ -3,6 +3,7 @@ package component_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -17,8 +18,8 @@ import (
 type linkedSite struct {
 	*apptest.Site
 	admin, id, secret, token string
-	repo              *apptest.GitRepo
-	program           string
+	repo                     *apptest.GitRepo
+	program                  string
 }
 
 func newLinkedSite(t *testing.T, cfg apptest.SiteConfig) *linkedSite {
@@ -141,8 +142,14 @@ func TestRepository_APushBecomesTheDraftWithItsCheck(t *testing.T) {
 		t.Fatalf("the draft is not the pushed program: %s", r.Body)
 	}
 
+	// The component's page says where its program comes from.
+	page := l.Call(t, "GET", "/components/"+l.id, l.admin, nil)
+	if !strings.Contains(string(page.Body), `data-testid="repository-section"`) || !strings.Contains(string(page.Body), l.repo.URL+" · components/machine/Pulumi.yaml · main") {
+		t.Fatal("the component's page has no repository section naming the program's place")
+	}
+
 	// The draft page says where it came from, and the program is changed in git alone.
-	page := l.Call(t, "GET", "/components/"+l.id+"/edit", l.admin, nil)
+	page = l.Call(t, "GET", "/components/"+l.id+"/edit", l.admin, nil)
 	apptest.WantStatus(t, page, http.StatusOK)
 	for _, want := range []string{`data-testid="linked-draft"`, second[:12], "Four cores", "Ada Lovelace", "components/machine/Pulumi.yaml on branch main"} {
 		if !strings.Contains(string(page.Body), want) {
@@ -258,4 +265,39 @@ func TestRepository_ATagPublishesItsCommitOnce(t *testing.T) {
 	if !strings.Contains(string(page.Body), "has since moved") || strings.Contains(string(page.Body), "Not a release") {
 		t.Fatal("the repository page does not show the refused tag, or shows a tag outside the pattern")
 	}
+}
+
+func TestRepository_LinkAndUnlinkFromItsPage(t *testing.T) {
+	s := apptest.NewSite(t)
+	admin := s.Token(t, s.Admin)
+	r := s.Call(t, "POST", "/api/v1/components", admin, machineJSON(t, "paged-machine"))
+	apptest.WantStatus(t, r, http.StatusCreated)
+	id := r.JSON(t)["id"].(string)
+	git := apptest.StartGitServer(t)
+	repo := git.Repo(t, "infra")
+	raw, err := os.ReadFile("testdata/machine.yaml")
+	apptest.Must(t, err)
+	repo.Write(t, "Pulumi.yaml", string(raw))
+	repo.Commit(t, "Ada Lovelace", "The machine")
+	repo.Push(t)
+
+	form := url.Values{"url": {repo.URL}, "branch": {"release"}, "user": {git.User}, "token": {git.Password}}
+	r = s.Submit(t, "/components/"+id+"/repository", admin, form)
+	apptest.WantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.Body), `data-field-error="branch"`) || strings.Contains(string(r.Body), git.Password) {
+		t.Fatal("the form does not say what is wrong with the branch, or sends the token back")
+	}
+	form.Set("branch", "main")
+	r = s.Submit(t, "/components/"+id+"/repository", admin, form)
+	apptest.WantStatus(t, r, http.StatusOK)
+	if !strings.Contains(string(r.Body), `data-testid="webhook-secret"`) || !strings.Contains(string(r.Body), "/api/v1/repository-links/") {
+		t.Fatal("linking does not show the webhook's address and secret")
+	}
+	// Shown once: the page read again holds the link, not the secret.
+	page := s.Call(t, "GET", "/components/"+id+"/repository", admin, nil)
+	if strings.Contains(string(page.Body), `data-testid="webhook-secret"`) || !strings.Contains(string(page.Body), `data-testid="repository"`) {
+		t.Fatal("the repository page shows the secret again, or not the link")
+	}
+	apptest.WantStatus(t, s.Submit(t, "/components/"+id+"/repository/delete", admin, url.Values{}), http.StatusSeeOther)
+	apptest.WantStatus(t, s.Call(t, "GET", "/api/v1/components/"+id+"/repository", admin, nil), http.StatusNotFound)
 }
