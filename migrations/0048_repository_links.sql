@@ -20,8 +20,6 @@ CREATE TABLE repository_links (
     draft_message  text NOT NULL DEFAULT '',
     last_error     text NOT NULL DEFAULT '',
     polled_at      timestamptz,
-    -- When a webhook last asked for a sync: one that arrives while a sync runs has it run again.
-    requested_at   timestamptz,
     linked_by      uuid REFERENCES users (id) ON DELETE SET NULL,
     created_at     timestamptz NOT NULL DEFAULT now(),
     updated_at     timestamptz NOT NULL DEFAULT now()

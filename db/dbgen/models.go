@@ -642,7 +642,6 @@ type RepositoryLink struct {
 	DraftMessage  string        `json:"draft_message"`
 	LastError     string        `json:"last_error"`
 	PolledAt      *time.Time    `json:"polled_at"`
-	RequestedAt   *time.Time    `json:"requested_at"`
 	LinkedBy      uuid.NullUUID `json:"linked_by"`
 	CreatedAt     time.Time     `json:"created_at"`
 	UpdatedAt     time.Time     `json:"updated_at"`

@@ -8,7 +8,6 @@ package dbgen
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -69,7 +68,7 @@ const createRepositoryLink = `-- name: CreateRepositoryLink :one
 INSERT INTO repository_links (id, component_id, url, path, branch, tag_pattern, username, token, token_key_id,
     webhook_secret, webhook_key_id, linked_by)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-RETURNING id, component_id, url, path, branch, tag_pattern, username, token, token_key_id, webhook_secret, webhook_key_id, draft_commit, draft_author, draft_message, last_error, polled_at, requested_at, linked_by, created_at, updated_at
+RETURNING id, component_id, url, path, branch, tag_pattern, username, token, token_key_id, webhook_secret, webhook_key_id, draft_commit, draft_author, draft_message, last_error, polled_at, linked_by, created_at, updated_at
 `
 
 type CreateRepositoryLinkParams struct {
@@ -120,7 +119,6 @@ func (q *Queries) CreateRepositoryLink(ctx context.Context, arg CreateRepository
 		&i.DraftMessage,
 		&i.LastError,
 		&i.PolledAt,
-		&i.RequestedAt,
 		&i.LinkedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
@@ -141,7 +139,7 @@ func (q *Queries) DeleteRepositoryLink(ctx context.Context, componentID uuid.UUI
 }
 
 const getRepositoryLink = `-- name: GetRepositoryLink :one
-SELECT id, component_id, url, path, branch, tag_pattern, username, token, token_key_id, webhook_secret, webhook_key_id, draft_commit, draft_author, draft_message, last_error, polled_at, requested_at, linked_by, created_at, updated_at FROM repository_links WHERE id = $1
+SELECT id, component_id, url, path, branch, tag_pattern, username, token, token_key_id, webhook_secret, webhook_key_id, draft_commit, draft_author, draft_message, last_error, polled_at, linked_by, created_at, updated_at FROM repository_links WHERE id = $1
 `
 
 func (q *Queries) GetRepositoryLink(ctx context.Context, id uuid.UUID) (RepositoryLink, error) {
@@ -164,7 +162,6 @@ func (q *Queries) GetRepositoryLink(ctx context.Context, id uuid.UUID) (Reposito
 		&i.DraftMessage,
 		&i.LastError,
 		&i.PolledAt,
-		&i.RequestedAt,
 		&i.LinkedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
@@ -274,7 +271,7 @@ func (q *Queries) ListRepositorySyncs(ctx context.Context, arg ListRepositorySyn
 }
 
 const lockRepositoryLink = `-- name: LockRepositoryLink :one
-SELECT l.id, l.component_id, l.url, l.path, l.branch, l.tag_pattern, l.username, l.token, l.token_key_id, l.webhook_secret, l.webhook_key_id, l.draft_commit, l.draft_author, l.draft_message, l.last_error, l.polled_at, l.requested_at, l.linked_by, l.created_at, l.updated_at FROM repository_links l JOIN components c ON c.id = l.component_id
+SELECT l.id, l.component_id, l.url, l.path, l.branch, l.tag_pattern, l.username, l.token, l.token_key_id, l.webhook_secret, l.webhook_key_id, l.draft_commit, l.draft_author, l.draft_message, l.last_error, l.polled_at, l.linked_by, l.created_at, l.updated_at FROM repository_links l JOIN components c ON c.id = l.component_id
 WHERE l.id = $1 AND c.deleted_at IS NULL FOR UPDATE OF l
 `
 
@@ -299,7 +296,6 @@ func (q *Queries) LockRepositoryLink(ctx context.Context, id uuid.UUID) (Reposit
 		&i.DraftMessage,
 		&i.LastError,
 		&i.PolledAt,
-		&i.RequestedAt,
 		&i.LinkedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
@@ -361,7 +357,7 @@ func (q *Queries) PublishedTag(ctx context.Context, arg PublishedTagParams) (Pub
 }
 
 const repositoryLinkOf = `-- name: RepositoryLinkOf :one
-SELECT id, component_id, url, path, branch, tag_pattern, username, token, token_key_id, webhook_secret, webhook_key_id, draft_commit, draft_author, draft_message, last_error, polled_at, requested_at, linked_by, created_at, updated_at FROM repository_links WHERE component_id = $1
+SELECT id, component_id, url, path, branch, tag_pattern, username, token, token_key_id, webhook_secret, webhook_key_id, draft_commit, draft_author, draft_message, last_error, polled_at, linked_by, created_at, updated_at FROM repository_links WHERE component_id = $1
 `
 
 func (q *Queries) RepositoryLinkOf(ctx context.Context, componentID uuid.UUID) (RepositoryLink, error) {
@@ -384,34 +380,11 @@ func (q *Queries) RepositoryLinkOf(ctx context.Context, componentID uuid.UUID) (
 		&i.DraftMessage,
 		&i.LastError,
 		&i.PolledAt,
-		&i.RequestedAt,
 		&i.LinkedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 	)
 	return i, err
-}
-
-const repositorySyncRequested = `-- name: RepositorySyncRequested :one
-SELECT requested_at FROM repository_links WHERE id = $1
-`
-
-func (q *Queries) RepositorySyncRequested(ctx context.Context, id uuid.UUID) (*time.Time, error) {
-	row := q.db.QueryRow(ctx, repositorySyncRequested, id)
-	var requested_at *time.Time
-	err := row.Scan(&requested_at)
-	return requested_at, err
-}
-
-const requestRepositorySync = `-- name: RequestRepositorySync :one
-UPDATE repository_links SET requested_at = clock_timestamp() WHERE id = $1 RETURNING requested_at
-`
-
-func (q *Queries) RequestRepositorySync(ctx context.Context, id uuid.UUID) (*time.Time, error) {
-	row := q.db.QueryRow(ctx, requestRepositorySync, id)
-	var requested_at *time.Time
-	err := row.Scan(&requested_at)
-	return requested_at, err
 }
 
 const setRepositoryDraft = `-- name: SetRepositoryDraft :exec

@@ -32,12 +32,6 @@ UPDATE repository_links SET polled_at = now(), last_error = $2, updated_at = now
 -- name: SetRepositoryDraft :exec
 UPDATE repository_links SET draft_commit = $2, draft_author = $3, draft_message = $4, updated_at = now() WHERE id = $1;
 
--- name: RequestRepositorySync :one
-UPDATE repository_links SET requested_at = clock_timestamp() WHERE id = $1 RETURNING requested_at;
-
--- name: RepositorySyncRequested :one
-SELECT requested_at FROM repository_links WHERE id = $1;
-
 -- name: GetRepositorySync :one
 SELECT * FROM repository_syncs WHERE link_id = $1 AND ref = $2 AND commit_sha = $3;
 

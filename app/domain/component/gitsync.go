@@ -24,6 +24,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
+	"golang.org/x/mod/semver"
 
 	"nimbus/app/domain/proxmox"
 	"nimbus/app/kernel/lifecycle"
@@ -59,15 +60,18 @@ var SyncMachine = lifecycle.Machine[SyncStatus]{
 // SyncArgs asks a worker to look at a link's repository: its branch's newest commit, and its
 // tags.
 type SyncArgs struct {
-	LinkID uuid.UUID `json:"link_id"`
+	LinkID uuid.UUID `json:"link_id" river:"unique"`
+	// Pushed is when a webhook asked; zero for a poll or a new link. A webhook's sync is never
+	// folded into one already running, which may have read the repository before the push.
+	Pushed time.Time `json:"pushed,omitzero" river:"unique"`
 }
 
 // Kind names the job in River.
 func (SyncArgs) Kind() string { return "repository_sync" }
 
-// InsertOpts keeps one sync of a link waiting or running at a time: a webhook and a poll
-// close together ask once. A webhook that arrives while a sync runs has that sync run again
-// (see Work).
+// InsertOpts keeps one sync of a link from the poll waiting or running at a time. Two syncs of
+// a link may run together (a webhook's beside the poll's): each applies what it read under
+// the link's row lock, and a commit or tag is taken once.
 func (SyncArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
 		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning, rivertype.JobStateRetryable, rivertype.JobStateScheduled}}}
@@ -186,7 +190,7 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 		}
 	}
 	waiting := false
-	for _, name := range slices.Sorted(maps.Keys(refs.Tags)) {
+	for _, name := range releaseOrder(slices.Collect(maps.Keys(refs.Tags))) {
 		if ok, _ := path.Match(link.TagPattern, name); !ok {
 			continue
 		}
@@ -201,12 +205,6 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 	}
 	if waiting {
 		return river.JobSnooze(checkWait)
-	}
-	// A webhook while this sync ran was folded into it, maybe after the repository was read.
-	if again, err := q.RepositorySyncRequested(ctx, link.ID); err != nil {
-		return err
-	} else if again != nil && (link.RequestedAt == nil || again.After(*link.RequestedAt)) {
-		return river.JobSnooze(0)
 	}
 	return nil
 }
@@ -422,6 +420,19 @@ func (s *Service) publishTag(ctx context.Context, link dbgen.RepositoryLink, nam
 	return waiting, err
 }
 
+// releaseOrder sorts tags as their versions follow each other (v1.9.0 before v1.10.0), so
+// that tags found together are published in that order; tags that are no semantic version
+// follow by name.
+func releaseOrder(tags []string) []string {
+	slices.SortFunc(tags, func(a, b string) int {
+		if c := semver.Compare(a, b); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	return tags
+}
+
 // releaseOf is the version's name a tag gives: v1.2.0 names 1.2.0, any other tag itself.
 func releaseOf(tag string) string {
 	if rest, ok := strings.CutPrefix(tag, "v"); ok && rest != "" && rest[0] >= '0' && rest[0] <= '9' {
@@ -490,8 +501,12 @@ func (h *Handlers) ReceiveWebhook(c echo.Context) error {
 		return err
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, maxWebhookBody))
-	if err != nil {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
 		return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("a webhook carries at most %d bytes", maxWebhookBody))
+	case err != nil:
+		return problem.Invalid("body", "read", "the body could not be read")
 	}
 	secret, err := s.keys.Open(link.WebhookKeyID, link.WebhookSecret, webhookSealedFor(link.ID))
 	if err != nil {
@@ -508,10 +523,7 @@ func (h *Handlers) ReceiveWebhook(c echo.Context) error {
 		return c.NoContent(http.StatusNoContent)
 	}
 	err = db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := db.Reused(tx).RequestRepositorySync(ctx, link.ID); err != nil {
-			return err
-		}
-		_, err := s.jobs.InsertTx(ctx, tx, SyncArgs{LinkID: link.ID}, nil)
+		_, err := s.jobs.InsertTx(ctx, tx, SyncArgs{LinkID: link.ID, Pushed: time.Now().UTC()}, nil)
 		return err
 	})
 	if err != nil {

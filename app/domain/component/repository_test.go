@@ -212,17 +212,19 @@ func TestRepository_AWronglySignedWebhookChangesNothing(t *testing.T) {
 	l.repo.Write(t, "components/machine/Pulumi.yaml", l.program+"# pushed\n")
 	pushed := l.repo.Commit(t, "Ada Lovelace", "Pushed")
 	l.repo.Push(t)
+	jobs := func() (n int) {
+		apptest.Must(t, l.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'repository_sync'`).Scan(&n))
+		return n
+	}
+	before := jobs()
 	for _, r := range []apptest.Reply{
 		l.push(t, "not the secret"),
 		l.Send(t, "/api/v1/repository-links/"+l.link(t)["id"].(string)+"/webhook", []byte(`{}`)),
 	} {
 		apptest.WantStatus(t, r, http.StatusUnauthorized)
 	}
-	var queued int
-	apptest.Must(t, l.Pool.QueryRow(context.Background(),
-		`SELECT count(*) FROM river_job WHERE kind = 'repository_sync' AND state <> 'completed'`).Scan(&queued))
-	if queued != 0 {
-		t.Fatalf("%d syncs queued by a wrongly signed webhook", queued)
+	if n := jobs(); n != before {
+		t.Fatalf("%d syncs queued by a wrongly signed webhook", n-before)
 	}
 	if link := l.link(t); link["draft_commit"] == pushed || len(link["syncs"].([]any)) != 1 {
 		t.Fatalf("a wrongly signed webhook changed the link: %v", link)
@@ -264,6 +266,18 @@ func TestRepository_ATagPublishesItsCommitOnce(t *testing.T) {
 	page := l.Call(t, "GET", "/components/"+l.id+"/repository", l.admin, nil)
 	if !strings.Contains(string(page.Body), "has since moved") || strings.Contains(string(page.Body), "Not a release") {
 		t.Fatal("the repository page does not show the refused tag, or shows a tag outside the pattern")
+	}
+
+	// Tags found together are published in the order of their versions, not of their names.
+	l.repo.Tag(t, "v1.10.0", "Ten", later)
+	l.repo.Tag(t, "v1.9.0", "Nine", first)
+	l.repo.Push(t)
+	apptest.WantStatus(t, l.push(t, l.secret), http.StatusAccepted)
+	l.waitSync(t, "v1.10.0", later)
+	for n, release := range map[string]string{"2": "1.9.0", "3": "1.10.0"} {
+		if got := l.Call(t, "GET", "/api/v1/components/"+l.id+"/versions/"+n, l.admin, nil).JSON(t)["release"]; got != release {
+			t.Errorf("version %s is release %v, want %s", n, got, release)
+		}
 	}
 }
 
