@@ -90,3 +90,25 @@ func (s *Site) VersionCount(t testing.TB, token, id string) int {
 	WantStatus(t, r, http.StatusOK)
 	return len(r.JSON(t)["versions"].([]any))
 }
+
+// RepoOfA is a repository on a git server of the test's own whose root holds the program of
+// tenant A's component, as a link to it.
+func (w *World) RepoOfA(t *testing.T) component.NewLink {
+	return Fixture(w, "repoOfA", func() component.NewLink {
+		srv := StartGitServer(t)
+		r := srv.Repo(t, "a")
+		r.Write(t, component.ProgramFile, w.OfA.Code)
+		r.Commit(t, "Ada Lovelace", "The program")
+		r.Push(t)
+		return component.NewLink{URL: r.URL, Branch: "main", User: srv.User, Token: srv.Password}
+	})
+}
+
+// LinkedA is tenant A's component linked to RepoOfA.
+func (w *World) LinkedA(t *testing.T) component.Linked {
+	return Fixture(w, "linkedA", func() component.Linked {
+		l, err := w.Components.LinkRepository(context.Background(), w.AdminA, w.OfA.ID, w.RepoOfA(t))
+		Must(t, err)
+		return l
+	})
+}

@@ -24,6 +24,7 @@ import (
 	"nimbus/app/kernel/sandbox"
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/orchestration/event"
+	"nimbus/app/platform/gitremote"
 	"nimbus/app/platform/pulumix"
 	"nimbus/app/server"
 	"nimbus/db"
@@ -80,6 +81,8 @@ type SiteConfig struct {
 	ExpiryCheck time.Duration
 	// MailAttempts is how many times a mail is tried; the default when zero.
 	MailAttempts int
+	// RepositoryPoll is how often linked repositories are looked at; the default when zero.
+	RepositoryPoll time.Duration
 	// QuietJobs leaves the job client's and the workers' lines below warnings out of the log,
 	// where they would bury the requests.
 	QuietJobs bool
@@ -151,7 +154,8 @@ func Start(t testing.TB, pool *pgxpool.Pool, cfg SiteConfig, configure ...func(*
 	}
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.OperationTimeout, ApprovalTTL: cfg.ApprovalTTL,
 		ChecksPerTenant: cfg.ChecksPerTenant, OperationsPerTenant: cfg.OperationsPerTenant, GraphParallel: cfg.GraphParallel, Cloud: cloud, PollInterval: cfg.PollInterval, Deliveries: cfg.Deliveries,
-		ExpiryCheck: cfg.ExpiryCheck, MailAttempts: cfg.MailAttempts}
+		ExpiryCheck: cfg.ExpiryCheck, MailAttempts: cfg.MailAttempts, Toolchain: pulumix.Local{Dir: cfg.Toolchain},
+		Git: gitremote.Fetcher{AllowHTTP: true}, RepositoryPoll: cfg.RepositoryPoll}
 	riverPool, err := db.LazySessions(ctx, pool) // as the server runs River
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +171,8 @@ func Start(t testing.TB, pool *pgxpool.Pool, cfg SiteConfig, configure ...func(*
 	}
 	t.Cleanup(func() { _ = client.Stop(context.Background()) })
 	deps := server.Deps{Pool: pool, Log: log, Tracer: cfg.Tracer, Jobs: client, SessionTTL: time.Hour, Keys: keys, Runner: runner, Objects: objects,
-		Info: system.Info{Version: "test", PulumiDir: cfg.Toolchain}, WebhooksPrivate: cfg.Deliveries.AllowPrivate, OperationsPerTenant: cfg.OperationsPerTenant}
+		Info: system.Info{Version: "test", PulumiDir: cfg.Toolchain}, WebhooksPrivate: cfg.Deliveries.AllowPrivate, OperationsPerTenant: cfg.OperationsPerTenant,
+		Git: gitremote.Fetcher{AllowHTTP: true}}
 	for _, f := range configure {
 		f(&deps)
 	}

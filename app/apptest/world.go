@@ -35,6 +35,7 @@ import (
 	"nimbus/app/orchestration/landingzone"
 	"nimbus/app/orchestration/provision"
 	"nimbus/app/platform/audit"
+	"nimbus/app/platform/gitremote"
 	"nimbus/app/server"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
@@ -85,7 +86,7 @@ func NewWorld(t testing.TB) *World {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	keys := testKeys(t)
-	svc := server.Build(server.Deps{Pool: pool, Log: discardLog(), Jobs: insertOnly(t, pool), SessionTTL: time.Hour, Keys: keys, Toolchain: yamlOnly{},
+	svc := server.Build(server.Deps{Pool: pool, Log: discardLog(), Jobs: insertOnly(t, pool), SessionTTL: time.Hour, Keys: keys, Toolchain: yamlOnly{}, Git: gitremote.Fetcher{AllowHTTP: true},
 		Info: system.Info{PulumiDir: os.Getenv("NIMBUS_PULUMI_DIR")}})
 	w := &World{
 		Pool: pool, Tenants: svc.Tenants, Users: svc.Users, Elevations: svc.Elevations, Audit: svc.Audit, Auth: svc.Auth,

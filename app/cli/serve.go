@@ -124,7 +124,8 @@ func serve(ctx context.Context, args []string, env Env) error {
 	log.Info("secrets keyring loaded", "keyring", keys)
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objs.store, OperationTimeout: cfg.JobTimeout, ApprovalTTL: cfg.ApprovalTTL,
 		ChecksPerTenant: cfg.ChecksPerTenant, OperationsPerTenant: cfg.OperationsPerTenant, GraphParallel: cfg.GraphParallel, Cloud: cloud, PollInterval: cfg.PollInterval,
-		Deliveries: event.DeliveryConfig{AllowPrivate: cfg.WebhooksPrivate}, EventRetention: cfg.EventRetention}
+		Deliveries: event.DeliveryConfig{AllowPrivate: cfg.WebhooksPrivate}, EventRetention: cfg.EventRetention,
+		Toolchain: pulumix.Local{Dir: cfg.PulumiDir, Enabled: cfg.Languages}}
 	riverPool, err := db.LazySessions(ctx, d.Pool)
 	if err != nil {
 		return err

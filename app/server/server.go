@@ -45,6 +45,7 @@ import (
 	"nimbus/app/orchestration/landingzone"
 	"nimbus/app/orchestration/provision"
 	"nimbus/app/platform/audit"
+	"nimbus/app/platform/gitremote"
 	"nimbus/app/platform/pulumix"
 	"nimbus/app/platform/tracing"
 	"nimbus/app/platform/web"
@@ -99,6 +100,8 @@ type Deps struct {
 	DatabaseDown func() bool
 	// Alive says whether the process can still do its work, for /healthz; nil means it can.
 	Alive func() error
+	// Git reads the repositories components are linked to.
+	Git gitremote.Fetcher
 	// WebhooksPrivate lets event subscriptions' URLs name private, loopback and link-local
 	// addresses, as Engine.Deliveries.AllowPrivate lets deliveries reach them.
 	WebhooksPrivate bool
@@ -154,6 +157,7 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	inventory.NewHandlers(svc.Inventory, svc.Tenants).Routes(signed, api)
 	governance.NewHandlers(svc.Governance).Routes(signed, api, tenantH.Seen())
 	componentH.Routes(signed, api)
+	componentH.WebhookRoutes(e)
 	ipam.NewHandlers(svc.Pools).Routes(signed, api)
 	resolver.NewHandlers(svc.Resolvers).Routes(signed, api, envH.Seen(), zoneH.Seen())
 	deployweb.NewHandlers(svc.Deployments, operations, ctx.Done(), d.MaxStateSize).RecheckStreams(d.StreamRecheck).

@@ -74,7 +74,7 @@ func Build(d Deps) *Services {
 		Users:        user.NewService(d.Pool),
 		Elevations:   elevation.NewService(d.Pool, queue),
 		Audit:        audit.NewService(d.Pool),
-		Components:   component.NewService(d.Pool, toolchain, queue).LimitCheckRequests(d.ChecksPerMinute),
+		Components:   component.NewService(d.Pool, toolchain, queue).LimitCheckRequests(d.ChecksPerMinute).Linking(d.Keys, d.Git),
 		Stacks:       stack.NewService(d.Pool),
 		Governance:   governance.NewService(d.Pool),
 		Policies:     policy.NewService(d.Pool),

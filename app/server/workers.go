@@ -21,6 +21,7 @@ import (
 	"nimbus/app/orchestration/event"
 	"nimbus/app/orchestration/instance"
 	"nimbus/app/orchestration/poller"
+	"nimbus/app/platform/gitremote"
 	"nimbus/app/platform/pulumix"
 	"nimbus/jobs"
 	"time"
@@ -65,6 +66,14 @@ type Engine struct {
 	// MailAttempts is how many times a notification's mail is tried before it ends failed;
 	// notification.DefaultMailAttempts when zero.
 	MailAttempts int
+	// Toolchain says which languages and providers the engine can run, for validating and
+	// checking programs taken from git; the runner's toolchain when nil.
+	Toolchain component.Engine
+	// Git reads the repositories components are linked to.
+	Git gitremote.Fetcher
+	// RepositoryPoll is how often every linked repository is looked at;
+	// component.DefaultPollInterval when zero.
+	RepositoryPoll time.Duration
 }
 
 // Workers registers the job workers of every domain.
@@ -92,6 +101,13 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 		river.AddWorker(w, environment.NewExpirer(pool, expiredInstances(pool, eng), log.With("component", "expiry")))
 		river.AddWorker(w, elevation.NewEnder(pool))
 		river.AddWorker(w, elevation.NewSweeper(pool, log.With("component", "elevations")))
+		toolchain := eng.Toolchain
+		if toolchain == nil {
+			toolchain = pulumix.Local{}
+		}
+		linked := component.NewService(pool, toolchain, jobs.Running{}).Linking(eng.Keys, eng.Git)
+		river.AddWorker(w, component.NewSyncWorker(linked, log.With("component", "repositories")))
+		river.AddWorker(w, component.NewPoller(pool))
 	}
 }
 
@@ -133,7 +149,7 @@ func Periodic(ctx context.Context, pool *pgxpool.Pool, eng Engine) []*river.Peri
 	go waiting.Watch(ctx)
 	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), drift.Schedule(), event.SweepSchedule(waiting), event.RetentionSchedule(),
 		poller.Schedule(eng.PollInterval), environment.ExpirySchedule(eng.ExpiryCheck), elevation.SweepSchedule(),
-		notification.DigestSchedule()}
+		notification.DigestSchedule(), component.PollSchedule(eng.RepositoryPoll)}
 }
 
 // stackInstances lists a stack's instances for its page; the stack package cannot ask the

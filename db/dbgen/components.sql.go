@@ -302,7 +302,7 @@ func (q *Queries) GetComponent(ctx context.Context, id uuid.UUID) (GetComponentR
 }
 
 const getComponentVersion = `-- name: GetComponentVersion :one
-SELECT v.id, v.component_id, v.version, v.language, v.code, v.input_schema, v.output_schema, v.resolver_bindings, v.changelog, v.published_by, v.published_at, v.archived_at, v.created_at, v.updated_at, u.email AS published_by_email
+SELECT v.id, v.component_id, v.version, v.language, v.code, v.input_schema, v.output_schema, v.resolver_bindings, v.changelog, v.published_by, v.published_at, v.archived_at, v.created_at, v.updated_at, v.release, u.email AS published_by_email
 FROM component_versions v
 LEFT JOIN users u ON u.id = v.published_by
 WHERE v.component_id = $1 AND v.version = $2
@@ -328,6 +328,7 @@ type GetComponentVersionRow struct {
 	ArchivedAt       *time.Time      `json:"archived_at"`
 	CreatedAt        time.Time       `json:"created_at"`
 	UpdatedAt        time.Time       `json:"updated_at"`
+	Release          string          `json:"release"`
 	PublishedByEmail *string         `json:"published_by_email"`
 }
 
@@ -349,6 +350,7 @@ func (q *Queries) GetComponentVersion(ctx context.Context, arg GetComponentVersi
 		&i.ArchivedAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Release,
 		&i.PublishedByEmail,
 	)
 	return i, err
@@ -392,9 +394,9 @@ func (q *Queries) GetSemanticTypeByName(ctx context.Context, name string) (Seman
 
 const insertComponentVersion = `-- name: InsertComponentVersion :one
 INSERT INTO component_versions (component_id, version, language, code, input_schema, output_schema,
-    resolver_bindings, changelog, published_by)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-RETURNING id, component_id, version, language, code, input_schema, output_schema, resolver_bindings, changelog, published_by, published_at, archived_at, created_at, updated_at
+    resolver_bindings, changelog, published_by, release)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+RETURNING id, component_id, version, language, code, input_schema, output_schema, resolver_bindings, changelog, published_by, published_at, archived_at, created_at, updated_at, release
 `
 
 type InsertComponentVersionParams struct {
@@ -407,6 +409,7 @@ type InsertComponentVersionParams struct {
 	ResolverBindings json.RawMessage `json:"resolver_bindings"`
 	Changelog        string          `json:"changelog"`
 	PublishedBy      uuid.NullUUID   `json:"published_by"`
+	Release          string          `json:"release"`
 }
 
 func (q *Queries) InsertComponentVersion(ctx context.Context, arg InsertComponentVersionParams) (ComponentVersion, error) {
@@ -420,6 +423,7 @@ func (q *Queries) InsertComponentVersion(ctx context.Context, arg InsertComponen
 		arg.ResolverBindings,
 		arg.Changelog,
 		arg.PublishedBy,
+		arg.Release,
 	)
 	var i ComponentVersion
 	err := row.Scan(
@@ -437,12 +441,13 @@ func (q *Queries) InsertComponentVersion(ctx context.Context, arg InsertComponen
 		&i.ArchivedAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Release,
 	)
 	return i, err
 }
 
 const listComponentVersions = `-- name: ListComponentVersions :many
-SELECT v.id, v.component_id, v.version, v.language, v.changelog, v.published_at, v.archived_at,
+SELECT v.id, v.component_id, v.version, v.language, v.changelog, v.published_at, v.archived_at, v.release,
        u.email AS published_by_email
 FROM component_versions v
 LEFT JOIN users u ON u.id = v.published_by
@@ -458,6 +463,7 @@ type ListComponentVersionsRow struct {
 	Changelog        string     `json:"changelog"`
 	PublishedAt      time.Time  `json:"published_at"`
 	ArchivedAt       *time.Time `json:"archived_at"`
+	Release          string     `json:"release"`
 	PublishedByEmail *string    `json:"published_by_email"`
 }
 
@@ -478,6 +484,7 @@ func (q *Queries) ListComponentVersions(ctx context.Context, componentID uuid.UU
 			&i.Changelog,
 			&i.PublishedAt,
 			&i.ArchivedAt,
+			&i.Release,
 			&i.PublishedByEmail,
 		); err != nil {
 			return nil, err

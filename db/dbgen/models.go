@@ -147,6 +147,7 @@ type ComponentVersion struct {
 	ArchivedAt       *time.Time      `json:"archived_at"`
 	CreatedAt        time.Time       `json:"created_at"`
 	UpdatedAt        time.Time       `json:"updated_at"`
+	Release          string          `json:"release"`
 }
 
 type DeployedComponent struct {
@@ -652,6 +653,45 @@ type RecoveryCode struct {
 	UsedAt    *time.Time `json:"used_at"`
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`
+}
+
+type RepositoryLink struct {
+	ID            uuid.UUID     `json:"id"`
+	ComponentID   uuid.UUID     `json:"component_id"`
+	Url           string        `json:"url"`
+	Path          string        `json:"path"`
+	Branch        string        `json:"branch"`
+	TagPattern    string        `json:"tag_pattern"`
+	Username      string        `json:"username"`
+	Token         []byte        `json:"token"`
+	TokenKeyID    *string       `json:"token_key_id"`
+	WebhookSecret []byte        `json:"webhook_secret"`
+	WebhookKeyID  string        `json:"webhook_key_id"`
+	DraftCommit   string        `json:"draft_commit"`
+	DraftAuthor   string        `json:"draft_author"`
+	DraftMessage  string        `json:"draft_message"`
+	LastError     string        `json:"last_error"`
+	PolledAt      *time.Time    `json:"polled_at"`
+	LinkedBy      uuid.NullUUID `json:"linked_by"`
+	CreatedAt     time.Time     `json:"created_at"`
+	UpdatedAt     time.Time     `json:"updated_at"`
+}
+
+type RepositorySync struct {
+	ID         uuid.UUID       `json:"id"`
+	LinkID     uuid.UUID       `json:"link_id"`
+	Ref        string          `json:"ref"`
+	IsTag      bool            `json:"is_tag"`
+	CommitSha  string          `json:"commit_sha"`
+	Author     string          `json:"author"`
+	Message    string          `json:"message"`
+	Status     string          `json:"status"`
+	Version    pgtype.Int4     `json:"version"`
+	CheckID    uuid.NullUUID   `json:"check_id"`
+	Reason     string          `json:"reason"`
+	Problems   json.RawMessage `json:"problems"`
+	CreatedAt  time.Time       `json:"created_at"`
+	FinishedAt *time.Time      `json:"finished_at"`
 }
 
 type ResolverConfiguration struct {

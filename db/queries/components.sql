@@ -119,15 +119,15 @@ UPDATE components SET deleted_at = now(), updated_at = now() WHERE id = $1;
 
 -- name: InsertComponentVersion :one
 INSERT INTO component_versions (component_id, version, language, code, input_schema, output_schema,
-    resolver_bindings, changelog, published_by)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+    resolver_bindings, changelog, published_by, release)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 RETURNING *;
 
 -- name: SetLatestVersion :exec
 UPDATE components SET latest_version = $2, updated_at = now() WHERE id = $1;
 
 -- name: ListComponentVersions :many
-SELECT v.id, v.component_id, v.version, v.language, v.changelog, v.published_at, v.archived_at,
+SELECT v.id, v.component_id, v.version, v.language, v.changelog, v.published_at, v.archived_at, v.release,
        u.email AS published_by_email
 FROM component_versions v
 LEFT JOIN users u ON u.id = v.published_by

@@ -2,6 +2,7 @@ package component_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -210,6 +211,55 @@ var componentCases = map[string]apptest.AuthzCase{
 		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
 			_, err := w.Components.CheckZones(context.Background(), p)
 			return err
+		},
+	},
+	"component.Service.LinkRepository": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}, {Who: apptest.UserA, Want: problem.ErrNotFound}},
+		Served:  []apptest.Actor{apptest.AdminA},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			_, err := w.Components.LinkRepository(context.Background(), p, w.OfA.ID, w.RepoOfA(t))
+			return err
+		},
+		Then: func(t *testing.T, w *apptest.World) {
+			// A provider-level component is linked by provider admins alone.
+			_, err := w.Components.LinkRepository(context.Background(), w.AdminA, w.Shared.ID, w.RepoOfA(t))
+			apptest.WantErr(t, err, problem.ErrForbidden)
+		},
+	},
+	"component.Service.Repository": {
+		// The link says where the draft comes from: for its authors.
+		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}, {Who: apptest.ReaderA, Want: problem.ErrNotFound}},
+		Served:  []apptest.Actor{apptest.AdminA, apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			w.LinkedA(t)
+			l, err := w.Components.Repository(context.Background(), p, w.OfA.ID)
+			if err == nil && (l == nil || l.URL != w.RepoOfA(t).URL) {
+				return apptest.ErrHidden
+			}
+			return err
+		},
+		Then: func(t *testing.T, w *apptest.World) {
+			// The token is never shown again, nor is the webhook's secret.
+			l, err := w.Components.Repository(context.Background(), w.AdminA, w.OfA.ID)
+			apptest.Must(t, err)
+			raw, _ := json.Marshal(l)
+			if !l.HasToken || strings.Contains(string(raw), w.RepoOfA(t).Token) || strings.Contains(string(raw), w.LinkedA(t).WebhookSecret) {
+				t.Fatalf("the link shows a secret: %s", raw)
+			}
+		},
+	},
+	"component.Service.UnlinkRepository": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}, {Who: apptest.UserA, Want: problem.ErrNotFound}},
+		Served:  []apptest.Actor{apptest.AdminA},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			w.LinkedA(t)
+			return w.Components.UnlinkRepository(context.Background(), p, w.OfA.ID)
+		},
+		Then: func(t *testing.T, w *apptest.World) {
+			l, err := w.Components.Repository(context.Background(), w.AdminA, w.OfA.ID)
+			if err != nil || l != nil {
+				t.Fatalf("after unlinking: %+v, %v", l, err)
+			}
 		},
 	},
 	"component.Service.AddProvider": {

@@ -149,6 +149,18 @@ func (s *Service) RequestCheck(ctx context.Context, actor access.Principal, id, 
 	return out, nil
 }
 
+// queueCheck records a check of a program and input schema that no one asked for in person
+// (a commit pushed to a linked repository) and queues it in tx.
+func (s *Service) queueCheck(ctx context.Context, tx pgx.Tx, component uuid.UUID, code string, schema json.RawMessage) (dbgen.ComponentCheck, error) {
+	row, err := db.Reused(tx).CreateCheck(ctx, dbgen.CreateCheckParams{ComponentID: component, Code: code, InputSchema: schema})
+	if err != nil {
+		return row, err
+	}
+	ctx = tracing.Tag(ctx, tracing.CheckID.String(row.ID.String()))
+	_, err = s.jobs.InsertTx(ctx, tx, CheckArgs{CheckID: row.ID}, nil)
+	return row, err
+}
+
 // providerAdminsCheck is why a tenant's author cannot check a Proxmox component.
 const providerAdminsCheck = "a Proxmox component is checked with a landing zone's Proxmox API access, which only provider admins may use"
 

@@ -17,7 +17,9 @@ import (
 
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
+	"nimbus/app/kernel/secrets"
 	"nimbus/app/platform/audit"
+	"nimbus/app/platform/gitremote"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
@@ -104,6 +106,9 @@ type Service struct {
 	jobs   jobs.Queue
 	// checksPerMinute is how many checks one tenant may ask for in a minute.
 	checksPerMinute int
+	// keys and git link components to repositories (see Linking).
+	keys *secrets.Keyring
+	git  gitremote.Fetcher
 }
 
 // NewService returns a Service; engine says what can run here, and queue queues checks. A
@@ -263,6 +268,11 @@ func (s *Service) Update(ctx context.Context, actor access.Principal, id uuid.UU
 		}
 		if !can(actor, access.ComponentDefinitionUpdate, c.TenantID) {
 			return problem.ErrForbidden
+		}
+		if p.Code != nil && *p.Code != c.Code {
+			if err := notLinked(ctx, q, id); err != nil {
+				return err
+			}
 		}
 		d := Draft{Name: c.Name, DisplayName: c.DisplayName, Description: c.Description, Language: c.Language,
 			Code: c.Code, InputSchema: c.InputSchema, OutputSchema: c.OutputSchema, ResolverBindings: c.ResolverBindings}

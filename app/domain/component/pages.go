@@ -98,6 +98,11 @@ func (h *Handlers) ShowPage(c echo.Context) error {
 		inputs, outputs, view.ContractOf = v.InputSchema, v.OutputSchema, "v"+strconv.Itoa(v.Version)
 	}
 	view.Inputs, view.Outputs = contract(inputs), contract(outputs)
+	if view.CanEdit {
+		if view.Repository, err = h.svc.Repository(web.Ctx(c), actor, id); err != nil {
+			return err
+		}
+	}
 	deployed, err := h.svc.Deployments(web.Ctx(c), actor, id)
 	if err != nil {
 		return err
@@ -347,7 +352,16 @@ func (h *Handlers) EditPage(c echo.Context) error {
 	if !can(actor, access.ComponentDefinitionUpdate, comp.TenantID) {
 		return problem.ErrForbidden
 	}
-	return h.renderEditor(c, http.StatusOK, editorView(comp, actor), nil)
+	e := editorView(comp, actor)
+	link, err := h.svc.Repository(web.Ctx(c), actor, id)
+	if err != nil {
+		return err
+	}
+	if link != nil {
+		e.Linked = whereToChange(link.URL, link.Path, link.Branch)
+		e.DraftCommit, e.DraftAuthor, e.DraftMessage = link.DraftCommit, link.DraftAuthor, link.DraftMessage
+	}
+	return h.renderEditor(c, http.StatusOK, e, nil)
 }
 
 func editorView(comp Component, actor access.Principal) EditorView {

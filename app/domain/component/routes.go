@@ -27,6 +27,9 @@ func (h *Handlers) Routes(pages, api *echo.Group) {
 	pages.GET("/components/:id/diff", h.DiffPage, seen)
 	pages.POST("/components/:id/check", h.CheckForm, seen)
 	pages.GET("/checks/:id", h.CheckPanel, seenCheck)
+	pages.GET("/components/:id/repository", h.RepositoryPage, seen)
+	pages.POST("/components/:id/repository", h.LinkRepositoryForm, seen)
+	pages.POST("/components/:id/repository/delete", h.UnlinkRepositoryForm, seen)
 	api.GET("/providers", h.SemanticsAPI)
 	api.POST("/providers", h.AddProviderAPI)
 	api.POST("/semantic-types", h.AddSemanticTypeAPI)
@@ -42,6 +45,15 @@ func (h *Handlers) Routes(pages, api *echo.Group) {
 	api.POST("/components/:id/versions/:n/archive", h.ArchiveVersionAPI, seen)
 	api.POST("/components/:id/check", h.CheckAPI, seen)
 	api.GET("/checks/:id", h.GetCheckAPI, seenCheck)
+	api.GET("/components/:id/repository", h.RepositoryAPI, seen)
+	api.PUT("/components/:id/repository", h.LinkRepositoryAPI, seen)
+	api.DELETE("/components/:id/repository", h.UnlinkRepositoryAPI, seen)
+}
+
+// WebhookRoutes registers the repositories' push webhook on root, outside sign-in: the
+// link's secret authenticates it.
+func (h *Handlers) WebhookRoutes(root *echo.Echo) {
+	root.POST("/api/v1/repository-links/:id/webhook", h.ReceiveWebhook)
 }
 
 // Seen answers a request about a component the actor cannot see with 404 (see web.Seen), for

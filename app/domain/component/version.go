@@ -21,7 +21,10 @@ import (
 
 // Version is an immutable snapshot of a component's draft, made by publishing.
 type Version struct {
-	Version          int             `json:"version"`
+	Version int `json:"version"`
+	// Release is the name the tag that published the version gave it (1.2.0 for v1.2.0);
+	// empty for a version published in Nimbus.
+	Release          string          `json:"release,omitempty"`
 	Language         string          `json:"language"`
 	Code             string          `json:"code,omitempty"`
 	InputSchema      json.RawMessage `json:"input_schema,omitempty"`
@@ -179,7 +182,7 @@ func (s *Service) Versions(ctx context.Context, actor access.Principal, id uuid.
 	}
 	out := make([]Version, len(rows))
 	for i, r := range rows {
-		out[i] = Version{Version: int(r.Version), Language: r.Language, Changelog: r.Changelog,
+		out[i] = Version{Version: int(r.Version), Release: r.Release, Language: r.Language, Changelog: r.Changelog,
 			PublishedBy: deref(r.PublishedByEmail), PublishedAt: r.PublishedAt, Archived: r.ArchivedAt != nil}
 	}
 	return out, nil
@@ -197,7 +200,7 @@ func (s *Service) Version(ctx context.Context, actor access.Principal, id uuid.U
 	if err != nil {
 		return Version{}, fmt.Errorf("get version: %w", err)
 	}
-	return Version{Version: int(r.Version), Language: r.Language, Code: r.Code, InputSchema: r.InputSchema,
+	return Version{Version: int(r.Version), Release: r.Release, Language: r.Language, Code: r.Code, InputSchema: r.InputSchema,
 		OutputSchema: r.OutputSchema, ResolverBindings: r.ResolverBindings, Changelog: r.Changelog,
 		PublishedBy: deref(r.PublishedByEmail), PublishedAt: r.PublishedAt, Archived: r.ArchivedAt != nil}, nil
 }

@@ -41,6 +41,7 @@ var lifecycles = []struct {
 	{event.DeliveryMachine, nil},
 	{event.SubscriptionMachine, nil},
 	{component.CheckMachine, nil},
+	{component.SyncMachine, nil},
 	{elevation.Machine, nil},
 	{notification.MailMachine, nil},
 	{inventory.Machine, []string{"inventory_items"}},
