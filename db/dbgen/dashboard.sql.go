@@ -13,27 +13,37 @@ import (
 )
 
 const activeOperations = `-- name: ActiveOperations :many
-SELECT id, kind, status, created_at, started_at, deployment_id, deployment_name, environment_id, environment_name, tenant_id, tenant_name
-FROM (
-    SELECT o.id, o.kind, o.status, o.created_at, o.started_at, d.id AS deployment_id, d.name AS deployment_name,
-        e.id AS environment_id, e.name AS environment_name, t.id AS tenant_id, t.name AS tenant_name,
-        row_number() OVER (PARTITION BY o.status = ANY($1::text[]) ORDER BY o.created_at, o.id) AS place
-    FROM operations o
-    JOIN deployed_components d ON d.id = o.deployment_id
-    JOIN environments e ON e.id = d.environment_id
-    JOIN tenants t ON t.id = d.tenant_id
-    WHERE (o.status = ANY($2::text[]) OR o.status = ANY($1::text[]))
-      AND ($3::boolean OR d.tenant_id = ANY($4::uuid[]))
+SELECT id, kind, status, created_at, started_at, deployment_id, deployment_name, environment_id, environment_name, tenant_id, tenant_name FROM (
+    (SELECT o.id, o.kind, o.status, o.created_at, o.started_at, d.id AS deployment_id, d.name AS deployment_name,
+         e.id AS environment_id, e.name AS environment_name, t.id AS tenant_id, t.name AS tenant_name
+     FROM operations o
+     JOIN deployed_components d ON d.id = o.deployment_id
+     JOIN environments e ON e.id = d.environment_id
+     JOIN tenants t ON t.id = d.tenant_id
+     WHERE o.status = ANY($1::text[])
+       AND ($2::boolean OR d.tenant_id = ANY($3::uuid[]))
+     ORDER BY o.created_at, o.id
+     LIMIT 20)
+    UNION ALL
+    (SELECT o.id, o.kind, o.status, o.created_at, o.started_at, d.id AS deployment_id, d.name AS deployment_name,
+         e.id AS environment_id, e.name AS environment_name, t.id AS tenant_id, t.name AS tenant_name
+     FROM operations o
+     JOIN deployed_components d ON d.id = o.deployment_id
+     JOIN environments e ON e.id = d.environment_id
+     JOIN tenants t ON t.id = d.tenant_id
+     WHERE o.status = ANY($4::text[])
+       AND ($2::boolean OR d.tenant_id = ANY($3::uuid[]))
+     ORDER BY o.created_at, o.id
+     LIMIT 20)
 ) active
-WHERE place <= 20
 ORDER BY created_at, id
 `
 
 type ActiveOperationsParams struct {
-	Waiting    []string    `json:"waiting"`
 	Running    []string    `json:"running"`
 	AllTenants bool        `json:"all_tenants"`
 	TenantIds  []uuid.UUID `json:"tenant_ids"`
+	Waiting    []string    `json:"waiting"`
 }
 
 type ActiveOperationsRow struct {
@@ -50,14 +60,14 @@ type ActiveOperationsRow struct {
 	TenantName      string     `json:"tenant_name"`
 }
 
-// Operations in the given tenants under way (a status of running: queued or running) or
-// waiting (a status of waiting: for approval), oldest first, at most 20 of each.
+// Operations in the given tenants under way (a status of running: queued or running) and
+// waiting (a status of waiting: for approval), at most 20 of each, oldest first.
 func (q *Queries) ActiveOperations(ctx context.Context, arg ActiveOperationsParams) ([]ActiveOperationsRow, error) {
 	rows, err := q.db.Query(ctx, activeOperations,
-		arg.Waiting,
 		arg.Running,
 		arg.AllTenants,
 		arg.TenantIds,
+		arg.Waiting,
 	)
 	if err != nil {
 		return nil, err

@@ -1,19 +1,29 @@
 -- name: ActiveOperations :many
--- Operations in the given tenants under way (a status of running: queued or running) or
--- waiting (a status of waiting: for approval), oldest first, at most 20 of each.
-SELECT id, kind, status, created_at, started_at, deployment_id, deployment_name, environment_id, environment_name, tenant_id, tenant_name
-FROM (
-    SELECT o.id, o.kind, o.status, o.created_at, o.started_at, d.id AS deployment_id, d.name AS deployment_name,
-        e.id AS environment_id, e.name AS environment_name, t.id AS tenant_id, t.name AS tenant_name,
-        row_number() OVER (PARTITION BY o.status = ANY(sqlc.arg(waiting)::text[]) ORDER BY o.created_at, o.id) AS place
-    FROM operations o
-    JOIN deployed_components d ON d.id = o.deployment_id
-    JOIN environments e ON e.id = d.environment_id
-    JOIN tenants t ON t.id = d.tenant_id
-    WHERE (o.status = ANY(sqlc.arg(running)::text[]) OR o.status = ANY(sqlc.arg(waiting)::text[]))
-      AND (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+-- Operations in the given tenants under way (a status of running: queued or running) and
+-- waiting (a status of waiting: for approval), at most 20 of each, oldest first.
+SELECT * FROM (
+    (SELECT o.id, o.kind, o.status, o.created_at, o.started_at, d.id AS deployment_id, d.name AS deployment_name,
+         e.id AS environment_id, e.name AS environment_name, t.id AS tenant_id, t.name AS tenant_name
+     FROM operations o
+     JOIN deployed_components d ON d.id = o.deployment_id
+     JOIN environments e ON e.id = d.environment_id
+     JOIN tenants t ON t.id = d.tenant_id
+     WHERE o.status = ANY(sqlc.arg(running)::text[])
+       AND (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+     ORDER BY o.created_at, o.id
+     LIMIT 20)
+    UNION ALL
+    (SELECT o.id, o.kind, o.status, o.created_at, o.started_at, d.id AS deployment_id, d.name AS deployment_name,
+         e.id AS environment_id, e.name AS environment_name, t.id AS tenant_id, t.name AS tenant_name
+     FROM operations o
+     JOIN deployed_components d ON d.id = o.deployment_id
+     JOIN environments e ON e.id = d.environment_id
+     JOIN tenants t ON t.id = d.tenant_id
+     WHERE o.status = ANY(sqlc.arg(waiting)::text[])
+       AND (sqlc.arg(all_tenants)::boolean OR d.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+     ORDER BY o.created_at, o.id
+     LIMIT 20)
 ) active
-WHERE place <= 20
 ORDER BY created_at, id;
 
 -- name: RecentFailures :many

@@ -151,11 +151,13 @@ func TestHotQueries_ReadLargeTablesThroughIndexes(t *testing.T) {
 			q.ListAuditEvents(ctx, dbgen.ListAuditEventsParams{AllTenants: true, TenantIds: []uuid.UUID{}, MaxRows: 51})
 		}},
 		{"audit, one tenant", func() { q.ListAuditEvents(ctx, dbgen.ListAuditEventsParams{TenantIds: one, MaxRows: 51}) }},
-		{"active operations, all tenants", func() {
-			q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Statuses: []string{"queued", "running"}, AllTenants: true, TenantIds: []uuid.UUID{}})
+		{"operations under way and waiting, all tenants", func() {
+			q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Running: []string{"queued", "running"}, Waiting: []string{"awaiting_approval"},
+				AllTenants: true, TenantIds: []uuid.UUID{}})
 		}},
-		{"operations awaiting approval, all tenants", func() {
-			q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Statuses: []string{"awaiting_approval"}, AllTenants: true, TenantIds: []uuid.UUID{}})
+		{"operations under way and waiting, one tenant", func() {
+			q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Running: []string{"queued", "running"}, Waiting: []string{"awaiting_approval"},
+				TenantIds: one})
 		}},
 		{"recent failures, one tenant", func() {
 			q.RecentFailures(ctx, dbgen.RecentFailuresParams{TenantIds: one, Since: time.Now().Add(-7 * 24 * time.Hour)})
