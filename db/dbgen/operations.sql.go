@@ -525,6 +525,34 @@ func (q *Queries) RequestOperationCancel(ctx context.Context, id uuid.UUID) (int
 	return result.RowsAffected(), nil
 }
 
+const requeueRestoredOperations = `-- name: RequeueRestoredOperations :many
+UPDATE operations SET status = 'queued', lease = NULL, updated_at = now()
+WHERE status = 'running'
+RETURNING id
+`
+
+// Sends every operation a restored database shows running back to the queue: the workers that
+// ran it belong to the installation the backup was taken of.
+func (q *Queries) RequeueRestoredOperations(ctx context.Context) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, requeueRestoredOperations)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const requeueStaleOperation = `-- name: RequeueStaleOperation :execrows
 UPDATE operations SET status = 'queued', lease = NULL, updated_at = now()
 WHERE id = $1 AND status = 'running' AND heartbeat_at < now() - interval '1 minute'
@@ -655,4 +683,16 @@ func (q *Queries) StartRestore(ctx context.Context, arg StartRestoreParams) (Ope
 		&i.ApprovalEndedAt,
 	)
 	return i, err
+}
+
+const waitForBackup = `-- name: WaitForBackup :exec
+SELECT pg_advisory_xact_lock_shared(7369646570)
+`
+
+// Waits while a backup copies the stacks' states, and keeps it from starting until this
+// transaction ends: an operation taken now could write a state the backup's snapshot of the
+// database shows no operation running on. The key is deploy.backupGate's.
+func (q *Queries) WaitForBackup(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, waitForBackup)
+	return err
 }

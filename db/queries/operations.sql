@@ -13,6 +13,19 @@ INSERT INTO operations (deployment_id, kind, status, requested_by, lease, heartb
 VALUES ($1, 'restore', 'running', $2, $3, now(), now())
 RETURNING *;
 
+-- name: WaitForBackup :exec
+-- Waits while a backup copies the stacks' states, and keeps it from starting until this
+-- transaction ends: an operation taken now could write a state the backup's snapshot of the
+-- database shows no operation running on. The key is deploy.backupGate's.
+SELECT pg_advisory_xact_lock_shared(7369646570);
+
+-- name: RequeueRestoredOperations :many
+-- Sends every operation a restored database shows running back to the queue: the workers that
+-- ran it belong to the installation the backup was taken of.
+UPDATE operations SET status = 'queued', lease = NULL, updated_at = now()
+WHERE status = 'running'
+RETURNING id;
+
 -- name: ClaimOperation :one
 -- Takes a queued operation, or a running one whose worker stopped beating.
 UPDATE operations SET status = 'running', lease = sqlc.arg(lease), heartbeat_at = now(),

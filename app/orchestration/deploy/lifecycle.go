@@ -100,12 +100,18 @@ func queueOperation(ctx context.Context, tx pgx.Tx, queue jobs.Queue, deployment
 // startRestore records a restore running under the given lease in its own request; it takes
 // the deployment's one active slot or fails with a unique violation.
 func startRestore(ctx context.Context, q *dbgen.Queries, deploymentID, by, held uuid.UUID) (dbgen.Operation, error) {
+	if err := q.WaitForBackup(ctx); err != nil {
+		return dbgen.Operation{}, err
+	}
 	return q.StartRestore(ctx, dbgen.StartRestoreParams{DeploymentID: deploymentID, RequestedBy: nullID(by), Lease: leased(held)})
 }
 
 // claim takes a queued operation, or one whose worker stopped beating, under a new lease. A
 // unique violation means another operation runs on the deployment.
 func claim(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID) (dbgen.Operation, error) {
+	if err := q.WaitForBackup(ctx); err != nil {
+		return dbgen.Operation{}, err
+	}
 	op, err := q.ClaimOperation(ctx, dbgen.ClaimOperationParams{ID: id, Lease: leased(held)})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return op, illegal("claim", id)
@@ -118,6 +124,23 @@ func claim(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID) (dbgen.Ope
 func requeue(ctx context.Context, q *dbgen.Queries, id uuid.UUID) error {
 	_, err := q.RequeueStaleOperation(ctx, id)
 	return err
+}
+
+// ResumeRestored hands every operation a restored database shows running back to the workers,
+// in the caller's transaction, and returns their ids. A restore is a crash as an operation
+// sees it: its checkpoints say where it was, and a resumed step is safe to run again (an up
+// refreshes and converges), so it goes on from there rather than ending half done.
+func ResumeRestored(ctx context.Context, tx pgx.Tx, queue jobs.Queue) ([]uuid.UUID, error) {
+	ids, err := db.Reused(tx).RequeueRestoredOperations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if _, err := queue.InsertTx(ctx, tx, OperationArgs{OperationID: id}, nil); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
 }
 
 // beat says the holder of the lease is alive, and learns whether a cancel was asked for.
