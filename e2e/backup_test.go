@@ -1,0 +1,272 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"nimbus/app/apptest"
+	"nimbus/app/kernel/freeport"
+	"nimbus/app/kernel/secrets"
+	"nimbus/db/localpg"
+)
+
+// An installation backed up beside its running server and restored onto a new data directory
+// with the same key knows what it knew: the same deployments and audit events, its sealed
+// secret opens, and a refresh of every deployment finds the cloud as its states say. A restore
+// with the wrong key, of a damaged archive or onto a directory in use is refused, and the
+// target is left as it was.
+func TestBackup_RestoredInstallationKnowsItsInfrastructure(t *testing.T) {
+	t.Parallel()
+	bin := nimbusBinary(t)
+	data := t.TempDir()
+	first := startServer(t, bin, data, freeport.Addr(t))
+	t.Cleanup(func() { stopServer(first) })
+	token := nimbusOut(t, bin, "token", "create", "--email", adminEmail, "--name", "backup", "--data-dir", data)
+
+	tenant := first.api(t, token, "POST", "/api/v1/tenants", map[string]any{"name": "Keep"})
+	machine := first.api(t, token, "GET", "/api/v1/components?search=simcloud-machine", nil)["components"].([]any)[0].(map[string]any)
+	zone := first.api(t, token, "POST", "/api/v1/landing-zones", map[string]any{"name": "keep", "provider": "simcloud"})
+	template := first.api(t, token, "POST", "/api/v1/landing-zones/"+zone["id"].(string)+"/templates", map[string]any{
+		"name": "one", "mandatory_components": []map[string]any{
+			{"component_id": machine["id"], "name": "web", "parameters": map[string]any{"name": "web"}},
+		}})
+	first.api(t, token, "POST", "/api/v1/landing-zones/"+zone["id"].(string)+"/publish", nil)
+	env := first.api(t, token, "POST", "/api/v1/environments", map[string]any{"tenant_id": tenant["id"], "name": "dev", "template_id": template["id"]})
+	envID := env["id"].(string)
+	waitFor(t, first, "the environment to be active", func() bool {
+		return first.api(t, token, "GET", "/api/v1/environments/"+envID, nil)["status"] == "active"
+	})
+
+	vault := first.api(t, token, "POST", "/api/v1/components", map[string]any{
+		"name": "vault-disk", "provider": "simcloud", "semantic_type": "VirtualMachine", "language": "yaml", "code": apptest.SecretProgram,
+		"input_schema": map[string]any{"type": "object", "required": []string{"name", "token"}, "properties": map[string]any{
+			"name": map[string]any{"type": "string"}, "token": map[string]any{"type": "string", "x-secret": true}}},
+		"output_schema": map[string]any{"type": "object", "properties": map[string]any{"disk_id": map[string]any{"type": "string"}, "token": map[string]any{"type": "string"}}}})
+	check := first.api(t, token, "POST", "/api/v1/components/"+vault["id"].(string)+"/check", nil)
+	waitFor(t, first, "the component's check", func() bool {
+		return first.api(t, token, "GET", "/api/v1/checks/"+check["id"].(string), nil)["status"] == "succeeded"
+	})
+	first.api(t, token, "POST", "/api/v1/components/"+vault["id"].(string)+"/publish", map[string]any{"changelog": "first", "revision": vault["revision"]})
+	const canary = "sealed-3c1f7d"
+	created := first.api(t, token, "POST", "/api/v1/deployments", map[string]any{"component_id": vault["id"], "environment_id": envID,
+		"name": "vault", "parameters": map[string]any{"name": "vault", "token": canary}})
+	vaultID := created["deployment"].(map[string]any)["id"].(string)
+	opID := created["operation"].(map[string]any)["id"].(string)
+	waitFor(t, first, "the secret's deployment", func() bool {
+		return first.api(t, token, "GET", "/api/v1/operations/"+opID, nil)["status"] == "succeeded"
+	})
+	deployments := ids(first.api(t, token, "GET", "/api/v1/deployments", nil)["deployments"])
+	audit := ids(first.api(t, token, "GET", "/api/v1/audit-events", nil)["events"])
+	if len(deployments) != 2 || len(audit) == 0 {
+		t.Fatalf("before the backup: deployments %v, audit events %v", deployments, audit)
+	}
+
+	archive := filepath.Join(t.TempDir(), "nimbus.tar.gz")
+	out := nimbusOut(t, bin, "backup", "--to", archive, "--data-dir", data)
+	if !regexp.MustCompile(`copied [1-9][0-9]* state files`).MatchString(out) {
+		t.Errorf("the backup holds no stack's state:\n%s", out)
+	}
+	for _, want := range []string{"database snapshot taken", "database dumped", "backup written to " + archive} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the backup's progress does not say %q:\n%s", want, out)
+		}
+	}
+	stopServer(first)
+	key, err := os.ReadFile(filepath.Join(data, secrets.KeyFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Refusals: each says why, and leaves the target as it was.
+	target := t.TempDir()
+	writeKey := func(k []byte) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(target, secrets.KeyFileName), k, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeKey([]byte(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, secrets.KeySize)) + "\n"))
+	damaged := filepath.Join(t.TempDir(), "damaged.tar.gz")
+	raw, err := os.ReadFile(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)/2] ^= 0x01
+	if err := os.WriteFile(damaged, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refusals := []struct {
+		name, from, dir, want string
+	}{
+		{"wrong key", archive, target, "sealed with the master key"},
+		{"damaged archive", damaged, target, "is damaged or not a Nimbus backup"},
+		{"target in use", archive, data, "is not empty"},
+	}
+	for _, r := range refusals {
+		before := listing(t, r.dir)
+		msg, err := nimbusRun(bin, "restore", "--from", r.from, "--data-dir", r.dir)
+		if err == nil || !strings.Contains(msg, r.want) {
+			t.Errorf("%s: restore said %q (%v), want a refusal saying %q", r.name, msg, err, r.want)
+		}
+		if after := listing(t, r.dir); after != before {
+			t.Errorf("%s: the refused restore changed %s:\nbefore %s\nafter %s", r.name, r.dir, before, after)
+		}
+	}
+
+	writeKey(key)
+	out = nimbusOut(t, bin, "restore", "--from", archive, "--data-dir", target)
+	for _, want := range []string{"database restored", "migrated", "restored " + archive} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the restore's progress does not say %q:\n%s", want, out)
+		}
+	}
+	// The cloud is not Nimbus's to back up: it stays where it is, and the simulated one lives
+	// in the data directory.
+	if err := os.CopyFS(filepath.Join(target, "simcloud"), os.DirFS(filepath.Join(data, "simcloud"))); err != nil {
+		t.Fatal(err)
+	}
+
+	second := startServer(t, bin, target, freeport.Addr(t))
+	t.Cleanup(func() { stopServer(second) })
+	if got := ids(second.api(t, token, "GET", "/api/v1/deployments", nil)["deployments"]); strings.Join(got, " ") != strings.Join(deployments, " ") {
+		t.Errorf("restored deployments %v, want %v", got, deployments)
+	}
+	if got := ids(second.api(t, token, "GET", "/api/v1/audit-events", nil)["events"]); strings.Join(got, " ") != strings.Join(audit, " ") {
+		t.Errorf("restored audit events %v, want %v", got, audit)
+	}
+	if got := openedSecret(t, target, vaultID); !strings.Contains(got, canary) {
+		t.Errorf("the restored secret parameter opens to %q, want %q", got, canary)
+	}
+	for _, id := range deployments {
+		op := second.api(t, token, "POST", "/api/v1/deployments/"+id+"/refresh", nil)
+		var ended map[string]any
+		waitFor(t, second, "the refresh of "+id, func() bool {
+			ended = second.api(t, token, "GET", "/api/v1/operations/"+op["id"].(string), nil)
+			return ended["status"] == "succeeded" || ended["status"] == "failed"
+		})
+		if ended["status"] != "succeeded" {
+			t.Fatalf("refresh of %s after the restore: %v", id, ended)
+		}
+		for kind, n := range ended["changes"].(map[string]any) {
+			if kind != "same" && n != 0.0 {
+				t.Errorf("refresh of %s after the restore found changes %v: the states and the cloud disagree", id, ended["changes"])
+			}
+		}
+	}
+}
+
+// nimbusRun runs the nimbus binary and returns what it wrote, out and err together.
+func nimbusRun(bin string, args ...string) (string, error) {
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	return string(out), err
+}
+
+// nimbusOut runs the nimbus binary and returns what it wrote to its standard output.
+func nimbusOut(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("nimbus %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut.String())
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func stopServer(p *process) {
+	if p.cmd.ProcessState == nil {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		_ = p.cmd.Wait()
+	}
+}
+
+// waitFor polls cond for as long as a loaded machine may take.
+func waitFor(t *testing.T, s *process, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited in vain for %s:\n%s", what, s.out)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func ids(list any) []string {
+	var out []string
+	for _, item := range list.([]any) {
+		out = append(out, fmt.Sprint(item.(map[string]any)["id"]))
+	}
+	return out
+}
+
+// listing names every file under dir with its size, to tell whether anything changed.
+func listing(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if !e.IsDir() {
+			b.WriteString(path + " " + info.ModTime().String() + "\n")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// openedSecret opens the deployment's sealed secret parameters with the key of the data
+// directory, reading them from its database, and returns them as JSON.
+func openedSecret(t *testing.T, data, deployment string) string {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := localpg.Start(ctx, localpg.Options{Dir: filepath.Join(data, "postgres")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	conn, err := pgx.Connect(ctx, srv.URL(localpg.DatabaseName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var (
+		keyID  string
+		sealed []byte
+	)
+	id := uuid.MustParse(deployment)
+	if err := conn.QueryRow(ctx, "SELECT secret_key_id, secret_parameters FROM deployed_components WHERE id = $1", id).Scan(&keyID, &sealed); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := secrets.Load(data, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := keys.Open(keyID, sealed, id[:])
+	if err != nil {
+		t.Fatalf("open the restored secret: %v", err)
+	}
+	return string(plain)
+}
