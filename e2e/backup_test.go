@@ -19,6 +19,7 @@ import (
 
 	"nimbus/app/apptest"
 	"nimbus/app/kernel/freeport"
+	"nimbus/app/kernel/objstore/s3test"
 	"nimbus/app/kernel/secrets"
 	"nimbus/db/localpg"
 )
@@ -27,14 +28,29 @@ import (
 // with the same key knows what it knew: the same deployments and audit events, its sealed
 // secret opens, and a refresh of every deployment finds the cloud as its states say. A restore
 // with the wrong key, of a damaged archive or onto a directory in use is refused, and the
-// target is left as it was.
+// target is left as it was. So with the states in the data directory, and in a bucket (the
+// restore's an empty one of its own).
 func TestBackup_RestoredInstallationKnowsItsInfrastructure(t *testing.T) {
 	t.Parallel()
 	bin := nimbusBinary(t)
+	t.Run("file", func(t *testing.T) { backupAndRestore(t, bin, nil, nil) })
+	t.Run("s3", func(t *testing.T) {
+		cfg := s3test.Start(t)
+		bucket := func(name string) []string {
+			return []string{"NIMBUS_S3_ENDPOINT=" + cfg.Endpoint, "NIMBUS_S3_BUCKET=" + name,
+				"NIMBUS_S3_ACCESS_KEY=" + cfg.AccessKey, "NIMBUS_S3_SECRET_KEY=" + cfg.SecretKey}
+		}
+		backupAndRestore(t, bin, bucket(cfg.Bucket), bucket(cfg.Bucket+"-restored"))
+	})
+}
+
+// backupAndRestore runs the test on installations whose stores the variables in from and to
+// say, beyond their data directories.
+func backupAndRestore(t *testing.T, bin string, from, to []string) {
 	data := t.TempDir()
-	first := startServer(t, bin, data, freeport.Addr(t))
+	first := startServer(t, bin, data, freeport.Addr(t), from...)
 	t.Cleanup(func() { stopServer(first) })
-	token := nimbusOut(t, bin, "token", "create", "--email", adminEmail, "--name", "backup", "--data-dir", data)
+	token := nimbusOut(t, bin, from, "token", "create", "--email", adminEmail, "--name", "backup", "--data-dir", data)
 
 	tenant := first.api(t, token, "POST", "/api/v1/tenants", map[string]any{"name": "Keep"})
 	machine := first.api(t, token, "GET", "/api/v1/components?search=simcloud-machine", nil)["components"].([]any)[0].(map[string]any)
@@ -75,7 +91,7 @@ func TestBackup_RestoredInstallationKnowsItsInfrastructure(t *testing.T) {
 	}
 
 	archive := filepath.Join(t.TempDir(), "nimbus.tar.gz")
-	out := nimbusOut(t, bin, "backup", "--to", archive, "--data-dir", data)
+	out := nimbusOut(t, bin, from, "backup", "--to", archive, "--data-dir", data)
 	if !regexp.MustCompile(`copied [1-9][0-9]* state files`).MatchString(out) {
 		t.Errorf("the backup holds no stack's state:\n%s", out)
 	}
@@ -109,15 +125,17 @@ func TestBackup_RestoredInstallationKnowsItsInfrastructure(t *testing.T) {
 		t.Fatal(err)
 	}
 	refusals := []struct {
-		name, from, dir, want string
+		name, archive, dir string
+		env                []string
+		want               string
 	}{
-		{"wrong key", archive, target, "sealed with the master key"},
-		{"damaged archive", damaged, target, "is damaged or not a Nimbus backup"},
-		{"target in use", archive, data, "is not empty"},
+		{"wrong key", archive, target, to, "sealed with the master key"},
+		{"damaged archive", damaged, target, to, "is damaged or not a Nimbus backup"},
+		{"target in use", archive, data, from, "is not empty"},
 	}
 	for _, r := range refusals {
 		before := listing(t, r.dir)
-		msg, err := nimbusRun(bin, "restore", "--from", r.from, "--data-dir", r.dir)
+		msg, err := nimbusRun(bin, r.env, "restore", "--from", r.archive, "--data-dir", r.dir)
 		if err == nil || !strings.Contains(msg, r.want) {
 			t.Errorf("%s: restore said %q (%v), want a refusal saying %q", r.name, msg, err, r.want)
 		}
@@ -127,7 +145,7 @@ func TestBackup_RestoredInstallationKnowsItsInfrastructure(t *testing.T) {
 	}
 
 	writeKey(key)
-	out = nimbusOut(t, bin, "restore", "--from", archive, "--data-dir", target)
+	out = nimbusOut(t, bin, to, "restore", "--from", archive, "--data-dir", target)
 	for _, want := range []string{"database restored", "migrated", "restored " + archive} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the restore's progress does not say %q:\n%s", want, out)
@@ -139,7 +157,7 @@ func TestBackup_RestoredInstallationKnowsItsInfrastructure(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	second := startServer(t, bin, target, freeport.Addr(t))
+	second := startServer(t, bin, target, freeport.Addr(t), to...)
 	t.Cleanup(func() { stopServer(second) })
 	if got := ids(second.api(t, token, "GET", "/api/v1/deployments", nil)["deployments"]); strings.Join(got, " ") != strings.Join(deployments, " ") {
 		t.Errorf("restored deployments %v, want %v", got, deployments)
@@ -168,16 +186,20 @@ func TestBackup_RestoredInstallationKnowsItsInfrastructure(t *testing.T) {
 	}
 }
 
-// nimbusRun runs the nimbus binary and returns what it wrote, out and err together.
-func nimbusRun(bin string, args ...string) (string, error) {
-	out, err := exec.Command(bin, args...).CombinedOutput()
+// nimbusRun runs the nimbus binary with env added to the test's own, and returns what it
+// wrote, out and err together.
+func nimbusRun(bin string, env []string, args ...string) (string, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
 
 // nimbusOut runs the nimbus binary and returns what it wrote to its standard output.
-func nimbusOut(t *testing.T, bin string, args ...string) string {
+func nimbusOut(t *testing.T, bin string, env []string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
 	out, err := cmd.Output()
