@@ -145,24 +145,36 @@ func openInstallation(ctx context.Context, cfg *config, env Env, keys *secrets.K
 	if err != nil {
 		return backup.Installation{}, nil, err
 	}
-	in := backup.Installation{Keys: keys, Version: Version, Progress: env.Stdout, StateBackend: "file"}
-	in.Objects = objs.store.(backup.Blobs)
-	if s3, ok := objs.store.(*objstore.S3); ok {
-		in.State, in.StateBackend = s3, "s3"
-	} else if in.State, err = objstore.NewDir(filepath.Join(cfg.DataDir, "state")); err != nil {
-		return in, nil, err
-	}
 	d, err := openDatabase(ctx, cfg, log, 4)
 	if err != nil {
-		return in, nil, err
+		return backup.Installation{}, nil, err
 	}
-	in.Pool, in.DatabaseURL = d.Pool, cfg.DatabaseURL
-	if d.embedded != nil {
-		in.DatabaseURL = d.embedded.URL(localpg.DatabaseName)
-	}
-	return in, func() {
+	done := func() {
 		if err := d.Close(); err != nil {
 			log.Error("stop database", "err", err)
 		}
-	}, nil
+	}
+	in, err := installation(cfg, d, objs, keys)
+	if err != nil {
+		done()
+		return in, nil, err
+	}
+	in.Progress = env.Stdout
+	return in, done, nil
+}
+
+// installation is what a backup is taken of: the open database and stores.
+func installation(cfg *config, d *database, objs *objects, keys *secrets.Keyring) (backup.Installation, error) {
+	in := backup.Installation{Pool: d.Pool, DatabaseURL: cfg.DatabaseURL, Keys: keys, Version: Version,
+		Objects: objs.store.(backup.Blobs), StateBackend: "file"}
+	if d.embedded != nil {
+		in.DatabaseURL = d.embedded.URL(localpg.DatabaseName)
+	}
+	if s3, ok := objs.store.(*objstore.S3); ok {
+		in.State, in.StateBackend = s3, "s3"
+		return in, nil
+	}
+	state, err := objstore.NewDir(filepath.Join(cfg.DataDir, "state"))
+	in.State = state
+	return in, err
 }

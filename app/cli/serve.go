@@ -122,6 +122,10 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	log.Info("secrets keyring loaded", "keyring", keys)
+	saved, err := installation(cfg, d, objs, keys)
+	if err != nil {
+		return err
+	}
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objs.store, OperationTimeout: cfg.JobTimeout, ApprovalTTL: cfg.ApprovalTTL,
 		ChecksPerTenant: cfg.ChecksPerTenant, OperationsPerTenant: cfg.OperationsPerTenant, GraphParallel: cfg.GraphParallel, Cloud: cloud, PollInterval: cfg.PollInterval,
 		Deliveries: event.DeliveryConfig{AllowPrivate: cfg.WebhooksPrivate}, EventRetention: cfg.EventRetention}
@@ -172,7 +176,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	handler, err := server.New(uiCtx, server.Deps{
 		Pool: d.Pool, Log: log, Tracer: traces, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SessionMaxAge: cfg.SessionMaxAge, SecureCookies: cfg.SecureCookies,
 		Keys: keys, Runner: runner, ChecksPerMinute: cfg.ChecksPerMinute, OperationsPerTenant: cfg.OperationsPerTenant, MaxStateSize: cfg.MaxStateSize,
-		TrustedProxies: cfg.TrustedProxies, Objects: objs.store,
+		TrustedProxies: cfg.TrustedProxies, Objects: objs.store, Backup: &saved,
 		DatabaseDown: watched.Down, Alive: watched.Alive, WebhooksPrivate: cfg.WebhooksPrivate,
 		Info: system.Info{
 			Version: Version, Database: d.Where, PulumiDir: cfg.PulumiDir,

@@ -38,6 +38,8 @@ type Info struct {
 	// SecondFactorForAdmins says provider admins who sign in with a password must have a
 	// second factor (--second-factor-for-admins).
 	SecondFactorForAdmins bool
+	// BackupURL is where the page's button asks for a backup to download; no button when empty.
+	BackupURL string
 }
 
 // Sandbox is the engine sandbox's state, in words.
@@ -162,7 +164,7 @@ func (h *Handlers) StatusPage(c echo.Context) error {
 	if tc.CLI != "" {
 		checks = append(checks, kubernetesProvider(filepath.Dir(tc.CLI)))
 	}
-	return web.Render(c, http.StatusOK, System(web.Page(c, "System"), checks))
+	return web.Render(c, http.StatusOK, System(web.Page(c, "System"), checks, h.info.BackupURL))
 }
 
 // kubernetesProvider says whether the Kubernetes provider is beside the CLI, which only
