@@ -24,9 +24,10 @@ import (
 	"nimbus/db/localpg"
 )
 
-// An installation backed up beside its running server and restored onto a new data directory
-// with the same key knows what it knew: the same deployments and audit events, its sealed
-// secret opens, and a refresh of every deployment finds the cloud as its states say. A restore
+// An installation backed up beside its running server, while a deploy runs, and restored onto a
+// new data directory with the same key once that server is lost, knows what it knew: the same
+// deployments and audit events, its sealed secret opens, the deploy goes on and makes its
+// machine once, and a refresh of every deployment finds the cloud as its states say. A restore
 // with the wrong key, of a damaged archive or onto a directory in use is refused, and the
 // target is left as it was. So with the states in the data directory, and in a bucket (the
 // restore's an empty one of its own).
@@ -84,9 +85,14 @@ func backupAndRestore(t *testing.T, bin string, from, to []string) {
 	waitFor(t, first, "the secret's deployment", func() bool {
 		return first.api(t, token, "GET", "/api/v1/operations/"+opID, nil)["status"] == "succeeded"
 	})
+	// A deploy runs as the backup is taken: its machine is slow to make, and its disk made.
+	slow := first.api(t, token, "POST", "/api/v1/deployments", map[string]any{"component_id": machine["id"], "environment_id": envID,
+		"name": "slow", "parameters": map[string]any{"name": "slow", "delay_ms": 8000}})
+	slowOp := slow["operation"].(map[string]any)["id"].(string)
+	waitFor(t, first, "the slow deploy's up to begin", func() bool { return disksMade(t, first, token) == 1 })
 	deployments := ids(first.api(t, token, "GET", "/api/v1/deployments", nil)["deployments"])
 	audit := ids(first.api(t, token, "GET", "/api/v1/audit-events", nil)["events"])
-	if len(deployments) != 2 || len(audit) == 0 {
+	if len(deployments) != 3 || len(audit) == 0 {
 		t.Fatalf("before the backup: deployments %v, audit events %v", deployments, audit)
 	}
 
@@ -95,12 +101,17 @@ func backupAndRestore(t *testing.T, bin string, from, to []string) {
 	if !regexp.MustCompile(`copied [1-9][0-9]* state files`).MatchString(out) {
 		t.Errorf("the backup holds no stack's state:\n%s", out)
 	}
-	for _, want := range []string{"database snapshot taken", "database dumped", "backup written to " + archive} {
+	for _, want := range []string{"database snapshot taken; 1 operations running", "database dumped", "backup written to " + archive} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the backup's progress does not say %q:\n%s", want, out)
 		}
 	}
-	stopServer(first)
+	// The machine the backup was taken on is lost before the slow deploy ends.
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.cmd.Wait()
+	killStrays(data)
 	key, err := os.ReadFile(filepath.Join(data, secrets.KeyFileName))
 	if err != nil {
 		t.Fatal(err)
@@ -162,11 +173,26 @@ func backupAndRestore(t *testing.T, bin string, from, to []string) {
 	if got := ids(second.api(t, token, "GET", "/api/v1/deployments", nil)["deployments"]); strings.Join(got, " ") != strings.Join(deployments, " ") {
 		t.Errorf("restored deployments %v, want %v", got, deployments)
 	}
-	if got := ids(second.api(t, token, "GET", "/api/v1/audit-events", nil)["events"]); strings.Join(got, " ") != strings.Join(audit, " ") {
-		t.Errorf("restored audit events %v, want %v", got, audit)
+	// The resumed deploy may record more as it goes on.
+	if got := ids(second.api(t, token, "GET", "/api/v1/audit-events", nil)["events"]); !strings.HasSuffix(strings.Join(got, " "), strings.Join(audit, " ")) {
+		t.Errorf("restored audit events %v, want them to end with %v", got, audit)
 	}
 	if got := openedSecret(t, target, vaultID); !strings.Contains(got, canary) {
 		t.Errorf("the restored secret parameter opens to %q, want %q", got, canary)
+	}
+	// The deploy that was running goes on from its checkpoint, and makes the machine once.
+	var resumed map[string]any
+	waitFor(t, second, "the resumed deploy", func() bool {
+		resumed = second.api(t, token, "GET", "/api/v1/operations/"+slowOp, nil)
+		return resumed["status"] != "queued" && resumed["status"] != "running"
+	})
+	if resumed["status"] != "succeeded" {
+		t.Fatalf("the deploy running at backup time ended %v", resumed)
+	}
+	machines, _ := filepath.Glob(filepath.Join(target, "simcloud", "machine", "*.json"))
+	disks, _ := filepath.Glob(filepath.Join(target, "simcloud", "disk", "*.json"))
+	if len(machines) != 3 || len(disks) != 3 {
+		t.Errorf("after the resumed deploy the cloud holds %d machines and %d disks, want 3 of each", len(machines), len(disks))
 	}
 	for _, id := range deployments {
 		op := second.api(t, token, "POST", "/api/v1/deployments/"+id+"/refresh", nil)
