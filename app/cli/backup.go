@@ -178,3 +178,20 @@ func installation(cfg *config, d *database, objs *objects, keys *secrets.Keyring
 	in.State = state
 	return in, err
 }
+
+// backupShelf is where scheduled backups go, and how the system page says so.
+func backupShelf(cfg *config, objs *objects) (backup.Shelf, string, error) {
+	shelf := backup.ObjectShelf(objs.store.(backup.Keeper), cfg.BackupKeep)
+	where := objs.where + ", under backups/"
+	if cfg.BackupDir != "" {
+		dir, err := objstore.NewDir(cfg.BackupDir)
+		if err != nil {
+			return shelf, "", fmt.Errorf("--backup-dir / NIMBUS_BACKUP_DIR: %w", err)
+		}
+		shelf, where = backup.Shelf{Store: dir, Keep: cfg.BackupKeep}, dir.Root()
+	}
+	if cfg.BackupInterval == 0 {
+		return shelf, "", nil
+	}
+	return shelf, fmt.Sprintf("every %s, the newest %d kept in %s", cfg.BackupInterval, cfg.BackupKeep, where), nil
+}

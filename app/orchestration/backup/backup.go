@@ -118,7 +118,8 @@ func (in Installation) stateArea() string {
 	return ""
 }
 
-// objectKeys are the blobs' keys, without the states a shared bucket holds beside them.
+// objectKeys are the blobs' keys, without the states a shared bucket holds beside them, and
+// without the scheduled backups.
 func (in Installation) objectKeys(ctx context.Context) ([]string, error) {
 	keys, err := in.Objects.List(ctx, "")
 	if err != nil {
@@ -126,7 +127,7 @@ func (in Installation) objectKeys(ctx context.Context) ([]string, error) {
 	}
 	own := keys[:0]
 	for _, k := range keys {
-		if !strings.HasPrefix(k, objstore.EngineArea) {
+		if !strings.HasPrefix(k, objstore.EngineArea) && !strings.HasPrefix(k, archivesFolder) {
 			own = append(own, k)
 		}
 	}
