@@ -222,7 +222,7 @@ func nimbusRun(bin string, env []string, args ...string) (string, error) {
 }
 
 // nimbusOut runs the nimbus binary and returns what it wrote to its standard output.
-func nimbusOut(t *testing.T, bin string, env []string, args ...string) string {
+func nimbusOut(t testing.TB, bin string, env []string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)

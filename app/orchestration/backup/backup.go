@@ -188,7 +188,7 @@ func write(ctx context.Context, in Installation, f *os.File) (Manifest, error) {
 	// so that neither outlives an error.
 	session := conn.Hijack()
 	defer session.Close(context.WithoutCancel(ctx))
-	in.say("waiting for operations being started to start")
+	in.say("pausing the start of operations while the states are copied")
 	resume, err := deploy.PauseClaims(ctx, session)
 	if err != nil {
 		return m, err

@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -62,8 +64,8 @@ func Verify(path string) (Manifest, error) {
 		}
 		delete(found, e.Name)
 	}
-	for name := range found {
-		return m, damaged("%s is not in the manifest", name)
+	if len(found) > 0 {
+		return m, damaged("%s is not in the manifest", slices.Sorted(maps.Keys(found))[0])
 	}
 	return m, nil
 }

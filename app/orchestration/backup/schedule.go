@@ -43,7 +43,9 @@ type Shelf struct {
 }
 
 // ObjectShelf keeps archives in the object store's backups folder.
-func ObjectShelf(store Keeper, keep int) Shelf { return Shelf{Store: store, Prefix: archivesFolder, Keep: keep} }
+func ObjectShelf(store Keeper, keep int) Shelf {
+	return Shelf{Store: store, Prefix: archivesFolder, Keep: keep}
+}
 
 // ScheduledArgs asks for a backup onto the shelf.
 type ScheduledArgs struct{}
