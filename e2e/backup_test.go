@@ -92,6 +92,7 @@ func backupAndRestore(t *testing.T, bin string, from, to []string) {
 	waitFor(t, first, "the slow deploy's up to begin", func() bool { return disksMade(t, first, token) == 1 })
 	deployments := ids(first.api(t, token, "GET", "/api/v1/deployments", nil)["deployments"])
 	audit := ids(first.api(t, token, "GET", "/api/v1/audit-events", nil)["events"])
+	versions := fmt.Sprint(first.api(t, token, "GET", "/api/v1/components/"+vault["id"].(string)+"/versions", nil)["versions"])
 	if len(deployments) != 3 || len(audit) == 0 {
 		t.Fatalf("before the backup: deployments %v, audit events %v", deployments, audit)
 	}
@@ -172,6 +173,9 @@ func backupAndRestore(t *testing.T, bin string, from, to []string) {
 	t.Cleanup(func() { stopServer(second) })
 	if got := ids(second.api(t, token, "GET", "/api/v1/deployments", nil)["deployments"]); strings.Join(got, " ") != strings.Join(deployments, " ") {
 		t.Errorf("restored deployments %v, want %v", got, deployments)
+	}
+	if got := fmt.Sprint(second.api(t, token, "GET", "/api/v1/components/"+vault["id"].(string)+"/versions", nil)["versions"]); got != versions {
+		t.Errorf("restored component versions %s, want %s", got, versions)
 	}
 	// The resumed deploy may record more as it goes on.
 	if got := ids(second.api(t, token, "GET", "/api/v1/audit-events", nil)["events"]); !strings.HasSuffix(strings.Join(got, " "), strings.Join(audit, " ")) {

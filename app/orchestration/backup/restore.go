@@ -95,6 +95,15 @@ func Restore(ctx context.Context, in Installation, path string, m Manifest, queu
 	if err := in.checkEmpty(ctx); err != nil {
 		return err
 	}
+	if err := in.load(ctx, path, m, queue); err != nil {
+		return fmt.Errorf("the restore stopped part way, leaving part of the archive in the target: empty it (or take a new data directory) before restoring again: %w", err)
+	}
+	return nil
+}
+
+// load writes the archive's parts into the installation, then brings the database to this
+// version and resumes the operations that were running.
+func (in Installation) load(ctx context.Context, path string, m Manifest, queue jobs.Queue) error {
 	spool, err := os.MkdirTemp("", "nimbus-restore-")
 	if err != nil {
 		return err
@@ -121,7 +130,7 @@ func Restore(ctx context.Context, in Installation, path string, m Manifest, queu
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("restore: %w", err)
+		return err
 	}
 	in.say("restored %d state files and %d objects", states, objects)
 	if err := restore(ctx, in.DatabaseURL, dumpFile); err != nil {

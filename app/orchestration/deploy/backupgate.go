@@ -8,8 +8,8 @@ import (
 )
 
 // backupGate is the advisory lock a backup holds while it copies the stacks' states, and that
-// taking an operation (claim, startRestore) waits on, shared, through WaitForBackup in
-// db/queries/operations.sql, which spells the same number.
+// taking an operation waits on, shared: ClaimOperation and StartRestore in
+// db/queries/operations.sql spell the same number.
 const backupGate = 7369646570
 
 // PauseClaims waits until no operation is being taken, then keeps any from being taken, on

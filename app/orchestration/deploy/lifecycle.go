@@ -100,18 +100,12 @@ func queueOperation(ctx context.Context, tx pgx.Tx, queue jobs.Queue, deployment
 // startRestore records a restore running under the given lease in its own request; it takes
 // the deployment's one active slot or fails with a unique violation.
 func startRestore(ctx context.Context, q *dbgen.Queries, deploymentID, by, held uuid.UUID) (dbgen.Operation, error) {
-	if err := q.WaitForBackup(ctx); err != nil {
-		return dbgen.Operation{}, err
-	}
 	return q.StartRestore(ctx, dbgen.StartRestoreParams{DeploymentID: deploymentID, RequestedBy: nullID(by), Lease: leased(held)})
 }
 
 // claim takes a queued operation, or one whose worker stopped beating, under a new lease. A
 // unique violation means another operation runs on the deployment.
 func claim(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID) (dbgen.Operation, error) {
-	if err := q.WaitForBackup(ctx); err != nil {
-		return dbgen.Operation{}, err
-	}
 	op, err := q.ClaimOperation(ctx, dbgen.ClaimOperationParams{ID: id, Lease: leased(held)})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return op, illegal("claim", id)
