@@ -202,7 +202,7 @@ func write(ctx context.Context, in Installation, f *os.File) (Manifest, error) {
 	if err := snap.QueryRow(ctx, "SELECT pg_export_snapshot()").Scan(&snapshot); err != nil {
 		return m, fmt.Errorf("snapshot the database: %w", err)
 	}
-	if err := snap.QueryRow(ctx, "SELECT count(*) FROM operations WHERE status = 'running'").Scan(&m.Running); err != nil {
+	if err := snap.QueryRow(ctx, "SELECT count(*) FROM operations WHERE status = $1", string(deploy.Running)).Scan(&m.Running); err != nil {
 		return m, err
 	}
 	in.say("database snapshot taken; %d operations running go on, and a restore resumes them", m.Running)
