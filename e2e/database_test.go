@@ -32,7 +32,7 @@ var built struct {
 }
 
 // nimbusBinary returns nimbus as users run it.
-func nimbusBinary(t *testing.T) string {
+func nimbusBinary(t testing.TB) string {
 	t.Helper()
 	built.once.Do(func() {
 		if built.dir, built.err = os.MkdirTemp("", "nimbus-e2e-bin-"); built.err != nil {

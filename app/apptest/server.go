@@ -23,6 +23,7 @@ import (
 	"nimbus/app/kernel/objstore/s3test"
 	"nimbus/app/kernel/sandbox"
 	"nimbus/app/kernel/secrets"
+	"nimbus/app/orchestration/backup"
 	"nimbus/app/orchestration/event"
 	"nimbus/app/platform/gitremote"
 	"nimbus/app/platform/pulumix"
@@ -173,6 +174,15 @@ func Start(t testing.TB, pool *pgxpool.Pool, cfg SiteConfig, configure ...func(*
 	deps := server.Deps{Pool: pool, Log: log, Tracer: cfg.Tracer, Jobs: client, SessionTTL: time.Hour, Keys: keys, Runner: runner, Objects: objects,
 		Info: system.Info{Version: "test", PulumiDir: cfg.Toolchain}, WebhooksPrivate: cfg.Deliveries.AllowPrivate, OperationsPerTenant: cfg.OperationsPerTenant,
 		Git: gitremote.Fetcher{AllowHTTP: true}}
+	// Backups as serve wires them: the states in the bucket, or in the runner's data directory.
+	saved := backup.Installation{Pool: pool, DatabaseURL: pool.Config().ConnString(), Objects: objects.(backup.Blobs),
+		StateBackend: cfg.Backend, Keys: keys, Version: "test"}
+	if bucket != nil {
+		saved.State = bucket
+	} else if saved.State, err = objstore.NewDir(filepath.Join(data, "state")); err != nil {
+		t.Fatal(err)
+	}
+	deps.Backup = &saved
 	for _, f := range configure {
 		f(&deps)
 	}

@@ -1,4 +1,5 @@
-// Package cli is the nimbus command: serve, migrate, user create, token create, seed and version.
+// Package cli is the nimbus command: serve, migrate, user create, token create, seed, backup,
+// restore and version.
 package cli
 
 import (
@@ -35,6 +36,8 @@ Usage:
   nimbus user create --email E [flags]      create a user (password read from stdin, or generated)
   nimbus token create --email E --name N    create an API token for a user and print it
   nimbus seed [flags]                       fill an empty database with made-up data at scale
+  nimbus backup --to FILE                   write the database, the stacks' states and the logs into one archive
+  nimbus restore --from FILE                restore such an archive onto an empty data directory or database
   nimbus version                            print the version
 
 Every command takes --data-dir (NIMBUS_DATA_DIR) and --database-url (NIMBUS_DATABASE_URL).
@@ -74,6 +77,10 @@ func Run(ctx context.Context, args []string, env Env) error {
 		return errors.New(`unknown token command; did you mean "nimbus token create"?`)
 	case "seed":
 		return seedData(ctx, rest, env)
+	case "backup":
+		return backupCmd(ctx, rest, env)
+	case "restore":
+		return restoreCmd(ctx, rest, env)
 	case "version", "--version", "-v":
 		fmt.Fprintln(env.Stdout, "nimbus", Version)
 		return nil

@@ -177,6 +177,10 @@ func TestRun_BadInput(t *testing.T) {
 		"sandbox must be auto, required or off, not \"sometimes\"":  {"nimbus", "serve", "--sandbox", "sometimes"},
 		"languages must be among yaml, typescript and python":       {"nimbus", "serve", "--languages", "yaml,cobol"},
 		"graph parallel must be a number from 1 to 1000, not \"0\"": {"nimbus", "serve", "--graph-parallel", "0"},
+		"backup interval must be off or a duration":                 {"nimbus", "serve", "--backup-interval", "soon"},
+		"backup keep must be a number from 1 to 1000":               {"nimbus", "serve", "--backup-keep", "0"},
+		"--to is required":   {"nimbus", "backup", "--data-dir", t.TempDir()},
+		"--from is required": {"nimbus", "restore", "--data-dir", t.TempDir()},
 	}
 	for want, args := range cases {
 		e, _, _ := env(nil, "")

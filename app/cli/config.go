@@ -75,6 +75,13 @@ type config struct {
 	SecondFactorForAdmins bool
 	// EventRetention is how long the event log keeps an event.
 	EventRetention time.Duration
+	// BackupInterval is how often a scheduled backup is taken; zero for never.
+	BackupInterval time.Duration
+	// BackupKeep is how many scheduled backups are kept, the newest.
+	BackupKeep int
+	// BackupDir is the directory scheduled backups go to; empty for the object store's
+	// backups folder.
+	BackupDir string
 	// DatabaseRestartTimeout is how long a dead embedded Postgres is tried to be restarted
 	// before Nimbus gives up and exits.
 	DatabaseRestartTimeout time.Duration
@@ -136,6 +143,19 @@ var options = []option{
 		c.SecondFactorForAdmins = b
 		return nil
 	}},
+	{"backup-interval", "NIMBUS_BACKUP_INTERVAL", "off", "how often to take a scheduled backup, such as 24h; off for never", func(c *config, v string) error {
+		if v == "off" {
+			return nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Minute {
+			return fmt.Errorf("backup interval must be off or a duration of a minute or more such as 24h, not %q", v)
+		}
+		c.BackupInterval = d
+		return nil
+	}},
+	{"backup-keep", "NIMBUS_BACKUP_KEEP", "7", "how many scheduled backups to keep; older ones are deleted", countSetter("backup keep", 1, 1000, func(c *config, n int) { c.BackupKeep = n })},
+	{"backup-dir", "NIMBUS_BACKUP_DIR", "", "directory scheduled backups go to; unset puts them in the object store, under backups/", func(c *config, v string) error { c.BackupDir = v; return nil }},
 	{"pulumi-dir", "NIMBUS_PULUMI_DIR", "", "directory holding the pulumi CLI and language hosts (else PATH)", func(c *config, v string) error { c.PulumiDir = v; return nil }},
 	{"job-workers", "NIMBUS_JOB_WORKERS", "10", "operations run at once on this node", func(c *config, v string) error {
 		n, err := strconv.Atoi(v)

@@ -34,7 +34,8 @@ func serve(ctx context.Context, args []string, env Env) error {
 		"secure-cookies", "second-factor-for-admins", "pulumi-dir", "job-workers", "check-workers", "checks-per-tenant", "checks-per-minute", "graph-parallel",
 		"operations-per-tenant", "event-workers", "delivery-workers", "housekeeping-workers",
 		"job-timeout", "approval-ttl", "poll-interval", "trusted-proxies", "max-state-size",
-		"s3-endpoint", "s3-bucket", "s3-access-key", "s3-secret-key-file", "s3-region", "sandbox", "engine-user", "languages")
+		"s3-endpoint", "s3-bucket", "s3-access-key", "s3-secret-key-file", "s3-region", "sandbox", "engine-user", "languages",
+		"backup-interval", "backup-keep", "backup-dir")
 	if err != nil {
 		return err
 	}
@@ -122,10 +123,19 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	log.Info("secrets keyring loaded", "keyring", keys)
+	saved, err := installation(cfg, d, objs, keys)
+	if err != nil {
+		return err
+	}
+	shelf, shelved, err := backupShelf(cfg, objs)
+	if err != nil {
+		return err
+	}
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objs.store, OperationTimeout: cfg.JobTimeout, ApprovalTTL: cfg.ApprovalTTL,
 		ChecksPerTenant: cfg.ChecksPerTenant, OperationsPerTenant: cfg.OperationsPerTenant, GraphParallel: cfg.GraphParallel, Cloud: cloud, PollInterval: cfg.PollInterval,
 		Deliveries: event.DeliveryConfig{AllowPrivate: cfg.WebhooksPrivate}, EventRetention: cfg.EventRetention,
-		Toolchain: pulumix.Local{Dir: cfg.PulumiDir, Enabled: cfg.Languages}}
+		Toolchain: pulumix.Local{Dir: cfg.PulumiDir, Enabled: cfg.Languages},
+		Backup:    &saved, BackupShelf: shelf, BackupInterval: cfg.BackupInterval}
 	riverPool, err := db.LazySessions(ctx, d.Pool)
 	if err != nil {
 		return err
@@ -173,12 +183,12 @@ func serve(ctx context.Context, args []string, env Env) error {
 	handler, err := server.New(uiCtx, server.Deps{
 		Pool: d.Pool, Log: log, Tracer: traces, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SessionMaxAge: cfg.SessionMaxAge, SecureCookies: cfg.SecureCookies,
 		Keys: keys, Runner: runner, ChecksPerMinute: cfg.ChecksPerMinute, OperationsPerTenant: cfg.OperationsPerTenant, MaxStateSize: cfg.MaxStateSize,
-		TrustedProxies: cfg.TrustedProxies, Objects: objs.store,
+		TrustedProxies: cfg.TrustedProxies, Objects: objs.store, Backup: &saved,
 		DatabaseDown: watched.Down, Alive: watched.Alive, WebhooksPrivate: cfg.WebhooksPrivate,
 		Info: system.Info{
 			Version: Version, Database: d.Where, PulumiDir: cfg.PulumiDir,
 			State: objs.state, Objects: objs.where, Sandbox: sandboxStatus(runner, cfg.Sandbox), Languages: cfg.Languages,
-			SecondFactorForAdmins: cfg.SecondFactorForAdmins,
+			SecondFactorForAdmins: cfg.SecondFactorForAdmins, Backups: shelved,
 		},
 	})
 	if err != nil {

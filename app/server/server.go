@@ -36,6 +36,7 @@ import (
 	"nimbus/app/kernel/objstore"
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/orchestration/approval"
+	"nimbus/app/orchestration/backup"
 	"nimbus/app/orchestration/dashboard"
 	"nimbus/app/orchestration/deploy/deployweb"
 	"nimbus/app/orchestration/drift"
@@ -83,6 +84,9 @@ type Deps struct {
 	// Toolchain says which languages and providers the engine can run, for publishing
 	// components; the toolchain in Info.PulumiDir when nil.
 	Toolchain component.Engine
+	// Backup is the installation a provider admin may download a backup of from the system
+	// page; none when nil.
+	Backup *backup.Installation
 	// Objects keeps blobs (full operation logs, state exports); /readyz checks it. May be nil.
 	Objects objstore.Store
 	// StreamRecheck is how often at the least a live stream checks that its viewer is still
@@ -148,7 +152,13 @@ func New(ctx context.Context, d Deps) (http.Handler, error) {
 	envH := environment.NewHandlers(svc.Environments, svc.Lifecycle)
 	zoneH := landingzone.NewHandlers(svc.Zones, svc.Pools)
 	componentH := component.NewHandlers(svc.Components)
+	if d.Backup != nil {
+		d.Info.BackupURL = backup.DownloadPath
+	}
 	system.NewHandlers(d.Pool, d.Objects, d.Info, d.Log.With("component", "system")).Alive(d.Alive).Routes(probes, signed)
+	if d.Backup != nil {
+		backup.NewHandlers(*d.Backup, d.Log.With("component", "backup")).Routes(signed)
+	}
 	auth.NewHandlers(svc.Auth, svc.SSO, svc.Factors, d.SecureCookies).Routes(app, signed, api)
 	tenantH.Routes(signed, api)
 	user.NewHandlers(svc.Users, svc.Tenants).Routes(signed, api)

@@ -15,6 +15,7 @@ import (
 	"nimbus/app/kernel/problem"
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/orchestration/approval"
+	"nimbus/app/orchestration/backup"
 	"nimbus/app/orchestration/deploy"
 	"nimbus/app/orchestration/drift"
 	"nimbus/app/orchestration/environment"
@@ -74,6 +75,11 @@ type Engine struct {
 	// RepositoryPoll is how often every linked repository is looked at;
 	// component.DefaultPollInterval when zero.
 	RepositoryPoll time.Duration
+	// Backup is what a scheduled backup takes, onto BackupShelf every BackupInterval; none when
+	// nil or the interval is zero.
+	Backup         *backup.Installation
+	BackupShelf    backup.Shelf
+	BackupInterval time.Duration
 }
 
 // Workers registers the job workers of every domain.
@@ -84,6 +90,9 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 			Gated(approval.NewGate(eng.ApprovalTTL)).PerTenant(eng.OperationsPerTenant))
 		river.AddWorker(w, approval.NewExpirer(pool, log.With("component", "approvals")))
 		river.AddWorker(w, deploy.NewReaper(pool))
+		if eng.Backup != nil {
+			river.AddWorker(w, backup.NewScheduler(*eng.Backup, eng.BackupShelf, log.With("component", "backup")))
+		}
 		river.AddWorker(w, drift.NewScanner(pool))
 		river.AddWorker(w, graph.NewRunner(pool, eng.GraphParallel, problem.Refusal).
 			Serve(graph.ParentEnvironment, environment.NewGraph(pool, eng.Keys)).
@@ -147,9 +156,13 @@ func expiredInstances(pool *pgxpool.Pool, eng Engine) environment.DestroyInstanc
 func Periodic(ctx context.Context, pool *pgxpool.Pool, eng Engine) []*river.PeriodicJob {
 	waiting := event.NewWaiting(pool)
 	go waiting.Watch(ctx)
-	return []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), drift.Schedule(), event.SweepSchedule(waiting), event.RetentionSchedule(),
+	periodic := []*river.PeriodicJob{deploy.ReaperSchedule(), approval.ExpirySchedule(), drift.Schedule(), event.SweepSchedule(waiting), event.RetentionSchedule(),
 		poller.Schedule(eng.PollInterval), environment.ExpirySchedule(eng.ExpiryCheck), elevation.SweepSchedule(),
 		notification.DigestSchedule(), component.PollSchedule(eng.RepositoryPoll)}
+	if eng.Backup != nil && eng.BackupInterval > 0 {
+		periodic = append(periodic, backup.Schedule(eng.BackupInterval))
+	}
+	return periodic
 }
 
 // stackInstances lists a stack's instances for its page; the stack package cannot ask the

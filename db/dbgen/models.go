@@ -80,6 +80,17 @@ type AuditEvent struct {
 	Diff       json.RawMessage `json:"diff"`
 }
 
+type Backup struct {
+	ID        uuid.UUID `json:"id"`
+	StartedAt time.Time `json:"started_at"`
+	Succeeded bool      `json:"succeeded"`
+	Location  string    `json:"location"`
+	Size      int64     `json:"size"`
+	Error     string    `json:"error"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
 type Component struct {
 	ID               uuid.UUID       `json:"id"`
 	TenantID         uuid.NullUUID   `json:"tenant_id"`

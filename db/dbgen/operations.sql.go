@@ -45,6 +45,7 @@ UPDATE operations SET status = 'running', lease = $1, heartbeat_at = now(),
     started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = $2
   AND (status = 'queued' OR (status = 'running' AND heartbeat_at < now() - interval '1 minute'))
+  AND (SELECT true FROM pg_advisory_xact_lock_shared(7369646570))
 RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at
 `
 
@@ -53,7 +54,10 @@ type ClaimOperationParams struct {
 	ID    uuid.UUID     `json:"id"`
 }
 
-// Takes a queued operation, or a running one whose worker stopped beating.
+// Takes a queued operation, or a running one whose worker stopped beating. It waits first
+// while a backup copies the stacks' states, holding the lock shared until the transaction
+// ends: an operation taken then could write a state that the backup's snapshot of the
+// database shows no operation running on. The key is deploy.backupGate's.
 func (q *Queries) ClaimOperation(ctx context.Context, arg ClaimOperationParams) (Operation, error) {
 	row := q.db.QueryRow(ctx, claimOperation, arg.Lease, arg.ID)
 	var i Operation
@@ -525,6 +529,34 @@ func (q *Queries) RequestOperationCancel(ctx context.Context, id uuid.UUID) (int
 	return result.RowsAffected(), nil
 }
 
+const requeueRestoredOperations = `-- name: RequeueRestoredOperations :many
+UPDATE operations SET status = 'queued', lease = NULL, updated_at = now()
+WHERE status = 'running'
+RETURNING id
+`
+
+// Sends every operation a restored database shows running back to the queue: the workers that
+// ran it belong to the installation the backup was taken of.
+func (q *Queries) RequeueRestoredOperations(ctx context.Context) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, requeueRestoredOperations)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const requeueStaleOperation = `-- name: RequeueStaleOperation :execrows
 UPDATE operations SET status = 'queued', lease = NULL, updated_at = now()
 WHERE id = $1 AND status = 'running' AND heartbeat_at < now() - interval '1 minute'
@@ -607,7 +639,8 @@ func (q *Queries) SetOperationSecrets(ctx context.Context, arg SetOperationSecre
 
 const startRestore = `-- name: StartRestore :one
 INSERT INTO operations (deployment_id, kind, status, requested_by, lease, heartbeat_at, started_at)
-VALUES ($1, 'restore', 'running', $2, $3, now(), now())
+SELECT $1, 'restore', 'running', $2, $3, now(), now()
+WHERE (SELECT true FROM pg_advisory_xact_lock_shared(7369646570))
 RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at
 `
 
@@ -617,7 +650,8 @@ type StartRestoreParams struct {
 	Lease        uuid.NullUUID `json:"lease"`
 }
 
-// A restore runs in the request that asks for it, holding the deployment's active slot.
+// A restore runs in the request that asks for it, holding the deployment's active slot. It
+// waits first while a backup copies the states, as ClaimOperation does.
 func (q *Queries) StartRestore(ctx context.Context, arg StartRestoreParams) (Operation, error) {
 	row := q.db.QueryRow(ctx, startRestore, arg.DeploymentID, arg.RequestedBy, arg.Lease)
 	var i Operation

@@ -8,17 +8,30 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, sqlc.arg(rotate)::text[], $8, sqlc.arg(refre
 RETURNING *;
 
 -- name: StartRestore :one
--- A restore runs in the request that asks for it, holding the deployment's active slot.
+-- A restore runs in the request that asks for it, holding the deployment's active slot. It
+-- waits first while a backup copies the states, as ClaimOperation does.
 INSERT INTO operations (deployment_id, kind, status, requested_by, lease, heartbeat_at, started_at)
-VALUES ($1, 'restore', 'running', $2, $3, now(), now())
+SELECT $1, 'restore', 'running', $2, $3, now(), now()
+WHERE (SELECT true FROM pg_advisory_xact_lock_shared(7369646570))
 RETURNING *;
 
+-- name: RequeueRestoredOperations :many
+-- Sends every operation a restored database shows running back to the queue: the workers that
+-- ran it belong to the installation the backup was taken of.
+UPDATE operations SET status = 'queued', lease = NULL, updated_at = now()
+WHERE status = 'running'
+RETURNING id;
+
 -- name: ClaimOperation :one
--- Takes a queued operation, or a running one whose worker stopped beating.
+-- Takes a queued operation, or a running one whose worker stopped beating. It waits first
+-- while a backup copies the stacks' states, holding the lock shared until the transaction
+-- ends: an operation taken then could write a state that the backup's snapshot of the
+-- database shows no operation running on. The key is deploy.backupGate's.
 UPDATE operations SET status = 'running', lease = sqlc.arg(lease), heartbeat_at = now(),
     started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = sqlc.arg(id)
   AND (status = 'queued' OR (status = 'running' AND heartbeat_at < now() - interval '1 minute'))
+  AND (SELECT true FROM pg_advisory_xact_lock_shared(7369646570))
 RETURNING *;
 
 -- name: HeartbeatOperation :one

@@ -23,6 +23,7 @@ var Kinds = []Kind{
 	{Type: "subscription.disabled", Label: "A subscription of my tenant was turned off", On: true},
 	{Type: "elevation.granted", Label: "I was granted an elevated role", On: true},
 	{Type: "elevation.ended", Label: "My elevated role ended", On: true},
+	{Type: "backup.failed", Label: "A scheduled backup failed (provider admins)", On: true},
 }
 
 // onByDefault lists the kinds that reach a person who never said otherwise.

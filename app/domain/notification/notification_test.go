@@ -103,6 +103,8 @@ func TestEvents_ReachThePeopleTheyConcern(t *testing.T) {
 			Data: map[string]any{"subscription": sub.ID, "reason": "failing"}}, false, []access.Principal{w.AdminA}, "/event-subscriptions/" + sub.ID.String()},
 		{"elevation granted", outbox.Event{Type: "elevation.granted", Subject: "Tenant B",
 			Data: map[string]any{"user_id": w.UserA.UserID, "tenant_id": w.B.ID, "role": "tenant_admin", "ends_at": ends}}, false, []access.Principal{w.UserA}, "/tenants"},
+		{"scheduled backup failed", outbox.Event{Type: "backup.failed", Subject: "backup",
+			Data: map[string]any{"error": "no space left on device"}}, false, []access.Principal{w.Admin}, "/admin/system"},
 		{"elevation ended", outbox.Event{Type: "elevation.ended", Subject: "Tenant B",
 			Data: map[string]any{"user_id": w.UserA.UserID, "tenant_id": w.B.ID, "role": "tenant_admin", "ends_at": ends}}, false, []access.Principal{w.UserA}, "/tenants"},
 	}

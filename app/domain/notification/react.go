@@ -89,6 +89,10 @@ func compose(ctx context.Context, q *dbgen.Queries, e outbox.Logged) (note, erro
 		n.title, n.link = fmt.Sprintf("Subscription %s was turned off: %s", e.Subject, e.Data["reason"]), "/event-subscriptions/"+sub.String()
 		n.users, err = q.TenantAdmins(ctx, n.tenant)
 		return n, err
+	case "backup.failed":
+		n.title, n.link = fmt.Sprintf("A scheduled backup failed: %s", e.Data["error"]), "/admin/system"
+		n.users, err = q.TenantAdmins(ctx, uuid.NullUUID{}) // of no tenant: the provider admins
+		return n, err
 	case "elevation.granted", "elevation.ended":
 		who.UUID, err = e.ID("user_id")
 		who.Valid = err == nil

@@ -38,6 +38,10 @@ type Info struct {
 	// SecondFactorForAdmins says provider admins who sign in with a password must have a
 	// second factor (--second-factor-for-admins).
 	SecondFactorForAdmins bool
+	// BackupURL is where the page's button asks for a backup to download; no button when empty.
+	BackupURL string
+	// Backups says when scheduled backups are taken and where they go; empty when never.
+	Backups string
 }
 
 // Sandbox is the engine sandbox's state, in words.
@@ -162,7 +166,8 @@ func (h *Handlers) StatusPage(c echo.Context) error {
 	if tc.CLI != "" {
 		checks = append(checks, kubernetesProvider(filepath.Dir(tc.CLI)))
 	}
-	return web.Render(c, http.StatusOK, System(web.Page(c, "System"), checks))
+	checks = append(checks, backupChecks(ctx, h.pool, h.info.Backups)...)
+	return web.Render(c, http.StatusOK, System(web.Page(c, "System"), checks, h.info.BackupURL))
 }
 
 // kubernetesProvider says whether the Kubernetes provider is beside the CLI, which only
@@ -187,8 +192,8 @@ type Metrics struct {
 	latency  *prometheus.HistogramVec
 }
 
-// NewMetrics registers the HTTP latency histogram, the job queue depth, the database pool and
-// the Go runtime collectors.
+// NewMetrics registers the HTTP latency histogram, the job queue depth, the database pool, the
+// scheduled backups and the Go runtime collectors.
 func NewMetrics(pool *pgxpool.Pool) *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
@@ -200,7 +205,7 @@ func NewMetrics(pool *pgxpool.Pool) *Metrics {
 		}, []string{"method", "route", "code"}),
 	}
 	reg.MustRegister(m.latency, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
-		&poolCollector{pool: pool}, &queueCollector{pool: pool})
+		&poolCollector{pool: pool}, &queueCollector{pool: pool}, &backupCollector{pool: pool})
 	return m
 }
 

@@ -107,11 +107,13 @@ func (d *Dir) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// List returns the keys under prefix (a directory, such as "logs/"), sorted.
+// List returns the keys under prefix (a directory, such as "logs/"; "" for every key), sorted.
 func (d *Dir) List(ctx context.Context, prefix string) ([]string, error) {
 	start := strings.TrimSuffix(prefix, "/")
-	if err := checkKey(start); err != nil {
-		return nil, err
+	if start != "" {
+		if err := checkKey(start); err != nil {
+			return nil, err
+		}
 	}
 	var keys []string
 	err := filepath.WalkDir(d.path(start), func(path string, e fs.DirEntry, err error) error {

@@ -108,6 +108,13 @@ func (k *key) expand(info string) []byte {
 // next to a new Pulumi stack, so its passphrase can be derived again after a rotation.
 func (r *Keyring) CurrentKeyID() string { return r.current.id }
 
+// Knows reports whether the keyring holds the key with this id, current or old: whether what
+// was sealed under it can be opened.
+func (r *Keyring) Knows(keyID string) bool {
+	_, ok := r.byID[keyID]
+	return ok
+}
+
 // Source says where the current key came from: the environment variable or the key file (and
 // whether this Load generated it, in which case the operator should back it up).
 func (r *Keyring) Source() string { return r.source }

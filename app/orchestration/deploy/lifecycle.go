@@ -120,6 +120,23 @@ func requeue(ctx context.Context, q *dbgen.Queries, id uuid.UUID) error {
 	return err
 }
 
+// ResumeRestored hands every operation a restored database shows running back to the workers,
+// in the caller's transaction, and returns their ids. A restore is a crash as an operation
+// sees it: its checkpoints say where it was, and a resumed step is safe to run again (an up
+// refreshes and converges), so it goes on from there rather than ending half done.
+func ResumeRestored(ctx context.Context, tx pgx.Tx, queue jobs.Queue) ([]uuid.UUID, error) {
+	ids, err := db.Reused(tx).RequeueRestoredOperations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if _, err := queue.InsertTx(ctx, tx, OperationArgs{OperationID: id}, nil); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}
+
 // beat says the holder of the lease is alive, and learns whether a cancel was asked for.
 func beat(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID) (cancelRequested bool, err error) {
 	cancelRequested, err = q.HeartbeatOperation(ctx, dbgen.HeartbeatOperationParams{ID: id, Lease: leased(held)})
