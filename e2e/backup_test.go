@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -93,8 +94,9 @@ func backupAndRestore(t *testing.T, bin string, from, to []string) {
 	deployments := ids(first.api(t, token, "GET", "/api/v1/deployments", nil)["deployments"])
 	audit := ids(first.api(t, token, "GET", "/api/v1/audit-events", nil)["events"])
 	versions := fmt.Sprint(first.api(t, token, "GET", "/api/v1/components/"+vault["id"].(string)+"/versions", nil)["versions"])
-	if len(deployments) != 3 || len(audit) == 0 {
-		t.Fatalf("before the backup: deployments %v, audit events %v", deployments, audit)
+	inventory := ids(first.api(t, token, "GET", "/api/v1/inventory", nil)["items"])
+	if len(deployments) != 3 || len(audit) == 0 || len(inventory) == 0 {
+		t.Fatalf("before the backup: deployments %v, audit events %v, inventory items %v", deployments, audit, inventory)
 	}
 
 	archive := filepath.Join(t.TempDir(), "nimbus.tar.gz")
@@ -192,6 +194,16 @@ func backupAndRestore(t *testing.T, bin string, from, to []string) {
 	})
 	if resumed["status"] != "succeeded" {
 		t.Fatalf("the deploy running at backup time ended %v", resumed)
+	}
+	// The inventory knows what it knew, and what the resumed deploy made besides.
+	restored := ids(second.api(t, token, "GET", "/api/v1/inventory", nil)["items"])
+	for _, id := range inventory {
+		if !slices.Contains(restored, id) {
+			t.Errorf("the restored inventory %v lacks item %s of %v", restored, id, inventory)
+		}
+	}
+	if len(restored) <= len(inventory) {
+		t.Errorf("the restored inventory holds %d items, the %d before and none of the resumed deploy's", len(restored), len(inventory))
 	}
 	machines, _ := filepath.Glob(filepath.Join(target, "simcloud", "machine", "*.json"))
 	disks, _ := filepath.Glob(filepath.Join(target, "simcloud", "disk", "*.json"))

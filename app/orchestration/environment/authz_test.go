@@ -89,6 +89,23 @@ var environmentCases = map[string]apptest.AuthzCase{
 			return err
 		},
 	},
+	"environment.Service.Leading": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: apptest.ErrHidden}},
+		Served:  []apptest.Actor{apptest.ReaderA, apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			env := w.Dev(t)
+			got, total, err := w.Envs.Leading(context.Background(), p, 20)
+			for _, e := range got {
+				if !p.Can(access.EnvironmentRead, e.TenantID) {
+					t.Errorf("%s is shown %s of another tenant", p.Email, e.Name)
+				}
+			}
+			if err == nil && total != len(got) {
+				t.Errorf("%s is told of %d environments and shown %d of fewer than twenty", p.Email, total, len(got))
+			}
+			return apptest.Shown(got, err, func(e environment.Environment) bool { return e.ID == env.ID })
+		},
+	},
 	"environment.Service.List": {
 		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: apptest.ErrHidden}},
 		Served:  []apptest.Actor{apptest.ReaderA, apptest.ProviderAdmin},
