@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"nimbus/app/domain/system"
+	"nimbus/app/kernel/egress"
 	"nimbus/app/kernel/objstore"
 	"nimbus/app/kernel/objstore/s3test"
 	"nimbus/app/kernel/sandbox"
@@ -156,7 +157,7 @@ func Start(t testing.TB, pool *pgxpool.Pool, cfg SiteConfig, configure ...func(*
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.OperationTimeout, ApprovalTTL: cfg.ApprovalTTL,
 		ChecksPerTenant: cfg.ChecksPerTenant, OperationsPerTenant: cfg.OperationsPerTenant, GraphParallel: cfg.GraphParallel, Cloud: cloud, PollInterval: cfg.PollInterval, Deliveries: cfg.Deliveries,
 		ExpiryCheck: cfg.ExpiryCheck, MailAttempts: cfg.MailAttempts, Toolchain: pulumix.Local{Dir: cfg.Toolchain},
-		Git: gitremote.Fetcher{AllowHTTP: true}, RepositoryPoll: cfg.RepositoryPoll}
+		Git: gitremote.Fetcher{AllowHTTP: true, Reach: egress.Policy{AllowPrivate: true}}, RepositoryPoll: cfg.RepositoryPoll}
 	riverPool, err := db.LazySessions(ctx, pool) // as the server runs River
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +174,7 @@ func Start(t testing.TB, pool *pgxpool.Pool, cfg SiteConfig, configure ...func(*
 	t.Cleanup(func() { _ = client.Stop(context.Background()) })
 	deps := server.Deps{Pool: pool, Log: log, Tracer: cfg.Tracer, Jobs: client, SessionTTL: time.Hour, Keys: keys, Runner: runner, Objects: objects,
 		Info: system.Info{Version: "test", PulumiDir: cfg.Toolchain}, WebhooksPrivate: cfg.Deliveries.AllowPrivate, OperationsPerTenant: cfg.OperationsPerTenant,
-		Git: gitremote.Fetcher{AllowHTTP: true}}
+		Git: gitremote.Fetcher{AllowHTTP: true, Reach: egress.Policy{AllowPrivate: true}}}
 	// Backups as serve wires them: the states in the bucket, or in the runner's data directory.
 	saved := backup.Installation{Pool: pool, DatabaseURL: pool.Config().ConnString(), Objects: objects.(backup.Blobs),
 		StateBackend: cfg.Backend, Keys: keys, Version: "test"}

@@ -26,6 +26,7 @@ import (
 	"nimbus/app/domain/tenant"
 	"nimbus/app/domain/user"
 	"nimbus/app/kernel/access"
+	"nimbus/app/kernel/egress"
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/orchestration/approval"
 	"nimbus/app/orchestration/deploy"
@@ -86,7 +87,7 @@ func NewWorld(t testing.TB) *World {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	keys := testKeys(t)
-	svc := server.Build(server.Deps{Pool: pool, Log: discardLog(), Jobs: insertOnly(t, pool), SessionTTL: time.Hour, Keys: keys, Toolchain: yamlOnly{}, Git: gitremote.Fetcher{AllowHTTP: true},
+	svc := server.Build(server.Deps{Pool: pool, Log: discardLog(), Jobs: insertOnly(t, pool), SessionTTL: time.Hour, Keys: keys, Toolchain: yamlOnly{}, Git: gitremote.Fetcher{AllowHTTP: true, Reach: egress.Policy{AllowPrivate: true}},
 		Info: system.Info{PulumiDir: os.Getenv("NIMBUS_PULUMI_DIR")}})
 	w := &World{
 		Pool: pool, Tenants: svc.Tenants, Users: svc.Users, Elevations: svc.Elevations, Audit: svc.Audit, Auth: svc.Auth,

@@ -70,6 +70,8 @@ type config struct {
 	Languages []string
 	// WebhooksPrivate lets event subscriptions deliver to private and loopback addresses.
 	WebhooksPrivate bool
+	// GitPrivate lets components be linked to repositories at private and loopback addresses.
+	GitPrivate bool
 	// SecondFactorForAdmins requires provider admins who sign in with a password to have a
 	// second factor.
 	SecondFactorForAdmins bool
@@ -133,6 +135,14 @@ var options = []option{
 			return fmt.Errorf("webhooks private must be true or false, not %q", v)
 		}
 		c.WebhooksPrivate = b
+		return nil
+	}},
+	{"git-private", "NIMBUS_GIT_PRIVATE", "false", "let components be linked to git repositories in the operator's own networks (a git server inside them): the same ranges as --webhooks-private (off: only public addresses)", func(c *config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("git private must be true or false, not %q", v)
+		}
+		c.GitPrivate = b
 		return nil
 	}},
 	{"second-factor-for-admins", "NIMBUS_SECOND_FACTOR_FOR_ADMINS", "false", "require provider admins who sign in with a password to set up a second factor (TOTP) before they can do anything else; those of the identity provider are not asked", func(c *config, v string) error {

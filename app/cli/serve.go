@@ -13,9 +13,11 @@ import (
 	"nimbus/app/domain/component"
 	"nimbus/app/domain/system"
 	"nimbus/app/domain/user"
+	"nimbus/app/kernel/egress"
 	"nimbus/app/kernel/sandbox"
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/orchestration/event"
+	"nimbus/app/platform/gitremote"
 	"nimbus/app/platform/pulumix"
 	"nimbus/app/platform/tracing"
 	"nimbus/app/server"
@@ -131,11 +133,12 @@ func serve(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
+	git := gitremote.Fetcher{Reach: egress.Policy{AllowPrivate: cfg.GitPrivate}}
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objs.store, OperationTimeout: cfg.JobTimeout, ApprovalTTL: cfg.ApprovalTTL,
 		ChecksPerTenant: cfg.ChecksPerTenant, OperationsPerTenant: cfg.OperationsPerTenant, GraphParallel: cfg.GraphParallel, Cloud: cloud, PollInterval: cfg.PollInterval,
 		Deliveries: event.DeliveryConfig{AllowPrivate: cfg.WebhooksPrivate}, EventRetention: cfg.EventRetention,
-		Toolchain: pulumix.Local{Dir: cfg.PulumiDir, Enabled: cfg.Languages},
-		Backup:    &saved, BackupShelf: shelf, BackupInterval: cfg.BackupInterval}
+		Toolchain: pulumix.Local{Dir: cfg.PulumiDir, Enabled: cfg.Languages}, Git: git,
+		Backup: &saved, BackupShelf: shelf, BackupInterval: cfg.BackupInterval}
 	riverPool, err := db.LazySessions(ctx, d.Pool)
 	if err != nil {
 		return err
@@ -184,7 +187,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 		Pool: d.Pool, Log: log, Tracer: traces, Jobs: jobClient, SessionTTL: cfg.SessionTTL, SessionMaxAge: cfg.SessionMaxAge, SecureCookies: cfg.SecureCookies,
 		Keys: keys, Runner: runner, ChecksPerMinute: cfg.ChecksPerMinute, OperationsPerTenant: cfg.OperationsPerTenant, MaxStateSize: cfg.MaxStateSize,
 		TrustedProxies: cfg.TrustedProxies, Objects: objs.store, Backup: &saved,
-		DatabaseDown: watched.Down, Alive: watched.Alive, WebhooksPrivate: cfg.WebhooksPrivate,
+		DatabaseDown: watched.Down, Alive: watched.Alive, WebhooksPrivate: cfg.WebhooksPrivate, Git: git,
 		Info: system.Info{
 			Version: Version, Database: d.Where, PulumiDir: cfg.PulumiDir,
 			State: objs.state, Objects: objs.where, Sandbox: sandboxStatus(runner, cfg.Sandbox), Languages: cfg.Languages,

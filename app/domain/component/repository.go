@@ -211,6 +211,8 @@ func remoteProblem(err error) error {
 		return problem.Invalid("token", "accepted", "the repository refused the credentials: check the user and the token, and that it may read the repository")
 	case errors.Is(err, gitremote.ErrNoRef):
 		return problem.Invalid("branch", "exists", "the repository has no such branch")
+	case errors.Is(err, gitremote.ErrNotAllowed):
+		return problem.Invalid("url", "allowed", "%v", err)
 	case errors.Is(err, gitremote.ErrUnreachable):
 		return problem.Invalid("url", "reachable", "no git repository answers at this URL")
 	case errors.Is(err, gitremote.ErrTooLarge):

@@ -19,6 +19,9 @@
 //     user's settings are not read, only https (and http where allowed, for tests) may be
 //     spoken, so a URL cannot name ext:: or file:: transports, and redirects are not followed,
 //     so the credentials go to the host the link names alone.
+//   - Only addresses the tenant may reach are spoken to (Fetcher.Reach, as for event
+//     subscriptions): Nimbus resolves the host, checks every address, and holds git to them
+//     (http.curloptResolve), so a second resolution cannot move a fetch inside the network.
 //
 // ssh remotes are not supported yet.
 package gitremote
@@ -30,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -38,6 +42,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"nimbus/app/kernel/egress"
 )
 
 // Remote is a repository and what signs in to it. User may be empty: forges take any name
@@ -56,6 +62,8 @@ type Fetcher struct {
 	Timeout time.Duration
 	// AllowHTTP lets remotes be spoken to over plain http: for tests only.
 	AllowHTTP bool
+	// Reach says which addresses a remote may be at.
+	Reach egress.Policy
 }
 
 // Defaults for a Fetcher's zero fields.
@@ -71,6 +79,7 @@ var (
 	ErrNoRef       = errors.New("no such branch or tag")
 	ErrTooLarge    = errors.New("the repository is larger than this server reads")
 	ErrTimeout     = errors.New("the repository took too long to answer")
+	ErrNotAllowed  = errors.New("the repository's address is not allowed")
 )
 
 // CheckURL says what is wrong with a remote's URL, or nil: it must be https (or http, where
@@ -87,7 +96,45 @@ func (f Fetcher) CheckURL(raw string) error {
 	case u.RawQuery != "" || u.Fragment != "":
 		return errors.New("must not have a query or a fragment")
 	}
+	if err := f.Reach.CheckHost(u.Hostname()); err != nil {
+		return fmt.Errorf("must not name an address this server may not reach: %w", err)
+	}
 	return nil
+}
+
+// pin resolves the remote's host, checks every address it has, and returns the
+// http.curloptResolve entry that holds git to them.
+func (f Fetcher) pin(ctx context.Context, raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80"}[u.Scheme]
+		if port == "" {
+			port = "443"
+		}
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname())
+	if err != nil || len(addrs) == 0 {
+		return "", fmt.Errorf("%w: %s has no address", ErrUnreachable, u.Hostname())
+	}
+	held := make([]string, len(addrs))
+	for i, a := range addrs {
+		a = a.Unmap()
+		var refused *egress.Refused
+		if err := f.Reach.Check(a); errors.As(err, &refused) {
+			return "", fmt.Errorf("%w: %s", ErrNotAllowed, egress.NotAllowed(refused))
+		} else if err != nil {
+			return "", err
+		}
+		held[i] = a.String()
+		if a.Is6() {
+			held[i] = "[" + held[i] + "]"
+		}
+	}
+	return u.Hostname() + ":" + port + ":" + strings.Join(held, ","), nil
 }
 
 // Tag is a tag of a remote: the object its ref names (the tag object for an annotated tag)
@@ -229,9 +276,14 @@ func (f Fetcher) git(ctx context.Context, r Remote, dir, watch string, args ...s
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrTimeout)
 	defer cancel()
+	// Every command may reach the remote: a partial clone fetches a blob when it is read.
+	pinned, err := f.pin(ctx, r.URL)
+	if err != nil {
+		return "", err
+	}
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
-	cmd.Env = f.env(r, dir)
+	cmd.Env = f.env(r, dir, pinned)
 	// git starts its remote helper as a child; the whole group ends with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -263,7 +315,7 @@ func (f Fetcher) git(ctx context.Context, r Remote, dir, watch string, args ...s
 			}
 		}()
 	}
-	err := cmd.Wait()
+	err = cmd.Wait()
 	close(done)
 	select {
 	case <-tooLarge:
@@ -304,7 +356,7 @@ func classify(said string) error {
 
 // env is git's whole environment: nothing of Nimbus's own but where programs and
 // certificates are and how to reach the network.
-func (f Fetcher) env(r Remote, home string) []string {
+func (f Fetcher) env(r Remote, home, pinned string) []string {
 	protocols := "https"
 	if f.AllowHTTP {
 		protocols = "https:http"
@@ -327,6 +379,7 @@ func (f Fetcher) env(r Remote, home string) []string {
 		{"http.lowSpeedTime", "30"},
 		{"protocol.version", "2"},
 		{"fetch.recurseSubmodules", "false"},
+		{"http.curloptResolve", pinned},
 	}
 	if r.Token != "" {
 		user := r.User

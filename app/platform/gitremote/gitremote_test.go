@@ -2,9 +2,13 @@ package gitremote_test
 
 import (
 	"errors"
+	"net"
+	"os"
+	"strings"
 	"testing"
 
 	"nimbus/app/apptest"
+	"nimbus/app/kernel/egress"
 	"nimbus/app/platform/gitremote"
 )
 
@@ -19,7 +23,7 @@ func TestRead_TheLinkedFolderOfABranchAndATag(t *testing.T) {
 	second := repo.Commit(t, "Ada Lovelace", "Second")
 	repo.Push(t)
 
-	f := gitremote.Fetcher{AllowHTTP: true, MaxBytes: 512 << 10}
+	f := gitremote.Fetcher{AllowHTTP: true, MaxBytes: 512 << 10, Reach: egress.Policy{AllowPrivate: true}}
 	remote := gitremote.Remote{URL: repo.URL, User: srv.User, Token: srv.Password}
 	refs, err := f.List(t.Context(), remote)
 	if err != nil {
@@ -54,7 +58,7 @@ func TestRead_RefusesWhatItCannotRead(t *testing.T) {
 	repo.Commit(t, "Ada", "big")
 	repo.Push(t)
 	ctx := t.Context()
-	f := gitremote.Fetcher{AllowHTTP: true, MaxBytes: 256 << 10}
+	f := gitremote.Fetcher{AllowHTTP: true, MaxBytes: 256 << 10, Reach: egress.Policy{AllowPrivate: true}}
 	good := gitremote.Remote{URL: repo.URL, User: srv.User, Token: srv.Password}
 	cases := []struct {
 		name string
@@ -88,6 +92,35 @@ func TestRead_RefusesWhatItCannotRead(t *testing.T) {
 	}
 	if err := (gitremote.Fetcher{}).CheckURL("ext::sh -c touch% /tmp/pwned"); err == nil {
 		t.Error("an ext:: URL is accepted")
+	}
+	// The same repository, at an address a tenant may not reach unless the operator allows
+	// their own networks: refused before git runs, whether the URL names the address or a name
+	// that resolves to it.
+	inside := gitremote.Fetcher{AllowHTTP: true}
+	if err := inside.CheckURL(repo.URL); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Errorf("a URL naming a loopback address: %v", err)
+	}
+	byName := strings.Replace(repo.URL, "127.0.0.1", "localhost", 1)
+	if _, err := inside.List(t.Context(), gitremote.Remote{URL: byName, User: srv.User, Token: srv.Password}); err == nil {
+		t.Error("a name for a loopback address is read")
+	}
+	// A name CheckURL cannot judge (the machine's own, which resolves to loopback here) is
+	// refused when resolved, before git runs.
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addrs, err := net.DefaultResolver.LookupNetIP(t.Context(), "ip", host); err != nil || len(addrs) == 0 || !addrs[0].Unmap().IsLoopback() {
+		t.Logf("%s resolves to %v (%v), not loopback: the resolved case is left to machines where it does", host, addrs, err)
+		return
+	}
+	own := strings.Replace(repo.URL, "127.0.0.1", host, 1)
+	if _, err := inside.Read(t.Context(), gitremote.Remote{URL: own, User: srv.User, Token: srv.Password}, "main", false, "", nil); !errors.Is(err, gitremote.ErrNotAllowed) {
+		t.Errorf("a read of %s, which resolves to loopback: %v, want %v", own, err, gitremote.ErrNotAllowed)
+	}
+	allowed := gitremote.Fetcher{AllowHTTP: true, Reach: egress.Policy{AllowPrivate: true}}
+	if _, err := allowed.Read(t.Context(), gitremote.Remote{URL: own, User: srv.User, Token: srv.Password}, "main", false, "", nil); err != nil {
+		t.Errorf("a read of %s where the operator allows their own networks: %v", own, err)
 	}
 }
 
