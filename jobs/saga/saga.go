@@ -78,12 +78,10 @@ type Commit int
 const (
 	// Durable returns once the write survives a crash of the store.
 	Durable Commit = iota
-	// Lazy may return before the write reaches the disk, or even before it is done: a store
-	// may finish it while the step runs, as no step reads its own checkpoint, so long as the
-	// store keeps its writes in order and a failed one fails the next call. A crash of the
-	// store may lose it, but only with every write after it, so the next Durable write makes
-	// it durable too. A lost write leaves the checkpoints as they were before it, as if the run
-	// had stopped there.
+	// Lazy returns once the write is seen by every reader, perhaps before it reaches the
+	// disk. A crash of the store may lose it, but only with every write after it: the store
+	// keeps its writes in order, so the next Durable write makes it durable too. A lost write
+	// leaves the checkpoints as they were before it, as if the run had stopped there.
 	Lazy
 )
 

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -290,55 +289,5 @@ func TestCheckpoints_FailedFoldedCommitLeavesTheStepBeforeRunning(t *testing.T) 
 	}
 	if want := "resolve interrupted=false,resolve interrupted=true,up"; strings.Join(ran, ",") != want {
 		t.Fatalf("ran %s, want %s", strings.Join(ran, ","), want)
-	}
-}
-
-func TestCheckpoints_ALazyWriteGoesOnBesideTheStepAndAFailedOneIsTold(t *testing.T) {
-	ctx := context.Background()
-	pool := dbtest.Pool(t)
-	op := anOperation(t, pool)
-	store := &checkpoints{pool: pool, operation: op}
-	if _, err := store.Load(ctx, []string{"a", "b"}); err != nil {
-		t.Fatal(err)
-	}
-	// Somebody holds step a's row: its write waits, and the step must not wait with it.
-	holder, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Rollback(ctx)
-	if _, err := holder.Exec(ctx, "SELECT 1 FROM operation_steps WHERE operation_id = $1 AND name = 'a' FOR UPDATE", op); err != nil {
-		t.Fatal(err)
-	}
-	marked := make(chan error, 1)
-	go func() { marked <- store.Mark(ctx, saga.Lazy, saga.Move{Step: "a", Status: saga.Running}) }()
-	select {
-	case err := <-marked:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("a Lazy mark waited for its write, held behind a lock for a minute")
-	}
-	if err := holder.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	var status string
-	if err := pool.QueryRow(ctx, "SELECT status FROM operation_steps WHERE operation_id = $1 AND name = 'a'", op).Scan(&status); err != nil || status != "running" {
-		t.Fatalf("step a is %q (%v) once its write landed, want running", status, err)
-	}
-	// A write that fails is told by the next call, before it writes anything.
-	if err := store.Mark(ctx, saga.Lazy, saga.Move{Step: "nope", Status: saga.Running}); err != nil {
-		t.Fatalf("a Lazy mark answered before its write: %v", err)
-	}
-	err = store.Mark(ctx, saga.Durable, saga.Move{Step: "b", Status: saga.Running})
-	if err == nil || !strings.Contains(err.Error(), "not every one is a step") {
-		t.Fatalf("the mark after a failed one: %v", err)
-	}
-	if err := pool.QueryRow(ctx, "SELECT status FROM operation_steps WHERE operation_id = $1 AND name = 'b'", op).Scan(&status); err != nil || status != "pending" {
-		t.Fatalf("step b is %q (%v) after a failed write before it, want pending", status, err)
 	}
 }

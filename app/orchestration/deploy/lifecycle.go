@@ -277,26 +277,18 @@ func moveDeployment(ctx context.Context, q *dbgen.Queries, id uuid.UUID, to Depl
 	return err
 }
 
-// checkpoints keeps one operation's step checkpoints in operation_steps, for the saga. A Lazy
-// write is sent and left to finish while the step it starts runs: no step reads its own
-// checkpoint, every later Mark waits for it first, so the writes keep their order, and is told
-// when it failed. The run waits for it before it is settled (see Worker.run).
+// checkpoints keeps one operation's step checkpoints in operation_steps, for the saga.
 type checkpoints struct {
 	pool      *pgxpool.Pool
 	operation uuid.UUID
 	// engine times the engine processes of the running step, recorded as it ends; none when nil.
 	engine *engineClock
-	// sent answers the Lazy write in flight, if any.
-	sent chan error
 }
 
 // Load creates the missing step rows and returns every step's checkpoint in order. The rows it
 // creates are pending steps, which the next Load makes again when a crash loses them: their
 // commit does not wait for the disk.
 func (c *checkpoints) Load(ctx context.Context, names []string) ([]saga.State, error) {
-	if err := c.Wait(); err != nil {
-		return nil, err
-	}
 	rows, err := db.Lazy(c.pool).LoadOperationSteps(ctx, dbgen.LoadOperationStepsParams{OperationID: c.operation, Names: names})
 	if err != nil {
 		return nil, fmt.Errorf("load steps of %s: %w", c.operation, err)
@@ -314,12 +306,8 @@ func (c *checkpoints) Load(ctx context.Context, names []string) ([]saga.State, e
 }
 
 // Mark records moves of steps in one statement, such as a step's end and the next one's
-// start; a Lazy one commits without waiting for the disk (see saga.Lazy), and returns once
-// sent.
+// start; a Lazy one commits without waiting for the disk (see saga.Lazy).
 func (c *checkpoints) Mark(ctx context.Context, commit saga.Commit, moves ...saga.Move) error {
-	if err := c.Wait(); err != nil {
-		return err
-	}
 	p := dbgen.MarkOperationStepsParams{OperationID: c.operation}
 	for _, m := range moves {
 		p.Names, p.Statuses = append(p.Names, m.Step), append(p.Statuses, string(m.Status))
@@ -333,24 +321,11 @@ func (c *checkpoints) Mark(ctx context.Context, commit saga.Commit, moves ...sag
 		}
 		p.EngineStarts, p.EngineEnds = append(p.EngineStarts, timeText(started)), append(p.EngineEnds, timeText(exited))
 	}
-	if commit == saga.Durable {
-		return c.write(ctx, dbgen.New(c.pool), p)
+	q := dbgen.New(c.pool)
+	if commit == saga.Lazy {
+		q = db.Lazy(c.pool)
 	}
-	sent := make(chan error, 1)
-	c.sent = sent
-	// Not cancelled with the run: a cancel's undo marks its steps after this one.
-	go func() { sent <- c.write(context.WithoutCancel(ctx), db.Lazy(c.pool), p) }()
-	return nil
-}
-
-// Wait waits for the Lazy write in flight, if any, and says whether it failed.
-func (c *checkpoints) Wait() error {
-	if c.sent == nil {
-		return nil
-	}
-	err := <-c.sent
-	c.sent = nil
-	return err
+	return c.write(ctx, q, p)
 }
 
 func (c *checkpoints) write(ctx context.Context, q *dbgen.Queries, p dbgen.MarkOperationStepsParams) error {

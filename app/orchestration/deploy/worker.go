@@ -246,11 +246,7 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, site engineSite, l
 			return ran{err: saga.Transient(err)}
 		}
 	}
-	store := &checkpoints{pool: w.pool, operation: op.ID, engine: &r.progress.engine}
-	err := saga.Execute(ctx, store, steps, lastAttempt)
-	// Only a run handed back may leave a checkpoint in flight (every other end writes one that
-	// waits): it lands before the run is settled, and a lost one is a step to run again.
-	_ = store.Wait()
+	err := saga.Execute(ctx, &checkpoints{pool: w.pool, operation: op.ID, engine: &r.progress.engine}, steps, lastAttempt)
 	return ran{err: err, changes: r.changes, exit: r.exit}
 }
 
