@@ -232,9 +232,26 @@ func (s *session) submit(form string) int64 {
 
 func (s *session) click(sel string) {
 	s.t.Helper()
-	if err := chromedp.Do(s.ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
+	// A page's live stream may swap the element between the click finding it and pressing it;
+	// the browser then refuses before any mouse event is sent, so finding it again is safe.
+	var err error
+	for range 5 {
+		err = chromedp.Do(s.ctx, chromedp.Click(chromedp.CSS(sel)))
+		if err == nil || !stale(err) {
+			break
+		}
+	}
+	if err != nil {
 		s.t.Fatalf("click %s: %v", sel, err)
 	}
+}
+
+// stale tells of an element the page replaced while the browser was being told about it.
+func stale(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Could not find node with given id") ||
+		strings.Contains(msg, "No node with given id found") ||
+		strings.Contains(msg, "Node is detached from document")
 }
 
 // eval runs a JavaScript expression in the page and decodes its value into T.
