@@ -108,7 +108,7 @@ func NewPoller(pool *pgxpool.Pool) *Poller { return &Poller{pool: pool} }
 
 // Work queues the syncs, one per link, in one statement.
 func (p *Poller) Work(ctx context.Context, _ *river.Job[PollArgs]) error {
-	ids, err := dbgen.New(p.pool).ListRepositoryLinkIDs(ctx)
+	ids, err := db.Queries(p.pool).ListRepositoryLinkIDs(ctx)
 	if err != nil || len(ids) == 0 {
 		return err
 	}
@@ -156,7 +156,7 @@ func (w *SyncWorker) Timeout(*river.Job[SyncArgs]) time.Duration { return syncTi
 // syncs, never a failed job; only trouble with the database makes River try again.
 func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 	s := w.svc
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	link, err := q.GetRepositoryLink(ctx, job.Args.LinkID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // unlinked since
@@ -213,7 +213,7 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 // its program still waits for the engine's check.
 func (w *SyncWorker) tag(ctx context.Context, link dbgen.RepositoryLink, remote gitremote.Remote, name string, tag gitremote.Tag) (bool, error) {
 	s := w.svc
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	row, err := q.GetRepositorySync(ctx, dbgen.GetRepositorySyncParams{LinkID: link.ID, Ref: name, CommitSha: tag.Commit})
 	switch {
 	case err == nil && SyncMachine.Ended(SyncStatus(row.Status)):
@@ -241,7 +241,7 @@ func (w *SyncWorker) unread(ctx context.Context, link dbgen.RepositoryLink, err 
 	if errors.Is(err, gitremote.ErrDenied) {
 		why += ": give the link a token that may read it"
 	}
-	return dbgen.New(w.svc.pool).SetRepositoryPolled(context.WithoutCancel(ctx), dbgen.SetRepositoryPolledParams{ID: link.ID, LastError: why})
+	return db.Queries(w.svc.pool).SetRepositoryPolled(context.WithoutCancel(ctx), dbgen.SetRepositoryPolledParams{ID: link.ID, LastError: why})
 }
 
 // remoteOf is the link's repository with its token opened.
@@ -278,7 +278,7 @@ func (s *Service) programOf(c Component, link dbgen.RepositoryLink, snap gitremo
 // the draft left as it was.
 func (s *Service) takeDraft(ctx context.Context, link dbgen.RepositoryLink, snap gitremote.Snapshot) error {
 	return db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		if _, err := q.LockRepositoryLink(ctx, link.ID); errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		} else if err != nil {
@@ -336,7 +336,7 @@ func (s *Service) takeDraft(ctx context.Context, link dbgen.RepositoryLink, snap
 func (s *Service) publishTag(ctx context.Context, link dbgen.RepositoryLink, name string, snap gitremote.Snapshot) (bool, error) {
 	waiting := false
 	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		if _, err := q.LockRepositoryLink(ctx, link.ID); errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		} else if err != nil {
@@ -493,7 +493,7 @@ func (h *Handlers) ReceiveWebhook(c echo.Context) error {
 	if err != nil {
 		return problem.ErrNotFound
 	}
-	link, err := dbgen.New(s.pool).GetRepositoryLink(ctx, id)
+	link, err := db.Queries(s.pool).GetRepositoryLink(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return problem.ErrNotFound
 	}
