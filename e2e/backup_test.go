@@ -22,6 +22,7 @@ import (
 	"nimbus/app/apptest"
 	"nimbus/app/domain/stack"
 	"nimbus/app/kernel/freeport"
+	"nimbus/app/kernel/objstore"
 	"nimbus/app/kernel/objstore/s3test"
 	"nimbus/app/kernel/secrets"
 	"nimbus/db/localpg"
@@ -34,24 +35,47 @@ import (
 // deployment, the slots' among them, finds each resource its deploy made and the cloud as its
 // state says. A restore with the wrong key, of a damaged archive or onto a directory in use is
 // refused, and the target is left as it was. So with the states in the data directory, and in
-// a bucket (the restore's an empty one of its own).
+// a bucket (the restore's an empty one of its own), where a bucket in use or a store of another
+// kind is refused too, leaving the empty data directory empty.
 func TestBackup_RestoredInstallationKnowsItsInfrastructure(t *testing.T) {
 	t.Parallel()
 	bin := nimbusBinary(t)
-	t.Run("file", func(t *testing.T) { backupAndRestore(t, bin, nil, nil) })
+	t.Run("file", func(t *testing.T) {
+		backupAndRestore(t, bin, nil, nil, func(*testing.T, []string) string { return "" })
+	})
 	t.Run("s3", func(t *testing.T) {
 		cfg := s3test.Start(t)
 		bucket := func(name string) []string {
 			return []string{"NIMBUS_S3_ENDPOINT=" + cfg.Endpoint, "NIMBUS_S3_BUCKET=" + name,
 				"NIMBUS_S3_ACCESS_KEY=" + cfg.AccessKey, "NIMBUS_S3_SECRET_KEY=" + cfg.SecretKey}
 		}
-		backupAndRestore(t, bin, bucket(cfg.Bucket), bucket(cfg.Bucket+"-restored"))
+		// What the bucket the variables name holds; an empty one is made if there is none,
+		// which a restore takes as empty too.
+		held := func(t *testing.T, env []string) string {
+			t.Helper()
+			named := cfg
+			for _, v := range env {
+				if b, ok := strings.CutPrefix(v, "NIMBUS_S3_BUCKET="); ok {
+					named.Bucket = b
+				}
+			}
+			store, err := objstore.NewS3(t.Context(), named)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys, err := store.List(t.Context(), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return named.Bucket + ": " + strings.Join(keys, " ")
+		}
+		backupAndRestore(t, bin, bucket(cfg.Bucket), bucket(cfg.Bucket+"-restored"), held)
 	})
 }
 
 // backupAndRestore runs the test on installations whose stores the variables in from and to
-// say, beyond their data directories.
-func backupAndRestore(t *testing.T, bin string, from, to []string) {
+// say, beyond their data directories; held says what the bucket of such variables holds.
+func backupAndRestore(t *testing.T, bin string, from, to []string, held func(*testing.T, []string) string) {
 	data := t.TempDir()
 	first := startServer(t, bin, data, freeport.Addr(t), from...)
 	t.Cleanup(func() { stopServer(first) })
@@ -156,13 +180,29 @@ func backupAndRestore(t *testing.T, bin string, from, to []string) {
 		{"damaged archive", damaged, target, to, "is damaged or not a Nimbus backup"},
 		{"target in use", archive, data, from, "is not empty"},
 	}
+	if from != nil {
+		// An empty data directory with the right key: with the bucket of the installation, and
+		// with no bucket, its states to be kept beside it.
+		fresh := t.TempDir()
+		if err := os.WriteFile(filepath.Join(fresh, secrets.KeyFileName), key, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		refusals = append(refusals, []struct {
+			name, archive, dir string
+			env                []string
+			want               string
+		}{
+			{"bucket in use", archive, fresh, from, "the object store is not empty"},
+			{"states kept elsewhere", archive, fresh, nil, "restore it onto the same kind of store"},
+		}...)
+	}
 	for _, r := range refusals {
-		before := listing(t, r.dir)
+		before := listing(t, r.dir) + held(t, r.env)
 		msg, err := nimbusRun(bin, r.env, "restore", "--from", r.archive, "--data-dir", r.dir)
 		if err == nil || !strings.Contains(msg, r.want) {
 			t.Errorf("%s: restore said %q (%v), want a refusal saying %q", r.name, msg, err, r.want)
 		}
-		if after := listing(t, r.dir); after != before {
+		if after := listing(t, r.dir) + held(t, r.env); after != before {
 			t.Errorf("%s: the refused restore changed %s:\nbefore %s\nafter %s", r.name, r.dir, before, after)
 		}
 	}
