@@ -30,8 +30,9 @@ import (
 
 // An installation backed up beside its running server, while a deploy runs, and restored onto a
 // new data directory with the same key once that server is lost, knows what it knew: the same
-// deployments and audit events, the same stack instance with its slots deployed and its page,
-// its sealed secret opens, the deploy goes on and makes its machine once, and a refresh of every
+// deployments, versions and audit events, the same stack instance with its slots deployed and
+// its page, its sealed secret opens (and a preview that hands it to the engine again finds
+// nothing to change), the deploy goes on and makes its machine once, and a refresh of every
 // deployment, the slots' among them, finds each resource its deploy made and the cloud as its
 // state says. A restore with the wrong key, of a damaged archive or onto a directory in use is
 // refused, and the target is left as it was. So with the states in the data directory, and in
@@ -116,6 +117,8 @@ func backupAndRestore(t *testing.T, bin string, from, to []string, held func(*te
 	// A stack instance beside them, deployed before the backup: its slots' states are in it.
 	shop := deployShop(t, first, token, envID)
 	shopBefore := instanceSeen(t, first, token, shop)
+	shopStack := first.api(t, token, "GET", "/api/v1/stack-instances/"+shop, nil)["stack_id"].(string)
+	stackVersions := fmt.Sprint(first.api(t, token, "GET", "/api/v1/stacks/"+shopStack+"/versions", nil)["versions"])
 	// A deploy runs as the backup is taken: its machine is slow to make, and its disk made.
 	slow := first.api(t, token, "POST", "/api/v1/deployments", map[string]any{"component_id": machine["id"], "environment_id": envID,
 		"name": "slow", "parameters": map[string]any{"name": "slow", "delay_ms": 8000}})
@@ -236,6 +239,9 @@ func backupAndRestore(t *testing.T, bin string, from, to []string, held func(*te
 	if got := ids(second.api(t, token, "GET", "/api/v1/stack-instances", nil)["stack_instances"]); strings.Join(got, " ") != strings.Join(instances, " ") {
 		t.Errorf("restored stack instances %v, want %v", got, instances)
 	}
+	if got := fmt.Sprint(second.api(t, token, "GET", "/api/v1/stacks/"+shopStack+"/versions", nil)["versions"]); got != stackVersions {
+		t.Errorf("restored stack versions %s, want %s", got, stackVersions)
+	}
 	if got := instanceSeen(t, second, token, shop); got != shopBefore {
 		t.Errorf("the restored stack instance is\n%s\nwas\n%s", got, shopBefore)
 	}
@@ -286,15 +292,7 @@ func backupAndRestore(t *testing.T, bin string, from, to []string, held func(*te
 		}
 	}
 	for _, id := range deployments {
-		op := second.api(t, token, "POST", "/api/v1/deployments/"+id+"/refresh", nil)
-		var ended map[string]any
-		waitFor(t, second, "the refresh of "+id, func() bool {
-			ended = second.api(t, token, "GET", "/api/v1/operations/"+op["id"].(string), nil)
-			return ended["status"] == "succeeded" || ended["status"] == "failed"
-		})
-		if ended["status"] != "succeeded" {
-			t.Fatalf("refresh of %s after the restore: %v", id, ended)
-		}
+		ended := ran(t, second, token, "/api/v1/deployments/"+id+"/refresh")
 		// A refresh reads only what the state holds: a state left out of the archive would
 		// be found empty, and agree with the cloud about nothing.
 		deployed := second.api(t, token, "GET", "/api/v1/operations?kind=deploy&status=succeeded&deployment_id="+id, nil)["operations"].([]any)
@@ -305,12 +303,41 @@ func backupAndRestore(t *testing.T, bin string, from, to []string, held func(*te
 		if got := urns(ended); len(made) == 0 || !slices.Equal(got, made) {
 			t.Errorf("refresh of %s after the restore found resources %v, its deploy made %v: its state is not what it was", id, got, made)
 		}
-		for kind, n := range ended["changes"].(map[string]any) {
-			if kind != "same" && n != 0.0 {
-				t.Errorf("refresh of %s after the restore found changes %v: the states and the cloud disagree", id, ended["changes"])
-			}
+		if c := changed(ended); len(c) > 0 {
+			t.Errorf("refresh of %s after the restore found changes %v: the states and the cloud disagree", id, c)
 		}
 	}
+	// The restored Nimbus opens the secret itself: a preview of its deployment as it stands
+	// hands the engine the token again, and finds nothing to change.
+	if c := changed(ran(t, second, token, "/api/v1/deployments/"+vaultID+"/preview")); len(c) > 0 {
+		t.Errorf("a preview of the secret's deployment after the restore finds changes %v: its sealed parameter did not open as it was", c)
+	}
+}
+
+// ran asks for an operation with POST path and returns it once it has succeeded.
+func ran(t *testing.T, s *process, token, path string) map[string]any {
+	t.Helper()
+	op := s.api(t, token, "POST", path, nil)
+	var ended map[string]any
+	waitFor(t, s, path, func() bool {
+		ended = s.api(t, token, "GET", "/api/v1/operations/"+op["id"].(string), nil)
+		return ended["status"] == "succeeded" || ended["status"] == "failed"
+	})
+	if ended["status"] != "succeeded" {
+		t.Fatalf("%s after the restore: %v", path, ended)
+	}
+	return ended
+}
+
+// changed is what an operation's engine found to change: its counts but of what stays the same.
+func changed(op map[string]any) map[string]any {
+	out := map[string]any{}
+	for kind, n := range op["changes"].(map[string]any) {
+		if kind != "same" && n != 0.0 {
+			out[kind] = n
+		}
+	}
+	return out
 }
 
 // deployShop deploys into the environment an instance of a stack newly published through the
