@@ -44,6 +44,10 @@ func (r reused) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 // "$n::boolean OR tenant_id = ANY(…)" (all tenants, or the given ones).
 var optionalFilter = regexp.MustCompile(`(?i)\bIS\s+NULL\s+OR\b|\$\d+::bool`)
 
+// kept marks a statement whose switch picks no index, so that one plan serves every value: its
+// text says "-- plan: kept" and why.
+var kept = regexp.MustCompile(`--\s*plan:\s*kept\b`)
+
 // dependent remembers, by statement, whether its plan depends on its values.
 var dependent sync.Map
 
@@ -51,7 +55,7 @@ var dependent sync.Map
 func mode(sql string, args []any) []any {
 	d, ok := dependent.Load(sql)
 	if !ok {
-		d, _ = dependent.LoadOrStore(sql, optionalFilter.MatchString(sql))
+		d, _ = dependent.LoadOrStore(sql, optionalFilter.MatchString(sql) && !kept.MatchString(sql))
 	}
 	if d.(bool) {
 		return append([]any{pgx.QueryExecModeCacheDescribe}, args...)

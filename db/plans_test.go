@@ -17,8 +17,9 @@ import (
 	"nimbus/db/dbtest"
 )
 
-// A statement's plan may be kept, but not one with an optional filter: that one runs unnamed,
-// and Postgres plans it each time. Both on a pool and in a transaction.
+// A statement's plan may be kept, but not one with an optional filter or a switch, unless it
+// says its switch picks no index: that one runs unnamed, and Postgres plans it each time. Both
+// on a pool and in a transaction.
 func TestQueries_KeepPlansButOfStatementsWithOptionalFilters(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
@@ -28,6 +29,9 @@ func TestQueries_KeepPlansButOfStatementsWithOptionalFilters(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := q.ListPools(ctx, dbgen.ListPoolsParams{AllTenants: true}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{AllTenants: true}); err != nil {
 			t.Fatal(err)
 		}
 		rows, err := x.Query(ctx, "SELECT statement FROM pg_prepared_statements")
@@ -46,6 +50,9 @@ func TestQueries_KeepPlansButOfStatementsWithOptionalFilters(t *testing.T) {
 		}
 		if has("ListPools") {
 			t.Errorf("ListPools, whose filters are optional, was prepared: its plan could be kept for any values")
+		}
+		if !has("ActiveOperations") {
+			t.Errorf("ActiveOperations, whose tenants' switch says its plan may be kept, is not a prepared statement")
 		}
 	}
 	t.Run("transaction", func(t *testing.T) {

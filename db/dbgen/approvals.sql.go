@@ -413,6 +413,7 @@ const countApprovalsWaiting = `-- name: CountApprovalsWaiting :one
 SELECT count(*) FROM approval_requests r
 WHERE r.status = 'pending' AND r.expires_at > now()
   AND r.requested_by IS DISTINCT FROM $1::uuid
+  -- plan: kept (the tenants' switch picks no index: pending requests are few)
   AND ($2::boolean
     OR (r.approver_role = 'user' AND r.tenant_id = ANY($3::uuid[]))
     OR (r.approver_role = 'tenant_admin' AND r.tenant_id = ANY($4::uuid[])))

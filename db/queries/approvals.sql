@@ -228,6 +228,7 @@ ORDER BY a.created_at, a.id;
 SELECT count(*) FROM approval_requests r
 WHERE r.status = 'pending' AND r.expires_at > now()
   AND r.requested_by IS DISTINCT FROM sqlc.arg(viewer)::uuid
+  -- plan: kept (the tenants' switch picks no index: pending requests are few)
   AND (sqlc.arg(all_tenants)::boolean
     OR (r.approver_role = 'user' AND r.tenant_id = ANY(sqlc.arg(user_tenants)::uuid[]))
     OR (r.approver_role = 'tenant_admin' AND r.tenant_id = ANY(sqlc.arg(admin_tenants)::uuid[])))

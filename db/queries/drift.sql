@@ -42,4 +42,5 @@ SELECT coalesce(extract(epoch FROM drift_interval), -1)::float8 AS seconds FROM 
 -- The deployments of the tenants a viewer sees whose last check found drift.
 SELECT count(*) FROM deployed_components
 WHERE drift_status = 'drifted' AND status <> 'destroyed'
+  -- plan: kept (the tenants' switch picks no index: drifted deployments are few)
   AND (sqlc.arg(all_tenants)::boolean OR tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]));

@@ -110,8 +110,7 @@ func (s *Service) Overview(ctx context.Context, actor access.Principal) (Overvie
 	o.Environments, o.MoreEnvironments = envs, total-len(envs)
 	tenants := actor.TenantsWith(access.EnvironmentRead)
 	q := db.Queries(s.pool)
-	active, err := q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Running: []string{string(deploy.Queued), string(deploy.Running)},
-		Waiting: []string{string(deploy.AwaitingApproval)}, AllTenants: actor.ProviderAdmin, TenantIds: tenants})
+	active, err := q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants})
 	if err != nil {
 		return o, fmt.Errorf("operations under way: %w", err)
 	}
