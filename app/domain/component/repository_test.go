@@ -20,6 +20,8 @@ type linkedSite struct {
 	admin, id, secret, token string
 	repo                     *apptest.GitRepo
 	program                  string
+	// forge records the commit statuses reported to the link's forge.
+	forge *apptest.Forge
 }
 
 func newLinkedSite(t *testing.T, cfg apptest.SiteConfig) *linkedSite {
@@ -35,11 +37,13 @@ func newLinkedSite(t *testing.T, cfg apptest.SiteConfig) *linkedSite {
 	l.program = string(raw)
 
 	git := apptest.StartGitServer(t)
-	l.repo = git.Repo(t, "infra")
+	l.repo = git.Repo(t, "team/infra")
+	l.forge = apptest.StartForge(t)
 	l.repo.Write(t, "README.md", "Infrastructure\n")
 	l.repo.Commit(t, "Grace Hopper", "Start")
 	l.repo.Push(t)
-	link := map[string]any{"url": l.repo.URL, "path": "components/machine", "branch": "main", "user": git.User, "token": git.Password}
+	link := map[string]any{"url": l.repo.URL, "path": "components/machine", "branch": "main", "user": git.User, "token": git.Password,
+		"status_api": l.forge.URL}
 
 	// Checked on save: each field that is wrong is named.
 	for field, change := range map[string]map[string]any{
@@ -80,10 +84,15 @@ func newLinkedSite(t *testing.T, cfg apptest.SiteConfig) *linkedSite {
 	return l
 }
 
-// push sends the repository's push webhook, signed with secret.
+// push sends the repository's push webhook of branch main, signed with secret.
 func (l *linkedSite) push(t *testing.T, secret string) apptest.Reply {
 	t.Helper()
-	body := []byte(`{"ref":"refs/heads/main"}`)
+	return l.pushed(t, secret, []byte(`{"ref":"refs/heads/main"}`))
+}
+
+// pushed sends a webhook with body, signed with secret as GitHub signs it.
+func (l *linkedSite) pushed(t *testing.T, secret string, body []byte) apptest.Reply {
+	t.Helper()
 	return l.Send(t, "/api/v1/repository-links/"+l.link(t)["id"].(string)+"/webhook", body,
 		"Content-Type", "application/json", "X-Hub-Signature-256", component.SignWebhook([]byte(secret), body))
 }
