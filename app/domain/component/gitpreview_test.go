@@ -3,6 +3,7 @@ package component_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -71,7 +72,16 @@ func (s *staged) operations(t *testing.T, deployment string) []map[string]any {
 
 func TestRepository_APullRequestIsPreviewedOnTheOptedInDeploymentAndReported(t *testing.T) {
 	s := newStaged(t)
-	s.optIn(t, map[string]any{"preview_from_git": true, "upgrade_on_publish": false})
+	s.optIn(t, map[string]any{"preview_from_git": true, "upgrade_on_publish": true})
+	// Its page shows the opt-ins, and sets them.
+	page := string(s.Call(t, "GET", "/deployments/"+s.stage, s.user, nil).Body)
+	if !strings.Contains(page, `data-testid="git-form"`) || !strings.Contains(page, `name="preview_from_git" value="on" checked`) {
+		t.Fatal("the deployment's page does not show that it previews changes from git")
+	}
+	apptest.WantStatus(t, s.Submit(t, "/deployments/"+s.stage+"/git", s.admin, url.Values{"preview_from_git": {"on"}}), http.StatusSeeOther)
+	if d := s.Call(t, "GET", "/api/v1/deployments/"+s.stage, s.user, nil).JSON(t); d["preview_from_git"] != true || d["upgrade_on_publish"] != false {
+		t.Fatalf("the form did not set the opt-ins: %v", d)
+	}
 
 	// The deployment's parameters keep their values: the program itself must change for the
 	// preview to show a change.
@@ -97,7 +107,12 @@ func TestRepository_APullRequestIsPreviewedOnTheOptedInDeploymentAndReported(t *
 	if op["kind"] != "preview" || op["deployment_id"] != s.stage || source["ref"] != "more-cores" || source["commit"] != commit {
 		t.Fatalf("the preview: %v", op)
 	}
-	// A preview of a branch is not a version: it cannot be applied.
+	// A preview of a branch is not a version: its page says whose program it ran, and it
+	// cannot be applied.
+	page = string(s.Call(t, "GET", "/operations/"+op["id"].(string), s.user, nil).Body)
+	if !strings.Contains(page, `data-testid="operation-source"`) || !strings.Contains(page, "more-cores") || !strings.Contains(page, commit[:12]) {
+		t.Fatal("the preview's page does not say which branch and commit it ran")
+	}
 	r := s.Call(t, "POST", "/api/v1/operations/"+op["id"].(string)+"/apply", s.admin, nil)
 	apptest.WantProblem(t, r, "operation", "git")
 

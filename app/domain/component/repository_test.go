@@ -311,6 +311,13 @@ func TestRepository_LinkAndUnlinkFromItsPage(t *testing.T) {
 		t.Fatal("the form does not say what is wrong with the branch, or sends the token back")
 	}
 	form.Set("branch", "main")
+	form.Set("forge", "sourcehut")
+	r = s.Submit(t, "/components/"+id+"/repository", admin, form)
+	apptest.WantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.Body), `data-field-error="forge"`) {
+		t.Fatal("the form does not say what is wrong with the forge")
+	}
+	form.Set("forge", "gitlab")
 	r = s.Submit(t, "/components/"+id+"/repository", admin, form)
 	apptest.WantStatus(t, r, http.StatusOK)
 	if !strings.Contains(string(r.Body), `data-testid="webhook-secret"`) || !strings.Contains(string(r.Body), "/api/v1/repository-links/") {
@@ -320,6 +327,10 @@ func TestRepository_LinkAndUnlinkFromItsPage(t *testing.T) {
 	page := s.Call(t, "GET", "/components/"+id+"/repository", admin, nil)
 	if strings.Contains(string(page.Body), `data-testid="webhook-secret"`) || !strings.Contains(string(page.Body), `data-testid="repository"`) {
 		t.Fatal("the repository page shows the secret again, or not the link")
+	}
+	// The statuses go to GitLab's API on the repository's host, as none was set.
+	if !strings.Contains(string(page.Body), "gitlab · "+strings.TrimSuffix(repo.URL, "/infra.git")+"/api/v4") {
+		t.Fatal("the repository page does not say where the previews' statuses go")
 	}
 	apptest.WantStatus(t, s.Submit(t, "/components/"+id+"/repository/delete", admin, url.Values{}), http.StatusSeeOther)
 	apptest.WantStatus(t, s.Call(t, "GET", "/api/v1/components/"+id+"/repository", admin, nil), http.StatusNotFound)

@@ -149,8 +149,8 @@ func statusRequest(s Status) (string, []byte, error) {
 	repo := strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")
 	api := strings.TrimRight(s.API, "/")
 	desc := s.Description
-	if len(desc) > 140 { // GitHub's limit, which the others take too
-		desc = desc[:137] + "..."
+	if r := []rune(desc); len(r) > 140 { // GitHub's limit, which the others take too
+		desc = string(r[:137]) + "..."
 	}
 	if s.Forge == GitLab {
 		state := map[State]string{Pending: "pending", Success: "success", Failure: "failed"}[s.State]
