@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"nimbus/app/apptest"
+	"nimbus/app/domain/component"
 	"nimbus/app/orchestration/environment"
 )
 
@@ -204,5 +205,39 @@ func TestRepository_ATagUpgradesTheOptedInDeploymentAfterItsApproval(t *testing.
 	// the same transaction as stage's.
 	if v := s.Call(t, "GET", "/api/v1/deployments/"+s.plain, s.user, nil).JSON(t)["version"]; v != 1.0 || len(s.operations(t, s.plain)) != 1 {
 		t.Fatalf("the deployment not opted in is at version %v with %d operations", v, len(s.operations(t, s.plain)))
+	}
+}
+
+func TestRepository_GiteaAndGitLabWebhooksInTheirOwnForms(t *testing.T) {
+	l := newLinkedSite(t, apptest.SiteConfig{})
+	l.waitSync(t, "main", l.repo.Head(t))
+	hook := "/api/v1/repository-links/" + l.link(t)["id"].(string) + "/webhook"
+
+	// Gitea signs with the bare hex of the body's HMAC.
+	l.repo.Write(t, "components/machine/Pulumi.yaml", l.program+"# from gitea\n")
+	pushed := l.repo.Commit(t, "Ada Lovelace", "Gitea push")
+	l.repo.Push(t)
+	body := []byte(`{"ref":"refs/heads/main"}`)
+	sig := strings.TrimPrefix(component.SignWebhook([]byte(l.secret), body), "sha256=")
+	wrong := strings.Map(func(r rune) rune { return map[bool]rune{true: '1', false: '0'}[r == '0'] }, sig[:1]) + sig[1:]
+	apptest.WantStatus(t, l.Send(t, hook, body, "X-Gitea-Event", "push", "X-Gitea-Signature", wrong), http.StatusUnauthorized)
+	apptest.WantStatus(t, l.Send(t, hook, body, "X-Gitea-Event", "push", "X-Gitea-Signature", sig), http.StatusAccepted)
+	if s := l.waitSync(t, "main", pushed); s["status"] != "synced" {
+		t.Fatalf("gitea push: %v", s)
+	}
+
+	// GitLab sends the secret itself; a merge request names its source branch.
+	l.repo.Switch(t, "review")
+	l.repo.Write(t, "components/machine/Pulumi.yaml", l.program+"# under review\n")
+	review := l.repo.Commit(t, "Ada Lovelace", "Under review")
+	l.repo.PushBranch(t, "review")
+	body = []byte(`{"object_kind":"merge_request","object_attributes":{"source_branch":"review","target_branch":"main","action":"open"}}`)
+	apptest.WantStatus(t, l.Send(t, hook, body, "X-Gitlab-Event", "Merge Request Hook", "X-Gitlab-Token", "not the secret"), http.StatusUnauthorized)
+	apptest.WantStatus(t, l.Send(t, hook, body, "X-Gitlab-Event", "Merge Request Hook", "X-Gitlab-Token", l.secret), http.StatusAccepted)
+	if s := l.waitSync(t, "review", review); s["status"] != "synced" {
+		t.Fatalf("gitlab merge request: %v", s)
+	}
+	if got := l.Call(t, "GET", "/api/v1/components/"+l.id, l.admin, nil).JSON(t)["code"]; got != l.program+"# from gitea\n" {
+		t.Fatal("a merge request's branch became the draft")
 	}
 }

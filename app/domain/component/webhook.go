@@ -23,12 +23,36 @@ import (
 
 // Webhook headers: the body's HMAC-SHA256 under the link's webhook secret, as "sha256=" and
 // hex. GitHub signs its push events so in X-Hub-Signature-256; anything else may send
-// SignatureHeader.
+// SignatureHeader. Gitea and Forgejo send the bare hex in a header of their own; GitLab signs
+// nothing, and sends the secret itself in X-Gitlab-Token (over TLS, as GitLab does).
 const (
 	SignatureHeader       = "X-Nimbus-Signature-256"
 	githubSignatureHeader = "X-Hub-Signature-256"
 	maxWebhookBody        = 1 << 20
 )
+
+// bareSignatureHeaders carry the body's HMAC-SHA256 as bare hex.
+var bareSignatureHeaders = []string{"X-Gitea-Signature", "X-Forgejo-Signature"}
+
+// signed reports whether the request carries the link's secret in one of the forms forges
+// send it: a signature of the body, or GitLab's token.
+func signed(h http.Header, secret, body []byte) bool {
+	want := SignWebhook(secret, body)
+	for _, name := range []string{SignatureHeader, githubSignatureHeader} {
+		if sig := h.Get(name); sig != "" {
+			return hmac.Equal([]byte(sig), []byte(want))
+		}
+	}
+	for _, name := range bareSignatureHeaders {
+		if sig := h.Get(name); sig != "" {
+			return hmac.Equal([]byte("sha256="+sig), []byte(want))
+		}
+	}
+	if token := h.Get("X-Gitlab-Token"); token != "" {
+		return hmac.Equal([]byte(token), secret)
+	}
+	return false
+}
 
 // SignWebhook is the signature of body under secret, as SignatureHeader carries it.
 func SignWebhook(secret, body []byte) string {
@@ -68,11 +92,7 @@ func (h *Handlers) ReceiveWebhook(c echo.Context) error {
 	if err != nil {
 		return fmt.Errorf("open the webhook secret of repository link %s: %w", link.ID, err)
 	}
-	sig := c.Request().Header.Get(SignatureHeader)
-	if sig == "" {
-		sig = c.Request().Header.Get(githubSignatureHeader)
-	}
-	if sig == "" || !hmac.Equal([]byte(sig), []byte(SignWebhook(secret, body))) {
+	if !signed(c.Request().Header, secret, body) {
 		return echo.NewHTTPError(http.StatusUnauthorized, "the request's signature does not match this link's webhook secret")
 	}
 	if c.Request().Header.Get("X-GitHub-Event") == "ping" {
@@ -94,8 +114,9 @@ func (h *Handlers) ReceiveWebhook(c echo.Context) error {
 
 // pushedBranch is the branch a webhook's body says was pushed, or the head branch of a pull
 // request opened or pushed to; empty for anything else (a tag, a closed pull request, a body
-// that names no branch). GitHub's and Gitea's push and pull request events and the plain
-// format share these fields.
+// that names no branch). GitHub's, Gitea's and GitLab's push events and the plain format
+// share ref; GitHub's and Gitea's pull requests their head, GitLab's merge requests their
+// source branch.
 func pushedBranch(body []byte) string {
 	var b struct {
 		Ref         string `json:"ref"`
@@ -105,17 +126,28 @@ func pushedBranch(body []byte) string {
 				Ref string `json:"ref"`
 			} `json:"head"`
 		} `json:"pull_request"`
+		ObjectKind string `json:"object_kind"`
+		Merge      struct {
+			Source string `json:"source_branch"`
+			Action string `json:"action"`
+		} `json:"object_attributes"`
 	}
 	if json.Unmarshal(body, &b) != nil {
 		return ""
 	}
 	name := ""
-	if b.PullRequest != nil {
+	switch {
+	case b.PullRequest != nil:
 		switch b.Action {
 		case "opened", "reopened", "synchronize", "synchronized": // Gitea says synchronized
 			name = b.PullRequest.Head.Ref
 		}
-	} else {
+	case b.ObjectKind == "merge_request":
+		switch b.Merge.Action {
+		case "open", "reopen", "update":
+			name = b.Merge.Source
+		}
+	default:
 		name, _ = strings.CutPrefix(b.Ref, "refs/heads/")
 		if name == b.Ref {
 			name = ""
