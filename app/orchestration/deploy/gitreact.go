@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/riverqueue/river"
 
 	"nimbus/app/domain/component"
 	"nimbus/app/kernel/lifecycle"
@@ -63,8 +64,9 @@ func (s *Service) PreviewBranch(ctx context.Context, tx pgx.Tx, e outbox.Logged)
 		if err != nil || op == uuid.Nil {
 			return err
 		}
+		// Tried once: a pending status sent again later could land after the preview's result.
 		_, err = s.jobs.InsertTx(ctx, tx, component.StatusArgs{LinkID: src.Link, Commit: src.Commit, Context: statusContext(d),
-			State: gitremote.Pending, Description: "the preview is queued", Operation: op}, nil)
+			State: gitremote.Pending, Description: "the preview is queued", Operation: op}, &river.InsertOpts{MaxAttempts: 1})
 		if err != nil {
 			return err
 		}
