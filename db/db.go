@@ -28,12 +28,6 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 		cfg.MaxConns = maxConns
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "nimbus"
-	// The queries take optional filters and cursors as "$n IS NULL OR column = $n": a plan made
-	// for the values at hand reads the index the filter or cursor picks, where a generic plan,
-	// made once for any values, must keep both branches and walk the whole list, filtering.
-	// Planning each time costs far less than that walk. Transactions begun here plan otherwise
-	// (plans.go).
-	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", err)
@@ -45,24 +39,21 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 	return pool, nil
 }
 
-// Tx runs fn in one transaction with queries bound to it (Reused): committed when fn returns
+// Tx runs fn in one transaction with queries bound to it (Queries): committed when fn returns
 // nil, rolled back otherwise. Every write that must not half-happen goes through here.
 func Tx(ctx context.Context, pool *pgxpool.Pool, fn func(q *dbgen.Queries) error) error {
-	return BeginFunc(ctx, pool, func(tx pgx.Tx) error { return fn(Reused(tx)) })
+	return BeginFunc(ctx, pool, func(tx pgx.Tx) error { return fn(Queries(tx)) })
 }
 
-// BeginFunc is pgx.BeginFunc for a transaction whose statements may keep their plans (see
-// Reused).
+// BeginFunc is pgx.BeginFunc, the one way Nimbus begins a transaction it runs statements in
+// itself; fn's queries go through Queries(tx).
 func BeginFunc(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
-	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{BeginQuery: begin}, fn)
+	return pgx.BeginFunc(ctx, pool, fn)
 }
 
-// The transactions' first statements, sent in one round trip with their BEGIN.
-const (
-	begin = "BEGIN; SET LOCAL plan_cache_mode TO auto"
-	// lazyBegin also lets the commit return before it reaches the disk (see LazyTx).
-	lazyBegin = begin + "; SET LOCAL synchronous_commit TO off"
-)
+// lazyBegin lets the commit return before it reaches the disk (see LazyTx), sent in one round
+// trip with its BEGIN.
+const lazyBegin = "BEGIN; SET LOCAL synchronous_commit TO off"
 
 // LazyTx is Tx for writes that a crash may lose without harm because whatever depends on them
 // outside the database waits for a later commit: its commit returns as soon as the
@@ -71,7 +62,7 @@ const (
 // log is written in order: the next commit that waits (any Tx) makes it durable too.
 func LazyTx(ctx context.Context, pool *pgxpool.Pool, fn func(q *dbgen.Queries) error) error {
 	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{BeginQuery: lazyBegin}, func(tx pgx.Tx) error {
-		return fn(Reused(tx))
+		return fn(Queries(tx))
 	})
 }
 

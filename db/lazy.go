@@ -14,7 +14,7 @@ import (
 // Lazy is queries each run as a transaction of its own whose commit does not wait for the disk,
 // as LazyTx's does, sent with its settings in one round trip where LazyTx takes three (BEGIN,
 // the statement, COMMIT). For a write that is one statement and may be lost in a crash of the
-// database, together with every later one (see LazyTx); its plan may be kept, as in Reused.
+// database, together with every later one (see LazyTx); its plan may be kept, as in Queries.
 //
 // The settings and the statement go as one pgx batch, which Postgres runs as one implicit
 // transaction: the settings hold until it commits, after the statement.
@@ -23,7 +23,7 @@ func Lazy(pool *pgxpool.Pool) *dbgen.Queries { return dbgen.New(lazy{pool}) }
 type lazy struct{ pool *pgxpool.Pool }
 
 // lazySettings are lazyBegin's, for a transaction without BEGIN.
-const lazySettings = "SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'auto', true)"
+const lazySettings = "SELECT set_config('synchronous_commit', 'off', true)"
 
 // send queues the settings and the statement, and reads the settings' answer.
 func (l lazy) send(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {

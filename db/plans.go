@@ -11,18 +11,20 @@ import (
 	"nimbus/db/dbgen"
 )
 
-// How Postgres plans Nimbus's statements. The pool's sessions plan every statement for its
-// values (see Open): the list queries take optional filters and cursors, and a plan kept for any
-// values walks whole tables. Planning costs a fraction of a millisecond a statement, though,
-// and an operation runs dozens of them before its engine starts, each the same lookup of a row
-// by its key every time. So the transactions begun here (Tx, LazyTx, BeginFunc) let Postgres
-// keep the plans of their statements once it has seen that they do not depend on the values,
-// and their statements with optional filters run unnamed, which Postgres plans each time.
+// How Postgres plans Nimbus's statements. Most are the same lookup every time (a row by its
+// key, a count of a user's unread notices): planning one again at each call cost more than
+// running it (half a page's database time at the seeded scale), so Postgres may keep their
+// plans once it has seen that they do not depend on the values. The list queries take optional
+// filters and cursors as "$n IS NULL OR column = $n", or a switch ("all tenants"): a plan kept
+// for any values must keep both branches and walk the whole list, filtering (the dashboard's
+// operations took 70 ms so instead of 2). Those run unnamed, which Postgres plans each time
+// for the values at hand. Every statement goes through Queries to be told apart, which
+// TestQueries_AreTheOnlyWayToTheGeneratedQueries holds.
 
-// Reused is the queries of x, a transaction begun here: those with optional filters run as
-// unnamed statements, planned for their values each time; the others as the connection's
-// prepared statements, whose plans the transaction lets Postgres keep.
-func Reused(x dbgen.DBTX) *dbgen.Queries { return dbgen.New(reused{x}) }
+// Queries is the generated queries over x, a pool or a transaction: those with optional
+// filters run as unnamed statements, planned for their values each time; the others as the
+// connection's prepared statements, whose plans Postgres may keep.
+func Queries(x dbgen.DBTX) *dbgen.Queries { return dbgen.New(reused{x}) }
 
 type reused struct{ dbgen.DBTX }
 
@@ -38,8 +40,9 @@ func (r reused) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	return r.DBTX.QueryRow(ctx, sql, mode(sql, args)...)
 }
 
-// optionalFilter finds a condition a value may switch off.
-var optionalFilter = regexp.MustCompile(`(?i)\bIS\s+NULL\s+OR\b`)
+// optionalFilter finds a condition a value may switch off: "$n IS NULL OR …", or a switch such as
+// "$n::boolean OR tenant_id = ANY(…)" (all tenants, or the given ones).
+var optionalFilter = regexp.MustCompile(`(?i)\bIS\s+NULL\s+OR\b|\$\d+::bool`)
 
 // dependent remembers, by statement, whether its plan depends on its values.
 var dependent sync.Map

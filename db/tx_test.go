@@ -105,7 +105,7 @@ func TestLazy_OnlyItsOwnStatementSkipsTheDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dbgen.New(pool).CreateTenant(ctx, "durable"); err != nil {
+	if _, err := db.Queries(pool).CreateTenant(ctx, "durable"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := lazy.CreateTenant(ctx, "lazy"); !db.IsUniqueViolation(err) {
@@ -147,7 +147,7 @@ func TestToldTx_CommitsBeforeTheDiskAndReturnsOnceItHasIt(t *testing.T) {
 	var mode string
 	var written pgtype.Text
 	err = db.ToldTx(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := db.Reused(tx).CreateTenant(ctx, "told"); err != nil {
+		if _, err := db.Queries(tx).CreateTenant(ctx, "told"); err != nil {
 			return err
 		}
 		return tx.QueryRow(ctx, "SELECT current_setting('synchronous_commit'), pg_current_wal_insert_lsn()::text").Scan(&mode, &written)

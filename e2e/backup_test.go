@@ -20,6 +20,7 @@ import (
 
 	"nimbus/app/apptest"
 	"nimbus/app/kernel/freeport"
+	"nimbus/app/kernel/objstore"
 	"nimbus/app/kernel/objstore/s3test"
 	"nimbus/app/kernel/secrets"
 	"nimbus/db/localpg"
@@ -27,28 +28,53 @@ import (
 
 // An installation backed up beside its running server, while a deploy runs, and restored onto a
 // new data directory with the same key once that server is lost, knows what it knew: the same
-// deployments and audit events, its sealed secret opens, the deploy goes on and makes its
-// machine once, and a refresh of every deployment finds the cloud as its states say. A restore
-// with the wrong key, of a damaged archive or onto a directory in use is refused, and the
-// target is left as it was. So with the states in the data directory, and in a bucket (the
-// restore's an empty one of its own).
+// deployments, versions and audit events, the same stack instance with its slots deployed and
+// its page, its sealed secret opens (and a preview that hands it to the engine again finds
+// nothing to change), the deploy goes on and makes its machine once, and a refresh of every
+// deployment, the slots' among them, finds each resource its deploy made and the cloud as its
+// state says. A restore with the wrong key, of a damaged archive or onto a directory in use is
+// refused, and the target is left as it was. So with the states in the data directory, and in
+// a bucket (the restore's an empty one of its own), where a bucket in use or a store of another
+// kind is refused too, leaving the empty data directory empty.
 func TestBackup_RestoredInstallationKnowsItsInfrastructure(t *testing.T) {
 	t.Parallel()
 	bin := nimbusBinary(t)
-	t.Run("file", func(t *testing.T) { backupAndRestore(t, bin, nil, nil) })
+	t.Run("file", func(t *testing.T) {
+		backupAndRestore(t, bin, nil, nil, func(*testing.T, []string) string { return "" })
+	})
 	t.Run("s3", func(t *testing.T) {
 		cfg := s3test.Start(t)
 		bucket := func(name string) []string {
 			return []string{"NIMBUS_S3_ENDPOINT=" + cfg.Endpoint, "NIMBUS_S3_BUCKET=" + name,
 				"NIMBUS_S3_ACCESS_KEY=" + cfg.AccessKey, "NIMBUS_S3_SECRET_KEY=" + cfg.SecretKey}
 		}
-		backupAndRestore(t, bin, bucket(cfg.Bucket), bucket(cfg.Bucket+"-restored"))
+		// What the bucket the variables name holds; an empty one is made if there is none,
+		// which a restore takes as empty too.
+		held := func(t *testing.T, env []string) string {
+			t.Helper()
+			named := cfg
+			for _, v := range env {
+				if b, ok := strings.CutPrefix(v, "NIMBUS_S3_BUCKET="); ok {
+					named.Bucket = b
+				}
+			}
+			store, err := objstore.NewS3(t.Context(), named)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys, err := store.List(t.Context(), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return named.Bucket + ": " + strings.Join(keys, " ")
+		}
+		backupAndRestore(t, bin, bucket(cfg.Bucket), bucket(cfg.Bucket+"-restored"), held)
 	})
 }
 
 // backupAndRestore runs the test on installations whose stores the variables in from and to
-// say, beyond their data directories.
-func backupAndRestore(t *testing.T, bin string, from, to []string) {
+// say, beyond their data directories; held says what the bucket of such variables holds.
+func backupAndRestore(t *testing.T, bin string, from, to []string, held func(*testing.T, []string) string) {
 	data := t.TempDir()
 	first := startServer(t, bin, data, freeport.Addr(t), from...)
 	t.Cleanup(func() { stopServer(first) })
@@ -86,16 +112,24 @@ func backupAndRestore(t *testing.T, bin string, from, to []string) {
 	waitFor(t, first, "the secret's deployment", func() bool {
 		return first.api(t, token, "GET", "/api/v1/operations/"+opID, nil)["status"] == "succeeded"
 	})
+	// A stack instance beside them, deployed before the backup: its slots' states are in it.
+	shop := deployShop(t, first, token, envID)
+	shopBefore := instanceSeen(t, first, token, shop)
+	shopStack := first.api(t, token, "GET", "/api/v1/stack-instances/"+shop, nil)["stack_id"].(string)
+	stackVersions := fmt.Sprint(first.api(t, token, "GET", "/api/v1/stacks/"+shopStack+"/versions", nil)["versions"])
 	// A deploy runs as the backup is taken: its machine is slow to make, and its disk made.
 	slow := first.api(t, token, "POST", "/api/v1/deployments", map[string]any{"component_id": machine["id"], "environment_id": envID,
 		"name": "slow", "parameters": map[string]any{"name": "slow", "delay_ms": 8000}})
 	slowOp := slow["operation"].(map[string]any)["id"].(string)
 	waitFor(t, first, "the slow deploy's up to begin", func() bool { return disksMade(t, first, token) == 1 })
-	deployments := ids(first.api(t, token, "GET", "/api/v1/deployments", nil)["deployments"])
+	listed := first.api(t, token, "GET", "/api/v1/deployments", nil)["deployments"]
+	deployments, statuses := ids(listed), statusOf(listed)
 	audit := ids(first.api(t, token, "GET", "/api/v1/audit-events", nil)["events"])
 	versions := fmt.Sprint(first.api(t, token, "GET", "/api/v1/components/"+vault["id"].(string)+"/versions", nil)["versions"])
 	inventory := ids(first.api(t, token, "GET", "/api/v1/inventory", nil)["items"])
-	if len(deployments) != 3 || len(audit) == 0 || len(inventory) == 0 {
+	instances := ids(first.api(t, token, "GET", "/api/v1/stack-instances", nil)["stack_instances"])
+	// The environment's machine, the secret's, the slow one and the stack's two slots.
+	if len(deployments) != 5 || len(audit) == 0 || len(inventory) == 0 {
 		t.Fatalf("before the backup: deployments %v, audit events %v, inventory items %v", deployments, audit, inventory)
 	}
 
@@ -147,13 +181,29 @@ func backupAndRestore(t *testing.T, bin string, from, to []string) {
 		{"damaged archive", damaged, target, to, "is damaged or not a Nimbus backup"},
 		{"target in use", archive, data, from, "is not empty"},
 	}
+	if from != nil {
+		// An empty data directory with the right key: with the bucket of the installation, and
+		// with no bucket, its states to be kept beside it.
+		fresh := t.TempDir()
+		if err := os.WriteFile(filepath.Join(fresh, secrets.KeyFileName), key, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		refusals = append(refusals, []struct {
+			name, archive, dir string
+			env                []string
+			want               string
+		}{
+			{"bucket in use", archive, fresh, from, "the object store is not empty"},
+			{"states kept elsewhere", archive, fresh, nil, "restore it onto the same kind of store"},
+		}...)
+	}
 	for _, r := range refusals {
-		before := listing(t, r.dir)
+		before := listing(t, r.dir) + held(t, r.env)
 		msg, err := nimbusRun(bin, r.env, "restore", "--from", r.archive, "--data-dir", r.dir)
 		if err == nil || !strings.Contains(msg, r.want) {
 			t.Errorf("%s: restore said %q (%v), want a refusal saying %q", r.name, msg, err, r.want)
 		}
-		if after := listing(t, r.dir); after != before {
+		if after := listing(t, r.dir) + held(t, r.env); after != before {
 			t.Errorf("%s: the refused restore changed %s:\nbefore %s\nafter %s", r.name, r.dir, before, after)
 		}
 	}
@@ -173,8 +223,31 @@ func backupAndRestore(t *testing.T, bin string, from, to []string) {
 
 	second := startServer(t, bin, target, freeport.Addr(t), to...)
 	t.Cleanup(func() { stopServer(second) })
-	if got := ids(second.api(t, token, "GET", "/api/v1/deployments", nil)["deployments"]); strings.Join(got, " ") != strings.Join(deployments, " ") {
+	restoredList := second.api(t, token, "GET", "/api/v1/deployments", nil)["deployments"]
+	if got := ids(restoredList); strings.Join(got, " ") != strings.Join(deployments, " ") {
 		t.Errorf("restored deployments %v, want %v", got, deployments)
+	}
+	// Each stands as it stood, but the slow one, whose deploy goes on.
+	slowID := slow["deployment"].(map[string]any)["id"].(string)
+	for id, status := range statusOf(restoredList) {
+		if id != slowID && status != statuses[id] {
+			t.Errorf("restored deployment %s is %s, was %s", id, status, statuses[id])
+		}
+	}
+	if got := ids(second.api(t, token, "GET", "/api/v1/stack-instances", nil)["stack_instances"]); strings.Join(got, " ") != strings.Join(instances, " ") {
+		t.Errorf("restored stack instances %v, want %v", got, instances)
+	}
+	if got := fmt.Sprint(second.api(t, token, "GET", "/api/v1/stacks/"+shopStack+"/versions", nil)["versions"]); got != stackVersions {
+		t.Errorf("restored stack versions %s, want %s", got, stackVersions)
+	}
+	if got := instanceSeen(t, second, token, shop); got != shopBefore {
+		t.Errorf("the restored stack instance is\n%s\nwas\n%s", got, shopBefore)
+	}
+	page, _, body := httpCall(t, "GET", second.url+"/stack-instances/"+shop, token, nil)
+	for _, want := range []string{`data-testid="instance-status" data-status="active"`, `data-slot="net" data-status="deployed"`, `data-slot="app" data-status="deployed"`} {
+		if page != 200 || !strings.Contains(string(body), want) {
+			t.Errorf("the restored stack instance's page answers %d without %s:\n%s", page, want, body)
+		}
 	}
 	if got := fmt.Sprint(second.api(t, token, "GET", "/api/v1/components/"+vault["id"].(string)+"/versions", nil)["versions"]); got != versions {
 		t.Errorf("restored component versions %s, want %s", got, versions)
@@ -207,25 +280,62 @@ func backupAndRestore(t *testing.T, bin string, from, to []string) {
 	}
 	machines, _ := filepath.Glob(filepath.Join(target, "simcloud", "machine", "*.json"))
 	disks, _ := filepath.Glob(filepath.Join(target, "simcloud", "disk", "*.json"))
-	if len(machines) != 3 || len(disks) != 3 {
-		t.Errorf("after the resumed deploy the cloud holds %d machines and %d disks, want 3 of each", len(machines), len(disks))
+	if len(machines) != 4 || len(disks) != 4 {
+		t.Errorf("after the resumed deploy the cloud holds %d machines and %d disks, want 4 of each", len(machines), len(disks))
+	}
+	// Every deployment is refreshed, the stack's slots among them.
+	for _, slot := range second.api(t, token, "GET", "/api/v1/stack-instances/"+shop, nil)["slots"].([]any) {
+		if id := slot.(map[string]any)["deployment_id"]; !slices.Contains(deployments, fmt.Sprint(id)) {
+			t.Errorf("the stack's slot %v is no deployment listed: %v", slot, deployments)
+		}
 	}
 	for _, id := range deployments {
-		op := second.api(t, token, "POST", "/api/v1/deployments/"+id+"/refresh", nil)
-		var ended map[string]any
-		waitFor(t, second, "the refresh of "+id, func() bool {
-			ended = second.api(t, token, "GET", "/api/v1/operations/"+op["id"].(string), nil)
-			return ended["status"] == "succeeded" || ended["status"] == "failed"
-		})
-		if ended["status"] != "succeeded" {
-			t.Fatalf("refresh of %s after the restore: %v", id, ended)
+		ended := ran(t, second, token, "/api/v1/deployments/"+id+"/refresh")
+		// A refresh reads only what the state holds: a state left out of the archive would
+		// be found empty, and agree with the cloud about nothing.
+		deployed := second.api(t, token, "GET", "/api/v1/operations?kind=deploy&status=succeeded&deployment_id="+id, nil)["operations"].([]any)
+		if len(deployed) == 0 {
+			t.Fatalf("deployment %s has no succeeded deploy", id)
 		}
-		for kind, n := range ended["changes"].(map[string]any) {
-			if kind != "same" && n != 0.0 {
-				t.Errorf("refresh of %s after the restore found changes %v: the states and the cloud disagree", id, ended["changes"])
-			}
+		made := urns(second.api(t, token, "GET", "/api/v1/operations/"+deployed[0].(map[string]any)["id"].(string), nil))
+		if got := urns(ended); len(made) == 0 || !slices.Equal(got, made) {
+			t.Errorf("refresh of %s after the restore found resources %v, its deploy made %v: its state is not what it was", id, got, made)
+		}
+		if c := changed(ended); len(c) > 0 {
+			t.Errorf("refresh of %s after the restore found changes %v: the states and the cloud disagree", id, c)
 		}
 	}
+	// The restored Nimbus opens the secret itself: a preview of its deployment as it stands
+	// hands the engine the token again, and finds nothing to change.
+	if c := changed(ran(t, second, token, "/api/v1/deployments/"+vaultID+"/preview")); len(c) > 0 {
+		t.Errorf("a preview of the secret's deployment after the restore finds changes %v: its sealed parameter did not open as it was", c)
+	}
+}
+
+// ran asks for an operation with POST path and returns it once it has succeeded.
+func ran(t *testing.T, s *process, token, path string) map[string]any {
+	t.Helper()
+	op := s.api(t, token, "POST", path, nil)
+	var ended map[string]any
+	waitFor(t, s, path, func() bool {
+		ended = s.api(t, token, "GET", "/api/v1/operations/"+op["id"].(string), nil)
+		return ended["status"] == "succeeded" || ended["status"] == "failed"
+	})
+	if ended["status"] != "succeeded" {
+		t.Fatalf("%s after the restore: %v", path, ended)
+	}
+	return ended
+}
+
+// changed is what an operation's engine found to change: its counts but of what stays the same.
+func changed(op map[string]any) map[string]any {
+	out := map[string]any{}
+	for kind, n := range op["changes"].(map[string]any) {
+		if kind != "same" && n != 0.0 {
+			out[kind] = n
+		}
+	}
+	return out
 }
 
 // nimbusRun runs the nimbus binary with env added to the test's own, and returns what it

@@ -7,7 +7,7 @@ import (
 
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/outbox"
-	"nimbus/db/dbgen"
+	"nimbus/db"
 )
 
 // TestBrowser_TheHeaderCountsUnreadNotifications: an event that concerns a person shows in every
@@ -24,7 +24,7 @@ func TestBrowser_TheHeaderCountsUnreadNotifications(t *testing.T) {
 		t.Fatalf("a new user's header counts %d unread", n)
 	}
 
-	err := outbox.Emit(context.Background(), dbgen.New(a.pool), outbox.Event{Type: "elevation.ended",
+	err := outbox.Emit(context.Background(), db.Queries(a.pool), outbox.Event{Type: "elevation.ended",
 		Data: map[string]any{"user_id": a.principal(t, "dev@acme.test").UserID, "role": "tenant_admin"}})
 	if err != nil {
 		t.Fatal(err)

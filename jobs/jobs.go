@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"nimbus/db/dbgen"
+	"nimbus/db"
 )
 
 // The queues. Operations, and what is an operation's work (an approved operation going on, a
@@ -143,7 +143,7 @@ type housekeepingWorker struct {
 func (w *housekeepingWorker) Timeout(*river.Job[HousekeepingArgs]) time.Duration { return time.Minute }
 
 func (w *housekeepingWorker) Work(ctx context.Context, _ *river.Job[HousekeepingArgs]) error {
-	q := dbgen.New(w.pool)
+	q := db.Queries(w.pool)
 	sessions, err := q.DeleteExpiredSessions(ctx)
 	if err != nil {
 		return fmt.Errorf("delete expired sessions: %w", err)

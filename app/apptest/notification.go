@@ -10,7 +10,7 @@ import (
 	"nimbus/app/kernel/outbox"
 	"nimbus/app/orchestration/event"
 	"nimbus/app/server"
-	"nimbus/db/dbgen"
+	"nimbus/db"
 )
 
 // RouteEvents routes every event waiting in the log as the server's sweep does, running the
@@ -25,7 +25,7 @@ func (w *World) RouteEvents(t *testing.T) {
 func (w *World) Notice(t *testing.T) notification.Notification {
 	return Fixture(w, "notice", func() notification.Notification {
 		ctx := context.Background()
-		Must(t, outbox.Emit(ctx, dbgen.New(w.Pool), outbox.Event{Type: "elevation.ended",
+		Must(t, outbox.Emit(ctx, db.Queries(w.Pool), outbox.Event{Type: "elevation.ended",
 			Data: map[string]any{"user_id": w.UserA.UserID, "role": "user"}}))
 		w.RouteEvents(t)
 		list, err := w.Notices.List(ctx, w.UserA, notification.Filter{})

@@ -38,7 +38,7 @@ import (
 	"nimbus/app/platform/audit"
 	"nimbus/app/platform/gitremote"
 	"nimbus/app/server"
-	"nimbus/db/dbgen"
+	"nimbus/db"
 	"nimbus/db/dbtest"
 )
 
@@ -216,7 +216,7 @@ func (w *World) Principal(t testing.TB, email string) access.Principal {
 // PrincipalOf is the user with email, in the database of pool, as the services see them.
 func PrincipalOf(t testing.TB, pool *pgxpool.Pool, email string) access.Principal {
 	t.Helper()
-	q := dbgen.New(pool)
+	q := db.Queries(pool)
 	u, err := q.GetUserByEmail(context.Background(), email)
 	if err != nil {
 		t.Fatalf("find %s: %v", email, err)

@@ -82,12 +82,30 @@ func restoreCmd(ctx context.Context, args []string, env Env) error {
 	if err := m.CheckKey(keys); err != nil {
 		return err
 	}
+	// Each refusal comes before anything is written: the stores (made in the data directory,
+	// or a bucket) are opened once the kinds agree, and the database (made in an empty data
+	// directory) once the stores are found empty. Restore then finds an external database,
+	// which opening did not change, empty or refuses it.
+	backend := "file"
+	if cfg.S3.Endpoint != "" {
+		backend = "s3"
+	}
+	if err := m.CheckBackend(backend); err != nil {
+		return err
+	}
 	if cfg.DatabaseURL == "" {
 		if err := emptyDataDir(cfg.DataDir); err != nil {
 			return err
 		}
 	}
-	in, done, err := openInstallation(ctx, cfg, env, keys)
+	in, err := openStores(ctx, cfg, env, keys)
+	if err != nil {
+		return err
+	}
+	if err := in.CheckStoresEmpty(ctx); err != nil {
+		return err
+	}
+	in, done, err := openDatabaseOf(ctx, cfg, env, in)
 	if err != nil {
 		return err
 	}
@@ -138,38 +156,52 @@ func emptyDataDir(dir string) error {
 	return nil
 }
 
-// openInstallation opens the database and the stores of the installation cfg describes.
+// openInstallation opens the stores and the database of the installation cfg describes.
 func openInstallation(ctx context.Context, cfg *config, env Env, keys *secrets.Keyring) (backup.Installation, func(), error) {
-	log := cfg.logger(env.Stderr)
-	objs, err := openObjects(ctx, cfg, log)
+	in, err := openStores(ctx, cfg, env, keys)
 	if err != nil {
-		return backup.Installation{}, nil, err
+		return in, nil, err
 	}
+	return openDatabaseOf(ctx, cfg, env, in)
+}
+
+// openStores opens the object store and the states of the installation cfg describes, and not
+// yet its database.
+func openStores(ctx context.Context, cfg *config, env Env, keys *secrets.Keyring) (backup.Installation, error) {
+	objs, err := openObjects(ctx, cfg, cfg.logger(env.Stderr))
+	if err != nil {
+		return backup.Installation{}, err
+	}
+	in, err := stores(cfg, objs, keys)
+	in.Progress = env.Stdout
+	return in, err
+}
+
+// openDatabaseOf opens the database of the installation cfg describes into in, whose stores
+// are open; done closes it.
+func openDatabaseOf(ctx context.Context, cfg *config, env Env, in backup.Installation) (backup.Installation, func(), error) {
+	log := cfg.logger(env.Stderr)
 	d, err := openDatabase(ctx, cfg, log, 4)
 	if err != nil {
-		return backup.Installation{}, nil, err
+		return in, nil, err
 	}
 	done := func() {
 		if err := d.Close(); err != nil {
 			log.Error("stop database", "err", err)
 		}
 	}
-	in, err := installation(cfg, d, objs, keys)
-	if err != nil {
-		done()
-		return in, nil, err
-	}
-	in.Progress = env.Stdout
-	return in, done, nil
+	return withDatabase(in, cfg, d), done, nil
 }
 
 // installation is what a backup is taken of: the open database and stores.
 func installation(cfg *config, d *database, objs *objects, keys *secrets.Keyring) (backup.Installation, error) {
-	in := backup.Installation{Pool: d.Pool, DatabaseURL: cfg.DatabaseURL, Keys: keys, Version: Version,
-		Objects: objs.store.(backup.Blobs), StateBackend: "file"}
-	if d.embedded != nil {
-		in.DatabaseURL = d.embedded.URL(localpg.DatabaseName)
-	}
+	in, err := stores(cfg, objs, keys)
+	return withDatabase(in, cfg, d), err
+}
+
+// stores is an installation's object store and states, without its database.
+func stores(cfg *config, objs *objects, keys *secrets.Keyring) (backup.Installation, error) {
+	in := backup.Installation{Keys: keys, Version: Version, Objects: objs.store.(backup.Blobs), StateBackend: "file"}
 	if s3, ok := objs.store.(*objstore.S3); ok {
 		in.State, in.StateBackend = s3, "s3"
 		return in, nil
@@ -177,6 +209,15 @@ func installation(cfg *config, d *database, objs *objects, keys *secrets.Keyring
 	state, err := objstore.NewDir(filepath.Join(cfg.DataDir, "state"))
 	in.State = state
 	return in, err
+}
+
+// withDatabase is in with the open database d.
+func withDatabase(in backup.Installation, cfg *config, d *database) backup.Installation {
+	in.Pool, in.DatabaseURL = d.Pool, cfg.DatabaseURL
+	if d.embedded != nil {
+		in.DatabaseURL = d.embedded.URL(localpg.DatabaseName)
+	}
+	return in
 }
 
 // backupShelf is where scheduled backups go, and how the system page says so.

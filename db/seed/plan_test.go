@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
 	"nimbus/db/seed"
@@ -83,7 +84,7 @@ func TestHotQueries_ReadLargeTablesThroughIndexes(t *testing.T) {
 	laterID := uuid.NullUUID{UUID: uuid.Max, Valid: true}
 	one := []uuid.UUID{tenant}
 	ex := &explainer{pool: pool}
-	q := dbgen.New(ex)
+	q := db.Queries(ex)
 	for _, c := range []struct {
 		name string
 		run  func()

@@ -24,7 +24,7 @@ func (s *Service) ChangePassword(ctx context.Context, actor access.Principal, ke
 	if actor.UserID == uuid.Nil {
 		return problem.ErrForbidden
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	u, err := q.GetUser(ctx, actor.UserID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return problem.ErrForbidden
@@ -77,7 +77,7 @@ type HeldElevation struct {
 // Elevations lists the elevations the actor holds now, soonest ending first; nobody sees
 // another's here.
 func (s *Service) Elevations(ctx context.Context, actor access.Principal) ([]HeldElevation, error) {
-	rows, err := dbgen.New(s.pool).HeldElevations(ctx, actor.UserID)
+	rows, err := db.Queries(s.pool).HeldElevations(ctx, actor.UserID)
 	if err != nil {
 		return nil, fmt.Errorf("list held elevations: %w", err)
 	}
@@ -98,7 +98,7 @@ type TenantChoice struct {
 // TokenTenants lists the tenants the actor holds a role in, by membership or elevation: those
 // a token of theirs may be confined to.
 func (s *Service) TokenTenants(ctx context.Context, actor access.Principal) ([]TenantChoice, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	members, err := q.ListMembershipsOfUser(ctx, actor.UserID)
 	if err != nil {
 		return nil, fmt.Errorf("list tenants for tokens: %w", err)

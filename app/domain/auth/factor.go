@@ -77,7 +77,7 @@ type Enrolment struct {
 
 // Status says whether the actor's second factor is on, and the enrolment they began if not.
 func (f *Factors) Status(ctx context.Context, actor access.Principal) (FactorStatus, error) {
-	q := dbgen.New(f.auth.pool)
+	q := db.Queries(f.auth.pool)
 	u, err := f.user(ctx, q, actor)
 	if err != nil {
 		return FactorStatus{}, err
@@ -145,7 +145,7 @@ func enrolment(email string, raw []byte) (Enrolment, error) {
 // Begin makes a new TOTP secret for the actor, sealed, that turns on once they confirm a code
 // from it. One begun before and not confirmed is replaced.
 func (f *Factors) Begin(ctx context.Context, actor access.Principal) (Enrolment, error) {
-	q := dbgen.New(f.auth.pool)
+	q := db.Queries(f.auth.pool)
 	u, err := f.user(ctx, q, actor)
 	if err != nil {
 		return Enrolment{}, err
@@ -172,7 +172,7 @@ func (f *Factors) Begin(ctx context.Context, actor access.Principal) (Enrolment,
 // Confirm turns the actor's enrolment on once code is a current code of it, and returns their
 // recovery codes: shown this once, kept only as hashes.
 func (f *Factors) Confirm(ctx context.Context, actor access.Principal, code, clientIP string) ([]string, error) {
-	q := dbgen.New(f.auth.pool)
+	q := db.Queries(f.auth.pool)
 	u, err := f.user(ctx, q, actor)
 	if err != nil {
 		return nil, err
@@ -204,7 +204,7 @@ func (f *Factors) Confirm(ctx context.Context, actor access.Principal, code, cli
 // Disable turns the actor's second factor off, given a current code or a recovery code. A
 // provider admin whom the operator requires to have one cannot.
 func (f *Factors) Disable(ctx context.Context, actor access.Principal, code, clientIP string) error {
-	q := dbgen.New(f.auth.pool)
+	q := db.Queries(f.auth.pool)
 	u, err := f.user(ctx, q, actor)
 	if err != nil {
 		return err
@@ -228,7 +228,7 @@ func (f *Factors) Disable(ctx context.Context, actor access.Principal, code, cli
 // RegenerateRecovery replaces the actor's recovery codes, given a current code, and returns the
 // new ones: shown this once.
 func (f *Factors) RegenerateRecovery(ctx context.Context, actor access.Principal, code, clientIP string) ([]string, error) {
-	q := dbgen.New(f.auth.pool)
+	q := db.Queries(f.auth.pool)
 	u, err := f.user(ctx, q, actor)
 	if err != nil {
 		return nil, err
@@ -280,7 +280,7 @@ type SecondStep struct {
 // that is unknown, expired or out of tries names field "sign_in": the password must be given
 // again.
 func (f *Factors) Finish(ctx context.Context, in SecondStep) (Session, error) {
-	q := dbgen.New(f.auth.pool)
+	q := db.Queries(f.auth.pool)
 	restart := problem.Invalid("sign_in", "expired", "this sign-in has expired or had too many wrong codes: sign in again")
 	if in.Binding == "" {
 		return Session{}, restart
@@ -380,7 +380,7 @@ func (f *Factors) withCode(ctx context.Context, userID uuid.UUID, code string, k
 	if refused == nil || !errors.Is(err, refused) {
 		return err
 	}
-	q := dbgen.New(f.auth.pool)
+	q := db.Queries(f.auth.pool)
 	if err := audit.Record(ctx, q, audit.Anonymous, audit.Event{Action: "auth.second_factor_refused", TargetType: "user", TargetID: userID.String(),
 		Diff: map[string]any{"rule": refused.Fields[0].Rule, "purpose": purpose, "client_ip": clientIP}}); err != nil {
 		return fmt.Errorf("record a refused code: %w", err)

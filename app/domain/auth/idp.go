@@ -107,7 +107,7 @@ func (s *SSO) Provider(ctx context.Context, actor access.Principal) (*IdentityPr
 	if !actor.ProviderAdmin {
 		return nil, problem.ErrNotFound
 	}
-	p, _, err := s.load(ctx, dbgen.New(s.auth.pool))
+	p, _, err := s.load(ctx, db.Queries(s.auth.pool))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -140,7 +140,7 @@ func (s *SSO) Set(ctx context.Context, actor access.Principal, in NewIdentityPro
 	if !actor.ProviderAdmin {
 		return IdentityProvider{}, problem.ErrForbidden
 	}
-	q := dbgen.New(s.auth.pool)
+	q := db.Queries(s.auth.pool)
 	p, mappings, err := parseProvider(ctx, q, in)
 	if err != nil {
 		return IdentityProvider{}, err

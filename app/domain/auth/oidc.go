@@ -34,7 +34,7 @@ type Offer struct {
 
 // Offer says what the sign-in page offers.
 func (s *SSO) Offer(ctx context.Context) (Offer, error) {
-	row, err := dbgen.New(s.auth.pool).GetIdentityProvider(ctx)
+	row, err := db.Queries(s.auth.pool).GetIdentityProvider(ctx)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Offer{LocalLogin: true}, nil
 	}
@@ -47,7 +47,7 @@ func (s *SSO) Offer(ctx context.Context) (Offer, error) {
 // Begin starts a sign-in at the identity provider: it returns where to send the browser and the
 // binding to keep in the browser's cookie until it comes back to callback.
 func (s *SSO) Begin(ctx context.Context, callback, next string) (to, binding string, err error) {
-	q := dbgen.New(s.auth.pool)
+	q := db.Queries(s.auth.pool)
 	row, err := q.GetIdentityProvider(ctx)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", "", problem.ErrNotFound
@@ -101,7 +101,7 @@ type Callback struct {
 // opens. It returns where to go next. Every refusal is audited and names field
 // "identity_provider".
 func (s *SSO) Finish(ctx context.Context, callback string, in Callback) (Session, string, error) {
-	q := dbgen.New(s.auth.pool)
+	q := db.Queries(s.auth.pool)
 	row, err := q.GetIdentityProvider(ctx)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Session{}, "", problem.ErrNotFound
@@ -207,7 +207,7 @@ func groups(v any) []string {
 // signIn finds or makes the user of who, sets their memberships from the mappings and opens a
 // session, all in one transaction.
 func (s *SSO) signIn(ctx context.Context, who identity, clientIP string, refuse func(rule, format string, args ...any) error) (Session, error) {
-	q := dbgen.New(s.auth.pool)
+	q := db.Queries(s.auth.pool)
 	u, err := q.GetUserIdentity(ctx, dbgen.GetUserIdentityParams{Issuer: who.issuer, Subject: who.subject})
 	known := err == nil
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -354,7 +354,7 @@ func orNone(r access.Role) string {
 // too, coming back to back: empty when the user did not come through the provider or the
 // provider names no end-session endpoint.
 func (s *SSO) EndSession(ctx context.Context, userID uuid.UUID, back string) (string, error) {
-	q := dbgen.New(s.auth.pool)
+	q := db.Queries(s.auth.pool)
 	row, err := q.GetIdentityProvider(ctx)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && row.EndSessionEndpoint == "") {
 		return "", nil

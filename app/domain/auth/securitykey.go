@@ -111,7 +111,7 @@ func (f *Factors) takeCeremony(ctx context.Context, q *dbgen.Queries, key []byte
 
 // Keys lists the actor's security keys.
 func (f *Factors) Keys(ctx context.Context, actor access.Principal) ([]SecurityKey, error) {
-	rows, err := dbgen.New(f.auth.pool).ListSecurityKeys(ctx, actor.UserID)
+	rows, err := db.Queries(f.auth.pool).ListSecurityKeys(ctx, actor.UserID)
 	if err != nil {
 		return nil, fmt.Errorf("list security keys: %w", err)
 	}
@@ -125,7 +125,7 @@ func (f *Factors) Keys(ctx context.Context, actor access.Principal) ([]SecurityK
 // BeginKey starts registering a security key of the actor's, reached at origin: the options
 // for the browser's navigator.credentials.create. The authenticator app must be on.
 func (f *Factors) BeginKey(ctx context.Context, actor access.Principal, origin string) (*protocol.CredentialCreation, error) {
-	q := dbgen.New(f.auth.pool)
+	q := db.Queries(f.auth.pool)
 	u, err := f.user(ctx, q, actor)
 	if err != nil {
 		return nil, err
@@ -202,7 +202,7 @@ func (f *Factors) FinishKey(ctx context.Context, actor access.Principal, origin,
 // BeginKeySignIn starts the second step of a sign-in with a security key, for the browser at
 // origin holding binding: the options for navigator.credentials.get.
 func (f *Factors) BeginKeySignIn(ctx context.Context, binding, origin string) (*protocol.CredentialAssertion, error) {
-	q := dbgen.New(f.auth.pool)
+	q := db.Queries(f.auth.pool)
 	login, err := q.GetSecondFactorLogin(ctx, dbgen.GetSecondFactorLoginParams{BindingHash: hashSecret(binding), MaxAttempts: maxSecondStepTries, Now: f.now()})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, problem.Invalid("sign_in", "expired", "this sign-in has expired or had too many wrong codes: sign in again")
@@ -239,7 +239,7 @@ func (f *Factors) BeginKeySignIn(ctx context.Context, binding, origin string) (*
 // session. It counts as one of the sign-in's tries; refusals are audited and named as Finish
 // names them.
 func (f *Factors) FinishKeySignIn(ctx context.Context, in SecondStep, origin string, r *http.Request) (Session, error) {
-	q := dbgen.New(f.auth.pool)
+	q := db.Queries(f.auth.pool)
 	restart := problem.Invalid("sign_in", "expired", "this sign-in has expired or had too many wrong codes: sign in again")
 	binding := hashSecret(in.Binding)
 	try, err := q.TrySecondFactorLogin(ctx, dbgen.TrySecondFactorLoginParams{BindingHash: binding, MaxAttempts: maxSecondStepTries, Now: f.now()})

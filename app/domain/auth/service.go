@@ -124,14 +124,14 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 	if err := v.Err(); err != nil {
 		return SignIn{}, err
 	}
-	if err := localLogin(ctx, dbgen.New(s.pool)); err != nil {
+	if err := localLogin(ctx, db.Queries(s.pool)); err != nil {
 		return SignIn{}, err
 	}
 	if err := s.startAttempt(ctx, email, clientIP); err != nil {
 		return SignIn{}, err
 	}
 
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	user, err := q.GetUserByEmail(ctx, email)
 	found := err == nil
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -239,7 +239,7 @@ func (s *Service) openSession(ctx context.Context, q *dbgen.Queries, userID uuid
 // startAttempt records a sign-in attempt and refuses it, forgetting it again, when the pair or
 // the address is over its limit.
 func (s *Service) startAttempt(ctx context.Context, email, clientIP string) error {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	id, err := q.RecordLoginAttempt(ctx, dbgen.RecordLoginAttemptParams{Email: email, ClientIp: clientIP})
 	if err != nil {
 		return fmt.Errorf("login: %w", err)
@@ -281,7 +281,7 @@ func (s *Service) SessionPrincipal(ctx context.Context, secret string) (access.P
 }
 
 func (s *Service) sessionPrincipal(ctx context.Context, secret string, use bool) (access.Principal, Session, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	row, err := q.GetSessionByHash(ctx, dbgen.GetSessionByHashParams{TokenHash: hashSecret(secret), MaxAgeSecs: s.maxAge.Seconds()})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return access.Principal{}, Session{}, problem.ErrUnauthenticated
@@ -311,7 +311,7 @@ func (s *Service) tokenPrincipal(ctx context.Context, token string) (access.Prin
 	if !strings.HasPrefix(token, TokenPrefix) {
 		return access.Principal{}, "", problem.ErrUnauthenticated
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	row, err := q.GetAPITokenByHash(ctx, hashSecret(token))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return access.Principal{}, "", problem.ErrUnauthenticated

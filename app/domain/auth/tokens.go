@@ -94,7 +94,7 @@ type TokenSpec struct {
 // ListTokens returns the actor's own live tokens, expired ones too; nobody sees another
 // user's tokens.
 func (s *Service) ListTokens(ctx context.Context, actor access.Principal) ([]Token, error) {
-	rows, err := dbgen.New(s.pool).ListAPITokens(ctx, actor.UserID)
+	rows, err := db.Queries(s.pool).ListAPITokens(ctx, actor.UserID)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
@@ -191,7 +191,7 @@ func (s *Service) RevokeToken(ctx context.Context, actor access.Principal, id uu
 
 // IssueToken creates a token for the user with email, for operators at the command line.
 func (s *Service) IssueToken(ctx context.Context, email string, spec TokenSpec) (NewToken, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	u, err := q.GetUserByEmail(ctx, strings.TrimSpace(email))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return NewToken{}, problem.Invalid("email", "exists", "no user has the email %q", email)

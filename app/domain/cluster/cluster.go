@@ -100,7 +100,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, zoneID uuid.U
 	if _, err := s.zone(ctx, zoneID); err != nil {
 		return nil, err
 	}
-	row, err := dbgen.New(s.pool).GetZoneCluster(ctx, zoneID)
+	row, err := db.Queries(s.pool).GetZoneCluster(ctx, zoneID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -117,7 +117,7 @@ func (s *Service) Recheck(ctx context.Context, actor access.Principal, zoneID uu
 	if !actor.ProviderAdmin {
 		return Cluster{}, problem.ErrForbidden
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	before, err := q.GetZoneCluster(ctx, zoneID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Cluster{}, problem.ErrNotFound
@@ -176,7 +176,7 @@ func (s *Service) Remove(ctx context.Context, actor access.Principal, zoneID uui
 	})
 }
 
-func (s *Service) q() *dbgen.Queries { return dbgen.New(s.pool) }
+func (s *Service) q() *dbgen.Queries { return db.Queries(s.pool) }
 
 func view(r dbgen.ZoneCluster) Cluster {
 	return Cluster{LandingZoneID: r.LandingZoneID, Server: r.Server, Version: r.ServerVersion, SignedInAs: r.SignedInAs,

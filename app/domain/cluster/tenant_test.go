@@ -16,6 +16,7 @@ import (
 	"nimbus/app/apptest"
 	"nimbus/app/domain/cluster"
 	"nimbus/app/orchestration/environment"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/e2e/kubeplane"
 )
@@ -148,7 +149,7 @@ func TestCluster_ATenantsDeploysRunWithItsOwnAccountAndReachNoOtherTenant(t *tes
 	canary := "canary-" + apptest.RandomHex(t)
 	for tenant, ns := range map[uuid.UUID]string{s.A.ID: "acme", s.B.ID: "globex"} {
 		tenantAccount(t, plane, ns)
-		_, err := dbgen.New(s.Pool).CreateTenantNamespace(ctx, dbgen.CreateTenantNamespaceParams{TenantID: tenant, LandingZoneID: zone, Namespace: ns})
+		_, err := db.Queries(s.Pool).CreateTenantNamespace(ctx, dbgen.CreateTenantNamespaceParams{TenantID: tenant, LandingZoneID: zone, Namespace: ns})
 		apptest.Must(t, err)
 	}
 	kubeSend(t, plane, "POST", "/api/v1/namespaces/globex/secrets", kubeObject{"apiVersion": "v1", "kind": "Secret",

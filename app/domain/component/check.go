@@ -121,7 +121,7 @@ func (s *Service) RequestCheck(ctx context.Context, actor access.Principal, id, 
 	}
 	var out Check
 	err = db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		zone, err := checkZone(ctx, q, actor, c, zone)
 		if err != nil {
 			return err
@@ -152,7 +152,7 @@ func (s *Service) RequestCheck(ctx context.Context, actor access.Principal, id, 
 // queueCheck records a check of a program and input schema that no one asked for in person
 // (a commit pushed to a linked repository) and queues it in tx.
 func (s *Service) queueCheck(ctx context.Context, tx pgx.Tx, component uuid.UUID, code string, schema json.RawMessage) (dbgen.ComponentCheck, error) {
-	row, err := db.Reused(tx).CreateCheck(ctx, dbgen.CreateCheckParams{ComponentID: component, Code: code, InputSchema: schema})
+	row, err := db.Queries(tx).CreateCheck(ctx, dbgen.CreateCheckParams{ComponentID: component, Code: code, InputSchema: schema})
 	if err != nil {
 		return row, err
 	}
@@ -197,7 +197,7 @@ func (s *Service) CheckZones(ctx context.Context, actor access.Principal) ([]pro
 	if !actor.ProviderAdmin {
 		return nil, problem.ErrForbidden
 	}
-	return proxmox.Zones(ctx, dbgen.New(s.pool))
+	return proxmox.Zones(ctx, db.Queries(s.pool))
 }
 
 // allowCheck refuses a check when the tenant asked for checksPerMinute of them in the last
@@ -237,7 +237,7 @@ func nullTenant(tenant *uuid.UUID) uuid.NullUUID {
 
 // Check returns a check of a component the actor may see.
 func (s *Service) Check(ctx context.Context, actor access.Principal, checkID uuid.UUID) (Check, error) {
-	row, err := dbgen.New(s.pool).GetCheck(ctx, checkID)
+	row, err := db.Queries(s.pool).GetCheck(ctx, checkID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Check{}, problem.ErrNotFound
 	}
@@ -298,7 +298,7 @@ func (w *CheckWorker) Timeout(*river.Job[CheckArgs]) time.Duration { return chec
 // Work runs the check and records its result. Engine complaints are a failed check, not a
 // failed job; only trouble reaching the database makes River try again.
 func (w *CheckWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error {
-	q := dbgen.New(w.pool)
+	q := db.Queries(w.pool)
 	row, claimed, err := w.claim(ctx, job.Args.CheckID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // already finished, or the component is gone
@@ -314,7 +314,7 @@ func (w *CheckWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 		// Postgres refuses text that starts inside a character; CutTail starts at one.
 		output = pulumix.CutTail(output, maxCheckOutput)
 		ch, _ := json.Marshal(changes)
-		return dbgen.New(w.pool).FinishCheck(context.WithoutCancel(ctx), dbgen.FinishCheckParams{ID: row.ID, Status: string(status), Output: output, Changes: ch})
+		return db.Queries(w.pool).FinishCheck(context.WithoutCancel(ctx), dbgen.FinishCheckParams{ID: row.ID, Status: string(status), Output: output, Changes: ch})
 	}
 	if w.runner == nil {
 		return finish(CheckFailed, "the Pulumi toolchain is not installed on this server: run go tool task toolchain, or set NIMBUS_PULUMI_DIR", nil)
@@ -370,7 +370,7 @@ func (w *CheckWorker) claim(ctx context.Context, id uuid.UUID) (dbgen.ComponentC
 		claimed bool
 	)
 	err := db.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		tenant, err := q.CheckTenant(ctx, id)
 		if err != nil {
 			return err

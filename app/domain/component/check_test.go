@@ -11,6 +11,7 @@ import (
 
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/pulumix"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
 )
@@ -67,7 +68,7 @@ func TestLiveOutput_CutsLongLinesAndBoundsWhatWaits(t *testing.T) {
 func TestAppendCheckOutput_KeepsTheEndAndNotesTheCut(t *testing.T) {
 	pool := dbtest.Pool(t)
 	ctx := t.Context()
-	q := dbgen.New(pool)
+	q := db.Queries(pool)
 	chk, err := q.CreateCheck(ctx, dbgen.CreateCheckParams{ComponentID: dbtest.NewDeployment(t, pool).ComponentID, Code: "name: c", InputSchema: []byte("{}")})
 	if err != nil {
 		t.Fatal(err)

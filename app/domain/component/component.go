@@ -134,7 +134,7 @@ func can(actor access.Principal, perm access.Permission, tenant *uuid.UUID) bool
 
 // Get returns a component the actor may see; any other is not found.
 func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID) (Component, error) {
-	return s.get(ctx, dbgen.New(s.pool), actor, id)
+	return s.get(ctx, db.Queries(s.pool), actor, id)
 }
 
 func (s *Service) get(ctx context.Context, q *dbgen.Queries, actor access.Principal, id uuid.UUID) (Component, error) {
@@ -179,7 +179,7 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, in New) (C
 		in.ResolverBindings = json.RawMessage(`{}`)
 	}
 	v := &problem.ValidationError{}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	if in.TenantID != nil {
 		// Provider admins are members everywhere; the tenant must still exist. Checked again,
 		// and held, where the component is recorded.
@@ -365,7 +365,7 @@ func (s *Service) Semantics(ctx context.Context, actor access.Principal) (Semant
 	if !actor.CanSomewhere(access.ComponentDefinitionRead) {
 		return Semantics{}, problem.ErrForbidden
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	providers, err := q.ListProviders(ctx)
 	if err != nil {
 		return Semantics{}, fmt.Errorf("list providers: %w", err)
@@ -399,7 +399,7 @@ type Owner struct {
 
 // Owners lists the tenants in which the actor may create components.
 func (s *Service) Owners(ctx context.Context, actor access.Principal) ([]Owner, error) {
-	rows, err := dbgen.New(s.pool).ListTenants(ctx, dbgen.ListTenantsParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWithRole(access.ReadOnly)})
+	rows, err := db.Queries(s.pool).ListTenants(ctx, dbgen.ListTenantsParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWithRole(access.ReadOnly)})
 	if err != nil {
 		return nil, fmt.Errorf("list owners: %w", err)
 	}

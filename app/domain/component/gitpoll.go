@@ -9,7 +9,6 @@ import (
 	"github.com/riverqueue/river"
 
 	"nimbus/db"
-	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
 
@@ -44,7 +43,7 @@ func NewPoller(pool *pgxpool.Pool) *Poller { return &Poller{pool: pool} }
 
 // Work queues the syncs, one per link, in one statement.
 func (p *Poller) Work(ctx context.Context, _ *river.Job[PollArgs]) error {
-	ids, err := dbgen.New(p.pool).ListRepositoryLinkIDs(ctx)
+	ids, err := db.Queries(p.pool).ListRepositoryLinkIDs(ctx)
 	if err != nil || len(ids) == 0 {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"nimbus/app/kernel/outbox"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/gitremote"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
@@ -50,7 +51,7 @@ func (w *SyncWorker) branch(ctx context.Context, link dbgen.RepositoryLink, remo
 	if !ok {
 		return nil // deleted since it was pushed
 	}
-	if _, err := dbgen.New(s.pool).GetRepositorySync(ctx, dbgen.GetRepositorySyncParams{LinkID: link.ID, Ref: name, CommitSha: head}); err == nil {
+	if _, err := db.Queries(s.pool).GetRepositorySync(ctx, dbgen.GetRepositorySyncParams{LinkID: link.ID, Ref: name, CommitSha: head}); err == nil {
 		return nil
 	} else if !errors.Is(err, pgx.ErrNoRows) {
 		return err
@@ -120,7 +121,7 @@ func (w *StatusWorker) Timeout(*river.Job[StatusArgs]) time.Duration { return ti
 // Work posts the status.
 func (w *StatusWorker) Work(ctx context.Context, job *river.Job[StatusArgs]) error {
 	a := job.Args
-	q := dbgen.New(w.pool)
+	q := db.Queries(w.pool)
 	link, err := q.GetRepositoryLink(ctx, a.LinkID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // unlinked since

@@ -103,7 +103,7 @@ func (w *SyncWorker) Timeout(*river.Job[SyncArgs]) time.Duration { return syncTi
 // syncs, never a failed job; only trouble with the database makes River try again.
 func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 	s := w.svc
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	link, err := q.GetRepositoryLink(ctx, job.Args.LinkID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // unlinked since
@@ -165,7 +165,7 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 // its program still waits for the engine's check.
 func (w *SyncWorker) tag(ctx context.Context, link dbgen.RepositoryLink, remote gitremote.Remote, name string, tag gitremote.Tag) (bool, error) {
 	s := w.svc
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	row, err := q.GetRepositorySync(ctx, dbgen.GetRepositorySyncParams{LinkID: link.ID, Ref: name, CommitSha: tag.Commit})
 	switch {
 	case err == nil && SyncMachine.Ended(SyncStatus(row.Status)):
@@ -193,7 +193,7 @@ func (w *SyncWorker) unread(ctx context.Context, link dbgen.RepositoryLink, err 
 	if errors.Is(err, gitremote.ErrDenied) {
 		why += ": give the link a token that may read it"
 	}
-	return dbgen.New(w.svc.pool).SetRepositoryPolled(context.WithoutCancel(ctx), dbgen.SetRepositoryPolledParams{ID: link.ID, LastError: why})
+	return db.Queries(w.svc.pool).SetRepositoryPolled(context.WithoutCancel(ctx), dbgen.SetRepositoryPolledParams{ID: link.ID, LastError: why})
 }
 
 // remoteOf is the link's repository with its token opened.
@@ -230,7 +230,7 @@ func (s *Service) programOf(c Component, link dbgen.RepositoryLink, snap gitremo
 // the draft left as it was.
 func (s *Service) takeDraft(ctx context.Context, link dbgen.RepositoryLink, snap gitremote.Snapshot) error {
 	return db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		if _, err := q.LockRepositoryLink(ctx, link.ID); errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		} else if err != nil {
@@ -285,7 +285,7 @@ func (s *Service) takeDraft(ctx context.Context, link dbgen.RepositoryLink, snap
 // editor would refuse is refused, and the commit's status says why.
 func (s *Service) takeBranch(ctx context.Context, link dbgen.RepositoryLink, name string, snap gitremote.Snapshot) error {
 	return db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		if _, err := q.LockRepositoryLink(ctx, link.ID); errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		} else if err != nil {
@@ -327,7 +327,7 @@ func (s *Service) takeBranch(ctx context.Context, link dbgen.RepositoryLink, nam
 func (s *Service) publishTag(ctx context.Context, link dbgen.RepositoryLink, name string, snap gitremote.Snapshot) (bool, error) {
 	waiting := false
 	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		if _, err := q.LockRepositoryLink(ctx, link.ID); errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		} else if err != nil {

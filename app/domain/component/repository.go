@@ -126,7 +126,7 @@ func (s *Service) LinkRepository(ctx context.Context, actor access.Principal, id
 		return Linked{}, fmt.Errorf("seal the webhook's secret: %w", err)
 	}
 	err = db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		if _, err := q.LockComponent(ctx, id); errors.Is(err, pgx.ErrNoRows) {
 			return problem.ErrNotFound
 		} else if err != nil {
@@ -258,7 +258,7 @@ func (s *Service) Repository(ctx context.Context, actor access.Principal, id uui
 	if !can(actor, access.ComponentDefinitionUpdate, c.TenantID) {
 		return nil, problem.ErrNotFound
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	row, err := q.RepositoryLinkOf(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil

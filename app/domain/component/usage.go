@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"nimbus/app/kernel/access"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -31,7 +32,7 @@ func (s *Service) Deployments(ctx context.Context, actor access.Principal, id uu
 	if _, err := s.Get(ctx, actor, id); err != nil {
 		return nil, err
 	}
-	rows, err := dbgen.New(s.pool).ListDeployments(ctx, dbgen.ListDeploymentsParams{AllTenants: actor.ProviderAdmin,
+	rows, err := db.Queries(s.pool).ListDeployments(ctx, dbgen.ListDeploymentsParams{AllTenants: actor.ProviderAdmin,
 		TenantIds: append([]uuid.UUID{}, actor.TenantsWith(access.EnvironmentRead)...), ComponentID: uuid.NullUUID{UUID: id, Valid: true},
 		MaxRows: maxDeployed})
 	if err != nil {

@@ -167,7 +167,7 @@ func (s *Service) checkGate(ctx context.Context, q *dbgen.Queries, c Component) 
 // who may publish it, cannot be published yet as the engine's checks of it go, or "" when they
 // do not stand in the way.
 func (s *Service) PublishGate(ctx context.Context, c Component) (string, error) {
-	_, why, err := s.checkGate(ctx, dbgen.New(s.pool), c)
+	_, why, err := s.checkGate(ctx, db.Queries(s.pool), c)
 	if err != nil {
 		return "", fmt.Errorf("publish gate: %w", err)
 	}
@@ -179,7 +179,7 @@ func (s *Service) Versions(ctx context.Context, actor access.Principal, id uuid.
 	if _, err := s.Get(ctx, actor, id); err != nil {
 		return nil, err
 	}
-	rows, err := dbgen.New(s.pool).ListComponentVersions(ctx, id)
+	rows, err := db.Queries(s.pool).ListComponentVersions(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("list versions: %w", err)
 	}
@@ -196,7 +196,7 @@ func (s *Service) Version(ctx context.Context, actor access.Principal, id uuid.U
 	if _, err := s.Get(ctx, actor, id); err != nil {
 		return Version{}, err
 	}
-	r, err := dbgen.New(s.pool).GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: id, Version: int32(n)})
+	r, err := db.Queries(s.pool).GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: id, Version: int32(n)})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Version{}, problem.ErrNotFound
 	}
@@ -307,7 +307,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (C
 	}
 	tenants := append([]uuid.UUID{}, actor.TenantsWith(access.ComponentDefinitionRead)...)
 	editable := append([]uuid.UUID{}, actor.TenantsWith(access.ComponentDefinitionUpdate)...)
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	denied, err := governance.Denied(ctx, q, tenants)
 	if err != nil {
 		return Catalog{}, fmt.Errorf("governance: %w", err)

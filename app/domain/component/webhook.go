@@ -18,7 +18,6 @@ import (
 
 	"nimbus/app/kernel/problem"
 	"nimbus/db"
-	"nimbus/db/dbgen"
 )
 
 // Webhook headers: the body's HMAC-SHA256 under the link's webhook secret, as "sha256=" and
@@ -73,7 +72,7 @@ func (h *Handlers) ReceiveWebhook(c echo.Context) error {
 	if err != nil {
 		return problem.ErrNotFound
 	}
-	link, err := dbgen.New(s.pool).GetRepositoryLink(ctx, id)
+	link, err := db.Queries(s.pool).GetRepositoryLink(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return problem.ErrNotFound
 	}

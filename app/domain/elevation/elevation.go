@@ -103,7 +103,7 @@ func (s *Service) Grant(ctx context.Context, actor access.Principal, g Grant) (E
 	case utf8.RuneCountInString(g.Reason) > 500:
 		v.Add("reason", "max_length", "must be at most 500 characters")
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	u, err := q.GetUser(ctx, g.UserID)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -140,7 +140,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal) ([]Elevation
 	if !actor.ProviderAdmin {
 		return nil, problem.ErrForbidden
 	}
-	rows, err := dbgen.New(s.pool).ListElevations(ctx, time.Now().Add(-Recent))
+	rows, err := db.Queries(s.pool).ListElevations(ctx, time.Now().Add(-Recent))
 	if err != nil {
 		return nil, fmt.Errorf("list elevations: %w", err)
 	}
@@ -198,7 +198,7 @@ func (s *Service) Expire(ctx context.Context, id uuid.UUID) (bool, error) {
 // ExpireDue ends every active elevation past its end time, a hundred at most, and reports how
 // many it ended: the backstop of the job each elevation schedules for its end.
 func (s *Service) ExpireDue(ctx context.Context) (int, error) {
-	ids, err := dbgen.New(s.pool).DueElevations(ctx)
+	ids, err := db.Queries(s.pool).DueElevations(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("due elevations: %w", err)
 	}
@@ -227,7 +227,7 @@ func (s *Service) Choices(ctx context.Context, actor access.Principal) (users, t
 	if !actor.ProviderAdmin {
 		return nil, nil, problem.ErrForbidden
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	us, err := q.ListUsers(ctx, dbgen.ListUsersParams{AllUsers: true})
 	if err != nil {
 		return nil, nil, fmt.Errorf("list users: %w", err)

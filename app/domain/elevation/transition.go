@@ -46,7 +46,7 @@ var Machine = lifecycle.Machine[Status]{
 // grant records an elevation, queues the job that ends it at its end time, and audits and
 // tells of it, all in tx.
 func grant(ctx context.Context, tx pgx.Tx, queue jobs.Queue, actor access.Principal, in dbgen.CreateElevationParams, email string) (dbgen.Elevation, error) {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	in.Status = string(Machine.Start)
 	row, err := q.CreateElevation(ctx, in)
 	if err != nil {

@@ -233,7 +233,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, tenantID, com
 	if !canRead(actor, tenantID) {
 		return View{}, problem.ErrNotFound
 	}
-	return view(ctx, dbgen.New(s.pool), tenantID, componentID)
+	return view(ctx, db.Queries(s.pool), tenantID, componentID)
 }
 
 func view(ctx context.Context, q *dbgen.Queries, tenantID, componentID uuid.UUID) (View, error) {
@@ -421,7 +421,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, tenantID uui
 	if !canRead(actor, tenantID) {
 		return Overview{}, problem.ErrNotFound
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	t, err := q.GetTenant(ctx, tenantID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Overview{}, problem.ErrNotFound

@@ -16,7 +16,7 @@ import (
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/objstore/s3test"
 	"nimbus/app/kernel/problem"
-	"nimbus/db/dbgen"
+	"nimbus/db"
 	"nimbus/db/dbtest"
 )
 
@@ -153,7 +153,7 @@ func TestGovernanceSet_TenantAdminNarrowsButCannotWiden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err = governance.Effective(ctx, dbgen.New(fx.pool), fx.tenant, fx.comp)
+	e, err = governance.Effective(ctx, db.Queries(fx.pool), fx.tenant, fx.comp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestGovernanceCheck_ReadsTheStoredRules(t *testing.T) {
 	fx := newFixture(t)
 	ctx := context.Background()
 	fx.ceiling(t)
-	q := dbgen.New(fx.pool)
+	q := db.Queries(fx.pool)
 
 	err := governance.Check(ctx, q, fx.tenant, fx.comp, map[string]any{"name": "web", "cores": float64(8), "image": "debian-12"})
 	var v *problem.ValidationError
@@ -252,7 +252,7 @@ func TestGovernanceCheckInstances_ConcurrentDeploysNeverExceedTheLimit(t *testin
 		go func() {
 			defer wg.Done()
 			err := pgx.BeginFunc(ctx, fx.pool, func(tx pgx.Tx) error {
-				q := dbgen.New(tx)
+				q := db.Queries(tx)
 				if err := governance.CheckInstances(ctx, q, fx.tenant, fx.comp); err != nil {
 					return err
 				}
@@ -288,12 +288,12 @@ func TestGovernanceCheckInstances_ConcurrentDeploysNeverExceedTheLimit(t *testin
 	if _, err := fx.pool.Exec(ctx, "UPDATE deployed_components SET status = 'destroyed' WHERE name = (SELECT min(name) FROM deployed_components)"); err != nil {
 		t.Fatal(err)
 	}
-	left, limited, err := governance.Remaining(ctx, dbgen.New(fx.pool), fx.tenant, fx.comp)
+	left, limited, err := governance.Remaining(ctx, db.Queries(fx.pool), fx.tenant, fx.comp)
 	if err != nil || !limited || left != 1 {
 		t.Fatalf("remaining %d (limited %v, %v), want 1", left, limited, err)
 	}
 	err = pgx.BeginFunc(ctx, fx.pool, func(tx pgx.Tx) error {
-		return governance.CheckInstances(ctx, dbgen.New(tx), fx.tenant, fx.comp)
+		return governance.CheckInstances(ctx, db.Queries(tx), fx.tenant, fx.comp)
 	})
 	if err != nil {
 		t.Fatalf("after a destroy: %v", err)
@@ -303,7 +303,7 @@ func TestGovernanceCheckInstances_ConcurrentDeploysNeverExceedTheLimit(t *testin
 func TestGovernanceDenied_OnlyWhereEveryTenantDenies(t *testing.T) {
 	fx := newFixture(t)
 	ctx := context.Background()
-	q := dbgen.New(fx.pool)
+	q := db.Queries(fx.pool)
 	denied := func(tenants ...uuid.UUID) bool {
 		t.Helper()
 		m, err := governance.Denied(ctx, q, tenants)

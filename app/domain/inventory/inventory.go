@@ -141,7 +141,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (P
 	if f.Tenant != uuid.Nil {
 		p.TenantID = uuid.NullUUID{UUID: f.Tenant, Valid: true}
 	}
-	rows, err := db.Reused(s.pool).ListInventoryItems(ctx, p)
+	rows, err := db.Queries(s.pool).ListInventoryItems(ctx, p)
 	if err != nil {
 		return Page{}, fmt.Errorf("list inventory: %w", err)
 	}
@@ -159,7 +159,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (P
 
 // Get returns an item with its relations; one the actor may not see is not found.
 func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID) (Detail, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	r, err := q.GetInventoryItem(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Detail{}, problem.ErrNotFound

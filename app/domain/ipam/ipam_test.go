@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { dbtest.Main(s3test.Around(m)) }
 func pool(tb testing.TB, pg *pgxpool.Pool, prefix string) (uuid.UUID, dbtest.Deployment) {
 	tb.Helper()
 	d := dbtest.NewDeployment(tb, pg)
-	p, err := dbgen.New(pg).CreatePool(context.Background(), dbgen.CreatePoolParams{TenantID: uuid.NullUUID{UUID: d.TenantID, Valid: true}, EnvironmentID: uuid.NullUUID{UUID: d.EnvironmentID, Valid: true},
+	p, err := db.Queries(pg).CreatePool(context.Background(), dbgen.CreatePoolParams{TenantID: uuid.NullUUID{UUID: d.TenantID, Valid: true}, EnvironmentID: uuid.NullUUID{UUID: d.EnvironmentID, Valid: true},
 		Name: "p", Prefix: netip.MustParsePrefix(prefix), Reserved: []netip.Prefix{}})
 	if err != nil {
 		tb.Fatal(err)
@@ -103,7 +103,7 @@ func TestAllocate_ConcurrentClientsNeverShareAnAddress(t *testing.T) {
 		t.Fatalf("asking again for nic-7: %v %v", again, err)
 	}
 	// The database refuses an overlap whatever the code does.
-	_, err = dbgen.New(pg).CreateAllocation(context.Background(), dbgen.CreateAllocationParams{PoolID: poolID,
+	_, err = db.Queries(pg).CreateAllocation(context.Background(), dbgen.CreateAllocationParams{PoolID: poolID,
 		Prefix: netip.PrefixFrom(got[0], 32), Kind: "address", Input: "by-hand"})
 	if !db.IsExclusionViolation(err) {
 		t.Fatalf("a second allocation of %s: %v, want the exclusion constraint to refuse it", got[0], err)
@@ -179,7 +179,7 @@ func TestAllocate_AMoveHoldsBothAddressesUntilItsOperationEnds(t *testing.T) {
 	pg := dbtest.Pool(t)
 	poolID, d := pool(t, pg, "10.9.0.0/24")
 	ctx := context.Background()
-	q := dbgen.New(pg)
+	q := db.Queries(pg)
 	allocate := func(r ipam.Request) ipam.Lease {
 		t.Helper()
 		var lease ipam.Lease

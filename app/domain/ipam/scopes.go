@@ -6,6 +6,7 @@ import (
 
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -22,7 +23,7 @@ func (s *Service) Scopes(ctx context.Context, actor access.Principal) (zones, en
 	if !actor.ProviderAdmin {
 		return nil, nil, problem.ErrForbidden
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	zs, err := q.ListLandingZones(ctx, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list landing zones: %w", err)

@@ -186,7 +186,7 @@ func (w *Mailer) Timeout(*river.Job[MailArgs]) time.Duration { return 2 * sendTi
 
 // Work sends the mail once; a mail sent or failed already is let be.
 func (w *Mailer) Work(ctx context.Context, job *river.Job[MailArgs]) error {
-	q := dbgen.New(w.pool)
+	q := db.Queries(w.pool)
 	m, err := q.MailToSend(ctx, job.Args.Mail)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && MailMachine.Ended(MailStatus(m.Status)) {
 		return nil
@@ -280,7 +280,7 @@ func NewDigester(pool *pgxpool.Pool) *Digester { return &Digester{pool: pool} }
 // Work queues the due digests, in the transaction that moves each reader's span on.
 func (w *Digester) Work(ctx context.Context, _ *river.Job[DigestArgs]) error {
 	return db.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		mails, err := db.Reused(tx).DueDigests(ctx, onByDefault())
+		mails, err := db.Queries(tx).DueDigests(ctx, onByDefault())
 		if err != nil {
 			return fmt.Errorf("queue digests: %w", err)
 		}

@@ -13,7 +13,7 @@ import (
 	"nimbus/app/domain/notification"
 	"nimbus/app/kernel/freeport"
 	"nimbus/app/kernel/outbox"
-	"nimbus/db/dbgen"
+	"nimbus/db"
 )
 
 const base = "https://nimbus.example.com"
@@ -74,7 +74,7 @@ func TestMail_AnUnreachableServerLeavesAFailedDeliveryInView(t *testing.T) {
 	closed, err := freeport.Pick(1)
 	apptest.Must(t, err)
 	setMail(t, s, root, "127.0.0.1", closed[0])
-	apptest.Must(t, outbox.Emit(context.Background(), dbgen.New(s.Pool), outbox.Event{Type: "elevation.ended",
+	apptest.Must(t, outbox.Emit(context.Background(), db.Queries(s.Pool), outbox.Event{Type: "elevation.ended",
 		Data: map[string]any{"user_id": s.UserA.UserID, "role": "tenant_admin"}}))
 
 	user := s.Token(t, s.UserA)
@@ -158,7 +158,7 @@ func TestDigest_OneMailOfWhatIsUnread(t *testing.T) {
 	apptest.Must(t, s.Notices.SetPreferences(ctx, s.UserA, notification.Preferences{Digest: true,
 		Kinds: []notification.Choice{{Kind: "elevation.granted", Inbox: true, Email: false}}}))
 	for _, e := range []struct{ typ, role string }{{"elevation.ended", "user"}, {"elevation.ended", "tenant_admin"}, {"elevation.granted", "user"}} {
-		apptest.Must(t, outbox.Emit(ctx, dbgen.New(s.Pool), outbox.Event{Type: e.typ,
+		apptest.Must(t, outbox.Emit(ctx, db.Queries(s.Pool), outbox.Event{Type: e.typ,
 			Data: map[string]any{"user_id": s.UserA.UserID, "role": e.role, "ends_at": time.Now().Add(time.Hour)}}))
 	}
 	user := s.Token(t, s.UserA)

@@ -57,7 +57,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([
 	if !f.After.IsZero() {
 		arg.AfterAt = &f.After.At
 	}
-	rows, err := dbgen.New(s.pool).ListNotifications(ctx, arg)
+	rows, err := db.Queries(s.pool).ListNotifications(ctx, arg)
 	if err != nil {
 		return nil, fmt.Errorf("list notifications: %w", err)
 	}
@@ -71,13 +71,13 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([
 
 // Unread counts the actor's unread notifications, for every page's header.
 func (s *Service) Unread(ctx context.Context, actor access.Principal) (int, error) {
-	n, err := dbgen.New(s.pool).CountUnreadNotifications(ctx, actor.UserID)
+	n, err := db.Queries(s.pool).CountUnreadNotifications(ctx, actor.UserID)
 	return int(n), err
 }
 
 // MarkRead marks one of the actor's notifications read; another's is not found.
 func (s *Service) MarkRead(ctx context.Context, actor access.Principal, id uuid.UUID) (Notification, error) {
-	r, err := dbgen.New(s.pool).MarkNotificationRead(ctx, dbgen.MarkNotificationReadParams{ID: id, UserID: actor.UserID})
+	r, err := db.Queries(s.pool).MarkNotificationRead(ctx, dbgen.MarkNotificationReadParams{ID: id, UserID: actor.UserID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Notification{}, problem.ErrNotFound
 	}
@@ -89,7 +89,7 @@ func (s *Service) MarkRead(ctx context.Context, actor access.Principal, id uuid.
 
 // MarkAllRead marks every notification of the actor read and says how many were not.
 func (s *Service) MarkAllRead(ctx context.Context, actor access.Principal) (int, error) {
-	n, err := dbgen.New(s.pool).MarkAllNotificationsRead(ctx, actor.UserID)
+	n, err := db.Queries(s.pool).MarkAllNotificationsRead(ctx, actor.UserID)
 	if err != nil {
 		return 0, fmt.Errorf("mark notifications read: %w", err)
 	}
@@ -113,7 +113,7 @@ type Preferences struct {
 
 // Preferences reads the actor's preferences, each kind's default where they never chose.
 func (s *Service) Preferences(ctx context.Context, actor access.Principal) (Preferences, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	rows, err := q.NotificationPreferences(ctx, actor.UserID)
 	if err != nil {
 		return Preferences{}, fmt.Errorf("read notification preferences: %w", err)
@@ -143,7 +143,7 @@ func (s *Service) SetPreferences(ctx context.Context, actor access.Principal, p 
 		}
 	}
 	return db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		for _, c := range p.Kinds {
 			err := q.SetNotificationPreference(ctx, dbgen.SetNotificationPreferenceParams{UserID: actor.UserID, Kind: c.Kind, Inbox: c.Inbox, Email: c.Email})
 			if err != nil {

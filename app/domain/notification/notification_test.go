@@ -14,7 +14,7 @@ import (
 	"nimbus/app/domain/notification"
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/outbox"
-	"nimbus/db/dbgen"
+	"nimbus/db"
 )
 
 // inbox is what p's inbox holds, newest first.
@@ -112,7 +112,7 @@ func TestEvents_ReachThePeopleTheyConcern(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			apptest.Must(t, w.Notices.SetPreferences(ctx, w.UserA, notification.Preferences{
 				Kinds: []notification.Choice{{Kind: "deployment.succeeded", Inbox: c.opted, Email: c.opted}}}))
-			apptest.Must(t, outbox.Emit(ctx, dbgen.New(w.Pool), c.event))
+			apptest.Must(t, outbox.Emit(ctx, db.Queries(w.Pool), c.event))
 			w.RouteEvents(t)
 			for _, p := range everyone {
 				list := inbox(t, w, p)
@@ -140,7 +140,7 @@ func TestInbox_PagesCountsAndMarksRead(t *testing.T) {
 	w := apptest.NewWorld(t)
 	ctx := context.Background()
 	for range 3 {
-		apptest.Must(t, outbox.Emit(ctx, dbgen.New(w.Pool), outbox.Event{Type: "elevation.ended",
+		apptest.Must(t, outbox.Emit(ctx, db.Queries(w.Pool), outbox.Event{Type: "elevation.ended",
 			Data: map[string]any{"user_id": w.UserA.UserID, "role": "user"}}))
 	}
 	w.RouteEvents(t)
@@ -189,7 +189,7 @@ func TestPages_HeaderCountsUnreadAndTheInboxMarksRead(t *testing.T) {
 	s := apptest.NewSite(t)
 	ctx := context.Background()
 	for range 2 {
-		apptest.Must(t, outbox.Emit(ctx, dbgen.New(s.Pool), outbox.Event{Type: "elevation.ended",
+		apptest.Must(t, outbox.Emit(ctx, db.Queries(s.Pool), outbox.Event{Type: "elevation.ended",
 			Data: map[string]any{"user_id": s.UserA.UserID, "role": "user"}}))
 	}
 	s.RouteEvents(t)

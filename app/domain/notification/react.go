@@ -19,7 +19,7 @@ import (
 // may still see its tenant and take its kind; the event's ID keys them, so a second run makes
 // none. Wire it for each of Kinds' types.
 func React(ctx context.Context, tx pgx.Tx, e outbox.Logged) error {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	kind, ok := kindOf(e.Type)
 	if !ok {
 		return nil

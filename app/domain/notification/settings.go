@@ -13,6 +13,7 @@ import (
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/kernel/secrets"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -76,7 +77,7 @@ func (s *MailService) Settings(ctx context.Context, actor access.Principal) (Mai
 	if err := operator(actor); err != nil {
 		return MailSettings{}, err
 	}
-	srv, ok, err := loadServer(ctx, dbgen.New(s.pool), s.keys)
+	srv, ok, err := loadServer(ctx, db.Queries(s.pool), s.keys)
 	if err != nil || !ok {
 		return MailSettings{Port: 587, TLS: StartTLS}, err
 	}
@@ -117,7 +118,7 @@ func (s *MailService) SetSettings(ctx context.Context, actor access.Principal, i
 	if err := v.Err(); err != nil {
 		return err
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	arg := dbgen.SetMailSettingsParams{Host: host, Port: int32(port), Tls: in.TLS, Username: strings.TrimSpace(in.Username),
 		FromAddress: strings.TrimSpace(in.FromAddress), BaseUrl: base, SetBy: uuid.NullUUID{UUID: actor.UserID, Valid: true}}
 	switch old, err := q.MailSettings(ctx); {
@@ -146,7 +147,7 @@ func (s *MailService) Test(ctx context.Context, actor access.Principal, to strin
 	if !checkAddress(to) {
 		return problem.Invalid("to", "email", "must be a mail address such as you@example.com")
 	}
-	srv, ok, err := loadServer(ctx, dbgen.New(s.pool), s.keys)
+	srv, ok, err := loadServer(ctx, db.Queries(s.pool), s.keys)
 	if err != nil {
 		return err
 	}
@@ -174,7 +175,7 @@ func (s *MailService) Failed(ctx context.Context, actor access.Principal) ([]Fai
 	if err := operator(actor); err != nil {
 		return nil, err
 	}
-	rows, err := dbgen.New(s.pool).FailedMails(ctx)
+	rows, err := db.Queries(s.pool).FailedMails(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list failed mails: %w", err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/web"
-	"nimbus/db/dbgen"
+	"nimbus/db"
 )
 
 // Page answers GET /landing-zones/{id}/policies.
@@ -124,7 +124,7 @@ func (h *Handlers) zoneName(c echo.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	z, err := dbgen.New(h.svc.pool).GetLandingZone(web.Ctx(c), id)
+	z, err := db.Queries(h.svc.pool).GetLandingZone(web.Ctx(c), id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", problem.ErrNotFound
 	}

@@ -118,7 +118,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, zoneID uuid.
 	if err := s.see(ctx, actor, zoneID); err != nil {
 		return nil, err
 	}
-	rows, err := dbgen.New(s.pool).ListPlanPolicies(ctx, zoneID)
+	rows, err := db.Queries(s.pool).ListPlanPolicies(ctx, zoneID)
 	if err != nil {
 		return nil, fmt.Errorf("list the policies of landing zone %s: %w", zoneID, err)
 	}
@@ -134,7 +134,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, zoneID, id uu
 	if err := s.see(ctx, actor, zoneID); err != nil {
 		return Policy{}, err
 	}
-	row, err := dbgen.New(s.pool).GetPlanPolicy(ctx, dbgen.GetPlanPolicyParams{ID: id, LandingZoneID: zoneID})
+	row, err := db.Queries(s.pool).GetPlanPolicy(ctx, dbgen.GetPlanPolicyParams{ID: id, LandingZoneID: zoneID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Policy{}, problem.ErrNotFound
 	}
@@ -149,7 +149,7 @@ func (s *Service) Versions(ctx context.Context, actor access.Principal, zoneID u
 	if err := s.see(ctx, actor, zoneID); err != nil {
 		return nil, err
 	}
-	rows, err := dbgen.New(s.pool).ListPlanPolicyVersions(ctx, zoneID)
+	rows, err := db.Queries(s.pool).ListPlanPolicyVersions(ctx, zoneID)
 	if err != nil {
 		return nil, fmt.Errorf("list the policy versions of landing zone %s: %w", zoneID, err)
 	}
@@ -248,7 +248,7 @@ func (s *Service) see(ctx context.Context, actor access.Principal, zoneID uuid.U
 	if !actor.ProviderAdmin {
 		return problem.ErrNotFound
 	}
-	_, err := dbgen.New(s.pool).GetLandingZone(ctx, zoneID)
+	_, err := db.Queries(s.pool).GetLandingZone(ctx, zoneID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return problem.ErrNotFound
 	}

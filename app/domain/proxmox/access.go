@@ -135,7 +135,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, zoneID uuid.U
 	if _, err := s.zone(ctx, zoneID); err != nil {
 		return nil, err
 	}
-	row, err := dbgen.New(s.pool).GetZoneProxmoxAccess(ctx, zoneID)
+	row, err := db.Queries(s.pool).GetZoneProxmoxAccess(ctx, zoneID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -152,7 +152,7 @@ func (s *Service) Recheck(ctx context.Context, actor access.Principal, zoneID uu
 	if !actor.ProviderAdmin {
 		return Access{}, problem.ErrForbidden
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	before, err := q.GetZoneProxmoxAccess(ctx, zoneID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Access{}, problem.ErrNotFound
@@ -208,7 +208,7 @@ func (s *Service) Remove(ctx context.Context, actor access.Principal, zoneID uui
 }
 
 func (s *Service) zone(ctx context.Context, id uuid.UUID) (dbgen.LandingZone, error) {
-	z, err := dbgen.New(s.pool).GetLandingZone(ctx, id)
+	z, err := db.Queries(s.pool).GetLandingZone(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return z, problem.ErrNotFound
 	}

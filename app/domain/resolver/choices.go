@@ -9,6 +9,7 @@ import (
 
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -28,7 +29,7 @@ func (s *Service) EnvironmentPools(ctx context.Context, actor access.Principal, 
 	if err != nil {
 		return nil, err
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	pools, err := q.ListPools(ctx, dbgen.ListPoolsParams{AllTenants: true, EnvironmentID: nullUUID(environmentID)})
 	if err != nil {
 		return nil, fmt.Errorf("pools of environment %s: %w", environmentID, err)
@@ -52,7 +53,7 @@ func (s *Service) ZonePools(ctx context.Context, actor access.Principal, zoneID 
 	if _, err := s.zone(ctx, actor, zoneID); err != nil {
 		return nil, err
 	}
-	pools, err := dbgen.New(s.pool).ListPools(ctx, dbgen.ListPoolsParams{AllTenants: true, LandingZoneID: nullUUID(zoneID)})
+	pools, err := db.Queries(s.pool).ListPools(ctx, dbgen.ListPoolsParams{AllTenants: true, LandingZoneID: nullUUID(zoneID)})
 	if err != nil {
 		return nil, fmt.Errorf("pools of landing zone %s: %w", zoneID, err)
 	}
@@ -69,7 +70,7 @@ func (s *Service) ImageProviders(ctx context.Context, actor access.Principal) ([
 	if !actor.ProviderAdmin {
 		return nil, problem.ErrForbidden
 	}
-	providers, err := dbgen.New(s.pool).ListProviders(ctx)
+	providers, err := db.Queries(s.pool).ListProviders(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list providers: %w", err)
 	}
@@ -94,7 +95,7 @@ func (s *Service) IssuedNames(ctx context.Context, actor access.Principal, envir
 	if _, err := s.environment(ctx, actor, environmentID); err != nil {
 		return nil, err
 	}
-	rows, err := dbgen.New(s.pool).IssuedNames(ctx, environmentID)
+	rows, err := db.Queries(s.pool).IssuedNames(ctx, environmentID)
 	if err != nil {
 		return nil, fmt.Errorf("names issued in environment %s: %w", environmentID, err)
 	}

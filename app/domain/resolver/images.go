@@ -29,7 +29,7 @@ type Image struct {
 
 // Images lists the catalog; anyone signed in may read it, since it names no tenant.
 func (s *Service) Images(ctx context.Context, _ access.Principal) ([]Image, error) {
-	rows, err := dbgen.New(s.pool).ListImages(ctx)
+	rows, err := db.Queries(s.pool).ListImages(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("image catalog: %w", err)
 	}

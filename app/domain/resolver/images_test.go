@@ -12,7 +12,7 @@ import (
 	"nimbus/app/domain/component"
 	"nimbus/app/domain/resolver"
 	"nimbus/app/kernel/problem"
-	"nimbus/db/dbgen"
+	"nimbus/db"
 )
 
 // proxmox-vm takes its OS image from the catalog. What the catalog holds for Proxmox is what
@@ -50,7 +50,7 @@ func TestImageCatalog_ProxmoxImagesFitTheProxmoxComponentThatTakesThem(t *testin
 		}
 		config, _ := json.Marshal(map[string]string{"os_family": img.OSFamily, "os_version": img.OSVersion})
 		apptest.WantStatus(t, s.Call(t, "PUT", "/api/v1/environments/"+env.ID.String()+"/resolvers/image_catalog", s.Token(t, s.Admin), string(config)), http.StatusOK)
-		got, err := resolver.Resolve(ctx, dbgen.New(s.Pool), fromCatalog, resolver.Deployment{ID: uuid.New(), EnvID: env.ID, Provider: "proxmox",
+		got, err := resolver.Resolve(ctx, db.Queries(s.Pool), fromCatalog, resolver.Deployment{ID: uuid.New(), EnvID: env.ID, Provider: "proxmox",
 			Component: "proxmox-vm", SemanticType: "VirtualMachine"}, uuid.New(), map[string]any{})
 		apptest.Must(t, err)
 		if problem := schema.Check("os_template", got["os_template"]); problem != "" {

@@ -9,7 +9,7 @@ import (
 
 	"nimbus/app/kernel/objstore/s3test"
 	"nimbus/app/kernel/problem"
-	"nimbus/db/dbgen"
+	"nimbus/db"
 	"nimbus/db/dbtest"
 )
 
@@ -51,7 +51,7 @@ func TestBindings_ParsedAndChecked(t *testing.T) {
 }
 
 func TestImageCatalog_ParametersWinOverDefaultsAndAMissSaysWhat(t *testing.T) {
-	q := dbgen.New(dbtest.Pool(t))
+	q := db.Queries(dbtest.Pool(t))
 	ctx := context.Background()
 	c := Call{Config: json.RawMessage(`{"os_family": "debian", "os_version": "12"}`), Deployment: Deployment{Provider: "simcloud"},
 		Params: map[string]any{}}

@@ -37,7 +37,7 @@ func NewService(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
 
 // environment returns the environment if the actor may see its resolvers.
 func (s *Service) environment(ctx context.Context, actor access.Principal, id uuid.UUID) (dbgen.GetEnvironmentRow, error) {
-	env, err := dbgen.New(s.pool).GetEnvironment(ctx, id)
+	env, err := db.Queries(s.pool).GetEnvironment(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can(access.ResolverConfigRead, env.TenantID) {
 		return env, problem.ErrNotFound
 	}
@@ -46,7 +46,7 @@ func (s *Service) environment(ctx context.Context, actor access.Principal, id uu
 
 // zone returns a landing zone; only provider admins see them.
 func (s *Service) zone(ctx context.Context, actor access.Principal, id uuid.UUID) (dbgen.LandingZone, error) {
-	z, err := dbgen.New(s.pool).GetLandingZone(ctx, id)
+	z, err := db.Queries(s.pool).GetLandingZone(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.ProviderAdmin {
 		return z, problem.ErrNotFound
 	}
@@ -59,7 +59,7 @@ func (s *Service) Configs(ctx context.Context, actor access.Principal, environme
 	if _, err := s.environment(ctx, actor, environmentID); err != nil {
 		return nil, err
 	}
-	rows, err := dbgen.New(s.pool).EffectiveResolverConfigs(ctx, environmentID)
+	rows, err := db.Queries(s.pool).EffectiveResolverConfigs(ctx, environmentID)
 	if err != nil {
 		return nil, fmt.Errorf("resolver configurations: %w", err)
 	}
@@ -71,7 +71,7 @@ func (s *Service) ZoneConfigs(ctx context.Context, actor access.Principal, zoneI
 	if _, err := s.zone(ctx, actor, zoneID); err != nil {
 		return nil, err
 	}
-	rows, err := dbgen.New(s.pool).OwnResolverConfigs(ctx, dbgen.OwnResolverConfigsParams{LandingZoneID: nullUUID(zoneID)})
+	rows, err := db.Queries(s.pool).OwnResolverConfigs(ctx, dbgen.OwnResolverConfigsParams{LandingZoneID: nullUUID(zoneID)})
 	if err != nil {
 		return nil, fmt.Errorf("resolver configurations: %w", err)
 	}
@@ -225,7 +225,7 @@ func (s *Service) NextName(ctx context.Context, actor access.Principal, environm
 		return "", err
 	}
 	d := Deployment{Tenant: env.TenantName, Environment: env.Name, EnvID: env.ID, Component: "component", SemanticType: "virtualmachine", Name: "deployment"}
-	return PreviewName(ctx, dbgen.New(s.pool), env.ID, pattern, d)
+	return PreviewName(ctx, db.Queries(s.pool), env.ID, pattern, d)
 }
 
 // NextZoneName previews the name a landing zone's naming pattern would give next, for an
@@ -236,7 +236,7 @@ func (s *Service) NextZoneName(ctx context.Context, actor access.Principal, zone
 		return "", err
 	}
 	d := Deployment{Tenant: "tenant", Environment: "env", Component: "component", SemanticType: "virtualmachine", Name: "deployment"}
-	return PreviewName(ctx, dbgen.New(s.pool), z.ID, pattern, d)
+	return PreviewName(ctx, db.Queries(s.pool), z.ID, pattern, d)
 }
 
 func nullUUID(id uuid.UUID) uuid.NullUUID { return uuid.NullUUID{UUID: id, Valid: id != uuid.Nil} }

@@ -15,7 +15,7 @@ import (
 	"nimbus/app/domain/component"
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
-	"nimbus/db/dbgen"
+	"nimbus/db"
 )
 
 // SlotDiff sorts the slots of two definitions by what moving an instance from one to the other
@@ -145,7 +145,7 @@ type Compare struct {
 
 // Diff compares two versions of a stack, or a fork's version with one of its parent's.
 func (s *Service) Diff(ctx context.Context, actor access.Principal, id uuid.UUID, c Compare) (Diff, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	st, err := s.get(ctx, q, actor, id)
 	if err != nil {
 		return Diff{}, err

@@ -154,7 +154,7 @@ func jsonKind(kind string) string {
 // Get returns a stack the actor may see, with its versions; any other is not found. Those who
 // may not edit it see it once published, without its draft.
 func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID) (Stack, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	st, err := s.get(ctx, q, actor, id)
 	if err != nil {
 		return Stack{}, err
@@ -234,7 +234,7 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, in New) (S
 	if err != nil {
 		return Stack{}, err
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	provider, err := q.GetProviderByName(ctx, in.Provider)
 	if errors.Is(err, pgx.ErrNoRows) {
 		v.Add("provider", "exists", "no provider named %q; see the providers page", in.Provider)
@@ -307,7 +307,7 @@ func (s *Service) UpdateDraft(ctx context.Context, actor access.Principal, id uu
 	def, err := parseDraft(d.Draft)
 	if err != nil {
 		// Who may not see the stack learns nothing from how their draft was written.
-		st, gerr := s.get(ctx, dbgen.New(s.pool), actor, id)
+		st, gerr := s.get(ctx, db.Queries(s.pool), actor, id)
 		if gerr != nil {
 			return Stack{}, gerr
 		}
@@ -404,7 +404,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([
 	if !actor.ProviderAdmin && len(actor.Roles) == 0 {
 		return []Stack{}, nil // provider stacks are offered to tenants' members
 	}
-	rows, err := dbgen.New(s.pool).ListStacks(ctx, dbgen.ListStacksParams{
+	rows, err := db.Queries(s.pool).ListStacks(ctx, dbgen.ListStacksParams{
 		AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWith(access.StackDefinitionRead),
 		EditableTenantIds: actor.TenantsWith(access.StackDefinitionUpdate),
 		Search:            f.Search, Provider: f.Provider, Scope: f.Scope, MaxRows: maxListed,

@@ -125,7 +125,7 @@ func record(ctx context.Context, q *dbgen.Queries, actor access.Principal, id uu
 
 // Versions lists the stack's published versions, newest first.
 func (s *Service) Versions(ctx context.Context, actor access.Principal, id uuid.UUID) ([]Version, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	if _, err := s.get(ctx, q, actor, id); err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (s *Service) Versions(ctx context.Context, actor access.Principal, id uuid.
 
 // Version returns one published version with its definition and day-2 operations.
 func (s *Service) Version(ctx context.Context, actor access.Principal, id uuid.UUID, n int) (Version, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	if _, err := s.get(ctx, q, actor, id); err != nil {
 		return Version{}, err
 	}
@@ -204,7 +204,7 @@ func (s *Service) Fork(ctx context.Context, actor access.Principal, id uuid.UUID
 	if !actor.Member(in.TenantID) {
 		return Stack{}, problem.Invalid("tenant_id", "exists", "no tenant with this ID that you can see")
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	parent, err := s.get(ctx, q, actor, id)
 	if err != nil {
 		return Stack{}, err

@@ -10,13 +10,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
 // lastBackups are the newest scheduled backup and the newest that succeeded; either is nil
 // when there is none.
 func lastBackups(ctx context.Context, pool *pgxpool.Pool) (last, success *dbgen.Backup, err error) {
-	q := dbgen.New(pool)
+	q := db.Queries(pool)
 	one := func(b dbgen.Backup, err error) (*dbgen.Backup, error) {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, nil

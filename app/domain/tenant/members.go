@@ -21,7 +21,7 @@ func (s *Service) Members(ctx context.Context, actor access.Principal, tenantID 
 	if _, err := s.Get(ctx, actor, tenantID); err != nil {
 		return nil, err
 	}
-	rows, err := dbgen.New(s.pool).ListMembers(ctx, tenantID)
+	rows, err := db.Queries(s.pool).ListMembers(ctx, tenantID)
 	if err != nil {
 		return nil, fmt.Errorf("list members: %w", err)
 	}
@@ -135,7 +135,7 @@ func (s *Service) mayManage(ctx context.Context, actor access.Principal, tenantI
 	if !actor.Can(access.TenantMemberManage, tenantID) {
 		return problem.ErrForbidden
 	}
-	if t, err := dbgen.New(s.pool).GetTenant(ctx, tenantID); err != nil {
+	if t, err := db.Queries(s.pool).GetTenant(ctx, tenantID); err != nil {
 		return err
 	} else if t.System {
 		return problem.Invalid("tenant_id", "system", "the system tenant holds landing zones' system services and has no members")
@@ -149,7 +149,7 @@ func (s *Service) UserIDByEmail(ctx context.Context, actor access.Principal, ten
 	if err := s.mayManage(ctx, actor, tenantID); err != nil {
 		return uuid.Nil, err
 	}
-	u, err := dbgen.New(s.pool).GetUserByEmail(ctx, strings.TrimSpace(email))
+	u, err := db.Queries(s.pool).GetUserByEmail(ctx, strings.TrimSpace(email))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return uuid.Nil, problem.Invalid("email", "exists", "no user has this email; a provider admin can create one on the Users page")
 	}

@@ -63,7 +63,7 @@ func (s *Service) WithNamespaces(n Namespaces) *Service {
 
 // List returns the tenants the actor may see: all for provider admins, their own otherwise.
 func (s *Service) List(ctx context.Context, actor access.Principal) ([]Tenant, error) {
-	rows, err := dbgen.New(s.pool).ListTenants(ctx, dbgen.ListTenantsParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWithRole(access.ReadOnly)})
+	rows, err := db.Queries(s.pool).ListTenants(ctx, dbgen.ListTenantsParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWithRole(access.ReadOnly)})
 	if err != nil {
 		return nil, fmt.Errorf("list tenants: %w", err)
 	}
@@ -79,7 +79,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	if !actor.Can(access.TenantRead, id) {
 		return Tenant{}, problem.ErrNotFound
 	}
-	t, err := dbgen.New(s.pool).GetTenant(ctx, id)
+	t, err := db.Queries(s.pool).GetTenant(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Tenant{}, problem.ErrNotFound
 	}
@@ -114,7 +114,7 @@ func (s *Service) CreateProvisioned(ctx context.Context, actor access.Principal,
 	}
 	var out Tenant
 	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		taken, err := q.TenantNameTaken(ctx, name)
 		if err != nil {
 			return err
@@ -238,7 +238,7 @@ func (s *Service) Delete(ctx context.Context, actor access.Principal, id uuid.UU
 		if !errors.As(err, &d) {
 			// Nothing is being decommissioned, so nothing would end the removal: it is asked
 			// for again.
-			if drop := dbgen.New(s.pool).DropTenantRemoval(ctx, id); drop != nil {
+			if drop := db.Queries(s.pool).DropTenantRemoval(ctx, id); drop != nil {
 				return errors.Join(err, drop)
 			}
 		}
@@ -264,7 +264,7 @@ func remove(ctx context.Context, q *dbgen.Queries, actor access.Principal, id uu
 // something else meanwhile stays, and is no longer being removed: removing it is asked for
 // again once it is empty.
 func RemoveWhenDecommissioned(ctx context.Context, tx pgx.Tx, e outbox.Logged) error {
-	q, actor := db.Reused(tx), audit.System
+	q, actor := db.Queries(tx), audit.System
 	n, err := q.InstanceTenantNamespace(ctx, uuid.NullUUID{UUID: e.Instance, Valid: e.Instance != uuid.Nil})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil

@@ -54,7 +54,7 @@ func TestDelete_StopsAConcurrentJoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer del.Rollback(ctx)
-	q := dbgen.New(del)
+	q := db.Queries(del)
 	if _, err := q.LockTenant(ctx, tenantID); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestDelete_WaitsForAJoinInProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer join.Rollback(ctx)
-	if _, err := tenant.Join(ctx, dbgen.New(join), admin, tenantID, userID, access.User); err != nil {
+	if _, err := tenant.Join(ctx, db.Queries(join), admin, tenantID, userID, access.User); err != nil {
 		t.Fatal(err)
 	}
 
@@ -169,7 +169,7 @@ func TestDeletedTenant_LeavesTheListsOfLiveThings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := dbgen.New(pool)
+	q := db.Queries(pool)
 	listed := func() map[string]int {
 		t.Helper()
 		deps, err := q.ListDeployments(ctx, dbgen.ListDeploymentsParams{AllTenants: true, MaxRows: 10})

@@ -72,7 +72,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal) ([]User, err
 	if !actor.CanSomewhere(access.UserRead) {
 		return nil, problem.ErrForbidden
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	rows, err := q.ListUsers(ctx, dbgen.ListUsersParams{AllUsers: actor.ProviderAdmin, AdminTenants: actor.TenantsWithRole(access.TenantAdmin)})
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
@@ -100,7 +100,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal) ([]User, err
 
 // Get returns one user the actor may see; any other is not found.
 func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID) (User, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	if !actor.ProviderAdmin && actor.UserID != id {
 		shares, err := q.UserSharesAdminTenant(ctx, dbgen.UserSharesAdminTenantParams{UserID: id, AdminTenants: actor.TenantsWithRole(access.TenantAdmin)})
 		if err != nil {

@@ -22,6 +22,7 @@ import (
 	"nimbus/app/kernel/cursor"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/orchestration/deploy"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
@@ -140,7 +141,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 		return Detail{}, problem.ErrNotFound
 	}
 	r := rows[0]
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	in, err := q.ApprovalRequestInputs(ctx, id)
 	if err != nil {
 		return Detail{}, fmt.Errorf("inputs of approval request %s: %w", id, err)
@@ -170,7 +171,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 
 // Waiting counts the pending requests the actor may decide and has not, for the navigation.
 func (s *Service) Waiting(ctx context.Context, actor access.Principal) (int, error) {
-	n, err := dbgen.New(s.pool).CountApprovalsWaiting(ctx, dbgen.CountApprovalsWaitingParams{
+	n, err := db.Queries(s.pool).CountApprovalsWaiting(ctx, dbgen.CountApprovalsWaitingParams{
 		Viewer: actor.UserID, AllTenants: actor.ProviderAdmin,
 		UserTenants:  decidingTenants(actor, access.User),
 		AdminTenants: decidingTenants(actor, access.TenantAdmin),
@@ -226,7 +227,7 @@ func (s *Service) requests(ctx context.Context, actor access.Principal, id uuid.
 	default:
 		params.Status = &status
 	}
-	rows, err := dbgen.New(s.pool).ListApprovalRequests(ctx, params)
+	rows, err := db.Queries(s.pool).ListApprovalRequests(ctx, params)
 	if err != nil {
 		return nil, fmt.Errorf("list approval requests: %w", err)
 	}

@@ -46,7 +46,7 @@ func (s *Service) decide(ctx context.Context, actor access.Principal, id uuid.UU
 	}
 	var refused error
 	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		r, err := q.LockApprovalRequest(ctx, id)
 		if err == nil && !actor.Can(access.ApprovalRead, r.TenantID) {
 			err = pgx.ErrNoRows
@@ -141,7 +141,7 @@ func expired(r dbgen.LockApprovalRequestRow) error {
 
 // approve records an approval; the last one needed sends the operation on.
 func (s *Service) approve(ctx context.Context, tx pgx.Tx, actor access.Principal, r dbgen.LockApprovalRequestRow, waiting []uuid.UUID, comment string) error {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	if err := decide(ctx, q, dbgen.RecordApprovalDecisionParams{RequestID: r.ID, UserID: actor.UserID, Decision: "approve", Comment: comment}); err != nil {
 		return err
 	}
@@ -162,7 +162,7 @@ func (s *Service) approve(ctx context.Context, tx pgx.Tx, actor access.Principal
 // void sends the operations whose request showed a plan that no longer holds back to their
 // previews, which ask for approval again.
 func (s *Service) void(ctx context.Context, tx pgx.Tx, actor access.Principal, r dbgen.LockApprovalRequestRow, waiting []uuid.UUID) error {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	if err := closeAs(ctx, q, r.ID, Void); err != nil {
 		return err
 	}
@@ -176,7 +176,7 @@ func (s *Service) void(ctx context.Context, tx pgx.Tx, actor access.Principal, r
 
 // resume closes the request as approved and sends on every operation waiting on it.
 func (s *Service) resume(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalRequestRow, waiting []uuid.UUID) error {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	if err := closeAs(ctx, q, r.ID, Approved); err != nil {
 		return err
 	}
@@ -193,7 +193,7 @@ func (s *Service) resume(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalReq
 
 // reject records a rejection and ends every operation waiting on the request.
 func (s *Service) reject(ctx context.Context, tx pgx.Tx, actor access.Principal, r dbgen.LockApprovalRequestRow, waiting []uuid.UUID, comment string) error {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	if err := decide(ctx, q, dbgen.RecordApprovalDecisionParams{RequestID: r.ID, UserID: actor.UserID, Decision: "reject", Comment: comment}); err != nil {
 		return err
 	}
@@ -216,7 +216,7 @@ func (s *Service) reject(ctx context.Context, tx pgx.Tx, actor access.Principal,
 // rather than cancelled: nobody asked to stop it, it lacked the approval it needed, and clients
 // that wait for it treat both ends alike while cancelled keeps meaning someone's stop.
 func (s *Service) expire(ctx context.Context, tx pgx.Tx, r dbgen.LockApprovalRequestRow) error {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	if err := closeAs(ctx, q, r.ID, Expired); err != nil {
 		return err
 	}

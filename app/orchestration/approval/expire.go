@@ -12,7 +12,6 @@ import (
 	"github.com/riverqueue/river"
 
 	"nimbus/db"
-	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
 
@@ -59,7 +58,7 @@ func (e *Expirer) Work(ctx context.Context, _ *river.Job[ExpiryArgs]) error {
 // ExpireDue expires the pending requests past their time, a hundred at most, and reports how
 // many it expired.
 func (s *Service) ExpireDue(ctx context.Context) (int, error) {
-	ids, err := dbgen.New(s.pool).DueApprovalRequests(ctx)
+	ids, err := db.Queries(s.pool).DueApprovalRequests(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("due approval requests: %w", err)
 	}
@@ -67,7 +66,7 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 	for _, id := range ids {
 		expired := false
 		err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			r, err := db.Reused(tx).LockApprovalRequest(ctx, id)
+			r, err := db.Queries(tx).LockApprovalRequest(ctx, id)
 			if errors.Is(err, pgx.ErrNoRows) || err == nil && (Status(r.Status) != Pending || !r.Lapsed) {
 				return nil // decided, or gone with its operation, meanwhile
 			}

@@ -216,7 +216,7 @@ func (s *Service) policies(ctx context.Context, actor access.Principal, id uuid.
 }
 
 func (s *Service) policyRows(ctx context.Context, actor access.Principal, id uuid.UUID) ([]dbgen.ListApprovalPoliciesRow, error) {
-	rows, err := dbgen.New(s.pool).ListApprovalPolicies(ctx, dbgen.ListApprovalPoliciesParams{
+	rows, err := db.Queries(s.pool).ListApprovalPolicies(ctx, dbgen.ListApprovalPoliciesParams{
 		ID: uuid.NullUUID{UUID: id, Valid: id != uuid.Nil}, AllTenants: actor.ProviderAdmin,
 		TenantIds: append([]uuid.UUID{}, actor.TenantsWith(access.ApprovalRead)...)})
 	if err != nil {
@@ -300,7 +300,7 @@ func (p Policy) MayDelete(actor access.Principal) bool {
 // ScopeChoices lists what the actor may set policies on: for provider admins every landing
 // zone, environment and component; for tenant admins their tenants' environments.
 func (s *Service) ScopeChoices(ctx context.Context, actor access.Principal) ([]Choice, error) {
-	rows, err := dbgen.New(s.pool).ApprovalScopeChoices(ctx, dbgen.ApprovalScopeChoicesParams{
+	rows, err := db.Queries(s.pool).ApprovalScopeChoices(ctx, dbgen.ApprovalScopeChoicesParams{
 		WithProvider: actor.CanSomewhere(access.ApprovalPolicyManage), AllTenants: actor.ProviderAdmin,
 		TenantIds: append([]uuid.UUID{}, actor.TenantsWith(access.EnvironmentManage)...)})
 	if err != nil {

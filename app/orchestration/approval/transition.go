@@ -59,5 +59,5 @@ func Withdraw(ctx context.Context, tx pgx.Tx, e outbox.Logged) error {
 	if err != nil {
 		return err
 	}
-	return db.Reused(tx).CancelApprovalRequestOf(ctx, operation)
+	return db.Queries(tx).CancelApprovalRequestOf(ctx, operation)
 }

@@ -81,18 +81,30 @@ func (m Manifest) CheckKey(keys *secrets.Keyring) error {
 		m.KeyID, keys.CurrentKeyID(), secrets.EnvKey, secrets.KeyFileName)
 }
 
+// CheckBackend refuses an installation that keeps its states in another kind of store (backend
+// "file" or "s3") than the archive's.
+func (m Manifest) CheckBackend(backend string) error {
+	if m.StateBackend != backend {
+		return fmt.Errorf("the archive keeps its states in %s, and this installation in %s: restore it onto the same kind of store", m.StateBackend, backend)
+	}
+	return nil
+}
+
 // Restore brings the archive at path, checked by Verify into m, onto the installation in,
 // which must be empty: the database with pg_restore, then the states and the blobs; then it
 // applies the migrations newer than the archive's, and hands the operations that were running
 // back to the workers through queue (see deploy.ResumeRestored).
 func Restore(ctx context.Context, in Installation, path string, m Manifest, queue jobs.Queue) error {
-	if m.StateBackend != in.StateBackend {
-		return fmt.Errorf("the archive keeps its states in %s, and this installation in %s: restore it onto the same kind of store", m.StateBackend, in.StateBackend)
+	if err := m.CheckBackend(in.StateBackend); err != nil {
+		return err
 	}
 	if err := m.CheckKey(in.Keys); err != nil {
 		return err
 	}
-	if err := in.checkEmpty(ctx); err != nil {
+	if err := in.CheckStoresEmpty(ctx); err != nil {
+		return err
+	}
+	if err := in.checkDatabaseEmpty(ctx); err != nil {
 		return err
 	}
 	if err := in.load(ctx, path, m, queue); err != nil {
@@ -156,8 +168,8 @@ func (in Installation) load(ctx context.Context, path string, m Manifest, queue 
 	return nil
 }
 
-// checkEmpty refuses a target that holds anything: a restore writes over nothing.
-func (in Installation) checkEmpty(ctx context.Context) error {
+// checkDatabaseEmpty refuses a database that holds anything: a restore writes over nothing.
+func (in Installation) checkDatabaseEmpty(ctx context.Context) error {
 	var tables int
 	if err := in.Pool.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')").Scan(&tables); err != nil {
 		return err
@@ -165,6 +177,13 @@ func (in Installation) checkEmpty(ctx context.Context) error {
 	if tables > 0 {
 		return fmt.Errorf("the database is not empty (it has %d tables): restore onto an empty one", tables)
 	}
+	return nil
+}
+
+// CheckStoresEmpty refuses an object store or a store of states that holds anything. It reads
+// the stores alone, so that a command may refuse before it makes a database in an empty data
+// directory.
+func (in Installation) CheckStoresEmpty(ctx context.Context) error {
 	states, err := in.State.List(ctx, in.stateArea())
 	if err != nil {
 		return err

@@ -98,7 +98,7 @@ func (s *Scheduler) Work(ctx context.Context, _ *river.Job[ScheduledArgs]) error
 		s.log.Info("scheduled backup taken", "location", location, "size", size)
 	}
 	return db.BeginFunc(ctx, s.in.Pool, func(tx pgx.Tx) error {
-		q := dbgen.New(tx)
+		q := db.Queries(tx)
 		if err := q.RecordBackup(ctx, rec); err != nil {
 			return err
 		}

@@ -13,7 +13,6 @@ import (
 	"nimbus/app/platform/audit"
 	"nimbus/app/platform/web"
 	"nimbus/db"
-	"nimbus/db/dbgen"
 )
 
 // Handlers lets provider admins download a backup from the system page.
@@ -41,7 +40,7 @@ func (h *Handlers) Routes(pages *echo.Group) {
 func (h *Handlers) Download(c echo.Context) error {
 	ctx, actor := web.Ctx(c), web.Actor(c)
 	err := db.BeginFunc(ctx, h.in.Pool, func(tx pgx.Tx) error {
-		return audit.Record(ctx, dbgen.New(tx), actor, audit.Event{Action: "system.backup", TargetType: "system", TargetID: "backup"})
+		return audit.Record(ctx, db.Queries(tx), actor, audit.Event{Action: "system.backup", TargetType: "system", TargetID: "backup"})
 	})
 	if err != nil {
 		return err

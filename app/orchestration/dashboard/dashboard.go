@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
@@ -20,6 +19,7 @@ import (
 	"nimbus/app/orchestration/deploy"
 	"nimbus/app/orchestration/environment"
 	"nimbus/app/platform/web"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -109,7 +109,7 @@ func (s *Service) Overview(ctx context.Context, actor access.Principal) (Overvie
 	}
 	o.Environments, o.MoreEnvironments = envs, total-len(envs)
 	tenants := actor.TenantsWith(access.EnvironmentRead)
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	active, err := q.ActiveOperations(ctx, dbgen.ActiveOperationsParams{Running: []string{string(deploy.Queued), string(deploy.Running)},
 		Waiting: []string{string(deploy.AwaitingApproval)}, AllTenants: actor.ProviderAdmin, TenantIds: tenants})
 	if err != nil {

@@ -114,7 +114,7 @@ func ownedByStack(d dbgen.GetDeploymentRow, kind Kind) error {
 // the deploy of a deployment not deployed yet, else its upgrade or its update. A preview made
 // before the deployment last changed shows a diff that no longer holds, and is refused.
 func (s *Service) Apply(ctx context.Context, actor access.Principal, previewID uuid.UUID) (Operation, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	p, err := q.OperationView(ctx, previewID)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can(access.EnvironmentRead, p.TenantID) {
 		return Operation{}, problem.ErrNotFound
@@ -175,7 +175,7 @@ func applying(p dbgen.OperationViewRow) (inputs, error) {
 // Plan carrying out its succeeded preview, as Apply does, on behalf of the user whose request
 // led to it: a step of a graph, whose permission was checked when the graph was asked for.
 func (s *Service) ApplyTx(ctx context.Context, tx pgx.Tx, actor access.Principal, previewID uuid.UUID) (uuid.UUID, error) {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	p, err := q.OperationView(ctx, previewID)
 	if err != nil {
 		return uuid.Nil, err
@@ -210,7 +210,7 @@ func (s *Service) enqueue(ctx context.Context, actor access.Principal, d dbgen.G
 	bringing func(q *dbgen.Queries, d dbgen.GetDeploymentRow) (inputs, error), previewedAt *time.Time) (Operation, error) {
 	var op dbgen.Operation
 	err := db.ToldTx(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		// An environment being provisioned or decommissioned takes no changes from people: its
 		// steps would not know what to make of them. Its lock comes first, as in every writer.
 		if status, err := q.ShareEnvironment(ctx, d.EnvironmentID); err != nil {
@@ -404,7 +404,7 @@ type Referable struct {
 // Deployable returns the deploy dialog's choices for a component the actor may see: the active
 // environments that take it, those of its provider's landing zones or of none.
 func (s *Service) Deployable(ctx context.Context, actor access.Principal, componentID uuid.UUID) (Deployable, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	comp, err := q.GetComponent(ctx, componentID)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && comp.TenantID.Valid && !actor.Can(access.ComponentDefinitionRead, comp.TenantID.UUID) {
 		return Deployable{}, problem.ErrNotFound

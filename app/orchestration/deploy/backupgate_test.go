@@ -43,12 +43,12 @@ func TestPauseClaims_AnOperationWaitsWhileTheStatesAreCopied(t *testing.T) {
 	claimed := make(chan error, 1)
 	go func() {
 		claimed <- db.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			_, err := claim(ctx, dbgen.New(tx), d.OperationID, uuid.New())
+			_, err := claim(ctx, db.Queries(tx), d.OperationID, uuid.New())
 			return err
 		})
 	}()
 	dbtest.WaitForLockWait(ctx, t, pool, claimed)
-	if got := operationStatus(t, dbgen.New(pool), d.OperationID); got != string(Queued) {
+	if got := operationStatus(t, db.Queries(pool), d.OperationID); got != string(Queued) {
 		t.Fatalf("taken while the backup copies the states: %s", got)
 	}
 	if err := resume(ctx); err != nil {
@@ -57,7 +57,7 @@ func TestPauseClaims_AnOperationWaitsWhileTheStatesAreCopied(t *testing.T) {
 	if err := <-claimed; err != nil {
 		t.Fatalf("claim after the backup: %v", err)
 	}
-	if got := operationStatus(t, dbgen.New(pool), d.OperationID); got != string(Running) {
+	if got := operationStatus(t, db.Queries(pool), d.OperationID); got != string(Running) {
 		t.Fatalf("after the backup the operation is %s, want running", got)
 	}
 }
@@ -76,7 +76,7 @@ func TestResumeRestored_HandsRunningOperationsBack(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
 	d := dbtest.NewDeployment(t, pool)
-	if _, err := claim(ctx, dbgen.New(pool), d.OperationID, uuid.New()); err != nil {
+	if _, err := claim(ctx, db.Queries(pool), d.OperationID, uuid.New()); err != nil {
 		t.Fatal(err)
 	}
 	queue := &recordingQueue{}
@@ -92,7 +92,7 @@ func TestResumeRestored_HandsRunningOperationsBack(t *testing.T) {
 	if len(ids) != 1 || ids[0] != d.OperationID || len(queue.args) != 1 || queue.args[0] != (OperationArgs{OperationID: d.OperationID}) {
 		t.Fatalf("resumed %v with jobs %v, want operation %s with its job", ids, queue.args, d.OperationID)
 	}
-	if got := operationStatus(t, dbgen.New(pool), d.OperationID); got != string(Queued) {
+	if got := operationStatus(t, db.Queries(pool), d.OperationID); got != string(Queued) {
 		t.Fatalf("after the restore the operation is %s, want queued", got)
 	}
 }

@@ -34,7 +34,7 @@ func (s *Service) Cancel(ctx context.Context, actor access.Principal, operationI
 		if err := advance(ctx, tx, s.inserter, op.DeploymentID); err != nil {
 			return err
 		}
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		stopped, err := cancelQueued(ctx, q, operationID)
 		if err != nil {
 			return err
@@ -73,7 +73,7 @@ func (s *Service) cancelWaiting(ctx context.Context, tx pgx.Tx, actor access.Pri
 	if err != nil {
 		return false, err
 	}
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	op, err := q.GetOperation(ctx, id)
 	if err != nil {
 		return false, err

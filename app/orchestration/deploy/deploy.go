@@ -163,7 +163,7 @@ var deploymentName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
 // queues the operation, all in one transaction, which a worker may take before the disk has it
 // (db.ToldTx).
 func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Request) (Deployment, Operation, error) {
-	p, err := s.prepare(ctx, dbgen.New(s.pool), actor, req)
+	p, err := s.prepare(ctx, db.Queries(s.pool), actor, req)
 	if err != nil {
 		return Deployment{}, Operation{}, err
 	}
@@ -188,7 +188,7 @@ func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Reques
 // deploys it with StartTx.
 func (s *Service) Plan(ctx context.Context, tx pgx.Tx, actor access.Principal, req Request, owner Owner) (uuid.UUID, error) {
 	req.owner = owner
-	p, err := s.prepare(ctx, db.Reused(tx), actor, req)
+	p, err := s.prepare(ctx, db.Queries(tx), actor, req)
 	if err != nil {
 		return uuid.Nil, err
 	}
@@ -300,7 +300,7 @@ func takes(env, status string, templateComponent uuid.UUID) error {
 // record writes a prepared deployment, audited, in the caller's transaction, and queues its
 // first operation when queue is set.
 func (s *Service) record(ctx context.Context, tx pgx.Tx, actor access.Principal, p prepared, queue bool) (dbgen.Operation, error) {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	// Checked again under the environment's share lock: it is not decommissioned meanwhile.
 	status, err := q.ShareEnvironment(ctx, p.env.ID)
 	if err != nil {
@@ -356,7 +356,7 @@ func (s *Service) StartTx(ctx context.Context, tx pgx.Tx, actor access.Principal
 // transaction, on behalf of the user whose request led to it: a step of a graph, whose
 // permission was checked when the graph was asked for.
 func (s *Service) RequestTx(ctx context.Context, tx pgx.Tx, actor access.Principal, deploymentID uuid.UUID, kind Kind, c Change) (uuid.UUID, error) {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	d, err := lockedDeployment(ctx, q, deploymentID)
 	if err != nil {
 		return uuid.Nil, err

@@ -6,15 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/outbox"
 	"nimbus/app/platform/pulumix"
 	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/jobs"
-
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // What a deployment's drift stands at.
@@ -86,7 +86,7 @@ func sameDrift(a, b []byte) bool {
 // active environment and nothing else is pending for it: the drift schedule asks it of each
 // deployment that is due, and one that is busy is checked at a later scan.
 func QueueDriftCheck(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID) error {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	d, err := q.GetDeployment(ctx, id)
 	if err != nil {
 		return err

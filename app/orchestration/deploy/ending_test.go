@@ -15,7 +15,7 @@ import (
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/outcome"
 	"nimbus/app/kernel/problem"
-	"nimbus/db/dbgen"
+	"nimbus/db"
 	"nimbus/db/dbtest"
 	"nimbus/jobs/saga"
 )
@@ -130,7 +130,7 @@ func TestEnd(t *testing.T) {
 func TestEnding_TheOutcomeReadsBackAsRecorded(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.Pool(t)
-	q := dbgen.New(pool)
+	q := db.Queries(pool)
 	id, lease := anOperation(t, pool), uuid.New()
 	if _, err := claim(ctx, q, id, lease); err != nil {
 		t.Fatal(err)

@@ -130,7 +130,7 @@ func resting(ctx context.Context, q *dbgen.Queries, dep dbgen.GetDeploymentRow) 
 // goes back; a deployment that a first deploy was to make is left as a failed (or cancelled)
 // first deploy leaves it, any other as it was; an environment waiting for the deployment goes on.
 func EndWaiting(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID, status Status, reason string) error {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	op, err := q.GetOperation(ctx, id)
 	if err != nil {
 		return err

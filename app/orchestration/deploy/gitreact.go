@@ -46,7 +46,7 @@ func (s *Service) PreviewBranch(ctx context.Context, tx pgx.Tx, e outbox.Logged)
 	if err != nil {
 		return err
 	}
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	sync, err := q.GetRepositorySyncByID(ctx, syncID)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && sync.Code == nil {
 		return nil // unlinked since
@@ -77,7 +77,7 @@ func (s *Service) PreviewBranch(ctx context.Context, tx pgx.Tx, e outbox.Logged)
 // previewFromGit queues the preview of src on one deployment, under its environment's and its
 // own lock; it queues nothing (uuid.Nil) where the deployment cannot take it or took it.
 func (s *Service) previewFromGit(ctx context.Context, tx pgx.Tx, id uuid.UUID, src *Source) (uuid.UUID, dbgen.GetDeploymentRow, error) {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	d, err := q.GetDeployment(ctx, id)
 	if err != nil {
 		return uuid.Nil, d, err
@@ -135,7 +135,7 @@ func (s *Service) UpgradeOnPublish(ctx context.Context, tx pgx.Tx, e outbox.Logg
 		return fmt.Errorf("event %s holds no version", e.Type)
 	}
 	version := int32(n)
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	ids, err := q.DeploymentsUpgradingOnPublish(ctx, dbgen.DeploymentsUpgradingOnPublishParams{ComponentID: comp, Version: version})
 	if err != nil {
 		return err
@@ -150,7 +150,7 @@ func (s *Service) UpgradeOnPublish(ctx context.Context, tx pgx.Tx, e outbox.Logg
 
 // upgradeFromGit queues the upgrade of one deployment to version, where it can take it.
 func (s *Service) upgradeFromGit(ctx context.Context, tx pgx.Tx, id uuid.UUID, version int32) error {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	d, err := q.GetDeployment(ctx, id)
 	if err != nil {
 		return err

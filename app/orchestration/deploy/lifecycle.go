@@ -90,7 +90,7 @@ func queueOperation(ctx context.Context, tx pgx.Tx, queue jobs.Queue, deployment
 		params.TargetVersion = pgtype.Int4{Int32: in.Version, Valid: true}
 		params.SecretParameters, params.SecretKeyID = in.Sealed, &in.KeyID
 	}
-	op, err := db.Reused(tx).CreateOperation(ctx, params)
+	op, err := db.Queries(tx).CreateOperation(ctx, params)
 	if err != nil {
 		return op, err
 	}
@@ -128,7 +128,7 @@ func requeue(ctx context.Context, q *dbgen.Queries, id uuid.UUID) error {
 // sees it: its checkpoints say where it was, and a resumed step is safe to run again (an up
 // refreshes and converges), so it goes on from there rather than ending half done.
 func ResumeRestored(ctx context.Context, tx pgx.Tx, queue jobs.Queue) ([]uuid.UUID, error) {
-	ids, err := db.Reused(tx).RequeueRestoredOperations(ctx)
+	ids, err := db.Queries(tx).RequeueRestoredOperations(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func park(ctx context.Context, q *dbgen.Queries, id, held uuid.UUID) error {
 // Resume hands an operation that awaited approval back to the workers, in the caller's
 // transaction: it goes on from the step after its approval.
 func Resume(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID) error {
-	kind, err := db.Reused(tx).ResumeOperation(ctx, id)
+	kind, err := db.Queries(tx).ResumeOperation(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ErrNotWaiting
 	}
@@ -205,7 +205,7 @@ func Resume(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID) erro
 // workers, in the caller's transaction: that step and every one after it run again. Rewound to
 // its preview, it forgets what the preview planned.
 func Rewind(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID, step string) error {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	n, err := q.RewindOperationSteps(ctx, dbgen.RewindOperationStepsParams{OperationID: id, Step: step})
 	if err != nil {
 		return err
@@ -324,7 +324,7 @@ func (c *checkpoints) Mark(ctx context.Context, commit saga.Commit, moves ...sag
 		}
 		p.EngineStarts, p.EngineEnds = append(p.EngineStarts, timeText(started)), append(p.EngineEnds, timeText(exited))
 	}
-	q := dbgen.New(c.pool)
+	q := db.Queries(c.pool)
 	if commit == saga.Lazy {
 		q = db.Lazy(c.pool)
 	}

@@ -13,7 +13,7 @@ import (
 	"nimbus/app/orchestration/deploy"
 	"nimbus/app/orchestration/environment"
 	"nimbus/app/orchestration/event"
-	"nimbus/db/dbgen"
+	"nimbus/db"
 )
 
 // longDelay keeps a machine's create waiting far longer than any test, and longOperations lets
@@ -150,7 +150,7 @@ func TestJobs_EventsDeliveriesAndSweepsGoOnWhileOperationsFillTheirQueue(t *test
 	}
 
 	// One of Nimbus's own events is swept and delivered.
-	apptest.Must(t, outbox.Emit(t.Context(), dbgen.New(s.Pool), outbox.Event{Type: "environment.active", Subject: "dev", Tenant: s.A.ID, Environment: envA.ID}))
+	apptest.Must(t, outbox.Emit(t.Context(), db.Queries(s.Pool), outbox.Event{Type: "environment.active", Subject: "dev", Tenant: s.A.ID, Environment: envA.ID}))
 	select {
 	case body := <-got:
 		if !strings.Contains(body, "environment.active") {

@@ -8,14 +8,14 @@ import (
 	"nimbus/app/domain/policy"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/pulumix"
-	"nimbus/db/dbgen"
+	"nimbus/db"
 	"nimbus/jobs/saga"
 )
 
 // policed reports whether the zone's plan policies check the operation's plan: its preview
 // then runs on its own, before anything is applied.
 func (r *run) policed(ctx context.Context) (bool, error) {
-	ok, err := policy.Applies(ctx, dbgen.New(r.w.pool), r.op.ID)
+	ok, err := policy.Applies(ctx, db.Queries(r.w.pool), r.op.ID)
 	if err != nil {
 		return false, saga.Transient(err)
 	}
@@ -29,7 +29,7 @@ func (r *run) police(ctx context.Context, planned []pulumix.Planned) error {
 	for i, p := range planned {
 		plan[i] = policy.Resource{Type: p.Type, Name: p.Name, URN: p.URN, Op: p.Op, Inputs: p.Inputs}
 	}
-	check, err := policy.CheckPlan(ctx, dbgen.New(r.w.pool), r.op.ID, plan)
+	check, err := policy.CheckPlan(ctx, db.Queries(r.w.pool), r.op.ID, plan)
 	if err != nil {
 		return saga.Transient(err)
 	}
@@ -41,7 +41,7 @@ func (r *run) police(ctx context.Context, planned []pulumix.Planned) error {
 
 // holds refuses to apply a plan checked against other policies than the zone has now.
 func (r *run) holds(ctx context.Context) error {
-	err := policy.Holds(ctx, dbgen.New(r.w.pool), r.op.ID)
+	err := policy.Holds(ctx, db.Queries(r.w.pool), r.op.ID)
 	if err != nil && !problem.Refusal(err) {
 		return saga.Transient(err)
 	}
@@ -51,7 +51,7 @@ func (r *run) holds(ctx context.Context) error {
 // carryCheck shows the check of the applied preview's plan as the operation's; policies
 // changed since that preview refuse it, as a changed deployment does.
 func (r *run) carryCheck(ctx context.Context, preview uuid.UUID) error {
-	err := policy.Carry(ctx, dbgen.New(r.w.pool), r.op.ID, preview)
+	err := policy.Carry(ctx, db.Queries(r.w.pool), r.op.ID, preview)
 	if err != nil && !problem.Refusal(err) {
 		return saga.Transient(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"nimbus/app/kernel/objstore"
 	"nimbus/app/platform/pulumix"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -60,7 +61,7 @@ type progress struct {
 }
 
 func newProgress(ctx context.Context, pool *pgxpool.Pool, objects objstore.Store, op uuid.UUID, resumed bool, log *slog.Logger) *progress {
-	p := &progress{q: dbgen.New(pool), ctx: context.WithoutCancel(ctx), op: op, log: log, objects: objects, max: maxLogLines,
+	p := &progress{q: db.Queries(pool), ctx: context.WithoutCancel(ctx), op: op, log: log, objects: objects, max: maxLogLines,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	p.in = pulumix.LimitLines(splitter{p}, pulumix.MaxLine)
 	if resumed {

@@ -11,6 +11,7 @@ import (
 	"nimbus/app/kernel/objstore"
 	"nimbus/app/kernel/objstore/s3test"
 	"nimbus/app/platform/pulumix"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
 )
@@ -45,7 +46,7 @@ func TestProgress_LogCappedInTheDatabaseWholeInTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	q := dbgen.New(pool)
+	q := db.Queries(pool)
 	rows, err := q.OperationLogs(ctx, dbgen.OperationLogsParams{OperationID: op})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +93,7 @@ func TestProgress_LongLinesAreCutWithANote(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	q := dbgen.New(pool)
+	q := db.Queries(pool)
 	rows, err := q.OperationLogs(ctx, dbgen.OperationLogsParams{OperationID: op})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"nimbus/app/domain/proxmox"
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/platform/pulumix"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
 )
@@ -39,7 +40,7 @@ func TestAccess_AProxmoxEngineGetsItsZonesAPIInItsEnvironment(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE components SET provider_id = (SELECT id FROM semantic_providers WHERE name = 'proxmox') WHERE id = $1`, d.ComponentID); err != nil {
 		t.Fatal(err)
 	}
-	q := dbgen.New(pool)
+	q := db.Queries(pool)
 	site := engineSite{provider: proxmox.Provider, zone: uuid.NullUUID{UUID: zone, Valid: true}}
 
 	_, err = clusterAccessOf(ctx, q, keys, site, 0)

@@ -20,6 +20,7 @@ import (
 	"nimbus/app/kernel/objstore"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/pulumix"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -54,11 +55,11 @@ func (s *Service) Destroyers(ctx context.Context, actor access.Principal, id uui
 	if err != nil {
 		return nil, err
 	}
-	return dbgen.New(s.pool).TenantAdminEmails(ctx, r.TenantID)
+	return db.Queries(s.pool).TenantAdminEmails(ctx, r.TenantID)
 }
 
 func (s *Service) get(ctx context.Context, actor access.Principal, id uuid.UUID) (dbgen.GetDeploymentRow, error) {
-	r, err := dbgen.New(s.pool).GetDeployment(ctx, id)
+	r, err := db.Queries(s.pool).GetDeployment(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, problem.ErrNotFound
 	}
@@ -148,7 +149,7 @@ func nullText(s string) *string {
 // f.Sort names.
 func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([]Deployment, error) {
 	tenants := append([]uuid.UUID{}, actor.TenantsWith(access.EnvironmentRead)...)
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	var rows []dbgen.GetDeploymentRow
 	if f.Sort == "" {
 		found, err := q.ListDeployments(ctx, dbgen.ListDeploymentsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
@@ -185,7 +186,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([
 // Operation returns an operation of a deployment the actor may see, with what it waits for
 // while it waits: the operations on its deployment before it, or its tenant's running ones.
 func (s *Service) Operation(ctx context.Context, actor access.Principal, id uuid.UUID) (Operation, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	r, err := q.OperationView(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Operation{}, problem.ErrNotFound
@@ -222,7 +223,7 @@ func (s *Service) Detail(ctx context.Context, actor access.Principal, id uuid.UU
 	if err != nil {
 		return Detail{}, err
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	steps, err := q.ListOperationSteps(ctx, id)
 	if err != nil {
 		return Detail{}, fmt.Errorf("operation steps: %w", err)
@@ -259,7 +260,7 @@ func (s *Service) Operations(ctx context.Context, actor access.Principal, f Filt
 		return s.history(ctx, actor, f)
 	}
 	tenants := append([]uuid.UUID{}, actor.TenantsWith(access.EnvironmentRead)...)
-	rows, err := dbgen.New(s.pool).ListOperations(ctx, dbgen.ListOperationsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
+	rows, err := db.Queries(s.pool).ListOperations(ctx, dbgen.ListOperationsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants,
 		DeploymentID: nullID(f.DeploymentID), Status: nullText(f.Status), Kind: nullText(f.Kind),
 		Before: f.Before.Before(), BeforeID: f.Before.BeforeID(), MaxRows: f.maxRows()})
 	if err != nil {
@@ -280,7 +281,7 @@ func (s *Service) history(ctx context.Context, actor access.Principal, f Filter)
 	if err := f.refuseUnkeyedCursor(); err != nil {
 		return nil, err
 	}
-	rows, err := dbgen.New(s.pool).ListDeploymentOperationsBy(ctx, dbgen.ListDeploymentOperationsByParams{SortBy: f.Sort, Descending: f.Descending,
+	rows, err := db.Queries(s.pool).ListDeploymentOperationsBy(ctx, dbgen.ListDeploymentOperationsByParams{SortBy: f.Sort, Descending: f.Descending,
 		DeploymentID: f.DeploymentID, Before: f.Before.Before(), BeforeID: f.Before.BeforeID(), AfterKey: f.Before.Key, MaxRows: f.maxRows()})
 	if err != nil {
 		return nil, fmt.Errorf("list operations: %w", err)
@@ -315,7 +316,7 @@ func (s *Service) LogOf(ctx context.Context, d Detail, after int64) ([]LogLine, 
 
 // logs reads log lines for a caller that has authorized the reader already.
 func (s *Service) logs(ctx context.Context, operationID uuid.UUID, after int64) ([]LogLine, error) {
-	rows, err := dbgen.New(s.pool).OperationLogs(ctx, dbgen.OperationLogsParams{OperationID: operationID, ID: after})
+	rows, err := db.Queries(s.pool).OperationLogs(ctx, dbgen.OperationLogsParams{OperationID: operationID, ID: after})
 	if err != nil {
 		return nil, fmt.Errorf("operation logs: %w", err)
 	}
@@ -343,7 +344,7 @@ func (s *Service) FullLog(ctx context.Context, actor access.Principal, operation
 		}
 		// Not stored (the operation has not ended, or its server died): what the database has.
 	}
-	text, err := storedLog(ctx, dbgen.New(s.pool), operationID)
+	text, err := storedLog(ctx, db.Queries(s.pool), operationID)
 	if err != nil {
 		return nil, fmt.Errorf("operation log: %w", err)
 	}
@@ -397,7 +398,7 @@ func (s *Service) FilterChoices(ctx context.Context, actor access.Principal, kin
 		find = &search
 	}
 	pick := uuid.NullUUID{UUID: chosen, Valid: chosen != uuid.Nil}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	var out []Choice
 	switch kind {
 	case EnvironmentChoice:

@@ -11,7 +11,6 @@ import (
 
 	"nimbus/app/kernel/graph"
 	"nimbus/db"
-	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
 
@@ -87,7 +86,7 @@ func (r *Reaper) Work(ctx context.Context, _ *river.Job[ReaperArgs]) error {
 	if err != nil {
 		return err
 	}
-	ids, err := dbgen.New(r.pool).StaleOperations(ctx)
+	ids, err := db.Queries(r.pool).StaleOperations(ctx)
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func (w *Worker) resolve(ctx context.Context, dep dbgen.GetDeploymentRow, op dbg
 	}
 	// What to ask for is decided before the transaction, which a deployment with nothing to
 	// ask for (no resolver configured where it lives, say) never opens.
-	configured, err := resolver.Configured(ctx, dbgen.New(w.pool), dep.EnvironmentID)
+	configured, err := resolver.Configured(ctx, db.Queries(w.pool), dep.EnvironmentID)
 	if err != nil {
 		return nil, op, saga.Transient(err)
 	}

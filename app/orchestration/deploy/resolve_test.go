@@ -24,7 +24,7 @@ func TestResolve_RunTwiceHandsOutOnceAndUndoGivesBack(t *testing.T) {
 	pool := dbtest.Pool(t)
 	ctx := context.Background()
 	d := dbtest.NewDeployment(t, pool)
-	q := dbgen.New(pool)
+	q := db.Queries(pool)
 	if _, err := pool.Exec(ctx, `UPDATE component_versions SET input_schema = $2, resolver_bindings = $3 WHERE component_id = $1`,
 		d.ComponentID, `{"type": "object", "properties": {"ip_address": {"type": "string"}, "gateway": {"type": "string"}, "cores": {"type": "integer"}}}`,
 		`{"ip_address": "ipam", "gateway": "ipam.gateway"}`); err != nil {
@@ -96,7 +96,7 @@ func TestResolve_NothingToHandOutWritesNothing(t *testing.T) {
 	pool := dbtest.Pool(t)
 	ctx := context.Background()
 	d := dbtest.NewDeployment(t, pool)
-	q := dbgen.New(pool)
+	q := db.Queries(pool)
 	if _, err := pool.Exec(ctx, `UPDATE component_versions SET input_schema = $2, resolver_bindings = $3 WHERE component_id = $1`,
 		d.ComponentID, `{"type": "object", "properties": {"ip_address": {"type": "string"}, "cores": {"type": "integer"}}}`,
 		`{"ip_address": "ipam"}`); err != nil {

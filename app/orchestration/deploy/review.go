@@ -61,7 +61,7 @@ func (s *Service) Review(ctx context.Context, actor access.Principal, req Reques
 		all.Add("environment_id", "required", "choose an environment")
 		return all.Err()
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	if _, err := s.prepare(ctx, q, actor, req); add(err) != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (s *Service) Review(ctx context.Context, actor access.Principal, req Reques
 		}
 	}
 	err = db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		return governance.CheckInstances(ctx, db.Reused(tx), env.TenantID, req.ComponentID)
+		return governance.CheckInstances(ctx, db.Queries(tx), env.TenantID, req.ComponentID)
 	})
 	if err := add(err); err != nil {
 		return err

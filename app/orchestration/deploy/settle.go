@@ -23,7 +23,7 @@ import (
 // way — in the transaction that ends an operation in it: the step is asked for exactly when
 // the operation's end is recorded.
 func advance(ctx context.Context, tx pgx.Tx, queue func() (jobs.Queue, error), deploymentID uuid.UUID) error {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	var steps []graph.Args
 	env, err := q.EnvironmentInTransition(ctx, deploymentID)
 	switch {
@@ -138,13 +138,13 @@ func takeOver(ctx context.Context, q *dbgen.Queries, actor access.Principal, env
 // discardAbandoned discards the deployments whose previews nobody applied for AbandonedAfter,
 // each in its own transaction, audited as the system.
 func discardAbandoned(ctx context.Context, pool *pgxpool.Pool) error {
-	ids, err := dbgen.New(pool).AbandonedPreviews(ctx, AbandonedAfter.Seconds())
+	ids, err := db.Queries(pool).AbandonedPreviews(ctx, AbandonedAfter.Seconds())
 	if err != nil {
 		return err
 	}
 	for _, id := range ids {
 		err := db.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			return discard(ctx, db.Reused(tx), id, "its preview was not applied within "+AbandonedAfter.String())
+			return discard(ctx, db.Queries(tx), id, "its preview was not applied within "+AbandonedAfter.String())
 		})
 		if err != nil {
 			return err

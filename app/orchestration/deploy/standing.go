@@ -13,6 +13,7 @@ import (
 	"nimbus/app/domain/governance"
 	"nimbus/app/domain/resolver"
 	"nimbus/app/kernel/access"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -46,7 +47,7 @@ func (s *Service) Standing(ctx context.Context, actor access.Principal, id uuid.
 	if err != nil {
 		return Standing{}, err
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	ver, err := q.GetComponentVersion(ctx, dbgen.GetComponentVersionParams{ComponentID: d.ComponentID, Version: d.Version})
 	if err != nil {
 		return Standing{}, fmt.Errorf("version %d of deployment %s: %w", d.Version, id, err)
@@ -85,7 +86,7 @@ func (s *Service) NeverDeployed(ctx context.Context, actor access.Principal, id 
 	if err != nil {
 		return false, err
 	}
-	return neverDeployed(ctx, dbgen.New(s.pool), d.ID, DeploymentStatus(d.Status))
+	return neverDeployed(ctx, db.Queries(s.pool), d.ID, DeploymentStatus(d.Status))
 }
 
 // Awaited is the request for approval an operation waits on, and how far it got.
@@ -100,7 +101,7 @@ func (s *Service) AwaitedApproval(ctx context.Context, actor access.Principal, o
 	if _, err := s.Operation(ctx, actor, operationID); err != nil {
 		return Awaited{}, err
 	}
-	a, err := dbgen.New(s.pool).ApprovalOfOperation(ctx, operationID)
+	a, err := db.Queries(s.pool).ApprovalOfOperation(ctx, operationID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Awaited{}, nil
 	}
@@ -125,7 +126,7 @@ func (s *Service) bindings(ctx context.Context, raw []byte, environmentID uuid.U
 		}
 		return out, false, nil
 	}
-	configured, err := resolver.Configured(ctx, dbgen.New(s.pool), environmentID)
+	configured, err := resolver.Configured(ctx, db.Queries(s.pool), environmentID)
 	if err != nil {
 		return nil, false, err
 	}

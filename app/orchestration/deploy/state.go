@@ -28,7 +28,7 @@ func (s *Service) State(ctx context.Context, actor access.Principal, id uuid.UUI
 	if err != nil {
 		return nil, err
 	}
-	if running, err := dbgen.New(s.pool).Running(ctx, id); err != nil {
+	if running, err := db.Queries(s.pool).Running(ctx, id); err != nil {
 		return nil, err
 	} else if running {
 		return nil, problem.Invalid("deployment", "state", "an operation is running on %s: export its state when it has ended", d.Name)
@@ -103,7 +103,7 @@ func (s *Service) RestoreState(ctx context.Context, actor access.Principal, id u
 		if err := advance(done, tx, s.inserter, id); err != nil {
 			return err
 		}
-		err := finish(done, db.Reused(tx), op.ID, lease, e, map[string]int{}, nil)
+		err := finish(done, db.Queries(tx), op.ID, lease, e, map[string]int{}, nil)
 		if errors.Is(err, lifecycle.ErrIllegalMove) {
 			return nil // a worker took it for dead and ended it: what it recorded stands
 		}
@@ -131,7 +131,7 @@ func (s *Service) restore(ctx context.Context, opID, lease uuid.UUID, st pulumix
 			case <-beatCtx.Done():
 				return
 			case <-t.C:
-				_, _ = beat(beatCtx, dbgen.New(s.pool), opID, lease)
+				_, _ = beat(beatCtx, db.Queries(s.pool), opID, lease)
 			}
 		}
 	}()
@@ -165,7 +165,7 @@ func (s *Service) stateStack(ctx context.Context, actor access.Principal, id uui
 	if s.runner == nil {
 		return d, pulumix.Stack{}, errors.New("the Pulumi toolchain is not installed on this server")
 	}
-	ver, err := versionOf(ctx, dbgen.New(s.pool), d, d.Version)
+	ver, err := versionOf(ctx, db.Queries(s.pool), d, d.Version)
 	if err != nil {
 		return d, pulumix.Stack{}, err
 	}

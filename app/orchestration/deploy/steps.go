@@ -103,7 +103,7 @@ func (r *run) version(ctx context.Context, n int32) (dbgen.GetComponentVersionRo
 	if ver, ok := r.versions[n]; ok {
 		return ver, nil
 	}
-	ver, err := versionOf(ctx, dbgen.New(r.w.pool), r.dep, n)
+	ver, err := versionOf(ctx, db.Queries(r.w.pool), r.dep, n)
 	if err == nil {
 		r.versions[n] = ver
 	}
@@ -138,7 +138,7 @@ func (r *run) govern(ctx context.Context, _ *saga.Run) (json.RawMessage, error) 
 	if err := json.Unmarshal(r.op.Parameters, &params); err != nil {
 		return nil, err
 	}
-	err := governance.Check(ctx, dbgen.New(r.w.pool), r.dep.TenantID, r.dep.ComponentID, params)
+	err := governance.Check(ctx, db.Queries(r.w.pool), r.dep.TenantID, r.dep.ComponentID, params)
 	if err != nil && (errors.Is(err, problem.ErrForbidden) || problem.FieldOf(err) != "") {
 		return nil, err // refused: the same next time
 	}
@@ -198,7 +198,7 @@ func (r *run) preview(ctx context.Context, _ *saga.Run) (json.RawMessage, error)
 // A deployment changed since that preview (by an operation queued before this one, say) makes
 // its plan one nobody saw hold: the operation is refused, as the request would have been.
 func (r *run) applied(ctx context.Context, preview uuid.UUID) (json.RawMessage, error) {
-	q := dbgen.New(r.w.pool)
+	q := db.Queries(r.w.pool)
 	saved, err := q.PreviewResult(ctx, preview)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, problem.Invalid("operation", "preview", "the preview this operation applies is gone")
@@ -233,7 +233,7 @@ func (r *run) bound(ctx context.Context) (bool, error) {
 	if r.w.gate == nil {
 		return false, nil
 	}
-	bound, err := r.w.gate.Binds(ctx, dbgen.New(r.w.pool), gated(r.op, r.dep))
+	bound, err := r.w.gate.Binds(ctx, db.Queries(r.w.pool), gated(r.op, r.dep))
 	if err != nil {
 		return false, saga.Transient(err)
 	}

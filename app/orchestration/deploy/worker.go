@@ -90,7 +90,7 @@ var errNoPlace = errors.New("the tenant runs its share of operations")
 
 // Work claims the operation, runs its steps (steps.go) and records how it ended.
 func (w *Worker) Work(ctx context.Context, job *river.Job[OperationArgs]) error {
-	found, err := dbgen.New(w.pool).OperationToRun(ctx, job.Args.OperationID)
+	found, err := db.Queries(w.pool).OperationToRun(ctx, job.Args.OperationID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
@@ -209,7 +209,7 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 			return
 		case <-t.C:
 		}
-		cancelRequested, err := beat(ctx, dbgen.New(w.pool), id, lease)
+		cancelRequested, err := beat(ctx, db.Queries(w.pool), id, lease)
 		switch {
 		case errors.Is(err, errLeaseLost):
 			cancel(errLeaseLost)
@@ -252,7 +252,7 @@ func (w *Worker) run(ctx context.Context, op dbgen.Operation, site engineSite, l
 
 // begin reads what the operation's steps need, or says why it cannot run.
 func (w *Worker) begin(ctx context.Context, op dbgen.Operation, site engineSite, lease uuid.UUID, resumed bool) (*run, *ran) {
-	q := dbgen.New(w.pool)
+	q := db.Queries(w.pool)
 	stop := func(o ran) (*run, *ran) { return nil, &o }
 	// The reads have a span of their own; the progress outlives it.
 	reads, reading := tracer(ctx).Start(ctx, "prepare")
@@ -362,7 +362,7 @@ func (w *Worker) settle(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 	stopping := ctx.Err() != nil
 	ctx = context.WithoutCancel(ctx)
 	if res.err != nil && saga.IsTransient(res.err) && (stopping || !lastAttempt) {
-		if err := handBack(ctx, dbgen.New(w.pool), op.ID, lease); err != nil && !errors.Is(err, lifecycle.ErrIllegalMove) {
+		if err := handBack(ctx, db.Queries(w.pool), op.ID, lease); err != nil && !errors.Is(err, lifecycle.ErrIllegalMove) {
 			return err
 		}
 		if stopping {
@@ -377,7 +377,7 @@ func (w *Worker) settle(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 		if err := advance(ctx, tx, riverJobs(ctx), op.DeploymentID); err != nil {
 			return err
 		}
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		err := finish(ctx, q, op.ID, lease, e, res.changes, res.exit)
 		if errors.Is(err, lifecycle.ErrIllegalMove) {
 			// Another worker took the operation over: what it finds is what counts.

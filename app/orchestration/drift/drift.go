@@ -81,7 +81,7 @@ func seconds(d *time.Duration) pgtype.Float8 {
 
 // EnvironmentInterval returns how often the environment's deployments are checked.
 func (s *Service) EnvironmentInterval(ctx context.Context, actor access.Principal, envID uuid.UUID) (Setting, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	env, err := q.GetEnvironment(ctx, envID)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can(access.EnvironmentRead, env.TenantID) {
 		return Setting{}, problem.ErrNotFound
@@ -108,7 +108,7 @@ func (s *Service) EnvironmentInterval(ctx context.Context, actor access.Principa
 // drift, overriding its zone's: nil follows the zone, zero turns checks off. Its tenant's
 // admins may.
 func (s *Service) SetEnvironmentInterval(ctx context.Context, actor access.Principal, envID uuid.UUID, every *time.Duration) (Setting, error) {
-	env, err := dbgen.New(s.pool).GetEnvironment(ctx, envID)
+	env, err := db.Queries(s.pool).GetEnvironment(ctx, envID)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can(access.EnvironmentRead, env.TenantID) {
 		return Setting{}, problem.ErrNotFound
 	}
@@ -125,7 +125,7 @@ func (s *Service) SetEnvironmentInterval(ctx context.Context, actor access.Princ
 		return Setting{}, problem.Invalid("drift_interval", "minimum", "must be at least %s: each check runs the engine", TenantFloor)
 	}
 	err = db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		if err := q.SetEnvironmentDriftInterval(ctx, dbgen.SetEnvironmentDriftIntervalParams{ID: envID, Seconds: seconds(every)}); err != nil {
 			return err
 		}
@@ -147,7 +147,7 @@ func (s *Service) SetZoneInterval(ctx context.Context, actor access.Principal, z
 	if every != nil && *every <= 0 {
 		return nil, problem.Invalid("drift_interval", "positive", "must be longer than zero: leave it empty for never")
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	if _, err := q.ZoneDriftInterval(ctx, zoneID); errors.Is(err, pgx.ErrNoRows) {
 		return nil, problem.ErrNotFound
 	} else if err != nil {
@@ -155,7 +155,7 @@ func (s *Service) SetZoneInterval(ctx context.Context, actor access.Principal, z
 	}
 	var now float64
 	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		if err := q.SetZoneDriftInterval(ctx, dbgen.SetZoneDriftIntervalParams{ID: zoneID, Seconds: seconds(every)}); err != nil {
 			return err
 		}

@@ -17,7 +17,7 @@ import (
 	"nimbus/app/apptest"
 	"nimbus/app/domain/stack"
 	"nimbus/app/orchestration/environment"
-	"nimbus/db/dbgen"
+	"nimbus/db"
 )
 
 // editMachine changes a property of the cloud's one machine by hand, outside Nimbus, as the
@@ -251,7 +251,7 @@ func TestDrift_DueByTheEnvironmentElseItsZone(t *testing.T) {
 	apptest.Must(t, err)
 	due := func() bool {
 		t.Helper()
-		ids, err := dbgen.New(w.Pool).DriftDue(ctx, 50)
+		ids, err := db.Queries(w.Pool).DriftDue(ctx, 50)
 		apptest.Must(t, err)
 		return slices.Contains(ids, d.ID)
 	}

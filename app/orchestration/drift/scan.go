@@ -11,7 +11,6 @@ import (
 
 	"nimbus/app/orchestration/deploy"
 	"nimbus/db"
-	"nimbus/db/dbgen"
 	"nimbus/jobs"
 )
 
@@ -50,7 +49,7 @@ func (w *Scanner) Work(ctx context.Context, _ *river.Job[ScanArgs]) error {
 	if err != nil {
 		return err
 	}
-	due, err := dbgen.New(w.pool).DriftDue(ctx, batch)
+	due, err := db.Queries(w.pool).DriftDue(ctx, batch)
 	if err != nil {
 		return fmt.Errorf("drift checks due: %w", err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
-	"nimbus/db/dbgen"
+	"nimbus/db"
 	"nimbus/db/dbtest"
 )
 
@@ -29,7 +29,7 @@ func TestCreate_StopsAtATenantBeingDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer del.Rollback(ctx)
-	q := dbgen.New(del)
+	q := db.Queries(del)
 	if _, err := q.LockTenant(ctx, tenant); err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal) ([]Environme
 	if tenants == nil {
 		tenants = []uuid.UUID{}
 	}
-	rows, err := dbgen.New(s.pool).ListEnvironments(ctx, dbgen.ListEnvironmentsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants})
+	rows, err := db.Queries(s.pool).ListEnvironments(ctx, dbgen.ListEnvironmentsParams{AllTenants: actor.ProviderAdmin, TenantIds: tenants})
 	if err != nil {
 		return nil, fmt.Errorf("list environments: %w", err)
 	}
@@ -110,7 +110,7 @@ func (s *Service) Leading(ctx context.Context, actor access.Principal, n int) ([
 		tenants = []uuid.UUID{}
 	}
 	gone := string(lifecycle.EnvironmentDecommissioned)
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	rows, err := q.LeadingEnvironments(ctx, dbgen.LeadingEnvironmentsParams{Gone: gone, AllTenants: actor.ProviderAdmin, TenantIds: tenants,
 		First: []string{string(lifecycle.EnvironmentFailed)}, Last: []string{string(lifecycle.EnvironmentActive)}, Shown: int32(n)})
 	if err != nil {
@@ -132,7 +132,7 @@ func (s *Service) Leading(ctx context.Context, actor access.Principal, n int) ([
 
 // Get returns an environment the actor may see; any other is not found.
 func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID) (Environment, error) {
-	r, err := dbgen.New(s.pool).GetEnvironment(ctx, id)
+	r, err := db.Queries(s.pool).GetEnvironment(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Environment{}, problem.ErrNotFound
 	}
@@ -215,7 +215,7 @@ func (s *Service) Detail(ctx context.Context, actor access.Principal, id uuid.UU
 	if err != nil {
 		return Detail{}, err
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	d := Detail{Environment: env}
 	deployments, err := q.EnvironmentDeployments(ctx, id)
 	if err != nil {
@@ -266,7 +266,7 @@ func (s *Service) Policies(ctx context.Context, actor access.Principal, id uuid.
 	if _, err := s.Get(ctx, actor, id); err != nil {
 		return nil, err
 	}
-	rows, err := dbgen.New(s.pool).EnvironmentPolicies(ctx, id)
+	rows, err := db.Queries(s.pool).EnvironmentPolicies(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("environment policies: %w", err)
 	}
@@ -276,7 +276,7 @@ func (s *Service) Policies(ctx context.Context, actor access.Principal, id uuid.
 // manageable lists the tenants the actor may add environments to; a failed read lists none,
 // which only hides the form.
 func (s *Service) manageable(ctx context.Context, actor access.Principal) []dbgen.ListTenantsRow {
-	rows, err := dbgen.New(s.pool).ListTenants(ctx, dbgen.ListTenantsParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWithRole(access.ReadOnly)})
+	rows, err := db.Queries(s.pool).ListTenants(ctx, dbgen.ListTenantsParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWithRole(access.ReadOnly)})
 	if err != nil {
 		return nil
 	}

@@ -79,7 +79,7 @@ func (e *Expirer) Work(ctx context.Context, _ *river.Job[ExpiryArgs]) error {
 	if err != nil {
 		return err
 	}
-	rows, err := dbgen.New(e.pool).ExpiringEnvironments(ctx)
+	rows, err := db.Queries(e.pool).ExpiringEnvironments(ctx)
 	if err != nil {
 		return fmt.Errorf("expiring environments: %w", err)
 	}
@@ -106,11 +106,11 @@ func (e *Expirer) warn(ctx context.Context, queue jobs.Queue, env dbgen.Expiring
 			continue
 		}
 		err := db.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-			n, err := db.Reused(tx).RecordExpiryWarning(ctx, dbgen.RecordExpiryWarningParams{EnvironmentID: env.ID, ExpiresAt: env.ExpiresAt, Point: string(w)})
+			n, err := db.Queries(tx).RecordExpiryWarning(ctx, dbgen.RecordExpiryWarningParams{EnvironmentID: env.ID, ExpiresAt: env.ExpiresAt, Point: string(w)})
 			if err != nil || n == 0 {
 				return err
 			}
-			return outbox.Emit(ctx, db.Reused(tx), outbox.Event{Type: "environment.expiring", Subject: env.Name,
+			return outbox.Emit(ctx, db.Queries(tx), outbox.Event{Type: "environment.expiring", Subject: env.Name,
 				Tenant: env.TenantID, Environment: env.ID, Data: map[string]any{"name": env.Name, "expires_at": env.ExpiresAt.UTC(),
 					"warning": string(w), "expires_in_seconds": int64(env.ExpiresAt.Sub(now) / time.Second)}})
 		})
@@ -130,7 +130,7 @@ func (e *Expirer) expire(ctx context.Context, queue jobs.Queue, row dbgen.Expiri
 	if s := lifecycle.EnvironmentStatus(row.Status); s != lifecycle.EnvironmentActive && s != lifecycle.EnvironmentFailed {
 		return nil
 	}
-	q := dbgen.New(e.pool)
+	q := db.Queries(e.pool)
 	live, err := q.ExpiredEnvironmentInstances(ctx, dbgen.ExpiredEnvironmentInstancesParams{EnvironmentID: row.ID, Since: row.ExpiresAt})
 	if err != nil {
 		return err
@@ -147,7 +147,7 @@ func (e *Expirer) expire(ctx context.Context, queue jobs.Queue, row dbgen.Expiri
 		return nil
 	}
 	return db.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		env, err := q.LockEnvironment(ctx, row.ID)
 		if err != nil {
 			return err

@@ -60,7 +60,7 @@ type run struct {
 // decommissioned, or nil. A node has failed when its operation since the provisioning (or
 // decommissioning) started ended without success; one tried before that is tried again.
 func (g *Graph) Load(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*graph.Run, error) {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	if _, err := q.LockEnvironment(ctx, id); errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	} else if err != nil {
@@ -175,7 +175,7 @@ func (g *Graph) Start(ctx context.Context, tx pgx.Tx, gr *graph.Run, node string
 	}
 	d, c := r.byNode[node], deploy.Change{}
 	if r.kind == deploy.KindDeploy {
-		if c.Parameters, err = r.referred(ctx, db.Reused(tx), d); err != nil {
+		if c.Parameters, err = r.referred(ctx, db.Queries(tx), d); err != nil {
 			return err
 		}
 	}
@@ -188,7 +188,7 @@ func (g *Graph) Start(ctx context.Context, tx pgx.Tx, gr *graph.Run, node string
 // or still there.
 func (g *Graph) End(ctx context.Context, tx pgx.Tx, gr *graph.Run, step graph.Step, refused error) error {
 	r := gr.Data.(*run)
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	switch {
 	case step.Done && r.kind == deploy.KindDeploy:
 		return activate(ctx, q, r.env.ID)

@@ -40,7 +40,7 @@ func NewLifecycle(pool *pgxpool.Pool, deploys *deploy.Service, queue jobs.Queue)
 
 // Templates lists the templates of published zones, for the new-environment form.
 func (l *Lifecycle) Templates(ctx context.Context) ([]TemplateChoice, error) {
-	rows, err := dbgen.New(l.pool).PublishedTemplates(ctx)
+	rows, err := db.Queries(l.pool).PublishedTemplates(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("templates: %w", err)
 	}
@@ -67,7 +67,7 @@ func (l *Lifecycle) Open(ctx context.Context, actor access.Principal, in New) (u
 	}
 	var id uuid.UUID
 	err := db.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		if tenant, err := q.ShareTenant(ctx, in.TenantID); errors.Is(err, pgx.ErrNoRows) {
 			return problem.Invalid("tenant_id", "exists", "no tenant with this ID that you can see")
 		} else if err != nil {
@@ -134,7 +134,7 @@ func (l *Lifecycle) Open(ctx context.Context, actor access.Principal, in New) (u
 // once. what names them in messages, such as "mandatory component ". The caller has checked
 // that actor may: a landing zone provisions its system environment with it.
 func (l *Lifecycle) Provision(ctx context.Context, tx pgx.Tx, actor access.Principal, envID uuid.UUID, what string) error {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	env, err := q.GetEnvironment(ctx, envID)
 	if err != nil {
 		return err
@@ -195,7 +195,7 @@ func about(name string, err error) error {
 // resolvers is given back with each destroy.
 func (l *Lifecycle) Decommission(ctx context.Context, actor access.Principal, envID uuid.UUID) error {
 	return db.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		env, err := environmentFor(ctx, q, actor, envID)
 		if err != nil {
 			return err
@@ -225,7 +225,7 @@ func (l *Lifecycle) Decommission(ctx context.Context, actor access.Principal, en
 // transaction. The caller has checked that actor may: a landing zone takes down its system
 // environment with it when it is retired.
 func (l *Lifecycle) StartDecommission(ctx context.Context, tx pgx.Tx, actor access.Principal, envID uuid.UUID) error {
-	if err := startDecommissioning(ctx, db.Reused(tx), envID, actor.UserID); err != nil {
+	if err := startDecommissioning(ctx, db.Queries(tx), envID, actor.UserID); err != nil {
 		return err
 	}
 	return l.step(ctx, tx, envID)
@@ -235,7 +235,7 @@ func (l *Lifecycle) StartDecommission(ctx context.Context, tx pgx.Tx, actor acce
 // (or destroyed) stays so, and the deployment that failed is tried again.
 func (l *Lifecycle) Retry(ctx context.Context, actor access.Principal, envID uuid.UUID) error {
 	return db.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		env, err := environmentFor(ctx, q, actor, envID)
 		if err != nil {
 			return err

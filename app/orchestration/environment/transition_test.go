@@ -10,6 +10,7 @@ import (
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/objstore/s3test"
 	"nimbus/app/kernel/problem"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
 )
@@ -28,11 +29,11 @@ func TestTransitions_RefuseIllegalMovesAndRetryWhatFailed(t *testing.T) {
 	}
 	var id uuid.UUID
 	inTx := func(f func(q *dbgen.Queries) error) error {
-		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return f(dbgen.New(tx)) })
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return f(db.Queries(tx)) })
 	}
 	status := func() (lifecycle.EnvironmentStatus, *string) {
 		t.Helper()
-		env, err := dbgen.New(pool).LockEnvironment(ctx, id)
+		env, err := db.Queries(pool).LockEnvironment(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

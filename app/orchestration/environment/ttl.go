@@ -155,7 +155,7 @@ type Extension struct {
 // now; tenant admins and provider admins may. It returns the environment as it is now.
 func (s *Service) Extend(ctx context.Context, actor access.Principal, id uuid.UUID, in Extension) (Environment, error) {
 	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		env, err := environmentFor(ctx, q, actor, id)
 		if err != nil {
 			return err

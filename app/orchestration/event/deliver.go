@@ -154,7 +154,7 @@ var DeliveryMachine = lifecycle.Machine[DeliveryStatus]{
 // Work makes one attempt. The request is made outside any transaction; what it got is
 // recorded after.
 func (w *Deliverer) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
-	q := dbgen.New(w.pool)
+	q := db.Queries(w.pool)
 	d, err := q.GetDelivery(ctx, job.Args.Delivery)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
@@ -198,7 +198,7 @@ func (w *Deliverer) Work(ctx context.Context, job *river.Job[DeliverArgs]) error
 	}
 	var off bool
 	err = db.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		if sendErr == nil {
 			if err := q.RecordAttempt(ctx, attempt); err != nil {
 				return err
@@ -278,7 +278,7 @@ func (w *Deliverer) send(ctx context.Context, url string, secret, body []byte) (
 // deliver queues the deliveries of one of Nimbus's own events to the active subscriptions of
 // its tenant and the provider-wide ones whose types take it.
 func deliver(ctx context.Context, tx pgx.Tx, queue Queue, row dbgen.EventLog, tenant uuid.NullUUID) error {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	subs, err := q.SubscriptionsFor(ctx, tenant)
 	if err != nil {
 		return err

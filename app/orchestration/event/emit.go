@@ -11,7 +11,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"nimbus/db/dbgen"
+	"nimbus/db"
 	"nimbus/jobs"
 )
 
@@ -69,7 +69,7 @@ func (w *Waiting) Watch(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		any, err := dbgen.New(w.pool).AnyPendingEvent(ctx)
+		any, err := db.Queries(w.pool).AnyPendingEvent(ctx)
 		w.any.Store(any || err != nil)
 	}
 }
@@ -89,7 +89,7 @@ func (w *Sweeper) Timeout(*river.Job[SweepArgs]) time.Duration { return time.Min
 // Work routes what waits; an event another worker is routing is left to it, and one that
 // cannot be routed now does not hold up the others: the next sweep tries it again.
 func (w *Sweeper) Work(ctx context.Context, _ *river.Job[SweepArgs]) error {
-	ids, err := dbgen.New(w.router.pool).PendingEvents(ctx)
+	ids, err := db.Queries(w.router.pool).PendingEvents(ctx)
 	if err != nil {
 		return err
 	}

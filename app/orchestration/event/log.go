@@ -12,6 +12,7 @@ import (
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/cursor"
 	"nimbus/app/kernel/problem"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -75,7 +76,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (P
 	if f.Outcome != "" {
 		p.Outcome = &f.Outcome
 	}
-	rows, err := dbgen.New(s.pool).EventLog(ctx, p)
+	rows, err := db.Queries(s.pool).EventLog(ctx, p)
 	if err != nil {
 		return Page{}, fmt.Errorf("read the event log: %w", err)
 	}

@@ -14,7 +14,6 @@ import (
 	"nimbus/app/kernel/outbox"
 	"nimbus/app/platform/audit"
 	"nimbus/db"
-	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
 )
 
@@ -34,7 +33,7 @@ func TestReactions_RunInTheRoutingAndAFailureLeavesTheEventWaiting(t *testing.T)
 		{Type: "deployment.cancelled", Subject: "web", Deployment: d.DeploymentID, Data: map[string]any{"operation": d.OperationID}},
 		{Type: "deployment.succeeded", Subject: "db"},
 	} {
-		if err := outbox.Emit(ctx, dbgen.New(pool), e); err != nil {
+		if err := outbox.Emit(ctx, db.Queries(pool), e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -44,7 +43,7 @@ func TestReactions_RunInTheRoutingAndAFailureLeavesTheEventWaiting(t *testing.T)
 	router := NewRouter(pool, nil, nil).
 		Reacting("deployment.cancelled", func(ctx context.Context, tx pgx.Tx, e outbox.Logged) error {
 			told = append(told, e)
-			return audit.Record(ctx, db.Reused(tx), audit.System, audit.Event{Action: "test.reacted", TargetType: "deployment", TargetID: e.Deployment.String()})
+			return audit.Record(ctx, db.Queries(tx), audit.System, audit.Event{Action: "test.reacted", TargetType: "deployment", TargetID: e.Deployment.String()})
 		}).
 		Reacting("deployment.cancelled", func(context.Context, pgx.Tx, outbox.Logged) error {
 			if fail {

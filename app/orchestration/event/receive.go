@@ -64,7 +64,7 @@ func (r *Receiver) Receive(c echo.Context) error {
 	if err != nil {
 		return problem.ErrNotFound
 	}
-	src, err := dbgen.New(r.pool).GetEventSource(ctx, id)
+	src, err := db.Queries(r.pool).GetEventSource(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && src.Kind != Webhook {
 		return problem.ErrNotFound
 	}
@@ -146,7 +146,7 @@ func Record(ctx context.Context, tx pgx.Tx, queue Queue, src Source, events []Ev
 	if err != nil {
 		return out, err
 	}
-	written, err := db.Reused(tx).LogEvents(ctx, dbgen.LogEventsParams{SourceID: src.ID, LandingZoneID: src.LandingZoneID,
+	written, err := db.Queries(tx).LogEvents(ctx, dbgen.LogEventsParams{SourceID: src.ID, LandingZoneID: src.LandingZoneID,
 		SourceKind: src.Kind, Events: rows})
 	if err != nil {
 		return out, err

@@ -4,12 +4,11 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
-	"nimbus/db/dbgen"
+	"nimbus/db"
 	"nimbus/jobs"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // DefaultRetention is how long the log keeps an event unless told otherwise.
@@ -53,7 +52,7 @@ func NewRetainer(pool *pgxpool.Pool, keep time.Duration) *Retainer {
 func (w *Retainer) Work(ctx context.Context, _ *river.Job[RetentionArgs]) error {
 	before := time.Now().Add(-w.keep)
 	for {
-		n, err := dbgen.New(w.pool).DeleteOldEvents(ctx, before)
+		n, err := db.Queries(w.pool).DeleteOldEvents(ctx, before)
 		if err != nil || n == 0 {
 			return err
 		}

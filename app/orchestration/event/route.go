@@ -89,7 +89,7 @@ func (w *Router) routeOne(ctx context.Context, id uuid.UUID) error {
 		return err
 	}
 	return db.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		row, err := q.LockLoggedEvent(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
@@ -155,7 +155,7 @@ func (w *Router) route(ctx context.Context, tx pgx.Tx, queue jobs.Queue, row dbg
 		}
 		zone = uuid.NullUUID{}
 	}
-	t, err := findTarget(ctx, db.Reused(tx), zone, st.Target, row.Subject)
+	t, err := findTarget(ctx, db.Queries(tx), zone, st.Target, row.Subject)
 	if err != nil {
 		r.Outcome, r.Detail = Unrouted, err.Error()
 		return
@@ -174,7 +174,7 @@ func (w *Router) route(ctx context.Context, tx pgx.Tx, queue jobs.Queue, row dbg
 		r.Outcome, r.Detail = Unmatched, "an instance's own changes are not routed back to it"
 		return
 	}
-	def, err := stack.LoadVersion(ctx, db.Reused(tx), t.stack, t.version)
+	def, err := stack.LoadVersion(ctx, db.Queries(tx), t.stack, t.version)
 	if err != nil {
 		r.Outcome, r.Detail = Unmatched, "its instance's stack version cannot be read"
 		return

@@ -266,7 +266,7 @@ func (s *Service) Source(ctx context.Context, actor access.Principal, id uuid.UU
 	if !actor.Can(access.EventsSourceManage, uuid.Nil) {
 		return Source{}, problem.ErrNotFound
 	}
-	row, err := dbgen.New(s.pool).GetEventSource(ctx, id)
+	row, err := db.Queries(s.pool).GetEventSource(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Source{}, problem.ErrNotFound
 	}
@@ -281,7 +281,7 @@ func (s *Service) Sources(ctx context.Context, actor access.Principal, zoneID uu
 	if !actor.Can(access.EventsSourceManage, uuid.Nil) {
 		return nil, problem.ErrForbidden
 	}
-	rows, err := dbgen.New(s.pool).ZoneEventSources(ctx, zoneID)
+	rows, err := db.Queries(s.pool).ZoneEventSources(ctx, zoneID)
 	if err != nil {
 		return nil, fmt.Errorf("list event sources: %w", err)
 	}

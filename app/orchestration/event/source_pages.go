@@ -15,7 +15,7 @@ import (
 
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/web"
-	"nimbus/db/dbgen"
+	"nimbus/db"
 	"nimbus/views"
 )
 
@@ -58,7 +58,7 @@ func (h *Handlers) renderSources(c echo.Context, status int, zoneID uuid.UUID, f
 
 // zoneName is the name of a landing zone the actor was let see.
 func (s *Service) zoneName(ctx context.Context, id uuid.UUID) (string, error) {
-	z, err := dbgen.New(s.pool).GetLandingZone(ctx, id)
+	z, err := db.Queries(s.pool).GetLandingZone(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) { // deleted since it was seen
 		return "", problem.ErrNotFound
 	}

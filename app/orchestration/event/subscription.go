@@ -169,7 +169,7 @@ func (s *Service) Subscriptions(ctx context.Context, actor access.Principal, ten
 	if tenant != nil {
 		p.Tenant = uuid.NullUUID{UUID: *tenant, Valid: true}
 	}
-	rows, err := dbgen.New(s.pool).ListSubscriptions(ctx, p)
+	rows, err := db.Queries(s.pool).ListSubscriptions(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("list subscriptions: %w", err)
 	}
@@ -182,7 +182,7 @@ func (s *Service) Subscriptions(ctx context.Context, actor access.Principal, ten
 
 // Subscription reads one subscription the actor may manage.
 func (s *Service) Subscription(ctx context.Context, actor access.Principal, id uuid.UUID) (Subscription, error) {
-	row, err := s.subscription(ctx, dbgen.New(s.pool), actor, id)
+	row, err := s.subscription(ctx, db.Queries(s.pool), actor, id)
 	if err != nil {
 		return Subscription{}, err
 	}
@@ -277,7 +277,7 @@ type Attempt struct {
 
 // Deliveries lists a subscription's latest deliveries, newest first, with their attempts.
 func (s *Service) Deliveries(ctx context.Context, actor access.Principal, id uuid.UUID) ([]Delivery, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	if _, err := s.subscription(ctx, q, actor, id); err != nil {
 		return nil, err
 	}

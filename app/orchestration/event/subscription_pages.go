@@ -16,6 +16,7 @@ import (
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/web"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/views"
 )
@@ -75,7 +76,7 @@ func (h *Handlers) renderSubscriptions(c echo.Context, status int, tenant *uuid.
 
 // tenantName is the name of a tenant the actor was let see.
 func (s *Service) tenantName(ctx context.Context, id uuid.UUID) (string, error) {
-	t, err := dbgen.New(s.pool).GetTenant(ctx, id)
+	t, err := db.Queries(s.pool).GetTenant(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) { // deleted since it was seen
 		return "", problem.ErrNotFound
 	}
@@ -84,7 +85,7 @@ func (s *Service) tenantName(ctx context.Context, id uuid.UUID) (string, error) 
 
 // tenantNames names the tenants the actor sees, by ID.
 func (s *Service) tenantNames(ctx context.Context, actor access.Principal) (map[uuid.UUID]string, error) {
-	rows, err := dbgen.New(s.pool).ListTenants(ctx, dbgen.ListTenantsParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWithRole(access.ReadOnly)})
+	rows, err := db.Queries(s.pool).ListTenants(ctx, dbgen.ListTenantsParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWithRole(access.ReadOnly)})
 	if err != nil {
 		return nil, fmt.Errorf("list tenants: %w", err)
 	}

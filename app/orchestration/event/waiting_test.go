@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"nimbus/app/kernel/outbox"
-	"nimbus/db/dbgen"
+	"nimbus/db"
 	"nimbus/db/dbtest"
 )
 
@@ -33,7 +33,7 @@ func TestWaiting_SaysWhetherAnEventWaits(t *testing.T) {
 		}
 	}
 	until(false)
-	if err := outbox.Emit(ctx, dbgen.New(pool), outbox.Event{Type: "deployment.failed", Subject: "web"}); err != nil {
+	if err := outbox.Emit(ctx, db.Queries(pool), outbox.Event{Type: "deployment.failed", Subject: "web"}); err != nil {
 		t.Fatal(err)
 	}
 	until(true)

@@ -33,7 +33,7 @@ const RunDay2 RunKind = "day2"
 func (s *Service) RunOperation(ctx context.Context, actor access.Principal, id uuid.UUID, name string, inputs map[string]any) (Run, error) {
 	var runID uuid.UUID
 	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		inst, err := s.lockFor(ctx, q, actor, id, access.StackInstanceDay2)
 		if err != nil {
 			return err
@@ -200,7 +200,7 @@ type Offer struct {
 // Operations lists an instance's day-2 operations, each offered or not in its current state
 // (and why not), then the triggers its state takes.
 func (s *Service) Operations(ctx context.Context, actor access.Principal, id uuid.UUID) ([]Offer, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	inst, err := q.GetStackInstance(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can(access.EnvironmentRead, inst.TenantID) {
 		return nil, problem.ErrNotFound

@@ -39,7 +39,7 @@ func (s *Service) Fire(ctx context.Context, actor access.Principal, id uuid.UUID
 	trigger = strings.TrimSpace(trigger)
 	var runID uuid.UUID
 	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		inst, err := s.lockFor(ctx, q, actor, id, access.StackInstanceDay2)
 		if err != nil {
 			return err
@@ -84,7 +84,7 @@ func idle(ctx context.Context, q *dbgen.Queries, id uuid.UUID) (bool, error) {
 
 // runByID reads a run as people and the API see it.
 func (s *Service) runByID(ctx context.Context, id uuid.UUID) (Run, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	r, err := q.GetStackRun(ctx, id)
 	if err != nil {
 		return Run{}, fmt.Errorf("read run %s: %w", id, err)
@@ -376,7 +376,7 @@ func (s *Service) History(ctx context.Context, actor access.Principal, id uuid.U
 	if _, err := s.Get(ctx, actor, id); err != nil {
 		return nil, err
 	}
-	rows, err := dbgen.New(s.pool).StackStateHistory(ctx, id)
+	rows, err := db.Queries(s.pool).StackStateHistory(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("history of stack instance %s: %w", id, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/web"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/views"
 )
@@ -35,7 +36,7 @@ func (h *Handlers) ListPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q := dbgen.New(h.svc.pool)
+	q := db.Queries(h.svc.pool)
 	envs, err := q.ListEnvironments(ctx, dbgen.ListEnvironmentsParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWith(access.EnvironmentRead)})
 	if err != nil {
 		return err
@@ -94,7 +95,7 @@ func (h *Handlers) showPage(c echo.Context, refused refusals, status int) error 
 	if err != nil {
 		return err
 	}
-	q := dbgen.New(h.svc.pool)
+	q := db.Queries(h.svc.pool)
 	def, err := stack.LoadVersion(ctx, q, inst.StackID, inst.Version)
 	if err != nil {
 		return err

@@ -49,7 +49,7 @@ func previewable(s stack.Slot) bool {
 // out here, once, and kept for the plan's page (wired): tenants' expressions run when a plan
 // is made or deployed, never when one is looked at.
 func (d *runner) preview(ctx context.Context, tx pgx.Tx, actor access.Principal, inst dbgen.StackInstance, def stack.Definition) error {
-	r := &runCtx{tx: tx, q: db.Reused(tx), inst: inst, def: def, slots: map[string]dbgen.InstanceDeploymentsRow{}, actor: actor, deps: d}
+	r := &runCtx{tx: tx, q: db.Queries(tx), inst: inst, def: def, slots: map[string]dbgen.InstanceDeploymentsRow{}, actor: actor, deps: d}
 	schemas, err := stack.LoadSchemas(ctx, r.q, def)
 	if err != nil {
 		return err
@@ -130,7 +130,7 @@ func (s *Service) Start(ctx context.Context, actor access.Principal, id uuid.UUI
 // destroy run, as Destroy does. Whoever may deploy it may discard it, as holding nothing yet.
 func (s *Service) Discard(ctx context.Context, actor access.Principal, id uuid.UUID) (Instance, error) {
 	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		inst, err := s.lockFor(ctx, q, actor, id, access.StackInstanceDeploy)
 		if err != nil {
 			return err

@@ -16,12 +16,13 @@ import (
 	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/orchestration/deploy"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
 // Get returns an instance the actor may see, with its slots.
 func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID) (Instance, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	r, err := q.GetStackInstance(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can(access.EnvironmentRead, r.TenantID) {
 		return Instance{}, problem.ErrNotFound
@@ -91,7 +92,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) ([
 	if f.Status != "" {
 		p.Status = &f.Status
 	}
-	rows, err := dbgen.New(s.pool).ListStackInstances(ctx, p)
+	rows, err := db.Queries(s.pool).ListStackInstances(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("list stack instances: %w", err)
 	}
@@ -133,7 +134,7 @@ func (s *Service) Runs(ctx context.Context, actor access.Principal, id uuid.UUID
 	if _, err := s.Get(ctx, actor, id); err != nil {
 		return nil, err
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	rows, err := q.StackRuns(ctx, dbgen.StackRunsParams{InstanceID: id, Limit: 50})
 	if err != nil {
 		return nil, err

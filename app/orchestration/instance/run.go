@@ -134,7 +134,7 @@ type runner struct {
 
 // load reads what a run of a locked instance works with.
 func (d *runner) load(ctx context.Context, tx pgx.Tx, inst dbgen.StackInstance, run dbgen.StackRun) (*runCtx, error) {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	version := int(inst.Version)
 	if run.ToVersion.Valid {
 		version = int(run.ToVersion.Int32)
@@ -167,7 +167,7 @@ func (d *runner) load(ctx context.Context, tx pgx.Tx, inst dbgen.StackInstance, 
 // queue records a run asked for and starts it when no other run is under way, in the caller's
 // transaction, which holds the instance's lock.
 func (d *runner) queue(ctx context.Context, tx pgx.Tx, inst dbgen.StackInstance, p dbgen.CreateStackRunParams) (dbgen.StackRun, error) {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	p.InstanceID = inst.ID
 	if p.Inputs == nil {
 		p.Inputs = []byte("{}")
@@ -193,7 +193,7 @@ func (d *runner) queue(ctx context.Context, tx pgx.Tx, inst dbgen.StackInstance,
 // the run's steps and asks the graph runner to take them. A run its instance cannot take now
 // ends refused, and the one after it is tried.
 func (d *runner) startNext(ctx context.Context, tx pgx.Tx, instanceID uuid.UUID) error {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	for {
 		run, err := q.NextQueuedStackRun(ctx, instanceID)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -263,7 +263,7 @@ func (p *Parent) Load(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*graph.Run,
 		return nil, err
 	}
 	d := &runner{deploys: deploy.NewService(p.pool, p.keys, queue, nil, nil), keys: p.keys, jobs: queue}
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	inst, err := q.LockStackInstance(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil

@@ -73,7 +73,7 @@ func (s *Service) Deploy(ctx context.Context, actor access.Principal, req Reques
 // DeployTx is Deploy within the caller's transaction, for what records the instance with rows
 // of its own; it returns the instance's ID.
 func (s *Service) DeployTx(ctx context.Context, tx pgx.Tx, actor access.Principal, req Request) (uuid.UUID, error) {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	id := uuid.New()
 	err := func() error {
 		env, err := q.GetEnvironment(ctx, req.EnvironmentID)
@@ -296,7 +296,7 @@ func (s *Service) ask(ctx context.Context, actor access.Principal, id uuid.UUID,
 }
 
 func (s *Service) askTx(ctx context.Context, tx pgx.Tx, actor access.Principal, id uuid.UUID, perm access.Permission, run dbgen.CreateStackRunParams, pick func(*dbgen.Queries, dbgen.StackInstance) (RunKind, error)) error {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	inst, err := s.lockFor(ctx, q, actor, id, perm)
 	if err != nil {
 		return err

@@ -44,7 +44,7 @@ func Refused(err error) bool {
 // under way, a trigger the instance's state does not take, or an instance that is not whole,
 // is refused at once (Refused tells it from a failure).
 func (s *Signaller) Signal(ctx context.Context, tx pgx.Tx, queue jobs.Queue, id uuid.UUID, trigger, source string, detail any) (uuid.UUID, error) {
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	inst, err := q.LockStackInstance(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return uuid.Nil, problem.Invalid("instance", "exists", "the stack instance is gone")

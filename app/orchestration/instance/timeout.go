@@ -81,7 +81,7 @@ func (w *TimeoutWorker) Work(ctx context.Context, job *river.Job[TimeoutArgs]) e
 	d := &runner{deploys: deploy.NewService(w.pool, w.keys, queue, nil, nil), keys: w.keys, jobs: queue}
 	a := job.Args
 	return db.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		inst, err := db.Reused(tx).LockStackInstance(ctx, a.InstanceID)
+		inst, err := db.Queries(tx).LockStackInstance(ctx, a.InstanceID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}

@@ -117,7 +117,7 @@ func plan(from, to stack.Definition) []SlotPlan {
 
 // UpgradePlan says what upgrading the instance to version (0: the latest) would do.
 func (s *Service) UpgradePlan(ctx context.Context, actor access.Principal, id uuid.UUID, version int) (UpgradePlan, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	inst, err := q.GetStackInstance(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.Can(access.EnvironmentRead, inst.TenantID) {
 		return UpgradePlan{}, problem.ErrNotFound
@@ -181,7 +181,7 @@ func newer(ctx context.Context, q *dbgen.Queries, stackID uuid.UUID, current, as
 // Upgrade moves an instance to a newer version of its stack (the latest when version is 0).
 func (s *Service) Upgrade(ctx context.Context, actor access.Principal, id uuid.UUID, version int) (Instance, error) {
 	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		inst, err := s.lockFor(ctx, q, actor, id, access.StackInstanceUpgrade)
 		if err != nil {
 			return err

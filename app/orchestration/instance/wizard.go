@@ -22,6 +22,7 @@ import (
 	"nimbus/app/orchestration/deploy"
 	"nimbus/app/orchestration/deploy/deployweb"
 	"nimbus/app/platform/web"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/views"
 )
@@ -38,7 +39,7 @@ type deployable struct {
 
 // deployable reads the stack the wizard deploys; one the actor cannot see is not found.
 func (h *Handlers) deployable(ctx context.Context, actor access.Principal, id uuid.UUID) (deployable, error) {
-	q := dbgen.New(h.svc.pool)
+	q := db.Queries(h.svc.pool)
 	st, err := q.StackToDeploy(ctx, id)
 	if err != nil || st.TenantID.Valid && !actor.Can(access.EnvironmentRead, st.TenantID.UUID) {
 		return deployable{}, problem.ErrNotFound
@@ -187,7 +188,7 @@ func (h *Handlers) planPage(c echo.Context, refused string, status int) error {
 	case inst.Status != lifecycle.InstancePending:
 		return c.Redirect(http.StatusSeeOther, "/stack-instances/"+id.String())
 	}
-	q := dbgen.New(h.svc.pool)
+	q := db.Queries(h.svc.pool)
 	def, err := stack.LoadVersion(ctx, q, inst.StackID, inst.Version)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"nimbus/app/domain/resolver"
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -27,7 +28,7 @@ func (s *Service) Providers(ctx context.Context, actor access.Principal) ([]Choi
 	if !actor.Can(access.LandingZoneManage, uuid.Nil) {
 		return nil, problem.ErrForbidden
 	}
-	rows, err := dbgen.New(s.pool).ListProviders(ctx)
+	rows, err := db.Queries(s.pool).ListProviders(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list providers: %w", err)
 	}
@@ -41,7 +42,7 @@ func (s *Service) Providers(ctx context.Context, actor access.Principal) ([]Choi
 // ComponentChoices lists the components a zone may take as system services or in its
 // templates: those of its provider, published for every tenant.
 func (s *Service) ComponentChoices(ctx context.Context, actor access.Principal, zoneID uuid.UUID) ([]Choice, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	z, err := q.GetLandingZone(ctx, zoneID)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.ProviderAdmin {
 		return nil, problem.ErrNotFound
@@ -64,7 +65,7 @@ func (s *Service) ComponentChoices(ctx context.Context, actor access.Principal, 
 // zone's templates and system services their parameters; the inputs it binds to resolvers, and
 // those of them the zone's resolvers fill, by resolver type.
 func (s *Service) Inputs(ctx context.Context, actor access.Principal, zoneID, componentID uuid.UUID) (schema []byte, bound, filled map[string]string, err error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	z, err := q.GetLandingZone(ctx, zoneID)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.ProviderAdmin {
 		return nil, nil, nil, problem.ErrNotFound

@@ -152,7 +152,7 @@ func (s *Service) CheckTemplate(ctx context.Context, actor access.Principal, zon
 	if !actor.Can(access.LandingZoneManage, uuid.Nil) {
 		return problem.ErrForbidden
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	z, err := q.GetLandingZone(ctx, zoneID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return problem.ErrNotFound

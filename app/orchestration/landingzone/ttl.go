@@ -53,7 +53,7 @@ func (s *Service) SetLifetimes(ctx context.Context, actor access.Principal, id u
 		return Zone{}, err
 	}
 	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		z, err := zoneFor(ctx, q, id)
 		if err != nil {
 			return err

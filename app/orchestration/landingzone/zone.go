@@ -109,7 +109,7 @@ func (s *Service) Create(ctx context.Context, actor access.Principal, in NewZone
 	if len(in.Description) > 2000 {
 		v.Add("description", "max_length", "must be at most 2000 characters")
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	providers, err := q.ListProviders(ctx)
 	if err != nil {
 		return Zone{}, err
@@ -167,7 +167,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal) ([]Zone, err
 	if !actor.ProviderAdmin {
 		return nil, problem.ErrForbidden
 	}
-	rows, err := dbgen.New(s.pool).ListLandingZones(ctx, nil)
+	rows, err := db.Queries(s.pool).ListLandingZones(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("list landing zones: %w", err)
 	}
@@ -189,7 +189,7 @@ func zoneOf(z dbgen.LandingZone) Zone {
 // Get returns a landing zone with its system services and their status, its templates, the
 // resolver types it configures and its environments. Provider admins see zones.
 func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID) (Zone, error) {
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	row, err := q.GetLandingZone(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && !actor.ProviderAdmin {
 		return Zone{}, problem.ErrNotFound
@@ -249,7 +249,7 @@ func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.U
 		return Zone{}, problem.ErrForbidden
 	}
 	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		z, err := zoneFor(ctx, q, id)
 		if err != nil {
 			return err
@@ -365,7 +365,7 @@ func (s *Service) Retire(ctx context.Context, actor access.Principal, id uuid.UU
 		return Zone{}, problem.ErrForbidden
 	}
 	err := db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		z, err := zoneFor(ctx, q, id)
 		if err != nil {
 			return err

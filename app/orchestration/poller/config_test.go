@@ -12,6 +12,7 @@ import (
 	"nimbus/app/kernel/problem"
 	"nimbus/app/kernel/secrets"
 	"nimbus/app/orchestration/event"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 	"nimbus/db/dbtest"
 )
@@ -93,7 +94,7 @@ func TestClouds_ASourceTrustsTheCAItNames(t *testing.T) {
 func TestClouds_ASourceNamingAZonePollsWithTheZonesAccess(t *testing.T) {
 	srv := fakeProxmox(t, qemu, tasks)
 	pool := dbtest.Pool(t)
-	q := dbgen.New(pool)
+	q := db.Queries(pool)
 	keys, err := secrets.Load(t.TempDir(), func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)

@@ -71,7 +71,7 @@ func (w *Worker) Work(ctx context.Context, _ *river.Job[Args]) error {
 	if err != nil {
 		return err
 	}
-	ids, err := dbgen.New(w.pool).PolledSources(ctx)
+	ids, err := db.Queries(w.pool).PolledSources(ctx)
 	if err != nil {
 		return fmt.Errorf("list the polled sources: %w", err)
 	}
@@ -93,7 +93,7 @@ func (w *Worker) Work(ctx context.Context, _ *river.Job[Args]) error {
 // what was seen last read again. When another poll has saved since this one began, this
 // one's look may be older than what is saved: it saves nothing, and the next round looks again.
 func (w *Worker) poll(ctx context.Context, queue event.Queue, id uuid.UUID) error {
-	q := dbgen.New(w.pool)
+	q := db.Queries(w.pool)
 	src, err := q.GetEventSource(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && (src.Kind != event.CloudProvider || !src.Active) {
 		return nil
@@ -113,7 +113,7 @@ func (w *Worker) poll(ctx context.Context, queue event.Queue, id uuid.UUID) erro
 		return err
 	}
 	return db.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		src, err := q.LockPolledSource(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil

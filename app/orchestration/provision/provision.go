@@ -83,7 +83,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, tenantID uui
 	if !actor.ProviderAdmin {
 		return nil, problem.ErrNotFound
 	}
-	rows, err := dbgen.New(s.pool).TenantNamespaces(ctx, tenantID)
+	rows, err := db.Queries(s.pool).TenantNamespaces(ctx, tenantID)
 	if err != nil {
 		return nil, fmt.Errorf("tenant namespaces: %w", err)
 	}
@@ -99,7 +99,7 @@ func (s *Service) Get(ctx context.Context, actor access.Principal, id uuid.UUID)
 	if !actor.ProviderAdmin {
 		return tenant.Namespace{}, problem.ErrNotFound
 	}
-	r, err := dbgen.New(s.pool).GetTenantNamespace(ctx, id)
+	r, err := db.Queries(s.pool).GetTenantNamespace(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return tenant.Namespace{}, problem.ErrNotFound
 	}
@@ -116,7 +116,7 @@ func (s *Service) Provision(ctx context.Context, actor access.Principal, tenantI
 	if !actor.ProviderAdmin {
 		return tenant.Namespace{}, problem.ErrForbidden
 	}
-	t, err := dbgen.New(s.pool).GetTenant(ctx, tenantID)
+	t, err := db.Queries(s.pool).GetTenant(ctx, tenantID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return tenant.Namespace{}, problem.ErrNotFound
 	}
@@ -149,7 +149,7 @@ func (s *Service) Vacant(ctx context.Context, name string, in tenant.NamespaceRe
 	if !namespaceName.MatchString(ns) || reserved(ns) {
 		return nil
 	}
-	raw, err := cluster.Open(ctx, dbgen.New(s.pool), s.keys, in.LandingZoneID)
+	raw, err := cluster.Open(ctx, db.Queries(s.pool), s.keys, in.LandingZoneID)
 	if errors.Is(err, cluster.ErrNoCluster) {
 		return nil
 	}
@@ -176,7 +176,7 @@ func (s *Service) ProvisionTx(ctx context.Context, tx pgx.Tx, actor access.Princ
 	if !actor.ProviderAdmin {
 		return uuid.Nil, problem.ErrForbidden
 	}
-	q := db.Reused(tx)
+	q := db.Queries(tx)
 	var id uuid.UUID
 	err := func() error {
 		t, err := q.ShareTenant(ctx, tenantID)
@@ -296,7 +296,7 @@ func (s *Service) Decommission(ctx context.Context, actor access.Principal, id u
 		return tenant.Namespace{}, problem.Invalid("namespace", "state", "%s on %s is decommissioned already", n.Namespace, n.ZoneName)
 	}
 	err = db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Reused(tx)
+		q := db.Queries(tx)
 		// The tenant's deployments live in the namespace and are destroyed with its account's
 		// token: taken down first, they would be left where nothing can destroy them.
 		live, err := q.TenantZoneDeployments(ctx, dbgen.TenantZoneDeploymentsParams{TenantID: n.TenantID, LandingZoneID: uuid.NullUUID{UUID: n.LandingZoneID, Valid: true}})

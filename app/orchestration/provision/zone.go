@@ -28,7 +28,7 @@ func (s *Service) CreateFactory(ctx context.Context, actor access.Principal) (st
 	if !actor.ProviderAdmin {
 		return stack.Stack{}, problem.ErrForbidden
 	}
-	def, err := FactoryDraft(ctx, dbgen.New(s.pool))
+	def, err := FactoryDraft(ctx, db.Queries(s.pool))
 	if err != nil {
 		return stack.Stack{}, err
 	}
@@ -52,7 +52,7 @@ func (s *Service) Zones(ctx context.Context, actor access.Principal) ([]tenant.N
 	if !actor.ProviderAdmin {
 		return nil, problem.ErrForbidden
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	rows, err := q.TenantFactoryZones(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("zones with a tenant factory: %w", err)
@@ -211,7 +211,7 @@ func (s *Service) Setting(ctx context.Context, actor access.Principal, zoneID uu
 	if !actor.ProviderAdmin {
 		return Setting{}, problem.ErrNotFound
 	}
-	q := dbgen.New(s.pool)
+	q := db.Queries(s.pool)
 	z, err := q.GetLandingZone(ctx, zoneID)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && z.Provider != cluster.Provider {
 		return Setting{}, problem.ErrNotFound

@@ -15,6 +15,7 @@ import (
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/cursor"
 	"nimbus/app/kernel/problem"
+	"nimbus/db"
 	"nimbus/db/dbgen"
 )
 
@@ -166,7 +167,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (P
 	if f.BeforeID > 0 {
 		params.BeforeID = &f.BeforeID
 	}
-	rows, err := dbgen.New(s.pool).ListAuditEvents(ctx, params)
+	rows, err := db.Queries(s.pool).ListAuditEvents(ctx, params)
 	if err != nil {
 		return Page{}, fmt.Errorf("list audit events: %w", err)
 	}
@@ -232,7 +233,7 @@ func (s *Service) names(ctx context.Context, events []Entry) ([]Names, error) {
 	if len(params.TargetIds) == 0 {
 		return out, nil
 	}
-	rows, err := dbgen.New(s.pool).AuditTargetNames(ctx, params)
+	rows, err := db.Queries(s.pool).AuditTargetNames(ctx, params)
 	if err != nil {
 		return nil, fmt.Errorf("name audit targets: %w", err)
 	}
