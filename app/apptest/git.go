@@ -107,6 +107,18 @@ func (r *GitRepo) Push(t testing.TB) {
 	gitRun(t, r.work, "-c", "http.postBuffer=268435456", "push", "--quiet", "--force", "origin", "main", "--tags")
 }
 
+// Switch makes the working copy's branch name, made at the current commit when it is new.
+func (r *GitRepo) Switch(t testing.TB, name string) {
+	t.Helper()
+	gitRun(t, r.work, "checkout", "--quiet", "-B", name)
+}
+
+// PushBranch pushes the branch name, forced, as the server's user.
+func (r *GitRepo) PushBranch(t testing.TB, name string) {
+	t.Helper()
+	gitRun(t, r.work, "-c", "http.postBuffer=268435456", "push", "--quiet", "--force", "origin", name)
+}
+
 // gitRun runs the real git in dir, away from the machine's and the user's settings, and
 // returns what it printed.
 func gitRun(t testing.TB, dir string, args ...string) string {

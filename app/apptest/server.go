@@ -51,6 +51,10 @@ type Server struct {
 	Jobs *river.Client[pgx.Tx]
 }
 
+// PublicURL is the address a test's server says it is reached at, which commit statuses
+// link under.
+const PublicURL = "http://nimbus.test"
+
 // SiteConfig is how a test's server differs from the usual one.
 type SiteConfig struct {
 	// Backend keeps stack state and blobs in "file" (the data directory) or "s3" (a bucket of
@@ -157,7 +161,7 @@ func Start(t testing.TB, pool *pgxpool.Pool, cfg SiteConfig, configure ...func(*
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objects, OperationTimeout: cfg.OperationTimeout, ApprovalTTL: cfg.ApprovalTTL,
 		ChecksPerTenant: cfg.ChecksPerTenant, OperationsPerTenant: cfg.OperationsPerTenant, GraphParallel: cfg.GraphParallel, Cloud: cloud, PollInterval: cfg.PollInterval, Deliveries: cfg.Deliveries,
 		ExpiryCheck: cfg.ExpiryCheck, MailAttempts: cfg.MailAttempts, Toolchain: pulumix.Local{Dir: cfg.Toolchain},
-		Git: gitremote.Fetcher{AllowHTTP: true, Reach: egress.Policy{AllowPrivate: true}}, RepositoryPoll: cfg.RepositoryPoll}
+		Git: gitremote.Fetcher{AllowHTTP: true, Reach: egress.Policy{AllowPrivate: true}}, RepositoryPoll: cfg.RepositoryPoll, PublicURL: PublicURL}
 	riverPool, err := db.LazySessions(ctx, pool) // as the server runs River
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -72,6 +73,8 @@ type config struct {
 	WebhooksPrivate bool
 	// GitPrivate lets components be linked to repositories at private and loopback addresses.
 	GitPrivate bool
+	// PublicURL is Nimbus's address as its users reach it, which commit statuses link under.
+	PublicURL string
 	// SecondFactorForAdmins requires provider admins who sign in with a password to have a
 	// second factor.
 	SecondFactorForAdmins bool
@@ -143,6 +146,14 @@ var options = []option{
 			return fmt.Errorf("git private must be true or false, not %q", v)
 		}
 		c.GitPrivate = b
+		return nil
+	}},
+	{"public-url", "NIMBUS_PUBLIC_URL", "", "Nimbus's address as its users reach it, such as https://nimbus.example.com: the commit statuses it reports to a forge link to the preview's page under it (empty: they link nowhere)", func(c *config, v string) error {
+		v = strings.TrimRight(v, "/")
+		if u, err := url.Parse(v); v != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "") {
+			return fmt.Errorf("public url must be an http or https address such as https://nimbus.example.com, not %q", v)
+		}
+		c.PublicURL = v
 		return nil
 	}},
 	{"second-factor-for-admins", "NIMBUS_SECOND_FACTOR_FOR_ADMINS", "false", "require provider admins who sign in with a password to set up a second factor (TOTP) before they can do anything else; those of the identity provider are not asked", func(c *config, v string) error {

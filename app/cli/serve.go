@@ -137,7 +137,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	eng := server.Engine{Runner: runner, Keys: keys, Objects: objs.store, OperationTimeout: cfg.JobTimeout, ApprovalTTL: cfg.ApprovalTTL,
 		ChecksPerTenant: cfg.ChecksPerTenant, OperationsPerTenant: cfg.OperationsPerTenant, GraphParallel: cfg.GraphParallel, Cloud: cloud, PollInterval: cfg.PollInterval,
 		Deliveries: event.DeliveryConfig{AllowPrivate: cfg.WebhooksPrivate}, EventRetention: cfg.EventRetention,
-		Toolchain: pulumix.Local{Dir: cfg.PulumiDir, Enabled: cfg.Languages}, Git: git,
+		Toolchain: pulumix.Local{Dir: cfg.PulumiDir, Enabled: cfg.Languages}, Git: git, PublicURL: cfg.PublicURL,
 		Backup: &saved, BackupShelf: shelf, BackupInterval: cfg.BackupInterval}
 	riverPool, err := db.LazySessions(ctx, d.Pool)
 	if err != nil {

@@ -72,6 +72,9 @@ type Engine struct {
 	Toolchain component.Engine
 	// Git reads the repositories components are linked to.
 	Git gitremote.Fetcher
+	// PublicURL is Nimbus's address as its users reach it, which commit statuses link under;
+	// empty for none.
+	PublicURL string
 	// RepositoryPoll is how often every linked repository is looked at;
 	// component.DefaultPollInterval when zero.
 	RepositoryPoll time.Duration
@@ -116,6 +119,7 @@ func Workers(pool *pgxpool.Pool, eng Engine, log *slog.Logger) func(*river.Worke
 		}
 		linked := component.NewService(pool, toolchain, jobs.Running{}).Linking(eng.Keys, eng.Git)
 		river.AddWorker(w, component.NewSyncWorker(linked, log.With("component", "repositories")))
+		river.AddWorker(w, component.NewStatusWorker(linked, eng.PublicURL, log.With("component", "commit-statuses")))
 		river.AddWorker(w, component.NewPoller(pool))
 	}
 }
@@ -126,6 +130,12 @@ func Router(pool *pgxpool.Pool, keys *secrets.Keyring) *event.Router {
 	router := event.NewRouter(pool, instance.NewSignaller(pool, keys), instance.Refused).
 		Reacting("deployment.cancelled", approval.Withdraw).
 		Reacting("stack.destroyed", tenant.RemoveWhenDecommissioned)
+	// A linked repository's pushes preview and upgrade the deployments that opted in, and the
+	// previews' results go back to the forge.
+	fromGit := deploy.NewService(pool, keys, jobs.Running{}, nil, nil)
+	router.Reacting(component.BranchPushed, fromGit.PreviewBranch).
+		Reacting(component.Published, fromGit.UpgradeOnPublish).
+		Reacting(component.Previewed, component.ReportPreview)
 	// Each person's inbox is filled from the events that concern them.
 	for _, k := range notification.Kinds {
 		router.Reacting(k.Type, notification.React)

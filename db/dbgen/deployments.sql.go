@@ -92,6 +92,24 @@ func (q *Queries) ChangedSince(ctx context.Context, arg ChangedSinceParams) (boo
 	return exists, err
 }
 
+const commitPreviewed = `-- name: CommitPreviewed :one
+SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND source_commit = $2 AND source_ref = $3)
+`
+
+type CommitPreviewedParams struct {
+	DeploymentID uuid.UUID `json:"deployment_id"`
+	SourceCommit string    `json:"source_commit"`
+	SourceRef    string    `json:"source_ref"`
+}
+
+// Whether a branch's commit was previewed on the deployment already.
+func (q *Queries) CommitPreviewed(ctx context.Context, arg CommitPreviewedParams) (bool, error) {
+	row := q.db.QueryRow(ctx, commitPreviewed, arg.DeploymentID, arg.SourceCommit, arg.SourceRef)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const copyPlannedResources = `-- name: CopyPlannedResources :exec
 INSERT INTO operation_resources (operation_id, urn, type, name, op, status, changes)
 SELECT $1, p.urn, p.type, p.name, p.op, 'planned', p.changes
@@ -147,7 +165,7 @@ INSERT INTO deployed_components (id, tenant_id, environment_id, component_id, ve
     secret_parameters, secret_key_id, project, stack, state_location, created_by, template_component_id,
     stack_instance_id, slot)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-RETURNING id, tenant_id, environment_id, component_id, version, name, parameters, secret_parameters, secret_key_id, outputs, status, project, stack, state_location, created_by, created_at, updated_at, template_component_id, stack_instance_id, slot, drift_status, drift_checked_at, drift
+RETURNING id, tenant_id, environment_id, component_id, version, name, parameters, secret_parameters, secret_key_id, outputs, status, project, stack, state_location, created_by, created_at, updated_at, template_component_id, stack_instance_id, slot, drift_status, drift_checked_at, drift, preview_from_git, upgrade_on_publish
 `
 
 type CreateDeploymentParams struct {
@@ -213,6 +231,8 @@ func (q *Queries) CreateDeployment(ctx context.Context, arg CreateDeploymentPara
 		&i.DriftStatus,
 		&i.DriftCheckedAt,
 		&i.Drift,
+		&i.PreviewFromGit,
+		&i.UpgradeOnPublish,
 	)
 	return i, err
 }
@@ -343,6 +363,65 @@ func (q *Queries) DeploymentEnvironmentChoices(ctx context.Context, arg Deployme
 	return items, nil
 }
 
+const deploymentsPreviewingGit = `-- name: DeploymentsPreviewingGit :many
+SELECT id FROM deployed_components
+WHERE component_id = $1 AND preview_from_git AND status NOT IN ('pending', 'destroyed') ORDER BY created_at
+`
+
+// The deployments of a component that preview its pushed branches, and have been deployed
+// (a preview of a pending one would be a first deploy's).
+func (q *Queries) DeploymentsPreviewingGit(ctx context.Context, componentID uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, deploymentsPreviewingGit, componentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deploymentsUpgradingOnPublish = `-- name: DeploymentsUpgradingOnPublish :many
+SELECT id FROM deployed_components
+WHERE component_id = $1 AND upgrade_on_publish AND version < $2 AND stack_instance_id IS NULL
+  AND status NOT IN ('pending', 'destroyed') ORDER BY created_at
+`
+
+type DeploymentsUpgradingOnPublishParams struct {
+	ComponentID uuid.UUID `json:"component_id"`
+	Version     int32     `json:"version"`
+}
+
+// The deployments of a component that upgrade to each published version, below version.
+func (q *Queries) DeploymentsUpgradingOnPublish(ctx context.Context, arg DeploymentsUpgradingOnPublishParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, deploymentsUpgradingOnPublish, arg.ComponentID, arg.Version)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const engineEverRan = `-- name: EngineEverRan :one
 SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind <> 'preview' AND started_at IS NOT NULL)
 `
@@ -357,7 +436,7 @@ func (q *Queries) EngineEverRan(ctx context.Context, deploymentID uuid.UUID) (bo
 }
 
 const getDeployment = `-- name: GetDeployment :one
-SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, d.stack_instance_id, d.slot, d.drift_status, d.drift_checked_at, d.drift, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
+SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, d.stack_instance_id, d.slot, d.drift_status, d.drift_checked_at, d.drift, d.preview_from_git, d.upgrade_on_publish, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
@@ -389,6 +468,8 @@ type GetDeploymentRow struct {
 	DriftStatus         string          `json:"drift_status"`
 	DriftCheckedAt      *time.Time      `json:"drift_checked_at"`
 	Drift               json.RawMessage `json:"drift"`
+	PreviewFromGit      bool            `json:"preview_from_git"`
+	UpgradeOnPublish    bool            `json:"upgrade_on_publish"`
 	ComponentName       string          `json:"component_name"`
 	EnvironmentName     string          `json:"environment_name"`
 	TenantName          string          `json:"tenant_name"`
@@ -421,6 +502,8 @@ func (q *Queries) GetDeployment(ctx context.Context, id uuid.UUID) (GetDeploymen
 		&i.DriftStatus,
 		&i.DriftCheckedAt,
 		&i.Drift,
+		&i.PreviewFromGit,
+		&i.UpgradeOnPublish,
 		&i.ComponentName,
 		&i.EnvironmentName,
 		&i.TenantName,
@@ -429,7 +512,7 @@ func (q *Queries) GetDeployment(ctx context.Context, id uuid.UUID) (GetDeploymen
 }
 
 const getOperation = `-- name: GetOperation :one
-SELECT id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at FROM operations WHERE id = $1
+SELECT id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at, source_link, source_ref, source_commit, source_code FROM operations WHERE id = $1
 `
 
 func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, error) {
@@ -467,6 +550,10 @@ func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, er
 		&i.Refusals,
 		&i.ApprovalAskedAt,
 		&i.ApprovalEndedAt,
+		&i.SourceLink,
+		&i.SourceRef,
+		&i.SourceCommit,
+		&i.SourceCode,
 	)
 	return i, err
 }
@@ -485,7 +572,7 @@ func (q *Queries) HasBeenDeployed(ctx context.Context, deploymentID uuid.UUID) (
 }
 
 const listDeploymentOperationsBy = `-- name: ListDeploymentOperationsBy :many
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, o.source_link, o.source_ref, o.source_commit, o.source_code, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -548,6 +635,10 @@ type ListDeploymentOperationsByRow struct {
 	Refusals          json.RawMessage `json:"refusals"`
 	ApprovalAskedAt   *time.Time      `json:"approval_asked_at"`
 	ApprovalEndedAt   *time.Time      `json:"approval_ended_at"`
+	SourceLink        uuid.NullUUID   `json:"source_link"`
+	SourceRef         string          `json:"source_ref"`
+	SourceCommit      string          `json:"source_commit"`
+	SourceCode        *string         `json:"source_code"`
 	DeploymentName    string          `json:"deployment_name"`
 	TenantID          uuid.UUID       `json:"tenant_id"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -605,6 +696,10 @@ func (q *Queries) ListDeploymentOperationsBy(ctx context.Context, arg ListDeploy
 			&i.Refusals,
 			&i.ApprovalAskedAt,
 			&i.ApprovalEndedAt,
+			&i.SourceLink,
+			&i.SourceRef,
+			&i.SourceCommit,
+			&i.SourceCode,
 			&i.DeploymentName,
 			&i.TenantID,
 			&i.RequestedByEmail,
@@ -620,7 +715,7 @@ func (q *Queries) ListDeploymentOperationsBy(ctx context.Context, arg ListDeploy
 }
 
 const listDeployments = `-- name: ListDeployments :many
-SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, d.stack_instance_id, d.slot, d.drift_status, d.drift_checked_at, d.drift, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
+SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, d.stack_instance_id, d.slot, d.drift_status, d.drift_checked_at, d.drift, d.preview_from_git, d.upgrade_on_publish, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
@@ -675,6 +770,8 @@ type ListDeploymentsRow struct {
 	DriftStatus         string          `json:"drift_status"`
 	DriftCheckedAt      *time.Time      `json:"drift_checked_at"`
 	Drift               json.RawMessage `json:"drift"`
+	PreviewFromGit      bool            `json:"preview_from_git"`
+	UpgradeOnPublish    bool            `json:"upgrade_on_publish"`
 	ComponentName       string          `json:"component_name"`
 	EnvironmentName     string          `json:"environment_name"`
 	TenantName          string          `json:"tenant_name"`
@@ -723,6 +820,8 @@ func (q *Queries) ListDeployments(ctx context.Context, arg ListDeploymentsParams
 			&i.DriftStatus,
 			&i.DriftCheckedAt,
 			&i.Drift,
+			&i.PreviewFromGit,
+			&i.UpgradeOnPublish,
 			&i.ComponentName,
 			&i.EnvironmentName,
 			&i.TenantName,
@@ -738,7 +837,7 @@ func (q *Queries) ListDeployments(ctx context.Context, arg ListDeploymentsParams
 }
 
 const listDeploymentsBy = `-- name: ListDeploymentsBy :many
-SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, d.stack_instance_id, d.slot, d.drift_status, d.drift_checked_at, d.drift, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
+SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, d.stack_instance_id, d.slot, d.drift_status, d.drift_checked_at, d.drift, d.preview_from_git, d.upgrade_on_publish, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
@@ -808,6 +907,8 @@ type ListDeploymentsByRow struct {
 	DriftStatus         string          `json:"drift_status"`
 	DriftCheckedAt      *time.Time      `json:"drift_checked_at"`
 	Drift               json.RawMessage `json:"drift"`
+	PreviewFromGit      bool            `json:"preview_from_git"`
+	UpgradeOnPublish    bool            `json:"upgrade_on_publish"`
 	ComponentName       string          `json:"component_name"`
 	EnvironmentName     string          `json:"environment_name"`
 	TenantName          string          `json:"tenant_name"`
@@ -864,6 +965,8 @@ func (q *Queries) ListDeploymentsBy(ctx context.Context, arg ListDeploymentsByPa
 			&i.DriftStatus,
 			&i.DriftCheckedAt,
 			&i.Drift,
+			&i.PreviewFromGit,
+			&i.UpgradeOnPublish,
 			&i.ComponentName,
 			&i.EnvironmentName,
 			&i.TenantName,
@@ -879,7 +982,7 @@ func (q *Queries) ListDeploymentsBy(ctx context.Context, arg ListDeploymentsByPa
 }
 
 const listOperations = `-- name: ListOperations :many
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, o.source_link, o.source_ref, o.source_commit, o.source_code, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -938,6 +1041,10 @@ type ListOperationsRow struct {
 	Refusals          json.RawMessage `json:"refusals"`
 	ApprovalAskedAt   *time.Time      `json:"approval_asked_at"`
 	ApprovalEndedAt   *time.Time      `json:"approval_ended_at"`
+	SourceLink        uuid.NullUUID   `json:"source_link"`
+	SourceRef         string          `json:"source_ref"`
+	SourceCommit      string          `json:"source_commit"`
+	SourceCode        *string         `json:"source_code"`
 	DeploymentName    string          `json:"deployment_name"`
 	TenantID          uuid.UUID       `json:"tenant_id"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -993,6 +1100,10 @@ func (q *Queries) ListOperations(ctx context.Context, arg ListOperationsParams) 
 			&i.Refusals,
 			&i.ApprovalAskedAt,
 			&i.ApprovalEndedAt,
+			&i.SourceLink,
+			&i.SourceRef,
+			&i.SourceCommit,
+			&i.SourceCode,
 			&i.DeploymentName,
 			&i.TenantID,
 			&i.RequestedByEmail,
@@ -1052,7 +1163,7 @@ func (q *Queries) LockDeployment(ctx context.Context, id uuid.UUID) error {
 }
 
 const lockedDeployment = `-- name: LockedDeployment :one
-SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, d.stack_instance_id, d.slot, d.drift_status, d.drift_checked_at, d.drift, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
+SELECT d.id, d.tenant_id, d.environment_id, d.component_id, d.version, d.name, d.parameters, d.secret_parameters, d.secret_key_id, d.outputs, d.status, d.project, d.stack, d.state_location, d.created_by, d.created_at, d.updated_at, d.template_component_id, d.stack_instance_id, d.slot, d.drift_status, d.drift_checked_at, d.drift, d.preview_from_git, d.upgrade_on_publish, c.name AS component_name, e.name AS environment_name, t.name AS tenant_name
 FROM deployed_components d
 JOIN components c ON c.id = d.component_id
 JOIN environments e ON e.id = d.environment_id
@@ -1085,6 +1196,8 @@ type LockedDeploymentRow struct {
 	DriftStatus         string          `json:"drift_status"`
 	DriftCheckedAt      *time.Time      `json:"drift_checked_at"`
 	Drift               json.RawMessage `json:"drift"`
+	PreviewFromGit      bool            `json:"preview_from_git"`
+	UpgradeOnPublish    bool            `json:"upgrade_on_publish"`
 	ComponentName       string          `json:"component_name"`
 	EnvironmentName     string          `json:"environment_name"`
 	TenantName          string          `json:"tenant_name"`
@@ -1118,6 +1231,8 @@ func (q *Queries) LockedDeployment(ctx context.Context, id uuid.UUID) (LockedDep
 		&i.DriftStatus,
 		&i.DriftCheckedAt,
 		&i.Drift,
+		&i.PreviewFromGit,
+		&i.UpgradeOnPublish,
 		&i.ComponentName,
 		&i.EnvironmentName,
 		&i.TenantName,
@@ -1202,7 +1317,7 @@ func (q *Queries) OperationResources(ctx context.Context, operationID uuid.UUID)
 }
 
 const operationToRun = `-- name: OperationToRun :one
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at,
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, o.source_link, o.source_ref, o.source_commit, o.source_code,
     (SELECT count(*) FROM operations b
      WHERE b.deployment_id = o.deployment_id AND b.status IN ('queued', 'running', 'awaiting_approval')
        AND (b.created_at, b.id) < (o.created_at, o.id))::bigint AS ahead,
@@ -1265,6 +1380,10 @@ func (q *Queries) OperationToRun(ctx context.Context, id uuid.UUID) (OperationTo
 		&i.Operation.Refusals,
 		&i.Operation.ApprovalAskedAt,
 		&i.Operation.ApprovalEndedAt,
+		&i.Operation.SourceLink,
+		&i.Operation.SourceRef,
+		&i.Operation.SourceCommit,
+		&i.Operation.SourceCode,
 		&i.Ahead,
 		&i.Provider,
 		&i.LandingZoneID,
@@ -1276,7 +1395,7 @@ func (q *Queries) OperationToRun(ctx context.Context, id uuid.UUID) (OperationTo
 }
 
 const operationView = `-- name: OperationView :one
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, o.source_link, o.source_ref, o.source_commit, o.source_code, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -1315,6 +1434,10 @@ type OperationViewRow struct {
 	Refusals          json.RawMessage `json:"refusals"`
 	ApprovalAskedAt   *time.Time      `json:"approval_asked_at"`
 	ApprovalEndedAt   *time.Time      `json:"approval_ended_at"`
+	SourceLink        uuid.NullUUID   `json:"source_link"`
+	SourceRef         string          `json:"source_ref"`
+	SourceCommit      string          `json:"source_commit"`
+	SourceCode        *string         `json:"source_code"`
 	DeploymentName    string          `json:"deployment_name"`
 	TenantID          uuid.UUID       `json:"tenant_id"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -1355,6 +1478,10 @@ func (q *Queries) OperationView(ctx context.Context, id uuid.UUID) (OperationVie
 		&i.Refusals,
 		&i.ApprovalAskedAt,
 		&i.ApprovalEndedAt,
+		&i.SourceLink,
+		&i.SourceRef,
+		&i.SourceCommit,
+		&i.SourceCode,
 		&i.DeploymentName,
 		&i.TenantID,
 		&i.RequestedByEmail,
@@ -1586,6 +1713,23 @@ func (q *Queries) Running(ctx context.Context, deploymentID uuid.UUID) (bool, er
 	return exists, err
 }
 
+const setDeploymentGitOptIns = `-- name: SetDeploymentGitOptIns :exec
+UPDATE deployed_components SET preview_from_git = $2, upgrade_on_publish = $3, updated_at = now() WHERE id = $1
+`
+
+type SetDeploymentGitOptInsParams struct {
+	ID               uuid.UUID `json:"id"`
+	PreviewFromGit   bool      `json:"preview_from_git"`
+	UpgradeOnPublish bool      `json:"upgrade_on_publish"`
+}
+
+// Whether the deployment previews its component's pushed branches, and upgrades to each
+// version a tag publishes.
+func (q *Queries) SetDeploymentGitOptIns(ctx context.Context, arg SetDeploymentGitOptInsParams) error {
+	_, err := q.db.Exec(ctx, setDeploymentGitOptIns, arg.ID, arg.PreviewFromGit, arg.UpgradeOnPublish)
+	return err
+}
+
 const setDeploymentStatus = `-- name: SetDeploymentStatus :execrows
 UPDATE deployed_components SET status = $1, updated_at = now()
 WHERE id = $2 AND status = ANY($3::text[])
@@ -1652,4 +1796,21 @@ func (q *Queries) UpdateDeploymentInputs(ctx context.Context, arg UpdateDeployme
 		arg.SecretKeyID,
 	)
 	return err
+}
+
+const upgradeAsked = `-- name: UpgradeAsked :one
+SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind = 'upgrade' AND target_version = $2)
+`
+
+type UpgradeAskedParams struct {
+	DeploymentID  uuid.UUID   `json:"deployment_id"`
+	TargetVersion pgtype.Int4 `json:"target_version"`
+}
+
+// Whether an upgrade of the deployment to version was asked for already.
+func (q *Queries) UpgradeAsked(ctx context.Context, arg UpgradeAskedParams) (bool, error) {
+	row := q.db.QueryRow(ctx, upgradeAsked, arg.DeploymentID, arg.TargetVersion)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
 }

@@ -185,6 +185,8 @@ type DeployedComponent struct {
 	DriftStatus         string          `json:"drift_status"`
 	DriftCheckedAt      *time.Time      `json:"drift_checked_at"`
 	Drift               json.RawMessage `json:"drift"`
+	PreviewFromGit      bool            `json:"preview_from_git"`
+	UpgradeOnPublish    bool            `json:"upgrade_on_publish"`
 }
 
 type Elevation struct {
@@ -570,6 +572,10 @@ type Operation struct {
 	Refusals          json.RawMessage `json:"refusals"`
 	ApprovalAskedAt   *time.Time      `json:"approval_asked_at"`
 	ApprovalEndedAt   *time.Time      `json:"approval_ended_at"`
+	SourceLink        uuid.NullUUID   `json:"source_link"`
+	SourceRef         string          `json:"source_ref"`
+	SourceCommit      string          `json:"source_commit"`
+	SourceCode        *string         `json:"source_code"`
 }
 
 type OperationLog struct {
@@ -686,6 +692,8 @@ type RepositoryLink struct {
 	LinkedBy      uuid.NullUUID `json:"linked_by"`
 	CreatedAt     time.Time     `json:"created_at"`
 	UpdatedAt     time.Time     `json:"updated_at"`
+	Forge         string        `json:"forge"`
+	StatusApi     string        `json:"status_api"`
 }
 
 type RepositorySync struct {
@@ -703,6 +711,7 @@ type RepositorySync struct {
 	Problems   json.RawMessage `json:"problems"`
 	CreatedAt  time.Time       `json:"created_at"`
 	FinishedAt *time.Time      `json:"finished_at"`
+	Code       *string         `json:"code"`
 }
 
 type ResolverConfiguration struct {

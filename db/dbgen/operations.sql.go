@@ -46,7 +46,7 @@ UPDATE operations SET status = 'running', lease = $1, heartbeat_at = now(),
 WHERE id = $2
   AND (status = 'queued' OR (status = 'running' AND heartbeat_at < now() - interval '1 minute'))
   AND (SELECT true FROM pg_advisory_xact_lock_shared(7369646570))
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at, source_link, source_ref, source_commit, source_code
 `
 
 type ClaimOperationParams struct {
@@ -93,15 +93,21 @@ func (q *Queries) ClaimOperation(ctx context.Context, arg ClaimOperationParams) 
 		&i.Refusals,
 		&i.ApprovalAskedAt,
 		&i.ApprovalEndedAt,
+		&i.SourceLink,
+		&i.SourceRef,
+		&i.SourceCommit,
+		&i.SourceCode,
 	)
 	return i, err
 }
 
 const createOperation = `-- name: CreateOperation :one
 
-INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate, applies, refresh)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $9::text[], $8, $10)
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at
+INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate, applies, refresh,
+    source_link, source_ref, source_commit, source_code)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $9::text[], $8, $10,
+    $11, $12, $13, $14)
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at, source_link, source_ref, source_commit, source_code
 `
 
 type CreateOperationParams struct {
@@ -115,6 +121,10 @@ type CreateOperationParams struct {
 	Applies          uuid.NullUUID   `json:"applies"`
 	Rotate           []string        `json:"rotate"`
 	Refresh          bool            `json:"refresh"`
+	SourceLink       uuid.NullUUID   `json:"source_link"`
+	SourceRef        string          `json:"source_ref"`
+	SourceCommit     string          `json:"source_commit"`
+	SourceCode       *string         `json:"source_code"`
 }
 
 // The moves of an operation and the writes of its steps' checkpoints: the only statements that
@@ -132,6 +142,10 @@ func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams
 		arg.Applies,
 		arg.Rotate,
 		arg.Refresh,
+		arg.SourceLink,
+		arg.SourceRef,
+		arg.SourceCommit,
+		arg.SourceCode,
 	)
 	var i Operation
 	err := row.Scan(
@@ -166,6 +180,10 @@ func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams
 		&i.Refusals,
 		&i.ApprovalAskedAt,
 		&i.ApprovalEndedAt,
+		&i.SourceLink,
+		&i.SourceRef,
+		&i.SourceCommit,
+		&i.SourceCode,
 	)
 	return i, err
 }
@@ -641,7 +659,7 @@ const startRestore = `-- name: StartRestore :one
 INSERT INTO operations (deployment_id, kind, status, requested_by, lease, heartbeat_at, started_at)
 SELECT $1, 'restore', 'running', $2, $3, now(), now()
 WHERE (SELECT true FROM pg_advisory_xact_lock_shared(7369646570))
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at, source_link, source_ref, source_commit, source_code
 `
 
 type StartRestoreParams struct {
@@ -687,6 +705,10 @@ func (q *Queries) StartRestore(ctx context.Context, arg StartRestoreParams) (Ope
 		&i.Refusals,
 		&i.ApprovalAskedAt,
 		&i.ApprovalEndedAt,
+		&i.SourceLink,
+		&i.SourceRef,
+		&i.SourceCommit,
+		&i.SourceCode,
 	)
 	return i, err
 }

@@ -66,9 +66,9 @@ func (q *Queries) ComponentLinked(ctx context.Context, componentID uuid.UUID) (C
 
 const createRepositoryLink = `-- name: CreateRepositoryLink :one
 INSERT INTO repository_links (id, component_id, url, path, branch, tag_pattern, username, token, token_key_id,
-    webhook_secret, webhook_key_id, linked_by)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-RETURNING id, component_id, url, path, branch, tag_pattern, username, token, token_key_id, webhook_secret, webhook_key_id, draft_commit, draft_author, draft_message, last_error, polled_at, linked_by, created_at, updated_at
+    webhook_secret, webhook_key_id, linked_by, forge, status_api)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+RETURNING id, component_id, url, path, branch, tag_pattern, username, token, token_key_id, webhook_secret, webhook_key_id, draft_commit, draft_author, draft_message, last_error, polled_at, linked_by, created_at, updated_at, forge, status_api
 `
 
 type CreateRepositoryLinkParams struct {
@@ -84,6 +84,8 @@ type CreateRepositoryLinkParams struct {
 	WebhookSecret []byte        `json:"webhook_secret"`
 	WebhookKeyID  string        `json:"webhook_key_id"`
 	LinkedBy      uuid.NullUUID `json:"linked_by"`
+	Forge         string        `json:"forge"`
+	StatusApi     string        `json:"status_api"`
 }
 
 func (q *Queries) CreateRepositoryLink(ctx context.Context, arg CreateRepositoryLinkParams) (RepositoryLink, error) {
@@ -100,6 +102,8 @@ func (q *Queries) CreateRepositoryLink(ctx context.Context, arg CreateRepository
 		arg.WebhookSecret,
 		arg.WebhookKeyID,
 		arg.LinkedBy,
+		arg.Forge,
+		arg.StatusApi,
 	)
 	var i RepositoryLink
 	err := row.Scan(
@@ -122,6 +126,8 @@ func (q *Queries) CreateRepositoryLink(ctx context.Context, arg CreateRepository
 		&i.LinkedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Forge,
+		&i.StatusApi,
 	)
 	return i, err
 }
@@ -139,7 +145,7 @@ func (q *Queries) DeleteRepositoryLink(ctx context.Context, componentID uuid.UUI
 }
 
 const getRepositoryLink = `-- name: GetRepositoryLink :one
-SELECT id, component_id, url, path, branch, tag_pattern, username, token, token_key_id, webhook_secret, webhook_key_id, draft_commit, draft_author, draft_message, last_error, polled_at, linked_by, created_at, updated_at FROM repository_links WHERE id = $1
+SELECT id, component_id, url, path, branch, tag_pattern, username, token, token_key_id, webhook_secret, webhook_key_id, draft_commit, draft_author, draft_message, last_error, polled_at, linked_by, created_at, updated_at, forge, status_api FROM repository_links WHERE id = $1
 `
 
 func (q *Queries) GetRepositoryLink(ctx context.Context, id uuid.UUID) (RepositoryLink, error) {
@@ -165,12 +171,14 @@ func (q *Queries) GetRepositoryLink(ctx context.Context, id uuid.UUID) (Reposito
 		&i.LinkedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Forge,
+		&i.StatusApi,
 	)
 	return i, err
 }
 
 const getRepositorySync = `-- name: GetRepositorySync :one
-SELECT id, link_id, ref, is_tag, commit_sha, author, message, status, version, check_id, reason, problems, created_at, finished_at FROM repository_syncs WHERE link_id = $1 AND ref = $2 AND commit_sha = $3
+SELECT id, link_id, ref, is_tag, commit_sha, author, message, status, version, check_id, reason, problems, created_at, finished_at, code FROM repository_syncs WHERE link_id = $1 AND ref = $2 AND commit_sha = $3
 `
 
 type GetRepositorySyncParams struct {
@@ -197,6 +205,34 @@ func (q *Queries) GetRepositorySync(ctx context.Context, arg GetRepositorySyncPa
 		&i.Problems,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.Code,
+	)
+	return i, err
+}
+
+const getRepositorySyncByID = `-- name: GetRepositorySyncByID :one
+SELECT id, link_id, ref, is_tag, commit_sha, author, message, status, version, check_id, reason, problems, created_at, finished_at, code FROM repository_syncs WHERE id = $1
+`
+
+func (q *Queries) GetRepositorySyncByID(ctx context.Context, id uuid.UUID) (RepositorySync, error) {
+	row := q.db.QueryRow(ctx, getRepositorySyncByID, id)
+	var i RepositorySync
+	err := row.Scan(
+		&i.ID,
+		&i.LinkID,
+		&i.Ref,
+		&i.IsTag,
+		&i.CommitSha,
+		&i.Author,
+		&i.Message,
+		&i.Status,
+		&i.Version,
+		&i.CheckID,
+		&i.Reason,
+		&i.Problems,
+		&i.CreatedAt,
+		&i.FinishedAt,
+		&i.Code,
 	)
 	return i, err
 }
@@ -227,7 +263,7 @@ func (q *Queries) ListRepositoryLinkIDs(ctx context.Context) ([]uuid.UUID, error
 }
 
 const listRepositorySyncs = `-- name: ListRepositorySyncs :many
-SELECT id, link_id, ref, is_tag, commit_sha, author, message, status, version, check_id, reason, problems, created_at, finished_at FROM repository_syncs WHERE link_id = $1 ORDER BY created_at DESC LIMIT $2
+SELECT id, link_id, ref, is_tag, commit_sha, author, message, status, version, check_id, reason, problems, created_at, finished_at, code FROM repository_syncs WHERE link_id = $1 ORDER BY created_at DESC LIMIT $2
 `
 
 type ListRepositorySyncsParams struct {
@@ -259,6 +295,7 @@ func (q *Queries) ListRepositorySyncs(ctx context.Context, arg ListRepositorySyn
 			&i.Problems,
 			&i.CreatedAt,
 			&i.FinishedAt,
+			&i.Code,
 		); err != nil {
 			return nil, err
 		}
@@ -271,7 +308,7 @@ func (q *Queries) ListRepositorySyncs(ctx context.Context, arg ListRepositorySyn
 }
 
 const lockRepositoryLink = `-- name: LockRepositoryLink :one
-SELECT l.id, l.component_id, l.url, l.path, l.branch, l.tag_pattern, l.username, l.token, l.token_key_id, l.webhook_secret, l.webhook_key_id, l.draft_commit, l.draft_author, l.draft_message, l.last_error, l.polled_at, l.linked_by, l.created_at, l.updated_at FROM repository_links l JOIN components c ON c.id = l.component_id
+SELECT l.id, l.component_id, l.url, l.path, l.branch, l.tag_pattern, l.username, l.token, l.token_key_id, l.webhook_secret, l.webhook_key_id, l.draft_commit, l.draft_author, l.draft_message, l.last_error, l.polled_at, l.linked_by, l.created_at, l.updated_at, l.forge, l.status_api FROM repository_links l JOIN components c ON c.id = l.component_id
 WHERE l.id = $1 AND c.deleted_at IS NULL FOR UPDATE OF l
 `
 
@@ -299,6 +336,8 @@ func (q *Queries) LockRepositoryLink(ctx context.Context, id uuid.UUID) (Reposit
 		&i.LinkedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Forge,
+		&i.StatusApi,
 	)
 	return i, err
 }
@@ -357,7 +396,7 @@ func (q *Queries) PublishedTag(ctx context.Context, arg PublishedTagParams) (Pub
 }
 
 const repositoryLinkOf = `-- name: RepositoryLinkOf :one
-SELECT id, component_id, url, path, branch, tag_pattern, username, token, token_key_id, webhook_secret, webhook_key_id, draft_commit, draft_author, draft_message, last_error, polled_at, linked_by, created_at, updated_at FROM repository_links WHERE component_id = $1
+SELECT id, component_id, url, path, branch, tag_pattern, username, token, token_key_id, webhook_secret, webhook_key_id, draft_commit, draft_author, draft_message, last_error, polled_at, linked_by, created_at, updated_at, forge, status_api FROM repository_links WHERE component_id = $1
 `
 
 func (q *Queries) RepositoryLinkOf(ctx context.Context, componentID uuid.UUID) (RepositoryLink, error) {
@@ -383,6 +422,8 @@ func (q *Queries) RepositoryLinkOf(ctx context.Context, componentID uuid.UUID) (
 		&i.LinkedBy,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Forge,
+		&i.StatusApi,
 	)
 	return i, err
 }
@@ -408,6 +449,21 @@ func (q *Queries) SetRepositoryDraft(ctx context.Context, arg SetRepositoryDraft
 	return err
 }
 
+const setRepositoryError = `-- name: SetRepositoryError :exec
+UPDATE repository_links SET last_error = $2, updated_at = now() WHERE id = $1
+`
+
+type SetRepositoryErrorParams struct {
+	ID        uuid.UUID `json:"id"`
+	LastError string    `json:"last_error"`
+}
+
+// Why something Nimbus asked of the link's forge failed, without counting as a poll.
+func (q *Queries) SetRepositoryError(ctx context.Context, arg SetRepositoryErrorParams) error {
+	_, err := q.db.Exec(ctx, setRepositoryError, arg.ID, arg.LastError)
+	return err
+}
+
 const setRepositoryPolled = `-- name: SetRepositoryPolled :exec
 UPDATE repository_links SET polled_at = now(), last_error = $2, updated_at = now() WHERE id = $1
 `
@@ -422,10 +478,56 @@ func (q *Queries) SetRepositoryPolled(ctx context.Context, arg SetRepositoryPoll
 	return err
 }
 
+const startBranchSync = `-- name: StartBranchSync :one
+INSERT INTO repository_syncs (link_id, ref, is_tag, commit_sha, author, message, code)
+VALUES ($1, $2, false, $3, $4, $5, $6)
+RETURNING id, link_id, ref, is_tag, commit_sha, author, message, status, version, check_id, reason, problems, created_at, finished_at, code
+`
+
+type StartBranchSyncParams struct {
+	LinkID    uuid.UUID `json:"link_id"`
+	Ref       string    `json:"ref"`
+	CommitSha string    `json:"commit_sha"`
+	Author    string    `json:"author"`
+	Message   string    `json:"message"`
+	Code      *string   `json:"code"`
+}
+
+// A pushed branch's commit, with the program it holds for the previews it asks for.
+func (q *Queries) StartBranchSync(ctx context.Context, arg StartBranchSyncParams) (RepositorySync, error) {
+	row := q.db.QueryRow(ctx, startBranchSync,
+		arg.LinkID,
+		arg.Ref,
+		arg.CommitSha,
+		arg.Author,
+		arg.Message,
+		arg.Code,
+	)
+	var i RepositorySync
+	err := row.Scan(
+		&i.ID,
+		&i.LinkID,
+		&i.Ref,
+		&i.IsTag,
+		&i.CommitSha,
+		&i.Author,
+		&i.Message,
+		&i.Status,
+		&i.Version,
+		&i.CheckID,
+		&i.Reason,
+		&i.Problems,
+		&i.CreatedAt,
+		&i.FinishedAt,
+		&i.Code,
+	)
+	return i, err
+}
+
 const startRepositorySync = `-- name: StartRepositorySync :one
 INSERT INTO repository_syncs (link_id, ref, is_tag, commit_sha, author, message)
 VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING id, link_id, ref, is_tag, commit_sha, author, message, status, version, check_id, reason, problems, created_at, finished_at
+RETURNING id, link_id, ref, is_tag, commit_sha, author, message, status, version, check_id, reason, problems, created_at, finished_at, code
 `
 
 type StartRepositorySyncParams struct {
@@ -462,6 +564,7 @@ func (q *Queries) StartRepositorySync(ctx context.Context, arg StartRepositorySy
 		&i.Problems,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.Code,
 	)
 	return i, err
 }

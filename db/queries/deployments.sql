@@ -332,3 +332,28 @@ WHERE d.status = 'pending' AND d.stack_instance_id IS NULL AND d.template_compon
         OR o.finished_at > now() - make_interval(secs => sqlc.arg(idle_seconds)::float8)))
 ORDER BY d.created_at
 LIMIT 100;
+
+-- name: SetDeploymentGitOptIns :exec
+-- Whether the deployment previews its component's pushed branches, and upgrades to each
+-- version a tag publishes.
+UPDATE deployed_components SET preview_from_git = $2, upgrade_on_publish = $3, updated_at = now() WHERE id = $1;
+
+-- name: DeploymentsPreviewingGit :many
+-- The deployments of a component that preview its pushed branches, and have been deployed
+-- (a preview of a pending one would be a first deploy's).
+SELECT id FROM deployed_components
+WHERE component_id = $1 AND preview_from_git AND status NOT IN ('pending', 'destroyed') ORDER BY created_at;
+
+-- name: DeploymentsUpgradingOnPublish :many
+-- The deployments of a component that upgrade to each published version, below version.
+SELECT id FROM deployed_components
+WHERE component_id = $1 AND upgrade_on_publish AND version < $2 AND stack_instance_id IS NULL
+  AND status NOT IN ('pending', 'destroyed') ORDER BY created_at;
+
+-- name: CommitPreviewed :one
+-- Whether a branch's commit was previewed on the deployment already.
+SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND source_commit = $2 AND source_ref = $3);
+
+-- name: UpgradeAsked :one
+-- Whether an upgrade of the deployment to version was asked for already.
+SELECT EXISTS (SELECT 1 FROM operations WHERE deployment_id = $1 AND kind = 'upgrade' AND target_version = $2);

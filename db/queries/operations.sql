@@ -3,8 +3,10 @@
 -- statuses names the status it starts from, so that a move from anywhere else changes no row.
 
 -- name: CreateOperation :one
-INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate, applies, refresh)
-VALUES ($1, $2, $3, $4, $5, $6, $7, sqlc.arg(rotate)::text[], $8, sqlc.arg(refresh))
+INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate, applies, refresh,
+    source_link, source_ref, source_commit, source_code)
+VALUES ($1, $2, $3, $4, $5, $6, $7, sqlc.arg(rotate)::text[], $8, sqlc.arg(refresh),
+    sqlc.narg(source_link), sqlc.arg(source_ref), sqlc.arg(source_commit), sqlc.narg(source_code))
 RETURNING *;
 
 -- name: StartRestore :one

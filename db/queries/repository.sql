@@ -1,7 +1,7 @@
 -- name: CreateRepositoryLink :one
 INSERT INTO repository_links (id, component_id, url, path, branch, tag_pattern, username, token, token_key_id,
-    webhook_secret, webhook_key_id, linked_by)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+    webhook_secret, webhook_key_id, linked_by, forge, status_api)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 RETURNING *;
 
 -- name: GetRepositoryLink :one
@@ -58,3 +58,16 @@ SELECT * FROM repository_syncs WHERE link_id = $1 ORDER BY created_at DESC LIMIT
 -- The newest check of exactly this program and input schema.
 SELECT * FROM component_checks WHERE component_id = $1 AND code = $2 AND input_schema = $3
 ORDER BY created_at DESC LIMIT 1;
+
+-- name: StartBranchSync :one
+-- A pushed branch's commit, with the program it holds for the previews it asks for.
+INSERT INTO repository_syncs (link_id, ref, is_tag, commit_sha, author, message, code)
+VALUES ($1, $2, false, $3, $4, $5, $6)
+RETURNING *;
+
+-- name: GetRepositorySyncByID :one
+SELECT * FROM repository_syncs WHERE id = $1;
+
+-- name: SetRepositoryError :exec
+-- Why something Nimbus asked of the link's forge failed, without counting as a poll.
+UPDATE repository_links SET last_error = $2, updated_at = now() WHERE id = $1;

@@ -2,16 +2,11 @@ package component
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
-	"net/http"
 	"path"
 	"slices"
 	"strings"
@@ -20,20 +15,18 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/labstack/echo/v4"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 	"golang.org/x/mod/semver"
 
 	"nimbus/app/domain/proxmox"
 	"nimbus/app/kernel/lifecycle"
+	"nimbus/app/kernel/outbox"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/audit"
 	"nimbus/app/platform/gitremote"
 	"nimbus/db"
 	"nimbus/db/dbgen"
-	"nimbus/jobs"
 )
 
 // SyncStatus is what became of one commit of a linked branch, or one tag.
@@ -64,6 +57,9 @@ type SyncArgs struct {
 	// Pushed is when a webhook asked; zero for a poll or a new link. A webhook's sync is never
 	// folded into one already running, which may have read the repository before the push.
 	Pushed time.Time `json:"pushed,omitzero" river:"unique"`
+	// Branch is another branch than the link's that a webhook said was pushed (a pull
+	// request's): its newest commit is previewed on the deployments that opted in.
+	Branch string `json:"branch,omitempty" river:"unique"`
 }
 
 // Kind names the job in River.
@@ -75,55 +71,6 @@ func (SyncArgs) Kind() string { return "repository_sync" }
 func (SyncArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
 		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning, rivertype.JobStateRetryable, rivertype.JobStateScheduled}}}
-}
-
-// PollArgs asks for a sync of every link.
-type PollArgs struct{}
-
-// Kind names the job in River.
-func (PollArgs) Kind() string { return "repository_poll" }
-
-// DefaultPollInterval is how often every linked repository is looked at when no webhook
-// says it changed.
-const DefaultPollInterval = 5 * time.Minute
-
-// PollSchedule polls the linked repositories every interval (DefaultPollInterval when zero).
-func PollSchedule(interval time.Duration) *river.PeriodicJob {
-	if interval <= 0 {
-		interval = DefaultPollInterval
-	}
-	return river.NewPeriodicJob(river.PeriodicInterval(interval),
-		func() (river.JobArgs, *river.InsertOpts) { return PollArgs{}, nil },
-		&river.PeriodicJobOpts{ID: "repository_poll"})
-}
-
-// Poller queues a sync of every link.
-type Poller struct {
-	river.WorkerDefaults[PollArgs]
-	pool *pgxpool.Pool
-}
-
-// NewPoller returns the poll's worker.
-func NewPoller(pool *pgxpool.Pool) *Poller { return &Poller{pool: pool} }
-
-// Work queues the syncs, one per link, in one statement.
-func (p *Poller) Work(ctx context.Context, _ *river.Job[PollArgs]) error {
-	ids, err := db.Queries(p.pool).ListRepositoryLinkIDs(ctx)
-	if err != nil || len(ids) == 0 {
-		return err
-	}
-	queue, err := jobs.FromContext(ctx)
-	if err != nil {
-		return err
-	}
-	params := make([]river.InsertManyParams, len(ids))
-	for i, id := range ids {
-		params[i] = river.InsertManyParams{Args: SyncArgs{LinkID: id}}
-	}
-	return db.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		_, err := queue.InsertManyTx(ctx, tx, params)
-		return err
-	})
 }
 
 // syncTimeout bounds one sync: a few bounded reads of the repository.
@@ -186,6 +133,11 @@ func (w *SyncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) error {
 				return err
 			}
 		} else if err != nil {
+			return err
+		}
+	}
+	if b := job.Args.Branch; b != "" && b != link.Branch {
+		if err := w.branch(ctx, link, remote, refs, b); err != nil {
 			return err
 		}
 	}
@@ -329,6 +281,45 @@ func (s *Service) takeDraft(ctx context.Context, link dbgen.RepositoryLink, snap
 	})
 }
 
+// takeBranch records a branch's commit with its program, and tells of it; a program the
+// editor would refuse is refused, and the commit's status says why.
+func (s *Service) takeBranch(ctx context.Context, link dbgen.RepositoryLink, name string, snap gitremote.Snapshot) error {
+	return db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := db.Queries(tx)
+		if _, err := q.LockRepositoryLink(ctx, link.ID); errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		c, err := s.componentOf(ctx, q, link.ComponentID)
+		if err != nil {
+			return err
+		}
+		d, problems, why := s.programOf(c, link, snap)
+		row, err := q.StartBranchSync(ctx, dbgen.StartBranchSyncParams{LinkID: link.ID, Ref: name, CommitSha: snap.Commit,
+			Author: snap.Author, Message: snap.Message, Code: &d.Code})
+		if db.IsUniqueViolation(err) {
+			return nil // another sync took it
+		}
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			if err := moveSync(ctx, q, row.ID, SyncRefused, why, problems, nil, uuid.NullUUID{}); err != nil {
+				return err
+			}
+			_, err := s.jobs.InsertTx(ctx, tx, StatusArgs{LinkID: link.ID, Commit: snap.Commit, Context: "nimbus/" + c.Name,
+				State: gitremote.Failure, Description: refusal(link.Path, why, problems)}, nil)
+			return err
+		}
+		if err := moveSync(ctx, q, row.ID, SyncSynced, "", nil, nil, uuid.NullUUID{}); err != nil {
+			return err
+		}
+		return outbox.Emit(ctx, q, outbox.Event{Type: BranchPushed, Subject: c.Name, Tenant: tenantOf(c),
+			Data: map[string]any{"component": c.ID, "link": link.ID, "sync": row.ID, "ref": name, "commit": snap.Commit}})
+	})
+}
+
 // publishTag publishes the tag's commit as the next version, named after the tag, its message
 // the changelog, once the engine has passed exactly that program (as publishing a draft needs);
 // until then it queues the check and reports that it waits. A tag already published at
@@ -414,6 +405,9 @@ func (s *Service) publishTag(ctx context.Context, link dbgen.RepositoryLink, nam
 		if err := moveSync(ctx, q, row.ID, SyncSynced, "", nil, &v.Version, row.CheckID); err != nil {
 			return err
 		}
+		if err := tellPublished(ctx, q, c, v); err != nil {
+			return err
+		}
 		return audit.Record(ctx, q, audit.System, audit.Event{Tenant: tenantOf(c), Action: "component.publish", TargetType: "component", TargetID: c.ID.String(),
 			Diff: map[string]any{"name": c.Name, "version": v.Version, "release": v.Release, "tag": name, "commit": snap.Commit, "changelog": v.Changelog}})
 	})
@@ -465,69 +459,4 @@ func moveSync(ctx context.Context, q *dbgen.Queries, id uuid.UUID, status SyncSt
 	}
 	return q.MoveRepositorySync(ctx, dbgen.MoveRepositorySyncParams{ID: id, Status: string(status), Reason: reason, Problems: raw,
 		Version: v, CheckID: check, Sources: SyncMachine.SourceNames(status)})
-}
-
-// Webhook headers: the body's HMAC-SHA256 under the link's webhook secret, as "sha256=" and
-// hex. GitHub signs its push events so in X-Hub-Signature-256; anything else may send
-// SignatureHeader.
-const (
-	SignatureHeader       = "X-Nimbus-Signature-256"
-	githubSignatureHeader = "X-Hub-Signature-256"
-	maxWebhookBody        = 1 << 20
-)
-
-// SignWebhook is the signature of body under secret, as SignatureHeader carries it.
-func SignWebhook(secret, body []byte) string {
-	mac := hmac.New(sha256.New, secret)
-	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
-}
-
-// ReceiveWebhook answers POST /api/v1/repository-links/{id}/webhook, outside sign-in: a push
-// signed with the link's secret queues a sync of the link. The body is not trusted for what
-// changed: the sync asks the repository. A wrong signature is 401 and changes nothing.
-func (h *Handlers) ReceiveWebhook(c echo.Context) error {
-	s := h.svc
-	ctx := c.Request().Context()
-	id, err := uuid.Parse(c.Param("id"))
-	if err != nil {
-		return problem.ErrNotFound
-	}
-	link, err := db.Queries(s.pool).GetRepositoryLink(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return problem.ErrNotFound
-	}
-	if err != nil {
-		return err
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, maxWebhookBody))
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("a webhook carries at most %d bytes", maxWebhookBody))
-	case err != nil:
-		return problem.Invalid("body", "read", "the body could not be read")
-	}
-	secret, err := s.keys.Open(link.WebhookKeyID, link.WebhookSecret, webhookSealedFor(link.ID))
-	if err != nil {
-		return fmt.Errorf("open the webhook secret of repository link %s: %w", link.ID, err)
-	}
-	sig := c.Request().Header.Get(SignatureHeader)
-	if sig == "" {
-		sig = c.Request().Header.Get(githubSignatureHeader)
-	}
-	if sig == "" || !hmac.Equal([]byte(sig), []byte(SignWebhook(secret, body))) {
-		return echo.NewHTTPError(http.StatusUnauthorized, "the request's signature does not match this link's webhook secret")
-	}
-	if c.Request().Header.Get("X-GitHub-Event") == "ping" {
-		return c.NoContent(http.StatusNoContent)
-	}
-	err = db.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := s.jobs.InsertTx(ctx, tx, SyncArgs{LinkID: link.ID, Pushed: time.Now().UTC()}, nil)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("queue the sync of repository link %s: %w", link.ID, err)
-	}
-	return c.NoContent(http.StatusAccepted)
 }

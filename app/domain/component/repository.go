@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,6 +39,10 @@ type Link struct {
 	TagPattern  string    `json:"tag_pattern"`
 	User        string    `json:"user,omitempty"`
 	HasToken    bool      `json:"has_token"`
+	// Forge and StatusAPI are where a preview's result is reported as a commit status: the
+	// ones set on the link, or those its URL names.
+	Forge     gitremote.Forge `json:"forge"`
+	StatusAPI string          `json:"status_api"`
 	// WebhookPath is where the repository's push webhook posts, from the server's root.
 	WebhookPath string `json:"webhook_path"`
 	// Draft* say which commit the draft was taken from; empty before the first.
@@ -64,7 +69,12 @@ type NewLink struct {
 	TagPattern string `json:"tag_pattern"`
 	User       string `json:"user"`
 	// Token reads the repository: sealed, and never shown again. Empty for a public one.
+	// It also reports the previews' results to the forge.
 	Token string `json:"token"`
+	// Forge is github, gitlab or gitea; empty for the one the URL's host names.
+	Forge string `json:"forge"`
+	// StatusAPI is the root of the forge's API; empty for the one derived from the URL.
+	StatusAPI string `json:"status_api"`
 }
 
 // Linking lets the service link components to repositories: keys seal the links' tokens
@@ -124,7 +134,7 @@ func (s *Service) LinkRepository(ctx context.Context, actor access.Principal, id
 		}
 		_, err := q.CreateRepositoryLink(ctx, dbgen.CreateRepositoryLinkParams{
 			ID: linkID, ComponentID: id, Url: in.URL, Path: in.Path, Branch: in.Branch, TagPattern: in.TagPattern,
-			Username: in.User, Token: token, TokenKeyID: tokenKey, WebhookSecret: sealedSecret, WebhookKeyID: secretKey,
+			Username: in.User, Token: token, TokenKeyID: tokenKey, WebhookSecret: sealedSecret, WebhookKeyID: secretKey, Forge: in.Forge, StatusApi: in.StatusAPI,
 			LinkedBy: uuid.NullUUID{UUID: actor.UserID, Valid: actor.UserID != uuid.Nil},
 		})
 		if db.IsUniqueViolation(err) {
@@ -182,6 +192,14 @@ func (s *Service) checkLink(ctx context.Context, c Component, in NewLink) (NewLi
 	}
 	if len(in.Token) > 4096 || strings.ContainsAny(in.Token, "\r\n") {
 		v.Add("token", "format", "must be one line of at most 4096 characters")
+	}
+	if in.Forge = strings.TrimSpace(in.Forge); in.Forge != "" && !slices.Contains(gitremote.Forges, gitremote.Forge(in.Forge)) {
+		v.Add("forge", "oneof", "must be github, gitlab or gitea; empty for the one the URL's host names")
+	}
+	if in.StatusAPI = strings.TrimRight(strings.TrimSpace(in.StatusAPI), "/"); in.StatusAPI != "" {
+		if err := s.git.CheckURL(in.StatusAPI); err != nil {
+			v.Add("status_api", "url", "%v", err)
+		}
 	}
 	if err := v.Err(); err != nil {
 		return in, err
@@ -253,7 +271,7 @@ func (s *Service) Repository(ctx context.Context, actor access.Principal, id uui
 		return nil, fmt.Errorf("list syncs: %w", err)
 	}
 	l := &Link{ID: row.ID, ComponentID: id, URL: row.Url, Path: row.Path, Branch: row.Branch, TagPattern: row.TagPattern,
-		User: row.Username, HasToken: row.Token != nil, WebhookPath: WebhookPath(row.ID), DraftCommit: row.DraftCommit,
+		User: row.Username, HasToken: row.Token != nil, Forge: forgeOf(row), StatusAPI: statusAPIOf(row), WebhookPath: WebhookPath(row.ID), DraftCommit: row.DraftCommit,
 		DraftAuthor: row.DraftAuthor, DraftMessage: row.DraftMessage, LastError: row.LastError, PolledAt: row.PolledAt,
 		CreatedAt: row.CreatedAt, Syncs: make([]Sync, len(syncs))}
 	for i, r := range syncs {

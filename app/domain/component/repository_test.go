@@ -20,6 +20,8 @@ type linkedSite struct {
 	admin, id, secret, token string
 	repo                     *apptest.GitRepo
 	program                  string
+	// forge records the commit statuses reported to the link's forge.
+	forge *apptest.Forge
 }
 
 func newLinkedSite(t *testing.T, cfg apptest.SiteConfig) *linkedSite {
@@ -35,11 +37,13 @@ func newLinkedSite(t *testing.T, cfg apptest.SiteConfig) *linkedSite {
 	l.program = string(raw)
 
 	git := apptest.StartGitServer(t)
-	l.repo = git.Repo(t, "infra")
+	l.repo = git.Repo(t, "team/infra")
+	l.forge = apptest.StartForge(t)
 	l.repo.Write(t, "README.md", "Infrastructure\n")
 	l.repo.Commit(t, "Grace Hopper", "Start")
 	l.repo.Push(t)
-	link := map[string]any{"url": l.repo.URL, "path": "components/machine", "branch": "main", "user": git.User, "token": git.Password}
+	link := map[string]any{"url": l.repo.URL, "path": "components/machine", "branch": "main", "user": git.User, "token": git.Password,
+		"status_api": l.forge.URL}
 
 	// Checked on save: each field that is wrong is named.
 	for field, change := range map[string]map[string]any{
@@ -80,10 +84,15 @@ func newLinkedSite(t *testing.T, cfg apptest.SiteConfig) *linkedSite {
 	return l
 }
 
-// push sends the repository's push webhook, signed with secret.
+// push sends the repository's push webhook of branch main, signed with secret.
 func (l *linkedSite) push(t *testing.T, secret string) apptest.Reply {
 	t.Helper()
-	body := []byte(`{"ref":"refs/heads/main"}`)
+	return l.pushed(t, secret, []byte(`{"ref":"refs/heads/main"}`))
+}
+
+// pushed sends a webhook with body, signed with secret as GitHub signs it.
+func (l *linkedSite) pushed(t *testing.T, secret string, body []byte) apptest.Reply {
+	t.Helper()
 	return l.Send(t, "/api/v1/repository-links/"+l.link(t)["id"].(string)+"/webhook", body,
 		"Content-Type", "application/json", "X-Hub-Signature-256", component.SignWebhook([]byte(secret), body))
 }
@@ -302,6 +311,13 @@ func TestRepository_LinkAndUnlinkFromItsPage(t *testing.T) {
 		t.Fatal("the form does not say what is wrong with the branch, or sends the token back")
 	}
 	form.Set("branch", "main")
+	form.Set("forge", "sourcehut")
+	r = s.Submit(t, "/components/"+id+"/repository", admin, form)
+	apptest.WantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.Body), `data-field-error="forge"`) {
+		t.Fatal("the form does not say what is wrong with the forge")
+	}
+	form.Set("forge", "gitlab")
 	r = s.Submit(t, "/components/"+id+"/repository", admin, form)
 	apptest.WantStatus(t, r, http.StatusOK)
 	if !strings.Contains(string(r.Body), `data-testid="webhook-secret"`) || !strings.Contains(string(r.Body), "/api/v1/repository-links/") {
@@ -311,6 +327,10 @@ func TestRepository_LinkAndUnlinkFromItsPage(t *testing.T) {
 	page := s.Call(t, "GET", "/components/"+id+"/repository", admin, nil)
 	if strings.Contains(string(page.Body), `data-testid="webhook-secret"`) || !strings.Contains(string(page.Body), `data-testid="repository"`) {
 		t.Fatal("the repository page shows the secret again, or not the link")
+	}
+	// The statuses go to GitLab's API on the repository's host, as none was set.
+	if !strings.Contains(string(page.Body), "gitlab · "+strings.TrimSuffix(repo.URL, "/infra.git")+"/api/v4") {
+		t.Fatal("the repository page does not say where the previews' statuses go")
 	}
 	apptest.WantStatus(t, s.Submit(t, "/components/"+id+"/repository/delete", admin, url.Values{}), http.StatusSeeOther)
 	apptest.WantStatus(t, s.Call(t, "GET", "/api/v1/components/"+id+"/repository", admin, nil), http.StatusNotFound)

@@ -24,7 +24,8 @@ func (h *Handlers) LinkRepositoryForm(c echo.Context) error {
 		return err
 	}
 	in := NewLink{URL: c.FormValue("url"), Path: c.FormValue("path"), Branch: c.FormValue("branch"),
-		TagPattern: c.FormValue("tag_pattern"), User: c.FormValue("user"), Token: c.FormValue("token")}
+		TagPattern: c.FormValue("tag_pattern"), User: c.FormValue("user"), Token: c.FormValue("token"),
+		Forge: c.FormValue("forge"), StatusAPI: c.FormValue("status_api")}
 	linked, err := h.svc.LinkRepository(web.Ctx(c), web.Actor(c), id, in)
 	if errs := web.FormErrors(err); errs != nil {
 		in.Token = "" // never sent back

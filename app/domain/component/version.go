@@ -85,6 +85,9 @@ func (s *Service) Publish(ctx context.Context, actor access.Principal, id uuid.U
 		out = Version{Version: int(v.Version), Language: v.Language, Code: v.Code, InputSchema: v.InputSchema,
 			OutputSchema: v.OutputSchema, ResolverBindings: v.ResolverBindings, Changelog: v.Changelog,
 			PublishedBy: actor.Email, PublishedAt: v.PublishedAt}
+		if err := tellPublished(ctx, q, c, v); err != nil {
+			return err
+		}
 		return audit.Record(ctx, q, actor, audit.Event{
 			Tenant: tenantOf(c), Action: "component.publish", TargetType: "component", TargetID: id.String(),
 			Diff: map[string]any{"name": c.Name, "version": v.Version, "changelog": v.Changelog},

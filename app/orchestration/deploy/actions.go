@@ -125,6 +125,9 @@ func (s *Service) Apply(ctx context.Context, actor access.Principal, previewID u
 	if Kind(p.Kind) != KindPreview || Status(p.Status) != Succeeded {
 		return Operation{}, problem.Invalid("operation", "preview", "only a succeeded preview can be applied; this is a %s that %s", p.Kind, p.Status)
 	}
+	if p.SourceCommit != "" {
+		return Operation{}, problem.Invalid("operation", "git", "this previews branch %s of the component's repository, not a version: merge it and publish a version to deploy it", p.SourceRef)
+	}
 	d, err := s.get(ctx, actor, p.DeploymentID)
 	if err != nil {
 		return Operation{}, err

@@ -469,5 +469,26 @@ var driftCases = map[string]apptest.AuthzCase{
 	},
 }
 
+var gitCases = map[string]apptest.AuthzCase{
+	"deploy.Service.SetGitOptIns": {
+		// Previewing from git asks the right to preview; upgrading on publish the right to upgrade.
+		Refused: []apptest.Refusal{{Who: apptest.AdminB, Want: problem.ErrNotFound}, {Who: apptest.ReaderA, Want: problem.ErrForbidden}},
+		Served:  []apptest.Actor{apptest.UserA, apptest.AdminA},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			want := deploy.GitOptIns{PreviewFromGit: true, UpgradeOnPublish: p.Can(access.ComponentUpgrade, w.A.ID)}
+			d, err := w.Deploys.SetGitOptIns(context.Background(), p, w.Live(t).ID, want)
+			if err == nil && d.GitOptIns != want {
+				t.Errorf("%s: opt-ins not set: %+v", p.Email, d.GitOptIns)
+			}
+			return err
+		},
+		Then: func(t *testing.T, w *apptest.World) {
+			// A user who may preview but not upgrade cannot have it upgraded on publish.
+			_, err := w.Deploys.SetGitOptIns(context.Background(), w.UserA, w.Live(t).ID, deploy.GitOptIns{UpgradeOnPublish: true})
+			apptest.WantErr(t, err, problem.ErrForbidden)
+		},
+	},
+}
+
 // TestAuthz_Methods runs the authorization case of each of the package's data-access methods.
-func TestAuthz_Methods(t *testing.T) { apptest.RunAuthz(t, deployCases, driftCases) }
+func TestAuthz_Methods(t *testing.T) { apptest.RunAuthz(t, deployCases, driftCases, gitCases) }

@@ -58,7 +58,9 @@ type Deployment struct {
 	// reconcile or accept left it at DriftCheckedAt; Drift is what a check found drifted.
 	DriftStatus string `json:"drift_status"`
 	// Slot is the stack instance slot the deployment holds, if any: the instance changes it.
-	Slot           string            `json:"slot,omitempty"`
+	Slot string `json:"slot,omitempty"`
+	// GitOptIns say what its component's repository may do to it.
+	GitOptIns
 	DriftCheckedAt *time.Time        `json:"drift_checked_at"`
 	Drift          []pulumix.Drifted `json:"drift"`
 	CreatedAt      time.Time         `json:"created_at"`
@@ -75,6 +77,7 @@ func deploymentFromRow(r dbgen.GetDeploymentRow, secretNames []string) Deploymen
 	d.DriftStatus, d.DriftCheckedAt, d.Drift = r.DriftStatus, r.DriftCheckedAt, []pulumix.Drifted{}
 	_ = json.Unmarshal(r.Drift, &d.Drift)
 	d.Slot = slotName(r.Slot)
+	d.GitOptIns = GitOptIns{PreviewFromGit: r.PreviewFromGit, UpgradeOnPublish: r.UpgradeOnPublish}
 	if d.SecretNames == nil {
 		d.SecretNames = []string{}
 	}

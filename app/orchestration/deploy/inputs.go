@@ -29,6 +29,8 @@ type inputs struct {
 	Applies uuid.UUID
 	// Refresh reads the resources back before changing them: a reconcile.
 	Refresh bool
+	// Source is the branch whose program a preview brings, for a preview from git.
+	Source *Source
 }
 
 // version reads a published, unarchived version of the component; 0 asks for the latest.

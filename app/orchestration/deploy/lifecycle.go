@@ -83,6 +83,9 @@ func queueOperation(ctx context.Context, tx pgx.Tx, queue jobs.Queue, deployment
 	if in.Rotate != nil {
 		params.Rotate = in.Rotate
 	}
+	if s := in.Source; s != nil {
+		params.SourceLink, params.SourceRef, params.SourceCommit, params.SourceCode = nullID(s.Link), s.Ref, s.Commit, &s.code
+	}
 	if in.Version != 0 {
 		params.TargetVersion = pgtype.Int4{Int32: in.Version, Valid: true}
 		params.SecretParameters, params.SecretKeyID = in.Sealed, &in.KeyID

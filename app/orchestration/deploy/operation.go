@@ -135,7 +135,9 @@ type Operation struct {
 	Parameters   map[string]any `json:"parameters"`        // the plain parameters it applies
 	RequestedBy  string         `json:"requested_by,omitempty"`
 	// Refresh: the operation reads the resources back before it changes them (a reconcile).
-	Refresh  bool           `json:"refresh,omitempty"`
+	Refresh bool `json:"refresh,omitempty"`
+	// Source is the branch whose program a preview from git brings instead of a version's.
+	Source   *Source        `json:"source,omitempty"`
 	Error    string         `json:"error,omitempty"`
 	ExitCode *int           `json:"exit_code,omitempty"`
 	Changes  map[string]int `json:"changes"`
@@ -200,6 +202,9 @@ func operationFromRow(r dbgen.ListOperationsRow) Operation {
 		CancelRequested: r.CancelRequestedAt != nil, Refresh: r.Refresh, Outcome: outcomeOf(r)}
 	if r.TargetVersion.Valid {
 		o.Version = int(r.TargetVersion.Int32)
+	}
+	if r.SourceCommit != "" {
+		o.Source = &Source{Ref: r.SourceRef, Commit: r.SourceCommit}
 	}
 	if r.ExitCode.Valid {
 		code := int(r.ExitCode.Int32)

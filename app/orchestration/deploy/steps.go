@@ -443,6 +443,9 @@ func (r *run) target(ctx context.Context) (pulumix.Stack, error) {
 	if err != nil {
 		return pulumix.Stack{}, err
 	}
+	if r.op.SourceCode != nil {
+		st.Code = *r.op.SourceCode // a preview from git: the branch's program, the version's inputs
+	}
 	r.access.give(&st)
 	st.Refresh = r.op.Refresh
 	return st, nil

@@ -400,6 +400,9 @@ func (w *Worker) settle(ctx context.Context, op dbgen.Operation, lease uuid.UUID
 		if err := tell(ctx, q, op, e.status, e.message); err != nil {
 			return err
 		}
+		if err := tellPreviewed(ctx, q, op, e.status, e.message, res.changes); err != nil {
+			return err
+		}
 		return dropFailedPreview(ctx, q, op, e.status)
 	})
 	if err != nil {

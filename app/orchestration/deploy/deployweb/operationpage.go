@@ -182,7 +182,8 @@ func (h *Handlers) live(c echo.Context, d deploy.Detail, dep deploy.Deployment, 
 	if d.Status == deploy.Succeeded && d.Kind != deploy.KindPreview && d.Kind != deploy.KindDestroy {
 		v.Outputs = views.Values(dep.Outputs)
 	}
-	if d.Kind == deploy.KindPreview && d.Status == deploy.Succeeded && dep.Status != deploy.Destroyed {
+	v.Source = d.Source
+	if d.Kind == deploy.KindPreview && d.Status == deploy.Succeeded && dep.Status != deploy.Destroyed && d.Source == nil {
 		fresh, err := h.svc.NeverDeployed(ctx, actor, dep.ID)
 		if err != nil {
 			return LiveView{}, err
@@ -228,4 +229,12 @@ func ResourceRows(resources []deploy.Resource) (rows []ResourceRow, planned, don
 		}
 	}
 	return rows, planned, done
+}
+
+// shortSHA is a commit's id as people read it.
+func shortSHA(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }

@@ -246,6 +246,7 @@ func (h *Handlers) showPage(c echo.Context, formErr error, destroyErr string, st
 	}
 	v.Fresh = st.Fresh
 	v.Drift = driftView(d, actor)
+	v.Git, v.CanSetGit = d.GitOptIns, actor.Can(access.ComponentPreview, d.TenantID) && !st.Fresh
 	buttons := []FormButton{{Value: "preview", Label: "Preview"}, {Value: "update", Label: "Update", Primary: true}}
 	if st.Fresh {
 		buttons = []FormButton{{Value: "preview", Label: "Preview"}, {Value: "deploy", Label: "Deploy", Primary: true}}
@@ -399,6 +400,36 @@ func (h *Handlers) ReconcileForm(c echo.Context) error {
 // CancelForm cancels an operation from its page, and stays there.
 func (h *Handlers) CancelForm(c echo.Context) error {
 	return web.OnID(c, h.svc.Cancel, web.Follow(c, operationURL))
+}
+
+// GitForm sets what the component's repository may do to the deployment, from its page.
+func (h *Handlers) GitForm(c echo.Context) error {
+	in := deploy.GitOptIns{PreviewFromGit: c.FormValue("preview_from_git") == "on", UpgradeOnPublish: c.FormValue("upgrade_on_publish") == "on"}
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if _, err := h.svc.SetGitOptIns(web.Ctx(c), web.Actor(c), id, in); err != nil {
+		return err
+	}
+	return web.Redirect(c, "/deployments/"+id.String()+"#git")
+}
+
+// GitAPI answers PUT /api/v1/deployments/{id}/git with the deployment, its opt-ins set.
+func (h *Handlers) GitAPI(c echo.Context) error {
+	id, err := web.IDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var in deploy.GitOptIns
+	if err := web.DecodeJSON(c, &in); err != nil {
+		return web.Unseen(c, h.svc.Get, err)
+	}
+	d, err := h.svc.SetGitOptIns(web.Ctx(c), web.Actor(c), id, in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, d)
 }
 
 // ApplyPreviewForm carries out a succeeded preview, from the preview's page.

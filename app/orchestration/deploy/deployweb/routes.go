@@ -20,6 +20,7 @@ func (h *Handlers) Routes(pages, api *echo.Group, seenComponent echo.MiddlewareF
 	pages.POST("/deployments/:id/drift-check", h.DriftCheckForm, seenDeployment)
 	pages.POST("/deployments/:id/reconcile", h.ReconcileForm, seenDeployment)
 	pages.POST("/deployments/:id/destroy", h.DestroyForm, seenDeployment)
+	pages.POST("/deployments/:id/git", h.GitForm, seenDeployment)
 	pages.GET("/operations/:id", h.OperationPage) // it reads nothing of the request before the operation
 	pages.GET("/operations/:id/stream", h.Stream, seenOperation)
 	pages.POST("/operations/:id/cancel", h.CancelForm, seenOperation)
@@ -39,6 +40,7 @@ func (h *Handlers) Routes(pages, api *echo.Group, seenComponent echo.MiddlewareF
 	api.PUT("/deployments/:id/state", h.RestoreStateAPI, seenDeployment)
 	api.POST("/deployments/:id/drift-checks", h.DriftCheckAPI, seenDeployment)
 	api.POST("/deployments/:id/reconcile", h.ReconcileAPI, seenDeployment)
+	api.PUT("/deployments/:id/git", h.GitAPI, seenDeployment)
 	for _, kind := range []string{"preview", "deploy", "update", "upgrade", "refresh", "destroy"} {
 		api.POST("/deployments/:id/"+kind, h.ActionAPI(kind))
 	}
