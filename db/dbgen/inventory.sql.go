@@ -343,10 +343,10 @@ WHERE ($1::bool OR i.tenant_id = ANY($2::uuid[]))
   AND ($4::text IS NULL OR i.type = $4::text)
   AND ($5::uuid IS NULL OR i.tenant_id = $5::uuid)
   AND ($6::text IS NULL OR lower(e.name) = lower($6::text))
-  AND ($7::text IS NULL OR i.status = $7::text)
-  AND ($8::timestamptz IS NULL OR (i.created_at, i.id) < ($8::timestamptz, $9::uuid))
+  AND ($7::text IS NULL AND NOT i.status = ANY($8::text[]) OR i.status = $7::text)
+  AND ($9::timestamptz IS NULL OR (i.created_at, i.id) < ($9::timestamptz, $10::uuid))
 ORDER BY i.created_at DESC, i.id DESC
-LIMIT $10
+LIMIT $11
 `
 
 type ListInventoryItemsParams struct {
@@ -357,6 +357,7 @@ type ListInventoryItemsParams struct {
 	TenantID    uuid.NullUUID `json:"tenant_id"`
 	Environment *string       `json:"environment"`
 	Status      *string       `json:"status"`
+	Hidden      []string      `json:"hidden"`
 	Before      *time.Time    `json:"before"`
 	BeforeID    uuid.NullUUID `json:"before_id"`
 	MaxRows     int32         `json:"max_rows"`
@@ -368,7 +369,8 @@ type ListInventoryItemsRow struct {
 	EnvironmentName string        `json:"environment_name"`
 }
 
-// A page of the items the reader may see, newest first, narrowed by the filters given.
+// A page of the items the reader may see, newest first, narrowed by the filters given; without
+// a status, those of the hidden statuses are left out.
 func (q *Queries) ListInventoryItems(ctx context.Context, arg ListInventoryItemsParams) ([]ListInventoryItemsRow, error) {
 	rows, err := q.db.Query(ctx, listInventoryItems,
 		arg.AllTenants,
@@ -378,6 +380,7 @@ func (q *Queries) ListInventoryItems(ctx context.Context, arg ListInventoryItems
 		arg.TenantID,
 		arg.Environment,
 		arg.Status,
+		arg.Hidden,
 		arg.Before,
 		arg.BeforeID,
 		arg.MaxRows,
@@ -477,6 +480,44 @@ func (q *Queries) LockDeploymentItems(ctx context.Context, deploymentID uuid.Nul
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockInventoryItem = `-- name: LockInventoryItem :one
+SELECT id, urn, type, provider_id, name, addresses, fqdns, image, outputs, refs, search, tenant_id, environment_id, landing_zone_id, stack_instance_id, slot, component_id, component_version, deployment_id, status, status_at, operation_id, created_operation_id, created_at, updated_at FROM inventory_items WHERE id = $1 FOR UPDATE
+`
+
+// An item, locked for a person's move of it (ignoring it, adopting it).
+func (q *Queries) LockInventoryItem(ctx context.Context, id uuid.UUID) (InventoryItem, error) {
+	row := q.db.QueryRow(ctx, lockInventoryItem, id)
+	var i InventoryItem
+	err := row.Scan(
+		&i.ID,
+		&i.Urn,
+		&i.Type,
+		&i.ProviderID,
+		&i.Name,
+		&i.Addresses,
+		&i.Fqdns,
+		&i.Image,
+		&i.Outputs,
+		&i.Refs,
+		&i.Search,
+		&i.TenantID,
+		&i.EnvironmentID,
+		&i.LandingZoneID,
+		&i.StackInstanceID,
+		&i.Slot,
+		&i.ComponentID,
+		&i.ComponentVersion,
+		&i.DeploymentID,
+		&i.Status,
+		&i.StatusAt,
+		&i.OperationID,
+		&i.CreatedOperationID,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
 }
 
 const lockZoneItems = `-- name: LockZoneItems :many

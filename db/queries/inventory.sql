@@ -39,7 +39,8 @@ WHERE id = sqlc.arg(id) AND status = ANY(sqlc.arg(sources)::text[])
 RETURNING *;
 
 -- name: ListInventoryItems :many
--- A page of the items the reader may see, newest first, narrowed by the filters given.
+-- A page of the items the reader may see, newest first, narrowed by the filters given; without
+-- a status, those of the hidden statuses are left out.
 SELECT sqlc.embed(i), coalesce(t.name, '')::text AS tenant_name, coalesce(e.name, '')::text AS environment_name
 FROM inventory_items i
 LEFT JOIN tenants t ON t.id = i.tenant_id
@@ -49,7 +50,7 @@ WHERE (sqlc.arg(all_tenants)::bool OR i.tenant_id = ANY(sqlc.arg(tenant_ids)::uu
   AND (sqlc.narg(type)::text IS NULL OR i.type = sqlc.narg(type)::text)
   AND (sqlc.narg(tenant_id)::uuid IS NULL OR i.tenant_id = sqlc.narg(tenant_id)::uuid)
   AND (sqlc.narg(environment)::text IS NULL OR lower(e.name) = lower(sqlc.narg(environment)::text))
-  AND (sqlc.narg(status)::text IS NULL OR i.status = sqlc.narg(status)::text)
+  AND (sqlc.narg(status)::text IS NULL AND NOT i.status = ANY(sqlc.arg(hidden)::text[]) OR i.status = sqlc.narg(status)::text)
   AND (sqlc.narg(before)::timestamptz IS NULL OR (i.created_at, i.id) < (sqlc.narg(before)::timestamptz, sqlc.narg(before_id)::uuid))
 ORDER BY i.created_at DESC, i.id DESC
 LIMIT sqlc.arg(max_rows);
@@ -103,3 +104,7 @@ RETURNING *;
 -- The items discovery made of a resource an operation now manages, locked to be let go.
 SELECT * FROM inventory_items
 WHERE deployment_id IS NULL AND type = $1 AND provider_id = $2 AND status = ANY(sqlc.arg(statuses)::text[]) FOR UPDATE;
+
+-- name: LockInventoryItem :one
+-- An item, locked for a person's move of it (ignoring it, adopting it).
+SELECT * FROM inventory_items WHERE id = $1 FOR UPDATE;

@@ -254,3 +254,23 @@ func idOrEmpty(id *uuid.UUID) string {
 	}
 	return id.String()
 }
+
+// setAside answers a move of an item by a provider admin (Service.Ignore, Service.Unignore):
+// the item as it is now in the API, its page again from a form.
+func (h *Handlers) setAside(move func(context.Context, access.Principal, uuid.UUID) (Item, error), api bool) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, err := web.IDParam(c, "id")
+		if err != nil {
+			return err
+		}
+		it, err := move(web.Ctx(c), web.Actor(c), id)
+		if err != nil {
+			return err
+		}
+		if api {
+			return c.JSON(http.StatusOK, it)
+		}
+		web.SetFlash(c, web.FlashSuccess, it.Name+" is "+string(it.Status)+".")
+		return web.Redirect(c, "/inventory/"+id.String())
+	}
+}

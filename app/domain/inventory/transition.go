@@ -246,6 +246,19 @@ func update(ctx context.Context, q *dbgen.Queries, place dbgen.DeploymentPlaceRo
 	return tell(ctx, q, news, row)
 }
 
+// setAside moves an item discovery found to ignored, or back to unmanaged (see Service.Ignore),
+// in q's transaction; discovery leaves an ignored item as it is while the cloud holds it.
+func setAside(ctx context.Context, q *dbgen.Queries, it dbgen.InventoryItem, to Status) (dbgen.InventoryItem, error) {
+	if err := Machine.Check("inventory item "+it.Name, Status(it.Status), to); err != nil {
+		return dbgen.InventoryItem{}, err
+	}
+	row, err := q.MoveInventoryItem(ctx, dbgen.MoveInventoryItemParams{ID: it.ID, Status: string(to), Sources: Machine.SourceNames(to)})
+	if err != nil {
+		return row, fmt.Errorf("move inventory item %s to %s: %w", it.ID, to, err)
+	}
+	return row, tell(ctx, q, "inventory.item.changed", row)
+}
+
 func decommission(ctx context.Context, q *dbgen.Queries, it dbgen.InventoryItem, op uuid.UUID) error {
 	if Status(it.Status) == Decommissioned {
 		return nil

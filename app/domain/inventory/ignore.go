@@ -1,0 +1,57 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"nimbus/app/kernel/access"
+	"nimbus/app/kernel/problem"
+	"nimbus/app/platform/audit"
+	"nimbus/db"
+	"nimbus/db/dbgen"
+)
+
+// Ignore sets an unmanaged item aside: a provider admin says the resource is known and meant
+// to stay outside Nimbus. It leaves the list unless asked for (status=ignored), and discovery
+// does not bring it back as unmanaged while the cloud holds it.
+func (s *Service) Ignore(ctx context.Context, actor access.Principal, id uuid.UUID) (Item, error) {
+	return s.setAside(ctx, actor, id, Unmanaged, Ignored, "inventory.ignore")
+}
+
+// Unignore takes an ignored item back to unmanaged, to be adopted or ignored again.
+func (s *Service) Unignore(ctx context.Context, actor access.Principal, id uuid.UUID) (Item, error) {
+	return s.setAside(ctx, actor, id, Ignored, Unmanaged, "inventory.unignore")
+}
+
+// setAside moves the item from one status to another, audited as action, for a provider
+// admin alone: what discovery found is the provider's.
+func (s *Service) setAside(ctx context.Context, actor access.Principal, id uuid.UUID, from, to Status, action string) (Item, error) {
+	var out Item
+	err := db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
+		it, err := q.LockInventoryItem(ctx, id)
+		if errors.Is(err, pgx.ErrNoRows) || err == nil && !visible(actor, it) {
+			return problem.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("inventory item %s: %w", id, err)
+		}
+		if !actor.ProviderAdmin {
+			return problem.ErrForbidden
+		}
+		if Status(it.Status) != from {
+			return problem.Invalid("status", string(from), "%s is %s, not %s", it.Name, it.Status, from)
+		}
+		row, err := setAside(ctx, q, it, to)
+		if err != nil {
+			return err
+		}
+		out = itemOf(row, "", "")
+		return audit.Record(ctx, q, actor, audit.Event{Action: action, TargetType: "inventory_item", TargetID: id.String(),
+			Diff: map[string]any{"name": it.Name, "type": it.Type, "provider_id": it.ProviderID, "status": string(to)}})
+	})
+	return out, err
+}
