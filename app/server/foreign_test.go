@@ -261,6 +261,8 @@ var byIDRoutes = []struct{ method, path, kind string }{
 	{"POST", "/inventory/{id}/unignore", "item"},
 	{"POST", "/api/v1/inventory/{id}/ignore", "item"},
 	{"POST", "/api/v1/inventory/{id}/unignore", "item"},
+	{"POST", "/inventory/{id}/adopt", "item"},
+	{"POST", "/api/v1/inventory/{id}/adopt", "item"},
 }
 
 func TestAccess_AnotherTenantsObjectAnswersAsAMissingOne(t *testing.T) {

@@ -429,7 +429,7 @@ func (q *Queries) GetDeployment(ctx context.Context, id uuid.UUID) (GetDeploymen
 }
 
 const getOperation = `-- name: GetOperation :one
-SELECT id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at FROM operations WHERE id = $1
+SELECT id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at, adopts FROM operations WHERE id = $1
 `
 
 func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, error) {
@@ -467,6 +467,7 @@ func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, er
 		&i.Refusals,
 		&i.ApprovalAskedAt,
 		&i.ApprovalEndedAt,
+		&i.Adopts,
 	)
 	return i, err
 }
@@ -485,7 +486,7 @@ func (q *Queries) HasBeenDeployed(ctx context.Context, deploymentID uuid.UUID) (
 }
 
 const listDeploymentOperationsBy = `-- name: ListDeploymentOperationsBy :many
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, o.adopts, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -548,6 +549,7 @@ type ListDeploymentOperationsByRow struct {
 	Refusals          json.RawMessage `json:"refusals"`
 	ApprovalAskedAt   *time.Time      `json:"approval_asked_at"`
 	ApprovalEndedAt   *time.Time      `json:"approval_ended_at"`
+	Adopts            uuid.NullUUID   `json:"adopts"`
 	DeploymentName    string          `json:"deployment_name"`
 	TenantID          uuid.UUID       `json:"tenant_id"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -605,6 +607,7 @@ func (q *Queries) ListDeploymentOperationsBy(ctx context.Context, arg ListDeploy
 			&i.Refusals,
 			&i.ApprovalAskedAt,
 			&i.ApprovalEndedAt,
+			&i.Adopts,
 			&i.DeploymentName,
 			&i.TenantID,
 			&i.RequestedByEmail,
@@ -879,7 +882,7 @@ func (q *Queries) ListDeploymentsBy(ctx context.Context, arg ListDeploymentsByPa
 }
 
 const listOperations = `-- name: ListOperations :many
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, o.adopts, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -938,6 +941,7 @@ type ListOperationsRow struct {
 	Refusals          json.RawMessage `json:"refusals"`
 	ApprovalAskedAt   *time.Time      `json:"approval_asked_at"`
 	ApprovalEndedAt   *time.Time      `json:"approval_ended_at"`
+	Adopts            uuid.NullUUID   `json:"adopts"`
 	DeploymentName    string          `json:"deployment_name"`
 	TenantID          uuid.UUID       `json:"tenant_id"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -993,6 +997,7 @@ func (q *Queries) ListOperations(ctx context.Context, arg ListOperationsParams) 
 			&i.Refusals,
 			&i.ApprovalAskedAt,
 			&i.ApprovalEndedAt,
+			&i.Adopts,
 			&i.DeploymentName,
 			&i.TenantID,
 			&i.RequestedByEmail,
@@ -1202,7 +1207,7 @@ func (q *Queries) OperationResources(ctx context.Context, operationID uuid.UUID)
 }
 
 const operationToRun = `-- name: OperationToRun :one
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at,
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, o.adopts,
     (SELECT count(*) FROM operations b
      WHERE b.deployment_id = o.deployment_id AND b.status IN ('queued', 'running', 'awaiting_approval')
        AND (b.created_at, b.id) < (o.created_at, o.id))::bigint AS ahead,
@@ -1265,6 +1270,7 @@ func (q *Queries) OperationToRun(ctx context.Context, id uuid.UUID) (OperationTo
 		&i.Operation.Refusals,
 		&i.Operation.ApprovalAskedAt,
 		&i.Operation.ApprovalEndedAt,
+		&i.Operation.Adopts,
 		&i.Ahead,
 		&i.Provider,
 		&i.LandingZoneID,
@@ -1276,7 +1282,7 @@ func (q *Queries) OperationToRun(ctx context.Context, id uuid.UUID) (OperationTo
 }
 
 const operationView = `-- name: OperationView :one
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, o.adopts, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -1315,6 +1321,7 @@ type OperationViewRow struct {
 	Refusals          json.RawMessage `json:"refusals"`
 	ApprovalAskedAt   *time.Time      `json:"approval_asked_at"`
 	ApprovalEndedAt   *time.Time      `json:"approval_ended_at"`
+	Adopts            uuid.NullUUID   `json:"adopts"`
 	DeploymentName    string          `json:"deployment_name"`
 	TenantID          uuid.UUID       `json:"tenant_id"`
 	RequestedByEmail  string          `json:"requested_by_email"`
@@ -1355,6 +1362,7 @@ func (q *Queries) OperationView(ctx context.Context, id uuid.UUID) (OperationVie
 		&i.Refusals,
 		&i.ApprovalAskedAt,
 		&i.ApprovalEndedAt,
+		&i.Adopts,
 		&i.DeploymentName,
 		&i.TenantID,
 		&i.RequestedByEmail,

@@ -14,6 +14,100 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const adoptInventoryItem = `-- name: AdoptInventoryItem :one
+UPDATE inventory_items SET
+    urn = $1, type = $2, name = $3, addresses = $4,
+    fqdns = $5, image = $6, outputs = $7, refs = $8, search = $9,
+    tenant_id = $10, environment_id = $11, landing_zone_id = $12,
+    stack_instance_id = $13, slot = $14, component_id = $15,
+    component_version = $16, deployment_id = $17,
+    status = $18, status_at = now(), operation_id = $19,
+    created_operation_id = $19, updated_at = now()
+WHERE id = $20 AND status = ANY($21::text[])
+RETURNING id, urn, type, provider_id, name, addresses, fqdns, image, outputs, refs, search, tenant_id, environment_id, landing_zone_id, stack_instance_id, slot, component_id, component_version, deployment_id, status, status_at, operation_id, created_operation_id, created_at, updated_at
+`
+
+type AdoptInventoryItemParams struct {
+	Urn              string          `json:"urn"`
+	Type             string          `json:"type"`
+	Name             string          `json:"name"`
+	Addresses        []string        `json:"addresses"`
+	Fqdns            []string        `json:"fqdns"`
+	Image            string          `json:"image"`
+	Outputs          json.RawMessage `json:"outputs"`
+	Refs             json.RawMessage `json:"refs"`
+	Search           string          `json:"search"`
+	TenantID         uuid.NullUUID   `json:"tenant_id"`
+	EnvironmentID    uuid.NullUUID   `json:"environment_id"`
+	LandingZoneID    uuid.NullUUID   `json:"landing_zone_id"`
+	StackInstanceID  uuid.NullUUID   `json:"stack_instance_id"`
+	Slot             *string         `json:"slot"`
+	ComponentID      uuid.NullUUID   `json:"component_id"`
+	ComponentVersion pgtype.Int4     `json:"component_version"`
+	DeploymentID     uuid.NullUUID   `json:"deployment_id"`
+	Status           string          `json:"status"`
+	OperationID      uuid.NullUUID   `json:"operation_id"`
+	ID               uuid.UUID       `json:"id"`
+	Sources          []string        `json:"sources"`
+}
+
+// What discovery found of a resource, taken over by the deployment whose operation now manages
+// it: the item becomes the deployment's, with what the operation left of the resource.
+func (q *Queries) AdoptInventoryItem(ctx context.Context, arg AdoptInventoryItemParams) (InventoryItem, error) {
+	row := q.db.QueryRow(ctx, adoptInventoryItem,
+		arg.Urn,
+		arg.Type,
+		arg.Name,
+		arg.Addresses,
+		arg.Fqdns,
+		arg.Image,
+		arg.Outputs,
+		arg.Refs,
+		arg.Search,
+		arg.TenantID,
+		arg.EnvironmentID,
+		arg.LandingZoneID,
+		arg.StackInstanceID,
+		arg.Slot,
+		arg.ComponentID,
+		arg.ComponentVersion,
+		arg.DeploymentID,
+		arg.Status,
+		arg.OperationID,
+		arg.ID,
+		arg.Sources,
+	)
+	var i InventoryItem
+	err := row.Scan(
+		&i.ID,
+		&i.Urn,
+		&i.Type,
+		&i.ProviderID,
+		&i.Name,
+		&i.Addresses,
+		&i.Fqdns,
+		&i.Image,
+		&i.Outputs,
+		&i.Refs,
+		&i.Search,
+		&i.TenantID,
+		&i.EnvironmentID,
+		&i.LandingZoneID,
+		&i.StackInstanceID,
+		&i.Slot,
+		&i.ComponentID,
+		&i.ComponentVersion,
+		&i.DeploymentID,
+		&i.Status,
+		&i.StatusAt,
+		&i.OperationID,
+		&i.CreatedOperationID,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const claimedProviderIDs = `-- name: ClaimedProviderIDs :many
 SELECT DISTINCT provider_id FROM inventory_items
 WHERE type = $1 AND provider_id = ANY($2::text[]) AND status <> $3::text

@@ -570,6 +570,7 @@ type Operation struct {
 	Refusals          json.RawMessage `json:"refusals"`
 	ApprovalAskedAt   *time.Time      `json:"approval_asked_at"`
 	ApprovalEndedAt   *time.Time      `json:"approval_ended_at"`
+	Adopts            uuid.NullUUID   `json:"adopts"`
 }
 
 type OperationLog struct {

@@ -108,3 +108,17 @@ WHERE deployment_id IS NULL AND type = $1 AND provider_id = $2 AND status = ANY(
 -- name: LockInventoryItem :one
 -- An item, locked for a person's move of it (ignoring it, adopting it).
 SELECT * FROM inventory_items WHERE id = $1 FOR UPDATE;
+
+-- name: AdoptInventoryItem :one
+-- What discovery found of a resource, taken over by the deployment whose operation now manages
+-- it: the item becomes the deployment's, with what the operation left of the resource.
+UPDATE inventory_items SET
+    urn = sqlc.arg(urn), type = sqlc.arg(type), name = sqlc.arg(name), addresses = sqlc.arg(addresses),
+    fqdns = sqlc.arg(fqdns), image = sqlc.arg(image), outputs = sqlc.arg(outputs), refs = sqlc.arg(refs), search = sqlc.arg(search),
+    tenant_id = sqlc.narg(tenant_id), environment_id = sqlc.narg(environment_id), landing_zone_id = sqlc.narg(landing_zone_id),
+    stack_instance_id = sqlc.narg(stack_instance_id), slot = sqlc.narg(slot), component_id = sqlc.narg(component_id),
+    component_version = sqlc.narg(component_version), deployment_id = sqlc.narg(deployment_id),
+    status = sqlc.arg(status), status_at = now(), operation_id = sqlc.narg(operation_id),
+    created_operation_id = sqlc.narg(operation_id), updated_at = now()
+WHERE id = sqlc.arg(id) AND status = ANY(sqlc.arg(sources)::text[])
+RETURNING *;

@@ -3,8 +3,8 @@
 -- statuses names the status it starts from, so that a move from anywhere else changes no row.
 
 -- name: CreateOperation :one
-INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate, applies, refresh)
-VALUES ($1, $2, $3, $4, $5, $6, $7, sqlc.arg(rotate)::text[], $8, sqlc.arg(refresh))
+INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate, applies, refresh, adopts)
+VALUES ($1, $2, $3, $4, $5, $6, $7, sqlc.arg(rotate)::text[], $8, sqlc.arg(refresh), sqlc.narg(adopts))
 RETURNING *;
 
 -- name: StartRestore :one
@@ -162,3 +162,7 @@ WHERE o.id = s.operation_id AND o.id = sqlc.arg(operation_id) AND o.status = 'aw
 -- name: ForgetPlan :exec
 -- What a preview planned for each resource, dropped when the operation previews again.
 DELETE FROM operation_resources WHERE operation_id = $1;
+
+-- name: AdoptionsOf :many
+-- The statuses of the operations that adopt an inventory item, for a request to adopt it again.
+SELECT status FROM operations WHERE adopts = $1;

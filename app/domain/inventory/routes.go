@@ -10,7 +10,7 @@ import (
 // exports' paths are fixed routes, which Echo matches before an item's ID. An item the actor
 // may not see is not found before a move of it reads its input.
 func (h *Handlers) Routes(pages, api *echo.Group) {
-	seen := web.Seen(h.svc.Get)
+	seen := h.Seen()
 	pages.GET("/inventory", h.Page)
 	pages.GET("/inventory/export.csv", h.ExportCSV)
 	pages.GET("/inventory/export.json", h.ExportJSON)
@@ -22,3 +22,7 @@ func (h *Handlers) Routes(pages, api *echo.Group) {
 	api.POST("/inventory/:id/ignore", h.setAside(h.svc.Ignore, true), seen)
 	api.POST("/inventory/:id/unignore", h.setAside(h.svc.Unignore, true), seen)
 }
+
+// Seen answers 404 for an item the actor may not see, for the routes of other packages under
+// its path (an adoption's).
+func (h *Handlers) Seen() echo.MiddlewareFunc { return web.Seen(h.svc.Get) }

@@ -29,6 +29,8 @@ type inputs struct {
 	Applies uuid.UUID
 	// Refresh reads the resources back before changing them: a reconcile.
 	Refresh bool
+	// Adopts is the unmanaged inventory item a first deploy imports (see Service.Adopt).
+	Adopts uuid.UUID
 }
 
 // version reads a published, unarchived version of the component; 0 asks for the latest.

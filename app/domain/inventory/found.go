@@ -32,18 +32,9 @@ func (s *Service) Unignore(ctx context.Context, actor access.Principal, id uuid.
 func (s *Service) setAside(ctx context.Context, actor access.Principal, id uuid.UUID, from, to Status, action string) (Item, error) {
 	var out Item
 	err := db.Tx(ctx, s.pool, func(q *dbgen.Queries) error {
-		it, err := q.LockInventoryItem(ctx, id)
-		if errors.Is(err, pgx.ErrNoRows) || err == nil && !visible(actor, it) {
-			return problem.ErrNotFound
-		}
+		it, err := lockFound(ctx, q, actor, id, from)
 		if err != nil {
-			return fmt.Errorf("inventory item %s: %w", id, err)
-		}
-		if !actor.ProviderAdmin {
-			return problem.ErrForbidden
-		}
-		if Status(it.Status) != from {
-			return problem.Invalid("status", string(from), "%s is %s, not %s", it.Name, it.Status, from)
+			return err
 		}
 		row, err := setAside(ctx, q, it, to)
 		if err != nil {
@@ -54,4 +45,40 @@ func (s *Service) setAside(ctx context.Context, actor access.Principal, id uuid.
 			Diff: map[string]any{"name": it.Name, "type": it.Type, "provider_id": it.ProviderID, "status": string(to)}})
 	})
 	return out, err
+}
+
+// Found is an unmanaged item as an adoption of it needs it: what the cloud calls the resource,
+// and the zone whose cloud holds it.
+type Found struct {
+	ID, Zone         uuid.UUID
+	Type, ProviderID string
+}
+
+// Adoptable locks an unmanaged item for a provider admin to adopt into a deployment, in q's
+// transaction: not found for one who may not see it, refused for one who sees it but is no
+// provider admin, and invalid on its status unless it is unmanaged.
+func Adoptable(ctx context.Context, q *dbgen.Queries, actor access.Principal, id uuid.UUID) (Found, error) {
+	it, err := lockFound(ctx, q, actor, id, Unmanaged)
+	if err != nil {
+		return Found{}, err
+	}
+	return Found{ID: it.ID, Zone: it.LandingZoneID.UUID, Type: it.Type, ProviderID: it.ProviderID}, nil
+}
+
+// lockFound locks an item a provider admin moves, which must have the status want.
+func lockFound(ctx context.Context, q *dbgen.Queries, actor access.Principal, id uuid.UUID, want Status) (dbgen.InventoryItem, error) {
+	it, err := q.LockInventoryItem(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && !visible(actor, it) {
+		return it, problem.ErrNotFound
+	}
+	if err != nil {
+		return it, fmt.Errorf("inventory item %s: %w", id, err)
+	}
+	if !actor.ProviderAdmin {
+		return it, problem.ErrForbidden
+	}
+	if Status(it.Status) != want {
+		return it, problem.Invalid("status", string(want), "%s is %s, not %s", it.Name, it.Status, want)
+	}
+	return it, nil
 }
