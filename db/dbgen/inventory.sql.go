@@ -108,6 +108,77 @@ func (q *Queries) AdoptInventoryItem(ctx context.Context, arg AdoptInventoryItem
 	return i, err
 }
 
+const adoptionComponents = `-- name: AdoptionComponents :many
+SELECT c.id, c.name FROM components c
+JOIN provider_resource_types prt ON prt.provider_id = c.provider_id AND prt.semantic_type_id = c.semantic_type_id
+WHERE prt.pulumi_type = $1 AND c.latest_version > 0 AND c.deleted_at IS NULL
+ORDER BY c.name LIMIT 200
+`
+
+type AdoptionComponentsRow struct {
+	ID   uuid.UUID `json:"id"`
+	Name string    `json:"name"`
+}
+
+// The published components an item of the type can be adopted into, for the item's page.
+func (q *Queries) AdoptionComponents(ctx context.Context, pulumiType string) ([]AdoptionComponentsRow, error) {
+	rows, err := q.db.Query(ctx, adoptionComponents, pulumiType)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AdoptionComponentsRow{}
+	for rows.Next() {
+		var i AdoptionComponentsRow
+		if err := rows.Scan(&i.ID, &i.Name); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const adoptionEnvironments = `-- name: AdoptionEnvironments :many
+SELECT e.id, e.name, t.name AS tenant_name FROM environments e JOIN tenants t ON t.id = e.tenant_id
+WHERE e.landing_zone_id = $1 AND e.status = $2::text
+ORDER BY t.name, e.name LIMIT 200
+`
+
+type AdoptionEnvironmentsParams struct {
+	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
+	Status        string        `json:"status"`
+}
+
+type AdoptionEnvironmentsRow struct {
+	ID         uuid.UUID `json:"id"`
+	Name       string    `json:"name"`
+	TenantName string    `json:"tenant_name"`
+}
+
+// The environments of a zone, of the status given, an item of the zone can be adopted into.
+func (q *Queries) AdoptionEnvironments(ctx context.Context, arg AdoptionEnvironmentsParams) ([]AdoptionEnvironmentsRow, error) {
+	rows, err := q.db.Query(ctx, adoptionEnvironments, arg.LandingZoneID, arg.Status)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AdoptionEnvironmentsRow{}
+	for rows.Next() {
+		var i AdoptionEnvironmentsRow
+		if err := rows.Scan(&i.ID, &i.Name, &i.TenantName); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const claimedProviderIDs = `-- name: ClaimedProviderIDs :many
 SELECT DISTINCT provider_id FROM inventory_items
 WHERE type = $1 AND provider_id = ANY($2::text[]) AND status <> $3::text

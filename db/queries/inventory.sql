@@ -122,3 +122,16 @@ UPDATE inventory_items SET
     created_operation_id = sqlc.narg(operation_id), updated_at = now()
 WHERE id = sqlc.arg(id) AND status = ANY(sqlc.arg(sources)::text[])
 RETURNING *;
+
+-- name: AdoptionComponents :many
+-- The published components an item of the type can be adopted into, for the item's page.
+SELECT c.id, c.name FROM components c
+JOIN provider_resource_types prt ON prt.provider_id = c.provider_id AND prt.semantic_type_id = c.semantic_type_id
+WHERE prt.pulumi_type = $1 AND c.latest_version > 0 AND c.deleted_at IS NULL
+ORDER BY c.name LIMIT 200;
+
+-- name: AdoptionEnvironments :many
+-- The environments of a zone, of the status given, an item of the zone can be adopted into.
+SELECT e.id, e.name, t.name AS tenant_name FROM environments e JOIN tenants t ON t.id = e.tenant_id
+WHERE e.landing_zone_id = $1 AND e.status = sqlc.arg(status)::text
+ORDER BY t.name, e.name LIMIT 200;

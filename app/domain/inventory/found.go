@@ -9,10 +9,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/kernel/access"
+	"nimbus/app/kernel/lifecycle"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/platform/audit"
 	"nimbus/db"
 	"nimbus/db/dbgen"
+	"nimbus/views"
 )
 
 // Ignore sets an unmanaged item aside: a provider admin says the resource is known and meant
@@ -81,4 +83,35 @@ func lockFound(ctx context.Context, q *dbgen.Queries, actor access.Principal, id
 		return it, problem.Invalid("status", string(want), "%s is %s, not %s", it.Name, it.Status, want)
 	}
 	return it, nil
+}
+
+// AdoptChoices are what an unmanaged item's page offers to adopt it into: the components of its
+// type, and the active environments of its zone.
+type AdoptChoices struct {
+	Components, Environments []views.Option
+}
+
+// adoptChoices reads the choices for an item a provider admin is shown.
+func (s *Service) adoptChoices(ctx context.Context, d Detail) (AdoptChoices, error) {
+	var out AdoptChoices
+	if d.Status != Unmanaged || d.LandingZoneID == nil {
+		return out, nil
+	}
+	q := dbgen.New(s.pool)
+	comps, err := q.AdoptionComponents(ctx, d.Type)
+	if err != nil {
+		return out, fmt.Errorf("components to adopt %s into: %w", d.ID, err)
+	}
+	for _, c := range comps {
+		out.Components = append(out.Components, views.Option{Value: c.ID.String(), Label: c.Name})
+	}
+	envs, err := q.AdoptionEnvironments(ctx, dbgen.AdoptionEnvironmentsParams{LandingZoneID: nullID(*d.LandingZoneID),
+		Status: string(lifecycle.EnvironmentActive)})
+	if err != nil {
+		return out, fmt.Errorf("environments to adopt %s into: %w", d.ID, err)
+	}
+	for _, e := range envs {
+		out.Environments = append(out.Environments, views.Option{Value: e.ID.String(), Label: e.TenantName + " / " + e.Name})
+	}
+	return out, nil
 }

@@ -1,9 +1,12 @@
 package poller_test
 
 import (
+	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,12 +56,25 @@ func TestAdopt_AMachineMadeBehindNimbussBack(t *testing.T) {
 	apptest.WantStatus(t, adopt(admin, as), http.StatusNotFound) // the zone's finds are the provider's
 	apptest.WantProblem(t, s.Call(t, "POST", "/api/v1/inventory/"+s.Item(t).String()+"/adopt", root, as), "status", "unmanaged")
 
-	r = adopt(root, as)
-	apptest.WantStatus(t, r, http.StatusAccepted)
-	deployment := r.JSON(t)["deployment"].(map[string]any)["id"].(string)
-	if op := s.WaitOperation(t, root, r.JSON(t)["operation"].(map[string]any)["id"].(string)); op["status"] != "succeeded" {
+	// Adopted from its page, whose form offers the machine component and the zone's environment.
+	apptest.WantIn(t, s.Call(t, "GET", "/inventory/"+item, root, nil), `data-testid="adopt"`, ids["simcloud-machine"], env.ID.String())
+	form := url.Values{"component_id": {ids["simcloud-machine"]}, "environment_id": {env.ID.String()}, "name": {"legacy"}}
+	r = s.Submit(t, "/inventory/"+item+"/adopt", root, url.Values{"component_id": form["component_id"], "environment_id": form["environment_id"],
+		"name": form["name"], "parameters": {"not json"}})
+	if r.Status != http.StatusSeeOther || r.Header.Get("Location") != "/inventory/"+item {
+		t.Fatalf("bad parameters from the page: %d to %q, want back to the item", r.Status, r.Header.Get("Location"))
+	}
+	form.Set("parameters", `{"name": "legacy-box"}`)
+	r = s.Submit(t, "/inventory/"+item+"/adopt", root, form)
+	operation, ok := strings.CutPrefix(r.Header.Get("Location"), "/operations/")
+	if r.Status != http.StatusSeeOther || !ok {
+		t.Fatalf("adopted from the page: %d to %q, want the operation", r.Status, r.Header.Get("Location"))
+	}
+	op := s.WaitOperation(t, root, operation)
+	if op["status"] != "succeeded" {
 		t.Fatalf("the adoption: %v", op)
 	}
+	deployment := op["deployment_id"].(string)
 	if _, err := os.Stat(filepath.Join(s.Cloud, "machine", machine+".json")); err != nil {
 		t.Fatalf("the adopted machine is gone: %v", err)
 	}
@@ -71,6 +87,32 @@ func TestAdopt_AMachineMadeBehindNimbussBack(t *testing.T) {
 	}
 	apptest.WantStatus(t, adopt(root, map[string]any{"component_id": ids["simcloud-machine"], "environment_id": env.ID, "name": "again",
 		"parameters": map[string]any{"name": "legacy-box"}}), http.StatusUnprocessableEntity)
+
+	// A machine of another image: the component's would replace it, and adopting never deletes
+	// what it adopts. The operation fails before its up, the machine stays, and so does its item.
+	other := simcloud("machine", "create", "name=other-box", "image=ubuntu-24.04")
+	var otherItem string
+	apptest.WaitFor(t, "the poller to find "+other+" unmanaged", func() bool {
+		for _, it := range s.Call(t, "GET", "/api/v1/inventory?status=unmanaged", root, nil).JSON(t)["items"].([]any) {
+			if m := it.(map[string]any); m["provider_id"] == other {
+				otherItem = m["id"].(string)
+			}
+		}
+		return otherItem != ""
+	})
+	r = s.Call(t, "POST", "/api/v1/inventory/"+otherItem+"/adopt", root, map[string]any{"component_id": ids["simcloud-machine"],
+		"environment_id": env.ID, "name": "other", "parameters": map[string]any{"name": "other-box"}})
+	apptest.WantStatus(t, r, http.StatusAccepted)
+	failed := s.WaitOperation(t, root, r.JSON(t)["operation"].(map[string]any)["id"].(string))
+	if failed["status"] != "failed" || !strings.Contains(fmt.Sprint(failed), "replace "+other) {
+		t.Fatalf("adopting with another image: %v, want it failed for the replace", failed)
+	}
+	if _, err := os.Stat(filepath.Join(s.Cloud, "machine", other+".json")); err != nil {
+		t.Fatalf("the machine a failed adoption took is gone: %v", err)
+	}
+	if got := s.Call(t, "GET", "/api/v1/inventory/"+otherItem, root, nil).JSON(t); got["status"] != "unmanaged" {
+		t.Fatalf("after a failed adoption the item is %v", got["status"])
+	}
 
 	r = s.Call(t, "POST", "/api/v1/deployments/"+deployment+"/refresh", root, nil)
 	apptest.WantStatus(t, r, http.StatusAccepted)

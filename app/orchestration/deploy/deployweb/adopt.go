@@ -1,6 +1,7 @@
 package deployweb
 
 import (
+	"encoding/json"
 	"maps"
 	"net/http"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"nimbus/app/kernel/problem"
 	"nimbus/app/orchestration/deploy"
 	"nimbus/app/platform/web"
 )
@@ -31,8 +33,8 @@ func (h *Handlers) AdoptAPI(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, map[string]any{"deployment": d, "operation": op})
 }
 
-// AdoptForm adopts an item from its page, with the component's defaults for its parameters,
-// and follows the operation; a refusal goes back to the item's page, naming what to change.
+// AdoptForm adopts an item from its page, with the parameters given as a JSON object, and
+// follows the operation; a refusal goes back to the item's page, naming what to change.
 func (h *Handlers) AdoptForm(c echo.Context) error {
 	id, err := web.IDParam(c, "id")
 	if err != nil {
@@ -41,7 +43,12 @@ func (h *Handlers) AdoptForm(c echo.Context) error {
 	component, _ := uuid.Parse(c.FormValue("component_id")) // none chosen is refused by name
 	environment, _ := uuid.Parse(c.FormValue("environment_id"))
 	req := deploy.Request{ComponentID: component, EnvironmentID: environment, Name: strings.TrimSpace(c.FormValue("name"))}
-	_, op, err := h.svc.Adopt(web.Ctx(c), web.Actor(c), id, req)
+	var op deploy.Operation
+	if given := strings.TrimSpace(c.FormValue("parameters")); given != "" && json.Unmarshal([]byte(given), &req.Parameters) != nil {
+		err = problem.Invalid("parameters", "json", "must be a JSON object, such as {\"name\": \"legacy-box\"}")
+	} else {
+		_, op, err = h.svc.Adopt(web.Ctx(c), web.Actor(c), id, req)
+	}
 	if errs := web.FormErrors(err); errs != nil {
 		for _, field := range slices.Sorted(maps.Keys(errs)) {
 			web.SetFlash(c, web.FlashError, "Not adopted: "+field+" "+errs[field]+".")
