@@ -176,11 +176,13 @@ func takeOver(ctx context.Context, q *dbgen.Queries, place dbgen.DeploymentPlace
 }
 
 // Sighting is what a look at a landing zone's cloud found of one type of resource: the
-// provider's ids of those it holds.
+// provider's ids of those it holds. Known are ids among them that are never unmanaged: the
+// cloud's own (kube-system), and what Nimbus made without an item recording it.
 type Sighting struct {
-	Zone uuid.UUID
-	Type string
-	IDs  []string
+	Zone  uuid.UUID
+	Type  string
+	IDs   []string
+	Known []string
 }
 
 // Discover holds the zone's items of the sighting's type to what its cloud holds, in q's
@@ -221,7 +223,7 @@ func Discover(ctx context.Context, q *dbgen.Queries, s Sighting) error {
 		return fmt.Errorf("inventory of zone %s: %w", s.Zone, err)
 	}
 	for _, id := range s.IDs {
-		if slices.Contains(claimed, id) {
+		if slices.Contains(claimed, id) || slices.Contains(s.Known, id) {
 			continue
 		}
 		row, err := q.DiscoverInventoryItem(ctx, dbgen.DiscoverInventoryItemParams{Type: s.Type, ProviderID: id,
