@@ -69,3 +69,42 @@ func TestBrowser_InventoryFindsAMachineByAddress(t *testing.T) {
 		t.Fatalf("the network's relations: %q", got)
 	}
 }
+
+// TestBrowser_InventoryIgnoresWhatDiscoveryFound is a provider admin setting aside a machine
+// the zone's discovery found: ignored from its page, it leaves the list until the filter asks
+// for ignored items, and its page takes it back.
+func TestBrowser_InventoryIgnoresWhatDiscoveryFound(t *testing.T) {
+	t.Parallel()
+	a := startApp(t)
+	var found uuid.UUID
+	err := a.pool.QueryRow(context.Background(), `INSERT INTO inventory_items (type, provider_id, name, search, status)
+		VALUES ('simcloud:index:Machine', 'm-0f0f0f0f', 'm-0f0f0f0f', 'm-0f0f0f0f', 'unmanaged') RETURNING id`).Scan(&found)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(t, newBrowser(t), a)
+	s.signIn(adminEmail, adminPassword)
+
+	s.open("/inventory/" + found.String())
+	if status := s.submit(`form[action$="/ignore"]`); status != http.StatusOK {
+		t.Fatalf("ignoring answered %d", status)
+	}
+	if got := s.text(`[data-testid=item-status]`); got != "ignored" {
+		t.Fatalf("after ignoring, the item is %q", got)
+	}
+	s.open("/inventory")
+	if rows := s.rows("inventory"); len(rows) != 1 || !strings.HasPrefix(rows[0][0], "No items") {
+		t.Fatalf("the list shows %q, want nothing but the ignored item, left out", rows)
+	}
+	s.choose("#f-status", "ignored")
+	s.submit("form.filters")
+	if rows := s.rows("inventory"); len(rows) != 1 || rows[0][0] != "m-0f0f0f0f" {
+		t.Fatalf("the ignored filter shows %q", rows)
+	}
+
+	s.open("/inventory/" + found.String())
+	s.submit(`form[action$="/unignore"]`)
+	if got := s.text(`[data-testid=item-status]`); got != "unmanaged" {
+		t.Fatalf("taken back, the item is %q", got)
+	}
+}

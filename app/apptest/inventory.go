@@ -23,3 +23,16 @@ func (w *World) Item(t *testing.T) uuid.UUID {
 		return id
 	})
 }
+
+// Found is an item discovery found in the zone's cloud and no deployment claims, with status
+// unmanaged or ignored: the machine m-found (provider), seen by provider admins alone.
+func (w *World) Found(t *testing.T, status string) uuid.UUID {
+	return Fixture(w, "found "+status, func() uuid.UUID {
+		var id uuid.UUID
+		err := w.Pool.QueryRow(context.Background(), `INSERT INTO inventory_items (type, provider_id, name, search, landing_zone_id, status)
+			VALUES ('simcloud:index:Machine', 'm-found-' || $2, 'm-found-' || $2, 'm-found-' || $2, $1, $2) RETURNING id`,
+			w.Zone(t).Zone.ID, status).Scan(&id)
+		Must(t, err)
+		return id
+	})
+}

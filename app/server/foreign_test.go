@@ -259,6 +259,12 @@ var byIDRoutes = []struct{ method, path, kind string }{
 	{"POST", "/api/v1/notifications/{id}/read", "notification"},
 	{"GET", "/inventory/{id}", "item"},
 	{"GET", "/api/v1/inventory/{id}", "item"},
+	{"POST", "/inventory/{id}/ignore", "item"},
+	{"POST", "/inventory/{id}/unignore", "item"},
+	{"POST", "/api/v1/inventory/{id}/ignore", "item"},
+	{"POST", "/api/v1/inventory/{id}/unignore", "item"},
+	{"POST", "/inventory/{id}/adopt", "item"},
+	{"POST", "/api/v1/inventory/{id}/adopt", "item"},
 }
 
 func TestAccess_AnotherTenantsObjectAnswersAsAMissingOne(t *testing.T) {

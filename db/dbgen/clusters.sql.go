@@ -48,6 +48,31 @@ func (q *Queries) CheckedZoneCluster(ctx context.Context, arg CheckedZoneCluster
 	return i, err
 }
 
+const clusteredZones = `-- name: ClusteredZones :many
+SELECT landing_zone_id FROM zone_clusters ORDER BY landing_zone_id
+`
+
+// The landing zones with a Kubernetes cluster, for discovery to look at each.
+func (q *Queries) ClusteredZones(ctx context.Context) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, clusteredZones)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var landing_zone_id uuid.UUID
+		if err := rows.Scan(&landing_zone_id); err != nil {
+			return nil, err
+		}
+		items = append(items, landing_zone_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const createTenantNamespace = `-- name: CreateTenantNamespace :one
 INSERT INTO tenant_namespaces (tenant_id, landing_zone_id, namespace, stack_instance_id, created_by)
 VALUES ($1, $2, $3, $4, $5)
@@ -134,6 +159,18 @@ func (q *Queries) LiveTenantNamespace(ctx context.Context, arg LiveTenantNamespa
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const lockZoneCluster = `-- name: LockZoneCluster :one
+SELECT landing_zone_id FROM zone_clusters WHERE landing_zone_id = $1 FOR UPDATE
+`
+
+// A zone's cluster, locked while a discovery records what it saw there.
+func (q *Queries) LockZoneCluster(ctx context.Context, landingZoneID uuid.UUID) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, lockZoneCluster, landingZoneID)
+	var landing_zone_id uuid.UUID
+	err := row.Scan(&landing_zone_id)
+	return landing_zone_id, err
 }
 
 const removeZoneCluster = `-- name: RemoveZoneCluster :execrows

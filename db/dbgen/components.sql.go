@@ -52,6 +52,36 @@ func (q *Queries) ComponentNameTaken(ctx context.Context, arg ComponentNameTaken
 	return exists, err
 }
 
+const componentResourceTypes = `-- name: ComponentResourceTypes :many
+SELECT pulumi_type FROM provider_resource_types WHERE provider_id = $1 AND semantic_type_id = $2
+`
+
+type ComponentResourceTypesParams struct {
+	ProviderID     uuid.UUID `json:"provider_id"`
+	SemanticTypeID uuid.UUID `json:"semantic_type_id"`
+}
+
+// The engine's resource types of a component's provider and semantic type.
+func (q *Queries) ComponentResourceTypes(ctx context.Context, arg ComponentResourceTypesParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, componentResourceTypes, arg.ProviderID, arg.SemanticTypeID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var pulumi_type string
+		if err := rows.Scan(&pulumi_type); err != nil {
+			return nil, err
+		}
+		items = append(items, pulumi_type)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const countComponents = `-- name: CountComponents :one
 SELECT count(*) FROM components c
 WHERE c.deleted_at IS NULL

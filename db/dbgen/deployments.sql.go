@@ -512,7 +512,7 @@ func (q *Queries) GetDeployment(ctx context.Context, id uuid.UUID) (GetDeploymen
 }
 
 const getOperation = `-- name: GetOperation :one
-SELECT id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at, source_link, source_ref, source_commit, source_code FROM operations WHERE id = $1
+SELECT id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at, adopts, source_link, source_ref, source_commit, source_code FROM operations WHERE id = $1
 `
 
 func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, error) {
@@ -550,6 +550,7 @@ func (q *Queries) GetOperation(ctx context.Context, id uuid.UUID) (Operation, er
 		&i.Refusals,
 		&i.ApprovalAskedAt,
 		&i.ApprovalEndedAt,
+		&i.Adopts,
 		&i.SourceLink,
 		&i.SourceRef,
 		&i.SourceCommit,
@@ -572,7 +573,7 @@ func (q *Queries) HasBeenDeployed(ctx context.Context, deploymentID uuid.UUID) (
 }
 
 const listDeploymentOperationsBy = `-- name: ListDeploymentOperationsBy :many
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, o.source_link, o.source_ref, o.source_commit, o.source_code, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, o.adopts, o.source_link, o.source_ref, o.source_commit, o.source_code, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -635,6 +636,7 @@ type ListDeploymentOperationsByRow struct {
 	Refusals          json.RawMessage `json:"refusals"`
 	ApprovalAskedAt   *time.Time      `json:"approval_asked_at"`
 	ApprovalEndedAt   *time.Time      `json:"approval_ended_at"`
+	Adopts            uuid.NullUUID   `json:"adopts"`
 	SourceLink        uuid.NullUUID   `json:"source_link"`
 	SourceRef         string          `json:"source_ref"`
 	SourceCommit      string          `json:"source_commit"`
@@ -696,6 +698,7 @@ func (q *Queries) ListDeploymentOperationsBy(ctx context.Context, arg ListDeploy
 			&i.Refusals,
 			&i.ApprovalAskedAt,
 			&i.ApprovalEndedAt,
+			&i.Adopts,
 			&i.SourceLink,
 			&i.SourceRef,
 			&i.SourceCommit,
@@ -982,7 +985,7 @@ func (q *Queries) ListDeploymentsBy(ctx context.Context, arg ListDeploymentsByPa
 }
 
 const listOperations = `-- name: ListOperations :many
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, o.source_link, o.source_ref, o.source_commit, o.source_code, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, o.adopts, o.source_link, o.source_ref, o.source_commit, o.source_code, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -1041,6 +1044,7 @@ type ListOperationsRow struct {
 	Refusals          json.RawMessage `json:"refusals"`
 	ApprovalAskedAt   *time.Time      `json:"approval_asked_at"`
 	ApprovalEndedAt   *time.Time      `json:"approval_ended_at"`
+	Adopts            uuid.NullUUID   `json:"adopts"`
 	SourceLink        uuid.NullUUID   `json:"source_link"`
 	SourceRef         string          `json:"source_ref"`
 	SourceCommit      string          `json:"source_commit"`
@@ -1100,6 +1104,7 @@ func (q *Queries) ListOperations(ctx context.Context, arg ListOperationsParams) 
 			&i.Refusals,
 			&i.ApprovalAskedAt,
 			&i.ApprovalEndedAt,
+			&i.Adopts,
 			&i.SourceLink,
 			&i.SourceRef,
 			&i.SourceCommit,
@@ -1317,7 +1322,7 @@ func (q *Queries) OperationResources(ctx context.Context, operationID uuid.UUID)
 }
 
 const operationToRun = `-- name: OperationToRun :one
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, o.source_link, o.source_ref, o.source_commit, o.source_code,
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, o.adopts, o.source_link, o.source_ref, o.source_commit, o.source_code,
     (SELECT count(*) FROM operations b
      WHERE b.deployment_id = o.deployment_id AND b.status IN ('queued', 'running', 'awaiting_approval')
        AND (b.created_at, b.id) < (o.created_at, o.id))::bigint AS ahead,
@@ -1380,6 +1385,7 @@ func (q *Queries) OperationToRun(ctx context.Context, id uuid.UUID) (OperationTo
 		&i.Operation.Refusals,
 		&i.Operation.ApprovalAskedAt,
 		&i.Operation.ApprovalEndedAt,
+		&i.Operation.Adopts,
 		&i.Operation.SourceLink,
 		&i.Operation.SourceRef,
 		&i.Operation.SourceCommit,
@@ -1395,7 +1401,7 @@ func (q *Queries) OperationToRun(ctx context.Context, id uuid.UUID) (OperationTo
 }
 
 const operationView = `-- name: OperationView :one
-SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, o.source_link, o.source_ref, o.source_commit, o.source_code, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
+SELECT o.id, o.deployment_id, o.kind, o.status, o.requested_by, o.parameters, o.target_version, o.error, o.exit_code, o.changes, o.lease, o.heartbeat_at, o.cancel_requested_at, o.log_truncated, o.started_at, o.finished_at, o.created_at, o.updated_at, o.secret_parameters, o.secret_key_id, o.rotate, o.applies, o.refresh, o.outcome, o.failed_step, o.undone, o.rolled_back, o.timed_out_after, o.refusals, o.approval_asked_at, o.approval_ended_at, o.adopts, o.source_link, o.source_ref, o.source_commit, o.source_code, d.name AS deployment_name, d.tenant_id, coalesce(u.email, '') AS requested_by_email
 FROM operations o
 JOIN deployed_components d ON d.id = o.deployment_id
 LEFT JOIN users u ON u.id = o.requested_by
@@ -1434,6 +1440,7 @@ type OperationViewRow struct {
 	Refusals          json.RawMessage `json:"refusals"`
 	ApprovalAskedAt   *time.Time      `json:"approval_asked_at"`
 	ApprovalEndedAt   *time.Time      `json:"approval_ended_at"`
+	Adopts            uuid.NullUUID   `json:"adopts"`
 	SourceLink        uuid.NullUUID   `json:"source_link"`
 	SourceRef         string          `json:"source_ref"`
 	SourceCommit      string          `json:"source_commit"`
@@ -1478,6 +1485,7 @@ func (q *Queries) OperationView(ctx context.Context, id uuid.UUID) (OperationVie
 		&i.Refusals,
 		&i.ApprovalAskedAt,
 		&i.ApprovalEndedAt,
+		&i.Adopts,
 		&i.SourceLink,
 		&i.SourceRef,
 		&i.SourceCommit,

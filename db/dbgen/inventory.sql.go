@@ -14,6 +14,171 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const adoptInventoryItem = `-- name: AdoptInventoryItem :one
+UPDATE inventory_items SET
+    urn = $1, type = $2, name = $3, addresses = $4,
+    fqdns = $5, image = $6, outputs = $7, refs = $8, search = $9,
+    tenant_id = $10, environment_id = $11, landing_zone_id = $12,
+    stack_instance_id = $13, slot = $14, component_id = $15,
+    component_version = $16, deployment_id = $17,
+    status = $18, status_at = now(), operation_id = $19,
+    created_operation_id = $19, updated_at = now()
+WHERE id = $20 AND status = ANY($21::text[])
+RETURNING id, urn, type, provider_id, name, addresses, fqdns, image, outputs, refs, search, tenant_id, environment_id, landing_zone_id, stack_instance_id, slot, component_id, component_version, deployment_id, status, status_at, operation_id, created_operation_id, created_at, updated_at
+`
+
+type AdoptInventoryItemParams struct {
+	Urn              string          `json:"urn"`
+	Type             string          `json:"type"`
+	Name             string          `json:"name"`
+	Addresses        []string        `json:"addresses"`
+	Fqdns            []string        `json:"fqdns"`
+	Image            string          `json:"image"`
+	Outputs          json.RawMessage `json:"outputs"`
+	Refs             json.RawMessage `json:"refs"`
+	Search           string          `json:"search"`
+	TenantID         uuid.NullUUID   `json:"tenant_id"`
+	EnvironmentID    uuid.NullUUID   `json:"environment_id"`
+	LandingZoneID    uuid.NullUUID   `json:"landing_zone_id"`
+	StackInstanceID  uuid.NullUUID   `json:"stack_instance_id"`
+	Slot             *string         `json:"slot"`
+	ComponentID      uuid.NullUUID   `json:"component_id"`
+	ComponentVersion pgtype.Int4     `json:"component_version"`
+	DeploymentID     uuid.NullUUID   `json:"deployment_id"`
+	Status           string          `json:"status"`
+	OperationID      uuid.NullUUID   `json:"operation_id"`
+	ID               uuid.UUID       `json:"id"`
+	Sources          []string        `json:"sources"`
+}
+
+// What discovery found of a resource, taken over by the deployment whose operation now manages
+// it: the item becomes the deployment's, with what the operation left of the resource.
+func (q *Queries) AdoptInventoryItem(ctx context.Context, arg AdoptInventoryItemParams) (InventoryItem, error) {
+	row := q.db.QueryRow(ctx, adoptInventoryItem,
+		arg.Urn,
+		arg.Type,
+		arg.Name,
+		arg.Addresses,
+		arg.Fqdns,
+		arg.Image,
+		arg.Outputs,
+		arg.Refs,
+		arg.Search,
+		arg.TenantID,
+		arg.EnvironmentID,
+		arg.LandingZoneID,
+		arg.StackInstanceID,
+		arg.Slot,
+		arg.ComponentID,
+		arg.ComponentVersion,
+		arg.DeploymentID,
+		arg.Status,
+		arg.OperationID,
+		arg.ID,
+		arg.Sources,
+	)
+	var i InventoryItem
+	err := row.Scan(
+		&i.ID,
+		&i.Urn,
+		&i.Type,
+		&i.ProviderID,
+		&i.Name,
+		&i.Addresses,
+		&i.Fqdns,
+		&i.Image,
+		&i.Outputs,
+		&i.Refs,
+		&i.Search,
+		&i.TenantID,
+		&i.EnvironmentID,
+		&i.LandingZoneID,
+		&i.StackInstanceID,
+		&i.Slot,
+		&i.ComponentID,
+		&i.ComponentVersion,
+		&i.DeploymentID,
+		&i.Status,
+		&i.StatusAt,
+		&i.OperationID,
+		&i.CreatedOperationID,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const adoptionComponents = `-- name: AdoptionComponents :many
+SELECT c.id, c.name FROM components c
+JOIN provider_resource_types prt ON prt.provider_id = c.provider_id AND prt.semantic_type_id = c.semantic_type_id
+WHERE prt.pulumi_type = $1 AND c.latest_version > 0 AND c.deleted_at IS NULL
+ORDER BY c.name LIMIT 200
+`
+
+type AdoptionComponentsRow struct {
+	ID   uuid.UUID `json:"id"`
+	Name string    `json:"name"`
+}
+
+// The published components an item of the type can be adopted into, for the item's page.
+func (q *Queries) AdoptionComponents(ctx context.Context, pulumiType string) ([]AdoptionComponentsRow, error) {
+	rows, err := q.db.Query(ctx, adoptionComponents, pulumiType)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AdoptionComponentsRow{}
+	for rows.Next() {
+		var i AdoptionComponentsRow
+		if err := rows.Scan(&i.ID, &i.Name); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const adoptionEnvironments = `-- name: AdoptionEnvironments :many
+SELECT e.id, e.name, t.name AS tenant_name FROM environments e JOIN tenants t ON t.id = e.tenant_id
+WHERE e.landing_zone_id = $1 AND e.status = $2::text
+ORDER BY t.name, e.name LIMIT 200
+`
+
+type AdoptionEnvironmentsParams struct {
+	LandingZoneID uuid.NullUUID `json:"landing_zone_id"`
+	Status        string        `json:"status"`
+}
+
+type AdoptionEnvironmentsRow struct {
+	ID         uuid.UUID `json:"id"`
+	Name       string    `json:"name"`
+	TenantName string    `json:"tenant_name"`
+}
+
+// The environments of a zone, of the status given, an item of the zone can be adopted into.
+func (q *Queries) AdoptionEnvironments(ctx context.Context, arg AdoptionEnvironmentsParams) ([]AdoptionEnvironmentsRow, error) {
+	rows, err := q.db.Query(ctx, adoptionEnvironments, arg.LandingZoneID, arg.Status)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AdoptionEnvironmentsRow{}
+	for rows.Next() {
+		var i AdoptionEnvironmentsRow
+		if err := rows.Scan(&i.ID, &i.Name, &i.TenantName); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const claimedProviderIDs = `-- name: ClaimedProviderIDs :many
 SELECT DISTINCT provider_id FROM inventory_items
 WHERE type = $1 AND provider_id = ANY($2::text[]) AND status <> $3::text
@@ -343,10 +508,10 @@ WHERE ($1::bool OR i.tenant_id = ANY($2::uuid[]))
   AND ($4::text IS NULL OR i.type = $4::text)
   AND ($5::uuid IS NULL OR i.tenant_id = $5::uuid)
   AND ($6::text IS NULL OR lower(e.name) = lower($6::text))
-  AND ($7::text IS NULL OR i.status = $7::text)
-  AND ($8::timestamptz IS NULL OR (i.created_at, i.id) < ($8::timestamptz, $9::uuid))
+  AND ($7::text IS NULL AND NOT i.status = ANY($8::text[]) OR i.status = $7::text)
+  AND ($9::timestamptz IS NULL OR (i.created_at, i.id) < ($9::timestamptz, $10::uuid))
 ORDER BY i.created_at DESC, i.id DESC
-LIMIT $10
+LIMIT $11
 `
 
 type ListInventoryItemsParams struct {
@@ -357,6 +522,7 @@ type ListInventoryItemsParams struct {
 	TenantID    uuid.NullUUID `json:"tenant_id"`
 	Environment *string       `json:"environment"`
 	Status      *string       `json:"status"`
+	Hidden      []string      `json:"hidden"`
 	Before      *time.Time    `json:"before"`
 	BeforeID    uuid.NullUUID `json:"before_id"`
 	MaxRows     int32         `json:"max_rows"`
@@ -368,7 +534,8 @@ type ListInventoryItemsRow struct {
 	EnvironmentName string        `json:"environment_name"`
 }
 
-// A page of the items the reader may see, newest first, narrowed by the filters given.
+// A page of the items the reader may see, newest first, narrowed by the filters given; without
+// a status, those of the hidden statuses are left out.
 func (q *Queries) ListInventoryItems(ctx context.Context, arg ListInventoryItemsParams) ([]ListInventoryItemsRow, error) {
 	rows, err := q.db.Query(ctx, listInventoryItems,
 		arg.AllTenants,
@@ -378,6 +545,7 @@ func (q *Queries) ListInventoryItems(ctx context.Context, arg ListInventoryItems
 		arg.TenantID,
 		arg.Environment,
 		arg.Status,
+		arg.Hidden,
 		arg.Before,
 		arg.BeforeID,
 		arg.MaxRows,
@@ -477,6 +645,44 @@ func (q *Queries) LockDeploymentItems(ctx context.Context, deploymentID uuid.Nul
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockInventoryItem = `-- name: LockInventoryItem :one
+SELECT id, urn, type, provider_id, name, addresses, fqdns, image, outputs, refs, search, tenant_id, environment_id, landing_zone_id, stack_instance_id, slot, component_id, component_version, deployment_id, status, status_at, operation_id, created_operation_id, created_at, updated_at FROM inventory_items WHERE id = $1 FOR UPDATE
+`
+
+// An item, locked for a person's move of it (ignoring it, adopting it).
+func (q *Queries) LockInventoryItem(ctx context.Context, id uuid.UUID) (InventoryItem, error) {
+	row := q.db.QueryRow(ctx, lockInventoryItem, id)
+	var i InventoryItem
+	err := row.Scan(
+		&i.ID,
+		&i.Urn,
+		&i.Type,
+		&i.ProviderID,
+		&i.Name,
+		&i.Addresses,
+		&i.Fqdns,
+		&i.Image,
+		&i.Outputs,
+		&i.Refs,
+		&i.Search,
+		&i.TenantID,
+		&i.EnvironmentID,
+		&i.LandingZoneID,
+		&i.StackInstanceID,
+		&i.Slot,
+		&i.ComponentID,
+		&i.ComponentVersion,
+		&i.DeploymentID,
+		&i.Status,
+		&i.StatusAt,
+		&i.OperationID,
+		&i.CreatedOperationID,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
 }
 
 const lockZoneItems = `-- name: LockZoneItems :many

@@ -572,6 +572,7 @@ type Operation struct {
 	Refusals          json.RawMessage `json:"refusals"`
 	ApprovalAskedAt   *time.Time      `json:"approval_asked_at"`
 	ApprovalEndedAt   *time.Time      `json:"approval_ended_at"`
+	Adopts            uuid.NullUUID   `json:"adopts"`
 	SourceLink        uuid.NullUUID   `json:"source_link"`
 	SourceRef         string          `json:"source_ref"`
 	SourceCommit      string          `json:"source_commit"`

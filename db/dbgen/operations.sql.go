@@ -14,6 +14,31 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const adoptionsOf = `-- name: AdoptionsOf :many
+SELECT status FROM operations WHERE adopts = $1
+`
+
+// The statuses of the operations that adopt an inventory item, for a request to adopt it again.
+func (q *Queries) AdoptionsOf(ctx context.Context, adopts uuid.NullUUID) ([]string, error) {
+	rows, err := q.db.Query(ctx, adoptionsOf, adopts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var status string
+		if err := rows.Scan(&status); err != nil {
+			return nil, err
+		}
+		items = append(items, status)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const cancelQueuedOperation = `-- name: CancelQueuedOperation :execrows
 UPDATE operations SET status = 'cancelled', outcome = 'cancelled', error = 'cancelled before it started', finished_at = now(), updated_at = now()
 WHERE id = $1 AND status = 'queued'
@@ -46,7 +71,7 @@ UPDATE operations SET status = 'running', lease = $1, heartbeat_at = now(),
 WHERE id = $2
   AND (status = 'queued' OR (status = 'running' AND heartbeat_at < now() - interval '1 minute'))
   AND (SELECT true FROM pg_advisory_xact_lock_shared(7369646570))
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at, source_link, source_ref, source_commit, source_code
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at, adopts, source_link, source_ref, source_commit, source_code
 `
 
 type ClaimOperationParams struct {
@@ -93,6 +118,7 @@ func (q *Queries) ClaimOperation(ctx context.Context, arg ClaimOperationParams) 
 		&i.Refusals,
 		&i.ApprovalAskedAt,
 		&i.ApprovalEndedAt,
+		&i.Adopts,
 		&i.SourceLink,
 		&i.SourceRef,
 		&i.SourceCommit,
@@ -104,10 +130,10 @@ func (q *Queries) ClaimOperation(ctx context.Context, arg ClaimOperationParams) 
 const createOperation = `-- name: CreateOperation :one
 
 INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate, applies, refresh,
-    source_link, source_ref, source_commit, source_code)
+    source_link, source_ref, source_commit, source_code, adopts)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $9::text[], $8, $10,
-    $11, $12, $13, $14)
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at, source_link, source_ref, source_commit, source_code
+    $11, $12, $13, $14, $15)
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at, adopts, source_link, source_ref, source_commit, source_code
 `
 
 type CreateOperationParams struct {
@@ -125,6 +151,7 @@ type CreateOperationParams struct {
 	SourceRef        string          `json:"source_ref"`
 	SourceCommit     string          `json:"source_commit"`
 	SourceCode       *string         `json:"source_code"`
+	Adopts           uuid.NullUUID   `json:"adopts"`
 }
 
 // The moves of an operation and the writes of its steps' checkpoints: the only statements that
@@ -146,6 +173,7 @@ func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams
 		arg.SourceRef,
 		arg.SourceCommit,
 		arg.SourceCode,
+		arg.Adopts,
 	)
 	var i Operation
 	err := row.Scan(
@@ -180,6 +208,7 @@ func (q *Queries) CreateOperation(ctx context.Context, arg CreateOperationParams
 		&i.Refusals,
 		&i.ApprovalAskedAt,
 		&i.ApprovalEndedAt,
+		&i.Adopts,
 		&i.SourceLink,
 		&i.SourceRef,
 		&i.SourceCommit,
@@ -659,7 +688,7 @@ const startRestore = `-- name: StartRestore :one
 INSERT INTO operations (deployment_id, kind, status, requested_by, lease, heartbeat_at, started_at)
 SELECT $1, 'restore', 'running', $2, $3, now(), now()
 WHERE (SELECT true FROM pg_advisory_xact_lock_shared(7369646570))
-RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at, source_link, source_ref, source_commit, source_code
+RETURNING id, deployment_id, kind, status, requested_by, parameters, target_version, error, exit_code, changes, lease, heartbeat_at, cancel_requested_at, log_truncated, started_at, finished_at, created_at, updated_at, secret_parameters, secret_key_id, rotate, applies, refresh, outcome, failed_step, undone, rolled_back, timed_out_after, refusals, approval_asked_at, approval_ended_at, adopts, source_link, source_ref, source_commit, source_code
 `
 
 type StartRestoreParams struct {
@@ -705,6 +734,7 @@ func (q *Queries) StartRestore(ctx context.Context, arg StartRestoreParams) (Ope
 		&i.Refusals,
 		&i.ApprovalAskedAt,
 		&i.ApprovalEndedAt,
+		&i.Adopts,
 		&i.SourceLink,
 		&i.SourceRef,
 		&i.SourceCommit,

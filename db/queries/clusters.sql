@@ -37,3 +37,11 @@ SELECT n.* FROM tenant_namespaces n
 LEFT JOIN stack_instances i ON i.id = n.stack_instance_id
 WHERE n.tenant_id = $1 AND n.landing_zone_id = $2
   AND (n.stack_instance_id IS NULL OR i.status NOT IN ('pending', 'destroying', 'destroyed'));
+
+-- name: ClusteredZones :many
+-- The landing zones with a Kubernetes cluster, for discovery to look at each.
+SELECT landing_zone_id FROM zone_clusters ORDER BY landing_zone_id;
+
+-- name: LockZoneCluster :one
+-- A zone's cluster, locked while a discovery records what it saw there.
+SELECT landing_zone_id FROM zone_clusters WHERE landing_zone_id = $1 FOR UPDATE;

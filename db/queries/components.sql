@@ -168,3 +168,7 @@ SELECT coalesce(array_agg(DISTINCT z.provider) FILTER (WHERE z.provider IS NOT N
 FROM environments e
 LEFT JOIN landing_zones z ON z.id = e.landing_zone_id
 WHERE e.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]) AND e.deleted_at IS NULL AND e.status <> 'decommissioned';
+
+-- name: ComponentResourceTypes :many
+-- The engine's resource types of a component's provider and semantic type.
+SELECT pulumi_type FROM provider_resource_types WHERE provider_id = $1 AND semantic_type_id = $2;

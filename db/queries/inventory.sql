@@ -39,7 +39,8 @@ WHERE id = sqlc.arg(id) AND status = ANY(sqlc.arg(sources)::text[])
 RETURNING *;
 
 -- name: ListInventoryItems :many
--- A page of the items the reader may see, newest first, narrowed by the filters given.
+-- A page of the items the reader may see, newest first, narrowed by the filters given; without
+-- a status, those of the hidden statuses are left out.
 SELECT sqlc.embed(i), coalesce(t.name, '')::text AS tenant_name, coalesce(e.name, '')::text AS environment_name
 FROM inventory_items i
 LEFT JOIN tenants t ON t.id = i.tenant_id
@@ -49,7 +50,7 @@ WHERE (sqlc.arg(all_tenants)::bool OR i.tenant_id = ANY(sqlc.arg(tenant_ids)::uu
   AND (sqlc.narg(type)::text IS NULL OR i.type = sqlc.narg(type)::text)
   AND (sqlc.narg(tenant_id)::uuid IS NULL OR i.tenant_id = sqlc.narg(tenant_id)::uuid)
   AND (sqlc.narg(environment)::text IS NULL OR lower(e.name) = lower(sqlc.narg(environment)::text))
-  AND (sqlc.narg(status)::text IS NULL OR i.status = sqlc.narg(status)::text)
+  AND (sqlc.narg(status)::text IS NULL AND NOT i.status = ANY(sqlc.arg(hidden)::text[]) OR i.status = sqlc.narg(status)::text)
   AND (sqlc.narg(before)::timestamptz IS NULL OR (i.created_at, i.id) < (sqlc.narg(before)::timestamptz, sqlc.narg(before_id)::uuid))
 ORDER BY i.created_at DESC, i.id DESC
 LIMIT sqlc.arg(max_rows);
@@ -103,3 +104,34 @@ RETURNING *;
 -- The items discovery made of a resource an operation now manages, locked to be let go.
 SELECT * FROM inventory_items
 WHERE deployment_id IS NULL AND type = $1 AND provider_id = $2 AND status = ANY(sqlc.arg(statuses)::text[]) FOR UPDATE;
+
+-- name: LockInventoryItem :one
+-- An item, locked for a person's move of it (ignoring it, adopting it).
+SELECT * FROM inventory_items WHERE id = $1 FOR UPDATE;
+
+-- name: AdoptInventoryItem :one
+-- What discovery found of a resource, taken over by the deployment whose operation now manages
+-- it: the item becomes the deployment's, with what the operation left of the resource.
+UPDATE inventory_items SET
+    urn = sqlc.arg(urn), type = sqlc.arg(type), name = sqlc.arg(name), addresses = sqlc.arg(addresses),
+    fqdns = sqlc.arg(fqdns), image = sqlc.arg(image), outputs = sqlc.arg(outputs), refs = sqlc.arg(refs), search = sqlc.arg(search),
+    tenant_id = sqlc.narg(tenant_id), environment_id = sqlc.narg(environment_id), landing_zone_id = sqlc.narg(landing_zone_id),
+    stack_instance_id = sqlc.narg(stack_instance_id), slot = sqlc.narg(slot), component_id = sqlc.narg(component_id),
+    component_version = sqlc.narg(component_version), deployment_id = sqlc.narg(deployment_id),
+    status = sqlc.arg(status), status_at = now(), operation_id = sqlc.narg(operation_id),
+    created_operation_id = sqlc.narg(operation_id), updated_at = now()
+WHERE id = sqlc.arg(id) AND status = ANY(sqlc.arg(sources)::text[])
+RETURNING *;
+
+-- name: AdoptionComponents :many
+-- The published components an item of the type can be adopted into, for the item's page.
+SELECT c.id, c.name FROM components c
+JOIN provider_resource_types prt ON prt.provider_id = c.provider_id AND prt.semantic_type_id = c.semantic_type_id
+WHERE prt.pulumi_type = $1 AND c.latest_version > 0 AND c.deleted_at IS NULL
+ORDER BY c.name LIMIT 200;
+
+-- name: AdoptionEnvironments :many
+-- The environments of a zone, of the status given, an item of the zone can be adopted into.
+SELECT e.id, e.name, t.name AS tenant_name FROM environments e JOIN tenants t ON t.id = e.tenant_id
+WHERE e.landing_zone_id = $1 AND e.status = sqlc.arg(status)::text
+ORDER BY t.name, e.name LIMIT 200;

@@ -4,9 +4,9 @@
 
 -- name: CreateOperation :one
 INSERT INTO operations (deployment_id, kind, requested_by, parameters, secret_parameters, secret_key_id, target_version, rotate, applies, refresh,
-    source_link, source_ref, source_commit, source_code)
+    source_link, source_ref, source_commit, source_code, adopts)
 VALUES ($1, $2, $3, $4, $5, $6, $7, sqlc.arg(rotate)::text[], $8, sqlc.arg(refresh),
-    sqlc.narg(source_link), sqlc.arg(source_ref), sqlc.arg(source_commit), sqlc.narg(source_code))
+    sqlc.narg(source_link), sqlc.arg(source_ref), sqlc.arg(source_commit), sqlc.narg(source_code), sqlc.narg(adopts))
 RETURNING *;
 
 -- name: StartRestore :one
@@ -164,3 +164,7 @@ WHERE o.id = s.operation_id AND o.id = sqlc.arg(operation_id) AND o.status = 'aw
 -- name: ForgetPlan :exec
 -- What a preview planned for each resource, dropped when the operation previews again.
 DELETE FROM operation_resources WHERE operation_id = $1;
+
+-- name: AdoptionsOf :many
+-- The statuses of the operations that adopt an inventory item, for a request to adopt it again.
+SELECT status FROM operations WHERE adopts = $1;

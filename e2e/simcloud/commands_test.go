@@ -187,3 +187,28 @@ func TestMachineCommand_StopsAndStartsOutsideTheEngine(t *testing.T) {
 		})
 	}
 }
+
+// An operator makes a machine outside any deployment: it gets an ID and the lowest free address
+// as one the provider made would, with the defaults for what was not given; a machine without
+// a name, or with an input no machine has, is refused.
+func TestMachineCreateMakesAMachineByHand(t *testing.T) {
+	_, dir := configured(t)
+	id, err := createMachine(dir, []string{"name=legacy", "image=debian-12"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := stored(t, dir, "machine")
+	m := got[id]
+	if len(got) != 1 || m == nil {
+		t.Fatalf("the cloud holds %v, want %s alone", got, id)
+	}
+	if !validID.MatchString(id) || m["id"] != id || m["name"] != "legacy" || m["image"] != "debian-12" || m["cores"] != 2.0 ||
+		m["ip"] != "10.0.0.2" || m["status"] != running {
+		t.Fatalf("made %s as %v", id, m)
+	}
+	for _, args := range [][]string{{"image=debian-12"}, {"name=x", "colour=blue"}, {"name=x", "cores=many"}} {
+		if _, err := createMachine(dir, args); err == nil {
+			t.Errorf("machine create %v was not refused", args)
+		}
+	}
+}

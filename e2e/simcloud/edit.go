@@ -31,26 +31,9 @@ func editCommand(args []string, dir string) error {
 	k := kinds[i]
 	p := &simcloud{dir: dir}
 	path := p.path(k, args[1])
-	changes := resource.PropertyMap{}
-	for _, arg := range args[2:] {
-		name, text, ok := strings.Cut(arg, "=")
-		j := slices.IndexFunc(k.inputs, func(in property) bool { return in.name == name })
-		if !ok || j < 0 {
-			names := make([]string, len(k.inputs))
-			for n, in := range k.inputs {
-				names[n] = in.name
-			}
-			return fmt.Errorf("simcloud: %q is not <property>=<value> with a property of a %s: %s", arg, k.dir, strings.Join(names, ", "))
-		}
-		value := resource.NewProperty(text)
-		if k.inputs[j].typ == "integer" {
-			n, err := strconv.Atoi(text)
-			if err != nil || n < 0 {
-				return fmt.Errorf("simcloud: %s must be a non-negative integer, not %q", name, text)
-			}
-			value = resource.NewProperty(float64(n))
-		}
-		changes[resource.PropertyKey(name)] = value
+	changes, err := propertiesOf(k, args[2:])
+	if err != nil {
+		return err
 	}
 	unlock, err := p.lock()
 	if err != nil {
@@ -73,4 +56,31 @@ func editCommand(args []string, dir string) error {
 		outs[key] = v
 	}
 	return p.write(k, args[1], outs)
+}
+
+// propertiesOf reads <property>=<value> arguments as inputs of a resource of kind k; an integer
+// input takes a number.
+func propertiesOf(k *resourceKind, args []string) (resource.PropertyMap, error) {
+	changes := resource.PropertyMap{}
+	for _, arg := range args {
+		name, text, ok := strings.Cut(arg, "=")
+		j := slices.IndexFunc(k.inputs, func(in property) bool { return in.name == name })
+		if !ok || j < 0 {
+			names := make([]string, len(k.inputs))
+			for n, in := range k.inputs {
+				names[n] = in.name
+			}
+			return nil, fmt.Errorf("simcloud: %q is not <property>=<value> with a property of a %s: %s", arg, k.dir, strings.Join(names, ", "))
+		}
+		value := resource.NewProperty(text)
+		if k.inputs[j].typ == "integer" {
+			n, err := strconv.Atoi(text)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("simcloud: %s must be a non-negative integer, not %q", name, text)
+			}
+			value = resource.NewProperty(float64(n))
+		}
+		changes[resource.PropertyKey(name)] = value
+	}
+	return changes, nil
 }

@@ -18,6 +18,11 @@
 //	SIMCLOUD_DIR=<dir> pulumi-resource-simcloud machine stop <id>
 //	SIMCLOUD_DIR=<dir> pulumi-resource-simcloud machine start <id>
 //
+// A machine made by hand, outside any deployment (which Nimbus's discovery finds unmanaged),
+// is made with the machine command too; it prints the new machine's ID:
+//
+//	SIMCLOUD_DIR=<dir> pulumi-resource-simcloud machine create name=legacy image=debian-12
+//
 // Deleting a machine by hand is removing its file, <dir>/machine/<id>.json.
 //
 // A resource changed by hand, outside Pulumi (drift), is one edited in place:

@@ -19,14 +19,24 @@ const (
 	stopped = "stopped"
 )
 
-// machineCommand runs "machine stop <id>" or "machine start <id>" against the cloud in dir.
-// Deleting a machine by hand is removing its file.
+// machineCommand runs "machine stop <id>" or "machine start <id>" against the cloud in dir, or
+// "machine create <property>=<value>...", which makes a machine as an operator would in the
+// cloud's console, outside any deployment, and prints its ID. Deleting a machine by hand is
+// removing its file.
 func machineCommand(args []string, dir string) error {
-	if len(args) != 2 || args[0] != "stop" && args[0] != "start" {
-		return errors.New("usage: pulumi-resource-simcloud machine stop|start <id>")
+	create := len(args) > 0 && args[0] == "create"
+	if !create && (len(args) != 2 || args[0] != "stop" && args[0] != "start") {
+		return errors.New("usage: pulumi-resource-simcloud machine stop|start <id>, or machine create name=<name> [<property>=<value>...]")
 	}
 	if dir == "" {
 		return errors.New("simcloud: no state directory: set the environment variable SIMCLOUD_DIR")
+	}
+	if create {
+		id, err := createMachine(dir, args[1:])
+		if err == nil {
+			fmt.Println(id)
+		}
+		return err
 	}
 	state := running
 	if args[0] == "stop" {
@@ -79,4 +89,28 @@ func (p *simcloud) currentPower(k *resourceKind, id string) string {
 
 func machineKind() *resourceKind {
 	return kinds[slices.IndexFunc(kinds, func(k *resourceKind) bool { return k.token == machineToken })]
+}
+
+// createMachine makes a machine with the inputs given (the defaults for the others) as the
+// provider's Create would, and returns its ID.
+func createMachine(dir string, args []string) (string, error) {
+	k := machineKind()
+	news, err := propertiesOf(k, args)
+	if err != nil {
+		return "", err
+	}
+	if failures := check(k.token, k.inputs, news); len(failures) > 0 {
+		return "", fmt.Errorf("simcloud: %s: %s", failures[0].GetProperty(), failures[0].GetReason())
+	}
+	p := &simcloud{dir: dir}
+	unlock, err := p.lock()
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	id := k.idPrefix + "-" + randomHex()
+	if _, err := p.apply(k, id, news, nil, false); err != nil {
+		return "", err
+	}
+	return id, nil
 }

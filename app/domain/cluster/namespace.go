@@ -32,3 +32,26 @@ func (kc Kubeconfig) NamespaceExists(ctx context.Context, name string) (bool, er
 	}
 	return false, fmt.Errorf("the API server answered %s when asked for namespace %s", resp.Status, name)
 }
+
+// Namespaces lists the names of the cluster's namespaces.
+func (kc Kubeconfig) Namespaces(ctx context.Context) ([]string, error) {
+	client, err := kc.Client()
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := kc.call(ctx, client, http.MethodGet, "/api/v1/namespaces", nil, &list); err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, it := range list.Items {
+		names = append(names, it.Metadata.Name)
+	}
+	return names, nil
+}

@@ -28,6 +28,28 @@ var inventoryCases = map[string]apptest.AuthzCase{
 			return err
 		},
 	},
+	// What discovery found is the provider's: no tenant's admin sees it to set it aside.
+	"inventory.Service.Ignore": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrNotFound}, {Who: apptest.Stranger, Want: problem.ErrNotFound}},
+		Served:  []apptest.Actor{apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			_, err := w.Inventory.Ignore(context.Background(), p, w.Found(t, string(inventory.Unmanaged)))
+			return err
+		},
+		Then: func(t *testing.T, w *apptest.World) {
+			// A tenant's own item is theirs to see, not to set aside.
+			_, err := w.Inventory.Ignore(context.Background(), w.AdminA, w.Item(t))
+			apptest.WantErr(t, err, problem.ErrForbidden)
+		},
+	},
+	"inventory.Service.Unignore": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrNotFound}, {Who: apptest.UserA, Want: problem.ErrNotFound}},
+		Served:  []apptest.Actor{apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			_, err := w.Inventory.Unignore(context.Background(), p, w.Found(t, string(inventory.Ignored)))
+			return err
+		},
+	},
 }
 
 // TestAuthz_Methods runs the authorization case of each of the package's data-access methods.

@@ -99,15 +99,22 @@ func (h *Handlers) ItemPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := h.svc.Get(web.Ctx(c), web.Actor(c), id)
+	ctx, actor := web.Ctx(c), web.Actor(c)
+	d, err := h.svc.Get(ctx, actor, id)
 	if err != nil {
 		return err
+	}
+	var choices AdoptChoices
+	if actor.ProviderAdmin {
+		if choices, err = h.svc.adoptChoices(ctx, d); err != nil {
+			return err
+		}
 	}
 	page := web.Page(c, d.Name)
 	page.Crumbs = []views.Crumb{{Label: "Inventory", URL: "/inventory"}}
 	var outputs map[string]any
 	_ = json.Unmarshal(d.Outputs, &outputs)
-	return web.Render(c, http.StatusOK, ItemPage(page, d, views.Values(outputs)))
+	return web.Render(c, http.StatusOK, ItemPage(page, d, views.Values(outputs), choices))
 }
 
 // ListAPI answers GET /api/v1/inventory with a page of items; next continues it.
@@ -253,4 +260,24 @@ func idOrEmpty(id *uuid.UUID) string {
 		return ""
 	}
 	return id.String()
+}
+
+// setAside answers a move of an item by a provider admin (Service.Ignore, Service.Unignore):
+// the item as it is now in the API, its page again from a form.
+func (h *Handlers) setAside(move func(context.Context, access.Principal, uuid.UUID) (Item, error), api bool) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, err := web.IDParam(c, "id")
+		if err != nil {
+			return err
+		}
+		it, err := move(web.Ctx(c), web.Actor(c), id)
+		if err != nil {
+			return err
+		}
+		if api {
+			return c.JSON(http.StatusOK, it)
+		}
+		web.SetFlash(c, web.FlashSuccess, it.Name+" is "+string(it.Status)+".")
+		return web.Redirect(c, "/inventory/"+id.String())
+	}
 }

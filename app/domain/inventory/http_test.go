@@ -4,10 +4,12 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
 	"nimbus/app/apptest"
+	"nimbus/app/domain/inventory"
 )
 
 func TestInventory_PagesSearchAndExport(t *testing.T) {
@@ -110,4 +112,39 @@ func TestInventoryAPI_PagesByKeyset(t *testing.T) {
 	if got["provider_id"] != "m-1" || got["status"] != "active" {
 		t.Fatalf("the API's item: %v", got)
 	}
+}
+
+// A provider admin ignores what discovery found, from its page and through the API: it leaves
+// the list unless asked for, the move is audited, and it can be taken back.
+func TestInventory_ProviderAdminIgnoresWhatDiscoveryFound(t *testing.T) {
+	s := apptest.NewSite(t)
+	found := s.Found(t, string(inventory.Unmanaged)).String()
+	root := s.Token(t, s.Admin)
+	apptest.WantIn(t, s.Call(t, "GET", "/inventory/"+found, root, nil), `data-testid="ignore"`, "/inventory/"+found+"/ignore")
+
+	apptest.WantStatus(t, s.Submit(t, "/inventory/"+found+"/ignore", root, url.Values{}), http.StatusSeeOther)
+	page := s.Call(t, "GET", "/inventory/"+found, root, nil)
+	apptest.WantIn(t, page, `data-testid="item-status">ignored`, `data-testid="unignore"`)
+	if r := s.Call(t, "GET", "/inventory", root, nil); strings.Contains(string(r.Body), found) {
+		t.Fatal("an ignored item is listed without being asked for")
+	}
+	apptest.WantIn(t, s.Call(t, "GET", "/inventory?status=ignored", root, nil), "/inventory/"+found)
+	var audited int
+	apptest.Must(t, s.Pool.QueryRow(t.Context(), `SELECT count(*) FROM audit_events WHERE action = 'inventory.ignore' AND target_id = $1`,
+		found).Scan(&audited))
+	if audited != 1 {
+		t.Fatalf("ignoring was audited %d times", audited)
+	}
+
+	// Ignored twice is refused by the status it has; a managed item is no one's to ignore.
+	apptest.WantProblem(t, s.Call(t, "POST", "/api/v1/inventory/"+found+"/ignore", root, nil), "status", "unmanaged")
+	apptest.WantProblem(t, s.Call(t, "POST", "/api/v1/inventory/"+s.Item(t).String()+"/ignore", root, nil), "status", "unmanaged")
+	apptest.WantStatus(t, s.Call(t, "POST", "/api/v1/inventory/"+found+"/unignore", s.Token(t, s.AdminA), nil), http.StatusNotFound)
+
+	r := s.Call(t, "POST", "/api/v1/inventory/"+found+"/unignore", root, nil)
+	apptest.WantStatus(t, r, http.StatusOK)
+	if got := r.JSON(t)["status"]; got != string(inventory.Unmanaged) {
+		t.Fatalf("taken back, the item is %v", got)
+	}
+	apptest.WantIn(t, s.Call(t, "GET", "/inventory", root, nil), "/inventory/"+found)
 }

@@ -93,9 +93,11 @@ type Filter struct {
 	Type        string
 	Tenant      uuid.UUID
 	Environment string // an environment's name
-	Status      Status
-	After       cursor.Cursor
-	Limit       int
+	// Status is one status; none lists every item but the ignored ones, which are set aside
+	// for that.
+	Status Status
+	After  cursor.Cursor
+	Limit  int
 }
 
 // Page is one page of items, newest first; Next continues it, zero at the end.
@@ -134,7 +136,7 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (P
 	f.Limit = cursor.Rows(f.Limit)
 	p := dbgen.ListInventoryItemsParams{AllTenants: actor.ProviderAdmin, TenantIds: actor.TenantsWith(access.InventoryRead),
 		Search: optional(escapeLike(search)), Type: optional(f.Type), Environment: optional(f.Environment),
-		Status: optional(string(f.Status)), Before: f.After.Before(), BeforeID: f.After.BeforeID(), MaxRows: int32(f.Limit + 1)}
+		Status: optional(string(f.Status)), Hidden: []string{string(Ignored)}, Before: f.After.Before(), BeforeID: f.After.BeforeID(), MaxRows: int32(f.Limit + 1)}
 	if p.TenantIds == nil {
 		p.TenantIds = []uuid.UUID{}
 	}

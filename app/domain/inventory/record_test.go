@@ -13,7 +13,7 @@ import (
 
 // TestRecord_TakesOverWhatDiscoveryFoundAndRunsTwiceAsOnce records a deploy whose machine a
 // poll had already found unmanaged, then an update, twice, as a record step run again after a
-// crash would: the unmanaged item is let go, and the update changes the item once.
+// crash would: the deployment takes the unmanaged item over, and the update changes it once.
 func TestRecord_TakesOverWhatDiscoveryFoundAndRunsTwiceAsOnce(t *testing.T) {
 	w := apptest.NewWorld(t)
 	ctx := context.Background()
@@ -29,10 +29,13 @@ func TestRecord_TakesOverWhatDiscoveryFoundAndRunsTwiceAsOnce(t *testing.T) {
 		apptest.Must(t, db.Tx(ctx, w.Pool, func(q *dbgen.Queries) error { return inventory.Record(ctx, q, e) }))
 	}
 	record(inventory.Ending{Operation: live.Op.ID, Deployment: live.ID, Resources: []inventory.Resource{machine}})
-	var status string
-	apptest.Must(t, w.Pool.QueryRow(ctx, `SELECT status FROM inventory_items WHERE id = $1`, stranger).Scan(&status))
-	if status != string(inventory.Decommissioned) {
-		t.Fatalf("what discovery found is %s once the deployment records it", status)
+	var status, deployment string
+	var items int
+	apptest.Must(t, w.Pool.QueryRow(ctx, `SELECT status, coalesce(deployment_id::text, ''), (SELECT count(*) FROM inventory_items)
+		FROM inventory_items WHERE id = $1`, stranger).Scan(&status, &deployment, &items))
+	if status != string(inventory.Active) || deployment != live.ID.String() || items != 1 {
+		t.Fatalf("what discovery found is %s of deployment %q among %d items once the deployment records it, want the deployment's active one",
+			status, deployment, items)
 	}
 
 	update, err := w.Deploys.Update(ctx, w.UserA, live.ID, deploy.Change{Parameters: map[string]any{"cores": 4.0}})

@@ -25,7 +25,8 @@ import (
 // that changes it, decommissioned when deleted, and active again when an operation makes it
 // anew under the same URN; discovery flags it missing when the cloud no longer holds it, until
 // an operation settles it. What discovery finds that Nimbus does not manage is unmanaged until
-// it is ignored, or gone.
+// it is ignored, or gone, or until an operation takes the resource over (an adoption, or a
+// deploy that made it while a poll looked): then it is active, the deployment's.
 var Machine = lifecycle.Machine[Status]{
 	Name: "inventory item", Table: "inventory_items", Column: "status", Writer: "app/domain/inventory/transition.go", Start: Active,
 	Moves: map[Status][]Status{
@@ -33,8 +34,8 @@ var Machine = lifecycle.Machine[Status]{
 		Changed:        {Changed, Decommissioned, Missing},
 		Decommissioned: {Active},
 		Missing:        {Active, Changed, Decommissioned},
-		Unmanaged:      {Ignored, Decommissioned},
-		Ignored:        {Unmanaged, Decommissioned},
+		Unmanaged:      {Ignored, Decommissioned, Active},
+		Ignored:        {Unmanaged, Decommissioned, Active},
 	},
 }
 
@@ -113,6 +114,13 @@ func changes(op string) bool {
 
 func create(ctx context.Context, q *dbgen.Queries, place dbgen.DeploymentPlaceRow, r Resource, e Ending) error {
 	f := fieldsOf(r)
+	found, err := discovered(ctx, q, r.Type, r.ProviderID)
+	if err != nil {
+		return err
+	}
+	if len(found) > 0 {
+		return takeOver(ctx, q, place, found, r, f, e)
+	}
 	row, err := q.CreateInventoryItem(ctx, dbgen.CreateInventoryItemParams{Urn: r.URN, Type: r.Type, ProviderID: r.ProviderID,
 		Name: f.name, Addresses: f.addresses, Fqdns: f.fqdns, Image: f.image, Outputs: f.outputs, Refs: f.refs, Search: f.search,
 		TenantID: nullID(place.TenantID), EnvironmentID: nullID(place.EnvironmentID), LandingZoneID: place.LandingZoneID,
@@ -121,25 +129,46 @@ func create(ctx context.Context, q *dbgen.Queries, place dbgen.DeploymentPlaceRo
 	if err != nil {
 		return fmt.Errorf("record inventory item %s: %w", r.URN, err)
 	}
+	return tell(ctx, q, "inventory.item.created", row)
+}
+
+// discovered are the items discovery made of a resource no deployment claimed, locked for the
+// operation that now manages it to take over.
+func discovered(ctx context.Context, q *dbgen.Queries, typ, providerID string) ([]dbgen.InventoryItem, error) {
+	if providerID == "" {
+		return nil, nil
+	}
+	found, err := q.UnmanagedItemsOf(ctx, dbgen.UnmanagedItemsOfParams{Type: typ, ProviderID: providerID,
+		Statuses: []string{string(Unmanaged), string(Ignored)}})
+	if err != nil {
+		return nil, fmt.Errorf("items discovered as %s: %w", providerID, err)
+	}
+	return found, nil
+}
+
+// takeOver makes the first item discovery made of a resource the deployment's, active, as the
+// operation that adopted the resource (or made it while a poll looked) left it; it keeps its
+// ID, so its page and what an outside CMDB holds of it follow it. Another item of the same
+// resource, from another zone's look, is let go.
+func takeOver(ctx context.Context, q *dbgen.Queries, place dbgen.DeploymentPlaceRow, found []dbgen.InventoryItem, r Resource, f fields, e Ending) error {
+	it := found[0]
+	if err := Machine.Check("inventory item "+it.Name, Status(it.Status), Active); err != nil {
+		return err
+	}
+	row, err := q.AdoptInventoryItem(ctx, dbgen.AdoptInventoryItemParams{ID: it.ID, Urn: r.URN, Type: r.Type, Name: f.name,
+		Addresses: f.addresses, Fqdns: f.fqdns, Image: f.image, Outputs: f.outputs, Refs: f.refs, Search: f.search,
+		TenantID: nullID(place.TenantID), EnvironmentID: nullID(place.EnvironmentID), LandingZoneID: place.LandingZoneID,
+		StackInstanceID: place.StackInstanceID, Slot: place.Slot, ComponentID: nullID(place.ComponentID),
+		ComponentVersion: pgtype.Int4{Int32: place.Version, Valid: true}, DeploymentID: nullID(e.Deployment), Status: string(Active),
+		OperationID: nullID(e.Operation), Sources: Machine.SourceNames(Active)})
+	if err != nil {
+		return fmt.Errorf("adopt inventory item %s: %w", it.ID, err)
+	}
 	if err := tell(ctx, q, "inventory.item.created", row); err != nil {
 		return err
 	}
-	return claim(ctx, q, row)
-}
-
-// claim lets go of what discovery made of a resource an operation now manages: a poll that
-// looked between the engine making it and the operation's end found it unmanaged.
-func claim(ctx context.Context, q *dbgen.Queries, it dbgen.InventoryItem) error {
-	if it.ProviderID == "" {
-		return nil
-	}
-	found, err := q.UnmanagedItemsOf(ctx, dbgen.UnmanagedItemsOfParams{Type: it.Type, ProviderID: it.ProviderID,
-		Statuses: []string{string(Unmanaged), string(Ignored)}})
-	if err != nil {
-		return fmt.Errorf("items discovered as %s: %w", it.ProviderID, err)
-	}
-	for _, f := range found {
-		if err := move(ctx, q, f, Decommissioned, uuid.NullUUID{}, "inventory.item.decommissioned"); err != nil {
+	for _, other := range found[1:] {
+		if err := move(ctx, q, other, Decommissioned, uuid.NullUUID{}, "inventory.item.decommissioned"); err != nil {
 			return err
 		}
 	}
@@ -147,11 +176,13 @@ func claim(ctx context.Context, q *dbgen.Queries, it dbgen.InventoryItem) error 
 }
 
 // Sighting is what a look at a landing zone's cloud found of one type of resource: the
-// provider's ids of those it holds.
+// provider's ids of those it holds. Known are ids among them that are never unmanaged: the
+// cloud's own (kube-system), and what Nimbus made without an item recording it.
 type Sighting struct {
-	Zone uuid.UUID
-	Type string
-	IDs  []string
+	Zone  uuid.UUID
+	Type  string
+	IDs   []string
+	Known []string
 }
 
 // Discover holds the zone's items of the sighting's type to what its cloud holds, in q's
@@ -192,7 +223,7 @@ func Discover(ctx context.Context, q *dbgen.Queries, s Sighting) error {
 		return fmt.Errorf("inventory of zone %s: %w", s.Zone, err)
 	}
 	for _, id := range s.IDs {
-		if slices.Contains(claimed, id) {
+		if slices.Contains(claimed, id) || slices.Contains(s.Known, id) {
 			continue
 		}
 		row, err := q.DiscoverInventoryItem(ctx, dbgen.DiscoverInventoryItemParams{Type: s.Type, ProviderID: id,
@@ -244,6 +275,19 @@ func update(ctx context.Context, q *dbgen.Queries, place dbgen.DeploymentPlaceRo
 		return err
 	}
 	return tell(ctx, q, news, row)
+}
+
+// setAside moves an item discovery found to ignored, or back to unmanaged (see Service.Ignore),
+// in q's transaction; discovery leaves an ignored item as it is while the cloud holds it.
+func setAside(ctx context.Context, q *dbgen.Queries, it dbgen.InventoryItem, to Status) (dbgen.InventoryItem, error) {
+	if err := Machine.Check("inventory item "+it.Name, Status(it.Status), to); err != nil {
+		return dbgen.InventoryItem{}, err
+	}
+	row, err := q.MoveInventoryItem(ctx, dbgen.MoveInventoryItemParams{ID: it.ID, Status: string(to), Sources: Machine.SourceNames(to)})
+	if err != nil {
+		return row, fmt.Errorf("move inventory item %s to %s: %w", it.ID, to, err)
+	}
+	return row, tell(ctx, q, "inventory.item.changed", row)
 }
 
 func decommission(ctx context.Context, q *dbgen.Queries, it dbgen.InventoryItem, op uuid.UUID) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"nimbus/app/apptest"
+	"nimbus/app/domain/inventory"
 	"nimbus/app/kernel/access"
 	"nimbus/app/kernel/problem"
 	"nimbus/app/orchestration/deploy"
@@ -56,6 +57,31 @@ var deployCases = map[string]apptest.AuthzCase{
 				t.Errorf("awaited %+v, want request %s", got, r.ID)
 			}
 			return err
+		},
+	},
+	// What discovery found is the provider's to adopt: others do not see it.
+	"deploy.Service.Adopt": {
+		Refused: []apptest.Refusal{{Who: apptest.AdminA, Want: problem.ErrNotFound}, {Who: apptest.UserA, Want: problem.ErrNotFound}},
+		Served:  []apptest.Actor{apptest.ProviderAdmin},
+		Call: func(t *testing.T, w *apptest.World, p access.Principal) error {
+			env := w.Dev(t).ID
+			_, err := w.Pool.Exec(context.Background(), `UPDATE environments SET landing_zone_id = $1 WHERE id = $2`, w.Zone(t).Zone.ID, env)
+			apptest.Must(t, err)
+			d, op, err := w.Deploys.Adopt(context.Background(), p, w.Found(t, string(inventory.Unmanaged)), deploy.Request{ComponentID: w.Shared.ID,
+				EnvironmentID: env, Name: "adopted", Parameters: map[string]any{"name": "x"}})
+			if err == nil && (d.Status != "pending" || op.Kind != "deploy" || op.Status != "queued") {
+				t.Errorf("deployment %s, operation %s %s", d.Status, op.Kind, op.Status)
+			}
+			return err
+		},
+		Then: func(t *testing.T, w *apptest.World) {
+			// A managed item is no one's to adopt; one being adopted is not adopted twice.
+			_, _, err := w.Deploys.Adopt(context.Background(), w.Admin, w.Item(t), deploy.Request{ComponentID: w.Shared.ID,
+				EnvironmentID: w.Dev(t).ID, Name: "managed", Parameters: map[string]any{"name": "x"}})
+			apptest.WantField(t, err, "status")
+			_, _, err = w.Deploys.Adopt(context.Background(), w.Admin, w.Found(t, string(inventory.Unmanaged)), deploy.Request{ComponentID: w.Shared.ID,
+				EnvironmentID: w.Dev(t).ID, Name: "twice", Parameters: map[string]any{"name": "x"}})
+			apptest.WantField(t, err, "status")
 		},
 	},
 	"deploy.Service.Deploy": {

@@ -31,6 +31,8 @@ type inputs struct {
 	Refresh bool
 	// Source is the branch whose program a preview brings, for a preview from git.
 	Source *Source
+	// Adopts is the unmanaged inventory item a first deploy imports (see Service.Adopt).
+	Adopts uuid.UUID
 }
 
 // version reads a published, unarchived version of the component; 0 asks for the latest.

@@ -79,7 +79,7 @@ func leased(id uuid.UUID) uuid.NullUUID { return uuid.NullUUID{UUID: id, Valid: 
 func queueOperation(ctx context.Context, tx pgx.Tx, queue jobs.Queue, deploymentID uuid.UUID, kind Kind, by uuid.UUID, in inputs) (dbgen.Operation, error) {
 	plain, _ := json.Marshal(in.Plain)
 	params := dbgen.CreateOperationParams{DeploymentID: deploymentID, Kind: string(kind),
-		RequestedBy: nullID(by), Parameters: plain, Rotate: []string{}, Applies: nullID(in.Applies), Refresh: in.Refresh}
+		RequestedBy: nullID(by), Parameters: plain, Rotate: []string{}, Applies: nullID(in.Applies), Refresh: in.Refresh, Adopts: nullID(in.Adopts)}
 	if in.Rotate != nil {
 		params.Rotate = in.Rotate
 	}

@@ -24,6 +24,7 @@ import (
 const (
 	StepResolve = "resolve" // resolvers fill the inputs bound to them
 	StepGovern  = "govern"  // the tenant's rules, on the completed parameters
+	StepAdopt   = "adopt"   // the engine imports the resource an adoption takes over
 	StepPreview = "preview" // what the engine would change
 	StepApprove = "approve" // waits for the approvals a policy asks for
 	StepUp      = "up"      // the engine makes the change
@@ -50,10 +51,16 @@ func (r *run) steps() []saga.Step {
 	case KindPreview:
 		return []saga.Step{resolve, govern, preview}
 	case KindDeploy:
-		// Nothing existed before: undoing it is destroying what it made.
-		return []saga.Step{resolve, govern, preview, approve,
-			{Name: StepUp, Do: r.up, Undo: r.destroyMade},
-			{Name: StepRecord, Do: r.recordDeployed, LazyStart: true}}
+		// Nothing existed before: undoing it is destroying what it made. An adoption imports
+		// the resource it takes over first, so that its preview and up change that resource
+		// rather than make another; undone, it is forgotten, and left in the cloud.
+		steps := []saga.Step{resolve, govern}
+		if r.op.Adopts.Valid {
+			steps = append(steps, saga.Step{Name: StepAdopt, Do: r.adopt, Undo: r.forget})
+		}
+		return append(steps, preview, approve,
+			saga.Step{Name: StepUp, Do: r.up, Undo: r.destroyMade},
+			saga.Step{Name: StepRecord, Do: r.recordDeployed, LazyStart: true})
 	case KindUpdate, KindUpgrade:
 		// The deployment worked before: undoing is going back to how it was.
 		return []saga.Step{resolve, govern, preview, approve,
@@ -272,14 +279,20 @@ func (r *run) up(ctx context.Context, sr *saga.Run) (json.RawMessage, error) {
 	return json.Marshal(res.Outputs)
 }
 
-// destroyMade undoes a first deploy's up.
-func (r *run) destroyMade(ctx context.Context, _ *saga.Run) error {
+// destroyMade undoes a first deploy's up; an adoption's forgets what it adopted first, so the
+// destroy leaves it in the cloud.
+func (r *run) destroyMade(ctx context.Context, sr *saga.Run) error {
 	if r.untouched {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.w.timeout) // an undo is not cancelled, but must end
 	defer cancel()
 	r.progress.undo()
+	if r.op.Adopts.Valid {
+		if err := r.forget(ctx, sr); err != nil {
+			return err
+		}
+	}
 	_, err := r.destroy(ctx, nil)
 	return err
 }

@@ -24,20 +24,22 @@ import (
 )
 
 // simcloudCommand builds the simulated cloud's own command and returns a function that runs
-// it against the site's cloud, as an operator would.
-func simcloudCommand(t *testing.T, s *apptest.Site) func(args ...string) {
+// it against the site's cloud, as an operator would, and returns what it printed.
+func simcloudCommand(t *testing.T, s *apptest.Site) func(args ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "simcloud")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../../e2e/simcloud").CombinedOutput(); err != nil {
 		t.Fatalf("build the simulated cloud: %v\n%s", err, out)
 	}
-	return func(args ...string) {
+	return func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(bin, args...)
 		cmd.Env = append(os.Environ(), "SIMCLOUD_DIR="+s.Cloud)
-		if out, err := cmd.CombinedOutput(); err != nil {
+		out, err := cmd.CombinedOutput()
+		if err != nil {
 			t.Fatalf("simcloud %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
+		return strings.TrimSpace(string(out))
 	}
 }
 

@@ -11,13 +11,15 @@ import (
 
 	"github.com/google/uuid"
 
+	"nimbus/app/domain/inventory"
+	"nimbus/app/kernel/access"
 	"nimbus/db/dbtest"
 )
 
 // TestWorker_DiscoversWhatTheZonesCloudHolds polls a zone's simulated cloud that holds a
 // machine Nimbus manages and one made behind its back, while a managed machine was deleted
 // behind its back: the stranger becomes an unmanaged item of the zone, the deleted one is
-// missing; once the stranger is gone too, its item is decommissioned.
+// missing; ignored, the stranger stays so; once it is gone too, its item is decommissioned.
 func TestWorker_DiscoversWhatTheZonesCloudHolds(t *testing.T) {
 	pool := dbtest.Pool(t)
 	ctx := context.Background()
@@ -89,6 +91,27 @@ func TestWorker_DiscoversWhatTheZonesCloudHolds(t *testing.T) {
 	}
 	if got := items(); !maps.Equal(got, want) {
 		t.Fatalf("a second look left %v, want %v", got, want)
+	}
+
+	// Ignored by a provider admin, the stranger stays ignored at the next look: it is not
+	// found unmanaged again.
+	var stranger uuid.UUID
+	if err := pool.QueryRow(ctx, `SELECT id FROM inventory_items WHERE provider_id = 'm-stranger'`).Scan(&stranger); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inventory.NewService(pool).Ignore(ctx, access.Principal{ProviderAdmin: true}, stranger); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.poll(ctx, discard{}, source); err != nil {
+		t.Fatal(err)
+	}
+	want["m-stranger"] = "ignored"
+	var rows int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM inventory_items WHERE landing_zone_id = $1`, zone).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if got := items(); !maps.Equal(got, want) || rows != len(want) {
+		t.Fatalf("a look after ignoring the stranger left %v in %d rows, want %v", got, rows, want)
 	}
 
 	if err := os.Remove(machine("m-stranger")); err != nil {

@@ -84,6 +84,9 @@ func (w *Worker) Work(ctx context.Context, _ *river.Job[Args]) error {
 			w.log.Warn("poll failed", "source", id, "err", err)
 		}
 	}
+	if err := w.discoverClusters(ctx); err != nil {
+		return err
+	}
 	return ctx.Err()
 }
 

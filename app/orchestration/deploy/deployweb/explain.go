@@ -14,6 +14,7 @@ import (
 var stepFailures = map[string]string{
 	deploy.StepResolve: "Its inputs could not be filled in by the environment's resolvers",
 	deploy.StepGovern:  "The tenant's rules do not allow it",
+	deploy.StepAdopt:   "The engine could not import the resource to adopt",
 	deploy.StepPreview: "The engine could not work out what would change",
 	deploy.StepApprove: "It could not be put up for approval",
 	deploy.StepUp:      "The engine could not make the change",

@@ -8,7 +8,7 @@ import (
 
 // Routes registers the deployments, their operations and the deploy dialog: pages on pages, the
 // JSON API on api. seenComponent guards the component in the path.
-func (h *Handlers) Routes(pages, api *echo.Group, seenComponent echo.MiddlewareFunc) {
+func (h *Handlers) Routes(pages, api *echo.Group, seenComponent, seenItem echo.MiddlewareFunc) {
 	seenDeployment := web.Seen(h.svc.Get)
 	seenOperation := web.Seen(h.svc.Operation)
 	pages.GET("/deployments", h.ListPage)
@@ -27,8 +27,10 @@ func (h *Handlers) Routes(pages, api *echo.Group, seenComponent echo.MiddlewareF
 	pages.POST("/operations/:id/apply", h.ApplyPreviewForm, seenOperation)
 	pages.GET("/components/:id/deploy", h.DeployDialog, seenComponent)
 	pages.POST("/components/:id/deploy", h.DeployDialogForm, seenComponent)
+	pages.POST("/inventory/:id/adopt", h.AdoptForm, seenItem)
 	api.GET("/deployments", h.ListAPI)
 	api.POST("/deployments", h.CreateAPI)
+	api.POST("/inventory/:id/adopt", h.AdoptAPI, seenItem)
 	api.GET("/deployments/:id", h.GetAPI, seenDeployment)
 	api.GET("/operations", h.OperationsAPI)
 	api.GET("/operations/:id", h.OperationAPI, seenOperation)
