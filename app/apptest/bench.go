@@ -23,9 +23,16 @@ func (l *Latencies) Median() float64 {
 }
 
 // Report reports the median and the 99th percentile of the times recorded, in milliseconds.
-func (l *Latencies) Report(b *testing.B) {
+func (l *Latencies) Report(b *testing.B) { l.ReportAs(b, "") }
+
+// ReportAs reports as Report does, under units that say what was timed: p50-<what>-ms and
+// p99-<what>-ms, for a benchmark that times more than one thing.
+func (l *Latencies) ReportAs(b *testing.B, what string) {
+	if what != "" {
+		what = "-" + what
+	}
 	sort.Slice(l.D, func(i, j int) bool { return l.D[i] < l.D[j] })
 	at := func(p float64) float64 { return float64(l.D[int(p*float64(len(l.D)-1))].Microseconds()) / 1000 }
-	b.ReportMetric(at(0.50), "p50-ms")
-	b.ReportMetric(at(0.99), "p99-ms")
+	b.ReportMetric(at(0.50), "p50"+what+"-ms")
+	b.ReportMetric(at(0.99), "p99"+what+"-ms")
 }

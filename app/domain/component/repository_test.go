@@ -24,7 +24,7 @@ type linkedSite struct {
 	forge *apptest.Forge
 }
 
-func newLinkedSite(t *testing.T, cfg apptest.SiteConfig) *linkedSite {
+func newLinkedSite(t testing.TB, cfg apptest.SiteConfig) *linkedSite {
 	t.Helper()
 	cfg.Backend = "file"
 	s := apptest.NewSiteWith(t, cfg)
@@ -85,19 +85,19 @@ func newLinkedSite(t *testing.T, cfg apptest.SiteConfig) *linkedSite {
 }
 
 // push sends the repository's push webhook of branch main, signed with secret.
-func (l *linkedSite) push(t *testing.T, secret string) apptest.Reply {
+func (l *linkedSite) push(t testing.TB, secret string) apptest.Reply {
 	t.Helper()
 	return l.pushed(t, secret, []byte(`{"ref":"refs/heads/main"}`))
 }
 
 // pushed sends a webhook with body, signed with secret as GitHub signs it.
-func (l *linkedSite) pushed(t *testing.T, secret string, body []byte) apptest.Reply {
+func (l *linkedSite) pushed(t testing.TB, secret string, body []byte) apptest.Reply {
 	t.Helper()
 	return l.Send(t, "/api/v1/repository-links/"+l.link(t)["id"].(string)+"/webhook", body,
 		"Content-Type", "application/json", "X-Hub-Signature-256", component.SignWebhook([]byte(secret), body))
 }
 
-func (l *linkedSite) link(t *testing.T) map[string]any {
+func (l *linkedSite) link(t testing.TB) map[string]any {
 	t.Helper()
 	r := l.Call(t, "GET", "/api/v1/components/"+l.id+"/repository", l.admin, nil)
 	apptest.WantStatus(t, r, http.StatusOK)
@@ -105,7 +105,7 @@ func (l *linkedSite) link(t *testing.T) map[string]any {
 }
 
 // waitSync waits for the sync of ref at commit to end, and returns it.
-func (l *linkedSite) waitSync(t *testing.T, ref, commit string) map[string]any {
+func (l *linkedSite) waitSync(t testing.TB, ref, commit string) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
