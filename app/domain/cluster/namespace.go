@@ -55,3 +55,34 @@ func (kc Kubeconfig) Namespaces(ctx context.Context) ([]string, error) {
 	}
 	return names, nil
 }
+
+// Object names a namespaced object of a cluster.
+type Object struct{ Namespace, Name string }
+
+// ID is the engine's id of a namespaced object: its namespace and name.
+func (o Object) ID() string { return o.Namespace + "/" + o.Name }
+
+// Objects lists the objects of every namespace at a list path of the API, such as
+// /apis/apps/v1/deployments.
+func (kc Kubeconfig) Objects(ctx context.Context, path string) ([]Object, error) {
+	client, err := kc.Client()
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				Namespace string `json:"namespace"`
+				Name      string `json:"name"`
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := kc.call(ctx, client, http.MethodGet, path, nil, &list); err != nil {
+		return nil, err
+	}
+	out := make([]Object, 0, len(list.Items))
+	for _, it := range list.Items {
+		out = append(out, Object{Namespace: it.Metadata.Namespace, Name: it.Metadata.Name})
+	}
+	return out, nil
+}
