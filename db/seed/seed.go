@@ -105,10 +105,11 @@ func Run(ctx context.Context, pool *pgxpool.Pool, size Size, passwordHash string
 // foreign keys are set aside until the rows are in.
 var bulk = map[string]string{"inventory items": "inventory_items"}
 
-// setAside drops table's indexes and foreign keys, but its primary key, and returns the
-// statements that make them again. A million rows are written several times faster without
-// them (a row's keys are checked one by one, an index grows row by row, a trigram index most
-// slowly), and each index is built in one pass after.
+// setAside drops table's foreign keys and its indexes, but those a constraint holds (its
+// primary key, which other tables' keys refer to), and returns the statements that make them
+// again. A million rows are written several times faster without them (a row's keys are
+// checked one by one, an index grows row by row, a trigram index most slowly), and each index
+// is built in one pass after.
 func setAside(ctx context.Context, tx pgx.Tx, table string) ([]string, error) {
 	// Index builds sort in memory, in this transaction alone.
 	if _, err := tx.Exec(ctx, "SET LOCAL maintenance_work_mem = '256MB'"); err != nil {
