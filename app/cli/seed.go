@@ -15,8 +15,8 @@ import (
 // seedData fills an empty database with a large installation's worth of made-up history, to
 // try Nimbus, and measure it, at scale.
 func seedData(ctx context.Context, args []string, env Env) error {
-	fs := flagSet("seed", "Fill an empty database with 100 tenants, 10,000 components, 10,000 deployments, 50,000 operations\n"+
-		"and 100,000 audit events. Every seeded user (provider@seed.example, admin-N@seed.example and\n"+
+	fs := flagSet("seed", "Fill an empty database with 100 tenants, 10,000 components, 10,000 deployments, 50,000 operations,\n"+
+		"100,000 audit events and 1,000,000 inventory items. Every seeded user (provider@seed.example, admin-N@seed.example and\n"+
 		"user-N@seed.example for tenants 1 to 100) signs in with the password read as for \"user create\".", env)
 	cfg, err := parseConfig(fs, args, env.Getenv, "data-dir", "database-url", "log-format", "log-level")
 	if err != nil {

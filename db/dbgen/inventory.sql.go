@@ -498,25 +498,105 @@ func (q *Queries) InventoryRelated(ctx context.Context, id uuid.UUID) ([]Invento
 	return items, nil
 }
 
+const inventorySearchHits = `-- name: InventorySearchHits :many
+WITH hits AS MATERIALIZED (
+    SELECT i.id, i.created_at FROM inventory_items i
+    LEFT JOIN environments e ON e.id = i.environment_id
+    WHERE ($2::bool OR i.tenant_id = ANY($3::uuid[]))
+      AND translate(i.search, '.-:/', '') LIKE '%' || translate($4::text, '.-:/', '') || '%'
+      AND i.search LIKE '%' || $4::text || '%'
+      AND ($5::text IS NULL OR i.type = $5::text)
+      AND ($6::uuid IS NULL OR i.tenant_id = $6::uuid)
+      AND ($7::text IS NULL OR lower(e.name) = lower($7::text))
+      AND ($8::text IS NULL AND NOT i.status = ANY($9::text[]) OR i.status = $8::text)
+      AND ($10::timestamptz IS NULL OR (i.created_at, i.id) < ($10::timestamptz, $11::uuid))
+    LIMIT $12
+)
+SELECT id, (SELECT count(*) FROM hits) AS found FROM hits
+ORDER BY created_at DESC, id DESC
+LIMIT $1
+`
+
+type InventorySearchHitsParams struct {
+	MaxRows     int32         `json:"max_rows"`
+	AllTenants  bool          `json:"all_tenants"`
+	TenantIds   []uuid.UUID   `json:"tenant_ids"`
+	Search      string        `json:"search"`
+	Type        *string       `json:"type"`
+	TenantID    uuid.NullUUID `json:"tenant_id"`
+	Environment *string       `json:"environment"`
+	Status      *string       `json:"status"`
+	Hidden      []string      `json:"hidden"`
+	Before      *time.Time    `json:"before"`
+	BeforeID    uuid.NullUUID `json:"before_id"`
+	HitCap      int32         `json:"hit_cap"`
+}
+
+type InventorySearchHitsRow struct {
+	ID    uuid.UUID `json:"id"`
+	Found int64     `json:"found"`
+}
+
+// The first page of the items a search finds, as ListInventoryItems filters them, and how many
+// it found up to hit_cap. The matches are collected through the trigram index and sorted: the
+// newest-first index, walked with the term as a filter, reads every newer item before the
+// first match (those of "m-77" are the 770,000th to 779,999th of a million). found = hit_cap
+// says the term is common enough that its matches are better met walking newest first.
+func (q *Queries) InventorySearchHits(ctx context.Context, arg InventorySearchHitsParams) ([]InventorySearchHitsRow, error) {
+	rows, err := q.db.Query(ctx, inventorySearchHits,
+		arg.MaxRows,
+		arg.AllTenants,
+		arg.TenantIds,
+		arg.Search,
+		arg.Type,
+		arg.TenantID,
+		arg.Environment,
+		arg.Status,
+		arg.Hidden,
+		arg.Before,
+		arg.BeforeID,
+		arg.HitCap,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []InventorySearchHitsRow{}
+	for rows.Next() {
+		var i InventorySearchHitsRow
+		if err := rows.Scan(&i.ID, &i.Found); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listInventoryItems = `-- name: ListInventoryItems :many
 SELECT i.id, i.urn, i.type, i.provider_id, i.name, i.addresses, i.fqdns, i.image, i.outputs, i.refs, i.search, i.tenant_id, i.environment_id, i.landing_zone_id, i.stack_instance_id, i.slot, i.component_id, i.component_version, i.deployment_id, i.status, i.status_at, i.operation_id, i.created_operation_id, i.created_at, i.updated_at, coalesce(t.name, '')::text AS tenant_name, coalesce(e.name, '')::text AS environment_name
 FROM inventory_items i
 LEFT JOIN tenants t ON t.id = i.tenant_id
 LEFT JOIN environments e ON e.id = i.environment_id
 WHERE ($1::bool OR i.tenant_id = ANY($2::uuid[]))
-  AND ($3::text IS NULL OR i.search LIKE '%' || $3::text || '%')
-  AND ($4::text IS NULL OR i.type = $4::text)
-  AND ($5::uuid IS NULL OR i.tenant_id = $5::uuid)
-  AND ($6::text IS NULL OR lower(e.name) = lower($6::text))
-  AND ($7::text IS NULL AND NOT i.status = ANY($8::text[]) OR i.status = $7::text)
-  AND ($9::timestamptz IS NULL OR (i.created_at, i.id) < ($9::timestamptz, $10::uuid))
+  AND ($3::uuid[] IS NULL OR i.id = ANY($3::uuid[]))
+  AND ($4::text IS NULL OR translate(i.search, '.-:/', '') LIKE '%' || translate($4::text, '.-:/', '') || '%'
+    AND i.search LIKE '%' || $4::text || '%')
+  AND ($5::text IS NULL OR i.type = $5::text)
+  AND ($6::uuid IS NULL OR i.tenant_id = $6::uuid)
+  AND ($7::text IS NULL OR lower(e.name) = lower($7::text))
+  AND ($8::text IS NULL AND NOT i.status = ANY($9::text[]) OR i.status = $8::text)
+  AND ($10::timestamptz IS NULL OR (i.created_at, i.id) < ($10::timestamptz, $11::uuid))
 ORDER BY i.created_at DESC, i.id DESC
-LIMIT $11
+LIMIT $12
 `
 
 type ListInventoryItemsParams struct {
 	AllTenants  bool          `json:"all_tenants"`
 	TenantIds   []uuid.UUID   `json:"tenant_ids"`
+	Ids         []uuid.UUID   `json:"ids"`
 	Search      *string       `json:"search"`
 	Type        *string       `json:"type"`
 	TenantID    uuid.NullUUID `json:"tenant_id"`
@@ -534,12 +614,15 @@ type ListInventoryItemsRow struct {
 	EnvironmentName string        `json:"environment_name"`
 }
 
-// A page of the items the reader may see, newest first, narrowed by the filters given; without
-// a status, those of the hidden statuses are left out.
+// A page of the items the reader may see, newest first, narrowed by the filters given (ids:
+// among those items alone); without a status, those of the hidden statuses are left out. A
+// search asks for the term without separators too, which the trigram index serves (migration
+// 0054).
 func (q *Queries) ListInventoryItems(ctx context.Context, arg ListInventoryItemsParams) ([]ListInventoryItemsRow, error) {
 	rows, err := q.db.Query(ctx, listInventoryItems,
 		arg.AllTenants,
 		arg.TenantIds,
+		arg.Ids,
 		arg.Search,
 		arg.Type,
 		arg.TenantID,

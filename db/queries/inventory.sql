@@ -39,20 +39,47 @@ WHERE id = sqlc.arg(id) AND status = ANY(sqlc.arg(sources)::text[])
 RETURNING *;
 
 -- name: ListInventoryItems :many
--- A page of the items the reader may see, newest first, narrowed by the filters given; without
--- a status, those of the hidden statuses are left out.
+-- A page of the items the reader may see, newest first, narrowed by the filters given (ids:
+-- among those items alone); without a status, those of the hidden statuses are left out. A
+-- search asks for the term without separators too, which the trigram index serves (migration
+-- 0054).
 SELECT sqlc.embed(i), coalesce(t.name, '')::text AS tenant_name, coalesce(e.name, '')::text AS environment_name
 FROM inventory_items i
 LEFT JOIN tenants t ON t.id = i.tenant_id
 LEFT JOIN environments e ON e.id = i.environment_id
 WHERE (sqlc.arg(all_tenants)::bool OR i.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
-  AND (sqlc.narg(search)::text IS NULL OR i.search LIKE '%' || sqlc.narg(search)::text || '%')
+  AND (sqlc.narg(ids)::uuid[] IS NULL OR i.id = ANY(sqlc.narg(ids)::uuid[]))
+  AND (sqlc.narg(search)::text IS NULL OR translate(i.search, '.-:/', '') LIKE '%' || translate(sqlc.narg(search)::text, '.-:/', '') || '%'
+    AND i.search LIKE '%' || sqlc.narg(search)::text || '%')
   AND (sqlc.narg(type)::text IS NULL OR i.type = sqlc.narg(type)::text)
   AND (sqlc.narg(tenant_id)::uuid IS NULL OR i.tenant_id = sqlc.narg(tenant_id)::uuid)
   AND (sqlc.narg(environment)::text IS NULL OR lower(e.name) = lower(sqlc.narg(environment)::text))
   AND (sqlc.narg(status)::text IS NULL AND NOT i.status = ANY(sqlc.arg(hidden)::text[]) OR i.status = sqlc.narg(status)::text)
   AND (sqlc.narg(before)::timestamptz IS NULL OR (i.created_at, i.id) < (sqlc.narg(before)::timestamptz, sqlc.narg(before_id)::uuid))
 ORDER BY i.created_at DESC, i.id DESC
+LIMIT sqlc.arg(max_rows);
+
+-- name: InventorySearchHits :many
+-- The first page of the items a search finds, as ListInventoryItems filters them, and how many
+-- it found up to hit_cap. The matches are collected through the trigram index and sorted: the
+-- newest-first index, walked with the term as a filter, reads every newer item before the
+-- first match (those of "m-77" are the 770,000th to 779,999th of a million). found = hit_cap
+-- says the term is common enough that its matches are better met walking newest first.
+WITH hits AS MATERIALIZED (
+    SELECT i.id, i.created_at FROM inventory_items i
+    LEFT JOIN environments e ON e.id = i.environment_id
+    WHERE (sqlc.arg(all_tenants)::bool OR i.tenant_id = ANY(sqlc.arg(tenant_ids)::uuid[]))
+      AND translate(i.search, '.-:/', '') LIKE '%' || translate(sqlc.arg(search)::text, '.-:/', '') || '%'
+      AND i.search LIKE '%' || sqlc.arg(search)::text || '%'
+      AND (sqlc.narg(type)::text IS NULL OR i.type = sqlc.narg(type)::text)
+      AND (sqlc.narg(tenant_id)::uuid IS NULL OR i.tenant_id = sqlc.narg(tenant_id)::uuid)
+      AND (sqlc.narg(environment)::text IS NULL OR lower(e.name) = lower(sqlc.narg(environment)::text))
+      AND (sqlc.narg(status)::text IS NULL AND NOT i.status = ANY(sqlc.arg(hidden)::text[]) OR i.status = sqlc.narg(status)::text)
+      AND (sqlc.narg(before)::timestamptz IS NULL OR (i.created_at, i.id) < (sqlc.narg(before)::timestamptz, sqlc.narg(before_id)::uuid))
+    LIMIT sqlc.arg(hit_cap)
+)
+SELECT id, (SELECT count(*) FROM hits) AS found FROM hits
+ORDER BY created_at DESC, id DESC
 LIMIT sqlc.arg(max_rows);
 
 -- name: GetInventoryItem :one

@@ -83,8 +83,13 @@ func TestHotQueries_ReadLargeTablesThroughIndexes(t *testing.T) {
 	later := time.Now().Add(-24 * time.Hour)
 	laterID := uuid.NullUUID{UUID: uuid.Max, Valid: true}
 	one := []uuid.UUID{tenant}
-	// What the inventory leaves out unless asked for, as its service passes it.
+	// The statuses the service leaves out of a listing by default.
 	hidden := []string{"ignored"}
+	// The ids of a page a search found: a page's worth of items.
+	found := make([]uuid.UUID, 51)
+	for i := range found {
+		found[i] = uuid.New()
+	}
 	ex := &explainer{pool: pool}
 	q := db.Queries(ex)
 	for _, c := range []struct {
@@ -175,6 +180,26 @@ func TestHotQueries_ReadLargeTablesThroughIndexes(t *testing.T) {
 		{"inventory by name, one tenant", func() {
 			q.ListInventoryItems(ctx, dbgen.ListInventoryItemsParams{Hidden: hidden, TenantIds: one, Search: new("srv-3177"), MaxRows: 51})
 		}},
+		// A search's matches are collected through the trigram index whatever their number and
+		// age; walking newest first, filtering for the term, reads every newer item before them.
+		{"inventory search by address, all tenants", func() {
+			q.InventorySearchHits(ctx, searchHits(true, nil, "10.0.31.7"))
+		}},
+		{"inventory search by address, one tenant", func() {
+			q.InventorySearchHits(ctx, searchHits(false, one, "10.0.31.7"))
+		}},
+		{"inventory search by name, all tenants", func() {
+			q.InventorySearchHits(ctx, searchHits(true, nil, "srv-3177"))
+		}},
+		{"inventory search by name, one tenant", func() {
+			q.InventorySearchHits(ctx, searchHits(false, one, "srv-3177"))
+		}},
+		{"inventory search by an old name's prefix, all tenants", func() {
+			q.InventorySearchHits(ctx, searchHits(true, nil, "m-77"))
+		}},
+		{"a page of the items a search found", func() {
+			q.ListInventoryItems(ctx, dbgen.ListInventoryItemsParams{Hidden: hidden, AllTenants: true, TenantIds: []uuid.UUID{}, Ids: found, MaxRows: 51})
+		}},
 		{"recent checks, one tenant", func() {
 			q.RecentChecks(ctx, dbgen.RecentChecksParams{WindowSecs: 3600, TenantID: uuid.NullUUID{UUID: tenant, Valid: true}})
 		}},
@@ -191,6 +216,9 @@ func TestHotQueries_ReadLargeTablesThroughIndexes(t *testing.T) {
 			for _, problem := range problems(ex.plan, large) {
 				t.Error(problem)
 			}
+			if strings.HasPrefix(c.name, "inventory search") && !uses(ex.plan, "inventory_items_words_idx") {
+				t.Error("does not find the matches through the trigram index")
+			}
 			if t.Failed() {
 				t.Logf("plan: %s", ex.raw)
 			}
@@ -198,10 +226,33 @@ func TestHotQueries_ReadLargeTablesThroughIndexes(t *testing.T) {
 	}
 }
 
+// searchHits are the parameters of a search of the inventory, as the service asks it.
+func searchHits(all bool, tenants []uuid.UUID, term string) dbgen.InventorySearchHitsParams {
+	if tenants == nil {
+		tenants = []uuid.UUID{}
+	}
+	return dbgen.InventorySearchHitsParams{AllTenants: all, TenantIds: tenants, Search: term, Hidden: []string{"ignored"},
+		HitCap: 20_000, MaxRows: 51}
+}
+
+// uses reports whether the plan under n reads the index.
+func uses(n *node, index string) bool {
+	if n.Index == index {
+		return true
+	}
+	for _, child := range n.Plans {
+		if uses(child, index) {
+			return true
+		}
+	}
+	return false
+}
+
 // node is a node of a plan as EXPLAIN (FORMAT JSON) gives it.
 type node struct {
 	Type     string  `json:"Node Type"`
 	Relation string  `json:"Relation Name"`
+	Index    string  `json:"Index Name"`
 	Rows     float64 `json:"Plan Rows"`
 	Plans    []*node `json:"Plans"`
 }

@@ -114,6 +114,37 @@ func TestInventoryAPI_PagesByKeyset(t *testing.T) {
 	}
 }
 
+// A search finds a part of a name, separators and all, and pages newest first by keyset like
+// the list.
+func TestInventoryAPI_SearchPagesByKeyset(t *testing.T) {
+	s := apptest.NewSite(t)
+	_, err := s.Pool.Exec(t.Context(), `INSERT INTO inventory_items (type, name, search, tenant_id, status, created_at)
+		SELECT 'simcloud:index:Disk', 'disk-' || n, 'disk-' || n || ' 10.7.0.' || n, $1, 'active', now() - make_interval(secs => n)
+		FROM generate_series(1, 5) n`, s.A.ID)
+	apptest.Must(t, err)
+	reader := s.Token(t, s.ReaderA)
+	var names []string
+	path := "/api/v1/inventory?limit=2&q=ISK-"
+	for pages := 0; path != ""; pages++ {
+		if pages > 3 {
+			t.Fatal("the search does not end")
+		}
+		body := s.Call(t, "GET", path, reader, nil).JSON(t)
+		for _, it := range body["items"].([]any) {
+			names = append(names, it.(map[string]any)["name"].(string))
+		}
+		path, _ = body["next"].(string)
+	}
+	if got := strings.Join(names, " "); got != "disk-1 disk-2 disk-3 disk-4 disk-5" {
+		t.Fatalf("the search's pages held %s, want the five disks newest first", got)
+	}
+	for q, want := range map[string]int{"10.7.0.3": 1, "sk-3 10.7": 1, "10.70": 0, "disk3": 0} {
+		if got := len(s.Call(t, "GET", "/api/v1/inventory?q="+url.QueryEscape(q), reader, nil).JSON(t)["items"].([]any)); got != want {
+			t.Errorf("a search for %q found %d items, want %d", q, got, want)
+		}
+	}
+}
+
 // A provider admin ignores what discovery found, from its page and through the API: it leaves
 // the list unless asked for, the move is audited, and it can be taken back.
 func TestInventory_ProviderAdminIgnoresWhatDiscoveryFound(t *testing.T) {

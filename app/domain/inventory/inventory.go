@@ -143,7 +143,20 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (P
 	if f.Tenant != uuid.Nil {
 		p.TenantID = uuid.NullUUID{UUID: f.Tenant, Valid: true}
 	}
-	rows, err := db.Queries(s.pool).ListInventoryItems(ctx, p)
+	q := db.Queries(s.pool)
+	if p.Search != nil {
+		ids, common, err := searchHits(ctx, q, p)
+		switch {
+		case err != nil:
+			return Page{}, err
+		case !common && len(ids) == 0:
+			return Page{Items: []Item{}}, nil
+		case !common:
+			// The page is among these items, which already match the term.
+			p.Ids, p.Search = ids, nil
+		}
+	}
+	rows, err := q.ListInventoryItems(ctx, p)
 	if err != nil {
 		return Page{}, fmt.Errorf("list inventory: %w", err)
 	}
@@ -157,6 +170,29 @@ func (s *Service) List(ctx context.Context, actor access.Principal, f Filter) (P
 		page.Next = cursor.Cursor{At: last.CreatedAt, ID: last.ID}
 	}
 	return page, nil
+}
+
+// hitCap is how many matches of a search are collected through the trigram index and sorted
+// at most. A rarer term's page is found that way whatever the age of its matches; a commoner
+// one is met as often as not among the newest items, walked newest first.
+const hitCap = 20_000
+
+// searchHits returns the ids of the page of items p's search finds, or common when the term
+// has hitCap matches or more, which walking the items newest first finds sooner.
+func searchHits(ctx context.Context, q *dbgen.Queries, p dbgen.ListInventoryItemsParams) (ids []uuid.UUID, common bool, err error) {
+	hits, err := q.InventorySearchHits(ctx, dbgen.InventorySearchHitsParams{AllTenants: p.AllTenants, TenantIds: p.TenantIds,
+		Search: *p.Search, Type: p.Type, TenantID: p.TenantID, Environment: p.Environment, Status: p.Status, Hidden: p.Hidden,
+		Before: p.Before, BeforeID: p.BeforeID, HitCap: hitCap, MaxRows: p.MaxRows})
+	if err != nil {
+		return nil, false, fmt.Errorf("search inventory: %w", err)
+	}
+	if len(hits) > 0 && hits[0].Found >= hitCap {
+		return nil, true, nil
+	}
+	for _, h := range hits {
+		ids = append(ids, h.ID)
+	}
+	return ids, false, nil
 }
 
 // Get returns an item with its relations; one the actor may not see is not found.
