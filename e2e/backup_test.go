@@ -23,6 +23,7 @@ import (
 	"nimbus/app/kernel/objstore"
 	"nimbus/app/kernel/objstore/s3test"
 	"nimbus/app/kernel/secrets"
+	"nimbus/db/dbtest"
 	"nimbus/db/localpg"
 )
 
@@ -197,6 +198,17 @@ func backupAndRestore(t *testing.T, bin string, from, to []string, held func(*te
 			{"states kept elsewhere", archive, fresh, nil, "restore it onto the same kind of store"},
 		}...)
 	}
+	// An external database in use, with an empty data directory: refused before the stores
+	// are made in it.
+	unused := t.TempDir()
+	if err := os.WriteFile(filepath.Join(unused, secrets.KeyFileName), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refusals = append(refusals, struct {
+		name, archive, dir string
+		env                []string
+		want               string
+	}{"database in use", archive, unused, append(slices.Clone(to), "NIMBUS_DATABASE_URL="+dbtest.URL(t)), "the database is not empty"})
 	for _, r := range refusals {
 		before := listing(t, r.dir) + held(t, r.env)
 		msg, err := nimbusRun(bin, r.env, "restore", "--from", r.archive, "--data-dir", r.dir)

@@ -82,10 +82,10 @@ func restoreCmd(ctx context.Context, args []string, env Env) error {
 	if err := m.CheckKey(keys); err != nil {
 		return err
 	}
-	// Each refusal comes before anything is written: the stores (made in the data directory,
-	// or a bucket) are opened once the kinds agree, and the database (made in an empty data
-	// directory) once the stores are found empty. Restore then finds an external database,
-	// which opening did not change, empty or refuses it.
+	// Each refusal comes before anything is written: an external database, which opening does
+	// not change, is found empty first; the stores (made in the data directory, or a bucket)
+	// are opened once the kinds agree, and the embedded database (made in an empty data
+	// directory) once the stores are found empty.
 	backend := "file"
 	if cfg.S3.Endpoint != "" {
 		backend = "s3"
@@ -93,10 +93,18 @@ func restoreCmd(ctx context.Context, args []string, env Env) error {
 	if err := m.CheckBackend(backend); err != nil {
 		return err
 	}
-	if cfg.DatabaseURL == "" {
-		if err := emptyDataDir(cfg.DataDir); err != nil {
+	if cfg.DatabaseURL != "" {
+		probe, done, err := openDatabaseOf(ctx, cfg, env, backup.Installation{})
+		if err != nil {
 			return err
 		}
+		err = probe.CheckDatabaseEmpty(ctx)
+		done()
+		if err != nil {
+			return err
+		}
+	} else if err := emptyDataDir(cfg.DataDir); err != nil {
+		return err
 	}
 	in, err := openStores(ctx, cfg, env, keys)
 	if err != nil {

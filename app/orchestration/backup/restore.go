@@ -104,7 +104,7 @@ func Restore(ctx context.Context, in Installation, path string, m Manifest, queu
 	if err := in.CheckStoresEmpty(ctx); err != nil {
 		return err
 	}
-	if err := in.checkDatabaseEmpty(ctx); err != nil {
+	if err := in.CheckDatabaseEmpty(ctx); err != nil {
 		return err
 	}
 	if err := in.load(ctx, path, m, queue); err != nil {
@@ -168,8 +168,8 @@ func (in Installation) load(ctx context.Context, path string, m Manifest, queue 
 	return nil
 }
 
-// checkDatabaseEmpty refuses a database that holds anything: a restore writes over nothing.
-func (in Installation) checkDatabaseEmpty(ctx context.Context) error {
+// CheckDatabaseEmpty refuses a database that holds anything: a restore writes over nothing.
+func (in Installation) CheckDatabaseEmpty(ctx context.Context) error {
 	var tables int
 	if err := in.Pool.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')").Scan(&tables); err != nil {
 		return err
